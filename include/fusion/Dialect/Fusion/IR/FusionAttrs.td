@@ -1,0 +1,118 @@
+//===- FusionAttrs.td - fusion attributes and enums --------*- tablegen -*-===//
+
+#ifndef FUSION_DIALECT_FUSION_IR_FUSIONATTRS_TD
+#define FUSION_DIALECT_FUSION_IR_FUSIONATTRS_TD
+
+include "fusion/Dialect/Fusion/IR/FusionBase.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Activation (GDPA)
+//===----------------------------------------------------------------------===//
+
+def Fusion_ActivationIdentity : I32EnumAttrCase<"identity", 0>;
+def Fusion_ActivationRelu : I32EnumAttrCase<"relu", 1>;
+def Fusion_ActivationGelu : I32EnumAttrCase<"gelu", 2>;
+def Fusion_ActivationGeluTanh : I32EnumAttrCase<"gelu_tanh", 3>;
+def Fusion_ActivationSilu : I32EnumAttrCase<"silu", 4>;
+
+def Fusion_Activation : I32EnumAttr<"Activation",
+    "element-wise activation that replaces softmax in GDPA", [
+      Fusion_ActivationIdentity, Fusion_ActivationRelu, Fusion_ActivationGelu,
+      Fusion_ActivationGeluTanh, Fusion_ActivationSilu]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::fusion";
+}
+
+def Fusion_ActivationAttr : EnumAttr<Fusion_Dialect, Fusion_Activation, "activation"> {
+  let summary = "GDPA activation";
+  let description = [{
+    The activation applied to each attention score (there is no softmax):
+
+    | value       | act(s)                                          |
+    |-------------|-------------------------------------------------|
+    | `identity`  | s                                               |
+    | `relu`      | max(s, 0)                                       |
+    | `gelu`      | 0.5 s (1 + erf(s / sqrt(2)))                    |
+    | `gelu_tanh` | 0.5 s (1 + tanh(sqrt(2/pi) (s + 0.044715 s^3))) |
+    | `silu`      | s / (1 + exp(-s))                               |
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// Fused-matmul prologue and epilogue kinds
+//===----------------------------------------------------------------------===//
+
+def Fusion_PrologueNone : I32EnumAttrCase<"none", 0>;
+def Fusion_PrologueRMSNorm : I32EnumAttrCase<"rms_norm", 1>;
+def Fusion_PrologueLayerNorm : I32EnumAttrCase<"layer_norm", 2>;
+
+def Fusion_PrologueKind : I32EnumAttr<"PrologueKind",
+    "normalization applied lazily to the rows of a fused matmul's A operand", [
+      Fusion_PrologueNone, Fusion_PrologueRMSNorm, Fusion_PrologueLayerNorm]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::fusion";
+}
+
+def Fusion_PrologueKindAttr
+    : EnumAttr<Fusion_Dialect, Fusion_PrologueKind, "prologue"> {
+  let summary = "fused-matmul prologue (Lazy Pre-Norm)";
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Fusion_EpilogueNone : I32EnumAttrCase<"none", 0>;
+def Fusion_EpilogueRowScale : I32EnumAttrCase<"row_scale", 1>;
+def Fusion_EpilogueRMSNorm : I32EnumAttrCase<"rms_norm", 2>;
+def Fusion_EpilogueLayerNorm : I32EnumAttrCase<"layer_norm", 3>;
+def Fusion_EpilogueRMSNormGrad : I32EnumAttrCase<"rms_norm_grad", 4>;
+def Fusion_EpilogueLayerNormGrad : I32EnumAttrCase<"layer_norm_grad", 5>;
+
+def Fusion_EpilogueKind : I32EnumAttr<"EpilogueKind",
+    "computation applied to the rows of a fused matmul's accumulator", [
+      Fusion_EpilogueNone, Fusion_EpilogueRowScale, Fusion_EpilogueRMSNorm,
+      Fusion_EpilogueLayerNorm, Fusion_EpilogueRMSNormGrad,
+      Fusion_EpilogueLayerNormGrad]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::fusion";
+}
+
+def Fusion_EpilogueKindAttr
+    : EnumAttr<Fusion_Dialect, Fusion_EpilogueKind, "epilogue"> {
+  let summary = "fused-matmul epilogue";
+  let assemblyFormat = "`<` $value `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// Target
+//===----------------------------------------------------------------------===//
+
+def Fusion_TargetAttr : Fusion_Attr<"Target", "target"> {
+  let summary = "the GPU architecture a module is compiled for";
+  let description = [{
+    Set on the module as `fusion.target = #fusion.target<"sm_90a">`; every
+    pass that needs hardware knowledge reads it from there. Known chips:
+    `sm_90a` (Hopper: H100, H200) and `sm_100a` (Blackwell: B200). Any other
+    chip is rejected with a diagnostic listing the known ones.
+
+    Example:
+    ```mlir
+    module attributes {fusion.target = #fusion.target<"sm_90a">} {}
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"chip name, e.g. sm_90a">:$chip);
+  let assemblyFormat = "`<` $chip `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The name of the module attribute that holds the target.
+    static constexpr ::llvm::StringLiteral getModuleAttrName() {
+      return ::llvm::StringLiteral("fusion.target");
+    }
+    /// The chips this compiler knows, comma-separated, for diagnostics.
+    static ::llvm::StringRef getKnownChips();
+    /// The target attached to `module`, or null when there is none.
+    static TargetAttr lookup(::mlir::Operation *op);
+  }];
+}
+
+#endif // FUSION_DIALECT_FUSION_IR_FUSIONATTRS_TD

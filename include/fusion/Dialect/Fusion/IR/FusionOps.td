@@ -1,0 +1,508 @@
+//===- FusionOps.td - fusion ops ---------------------------*- tablegen -*-===//
+//
+// L0 ops (matmul, norms, attention, their gradients) and L1 fused ops.
+// Shape rules live in the C++ verifiers (FusionOps.cpp); element-type rules
+// are the ODS constraints below.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_DIALECT_FUSION_IR_FUSIONOPS_TD
+#define FUSION_DIALECT_FUSION_IR_FUSIONOPS_TD
+
+include "fusion/Dialect/Fusion/IR/FusionBase.td"
+include "fusion/Dialect/Fusion/IR/FusionAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+/// The element types every data operand may have.
+def Fusion_FloatTensor : RankedTensorOf<[BF16, F16, F32]>;
+/// Statistics and parameter gradients are f32.
+def Fusion_F32Tensor : RankedTensorOf<[F32]>;
+/// Jagged-sequence offsets.
+def Fusion_OffsetsTensor : RankedTensorOf<[I32, I64]>;
+
+//===----------------------------------------------------------------------===//
+// L0: matmul and add
+//===----------------------------------------------------------------------===//
+
+def Fusion_MatmulOp : Fusion_Op<"matmul", [Pure]> {
+  let summary = "matrix product with f32 accumulation";
+  let description = [{
+    `result = op(lhs) @ op(rhs)`, where `op` transposes its operand when
+    `transpose_lhs` / `transpose_rhs` is set:
+
+        result[m, n] = round(sum_k f32(A[m, k]) * f32(B[k, n]))
+        A = transpose_lhs ? lhs^T : lhs,   B = transpose_rhs ? rhs^T : rhs
+
+    Shapes: `A` is [M, K], `B` is [K, N], `result` is [M, N]. Products and the
+    sum are f32 whatever the element types; the sum is rounded once to the
+    result element type. Operand and result element types may differ.
+
+    Example:
+    ```mlir
+    %c = fusion.matmul %a, %b : tensor<4096x512xbf16>, tensor<512x1024xbf16>
+        -> tensor<4096x1024xbf16>
+    %d = fusion.matmul %dy, %w {transpose_rhs}
+        : tensor<4096x1024xbf16>, tensor<512x1024xbf16> -> tensor<4096x512xbf16>
+    ```
+  }];
+  let arguments = (ins Fusion_FloatTensor:$lhs, Fusion_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Fusion_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fusion_AddOp : Fusion_Op<"add", [Pure, SameOperandsAndResultType]> {
+  let summary = "element-wise sum (residual connection)";
+  let description = [{
+    `result = lhs + rhs`, element by element, computed in f32 and rounded to the
+    element type. Both operands and the result have the same type.
+
+    Example:
+    ```mlir
+    %h = fusion.add %x, %y : tensor<4096x512xbf16>
+    ```
+  }];
+  let arguments = (ins Fusion_FloatTensor:$lhs, Fusion_FloatTensor:$rhs);
+  let results = (outs Fusion_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// L0: normalization
+//===----------------------------------------------------------------------===//
+
+def Fusion_RMSNormOp : Fusion_Op<"rms_norm", [Pure]> {
+  let summary = "RMS normalization over the innermost dimension";
+  let description = [{
+    For each row `x` of `input` (innermost size N):
+
+        rstd = 1 / sqrt(sum(x^2) / N + epsilon)
+        y    = x * rstd * weight
+
+    `weight` is optional and has shape [N]. `rstd` accumulates in f32. The
+    optional second result holds it per row (shape: `input` without its
+    innermost dimension, f32), for the backward. `epsilon` is required.
+
+    Example:
+    ```mlir
+    %y, %rstd = fusion.rms_norm %x weight(%w : tensor<512xbf16>)
+        {epsilon = 1.0e-05 : f32}
+        : tensor<4096x512xbf16> -> tensor<4096x512xbf16>, tensor<4096xf32>
+    ```
+  }];
+  let arguments = (ins Fusion_FloatTensor:$input,
+                       Optional<Fusion_FloatTensor>:$weight, F32Attr:$epsilon);
+  let results = (outs Fusion_FloatTensor:$output,
+                      Optional<Fusion_F32Tensor>:$rstd);
+  let assemblyFormat = [{
+    $input (`weight` `(` $weight^ `:` type($weight) `)`)? attr-dict
+    `:` type($input) `->` type($output) (`,` type($rstd)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Fusion_LayerNormOp : Fusion_Op<"layer_norm",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "layer normalization over the innermost dimension";
+  let description = [{
+    For each row `x` of `input` (innermost size N):
+
+        mean = sum(x) / N,   var = sum((x - mean)^2) / N
+        rstd = 1 / sqrt(var + epsilon)
+        y    = (x - mean) * rstd * weight + bias
+
+    `weight` and `bias` are optional and have shape [N]. The variance is the
+    two-pass (centered) biased variance. Statistics accumulate in f32; the
+    `mean` and `rstd` results hold them per row (shape: `input` without its
+    innermost dimension, f32), for the backward.
+
+    Example:
+    ```mlir
+    %y, %mean, %rstd = fusion.layer_norm %x weight(%w : tensor<512xbf16>)
+        bias(%b : tensor<512xbf16>) {epsilon = 1.0e-05 : f32}
+        : tensor<4096x512xbf16>
+        -> tensor<4096x512xbf16>, tensor<4096xf32>, tensor<4096xf32>
+    ```
+  }];
+  let arguments = (ins Fusion_FloatTensor:$input,
+                       Optional<Fusion_FloatTensor>:$weight,
+                       Optional<Fusion_FloatTensor>:$bias, F32Attr:$epsilon);
+  let results = (outs Fusion_FloatTensor:$output, Fusion_F32Tensor:$mean,
+                      Fusion_F32Tensor:$rstd);
+  let assemblyFormat = [{
+    $input (`weight` `(` $weight^ `:` type($weight) `)`)?
+    (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict
+    `:` type($input) `->` type($output) `,` type($mean) `,` type($rstd)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fusion_RMSNormGradOp : Fusion_Op<"rms_norm_grad", [Pure]> {
+  let summary = "gradient of rms_norm";
+  let description = [{
+    Given the forward input `x`, its saved `rstd` and the output gradient `dy`,
+    per row (innermost size N):
+
+        x_hat = x * rstd,   g = dy * weight   (g = dy without weight)
+        dx    = rstd * (g - x_hat * sum(g * x_hat) / N)
+        dweight[n] = sum over all rows of dy[., n] * x_hat[., n]
+
+    `dweight` (f32, shape [N]) is a result exactly when `weight` is given. All
+    arithmetic is f32; `dx` is rounded to its element type.
+
+    Example:
+    ```mlir
+    %dx, %dw = fusion.rms_norm_grad %dy, %x, %rstd weight(%w : tensor<512xbf16>)
+        : tensor<4096x512xbf16>, tensor<4096x512xbf16>, tensor<4096xf32>
+        -> tensor<4096x512xbf16>, tensor<512xf32>
+    ```
+  }];
+  let arguments = (ins Fusion_FloatTensor:$grad, Fusion_FloatTensor:$input,
+                       Fusion_F32Tensor:$rstd,
+                       Optional<Fusion_FloatTensor>:$weight);
+  let results = (outs Fusion_FloatTensor:$input_grad,
+                      Optional<Fusion_F32Tensor>:$weight_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $rstd (`weight` `(` $weight^ `:` type($weight) `)`)?
+    attr-dict `:` type($grad) `,` type($input) `,` type($rstd)
+    `->` type($input_grad) (`,` type($weight_grad)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Fusion_LayerNormGradOp : Fusion_Op<"layer_norm_grad", [Pure]> {
+  let summary = "gradient of layer_norm";
+  let description = [{
+    Given the forward input `x`, its saved `mean` and `rstd` and the output
+    gradient `dy`, per row (innermost size N):
+
+        x_hat = (x - mean) * rstd,   g = dy * weight   (g = dy without weight)
+        dx    = rstd * (g - sum(g) / N - x_hat * sum(g * x_hat) / N)
+        dweight[n] = sum over all rows of dy[., n] * x_hat[., n]
+        dbias[n]   = sum over all rows of dy[., n]
+
+    The parameter gradients (f32, shape [N]) follow `dx` in this order:
+    `dweight` when `weight` is given, then `dbias` when `with_bias_grad` is set
+    (the bias does not enter `dx`, so it is not an operand). All arithmetic is
+    f32; `dx` is rounded to its element type.
+
+    Example:
+    ```mlir
+    %dx, %dw, %db = fusion.layer_norm_grad %dy, %x, %mean, %rstd
+        weight(%w : tensor<512xbf16>) {with_bias_grad}
+        : tensor<4096x512xbf16>, tensor<4096x512xbf16>, tensor<4096xf32>,
+          tensor<4096xf32> -> tensor<4096x512xbf16>, tensor<512xf32>, tensor<512xf32>
+    ```
+  }];
+  let arguments = (ins Fusion_FloatTensor:$grad, Fusion_FloatTensor:$input,
+                       Fusion_F32Tensor:$mean, Fusion_F32Tensor:$rstd,
+                       Optional<Fusion_FloatTensor>:$weight,
+                       UnitAttr:$with_bias_grad);
+  let results = (outs Fusion_FloatTensor:$input_grad,
+                      Variadic<Fusion_F32Tensor>:$param_grads);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $mean `,` $rstd
+    (`weight` `(` $weight^ `:` type($weight) `)`)? attr-dict
+    `:` type($grad) `,` type($input) `,` type($mean) `,` type($rstd)
+    `->` type($input_grad) (`,` type($param_grads)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// dweight, or null when the op has no weight.
+    ::mlir::Value getWeightGrad() {
+      return getWeight() ? getParamGrads()[0] : ::mlir::Value();
+    }
+    /// dbias, or null without `with_bias_grad`.
+    ::mlir::Value getBiasGrad() {
+      return getWithBiasGrad() ? getParamGrads().back() : ::mlir::Value();
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// L0: generalized dot-product attention
+//===----------------------------------------------------------------------===//
+
+def Fusion_GDPAOp : Fusion_Op<"gdpa", [Pure]> {
+  let summary = "generalized dot-product attention (activation instead of softmax)";
+  let description = [{
+    For each batch b, head h and query token i:
+
+        s[i, j]      = scale * sum_d q[b, i, h, d] * k[b, j, h, d]
+        out[b,i,h,e] = sum_j act(s[i, j]) * v[b, j, h, e]
+
+    The scale multiplies the scores *before* the activation (Kunlun's
+    `act(Q K^T / tau) V`). There is no softmax and no row normalization.
+    Arithmetic is f32; `out` is rounded to its element type.
+
+    Shapes, dense: `q` [B, Lq, H, D], `k` [B, Lkv, H, D], `v` [B, Lkv, H, Dv],
+    `out` [B, Lq, H, Dv].
+
+    Jagged q: with `offsets` (i32 or i64, shape [B+1], non-decreasing,
+    offsets[0] = 0), `q` is [T, H, D] and batch b owns the tokens
+    offsets[b] <= t < offsets[b+1]; `out` is [T, H, Dv]. Tokens at or after
+    offsets[B] belong to no batch and their output is zero. `k` and `v` stay
+    dense, [B, Lkv, H, D].
+
+    Example:
+    ```mlir
+    %o = fusion.gdpa %q, %k, %v offsets(%off : tensor<9xi32>)
+        {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+        : tensor<2048x2x128xbf16>, tensor<8x128x2x128xbf16>, tensor<8x128x2x128xbf16>
+        -> tensor<2048x2x128xbf16>
+    ```
+  }];
+  let arguments = (ins Fusion_FloatTensor:$query, Fusion_FloatTensor:$key,
+                       Fusion_FloatTensor:$value,
+                       Optional<Fusion_OffsetsTensor>:$offsets,
+                       Fusion_ActivationAttr:$activation, F32Attr:$scale);
+  let results = (outs Fusion_FloatTensor:$output);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`offsets` `(` $offsets^ `:` type($offsets) `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fusion_GDPAGradOp : Fusion_Op<"gdpa_grad", [Pure]> {
+  let summary = "gradient of gdpa";
+  let description = [{
+    With `s` and `p = act(s)` as in `fusion.gdpa` and the output gradient `do`:
+
+        dv[b,j,h,e] = sum_i p[i, j] * do[b,i,h,e]
+        dp[i, j]    = sum_e do[b,i,h,e] * v[b,j,h,e]
+        ds[i, j]    = dp[i, j] * act'(s[i, j]) * scale
+        dq[b,i,h,d] = sum_j ds[i, j] * k[b,j,h,d]
+        dk[b,j,h,d] = sum_i ds[i, j] * q[b,i,h,d]
+
+    Shapes and jagged layout as in `fusion.gdpa`; `dq`, `dk`, `dv` have the
+    types of `q`, `k`, `v`. Arithmetic is f32.
+
+    Example:
+    ```mlir
+    %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v
+        {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+        : tensor<2x64x2x32xf32>, tensor<2x64x2x32xf32>, tensor<2x16x2x32xf32>,
+          tensor<2x16x2x32xf32>
+        -> tensor<2x64x2x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x2x32xf32>
+    ```
+  }];
+  let arguments = (ins Fusion_FloatTensor:$grad, Fusion_FloatTensor:$query,
+                       Fusion_FloatTensor:$key, Fusion_FloatTensor:$value,
+                       Optional<Fusion_OffsetsTensor>:$offsets,
+                       Fusion_ActivationAttr:$activation, F32Attr:$scale);
+  let results = (outs Fusion_FloatTensor:$query_grad,
+                      Fusion_FloatTensor:$key_grad,
+                      Fusion_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $grad `,` $query `,` $key `,` $value
+    (`offsets` `(` $offsets^ `:` type($offsets) `)`)? attr-dict
+    `:` type($grad) `,` type($query) `,` type($key) `,` type($value)
+    `->` type($query_grad) `,` type($key_grad) `,` type($value_grad)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// L1: fused ops
+//===----------------------------------------------------------------------===//
+
+def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "matmul with a fused normalization prologue and/or epilogue";
+  let description = [{
+    The output of the fusion passes for one GEMM and the norm beside it. With
+    `A` = `lhs` [M, K] and `B` = `rhs` [K, N] (`rhs` is [N, K] when
+    `transpose_rhs` is set), all in f32:
+
+        acc = A @ B
+        prologue rms_norm:   r_i = 1/sqrt(sum_k A[i,k]^2 / K + prologue_epsilon)
+                             acc = r * acc                       (Lazy Pre-Norm)
+        prologue layer_norm: m_i = mean_k A[i,k],
+                             r_i = 1/sqrt(mean_k (A[i,k] - m_i)^2 + prologue_epsilon)
+                             acc = r * (acc - m colsum(B))
+        epilogue row_scale:  acc = row_scale * acc               (row_scale [M])
+        acc += col_bias                                          (col_bias [N])
+
+    so the prologues compute `norm(A) @ B` without an affine transform (the
+    fusion passes fold a norm weight g into `B` as diag(g) B and a LayerNorm
+    bias beta into `col_bias` as beta B). Then the epilogue:
+
+    | epilogue          | output                                               | extra results |
+    |-------------------|------------------------------------------------------|---------------|
+    | `none`, `row_scale` | acc + residual                                     | none |
+    | `rms_norm`        | rms_norm(acc + residual, norm_weight, epsilon)       | rstd [M] with `save_stats` |
+    | `layer_norm`      | layer_norm(acc + residual, norm_weight, norm_bias, epsilon) | mean, rstd [M] with `save_stats` |
+    | `rms_norm_grad`   | rms_norm_grad(acc, norm_input, rstd, norm_weight) + residual | dweight [N] with `norm_weight` |
+    | `layer_norm_grad` | layer_norm_grad(acc, norm_input, mean, rstd, norm_weight) + residual | dweight with `norm_weight`, then dbias with `with_bias_grad` |
+
+    The forward norms follow `fusion.rms_norm` / `fusion.layer_norm` exactly
+    (post-norm: the residual enters the norm). In the grad epilogues `acc` is
+    the incoming gradient `dh` (the dgrad GEMM `dy @ W^T`), `norm_input` and
+    the statistics come from the forward, and `residual` is the gradient
+    arriving along the skip connection, added to the result. The output is
+    rounded once, to its element type; extra results are f32.
+
+    Example (GEMM + RMSNorm epilogue with saved rstd):
+    ```mlir
+    %y, %rstd = fusion.fused_matmul %a, %b
+        {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, save_stats}
+        : tensor<8192x512xbf16>, tensor<512x512xbf16>
+        -> tensor<8192x512xbf16>, tensor<8192xf32>
+    ```
+  }];
+  let arguments = (ins
+    Fusion_FloatTensor:$lhs, Fusion_FloatTensor:$rhs,
+    Optional<Fusion_FloatTensor>:$residual,
+    Optional<Fusion_F32Tensor>:$row_scale,
+    Optional<Fusion_FloatTensor>:$col_bias,
+    Optional<Fusion_FloatTensor>:$norm_weight,
+    Optional<Fusion_FloatTensor>:$norm_bias,
+    Optional<Fusion_FloatTensor>:$norm_input,
+    Optional<Fusion_F32Tensor>:$mean,
+    Optional<Fusion_F32Tensor>:$rstd,
+    DefaultValuedAttr<Fusion_PrologueKindAttr, "PrologueKind::none">:$prologue,
+    DefaultValuedAttr<Fusion_EpilogueKindAttr, "EpilogueKind::none">:$epilogue,
+    OptionalAttr<F32Attr>:$prologue_epsilon,
+    OptionalAttr<F32Attr>:$epsilon,
+    UnitAttr:$transpose_rhs,
+    UnitAttr:$save_stats,
+    UnitAttr:$with_bias_grad);
+  let results = (outs Fusion_FloatTensor:$output,
+                      Variadic<Fusion_F32Tensor>:$extras);
+  let assemblyFormat = [{
+    $lhs `,` $rhs
+    (`residual` `(` $residual^ `:` type($residual) `)`)?
+    (`row_scale` `(` $row_scale^ `:` type($row_scale) `)`)?
+    (`col_bias` `(` $col_bias^ `:` type($col_bias) `)`)?
+    (`norm_weight` `(` $norm_weight^ `:` type($norm_weight) `)`)?
+    (`norm_bias` `(` $norm_bias^ `:` type($norm_bias) `)`)?
+    (`norm_input` `(` $norm_input^ `:` type($norm_input) `)`)?
+    (`mean` `(` $mean^ `:` type($mean) `)`)?
+    (`rstd` `(` $rstd^ `:` type($rstd) `)`)?
+    attr-dict `:` type($lhs) `,` type($rhs)
+    `->` type($output) (`,` type($extras)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// True for the rms_norm_grad and layer_norm_grad epilogues.
+    bool isGradEpilogue() {
+      return getEpilogue() == EpilogueKind::rms_norm_grad ||
+             getEpilogue() == EpilogueKind::layer_norm_grad;
+    }
+    /// The number of extra results the attributes and operands call for.
+    unsigned getExpectedNumExtras();
+  }];
+  let hasVerifier = 1;
+}
+
+def Fusion_NormAttentionOp : Fusion_Op<"norm_attention",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "FlashNormAttention: LayerNorm -> GDPA -> residual -> RMSNorm -> residual";
+  let description = [{
+    For each token, with both norms over the concatenated H * D vector of all
+    its heads (`docs/SEED.md` section 4):
+
+        ln_q = layer_norm(q, ln_weight, ln_bias, ln_epsilon)
+        h    = gdpa(ln_q, k, v; activation, scale) + ln_q
+        out  = rms_norm(h, rms_weight, rms_epsilon) + q
+
+    The four results are `out` (the type of `q`) and, per token (f32, shape of
+    `q` without its two innermost dimensions), the LayerNorm mean and rstd and
+    the RMSNorm rstd, saved for the backward. Everything is computed in f32 and
+    `out` rounded once. `ln_weight`, `ln_bias`, `rms_weight` are optional,
+    shape [H * D]. Layouts as in `fusion.gdpa` (dense or jagged `q`); `v` must
+    have the head dimension of `q`.
+
+    Example:
+    ```mlir
+    %out, %m, %r, %rr = fusion.norm_attention %q, %k, %v
+        {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32,
+         ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
+        : tensor<2x128x2x128xbf16>, tensor<2x128x2x128xbf16>, tensor<2x128x2x128xbf16>
+        -> tensor<2x128x2x128xbf16>, tensor<2x128xf32>, tensor<2x128xf32>, tensor<2x128xf32>
+    ```
+  }];
+  let arguments = (ins Fusion_FloatTensor:$query, Fusion_FloatTensor:$key,
+                       Fusion_FloatTensor:$value,
+                       Optional<Fusion_OffsetsTensor>:$offsets,
+                       Optional<Fusion_FloatTensor>:$ln_weight,
+                       Optional<Fusion_FloatTensor>:$ln_bias,
+                       Optional<Fusion_FloatTensor>:$rms_weight,
+                       Fusion_ActivationAttr:$activation, F32Attr:$scale,
+                       F32Attr:$ln_epsilon, F32Attr:$rms_epsilon);
+  let results = (outs Fusion_FloatTensor:$output, Fusion_F32Tensor:$ln_mean,
+                      Fusion_F32Tensor:$ln_rstd, Fusion_F32Tensor:$rms_rstd);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value
+    (`offsets` `(` $offsets^ `:` type($offsets) `)`)?
+    (`ln_weight` `(` $ln_weight^ `:` type($ln_weight) `)`)?
+    (`ln_bias` `(` $ln_bias^ `:` type($ln_bias) `)`)?
+    (`rms_weight` `(` $rms_weight^ `:` type($rms_weight) `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value)
+    `->` type($output) `,` type($ln_mean) `,` type($ln_rstd) `,` type($rms_rstd)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fusion_NormAttentionGradOp : Fusion_Op<"norm_attention_grad",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "gradient of norm_attention";
+  let description = [{
+    The backward of `fusion.norm_attention`, from the output gradient `dout`,
+    the forward inputs and the saved statistics. `ln_q` is recomputed from `q`
+    and the saved LayerNorm mean and rstd, and `h` from `ln_q`:
+
+        dh          = rms_norm_grad(dout, h, rms_rstd, rms_weight)
+        dq1, dk, dv = gdpa_grad(dh, ln_q, k, v)
+        dq          = layer_norm_grad(dh + dq1, q, ln_mean, ln_rstd, ln_weight) + dout
+
+    with both norms over H * D. Results: `dq`, `dk`, `dv` (the types of `q`,
+    `k`, `v`), then the parameter gradients (f32, [H * D]) of the weights
+    given, in the order d`ln_weight`, d`ln_bias`, d`rms_weight`. The
+    statistics make the epsilons unnecessary.
+
+    Example:
+    ```mlir
+    %dq, %dk, %dv = fusion.norm_attention_grad %dout, %q, %k, %v, %m, %r, %rr
+        {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+        : tensor<2x128x2x64xf32>, tensor<2x128x2x64xf32>, tensor<2x128x2x64xf32>,
+          tensor<2x128x2x64xf32>, tensor<2x128xf32>, tensor<2x128xf32>, tensor<2x128xf32>
+        -> tensor<2x128x2x64xf32>, tensor<2x128x2x64xf32>, tensor<2x128x2x64xf32>
+    ```
+  }];
+  let arguments = (ins Fusion_FloatTensor:$grad, Fusion_FloatTensor:$query,
+                       Fusion_FloatTensor:$key, Fusion_FloatTensor:$value,
+                       Fusion_F32Tensor:$ln_mean, Fusion_F32Tensor:$ln_rstd,
+                       Fusion_F32Tensor:$rms_rstd,
+                       Optional<Fusion_OffsetsTensor>:$offsets,
+                       Optional<Fusion_FloatTensor>:$ln_weight,
+                       Optional<Fusion_FloatTensor>:$ln_bias,
+                       Optional<Fusion_FloatTensor>:$rms_weight,
+                       Fusion_ActivationAttr:$activation, F32Attr:$scale);
+  let results = (outs Fusion_FloatTensor:$query_grad,
+                      Fusion_FloatTensor:$key_grad,
+                      Fusion_FloatTensor:$value_grad,
+                      Variadic<Fusion_F32Tensor>:$param_grads);
+  let assemblyFormat = [{
+    $grad `,` $query `,` $key `,` $value `,` $ln_mean `,` $ln_rstd `,` $rms_rstd
+    (`offsets` `(` $offsets^ `:` type($offsets) `)`)?
+    (`ln_weight` `(` $ln_weight^ `:` type($ln_weight) `)`)?
+    (`ln_bias` `(` $ln_bias^ `:` type($ln_bias) `)`)?
+    (`rms_weight` `(` $rms_weight^ `:` type($rms_weight) `)`)?
+    attr-dict `:` type($grad) `,` type($query) `,` type($key) `,` type($value)
+    `,` type($ln_mean) `,` type($ln_rstd) `,` type($rms_rstd)
+    `->` type($query_grad) `,` type($key_grad) `,` type($value_grad)
+    (`,` type($param_grads)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FUSION_DIALECT_FUSION_IR_FUSIONOPS_TD

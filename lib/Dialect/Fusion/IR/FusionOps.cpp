@@ -1,0 +1,505 @@
+//===- FusionOps.cpp - fusion op verifiers --------------------------------===//
+//
+// Element types are checked by ODS; these verifiers check ranks, shapes,
+// the presence of optional operands and results, and attribute values. Every
+// message names the operand and says what was expected and what was given.
+// Dynamic dimensions (`?`) match any size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fusion/Dialect/Fusion/IR/FusionOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+#define GET_OP_CLASSES
+#include "fusion/Dialect/Fusion/IR/FusionOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Shape helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Prints a shape as `[4096, 512]`, with `?` for dynamic sizes.
+std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << '[';
+  llvm::interleaveComma(shape, os, [&](int64_t d) {
+    if (ShapedType::isDynamic(d))
+      os << '?';
+    else
+      os << d;
+  });
+  os << ']';
+  return s;
+}
+
+bool sameDim(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+bool sameShape(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  return a.size() == b.size() &&
+         llvm::all_of(llvm::zip_equal(a, b), [](auto pair) {
+           return sameDim(std::get<0>(pair), std::get<1>(pair));
+         });
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// `expected <name> of rank <rank><why>, but got rank <r>`.
+LogicalResult checkRank(Operation *op, StringRef name, Value v, int64_t rank,
+                        StringRef why = "") {
+  int64_t got = cast<RankedTensorType>(v.getType()).getRank();
+  if (got == rank)
+    return success();
+  return op->emitOpError() << "expected " << name << " of rank " << rank << why
+                           << ", but got rank " << got;
+}
+
+/// `expected <name> of shape <shape><why>, but got <shape>`.
+LogicalResult checkShape(Operation *op, StringRef name, Value v,
+                         ArrayRef<int64_t> expected, StringRef why = "") {
+  if (sameShape(shapeOf(v), expected))
+    return success();
+  return op->emitOpError() << "expected " << name << " of shape "
+                           << formatShape(expected) << why << ", but got "
+                           << formatShape(shapeOf(v));
+}
+
+/// Checks an optional operand or result when it is present.
+LogicalResult checkShapeIfPresent(Operation *op, StringRef name, Value v,
+                                  ArrayRef<int64_t> expected,
+                                  StringRef why = "") {
+  return v ? checkShape(op, name, v, expected, why) : success();
+}
+
+LogicalResult checkEpsilon(Operation *op, StringRef name, FloatAttr eps) {
+  if (!eps)
+    return success();
+  double value = eps.getValueAsDouble();
+  if (value >= 0.0 && std::isfinite(value))
+    return success();
+  return op->emitOpError() << "expected " << name
+                           << " to be finite and >= 0, but got " << value;
+}
+
+/// Norm input checks shared by the forward and backward norms: rank >= 1,
+/// and the per-row statistics / per-column parameters derived from it.
+struct RowShape {
+  SmallVector<int64_t> full;  ///< the input shape
+  SmallVector<int64_t> rows;  ///< without the innermost dimension
+  int64_t n;                  ///< the innermost dimension
+};
+
+FailureOr<RowShape> getRowShape(Operation *op, Value input) {
+  ArrayRef<int64_t> shape = shapeOf(input);
+  if (shape.empty())
+    return op->emitOpError()
+           << "expected input of rank >= 1 (normalized over its innermost "
+              "dimension), but got rank 0";
+  return RowShape{llvm::to_vector(shape), llvm::to_vector(shape.drop_back()),
+                  shape.back()};
+}
+
+constexpr StringLiteral kInnermost = " (innermost dimension of input)";
+constexpr StringLiteral kRows = " (input without its innermost dimension)";
+constexpr StringLiteral kInputShape = " (the shape of input)";
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Checks `op(lhs) @ op(rhs) -> result`; returns {M, K, N} on success.
+FailureOr<std::array<int64_t, 3>>
+verifyMatmulShapes(Operation *op, Value lhs, Value rhs, Value result,
+                   bool transposeLhs, bool transposeRhs) {
+  if (failed(checkRank(op, "lhs", lhs, 2)) ||
+      failed(checkRank(op, "rhs", rhs, 2)) ||
+      failed(checkRank(op, "result", result, 2)))
+    return failure();
+  ArrayRef<int64_t> a = shapeOf(lhs), b = shapeOf(rhs);
+  int64_t m = transposeLhs ? a[1] : a[0], k = transposeLhs ? a[0] : a[1];
+  int64_t kb = transposeRhs ? b[1] : b[0], n = transposeRhs ? b[0] : b[1];
+  if (!sameDim(k, kb))
+    return op->emitOpError()
+           << "expected the contraction dimensions of lhs and rhs to match, "
+              "but got K = "
+           << k << " (lhs) and K = " << kb << " (rhs)";
+  if (failed(checkShape(op, "result", result, {m, n}, " ([M, N])")))
+    return failure();
+  return std::array<int64_t, 3>{m, ShapedType::isDynamic(k) ? kb : k, n};
+}
+} // namespace
+
+LogicalResult MatmulOp::verify() {
+  return verifyMatmulShapes(*this, getLhs(), getRhs(), getResult(),
+                            getTransposeLhs(), getTransposeRhs());
+}
+
+//===----------------------------------------------------------------------===//
+// Norms
+//===----------------------------------------------------------------------===//
+
+LogicalResult RMSNormOp::verify() {
+  FailureOr<RowShape> rs = getRowShape(*this, getInput());
+  if (failed(rs) || failed(checkEpsilon(*this, "epsilon", getEpsilonAttr())) ||
+      failed(checkShapeIfPresent(*this, "weight", getWeight(), {rs->n},
+                                 kInnermost)) ||
+      failed(checkShape(*this, "output", getOutput(), rs->full, kInputShape)) ||
+      failed(checkShapeIfPresent(*this, "rstd", getRstd(), rs->rows, kRows)))
+    return failure();
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  FailureOr<RowShape> rs = getRowShape(*this, getInput());
+  if (failed(rs) || failed(checkEpsilon(*this, "epsilon", getEpsilonAttr())) ||
+      failed(checkShapeIfPresent(*this, "weight", getWeight(), {rs->n},
+                                 kInnermost)) ||
+      failed(checkShapeIfPresent(*this, "bias", getBias(), {rs->n},
+                                 kInnermost)) ||
+      failed(checkShape(*this, "output", getOutput(), rs->full, kInputShape)) ||
+      failed(checkShape(*this, "mean", getMean(), rs->rows, kRows)) ||
+      failed(checkShape(*this, "rstd", getRstd(), rs->rows, kRows)))
+    return failure();
+  return success();
+}
+
+LogicalResult RMSNormGradOp::verify() {
+  FailureOr<RowShape> rs = getRowShape(*this, getInput());
+  if (failed(rs) ||
+      failed(checkShape(*this, "grad", getGrad(), rs->full, kInputShape)) ||
+      failed(checkShape(*this, "rstd", getRstd(), rs->rows, kRows)) ||
+      failed(checkShapeIfPresent(*this, "weight", getWeight(), {rs->n},
+                                 kInnermost)) ||
+      failed(checkShape(*this, "input_grad", getInputGrad(), rs->full,
+                        kInputShape)))
+    return failure();
+  if (getWeight() && !getWeightGrad())
+    return emitOpError("expected a weight_grad result because weight is given");
+  if (!getWeight() && getWeightGrad())
+    return emitOpError("expected no weight_grad result without weight");
+  return checkShapeIfPresent(*this, "weight_grad", getWeightGrad(), {rs->n},
+                             kInnermost);
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  FailureOr<RowShape> rs = getRowShape(*this, getInput());
+  if (failed(rs) ||
+      failed(checkShape(*this, "grad", getGrad(), rs->full, kInputShape)) ||
+      failed(checkShape(*this, "mean", getMean(), rs->rows, kRows)) ||
+      failed(checkShape(*this, "rstd", getRstd(), rs->rows, kRows)) ||
+      failed(checkShapeIfPresent(*this, "weight", getWeight(), {rs->n},
+                                 kInnermost)) ||
+      failed(checkShape(*this, "input_grad", getInputGrad(), rs->full,
+                        kInputShape)))
+    return failure();
+  size_t expected = (getWeight() ? 1 : 0) + (getWithBiasGrad() ? 1 : 0);
+  if (getParamGrads().size() != expected)
+    return emitOpError() << "expected " << expected
+                         << " parameter gradient result(s) (dweight with "
+                            "weight, dbias with with_bias_grad), but got "
+                         << getParamGrads().size();
+  for (Value g : getParamGrads())
+    if (failed(checkShape(*this, "parameter gradient", g, {rs->n},
+                          kInnermost)))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The dimensions of an attention problem, read off q, k, v (and offsets).
+struct AttentionShape {
+  SmallVector<int64_t> query; ///< [B, Lq, H, D] dense or [T, H, D] jagged
+  int64_t batch, kvLen, heads, headDim, valueDim;
+  /// `out` has the shape of q with the value head dimension innermost.
+  SmallVector<int64_t> output() const {
+    SmallVector<int64_t> s = query;
+    s.back() = valueDim;
+    return s;
+  }
+  /// Per-token statistics: q without its two innermost dimensions.
+  SmallVector<int64_t> tokens() const {
+    return SmallVector<int64_t>(query.begin(), query.end() - 2);
+  }
+};
+
+FailureOr<AttentionShape> verifyAttentionShapes(Operation *op, Value q,
+                                                Value k, Value v,
+                                                Value offsets) {
+  if (offsets) {
+    if (failed(checkRank(op, "query", q, 3, " ([T, H, D] with offsets)")))
+      return failure();
+  } else if (failed(checkRank(op, "query", q, 4, " ([B, Lq, H, D])"))) {
+    return failure();
+  }
+  if (failed(checkRank(op, "key", k, 4, " ([B, Lkv, H, D])")) ||
+      failed(checkRank(op, "value", v, 4, " ([B, Lkv, H, Dv])")))
+    return failure();
+  ArrayRef<int64_t> qs = shapeOf(q), ks = shapeOf(k), vs = shapeOf(v);
+  AttentionShape s{llvm::to_vector(qs), ks[0], ks[1], ks[2], ks[3], vs[3]};
+  int64_t qHeads = qs[qs.size() - 2], qDim = qs.back();
+  if (!offsets && !sameDim(qs[0], ks[0]))
+    return op->emitOpError() << "expected key with batch size " << qs[0]
+                             << " (the query's), but got " << ks[0];
+  if (!sameDim(qHeads, ks[2]))
+    return op->emitOpError() << "expected key with " << qHeads
+                             << " heads (the query's), but got " << ks[2];
+  if (!sameDim(qDim, ks[3]))
+    return op->emitOpError() << "expected key with head dimension " << qDim
+                             << " (the query's), but got " << ks[3];
+  if (failed(checkShape(op, "value", v, {ks[0], ks[1], ks[2], vs[3]},
+                        " (batch, length and heads of key)")))
+    return failure();
+  if (offsets) {
+    int64_t b = ks[0];
+    if (failed(checkShape(op, "offsets", offsets,
+                          {ShapedType::isDynamic(b) ? b : b + 1},
+                          " (key batch size + 1)")))
+      return failure();
+  }
+  return s;
+}
+} // namespace
+
+LogicalResult GDPAOp::verify() {
+  FailureOr<AttentionShape> s = verifyAttentionShapes(
+      *this, getQuery(), getKey(), getValue(), getOffsets());
+  if (failed(s))
+    return failure();
+  return checkShape(*this, "output", getOutput(), s->output(),
+                    " (query with the value head dimension)");
+}
+
+LogicalResult GDPAGradOp::verify() {
+  FailureOr<AttentionShape> s = verifyAttentionShapes(
+      *this, getQuery(), getKey(), getValue(), getOffsets());
+  if (failed(s) ||
+      failed(checkShape(*this, "grad", getGrad(), s->output(),
+                        " (the gdpa output)")) ||
+      failed(checkShape(*this, "query_grad", getQueryGrad(), s->query,
+                        " (the shape of query)")) ||
+      failed(checkShape(*this, "key_grad", getKeyGrad(), shapeOf(getKey()),
+                        " (the shape of key)")) ||
+      failed(checkShape(*this, "value_grad", getValueGrad(),
+                        shapeOf(getValue()), " (the shape of value)")))
+    return failure();
+  return success();
+}
+
+namespace {
+/// Checks shared by norm_attention and its grad; returns the attention shape.
+FailureOr<AttentionShape>
+verifyNormAttentionShapes(Operation *op, Value q, Value k, Value v,
+                          Value offsets, Value lnWeight, Value lnBias,
+                          Value rmsWeight) {
+  FailureOr<AttentionShape> s = verifyAttentionShapes(op, q, k, v, offsets);
+  if (failed(s))
+    return failure();
+  if (!sameDim(s->valueDim, s->headDim))
+    return op->emitOpError()
+           << "expected value with head dimension " << s->headDim
+           << " (the query's, for the residual), but got " << s->valueDim;
+  int64_t heads = s->query[s->query.size() - 2], dim = s->query.back();
+  int64_t hd = ShapedType::isDynamic(heads) || ShapedType::isDynamic(dim)
+                   ? ShapedType::kDynamic
+                   : heads * dim;
+  constexpr StringLiteral why = " (H * D of query)";
+  if (failed(checkShapeIfPresent(op, "ln_weight", lnWeight, {hd}, why)) ||
+      failed(checkShapeIfPresent(op, "ln_bias", lnBias, {hd}, why)) ||
+      failed(checkShapeIfPresent(op, "rms_weight", rmsWeight, {hd}, why)))
+    return failure();
+  return s;
+}
+} // namespace
+
+LogicalResult NormAttentionOp::verify() {
+  FailureOr<AttentionShape> s = verifyNormAttentionShapes(
+      *this, getQuery(), getKey(), getValue(), getOffsets(), getLnWeight(),
+      getLnBias(), getRmsWeight());
+  if (failed(s) ||
+      failed(checkEpsilon(*this, "ln_epsilon", getLnEpsilonAttr())) ||
+      failed(checkEpsilon(*this, "rms_epsilon", getRmsEpsilonAttr())) ||
+      failed(checkShape(*this, "output", getOutput(), s->query,
+                        " (the shape of query)")))
+    return failure();
+  constexpr StringLiteral why = " (one per query token)";
+  for (auto [name, v] : {std::pair<StringRef, Value>{"ln_mean", getLnMean()},
+                         {"ln_rstd", getLnRstd()},
+                         {"rms_rstd", getRmsRstd()}})
+    if (failed(checkShape(*this, name, v, s->tokens(), why)))
+      return failure();
+  return success();
+}
+
+LogicalResult NormAttentionGradOp::verify() {
+  FailureOr<AttentionShape> s = verifyNormAttentionShapes(
+      *this, getQuery(), getKey(), getValue(), getOffsets(), getLnWeight(),
+      getLnBias(), getRmsWeight());
+  if (failed(s) ||
+      failed(checkShape(*this, "grad", getGrad(), s->query,
+                        " (the shape of query)")))
+    return failure();
+  constexpr StringLiteral why = " (one per query token)";
+  for (auto [name, v] : {std::pair<StringRef, Value>{"ln_mean", getLnMean()},
+                         {"ln_rstd", getLnRstd()},
+                         {"rms_rstd", getRmsRstd()}})
+    if (failed(checkShape(*this, name, v, s->tokens(), why)))
+      return failure();
+  if (failed(checkShape(*this, "query_grad", getQueryGrad(), s->query,
+                        " (the shape of query)")) ||
+      failed(checkShape(*this, "key_grad", getKeyGrad(), shapeOf(getKey()),
+                        " (the shape of key)")) ||
+      failed(checkShape(*this, "value_grad", getValueGrad(),
+                        shapeOf(getValue()), " (the shape of value)")))
+    return failure();
+  size_t expected = (getLnWeight() ? 1 : 0) + (getLnBias() ? 1 : 0) +
+                    (getRmsWeight() ? 1 : 0);
+  if (getParamGrads().size() != expected)
+    return emitOpError() << "expected " << expected
+                         << " parameter gradient result(s) (one per weight or "
+                            "bias operand), but got "
+                         << getParamGrads().size();
+  int64_t hd = getLnWeight()   ? shapeOf(getLnWeight())[0]
+               : getLnBias()   ? shapeOf(getLnBias())[0]
+               : getRmsWeight() ? shapeOf(getRmsWeight())[0]
+                                : 0;
+  for (Value g : getParamGrads())
+    if (failed(checkShape(*this, "parameter gradient", g, {hd},
+                          " (H * D of query)")))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// FusedMatmulOp
+//===----------------------------------------------------------------------===//
+
+unsigned FusedMatmulOp::getExpectedNumExtras() {
+  switch (getEpilogue()) {
+  case EpilogueKind::rms_norm:
+    return getSaveStats() ? 1 : 0;
+  case EpilogueKind::layer_norm:
+    return getSaveStats() ? 2 : 0;
+  case EpilogueKind::rms_norm_grad:
+    return getNormWeight() ? 1 : 0;
+  case EpilogueKind::layer_norm_grad:
+    return (getNormWeight() ? 1 : 0) + (getWithBiasGrad() ? 1 : 0);
+  case EpilogueKind::none:
+  case EpilogueKind::row_scale:
+    return 0;
+  }
+  return 0;
+}
+
+LogicalResult FusedMatmulOp::verify() {
+  FailureOr<std::array<int64_t, 3>> mkn =
+      verifyMatmulShapes(*this, getLhs(), getRhs(), getOutput(),
+                         /*transposeLhs=*/false, getTransposeRhs());
+  if (failed(mkn))
+    return failure();
+  auto [m, k, n] = *mkn;
+  EpilogueKind epi = getEpilogue();
+  StringRef epiName = stringifyEpilogueKind(epi);
+  bool fwdNorm = epi == EpilogueKind::rms_norm || epi == EpilogueKind::layer_norm;
+  bool grad = isGradEpilogue();
+
+  // Attributes.
+  bool hasPrologue = getPrologue() != PrologueKind::none;
+  if (hasPrologue && !getPrologueEpsilonAttr())
+    return emitOpError() << "expected prologue_epsilon with prologue "
+                         << stringifyPrologueKind(getPrologue());
+  if (!hasPrologue && getPrologueEpsilonAttr())
+    return emitOpError("unexpected prologue_epsilon without a prologue");
+  if (fwdNorm && !getEpsilonAttr())
+    return emitOpError() << "expected epsilon with epilogue " << epiName;
+  if (!fwdNorm && getEpsilonAttr())
+    return emitOpError() << "unexpected epsilon with epilogue " << epiName;
+  if (getSaveStats() && !fwdNorm)
+    return emitOpError() << "unexpected save_stats with epilogue " << epiName
+                         << " (only rms_norm and layer_norm save statistics)";
+  if (getWithBiasGrad() && epi != EpilogueKind::layer_norm_grad)
+    return emitOpError() << "unexpected with_bias_grad with epilogue "
+                         << epiName;
+  if (failed(checkEpsilon(*this, "prologue_epsilon",
+                          getPrologueEpsilonAttr())) ||
+      failed(checkEpsilon(*this, "epsilon", getEpsilonAttr())))
+    return failure();
+
+  // Which operands each epilogue takes.
+  auto requireIff = [&](Value v, StringRef name, bool wanted) -> LogicalResult {
+    if (wanted && !v)
+      return emitOpError() << "expected a " << name << " operand with epilogue "
+                           << epiName;
+    if (!wanted && v)
+      return emitOpError() << "unexpected " << name << " operand with epilogue "
+                           << epiName;
+    return success();
+  };
+  if (failed(requireIff(getRowScale(), "row_scale",
+                        epi == EpilogueKind::row_scale)) ||
+      failed(requireIff(getNormInput(), "norm_input", grad)) ||
+      failed(requireIff(getRstd(), "rstd", grad)) ||
+      failed(requireIff(getMean(), "mean",
+                        epi == EpilogueKind::layer_norm_grad)))
+    return failure();
+  if (getNormWeight() && !fwdNorm && !grad)
+    return emitOpError() << "unexpected norm_weight operand with epilogue "
+                         << epiName;
+  if (getNormBias() && epi != EpilogueKind::layer_norm)
+    return emitOpError() << "unexpected norm_bias operand with epilogue "
+                         << epiName << " (only layer_norm takes a bias)";
+
+  // Operand shapes.
+  if (failed(checkShapeIfPresent(*this, "residual", getResidual(), {m, n},
+                                 " ([M, N])")) ||
+      failed(checkShapeIfPresent(*this, "row_scale", getRowScale(), {m},
+                                 " ([M])")) ||
+      failed(checkShapeIfPresent(*this, "col_bias", getColBias(), {n},
+                                 " ([N])")) ||
+      failed(checkShapeIfPresent(*this, "norm_weight", getNormWeight(), {n},
+                                 " ([N])")) ||
+      failed(checkShapeIfPresent(*this, "norm_bias", getNormBias(), {n},
+                                 " ([N])")) ||
+      failed(checkShapeIfPresent(*this, "norm_input", getNormInput(), {m, n},
+                                 " ([M, N])")) ||
+      failed(checkShapeIfPresent(*this, "mean", getMean(), {m}, " ([M])")) ||
+      failed(checkShapeIfPresent(*this, "rstd", getRstd(), {m}, " ([M])")))
+    return failure();
+
+  // Extra results: statistics [M] (forward) or parameter gradients [N].
+  unsigned expected = getExpectedNumExtras();
+  if (getExtras().size() != expected)
+    return emitOpError() << "expected " << expected
+                         << " extra result(s) for epilogue " << epiName
+                         << (fwdNorm ? " (statistics with save_stats)"
+                                     : " (parameter gradients)")
+                         << ", but got " << getExtras().size();
+  for (Value extra : getExtras()) {
+    if (fwdNorm) {
+      if (failed(checkShape(*this, "statistics result", extra, {m},
+                            " ([M])")))
+        return failure();
+    } else if (failed(checkShape(*this, "parameter gradient result", extra,
+                                 {n}, " ([N])"))) {
+      return failure();
+    }
+  }
+  return success();
+}

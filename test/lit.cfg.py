@@ -1,0 +1,25 @@
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "FUSION"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.fusion_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+tool_dirs = [config.fusion_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(
+    ["fusion-opt", "fusion-runner", "mlir-opt", "mlir-runner"], tool_dirs)
+
+# ptxas from the CUDA toolkit, for tests that assemble PTX.
+ptxas = shutil.which("ptxas") or (
+    "/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
