@@ -1,3 +1,133 @@
+//===- NormAndMatmulToLinalg.cpp - L0 matmul, add and norm lowering -------===//
+//
+// Reference lowering of fusion.matmul, fusion.add, the two norms and their
+// gradients. The formulas live in TensorMath.cpp (buildRMSNorm, ...) so that
+// the fused ops reuse them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TensorMath.h"
+
 #include "fusion/Conversion/FusionToLinalg/FusionToLinalg.h"
+#include "fusion/Dialect/Fusion/IR/FusionOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/PatternMatch.h"
-void mlir::fusion::populateNormAndMatmulToLinalgPatterns(RewritePatternSet &) {}
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+Type elementTypeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType();
+}
+
+/// fusion.matmul -> f32 contraction, rounded to the result type.
+struct MatmulLowering : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    TensorMath m(rewriter, op.getLoc());
+    Value acc = m.matmul(op.getLhs(), op.getRhs(), op.getTransposeLhs(),
+                         op.getTransposeRhs());
+    rewriter.replaceOp(op, m.convert(acc, elementTypeOf(op.getResult())));
+    return success();
+  }
+};
+
+/// fusion.add -> element-wise f32 sum.
+struct AddLowering : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp op,
+                                PatternRewriter &rewriter) const override {
+    TensorMath m(rewriter, op.getLoc());
+    Value sum = m.map({{op.getLhs()}, {op.getRhs()}},
+                      elementTypeOf(op.getResult()),
+                      [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                        return arith::AddFOp::create(b, l, a[0], a[1]);
+                      });
+    rewriter.replaceOp(op, sum);
+    return success();
+  }
+};
+
+/// fusion.rms_norm -> sum of squares, rsqrt, scale.
+struct RMSNormLowering : OpRewritePattern<RMSNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RMSNormOp op,
+                                PatternRewriter &rewriter) const override {
+    TensorMath m(rewriter, op.getLoc());
+    RMSNormResult r =
+        buildRMSNorm(m, op.getInput(), op.getWeight(),
+                     op.getEpsilon().convertToDouble(),
+                     elementTypeOf(op.getOutput()));
+    SmallVector<Value> results = {r.output};
+    if (op.getRstd())
+      results.push_back(r.rstd);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// fusion.layer_norm -> mean, centered variance, normalize.
+struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormOp op,
+                                PatternRewriter &rewriter) const override {
+    TensorMath m(rewriter, op.getLoc());
+    LayerNormResult r = buildLayerNorm(
+        m, op.getInput(), op.getWeight(), op.getBias(),
+        op.getEpsilon().convertToDouble(), elementTypeOf(op.getOutput()));
+    rewriter.replaceOp(op, {r.output, r.mean, r.rstd});
+    return success();
+  }
+};
+
+/// fusion.rms_norm_grad -> one row reduction, dx, optional dweight.
+struct RMSNormGradLowering : OpRewritePattern<RMSNormGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RMSNormGradOp op,
+                                PatternRewriter &rewriter) const override {
+    TensorMath m(rewriter, op.getLoc());
+    NormGradResult r =
+        buildRMSNormGrad(m, op.getGrad(), op.getInput(), op.getRstd(),
+                         op.getWeight(), elementTypeOf(op.getInputGrad()));
+    SmallVector<Value> results = {r.inputGrad};
+    if (r.weightGrad)
+      results.push_back(r.weightGrad);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// fusion.layer_norm_grad -> two row reductions, dx, optional dweight/dbias.
+struct LayerNormGradLowering : OpRewritePattern<LayerNormGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormGradOp op,
+                                PatternRewriter &rewriter) const override {
+    TensorMath m(rewriter, op.getLoc());
+    NormGradResult r = buildLayerNormGrad(
+        m, op.getGrad(), op.getInput(), op.getMean(), op.getRstd(),
+        op.getWeight(), op.getWithBiasGrad(), elementTypeOf(op.getInputGrad()));
+    SmallVector<Value> results = {r.inputGrad};
+    if (r.weightGrad)
+      results.push_back(r.weightGrad);
+    if (r.biasGrad)
+      results.push_back(r.biasGrad);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+} // namespace
+
+void mlir::fusion::populateNormAndMatmulToLinalgPatterns(
+    RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<MatmulLowering,        // fusion.matmul
+               AddLowering,           // fusion.add
+               RMSNormLowering,       // fusion.rms_norm
+               LayerNormLowering,     // fusion.layer_norm
+               RMSNormGradLowering,   // fusion.rms_norm_grad
+               LayerNormGradLowering  // fusion.layer_norm_grad
+               >(ctx);
+}
