@@ -1,3 +1,291 @@
+//===- FusedOpsToLinalg.cpp - fused_matmul and norm_attention lowering ----===//
+//
+// The reference semantics of the L1 ops. They are written in the order the
+// fused kernels compute (the Lazy Pre-Norm prologue scales the accumulator
+// rows after the product; the norm epilogue sees the f32 accumulator, never a
+// rounded intermediate), with the same norm formulas as the L0 ops
+// (TensorMath.h), so that comparing a fused op with its unfused composition
+// on the CPU checks the rewrite, not two different definitions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionMath.h"
+#include "TensorMath.h"
+
 #include "fusion/Conversion/FusionToLinalg/FusionToLinalg.h"
+#include "fusion/Dialect/Fusion/IR/FusionOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
-void mlir::fusion::populateFusedOpsToLinalgPatterns(RewritePatternSet &) {}
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+Type elementTypeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType();
+}
+Value mul(OpBuilder &b, Location l, Value x, Value y) {
+  return arith::MulFOp::create(b, l, x, y);
+}
+Value add(OpBuilder &b, Location l, Value x, Value y) {
+  return arith::AddFOp::create(b, l, x, y);
+}
+Value sub(OpBuilder &b, Location l, Value x, Value y) {
+  return arith::SubFOp::create(b, l, x, y);
+}
+
+/// x + y (y broadcast as `bcast`), rounded to `elem`.
+Value addTensors(TensorMath &m, Value x, Value y, Type elem,
+                 Bcast bcast = Bcast::Full) {
+  return m.map({{x}, {y, bcast}}, elem,
+               [](OpBuilder &b, Location l, ValueRange a) {
+                 return add(b, l, a[0], a[1]);
+               });
+}
+
+/// x * y (y broadcast as `bcast`), f32.
+Value mulTensors(TensorMath &m, Value x, Value y, Bcast bcast) {
+  return m.map({{x}, {y, bcast}}, m.builder().getF32Type(),
+               [](OpBuilder &b, Location l, ValueRange a) {
+                 return mul(b, l, a[0], a[1]);
+               });
+}
+
+//===----------------------------------------------------------------------===//
+// fused_matmul
+//===----------------------------------------------------------------------===//
+
+/// The f32 accumulator after the prologue, row_scale and col_bias.
+Value buildFusedAccumulator(TensorMath &m, FusedMatmulOp op) {
+  Type f32 = m.builder().getF32Type();
+  Value a = op.getLhs(), b = op.getRhs();
+  bool tb = op.getTransposeRhs();
+  Value acc = m.matmul(a, b, /*transposeA=*/false, tb);
+
+  switch (op.getPrologue()) {
+  case PrologueKind::none:
+    break;
+  case PrologueKind::rms_norm: {
+    // Lazy Pre-Norm: rms_norm(A) @ B = diag(rstd) (A @ B).
+    RMSNormResult stats = buildRMSNorm(
+        m, a, /*weight=*/{}, op.getPrologueEpsilon()->convertToDouble(), f32);
+    acc = mulTensors(m, acc, stats.rstd, Bcast::Row);
+    break;
+  }
+  case PrologueKind::layer_norm: {
+    // layer_norm(A) @ B = diag(rstd) (A @ B - mean colsum(B)).
+    LayerNormResult stats =
+        buildLayerNorm(m, a, /*weight=*/{}, /*bias=*/{},
+                       op.getPrologueEpsilon()->convertToDouble(), f32);
+    auto identity = [](OpBuilder &, Location, ValueRange x) { return x[0]; };
+    Value colSum = tb ? m.sumRows({{b}}, identity) : m.sumCols({{b}}, identity);
+    acc = m.map({{acc}, {stats.mean, Bcast::Row}, {stats.rstd, Bcast::Row},
+                 {colSum, Bcast::Col}},
+                f32, [](OpBuilder &nb, Location l, ValueRange x) {
+                  Value centered = sub(nb, l, x[0], mul(nb, l, x[1], x[3]));
+                  return mul(nb, l, x[2], centered);
+                });
+    break;
+  }
+  }
+  if (op.getEpilogue() == EpilogueKind::row_scale)
+    acc = mulTensors(m, acc, op.getRowScale(), Bcast::Row);
+  if (op.getColBias())
+    acc = addTensors(m, acc, op.getColBias(), f32, Bcast::Col);
+  return acc;
+}
+
+/// fusion.fused_matmul -> product, prologue scaling, epilogue.
+struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(FusedMatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    TensorMath m(rewriter, op.getLoc());
+    Type f32 = rewriter.getF32Type();
+    Type outElem = elementTypeOf(op.getOutput());
+    Value acc = buildFusedAccumulator(m, op);
+    Value residual = op.getResidual();
+    SmallVector<Value> results;
+
+    if (op.isGradEpilogue()) {
+      // The accumulator is the incoming gradient dh; the residual gradient is
+      // added to dx.
+      Type dxElem = residual ? f32 : outElem;
+      NormGradResult g =
+          op.getEpilogue() == EpilogueKind::rms_norm_grad
+              ? buildRMSNormGrad(m, acc, op.getNormInput(), op.getRstd(),
+                                 op.getNormWeight(), dxElem)
+              : buildLayerNormGrad(m, acc, op.getNormInput(), op.getMean(),
+                                   op.getRstd(), op.getNormWeight(),
+                                   op.getWithBiasGrad(), dxElem);
+      Value dx = residual ? addTensors(m, g.inputGrad, residual, outElem)
+                          : g.inputGrad;
+      results.push_back(dx);
+      if (g.weightGrad)
+        results.push_back(g.weightGrad);
+      if (g.biasGrad)
+        results.push_back(g.biasGrad);
+      rewriter.replaceOp(op, results);
+      return success();
+    }
+
+    // Forward: the residual enters the norm (post-norm).
+    bool norm = op.getEpilogue() == EpilogueKind::rms_norm ||
+                op.getEpilogue() == EpilogueKind::layer_norm;
+    Value t = acc;
+    if (residual)
+      t = addTensors(m, acc, residual, norm ? f32 : outElem);
+    else if (!norm)
+      t = m.convert(acc, outElem);
+    if (op.getEpilogue() == EpilogueKind::rms_norm) {
+      RMSNormResult r = buildRMSNorm(m, t, op.getNormWeight(),
+                                     op.getEpsilon()->convertToDouble(), outElem);
+      results = {r.output};
+      if (op.getSaveStats())
+        results.push_back(r.rstd);
+    } else if (op.getEpilogue() == EpilogueKind::layer_norm) {
+      LayerNormResult r =
+          buildLayerNorm(m, t, op.getNormWeight(), op.getNormBias(),
+                         op.getEpsilon()->convertToDouble(), outElem);
+      results = {r.output};
+      if (op.getSaveStats())
+        results.append({r.mean, r.rstd});
+    } else {
+      results = {t};
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// norm_attention
+//===----------------------------------------------------------------------===//
+
+/// [..., H, D] <-> [..., H * D]: both norms of norm_attention run over all
+/// heads of a token.
+SmallVector<ReassociationIndices> headsReassociation(Value t) {
+  int64_t rank = cast<RankedTensorType>(t.getType()).getRank();
+  SmallVector<ReassociationIndices> r;
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    r.push_back({i});
+  r.push_back({rank - 2, rank - 1});
+  return r;
+}
+
+Value flattenHeads(TensorMath &m, Value t) {
+  return tensor::CollapseShapeOp::create(m.builder(), m.getLoc(), t,
+                                         headsReassociation(t));
+}
+
+/// Expands `flat` [..., H * D] back to the shape of `like` [..., H, D].
+Value unflattenHeads(TensorMath &m, Value flat, Value like) {
+  auto likeType = cast<RankedTensorType>(like.getType());
+  auto type = RankedTensorType::get(
+      likeType.getShape(), cast<RankedTensorType>(flat.getType()).getElementType());
+  return tensor::ExpandShapeOp::create(m.builder(), m.getLoc(), type, flat,
+                                       headsReassociation(like), m.sizes(like));
+}
+
+/// ln_q in f32, from q and the LayerNorm statistics (recomputed backward).
+Value normalizeWithStats(TensorMath &m, Value qFlat, Value mean, Value rstd,
+                         Value weight, Value bias) {
+  SmallVector<Operand> ins = {{qFlat}, {mean, Bcast::Row}, {rstd, Bcast::Row}};
+  if (weight)
+    ins.push_back({weight, Bcast::Col});
+  if (bias)
+    ins.push_back({bias, Bcast::Col});
+  return m.map(ins, m.builder().getF32Type(),
+               [&](OpBuilder &b, Location l, ValueRange a) {
+                 Value r = mul(b, l, sub(b, l, a[0], a[1]), a[2]);
+                 unsigned next = 3;
+                 if (weight)
+                   r = mul(b, l, r, a[next++]);
+                 if (bias)
+                   r = add(b, l, r, a[next++]);
+                 return r;
+               });
+}
+
+/// fusion.norm_attention -> layer_norm, gdpa, residual, rms_norm, residual,
+/// all in f32.
+struct NormAttentionLowering : OpRewritePattern<NormAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(NormAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    TensorMath m(rewriter, op.getLoc());
+    Type f32 = rewriter.getF32Type();
+    Value q = op.getQuery();
+    LayerNormResult ln = buildLayerNorm(
+        m, flattenHeads(m, q), op.getLnWeight(), op.getLnBias(),
+        op.getLnEpsilon().convertToDouble(), f32);
+    Value lnq = unflattenHeads(m, ln.output, q);
+    AttentionParams p{op.getActivation(), op.getScale().convertToDouble(),
+                      op.getOffsets()};
+    Value attn = buildAttention(m, lnq, op.getKey(), op.getValue(), p, f32);
+    Value h = addTensors(m, attn, lnq, f32);
+    RMSNormResult rms =
+        buildRMSNorm(m, flattenHeads(m, h), op.getRmsWeight(),
+                     op.getRmsEpsilon().convertToDouble(), f32);
+    Value out = addTensors(m, unflattenHeads(m, rms.output, q), q,
+                           elementTypeOf(op.getOutput()));
+    rewriter.replaceOp(op, {out, ln.mean, ln.rstd, rms.rstd});
+    return success();
+  }
+};
+
+/// fusion.norm_attention_grad -> recompute ln_q and h, then the chain rule
+/// through rms_norm, the inner residual, gdpa and layer_norm.
+struct NormAttentionGradLowering : OpRewritePattern<NormAttentionGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(NormAttentionGradOp op,
+                                PatternRewriter &rewriter) const override {
+    TensorMath m(rewriter, op.getLoc());
+    Type f32 = rewriter.getF32Type();
+    Value q = op.getQuery(), dout = op.getGrad();
+    Value qFlat = flattenHeads(m, q);
+    Value lnq = unflattenHeads(
+        m,
+        normalizeWithStats(m, qFlat, op.getLnMean(), op.getLnRstd(),
+                           op.getLnWeight(), op.getLnBias()),
+        q);
+    AttentionParams p{op.getActivation(), op.getScale().convertToDouble(),
+                      op.getOffsets()};
+    Value attn = buildAttention(m, lnq, op.getKey(), op.getValue(), p, f32);
+    Value h = addTensors(m, attn, lnq, f32);
+
+    NormGradResult rg =
+        buildRMSNormGrad(m, flattenHeads(m, dout), flattenHeads(m, h),
+                         op.getRmsRstd(), op.getRmsWeight(), f32);
+    Value dh = unflattenHeads(m, rg.inputGrad, q);
+    AttentionGrads ag = buildAttentionGrad(
+        m, dh, lnq, op.getKey(), op.getValue(), p, f32,
+        elementTypeOf(op.getKeyGrad()), elementTypeOf(op.getValueGrad()));
+    Value dlnq = addTensors(m, dh, ag.query, f32);
+    NormGradResult lg = buildLayerNormGrad(
+        m, flattenHeads(m, dlnq), qFlat, op.getLnMean(), op.getLnRstd(),
+        op.getLnWeight(), /*withBiasGrad=*/static_cast<bool>(op.getLnBias()),
+        f32);
+    Value dq = addTensors(m, unflattenHeads(m, lg.inputGrad, q), dout,
+                          elementTypeOf(op.getQueryGrad()));
+
+    SmallVector<Value> results = {dq, ag.key, ag.value};
+    for (Value g : {lg.weightGrad, lg.biasGrad, rg.weightGrad})
+      if (g)
+        results.push_back(g);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+} // namespace
+
+void mlir::fusion::populateFusedOpsToLinalgPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<FusedMatmulLowering,       // fusion.fused_matmul
+               NormAttentionLowering,     // fusion.norm_attention
+               NormAttentionGradLowering  // fusion.norm_attention_grad
+               >(patterns.getContext());
+}

@@ -1,0 +1,42 @@
+//===- AttentionMath.h - GDPA formulas on tensors ---------------*- C++ -*-===//
+//
+// The generalized dot-product attention of fusion.gdpa and its gradient,
+// written with TensorMath. Shared by the gdpa lowering and the
+// norm_attention lowering.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_LIB_CONVERSION_FUSIONTOLINALG_ATTENTIONMATH_H
+#define FUSION_LIB_CONVERSION_FUSIONTOLINALG_ATTENTIONMATH_H
+
+#include "TensorMath.h"
+
+#include "fusion/Dialect/Fusion/IR/FusionAttrs.h"
+
+namespace mlir::fusion {
+
+/// What every attention lowering needs besides the tensors.
+struct AttentionParams {
+  Activation activation;
+  double scale;
+  Value offsets; ///< null for dense q
+};
+
+/// out = act(scale * q k^T) v per batch and head, accumulated in f32 and
+/// rounded to `outElemType`. Layouts as in fusion.gdpa.
+Value buildAttention(TensorMath &m, Value q, Value k, Value v,
+                     const AttentionParams &p, Type outElemType);
+
+struct AttentionGrads {
+  Value query, key, value;
+};
+/// dq, dk, dv of buildAttention for the output gradient `dout`, rounded to
+/// the given element types.
+AttentionGrads buildAttentionGrad(TensorMath &m, Value dout, Value q, Value k,
+                                  Value v, const AttentionParams &p,
+                                  Type qElemType, Type kElemType,
+                                  Type vElemType);
+
+} // namespace mlir::fusion
+
+#endif // FUSION_LIB_CONVERSION_FUSIONTOLINALG_ATTENTIONMATH_H
