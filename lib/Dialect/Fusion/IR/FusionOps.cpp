@@ -122,12 +122,14 @@ constexpr StringLiteral kInputShape = " (the shape of input)";
 
 namespace {
 /// Checks `op(lhs) @ op(rhs) -> result`; returns {M, K, N} on success.
+/// `resultName` is the name of the result in the op's syntax.
 FailureOr<std::array<int64_t, 3>>
 verifyMatmulShapes(Operation *op, Value lhs, Value rhs, Value result,
-                   bool transposeLhs, bool transposeRhs) {
+                   bool transposeLhs, bool transposeRhs,
+                   StringRef resultName = "result") {
   if (failed(checkRank(op, "lhs", lhs, 2)) ||
       failed(checkRank(op, "rhs", rhs, 2)) ||
-      failed(checkRank(op, "result", result, 2)))
+      failed(checkRank(op, resultName, result, 2)))
     return failure();
   ArrayRef<int64_t> a = shapeOf(lhs), b = shapeOf(rhs);
   int64_t m = transposeLhs ? a[1] : a[0], k = transposeLhs ? a[0] : a[1];
@@ -137,7 +139,7 @@ verifyMatmulShapes(Operation *op, Value lhs, Value rhs, Value result,
            << "expected the contraction dimensions of lhs and rhs to match, "
               "but got K = "
            << k << " (lhs) and K = " << kb << " (rhs)";
-  if (failed(checkShape(op, "result", result, {m, n}, " ([M, N])")))
+  if (failed(checkShape(op, resultName, result, {m, n}, " ([M, N])")))
     return failure();
   return std::array<int64_t, 3>{m, ShapedType::isDynamic(k) ? kb : k, n};
 }
@@ -411,7 +413,8 @@ unsigned FusedMatmulOp::getExpectedNumExtras() {
 LogicalResult FusedMatmulOp::verify() {
   FailureOr<std::array<int64_t, 3>> mkn =
       verifyMatmulShapes(*this, getLhs(), getRhs(), getOutput(),
-                         /*transposeLhs=*/false, getTransposeRhs());
+                         /*transposeLhs=*/false, getTransposeRhs(),
+                         /*resultName=*/"output");
   if (failed(mkn))
     return failure();
   auto [m, k, n] = *mkn;
@@ -489,7 +492,8 @@ LogicalResult FusedMatmulOp::verify() {
     return emitOpError() << "expected " << expected
                          << " extra result(s) for epilogue " << epiName
                          << (fwdNorm ? " (statistics with save_stats)"
-                                     : " (parameter gradients)")
+                             : grad  ? " (parameter gradients)"
+                                     : "")
                          << ", but got " << getExtras().size();
   for (Value extra : getExtras()) {
     if (fwdNorm) {
