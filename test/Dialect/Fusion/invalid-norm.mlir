@@ -51,7 +51,7 @@ func.func @rms_norm_epsilon_f64(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // rms_norm rejects a negative epsilon.
 func.func @rms_norm_negative_epsilon(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @below {{expected epsilon to be finite and >= 0, but got -2.500000e-01}}
+  // expected-error @below {{expected epsilon to be finite and >= 0, but got -0.25}}
   %y = fusion.rms_norm %x {epsilon = -0.25 : f32} : tensor<4x8xf32> -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
@@ -118,7 +118,7 @@ func.func @layer_norm_missing_epsilon(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // layer_norm rejects a NaN epsilon.
 func.func @layer_norm_nan_epsilon(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @below {{expected epsilon to be finite and >= 0, but got nan}}
+  // expected-error @below {{expected epsilon to be finite and >= 0, but got NaN}}
   %y, %m, %r = fusion.layer_norm %x {epsilon = 0x7FC00000 : f32}
       : tensor<4x8xf32> -> tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>
   return %y : tensor<4x8xf32>

@@ -89,8 +89,12 @@ LogicalResult checkEpsilon(Operation *op, StringRef name, FloatAttr eps) {
   double value = eps.getValueAsDouble();
   if (value >= 0.0 && std::isfinite(value))
     return success();
+  // APFloat prints `-0.25`, `+Inf`, `NaN` (a double streamed into a
+  // diagnostic prints `-2.500000e-01`, `INF`, `nan`).
+  SmallString<16> text;
+  eps.getValue().toString(text);
   return op->emitOpError() << "expected " << name
-                           << " to be finite and >= 0, but got " << value;
+                           << " to be finite and >= 0, but got " << text;
 }
 
 /// Norm input checks shared by the forward and backward norms: rank >= 1,

@@ -1,0 +1,227 @@
+// RUN: fusion-opt %s -split-input-file -verify-diagnostics
+
+// Diagnostics of fusion.gdpa and fusion.gdpa_grad: one case per diagnostic.
+// The shape checks shared by every attention op (ranks, key, value, offsets)
+// are covered here on fusion.gdpa.
+
+// gdpa rejects f64 data (ODS element-type constraint).
+func.func @gdpa_f64(%q: tensor<1x8x2x16xf32>, %k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x16xf64>) {
+  // expected-error @below {{operand #2 must be ranked tensor of bfloat16 type or 16-bit float or 32-bit float values, but got 'tensor<1x8x2x16xf64>'}}
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x16xf64> -> tensor<1x8x2x16xf32>
+  return
+}
+
+// -----
+
+// gdpa's offsets are i32 or i64 (ODS element-type constraint).
+func.func @gdpa_offsets_f32(%q: tensor<64x2x16xf32>, %k: tensor<4x8x2x16xf32>,
+                            %v: tensor<4x8x2x16xf32>, %off: tensor<5xf32>) {
+  // expected-error @below {{operand #3 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<5xf32>'}}
+  %o = fusion.gdpa %q, %k, %v offsets(%off : tensor<5xf32>)
+      {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<64x2x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32> -> tensor<64x2x16xf32>
+  return
+}
+
+// -----
+
+// gdpa's activation must be one of the known names (softmax is not one).
+func.func @gdpa_unknown_activation(%q: tensor<1x8x2x16xf32>) {
+  // expected-error @below {{to be one of: identity, relu, gelu, gelu_tanh, silu}}
+  // expected-error @below {{failed to parse Fusion_ActivationAttr parameter 'value'}}
+  %o = fusion.gdpa %q, %q, %q {activation = #fusion.activation<softmax>, scale = 1.0 : f32}
+      : tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32> -> tensor<1x8x2x16xf32>
+  return
+}
+
+// -----
+
+// gdpa requires the scale attribute.
+func.func @gdpa_missing_scale(%q: tensor<1x8x2x16xf32>) {
+  // expected-error @below {{'fusion.gdpa' op requires attribute 'scale'}}
+  %o = fusion.gdpa %q, %q, %q {activation = #fusion.activation<relu>}
+      : tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32> -> tensor<1x8x2x16xf32>
+  return
+}
+
+// -----
+
+// Dense gdpa takes a query [B, Lq, H, D].
+func.func @gdpa_dense_query_rank(%q: tensor<64x2x16xf32>, %k: tensor<4x8x2x16xf32>) {
+  // expected-error @below {{expected query of rank 4 ([B, Lq, H, D]), but got rank 3}}
+  %o = fusion.gdpa %q, %k, %k {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<64x2x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32> -> tensor<64x2x16xf32>
+  return
+}
+
+// -----
+
+// Jagged gdpa (with offsets) takes a query [T, H, D].
+func.func @gdpa_jagged_query_rank(%q: tensor<4x8x2x16xf32>, %off: tensor<5xi32>) {
+  // expected-error @below {{expected query of rank 3 ([T, H, D] with offsets), but got rank 4}}
+  %o = fusion.gdpa %q, %q, %q offsets(%off : tensor<5xi32>)
+      {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32> -> tensor<4x8x2x16xf32>
+  return
+}
+
+// -----
+
+// gdpa's key is [B, Lkv, H, D], also with a jagged query.
+func.func @gdpa_key_rank(%q: tensor<64x2x16xf32>, %k: tensor<64x2x16xf32>,
+                         %v: tensor<4x8x2x16xf32>, %off: tensor<5xi32>) {
+  // expected-error @below {{expected key of rank 4 ([B, Lkv, H, D]), but got rank 3}}
+  %o = fusion.gdpa %q, %k, %v offsets(%off : tensor<5xi32>)
+      {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<64x2x16xf32>, tensor<64x2x16xf32>, tensor<4x8x2x16xf32> -> tensor<64x2x16xf32>
+  return
+}
+
+// -----
+
+// gdpa's value is [B, Lkv, H, Dv].
+func.func @gdpa_value_rank(%q: tensor<1x8x2x16xf32>, %v: tensor<8x2x16xf32>) {
+  // expected-error @below {{expected value of rank 4 ([B, Lkv, H, Dv]), but got rank 3}}
+  %o = fusion.gdpa %q, %q, %v {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<8x2x16xf32> -> tensor<1x8x2x16xf32>
+  return
+}
+
+// -----
+
+// Dense gdpa's key has the batch size of the query.
+func.func @gdpa_key_batch(%q: tensor<2x8x2x16xbf16>, %k: tensor<3x8x2x16xbf16>) {
+  // expected-error @below {{expected key with batch size 2 (the query's), but got 3}}
+  %o = fusion.gdpa %q, %k, %k {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<2x8x2x16xbf16>, tensor<3x8x2x16xbf16>, tensor<3x8x2x16xbf16> -> tensor<2x8x2x16xbf16>
+  return
+}
+
+// -----
+
+// gdpa's key has the number of heads of the query.
+func.func @gdpa_key_heads(%q: tensor<2x8x2x16xf16>, %k: tensor<2x8x4x16xf16>) {
+  // expected-error @below {{expected key with 2 heads (the query's), but got 4}}
+  %o = fusion.gdpa %q, %k, %k {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<2x8x2x16xf16>, tensor<2x8x4x16xf16>, tensor<2x8x4x16xf16> -> tensor<2x8x2x16xf16>
+  return
+}
+
+// -----
+
+// gdpa's key has the head dimension of the query.
+func.func @gdpa_key_head_dim(%q: tensor<2x8x2x16xf32>, %k: tensor<2x8x2x32xf32>) {
+  // expected-error @below {{expected key with head dimension 16 (the query's), but got 32}}
+  %o = fusion.gdpa %q, %k, %k {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<2x8x2x16xf32>, tensor<2x8x2x32xf32>, tensor<2x8x2x32xf32> -> tensor<2x8x2x32xf32>
+  return
+}
+
+// -----
+
+// gdpa's value has the batch, length and heads of the key.
+func.func @gdpa_value_shape(%q: tensor<2x8x2x16xf32>, %k: tensor<2x8x2x16xf32>,
+                            %v: tensor<2x4x2x16xf32>) {
+  // expected-error @below {{expected value of shape [2, 8, 2, 16] (batch, length and heads of key), but got [2, 4, 2, 16]}}
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32> -> tensor<2x8x2x16xf32>
+  return
+}
+
+// -----
+
+// gdpa's offsets have B + 1 entries, B being the key's batch size.
+func.func @gdpa_offsets_shape(%q: tensor<64x2x16xf32>, %k: tensor<4x8x2x16xf32>, %off: tensor<4xi64>) {
+  // expected-error @below {{expected offsets of shape [5] (key batch size + 1), but got [4]}}
+  %o = fusion.gdpa %q, %k, %k offsets(%off : tensor<4xi64>)
+      {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<64x2x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32> -> tensor<64x2x16xf32>
+  return
+}
+
+// -----
+
+// gdpa's output is the query's shape with the value head dimension innermost.
+func.func @gdpa_output_shape(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2x16xf32>,
+                             %v: tensor<2x4x2x32xf32>) {
+  // expected-error @below {{expected output of shape [2, 8, 2, 32] (query with the value head dimension), but got [2, 8, 2, 16]}}
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x32xf32> -> tensor<2x8x2x16xf32>
+  return
+}
+
+// -----
+
+// gdpa_grad rejects integer data (ODS element-type constraint).
+func.func @gdpa_grad_i32(%do: tensor<1x8x2x16xi32>, %q: tensor<1x8x2x16xf32>) {
+  // expected-error @below {{operand #0 must be ranked tensor of bfloat16 type or 16-bit float or 32-bit float values, but got 'tensor<1x8x2x16xi32>'}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %q, %q
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<1x8x2x16xi32>, tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>
+      -> tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>
+  return
+}
+
+// -----
+
+// gdpa_grad runs the shared attention checks: here, the jagged offsets size.
+func.func @gdpa_grad_offsets_shape(%do: tensor<64x2x16xf32>, %q: tensor<64x2x16xf32>,
+                                   %k: tensor<4x8x2x16xf32>, %off: tensor<9xi32>) {
+  // expected-error @below {{expected offsets of shape [5] (key batch size + 1), but got [9]}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %k offsets(%off : tensor<9xi32>)
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<64x2x16xf32>, tensor<64x2x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>
+      -> tensor<64x2x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>
+  return
+}
+
+// -----
+
+// gdpa_grad's grad has the shape of the gdpa output (value head dimension).
+func.func @gdpa_grad_grad_shape(%do: tensor<2x8x2x16xf32>, %q: tensor<2x8x2x16xf32>,
+                                %k: tensor<2x4x2x16xf32>, %v: tensor<2x4x2x8xf32>) {
+  // expected-error @below {{expected grad of shape [2, 8, 2, 8] (the gdpa output), but got [2, 8, 2, 16]}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x8xf32>
+      -> tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x8xf32>
+  return
+}
+
+// -----
+
+// gdpa_grad's query_grad has the shape of the query.
+func.func @gdpa_grad_query_grad_shape(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2x16xf32>) {
+  // expected-error @below {{expected query_grad of shape [2, 8, 2, 16] (the shape of query), but got [2, 4, 2, 16]}}
+  %dq, %dk, %dv = fusion.gdpa_grad %q, %q, %k, %k
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+      -> tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+  return
+}
+
+// -----
+
+// gdpa_grad's key_grad has the shape of the key.
+func.func @gdpa_grad_key_grad_shape(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2x16xf32>) {
+  // expected-error @below {{expected key_grad of shape [2, 4, 2, 16] (the shape of key), but got [2, 8, 2, 16]}}
+  %dq, %dk, %dv = fusion.gdpa_grad %q, %q, %k, %k
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+      -> tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>
+  return
+}
+
+// -----
+
+// gdpa_grad's value_grad has the shape of the value.
+func.func @gdpa_grad_value_grad_shape(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2x16xf32>,
+                                      %v: tensor<2x4x2x8xf32>, %do: tensor<2x8x2x8xf32>) {
+  // expected-error @below {{expected value_grad of shape [2, 4, 2, 8] (the shape of value), but got [2, 4, 2, 16]}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<2x8x2x8xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x8xf32>
+      -> tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+  return
+}

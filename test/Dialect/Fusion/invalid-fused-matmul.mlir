@@ -1,0 +1,405 @@
+// RUN: fusion-opt %s -split-input-file -verify-diagnostics
+
+// Diagnostics of fusion.fused_matmul: one case per diagnostic. Unless a case
+// says otherwise, A is [M, K] = [64, 32] and B is [K, N] = [32, 16].
+
+// fused_matmul rejects integer data (ODS element-type constraint).
+func.func @fused_i32(%a: tensor<64x32xi32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{operand #0 must be ranked tensor of bfloat16 type or 16-bit float or 32-bit float values, but got 'tensor<64x32xi32>'}}
+  %y = fusion.fused_matmul %a, %b : tensor<64x32xi32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// fused_matmul's statistics and parameter gradients are f32 (ODS constraint).
+func.func @fused_extra_bf16(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>) {
+  // expected-error @below {{result #1 must be variadic of ranked tensor of 32-bit float values, but got 'tensor<64xbf16>'}}
+  %y, %r = fusion.fused_matmul %a, %b
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 0.5 : f32, save_stats}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>, tensor<64xbf16>
+  return
+}
+
+// -----
+
+// fused_matmul's epilogue must be one of the known kinds.
+func.func @fused_unknown_epilogue(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{to be one of: none, row_scale, rms_norm, layer_norm, rms_norm_grad, layer_norm_grad}}
+  // expected-error @below {{failed to parse Fusion_EpilogueKindAttr parameter 'value'}}
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<softmax>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// fused_matmul's output is a matrix.
+func.func @fused_output_rank(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{expected output of rank 2, but got rank 3}}
+  %y = fusion.fused_matmul %a, %b : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<1x64x16xf32>
+  return
+}
+
+// -----
+
+// fused_matmul's contraction dimensions must match; with transpose_rhs, B is [N, K].
+func.func @fused_contraction(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{expected the contraction dimensions of lhs and rhs to match, but got K = 32 (lhs) and K = 16 (rhs)}}
+  %y = fusion.fused_matmul %a, %b {transpose_rhs}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x32xf32>
+  return
+}
+
+// -----
+
+// fused_matmul's output is [M, N].
+func.func @fused_output_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{expected output of shape [64, 16] ([M, N]), but got [64, 32]}}
+  %y = fusion.fused_matmul %a, %b : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x32xf32>
+  return
+}
+
+// -----
+
+// A prologue needs its prologue_epsilon.
+func.func @fused_missing_prologue_epsilon(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{expected prologue_epsilon with prologue layer_norm}}
+  %y = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<layer_norm>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// prologue_epsilon is only meaningful with a prologue.
+func.func @fused_unexpected_prologue_epsilon(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{unexpected prologue_epsilon without a prologue}}
+  %y = fusion.fused_matmul %a, %b {prologue_epsilon = 0.5 : f32}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// A forward norm epilogue needs its epsilon.
+func.func @fused_missing_epsilon(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{expected epsilon with epilogue layer_norm}}
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<layer_norm>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// Only the forward norm epilogues take an epsilon.
+func.func @fused_unexpected_epsilon(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %s: tensor<64xf32>) {
+  // expected-error @below {{unexpected epsilon with epilogue row_scale}}
+  %y = fusion.fused_matmul %a, %b row_scale(%s : tensor<64xf32>)
+      {epilogue = #fusion.epilogue<row_scale>, epsilon = 0.5 : f32}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// save_stats is only meaningful with a forward norm epilogue.
+func.func @fused_unexpected_save_stats(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>,
+                                       %x: tensor<64x16xf32>, %r: tensor<64xf32>) {
+  // expected-error @below {{unexpected save_stats with epilogue rms_norm_grad (only rms_norm and layer_norm save statistics)}}
+  %y = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+      {epilogue = #fusion.epilogue<rms_norm_grad>, save_stats}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// with_bias_grad is only meaningful with the layer_norm_grad epilogue.
+func.func @fused_unexpected_with_bias_grad(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{unexpected with_bias_grad with epilogue layer_norm}}
+  %y = fusion.fused_matmul %a, %b
+      {epilogue = #fusion.epilogue<layer_norm>, epsilon = 0.5 : f32, with_bias_grad}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// prologue_epsilon must be finite and >= 0.
+func.func @fused_negative_prologue_epsilon(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{expected prologue_epsilon to be finite and >= 0, but got -0.5}}
+  %y = fusion.fused_matmul %a, %b
+      {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = -0.5 : f32}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The epilogue epsilon must be finite and >= 0 (an infinity is rejected).
+func.func @fused_infinite_epsilon(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{expected epsilon to be finite and >= 0, but got +Inf}}
+  %y = fusion.fused_matmul %a, %b
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 0x7F800000 : f32}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The row_scale epilogue needs its row_scale operand.
+func.func @fused_missing_row_scale(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{expected a row_scale operand with epilogue row_scale}}
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<row_scale>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// Only the row_scale epilogue takes a row_scale operand.
+func.func @fused_unexpected_row_scale(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %s: tensor<64xf32>) {
+  // expected-error @below {{unexpected row_scale operand with epilogue none}}
+  %y = fusion.fused_matmul %a, %b row_scale(%s : tensor<64xf32>)
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The grad epilogues need the forward norm_input.
+func.func @fused_missing_norm_input(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %r: tensor<64xf32>) {
+  // expected-error @below {{expected a norm_input operand with epilogue rms_norm_grad}}
+  %y = fusion.fused_matmul %a, %b rstd(%r : tensor<64xf32>)
+      {epilogue = #fusion.epilogue<rms_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// Only the grad epilogues take a norm_input.
+func.func @fused_unexpected_norm_input(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>) {
+  // expected-error @below {{unexpected norm_input operand with epilogue rms_norm}}
+  %y = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>)
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 0.5 : f32}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The grad epilogues need the saved rstd.
+func.func @fused_missing_rstd(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>,
+                              %m: tensor<64xf32>) {
+  // expected-error @below {{expected a rstd operand with epilogue layer_norm_grad}}
+  %y = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) mean(%m : tensor<64xf32>)
+      {epilogue = #fusion.epilogue<layer_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// Only the grad epilogues take an rstd operand.
+func.func @fused_unexpected_rstd(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %r: tensor<64xf32>) {
+  // expected-error @below {{unexpected rstd operand with epilogue layer_norm}}
+  %y = fusion.fused_matmul %a, %b rstd(%r : tensor<64xf32>)
+      {epilogue = #fusion.epilogue<layer_norm>, epsilon = 0.5 : f32}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The layer_norm_grad epilogue needs the saved mean.
+func.func @fused_missing_mean(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>,
+                              %r: tensor<64xf32>) {
+  // expected-error @below {{expected a mean operand with epilogue layer_norm_grad}}
+  %y = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+      {epilogue = #fusion.epilogue<layer_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// Only the layer_norm_grad epilogue takes a mean operand.
+func.func @fused_unexpected_mean(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>,
+                                 %m: tensor<64xf32>, %r: tensor<64xf32>) {
+  // expected-error @below {{unexpected mean operand with epilogue rms_norm_grad}}
+  %y = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) mean(%m : tensor<64xf32>)
+      rstd(%r : tensor<64xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// Only the norm epilogues (forward and grad) take a norm_weight.
+func.func @fused_unexpected_norm_weight(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %w: tensor<16xf32>) {
+  // expected-error @below {{unexpected norm_weight operand with epilogue none}}
+  %y = fusion.fused_matmul %a, %b norm_weight(%w : tensor<16xf32>)
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// Only the layer_norm epilogue takes a norm_bias.
+func.func @fused_unexpected_norm_bias(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %nb: tensor<16xf32>) {
+  // expected-error @below {{unexpected norm_bias operand with epilogue rms_norm (only layer_norm takes a bias)}}
+  %y = fusion.fused_matmul %a, %b norm_bias(%nb : tensor<16xf32>)
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 0.5 : f32}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The residual is [M, N].
+func.func @fused_residual_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %res: tensor<64x32xf32>) {
+  // expected-error @below {{expected residual of shape [64, 16] ([M, N]), but got [64, 32]}}
+  %y = fusion.fused_matmul %a, %b residual(%res : tensor<64x32xf32>)
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The row_scale is [M].
+func.func @fused_row_scale_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %s: tensor<16xf32>) {
+  // expected-error @below {{expected row_scale of shape [64] ([M]), but got [16]}}
+  %y = fusion.fused_matmul %a, %b row_scale(%s : tensor<16xf32>)
+      {epilogue = #fusion.epilogue<row_scale>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The col_bias is [N].
+func.func @fused_col_bias_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %cb: tensor<32xf32>) {
+  // expected-error @below {{expected col_bias of shape [16] ([N]), but got [32]}}
+  %y = fusion.fused_matmul %a, %b col_bias(%cb : tensor<32xf32>)
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The norm_weight is [N].
+func.func @fused_norm_weight_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %w: tensor<32xf32>) {
+  // expected-error @below {{expected norm_weight of shape [16] ([N]), but got [32]}}
+  %y = fusion.fused_matmul %a, %b norm_weight(%w : tensor<32xf32>)
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 0.5 : f32}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The norm_bias is [N].
+func.func @fused_norm_bias_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %nb: tensor<1x16xf32>) {
+  // expected-error @below {{expected norm_bias of shape [16] ([N]), but got [1, 16]}}
+  %y = fusion.fused_matmul %a, %b norm_bias(%nb : tensor<1x16xf32>)
+      {epilogue = #fusion.epilogue<layer_norm>, epsilon = 0.5 : f32}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The norm_input is [M, N].
+func.func @fused_norm_input_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x32xf32>,
+                                  %r: tensor<64xf32>) {
+  // expected-error @below {{expected norm_input of shape [64, 16] ([M, N]), but got [64, 32]}}
+  %y = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x32xf32>) rstd(%r : tensor<64xf32>)
+      {epilogue = #fusion.epilogue<rms_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The mean is [M].
+func.func @fused_mean_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>,
+                            %m: tensor<16xf32>, %r: tensor<64xf32>) {
+  // expected-error @below {{expected mean of shape [64] ([M]), but got [16]}}
+  %y = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) mean(%m : tensor<16xf32>)
+      rstd(%r : tensor<64xf32>) {epilogue = #fusion.epilogue<layer_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The rstd is [M].
+func.func @fused_rstd_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>,
+                            %r: tensor<32xf32>) {
+  // expected-error @below {{expected rstd of shape [64] ([M]), but got [32]}}
+  %y = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<32xf32>)
+      {epilogue = #fusion.epilogue<rms_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// A forward norm epilogue with save_stats returns its statistics.
+func.func @fused_missing_statistics(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{expected 2 extra result(s) for epilogue layer_norm (statistics with save_stats), but got 1}}
+  %y, %m = fusion.fused_matmul %a, %b
+      {epilogue = #fusion.epilogue<layer_norm>, epsilon = 0.5 : f32, save_stats}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+// A grad epilogue returns dweight with norm_weight and dbias with with_bias_grad.
+func.func @fused_missing_param_grads(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %w: tensor<16xf32>,
+                                     %x: tensor<64x16xf32>, %m: tensor<64xf32>, %r: tensor<64xf32>) {
+  // expected-error @below {{expected 2 extra result(s) for epilogue layer_norm_grad (parameter gradients), but got 1}}
+  %y, %dw = fusion.fused_matmul %a, %b norm_weight(%w : tensor<16xf32>)
+      norm_input(%x : tensor<64x16xf32>) mean(%m : tensor<64xf32>) rstd(%r : tensor<64xf32>)
+      {epilogue = #fusion.epilogue<layer_norm_grad>, with_bias_grad}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+// Without a norm epilogue there are no extra results (regression: the message
+// used to call them "parameter gradients").
+func.func @fused_unexpected_extra(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{expected 0 extra result(s) for epilogue none, but got 1}}
+  %y, %e = fusion.fused_matmul %a, %b
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+// The saved statistics of a forward norm epilogue are [M].
+func.func @fused_statistics_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{expected statistics result of shape [64] ([M]), but got [16]}}
+  %y, %r = fusion.fused_matmul %a, %b
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 0.5 : f32, save_stats}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+// The parameter gradients of a grad epilogue are [N].
+func.func @fused_param_grad_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %w: tensor<16xf32>,
+                                  %x: tensor<64x16xf32>, %r: tensor<64xf32>) {
+  // expected-error @below {{expected parameter gradient result of shape [16] ([N]), but got [64]}}
+  %y, %dw = fusion.fused_matmul %a, %b norm_weight(%w : tensor<16xf32>)
+      norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+      {epilogue = #fusion.epilogue<rms_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<64xf32>
+  return
+}
