@@ -23,3 +23,9 @@ ptxas = shutil.which("ptxas") or (
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+
+# runtime/'s unit-test binary (built only when cuda.h was found), for test/Runtime/.
+fusion_runtime_tests = os.path.join(config.fusion_tools_dir, "fusion-runtime-tests")
+if os.path.exists(fusion_runtime_tests):
+    config.available_features.add("fusion-runtime")
+    config.substitutions.append(("%fusion_runtime_tests", fusion_runtime_tests))

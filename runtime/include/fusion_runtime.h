@@ -1,0 +1,200 @@
+/*===- fusion_runtime.h - C API of the fusion host runtime --------*- C -*-===//
+ *
+ * The runtime that compiled fusion programs run on: it implements the `mgpu*`
+ * host ABI that MLIR 22's gpu-to-LLVM lowering calls (declared in
+ * fusion_runtime_mgpu.h) on the CUDA driver API, and this C API.
+ *
+ * Errors. The `mgpu*` entry points return nothing, so they cannot hand an
+ * error back. Instead, the first failure on a thread (the entry point, the
+ * driver call and its CUDA error name, the kernel) becomes that thread's
+ * *pending status*. While a status is pending, entry points that start work
+ * or create objects do nothing (those that return a handle return NULL);
+ * entry points that wait for or release objects still run, so nothing leaks.
+ * Read the pending status with fusionrtPeekStatus(), read and clear it with
+ * fusionrtClearStatus(), and get its text with fusionrtGetLastError().
+ *
+ * The fusionrt* functions below return their status directly and also leave
+ * their message in fusionrtGetLastError(); they never make a status pending.
+ * Nothing in the runtime ends the process.
+ *
+ * Dimensions are numbered row-major, as in a memref or a PyTorch tensor:
+ * dimension 0 is the outermost, dimension rank-1 the innermost (contiguous).
+ *===----------------------------------------------------------------------===*/
+
+#ifndef FUSION_RUNTIME_H
+#define FUSION_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define FUSIONRT_EXPORT __declspec(dllexport)
+#else
+#define FUSIONRT_EXPORT __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+#define FUSIONRT_ALIGNAS(n) alignas(n)
+#else
+#define FUSIONRT_ALIGNAS(n) _Alignas(n)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===
+ * Status
+ *===----------------------------------------------------------------------===*/
+
+typedef enum fusionrtStatus {
+  FUSIONRT_SUCCESS = 0,
+  /* An argument is invalid; the message names it, with expected and given values. */
+  FUSIONRT_ERROR_INVALID_ARGUMENT = 1,
+  /* A CUDA driver call failed; the message names the call and the CUDA error. */
+  FUSIONRT_ERROR_CUDA = 2,
+  /* A device limit is exceeded (shared memory per block, cluster size). */
+  FUSIONRT_ERROR_LIMIT_EXCEEDED = 3,
+  /* The device lacks a feature the call needs (clusters, tensor maps). */
+  FUSIONRT_ERROR_UNSUPPORTED = 4,
+} fusionrtStatus;
+
+/* The enumerator's name without the prefix, e.g. "invalid argument". */
+FUSIONRT_EXPORT const char *fusionrtStatusName(fusionrtStatus status);
+
+/* The message of the most recent failure on this thread ("" if none). It stays
+ * readable after fusionrtClearStatus(); the pointer is valid until the next
+ * failure on this thread. */
+FUSIONRT_EXPORT const char *fusionrtGetLastError(void);
+
+/* This thread's pending status, left pending. */
+FUSIONRT_EXPORT fusionrtStatus fusionrtPeekStatus(void);
+
+/* This thread's pending status; clears it, so that entry points work again. */
+FUSIONRT_EXPORT fusionrtStatus fusionrtClearStatus(void);
+
+/*===----------------------------------------------------------------------===
+ * Devices
+ *===----------------------------------------------------------------------===*/
+
+/* Selects the device whose primary context this thread's entry points use
+ * (default 0). Checks only the ordinal's sign; no driver call. */
+FUSIONRT_EXPORT fusionrtStatus fusionrtSetDevice(int device);
+FUSIONRT_EXPORT int fusionrtGetDevice(void);
+
+/* Initializes the driver and makes `device`'s primary context current on this
+ * thread (and selects it, as fusionrtSetDevice). */
+FUSIONRT_EXPORT fusionrtStatus fusionrtInit(int device);
+
+FUSIONRT_EXPORT fusionrtStatus fusionrtGetDeviceCount(int *count);
+
+typedef struct fusionrtDeviceInfo {
+  int ordinal;
+  char name[256];
+  int computeCapabilityMajor;
+  int computeCapabilityMinor;
+  int multiprocessorCount;
+  int maxThreadsPerBlock;
+  int warpSize;
+  /* Shared memory per block without opt-in (48 KiB) and with opt-in (227 KiB on sm_90). */
+  int maxSharedMemoryPerBlock;
+  int maxSharedMemoryPerBlockOptin;
+  int maxSharedMemoryPerMultiprocessor;
+  int l2CacheBytes;
+  /* 1 when the device launches thread-block clusters (sm_90 and later). */
+  int clusterLaunch;
+  /* 1 when the device has the tensor memory accelerator (sm_90 and later). */
+  int tensorMapSupported;
+  uint64_t totalGlobalMemoryBytes;
+} fusionrtDeviceInfo;
+
+FUSIONRT_EXPORT fusionrtStatus fusionrtGetDeviceInfo(int device, fusionrtDeviceInfo *info);
+
+/*===----------------------------------------------------------------------===
+ * Tensor maps (TMA descriptors)
+ *
+ * The enumerators have the values of the CUDA driver's CUtensorMap* enums.
+ *===----------------------------------------------------------------------===*/
+
+typedef enum fusionrtDataType {
+  FUSIONRT_DATA_TYPE_UINT8 = 0,
+  FUSIONRT_DATA_TYPE_UINT16 = 1,
+  FUSIONRT_DATA_TYPE_UINT32 = 2,
+  FUSIONRT_DATA_TYPE_INT32 = 3,
+  FUSIONRT_DATA_TYPE_UINT64 = 4,
+  FUSIONRT_DATA_TYPE_INT64 = 5,
+  FUSIONRT_DATA_TYPE_FLOAT16 = 6,
+  FUSIONRT_DATA_TYPE_FLOAT32 = 7,
+  FUSIONRT_DATA_TYPE_FLOAT64 = 8,
+  FUSIONRT_DATA_TYPE_BFLOAT16 = 9,
+  FUSIONRT_DATA_TYPE_FLOAT32_FTZ = 10,
+  FUSIONRT_DATA_TYPE_TFLOAT32 = 11,
+  FUSIONRT_DATA_TYPE_TFLOAT32_FTZ = 12,
+} fusionrtDataType;
+
+typedef enum fusionrtSwizzle {
+  FUSIONRT_SWIZZLE_NONE = 0,
+  FUSIONRT_SWIZZLE_32B = 1,
+  FUSIONRT_SWIZZLE_64B = 2,
+  FUSIONRT_SWIZZLE_128B = 3,
+} fusionrtSwizzle;
+
+typedef enum fusionrtInterleave {
+  FUSIONRT_INTERLEAVE_NONE = 0,
+  FUSIONRT_INTERLEAVE_16B = 1,
+  FUSIONRT_INTERLEAVE_32B = 2,
+} fusionrtInterleave;
+
+typedef enum fusionrtL2Promotion {
+  FUSIONRT_L2_PROMOTION_NONE = 0,
+  FUSIONRT_L2_PROMOTION_64B = 1,
+  FUSIONRT_L2_PROMOTION_128B = 2,
+  FUSIONRT_L2_PROMOTION_256B = 3,
+} fusionrtL2Promotion;
+
+typedef enum fusionrtOobFill {
+  FUSIONRT_OOB_FILL_ZERO = 0,
+  /* NaN that a following FMA treats as zero; floating-point element types only. */
+  FUSIONRT_OOB_FILL_NAN_REQUEST_ZERO_FMA = 1,
+} fusionrtOobFill;
+
+#define FUSIONRT_TENSOR_MAP_MAX_RANK 5
+
+/* A tiled tensor map over a row-major view of global memory. */
+typedef struct fusionrtTensorMapSpec {
+  fusionrtDataType dataType;
+  int32_t rank;                 /* 1..5 */
+  const void *globalAddress;    /* 16-byte aligned (32 with FUSIONRT_INTERLEAVE_32B) */
+  int64_t sizes[FUSIONRT_TENSOR_MAP_MAX_RANK];   /* elements, 1..2^32 */
+  /* In elements. strides[rank-1] must be 1; the others, in bytes, multiples of 16 below 2^40. */
+  int64_t strides[FUSIONRT_TENSOR_MAP_MAX_RANK];
+  int32_t boxSizes[FUSIONRT_TENSOR_MAP_MAX_RANK]; /* 1..256 */
+  /* 1..8; 0 is read as 1. */
+  int32_t elementStrides[FUSIONRT_TENSOR_MAP_MAX_RANK];
+  fusionrtSwizzle swizzle;
+  fusionrtInterleave interleave;
+  fusionrtL2Promotion l2Promotion;
+  fusionrtOobFill oobFill;
+} fusionrtTensorMapSpec;
+
+/* The encoded descriptor, bit-identical to CUDA's CUtensorMap. */
+typedef struct fusionrtTensorMap {
+  FUSIONRT_ALIGNAS(128) uint64_t opaque[16];
+} fusionrtTensorMap;
+
+/* Checks `spec` without any driver call. */
+FUSIONRT_EXPORT fusionrtStatus fusionrtValidateTensorMap(const fusionrtTensorMapSpec *spec);
+
+/* Checks `spec` (as fusionrtValidateTensorMap, before any driver call), then
+ * encodes it with cuTensorMapEncodeTiled into `*out`. */
+FUSIONRT_EXPORT fusionrtStatus fusionrtEncodeTensorMap(const fusionrtTensorMapSpec *spec,
+                                                       fusionrtTensorMap *out);
+
+/* Bytes per element of `dataType`, or 0 when it is not a fusionrtDataType. */
+FUSIONRT_EXPORT int fusionrtDataTypeSize(int dataType);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FUSION_RUNTIME_H */

@@ -1,0 +1,42 @@
+//===- Context.h - device selection and primary contexts --------*- C++ -*-===//
+//
+// Each thread has a selected device (default 0; mgpuSetDefaultDevice,
+// fusionrtSetDevice). Entry points run in that device's primary context, the
+// same context PyTorch and the CUDA runtime use, so pointers and streams pass
+// freely between them. The driver is initialized once per process; a failed
+// cuInit is remembered and reported by every later call.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_RUNTIME_CONTEXT_H
+#define FUSION_RUNTIME_CONTEXT_H
+
+#include <cuda.h>
+
+#include <string>
+
+namespace fusionrt {
+
+void selectDevice(int device);
+int selectedDevice();
+
+/// Initializes the driver, retains the selected device's primary context and
+/// makes it current on this thread. On failure returns the failing result and
+/// names the failing driver call in `*failedCall`.
+CUresult activateContext(CUcontext *context, CUdevice *device, const char **failedCall);
+
+/// activateContext for mgpu* entry points: records a failure as the pending
+/// status, attributed to `entryPoint`. Returns false on failure.
+bool activateContextOrRecord(const char *entryPoint, CUcontext *context = nullptr,
+                             CUdevice *device = nullptr);
+
+/// The opt-in limit of dynamic shared memory per block of `device` (cached).
+CUresult maxSharedMemoryPerBlockOptin(CUdevice device, int *bytes);
+
+/// True for results that mean the driver is shutting down (or already gone):
+/// release calls made from static destructors at exit see these.
+bool isShutdownResult(CUresult result);
+
+} // namespace fusionrt
+
+#endif // FUSION_RUNTIME_CONTEXT_H

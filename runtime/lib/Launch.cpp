@@ -1,0 +1,206 @@
+//===- Launch.cpp - kernel launches, plain and with clusters --------------===//
+//
+// Before a launch: the launch shape is checked (every dimension >= 1 and
+// within the driver's 32-bit fields, the grid a multiple of the cluster), then
+// the kernel's attributes are set where MLIR's host lowering does not:
+//  - dynamic shared memory above 48 KiB needs an opt-in per kernel, up to the
+//    device's CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN;
+//  - clusters of more than 8 CTAs (non-portable, up to 16 on Hopper) need
+//    CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, which MLIR 22 never
+//    passes (MLIR22-NOTES.md section 11).
+// A failed cluster launch reports the largest cluster the kernel can run with.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Context.h"
+#include "Module.h"
+#include "Status.h"
+#include "fusion_runtime_mgpu.h"
+
+#include <cstdint>
+#include <string>
+
+namespace fusionrt {
+namespace {
+
+constexpr int kSharedMemoryWithoutOptin = 48 * 1024;
+constexpr intptr_t kPortableClusterSize = 8;
+
+struct Dim3 {
+  intptr_t x, y, z;
+  std::string str() const {
+    return std::to_string(x) + "x" + std::to_string(y) + "x" + std::to_string(z);
+  }
+  bool positive() const { return x >= 1 && y >= 1 && z >= 1; }
+  bool fitsDriver() const { return x <= UINT32_MAX && y <= UINT32_MAX && z <= UINT32_MAX; }
+  intptr_t volume() const { return x * y * z; }
+};
+
+struct LaunchShape {
+  Dim3 cluster, grid, block;
+  int32_t sharedMemoryBytes;
+  bool hasCluster;
+
+  std::string describe(const std::string &kernel) const {
+    std::string text = "kernel '" + kernel + "'";
+    if (hasCluster)
+      text += ", cluster " + cluster.str();
+    return text + ", grid " + grid.str() + ", block " + block.str() + ", dynamic shared memory " +
+           std::to_string(sharedMemoryBytes) + " bytes";
+  }
+};
+
+/// Everything that can go wrong before the driver sees the launch. Records the
+/// failure and returns false.
+bool checkShape(const char *entryPoint, CUfunction function, const LaunchShape &shape) {
+  std::string prefix = std::string(entryPoint) + ": ";
+  if (!function) {
+    recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT,
+                  prefix + "expected a kernel, but got a null function (did the module load or "
+                           "the kernel lookup fail?)");
+    return false;
+  }
+  std::string kernel = kernelName(function);
+  auto fail = [&](const std::string &what) {
+    recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT, prefix + what + " (" + shape.describe(kernel) + ")");
+    return false;
+  };
+  const struct {
+    const char *name;
+    const Dim3 &dims;
+  } all[] = {{"cluster", shape.cluster}, {"grid", shape.grid}, {"block", shape.block}};
+  for (const auto &entry : all) {
+    if (!shape.hasCluster && &entry.dims == &shape.cluster)
+      continue;
+    if (!entry.dims.positive())
+      return fail(std::string("expected ") + entry.name + " dimensions >= 1, but got " +
+                  entry.dims.str());
+    if (!entry.dims.fitsDriver())
+      return fail(std::string("expected ") + entry.name + " dimensions < 2^32, but got " +
+                  entry.dims.str());
+  }
+  if (shape.sharedMemoryBytes < 0)
+    return fail("expected dynamic shared memory >= 0 bytes, but got " +
+                std::to_string(shape.sharedMemoryBytes));
+  if (shape.hasCluster) {
+    const char *axes[] = {"x", "y", "z"};
+    intptr_t grid[] = {shape.grid.x, shape.grid.y, shape.grid.z};
+    intptr_t cluster[] = {shape.cluster.x, shape.cluster.y, shape.cluster.z};
+    for (int i = 0; i < 3; ++i)
+      if (grid[i] % cluster[i] != 0)
+        return fail(std::string("expected grid ") + axes[i] + " to be a multiple of cluster " +
+                    axes[i] + " = " + std::to_string(cluster[i]) + ", but got " +
+                    std::to_string(grid[i]));
+  }
+  return true;
+}
+
+/// Context and kernel attributes. Records the failure and returns false.
+bool prepareKernel(const char *entryPoint, CUfunction function, const LaunchShape &shape) {
+  CUdevice device = 0;
+  if (!activateContextOrRecord(entryPoint, nullptr, &device))
+    return false;
+  std::string kernel = kernelName(function);
+  if (shape.sharedMemoryBytes > kSharedMemoryWithoutOptin) {
+    int optin = 0;
+    if (recordIfFailed(maxSharedMemoryPerBlockOptin(device, &optin), entryPoint,
+                       "cuDeviceGetAttribute", "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"))
+      return false;
+    if (shape.sharedMemoryBytes > optin) {
+      recordFailure(FUSIONRT_ERROR_LIMIT_EXCEEDED,
+                    std::string(entryPoint) + ": expected dynamic shared memory <= " +
+                        std::to_string(optin) + " bytes (the opt-in limit of device " +
+                        std::to_string(selectedDevice()) + "), but got " +
+                        std::to_string(shape.sharedMemoryBytes) + " bytes (kernel '" + kernel +
+                        "')");
+      return false;
+    }
+    if (recordIfFailed(ensureDynamicSharedMemory(function, shape.sharedMemoryBytes), entryPoint,
+                       "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+                       shape.describe(kernel)))
+      return false;
+  }
+  if (shape.hasCluster && shape.cluster.volume() > kPortableClusterSize &&
+      recordIfFailed(allowNonPortableClusters(function), entryPoint,
+                     "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)",
+                     shape.describe(kernel)))
+    return false;
+  return true;
+}
+
+CUlaunchConfig launchConfig(const LaunchShape &shape, CUstream stream, CUlaunchAttribute *attr) {
+  CUlaunchConfig config = {};
+  config.gridDimX = static_cast<unsigned>(shape.grid.x);
+  config.gridDimY = static_cast<unsigned>(shape.grid.y);
+  config.gridDimZ = static_cast<unsigned>(shape.grid.z);
+  config.blockDimX = static_cast<unsigned>(shape.block.x);
+  config.blockDimY = static_cast<unsigned>(shape.block.y);
+  config.blockDimZ = static_cast<unsigned>(shape.block.z);
+  config.sharedMemBytes = static_cast<unsigned>(shape.sharedMemoryBytes);
+  config.hStream = stream;
+  attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr->value.clusterDim.x = static_cast<unsigned>(shape.cluster.x);
+  attr->value.clusterDim.y = static_cast<unsigned>(shape.cluster.y);
+  attr->value.clusterDim.z = static_cast<unsigned>(shape.cluster.z);
+  config.attrs = attr;
+  config.numAttrs = 1;
+  return config;
+}
+
+void launch(const char *entryPoint, CUfunction function, const LaunchShape &shape,
+            CUstream stream, void **params, void **extra) {
+  if (hasPendingFailure() || !checkShape(entryPoint, function, shape) ||
+      !prepareKernel(entryPoint, function, shape))
+    return;
+  if (!shape.hasCluster) {
+    recordIfFailed(cuLaunchKernel(function, static_cast<unsigned>(shape.grid.x),
+                                  static_cast<unsigned>(shape.grid.y),
+                                  static_cast<unsigned>(shape.grid.z),
+                                  static_cast<unsigned>(shape.block.x),
+                                  static_cast<unsigned>(shape.block.y),
+                                  static_cast<unsigned>(shape.block.z),
+                                  static_cast<unsigned>(shape.sharedMemoryBytes), stream, params,
+                                  extra),
+                   entryPoint, "cuLaunchKernel", shape.describe(kernelName(function)));
+    return;
+  }
+  CUlaunchAttribute attr;
+  CUlaunchConfig config = launchConfig(shape, stream, &attr);
+  CUresult result = cuLaunchKernelEx(&config, function, params, extra);
+  if (result == CUDA_SUCCESS)
+    return;
+  std::string detail = shape.describe(kernelName(function));
+  int maxCluster = 0;
+  if (cuOccupancyMaxPotentialClusterSize(&maxCluster, function, &config) == CUDA_SUCCESS)
+    detail += "; the largest cluster this kernel can launch with is " +
+              std::to_string(maxCluster) + " CTAs";
+  recordIfFailed(result, entryPoint, "cuLaunchKernelEx", detail);
+}
+
+} // namespace
+} // namespace fusionrt
+
+using namespace fusionrt;
+
+extern "C" {
+
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t gridZ,
+                      intptr_t blockX, intptr_t blockY, intptr_t blockZ, int32_t smem,
+                      void *stream, void **params, void **extra, size_t /*paramsCount*/) {
+  LaunchShape shape{{1, 1, 1}, {gridX, gridY, gridZ}, {blockX, blockY, blockZ}, smem,
+                    /*hasCluster=*/false};
+  launch("mgpuLaunchKernel", static_cast<CUfunction>(function), shape,
+         static_cast<CUstream>(stream), params, extra);
+}
+
+void mgpuLaunchClusterKernel(void *function, intptr_t clusterX, intptr_t clusterY,
+                             intptr_t clusterZ, intptr_t gridX, intptr_t gridY, intptr_t gridZ,
+                             intptr_t blockX, intptr_t blockY, intptr_t blockZ, int32_t smem,
+                             void *stream, void **params, void **extra) {
+  LaunchShape shape{{clusterX, clusterY, clusterZ}, {gridX, gridY, gridZ},
+                    {blockX, blockY, blockZ}, smem, /*hasCluster=*/true};
+  launch("mgpuLaunchClusterKernel", static_cast<CUfunction>(function), shape,
+         static_cast<CUstream>(stream), params, extra);
+}
+
+} // extern "C"

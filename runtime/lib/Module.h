@@ -1,0 +1,25 @@
+//===- Module.h - loaded modules and their kernels --------------*- C++ -*-===//
+
+#ifndef FUSION_RUNTIME_MODULE_H
+#define FUSION_RUNTIME_MODULE_H
+
+#include <cuda.h>
+
+#include <string>
+
+namespace fusionrt {
+
+/// The name a kernel was looked up by (mgpuModuleGetFunction), for messages;
+/// "<unknown>" for functions the runtime did not hand out.
+std::string kernelName(CUfunction function);
+
+/// Raises `function`'s dynamic shared-memory limit to at least `bytes`
+/// (once per function and size).
+CUresult ensureDynamicSharedMemory(CUfunction function, int bytes);
+
+/// Allows non-portable cluster sizes (more than 8 CTAs) for `function` (once).
+CUresult allowNonPortableClusters(CUfunction function);
+
+} // namespace fusionrt
+
+#endif // FUSION_RUNTIME_MODULE_H
