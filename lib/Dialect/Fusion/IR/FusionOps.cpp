@@ -244,6 +244,13 @@ struct AttentionShape {
   SmallVector<int64_t> tokens() const {
     return SmallVector<int64_t>(query.begin(), query.end() - 2);
   }
+  /// H * D of q (the size the norms of norm_attention run over), or dynamic.
+  int64_t hiddenSize() const {
+    int64_t heads = query[query.size() - 2], dim = query.back();
+    return ShapedType::isDynamic(heads) || ShapedType::isDynamic(dim)
+               ? ShapedType::kDynamic
+               : heads * dim;
+  }
 };
 
 FailureOr<AttentionShape> verifyAttentionShapes(Operation *op, Value q,
@@ -322,10 +329,7 @@ verifyNormAttentionShapes(Operation *op, Value q, Value k, Value v,
     return op->emitOpError()
            << "expected value with head dimension " << s->headDim
            << " (the query's, for the residual), but got " << s->valueDim;
-  int64_t heads = s->query[s->query.size() - 2], dim = s->query.back();
-  int64_t hd = ShapedType::isDynamic(heads) || ShapedType::isDynamic(dim)
-                   ? ShapedType::kDynamic
-                   : heads * dim;
+  int64_t hd = s->hiddenSize();
   constexpr StringLiteral why = " (H * D of query)";
   if (failed(checkShapeIfPresent(op, "ln_weight", lnWeight, {hd}, why)) ||
       failed(checkShapeIfPresent(op, "ln_bias", lnBias, {hd}, why)) ||
@@ -382,10 +386,12 @@ LogicalResult NormAttentionGradOp::verify() {
                          << " parameter gradient result(s) (one per weight or "
                             "bias operand), but got "
                          << getParamGrads().size();
-  int64_t hd = getLnWeight()   ? shapeOf(getLnWeight())[0]
-               : getLnBias()   ? shapeOf(getLnBias())[0]
-               : getRmsWeight() ? shapeOf(getRmsWeight())[0]
-                                : 0;
+  // H * D of the query; when it is dynamic, the first static weight size
+  // (the weights were checked against H * D above).
+  int64_t hd = s->hiddenSize();
+  for (Value w : {getLnWeight(), getLnBias(), getRmsWeight()})
+    if (ShapedType::isDynamic(hd) && w)
+      hd = shapeOf(w)[0];
   for (Value g : getParamGrads())
     if (failed(checkShape(*this, "parameter gradient", g, {hd},
                           " (H * D of query)")))
