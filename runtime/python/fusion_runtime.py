@@ -1,0 +1,521 @@
+"""Call libraries compiled by the fusion compiler on PyTorch CUDA tensors.
+
+No build step: this module uses ctypes only, and imports torch lazily (only to
+synchronize its stream and to read the current device), so it imports where
+torch is absent.
+
+Calling convention of a compiled function
+-----------------------------------------
+A compiled library exports its host function as a C symbol that returns
+nothing and takes, for each tensor argument in order, MLIR's expanded memref
+descriptor (what lowered host code takes for a `memref<d0 x ... x T>`):
+
+    void *allocated, void *aligned, int64_t offset,
+    int64_t sizes[rank] (outermost first), int64_t strides[rank] (elements)
+
+Outputs are arguments too (destination passing): the caller allocates them.
+The loader passes the tensor's data pointer as both pointers, offset 0, the
+tensor's sizes and its row-major strides. The function reports failures
+through the runtime's per-thread status (runtime/README.md), which the loader
+reads after every call and turns into FusionRuntimeError.
+
+A library may describe its function's arguments in a NUL-terminated string
+symbol `<function>_signature`, e.g. "a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]":
+a dtype (bf16 f16 f32 f64 i8 u8 i16 i32 i64 i1) and sizes per argument, each
+an integer, a name that must stand for the same size wherever it appears, or
+`?` for any size. Without that symbol, pass the signature to
+Library.function().
+
+Example:
+
+    lib = fusion_runtime.Library("libgemm.so")
+    gemm = lib.function("gemm", "a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]")
+    gemm(a, b, c)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+__all__ = [
+    "ArgumentError",
+    "Function",
+    "FusionRuntimeError",
+    "Library",
+    "Runtime",
+    "TensorSpec",
+    "check_arguments",
+    "memref_words",
+    "parse_signature",
+]
+
+Dim = Union[int, str, None]
+
+# Signature dtype -> (torch dtype as str(), bytes per element).
+DTYPES: Dict[str, Tuple[str, int]] = {
+    "bf16": ("torch.bfloat16", 2),
+    "f16": ("torch.float16", 2),
+    "f32": ("torch.float32", 4),
+    "f64": ("torch.float64", 8),
+    "i8": ("torch.int8", 1),
+    "u8": ("torch.uint8", 1),
+    "i16": ("torch.int16", 2),
+    "i32": ("torch.int32", 4),
+    "i64": ("torch.int64", 8),
+    "i1": ("torch.bool", 1),
+}
+
+# Signature dtype -> fusionrtDataType (CUtensorMapDataType).
+TENSOR_MAP_DTYPES: Dict[str, int] = {
+    "u8": 0, "i32": 3, "i64": 5, "f16": 6, "f32": 7, "f64": 8, "bf16": 9,
+}
+
+STATUS_NAMES = {
+    0: "success",
+    1: "invalid argument",
+    2: "CUDA error",
+    3: "limit exceeded",
+    4: "unsupported",
+}
+
+ALIGNMENT_BYTES = 16
+RUNTIME_LIBRARY_ENV = "FUSION_RUNTIME_LIBRARY"
+
+
+class FusionRuntimeError(RuntimeError):
+    """A failure the runtime reported; `status` is a fusionrtStatus value."""
+
+    def __init__(self, status: int, message: str):
+        self.status = status
+        self.message = message
+        super().__init__(f"{message} [{STATUS_NAMES.get(status, f'status {status}')}]")
+
+
+class ArgumentError(ValueError):
+    """A tensor argument that does not match the function's signature."""
+
+
+# --------------------------------------------------------------------------
+# Signatures
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One tensor argument: dtype, sizes (int, size name or None), name."""
+
+    dtype: str
+    shape: Tuple[Dim, ...]
+    name: Optional[str] = None
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise ValueError(
+                f"expected a dtype in {', '.join(DTYPES)}, but got '{self.dtype}'")
+        for size in self.shape:
+            if not (size is None or (isinstance(size, int) and size >= 0)
+                    or (isinstance(size, str) and size.isidentifier())):
+                raise ValueError(
+                    f"expected sizes that are integers >= 0, names or None, but got {size!r}")
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def torch_dtype(self) -> str:
+        return DTYPES[self.dtype][0]
+
+    @property
+    def element_bytes(self) -> int:
+        return DTYPES[self.dtype][1]
+
+    def __str__(self) -> str:
+        dims = ",".join("?" if d is None else str(d) for d in self.shape)
+        prefix = f"{self.name}: " if self.name else ""
+        return f"{prefix}{self.dtype}[{dims}]"
+
+
+_ENTRY = re.compile(r"^\s*(?:(?P<name>[A-Za-z_]\w*)\s*:)?\s*(?P<dtype>\w+)\s*"
+                    r"\[(?P<dims>[^\]]*)\]\s*$")
+
+
+def parse_signature(text: str) -> List[TensorSpec]:
+    """Parses "a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]" (names optional)."""
+    specs = []
+    for index, entry in enumerate(part for part in text.split(";") if part.strip()):
+        match = _ENTRY.match(entry)
+        if not match:
+            raise ValueError(
+                f"signature entry {index}: expected 'name: dtype[d0,d1,...]', but got "
+                f"'{entry.strip()}'")
+        dims: List[Dim] = []
+        for token in (t.strip() for t in match["dims"].split(",") if match["dims"].strip()):
+            if token == "?":
+                dims.append(None)
+            elif token.isdigit():
+                dims.append(int(token))
+            elif token.isidentifier():
+                dims.append(token)
+            else:
+                raise ValueError(
+                    f"signature entry {index}: expected a size, a size name or '?', but got "
+                    f"'{token}'")
+        try:
+            specs.append(TensorSpec(match["dtype"], tuple(dims), match["name"]))
+        except ValueError as error:
+            raise ValueError(f"signature entry {index}: {error}") from None
+    return specs
+
+
+# --------------------------------------------------------------------------
+# Argument checks (pure Python: no GPU, no torch needed)
+# --------------------------------------------------------------------------
+
+
+def _row_major_strides(shape: Sequence[int]) -> Tuple[int, ...]:
+    strides, running = [], 1
+    for size in reversed(shape):
+        strides.append(running)
+        running *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def _device_str(device: Any) -> str:
+    return str(device)
+
+
+def _label(index: int, spec: TensorSpec) -> str:
+    return f"argument {index} ('{spec.name}')" if spec.name else f"argument {index}"
+
+
+def check_arguments(specs: Sequence[TensorSpec], tensors: Sequence[Any],
+                    function: str = "function") -> Dict[str, int]:
+    """Checks tensors against specs; returns the sizes bound to size names.
+
+    Checks, in order: the number of arguments; per argument that it is a
+    tensor, its dtype, rank and sizes, row-major contiguity, that it is on a
+    CUDA device (the same for all), and 16-byte alignment of its data pointer.
+    Raises TypeError or ArgumentError naming the argument and the expected and
+    given values.
+    """
+    if len(tensors) != len(specs):
+        raise TypeError(
+            f"{function}: expected {len(specs)} tensor arguments "
+            f"({'; '.join(str(s) for s in specs)}), but got {len(tensors)}")
+    bound: Dict[str, Tuple[int, str]] = {}
+    device = None
+    for index, (spec, tensor) in enumerate(zip(specs, tensors)):
+        label = f"{function}: {_label(index, spec)}"
+        if not all(hasattr(tensor, attr) for attr in ("data_ptr", "shape", "stride", "dtype",
+                                                      "device")):
+            raise TypeError(f"{label}: expected a torch.Tensor, but got {type(tensor).__name__}")
+        if str(tensor.dtype) != spec.torch_dtype:
+            raise ArgumentError(
+                f"{label}: expected dtype {spec.torch_dtype} ({spec.dtype}), but got "
+                f"{tensor.dtype}")
+        shape = tuple(int(s) for s in tensor.shape)
+        if len(shape) != spec.rank:
+            raise ArgumentError(
+                f"{label}: expected rank {spec.rank} (shape {spec}), but got rank {len(shape)} "
+                f"(shape {list(shape)})")
+        for dim, (want, got) in enumerate(zip(spec.shape, shape)):
+            if isinstance(want, int) and want != got:
+                raise ArgumentError(
+                    f"{label}: expected size {want} in dimension {dim}, but got {got}")
+            if isinstance(want, str):
+                if want in bound and bound[want][0] != got:
+                    value, where = bound[want]
+                    raise ArgumentError(
+                        f"{label}: expected size {want} = {value} in dimension {dim} (bound by "
+                        f"{where}), but got {got}")
+                bound.setdefault(want, (got, f"{_label(index, spec)} dimension {dim}"))
+        strides = tuple(int(s) for s in tensor.stride())
+        expected = _row_major_strides(shape)
+        if any(size > 1 and got != want
+               for size, got, want in zip(shape, strides, expected)):
+            raise ArgumentError(
+                f"{label}: expected row-major contiguous strides {expected}, but got {strides}; "
+                f"pass .contiguous()")
+        tensor_device = tensor.device
+        if getattr(tensor_device, "type", None) != "cuda":
+            raise ArgumentError(
+                f"{label}: expected a CUDA tensor, but got a tensor on {tensor_device}")
+        if device is None:
+            device = tensor_device
+        elif _device_str(tensor_device) != _device_str(device):
+            raise ArgumentError(
+                f"{label}: expected device {device} (the device of argument 0), but got "
+                f"{tensor_device}")
+        pointer = int(tensor.data_ptr())
+        if pointer % ALIGNMENT_BYTES:
+            offset = tensor.storage_offset() if hasattr(tensor, "storage_offset") else "?"
+            raise ArgumentError(
+                f"{label}: expected a data pointer aligned to {ALIGNMENT_BYTES} bytes, but got "
+                f"{pointer:#x} (storage offset {offset} elements); pass .clone()")
+    return {name: value for name, (value, _) in bound.items()}
+
+
+def memref_words(tensor: Any) -> List[int]:
+    """The expanded memref descriptor of a checked tensor, as integers:
+    allocated, aligned, offset, sizes..., strides... (row-major)."""
+    shape = tuple(int(s) for s in tensor.shape)
+    pointer = int(tensor.data_ptr())
+    return [pointer, pointer, 0, *shape, *_row_major_strides(shape)]
+
+
+def _memref_argtypes(spec: TensorSpec) -> List[Any]:
+    return [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64] + [ctypes.c_int64] * (2 * spec.rank)
+
+
+# --------------------------------------------------------------------------
+# The runtime library
+# --------------------------------------------------------------------------
+
+
+class _DeviceInfo(ctypes.Structure):
+    _fields_ = [
+        ("ordinal", ctypes.c_int),
+        ("name", ctypes.c_char * 256),
+        ("computeCapabilityMajor", ctypes.c_int),
+        ("computeCapabilityMinor", ctypes.c_int),
+        ("multiprocessorCount", ctypes.c_int),
+        ("maxThreadsPerBlock", ctypes.c_int),
+        ("warpSize", ctypes.c_int),
+        ("maxSharedMemoryPerBlock", ctypes.c_int),
+        ("maxSharedMemoryPerBlockOptin", ctypes.c_int),
+        ("maxSharedMemoryPerMultiprocessor", ctypes.c_int),
+        ("l2CacheBytes", ctypes.c_int),
+        ("clusterLaunch", ctypes.c_int),
+        ("tensorMapSupported", ctypes.c_int),
+        ("totalGlobalMemoryBytes", ctypes.c_uint64),
+    ]
+
+
+class _TensorMapSpec(ctypes.Structure):
+    _fields_ = [
+        ("dataType", ctypes.c_int),
+        ("rank", ctypes.c_int32),
+        ("globalAddress", ctypes.c_void_p),
+        ("sizes", ctypes.c_int64 * 5),
+        ("strides", ctypes.c_int64 * 5),
+        ("boxSizes", ctypes.c_int32 * 5),
+        ("elementStrides", ctypes.c_int32 * 5),
+        ("swizzle", ctypes.c_int),
+        ("interleave", ctypes.c_int),
+        ("l2Promotion", ctypes.c_int),
+        ("oobFill", ctypes.c_int),
+    ]
+
+
+SWIZZLES = {None: 0, 0: 0, 32: 1, 64: 2, 128: 3}
+
+
+class Runtime:
+    """The fusion runtime (libfusion_runtime.so): status and device queries."""
+
+    def __init__(self, cdll: ctypes.CDLL):
+        self.cdll = cdll
+        signatures = {
+            "fusionrtGetLastError": ([], ctypes.c_char_p),
+            "fusionrtPeekStatus": ([], ctypes.c_int),
+            "fusionrtClearStatus": ([], ctypes.c_int),
+            "fusionrtSetDevice": ([ctypes.c_int], ctypes.c_int),
+            "fusionrtGetDevice": ([], ctypes.c_int),
+            "fusionrtInit": ([ctypes.c_int], ctypes.c_int),
+            "fusionrtGetDeviceCount": ([ctypes.POINTER(ctypes.c_int)], ctypes.c_int),
+            "fusionrtGetDeviceInfo": ([ctypes.c_int, ctypes.POINTER(_DeviceInfo)], ctypes.c_int),
+            "fusionrtEncodeTensorMap": ([ctypes.POINTER(_TensorMapSpec), ctypes.c_void_p],
+                                        ctypes.c_int),
+        }
+        for name, (argtypes, restype) in signatures.items():
+            function = getattr(cdll, name)
+            function.argtypes = argtypes
+            function.restype = restype
+
+    @classmethod
+    def find(cls, path: Optional[str] = None) -> Optional["Runtime"]:
+        """Loads the runtime from `path`, $FUSION_RUNTIME_LIBRARY or the
+        library search path; None when none of them names one."""
+        path = path or os.environ.get(RUNTIME_LIBRARY_ENV) or ctypes.util.find_library(
+            "fusion_runtime")
+        if not path:
+            return None
+        # Global, so that a compiled library loaded afterwards binds its mgpu* calls to it.
+        return cls(ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL))
+
+    def last_error(self) -> str:
+        return (self.cdll.fusionrtGetLastError() or b"").decode(errors="replace")
+
+    def peek_status(self) -> int:
+        return self.cdll.fusionrtPeekStatus()
+
+    def clear_status(self) -> int:
+        return self.cdll.fusionrtClearStatus()
+
+    def check(self, context: str = "") -> None:
+        """Reads and clears this thread's pending status; raises on a failure."""
+        status = self.clear_status()
+        if status:
+            message = self.last_error()
+            raise FusionRuntimeError(status, f"{context}: {message}" if context else message)
+
+    def _returned(self, status: int) -> None:
+        if status:
+            raise FusionRuntimeError(status, self.last_error())
+
+    def set_device(self, device: int) -> None:
+        self._returned(self.cdll.fusionrtSetDevice(device))
+
+    def init(self, device: int = 0) -> None:
+        self._returned(self.cdll.fusionrtInit(device))
+
+    def device_count(self) -> int:
+        count = ctypes.c_int(0)
+        self._returned(self.cdll.fusionrtGetDeviceCount(ctypes.byref(count)))
+        return count.value
+
+    def device_info(self, device: int = 0) -> Dict[str, Any]:
+        info = _DeviceInfo()
+        self._returned(self.cdll.fusionrtGetDeviceInfo(device, ctypes.byref(info)))
+        result = {name: getattr(info, name) for name, _ in _DeviceInfo._fields_}
+        result["name"] = info.name.decode(errors="replace")
+        return result
+
+    def encode_tensor_map(self, tensor: Any, box: Sequence[int], swizzle: Optional[int] = 128,
+                          dtype: Optional[str] = None) -> bytes:
+        """Encodes a tiled tensor map (TMA descriptor) over a row-major tensor;
+        returns its 128 bytes. `swizzle` is None, 32, 64 or 128 (bytes)."""
+        if dtype is None:
+            names = {torch_name: short for short, (torch_name, _) in DTYPES.items()}
+            dtype = names.get(str(tensor.dtype))
+        if dtype not in TENSOR_MAP_DTYPES:
+            raise ArgumentError(
+                f"expected a tensor-map dtype in {', '.join(TENSOR_MAP_DTYPES)}, but got "
+                f"{tensor.dtype}")
+        if swizzle not in SWIZZLES:
+            raise ArgumentError(f"expected swizzle None, 32, 64 or 128, but got {swizzle}")
+        shape, strides = tuple(tensor.shape), tuple(tensor.stride())
+        if len(box) != len(shape) or not 1 <= len(shape) <= 5:
+            raise ArgumentError(
+                f"expected a box of rank {len(shape)} (the tensor's, 1..5), but got {len(box)}")
+        spec = _TensorMapSpec()
+        spec.dataType = TENSOR_MAP_DTYPES[dtype]
+        spec.rank = len(shape)
+        spec.globalAddress = int(tensor.data_ptr())
+        for d, (size, stride, box_size) in enumerate(zip(shape, strides, box)):
+            spec.sizes[d], spec.strides[d], spec.boxSizes[d] = size, stride, box_size
+            spec.elementStrides[d] = 1
+        spec.swizzle = SWIZZLES[swizzle]
+        # CUtensorMap is 128-byte aligned; ctypes cannot ask for that, so over-allocate.
+        buffer = ctypes.create_string_buffer(256)
+        aligned = (ctypes.addressof(buffer) + 127) // 128 * 128
+        self._returned(self.cdll.fusionrtEncodeTensorMap(ctypes.byref(spec), aligned))
+        return ctypes.string_at(aligned, 128)
+
+
+# --------------------------------------------------------------------------
+# Compiled libraries
+# --------------------------------------------------------------------------
+
+_torch_module: Any = None
+
+
+def _torch() -> Any:
+    """torch, imported on first use; None where it is not installed."""
+    global _torch_module
+    if _torch_module is None:
+        try:
+            import torch  # noqa: PLC0415 (lazy on purpose)
+        except ImportError:
+            _torch_module = False
+        else:
+            _torch_module = torch
+    return _torch_module or None
+
+
+class Library:
+    """A shared library produced by the fusion compiler.
+
+    Loading it runs its constructors, which load the device image through the
+    runtime; a failure there raises FusionRuntimeError here. `runtime` is a
+    Runtime, a path to libfusion_runtime.so, or None: then
+    $FUSION_RUNTIME_LIBRARY, the library search path, or the library's own
+    dependency on the runtime."""
+
+    def __init__(self, path: str, runtime: Union[Runtime, str, None] = None):
+        self.path = path
+        self.runtime = runtime if isinstance(runtime, Runtime) else Runtime.find(runtime)
+        if self.runtime is not None:
+            # A failure left pending would make the constructors skip loading.
+            self.runtime.check(f"before loading {path}")
+        self.cdll = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        if self.runtime is None:
+            if not hasattr(self.cdll, "fusionrtClearStatus"):
+                raise FileNotFoundError(
+                    f"{path} does not link the fusion runtime and none was given: pass "
+                    f"runtime='.../libfusion_runtime.so' or set {RUNTIME_LIBRARY_ENV}")
+            self.runtime = Runtime(self.cdll)
+        self.runtime.check(f"loading {path}")
+
+    def signature(self, name: str) -> Optional[str]:
+        """The library's `<name>_signature` string, if it exports one."""
+        try:
+            symbol = ctypes.c_char.in_dll(self.cdll, f"{name}_signature")
+        except ValueError:
+            return None
+        return ctypes.string_at(ctypes.addressof(symbol)).decode()
+
+    def function(self, name: str,
+                 signature: Union[str, Sequence[TensorSpec], None] = None) -> "Function":
+        if signature is None:
+            signature = self.signature(name)
+            if signature is None:
+                raise ValueError(
+                    f"{self.path} exports no '{name}_signature'; pass the signature, e.g. "
+                    f"'a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]'")
+        specs = parse_signature(signature) if isinstance(signature, str) else list(signature)
+        return Function(self, name, specs)
+
+
+class Function:
+    """A compiled host function; call it with tensors, outputs included."""
+
+    def __init__(self, library: Library, name: str, specs: Sequence[TensorSpec]):
+        self.library = library
+        self.name = name
+        self.specs = list(specs)
+        try:
+            self._symbol = getattr(library.cdll, name)
+        except AttributeError:
+            raise AttributeError(f"{library.path} exports no function '{name}'") from None
+        self._symbol.argtypes = [t for spec in self.specs for t in _memref_argtypes(spec)]
+        self._symbol.restype = None
+
+    def __call__(self, *tensors: Any, synchronize: bool = True) -> Dict[str, int]:
+        """Checks the tensors, calls the function, raises on a runtime failure.
+        Returns the sizes bound to the signature's size names."""
+        bound = check_arguments(self.specs, tensors, self.name)
+        runtime = self.library.runtime
+        runtime.check(f"before calling {self.name}")
+        device = tensors[0].device if tensors else None
+        index = getattr(device, "index", None)
+        torch = _torch()
+        if index is None and torch is not None and device is not None:
+            index = torch.cuda.current_device()
+        runtime.set_device(index or 0)
+        if synchronize and torch is not None and tensors and isinstance(tensors[0], torch.Tensor):
+            # The compiled code runs on its own streams: inputs must be ready.
+            torch.cuda.current_stream(device).synchronize()
+        words = [word for tensor in tensors for word in memref_words(tensor)]
+        self._symbol(*words)
+        runtime.check(self.name)
+        return bound
+
+    def __repr__(self) -> str:
+        return f"<fusion function {self.name}({'; '.join(str(s) for s in self.specs)})>"

@@ -1,0 +1,292 @@
+"""Tests of the Python loader that run without a GPU.
+
+Argument checks run on stand-in tensors (no torch needed), and on real CPU
+tensors where torch is installed. The calling convention is tested against
+libfusion_runtime_abi_echo.so, a stand-in for a compiled library that records
+what it receives; those tests need the paths CTest passes in the environment
+(FUSION_RUNTIME_LIBRARY, FUSION_ABI_ECHO_LIBRARY, FUSION_TEST_CUDA_STUB) and
+are skipped without them.
+
+    python3 -m unittest discover -s runtime/python/tests
+"""
+
+import ctypes
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import fusion_runtime as fr  # noqa: E402
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+class FakeDevice:
+    def __init__(self, kind="cuda", index=0):
+        self.type = kind
+        self.index = index
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+
+class FakeDtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return f"torch.{self.name}"
+
+
+class FakeTensor:
+    """Quacks like a torch.Tensor as far as the loader looks."""
+
+    def __init__(self, shape, dtype="bfloat16", strides=None, pointer=0x7F0000000000,
+                 device=None, storage_offset=0):
+        self.shape = tuple(shape)
+        self.dtype = FakeDtype(dtype)
+        self._strides = tuple(strides) if strides is not None else fr._row_major_strides(shape)
+        self._pointer = pointer
+        self.device = device or FakeDevice()
+        self._storage_offset = storage_offset
+
+    def stride(self):
+        return self._strides
+
+    def data_ptr(self):
+        return self._pointer
+
+    def storage_offset(self):
+        return self._storage_offset
+
+
+MATMUL = fr.parse_signature("a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]")
+
+
+def matmul_args(m=128, k=64, n=32):
+    return [FakeTensor((m, k)), FakeTensor((k, n), pointer=0x7F0000100000),
+            FakeTensor((m, n), "float32", pointer=0x7F0000200000)]
+
+
+class SignatureTest(unittest.TestCase):
+    def test_parses_names_dtypes_and_sizes(self):
+        specs = fr.parse_signature("a: bf16[M,K]; f32[4, ?]; s: i64[]")
+        self.assertEqual([s.name for s in specs], ["a", None, "s"])
+        self.assertEqual(specs[0].shape, ("M", "K"))
+        self.assertEqual(specs[1].shape, (4, None))
+        self.assertEqual(specs[2].rank, 0)
+        self.assertEqual(str(specs[1]), "f32[4,?]")
+
+    def test_rejects_unknown_dtype(self):
+        with self.assertRaisesRegex(ValueError, r"signature entry 1: expected a dtype in bf16, "
+                                                r".*but got 'f8'"):
+            fr.parse_signature("bf16[1]; f8[2]")
+
+    def test_rejects_bad_syntax_and_sizes(self):
+        with self.assertRaisesRegex(ValueError, r"expected 'name: dtype\[d0,d1,...\]', but got "
+                                                r"'bf16\(4\)'"):
+            fr.parse_signature("bf16(4)")
+        with self.assertRaisesRegex(ValueError, "expected a size, a size name or '\\?', but got "
+                                                "'-3'"):
+            fr.parse_signature("bf16[-3]")
+
+
+class CheckArgumentsTest(unittest.TestCase):
+    def check(self, tensors, specs=MATMUL):
+        return fr.check_arguments(specs, tensors, "gemm")
+
+    def test_accepts_matching_tensors_and_binds_sizes(self):
+        self.assertEqual(self.check(matmul_args()), {"M": 128, "K": 64, "N": 32})
+
+    def test_argument_count(self):
+        with self.assertRaisesRegex(TypeError, r"gemm: expected 3 tensor arguments \(a: "
+                                               r"bf16\[M,K\]; .*\), but got 2"):
+            self.check(matmul_args()[:2])
+
+    def test_not_a_tensor(self):
+        args = matmul_args()
+        args[1] = 42
+        with self.assertRaisesRegex(TypeError, r"gemm: argument 1 \('b'\): expected a "
+                                               r"torch.Tensor, but got int"):
+            self.check(args)
+
+    def test_dtype(self):
+        args = matmul_args()
+        args[2] = FakeTensor((128, 32), "bfloat16")
+        with self.assertRaisesRegex(fr.ArgumentError, r"argument 2 \('c'\): expected dtype "
+                                                      r"torch.float32 \(f32\), but got "
+                                                      r"torch.bfloat16"):
+            self.check(args)
+
+    def test_rank(self):
+        args = matmul_args()
+        args[0] = FakeTensor((2, 128, 64))
+        with self.assertRaisesRegex(fr.ArgumentError, r"argument 0 \('a'\): expected rank 2 "
+                                                      r"\(shape a: bf16\[M,K\]\), but got rank 3 "
+                                                      r"\(shape \[2, 128, 64\]\)"):
+            self.check(args)
+
+    def test_size_names_must_agree(self):
+        args = matmul_args()
+        args[1] = FakeTensor((48, 32), pointer=0x7F0000100000)
+        with self.assertRaisesRegex(fr.ArgumentError, r"argument 1 \('b'\): expected size K = 64 "
+                                                      r"in dimension 0 \(bound by argument 0 "
+                                                      r"\('a'\) dimension 1\), but got 48"):
+            self.check(args)
+
+    def test_static_sizes(self):
+        specs = fr.parse_signature("x: f32[8192, 512]")
+        with self.assertRaisesRegex(fr.ArgumentError, "expected size 512 in dimension 1, but "
+                                                      "got 256"):
+            self.check([FakeTensor((8192, 256), "float32")], specs)
+
+    def test_contiguity(self):
+        args = matmul_args()
+        args[0] = FakeTensor((128, 64), strides=(1, 128))  # a transposed view
+        with self.assertRaisesRegex(fr.ArgumentError, r"argument 0 \('a'\): expected row-major "
+                                                      r"contiguous strides \(64, 1\), but got "
+                                                      r"\(1, 128\); pass .contiguous\(\)"):
+            self.check(args)
+
+    def test_size_one_dimensions_may_have_any_stride(self):
+        specs = fr.parse_signature("x: f32[1, 64]")
+        self.check([FakeTensor((1, 64), "float32", strides=(999, 1))], specs)
+
+    def test_device(self):
+        args = matmul_args()
+        args[0] = FakeTensor((128, 64), device=FakeDevice("cpu", None))
+        with self.assertRaisesRegex(fr.ArgumentError, r"argument 0 \('a'\): expected a CUDA "
+                                                      r"tensor, but got a tensor on cpu"):
+            self.check(args)
+        args = matmul_args()
+        args[2] = FakeTensor((128, 32), "float32", device=FakeDevice("cuda", 1))
+        with self.assertRaisesRegex(fr.ArgumentError, r"argument 2 \('c'\): expected device "
+                                                      r"cuda:0 \(the device of argument 0\), but "
+                                                      r"got cuda:1"):
+            self.check(args)
+
+    def test_alignment(self):
+        args = matmul_args()
+        args[1] = FakeTensor((64, 32), pointer=0x7F0000100008, storage_offset=4)
+        with self.assertRaisesRegex(fr.ArgumentError, r"argument 1 \('b'\): expected a data "
+                                                      r"pointer aligned to 16 bytes, but got "
+                                                      r"0x7f0000100008 \(storage offset 4 "
+                                                      r"elements\); pass .clone\(\)"):
+            self.check(args)
+
+    def test_memref_words(self):
+        tensor = FakeTensor((4, 8, 16), pointer=0x1000)
+        self.assertEqual(fr.memref_words(tensor),
+                         [0x1000, 0x1000, 0, 4, 8, 16, 128, 16, 1])
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class TorchCpuTensorTest(unittest.TestCase):
+    """Real torch tensors on the CPU: every check up to the device check."""
+
+    def test_dtype_shape_and_strides_of_real_tensors(self):
+        a = torch.zeros(128, 64, dtype=torch.bfloat16)
+        b = torch.zeros(64, 32, dtype=torch.bfloat16)
+        c = torch.zeros(128, 32, dtype=torch.float32)
+        with self.assertRaisesRegex(fr.ArgumentError, "expected dtype torch.float32"):
+            fr.check_arguments(MATMUL, [a, b, c.to(torch.float16)], "gemm")
+        with self.assertRaisesRegex(fr.ArgumentError, "expected row-major contiguous strides"):
+            fr.check_arguments(MATMUL, [a, b.t().contiguous().t(), c], "gemm")
+        with self.assertRaisesRegex(fr.ArgumentError, "expected a CUDA tensor, but got a tensor "
+                                                      "on cpu"):
+            fr.check_arguments(MATMUL, [a, b, c], "gemm")
+
+
+class ImportTest(unittest.TestCase):
+    def test_import_does_not_need_torch(self):
+        code = ("import sys; sys.modules['torch'] = None; import fusion_runtime; "
+                "assert fusion_runtime._torch() is None; print('ok')")
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.abspath(fr.__file__)))
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=False)
+        self.assertEqual(out.stdout.strip(), "ok", out.stderr)
+
+
+RUNTIME = os.environ.get("FUSION_RUNTIME_LIBRARY")
+ECHO = os.environ.get("FUSION_ABI_ECHO_LIBRARY")
+STUB = os.environ.get("FUSION_TEST_CUDA_STUB")
+
+
+@unittest.skipUnless(RUNTIME and ECHO, "FUSION_RUNTIME_LIBRARY and FUSION_ABI_ECHO_LIBRARY "
+                                       "are not set (run through CTest)")
+class CallingConventionTest(unittest.TestCase):
+    """The loader against a stand-in compiled library; no driver call is made."""
+
+    @classmethod
+    def setUpClass(cls):
+        if STUB:
+            # The runtime needs libcuda.so.1; here that is the toolkit's stub.
+            ctypes.CDLL(STUB, mode=ctypes.RTLD_GLOBAL)
+        cls.library = fr.Library(ECHO, runtime=RUNTIME)
+
+    def words(self):
+        count = ctypes.c_int64.in_dll(self.library.cdll, "echo_count").value
+        array = (ctypes.c_int64 * 64).in_dll(self.library.cdll, "echo_words")
+        return list(array[:count])
+
+    def test_signature_metadata(self):
+        self.assertEqual(self.library.signature("echo_matmul"),
+                         "a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]")
+        self.assertIsNone(self.library.signature("echo_fail"))
+        with self.assertRaisesRegex(ValueError, "exports no 'echo_fail_signature'"):
+            self.library.function("echo_fail")
+
+    def test_passes_expanded_memref_descriptors(self):
+        matmul = self.library.function("echo_matmul")
+        a, b, c = matmul_args(m=256, k=64, n=32)
+        self.assertEqual(matmul(a, b, c), {"M": 256, "K": 64, "N": 32})
+        self.assertEqual(self.words(), [
+            0x7F0000000000, 0x7F0000000000, 0, 256, 64, 64, 1,
+            0x7F0000100000, 0x7F0000100000, 0, 64, 32, 32, 1,
+            0x7F0000200000, 0x7F0000200000, 0, 256, 32, 32, 1,
+        ])
+
+    def test_checks_before_calling(self):
+        matmul = self.library.function("echo_matmul")
+        a, b, c = matmul_args()
+        with self.assertRaises(fr.ArgumentError):
+            matmul(a, b, FakeTensor((128, 32), "float16"))
+
+    def test_runtime_failure_becomes_an_exception_and_is_cleared(self):
+        fail = self.library.function("echo_fail", "x: f32[?]")
+        x = FakeTensor((64,), "float32")
+        for _ in range(2):  # the status was cleared: the second call fails on its own
+            with self.assertRaises(fr.FusionRuntimeError) as caught:
+                fail(x)
+            self.assertEqual(caught.exception.status, 1)
+            self.assertIn("echo_fail: mgpuTensorMapEncodeTiledMemref: expected rank in 1..5, "
+                          "but got 7", str(caught.exception))
+            self.assertIn("[invalid argument]", str(caught.exception))
+        self.assertEqual(self.library.runtime.peek_status(), 0)
+
+    def test_missing_function(self):
+        with self.assertRaisesRegex(AttributeError, "exports no function 'nope'"):
+            self.library.function("nope", "x: f32[1]")
+
+    def test_runtime_queries_without_a_driver(self):
+        runtime = self.library.runtime
+        with self.assertRaisesRegex(fr.FusionRuntimeError,
+                                    "fusionrtGetDeviceInfo: expected device ordinal >= 0, but "
+                                    "got -1"):
+            runtime.device_info(-1)
+        with self.assertRaisesRegex(fr.ArgumentError, "expected a box of rank 2"):
+            runtime.encode_tensor_map(FakeTensor((128, 64)), box=(64,))
+        # Validation happens before the driver: the misaligned view is named.
+        with self.assertRaisesRegex(fr.FusionRuntimeError,
+                                    "fusionrtEncodeTensorMap: expected global address aligned to "
+                                    "16 bytes, but got 0x7f0000000008"):
+            runtime.encode_tensor_map(FakeTensor((128, 64), pointer=0x7F0000000008), box=(64, 64))
+
+
+if __name__ == "__main__":
+    unittest.main()
