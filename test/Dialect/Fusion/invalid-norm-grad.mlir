@@ -15,7 +15,7 @@ func.func @rms_norm_grad_i32(%dy: tensor<4x8xi32>, %x: tensor<4x8xf32>, %r: tens
 
 // rms_norm_grad needs an input of rank >= 1.
 func.func @rms_norm_grad_rank0(%dy: tensor<f32>, %x: tensor<f32>, %r: tensor<f32>) {
-  // expected-error @below {{expected input of rank >= 1 (normalized over its innermost dimension), but got rank 0}}
+  // expected-error @below {{'fusion.rms_norm_grad' op expected input of rank >= 1 (normalized over its innermost dimension), but got rank 0}}
   %dx = fusion.rms_norm_grad %dy, %x, %r : tensor<f32>, tensor<f32>, tensor<f32> -> tensor<f32>
   return
 }
@@ -120,7 +120,7 @@ func.func @layer_norm_grad_mean_bf16(%dy: tensor<4x8xbf16>, %x: tensor<4x8xbf16>
 
 // layer_norm_grad needs an input of rank >= 1.
 func.func @layer_norm_grad_rank0(%dy: tensor<f16>, %x: tensor<f16>, %m: tensor<f32>, %r: tensor<f32>) {
-  // expected-error @below {{expected input of rank >= 1 (normalized over its innermost dimension), but got rank 0}}
+  // expected-error @below {{'fusion.layer_norm_grad' op expected input of rank >= 1 (normalized over its innermost dimension), but got rank 0}}
   %dx = fusion.layer_norm_grad %dy, %x, %m, %r
       : tensor<f16>, tensor<f16>, tensor<f32>, tensor<f32> -> tensor<f16>
   return

@@ -24,7 +24,7 @@ func.func @rms_norm_rstd_bf16(%x: tensor<4x8xbf16>) -> tensor<4xbf16> {
 
 // rms_norm normalizes over the innermost dimension, so the input needs rank >= 1.
 func.func @rms_norm_rank0(%x: tensor<f32>) -> tensor<f32> {
-  // expected-error @below {{expected input of rank >= 1 (normalized over its innermost dimension), but got rank 0}}
+  // expected-error @below {{'fusion.rms_norm' op expected input of rank >= 1 (normalized over its innermost dimension), but got rank 0}}
   %y = fusion.rms_norm %x {epsilon = 0.5 : f32} : tensor<f32> -> tensor<f32>
   return %y : tensor<f32>
 }
@@ -99,7 +99,7 @@ func.func @layer_norm_f64(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
 
 // layer_norm needs an input of rank >= 1.
 func.func @layer_norm_rank0(%x: tensor<bf16>) -> tensor<bf16> {
-  // expected-error @below {{expected input of rank >= 1 (normalized over its innermost dimension), but got rank 0}}
+  // expected-error @below {{'fusion.layer_norm' op expected input of rank >= 1 (normalized over its innermost dimension), but got rank 0}}
   %y, %m, %r = fusion.layer_norm %x {epsilon = 0.5 : f32}
       : tensor<bf16> -> tensor<bf16>, tensor<f32>, tensor<f32>
   return %y : tensor<bf16>
