@@ -2,6 +2,10 @@
 
 #include "Report.h"
 
+#include "mlir/IR/BuiltinTypes.h"
+
+#include "llvm/ADT/APFloat.h"
+
 #include <cmath>
 #include <cstdio>
 
@@ -32,6 +36,23 @@ private:
 };
 } // namespace
 
+/// Rounds `value` to `element` (bf16, f16 or f32) to nearest, ties to even,
+/// and returns it as an f32 (exactly representable). This is what
+/// arith.truncf does in the program, so the printed inputs are the ones the
+/// program computes with.
+static float roundTo(Type element, double value) {
+  float f32 = static_cast<float>(value);
+  if (element.isF32())
+    return f32;
+  llvm::APFloat rounded(f32);
+  bool losesInfo;
+  rounded.convert(cast<FloatType>(element).getFloatSemantics(),
+                  llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  rounded.convert(llvm::APFloat::IEEEsingle(),
+                  llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  return rounded.convertToFloat();
+}
+
 std::vector<HostTensor>
 mlir::fusion_runner::generateInputs(FunctionType type,
                                     const InputOptions &options) {
@@ -43,10 +64,11 @@ mlir::fusion_runner::generateInputs(FunctionType type,
                    (0xD1B54A32D192ED03ULL * (i + 1)));
     HostTensor input{tensorType, {}};
     input.data.resize(tensorType.getNumElements());
+    Type element = tensorType.getElementType();
     for (float &value : input.data)
-      value = static_cast<float>(options.lo +
-                                 (options.hi - options.lo) * rng.nextUnit() +
-                                 options.offset);
+      value = roundTo(element, options.lo +
+                                   (options.hi - options.lo) * rng.nextUnit() +
+                                   options.offset);
     inputs.push_back(std::move(input));
   }
   return inputs;
@@ -56,11 +78,11 @@ mlir::fusion_runner::generateInputs(FunctionType type,
 // Printing
 //===----------------------------------------------------------------------===//
 
-std::string mlir::fusion_runner::formatValue(double value) {
+std::string mlir::fusion_runner::formatValue(double value, int digits) {
   if (std::isnan(value))
     return "nan";
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%g", value);
+  char buffer[48];
+  std::snprintf(buffer, sizeof(buffer), "%.*g", digits, value);
   return buffer;
 }
 

@@ -29,13 +29,14 @@ struct InputOptions {
 
 /// One pseudo-random buffer per argument of `type`. The values of argument i
 /// depend only on the seed, i, the range and the offset, so two functions
-/// with the same signature always get the same inputs.
+/// with the same signature always get the same inputs. Values are rounded
+/// to the argument's element type (the program rounds them the same way).
 std::vector<HostTensor> generateInputs(FunctionType type,
                                        const InputOptions &options);
 
-/// Formats `value` like printf("%g") (6 significant digits); every NaN
-/// prints as "nan".
-std::string formatValue(double value);
+/// Formats `value` like printf("%g") with `digits` significant digits
+/// (6 by default); every NaN prints as "nan".
+std::string formatValue(double value, int digits = 6);
 
 /// Prints `<label>: <type>`, then ` = <values>` when `printValues`, then a
 /// line `  min=.. max=.. mean=..` (and `nan=N` when there are NaNs). Up to 64

@@ -489,8 +489,8 @@ static int runMain(int argc, char **argv) {
       size_t k = *cmp.firstMismatch;
       llvm::outs() << "  first mismatch at "
                    << formatIndex(ref.type, k) << ": "
-                   << formatValue(ref.data[k]) << " (" << programs[0].what
-                   << ") vs " << formatValue(got.data[k]) << " ("
+                   << formatValue(ref.data[k], 9) << " (" << programs[0].what
+                   << ") vs " << formatValue(got.data[k], 9) << " ("
                    << programs[1].what << ")\n";
       pass = false;
     }
