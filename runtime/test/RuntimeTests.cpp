@@ -378,10 +378,10 @@ TEST(tensor_map_encode_reports_the_driver) {
   fusionrtTensorMapSpec spec = validSpec();
   fusionrtTensorMap map;
   fusionrtStatus status = fusionrtEncodeTensorMap(&spec, &map);
-  if (haveDriver) {
-    EXPECT_EQ(status, FUSIONRT_SUCCESS);
+  // A working driver may or may not accept the made-up address; encoding real
+  // allocations is tested on the GPU (test/gpu/test_runtime_gpu.py).
+  if (haveDriver)
     return;
-  }
   EXPECT_EQ(status, FUSIONRT_ERROR_CUDA);
   EXPECT_CONTAINS(fusionrtGetLastError(), "fusionrtEncodeTensorMap: cuInit failed with CUDA_ERROR_");
 }
