@@ -167,7 +167,8 @@ static const char *const kOverview = R"(fusion-runner: run fusion/linalg functio
 
 Arguments of the function must be static tensors of bf16, f16 or f32; they get
 deterministic pseudo-random values, uniform in [lo, hi) + offset, drawn in f32
-and rounded to the element type. Results are printed as
+and rounded to the element type (so a bound may be reached by rounding). Results
+are printed as
 
   result 0: tensor<2x3xf32> = [[1, 2, 3], [4, 5, 6]]
     min=1 max=6 mean=3.5
