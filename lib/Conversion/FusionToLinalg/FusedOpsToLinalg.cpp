@@ -117,7 +117,8 @@ struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
       NormGradResult g =
           op.getEpilogue() == EpilogueKind::rms_norm_grad
               ? buildRMSNormGrad(m, acc, op.getNormInput(), op.getRstd(),
-                                 op.getNormWeight(), dxElem)
+                                 op.getNormWeight(), dxElem,
+                                 op.getNormalizedInput())
               : buildLayerNormGrad(m, acc, op.getNormInput(), op.getMean(),
                                    op.getRstd(), op.getNormWeight(),
                                    op.getWithBiasGrad(), dxElem);

@@ -246,7 +246,8 @@ LayerNormResult mlir::fusion::buildLayerNorm(TensorMath &m, Value x,
 
 NormGradResult mlir::fusion::buildRMSNormGrad(TensorMath &m, Value dy, Value x,
                                               Value rstd, Value weight,
-                                              Type outElemType) {
+                                              Type outElemType,
+                                              bool normalized) {
   Value n = m.dimAsF32(x, innermost(x));
   // a = [dy, x, rstd, weight?]; g = dy * w, x_hat = x * rstd.
   SmallVector<Operand> ins = {{dy}, {x}, {rstd, Bcast::Row}};
@@ -255,8 +256,8 @@ NormGradResult mlir::fusion::buildRMSNormGrad(TensorMath &m, Value dy, Value x,
   auto g = [&](OpBuilder &b, Location l, ValueRange a) {
     return weight ? mul(b, l, a[0], a[3]) : a[0];
   };
-  auto xHat = [](OpBuilder &b, Location l, ValueRange a) {
-    return mul(b, l, a[1], a[2]);
+  auto xHat = [&](OpBuilder &b, Location l, ValueRange a) {
+    return normalized ? a[1] : mul(b, l, a[1], a[2]);
   };
   Value dot = m.sumRows(ins, [&](OpBuilder &b, Location l, ValueRange a) {
     return mul(b, l, g(b, l, a), xHat(b, l, a));
@@ -282,16 +283,18 @@ NormGradResult mlir::fusion::buildLayerNormGrad(TensorMath &m, Value dy,
                                                 Value weight, bool withBiasGrad,
                                                 Type outElemType) {
   Value n = m.dimAsF32(x, innermost(x));
-  // a = [dy, x, mean, rstd, weight?]; x_hat = (x - mean) * rstd.
-  SmallVector<Operand> ins = {
-      {dy}, {x}, {mean, Bcast::Row}, {rstd, Bcast::Row}};
+  // a = [dy, x, rstd, mean?, weight?]; x_hat = (x - mean) * rstd, or x.
+  SmallVector<Operand> ins = {{dy}, {x}, {rstd, Bcast::Row}};
+  if (mean)
+    ins.push_back({mean, Bcast::Row});
+  unsigned wIdx = ins.size();
   if (weight)
     ins.push_back({weight, Bcast::Col});
   auto g = [&](OpBuilder &b, Location l, ValueRange a) {
-    return weight ? mul(b, l, a[0], a[4]) : a[0];
+    return weight ? mul(b, l, a[0], a[wIdx]) : a[0];
   };
-  auto xHat = [](OpBuilder &b, Location l, ValueRange a) {
-    return mul(b, l, sub(b, l, a[1], a[2]), a[3]);
+  auto xHat = [&](OpBuilder &b, Location l, ValueRange a) {
+    return mean ? mul(b, l, sub(b, l, a[1], a[3]), a[2]) : a[1];
   };
   Value sumG = m.sumRows(ins, [&](OpBuilder &b, Location l, ValueRange a) {
     return g(b, l, a);
@@ -308,7 +311,7 @@ NormGradResult mlir::fusion::buildLayerNormGrad(TensorMath &m, Value dy,
         Value meanDot = arith::DivFOp::create(b, l, a.back(), n);
         Value r = sub(b, l, g(b, l, a), meanG);
         r = sub(b, l, r, mul(b, l, xHat(b, l, a), meanDot));
-        return mul(b, l, a[3], r);
+        return mul(b, l, a[2], r);
       });
   NormGradResult r{dx, {}, {}};
   if (weight)

@@ -121,10 +121,15 @@ struct NormGradResult {
   Value weightGrad; ///< f32 [N], when requested
   Value biasGrad;   ///< f32 [N], when requested
 };
-/// dx = rstd * (g - x_hat * mean(g * x_hat)), g = dy * weight.
+/// dx = rstd * (g - x_hat * mean(g * x_hat)), g = dy * weight, where
+/// x_hat = x * rstd, or x_hat = x when `normalized` (x is the forward's
+/// normalized value).
 NormGradResult buildRMSNormGrad(TensorMath &m, Value dy, Value x, Value rstd,
-                                Value weight, Type outElemType);
-/// dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)), g = dy * weight.
+                                Value weight, Type outElemType,
+                                bool normalized = false);
+/// dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)), g = dy * weight, where
+/// x_hat = (x - mean) * rstd, or x_hat = x when `mean` is null (x is the
+/// forward's normalized value).
 NormGradResult buildLayerNormGrad(TensorMath &m, Value dy, Value x, Value mean,
                                   Value rstd, Value weight, bool withBiasGrad,
                                   Type outElemType);

@@ -447,6 +447,9 @@ LogicalResult FusedMatmulOp::verify() {
   if (getSaveStats() && !fwdNorm)
     return emitOpError() << "unexpected save_stats with epilogue " << epiName
                          << " (only rms_norm and layer_norm save statistics)";
+  if (getNormalizedInput() && !grad)
+    return emitOpError() << "unexpected normalized_input with epilogue "
+                         << epiName;
   if (getWithBiasGrad() && epi != EpilogueKind::layer_norm_grad)
     return emitOpError() << "unexpected with_bias_grad with epilogue "
                          << epiName;
@@ -470,7 +473,8 @@ LogicalResult FusedMatmulOp::verify() {
       failed(requireIff(getNormInput(), "norm_input", grad)) ||
       failed(requireIff(getRstd(), "rstd", grad)) ||
       failed(requireIff(getMean(), "mean",
-                        epi == EpilogueKind::layer_norm_grad)))
+                        epi == EpilogueKind::layer_norm_grad &&
+                            !getNormalizedInput())))
     return failure();
   if (getNormWeight() && !fwdNorm && !grad)
     return emitOpError() << "unexpected norm_weight operand with epilogue "

@@ -348,8 +348,15 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     (post-norm: the residual enters the norm). In the grad epilogues `acc` is
     the incoming gradient `dh` (the dgrad GEMM `dy @ W^T`), `norm_input` and
     the statistics come from the forward, and `residual` is the gradient
-    arriving along the skip connection, added to the result. The output is
-    rounded once, to its element type; extra results are f32.
+    arriving along the skip connection, added to the result.
+
+    With `normalized_input`, `norm_input` holds the forward's normalized
+    value `x_hat` (before any affine weight) instead of its input `x`: the
+    grad epilogue then uses it as `x_hat` directly and needs no `mean`. This is
+    the form backward regrouping produces from a weightless forward norm, whose
+    output is `x_hat` (`docs/SEED.md` section 6.4).
+
+    The output is rounded once, to its element type; extra results are f32.
 
     Example (GEMM + RMSNorm epilogue with saved rstd):
     ```mlir
@@ -375,7 +382,8 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     OptionalAttr<F32Attr>:$epsilon,
     UnitAttr:$transpose_rhs,
     UnitAttr:$save_stats,
-    UnitAttr:$with_bias_grad);
+    UnitAttr:$with_bias_grad,
+    UnitAttr:$normalized_input);
   let results = (outs Fusion_FloatTensor:$output,
                       Variadic<Fusion_F32Tensor>:$extras);
   let assemblyFormat = [{
