@@ -126,9 +126,13 @@ Value applyActivationGrad(OpBuilder &b, Location l, Activation act, Value x) {
 using IT = utils::IteratorType;
 
 RankedTensorType sliceType(ArrayRef<OpFoldResult> sizes, Type elem) {
+  // Only attribute sizes are static: a size Value that happens to be a
+  // constant (a tensor.dim folded through a tensor.cast) stays dynamic in the
+  // slice op, so its type must say `?` too.
   SmallVector<int64_t> shape;
   for (OpFoldResult s : sizes)
-    shape.push_back(getConstantIntValue(s).value_or(ShapedType::kDynamic));
+    shape.push_back(isa<Attribute>(s) ? *getConstantIntValue(s)
+                                      : ShapedType::kDynamic);
   return RankedTensorType::get(shape, elem);
 }
 
