@@ -18,7 +18,8 @@ import sys
 def fmt(x):
     if isinstance(x, list):
         return "[" + ", ".join(fmt(e) for e in x) + "]"
-    return "%.10g" % x if x != 0 else "0.0"
+    s = "%.10g" % x if x != 0 else "0.0"
+    return s if any(c in s for c in ".e") else s + ".0"  # MLIR wants floats
 
 
 def flat(x):
@@ -259,11 +260,15 @@ def sec_gdpa_jagged():
 
 def sec_gdpa_grad():
     do = [[[[1.0, -0.5, 0.25], [0.5, 1.5, -1.0]], [[-0.25, 0.75, 1.0], [2.0, -1.0, 0.5]]]]
-    for act, scale in [("silu", 0.5), ("gelu_tanh", 0.5), ("gelu", 1.0), ("relu", 0.5),
-                       ("identity", 0.25)]:
-        print("gdpa_grad (FD)", act, "scale", scale)
+    # relu: q[0][0][0][0] moved from 0.5 to 0.625 so that no score sits on
+    # the kink at 0 (where central differences see half a slope).
+    gq_relu = copy.deepcopy(GQ)
+    gq_relu[0][0][0][0] = 0.625
+    for act, scale, q in [("silu", 0.5, GQ), ("gelu_tanh", 0.5, GQ), ("gelu", 1.0, GQ),
+                          ("relu", 0.5, gq_relu), ("identity", 0.25, GQ)]:
+        print("gdpa_grad (FD)", act, "scale", scale, "q", q)
         dq, dk, dv = fd_grads(lambda q_, k_, v_: gdpa(q_, k_, v_, act, scale),
-                              [GQ, GK, GV], do)
+                              [q, GK, GV], do)
         show("dq", dq)
         show("dk", dk)
         show("dv", dv)
