@@ -4,10 +4,16 @@
 
 #include "fusion/Conversion/Passes.h"
 #include "fusion/Dialect/Fusion/IR/FusionDialect.h"
+#include "fusion/Dialect/Fusion/Transforms/Passes.h"
+#include "fusion/Pipelines/Pipelines.h"
 #include "mlir/IR/DialectRegistry.h"
 
 void mlir::fusion::registerFusionDialects(DialectRegistry &registry) {
   registry.insert<FusionDialect>();
 }
 
-void mlir::fusion::registerFusionPasses() { registerFusionConversionPasses(); }
+void mlir::fusion::registerFusionPasses() {
+  registerFusionConversionPasses();
+  registerFusionTransformsPasses();
+  registerFusionPipelines();
+}

@@ -1,0 +1,300 @@
+//===- Passes.td - fusion transform passes -----------------*- tablegen -*-===//
+//
+// The passes that rewrite within the fusion dialect: raising from linalg, and
+// the fusion decisions that turn L0 ops into the L1 fused ops. Alphabetical.
+// Each pass is a thin wrapper over a function in Transforms.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_DIALECT_FUSION_TRANSFORMS_PASSES
+#define FUSION_DIALECT_FUSION_TRANSFORMS_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// FusionEpilogueNorm
+//===----------------------------------------------------------------------===//
+
+def FusionEpilogueNormPass : Pass<"fusion-epilogue-norm", "::mlir::ModuleOp"> {
+  let summary = "fuse a post-norm into the epilogue of the GEMM that produces its input";
+  let description = [{
+    Rewrites `norm(A @ B [+ residual])`, with `norm` a `fusion.rms_norm` or
+    `fusion.layer_norm` over the GEMM's N dimension, into one
+    `fusion.fused_matmul` with a norm epilogue (naive epilogue fusion and
+    multi-CTA epilogue norm, `docs/SEED.md` sections 1 and 3). The norm's
+    statistics become extra results (`save_stats`) when they have users.
+
+    Whether a row fits is decided from the module's target: when N is at most
+    the widest accumulator slice one CTA holds (256 columns on sm_90a, 512 on
+    sm_100a) the row is normalized inside one CTA; otherwise a cluster of C
+    CTAs along N (C a power of two, at most 16, non-portable above 8) shares
+    the row and exchanges partial sums through distributed shared memory.
+    When N is dynamic, does not split evenly into C slices of the MMA's N
+    granularity, or needs more than 16 CTAs, the ops are left alone.
+
+    Example:
+    ```mlir
+    %c = fusion.matmul %a, %b : tensor<8192x512xbf16>, tensor<512x1024xbf16>
+        -> tensor<8192x1024xbf16>
+    %s = fusion.add %c, %r : tensor<8192x1024xbf16>
+    %y, %rstd = fusion.rms_norm %s {epsilon = 1.0e-05 : f32}
+        : tensor<8192x1024xbf16> -> tensor<8192x1024xbf16>, tensor<8192xf32>
+    ```
+    becomes
+    ```mlir
+    %y, %rstd = fusion.fused_matmul %a, %b residual(%r : tensor<8192x1024xbf16>)
+        {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, save_stats}
+        : tensor<8192x512xbf16>, tensor<512x1024xbf16>
+        -> tensor<8192x1024xbf16>, tensor<8192xf32>
+    ```
+    (on sm_90a: a cluster of 4 CTAs, 256 columns each).
+
+    #### Input invariants
+    - The norm input is a 2-D `fusion.matmul` result without `transpose_lhs`,
+      or a `fusion.add` of such a result and another tensor of its type; the
+      matmul (and the add) have no other user.
+    - The module carries `fusion.target`; without it nothing is fused.
+
+    #### Output IR
+    `fusion.fused_matmul` with epilogue `rms_norm` or `layer_norm` replaces
+    the matmul, the add and the norm; the norm weight and bias become
+    `norm_weight` / `norm_bias`.
+
+    #### Options
+    - `report`: emit a remark on every norm considered, saying what it was
+      fused into and with which strategy, or why it was not fused.
+
+    #### Target requirements
+    Reads `fusion.target`: sm_90a and sm_100a (thread-block clusters and
+    DSMEM for rows wider than one CTA). Leaves the IR unchanged without it.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit a remark per norm: what it was fused into, or why not">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// FusionFormNormAttention
+//===----------------------------------------------------------------------===//
+
+def FusionFormNormAttentionPass
+    : Pass<"fusion-form-norm-attention", "::mlir::ModuleOp"> {
+  let summary = "form FlashNormAttention from layer_norm -> gdpa -> add -> rms_norm -> add";
+  let description = [{
+    Recognizes the Kunlun PFFN block around GDPA (`docs/SEED.md` section 4),
+
+        ln_q = layer_norm(q) over H*D;  h = gdpa(ln_q, k, v) + ln_q;
+        out  = rms_norm(h) over H*D + q
+
+    written with `tensor.collapse_shape` / `tensor.expand_shape` between the
+    [.., H, D] attention layout and the [.., H*D] norm layout, and replaces it
+    with one `fusion.norm_attention` (the FlashNormAttention kernel). The
+    matching backward chain (rms_norm_grad, gdpa_grad, add, layer_norm_grad,
+    add) becomes `fusion.norm_attention_grad`.
+
+    Example:
+    ```mlir
+    %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<2x128x2x64xbf16> into tensor<2x128x128xbf16>
+    %lnf, %m, %r = fusion.layer_norm %qf {epsilon = 1.0e-05 : f32} : ...
+    %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [2, 128, 2, 64] : ...
+    %a = fusion.gdpa %ln, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32} : ...
+    %h = fusion.add %a, %ln : tensor<2x128x2x64xbf16>
+    ... rms_norm over the collapsed %h, expand, fusion.add %y, %q
+    ```
+    becomes
+    ```mlir
+    %out, %m, %r, %rr = fusion.norm_attention %q, %k, %v
+        {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32,
+         ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32} : ...
+    ```
+
+    #### Input invariants
+    - Each intermediate value of the chain has exactly the users the chain
+      gives it (statistics may have further users: they become results).
+    - Both norms run over the collapsed H*D dimension of the same tokens.
+
+    #### Output IR
+    `fusion.norm_attention` (and `fusion.norm_attention_grad`) replace the
+    chains; reshapes and L0 ops of the chain disappear.
+
+    #### Options
+    - `report`: emit a remark per gdpa considered.
+
+    #### Target requirements
+    None at this level (the kernel needs clusters of H CTAs: checked by the
+    planner).
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit a remark per gdpa: formed, or why not">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// FusionLazyPrenorm
+//===----------------------------------------------------------------------===//
+
+def FusionLazyPrenormPass : Pass<"fusion-lazy-prenorm", "::mlir::ModuleOp"> {
+  let summary = "fuse a pre-norm into the GEMMs that consume it (Lazy Pre-Norm)";
+  let description = [{
+    Rewrites `rms_norm(A) @ B` into a `fusion.fused_matmul` with the lazy
+    `rms_norm` prologue (`docs/SEED.md` section 2): the kernel accumulates the
+    sum of squares of A's rows while A streams through shared memory for the
+    MMA, and scales the accumulator rows by rstd after the K loop, since
+    diag(rstd) (A @ B) = (diag(rstd) A) @ B.
+
+    Beyond the reference: an affine weight g is folded into B as diag(g) B —
+    at compile time when both are constants, otherwise by a `linalg.generic`
+    that scales B's rows (weights only: cheap, and hoistable out of a training
+    step). With `layer-norm`, LayerNorm is deferred too:
+    layer_norm(A) @ B = r (A @ B - m colsum(B)), with its weight folded into B
+    and its bias into `col_bias` as beta B.
+
+    Every matmul that consumes the normalized tensor as its left operand gets
+    its own fused op. The norm is fused only when it disappears: all its
+    users are such matmuls and its statistics are unused.
+
+    Example:
+    ```mlir
+    %n = fusion.rms_norm %x {epsilon = 1.0e-06 : f32}
+        : tensor<65536x512xbf16> -> tensor<65536x512xbf16>
+    %c = fusion.matmul %n, %b : tensor<65536x512xbf16>, tensor<512x1024xbf16>
+        -> tensor<65536x1024xbf16>
+    ```
+    becomes
+    ```mlir
+    %c = fusion.fused_matmul %x, %b
+        {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32}
+        : tensor<65536x512xbf16>, tensor<512x1024xbf16> -> tensor<65536x1024xbf16>
+    ```
+
+    #### Input invariants
+    - The norm input is 2-D [M, K]; each user is a `fusion.matmul` taking
+      the norm output as `lhs` without `transpose_lhs`.
+
+    #### Output IR
+    One `fusion.fused_matmul` per consuming matmul; the norm and the matmuls
+    disappear. With a weight: an `arith.constant` (folded) or a
+    `linalg.generic` computing diag(g) B (and beta B for a LayerNorm bias).
+
+    #### Options
+    - `layer-norm`: also defer LayerNorm (off by default: the kernel's
+      one-pass variance loses accuracy when |mean| >> std; see the test
+      `lazy-prenorm-layer-norm-accuracy.mlir`).
+    - `report`: emit a remark per norm: fused into how many GEMMs, or why not.
+
+    #### Target requirements
+    None: any GEMM can carry the prologue.
+  }];
+  let options = [
+    Option<"layerNorm", "layer-norm", "bool", /*default=*/"false",
+           "also defer LayerNorm through the mean/colsum(B) correction">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit a remark per norm: what it was fused into, or why not">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// FusionRaiseLinalg
+//===----------------------------------------------------------------------===//
+
+def FusionRaiseLinalgPass : Pass<"fusion-raise-linalg", "::mlir::ModuleOp"> {
+  let summary = "recognize RMSNorm, LayerNorm and matmuls written in linalg";
+  let description = [{
+    Frontends such as torch-mlir emit norms as a chain of upstream linalg ops
+    on tensors: a reduction of x (or of x^2) over the innermost dimension, a
+    division by N, an epsilon add, rsqrt (or sqrt and a division), broadcasts
+    and element-wise multiplies (and the weight/bias). This pass recognizes
+    those chains in their common variants and `linalg.matmul` /
+    `linalg.batch_matmul` on tensors, and replaces them with `fusion.rms_norm`,
+    `fusion.layer_norm` and `fusion.matmul`, so that the fusion passes can see
+    them. Everything it does not recognize is left untouched.
+
+    Example:
+    ```mlir
+    %sq  = linalg.generic {iterator_types = ["parallel", "reduction"]} ... // sum x*x
+    %r   = linalg.generic ... // rsqrt(sum / 512 + 1e-5)
+    %y   = linalg.generic ... // x * r
+    ```
+    becomes
+    ```mlir
+    %y = fusion.rms_norm %x {epsilon = 1.0e-05 : f32}
+        : tensor<4096x512xf32> -> tensor<4096x512xf32>
+    ```
+
+    #### Input invariants
+    - Linalg on tensors, with static innermost sizes and an epsilon that is
+      a constant.
+
+    #### Output IR
+    `fusion.rms_norm`, `fusion.layer_norm`, `fusion.matmul`; the matched linalg
+    ops disappear once unused. Nothing else changes.
+
+    #### Options
+    None.
+
+    #### Target requirements
+    None.
+  }];
+  let dependentDialects = ["::mlir::fusion::FusionDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// FusionRegroupBackward
+//===----------------------------------------------------------------------===//
+
+def FusionRegroupBackwardPass
+    : Pass<"fusion-regroup-backward", "::mlir::ModuleOp"> {
+  let summary = "fuse a norm and its backward into the GEMM epilogues on both sides";
+  let description = [{
+    Backward regrouping (`docs/SEED.md` section 3.1). In a program holding
+    `z = x @ W1; h = norm(z); y = h @ W2` and its backward
+    `dh = dy @ W2^T; dz = norm_grad(dh, z, stats)`, the forward norm becomes
+    the epilogue of the first GEMM (saving its statistics) and the backward
+    norm the epilogue of the dgrad GEMM `dy @ W2^T` that produces its incoming
+    gradient, never a prologue. The backward reads the forward's normalized
+    output (`normalized_input`) and the saved statistics, so neither z nor the
+    norm's input is materialized.
+
+    Example:
+    ```mlir
+    %z = fusion.matmul %x, %w1 : ...
+    %h, %rstd = fusion.rms_norm %z {epsilon = 1.0e-05 : f32} : ...
+    %dh = fusion.matmul %dy, %w2 {transpose_rhs} : ...
+    %dz = fusion.rms_norm_grad %dh, %z, %rstd : ...
+    ```
+    becomes
+    ```mlir
+    %h, %rstd = fusion.fused_matmul %x, %w1
+        {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, save_stats} : ...
+    %dz = fusion.fused_matmul %dy, %w2 norm_input(%h : ...) rstd(%rstd : ...)
+        {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, transpose_rhs} : ...
+    ```
+
+    #### Input invariants
+    - The norm has no affine weight or bias (its output is then x_hat).
+    - z is used only by the norm and its grad; dh only by the grad.
+    - The row fits the target as in `fusion-epilogue-norm`.
+
+    #### Output IR
+    Two `fusion.fused_matmul` ops (forward `rms_norm`/`layer_norm` epilogue
+    with `save_stats`; backward `*_grad` epilogue with `normalized_input`).
+
+    #### Options
+    - `report`: emit a remark per norm: regrouped, or why not.
+
+    #### Target requirements
+    Reads `fusion.target` like `fusion-epilogue-norm`; leaves the IR
+    unchanged without it.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit a remark per norm: regrouped, or why not">,
+  ];
+}
+
+#endif // FUSION_DIALECT_FUSION_TRANSFORMS_PASSES

@@ -1,0 +1,35 @@
+//===- Pipelines.h - named fusion pipelines ---------------------*- C++ -*-===//
+
+#ifndef FUSION_PIPELINES_PIPELINES_H
+#define FUSION_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+class OpPassManager;
+namespace fusion {
+
+struct FusionFuseOptions : public PassPipelineOptions<FusionFuseOptions> {
+  PassOptions::Option<bool> report{
+      *this, "report",
+      llvm::cl::desc("emit a remark on every norm and attention block: what "
+                     "it was fused into, or why not"),
+      llvm::cl::init(false)};
+  PassOptions::Option<bool> lazyLayerNorm{
+      *this, "lazy-layer-norm",
+      llvm::cl::desc("let Lazy Pre-Norm defer LayerNorm too"),
+      llvm::cl::init(false)};
+};
+
+/// fusion-fuse: fusion-raise-linalg, fusion-form-norm-attention,
+/// fusion-regroup-backward, fusion-epilogue-norm, fusion-lazy-prenorm, then
+/// canonicalize and cse.
+void buildFusionFusePipeline(OpPassManager &pm, const FusionFuseOptions &options);
+
+/// Registers the named pipelines with the global registry.
+void registerFusionPipelines();
+
+} // namespace fusion
+} // namespace mlir
+
+#endif // FUSION_PIPELINES_PIPELINES_H

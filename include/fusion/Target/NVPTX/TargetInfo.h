@@ -1,0 +1,47 @@
+//===- TargetInfo.h - hardware limits of the supported GPUs -----*- C++ -*-===//
+//
+// What the fusion decisions and the kernel planner need to know about a chip.
+// Every limit is written down once, here; passes read the chip from the
+// module's `fusion.target` attribute and look its limits up.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_TARGET_NVPTX_TARGETINFO_H
+#define FUSION_TARGET_NVPTX_TARGETINFO_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace mlir {
+class Operation;
+namespace fusion {
+
+struct TargetInfo {
+  llvm::StringRef chip;
+  /// Dynamic shared memory one CTA may opt into, in bytes.
+  int64_t smemPerBlockOptin;
+  /// Largest thread-block cluster launchable without the non-portable flag.
+  int64_t maxPortableClusterSize;
+  /// Largest cluster with CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED.
+  int64_t maxClusterSize;
+  /// Widest slice of an output row one CTA's f32 accumulator holds in a GEMM
+  /// epilogue: 256 columns on sm_90a (a 64 x 256 wgmma accumulator is 128
+  /// registers per thread), 512 on sm_100a (the TMEM columns of one lane).
+  int64_t maxEpilogueTileN;
+  /// Smallest unit an N slice is split into (wgmma / tcgen05 N granularity).
+  int64_t tileNGranularity;
+};
+
+/// The limits of `chip`, or nothing for a chip this compiler does not know.
+std::optional<TargetInfo> getTargetInfo(llvm::StringRef chip);
+
+/// The limits of the target of the module enclosing `op`, or nothing when
+/// the module has no `fusion.target`.
+std::optional<TargetInfo> lookupTargetInfo(Operation *op);
+
+} // namespace fusion
+} // namespace mlir
+
+#endif // FUSION_TARGET_NVPTX_TARGETINFO_H

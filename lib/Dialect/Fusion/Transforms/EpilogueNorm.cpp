@@ -1,0 +1,148 @@
+//===- EpilogueNorm.cpp - fuse a post-norm into the producing GEMM --------===//
+//
+// norm(A @ B [+ residual]) -> fused_matmul with a norm epilogue: naive
+// single-CTA fusion when the row fits one CTA, the multi-CTA cluster norm
+// otherwise (docs/SEED.md sections 1 and 3), as planEpilogueNorm decides.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FusedOpBuilder.h"
+
+#include "fusion/Dialect/Fusion/IR/FusionOps.h"
+#include "fusion/Dialect/Fusion/Transforms/Transforms.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+/// A forward norm and the GEMM (+ residual add) feeding it.
+struct EpilogueCandidate {
+  Operation *norm;
+  MatmulOp matmul;
+  AddOp add;       ///< null without a residual
+  Value residual;  ///< the add's other operand
+};
+
+/// Finds the matmul (and residual add) feeding `input`, or says why not.
+FailureOr<EpilogueCandidate> findProducer(Operation *norm, Value input,
+                                          std::string &why) {
+  EpilogueCandidate c{norm, {}, {}, {}};
+  Value gemmResult = input;
+  if (auto add = input.getDefiningOp<AddOp>()) {
+    for (auto [mine, other] : {std::pair(add.getLhs(), add.getRhs()),
+                               std::pair(add.getRhs(), add.getLhs())}) {
+      if (mine.getDefiningOp<MatmulOp>()) {
+        c.add = add;
+        c.residual = other;
+        gemmResult = mine;
+        break;
+      }
+    }
+    if (!c.add) {
+      why = "its input is a fusion.add of no fusion.matmul result";
+      return failure();
+    }
+    if (!add->hasOneUse()) {
+      why = "the residual sum has other users and would be stored anyway";
+      return failure();
+    }
+  }
+  c.matmul = gemmResult.getDefiningOp<MatmulOp>();
+  if (!c.matmul) {
+    why = "its input is not produced by a fusion.matmul (or a fusion.add of "
+          "one)";
+    return failure();
+  }
+  if (c.matmul.getTransposeLhs()) {
+    why = "the producing fusion.matmul transposes its left operand";
+    return failure();
+  }
+  if (!c.matmul->hasOneUse()) {
+    why = "the GEMM result has other users and would be stored anyway";
+    return failure();
+  }
+  return c;
+}
+} // namespace
+
+void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
+  SmallVector<Operation *> norms;
+  module.walk([&](Operation *op) {
+    if (isa<RMSNormOp, LayerNormOp>(op))
+      norms.push_back(op);
+  });
+  std::optional<TargetInfo> target = lookupTargetInfo(module);
+  IRRewriter rewriter(module.getContext());
+  for (Operation *norm : norms) {
+    auto notFused = [&](const Twine &why) {
+      remark(report, norm, "not fused into a GEMM epilogue: " + why);
+    };
+    if (!target) {
+      notFused("the module has no fusion.target (the row limits depend on it)");
+      continue;
+    }
+    Value input = norm->getOperand(0);
+    auto inputType = cast<RankedTensorType>(input.getType());
+    if (inputType.getRank() != 2) {
+      notFused("its input has rank " + Twine(inputType.getRank()) +
+               "; a GEMM output is 2-D");
+      continue;
+    }
+    std::string why;
+    FailureOr<EpilogueCandidate> c = findProducer(norm, input, why);
+    if (failed(c)) {
+      notFused(why);
+      continue;
+    }
+    FailureOr<EpilogueNormPlan> plan =
+        planEpilogueNorm(*target, inputType.getDimSize(1), why);
+    if (failed(plan)) {
+      notFused(why);
+      continue;
+    }
+
+    FusedMatmulSpec spec;
+    spec.lhs = c->matmul.getLhs();
+    spec.rhs = c->matmul.getRhs();
+    spec.transposeRhs = c->matmul.getTransposeRhs();
+    spec.residual = c->residual;
+    SmallVector<Value> stats;
+    if (auto rms = dyn_cast<RMSNormOp>(norm)) {
+      spec.epilogue = EpilogueKind::rms_norm;
+      spec.epsilon = rms.getEpsilon().convertToDouble();
+      spec.normWeight = rms.getWeight();
+      spec.outputType = rms.getOutput().getType();
+      if (rms.getRstd() && !rms.getRstd().use_empty())
+        stats.push_back(rms.getRstd());
+    } else {
+      auto ln = cast<LayerNormOp>(norm);
+      spec.epilogue = EpilogueKind::layer_norm;
+      spec.epsilon = ln.getEpsilon().convertToDouble();
+      spec.normWeight = ln.getWeight();
+      spec.normBias = ln.getBias();
+      spec.outputType = ln.getOutput().getType();
+      if (!ln.getMean().use_empty() || !ln.getRstd().use_empty())
+        stats = {ln.getMean(), ln.getRstd()};
+    }
+    spec.saveStats = !stats.empty();
+    for (Value s : stats)
+      spec.extraTypes.push_back(s.getType());
+
+    rewriter.setInsertionPoint(norm);
+    FusedMatmulOp fused = buildFusedMatmul(rewriter, norm->getLoc(), spec);
+    rewriter.replaceAllUsesWith(norm->getResult(0), fused.getOutput());
+    for (auto [old, now] : llvm::zip_equal(stats, fused.getExtras()))
+      rewriter.replaceAllUsesWith(old, now);
+    remark(report, norm,
+           "fused into the epilogue of a fusion.fused_matmul" +
+               Twine(c->residual ? " with its residual" : "") + ": " +
+               plan->describe());
+    rewriter.eraseOp(norm);
+    if (c->add)
+      rewriter.eraseOp(c->add);
+    rewriter.eraseOp(c->matmul);
+  }
+}

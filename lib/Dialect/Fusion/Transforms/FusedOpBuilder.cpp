@@ -1,0 +1,29 @@
+//===- FusedOpBuilder.cpp - building fused ops and reporting --------------===//
+
+#include "FusedOpBuilder.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+FusedMatmulOp mlir::fusion::buildFusedMatmul(OpBuilder &b, Location loc,
+                                             const FusedMatmulSpec &s) {
+  auto f32Attr = [&](std::optional<double> v) -> FloatAttr {
+    return v ? b.getF32FloatAttr(*v) : FloatAttr();
+  };
+  auto unit = [&](bool v) -> UnitAttr { return v ? b.getUnitAttr() : UnitAttr(); };
+  return FusedMatmulOp::create(
+      b, loc, s.outputType, s.extraTypes, s.lhs, s.rhs, s.residual, s.rowScale,
+      s.colBias, s.normWeight, s.normBias, s.normInput, s.mean, s.rstd,
+      PrologueKindAttr::get(b.getContext(), s.prologue),
+      EpilogueKindAttr::get(b.getContext(), s.epilogue),
+      f32Attr(s.prologueEpsilon), f32Attr(s.epsilon), unit(s.transposeRhs),
+      unit(s.saveStats), unit(s.withBiasGrad), unit(s.normalizedInput));
+}
+
+void mlir::fusion::remark(bool report, Operation *op, const Twine &message) {
+  if (report)
+    op->emitRemark() << op->getName().getStringRef() << " " << message;
+}

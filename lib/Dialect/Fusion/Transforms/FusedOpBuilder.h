@@ -1,0 +1,40 @@
+//===- FusedOpBuilder.h - building fused ops and reporting ------*- C++ -*-===//
+//
+// Helpers shared by the fusion passes: a named-field description of a
+// fusion.fused_matmul (instead of the generated builder's 20 positional
+// parameters), and the remark every fusion decision emits under `report`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_LIB_DIALECT_FUSION_TRANSFORMS_FUSEDOPBUILDER_H
+#define FUSION_LIB_DIALECT_FUSION_TRANSFORMS_FUSEDOPBUILDER_H
+
+#include "fusion/Dialect/Fusion/IR/FusionOps.h"
+
+#include <optional>
+
+namespace mlir::fusion {
+
+struct FusedMatmulSpec {
+  Value lhs, rhs;
+  bool transposeRhs = false;
+  Value residual, rowScale, colBias, normWeight, normBias, normInput, mean, rstd;
+  PrologueKind prologue = PrologueKind::none;
+  EpilogueKind epilogue = EpilogueKind::none;
+  std::optional<double> prologueEpsilon, epsilon;
+  bool saveStats = false, withBiasGrad = false, normalizedInput = false;
+  Type outputType;
+  SmallVector<Type> extraTypes;
+};
+
+/// Creates the fused_matmul `spec` describes (the caller checks legality;
+/// the op verifier runs when the pass finishes).
+FusedMatmulOp buildFusedMatmul(OpBuilder &b, Location loc,
+                               const FusedMatmulSpec &spec);
+
+/// Under `report`, a remark on `op`: "<op name> <message>".
+void remark(bool report, Operation *op, const Twine &message);
+
+} // namespace mlir::fusion
+
+#endif // FUSION_LIB_DIALECT_FUSION_TRANSFORMS_FUSEDOPBUILDER_H

@@ -1,0 +1,66 @@
+//===- Passes.cpp - the fusion transform passes ---------------------------===//
+//
+// Each pass reads its options and calls its function from Transforms.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fusion/Dialect/Fusion/Transforms/Passes.h"
+#include "fusion/Dialect/Fusion/Transforms/Transforms.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::fusion {
+#define GEN_PASS_DEF_FUSIONEPILOGUENORMPASS
+#define GEN_PASS_DEF_FUSIONFORMNORMATTENTIONPASS
+#define GEN_PASS_DEF_FUSIONLAZYPRENORMPASS
+#define GEN_PASS_DEF_FUSIONRAISELINALGPASS
+#define GEN_PASS_DEF_FUSIONREGROUPBACKWARDPASS
+#include "fusion/Dialect/Fusion/Transforms/Passes.h.inc"
+} // namespace mlir::fusion
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+struct FusionEpilogueNormPass
+    : fusion::impl::FusionEpilogueNormPassBase<FusionEpilogueNormPass> {
+  using Base::Base;
+  void runOnOperation() override { applyEpilogueNorm(getOperation(), report); }
+};
+
+struct FusionFormNormAttentionPass
+    : fusion::impl::FusionFormNormAttentionPassBase<
+          FusionFormNormAttentionPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    applyFormNormAttention(getOperation(), report);
+  }
+};
+
+struct FusionLazyPrenormPass
+    : fusion::impl::FusionLazyPrenormPassBase<FusionLazyPrenormPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    applyLazyPrenorm(getOperation(), layerNorm, report);
+  }
+};
+
+struct FusionRaiseLinalgPass
+    : fusion::impl::FusionRaiseLinalgPassBase<FusionRaiseLinalgPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateRaiseLinalgPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+struct FusionRegroupBackwardPass
+    : fusion::impl::FusionRegroupBackwardPassBase<FusionRegroupBackwardPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    applyRegroupBackward(getOperation(), report);
+  }
+};
+} // namespace

@@ -1,0 +1,166 @@
+//===- RegroupBackward.cpp - norm and norm-grad in GEMM epilogues ---------===//
+//
+// Backward regrouping (docs/SEED.md section 3.1): for z = x @ W1,
+// h = norm(z) and its gradient dz = norm_grad(dh, z, stats) with
+// dh = dy @ W2^T, the forward norm rides in the epilogue of x @ W1 and the
+// backward norm in the epilogue of dy @ W2^T. A weightless norm's output h is
+// x_hat, so the backward reads h (normalized_input) and z disappears.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FusedOpBuilder.h"
+
+#include "fusion/Dialect/Fusion/IR/FusionOps.h"
+#include "fusion/Dialect/Fusion/Transforms/Transforms.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+/// The forward norm, its gradient, and the GEMMs on both sides.
+struct Regroup {
+  Operation *norm, *grad;
+  MatmulOp forwardGemm, dgradGemm;
+};
+
+/// The *_grad op consuming `norm`'s input and statistics, if any.
+Operation *findGrad(Operation *norm, Value z) {
+  for (Operation *user : z.getUsers()) {
+    if (auto g = dyn_cast<RMSNormGradOp>(user)) {
+      auto rms = dyn_cast<RMSNormOp>(norm);
+      if (rms && g.getInput() == z && g.getRstd() == rms.getRstd())
+        return user;
+    }
+    if (auto g = dyn_cast<LayerNormGradOp>(user)) {
+      auto ln = dyn_cast<LayerNormOp>(norm);
+      if (ln && g.getInput() == z && g.getMean() == ln.getMean() &&
+          g.getRstd() == ln.getRstd())
+        return user;
+    }
+  }
+  return nullptr;
+}
+
+FailureOr<Regroup> match(Operation *norm, std::string &why) {
+  Value z = norm->getOperand(0);
+  Operation *grad = findGrad(norm, z);
+  if (!grad) {
+    why = "no norm gradient reads its input and statistics";
+    return failure();
+  }
+  bool affine = isa<RMSNormOp>(norm) ? static_cast<bool>(cast<RMSNormOp>(norm).getWeight())
+                                     : cast<LayerNormOp>(norm).getWeight() ||
+                                           cast<LayerNormOp>(norm).getBias();
+  if (affine) {
+    why = "the norm has an affine weight or bias, so its output is not the "
+          "normalized input the backward needs";
+    return failure();
+  }
+  bool gradWeight = isa<RMSNormGradOp>(grad)
+                        ? static_cast<bool>(cast<RMSNormGradOp>(grad).getWeight())
+                        : static_cast<bool>(cast<LayerNormGradOp>(grad).getWeight());
+  if (gradWeight) {
+    why = "the norm gradient takes a weight the forward norm does not have";
+    return failure();
+  }
+  auto fwd = z.getDefiningOp<MatmulOp>();
+  if (!fwd || fwd.getTransposeLhs() || cast<RankedTensorType>(z.getType()).getRank() != 2) {
+    why = "its input is not a 2-D fusion.matmul result";
+    return failure();
+  }
+  if (llvm::any_of(z.getUsers(),
+                   [&](Operation *u) { return u != norm && u != grad; })) {
+    why = "the GEMM result has users besides the norm and its gradient";
+    return failure();
+  }
+  Value dh = grad->getOperand(0);
+  auto dgrad = dh.getDefiningOp<MatmulOp>();
+  if (!dgrad || dgrad.getTransposeLhs() || !dh.hasOneUse()) {
+    why = "the incoming gradient is not a fusion.matmul result used only by "
+          "the norm gradient";
+    return failure();
+  }
+  return Regroup{norm, grad, fwd, dgrad};
+}
+} // namespace
+
+void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report) {
+  SmallVector<Operation *> norms;
+  module.walk([&](Operation *op) {
+    if (isa<RMSNormOp, LayerNormOp>(op))
+      norms.push_back(op);
+  });
+  std::optional<TargetInfo> target = lookupTargetInfo(module);
+  IRRewriter rewriter(module.getContext());
+  for (Operation *norm : norms) {
+    std::string why;
+    FailureOr<Regroup> r = match(norm, why);
+    if (failed(r)) {
+      // Only norms with a backward are this pass's business.
+      if (findGrad(norm, norm->getOperand(0)))
+        remark(report, norm, "not regrouped: " + why);
+      continue;
+    }
+    if (!target) {
+      remark(report, norm,
+             "not regrouped: the module has no fusion.target (the row limits "
+             "depend on it)");
+      continue;
+    }
+    int64_t n = cast<RankedTensorType>(norm->getOperand(0).getType()).getDimSize(1);
+    FailureOr<EpilogueNormPlan> plan = planEpilogueNorm(*target, n, why);
+    if (failed(plan)) {
+      remark(report, norm, "not regrouped: " + why);
+      continue;
+    }
+
+    // Forward: the norm in the epilogue of x @ W1, statistics saved.
+    bool rms = isa<RMSNormOp>(norm);
+    FusedMatmulSpec fwd;
+    fwd.lhs = r->forwardGemm.getLhs();
+    fwd.rhs = r->forwardGemm.getRhs();
+    fwd.transposeRhs = r->forwardGemm.getTransposeRhs();
+    fwd.epilogue = rms ? EpilogueKind::rms_norm : EpilogueKind::layer_norm;
+    fwd.epsilon = rms ? cast<RMSNormOp>(norm).getEpsilon().convertToDouble()
+                      : cast<LayerNormOp>(norm).getEpsilon().convertToDouble();
+    fwd.saveStats = true;
+    fwd.outputType = norm->getResult(0).getType();
+    for (Value s : norm->getResults().drop_front())
+      fwd.extraTypes.push_back(s.getType());
+    rewriter.setInsertionPoint(norm);
+    FusedMatmulOp fused = buildFusedMatmul(rewriter, norm->getLoc(), fwd);
+    for (auto [old, now] : llvm::zip_equal(norm->getResults(), fused->getResults()))
+      rewriter.replaceAllUsesWith(old, now);
+
+    // Backward: the norm gradient in the epilogue of dy @ W2^T, reading the
+    // forward's normalized output and saved rstd.
+    FusedMatmulSpec bwd;
+    bwd.lhs = r->dgradGemm.getLhs();
+    bwd.rhs = r->dgradGemm.getRhs();
+    bwd.transposeRhs = r->dgradGemm.getTransposeRhs();
+    bwd.epilogue = rms ? EpilogueKind::rms_norm_grad : EpilogueKind::layer_norm_grad;
+    bwd.normInput = fused.getOutput();
+    bwd.normalizedInput = true;
+    bwd.rstd = fused.getExtras().back();
+    if (auto lg = dyn_cast<LayerNormGradOp>(r->grad))
+      bwd.withBiasGrad = lg.getWithBiasGrad();
+    bwd.outputType = r->grad->getResult(0).getType();
+    for (Value g : r->grad->getResults().drop_front())
+      bwd.extraTypes.push_back(g.getType());
+    rewriter.setInsertionPoint(r->grad);
+    FusedMatmulOp fusedGrad = buildFusedMatmul(rewriter, r->grad->getLoc(), bwd);
+
+    remark(report, norm,
+           "regrouped: forward fused into the epilogue of the GEMM producing its "
+           "input, backward into the epilogue of the dgrad GEMM producing its "
+           "incoming gradient; " +
+               plan->describe());
+    rewriter.replaceOp(r->grad, fusedGrad->getResults());
+    rewriter.eraseOp(r->dgradGemm);
+    rewriter.eraseOp(norm);
+    rewriter.eraseOp(r->forwardGemm);
+  }
+}
