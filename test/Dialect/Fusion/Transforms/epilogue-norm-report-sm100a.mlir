@@ -1,0 +1,37 @@
+// RUN: fusion-opt %s -split-input-file -fusion-epilogue-norm=report=true -verify-diagnostics -o /dev/null
+// Test that sm_100a's 512-column TMEM accumulator changes the decisions.
+
+// N = 512 fits one CTA on sm_100a (it takes a cluster of 2 on sm_90a).
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @single(%a: tensor<64x64xbf16>, %b: tensor<64x512xbf16>) -> tensor<64x512xbf16> {
+  %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x512xbf16> -> tensor<64x512xbf16>
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: one CTA holds the whole row (N = 512)}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x512xbf16> -> tensor<64x512xbf16>
+  return %y : tensor<64x512xbf16>
+}
+}
+
+// -----
+
+// N = 8192 fits a cluster of 16 on sm_100a.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @cluster16(%a: tensor<64x64xbf16>, %b: tensor<64x8192xbf16>) -> tensor<64x8192xbf16> {
+  %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x8192xbf16> -> tensor<64x8192xbf16>
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: a cluster of 16 CTAs along N, 512 columns each, exchanging partial sums through DSMEM (non-portable cluster size)}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x8192xbf16> -> tensor<64x8192xbf16>
+  return %y : tensor<64x8192xbf16>
+}
+}
+
+// -----
+
+// N = 1032 needs 3 slices of at most 512, rounded up to 4, and 1032 / 4 is
+// not a multiple of 16 (the tcgen05 N granularity).
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @granularity(%a: tensor<64x64xbf16>, %b: tensor<64x1032xbf16>) -> tensor<64x1032xbf16> {
+  %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x1032xbf16> -> tensor<64x1032xbf16>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: N = 1032 does not split into 4 slices of a multiple of 16 columns on sm_100a}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x1032xbf16> -> tensor<64x1032xbf16>
+  return %y : tensor<64x1032xbf16>
+}
+}

@@ -1,0 +1,130 @@
+// RUN: fusion-opt %s -split-input-file -fusion-epilogue-norm=report=true -verify-diagnostics -o /dev/null
+// Test that the cost model picks one CTA, a portable cluster or a non-portable
+// cluster on sm_90a (256-column accumulator slices, clusters up to 16), and
+// says why it refuses the rest.
+
+// N = 256 fits one CTA.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @single(%a: tensor<64x64xbf16>, %b: tensor<64x256xbf16>) -> tensor<64x256xbf16> {
+  %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x256xbf16> -> tensor<64x256xbf16>
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: one CTA holds the whole row (N = 256)}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x256xbf16> -> tensor<64x256xbf16>
+  return %y : tensor<64x256xbf16>
+}
+}
+
+// -----
+
+// N = 2048 takes a portable cluster of 8.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @cluster8(%a: tensor<64x64xbf16>, %b: tensor<64x2048xbf16>, %r: tensor<64x2048xbf16>) -> tensor<64x2048xbf16> {
+  %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x2048xbf16> -> tensor<64x2048xbf16>
+  %s = fusion.add %c, %r : tensor<64x2048xbf16>
+  // expected-remark @below {{fusion.layer_norm fused into the epilogue of a fusion.fused_matmul with its residual: a cluster of 8 CTAs along N, 256 columns each, exchanging partial sums through DSMEM}}
+  %y, %m, %rs = fusion.layer_norm %s {epsilon = 1.0e-05 : f32} : tensor<64x2048xbf16> -> tensor<64x2048xbf16>, tensor<64xf32>, tensor<64xf32>
+  return %y : tensor<64x2048xbf16>
+}
+}
+
+// -----
+
+// N = 3000 needs 12 slices, rounded up to a cluster of 16: non-portable, and
+// 3000 does not split into 16 slices of a multiple of 8.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @uneven(%a: tensor<64x64xbf16>, %b: tensor<64x3000xbf16>) -> tensor<64x3000xbf16> {
+  %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x3000xbf16> -> tensor<64x3000xbf16>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: N = 3000 does not split into 16 slices of a multiple of 8 columns on sm_90a}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x3000xbf16> -> tensor<64x3000xbf16>
+  return %y : tensor<64x3000xbf16>
+}
+}
+
+// -----
+
+// N = 4096 takes the largest (non-portable) cluster, 16.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @cluster16(%a: tensor<64x64xbf16>, %b: tensor<64x4096xbf16>) -> tensor<64x4096xbf16> {
+  %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x4096xbf16> -> tensor<64x4096xbf16>
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: a cluster of 16 CTAs along N, 256 columns each, exchanging partial sums through DSMEM (non-portable cluster size)}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x4096xbf16> -> tensor<64x4096xbf16>
+  return %y : tensor<64x4096xbf16>
+}
+}
+
+// -----
+
+// N = 8192 needs 32 CTAs.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @too_wide(%a: tensor<64x64xbf16>, %b: tensor<64x8192xbf16>) -> tensor<64x8192xbf16> {
+  %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x8192xbf16> -> tensor<64x8192xbf16>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: N = 8192 needs 32 CTAs of at most 256 columns, more than the 16 a cluster holds on sm_90a}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x8192xbf16> -> tensor<64x8192xbf16>
+  return %y : tensor<64x8192xbf16>
+}
+}
+
+// -----
+
+// A dynamic N cannot be planned.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @dynamic(%a: tensor<64x64xbf16>, %b: tensor<64x?xbf16>) -> tensor<64x?xbf16> {
+  %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x?xbf16> -> tensor<64x?xbf16>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: the normalized dimension N is dynamic; the epilogue's cluster shape needs a static N}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x?xbf16> -> tensor<64x?xbf16>
+  return %y : tensor<64x?xbf16>
+}
+}
+
+// -----
+
+// No target, no decision.
+func.func @no_target(%a: tensor<64x64xbf16>, %b: tensor<64x256xbf16>) -> tensor<64x256xbf16> {
+  %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x256xbf16> -> tensor<64x256xbf16>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: the module has no fusion.target (the row limits depend on it)}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x256xbf16> -> tensor<64x256xbf16>
+  return %y : tensor<64x256xbf16>
+}
+
+// -----
+
+// The reasons the producer does not qualify.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @producers(%x: tensor<64x256xf32>, %a: tensor<64x64xf32>, %b: tensor<64x256xf32>) -> (tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>) {
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: its input is not produced by a fusion.matmul (or a fusion.add of one)}}
+  %y0 = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>
+  %xx = fusion.add %x, %x : tensor<64x256xf32>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: its input is a fusion.add of no fusion.matmul result}}
+  %y1 = fusion.rms_norm %xx {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>
+  %c = fusion.matmul %a, %b : tensor<64x64xf32>, tensor<64x256xf32> -> tensor<64x256xf32>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: the GEMM result has other users and would be stored anyway}}
+  %y2 = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>
+  %c2 = fusion.matmul %a, %b : tensor<64x64xf32>, tensor<64x256xf32> -> tensor<64x256xf32>
+  %s2 = fusion.add %c2, %x : tensor<64x256xf32>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: the residual sum has other users and would be stored anyway}}
+  %y3 = fusion.rms_norm %s2 {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>
+  return %y0, %y1, %y2, %c, %s2 : tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>
+}
+}
+
+// -----
+
+// A transposed left operand.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @transposed(%a: tensor<64x64xf32>, %b: tensor<64x256xf32>) -> tensor<64x256xf32> {
+  %c = fusion.matmul %a, %b {transpose_lhs} : tensor<64x64xf32>, tensor<64x256xf32> -> tensor<64x256xf32>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: the producing fusion.matmul transposes its left operand}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>
+  return %y : tensor<64x256xf32>
+}
+}
+
+// -----
+
+// A 3-D norm input is no GEMM output.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @rank3(%x: tensor<2x64x256xf32>) -> tensor<2x64x256xf32> {
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: its input has rank 3; a GEMM output is 2-D}}
+  %y = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<2x64x256xf32> -> tensor<2x64x256xf32>
+  return %y : tensor<2x64x256xf32>
+}
+}
