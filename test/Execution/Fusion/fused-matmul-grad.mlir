@@ -96,7 +96,9 @@ func.func @fused_ln_grad_noweight(%dy: tensor<16x24xf32>, %wt: tensor<32x24xf32>
 }
 
 // bf16: the unfused form rounds dh to bf16 and dx to bf16 before the add; the
-// fused one keeps dh and dx in f32 and rounds once.
+// fused one keeps dh and dx in f32 and rounds once. Observed max_abs_err
+// 3.1e-2 on the output (one bf16 ulp) and 2.4e-2 on dweight (f32, but built
+// from the rounded dh); passes at atol 3e-2, rtol 2e-2.
 func.func @unfused_rms_grad_bf16(%dy: tensor<16x24xbf16>, %wt: tensor<32x24xbf16>, %x: tensor<16x32xbf16>, %res: tensor<16x32xbf16>, %g: tensor<32xbf16>) -> (tensor<16x32xbf16>, tensor<32xf32>) {
   %y, %r = fusion.rms_norm %x weight(%g : tensor<32xbf16>) {epsilon = 1.0e-05 : f32} : tensor<16x32xbf16> -> tensor<16x32xbf16>, tensor<16xf32>
   %dh = fusion.matmul %dy, %wt {transpose_rhs} : tensor<16x24xbf16>, tensor<32x24xbf16> -> tensor<16x32xbf16>
