@@ -13,6 +13,7 @@ namespace mlir::fusion {
 #define GEN_PASS_DEF_FUSIONEPILOGUENORMPASS
 #define GEN_PASS_DEF_FUSIONFORMNORMATTENTIONPASS
 #define GEN_PASS_DEF_FUSIONLAZYPRENORMPASS
+#define GEN_PASS_DEF_FUSIONPLANKERNELSPASS
 #define GEN_PASS_DEF_FUSIONRAISELINALGPASS
 #define GEN_PASS_DEF_FUSIONREGROUPBACKWARDPASS
 #include "fusion/Dialect/Fusion/Transforms/Passes.h.inc"
@@ -42,6 +43,15 @@ struct FusionLazyPrenormPass
   using Base::Base;
   void runOnOperation() override {
     applyLazyPrenorm(getOperation(), layerNorm, report);
+  }
+};
+
+struct FusionPlanKernelsPass
+    : fusion::impl::FusionPlanKernelsPassBase<FusionPlanKernelsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (failed(planKernels(getOperation())))
+      signalPassFailure();
   }
 };
 

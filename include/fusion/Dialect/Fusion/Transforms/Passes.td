@@ -1,7 +1,8 @@
 //===- Passes.td - fusion transform passes -----------------*- tablegen -*-===//
 //
-// The passes that rewrite within the fusion dialect: raising from linalg, and
-// the fusion decisions that turn L0 ops into the L1 fused ops. Alphabetical.
+// The passes that rewrite within the fusion dialect: raising from linalg, the
+// fusion decisions that turn L0 ops into the L1 fused ops, and kernel planning
+// (L1 -> L2). Alphabetical.
 // Each pass is a thin wrapper over a function in Transforms.h.
 //
 //===----------------------------------------------------------------------===//
@@ -196,6 +197,90 @@ def FusionLazyPrenormPass : Pass<"fusion-lazy-prenorm", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// FusionPlanKernels
+//===----------------------------------------------------------------------===//
+
+def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
+  let summary = "choose the GPU kernel configuration of every GEMM for the module's target";
+  let description = [{
+    Kernel planning, L1 -> L2 (`docs/DESIGN.md`, "Layers" and "Kernel
+    designs"): attaches to every `fusion.fused_matmul` the configuration of
+    its warp-specialized GEMM kernel on the module's target, as the
+    discardable attribute `fusion.kernel = #fusion.kernel_config<...>` that
+    `convert-fusion-to-gpu` reads. Every remaining plain `fusion.matmul` first
+    becomes a `fusion.fused_matmul` without prologue or epilogue (one kernel
+    family covers both), then is planned. Planning is required for
+    correctness: what cannot run on the target is refused with an error.
+
+    The rules (`planFusedMatmul` in `Transforms.h`; e = 2 bytes, bf16/f16):
+    - `tile_m` = 128: two consumer warpgroups (`consumers` = 2) of 64 rows;
+      `tile_k` = 64: a 64-element row is 128 bytes, the 128-byte swizzle.
+    - Forward norm (`rms_norm`, `layer_norm`) and grad epilogues reduce over
+      the whole row, so the cluster covers it as `fusion-epilogue-norm`
+      decided (`planEpilogueNorm`): `cluster_n` CTAs of `tile_n` = N /
+      `cluster_n` columns, at most 256 per CTA on sm_90a.
+    - `none` and `row_scale` epilogues: `tile_n` = min(256, N rounded up to a
+      multiple of 8), `cluster_n` = 1.
+    - Shared memory: `stages` x (`tile_m` + `tile_n`) x `tile_k` x e (the
+      A/B ring) + `tile_m` x `tile_n` x 4 (f32 epilogue staging) + for grad
+      epilogues `tile_m` x `tile_n` x e (the norm_input tile) + for
+      `cluster_n` > 1, 2 x `tile_m` x `cluster_n` x 2 x 4 (double-buffered
+      (sum, sum of squares) DSMEM slots) + 1024 (mbarriers, alignment).
+      `stages` is the largest value in [2, 6] whose total fits the target's
+      opt-in shared memory per CTA (232448 bytes on sm_90a); `smem_bytes` is
+      that total.
+
+    Example (sm_90a):
+    ```mlir
+    %c = fusion.matmul %a, %b : tensor<4096x512xbf16>, tensor<512x1024xbf16>
+        -> tensor<4096x1024xbf16>
+    %y = fusion.fused_matmul %x, %w
+        {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+        : tensor<4096x512xbf16>, tensor<512x1536xbf16> -> tensor<4096x1536xbf16>
+    ```
+    becomes
+    ```mlir
+    %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<
+        tile_m = 128, tile_n = 256, tile_k = 64, stages = 2, cluster_n = 1,
+        consumers = 2, smem_bytes = 230400>}
+        : tensor<4096x512xbf16>, tensor<512x1024xbf16> -> tensor<4096x1024xbf16>
+    %y = fusion.fused_matmul %x, %w
+        {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32,
+         fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 192,
+         tile_k = 64, stages = 2, cluster_n = 8, consumers = 2,
+         smem_bytes = 197632>}
+        : tensor<4096x512xbf16>, tensor<512x1536xbf16> -> tensor<4096x1536xbf16>
+    ```
+    (the row of 1536 columns: a cluster of 8 CTAs, 192 columns each).
+
+    #### Input invariants
+    - The module (or an enclosing one) carries `fusion.target` whenever it
+      holds a GEMM.
+    - The only fusion ops left are `fusion.matmul` (without `transpose_lhs`)
+      and `fusion.fused_matmul`: every other fusion op must have been absorbed
+      by a fusion pass (`fusion.norm_attention` has no kernel yet).
+    - lhs and rhs are bf16 or f16, of one element type; K and N are static
+      multiples of 8 (TMA needs 16-byte row strides); M may be dynamic.
+    - A norm or grad epilogue's row splits as `planEpilogueNorm` requires.
+
+    #### Output IR
+    Every `fusion.matmul` disappears into a `fusion.fused_matmul`; every
+    `fusion.fused_matmul` carries `fusion.kernel`. An existing `fusion.kernel`
+    is replaced. On an error the pass fails; the refused ops are unchanged.
+
+    #### Options
+    None.
+
+    #### Target requirements
+    Reads `fusion.target`. sm_90a: the rules above (wgmma, TMA, clusters up
+    to 16 CTAs with the non-portable attribute). sm_100a: planned with the
+    same skeleton but `tile_n` up to 512 (the TMEM columns of one lane), and
+    for `none`/`row_scale` halved while even 2 stages do not fit; planned
+    only, no lowering yet. Fails on a module holding a GEMM but no target.
+  }];
 }
 
 //===----------------------------------------------------------------------===//

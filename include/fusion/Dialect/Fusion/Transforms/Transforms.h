@@ -17,6 +17,8 @@ namespace mlir {
 class ModuleOp;
 class RewritePatternSet;
 namespace fusion {
+class FusedMatmulOp;
+class KernelConfigAttr;
 
 //===----------------------------------------------------------------------===//
 // Cost model
@@ -42,6 +44,98 @@ struct EpilogueNormPlan {
 /// returns the reason, phrased to follow "not fused: ".
 FailureOr<EpilogueNormPlan> planEpilogueNorm(const TargetInfo &target,
                                              int64_t n, std::string &whyNot);
+
+//===----------------------------------------------------------------------===//
+// Kernel planning (L1 -> L2)
+//===----------------------------------------------------------------------===//
+
+/// The fixed part of the fused-matmul kernel family (warp-specialized TMA +
+/// wgmma GEMM on sm_90a; the same skeleton with tcgen05 on sm_100a, planned
+/// only for now). The GPU lowering builds its tiles from these.
+struct FusedMatmulKernel {
+  /// Rows of a CTA tile: two consumer warpgroups of 64 rows each (a wgmma
+  /// instruction covers 64 rows).
+  static constexpr int64_t kTileM = 128;
+  static constexpr int64_t kConsumers = 2;
+  /// K step of a stage: 64 bf16/f16 elements are 128 bytes, the span of the
+  /// 128-byte swizzle.
+  static constexpr int64_t kTileK = 64;
+  /// Pipeline depths tried, deepest first.
+  static constexpr int64_t kMinStages = 2;
+  static constexpr int64_t kMaxStages = 6;
+  /// Reserved for the mbarriers and for aligning the buffers to 1024 bytes
+  /// (the 128-byte swizzle pattern repeats every 1024 bytes).
+  static constexpr int64_t kBarrierAndAlignBytes = 1024;
+  /// Bytes of one f32 partial (sum, sum of squares) in the DSMEM slots.
+  static constexpr int64_t kPartialBytes = 4;
+};
+
+/// Where each buffer of a planned fused-matmul kernel lives in its dynamic
+/// shared memory, in bytes from the (1024-byte aligned) base:
+///
+///   [ A ring: stages x tile_m x tile_k x e ][ B ring: stages x tile_n x tile_k x e ]
+///   [ epilogue staging: tile_m x tile_n x f32 ]
+///   [ norm_input tile: tile_m x tile_n x e ]          (grad epilogues only)
+///   [ DSMEM slots: 2 x tile_m x cluster_n x 2 x f32 ] (cluster_n > 1 only)
+///   [ mbarriers, alignment: 1 KiB ]
+///
+/// with e the operand element size (the norm_input tile uses its own). The slots are double-buffered (a
+/// persistent CTA fills one while peers may still read the other) and hold a
+/// (sum, sum of squares) pair per row for every CTA of the cluster.
+struct KernelSmemLayout {
+  int64_t stages;
+  int64_t aTileBytes, bTileBytes;
+  int64_t aRingOffset, bRingOffset;
+  int64_t epilogueOffset, epilogueBytes;
+  int64_t normInputOffset, normInputBytes;
+  int64_t clusterSlotsOffset, clusterSlotsBytes;
+  int64_t barriersOffset;
+  int64_t totalBytes;
+
+  int64_t aTileOffset(int64_t stage) const {
+    return aRingOffset + stage * aTileBytes;
+  }
+  int64_t bTileOffset(int64_t stage) const {
+    return bRingOffset + stage * bTileBytes;
+  }
+};
+
+/// The shared-memory layout of a fused-matmul kernel with tiles of
+/// FusedMatmulKernel::kTileM x `tileN` x FusedMatmulKernel::kTileK, `stages`
+/// ring stages, `clusterN` CTAs per cluster and operands of `elementBytes`
+/// bytes; `normInputElementBytes` is the element size of the norm_input
+/// tile of a grad epilogue, 0 without one. The one place the shared-memory
+/// formulas are written: the planner and the GPU lowering both call it.
+KernelSmemLayout getKernelSmemLayout(int64_t tileN, int64_t stages,
+                                     int64_t clusterN, int64_t elementBytes,
+                                     int64_t normInputElementBytes);
+
+/// Chooses the kernel configuration of `op` on `target`:
+///   1. checks what the kernel needs: bf16 or f16 operands of one element
+///      type, static K and N, both multiples of 8 (TMA row strides of 16
+///      bytes); M may be dynamic;
+///   2. tile_m = 128 (2 consumer warpgroups), tile_k = 64;
+///   3. tile_n and cluster_n: forward norm and grad epilogues reduce over
+///      the whole row, so the cluster covers it as planEpilogueNorm decides
+///      (cluster_n = clusterSize, tile_n = sliceN); the other epilogues take
+///      tile_n = min(target.maxEpilogueTileN, N rounded up to
+///      target.tileNGranularity), halved while even 2 stages do not fit, and
+///      cluster_n = 1;
+///   4. stages = the deepest in [2, 6] whose getKernelSmemLayout fits
+///      target.smemPerBlockOptin; smem_bytes = its total.
+/// On failure returns the reason, phrased to follow "'fusion.fused_matmul'
+/// op " (lowercase, "expected X, but got Y").
+FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
+                                            const TargetInfo &target,
+                                            std::string &why);
+
+/// fusion-plan-kernels: rewrites every fusion.matmul into a fusion.fused_matmul
+/// without prologue or epilogue, and attaches `fusion.kernel` (the result of
+/// planFusedMatmul) to every fusion.fused_matmul. Emits an error on each op
+/// that cannot run on the module's target (any other fusion op, a matmul
+/// with transpose_lhs, whatever planFusedMatmul refuses) and on a module
+/// without `fusion.target` that has ops to plan; then returns failure.
+LogicalResult planKernels(ModuleOp module);
 
 //===----------------------------------------------------------------------===//
 // Transformations

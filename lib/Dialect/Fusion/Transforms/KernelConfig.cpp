@@ -1,0 +1,246 @@
+//===- KernelConfig.cpp - kernel configuration of a fused matmul ----------===//
+//
+// The heuristics of fusion-plan-kernels, kept apart from the pass: which tile,
+// pipeline depth and cluster a fusion.fused_matmul gets on a target, and the
+// shared-memory layout those choices imply. Every hardware limit comes from
+// TargetInfo; every layout constant is in FusedMatmulKernel (Transforms.h), so
+// the GPU lowering rebuilds exactly the layout the planner budgeted.
+//
+// The kernel (docs/DESIGN.md, "Kernel designs"): a producer warp streams A and
+// B tiles by TMA into a ring of `stages` swizzled shared-memory buffers, two
+// consumer warpgroups issue the MMA (wgmma on sm_90a; tcgen05 on sm_100a,
+// planned only for now), and the epilogue goes registers -> norm math ->
+// shared memory -> TMA store. Rows wider than one CTA's slice are normalized
+// by a cluster along N exchanging partial sums through DSMEM.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fusion/Dialect/Fusion/IR/FusionOps.h"
+#include "fusion/Dialect/Fusion/Transforms/Transforms.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+using K = FusedMatmulKernel;
+
+KernelSmemLayout mlir::fusion::getKernelSmemLayout(
+    int64_t tileN, int64_t stages, int64_t clusterN, int64_t elementBytes,
+    int64_t normInputElementBytes) {
+  KernelSmemLayout l;
+  l.stages = stages;
+  // One stage of the ring: an A tile [tile_m, tile_k] and a B tile
+  // [tile_n, tile_k]. With tile_k = 64 two-byte elements each row is 128
+  // bytes, so every tile is a whole number of 1024-byte swizzle atoms as long
+  // as its row count is a multiple of 8.
+  l.aTileBytes = K::kTileM * K::kTileK * elementBytes;
+  l.bTileBytes = tileN * K::kTileK * elementBytes;
+  l.aRingOffset = 0;
+  l.bRingOffset = l.aRingOffset + stages * l.aTileBytes;
+  // The epilogue stages the f32 accumulator tile before the TMA store.
+  l.epilogueOffset = l.bRingOffset + stages * l.bTileBytes;
+  l.epilogueBytes = K::kTileM * tileN * 4;
+  // Grad epilogues read the forward's norm_input tile next to the gradient.
+  l.normInputOffset = l.epilogueOffset + l.epilogueBytes;
+  l.normInputBytes = K::kTileM * tileN * normInputElementBytes;
+  // A cluster exchanges a (sum, sum of squares) pair per row with every
+  // peer, double-buffered for the persistent loop.
+  l.clusterSlotsOffset = l.normInputOffset + l.normInputBytes;
+  l.clusterSlotsBytes =
+      clusterN > 1 ? 2 * K::kTileM * clusterN * 2 * K::kPartialBytes : 0;
+  l.barriersOffset = l.clusterSlotsOffset + l.clusterSlotsBytes;
+  l.totalBytes = l.barriersOffset + K::kBarrierAndAlignBytes;
+  return l;
+}
+
+namespace {
+std::string str(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+/// "A/B ring 98304, f32 epilogue tile 131072, ...": where the bytes go.
+std::string breakdown(const KernelSmemLayout &l) {
+  std::string s = ("A/B ring " +
+                   Twine(l.stages * (l.aTileBytes + l.bTileBytes)) +
+                   ", f32 epilogue tile " + Twine(l.epilogueBytes))
+                      .str();
+  if (l.normInputBytes)
+    s += (", norm_input tile " + Twine(l.normInputBytes)).str();
+  if (l.clusterSlotsBytes)
+    s += (", DSMEM slots " + Twine(l.clusterSlotsBytes)).str();
+  s += (", barriers and alignment " + Twine(K::kBarrierAndAlignBytes)).str();
+  return s;
+}
+
+/// The deepest ring in [kMinStages, kMaxStages] that fits `target`, or
+/// nothing when even kMinStages does not.
+std::optional<KernelSmemLayout> deepestFit(const TargetInfo &target,
+                                           int64_t tileN, int64_t clusterN,
+                                           int64_t elementBytes,
+                                           int64_t normInputElementBytes) {
+  for (int64_t stages = K::kMaxStages; stages >= K::kMinStages; --stages) {
+    KernelSmemLayout l = getKernelSmemLayout(tileN, stages, clusterN,
+                                             elementBytes, normInputElementBytes);
+    if (l.totalBytes <= target.smemPerBlockOptin)
+      return l;
+  }
+  return std::nullopt;
+}
+
+/// Step 1: the operand element types the MMA takes.
+LogicalResult checkElementTypes(FusedMatmulOp op, std::string &why) {
+  Type lhs = getElementTypeOrSelf(op.getLhs().getType());
+  Type rhs = getElementTypeOrSelf(op.getRhs().getType());
+  // The sm_90a wgmma path (and the planned tcgen05 one) reads bf16 or f16
+  // and accumulates in f32.
+  for (auto [name, t] : {std::pair<StringRef, Type>{"lhs", lhs}, {"rhs", rhs}}) {
+    if (!t.isBF16() && !t.isF16()) {
+      why = ("expected " + name +
+             " of element type bf16 or f16 (the MMA reads bf16/f16 and "
+             "accumulates in f32), but got " +
+             str(t))
+                .str();
+      return failure();
+    }
+  }
+  if (lhs != rhs) {
+    why = "expected lhs and rhs of one element type (one MMA instruction "
+          "kind), but got " +
+          str(lhs) + " (lhs) and " + str(rhs) + " (rhs)";
+    return failure();
+  }
+  return success();
+}
+
+/// Step 1: a static dimension whose rows TMA can address: `size` elements of
+/// `elementBytes` bytes must make a multiple of 16 bytes.
+LogicalResult checkTmaDim(StringRef name, int64_t size, int64_t elementBytes,
+                          std::string &why) {
+  if (ShapedType::isDynamic(size)) {
+    why = ("expected a static " + name +
+           " (the TMA descriptors and the tiling are planned for it), but "
+           "got " +
+           name + " = ?")
+              .str();
+    return failure();
+  }
+  int64_t multiple = 16 / elementBytes;
+  if (size % multiple != 0) {
+    why = ("expected " + name + " to be a multiple of " + Twine(multiple) +
+           " (TMA needs 16-byte row strides: " + name + " x " +
+           Twine(elementBytes) + " bytes), but got " + name + " = " +
+           Twine(size))
+              .str();
+    return failure();
+  }
+  return success();
+}
+} // namespace
+
+FailureOr<KernelConfigAttr>
+mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
+                              std::string &why) {
+  // Step 1: what the kernel needs. A is [M, K] row-major; B is [K, N], or
+  // [N, K] with transpose_rhs; the output is [M, N]. M may be dynamic: it
+  // only sets the number of row blocks.
+  if (failed(checkElementTypes(op, why)))
+    return failure();
+  Type elementType = getElementTypeOrSelf(op.getLhs().getType());
+  int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
+  ArrayRef<int64_t> lhsShape =
+      cast<RankedTensorType>(op.getLhs().getType()).getShape();
+  ArrayRef<int64_t> rhsShape =
+      cast<RankedTensorType>(op.getRhs().getType()).getShape();
+  ArrayRef<int64_t> outShape =
+      cast<RankedTensorType>(op.getOutput().getType()).getShape();
+  bool transposeRhs = op.getTransposeRhs();
+  int64_t k = lhsShape[1];
+  if (ShapedType::isDynamic(k))
+    k = transposeRhs ? rhsShape[1] : rhsShape[0];
+  int64_t n = outShape[1];
+  if (ShapedType::isDynamic(n))
+    n = transposeRhs ? rhsShape[0] : rhsShape[1];
+  if (failed(checkTmaDim("K", k, elementBytes, why)) ||
+      failed(checkTmaDim("N", n, elementBytes, why)))
+    return failure();
+
+  // Step 2: tile_m = 128 for two consumer warpgroups of 64 rows each, and
+  // tile_k = 64 for the 128-byte swizzle: fixed, see FusedMatmulKernel.
+
+  // Step 3: tile_n and cluster_n. Forward norm and grad epilogues reduce
+  // over the whole row of N columns, so the row must be covered by the
+  // cluster: exactly the split the fusion passes decided with
+  // planEpilogueNorm (one CTA of N columns, or C CTAs of N / C). Other
+  // epilogues are independent per element: the widest slice one CTA's
+  // accumulator holds, no wider than N needs, and no cluster.
+  EpilogueKind epilogue = op.getEpilogue();
+  bool rowReduction = op.isGradEpilogue() ||
+                      epilogue == EpilogueKind::rms_norm ||
+                      epilogue == EpilogueKind::layer_norm;
+  int64_t tileN, clusterN;
+  if (rowReduction) {
+    std::string whyNot;
+    FailureOr<EpilogueNormPlan> plan = planEpilogueNorm(target, n, whyNot);
+    if (failed(plan)) {
+      why = ("expected one cluster to cover a row of the " +
+             stringifyEpilogueKind(epilogue) + " epilogue, but " + whyNot)
+                .str();
+      return failure();
+    }
+    tileN = plan->sliceN;
+    clusterN = plan->clusterSize;
+  } else {
+    tileN = std::min(target.maxEpilogueTileN,
+                     static_cast<int64_t>(
+                         llvm::alignTo(n, target.tileNGranularity)));
+    clusterN = 1;
+  }
+
+  // The norm_input tile of a grad epilogue has its own element type.
+  int64_t normInputElementBytes = 0;
+  if (op.isGradEpilogue())
+    normInputElementBytes =
+        getElementTypeOrSelf(op.getNormInput().getType())
+            .getIntOrFloatBitWidth() /
+        8;
+
+  // Step 4: the deepest ring that fits. Without a row reduction tile_n is
+  // free: halve it (keeping the MMA's N granularity) while not even the
+  // shallowest ring fits. On sm_90a 256 columns always fit; on sm_100a a
+  // 512-column f32 staging tile alone exceeds the budget.
+  std::optional<KernelSmemLayout> layout = deepestFit(
+      target, tileN, clusterN, elementBytes, normInputElementBytes);
+  while (!layout && !rowReduction && tileN > target.tileNGranularity) {
+    tileN = std::max(target.tileNGranularity,
+                     static_cast<int64_t>(llvm::alignDown(
+                         tileN / 2, target.tileNGranularity)));
+    layout = deepestFit(target, tileN, clusterN, elementBytes,
+                        normInputElementBytes);
+  }
+  if (!layout) {
+    KernelSmemLayout smallest =
+        getKernelSmemLayout(tileN, K::kMinStages, clusterN, elementBytes,
+                            normInputElementBytes);
+    why = ("expected at most " + Twine(target.smemPerBlockOptin) +
+           " bytes of shared memory (the " + target.chip +
+           " opt-in limit per CTA), but a " + Twine(K::kTileM) + "x" +
+           Twine(tileN) + "x" + Twine(K::kTileK) + " tile with " +
+           Twine(K::kMinStages) + " stages and cluster_n = " +
+           Twine(clusterN) + " needs " + Twine(smallest.totalBytes) + " (" +
+           Twine(smallest.totalBytes - target.smemPerBlockOptin) +
+           " over; " + breakdown(smallest) + ")")
+              .str();
+    return failure();
+  }
+
+  return KernelConfigAttr::get(op.getContext(), K::kTileM, tileN, K::kTileK,
+                               layout->stages, clusterN, K::kConsumers,
+                               layout->totalBytes);
+}

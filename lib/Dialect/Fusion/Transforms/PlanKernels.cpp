@@ -1,0 +1,142 @@
+//===- PlanKernels.cpp - attach a kernel configuration to each GEMM -------===//
+//
+// fusion-plan-kernels (L1 -> L2): every fusion.fused_matmul gets the
+// `fusion.kernel` configuration planFusedMatmul chooses for the module's
+// target; every plain fusion.matmul first becomes a fused_matmul without
+// prologue or epilogue, since one kernel family covers both. Whatever has no
+// GPU kernel, or does not fit the target, is refused with an error: planning
+// is required for correctness, so it fails loudly (docs/STYLE.md 2.5).
+//
+//===----------------------------------------------------------------------===//
+
+#include "FusedOpBuilder.h"
+
+#include "fusion/Dialect/Fusion/IR/FusionOps.h"
+#include "fusion/Dialect/Fusion/Transforms/Transforms.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+/// Which fusion pass would have absorbed `op` into a kernel, for the
+/// diagnostic on an op left over; empty for ops no pass absorbs.
+StringRef absorbingPasses(Operation *op) {
+  return llvm::TypeSwitch<Operation *, StringRef>(op)
+      .Case<RMSNormOp, LayerNormOp>([](auto) {
+        return "fusion-lazy-prenorm fuses a norm whose users are GEMMs "
+               "taking it as lhs, fusion-epilogue-norm a norm of a GEMM "
+               "result, fusion-regroup-backward a weightless norm and its "
+               "grad";
+      })
+      .Case<RMSNormGradOp, LayerNormGradOp>([](auto) {
+        return "fusion-regroup-backward fuses a norm grad into the epilogue "
+               "of the dgrad GEMM producing its incoming gradient";
+      })
+      .Case<AddOp>([](auto) {
+        return "fusion-epilogue-norm fuses a residual add between a GEMM and "
+               "a norm";
+      })
+      .Case<GDPAOp, GDPAGradOp>([](auto) {
+        return "fusion-form-norm-attention fuses a gdpa and its grad into "
+               "the FlashNormAttention block";
+      })
+      .Default([](Operation *) { return StringRef(); });
+}
+
+/// Emits the error for a fusion op other than matmul and fused_matmul.
+void emitNoKernel(Operation *op) {
+  if (isa<NormAttentionOp, NormAttentionGradOp>(op)) {
+    op->emitOpError("has no GPU kernel yet; fusion-plan-kernels plans "
+                    "fusion.fused_matmul only");
+    return;
+  }
+  StringRef passes = absorbingPasses(op);
+  InFlightDiagnostic diag =
+      op->emitOpError("has no GPU kernel; it runs on the GPU only inside a "
+                      "fused op, and no fusion pass absorbed it");
+  if (!passes.empty())
+    diag << " (" << passes << ")";
+}
+} // namespace
+
+LogicalResult mlir::fusion::planKernels(ModuleOp module) {
+  // Collect first: the matmuls are replaced while planning.
+  SmallVector<Operation *> gemms;
+  bool ok = true;
+  module.walk([&](Operation *op) {
+    if (!isa<FusionDialect>(op->getDialect()))
+      return;
+    if (isa<MatmulOp, FusedMatmulOp>(op)) {
+      gemms.push_back(op);
+      return;
+    }
+    emitNoKernel(op);
+    ok = false;
+  });
+
+  IRRewriter rewriter(module.getContext());
+  SmallPtrSet<Operation *, 2> modulesWithoutTarget;
+  for (Operation *op : gemms) {
+    std::optional<TargetInfo> target = lookupTargetInfo(op);
+    if (!target) {
+      // Once per module, on the module: the fix is there.
+      auto parent = op->getParentOfType<ModuleOp>();
+      if (modulesWithoutTarget.insert(parent).second)
+        parent.emitOpError()
+            << "expected a fusion.target on the module (e.g. fusion.target = "
+               "#fusion.target<\"sm_90a\">) to plan its GEMM kernels for, but "
+               "got none";
+      ok = false;
+      continue;
+    }
+
+    std::string why;
+    if (auto fused = dyn_cast<FusedMatmulOp>(op)) {
+      FailureOr<KernelConfigAttr> config =
+          planFusedMatmul(fused, *target, why);
+      if (failed(config)) {
+        fused.emitOpError() << why;
+        ok = false;
+        continue;
+      }
+      fused->setAttr(KernelConfigAttr::getAttrName(), *config);
+      continue;
+    }
+
+    // A plain matmul is a fused_matmul without prologue or epilogue, except
+    // for transpose_lhs, which the kernel does not do (it loads A as [M, K]
+    // rows).
+    auto matmul = cast<MatmulOp>(op);
+    if (matmul.getTransposeLhs()) {
+      matmul.emitOpError()
+          << "expected lhs as [M, K] (the GEMM kernel loads A by rows), but "
+             "got transpose_lhs with lhs of type "
+          << matmul.getLhs().getType();
+      ok = false;
+      continue;
+    }
+    FusedMatmulSpec spec;
+    spec.lhs = matmul.getLhs();
+    spec.rhs = matmul.getRhs();
+    spec.transposeRhs = matmul.getTransposeRhs();
+    spec.outputType = matmul.getResult().getType();
+    rewriter.setInsertionPoint(matmul);
+    FusedMatmulOp fused = buildFusedMatmul(rewriter, matmul.getLoc(), spec);
+    FailureOr<KernelConfigAttr> config = planFusedMatmul(fused, *target, why);
+    if (failed(config)) {
+      // Report on the op the user wrote, and leave it in place.
+      matmul.emitOpError() << why;
+      rewriter.eraseOp(fused);
+      ok = false;
+      continue;
+    }
+    fused->setAttr(KernelConfigAttr::getAttrName(), *config);
+    rewriter.replaceOp(matmul, fused.getOutput());
+  }
+  return success(ok);
+}
