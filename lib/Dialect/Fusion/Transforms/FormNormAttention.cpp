@@ -710,12 +710,16 @@ void mlir::fusion::applyFormNormAttention(ModuleOp module, bool report) {
       if (rmsNorm.getWeight())
         oldParamGrads.push_back(b->rmsGrad.getWeightGrad());
       SmallVector<Type> paramTypes(oldParamGrads.size(), paramType);
+      // The output gradient may be computed from the forward's output (a
+      // loss), or be it.
+      Value dout = b->dout == f->outerAdd.getResult() ? fused.getOutput()
+                                                       : b->dout;
       rewriter.setInsertionPoint(backwardPoint);
       GDPAGradOp gdpaGrad = b->gdpaGrad;
       auto fusedGrad = NormAttentionGradOp::create(
           rewriter, gdpaGrad.getLoc(), b->outerAdd.getType(),
           gdpaGrad.getKeyGrad().getType(), gdpaGrad.getValueGrad().getType(),
-          paramTypes, b->dout, f->q, f->k, f->v, fused.getLnMean(),
+          paramTypes, dout, f->q, f->k, f->v, fused.getLnMean(),
           fused.getLnRstd(), fused.getRmsRstd(), f->offsets,
           layerNorm.getWeight(), layerNorm.getBias(), rmsNorm.getWeight(),
           gdpaGrad.getActivationAttr(), gdpaGrad.getScaleAttr());
