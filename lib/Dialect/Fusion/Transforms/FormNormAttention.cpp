@@ -504,13 +504,14 @@ LogicalResult checkUses(Forward &f, Backward *b,
                         const llvm::SmallPtrSetImpl<Operation *> &chainOps,
                         std::string &why) {
   bool bwd = b != nullptr;
+  // ln_q and h first: a backward reads them.
   SmallVector<Intermediate> values = {
+      {f.ln(), bwd ? 3u : 2u, "layer-normed query"},
+      {f.h(), 1u + (bwd && b->hCollapse), "inner residual sum"},
       {f.qCollapse.getResult(), 1u + (bwd && !b->qCollapse),
        "collapsed query"},
       {f.layerNorm.getOutput(), 1, "fusion.layer_norm output"},
-      {f.ln(), bwd ? 3u : 2u, "layer-normed query"},
       {f.gdpa.getOutput(), 1, "fusion.gdpa output"},
-      {f.h(), 1u + (bwd && b->hCollapse), "inner residual sum"},
       {f.hCollapse.getResult(), 1u + (bwd && !b->hCollapse),
        "collapsed inner residual sum"},
       {f.rmsNorm.getOutput(), 1, "fusion.rms_norm output"},
