@@ -233,6 +233,14 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       opt-in shared memory per CTA (232448 bytes on sm_90a); `smem_bytes` is
       that total.
 
+    What these formulas admit on sm_90a (checked over a grid of shapes by
+    `plan-kernels-grid.mlir`): a 256-column slice fits, with 2 stages, only
+    without DSMEM slots or a norm_input tile (230400 bytes). Forward norm
+    epilogues with a cluster need slices of at most 248 (cluster of 2) down
+    to 216 (cluster of 16) columns, grad epilogues at most 192 (one CTA), so
+    N = 512 ... 4096 with rms_norm or layer_norm, and N >= 256 with a grad
+    epilogue, are refused.
+
     Example (sm_90a):
     ```mlir
     %c = fusion.matmul %a, %b : tensor<4096x512xbf16>, tensor<512x1024xbf16>

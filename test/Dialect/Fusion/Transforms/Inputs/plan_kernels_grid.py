@@ -1,0 +1,150 @@
+"""Runs fusion-plan-kernels over a grid of GEMM shapes and epilogues and checks
+every configuration it emits against the planning rules, independently of the
+C++ (docs/STYLE.md 2.6; rules in Passes.td, FusionPlanKernelsPass).
+
+Usage: plan_kernels_grid.py FUSION_OPT CHIP
+
+Prints one line per shape ("planned ..." or "refused ..."), a line starting
+with VIOLATION for each inconsistency, and a summary line.
+"""
+
+import re
+import subprocess
+import sys
+
+MS = [1, 1000, 262144]
+KS = [64, 256, 512, 4096]
+NS = [8, 256, 264, 512, 1024, 2048, 4096]
+EPILOGUES = ["none", "row_scale", "rms_norm", "layer_norm", "rms_norm_grad",
+             "layer_norm_grad"]
+
+# What the planner may read from TargetInfo (lib/Target/NVPTX/TargetInfo.cpp).
+TARGETS = {
+    "sm_90a": dict(smem=232448, max_tile_n=256, granularity=8, max_cluster=16),
+    "sm_100a": dict(smem=232448, max_tile_n=512, granularity=16, max_cluster=16),
+}
+ELEMENT_BYTES = 2  # bf16
+ROW_REDUCTION = {"rms_norm", "layer_norm", "rms_norm_grad", "layer_norm_grad"}
+GRAD = {"rms_norm_grad", "layer_norm_grad"}
+# Refusals a well-formed bf16 shape may get: the row does not fit a cluster,
+# or the shared memory does not fit.
+ALLOWED_REFUSALS = ("expected one cluster to cover a row",
+                    "expected at most")
+
+
+def smem(tile_m, tile_n, tile_k, stages, cluster_n, grad):
+    ring = stages * (tile_m * tile_k + tile_n * tile_k) * ELEMENT_BYTES
+    staging = tile_m * tile_n * 4
+    norm_input = tile_m * tile_n * ELEMENT_BYTES if grad else 0
+    slots = 2 * tile_m * cluster_n * 2 * 4 if cluster_n > 1 else 0
+    return ring + staging + norm_input + slots + 1024
+
+
+def name(m, k, n, epi):
+    return f"g_{m}_{k}_{n}_{epi}"
+
+
+def function(chip, m, k, n, epi):
+    t = lambda *shape: "tensor<" + "x".join(map(str, shape)) + ">"
+    a, b, out = t(m, k, "bf16"), t(k, n, "bf16"), t(m, n, "bf16")
+    rows = t(m, "f32")
+    args = [f"%a: {a}", f"%b: {b}"]
+    operands, attrs = "", [f"epilogue = #fusion.epilogue<{epi}>"]
+    if epi == "row_scale":
+        args.append(f"%s: {rows}")
+        operands = f" row_scale(%s : {rows})"
+    if epi in ("rms_norm", "layer_norm"):
+        attrs.append("epsilon = 1.0e-05 : f32")
+    if epi in GRAD:
+        args += [f"%x: {out}", f"%m: {rows}", f"%r: {rows}"]
+        operands = f" norm_input(%x : {out})"
+        if epi == "layer_norm_grad":
+            operands += f" mean(%m : {rows})"
+        operands += f" rstd(%r : {rows})"
+    loc = name(m, k, n, epi)
+    return (
+        f'module attributes {{fusion.target = #fusion.target<"{chip}">}} {{\n'
+        f"func.func @{loc}({', '.join(args)}) -> {out} {{\n"
+        f"  %y = fusion.fused_matmul %a, %b{operands} {{{', '.join(attrs)}}}"
+        f' : {a}, {b} -> {out} loc("{loc}")\n'
+        f"  return %y : {out}\n}}\n}}\n")
+
+
+def main():
+    fusion_opt, chip = sys.argv[1], sys.argv[2]
+    target = TARGETS[chip]
+    grid = [(m, k, n, e) for m in MS for k in KS for n in NS for e in EPILOGUES]
+    source = "// -----\n".join(function(chip, *g) for g in grid)
+    run = subprocess.run([fusion_opt, "-split-input-file", "-fusion-plan-kernels",
+                          "-mlir-print-local-scope", "-"],
+                         input=source, capture_output=True, text=True)
+
+    configs = {}
+    current = None
+    for line in run.stdout.splitlines():
+        if match := re.search(r"func\.func @(g_\w+)\(", line):
+            current = match.group(1)
+        if match := re.search(r"#fusion\.kernel_config<([^>]*)>", line):
+            fields = dict(kv.split(" = ") for kv in match.group(1).split(", "))
+            configs[current] = {key: int(v) for key, v in fields.items()}
+    refusals = {}
+    for line in run.stderr.splitlines():
+        # "<unknown>:0: error: loc("g_..."): 'fusion.fused_matmul' op ..."
+        if match := re.search(r'error: loc\("(g_\w+)"\): (.*)', line):
+            refusals[match.group(1)] = match.group(2)
+
+    violations = 0
+
+    def violation(what):
+        nonlocal violations
+        violations += 1
+        print("VIOLATION", what)
+
+    for m, k, n, epi in grid:
+        key = name(m, k, n, epi)
+        if key in refusals:
+            message = refusals[key]
+            print(f"refused {key}: {message}")
+            text = message.split(" op ", 1)[-1]
+            if not text.startswith(ALLOWED_REFUSALS):
+                violation(f"{key}: unexpected refusal: {message}")
+            continue
+        if key not in configs:
+            violation(f"{key}: neither planned nor refused")
+            continue
+        c = configs[key]
+        print(f"planned {key}: " + ", ".join(f"{f} = {v}" for f, v in c.items()))
+        tm, tn, tk = c["tile_m"], c["tile_n"], c["tile_k"]
+        stages, cn, total = c["stages"], c["cluster_n"], c["smem_bytes"]
+        grad = epi in GRAD
+        if total > target["smem"]:
+            violation(f"{key}: smem_bytes = {total} > {target['smem']}")
+        if total != smem(tm, tn, tk, stages, cn, grad):
+            violation(f"{key}: smem_bytes = {total}, the formula gives "
+                      f"{smem(tm, tn, tk, stages, cn, grad)}")
+        if (tm, tk, c["consumers"]) != (128, 64, 2):
+            violation(f"{key}: expected tile_m 128, tile_k 64, 2 consumers")
+        if not 2 <= stages <= 6:
+            violation(f"{key}: stages = {stages} outside [2, 6]")
+        if stages < 6 and smem(tm, tn, tk, stages + 1, cn, grad) <= target["smem"]:
+            violation(f"{key}: {stages + 1} stages would fit too")
+        if tn % 8 or tn > target["max_tile_n"]:
+            violation(f"{key}: tile_n = {tn}")
+        if not 1 <= cn <= target["max_cluster"]:
+            violation(f"{key}: cluster_n = {cn}")
+        if epi in ROW_REDUCTION:
+            if tn * cn != n:
+                violation(f"{key}: the cluster covers {tn} x {cn} columns of a "
+                          f"row of {n}")
+        elif cn != 1 or tn > -(-n // target["granularity"]) * target["granularity"]:
+            violation(f"{key}: tile_n = {tn}, cluster_n = {cn} for N = {n}")
+
+    if len(configs) + len(refusals) != len(grid):
+        violation(f"{len(configs)} planned + {len(refusals)} refused != "
+                  f"{len(grid)} shapes")
+    print(f"{chip}: {len(grid)} shapes, {len(configs)} planned, "
+          f"{len(refusals)} refused, {violations} violations")
+
+
+if __name__ == "__main__":
+    main()

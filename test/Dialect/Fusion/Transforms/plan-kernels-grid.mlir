@@ -1,0 +1,24 @@
+// RUN: %python %S/Inputs/plan_kernels_grid.py fusion-opt sm_90a | FileCheck %s --check-prefix=SM90
+// RUN: %python %S/Inputs/plan_kernels_grid.py fusion-opt sm_100a | FileCheck %s --check-prefix=SM100
+
+// Test that every configuration fusion-plan-kernels selects over a grid of
+// bf16 GEMMs (M in {1, 1000, 262144} x K in {64, 256, 512, 4096} x N in
+// {8, 256, 264, 512, 1024, 2048, 4096} x each of the 6 epilogues) is
+// consistent: smem_bytes <= 232448 and equal to the shared-memory formula
+// recomputed in Python, stages in [2, 6] and the deepest that fits, tile_m
+// 128, tile_k 64, 2 consumers, tile_n a multiple of 8 within the target's
+// accumulator slice, a norm or grad row exactly covered by tile_n x
+// cluster_n, no cluster otherwise; and that every shape refused is refused
+// only for its row (cluster) or its shared memory. The script prints
+// VIOLATION for anything else. The counts pin how much of the grid fits.
+
+// A few selections, spelled out.
+// SM90: planned g_1000_256_256_rms_norm: tile_m = 128, tile_n = 256, tile_k = 64, stages = 2, cluster_n = 1, consumers = 2, smem_bytes = 230400
+// SM90: refused g_1000_256_512_rms_norm: 'fusion.fused_matmul' op expected at most 232448 bytes of shared memory (the sm_90a opt-in limit per CTA), but a 128x256x64 tile with 2 stages and cluster_n = 2 needs 234496
+// SM90: planned g_262144_4096_4096_none: tile_m = 128, tile_n = 256, tile_k = 64, stages = 2, cluster_n = 1, consumers = 2, smem_bytes = 230400
+// SM90-NOT: VIOLATION
+// SM90: sm_90a: 504 shapes, 240 planned, 264 refused, 0 violations
+
+// SM100: planned g_1000_256_264_none: tile_m = 128, tile_n = 128, tile_k = 64, stages = 5, cluster_n = 1, consumers = 2, smem_bytes = 230400
+// SM100-NOT: VIOLATION
+// SM100: sm_100a: 504 shapes, 240 planned, 264 refused, 0 violations

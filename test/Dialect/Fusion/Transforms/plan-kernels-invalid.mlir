@@ -1,0 +1,193 @@
+// RUN: fusion-opt %s -split-input-file -fusion-plan-kernels -verify-diagnostics
+
+// Test that a module holding a GEMM but no fusion.target is refused.
+// expected-error @below {{'builtin.module' op expected a fusion.target on the module (e.g. fusion.target = #fusion.target<"sm_90a">) to plan its GEMM kernels for, but got none}}
+module {
+func.func @no_target(%a: tensor<256x64xbf16>, %b: tensor<64x128xbf16>) -> tensor<256x128xbf16> {
+  %c = fusion.matmul %a, %b : tensor<256x64xbf16>, tensor<64x128xbf16> -> tensor<256x128xbf16>
+  return %c : tensor<256x128xbf16>
+}
+}
+
+// -----
+
+// Test that a norm no fusion pass absorbed is refused, naming the passes.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @norm_left(%x: tensor<256x512xbf16>) -> tensor<256x512xbf16> {
+  // expected-error @below {{'fusion.rms_norm' op has no GPU kernel; it runs on the GPU only inside a fused op, and no fusion pass absorbed it (fusion-lazy-prenorm fuses a norm whose users are GEMMs taking it as lhs, fusion-epilogue-norm a norm of a GEMM result, fusion-regroup-backward a weightless norm and its grad)}}
+  %y = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<256x512xbf16> -> tensor<256x512xbf16>
+  return %y : tensor<256x512xbf16>
+}
+}
+
+// -----
+
+// Test that a norm grad no fusion pass absorbed is refused.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @norm_grad_left(%dy: tensor<256x512xbf16>, %x: tensor<256x512xbf16>, %rstd: tensor<256xf32>) -> tensor<256x512xbf16> {
+  // expected-error @below {{'fusion.rms_norm_grad' op has no GPU kernel; it runs on the GPU only inside a fused op, and no fusion pass absorbed it (fusion-regroup-backward fuses a norm grad into the epilogue of the dgrad GEMM producing its incoming gradient)}}
+  %dx = fusion.rms_norm_grad %dy, %x, %rstd
+      : tensor<256x512xbf16>, tensor<256x512xbf16>, tensor<256xf32> -> tensor<256x512xbf16>
+  return %dx : tensor<256x512xbf16>
+}
+}
+
+// -----
+
+// Test that a residual add left beside a GEMM is refused.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @add_left(%a: tensor<256x64xbf16>, %b: tensor<64x128xbf16>, %r: tensor<256x128xbf16>) -> tensor<256x128xbf16> {
+  %c = fusion.matmul %a, %b : tensor<256x64xbf16>, tensor<64x128xbf16> -> tensor<256x128xbf16>
+  // expected-error @below {{'fusion.add' op has no GPU kernel; it runs on the GPU only inside a fused op, and no fusion pass absorbed it (fusion-epilogue-norm fuses a residual add between a GEMM and a norm)}}
+  %s = fusion.add %c, %r : tensor<256x128xbf16>
+  return %s : tensor<256x128xbf16>
+}
+}
+
+// -----
+
+// Test that a gdpa outside the FlashNormAttention block is refused.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @gdpa_left(%q: tensor<2x64x4x32xbf16>, %k: tensor<2x16x4x32xbf16>, %v: tensor<2x16x4x32xbf16>) -> tensor<2x64x4x32xbf16> {
+  // expected-error @below {{'fusion.gdpa' op has no GPU kernel; it runs on the GPU only inside a fused op, and no fusion pass absorbed it (fusion-form-norm-attention fuses a gdpa and its grad into the FlashNormAttention block)}}
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<identity>, scale = 0.125 : f32}
+      : tensor<2x64x4x32xbf16>, tensor<2x16x4x32xbf16>, tensor<2x16x4x32xbf16> -> tensor<2x64x4x32xbf16>
+  return %o : tensor<2x64x4x32xbf16>
+}
+}
+
+// -----
+
+// Test that fusion.norm_attention, which has no kernel yet, is refused.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @norm_attention_left(%q: tensor<2x128x2x64xbf16>, %k: tensor<2x128x2x64xbf16>, %v: tensor<2x128x2x64xbf16>) -> tensor<2x128x2x64xbf16> {
+  // expected-error @below {{'fusion.norm_attention' op has no GPU kernel yet; fusion-plan-kernels plans fusion.fused_matmul only}}
+  %out, %m, %r, %rr = fusion.norm_attention %q, %k, %v
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32,
+       ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
+      : tensor<2x128x2x64xbf16>, tensor<2x128x2x64xbf16>, tensor<2x128x2x64xbf16>
+      -> tensor<2x128x2x64xbf16>, tensor<2x128xf32>, tensor<2x128xf32>, tensor<2x128xf32>
+  return %out : tensor<2x128x2x64xbf16>
+}
+}
+
+// -----
+
+// Test that a matmul with transpose_lhs (the weight-gradient GEMM) is refused.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @transpose_lhs(%x: tensor<4096x512xbf16>, %dy: tensor<4096x256xbf16>) -> tensor<512x256xf32> {
+  // expected-error @below {{'fusion.matmul' op expected lhs as [M, K] (the GEMM kernel loads A by rows), but got transpose_lhs with lhs of type 'tensor<4096x512xbf16>'}}
+  %dw = fusion.matmul %x, %dy {transpose_lhs} : tensor<4096x512xbf16>, tensor<4096x256xbf16> -> tensor<512x256xf32>
+  return %dw : tensor<512x256xf32>
+}
+}
+
+// -----
+
+// Test that f32 operands are refused (the diagnostic lands on the matmul the
+// user wrote, which stays in place).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @f32_operands(%a: tensor<256x64xf32>, %b: tensor<64x128xf32>) -> tensor<256x128xf32> {
+  // expected-error @below {{'fusion.matmul' op expected lhs of element type bf16 or f16 (the MMA reads bf16/f16 and accumulates in f32), but got f32}}
+  %c = fusion.matmul %a, %b : tensor<256x64xf32>, tensor<64x128xf32> -> tensor<256x128xf32>
+  return %c : tensor<256x128xf32>
+}
+}
+
+// -----
+
+// Test that lhs and rhs of different element types are refused.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @mixed_types(%a: tensor<256x64xbf16>, %b: tensor<64x128xf16>) -> tensor<256x128xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected lhs and rhs of one element type (one MMA instruction kind), but got bf16 (lhs) and f16 (rhs)}}
+  %c = fusion.fused_matmul %a, %b : tensor<256x64xbf16>, tensor<64x128xf16> -> tensor<256x128xbf16>
+  return %c : tensor<256x128xbf16>
+}
+}
+
+// -----
+
+// Test that a K that is not a multiple of 8 is refused (TMA row strides).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @k_unaligned(%a: tensor<256x100xbf16>, %b: tensor<100x128xbf16>) -> tensor<256x128xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected K to be a multiple of 8 (TMA needs 16-byte row strides: K x 2 bytes), but got K = 100}}
+  %c = fusion.fused_matmul %a, %b : tensor<256x100xbf16>, tensor<100x128xbf16> -> tensor<256x128xbf16>
+  return %c : tensor<256x128xbf16>
+}
+}
+
+// -----
+
+// Test that an N that is not a multiple of 8 is refused (TMA row strides).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @n_unaligned(%a: tensor<256x64xbf16>, %b: tensor<64x100xbf16>) -> tensor<256x100xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected N to be a multiple of 8 (TMA needs 16-byte row strides: N x 2 bytes), but got N = 100}}
+  %c = fusion.fused_matmul %a, %b : tensor<256x64xbf16>, tensor<64x100xbf16> -> tensor<256x100xbf16>
+  return %c : tensor<256x100xbf16>
+}
+}
+
+// -----
+
+// Test that a dynamic K is refused.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @k_dynamic(%a: tensor<256x?xbf16>, %b: tensor<?x128xbf16>) -> tensor<256x128xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected a static K (the TMA descriptors and the tiling are planned for it), but got K = ?}}
+  %c = fusion.fused_matmul %a, %b : tensor<256x?xbf16>, tensor<?x128xbf16> -> tensor<256x128xbf16>
+  return %c : tensor<256x128xbf16>
+}
+}
+
+// -----
+
+// Test that a dynamic N is refused.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @n_dynamic(%a: tensor<256x64xbf16>, %b: tensor<64x?xbf16>) -> tensor<256x?xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected a static N (the TMA descriptors and the tiling are planned for it), but got N = ?}}
+  %c = fusion.fused_matmul %a, %b : tensor<256x64xbf16>, tensor<64x?xbf16> -> tensor<256x?xbf16>
+  return %c : tensor<256x?xbf16>
+}
+}
+
+// -----
+
+// Test that a norm epilogue whose row needs more CTAs than a cluster holds is
+// refused with planEpilogueNorm's reason.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @row_too_wide(%a: tensor<256x64xbf16>, %b: tensor<64x8192xbf16>) -> tensor<256x8192xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected one cluster to cover a row of the rms_norm epilogue, but N = 8192 needs 32 CTAs of at most 256 columns, more than the 16 a cluster holds on sm_90a}}
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<256x64xbf16>, tensor<64x8192xbf16> -> tensor<256x8192xbf16>
+  return %y : tensor<256x8192xbf16>
+}
+}
+
+// -----
+
+// Test that a norm epilogue whose row does not split evenly over the cluster
+// is refused with planEpilogueNorm's reason.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @row_uneven(%a: tensor<256x64xbf16>, %b: tensor<64x2056xbf16>) -> tensor<256x2056xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected one cluster to cover a row of the layer_norm epilogue, but N = 2056 does not split into 16 slices of a multiple of 8 columns on sm_90a}}
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<256x64xbf16>, tensor<64x2056xbf16> -> tensor<256x2056xbf16>
+  return %y : tensor<256x2056xbf16>
+}
+}
+
+// -----
+
+// Test that a configuration whose shared memory does not fit even with 2
+// stages is refused, naming the bytes, the budget and where they go: an
+// rms_norm_grad epilogue over N = 256 (one CTA of 256 columns) needs
+// 2 * (128 + 256) * 64 * 2 + 128 * 256 * 4 + 128 * 256 * 2 + 1024 = 295936.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @smem_overflow(%dy: tensor<4096x512xbf16>, %w: tensor<256x512xbf16>,
+    %x: tensor<4096x256xbf16>, %rstd: tensor<4096xf32>) -> tensor<4096x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected at most 232448 bytes of shared memory (the sm_90a opt-in limit per CTA), but a 128x256x64 tile with 2 stages and cluster_n = 1 needs 295936 (63488 over; A/B ring 98304, f32 epilogue tile 131072, norm_input tile 65536, barriers and alignment 1024)}}
+  %dx = fusion.fused_matmul %dy, %w norm_input(%x : tensor<4096x256xbf16>) rstd(%rstd : tensor<4096xf32>)
+      {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, transpose_rhs}
+      : tensor<4096x512xbf16>, tensor<256x512xbf16> -> tensor<4096x256xbf16>
+  return %dx : tensor<4096x256xbf16>
+}
+}
