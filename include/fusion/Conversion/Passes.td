@@ -57,4 +57,73 @@ def ConvertFusionToLinalgPass : Pass<"convert-fusion-to-linalg"> {
   ];
 }
 
+
+//===----------------------------------------------------------------------===//
+// FusionToGPU
+//===----------------------------------------------------------------------===//
+
+def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "lower planned fused ops to sm_90a kernels and host launches";
+  let description = [{
+    Every function made of planned `fusion.fused_matmul` ops becomes a host
+    function on memrefs, in destination-passing style (each result becomes an
+    extra memref argument that the caller allocates on the device), which
+    encodes the TMA descriptors (`nvgpu.tma.create.descriptor`) and launches
+    one kernel per fused op. The kernels go into a `gpu.module` carrying
+    `#nvvm.target<chip = "sm_90a">`; each is built from NVGPU/NVVM ops: a
+    multi-stage TMA ring with one mbarrier per stage, `nvgpu.warpgroup.mma`
+    (wgmma) on consumer warpgroups of 64 rows, the Lazy Pre-Norm sum of squares
+    read from the same shared-memory tiles (a stage is refilled only after
+    both readers are done), and an epilogue that stages the accumulators in
+    shared memory and applies row scaling, column bias, residual and the
+    single-CTA RMSNorm/LayerNorm with warp-shuffle reductions, writing the
+    statistics for the backward.
+
+    Example:
+    ```mlir
+    func.func @f(%a: tensor<8192x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<8192x256xbf16> {
+      %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>,
+          epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<...>} : ...
+      return %y : tensor<8192x256xbf16>
+    }
+    ```
+    becomes
+    ```mlir
+    func.func @f(%a: memref<8192x512xbf16>, %b: memref<512x256xbf16>, %y: memref<8192x256xbf16>) {
+      %ta = nvgpu.tma.create.descriptor ... box[%c128, %c64]
+      gpu.launch_func @fusion_kernels::@f_kernel0 blocks in (...) threads in (%c256, ...)
+          dynamic_shared_memory_size %smem args(...)
+      return
+    }
+    gpu.module @fusion_kernels [#nvvm.target<chip = "sm_90a", features = "+ptx80">] { ... }
+    ```
+
+    #### Input invariants
+    - The module has `fusion.target = #fusion.target<"sm_90a">`.
+    - Functions holding fused ops hold only `fusion.fused_matmul` ops, each
+      with a `fusion.kernel` configuration (`fusion-plan-kernels`).
+
+    #### Output IR
+    Host functions with `nvgpu.tma.create.descriptor`, `gpu.alloc`/`dealloc`
+    for intermediates and `gpu.launch_func`; a `gpu.module @fusion_kernels`.
+    Lower further with `gpu-lower-to-nvvm-pipeline`.
+
+    #### Options
+    None.
+
+    #### Target requirements
+    sm_90a. What this generator does not handle yet is refused with a
+    diagnostic naming it: the multi-CTA cluster epilogue, grad epilogues, the
+    LayerNorm prologue, a K-major (transposed) B, tile_n not a multiple of 64;
+    and sm_100a targets.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // FUSION_CONVERSION_PASSES

@@ -31,6 +31,18 @@ void FusionDialect::initialize() {
 /// `fusion.target` may only sit on a module, and must hold a target.
 LogicalResult FusionDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
+  if (attr.getName() == KernelConfigAttr::getAttrName()) {
+    if (!isa<KernelConfigAttr>(attr.getValue()))
+      return op->emitError() << "expected '" << KernelConfigAttr::getAttrName()
+                             << "' to be a #fusion.kernel_config attribute, "
+                                "but got "
+                             << attr.getValue();
+    if (!isa<FusedMatmulOp>(op))
+      return op->emitError() << "expected '" << KernelConfigAttr::getAttrName()
+                             << "' on a fusion.fused_matmul, but it is on '"
+                             << op->getName() << "'";
+    return success();
+  }
   if (attr.getName() != TargetAttr::getModuleAttrName())
     return op->emitError() << "unknown fusion dialect attribute '"
                            << attr.getName().getValue() << "'";
@@ -67,4 +79,26 @@ TargetAttr TargetAttr::lookup(Operation *op) {
     if (auto target = module->getAttrOfType<TargetAttr>(getModuleAttrName()))
       return target;
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// KernelConfigAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         int64_t tileM, int64_t tileN, int64_t tileK,
+                         int64_t stages, int64_t clusterN, int64_t consumers,
+                         int64_t smemBytes) {
+  for (auto [name, v] : {std::pair<StringRef, int64_t>{"tile_m", tileM},
+                         {"tile_n", tileN},
+                         {"tile_k", tileK},
+                         {"stages", stages},
+                         {"cluster_n", clusterN},
+                         {"consumers", consumers}})
+    if (v <= 0)
+      return emitError() << "expected " << name << " > 0, but got " << v;
+  if (smemBytes < 0)
+    return emitError() << "expected smem_bytes >= 0, but got " << smemBytes;
+  return success();
 }

@@ -115,4 +115,42 @@ def Fusion_TargetAttr : Fusion_Attr<"Target", "target"> {
   }];
 }
 
+
+//===----------------------------------------------------------------------===//
+// Kernel configuration (L2)
+//===----------------------------------------------------------------------===//
+
+def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
+  let summary = "the GPU kernel configuration chosen for a fused op";
+  let description = [{
+    Attached by `fusion-plan-kernels` to each `fusion.fused_matmul` (as the
+    `fusion.kernel` attribute) and read by `convert-fusion-to-gpu`:
+
+    | parameter        | meaning                                                        |
+    |------------------|----------------------------------------------------------------|
+    | `tile_m`, `tile_n`, `tile_k` | the CTA tile of the GEMM (rows, columns, K step)   |
+    | `stages`         | depth of the shared-memory ring of A and B tiles (TMA loads)   |
+    | `cluster_n`      | CTAs of one cluster along N sharing a row block (1: no cluster) |
+    | `consumers`      | consumer warpgroups issuing the MMA (one producer warp besides) |
+    | `smem_bytes`     | dynamic shared memory the kernel uses                          |
+
+    Example:
+    ```mlir
+    fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64,
+        stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 196864>
+    ```
+  }];
+  let parameters = (ins "int64_t":$tile_m, "int64_t":$tile_n, "int64_t":$tile_k,
+                        "int64_t":$stages, "int64_t":$cluster_n,
+                        "int64_t":$consumers, "int64_t":$smem_bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The name of the discardable attribute holding the configuration.
+    static constexpr ::llvm::StringLiteral getAttrName() {
+      return ::llvm::StringLiteral("fusion.kernel");
+    }
+  }];
+}
+
 #endif // FUSION_DIALECT_FUSION_IR_FUSIONATTRS_TD

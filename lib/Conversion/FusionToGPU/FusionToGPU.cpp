@@ -1,0 +1,225 @@
+//===- FusionToGPU.cpp - the convert-fusion-to-gpu pass -------------------===//
+//
+// Host side of the GPU lowering. A function on tensors made of planned
+// fusion.fused_matmul ops becomes a host function on memrefs in destination-
+// passing style: its tensor arguments become memrefs (device pointers), each
+// result becomes one more memref argument the caller allocates, and the body
+// encodes the TMA descriptors and launches one kernel per fused op
+// (GemmKernel.cpp). Intermediate results live in gpu.alloc'ed buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmKernel.h"
+
+#include "fusion/Conversion/Passes.h"
+#include "fusion/Dialect/Fusion/IR/FusionOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::fusion {
+#define GEN_PASS_DEF_CONVERTFUSIONTOGPUPASS
+#include "fusion/Conversion/Passes.h.inc"
+} // namespace mlir::fusion
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+MemRefType memrefFor(Type tensorType) {
+  auto t = cast<RankedTensorType>(tensorType);
+  return MemRefType::get(t.getShape(), t.getElementType());
+}
+
+/// The memref with all dimensions dynamic, as the kernels take them.
+Value castDynamic(ImplicitLocOpBuilder &b, Value memref) {
+  auto t = cast<MemRefType>(memref.getType());
+  SmallVector<int64_t> shape(t.getRank(), ShapedType::kDynamic);
+  return memref::CastOp::create(b, MemRefType::get(shape, t.getElementType()),
+                                memref);
+}
+
+class FunctionLowering {
+public:
+  FunctionLowering(func::FuncOp func, gpu::GPUModuleOp kernels)
+      : func(func), kernels(kernels) {}
+  LogicalResult run();
+
+private:
+  LogicalResult check();
+  Value launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
+               const GemmKernelSpec &spec, unsigned index);
+
+  func::FuncOp func;
+  gpu::GPUModuleOp kernels;
+  IRMapping map; ///< tensor value -> memref value
+};
+} // namespace
+
+LogicalResult FunctionLowering::check() {
+  for (Operation &op : func.getBody().front()) {
+    if (isa<FusedMatmulOp, func::ReturnOp>(op))
+      continue;
+    return op.emitOpError()
+           << "cannot be lowered to the GPU: a function lowered by "
+              "convert-fusion-to-gpu may hold only fusion.fused_matmul ops "
+              "(run fusion-fuse and fusion-plan-kernels first)";
+  }
+  for (auto op : func.getBody().front().getOps<FusedMatmulOp>()) {
+    std::string why;
+    if (failed(getGemmKernelSpec(op, why)))
+      return op.emitOpError() << "cannot generate an sm_90a kernel: " << why;
+  }
+  return success();
+}
+
+Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
+                               const GemmKernelSpec &spec, unsigned index) {
+  MLIRContext *ctx = b.getContext();
+  std::string name = (func.getName() + "_kernel" + Twine(index)).str();
+  gpu::GPUFuncOp kernel = buildGemmKernel(b, b.getLoc(), kernels, name, spec);
+
+  Value a = map.lookup(op.getLhs()), bMat = map.lookup(op.getRhs());
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
+  Value m = memref::DimOp::create(b, a, 0);
+  Value k = memref::DimOp::create(b, a, 1);
+  Value n = memref::DimOp::create(b, bMat, 1);
+
+  // TMA descriptors, encoded on the host (mgpuTensorMapEncodeTiledMemref).
+  auto descriptor = [&](Value mem, Type mapType, ArrayRef<int64_t> box) -> Value {
+    Type elem = cast<MemRefType>(mem.getType()).getElementType();
+    Value unranked = memref::CastOp::create(b, UnrankedMemRefType::get(elem, 0), mem);
+    SmallVector<Value> boxValues;
+    for (int64_t d : box)
+      boxValues.push_back(idx(d));
+    Value map = nvgpu::TmaCreateDescriptorOp::create(b, mapType, unranked, boxValues);
+    return UnrealizedConversionCastOp::create(b, LLVM::LLVMPointerType::get(ctx), map)
+        .getResult(0);
+  };
+  Value tmaA = descriptor(a, getTensorMapTypeA(ctx, spec), {spec.tileM, spec.tileK});
+  Value tmaB = descriptor(bMat, getTensorMapTypeB(ctx, spec), {spec.tileK, 64});
+
+  SmallVector<Value> args = {tmaA, tmaB, m, n, k,
+                             castDynamic(b, map.lookup(op.getOutput()))};
+  for (Value v : {op.getResidual(), op.getRowScale(), op.getColBias(),
+                  op.getNormWeight(), op.getNormBias()})
+    if (v)
+      args.push_back(castDynamic(b, map.lookup(v)));
+  for (Value stat : op.getExtras())
+    args.push_back(castDynamic(b, map.lookup(stat)));
+
+  Value gridX = arith::CeilDivUIOp::create(b, n, idx(spec.tileN));
+  Value gridY = arith::CeilDivUIOp::create(b, m, idx(spec.tileM));
+  Value smemBytes = arith::ConstantOp::create(
+      b, b.getI32IntegerAttr(static_cast<int32_t>(spec.sharedMemoryBytes())));
+  gpu::LaunchFuncOp::create(b, kernel, {gridX, gridY, idx(1)},
+                            {idx(spec.threads()), idx(1), idx(1)}, smemBytes,
+                            args);
+  return {};
+}
+
+LogicalResult FunctionLowering::run() {
+  if (failed(check()))
+    return failure();
+  Block &body = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+
+  // The host function: memref arguments, then one output memref per result.
+  SmallVector<Type> argTypes;
+  for (Type t : func.getArgumentTypes())
+    argTypes.push_back(memrefFor(t));
+  for (Type t : func.getResultTypes())
+    argTypes.push_back(memrefFor(t));
+  OpBuilder builder(func);
+  auto host = func::FuncOp::create(builder, func.getLoc(), func.getName(),
+                                   builder.getFunctionType(argTypes, {}));
+  host.setVisibility(func.getVisibility());
+  Block *entry = host.addEntryBlock();
+  ImplicitLocOpBuilder b(func.getLoc(), builder);
+  b.setInsertionPointToStart(entry);
+
+  for (auto [old, now] : llvm::zip(func.getArguments(), entry->getArguments()))
+    map.map(old, now);
+  // Returned values are written straight into the caller's buffers.
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    if (map.contains(v))
+      return ret.emitOpError()
+             << "returns value #" << i
+             << " twice or returns an argument; a GPU function writes each "
+                "result into its own output buffer";
+    map.map(v, entry->getArgument(func.getNumArguments() + i));
+  }
+  SmallVector<Value> temporaries;
+  unsigned index = 0;
+  for (auto op : llvm::make_early_inc_range(body.getOps<FusedMatmulOp>())) {
+    for (Value r : op->getResults()) {
+      if (map.contains(r))
+        continue;
+      auto type = memrefFor(r.getType());
+      SmallVector<Value> dynSizes;
+      for (auto [d, size] : llvm::enumerate(type.getShape()))
+        if (ShapedType::isDynamic(size))
+          dynSizes.push_back(memref::DimOp::create(b, map.lookup(op.getLhs()), d));
+      Value buffer = gpu::AllocOp::create(b, type, /*asyncToken=*/Type(),
+                                          ValueRange{}, dynSizes, ValueRange{},
+                                          /*hostShared=*/false)
+                         .getMemref();
+      temporaries.push_back(buffer);
+      map.map(r, buffer);
+    }
+    std::string why;
+    GemmKernelSpec spec = *getGemmKernelSpec(op, why);
+    launch(b, op, spec, index++);
+  }
+  for (Value t : temporaries)
+    gpu::DeallocOp::create(b, Type(), ValueRange{}, t);
+  func::ReturnOp::create(b);
+  func.erase();
+  return success();
+}
+
+namespace {
+struct ConvertFusionToGPUPass
+    : fusion::impl::ConvertFusionToGPUPassBase<ConvertFusionToGPUPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> funcs;
+    module.walk([&](func::FuncOp f) {
+      if (!f.getBody().empty() && !f.getBody().front().getOps<FusedMatmulOp>().empty())
+        funcs.push_back(f);
+    });
+    if (funcs.empty())
+      return;
+    auto target = module->getAttrOfType<TargetAttr>(TargetAttr::getModuleAttrName());
+    if (!target) {
+      module.emitError("convert-fusion-to-gpu needs the module's fusion.target "
+                       "(e.g. #fusion.target<\"sm_90a\">)");
+      return signalPassFailure();
+    }
+    if (target.getChip() != "sm_90a") {
+      module.emitError() << "convert-fusion-to-gpu generates kernels for sm_90a "
+                            "only so far, but the module targets "
+                         << target.getChip();
+      return signalPassFailure();
+    }
+    MLIRContext *ctx = &getContext();
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    // PTX 8.0 is sm_90a's minimum; st.async (cluster epilogues) will need 8.1.
+    auto nvvmTarget = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3,
+                                                "nvptx64-nvidia-cuda", "sm_90a",
+                                                "+ptx80");
+    auto kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "fusion_kernels",
+                                            b.getArrayAttr({nvvmTarget}));
+    for (func::FuncOp f : funcs)
+      if (failed(FunctionLowering(f, kernels).run()))
+        return signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,62 @@
+//===- GemmKernel.h - the sm_90a fused GEMM kernel --------------*- C++ -*-===//
+//
+// Builds the device kernel of one planned fusion.fused_matmul as a gpu.func of
+// NVGPU/NVVM ops (TMA, mbarrier, wgmma), and describes its host interface.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_LIB_CONVERSION_FUSIONTOGPU_GEMMKERNEL_H
+#define FUSION_LIB_CONVERSION_FUSIONTOGPU_GEMMKERNEL_H
+
+#include "fusion/Dialect/Fusion/IR/FusionOps.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+namespace mlir::fusion {
+
+/// Everything the kernel generator needs to know about one fused GEMM.
+struct GemmKernelSpec {
+  int64_t tileM, tileN, tileK, stages, consumers;
+  Type abType, outType;
+  bool transposeB;
+  PrologueKind prologue;
+  EpilogueKind epilogue;
+  double prologueEpsilon = 0, epsilon = 0;
+  /// Optional operands, in kernel-argument order (null when absent).
+  Type residualType, rowScaleType, colBiasType, normWeightType, normBiasType;
+  /// Number of f32 statistics written (0, 1 for rms_norm, 2 for layer_norm).
+  unsigned numStats = 0;
+
+  int64_t threads() const { return 128 * consumers; }
+  /// Bytes of one A tile and one B tile of the ring.
+  int64_t aTileBytes() const;
+  int64_t bTileBytes() const;
+  /// Byte offsets in dynamic shared memory (documented in GemmKernel.cpp).
+  int64_t ringBytes() const { return stages * (aTileBytes() + bTileBytes()); }
+  int64_t stagingBytes() const { return tileM * tileN * 4; }
+  int64_t rowStatsOffset() const { return std::max(ringBytes(), stagingBytes()); }
+  int64_t sharedMemoryBytes() const { return rowStatsOffset() + tileM * 4; }
+};
+
+/// Reads the spec off a planned op; on failure returns why (a message that
+/// follows "cannot generate an sm_90a kernel: ").
+FailureOr<GemmKernelSpec> getGemmKernelSpec(FusedMatmulOp op,
+                                            std::string &whyNot);
+
+/// The TMA tensor-map types of A and B for `spec` (128-byte swizzle; boxes
+/// of tileK columns).
+Type getTensorMapTypeA(MLIRContext *ctx, const GemmKernelSpec &spec);
+Type getTensorMapTypeB(MLIRContext *ctx, const GemmKernelSpec &spec);
+
+/// Creates the kernel `name` in `module`. Arguments, in order: the A and B
+/// tensor maps (as !llvm.ptr), M, N, K (index), the output memref<?x?x...>,
+/// then each optional operand of the spec that is present (residual,
+/// row_scale, col_bias, norm_weight, norm_bias), then the statistics outputs
+/// (memref<?xf32> each).
+gpu::GPUFuncOp buildGemmKernel(OpBuilder &b, Location loc,
+                               gpu::GPUModuleOp module, StringRef name,
+                               const GemmKernelSpec &spec);
+
+} // namespace mlir::fusion
+
+#endif // FUSION_LIB_CONVERSION_FUSIONTOGPU_GEMMKERNEL_H
