@@ -219,3 +219,47 @@ func.func @backward_bias_grad_without_bias(%q: tensor<1x8x2x4xf32>, %k: tensor<1
   %dq = fusion.add %dqln, %dout : tensor<1x8x2x4xf32>
   return %out, %dq : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
 }
+
+// -----
+
+// The rms_norm weight is computed after a use of the LayerNorm mean, where
+// the fused op would have to go: nothing is formed.
+// CHECK-LABEL: func.func @operand_after_stat_user
+// CHECK-NOT: fusion.norm_attention
+// CHECK: fusion.gdpa
+func.func @operand_after_stat_user(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>, %w: tensor<8xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8xf32>) {
+  %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %lnf, %m, %r = fusion.layer_norm %qf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>
+  %s = arith.negf %m : tensor<1x8xf32>
+  %rw = arith.negf %w : tensor<8xf32>
+  %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  // expected-remark @below {{fusion.gdpa not formed into fusion.norm_attention: an operand of the fusion.norm_attention is defined after a use of the chain's results}}
+  %a = fusion.gdpa %ln, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.5 : f32} : tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>
+  %h = fusion.add %a, %ln : tensor<1x8x2x4xf32>
+  %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %yf = fusion.rms_norm %hf weight(%rw : tensor<8xf32>) {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>
+  %y = tensor.expand_shape %yf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  %out = fusion.add %y, %q : tensor<1x8x2x4xf32>
+  return %out, %s : tensor<1x8x2x4xf32>, tensor<1x8xf32>
+}
+
+// -----
+
+// A dynamic head size D: the reshapes cannot be proven to restore the
+// query's layout, so nothing is formed.
+// CHECK-LABEL: func.func @dynamic_head_size
+// CHECK-NOT: fusion.norm_attention
+// CHECK: fusion.gdpa
+func.func @dynamic_head_size(%q: tensor<1x8x2x?xf32>, %k: tensor<1x4x2x?xf32>, %v: tensor<1x4x2x?xf32>, %d: index) -> tensor<1x8x2x?xf32> {
+  %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<1x8x2x?xf32> into tensor<1x8x?xf32>
+  %lnf, %m, %r = fusion.layer_norm %qf {epsilon = 1.0e-05 : f32} : tensor<1x8x?xf32> -> tensor<1x8x?xf32>, tensor<1x8xf32>, tensor<1x8xf32>
+  %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [1, 8, 2, %d] : tensor<1x8x?xf32> into tensor<1x8x2x?xf32>
+  // expected-remark @below {{fusion.gdpa not formed into fusion.norm_attention: the query tensor<1x8x2x?xf32> has a dynamic head count or head size}}
+  %a = fusion.gdpa %ln, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.5 : f32} : tensor<1x8x2x?xf32>, tensor<1x4x2x?xf32>, tensor<1x4x2x?xf32> -> tensor<1x8x2x?xf32>
+  %h = fusion.add %a, %ln : tensor<1x8x2x?xf32>
+  %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : tensor<1x8x2x?xf32> into tensor<1x8x?xf32>
+  %yf = fusion.rms_norm %hf {epsilon = 1.0e-05 : f32} : tensor<1x8x?xf32> -> tensor<1x8x?xf32>
+  %y = tensor.expand_shape %yf [[0], [1], [2, 3]] output_shape [1, 8, 2, %d] : tensor<1x8x?xf32> into tensor<1x8x2x?xf32>
+  %out = fusion.add %y, %q : tensor<1x8x2x?xf32>
+  return %out : tensor<1x8x2x?xf32>
+}

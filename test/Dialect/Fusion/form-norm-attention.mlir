@@ -220,9 +220,12 @@ func.func @fwd_bwd_jagged_own_collapses(%q: tensor<12x2x4xf32>, %k: tensor<2x4x2
 
 // The forward has an ln_bias but the layer_norm_grad computes no bias
 // gradient: norm_attention_grad takes the bias and its d ln_bias result
-// stays unused; d rms_weight is the second parameter gradient.
+// stays unused; d rms_weight is the second parameter gradient. Regression:
+// the output gradient is the forward's output itself, which the backward must
+// read from the fused forward op.
 // CHECK-LABEL: func.func @fwd_bwd_unused_bias_grad
-// CHECK: %[[DQ:[^,]*]], %{{[^,]*}}, %{{[^,]*}}, %[[PG:[^ ]*]]:2 = fusion.norm_attention_grad
+// CHECK: %[[OUT:[^,]*]], %{{.*}} = fusion.norm_attention
+// CHECK: %[[DQ:[^,]*]], %{{[^,]*}}, %{{[^,]*}}, %[[PG:[^ ]*]]:2 = fusion.norm_attention_grad %[[OUT]],
 // CHECK-SAME: ln_bias(%{{.*}} : tensor<8xf32>) rms_weight(%{{.*}} : tensor<8xf32>)
 // CHECK: return %[[DQ]], %[[PG]]#1
 func.func @fwd_bwd_unused_bias_grad(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>,
