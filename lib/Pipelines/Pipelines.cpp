@@ -12,7 +12,9 @@
 
 #include "fusion/Pipelines/Pipelines.h"
 
+#include "fusion/Conversion/Passes.h"
 #include "fusion/Dialect/Fusion/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -32,7 +34,25 @@ void mlir::fusion::buildFusionFusePipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
+void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
+                                            const FusionToGPUOptions &options) {
+  pm.addPass(createFusionPlanKernelsPass());
+  pm.addPass(createConvertFusionToGPUPass());
+  gpu::GPUToNVVMPipelineOptions nvvm;
+  nvvm.cubinChip = "sm_90a";
+  nvvm.cubinFeatures = "+ptx80";
+  nvvm.cubinFormat = options.format;
+  nvvm.optLevel = 3;
+  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+}
+
 void mlir::fusion::registerFusionPipelines() {
+  PassPipelineRegistration<FusionToGPUOptions>(
+      "fusion-to-gpu",
+      "plan kernels, generate sm_90a kernels and host launches, and lower both "
+      "to the LLVM dialect with the device code serialized (format=bin by "
+      "default); then mlir-translate --mlir-to-llvmir (or fusion-compile)",
+      buildFusionToGPUPipeline);
   PassPipelineRegistration<FusionFuseOptions>(
       "fusion-fuse",
       "run every fusion pass in order (raise, norm-attention, regroup, "

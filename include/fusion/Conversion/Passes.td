@@ -106,6 +106,9 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     #### Output IR
     Host functions with `nvgpu.tma.create.descriptor`, `gpu.alloc`/`dealloc`
     for intermediates and `gpu.launch_func`; a `gpu.module @fusion_kernels`.
+    The module's `fusion.target` moves onto that `gpu.module` as
+    `#nvvm.target` (and is removed from the module, so that upstream tools
+    such as `mlir-translate` accept the result).
     Lower further with `gpu-lower-to-nvvm-pipeline`.
 
     #### Options

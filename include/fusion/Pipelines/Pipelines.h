@@ -26,6 +26,20 @@ struct FusionFuseOptions : public PassPipelineOptions<FusionFuseOptions> {
 /// canonicalize and cse.
 void buildFusionFusePipeline(OpPassManager &pm, const FusionFuseOptions &options);
 
+struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("device code format: isa (PTX text), bin (cubin, runs "
+                     "ptxas) or fatbin"),
+      llvm::cl::init("bin")};
+};
+
+/// fusion-to-gpu: fusion-plan-kernels, convert-fusion-to-gpu, then upstream's
+/// gpu-lower-to-nvvm-pipeline for sm_90a (PTX 8.0, -O3). The chip is the one
+/// convert-fusion-to-gpu accepts from the module's fusion.target (it refuses
+/// any other), so the two cannot disagree.
+void buildFusionToGPUPipeline(OpPassManager &pm, const FusionToGPUOptions &options);
+
 /// Registers the named pipelines with the global registry.
 void registerFusionPipelines();
 

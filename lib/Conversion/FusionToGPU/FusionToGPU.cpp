@@ -220,6 +220,9 @@ struct ConvertFusionToGPUPass
     for (func::FuncOp f : funcs)
       if (failed(FunctionLowering(f, kernels).run()))
         return signalPassFailure();
+    // The target now lives on the gpu.module as #nvvm.target; without the
+    // fusion attribute, upstream tools (mlir-translate) read the module.
+    module->removeAttr(TargetAttr::getModuleAttrName());
   }
 };
 } // namespace

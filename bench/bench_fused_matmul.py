@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Times the compiled fused-matmul kernels against cuBLAS (torch.mm) and
+torch.compile (Inductor) of the unfused pair, per docs/PERF.md, and writes
+bench/results-style JSON to --out.
+
+Ours is timed as the wall-clock median of synchronous calls of the compiled
+host function (it creates its stream, encodes the TMA descriptors, launches
+and synchronizes), so it includes host overhead the baselines (CUDA-event
+medians from triton.testing.do_bench) do not; at small sizes this favours
+the baselines.
+
+    python3 bench/bench_fused_matmul.py --artifacts build/gpu --out bench.json
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from triton.testing import do_bench
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "runtime", "python"))
+sys.path.insert(0, os.path.join(REPO, "test", "gpu"))
+import fusion_runtime as fr  # noqa: E402
+from fused_matmul_reference import make_inputs, make_outputs, reference, rel_error  # noqa: E402
+
+
+def wall_ms(fn, reps=30, warmup=5):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--artifacts", default=os.path.join(REPO, "build", "gpu"))
+    p.add_argument("--out", default="bench.json")
+    p.add_argument("--commit", default="unknown")
+    a = p.parse_args()
+    cases = json.load(open(os.path.join(a.artifacts, "bench.json")))
+    lib = fr.Library(os.path.join(a.artifacts, "libbench.so"),
+                     runtime=os.path.join(a.artifacts, "libfusion_runtime.so"))
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    rows = []
+    for c in cases:
+        x = make_inputs(c, gen)
+        y = make_outputs(c)
+        fn = lib.function(c["name"], c["signature"])
+        call = lambda: fn(*x.values(), *y.values())
+        call()
+        torch.cuda.synchronize()
+        err = rel_error(y["y"], reference(c, x, torch.float64)["y"])
+        err_torch = rel_error(reference(c, x, torch.bfloat16)["y"],
+                              reference(c, x, torch.float64)["y"])
+        a_, b_ = x["a"], x["b"]
+        t_mm = do_bench(lambda: torch.mm(a_, b_), warmup=25, rep=200, return_mode="median")
+        eps = c["eps"]
+        if c["prologue"] == "rms_norm":
+            norm = torch.compile(lambda t: F.rms_norm(t, (t.shape[-1],), eps=c["prologue_eps"]))
+            pair = torch.compile(lambda t, w: F.rms_norm(t, (t.shape[-1],), eps=c["prologue_eps"]) @ w)
+            t_norm = do_bench(lambda: norm(a_), warmup=25, rep=200, return_mode="median")
+            t_pair = do_bench(lambda: pair(a_, b_), warmup=25, rep=200, return_mode="median")
+        elif c["epilogue"] == "rms_norm":
+            mmo = torch.mm(a_, b_)
+            norm = torch.compile(lambda t: F.rms_norm(t, (t.shape[-1],), eps=eps))
+            pair = torch.compile(lambda t, w: F.rms_norm(t @ w, (w.shape[-1],), eps=eps))
+            t_norm = do_bench(lambda: norm(mmo), warmup=25, rep=200, return_mode="median")
+            t_pair = do_bench(lambda: pair(a_, b_), warmup=25, rep=200, return_mode="median")
+        elif c["epilogue"] == "layer_norm":
+            mmo = torch.mm(a_, b_)
+            norm = torch.compile(lambda t: F.layer_norm(t, (t.shape[-1],), eps=eps))
+            pair = torch.compile(lambda t, w: F.layer_norm(t @ w, (w.shape[-1],), eps=eps))
+            t_norm = do_bench(lambda: norm(mmo), warmup=25, rep=200, return_mode="median")
+            t_pair = do_bench(lambda: pair(a_, b_), warmup=25, rep=200, return_mode="median")
+        else:
+            t_norm = t_pair = None
+        t_ours = wall_ms(call)
+        row = dict(name=c["name"], m=c["m"], k=c["k"], n=c["n"], prologue=c["prologue"],
+                   epilogue=c["epilogue"], ours_ms=t_ours, cublas_ms=t_mm,
+                   norm_ms=t_norm, inductor_pair_ms=t_pair,
+                   ours_over_cublas=t_mm / t_ours,
+                   tflops=2 * c["m"] * c["k"] * c["n"] / t_ours / 1e9,
+                   rel_err=err, torch_bf16_rel_err=err_torch)
+        if t_norm:
+            row["hidden_pct"] = 100 * (t_mm + t_norm - t_ours) / t_norm
+            row["speedup_vs_inductor"] = t_pair / t_ours
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    result = dict(date=datetime.date.today().isoformat(), commit=a.commit,
+                  gpu=torch.cuda.get_device_name(), torch=torch.__version__,
+                  timing="ours: wall-clock median of synchronous calls (host overhead "
+                         "included); baselines: do_bench CUDA-event medians",
+                  rows=rows)
+    with open(a.out, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"\n{'case':28} {'ours ms':>8} {'cuBLAS':>8} {'ours/cuBLAS':>11} {'hidden%':>8} {'vs Inductor':>11} {'err':>9}")
+    for r in rows:
+        print(f"{r['name']:28} {r['ours_ms']:8.3f} {r['cublas_ms']:8.3f} {r['ours_over_cublas']:11.2f} "
+              f"{r.get('hidden_pct', float('nan')):8.1f} {r.get('speedup_vs_inductor', float('nan')):11.2f} {r['rel_err']:9.2e}")
+
+
+if __name__ == "__main__":
+    main()

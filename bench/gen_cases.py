@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Writes fused-matmul test/benchmark cases as one .mlir module plus a JSON
+manifest that test/gpu/test_fused_matmul_gpu.py and bench/bench_fused_matmul.py
+read. Each case is one function; fusion-compile turns the module into one
+shared library.
+
+    bench/gen_cases.py OUTDIR [--suite correctness|bench]
+"""
+import argparse
+import json
+import os
+
+DT = {"bf16": "bf16", "f32": "f32"}
+
+
+def case(name, m, k, n, prologue="none", epilogue="none", residual=False,
+         row_scale=False, col_bias=False, weight=False, bias=False,
+         save_stats=False, out="bf16"):
+    return dict(name=name, m=m, k=k, n=n, prologue=prologue, epilogue=epilogue,
+                residual=residual, row_scale=row_scale, col_bias=col_bias,
+                weight=weight, bias=bias, save_stats=save_stats, out=out,
+                eps=1e-5, prologue_eps=1e-6)
+
+
+def suites():
+    correctness = [
+        case("gemm_256x512x256", 256, 512, 256),
+        case("gemm_odd_m", 1000, 512, 256),
+        case("gemm_k_tail", 384, 200, 256),
+        case("gemm_n128_f32out", 512, 256, 128, out="f32"),
+        case("gemm_seed_8192x512x512", 8192, 512, 512),
+        case("lazy_rms_8192x512x512", 8192, 512, 512, prologue="rms_norm"),
+        case("lazy_rms_odd_m", 1000, 1024, 256, prologue="rms_norm"),
+        case("lazy_rms_65536x1024x256", 65536, 1024, 256, prologue="rms_norm"),
+        case("rms_epi_8192x512x256", 8192, 512, 256, epilogue="rms_norm",
+             residual=True, weight=True, save_stats=True),
+        case("ln_epi_8192x512x256", 8192, 512, 256, epilogue="layer_norm",
+             residual=True, weight=True, bias=True, save_stats=True),
+        case("ln_epi_odd_m", 1000, 256, 192, epilogue="layer_norm",
+             save_stats=True),
+        case("rowscale_colbias", 1024, 256, 512, epilogue="row_scale",
+             row_scale=True, col_bias=True),
+    ]
+    bench = []
+    for d in (256, 512, 1024, 2048, 4096):
+        bench.append(case(f"bench_gemm_{d}", 262144, d, d))
+        bench.append(case(f"bench_lazy_rms_{d}", 262144, d, d, prologue="rms_norm"))
+    for d in (256,):
+        bench.append(case(f"bench_rms_epi_{d}", 262144, d, d, epilogue="rms_norm"))
+        bench.append(case(f"bench_ln_epi_{d}", 262144, d, d, epilogue="layer_norm"))
+    return {"correctness": correctness, "bench": bench}
+
+
+def mlir_function(c):
+    m, k, n = c["m"], c["k"], c["n"]
+    t = lambda *shape, e="bf16": "tensor<" + "x".join(map(str, shape)) + "x" + e + ">"
+    args = [("a", t(m, k)), ("b", t(k, n))]
+    operands = ""
+    if c["residual"]:
+        args.append(("r", t(m, n)))
+        operands += f" residual(%r : {t(m, n)})"
+    if c["row_scale"]:
+        args.append(("s", t(m, e="f32")))
+        operands += f" row_scale(%s : {t(m, e='f32')})"
+    if c["col_bias"]:
+        args.append(("cb", t(n)))
+        operands += f" col_bias(%cb : {t(n)})"
+    if c["weight"]:
+        args.append(("w", t(n)))
+        operands += f" norm_weight(%w : {t(n)})"
+    if c["bias"]:
+        args.append(("nb", t(n)))
+        operands += f" norm_bias(%nb : {t(n)})"
+    results = [t(m, n, e=c["out"])]
+    nstats = 0
+    if c["save_stats"]:
+        nstats = 2 if c["epilogue"] == "layer_norm" else 1
+        results += [t(m, e="f32")] * nstats
+    attrs = []
+    if c["prologue"] != "none":
+        attrs += [f"prologue = #fusion.prologue<{c['prologue']}>",
+                  f"prologue_epsilon = {c['prologue_eps']:e} : f32"]
+    if c["epilogue"] != "none":
+        attrs.append(f"epilogue = #fusion.epilogue<{c['epilogue']}>")
+    if c["epilogue"] in ("rms_norm", "layer_norm"):
+        attrs.append(f"epsilon = {c['eps']:e} : f32")
+    if c["save_stats"]:
+        attrs.append("save_stats")
+    names = ", ".join(f"%y{i}" for i in range(len(results)))
+    sig = ", ".join(f"%{a}: {ty}" for a, ty in args)
+    res = ", ".join(results)
+    return (f"func.func @{c['name']}({sig}) -> ({res}) {{\n"
+            f"  {names} = fusion.fused_matmul %a, %b{operands} {{{', '.join(attrs)}}}\n"
+            f"      : {t(m, k)}, {t(k, n)} -> {res}\n"
+            f"  return {names} : {res}\n}}\n")
+
+
+def loader_signature(c):
+    m, k, n = c["m"], c["k"], c["n"]
+    parts = [f"a: bf16[{m},{k}]", f"b: bf16[{k},{n}]"]
+    if c["residual"]:
+        parts.append(f"r: bf16[{m},{n}]")
+    if c["row_scale"]:
+        parts.append(f"s: f32[{m}]")
+    if c["col_bias"]:
+        parts.append(f"cb: bf16[{n}]")
+    if c["weight"]:
+        parts.append(f"w: bf16[{n}]")
+    if c["bias"]:
+        parts.append(f"nb: bf16[{n}]")
+    parts.append(f"y: {c['out']}[{m},{n}]")
+    if c["save_stats"]:
+        if c["epilogue"] == "layer_norm":
+            parts.append(f"mean: f32[{m}]")
+        parts.append(f"rstd: f32[{m}]")
+    return "; ".join(parts)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("outdir")
+    p.add_argument("--suite", default="correctness", choices=["correctness", "bench"])
+    a = p.parse_args()
+    os.makedirs(a.outdir, exist_ok=True)
+    cases = suites()[a.suite]
+    with open(os.path.join(a.outdir, f"{a.suite}.mlir"), "w") as f:
+        f.write('module attributes {fusion.target = #fusion.target<"sm_90a">} {\n')
+        for c in cases:
+            f.write(mlir_function(c))
+        f.write("}\n")
+    for c in cases:
+        c["signature"] = loader_signature(c)
+    with open(os.path.join(a.outdir, f"{a.suite}.json"), "w") as f:
+        json.dump(cases, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

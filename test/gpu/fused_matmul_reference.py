@@ -1,0 +1,82 @@
+"""Float64 and PyTorch-bf16 references of fusion.fused_matmul cases, and the
+tensors a case takes (shared by test_fused_matmul_gpu.py and
+bench/bench_fused_matmul.py). The formulas are those of FusionOps.td."""
+
+import torch
+
+
+def make_inputs(case, gen, device="cuda"):
+    """Fresh random inputs (normal) in argument order, as a dict."""
+    m, k, n = case["m"], case["k"], case["n"]
+    bf = torch.bfloat16
+
+    def rnd(*shape, dtype=bf, scale=1.0):
+        return (torch.randn(*shape, generator=gen, device=device) * scale).to(dtype)
+
+    x = {"a": rnd(m, k), "b": rnd(k, n, scale=k ** -0.5)}
+    if case["residual"]:
+        x["r"] = rnd(m, n)
+    if case["row_scale"]:
+        x["s"] = torch.rand(m, generator=gen, device=device) + 0.5
+    if case["col_bias"]:
+        x["cb"] = rnd(n)
+    if case["weight"]:
+        x["w"] = rnd(n) * 0.5 + 1.0
+    if case["bias"]:
+        x["nb"] = rnd(n)
+    return x
+
+
+def make_outputs(case, device="cuda"):
+    """Outputs poisoned with NaN, so that an unwritten element fails."""
+    m, n = case["m"], case["n"]
+    out_dtype = torch.float32 if case["out"] == "f32" else torch.bfloat16
+    y = {"y": torch.full((m, n), float("nan"), dtype=out_dtype, device=device)}
+    if case["save_stats"]:
+        if case["epilogue"] == "layer_norm":
+            y["mean"] = torch.full((m,), float("nan"), device=device)
+        y["rstd"] = torch.full((m,), float("nan"), device=device)
+    return y
+
+
+def reference(case, x, dtype):
+    """The case's function computed in `dtype` (float64: the reference;
+    bfloat16: what PyTorch's own bf16 path gives). Returns a dict of outputs."""
+    a, b = x["a"].to(dtype), x["b"].to(dtype)
+    if case["prologue"] == "rms_norm":
+        a32 = x["a"].to(torch.float64 if dtype == torch.float64 else torch.float32)
+        r = torch.rsqrt(a32.pow(2).mean(-1, keepdim=True) + case["prologue_eps"])
+        a = (a32 * r).to(dtype)
+    acc = a @ b
+    if case["row_scale"]:
+        acc = acc * x["s"].to(dtype)[:, None]
+    if case["col_bias"]:
+        acc = acc + x["cb"].to(dtype)
+    if case["residual"]:
+        acc = acc + x["r"].to(dtype)
+    out = {}
+    if case["epilogue"] == "rms_norm":
+        t = acc.to(torch.float64 if dtype == torch.float64 else torch.float32)
+        rstd = torch.rsqrt(t.pow(2).mean(-1) + case["eps"])
+        y = t * rstd[:, None]
+        if case["weight"]:
+            y = y * x["w"].to(y.dtype)
+        out["y"], out["rstd"] = y.to(dtype), rstd
+    elif case["epilogue"] == "layer_norm":
+        t = acc.to(torch.float64 if dtype == torch.float64 else torch.float32)
+        mean = t.mean(-1)
+        rstd = torch.rsqrt((t - mean[:, None]).pow(2).mean(-1) + case["eps"])
+        y = (t - mean[:, None]) * rstd[:, None]
+        if case["weight"]:
+            y = y * x["w"].to(y.dtype)
+        if case["bias"]:
+            y = y + x["nb"].to(y.dtype)
+        out["y"], out["mean"], out["rstd"] = y.to(dtype), mean, rstd
+    else:
+        out["y"] = acc
+    return out
+
+
+def rel_error(got, ref):
+    got, ref = got.double(), ref.double()
+    return ((got - ref).norm() / ref.norm().clamp_min(1e-30)).item()
