@@ -54,10 +54,16 @@ def test_case(case, seed):
     theirs = rel_error(torch_bf16["y"], ref["y"])
     print(f"{case['name']} seed {seed}: rel err ours {ours:.3e}, torch bf16 {theirs:.3e}")
     assert ours <= 2 * theirs + 1e-3, (ours, theirs)
+    # Statistics within 1e-3 of the float64 ones, relative to the row's scale:
+    # rstd relative to itself, the mean in units of the row's standard
+    # deviation 1/rstd (a mean near zero has no meaningful relative error).
     for stat in ("mean", "rstd"):
         if stat in y:
             assert not torch.isnan(y[stat]).any(), f"{stat} not written"
-            err = ((y[stat].double() - ref[stat]).abs() / ref[stat].abs().clamp_min(1e-6)).max().item()
+            diff = (y[stat].double() - ref[stat]).abs()
+            scale = ref["rstd"] if stat == "mean" else 1.0 / ref["rstd"].abs()
+            err = (diff * scale).max().item()
+            print(f"  {stat}: max error {err:.3e} (relative to the row scale)")
             assert err <= 1e-3, (stat, err)
 
 

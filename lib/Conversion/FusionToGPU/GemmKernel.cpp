@@ -3,7 +3,7 @@
 // One CTA computes a tile_m x tile_n block of C = A @ B with consumers
 // warpgroups (64 rows each) and then runs the fused epilogue on it:
 //
-//   dynamic shared memory
+//   dynamic shared memory (from its first 1024-byte aligned address)
 //   +--------------------------------------------+ 0
 //   | ring: stages x [A tile | B tile]            |  A: tile_m x 64, B: 64 x tile_n
 //   |  (reused after the K loop as the f32       |  (bf16/f16, 128-byte swizzle,
@@ -12,16 +12,17 @@
 //   | per-row f32 sums of squares of A (Lazy)    |
 //   +--------------------------------------------+
 //
-// K loop, iteration i (stage s = i % stages):
-//   1. thread 0 refills the stage consumed in iteration i - 1 with K tile
-//      i + stages - 1 (TMA, completing on full[s'] with expect_tx);
+// K loop, iteration i (stage s = i % stages), one wgmma group in flight:
+//   1. thread 0 refills the stage consumed in iteration i - 2 with K tile
+//      i + stages - 2 (TMA, completing on full[s'] with expect_tx);
 //   2. every thread waits on full[s] (parity (i / stages) & 1);
 //   3. Lazy Pre-Norm: each thread adds the squares of half an A row;
 //   4. each warpgroup issues wgmma on its 64 rows (nvgpu.warpgroup.mma) and
-//      waits for it;
-//   5. a CTA barrier: only now may the stage be refilled. The A buffer is
-//      released after *both* its readers, the MMA and the sum of squares, are
-//      done (the plain-Triton failure in docs/PERF.md is exactly this race).
+//      waits until only that group is pending (the MMA of i - 1 is done);
+//   5. a CTA barrier. A stage is refilled only after *both* its readers, the
+//      MMA (step 4 of the next iteration) and the sum of squares (step 3,
+//      before the barrier), are done with it: the plain-Triton failure in
+//      docs/PERF.md is exactly this race.
 //
 // Epilogue: the accumulators go to the staging tile (nvgpu.warpgroup.mma.store);
 // each warp then owns whole rows (tile_n <= 256 columns, tile_n / 32 per lane),
@@ -183,7 +184,8 @@ private:
   Value smemView(Value byteOffset, ArrayRef<int64_t> shape, Type elem) {
     auto type = MemRefType::get(shape, elem, MemRefLayoutAttrInterface{},
                                 sharedSpace(ctx));
-    return memref::ViewOp::create(b, type, smem, byteOffset, ValueRange{});
+    return memref::ViewOp::create(b, type, smem, add(byteOffset, smemPad),
+                                  ValueRange{});
   }
   Value arg(unsigned i) { return func.getArgument(i); }
 
@@ -198,7 +200,7 @@ private:
   const GemmKernelSpec &s;
   MLIRContext *ctx;
   gpu::GPUFuncOp func;
-  Value smem, barriers, tmaA, tmaB, m, n, k, tid, wg, blockRow, blockCol;
+  Value smem, smemPad, barriers, tmaA, tmaB, m, n, k, tid, wg, blockRow, blockCol;
   Type barrierType;
   Value colMask;
 };
@@ -233,7 +235,7 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value predicate) {
 Value GemmKernelEmitter::lazySumOfSquares(Value stage, Value ss) {
   Value stageBytes = idx(s.aTileBytes() + s.bTileBytes());
   Value aTile = smemView(mul(stage, stageBytes), {s.tileM, s.tileK}, s.abType);
-  Value row = arith::DivUIOp::create(b, tid, idx(2));
+  Value row = add(mul(wg, idx(64)), arith::DivUIOp::create(b, tid, idx(2)));
   Value half = arith::RemUIOp::create(b, tid, idx(2));
   Value col0 = mul(half, idx(s.tileK / 2));
   auto vecType = VectorType::get({8}, s.abType);
@@ -280,17 +282,21 @@ void GemmKernelEmitter::epilogue(Value acc, Value sumSq) {
   auto vecF32 = VectorType::get({perLane}, f32);
 
   // Accumulators -> staging tile (reuses the ring: every stage was consumed
-  // before the last barrier of the K loop).
-  Value stagingOff = mul(wg, idx(64 * s.tileN * 4));
-  Value mine = smemView(stagingOff, {64, s.tileN}, f32);
-  nvgpu::WarpgroupMmaStoreOp::create(b, acc, mine);
+  // before the last barrier of the K loop). nvgpu.warpgroup.mma.store places
+  // a thread's rows by its warp index in the CTA, not in its warpgroup
+  // (row = 16 * (tid / 32) + ...: warps 4-7 write rows 64-127), so every
+  // warpgroup stores through the same 64-row view at the tile's start and
+  // warpgroup w lands on rows 64w .. 64w + 63 of the staging tile.
+  Value rows64 = smemView(idx(0), {64, s.tileN}, f32);
+  nvgpu::WarpgroupMmaStoreOp::create(b, acc, rows64);
+  Value staging = smemView(idx(0), {s.tileM, s.tileN}, f32);
   Value rowStats = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
   if (s.prologue == PrologueKind::rms_norm) {
     // Lanes 2r and 2r+1 hold the halves of row r.
     auto other = gpu::ShuffleOp::create(b, sumSq, i32(1), i32(32),
                                         gpu::ShuffleMode::XOR);
     Value total = arith::AddFOp::create(b, sumSq, other.getShuffleResult());
-    Value row = arith::DivUIOp::create(b, tid, idx(2));
+    Value row = add(mul(wg, idx(64)), arith::DivUIOp::create(b, tid, idx(2)));
     Value even = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
                                        arith::RemUIOp::create(b, tid, idx(2)),
                                        idx(0));
@@ -301,8 +307,7 @@ void GemmKernelEmitter::epilogue(Value acc, Value sumSq) {
   }
   gpu::BarrierOp::create(b);
 
-  Value staging = smemView(idx(0), {s.tileM, s.tileN}, f32);
-  Value warp = arith::DivUIOp::create(b, tid, idx(32));
+  Value warp = arith::DivUIOp::create(b, arith::AddIOp::create(b, tid, mul(wg, idx(128))), idx(32));
   Value lane = arith::RemUIOp::create(b, tid, idx(32));
   Value numWarps = idx(s.threads() / 32);
   Value colInTile = mul(lane, idx(perLane));
@@ -428,6 +433,15 @@ void GemmKernelEmitter::emit() {
   smem = gpu::DynamicSharedMemoryOp::create(
       b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                          MemRefLayoutAttrInterface{}, sharedSpace(ctx)));
+  // The 128-byte swizzle (TMA destinations, wgmma operands) needs 1024-byte
+  // aligned tiles, but the dynamic shared memory base only follows the static
+  // mbarriers at 16-byte alignment: pad it up at run time (the launch asks for
+  // kSmemAlignment more bytes).
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, smem);
+  Value misalign = arith::RemUIOp::create(b, base, idx(kSmemAlignment));
+  smemPad = arith::RemUIOp::create(
+      b, arith::SubIOp::create(b, idx(kSmemAlignment), misalign),
+      idx(kSmemAlignment));
   barrierType = nvgpu::MBarrierGroupType::get(ctx, sharedSpace(ctx), s.stages);
   barriers = nvgpu::MBarrierCreateOp::create(b, barrierType);
   Value leader = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, threadId, idx(0));
@@ -438,8 +452,8 @@ void GemmKernelEmitter::emit() {
   gpu::BarrierOp::create(b);
 
   Value numK = arith::CeilDivUIOp::create(b, k, idx(s.tileK));
-  // Prologue: K tiles 0 .. stages - 2.
-  for (int64_t p = 0; p + 1 < s.stages; ++p) {
+  // Prologue: K tiles 0 .. stages - 3 (the loop prefetches stages - 2 ahead).
+  for (int64_t p = 0; p + 2 < s.stages; ++p) {
     Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, idx(p), numK);
     issueLoad(idx(p), idx(p), arith::AndIOp::create(b, leader, inRange));
   }
@@ -460,8 +474,10 @@ void GemmKernelEmitter::emit() {
       b, idx(0), numK, idx(1), ValueRange{acc0, ss0},
       [&](OpBuilder &, Location, Value i, ValueRange iter) {
         Value stages = idx(s.stages);
-        // 1. Refill the stage consumed in iteration i - 1.
-        Value next = add(i, idx(s.stages - 1));
+        // 1. Refill the stage consumed in iteration i - 2: its MMA finished at
+        //    the wait_group(1) of iteration i - 1, its sum-of-squares reads
+        //    before that iteration's barrier.
+        Value next = add(i, idx(s.stages - 2));
         Value nextOk = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, next, numK);
         issueLoad(next, arith::RemUIOp::create(b, next, stages),
                   arith::AndIOp::create(b, leader, nextOk));
@@ -486,11 +502,14 @@ void GemmKernelEmitter::emit() {
         Value dB = nvgpu::WarpgroupGenerateDescriptorOp::create(b, descBType, bTile, tmaB);
         Value acc = nvgpu::WarpgroupMmaOp::create(
             b, accType, dA, dB, IntegerAttr(), UnitAttr(), b.getUnitAttr(), iter[0]);
-        NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
-        // 5. Both readers of the stage are done: it may be refilled.
+        // Keep this MMA in flight; the one of iteration i - 1 is now done.
+        NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
+        // 5. Every warpgroup is past that wait: stage (i - 1) % stages may be
+        //    refilled at the start of iteration i + 1.
         gpu::BarrierOp::create(b);
         scf::YieldOp::create(b, ValueRange{acc, ss});
       });
+  NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
   epilogue(loop.getResult(0), loop.getResult(1));
   gpu::ReturnOp::create(b);
 }

@@ -14,6 +14,9 @@
 
 namespace mlir::fusion {
 
+/// Alignment of the tiles in shared memory (the 128-byte swizzle atom).
+constexpr int64_t kSmemAlignment = 1024;
+
 /// Everything the kernel generator needs to know about one fused GEMM.
 struct GemmKernelSpec {
   int64_t tileM, tileN, tileK, stages, consumers;
@@ -35,7 +38,11 @@ struct GemmKernelSpec {
   int64_t ringBytes() const { return stages * (aTileBytes() + bTileBytes()); }
   int64_t stagingBytes() const { return tileM * tileN * 4; }
   int64_t rowStatsOffset() const { return std::max(ringBytes(), stagingBytes()); }
-  int64_t sharedMemoryBytes() const { return rowStatsOffset() + tileM * 4; }
+  /// Dynamic shared memory to launch with, including the slack that aligns
+  /// the base to kSmemAlignment.
+  int64_t sharedMemoryBytes() const {
+    return kSmemAlignment + rowStatsOffset() + tileM * 4;
+  }
 };
 
 /// Reads the spec off a planned op; on failure returns why (a message that

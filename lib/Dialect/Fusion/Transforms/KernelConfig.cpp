@@ -41,11 +41,16 @@ KernelSmemLayout mlir::fusion::getKernelSmemLayout(
   l.bTileBytes = tileN * K::kTileK * elementBytes;
   l.aRingOffset = 0;
   l.bRingOffset = l.aRingOffset + stages * l.aTileBytes;
-  // The epilogue stages the f32 accumulator tile before the TMA store.
-  l.epilogueOffset = l.bRingOffset + stages * l.bTileBytes;
+  // The epilogue stages the f32 accumulator tile in the ring, which is free
+  // once the K loop has consumed every stage.
+  int64_t ringEnd = l.bRingOffset + stages * l.bTileBytes;
+  l.epilogueOffset = 0;
   l.epilogueBytes = K::kTileM * tileN * 4;
+  // Lazy Pre-Norm's per-row sums of squares outlive the K loop.
+  l.rowStatsOffset = std::max(ringEnd, l.epilogueBytes);
+  l.rowStatsBytes = K::kTileM * 4;
   // Grad epilogues read the forward's norm_input tile next to the gradient.
-  l.normInputOffset = l.epilogueOffset + l.epilogueBytes;
+  l.normInputOffset = l.rowStatsOffset + l.rowStatsBytes;
   l.normInputBytes = K::kTileM * tileN * normInputElementBytes;
   // A cluster exchanges a (sum, sum of squares) pair per row with every
   // peer, double-buffered for the persistent loop.
@@ -65,11 +70,14 @@ std::string str(Type t) {
   return s;
 }
 
-/// "A/B ring 98304, f32 epilogue tile 131072, ...": where the bytes go.
+/// "A/B ring 98304 and f32 epilogue tile 131072 sharing 131072, ...": where
+/// the bytes go.
 std::string breakdown(const KernelSmemLayout &l) {
   std::string s = ("A/B ring " +
                    Twine(l.stages * (l.aTileBytes + l.bTileBytes)) +
-                   ", f32 epilogue tile " + Twine(l.epilogueBytes))
+                   " and f32 epilogue tile " + Twine(l.epilogueBytes) +
+                   " sharing " + Twine(l.rowStatsOffset) + ", row sums " +
+                   Twine(l.rowStatsBytes))
                       .str();
   if (l.normInputBytes)
     s += (", norm_input tile " + Twine(l.normInputBytes)).str();

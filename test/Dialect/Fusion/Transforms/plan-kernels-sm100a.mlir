@@ -8,16 +8,16 @@
 // tile_n until 2 stages fit, and norm epilogues fit only up to N = 256.
 
 // Test that a plain matmul with a wide N selects tile_n = 512 first, halves
-// it to 256 because 512 does not fit even with 2 stages (427008 bytes), and
-// then selects 2 stages: 2 * (128 + 256) * 64 * 2 + 128 * 256 * 4 + 1024
-// = 230400.
+// it to 256 because 512 does not fit even with 2 stages (263680 bytes), and
+// then selects 4 stages: max(4 * (128 + 256) * 64 * 2, 128 * 256 * 4) + 512
+// + 1024 = 198144.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 // CHECK-LABEL: func.func @matmul_halved
 // CHECK-SAME: (%[[A:.*]]: tensor<8192x1024xbf16>, %[[B:.*]]: tensor<1024x1024xbf16>)
 func.func @matmul_halved(%a: tensor<8192x1024xbf16>, %b: tensor<1024x1024xbf16>) -> tensor<8192x1024xbf16> {
   // CHECK-NOT: fusion.matmul
   // CHECK: %[[C:.*]] = fusion.fused_matmul %[[A]], %[[B]]
-  // CHECK-SAME: {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 2, cluster_n = 1, consumers = 2, smem_bytes = 230400>}
+  // CHECK-SAME: {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>}
   // CHECK: return %[[C]]
   %c = fusion.matmul %a, %b : tensor<8192x1024xbf16>, tensor<1024x1024xbf16> -> tensor<8192x1024xbf16>
   return %c : tensor<8192x1024xbf16>
@@ -28,12 +28,12 @@ func.func @matmul_halved(%a: tensor<8192x1024xbf16>, %b: tensor<1024x1024xbf16>)
 
 // Test that a row-independent epilogue over N = 200 selects N rounded up to
 // the tcgen05 granularity of 16: tile_n = 208,
-// 2 * (128 + 208) * 64 * 2 + 128 * 208 * 4 + 1024 = 193536.
+// max(5 * (128 + 208) * 64 * 2, 128 * 208 * 4) + 512 + 1024 = 216576.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 // CHECK-LABEL: func.func @row_scale_granularity16
 func.func @row_scale_granularity16(%a: tensor<4096x512xf16>, %b: tensor<512x200xf16>, %s: tensor<4096xf32>) -> tensor<4096x200xf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 208, tile_k = 64, stages = 2, cluster_n = 1, consumers = 2, smem_bytes = 193536>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 208, tile_k = 64, stages = 5, cluster_n = 1, consumers = 2, smem_bytes = 216576>
   %y = fusion.fused_matmul %a, %b row_scale(%s : tensor<4096xf32>)
       {epilogue = #fusion.epilogue<row_scale>}
       : tensor<4096x512xf16>, tensor<512x200xf16> -> tensor<4096x200xf16>
@@ -44,12 +44,12 @@ func.func @row_scale_granularity16(%a: tensor<4096x512xf16>, %b: tensor<512x200x
 // -----
 
 // Test that an rms_norm epilogue over N = 256 selects one CTA of 256 columns
-// (planEpilogueNorm on sm_100a) with 2 stages: 230400.
+// (planEpilogueNorm on sm_100a) with 4 stages: 198144.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 // CHECK-LABEL: func.func @rms_norm_single_cta
 func.func @rms_norm_single_cta(%a: tensor<4096x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<4096x256xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 2, cluster_n = 1, consumers = 2, smem_bytes = 230400>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>
   %y = fusion.fused_matmul %a, %b
       {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
       : tensor<4096x512xbf16>, tensor<512x256xbf16> -> tensor<4096x256xbf16>
@@ -60,12 +60,12 @@ func.func @rms_norm_single_cta(%a: tensor<4096x512xbf16>, %b: tensor<512x256xbf1
 // -----
 
 // Test that a narrow GEMM selects the deepest ring on sm_100a as on sm_90a:
-// N = 64, 6 * (128 + 64) * 64 * 2 + 128 * 64 * 4 + 1024 = 181248.
+// N = 64, max(6 * (128 + 64) * 64 * 2, 128 * 64 * 4) + 512 + 1024 = 148992.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 // CHECK-LABEL: func.func @matmul_narrow
 func.func @matmul_narrow(%a: tensor<?x4096xbf16>, %b: tensor<4096x64xbf16>) -> tensor<?x64xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181248>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 148992>
   %c = fusion.matmul %a, %b : tensor<?x4096xbf16>, tensor<4096x64xbf16> -> tensor<?x64xbf16>
   return %c : tensor<?x64xbf16>
 }

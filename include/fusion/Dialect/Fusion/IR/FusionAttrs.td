@@ -137,7 +137,7 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
     Example:
     ```mlir
     fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64,
-        stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 196864>
+        stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>
     ```
   }];
   let parameters = (ins "int64_t":$tile_m, "int64_t":$tile_n, "int64_t":$tile_k,

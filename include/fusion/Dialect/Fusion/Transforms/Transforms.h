@@ -74,7 +74,9 @@ struct FusedMatmulKernel {
 /// shared memory, in bytes from the (1024-byte aligned) base:
 ///
 ///   [ A ring: stages x tile_m x tile_k x e ][ B ring: stages x tile_n x tile_k x e ]
-///   [ epilogue staging: tile_m x tile_n x f32 ]
+///     (after the K loop, the same bytes hold the epilogue staging tile,
+///      tile_m x tile_n x f32: the region is max(ring, staging) long)
+///   [ Lazy Pre-Norm row sums of squares: tile_m x f32 ]
 ///   [ norm_input tile: tile_m x tile_n x e ]          (grad epilogues only)
 ///   [ DSMEM slots: 2 x tile_m x cluster_n x 2 x f32 ] (cluster_n > 1 only)
 ///   [ mbarriers, alignment: 1 KiB ]
@@ -87,6 +89,7 @@ struct KernelSmemLayout {
   int64_t aTileBytes, bTileBytes;
   int64_t aRingOffset, bRingOffset;
   int64_t epilogueOffset, epilogueBytes;
+  int64_t rowStatsOffset, rowStatsBytes;
   int64_t normInputOffset, normInputBytes;
   int64_t clusterSlotsOffset, clusterSlotsBytes;
   int64_t barriersOffset;

@@ -37,7 +37,8 @@ def smem(tile_m, tile_n, tile_k, stages, cluster_n, grad):
     staging = tile_m * tile_n * 4
     norm_input = tile_m * tile_n * ELEMENT_BYTES if grad else 0
     slots = 2 * tile_m * cluster_n * 2 * 4 if cluster_n > 1 else 0
-    return ring + staging + norm_input + slots + 1024
+    # The staging tile reuses the ring after the K loop; then the row sums.
+    return max(ring, staging) + tile_m * 4 + norm_input + slots + 1024
 
 
 def name(m, k, n, epi):
