@@ -15,7 +15,8 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.fusion_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["fusion-opt", "fusion-runner", "mlir-opt", "mlir-runner"], tool_dirs)
+    ["fusion-opt", "fusion-runner", "fusion-compile", "mlir-opt", "mlir-runner", "llvm-nm"],
+    tool_dirs)
 
 # ptxas from the CUDA toolkit, for tests that assemble PTX.
 ptxas = shutil.which("ptxas") or (
@@ -23,9 +24,17 @@ ptxas = shutil.which("ptxas") or (
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+    # The NVVM serializer finds ptxas and libdevice (math functions in the
+    # kernels) through the toolkit root.
+    config.environment["CUDA_HOME"] = os.path.dirname(os.path.dirname(os.path.realpath(ptxas)))
 
 # runtime/'s unit-test binary (built only when cuda.h was found), for test/Runtime/.
 fusion_runtime_tests = os.path.join(config.fusion_tools_dir, "fusion-runtime-tests")
 if os.path.exists(fusion_runtime_tests):
     config.available_features.add("fusion-runtime")
     config.substitutions.append(("%fusion_runtime_tests", fusion_runtime_tests))
+
+# fusion-compile links against the runtime, which is built only where the
+# CUDA driver API headers and stub library are found.
+if os.path.exists(os.path.join(config.fusion_obj_root, "lib", "libfusion_runtime.so")):
+    config.available_features.add("fusion-runtime")

@@ -193,6 +193,10 @@ private:
   Value lazySumOfSquares(Value stage, Value ss);
   void epilogue(Value acc, Value sumSq);
   Value warpAllReduce(Value v);
+  /// 1 / sqrt(x). math.rsqrt lowers to libdevice's __nv_rsqrtf, which the
+  /// NVVM serializer links from the CUDA toolkit ($CUDA_HOME, or ptxas on
+  /// PATH); fusion-compile and the lit configuration point it there.
+  Value rsqrt(Value x) { return math::RsqrtOp::create(b, x); }
   /// Masked by `colMask` (the lane's columns inside [0, N)).
   Value readRow(Value mem, Value row, Value col, int64_t n, Type elem);
 
@@ -358,8 +362,7 @@ void GemmKernelEmitter::epilogue(Value acc, Value sumSq) {
             Value kF = arith::UIToFPOp::create(
                 b, f32, arith::IndexCastOp::create(b, b.getI64Type(), k));
             Value ms = arith::DivFOp::create(b, ss, kF);
-            Value rs = math::RsqrtOp::create(
-                b, arith::AddFOp::create(b, ms, cstF32(s.prologueEpsilon)));
+            Value rs = rsqrt(arith::AddFOp::create(b, ms, cstF32(s.prologueEpsilon)));
             v = arith::MulFOp::create(b, v, splat(rs));
           }
           if (rowScale) {
@@ -380,8 +383,7 @@ void GemmKernelEmitter::epilogue(Value acc, Value sumSq) {
           if (s.epilogue == EpilogueKind::rms_norm) {
             Value sq = arith::MulFOp::create(b, v, v);
             Value sum = warpAllReduce(vector::ReductionOp::create(b, vector::CombiningKind::ADD, sq));
-            Value rs = math::RsqrtOp::create(
-                b, arith::AddFOp::create(b, arith::DivFOp::create(b, sum, nF), cstF32(s.epsilon)));
+            Value rs = rsqrt(arith::AddFOp::create(b, arith::DivFOp::create(b, sum, nF), cstF32(s.epsilon)));
             v = arith::MulFOp::create(b, v, splat(rs));
             if (weight)
               v = arith::MulFOp::create(b, v, readRow(weight, gm, col, perLane, s.normWeightType));
@@ -395,7 +397,7 @@ void GemmKernelEmitter::epilogue(Value acc, Value sumSq) {
             Value sq = arith::MulFOp::create(b, dm, dm);
             Value var = arith::DivFOp::create(
                 b, warpAllReduce(vector::ReductionOp::create(b, vector::CombiningKind::ADD, sq)), nF);
-            Value rs = math::RsqrtOp::create(b, arith::AddFOp::create(b, var, cstF32(s.epsilon)));
+            Value rs = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
             v = arith::MulFOp::create(b, d, splat(rs));
             if (weight)
               v = arith::MulFOp::create(b, v, readRow(weight, gm, col, perLane, s.normWeightType));

@@ -1,0 +1,23 @@
+// REQUIRES: ptxas, fusion-runtime
+// Test that fusion-compile turns a fusion module into a shared library that
+// exports the destination-passing host function and needs only the runtime
+// (mgpu* entry points) besides libc, and that a failing step is reported with
+// the step's name and a non-zero exit code.
+// RUN: fusion-compile %s -o %t.so
+// RUN: llvm-nm -D %t.so | FileCheck %s
+// RUN: not fusion-compile %S/Inputs/not-planned.mlir -o %t.bad.so 2>&1 | FileCheck %s --check-prefix=ERR
+// RUN: not fusion-compile %s 2>&1 | FileCheck %s --check-prefix=USAGE
+// CHECK-DAG: T block
+// CHECK-DAG: U mgpuLaunchKernel
+// CHECK-DAG: U mgpuModuleLoad
+// CHECK-DAG: U mgpuTensorMapEncodeTiledMemref
+// ERR: error: 'fusion.fused_matmul' op expected lhs and rhs of one element type
+// ERR: fusion-compile: fusion-opt failed (exit 1)
+// USAGE: usage: fusion-compile in.mlir -o out.so
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @block(%x: tensor<512x256xbf16>, %w: tensor<256x256xbf16>) -> tensor<512x256xbf16> {
+  %n = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<512x256xbf16> -> tensor<512x256xbf16>
+  %y = fusion.matmul %n, %w : tensor<512x256xbf16>, tensor<256x256xbf16> -> tensor<512x256xbf16>
+  return %y : tensor<512x256xbf16>
+}
+}

@@ -1,0 +1,156 @@
+// RUN: fusion-opt %s -split-input-file -convert-fusion-to-gpu -verify-diagnostics
+// Test that every kernel the generator cannot emit is refused with a
+// diagnostic that names what is missing (one case per message).
+
+// An op that was not planned.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @unplanned(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: the op has no fusion.kernel configuration (run fusion-plan-kernels)}}
+  %c = fusion.fused_matmul %a, %b : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// f32 operands (wgmma reads bf16/f16 here).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @f32_operands(%a: tensor<256x512xf32>, %b: tensor<512x256xf32>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: the A and B operands must be bf16 or f16}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xf32>, tensor<512x256xf32> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// A K step other than one swizzle span.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @tile_k(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: tile_k must be 64 (one 128-byte swizzle span)}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 32, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// tile_m not 64 rows per consumer warpgroup.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @tile_m(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: tile_m must be 64 rows per consumer warpgroup}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 1, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// tile_n not a multiple of the 64-column B halves.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @tile_n(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: tile_n = 200 must be a multiple of 64 and at most 256 (B is staged in 64-column swizzled halves)}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 200, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// A K-major (transposed) B.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @transposed(%a: tensor<256x512xbf16>, %b: tensor<256x512xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: transpose_rhs (a K-major B) is not handled by this generator yet}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>, transpose_rhs} : tensor<256x512xbf16>, tensor<256x512xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// The LayerNorm prologue.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @ln_prologue(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: the LayerNorm prologue is not handled by this generator yet}}
+  %c = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// A grad epilogue.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @grad(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %x: tensor<256x256xbf16>, %r: tensor<256xf32>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: grad epilogues are not handled by this generator yet}}
+  %c = fusion.fused_matmul %a, %b norm_input(%x : tensor<256x256xbf16>) rstd(%r : tensor<256xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// A cluster norm epilogue.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @cluster(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: the multi-CTA (cluster) norm epilogue is not handled by this generator yet}}
+  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 2, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// A configuration whose planned shared memory is too small for the kernel.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @smem(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: the kernel needs 198144 bytes of shared memory, more than the planned 1000}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 1000>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// Another op next to the fused ones.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @mixed(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  // expected-error @below {{'fusion.add' op cannot be lowered to the GPU: a function lowered by convert-fusion-to-gpu may hold only fusion.fused_matmul ops (run fusion-fuse and fusion-plan-kernels first)}}
+  %d = fusion.add %c, %c : tensor<256x256xbf16>
+  return %d : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// One value returned twice: each result needs its own output buffer.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @twice(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> (tensor<256x256xbf16>, tensor<256x256xbf16>) {
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  // expected-error @below {{'func.return' op returns value #1 twice or returns an argument; a GPU function writes each result into its own output buffer}}
+  return %c, %c : tensor<256x256xbf16>, tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// No target on the module.
+// expected-error @below {{convert-fusion-to-gpu needs the module's fusion.target (e.g. #fusion.target<"sm_90a">)}}
+module {
+func.func @no_target(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// A target this generator does not emit for yet.
+// expected-error @below {{convert-fusion-to-gpu generates kernels for sm_90a only so far, but the module targets sm_100a}}
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @sm100(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}
