@@ -41,6 +41,13 @@ def suites():
         case("rowscale_colbias", 1024, 256, 512, epilogue="row_scale",
              row_scale=True, col_bias=True),
     ]
+    # The reference implementation's Lazy Pre-Norm test shapes (docs/SEED.md
+    # section 6.8), and an output larger than 2^31 bytes.
+    for m in (65536, 131072, 524288):
+        for k in (256, 512, 1024):
+            for n in (256, 512, 1024):
+                correctness.append(case(f"seed_lazy_{m}x{k}x{n}", m, k, n, prologue="rms_norm"))
+    correctness.append(case("gemm_output_over_2GiB", 1100000, 64, 1024))
     bench = []
     for d in (256, 512, 1024, 2048, 4096):
         bench.append(case(f"bench_gemm_{d}", 262144, d, d))

@@ -20,9 +20,9 @@
 //   4. each warpgroup issues wgmma on its 64 rows (nvgpu.warpgroup.mma) and
 //      waits until only that group is pending (the MMA of i - 1 is done);
 //   5. a CTA barrier. A stage is refilled only after *both* its readers, the
-//      MMA (step 4 of the next iteration) and the sum of squares (step 3,
-//      before the barrier), are done with it: the plain-Triton failure in
-//      docs/PERF.md is exactly this race.
+//      MMA (waited for in step 4 of the next iteration) and the sum of
+//      squares (step 3, before the barrier), are done with it: the
+//      plain-Triton failure in docs/PERF.md is exactly this race.
 //
 // Epilogue: the accumulators go to the staging tile (nvgpu.warpgroup.mma.store);
 // each warp then owns whole rows (tile_n <= 256 columns, tile_n / 32 per lane),
@@ -490,7 +490,9 @@ void GemmKernelEmitter::emit() {
             b, arith::CmpIPredicate::ne,
             arith::AndIOp::create(b, round, idx(1)), idx(0));
         nvgpu::MBarrierTryWaitParityOp::create(b, barriers, parity, idx(10000000), stage);
-        // 3. Lazy Pre-Norm: squares of this thread's half row.
+        // 3. Lazy Pre-Norm: squares of this thread's half row. (Issuing them
+        //    after the wgmma instead, to overlap, measured 4-7% slower on the
+        //    H200: bench/results/2026-11-30_*_lazy-after-mma.json.)
         Value ss = iter[1];
         if (lazy)
           ss = lazySumOfSquares(stage, ss);
