@@ -514,6 +514,11 @@ void GemmKernelEmitter::emit() {
         scf::YieldOp::create(b, ValueRange{acc, ss});
       });
   NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+  // The staging tile reuses the ring and B is shared by both warpgroups: no
+  // warpgroup may overwrite a stage before every warpgroup's last wgmma has
+  // finished reading it (a NaN-producing race, seen on the H200 when two
+  // CTAs share an SM).
+  gpu::BarrierOp::create(b);
   epilogue(loop.getResult(0), loop.getResult(1));
   gpu::ReturnOp::create(b);
 }

@@ -1,7 +1,8 @@
 //===- TargetInfo.cpp - hardware limits of the supported GPUs -------------===//
 //
 // Sources: CUDA C Programming Guide, "Compute capabilities" (shared memory per
-// block opt-in: 227 KB on 9.0 and 10.0; portable cluster size 8, up to 16 with
+// block opt-in: 227 KB on 9.0 and 10.0, 228 KB per SM with 1 KB reserved
+// per resident block; portable cluster size 8, up to 16 with
 // the non-portable attribute), PTX ISA "wgmma.mma_async" (N up to 256 in
 // multiples of 8) and "tcgen05.mma" (up to 512 TMEM columns).
 //
@@ -16,11 +17,11 @@ using namespace mlir;
 using namespace mlir::fusion;
 
 std::optional<TargetInfo> mlir::fusion::getTargetInfo(llvm::StringRef chip) {
-  constexpr int64_t kSmem227KiB = 227 * 1024;
+  constexpr int64_t kSmem227KiB = 227 * 1024, kSmem228KiB = 228 * 1024;
   if (chip == "sm_90a")
-    return TargetInfo{"sm_90a", kSmem227KiB, 8, 16, 256, 8};
+    return TargetInfo{"sm_90a", kSmem227KiB, kSmem228KiB, 1024, 8, 16, 256, 8};
   if (chip == "sm_100a")
-    return TargetInfo{"sm_100a", kSmem227KiB, 8, 16, 512, 16};
+    return TargetInfo{"sm_100a", kSmem227KiB, kSmem228KiB, 1024, 8, 16, 512, 16};
   return std::nullopt;
 }
 

@@ -1,12 +1,12 @@
 // RUN: fusion-opt %s -split-input-file -fusion-plan-kernels -convert-fusion-to-gpu | FileCheck %s
 
-// Test that a plain GEMM becomes a destination-passing host function (the
+// Test that a plain GEMM with a long K loop (K = 1024) becomes a destination-passing host function (the
 // result is an extra memref argument) that encodes both TMA descriptors and
 // launches one kernel with 256 threads (2 consumer warpgroups) and the
 // planned dynamic shared memory (198144 bytes: 4 stages of 48 KiB, the row
 // sums and 1024 bytes of alignment slack).
 // CHECK-LABEL: func.func @gemm
-// CHECK-SAME: (%[[A:.*]]: memref<1000x512xbf16>, %[[B:.*]]: memref<512x256xbf16>, %[[C:.*]]: memref<1000x256xbf16>)
+// CHECK-SAME: (%[[A:.*]]: memref<1000x1024xbf16>, %[[B:.*]]: memref<1024x256xbf16>, %[[C:.*]]: memref<1000x256xbf16>)
 // CHECK-DAG: %[[TA:.*]] = nvgpu.tma.create.descriptor %{{.*}} box[%{{.*}}, %{{.*}}] : memref<*xbf16> -> <tensor = memref<128x64xbf16, 3>, swizzle = swizzle_128b
 // CHECK-DAG: %[[TB:.*]] = nvgpu.tma.create.descriptor %{{.*}} box[%{{.*}}, %{{.*}}] : memref<*xbf16> -> <tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b
 // CHECK: gpu.launch_func @fusion_kernels::@gemm_kernel0
@@ -40,8 +40,8 @@
 // CHECK-NOT: gpu.shuffle
 // CHECK: gpu.return
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @gemm(%a: tensor<1000x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<1000x256xbf16> {
-  %c = fusion.matmul %a, %b : tensor<1000x512xbf16>, tensor<512x256xbf16> -> tensor<1000x256xbf16>
+func.func @gemm(%a: tensor<1000x1024xbf16>, %b: tensor<1024x256xbf16>) -> tensor<1000x256xbf16> {
+  %c = fusion.matmul %a, %b : tensor<1000x1024xbf16>, tensor<1024x256xbf16> -> tensor<1000x256xbf16>
   return %c : tensor<1000x256xbf16>
 }
 }

@@ -22,6 +22,10 @@ struct TargetInfo {
   llvm::StringRef chip;
   /// Dynamic shared memory one CTA may opt into, in bytes.
   int64_t smemPerBlockOptin;
+  /// Shared memory of one SM, and what the system reserves per resident CTA
+  /// (what decides how many CTAs share an SM).
+  int64_t smemPerSM;
+  int64_t smemReservedPerBlock;
   /// Largest thread-block cluster launchable without the non-portable flag.
   int64_t maxPortableClusterSize;
   /// Largest cluster with CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED.

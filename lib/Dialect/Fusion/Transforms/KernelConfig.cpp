@@ -89,14 +89,14 @@ std::string breakdown(const KernelSmemLayout &l) {
 
 /// The deepest ring in [kMinStages, kMaxStages] that fits `target`, or
 /// nothing when even kMinStages does not.
-std::optional<KernelSmemLayout> deepestFit(const TargetInfo &target,
-                                           int64_t tileN, int64_t clusterN,
+std::optional<KernelSmemLayout> deepestFit(int64_t budget, int64_t tileN,
+                                           int64_t clusterN,
                                            int64_t elementBytes,
                                            int64_t normInputElementBytes) {
   for (int64_t stages = K::kMaxStages; stages >= K::kMinStages; --stages) {
     KernelSmemLayout l = getKernelSmemLayout(tileN, stages, clusterN,
                                              elementBytes, normInputElementBytes);
-    if (l.totalBytes <= target.smemPerBlockOptin)
+    if (l.totalBytes <= budget)
       return l;
   }
   return std::nullopt;
@@ -223,13 +223,28 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   // free: halve it (keeping the MMA's N granularity) while not even the
   // shallowest ring fits. On sm_90a 256 columns always fit; on sm_100a a
   // 512-column f32 staging tile alone exceeds the budget.
+  // Step 5: a short K loop (at most kShortKSteps steps) cannot hide the
+  // epilogue and the pipeline fill of one CTA per SM; without a row
+  // reduction, take 128-column tiles and a ring that lets two CTAs share an
+  // SM, so that one's epilogue overlaps the other's loads.
+  int64_t budget = target.smemPerBlockOptin;
+  if (!rowReduction &&
+      llvm::divideCeil(k, K::kTileK) <= K::kShortKSteps && tileN > 128) {
+    std::optional<KernelSmemLayout> shared = deepestFit(
+        target.smemPerSM / 2 - target.smemReservedPerBlock, 128, clusterN,
+        elementBytes, normInputElementBytes);
+    if (shared)
+      return KernelConfigAttr::get(op.getContext(), K::kTileM, 128, K::kTileK,
+                                   shared->stages, clusterN, K::kConsumers,
+                                   shared->totalBytes);
+  }
   std::optional<KernelSmemLayout> layout = deepestFit(
-      target, tileN, clusterN, elementBytes, normInputElementBytes);
+      budget, tileN, clusterN, elementBytes, normInputElementBytes);
   while (!layout && !rowReduction && tileN > target.tileNGranularity) {
     tileN = std::max(target.tileNGranularity,
                      static_cast<int64_t>(llvm::alignDown(
                          tileN / 2, target.tileNGranularity)));
-    layout = deepestFit(target, tileN, clusterN, elementBytes,
+    layout = deepestFit(budget, tileN, clusterN, elementBytes,
                         normInputElementBytes);
   }
   if (!layout) {

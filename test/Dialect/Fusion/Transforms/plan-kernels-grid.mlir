@@ -9,7 +9,9 @@
 // 128, tile_k 64, 2 consumers, tile_n a multiple of 8 within the target's
 // accumulator slice, a norm or grad row exactly covered by tile_n x
 // cluster_n, no cluster otherwise; and that every shape refused is refused
-// only for its row (cluster) or its shared memory. The script prints
+// only for its row (cluster) or its shared memory; short K loops (<= 8 steps)
+// of row-independent epilogues take 128-column tiles for two CTAs per SM.
+// The script prints
 // VIOLATION for anything else. The counts pin how much of the grid fits.
 
 // A few selections, spelled out.
@@ -20,6 +22,6 @@
 // SM90-NOT: VIOLATION
 // SM90: sm_90a: 504 shapes, 456 planned, 48 refused, 0 violations
 
-// SM100: planned g_1000_256_264_none: tile_m = 128, tile_n = 272, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 206336
+// SM100: planned g_1000_256_264_none: tile_m = 128, tile_n = 128, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 99840
 // SM100-NOT: VIOLATION
 // SM100: sm_100a: 504 shapes, 312 planned, 192 refused, 0 violations

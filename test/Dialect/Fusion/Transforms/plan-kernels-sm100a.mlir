@@ -26,17 +26,17 @@ func.func @matmul_halved(%a: tensor<8192x1024xbf16>, %b: tensor<1024x1024xbf16>)
 
 // -----
 
-// Test that a row-independent epilogue over N = 200 selects N rounded up to
-// the tcgen05 granularity of 16: tile_n = 208,
+// Test that a row-independent epilogue over N = 200 with a long K loop selects
+// N rounded up to the tcgen05 granularity of 16: tile_n = 208,
 // max(5 * (128 + 208) * 64 * 2, 128 * 208 * 4) + 512 + 1024 = 216576.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 // CHECK-LABEL: func.func @row_scale_granularity16
-func.func @row_scale_granularity16(%a: tensor<4096x512xf16>, %b: tensor<512x200xf16>, %s: tensor<4096xf32>) -> tensor<4096x200xf16> {
+func.func @row_scale_granularity16(%a: tensor<4096x1024xf16>, %b: tensor<1024x200xf16>, %s: tensor<4096xf32>) -> tensor<4096x200xf16> {
   // CHECK: fusion.fused_matmul
   // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 208, tile_k = 64, stages = 5, cluster_n = 1, consumers = 2, smem_bytes = 216576>
   %y = fusion.fused_matmul %a, %b row_scale(%s : tensor<4096xf32>)
       {epilogue = #fusion.epilogue<row_scale>}
-      : tensor<4096x512xf16>, tensor<512x200xf16> -> tensor<4096x200xf16>
+      : tensor<4096x1024xf16>, tensor<1024x200xf16> -> tensor<4096x200xf16>
   return %y : tensor<4096x200xf16>
 }
 }

@@ -11,19 +11,19 @@
 
 // Test that a plain fusion.matmul is rewritten into a fusion.fused_matmul
 // without prologue or epilogue and selects the widest tile_n (256) for a wide
-// N: max(4 * 49152, 131072) + 512 + 1024 = 198144 (5 stages would need
+// N and a long K loop (16 steps): max(4 * 49152, 131072) + 512 + 1024 = 198144 (5 stages would need
 // 247296).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @matmul_rewritten
-// CHECK-SAME: (%[[A:.*]]: tensor<4096x512xbf16>, %[[B:.*]]: tensor<512x1024xbf16>)
-func.func @matmul_rewritten(%a: tensor<4096x512xbf16>, %b: tensor<512x1024xbf16>) -> tensor<4096x1024xbf16> {
+// CHECK-SAME: (%[[A:.*]]: tensor<4096x1024xbf16>, %[[B:.*]]: tensor<1024x1024xbf16>)
+func.func @matmul_rewritten(%a: tensor<4096x1024xbf16>, %b: tensor<1024x1024xbf16>) -> tensor<4096x1024xbf16> {
   // CHECK-NOT: fusion.matmul
   // CHECK: %[[C:.*]] = fusion.fused_matmul %[[A]], %[[B]]
   // CHECK-SAME: {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>}
-  // CHECK-SAME: : tensor<4096x512xbf16>, tensor<512x1024xbf16> -> tensor<4096x1024xbf16>
+  // CHECK-SAME: : tensor<4096x1024xbf16>, tensor<1024x1024xbf16> -> tensor<4096x1024xbf16>
   // CHECK-NOT: fusion.matmul
   // CHECK: return %[[C]]
-  %c = fusion.matmul %a, %b : tensor<4096x512xbf16>, tensor<512x1024xbf16> -> tensor<4096x1024xbf16>
+  %c = fusion.matmul %a, %b : tensor<4096x1024xbf16>, tensor<1024x1024xbf16> -> tensor<4096x1024xbf16>
   return %c : tensor<4096x1024xbf16>
 }
 }
@@ -47,17 +47,18 @@ func.func @matmul_narrow_dynamic_m(%a: tensor<?x256xf16>, %b: tensor<64x256xf16>
 // -----
 
 // Test that N = 200 is covered by one tile rounded up to 200 (a multiple of
-// 8) when the epilogue is row-independent (row_scale, Lazy Pre-Norm prologue):
+// 8) when the epilogue is row-independent (row_scale, Lazy Pre-Norm prologue)
+// and the K loop is long (K = 1024):
 // max(5 * (128 + 200) * 64 * 2, 128 * 200 * 4) + 512 + 1024 = 211456.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @row_scale_prologue
-func.func @row_scale_prologue(%a: tensor<8192x512xbf16>, %b: tensor<512x200xbf16>, %s: tensor<8192xf32>) -> tensor<8192x200xbf16> {
+func.func @row_scale_prologue(%a: tensor<8192x1024xbf16>, %b: tensor<1024x200xbf16>, %s: tensor<8192xf32>) -> tensor<8192x200xbf16> {
   // CHECK: fusion.fused_matmul
   // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 200, tile_k = 64, stages = 5, cluster_n = 1, consumers = 2, smem_bytes = 211456>
   %y = fusion.fused_matmul %a, %b row_scale(%s : tensor<8192xf32>)
       {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32,
        epilogue = #fusion.epilogue<row_scale>}
-      : tensor<8192x512xbf16>, tensor<512x200xbf16> -> tensor<8192x200xbf16>
+      : tensor<8192x1024xbf16>, tensor<1024x200xbf16> -> tensor<8192x200xbf16>
   return %y : tensor<8192x200xbf16>
 }
 }
@@ -176,4 +177,37 @@ func.func @replanned(%a: tensor<256x64xbf16>, %b: tensor<64x128xbf16>) -> tensor
 // CHECK-NEXT: return %{{.*}} : tensor<4xf32>
 func.func @nothing_to_plan(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
+}
+
+// -----
+
+// Test that a short K loop (K = 512: 8 steps) with a row-independent epilogue
+// selects 128-column tiles and a ring small enough for two CTAs per SM (at
+// most 228 KiB / 2 - 1 KiB = 115712 bytes each), so that one CTA's epilogue
+// overlaps the other's loads: max(3 * (128 + 128) * 64 * 2, 128 * 128 * 4)
+// + 512 + 1024 = 99840 (4 stages would need 132608).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @short_k
+func.func @short_k(%a: tensor<262144x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<262144x512xbf16> {
+  // CHECK: fusion.fused_matmul
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 128, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 99840>
+  %y = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32}
+      : tensor<262144x512xbf16>, tensor<512x512xbf16> -> tensor<262144x512xbf16>
+  return %y : tensor<262144x512xbf16>
+}
+}
+
+// -----
+
+// Test that a short K loop does not change a norm epilogue: the row must stay
+// in one CTA (N = 256), so it keeps the widest ring.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @short_k_norm
+func.func @short_k_norm(%a: tensor<262144x256xbf16>, %b: tensor<256x256xbf16>) -> tensor<262144x256xbf16> {
+  // CHECK: fusion.fused_matmul
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<262144x256xbf16>, tensor<256x256xbf16> -> tensor<262144x256xbf16>
+  return %y : tensor<262144x256xbf16>
+}
 }

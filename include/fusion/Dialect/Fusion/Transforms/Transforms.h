@@ -63,6 +63,9 @@ struct FusedMatmulKernel {
   /// Pipeline depths tried, deepest first.
   static constexpr int64_t kMinStages = 2;
   static constexpr int64_t kMaxStages = 6;
+  /// K loops of at most this many steps get tiles that let two CTAs share
+  /// an SM (row-independent epilogues only).
+  static constexpr int64_t kShortKSteps = 8;
   /// Reserved for the mbarriers and for aligning the buffers to 1024 bytes
   /// (the 128-byte swizzle pattern repeats every 1024 bytes).
   static constexpr int64_t kBarrierAndAlignBytes = 1024;

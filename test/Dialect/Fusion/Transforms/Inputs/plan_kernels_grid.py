@@ -127,8 +127,15 @@ def main():
             violation(f"{key}: expected tile_m 128, tile_k 64, 2 consumers")
         if not 2 <= stages <= 6:
             violation(f"{key}: stages = {stages} outside [2, 6]")
-        if stages < 6 and smem(tm, tn, tk, stages + 1, cn, grad) <= target["smem"]:
+        # Short K loops (<= 8 steps) of row-independent epilogues take
+        # 128-column tiles sized for two CTAs per SM (228 KiB / 2 - 1 KiB).
+        short_k = epi not in ROW_REDUCTION and -(-k // 64) <= 8 and tn == 128 and \
+            total <= 228 * 1024 // 2 - 1024
+        budget = 228 * 1024 // 2 - 1024 if short_k else target["smem"]
+        if stages < 6 and smem(tm, tn, tk, stages + 1, cn, grad) <= budget:
             violation(f"{key}: {stages + 1} stages would fit too")
+        if epi not in ROW_REDUCTION and -(-k // 64) <= 8 and n > 128 and not short_k:
+            violation(f"{key}: a short K loop should take two-CTA 128-column tiles")
         if tn % 8 or tn > target["max_tile_n"]:
             violation(f"{key}: tile_n = {tn}")
         if not 1 <= cn <= target["max_cluster"]:
