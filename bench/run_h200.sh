@@ -7,6 +7,7 @@ export PYTHONUNBUFFERED=1 FUSION_GPU_ARTIFACTS=build/gpu
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 python3 -m pytest -q -x test/gpu/test_runtime_gpu.py 2>&1 | tail -5 | tee "$OUT/runtime_tests.txt"
+python3 -m pytest -v -s test/gpu/test_example_gpu.py 2>&1 | tee "$OUT/example_tests.txt" | grep -E "rel err|passed|failed"
 python3 -m pytest -v -s test/gpu/test_fused_matmul_gpu.py 2>&1 | tee "$OUT/gpu_tests.txt" | grep -E "PASS|FAIL|Error|error|rel err|worst|passed|failed" | tail -60
 for t in memcheck racecheck synccheck; do
   for c in gemm_odd_m lazy_rms_odd_m ln_epi_odd_m; do

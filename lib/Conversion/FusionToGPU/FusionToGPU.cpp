@@ -166,10 +166,15 @@ LogicalResult FunctionLowering::run() {
       for (auto [d, size] : llvm::enumerate(type.getShape()))
         if (ShapedType::isDynamic(size))
           dynSizes.push_back(memref::DimOp::create(b, map.lookup(op.getLhs()), d));
-      Value buffer = gpu::AllocOp::create(b, type, /*asyncToken=*/Type(),
-                                          ValueRange{}, dynSizes, ValueRange{},
-                                          /*hostShared=*/false)
-                         .getMemref();
+      // The host lowering supports only the async forms of gpu.alloc and
+      // gpu.dealloc: wait for each right away (the launches are synchronous).
+      Type token = gpu::AsyncTokenType::get(b.getContext());
+      Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
+      auto alloc = gpu::AllocOp::create(b, type, token, ValueRange{ready},
+                                        dynSizes, ValueRange{},
+                                        /*hostShared=*/false);
+      gpu::WaitOp::create(b, Type(), ValueRange{alloc.getAsyncToken()});
+      Value buffer = alloc.getMemref();
       temporaries.push_back(buffer);
       map.map(r, buffer);
     }
@@ -177,8 +182,12 @@ LogicalResult FunctionLowering::run() {
     GemmKernelSpec spec = *getGemmKernelSpec(op, why);
     launch(b, op, spec, index++);
   }
-  for (Value t : temporaries)
-    gpu::DeallocOp::create(b, Type(), ValueRange{}, t);
+  for (Value t : temporaries) {
+    Type token = gpu::AsyncTokenType::get(b.getContext());
+    Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
+    Value done = gpu::DeallocOp::create(b, token, ValueRange{ready}, t).getAsyncToken();
+    gpu::WaitOp::create(b, Type(), ValueRange{done});
+  }
   func::ReturnOp::create(b);
   func.erase();
   return success();

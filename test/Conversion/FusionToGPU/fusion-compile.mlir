@@ -1,6 +1,7 @@
 // REQUIRES: ptxas, fusion-runtime
 // Test that fusion-compile turns a fusion module into a shared library that
-// exports the destination-passing host function and needs only the runtime
+// exports the destination-passing host functions (one holding two fused
+// GEMMs with a device buffer between them) and needs only the runtime
 // (mgpu* entry points) besides libc, and that a failing step is reported with
 // the step's name and a non-zero exit code.
 // RUN: fusion-compile %s -o %t.so
@@ -8,6 +9,9 @@
 // RUN: not fusion-compile %S/Inputs/not-planned.mlir -o %t.bad.so 2>&1 | FileCheck %s --check-prefix=ERR
 // RUN: not fusion-compile %s 2>&1 | FileCheck %s --check-prefix=USAGE
 // CHECK-DAG: T block
+// CHECK-DAG: T chain
+// CHECK-DAG: U mgpuMemAlloc
+// CHECK-DAG: U mgpuMemFree
 // CHECK-DAG: U mgpuLaunchKernel
 // CHECK-DAG: U mgpuModuleLoad
 // CHECK-DAG: U mgpuTensorMapEncodeTiledMemref
@@ -18,6 +22,13 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @block(%x: tensor<512x256xbf16>, %w: tensor<256x256xbf16>) -> tensor<512x256xbf16> {
   %n = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<512x256xbf16> -> tensor<512x256xbf16>
   %y = fusion.matmul %n, %w : tensor<512x256xbf16>, tensor<256x256xbf16> -> tensor<512x256xbf16>
+  return %y : tensor<512x256xbf16>
+}
+func.func @chain(%x: tensor<512x256xbf16>, %w1: tensor<256x512xbf16>, %w2: tensor<512x256xbf16>) -> tensor<512x256xbf16> {
+  %n = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<512x256xbf16> -> tensor<512x256xbf16>
+  %h = fusion.matmul %n, %w1 : tensor<512x256xbf16>, tensor<256x512xbf16> -> tensor<512x512xbf16>
+  %z = fusion.matmul %h, %w2 : tensor<512x512xbf16>, tensor<512x256xbf16> -> tensor<512x256xbf16>
+  %y = fusion.rms_norm %z {epsilon = 1.0e-05 : f32} : tensor<512x256xbf16> -> tensor<512x256xbf16>
   return %y : tensor<512x256xbf16>
 }
 }

@@ -97,11 +97,14 @@ func.func @ln(%a: tensor<512x256xbf16>, %b: tensor<256x256xbf16>, %r: tensor<512
 
 // Test that an intermediate result between two fused GEMMs lives in a
 // gpu.alloc'ed buffer, freed at the end, and that each op gets its kernel.
+// (the async forms, waited for at once: the host lowering has no other).
 // CHECK-LABEL: func.func @two
-// CHECK: %[[T:.*]] = gpu.alloc () : memref<256x256xbf16>
+// CHECK: %[[W:.*]] = gpu.wait async
+// CHECK: %[[T:.*]], %[[A:.*]] = gpu.alloc async [%[[W]]] () : memref<256x256xbf16>
+// CHECK: gpu.wait [%[[A]]]
 // CHECK: gpu.launch_func @fusion_kernels::@two_kernel0
 // CHECK: gpu.launch_func @fusion_kernels::@two_kernel1
-// CHECK: gpu.dealloc %[[T]]
+// CHECK: gpu.dealloc async [%{{.*}}] %[[T]]
 // CHECK-DAG: gpu.func @two_kernel0
 // CHECK-DAG: gpu.func @two_kernel1
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
