@@ -339,6 +339,21 @@ verifyNormAttentionShapes(Operation *op, Value q, Value k, Value v,
 }
 } // namespace
 
+namespace {
+/// The saved statistics of norm_attention (results) and its grad (operands):
+/// one f32 value per query token.
+LogicalResult checkTokenStatistics(Operation *op, const AttentionShape &s,
+                                   Value lnMean, Value lnRstd, Value rmsRstd) {
+  constexpr StringLiteral why = " (one per query token)";
+  for (auto [name, v] : {std::pair<StringRef, Value>{"ln_mean", lnMean},
+                         {"ln_rstd", lnRstd},
+                         {"rms_rstd", rmsRstd}})
+    if (failed(checkShape(op, name, v, s.tokens(), why)))
+      return failure();
+  return success();
+}
+} // namespace
+
 LogicalResult NormAttentionOp::verify() {
   FailureOr<AttentionShape> s = verifyNormAttentionShapes(
       *this, getQuery(), getKey(), getValue(), getOffsets(), getLnWeight(),
@@ -349,13 +364,8 @@ LogicalResult NormAttentionOp::verify() {
       failed(checkShape(*this, "output", getOutput(), s->query,
                         " (the shape of query)")))
     return failure();
-  constexpr StringLiteral why = " (one per query token)";
-  for (auto [name, v] : {std::pair<StringRef, Value>{"ln_mean", getLnMean()},
-                         {"ln_rstd", getLnRstd()},
-                         {"rms_rstd", getRmsRstd()}})
-    if (failed(checkShape(*this, name, v, s->tokens(), why)))
-      return failure();
-  return success();
+  return checkTokenStatistics(*this, *s, getLnMean(), getLnRstd(),
+                              getRmsRstd());
 }
 
 LogicalResult NormAttentionGradOp::verify() {
@@ -366,12 +376,9 @@ LogicalResult NormAttentionGradOp::verify() {
       failed(checkShape(*this, "grad", getGrad(), s->query,
                         " (the shape of query)")))
     return failure();
-  constexpr StringLiteral why = " (one per query token)";
-  for (auto [name, v] : {std::pair<StringRef, Value>{"ln_mean", getLnMean()},
-                         {"ln_rstd", getLnRstd()},
-                         {"rms_rstd", getRmsRstd()}})
-    if (failed(checkShape(*this, name, v, s->tokens(), why)))
-      return failure();
+  if (failed(checkTokenStatistics(*this, *s, getLnMean(), getLnRstd(),
+                                  getRmsRstd())))
+    return failure();
   if (failed(checkShape(*this, "query_grad", getQueryGrad(), s->query,
                         " (the shape of query)")) ||
       failed(checkShape(*this, "key_grad", getKeyGrad(), shapeOf(getKey()),

@@ -69,11 +69,7 @@ FailureOr<EpilogueCandidate> findProducer(Operation *norm, Value input,
 } // namespace
 
 void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
-  SmallVector<Operation *> norms;
-  module.walk([&](Operation *op) {
-    if (isa<RMSNormOp, LayerNormOp>(op))
-      norms.push_back(op);
-  });
+  SmallVector<Operation *> norms = collectNorms(module);
   std::optional<TargetInfo> target = lookupTargetInfo(module);
   IRRewriter rewriter(module.getContext());
   for (Operation *norm : norms) {

@@ -23,6 +23,15 @@ FusedMatmulOp mlir::fusion::buildFusedMatmul(OpBuilder &b, Location loc,
       unit(s.saveStats), unit(s.withBiasGrad), unit(s.normalizedInput));
 }
 
+SmallVector<Operation *> mlir::fusion::collectNorms(Operation *root) {
+  SmallVector<Operation *> norms;
+  root->walk([&](Operation *op) {
+    if (isa<RMSNormOp, LayerNormOp>(op))
+      norms.push_back(op);
+  });
+  return norms;
+}
+
 void mlir::fusion::remark(bool report, Operation *op, const Twine &message) {
   if (report)
     op->emitRemark() << op->getName().getStringRef() << " " << message;

@@ -32,6 +32,10 @@ struct FusedMatmulSpec {
 FusedMatmulOp buildFusedMatmul(OpBuilder &b, Location loc,
                                const FusedMatmulSpec &spec);
 
+/// Every fusion.rms_norm and fusion.layer_norm under `root`, in walk order
+/// (collected first, so that passes can rewrite while iterating).
+SmallVector<Operation *> collectNorms(Operation *root);
+
 /// Under `report`, a remark on `op`: "<op name> <message>".
 void remark(bool report, Operation *op, const Twine &message);
 

@@ -88,11 +88,7 @@ FailureOr<Regroup> match(Operation *norm, std::string &why) {
 } // namespace
 
 void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report) {
-  SmallVector<Operation *> norms;
-  module.walk([&](Operation *op) {
-    if (isa<RMSNormOp, LayerNormOp>(op))
-      norms.push_back(op);
-  });
+  SmallVector<Operation *> norms = collectNorms(module);
   std::optional<TargetInfo> target = lookupTargetInfo(module);
   IRRewriter rewriter(module.getContext());
   for (Operation *norm : norms) {
