@@ -40,6 +40,18 @@ def suites():
              save_stats=True),
         case("rowscale_colbias", 1024, 256, 512, epilogue="row_scale",
              row_scale=True, col_bias=True),
+        # Persistent scheduling: more tiles than SMs, a partial last column
+        # block, and K loops shorter than the ring (the slot phase flips
+        # inside a tile and across tiles).
+        case("rowscale_colbias_residual_n264", 1000, 256, 264,
+             epilogue="row_scale", row_scale=True, col_bias=True,
+             residual=True),
+        case("gemm_k64_many_tiles", 65536, 64, 512),
+        case("lazy_rms_k64_many_tiles", 20000, 64, 256, prologue="rms_norm"),
+        case("ln_epi_65536x256x256", 65536, 256, 256, epilogue="layer_norm",
+             residual=True, weight=True, bias=True, save_stats=True),
+        case("rms_epi_odd_m_f32out", 33333, 512, 128, epilogue="rms_norm",
+             weight=True, save_stats=True, out="f32"),
     ]
     # The reference implementation's Lazy Pre-Norm test shapes (docs/SEED.md
     # section 6.8), and an output larger than 2^31 bytes.
@@ -47,6 +59,11 @@ def suites():
         for k in (256, 512, 1024):
             for n in (256, 512, 1024):
                 correctness.append(case(f"seed_lazy_{m}x{k}x{n}", m, k, n, prologue="rms_norm"))
+    # Every ring depth the sm_90a planner chooses for Lazy Pre-Norm (tile_n
+    # 256: 4 stages, 192: 5, 128 and 64: 6), on every row of large inputs.
+    for n in (192, 128, 64):
+        correctness.append(case(f"lazy_depth_131072x1024x{n}", 131072, 1024, n,
+                                prologue="rms_norm"))
     correctness.append(case("gemm_output_over_2GiB", 1100000, 64, 1024))
     bench = []
     for d in (256, 512, 1024, 2048, 4096):

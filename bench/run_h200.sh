@@ -2,17 +2,18 @@
 # The one device call: correctness tests, compute-sanitizer on one kernel of
 # each family, and the benchmark. Expects the artifacts built here by
 # bench/build_gpu_artifacts.sh under build/gpu (carried to the device).
+# Every step has a time limit, so a hung kernel costs minutes, not the session.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 FUSION_GPU_ARTIFACTS=build/gpu
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
-python3 -m pytest -q -x test/gpu/test_runtime_gpu.py 2>&1 | tail -5 | tee "$OUT/runtime_tests.txt"
-python3 -m pytest -v -s test/gpu/test_example_gpu.py 2>&1 | tee "$OUT/example_tests.txt" | grep -E "rel err|passed|failed"
-python3 -m pytest -v -s test/gpu/test_fused_matmul_gpu.py 2>&1 | tee "$OUT/gpu_tests.txt" | grep -E "PASS|FAIL|Error|error|rel err|worst|passed|failed" | tail -60
+timeout 120 python3 -m pytest -q -x test/gpu/test_runtime_gpu.py 2>&1 | tail -5 | tee "$OUT/runtime_tests.txt"
+timeout 120 python3 -m pytest -v -s test/gpu/test_example_gpu.py 2>&1 | tee "$OUT/example_tests.txt" | grep -E "rel err|passed|failed"
+timeout 240 python3 -m pytest -v -s test/gpu/test_fused_matmul_gpu.py 2>&1 | tee "$OUT/gpu_tests.txt" | grep -E "PASS|FAIL|Error|error|rel err|worst|passed|failed" | tail -60
 for t in memcheck racecheck synccheck; do
-  for c in gemm_odd_m lazy_rms_odd_m ln_epi_odd_m; do
-    compute-sanitizer --tool $t --error-exitcode 9 python3 test/gpu/run_one_case.py $c > "$OUT/sanitizer_${t}_${c}.txt" 2>&1
+  for c in gemm_odd_m lazy_rms_odd_m ln_epi_odd_m rowscale_colbias_residual_n264; do
+    timeout 120 compute-sanitizer --tool $t --error-exitcode 9 python3 test/gpu/run_one_case.py $c > "$OUT/sanitizer_${t}_${c}.txt" 2>&1
     echo "compute-sanitizer $t $c: exit $? ($(grep -E 'ERROR SUMMARY|rel err' "$OUT/sanitizer_${t}_${c}.txt" | tr '\n' ' '))"
   done
 done
-python3 bench/bench_fused_matmul.py --artifacts build/gpu --out "$OUT/bench.json" --commit "${COMMIT:-unknown}" 2>&1 | tail -16
+timeout 300 python3 bench/bench_fused_matmul.py --artifacts build/gpu --out "$OUT/bench.json" --commit "${COMMIT:-unknown}" 2>&1 | tail -16

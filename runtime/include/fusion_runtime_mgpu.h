@@ -93,6 +93,14 @@ FUSIONRT_EXPORT void mgpuTensorMapEncodeTiled(void *tensorMap, int tensorDataTyp
                                               const uint32_t *elementStrides, int interleave,
                                               int swizzle, int l2Promotion, int oobFill);
 
+/* Persistent kernels. The number of SMs of the selected device (cached per
+ * device), which the lowered host code uses as the grid size of persistent
+ * kernels (at most one CTA per SM, each looping over tiles). On failure it
+ * records the error like the other mgpu* calls and returns 1, a grid that
+ * is still correct, only slow. Not part of MLIR's ABI: convert-fusion-to-gpu
+ * declares and calls it. */
+FUSIONRT_EXPORT int32_t fusionrtMultiprocessorCount(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,8 +3,12 @@
 #include "Context.h"
 #include "Status.h"
 
+#include "fusion_runtime_mgpu.h"
+
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 using namespace fusionrt;
 
@@ -82,6 +86,27 @@ fusionrtStatus fusionrtGetDeviceInfo(int device, fusionrtDeviceInfo *info) {
   // The tensor memory accelerator arrived with sm_90; no attribute names it.
   info->tensorMapSupported = info->computeCapabilityMajor >= 9;
   return FUSIONRT_SUCCESS;
+}
+
+int32_t fusionrtMultiprocessorCount(void) {
+  const char *entryPoint = "fusionrtMultiprocessorCount";
+  CUdevice device = 0;
+  if (!activateContextOrRecord(entryPoint, nullptr, &device))
+    return 1;
+  static std::mutex mutex;
+  static std::unordered_map<CUdevice, int> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(device);
+  if (it != cache.end())
+    return it->second;
+  int count = 0;
+  CUresult result =
+      cuDeviceGetAttribute(&count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+  if (recordIfFailed(result, entryPoint, "cuDeviceGetAttribute", "MULTIPROCESSOR_COUNT") ||
+      count < 1)
+    return 1;
+  cache.emplace(device, count);
+  return count;
 }
 
 } // extern "C"

@@ -56,6 +56,9 @@ private:
   Value launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
                const GemmKernelSpec &spec, unsigned index);
 
+  /// `fusionrtMultiprocessorCount` of the runtime, declared once per module.
+  func::FuncOp getMultiprocessorCount();
+
   func::FuncOp func;
   gpu::GPUModuleOp kernels;
   IRMapping map; ///< tensor value -> memref value
@@ -77,6 +80,19 @@ LogicalResult FunctionLowering::check() {
       return op.emitOpError() << "cannot generate an sm_90a kernel: " << why;
   }
   return success();
+}
+
+func::FuncOp FunctionLowering::getMultiprocessorCount() {
+  constexpr StringLiteral name = "fusionrtMultiprocessorCount";
+  auto module = func->getParentOfType<ModuleOp>();
+  if (auto f = module.lookupSymbol<func::FuncOp>(name))
+    return f;
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  auto f = func::FuncOp::create(
+      b, module.getLoc(), name,
+      b.getFunctionType({}, {b.getI32Type()}));
+  f.setPrivate();
+  return f;
 }
 
 Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
@@ -114,11 +130,18 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
   for (Value stat : op.getExtras())
     args.push_back(castDynamic(b, map.lookup(stat)));
 
-  Value gridX = arith::CeilDivUIOp::create(b, n, idx(spec.tileN));
-  Value gridY = arith::CeilDivUIOp::create(b, m, idx(spec.tileM));
+  // Persistent kernel: min(tiles, SMs) CTAs, at least one (M may be 0).
+  Value tiles = arith::MulIOp::create(
+      b, arith::CeilDivUIOp::create(b, n, idx(spec.tileN)),
+      arith::CeilDivUIOp::create(b, m, idx(spec.tileM)));
+  Value sms = arith::IndexCastOp::create(
+      b, b.getIndexType(),
+      func::CallOp::create(b, getMultiprocessorCount(), ValueRange{}).getResult(0));
+  Value gridX = arith::MaxUIOp::create(
+      b, arith::MinUIOp::create(b, tiles, sms), idx(1));
   Value smemBytes = arith::ConstantOp::create(
       b, b.getI32IntegerAttr(static_cast<int32_t>(spec.sharedMemoryBytes())));
-  gpu::LaunchFuncOp::create(b, kernel, {gridX, gridY, idx(1)},
+  gpu::LaunchFuncOp::create(b, kernel, {gridX, idx(1), idx(1)},
                             {idx(spec.threads()), idx(1), idx(1)}, smemBytes,
                             args);
   return {};

@@ -1,37 +1,46 @@
 //===- GemmKernel.cpp - the sm_90a fused GEMM kernel ----------------------===//
 //
-// One CTA computes a tile_m x tile_n block of C = A @ B with consumers
-// warpgroups (64 rows each) and then runs the fused epilogue on it:
+// A persistent, warp-specialized GEMM with the fused epilogue. The grid has
+// at most one CTA per SM; each CTA loops over output tiles (tile_m x tile_n)
+// blockIdx.x, blockIdx.x + gridDim.x, ... with 128 x (1 + consumers) threads:
+//
+//   warpgroup 0 (producer, setmaxnreg down to 40 registers)
+//     thread 0        for each tile, for each K step: wait empty[s], then TMA
+//                     A [tile_m x 64] and B [64 x tile_n] into slot s,
+//                     completing full[s] (expect_tx);
+//     threads 64-127  Lazy Pre-Norm only: wait full[s], add the squares of
+//                     A's rows, arrive on empty[s]; per tile, hand the row
+//                     sums to the consumers through shared memory (a
+//                     full/empty mbarrier pair of their own);
+//   warpgroups 1..C (consumers, setmaxnreg up)
+//                     wait full[s], wgmma on their 64 rows with one group in
+//                     flight, arrive on empty[s - 1] once its MMA is done;
+//                     after the tile's K loop, the epilogue on the
+//                     accumulator registers, while the producer already
+//                     fills the ring with the next tile.
+//
+// A slot is refilled only after *all* its readers, the MMAs and the row-sum
+// threads, have arrived on empty[s] (count 128 C + 64 with Lazy Pre-Norm):
+// the plain-Triton failure in docs/PERF.md is exactly this race. Ring slot
+// and phase come from a per-role running count of K steps, it: slot it %
+// stages, parity (it / stages) & 1.
 //
 //   dynamic shared memory (from its first 1024-byte aligned address)
 //   +--------------------------------------------+ 0
-//   | ring: stages x [A tile | B tile]            |  A: tile_m x 64, B: 64 x tile_n
-//   |  (reused after the K loop as the f32       |  (bf16/f16, 128-byte swizzle,
-//   |   staging tile tile_m x tile_n)            |   B in 64-column halves)
+//   | ring: stages x [A tile | B tile]           |  A: tile_m x 64, B: 64 x tile_n
+//   |                                            |  (bf16/f16, 128-byte swizzle,
+//   |                                            |   B in 64-column halves)
 //   +--------------------------------------------+ rowStatsOffset
 //   | per-row f32 sums of squares of A (Lazy)    |
 //   +--------------------------------------------+
 //
-// K loop, iteration i (stage s = i % stages), one wgmma group in flight:
-//   1. thread 0 refills the stage consumed in iteration i - 2 with K tile
-//      i + stages - 2 (TMA, completing on full[s'] with expect_tx);
-//   2. every thread waits on full[s] (parity (i / stages) & 1);
-//   3. Lazy Pre-Norm: each thread adds the squares of half an A row;
-//   4. each warpgroup issues wgmma on its 64 rows (nvgpu.warpgroup.mma) and
-//      waits until only that group is pending (the MMA of i - 1 is done);
-//   5. a CTA barrier. A stage is refilled only after *both* its readers, the
-//      MMA (waited for in step 4 of the next iteration) and the sum of
-//      squares (step 3, before the barrier), are done with it: the
-//      plain-Triton failure in docs/PERF.md is exactly this race.
-//
-// Epilogue: the accumulators go to the staging tile (nvgpu.warpgroup.mma.store);
-// each warp then owns whole rows (tile_n <= 256 columns, tile_n / 32 per lane),
-// applies the prologue row scale, row_scale, col_bias and the residual,
-// reduces the row with warp shuffles for the norm, and writes the output
-// (and statistics) with masked vector loads and stores, so partial tiles at the M
-// and N edges need no special case (N is a multiple of 8, so a lane's
-// columns are all in range or the mask cuts them). TMA zero-fills
-// out-of-range A and B.
+// Epilogue (no shared-memory staging): each thread holds 2 rows x 2 adjacent
+// columns per 8-column group of the wgmma fragment; it applies the prologue
+// row scale, row_scale, col_bias and the residual, reduces rows across the 4
+// lanes of a quad for the norm, and stores 2 elements at a time, predicated
+// on M and N (N is a multiple of 8, so a pair is all in range or all out).
+// Rows past M read row M - 1 (clamped) and are not stored.
+// TMA zero-fills out-of-range A and B.
 //
 //===----------------------------------------------------------------------===//
 
@@ -161,7 +170,7 @@ Type mlir::fusion::getTensorMapTypeB(MLIRContext *ctx, const GemmKernelSpec &s) 
 }
 
 namespace {
-/// Emits the kernel body; one method per step of the file comment.
+/// Emits the kernel body; one method per role of the file comment.
 class GemmKernelEmitter {
 public:
   GemmKernelEmitter(ImplicitLocOpBuilder &b, const GemmKernelSpec &s,
@@ -179,7 +188,18 @@ private:
     return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
   }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value div(Value x, int64_t y) { return arith::DivUIOp::create(b, x, idx(y)); }
+  Value rem(Value x, int64_t y) { return arith::RemUIOp::create(b, x, idx(y)); }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, x, y);
+  }
+  Value eq(Value x, int64_t y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, x, idx(y));
+  }
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
+  Value arg(unsigned i) { return func.getArgument(i); }
   /// A view of dynamic shared memory at `byteOffset`.
   Value smemView(Value byteOffset, ArrayRef<int64_t> shape, Type elem) {
     auto type = MemRefType::get(shape, elem, MemRefLayoutAttrInterface{},
@@ -187,76 +207,253 @@ private:
     return memref::ViewOp::create(b, type, smem, add(byteOffset, smemPad),
                                   ValueRange{});
   }
-  Value arg(unsigned i) { return func.getArgument(i); }
-
-  void issueLoad(Value kTile, Value stage, Value predicate);
-  Value lazySumOfSquares(Value stage, Value ss);
-  void epilogue(Value acc, Value sumSq);
-  Value warpAllReduce(Value v);
+  Value stageOffset(Value stage) {
+    return mul(stage, idx(s.aTileBytes() + s.bTileBytes()));
+  }
   /// 1 / sqrt(x). math.rsqrt lowers to libdevice's __nv_rsqrtf, which the
   /// NVVM serializer links from the CUDA toolkit ($CUDA_HOME, or ptxas on
   /// PATH); fusion-compile and the lit configuration point it there.
   Value rsqrt(Value x) { return math::RsqrtOp::create(b, x); }
-  /// Masked by `colMask` (the lane's columns inside [0, N)).
-  Value readRow(Value mem, Value row, Value col, int64_t n, Type elem);
+
+  void ifThen(Value cond, function_ref<void()> body) {
+    scf::IfOp::create(b, cond, [&](OpBuilder &, Location) {
+      body();
+      scf::YieldOp::create(b);
+    });
+  }
+  /// scf.for whose body builder is `b` itself, positioned in the body.
+  ValueRange forLoop(Value lb, Value ub, Value step, ValueRange inits,
+                     function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto loop = scf::ForOp::create(
+        b, lb, ub, step, inits,
+        [&](OpBuilder &, Location, Value iv, ValueRange iters) {
+          scf::YieldOp::create(b, body(iv, iters));
+        });
+    return loop.getResults();
+  }
+  /// The persistent loop over this CTA's output tiles: tile blockIdx.x, then
+  /// every gridDim.x-th one, row-major over (row block, column block) so that
+  /// CTAs running together share A's row blocks in L2.
+  ValueRange
+  tileLoop(ValueRange inits,
+           function_ref<SmallVector<Value>(Value blockRow, Value blockCol,
+                                           ValueRange iters)>
+               body) {
+    return forLoop(gpu::BlockIdOp::create(b, gpu::Dimension::x), numTiles,
+                   gpu::GridDimOp::create(b, gpu::Dimension::x), inits,
+                   [&](Value tile, ValueRange iters) {
+                     Value blockRow = mul(arith::DivUIOp::create(b, tile, numTilesN),
+                                          idx(s.tileM));
+                     Value blockCol = mul(arith::RemUIOp::create(b, tile, numTilesN),
+                                          idx(s.tileN));
+                     return body(blockRow, blockCol, iters);
+                   });
+  }
+  /// Ring slot and phase parity of the `it`-th K step this CTA runs.
+  Value stageOf(Value it) { return rem(it, s.stages); }
+  Value parityOf(Value it) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                 rem(div(it, s.stages), 2), idx(0));
+  }
+  Value flip(Value parity) {
+    return arith::XOrIOp::create(
+        b, parity, arith::ConstantOp::create(b, b.getBoolAttr(true)));
+  }
+  void wait(Value group, Value id, Value parity) {
+    nvgpu::MBarrierTryWaitParityOp::create(b, group, parity, idx(10000000), id);
+  }
+  void arrive(Value group, Value id) {
+    nvgpu::MBarrierArriveOp::create(b, nvgpu::MBarrierTokenType::get(ctx),
+                                    group, id);
+  }
+
+  void producer();
+  void rowSumsOfSquares();
+  void consumer();
+  void issueLoad(Value kTile, Value stage, Value blockRow, Value blockCol);
+  void epilogue(Value acc, Value blockRow, Value blockCol,
+                ArrayRef<Value> prologueSumSq);
+  /// Sum over the 4 lanes of a quad (the lanes that share a fragment row).
+  Value quadSum(Value v);
+  /// Two adjacent elements of `mem` at `indices` as vector<2xf32>.
+  Value loadPair(Value mem, ValueRange indices, Type elem);
 
   ImplicitLocOpBuilder &b;
   const GemmKernelSpec &s;
   MLIRContext *ctx;
   gpu::GPUFuncOp func;
-  Value smem, smemPad, barriers, tmaA, tmaB, m, n, k, tid, wg, blockRow, blockCol;
-  Type barrierType;
-  Value colMask;
+  Value smem, smemPad, full, empty, rowSumBars, tmaA, tmaB, m, n, k, wg, tid;
+  Value numK, numTiles, numTilesN;
 };
 } // namespace
 
-void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value predicate) {
-  Value stageBytes = idx(s.aTileBytes() + s.bTileBytes());
-  Value aOff = mul(stage, stageBytes);
+/// Threads of the producer warpgroup that add up the Lazy Pre-Norm squares
+/// (warps 2 and 3; warp 0 issues TMA).
+static constexpr int64_t kRowSumThreads = 64;
+/// Registers per thread: the launch budget (65536 per SM over the CTA's
+/// threads), then moved from the producer to the consumers by setmaxnreg.
+static constexpr int64_t kProducerRegisters = 40;
+static int64_t launchRegisters(const GemmKernelSpec &s) {
+  return std::min<int64_t>(248, 65536 / s.threads()) / 8 * 8;
+}
+static int64_t consumerRegisters(const GemmKernelSpec &s) {
+  int64_t pool = s.threads() * launchRegisters(s) - 128 * kProducerRegisters;
+  return std::min<int64_t>(256, pool / (128 * s.consumers) / 8 * 8);
+}
+
+void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
+                                  Value blockCol) {
+  Value aOff = stageOffset(stage);
   Value bOff = add(aOff, idx(s.aTileBytes()));
   nvgpu::MBarrierArriveExpectTxOp::create(
-      b, barriers, idx(s.aTileBytes() + s.bTileBytes()), stage, predicate);
+      b, full, idx(s.aTileBytes() + s.bTileBytes()), stage, Value());
   Value k0 = mul(kTile, idx(s.tileK));
   // A tile [tile_m, 64] at (row blockRow, col k0); coordinates innermost first.
   Value aTile = smemView(aOff, {s.tileM, s.tileK}, s.abType);
-  nvgpu::TmaAsyncLoadOp::create(b, aTile, barriers, tmaA,
-                                ValueRange{k0, blockRow}, stage, Value(),
-                                predicate);
+  nvgpu::TmaAsyncLoadOp::create(b, aTile, full, tmaA, ValueRange{k0, blockRow},
+                                stage, Value(), Value());
   // B tile [64, tile_n] as tile_n / 64 halves of [64, 64].
   int64_t halfBytes = s.tileK * kSwizzleCols * s.abType.getIntOrFloatBitWidth() / 8;
   for (int64_t h = 0; h < s.tileN / kSwizzleCols; ++h) {
     Value half = smemView(add(bOff, idx(h * halfBytes)), {s.tileK, kSwizzleCols},
                           s.abType);
     Value col = add(blockCol, idx(h * kSwizzleCols));
-    nvgpu::TmaAsyncLoadOp::create(b, half, barriers, tmaB, ValueRange{col, k0},
-                                  stage, Value(), predicate);
+    nvgpu::TmaAsyncLoadOp::create(b, half, full, tmaB, ValueRange{col, k0},
+                                  stage, Value(), Value());
   }
 }
 
-/// Adds the squares of this thread's half of its A row in `stage` to `ss`.
-/// The 128-byte swizzle permutes 16-byte chunks within one 128-byte row, so
-/// the two halves of a row together always cover exactly that row.
-Value GemmKernelEmitter::lazySumOfSquares(Value stage, Value ss) {
-  Value stageBytes = idx(s.aTileBytes() + s.bTileBytes());
-  Value aTile = smemView(mul(stage, stageBytes), {s.tileM, s.tileK}, s.abType);
-  Value row = add(mul(wg, idx(64)), arith::DivUIOp::create(b, tid, idx(2)));
-  Value half = arith::RemUIOp::create(b, tid, idx(2));
-  Value col0 = mul(half, idx(s.tileK / 2));
+/// Thread 0: for every K step of every tile, waits until the consumers (and
+/// the row-sum threads) have released the slot, then refills it by TMA.
+void GemmKernelEmitter::producer() {
+  tileLoop({idx(0)}, [&](Value blockRow, Value blockCol, ValueRange iters) {
+    ValueRange done = forLoop(
+        idx(0), numK, idx(1), iters, [&](Value kk, ValueRange it) {
+          Value stage = stageOf(it[0]);
+          // A fresh barrier counts as released in the phase before its first.
+          wait(empty, stage, flip(parityOf(it[0])));
+          issueLoad(kk, stage, blockRow, blockCol);
+          return SmallVector<Value>{add(it[0], idx(1))};
+        });
+    return SmallVector<Value>(done);
+  });
+}
+
+/// Lazy Pre-Norm: threads 64..127 of the producer warpgroup add the squares
+/// of A's rows from the same ring slots the MMA reads (thread t owns rows
+/// t, t + 64, ...), release each slot like a consumer, and hand the tile's
+/// sums to the epilogue through shared memory. The 128-byte swizzle permutes
+/// 16-byte chunks within one 128-byte row, so a row's 8 chunks are exactly
+/// that row, and a quarter warp's 8 rows hit 8 different bank groups.
+void GemmKernelEmitter::rowSumsOfSquares() {
+  Type f32 = b.getF32Type();
+  int64_t rowsPerThread = s.tileM / kRowSumThreads;
+  Value t = sub(tid, idx(128 - kRowSumThreads));
+  Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
   auto vecType = VectorType::get({8}, s.abType);
-  auto f32Vec = VectorType::get({8}, b.getF32Type());
-  for (int64_t j = 0; j < s.tileK / 2; j += 8) {
-    Value v = vector::LoadOp::create(b, vecType, aTile,
-                                     ValueRange{row, add(col0, idx(j))});
-    Value vf = arith::ExtFOp::create(b, f32Vec, v);
-    Value sq = arith::MulFOp::create(b, vf, vf);
-    Value part = vector::ReductionOp::create(b, vector::CombiningKind::ADD, sq);
-    ss = arith::AddFOp::create(b, ss, part);
-  }
-  return ss;
+  auto f32Vec = VectorType::get({8}, f32);
+  tileLoop({idx(0), idx(0)}, [&](Value, Value, ValueRange iters) {
+    SmallVector<Value> inits = {iters[0]};
+    for (int64_t r = 0; r < rowsPerThread; ++r)
+      inits.push_back(cstF32(0.0));
+    ValueRange sums = forLoop(
+        idx(0), numK, idx(1), inits, [&](Value, ValueRange it) {
+          Value stage = stageOf(it[0]);
+          wait(full, stage, parityOf(it[0]));
+          Value aTile = smemView(stageOffset(stage), {s.tileM, s.tileK}, s.abType);
+          SmallVector<Value> next = {add(it[0], idx(1))};
+          for (int64_t r = 0; r < rowsPerThread; ++r) {
+            Value row = add(t, idx(r * kRowSumThreads));
+            Value ss = it[1 + r];
+            for (int64_t c = 0; c < s.tileK; c += 8) {
+              Value v = vector::LoadOp::create(b, vecType, aTile,
+                                               ValueRange{row, idx(c)});
+              Value vf = arith::ExtFOp::create(b, f32Vec, v);
+              Value sq = arith::MulFOp::create(b, vf, vf);
+              ss = arith::AddFOp::create(
+                  b, ss,
+                  vector::ReductionOp::create(b, vector::CombiningKind::ADD, sq));
+            }
+            next.push_back(ss);
+          }
+          arrive(empty, stage);
+          return next;
+        });
+    // Hand over: wait until the consumers have read the previous tile's sums.
+    Value tileParity = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                             rem(iters[1], 2), idx(0));
+    wait(rowSumBars, idx(1), flip(tileParity));
+    for (int64_t r = 0; r < rowsPerThread; ++r)
+      memref::StoreOp::create(b, sums[1 + r], rowSums,
+                              ValueRange{add(t, idx(r * kRowSumThreads))});
+    arrive(rowSumBars, idx(0));
+    return SmallVector<Value>{sums[0], add(iters[1], idx(1))};
+  });
 }
 
-Value GemmKernelEmitter::warpAllReduce(Value v) {
-  for (int64_t offset = 16; offset >= 1; offset /= 2) {
+/// Consumer warpgroup c (64 rows of the tile): wgmma over the K steps with
+/// one group in flight, releasing each slot once its MMA is done, then the
+/// epilogue on the accumulator registers while the producer already loads
+/// the next tile.
+void GemmKernelEmitter::consumer() {
+  Type f32 = b.getF32Type();
+  Value c = sub(wg, idx(1));
+  auto accType = nvgpu::WarpgroupAccumulatorType::get(
+      ctx, VectorType::get({64, s.tileN}, f32));
+  auto descAType = nvgpu::WarpgroupMatrixDescriptorType::get(
+      ctx, MemRefType::get({64, s.tileK}, s.abType, MemRefLayoutAttrInterface{},
+                           IntegerAttr::get(IntegerType::get(ctx, 64), 3)));
+  auto descBType = nvgpu::WarpgroupMatrixDescriptorType::get(
+      ctx, MemRefType::get({s.tileK, s.tileN}, s.abType, MemRefLayoutAttrInterface{},
+                           IntegerAttr::get(IntegerType::get(ctx, 64), 3)));
+  bool lazy = s.prologue == PrologueKind::rms_norm;
+  // The fragment rows of this thread: 16 per warp, lane / 4 and 8 below it.
+  Value row0 = add(add(mul(c, idx(64)), mul(div(tid, 32), idx(16))),
+                   div(rem(tid, 32), 4));
+  Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
+
+  tileLoop({idx(0), idx(0)}, [&](Value blockRow, Value blockCol, ValueRange iters) {
+    Value acc0 = nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, accType);
+    ValueRange loop = forLoop(
+        idx(0), numK, idx(1), ValueRange{acc0, iters[0]},
+        [&](Value kk, ValueRange it) {
+          Value stage = stageOf(it[1]);
+          wait(full, stage, parityOf(it[1]));
+          Value off = stageOffset(stage);
+          Value aMine = smemView(add(off, mul(c, idx(64 * s.tileK * 2))),
+                                 {64, s.tileK}, s.abType);
+          Value bTile = smemView(add(off, idx(s.aTileBytes())),
+                                 {s.tileK, s.tileN}, s.abType);
+          Value dA = nvgpu::WarpgroupGenerateDescriptorOp::create(b, descAType, aMine, tmaA);
+          Value dB = nvgpu::WarpgroupGenerateDescriptorOp::create(b, descBType, bTile, tmaB);
+          Value acc = nvgpu::WarpgroupMmaOp::create(
+              b, accType, dA, dB, IntegerAttr(), UnitAttr(), b.getUnitAttr(), it[0]);
+          // Keep this MMA in flight; the previous step's is now done, so its
+          // slot goes back to the producer.
+          NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
+          ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ne, kk, idx(0)),
+                 [&] { arrive(empty, stageOf(sub(it[1], idx(1)))); });
+          return SmallVector<Value>{acc, add(it[1], idx(1))};
+        });
+    NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+    arrive(empty, stageOf(sub(loop[1], idx(1))));
+    SmallVector<Value> sumSq;
+    if (lazy) {
+      Value tileParity = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                               rem(iters[1], 2), idx(0));
+      wait(rowSumBars, idx(0), tileParity);
+      for (int64_t h = 0; h < 2; ++h)
+        sumSq.push_back(memref::LoadOp::create(
+            b, rowSums, ValueRange{add(row0, idx(8 * h))}));
+      arrive(rowSumBars, idx(1));
+    }
+    epilogue(loop[0], add(blockRow, row0), blockCol, sumSq);
+    return SmallVector<Value>{loop[1], add(iters[1], idx(1))};
+  });
+}
+
+Value GemmKernelEmitter::quadSum(Value v) {
+  for (int64_t offset : {1, 2}) {
     auto shfl = gpu::ShuffleOp::create(b, v, i32(offset), i32(32),
                                        gpu::ShuffleMode::XOR);
     v = arith::AddFOp::create(b, v, shfl.getShuffleResult());
@@ -264,75 +461,36 @@ Value GemmKernelEmitter::warpAllReduce(Value v) {
   return v;
 }
 
-/// `n` elements of row `row` of the 2-D memref `mem` from column `col`, as
-/// f32, zero past the memref's edge.
-Value GemmKernelEmitter::readRow(Value mem, Value row, Value col, int64_t nElems,
-                                 Type elem) {
-  auto vt = VectorType::get({nElems}, elem);
-  Value pad = arith::ConstantOp::create(b, DenseElementsAttr::get(
-                                               vt, b.getFloatAttr(elem, 0.0)));
-  auto memType = cast<MemRefType>(mem.getType());
-  SmallVector<Value> indices = memType.getRank() == 2 ? SmallVector<Value>{row, col}
-                                                      : SmallVector<Value>{col};
-  Value v = vector::MaskedLoadOp::create(b, vt, mem, indices, colMask, pad);
-  if (elem.isF32())
-    return v;
-  return arith::ExtFOp::create(b, VectorType::get({nElems}, b.getF32Type()), v);
+Value GemmKernelEmitter::loadPair(Value mem, ValueRange indices, Type elem) {
+  auto pairType = VectorType::get({2}, elem);
+  auto f32Pair = VectorType::get({2}, b.getF32Type());
+  unsigned bytes = elem.getIntOrFloatBitWidth() / 8;
+  Value v = vector::LoadOp::create(b, pairType, mem, indices,
+                                   /*nontemporal=*/false,
+                                   llvm::MaybeAlign(2 * bytes));
+  if (!elem.isF32())
+    v = arith::ExtFOp::create(b, f32Pair, v);
+  return v;
 }
 
-void GemmKernelEmitter::epilogue(Value acc, Value sumSq) {
+/// The wgmma m64nNk16 accumulator fragment: thread (warp w, lane l) of a
+/// consumer warpgroup holds, for each 8-column group j, element 4j + 2h + e
+/// at row 16w + l / 4 + 8h, column 8j + 2 (l % 4) + e. `row0` is the global
+/// row of h = 0. Each thread works on its 2 rows x 2 adjacent columns per
+/// group; the 4 lanes of a quad together hold whole rows of the tile, so row
+/// reductions are two shuffles. Loads are clamped into range and zeroed
+/// outside it; stores are predicated on the row and column.
+void GemmKernelEmitter::epilogue(Value acc, Value row0, Value blockCol,
+                                 ArrayRef<Value> prologueSumSq) {
   Type f32 = b.getF32Type();
-  int64_t perLane = s.tileN / 32;
-  auto vecF32 = VectorType::get({perLane}, f32);
-
-  // Accumulators -> staging tile (reuses the ring: every stage was consumed
-  // before the last barrier of the K loop). nvgpu.warpgroup.mma.store places
-  // a thread's rows by its warp index in the CTA, not in its warpgroup
-  // (row = 16 * (tid / 32) + ...: warps 4-7 write rows 64-127), so every
-  // warpgroup stores through the same 64-row view at the tile's start and
-  // warpgroup w lands on rows 64w .. 64w + 63 of the staging tile.
-  Value rows64 = smemView(idx(0), {64, s.tileN}, f32);
-  nvgpu::WarpgroupMmaStoreOp::create(b, acc, rows64);
-  Value staging = smemView(idx(0), {s.tileM, s.tileN}, f32);
-  Value rowStats = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
-  if (s.prologue == PrologueKind::rms_norm) {
-    // Lanes 2r and 2r+1 hold the halves of row r.
-    auto other = gpu::ShuffleOp::create(b, sumSq, i32(1), i32(32),
-                                        gpu::ShuffleMode::XOR);
-    Value total = arith::AddFOp::create(b, sumSq, other.getShuffleResult());
-    Value row = add(mul(wg, idx(64)), arith::DivUIOp::create(b, tid, idx(2)));
-    Value even = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                       arith::RemUIOp::create(b, tid, idx(2)),
-                                       idx(0));
-    scf::IfOp::create(b, even, [&](OpBuilder &nb, Location l) {
-      memref::StoreOp::create(nb, l, total, rowStats, ValueRange{row});
-      scf::YieldOp::create(nb, l);
-    });
-  }
-  gpu::BarrierOp::create(b);
-
-  Value warp = arith::DivUIOp::create(b, arith::AddIOp::create(b, tid, mul(wg, idx(128))), idx(32));
-  Value lane = arith::RemUIOp::create(b, tid, idx(32));
-  Value numWarps = idx(s.threads() / 32);
-  Value colInTile = mul(lane, idx(perLane));
-  Value col = add(blockCol, colInTile);
-  // Columns of this lane inside [0, N): col + j < N, as an i32 vector compare
-  // (vector.create_mask has no lowering inside convert-gpu-to-nvvm).
-  auto i32Vec = VectorType::get({perLane}, b.getI32Type());
-  SmallVector<int32_t> iota(perLane);
-  for (int64_t j = 0; j < perLane; ++j)
-    iota[j] = static_cast<int32_t>(j);
-  Value lanesCols = arith::AddIOp::create(
-      b,
-      vector::BroadcastOp::create(
-          b, i32Vec, arith::IndexCastOp::create(b, b.getI32Type(), col)),
-      arith::ConstantOp::create(b, DenseElementsAttr::get(i32Vec, ArrayRef(iota))));
-  Value nVec = vector::BroadcastOp::create(
-      b, i32Vec, arith::IndexCastOp::create(b, b.getI32Type(), n));
-  Value mask = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, lanesCols, nVec);
-  colMask = mask;
-  Value nF = arith::UIToFPOp::create(b, f32, arith::IndexCastOp::create(b, b.getI64Type(), n));
-  Value zeroVec = arith::ConstantOp::create(b, DenseElementsAttr::get(vecF32, 0.0f));
+  auto pair = VectorType::get({2}, f32);
+  int64_t groups = s.tileN / 8;
+  auto inner = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(s.tileN / 2, f32));
+  auto fragType = LLVM::LLVMStructType::getLiteral(ctx, {inner});
+  // The NVGPU lowering gives the accumulator exactly this struct type, so
+  // the cast folds away (reconcile-unrealized-casts).
+  Value frag = UnrealizedConversionCastOp::create(b, fragType, acc).getResult(0);
 
   unsigned nextArg = 6; // after tmaA, tmaB, M, N, K, out
   Value out = arg(5);
@@ -348,78 +506,165 @@ void GemmKernelEmitter::epilogue(Value acc, Value sumSq) {
     statRstd = arg(nextArg++);
   }
 
-  scf::ForOp::create(
-      b, warp, idx(s.tileM), numWarps, ValueRange{},
-      [&](OpBuilder &, Location, Value r, ValueRange) {
-        // The body builder is `b` itself, positioned in the loop body.
-        Value gm = add(blockRow, r);
-        Value inRows = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, gm, m);
-        scf::IfOp::create(b, inRows, [&](OpBuilder &, Location) {
-          Value v = vector::LoadOp::create(b, vecF32, staging, ValueRange{r, colInTile});
-          auto splat = [&](Value x) { return vector::BroadcastOp::create(b, vecF32, x); };
-          if (s.prologue == PrologueKind::rms_norm) {
-            Value ss = memref::LoadOp::create(b, rowStats, ValueRange{r});
-            Value kF = arith::UIToFPOp::create(
-                b, f32, arith::IndexCastOp::create(b, b.getI64Type(), k));
-            Value ms = arith::DivFOp::create(b, ss, kF);
-            Value rs = rsqrt(arith::AddFOp::create(b, ms, cstF32(s.prologueEpsilon)));
-            v = arith::MulFOp::create(b, v, splat(rs));
-          }
-          if (rowScale) {
-            Value sc = memref::LoadOp::create(b, rowScale, ValueRange{gm});
-            v = arith::MulFOp::create(b, v, splat(sc));
-          }
-          if (colBias)
-            v = arith::AddFOp::create(b, v, readRow(colBias, gm, col, perLane, s.colBiasType));
-          if (residual)
-            v = arith::AddFOp::create(b, v, readRow(residual, gm, col, perLane, s.residualType));
-          Value isLane0 = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, idx(0));
-          auto storeStat = [&](Value mem, Value x) {
-            scf::IfOp::create(b, isLane0, [&](OpBuilder &nb3, Location l3) {
-              memref::StoreOp::create(nb3, l3, x, mem, ValueRange{gm});
-              scf::YieldOp::create(nb3, l3);
-            });
-          };
-          if (s.epilogue == EpilogueKind::rms_norm) {
-            Value sq = arith::MulFOp::create(b, v, v);
-            Value sum = warpAllReduce(vector::ReductionOp::create(b, vector::CombiningKind::ADD, sq));
-            Value rs = rsqrt(arith::AddFOp::create(b, arith::DivFOp::create(b, sum, nF), cstF32(s.epsilon)));
-            v = arith::MulFOp::create(b, v, splat(rs));
-            if (weight)
-              v = arith::MulFOp::create(b, v, readRow(weight, gm, col, perLane, s.normWeightType));
-            if (statRstd)
-              storeStat(statRstd, rs);
-          } else if (s.epilogue == EpilogueKind::layer_norm) {
-            Value sum = warpAllReduce(vector::ReductionOp::create(b, vector::CombiningKind::ADD, v));
-            Value mean = arith::DivFOp::create(b, sum, nF);
-            Value d = arith::SubFOp::create(b, v, splat(mean));
-            Value dm = arith::SelectOp::create(b, mask, d, zeroVec);
-            Value sq = arith::MulFOp::create(b, dm, dm);
-            Value var = arith::DivFOp::create(
-                b, warpAllReduce(vector::ReductionOp::create(b, vector::CombiningKind::ADD, sq)), nF);
-            Value rs = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
-            v = arith::MulFOp::create(b, d, splat(rs));
-            if (weight)
-              v = arith::MulFOp::create(b, v, readRow(weight, gm, col, perLane, s.normWeightType));
-            if (bias)
-              v = arith::AddFOp::create(b, v, readRow(bias, gm, col, perLane, s.normBiasType));
-            if (statMean)
-              storeStat(statMean, mean);
-            if (statRstd)
-              storeStat(statRstd, rs);
-          }
-          Value outV = v;
-          if (!s.outType.isF32())
-            outV = arith::TruncFOp::create(b, VectorType::get({perLane}, s.outType), v);
-          vector::MaskedStoreOp::create(b, out, ValueRange{gm, col}, mask, outV);
-          scf::YieldOp::create(b);
+  Value quad = rem(rem(tid, 32), 4);
+  Value colBase = add(blockCol, mul(quad, idx(2)));
+  Value nF = arith::UIToFPOp::create(b, f32, arith::IndexCastOp::create(b, b.getI64Type(), n));
+  Value lastRow = sub(m, idx(1));
+  auto splat = [&](Value x) { return vector::BroadcastOp::create(b, pair, x); };
+  auto sumPairs = [&](ArrayRef<Value> vs) {
+    Value total = cstF32(0.0);
+    for (Value v : vs)
+      total = arith::AddFOp::create(
+          b, total, vector::ReductionOp::create(b, vector::CombiningKind::ADD, v));
+    return quadSum(total);
+  };
+
+  // Two copies: tiles whose columns all lie inside N (every tile but the
+  // last column block, when N is not a multiple of tile_n) need no column
+  // checks, so their addresses are one base plus immediate offsets; the
+  // others clamp loads and predicate stores per column pair.
+  auto rows = [&](bool checkColumns) {
+    // Recomputed at each use, so that no per-column value stays live.
+    auto colOf = [&](int64_t j) { return add(colBase, idx(8 * j)); };
+    auto inCol = [&](int64_t j) -> Value {
+      return checkColumns ? ult(colOf(j), n) : Value();
+    };
+    // Column-indexed loads: unconditional in full tiles; predicated in the
+    // others (an scf.if, so the address stays base + immediate offset).
+    auto loadCol = [&](Value mem, Value row, int64_t j, Type elem) -> Value {
+      SmallVector<Value> indices;
+      if (row)
+        indices.push_back(row);
+      indices.push_back(colOf(j));
+      if (!checkColumns)
+        return loadPair(mem, indices, elem);
+      auto f32Pair = VectorType::get({2}, b.getF32Type());
+      auto guarded = scf::IfOp::create(
+          b, inCol(j),
+          [&](OpBuilder &, Location) {
+            scf::YieldOp::create(b, loadPair(mem, indices, elem));
+          },
+          [&](OpBuilder &, Location) {
+            scf::YieldOp::create(
+                b, ValueRange{arith::ConstantOp::create(
+                       b, DenseElementsAttr::get(f32Pair, b.getF32FloatAttr(0.0)))});
+          });
+      return guarded.getResult(0);
+    };
+    // Both rows advance together, so that each column-indexed load (col_bias,
+    // norm weight and bias) is issued once and used at once for both.
+    Value gm[2], inRow[2], rowClamped[2];
+    SmallVector<Value> v[2];
+    for (int64_t h = 0; h < 2; ++h) {
+      gm[h] = add(row0, idx(8 * h));
+      inRow[h] = ult(gm[h], m);
+      rowClamped[h] = arith::MinUIOp::create(b, gm[h], lastRow);
+      v[h].resize(groups);
+    }
+    // Row factors: the Lazy Pre-Norm rstd and row_scale.
+    Value factor[2] = {Value(), Value()};
+    for (int64_t h = 0; h < 2; ++h) {
+      if (s.prologue == PrologueKind::rms_norm) {
+        Value kF = arith::UIToFPOp::create(
+            b, f32, arith::IndexCastOp::create(b, b.getI64Type(), k));
+        Value ms = arith::DivFOp::create(b, prologueSumSq[h], kF);
+        factor[h] = rsqrt(arith::AddFOp::create(b, ms, cstF32(s.prologueEpsilon)));
+      }
+      if (rowScale) {
+        Value sc = memref::LoadOp::create(b, rowScale, ValueRange{rowClamped[h]});
+        if (!s.rowScaleType.isF32())
+          sc = arith::ExtFOp::create(b, f32, sc);
+        factor[h] = factor[h] ? arith::MulFOp::create(b, factor[h], sc) : sc;
+      }
+    }
+    for (int64_t j = 0; j < groups; ++j) {
+      Value cb = colBias ? loadCol(colBias, Value(), j, s.colBiasType) : Value();
+      for (int64_t h = 0; h < 2; ++h) {
+        Value x0 = LLVM::ExtractValueOp::create(b, frag, ArrayRef<int64_t>{0, 4 * j + 2 * h});
+        Value x1 = LLVM::ExtractValueOp::create(b, frag, ArrayRef<int64_t>{0, 4 * j + 2 * h + 1});
+        Value x = vector::FromElementsOp::create(b, pair, ValueRange{x0, x1});
+        if (factor[h])
+          x = arith::MulFOp::create(b, x, splat(factor[h]));
+        if (cb)
+          x = arith::AddFOp::create(b, x, cb);
+        if (residual)
+          x = arith::AddFOp::create(b, x, loadCol(residual, rowClamped[h], j, s.residualType));
+        v[h][j] = x;
+      }
+    }
+    Value isQuadLeader = eq(quad, 0);
+    auto storeStat = [&](Value mem, int64_t h, Value x) {
+      ifThen(both(inRow[h], isQuadLeader),
+             [&] { memref::StoreOp::create(b, x, mem, ValueRange{gm[h]}); });
+    };
+    Value rs[2] = {Value(), Value()};
+    for (int64_t h = 0; h < 2; ++h) {
+      if (s.epilogue == EpilogueKind::rms_norm) {
+        // Columns past N hold 0 (TMA zero-fill; loads zeroed): no mask.
+        SmallVector<Value> squares;
+        for (Value x : v[h])
+          squares.push_back(arith::MulFOp::create(b, x, x));
+        rs[h] = rsqrt(arith::AddFOp::create(
+            b, arith::DivFOp::create(b, sumPairs(squares), nF), cstF32(s.epsilon)));
+        if (statRstd)
+          storeStat(statRstd, h, rs[h]);
+      } else if (s.epilogue == EpilogueKind::layer_norm) {
+        Value mean = arith::DivFOp::create(b, sumPairs(v[h]), nF);
+        Value zero = splat(cstF32(0.0));
+        SmallVector<Value> squares;
+        for (int64_t j = 0; j < groups; ++j) {
+          v[h][j] = arith::SubFOp::create(b, v[h][j], splat(mean));
+          // Columns past N hold 0, not the mean: keep them out of the variance.
+          if (checkColumns)
+            v[h][j] = arith::SelectOp::create(b, inCol(j), v[h][j], zero);
+          squares.push_back(arith::MulFOp::create(b, v[h][j], v[h][j]));
+        }
+        Value var = arith::DivFOp::create(b, sumPairs(squares), nF);
+        rs[h] = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
+        if (statMean)
+          storeStat(statMean, h, mean);
+        if (statRstd)
+          storeStat(statRstd, h, rs[h]);
+      }
+    }
+    auto outPair = VectorType::get({2}, s.outType);
+    unsigned outBytes = s.outType.getIntOrFloatBitWidth() / 8;
+    for (int64_t j = 0; j < groups; ++j) {
+      Value w = weight ? loadCol(weight, Value(), j, s.normWeightType) : Value();
+      Value nb = bias ? loadCol(bias, Value(), j, s.normBiasType) : Value();
+      for (int64_t h = 0; h < 2; ++h) {
+        Value x = v[h][j];
+        if (rs[h])
+          x = arith::MulFOp::create(b, x, splat(rs[h]));
+        if (w)
+          x = arith::MulFOp::create(b, x, w);
+        if (nb)
+          x = arith::AddFOp::create(b, x, nb);
+        Value o = s.outType.isF32() ? x : arith::TruncFOp::create(b, outPair, x);
+        Value ok = checkColumns ? both(inRow[h], inCol(j)) : inRow[h];
+        ifThen(ok, [&] {
+          vector::StoreOp::create(b, o, out, ValueRange{gm[h], colOf(j)},
+                                  /*nontemporal=*/false,
+                                  llvm::MaybeAlign(2 * outBytes));
         });
+      }
+    }
+  };
+  Value fullColumns = arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
+                                            add(blockCol, idx(s.tileN)), n);
+  scf::IfOp::create(
+      b, fullColumns,
+      [&](OpBuilder &, Location) {
+        rows(/*checkColumns=*/false);
+        scf::YieldOp::create(b);
+      },
+      [&](OpBuilder &, Location) {
+        rows(/*checkColumns=*/true);
         scf::YieldOp::create(b);
       });
 }
 
 void GemmKernelEmitter::emit() {
-  Type f32 = b.getF32Type();
   tmaA = UnrealizedConversionCastOp::create(b, getTensorMapTypeA(ctx, s), arg(0))
              .getResult(0);
   tmaB = UnrealizedConversionCastOp::create(b, getTensorMapTypeB(ctx, s), arg(1))
@@ -427,11 +672,12 @@ void GemmKernelEmitter::emit() {
   m = arg(2);
   n = arg(3);
   k = arg(4);
+  numK = arith::CeilDivUIOp::create(b, k, idx(s.tileK));
+  numTilesN = arith::CeilDivUIOp::create(b, n, idx(s.tileN));
+  numTiles = mul(arith::CeilDivUIOp::create(b, m, idx(s.tileM)), numTilesN);
   Value threadId = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  wg = arith::DivUIOp::create(b, threadId, idx(128));
-  tid = arith::RemUIOp::create(b, threadId, idx(128)); // thread in warpgroup
-  blockCol = mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(s.tileN));
-  blockRow = mul(gpu::BlockIdOp::create(b, gpu::Dimension::y), idx(s.tileM));
+  wg = div(threadId, 128);
+  tid = rem(threadId, 128); // thread in warpgroup
   smem = gpu::DynamicSharedMemoryOp::create(
       b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                          MemRefLayoutAttrInterface{}, sharedSpace(ctx)));
@@ -440,86 +686,60 @@ void GemmKernelEmitter::emit() {
   // mbarriers at 16-byte alignment: pad it up at run time (the launch asks for
   // kSmemAlignment more bytes).
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, smem);
-  Value misalign = arith::RemUIOp::create(b, base, idx(kSmemAlignment));
-  smemPad = arith::RemUIOp::create(
-      b, arith::SubIOp::create(b, idx(kSmemAlignment), misalign),
-      idx(kSmemAlignment));
-  barrierType = nvgpu::MBarrierGroupType::get(ctx, sharedSpace(ctx), s.stages);
-  barriers = nvgpu::MBarrierCreateOp::create(b, barrierType);
-  Value leader = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, threadId, idx(0));
-  for (int64_t st = 0; st < s.stages; ++st)
-    nvgpu::MBarrierInitOp::create(b, barriers, idx(1), idx(st), leader);
+  Value misalign = rem(base, kSmemAlignment);
+  smemPad = rem(sub(idx(kSmemAlignment), misalign), kSmemAlignment);
+
+  bool lazy = s.prologue == PrologueKind::rms_norm;
+  auto group = [&](int64_t count) {
+    return nvgpu::MBarrierCreateOp::create(
+        b, nvgpu::MBarrierGroupType::get(ctx, sharedSpace(ctx), count));
+  };
+  // full[s]: the slot's TMA bytes landed. empty[s]: every consumer thread
+  // (and every row-sum thread) is done reading it. rowSumBars: [0] the
+  // tile's row sums are written, [1] the consumers have read them.
+  full = group(s.stages);
+  empty = group(s.stages);
+  int64_t consumerThreads = 128 * s.consumers;
+  Value leader = eq(threadId, 0);
+  for (int64_t st = 0; st < s.stages; ++st) {
+    nvgpu::MBarrierInitOp::create(b, full, idx(1), idx(st), leader);
+    nvgpu::MBarrierInitOp::create(
+        b, empty, idx(consumerThreads + (lazy ? kRowSumThreads : 0)), idx(st),
+        leader);
+  }
+  if (lazy) {
+    rowSumBars = group(2);
+    nvgpu::MBarrierInitOp::create(b, rowSumBars, idx(kRowSumThreads), idx(0), leader);
+    nvgpu::MBarrierInitOp::create(b, rowSumBars, idx(consumerThreads), idx(1), leader);
+  }
   nvgpu::TmaPrefetchOp::create(b, tmaA, leader);
   nvgpu::TmaPrefetchOp::create(b, tmaB, leader);
   gpu::BarrierOp::create(b);
 
-  Value numK = arith::CeilDivUIOp::create(b, k, idx(s.tileK));
-  // Prologue: K tiles 0 .. stages - 3 (the loop prefetches stages - 2 ahead).
-  for (int64_t p = 0; p + 2 < s.stages; ++p) {
-    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, idx(p), numK);
-    issueLoad(idx(p), idx(p), arith::AndIOp::create(b, leader, inRange));
-  }
-
-  auto accType = nvgpu::WarpgroupAccumulatorType::get(
-      ctx, VectorType::get({64, s.tileN}, f32));
-  Value acc0 = nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, accType);
-  auto descAType = nvgpu::WarpgroupMatrixDescriptorType::get(
-      ctx, MemRefType::get({64, s.tileK}, s.abType, MemRefLayoutAttrInterface{},
-                           IntegerAttr::get(IntegerType::get(ctx, 64), 3)));
-  auto descBType = nvgpu::WarpgroupMatrixDescriptorType::get(
-      ctx, MemRefType::get({s.tileK, s.tileN}, s.abType, MemRefLayoutAttrInterface{},
-                           IntegerAttr::get(IntegerType::get(ctx, 64), 3)));
-  Value ss0 = cstF32(0.0);
-  bool lazy = s.prologue == PrologueKind::rms_norm;
-
-  auto loop = scf::ForOp::create(
-      b, idx(0), numK, idx(1), ValueRange{acc0, ss0},
-      [&](OpBuilder &, Location, Value i, ValueRange iter) {
-        Value stages = idx(s.stages);
-        // 1. Refill the stage consumed in iteration i - 2: its MMA finished at
-        //    the wait_group(1) of iteration i - 1, its sum-of-squares reads
-        //    before that iteration's barrier.
-        Value next = add(i, idx(s.stages - 2));
-        Value nextOk = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, next, numK);
-        issueLoad(next, arith::RemUIOp::create(b, next, stages),
-                  arith::AndIOp::create(b, leader, nextOk));
-        // 2. Wait for this stage's A and B.
-        Value stage = arith::RemUIOp::create(b, i, stages);
-        Value round = arith::DivUIOp::create(b, i, stages);
-        Value parity = arith::CmpIOp::create(
-            b, arith::CmpIPredicate::ne,
-            arith::AndIOp::create(b, round, idx(1)), idx(0));
-        nvgpu::MBarrierTryWaitParityOp::create(b, barriers, parity, idx(10000000), stage);
-        // 3. Lazy Pre-Norm: squares of this thread's half row. (Issuing them
-        //    after the wgmma instead, to overlap, measured 4-7% slower on the
-        //    H200: bench/results/2026-11-30_*_lazy-after-mma.json.)
-        Value ss = iter[1];
+  // Roles. setmaxnreg is warpgroup-wide, so it comes before the split
+  // within the producer warpgroup. No CTA-wide barrier after this point:
+  // idle producer threads exit.
+  auto isProducerGroup = eq(wg, 0);
+  scf::IfOp::create(
+      b, isProducerGroup,
+      [&](OpBuilder &, Location) {
+        NVVM::SetMaxRegisterOp::create(
+            b, b.getI32IntegerAttr(kProducerRegisters),
+            NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::decrease));
+        ifThen(eq(tid, 0), [&] { producer(); });
         if (lazy)
-          ss = lazySumOfSquares(stage, ss);
-        // 4. This warpgroup's 64 rows times the whole B tile.
-        Value stageOff = mul(stage, idx(s.aTileBytes() + s.bTileBytes()));
-        Value aMine = smemView(add(stageOff, mul(wg, idx(64 * s.tileK * 2))),
-                               {64, s.tileK}, s.abType);
-        Value bTile = smemView(add(stageOff, idx(s.aTileBytes())),
-                               {s.tileK, s.tileN}, s.abType);
-        Value dA = nvgpu::WarpgroupGenerateDescriptorOp::create(b, descAType, aMine, tmaA);
-        Value dB = nvgpu::WarpgroupGenerateDescriptorOp::create(b, descBType, bTile, tmaB);
-        Value acc = nvgpu::WarpgroupMmaOp::create(
-            b, accType, dA, dB, IntegerAttr(), UnitAttr(), b.getUnitAttr(), iter[0]);
-        // Keep this MMA in flight; the one of iteration i - 1 is now done.
-        NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
-        // 5. Every warpgroup is past that wait: stage (i - 1) % stages may be
-        //    refilled at the start of iteration i + 1.
-        gpu::BarrierOp::create(b);
-        scf::YieldOp::create(b, ValueRange{acc, ss});
+          ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::uge, tid,
+                                       idx(128 - kRowSumThreads)),
+                 [&] { rowSumsOfSquares(); });
+        scf::YieldOp::create(b);
+      },
+      [&](OpBuilder &, Location) {
+        NVVM::SetMaxRegisterOp::create(
+            b, b.getI32IntegerAttr(consumerRegisters(s)),
+            NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::increase));
+        consumer();
+        scf::YieldOp::create(b);
       });
-  NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
-  // The staging tile reuses the ring and B is shared by both warpgroups: no
-  // warpgroup may overwrite a stage before every warpgroup's last wgmma has
-  // finished reading it (a NaN-producing race, seen on the H200 when two
-  // CTAs share an SM).
-  gpu::BarrierOp::create(b);
-  epilogue(loop.getResult(0), loop.getResult(1));
   gpu::ReturnOp::create(b);
 }
 
@@ -550,6 +770,12 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
   func.setKnownBlockSizeAttr(
       builder.getDenseI32ArrayAttr({static_cast<int32_t>(s.threads()), 1, 1}));
+  // setmaxnreg takes effect only when ptxas knows the register count at
+  // entry: both .maxntid and .maxnreg (docs/MLIR22-NOTES.md, section 5.7).
+  func->setAttr("nvvm.maxntid", builder.getDenseI32ArrayAttr(
+                                    {static_cast<int32_t>(s.threads()), 1, 1}));
+  func->setAttr("nvvm.maxnreg", builder.getI32IntegerAttr(
+                                    static_cast<int32_t>(launchRegisters(s))));
   builder.setInsertionPointToStart(&func.getBody().front());
   ImplicitLocOpBuilder b(loc, builder);
   GemmKernelEmitter(b, s, func).emit();

@@ -30,14 +30,15 @@ struct GemmKernelSpec {
   /// Number of f32 statistics written (0, 1 for rms_norm, 2 for layer_norm).
   unsigned numStats = 0;
 
-  int64_t threads() const { return 128 * consumers; }
+  /// A producer warpgroup (TMA, Lazy Pre-Norm row sums) and the consumer
+  /// warpgroups (wgmma, epilogue).
+  int64_t threads() const { return 128 * (consumers + 1); }
   /// Bytes of one A tile and one B tile of the ring.
   int64_t aTileBytes() const;
   int64_t bTileBytes() const;
   /// Byte offsets in dynamic shared memory (documented in GemmKernel.cpp).
   int64_t ringBytes() const { return stages * (aTileBytes() + bTileBytes()); }
-  int64_t stagingBytes() const { return tileM * tileN * 4; }
-  int64_t rowStatsOffset() const { return std::max(ringBytes(), stagingBytes()); }
+  int64_t rowStatsOffset() const { return ringBytes(); }
   /// Dynamic shared memory to launch with, including the slack that aligns
   /// the base to kSmemAlignment.
   int64_t sharedMemoryBytes() const {
@@ -55,7 +56,9 @@ FailureOr<GemmKernelSpec> getGemmKernelSpec(FusedMatmulOp op,
 Type getTensorMapTypeA(MLIRContext *ctx, const GemmKernelSpec &spec);
 Type getTensorMapTypeB(MLIRContext *ctx, const GemmKernelSpec &spec);
 
-/// Creates the kernel `name` in `module`. Arguments, in order: the A and B
+/// Creates the kernel `name` in `module`: a persistent kernel, launched with
+/// at most one CTA per SM on a 1-D grid, each CTA looping over output tiles
+/// blockIdx.x, blockIdx.x + gridDim.x, ... Arguments, in order: the A and B
 /// tensor maps (as !llvm.ptr), M, N, K (index), the output memref<?x?x...>,
 /// then each optional operand of the spec that is present (residual,
 /// row_scale, col_bias, norm_weight, norm_bias), then the statistics outputs

@@ -9,8 +9,9 @@
 // The kernel (docs/DESIGN.md, "Kernel designs"): a producer warp streams A and
 // B tiles by TMA into a ring of `stages` swizzled shared-memory buffers, two
 // consumer warpgroups issue the MMA (wgmma on sm_90a; tcgen05 on sm_100a,
-// planned only for now), and the epilogue goes registers -> norm math ->
-// shared memory -> TMA store. Rows wider than one CTA's slice are normalized
+// planned only for now), and the epilogue applies the norm to the
+// accumulator registers and stores them. CTAs are persistent: one per SM,
+// looping over output tiles. Rows wider than one CTA's slice are normalized
 // by a cluster along N exchanging partial sums through DSMEM.
 //
 //===----------------------------------------------------------------------===//
@@ -41,13 +42,9 @@ KernelSmemLayout mlir::fusion::getKernelSmemLayout(
   l.bTileBytes = tileN * K::kTileK * elementBytes;
   l.aRingOffset = 0;
   l.bRingOffset = l.aRingOffset + stages * l.aTileBytes;
-  // The epilogue stages the f32 accumulator tile in the ring, which is free
-  // once the K loop has consumed every stage.
-  int64_t ringEnd = l.bRingOffset + stages * l.bTileBytes;
-  l.epilogueOffset = 0;
-  l.epilogueBytes = K::kTileM * tileN * 4;
-  // Lazy Pre-Norm's per-row sums of squares outlive the K loop.
-  l.rowStatsOffset = std::max(ringEnd, l.epilogueBytes);
+  // Lazy Pre-Norm's per-row sums of squares outlive the K loop. (The
+  // epilogue works on the accumulator registers: no staging tile.)
+  l.rowStatsOffset = l.bRingOffset + stages * l.bTileBytes;
   l.rowStatsBytes = K::kTileM * 4;
   // Grad epilogues read the forward's norm_input tile next to the gradient.
   l.normInputOffset = l.rowStatsOffset + l.rowStatsBytes;
@@ -70,14 +67,11 @@ std::string str(Type t) {
   return s;
 }
 
-/// "A/B ring 98304 and f32 epilogue tile 131072 sharing 131072, ...": where
-/// the bytes go.
+/// "A/B ring 98304, row sums 512, ...": where the bytes go.
 std::string breakdown(const KernelSmemLayout &l) {
   std::string s = ("A/B ring " +
                    Twine(l.stages * (l.aTileBytes + l.bTileBytes)) +
-                   " and f32 epilogue tile " + Twine(l.epilogueBytes) +
-                   " sharing " + Twine(l.rowStatsOffset) + ", row sums " +
-                   Twine(l.rowStatsBytes))
+                   ", row sums " + Twine(l.rowStatsBytes))
                       .str();
   if (l.normInputBytes)
     s += (", norm_input tile " + Twine(l.normInputBytes)).str();
@@ -221,23 +215,8 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
 
   // Step 4: the deepest ring that fits. Without a row reduction tile_n is
   // free: halve it (keeping the MMA's N granularity) while not even the
-  // shallowest ring fits. On sm_90a 256 columns always fit; on sm_100a a
-  // 512-column f32 staging tile alone exceeds the budget.
-  // Step 5: a short K loop (at most kShortKSteps steps) cannot hide the
-  // epilogue and the pipeline fill of one CTA per SM; without a row
-  // reduction, take 128-column tiles and a ring that lets two CTAs share an
-  // SM, so that one's epilogue overlaps the other's loads.
+  // shallowest ring fits. On both targets the widest tile fits.
   int64_t budget = target.smemPerBlockOptin;
-  if (!rowReduction &&
-      llvm::divideCeil(k, K::kTileK) <= K::kShortKSteps && tileN > 128) {
-    std::optional<KernelSmemLayout> shared = deepestFit(
-        target.smemPerSM / 2 - target.smemReservedPerBlock, 128, clusterN,
-        elementBytes, normInputElementBytes);
-    if (shared)
-      return KernelConfigAttr::get(op.getContext(), K::kTileM, 128, K::kTileK,
-                                   shared->stages, clusterN, K::kConsumers,
-                                   shared->totalBytes);
-  }
   std::optional<KernelSmemLayout> layout = deepestFit(
       budget, tileN, clusterN, elementBytes, normInputElementBytes);
   while (!layout && !rowReduction && tileN > target.tileNGranularity) {

@@ -63,9 +63,6 @@ struct FusedMatmulKernel {
   /// Pipeline depths tried, deepest first.
   static constexpr int64_t kMinStages = 2;
   static constexpr int64_t kMaxStages = 6;
-  /// K loops of at most this many steps get tiles that let two CTAs share
-  /// an SM (row-independent epilogues only).
-  static constexpr int64_t kShortKSteps = 8;
   /// Reserved for the mbarriers and for aligning the buffers to 1024 bytes
   /// (the 128-byte swizzle pattern repeats every 1024 bytes).
   static constexpr int64_t kBarrierAndAlignBytes = 1024;
@@ -77,21 +74,21 @@ struct FusedMatmulKernel {
 /// shared memory, in bytes from the (1024-byte aligned) base:
 ///
 ///   [ A ring: stages x tile_m x tile_k x e ][ B ring: stages x tile_n x tile_k x e ]
-///     (after the K loop, the same bytes hold the epilogue staging tile,
-///      tile_m x tile_n x f32: the region is max(ring, staging) long)
 ///   [ Lazy Pre-Norm row sums of squares: tile_m x f32 ]
 ///   [ norm_input tile: tile_m x tile_n x e ]          (grad epilogues only)
 ///   [ DSMEM slots: 2 x tile_m x cluster_n x 2 x f32 ] (cluster_n > 1 only)
 ///   [ mbarriers, alignment: 1 KiB ]
 ///
-/// with e the operand element size (the norm_input tile uses its own). The slots are double-buffered (a
+/// with e the operand element size (the norm_input tile uses its own). The
+/// epilogue works on the accumulator registers and needs no staging tile, so
+/// a persistent CTA's producer refills the ring for its next tile while the
+/// consumers run the epilogue of this one. The slots are double-buffered (a
 /// persistent CTA fills one while peers may still read the other) and hold a
 /// (sum, sum of squares) pair per row for every CTA of the cluster.
 struct KernelSmemLayout {
   int64_t stages;
   int64_t aTileBytes, bTileBytes;
   int64_t aRingOffset, bRingOffset;
-  int64_t epilogueOffset, epilogueBytes;
   int64_t rowStatsOffset, rowStatsBytes;
   int64_t normInputOffset, normInputBytes;
   int64_t clusterSlotsOffset, clusterSlotsBytes;

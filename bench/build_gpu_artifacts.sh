@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds, on this machine (no GPU needed), everything the H200 run
+# (bench/run_h200.sh) uses, under BUILD/gpu: the correctness and benchmark
+# case libraries (bench/gen_cases.py + fusion-compile), the bundled example,
+# and a copy of the runtime. Carry BUILD/gpu to the device.
+#
+#   bench/build_gpu_artifacts.sh [BUILD]     (default: build)
+set -euo pipefail
+build=${1:-build}
+out="$build/gpu"
+mkdir -p "$out"
+for suite in correctness bench; do
+  python3 bench/gen_cases.py "$out" --suite "$suite"
+  "$build/bin/fusion-compile" "$out/$suite.mlir" -o "$out/lib$suite.so"
+done
+"$build/bin/fusion-compile" examples/transformer_block.mlir -o "$out/libexample.so"
+cp -P "$build"/lib/libfusion_runtime.so* "$out/"
+ls -l "$out"
