@@ -9,7 +9,13 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 timeout 120 python3 -m pytest -q -x test/gpu/test_runtime_gpu.py 2>&1 | tail -5 | tee "$OUT/runtime_tests.txt"
 timeout 120 python3 -m pytest -v -s test/gpu/test_example_gpu.py 2>&1 | tee "$OUT/example_tests.txt" | grep -E "rel err|passed|failed"
-timeout 240 python3 -m pytest -v -s test/gpu/test_fused_matmul_gpu.py 2>&1 | tee "$OUT/gpu_tests.txt" | grep -E "PASS|FAIL|Error|error|rel err|worst|passed|failed" | tail -60
+timeout 240 python3 -m pytest -v -s test/gpu/test_fused_matmul_gpu.py > "$OUT/gpu_tests.txt" 2>&1
+status=$?
+grep -E "PASS|FAIL|Error|error|rel err|worst|passed|failed" "$OUT/gpu_tests.txt" | tail -60
+if [ $status -ne 0 ]; then
+  echo "kernel tests failed or timed out (exit $status): skipping the sanitizers and the benchmark"
+  exit 1
+fi
 for t in memcheck racecheck synccheck; do
   for c in gemm_odd_m lazy_rms_odd_m ln_epi_odd_m rowscale_colbias_residual_n264; do
     timeout 120 compute-sanitizer --tool $t --error-exitcode 9 python3 test/gpu/run_one_case.py $c > "$OUT/sanitizer_${t}_${c}.txt" 2>&1
