@@ -352,11 +352,16 @@ void GemmKernelEmitter::rowSumsOfSquares() {
   Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
   auto vecType = VectorType::get({8}, s.abType);
   auto f32Vec = VectorType::get({8}, f32);
+  Value zeroVec = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(f32Vec, b.getF32FloatAttr(0.0)));
   tileLoop({idx(0), idx(0)}, [&](Value, Value, ValueRange iters) {
+    // Eight independent f32 accumulators per row (one per element of a
+    // 16-byte chunk): one warp per SM sub-partition does this work, so it
+    // needs instruction-level parallelism, not a serial chain of adds.
     SmallVector<Value> inits = {iters[0]};
     for (int64_t r = 0; r < rowsPerThread; ++r)
-      inits.push_back(cstF32(0.0));
-    ValueRange sums = forLoop(
+      inits.push_back(zeroVec);
+    ValueRange acc = forLoop(
         idx(0), numK, idx(1), inits, [&](Value, ValueRange it) {
           Value stage = stageOf(it[0]);
           wait(full, stage, parityOf(it[0]));
@@ -367,18 +372,21 @@ void GemmKernelEmitter::rowSumsOfSquares() {
             Value ss = it[1 + r];
             for (int64_t c = 0; c < s.tileK; c += 8) {
               Value v = vector::LoadOp::create(b, vecType, aTile,
-                                               ValueRange{row, idx(c)});
+                                               ValueRange{row, idx(c)},
+                                               /*nontemporal=*/false,
+                                               llvm::MaybeAlign(16));
               Value vf = arith::ExtFOp::create(b, f32Vec, v);
-              Value sq = arith::MulFOp::create(b, vf, vf);
-              ss = arith::AddFOp::create(
-                  b, ss,
-                  vector::ReductionOp::create(b, vector::CombiningKind::ADD, sq));
+              ss = math::FmaOp::create(b, vf, vf, ss);
             }
             next.push_back(ss);
           }
           arrive(empty, stage);
           return next;
         });
+    SmallVector<Value> sums = {acc[0]};
+    for (int64_t r = 0; r < rowsPerThread; ++r)
+      sums.push_back(
+          vector::ReductionOp::create(b, vector::CombiningKind::ADD, acc[1 + r]));
     // Hand over: wait until the consumers have read the previous tile's sums.
     Value tileParity = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
                                              rem(iters[1], 2), idx(0));
