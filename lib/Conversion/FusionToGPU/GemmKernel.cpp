@@ -352,12 +352,13 @@ void GemmKernelEmitter::rowSumsOfSquares() {
   Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
   auto vecType = VectorType::get({8}, s.abType);
   auto f32Vec = VectorType::get({8}, f32);
+  auto accVec = VectorType::get({4}, f32);
   Value zeroVec = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(f32Vec, b.getF32FloatAttr(0.0)));
+      b, DenseElementsAttr::get(accVec, b.getF32FloatAttr(0.0)));
   tileLoop({idx(0), idx(0)}, [&](Value, Value, ValueRange iters) {
-    // Eight independent f32 accumulators per row (one per element of a
-    // 16-byte chunk): one warp per SM sub-partition does this work, so it
-    // needs instruction-level parallelism, not a serial chain of adds.
+    // Four independent f32 accumulators per row: one warp per SM
+    // sub-partition does this work, so it needs instruction-level
+    // parallelism, not a serial chain of adds (and it has 40 registers).
     SmallVector<Value> inits = {iters[0]};
     for (int64_t r = 0; r < rowsPerThread; ++r)
       inits.push_back(zeroVec);
@@ -376,7 +377,12 @@ void GemmKernelEmitter::rowSumsOfSquares() {
                                                /*nontemporal=*/false,
                                                llvm::MaybeAlign(16));
               Value vf = arith::ExtFOp::create(b, f32Vec, v);
-              ss = math::FmaOp::create(b, vf, vf, ss);
+              for (int64_t half = 0; half < 2; ++half) {
+                int64_t o = 4 * half;
+                Value x = vector::ShuffleOp::create(
+                    b, vf, vf, ArrayRef<int64_t>{o, o + 1, o + 2, o + 3});
+                ss = math::FmaOp::create(b, x, x, ss);
+              }
             }
             next.push_back(ss);
           }
