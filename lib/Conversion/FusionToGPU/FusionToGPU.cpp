@@ -129,6 +129,10 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
       args.push_back(castDynamic(b, map.lookup(v)));
   for (Value stat : op.getExtras())
     args.push_back(castDynamic(b, map.lookup(stat)));
+  if (spec.tmaStore())
+    args.push_back(descriptor(map.lookup(op.getOutput()),
+                              getTensorMapTypeC(ctx, spec),
+                              {spec.tileM, kStoreChunkN}));
 
   // Persistent kernel: min(tiles, SMs) CTAs, at least one (M may be 0).
   Value tiles = arith::MulIOp::create(

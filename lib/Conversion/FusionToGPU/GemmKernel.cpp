@@ -22,8 +22,8 @@
 // A slot is refilled only after *all* its readers, the MMAs and the row-sum
 // threads, have arrived on empty[s] (count 128 C + 64 with Lazy Pre-Norm):
 // the plain-Triton failure in docs/PERF.md is exactly this race. Ring slot
-// and phase come from a per-role running count of K steps, it: slot it %
-// stages, parity (it / stages) & 1.
+// and phase come from each role's count of K steps modulo 2 x stages, pos:
+// slot pos mod stages, parity pos >= stages.
 //
 //   dynamic shared memory (from its first 1024-byte aligned address)
 //   +--------------------------------------------+ 0
@@ -168,6 +168,9 @@ Type mlir::fusion::getTensorMapTypeA(MLIRContext *ctx, const GemmKernelSpec &s) 
 Type mlir::fusion::getTensorMapTypeB(MLIRContext *ctx, const GemmKernelSpec &s) {
   return tensorMapType(ctx, {s.tileK, kSwizzleCols}, s.abType);
 }
+Type mlir::fusion::getTensorMapTypeC(MLIRContext *ctx, const GemmKernelSpec &s) {
+  return tensorMapType(ctx, {s.tileM, kStoreChunkN}, s.outType);
+}
 
 namespace {
 /// Emits the kernel body; one method per role of the file comment.
@@ -249,11 +252,24 @@ private:
                      return body(blockRow, blockCol, iters);
                    });
   }
-  /// Ring slot and phase parity of the `it`-th K step this CTA runs.
-  Value stageOf(Value it) { return rem(it, s.stages); }
-  Value parityOf(Value it) {
-    return arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
-                                 rem(div(it, s.stages), 2), idx(0));
+  /// The pipeline position of a role: the K steps it has run so far,
+  /// modulo 2 x stages (slot and phase parity without any division):
+  /// slot = pos mod stages, parity = pos >= stages.
+  Value stageOf(Value pos) {
+    return arith::SelectOp::create(b, ult(pos, idx(s.stages)), pos,
+                                   sub(pos, idx(s.stages)));
+  }
+  Value parityOf(Value pos) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::uge, pos,
+                                 idx(s.stages));
+  }
+  Value nextPos(Value pos) {
+    Value next = add(pos, idx(1));
+    return arith::SelectOp::create(b, eq(next, 2 * s.stages), idx(0), next);
+  }
+  Value prevPos(Value pos) {
+    return arith::SelectOp::create(b, eq(pos, 0), idx(2 * s.stages - 1),
+                                   sub(pos, idx(1)));
   }
   Value flip(Value parity) {
     return arith::XOrIOp::create(
@@ -267,12 +283,18 @@ private:
                                     group, id);
   }
 
+  /// Named barrier 1 over the consumer warpgroups only (the producer
+  /// warpgroup's idle threads have exited).
+  void consumerBarrier() {
+    NVVM::BarrierOp::create(b, Type(), i32(1), i32(128 * s.consumers),
+                            NVVM::BarrierReductionAttr(), Value());
+  }
   void producer();
   void rowSumsOfSquares();
   void consumer();
   void issueLoad(Value kTile, Value stage, Value blockRow, Value blockCol);
-  void epilogue(Value acc, Value blockRow, Value blockCol,
-                ArrayRef<Value> prologueSumSq);
+  void epilogue(Value acc, Value blockRow, Value rowInTile, Value blockCol,
+                Value tileCount, ArrayRef<Value> prologueSumSq);
   /// Sum over the 4 lanes of a quad (the lanes that share a fragment row).
   Value quadSum(Value v);
   /// Two adjacent elements of `mem` at `indices` as vector<2xf32>.
@@ -282,7 +304,7 @@ private:
   const GemmKernelSpec &s;
   MLIRContext *ctx;
   gpu::GPUFuncOp func;
-  Value smem, smemPad, full, empty, rowSumBars, tmaA, tmaB, m, n, k, wg, tid;
+  Value smem, smemPad, full, empty, rowSumBars, tmaA, tmaB, tmaC, m, n, k, wg, tid;
   Value numK, numTiles, numTilesN;
 };
 } // namespace
@@ -333,7 +355,7 @@ void GemmKernelEmitter::producer() {
           // A fresh barrier counts as released in the phase before its first.
           wait(empty, stage, flip(parityOf(it[0])));
           issueLoad(kk, stage, blockRow, blockCol);
-          return SmallVector<Value>{add(it[0], idx(1))};
+          return SmallVector<Value>{nextPos(it[0])};
         });
     return SmallVector<Value>(done);
   });
@@ -367,7 +389,7 @@ void GemmKernelEmitter::rowSumsOfSquares() {
           Value stage = stageOf(it[0]);
           wait(full, stage, parityOf(it[0]));
           Value aTile = smemView(stageOffset(stage), {s.tileM, s.tileK}, s.abType);
-          SmallVector<Value> next = {add(it[0], idx(1))};
+          SmallVector<Value> next = {nextPos(it[0])};
           for (int64_t r = 0; r < rowsPerThread; ++r) {
             Value row = add(t, idx(r * kRowSumThreads));
             Value ss = it[1 + r];
@@ -446,11 +468,11 @@ void GemmKernelEmitter::consumer() {
           // slot goes back to the producer.
           NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
           ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ne, kk, idx(0)),
-                 [&] { arrive(empty, stageOf(sub(it[1], idx(1)))); });
-          return SmallVector<Value>{acc, add(it[1], idx(1))};
+                 [&] { arrive(empty, stageOf(prevPos(it[1]))); });
+          return SmallVector<Value>{acc, nextPos(it[1])};
         });
     NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
-    arrive(empty, stageOf(sub(loop[1], idx(1))));
+    arrive(empty, stageOf(prevPos(loop[1])));
     SmallVector<Value> sumSq;
     if (lazy) {
       Value tileParity = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
@@ -461,9 +483,13 @@ void GemmKernelEmitter::consumer() {
             b, rowSums, ValueRange{add(row0, idx(8 * h))}));
       arrive(rowSumBars, idx(1));
     }
-    epilogue(loop[0], add(blockRow, row0), blockCol, sumSq);
+    epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq);
     return SmallVector<Value>{loop[1], add(iters[1], idx(1))};
   });
+  // The staging buffers must outlive the last TMA stores that read them.
+  if (s.tmaStore())
+    ifThen(both(eq(wg, 1), eq(tid, 0)),
+           [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
 }
 
 Value GemmKernelEmitter::quadSum(Value v) {
@@ -494,8 +520,10 @@ Value GemmKernelEmitter::loadPair(Value mem, ValueRange indices, Type elem) {
 /// group; the 4 lanes of a quad together hold whole rows of the tile, so row
 /// reductions are two shuffles. Loads are clamped into range and zeroed
 /// outside it; stores are predicated on the row and column.
-void GemmKernelEmitter::epilogue(Value acc, Value row0, Value blockCol,
+void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
+                                 Value blockCol, Value tileCount,
                                  ArrayRef<Value> prologueSumSq) {
+  Value row0 = add(blockRow, rowInTile);
   Type f32 = b.getF32Type();
   auto pair = VectorType::get({2}, f32);
   int64_t groups = s.tileN / 8;
@@ -643,25 +671,78 @@ void GemmKernelEmitter::epilogue(Value acc, Value row0, Value blockCol,
     }
     auto outPair = VectorType::get({2}, s.outType);
     unsigned outBytes = s.outType.getIntOrFloatBitWidth() / 8;
-    for (int64_t j = 0; j < groups; ++j) {
-      Value w = weight ? loadCol(weight, Value(), j, s.normWeightType) : Value();
-      Value nb = bias ? loadCol(bias, Value(), j, s.normBiasType) : Value();
-      for (int64_t h = 0; h < 2; ++h) {
-        Value x = v[h][j];
-        if (rs[h])
-          x = arith::MulFOp::create(b, x, splat(rs[h]));
-        if (w)
-          x = arith::MulFOp::create(b, x, w);
-        if (nb)
-          x = arith::AddFOp::create(b, x, nb);
-        Value o = s.outType.isF32() ? x : arith::TruncFOp::create(b, outPair, x);
-        Value ok = checkColumns ? both(inRow[h], inCol(j)) : inRow[h];
-        ifThen(ok, [&] {
-          vector::StoreOp::create(b, o, out, ValueRange{gm[h], colOf(j)},
-                                  /*nontemporal=*/false,
-                                  llvm::MaybeAlign(2 * outBytes));
-        });
+    auto finalPair = [&](int64_t h, int64_t j, Value w, Value nb) {
+      Value x = v[h][j];
+      if (rs[h])
+        x = arith::MulFOp::create(b, x, splat(rs[h]));
+      if (w)
+        x = arith::MulFOp::create(b, x, w);
+      if (nb)
+        x = arith::AddFOp::create(b, x, nb);
+      return s.outType.isF32() ? x : arith::TruncFOp::create(b, outPair, x);
+    };
+    auto normParams = [&](int64_t j) {
+      return std::pair<Value, Value>{
+          weight ? loadCol(weight, Value(), j, s.normWeightType) : Value(),
+          bias ? loadCol(bias, Value(), j, s.normBiasType) : Value()};
+    };
+    if (!s.tmaStore()) {
+      for (int64_t j = 0; j < groups; ++j) {
+        auto [w, nb] = normParams(j);
+        for (int64_t h = 0; h < 2; ++h) {
+          Value o = finalPair(h, j, w, nb);
+          Value ok = checkColumns ? both(inRow[h], inCol(j)) : inRow[h];
+          ifThen(ok, [&] {
+            vector::StoreOp::create(b, o, out, ValueRange{gm[h], colOf(j)},
+                                    /*nontemporal=*/false,
+                                    llvm::MaybeAlign(2 * outBytes));
+          });
+        }
       }
+      return;
+    }
+    // TMA store, 64 columns at a time through two staging buffers. The
+    // buffer of chunk c was last read by the store of chunk c - 2: the store
+    // leader waits until at most one store is still reading, then a barrier
+    // over the consumer threads hands the buffer out. The 128-byte swizzle
+    // puts the 8 rows a warp writes at once on 8 different 16-byte chunks,
+    // so the pair stores are free of bank conflicts. TMA clips rows past M
+    // and columns past N.
+    Value lane = rem(tid, 32);
+    Value rowPhase = div(lane, 4); // the row's index modulo 8
+    Value isStoreLeader = both(eq(wg, 1), eq(tid, 0));
+    int64_t chunks = s.tileN / kStoreChunkN;
+    int64_t groupsPerChunk = kStoreChunkN / 8;
+    for (int64_t c = 0; c < chunks; ++c) {
+      Value buffer = rem(add(mul(tileCount, idx(chunks)), idx(c)), 2);
+      Value staging = smemView(
+          add(idx(s.storeStagingOffset()), mul(buffer, idx(s.storeChunkBytes()))),
+          {s.tileM, kStoreChunkN}, s.outType);
+      ifThen(isStoreLeader, [&] {
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, 1, b.getUnitAttr());
+      });
+      consumerBarrier();
+      for (int64_t g = 0; g < groupsPerChunk; ++g) {
+        int64_t j = c * groupsPerChunk + g;
+        auto [w, nb] = normParams(j);
+        Value swizzled = arith::XOrIOp::create(b, idx(g), rowPhase);
+        Value col = add(mul(swizzled, idx(8)), mul(quad, idx(2)));
+        for (int64_t h = 0; h < 2; ++h)
+          vector::StoreOp::create(b, finalPair(h, j, w, nb), staging,
+                                  ValueRange{add(rowInTile, idx(8 * h)), col},
+                                  /*nontemporal=*/false, llvm::MaybeAlign(4));
+      }
+      // The generic-proxy writes must be visible to the TMA (async proxy).
+      NVVM::FenceProxyOp::create(
+          b, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+      consumerBarrier();
+      ifThen(isStoreLeader, [&] {
+        nvgpu::TmaAsyncStoreOp::create(
+            b, staging, tmaC,
+            ValueRange{add(blockCol, idx(c * kStoreChunkN)), blockRow}, Value());
+        NVVM::CpAsyncBulkCommitGroupOp::create(b);
+      });
     }
   };
   Value fullColumns = arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
@@ -683,6 +764,10 @@ void GemmKernelEmitter::emit() {
              .getResult(0);
   tmaB = UnrealizedConversionCastOp::create(b, getTensorMapTypeB(ctx, s), arg(1))
              .getResult(0);
+  if (s.tmaStore())
+    tmaC = UnrealizedConversionCastOp::create(
+               b, getTensorMapTypeC(ctx, s), arg(func.getNumArguments() - 1))
+               .getResult(0);
   m = arg(2);
   n = arg(3);
   k = arg(4);
@@ -728,6 +813,8 @@ void GemmKernelEmitter::emit() {
   }
   nvgpu::TmaPrefetchOp::create(b, tmaA, leader);
   nvgpu::TmaPrefetchOp::create(b, tmaB, leader);
+  if (tmaC)
+    nvgpu::TmaPrefetchOp::create(b, tmaC, leader);
   gpu::BarrierOp::create(b);
 
   // Roles. setmaxnreg is warpgroup-wide, so it comes before the split
@@ -776,6 +863,8 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,
       args.push_back(dyn1(t));
   for (unsigned i = 0; i < s.numStats; ++i)
     args.push_back(dyn1(builder.getF32Type()));
+  if (s.tmaStore())
+    args.push_back(ptr);
 
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(module.getBody());

@@ -16,6 +16,8 @@ namespace mlir::fusion {
 
 /// Alignment of the tiles in shared memory (the 128-byte swizzle atom).
 constexpr int64_t kSmemAlignment = 1024;
+/// Columns of one output staging buffer (128 bytes of 16-bit elements).
+constexpr int64_t kStoreChunkN = 64;
 
 /// Everything the kernel generator needs to know about one fused GEMM.
 struct GemmKernelSpec {
@@ -38,7 +40,13 @@ struct GemmKernelSpec {
   int64_t bTileBytes() const;
   /// Byte offsets in dynamic shared memory (documented in GemmKernel.cpp).
   int64_t ringBytes() const { return stages * (aTileBytes() + bTileBytes()); }
-  int64_t rowStatsOffset() const { return ringBytes(); }
+  /// 16-bit outputs leave by TMA store through two staging buffers of
+  /// [tile_m, kStoreChunkN]; f32 outputs are stored from registers.
+  bool tmaStore() const { return outType.getIntOrFloatBitWidth() == 16; }
+  int64_t storeChunkBytes() const { return tileM * kStoreChunkN * 2; }
+  int64_t storeStagingOffset() const { return ringBytes(); }
+  int64_t storeStagingBytes() const { return tmaStore() ? 2 * storeChunkBytes() : 0; }
+  int64_t rowStatsOffset() const { return storeStagingOffset() + storeStagingBytes(); }
   /// Dynamic shared memory to launch with, including the slack that aligns
   /// the base to kSmemAlignment.
   int64_t sharedMemoryBytes() const {
@@ -55,6 +63,8 @@ FailureOr<GemmKernelSpec> getGemmKernelSpec(FusedMatmulOp op,
 /// of tileK columns).
 Type getTensorMapTypeA(MLIRContext *ctx, const GemmKernelSpec &spec);
 Type getTensorMapTypeB(MLIRContext *ctx, const GemmKernelSpec &spec);
+/// The output's tensor map (16-bit outputs): boxes of [tile_m, 64].
+Type getTensorMapTypeC(MLIRContext *ctx, const GemmKernelSpec &spec);
 
 /// Creates the kernel `name` in `module`: a persistent kernel, launched with
 /// at most one CTA per SM on a 1-D grid, each CTA looping over output tiles
@@ -62,7 +72,8 @@ Type getTensorMapTypeB(MLIRContext *ctx, const GemmKernelSpec &spec);
 /// tensor maps (as !llvm.ptr), M, N, K (index), the output memref<?x?x...>,
 /// then each optional operand of the spec that is present (residual,
 /// row_scale, col_bias, norm_weight, norm_bias), then the statistics outputs
-/// (memref<?xf32> each).
+/// (memref<?xf32> each), and for 16-bit outputs the output's tensor map (as
+/// !llvm.ptr).
 gpu::GPUFuncOp buildGemmKernel(OpBuilder &b, Location loc,
                                gpu::GPUModuleOp module, StringRef name,
                                const GemmKernelSpec &spec);

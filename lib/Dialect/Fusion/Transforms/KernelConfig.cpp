@@ -31,7 +31,7 @@ using K = FusedMatmulKernel;
 
 KernelSmemLayout mlir::fusion::getKernelSmemLayout(
     int64_t tileN, int64_t stages, int64_t clusterN, int64_t elementBytes,
-    int64_t normInputElementBytes) {
+    int64_t normInputElementBytes, int64_t outputElementBytes) {
   KernelSmemLayout l;
   l.stages = stages;
   // One stage of the ring: an A tile [tile_m, tile_k] and a B tile
@@ -42,9 +42,15 @@ KernelSmemLayout mlir::fusion::getKernelSmemLayout(
   l.bTileBytes = tileN * K::kTileK * elementBytes;
   l.aRingOffset = 0;
   l.bRingOffset = l.aRingOffset + stages * l.aTileBytes;
-  // Lazy Pre-Norm's per-row sums of squares outlive the K loop. (The
-  // epilogue works on the accumulator registers: no staging tile.)
-  l.rowStatsOffset = l.bRingOffset + stages * l.bTileBytes;
+  // 16-bit outputs leave by TMA store through two [tile_m, 64] buffers
+  // (128 bytes a row, the 128-byte swizzle); f32 outputs from registers.
+  l.storeStagingOffset = l.bRingOffset + stages * l.bTileBytes;
+  l.storeStagingBytes =
+      outputElementBytes == 2
+          ? 2 * K::kTileM * K::kStoreChunkN * outputElementBytes
+          : 0;
+  // Lazy Pre-Norm's per-row sums of squares outlive the K loop.
+  l.rowStatsOffset = l.storeStagingOffset + l.storeStagingBytes;
   l.rowStatsBytes = K::kTileM * 4;
   // Grad epilogues read the forward's norm_input tile next to the gradient.
   l.normInputOffset = l.rowStatsOffset + l.rowStatsBytes;
@@ -67,12 +73,15 @@ std::string str(Type t) {
   return s;
 }
 
-/// "A/B ring 98304, row sums 512, ...": where the bytes go.
+/// "A/B ring 98304, row sums 512, output staging 32768, ...": where the
+/// bytes go.
 std::string breakdown(const KernelSmemLayout &l) {
   std::string s = ("A/B ring " +
                    Twine(l.stages * (l.aTileBytes + l.bTileBytes)) +
                    ", row sums " + Twine(l.rowStatsBytes))
                       .str();
+  if (l.storeStagingBytes)
+    s += (", output staging " + Twine(l.storeStagingBytes)).str();
   if (l.normInputBytes)
     s += (", norm_input tile " + Twine(l.normInputBytes)).str();
   if (l.clusterSlotsBytes)
@@ -86,10 +95,12 @@ std::string breakdown(const KernelSmemLayout &l) {
 std::optional<KernelSmemLayout> deepestFit(int64_t budget, int64_t tileN,
                                            int64_t clusterN,
                                            int64_t elementBytes,
-                                           int64_t normInputElementBytes) {
+                                           int64_t normInputElementBytes,
+                                           int64_t outputElementBytes) {
   for (int64_t stages = K::kMaxStages; stages >= K::kMinStages; --stages) {
-    KernelSmemLayout l = getKernelSmemLayout(tileN, stages, clusterN,
-                                             elementBytes, normInputElementBytes);
+    KernelSmemLayout l =
+        getKernelSmemLayout(tileN, stages, clusterN, elementBytes,
+                            normInputElementBytes, outputElementBytes);
     if (l.totalBytes <= budget)
       return l;
   }
@@ -217,19 +228,22 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   // free: halve it (keeping the MMA's N granularity) while not even the
   // shallowest ring fits. On both targets the widest tile fits.
   int64_t budget = target.smemPerBlockOptin;
-  std::optional<KernelSmemLayout> layout = deepestFit(
-      budget, tileN, clusterN, elementBytes, normInputElementBytes);
+  int64_t outputElementBytes =
+      getElementTypeOrSelf(op.getOutput().getType()).getIntOrFloatBitWidth() / 8;
+  std::optional<KernelSmemLayout> layout =
+      deepestFit(budget, tileN, clusterN, elementBytes, normInputElementBytes,
+                 outputElementBytes);
   while (!layout && !rowReduction && tileN > target.tileNGranularity) {
     tileN = std::max(target.tileNGranularity,
                      static_cast<int64_t>(llvm::alignDown(
                          tileN / 2, target.tileNGranularity)));
     layout = deepestFit(budget, tileN, clusterN, elementBytes,
-                        normInputElementBytes);
+                        normInputElementBytes, outputElementBytes);
   }
   if (!layout) {
     KernelSmemLayout smallest =
         getKernelSmemLayout(tileN, K::kMinStages, clusterN, elementBytes,
-                            normInputElementBytes);
+                            normInputElementBytes, outputElementBytes);
     why = ("expected at most " + Twine(target.smemPerBlockOptin) +
            " bytes of shared memory (the " + target.chip +
            " opt-in limit per CTA), but a " + Twine(K::kTileM) + "x" +

@@ -60,6 +60,9 @@ struct FusedMatmulKernel {
   /// K step of a stage: 64 bf16/f16 elements are 128 bytes, the span of the
   /// 128-byte swizzle.
   static constexpr int64_t kTileK = 64;
+  /// Columns of one output staging buffer: 64 16-bit elements are 128
+  /// bytes, one swizzle span and one TMA store box.
+  static constexpr int64_t kStoreChunkN = 64;
   /// Pipeline depths tried, deepest first.
   static constexpr int64_t kMinStages = 2;
   static constexpr int64_t kMaxStages = 6;
@@ -74,21 +77,26 @@ struct FusedMatmulKernel {
 /// shared memory, in bytes from the (1024-byte aligned) base:
 ///
 ///   [ A ring: stages x tile_m x tile_k x e ][ B ring: stages x tile_n x tile_k x e ]
+///   [ output staging: 2 x tile_m x 64 x o ]           (16-bit outputs only)
 ///   [ Lazy Pre-Norm row sums of squares: tile_m x f32 ]
 ///   [ norm_input tile: tile_m x tile_n x e ]          (grad epilogues only)
 ///   [ DSMEM slots: 2 x tile_m x cluster_n x 2 x f32 ] (cluster_n > 1 only)
 ///   [ mbarriers, alignment: 1 KiB ]
 ///
-/// with e the operand element size (the norm_input tile uses its own). The
-/// epilogue works on the accumulator registers and needs no staging tile, so
-/// a persistent CTA's producer refills the ring for its next tile while the
-/// consumers run the epilogue of this one. The slots are double-buffered (a
+/// with e the operand element size (the norm_input tile uses its own) and o
+/// the output element size. The epilogue works on the accumulator registers;
+/// 16-bit outputs leave through two 64-column staging buffers and TMA stores
+/// (one buffer fills while the other's store drains), f32 outputs straight
+/// from registers. No region is shared with the ring, so a persistent CTA's
+/// producer refills the ring for its next tile while the consumers run the
+/// epilogue of this one. The slots are double-buffered (a
 /// persistent CTA fills one while peers may still read the other) and hold a
 /// (sum, sum of squares) pair per row for every CTA of the cluster.
 struct KernelSmemLayout {
   int64_t stages;
   int64_t aTileBytes, bTileBytes;
   int64_t aRingOffset, bRingOffset;
+  int64_t storeStagingOffset, storeStagingBytes;
   int64_t rowStatsOffset, rowStatsBytes;
   int64_t normInputOffset, normInputBytes;
   int64_t clusterSlotsOffset, clusterSlotsBytes;
@@ -107,11 +115,13 @@ struct KernelSmemLayout {
 /// FusedMatmulKernel::kTileM x `tileN` x FusedMatmulKernel::kTileK, `stages`
 /// ring stages, `clusterN` CTAs per cluster and operands of `elementBytes`
 /// bytes; `normInputElementBytes` is the element size of the norm_input
-/// tile of a grad epilogue, 0 without one. The one place the shared-memory
-/// formulas are written: the planner and the GPU lowering both call it.
+/// tile of a grad epilogue, 0 without one; `outputElementBytes` that of the
+/// output. The one place the shared-memory formulas are written: the planner
+/// and the GPU lowering both call it.
 KernelSmemLayout getKernelSmemLayout(int64_t tileN, int64_t stages,
                                      int64_t clusterN, int64_t elementBytes,
-                                     int64_t normInputElementBytes);
+                                     int64_t normInputElementBytes,
+                                     int64_t outputElementBytes);
 
 /// Chooses the kernel configuration of `op` on `target`:
 ///   1. checks what the kernel needs: bf16 or f16 operands of one element
