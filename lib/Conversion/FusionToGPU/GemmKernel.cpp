@@ -375,6 +375,11 @@ void GemmKernelEmitter::rowSumsOfSquares() {
   auto vecType = VectorType::get({8}, s.abType);
   auto f32Vec = VectorType::get({8}, f32);
   auto accVec = VectorType::get({4}, f32);
+  auto i32Vec = VectorType::get({4}, b.getI32Type());
+  auto splatI32 = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(i32Vec, b.getI32IntegerAttr(v)));
+  };
   Value zeroVec = arith::ConstantOp::create(
       b, DenseElementsAttr::get(accVec, b.getF32FloatAttr(0.0)));
   tileLoop({idx(0), idx(0)}, [&](Value, Value, ValueRange iters) {
@@ -398,13 +403,24 @@ void GemmKernelEmitter::rowSumsOfSquares() {
                                                ValueRange{row, idx(c)},
                                                /*nontemporal=*/false,
                                                llvm::MaybeAlign(16));
-              Value vf = arith::ExtFOp::create(b, f32Vec, v);
-              for (int64_t half = 0; half < 2; ++half) {
-                int64_t o = 4 * half;
-                Value x = vector::ShuffleOp::create(
-                    b, vf, vf, ArrayRef<int64_t>{o, o + 1, o + 2, o + 3});
-                ss = math::FmaOp::create(b, x, x, ss);
+              // bf16 -> f32 is a 16-bit shift: the two halves of each
+              // 32-bit word, by integer ops instead of the quarter-rate
+              // conversion unit. (f16 converts with arith.extf.)
+              SmallVector<Value> halves;
+              if (s.abType.isBF16()) {
+                Value words = vector::BitCastOp::create(b, i32Vec, v);
+                Value lo = arith::ShLIOp::create(b, words, splatI32(16));
+                Value hi = arith::AndIOp::create(b, words, splatI32(0xffff0000));
+                halves = {vector::BitCastOp::create(b, accVec, lo),
+                          vector::BitCastOp::create(b, accVec, hi)};
+              } else {
+                Value vf = arith::ExtFOp::create(b, f32Vec, v);
+                for (int64_t o : {0, 4})
+                  halves.push_back(vector::ShuffleOp::create(
+                      b, vf, vf, ArrayRef<int64_t>{o, o + 1, o + 2, o + 3}));
               }
+              for (Value x : halves)
+                ss = math::FmaOp::create(b, x, x, ss);
             }
             next.push_back(ss);
           }
