@@ -7,21 +7,19 @@
 //   warpgroup 0 (producer, setmaxnreg down to 40 registers)
 //     thread 0        for each tile, for each K step: wait empty[s], then TMA
 //                     A [tile_m x 64] and B [64 x tile_n] into slot s,
-//                     completing full[s] (expect_tx);
-//     threads 64-127  Lazy Pre-Norm only: wait full[s], add the squares of
-//                     A's rows, arrive on empty[s]; per tile, hand the row
-//                     sums to the consumers through shared memory (a
-//                     full/empty mbarrier pair of their own);
+//                     completing full[s] (expect_tx); the other threads exit;
 //   warpgroups 1..C (consumers, setmaxnreg up)
-//                     wait full[s], wgmma on their 64 rows with one group in
-//                     flight, arrive on empty[s - 1] once its MMA is done;
-//                     after the tile's K loop, the epilogue on the
-//                     accumulator registers, while the producer already
-//                     fills the ring with the next tile.
+//                     wait full[s], issue wgmma on their 64 rows; Lazy
+//                     Pre-Norm: add the squares of their A rows from the same
+//                     slot while the MMA runs; wait until one MMA group is in
+//                     flight and arrive on empty[s - 1]; after the tile's K
+//                     loop, the epilogue on the accumulator registers, while
+//                     the producer already fills the ring with the next tile.
 //
-// A slot is refilled only after *all* its readers, the MMAs and the row-sum
-// threads, have arrived on empty[s] (count 128 C + 64 with Lazy Pre-Norm):
-// the plain-Triton failure in docs/PERF.md is exactly this race. Ring slot
+// A slot is refilled only after *all* its readers, the MMA and the row-sum
+// reads, are done with it: every consumer thread arrives on empty[s] only
+// after its own loads of slot s and after the wgmma reading it completed
+// (the plain-Triton failure in docs/PERF.md is exactly this race). Ring slot
 // and phase come from each role's count of K steps modulo 2 x stages, pos:
 // slot pos mod stages, parity pos >= stages.
 //
@@ -30,15 +28,19 @@
 //   | ring: stages x [A tile | B tile]           |  A: tile_m x 64, B: 64 x tile_n
 //   |                                            |  (bf16/f16, 128-byte swizzle,
 //   |                                            |   B in 64-column halves)
+//   +--------------------------------------------+ storeStagingOffset
+//   | 2 x output staging [tile_m x 64] (16-bit)  |  (128-byte swizzle, TMA store)
 //   +--------------------------------------------+ rowStatsOffset
 //   | per-row f32 sums of squares of A (Lazy)    |
 //   +--------------------------------------------+
 //
-// Epilogue (no shared-memory staging): each thread holds 2 rows x 2 adjacent
-// columns per 8-column group of the wgmma fragment; it applies the prologue
-// row scale, row_scale, col_bias and the residual, reduces rows across the 4
-// lanes of a quad for the norm, and stores 2 elements at a time, predicated
-// on M and N (N is a multiple of 8, so a pair is all in range or all out).
+// Epilogue: each thread holds 2 rows x 2 adjacent columns per 8-column group
+// of the wgmma fragment; it applies the prologue row scale, row_scale,
+// col_bias and the residual, and reduces rows across the 4 lanes of a quad
+// for the norm. 16-bit outputs go through the staging buffers and TMA stores
+// (64 columns at a time, double-buffered, clipped to M and N by the TMA);
+// f32 outputs are stored 2 elements at a time from registers, predicated on
+// M and N (N is a multiple of 8, so a pair is all in range or all out).
 // Rows past M read row M - 1 (clamped) and are not stored.
 // TMA zero-fills out-of-range A and B.
 //
@@ -290,7 +292,15 @@ private:
                             NVVM::BarrierReductionAttr(), Value());
   }
   void producer();
-  void rowSumsOfSquares();
+  Value sumSquaresOfHalfRow(Value stage, Value c, Value acc);
+  /// Named barrier 2 + c over consumer warpgroup c.
+  void warpgroupBarrier(Value c) {
+    NVVM::BarrierOp::create(
+        b, Type(),
+        arith::AddIOp::create(b, i32(2),
+                              arith::IndexCastOp::create(b, b.getI32Type(), c)),
+        i32(128), NVVM::BarrierReductionAttr(), Value());
+  }
   void consumer();
   void issueLoad(Value kTile, Value stage, Value blockRow, Value blockCol);
   void epilogue(Value acc, Value blockRow, Value rowInTile, Value blockCol,
@@ -304,14 +314,11 @@ private:
   const GemmKernelSpec &s;
   MLIRContext *ctx;
   gpu::GPUFuncOp func;
-  Value smem, smemPad, full, empty, rowSumBars, tmaA, tmaB, tmaC, m, n, k, wg, tid;
+  Value smem, smemPad, full, empty, tmaA, tmaB, tmaC, m, n, k, wg, tid;
   Value numK, numTiles, numTilesN;
 };
 } // namespace
 
-/// Threads of the producer warpgroup that add up the Lazy Pre-Norm squares
-/// (warps 2 and 3; warp 0 issues TMA).
-static constexpr int64_t kRowSumThreads = 64;
 /// Registers per thread: the launch budget (65536 per SM over the CTA's
 /// threads), then moved from the producer to the consumers by setmaxnreg.
 static constexpr int64_t kProducerRegisters = 40;
@@ -361,17 +368,15 @@ void GemmKernelEmitter::producer() {
   });
 }
 
-/// Lazy Pre-Norm: threads 64..127 of the producer warpgroup add the squares
-/// of A's rows from the same ring slots the MMA reads (thread t owns rows
-/// t, t + 64, ...), release each slot like a consumer, and hand the tile's
-/// sums to the epilogue through shared memory. The 128-byte swizzle permutes
-/// 16-byte chunks within one 128-byte row, so a row's 8 chunks are exactly
-/// that row, and a quarter warp's 8 rows hit 8 different bank groups.
-void GemmKernelEmitter::rowSumsOfSquares() {
+/// Lazy Pre-Norm: adds the squares of this thread's half of its A row in
+/// `stage` to the four accumulators `acc` (rows 64c + tid / 2, columns
+/// 32 (tid % 2) ..). Issued between the wgmma and its wait, it overlaps the
+/// tensor cores; the slot is released one K step later, after these reads.
+/// The 128-byte swizzle permutes 16-byte chunks within one 128-byte row, so
+/// a row's chunks are exactly that row, and the 8 threads of a quarter warp
+/// (4 rows x 2 halves) hit 8 different chunk positions: no bank conflicts.
+Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc) {
   Type f32 = b.getF32Type();
-  int64_t rowsPerThread = s.tileM / kRowSumThreads;
-  Value t = sub(tid, idx(128 - kRowSumThreads));
-  Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
   auto vecType = VectorType::get({8}, s.abType);
   auto f32Vec = VectorType::get({8}, f32);
   auto accVec = VectorType::get({4}, f32);
@@ -380,67 +385,33 @@ void GemmKernelEmitter::rowSumsOfSquares() {
     return arith::ConstantOp::create(
         b, DenseElementsAttr::get(i32Vec, b.getI32IntegerAttr(v)));
   };
-  Value zeroVec = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(accVec, b.getF32FloatAttr(0.0)));
-  tileLoop({idx(0), idx(0)}, [&](Value, Value, ValueRange iters) {
-    // Four independent f32 accumulators per row: one warp per SM
-    // sub-partition does this work, so it needs instruction-level
-    // parallelism, not a serial chain of adds (and it has 40 registers).
-    SmallVector<Value> inits = {iters[0]};
-    for (int64_t r = 0; r < rowsPerThread; ++r)
-      inits.push_back(zeroVec);
-    ValueRange acc = forLoop(
-        idx(0), numK, idx(1), inits, [&](Value, ValueRange it) {
-          Value stage = stageOf(it[0]);
-          wait(full, stage, parityOf(it[0]));
-          Value aTile = smemView(stageOffset(stage), {s.tileM, s.tileK}, s.abType);
-          SmallVector<Value> next = {nextPos(it[0])};
-          for (int64_t r = 0; r < rowsPerThread; ++r) {
-            Value row = add(t, idx(r * kRowSumThreads));
-            Value ss = it[1 + r];
-            for (int64_t c = 0; c < s.tileK; c += 8) {
-              Value v = vector::LoadOp::create(b, vecType, aTile,
-                                               ValueRange{row, idx(c)},
-                                               /*nontemporal=*/false,
-                                               llvm::MaybeAlign(16));
-              // bf16 -> f32 is a 16-bit shift: the two halves of each
-              // 32-bit word, by integer ops instead of the quarter-rate
-              // conversion unit. (f16 converts with arith.extf.)
-              SmallVector<Value> halves;
-              if (s.abType.isBF16()) {
-                Value words = vector::BitCastOp::create(b, i32Vec, v);
-                Value lo = arith::ShLIOp::create(b, words, splatI32(16));
-                Value hi = arith::AndIOp::create(b, words, splatI32(0xffff0000));
-                halves = {vector::BitCastOp::create(b, accVec, lo),
-                          vector::BitCastOp::create(b, accVec, hi)};
-              } else {
-                Value vf = arith::ExtFOp::create(b, f32Vec, v);
-                for (int64_t o : {0, 4})
-                  halves.push_back(vector::ShuffleOp::create(
-                      b, vf, vf, ArrayRef<int64_t>{o, o + 1, o + 2, o + 3}));
-              }
-              for (Value x : halves)
-                ss = math::FmaOp::create(b, x, x, ss);
-            }
-            next.push_back(ss);
-          }
-          arrive(empty, stage);
-          return next;
-        });
-    SmallVector<Value> sums = {acc[0]};
-    for (int64_t r = 0; r < rowsPerThread; ++r)
-      sums.push_back(
-          vector::ReductionOp::create(b, vector::CombiningKind::ADD, acc[1 + r]));
-    // Hand over: wait until the consumers have read the previous tile's sums.
-    Value tileParity = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
-                                             rem(iters[1], 2), idx(0));
-    wait(rowSumBars, idx(1), flip(tileParity));
-    for (int64_t r = 0; r < rowsPerThread; ++r)
-      memref::StoreOp::create(b, sums[1 + r], rowSums,
-                              ValueRange{add(t, idx(r * kRowSumThreads))});
-    arrive(rowSumBars, idx(0));
-    return SmallVector<Value>{sums[0], add(iters[1], idx(1))};
-  });
+  Value aTile = smemView(stageOffset(stage), {s.tileM, s.tileK}, s.abType);
+  Value row = add(mul(c, idx(64)), div(tid, 2));
+  Value col0 = mul(rem(tid, 2), idx(s.tileK / 2));
+  for (int64_t j = 0; j < s.tileK / 2; j += 8) {
+    Value v = vector::LoadOp::create(b, vecType, aTile,
+                                     ValueRange{row, add(col0, idx(j))},
+                                     /*nontemporal=*/false, llvm::MaybeAlign(16));
+    // bf16 -> f32 is a 16-bit shift: the two halves of each 32-bit word, by
+    // integer ops instead of the quarter-rate conversion unit. (f16 converts
+    // with arith.extf.)
+    SmallVector<Value> halves;
+    if (s.abType.isBF16()) {
+      Value words = vector::BitCastOp::create(b, i32Vec, v);
+      Value lo = arith::ShLIOp::create(b, words, splatI32(16));
+      Value hi = arith::AndIOp::create(b, words, splatI32(0xffff0000));
+      halves = {vector::BitCastOp::create(b, accVec, lo),
+                vector::BitCastOp::create(b, accVec, hi)};
+    } else {
+      Value vf = arith::ExtFOp::create(b, f32Vec, v);
+      for (int64_t o : {0, 4})
+        halves.push_back(vector::ShuffleOp::create(
+            b, vf, vf, ArrayRef<int64_t>{o, o + 1, o + 2, o + 3}));
+    }
+    for (Value x : halves)
+      acc = math::FmaOp::create(b, x, x, acc);
+  }
+  return acc;
 }
 
 /// Consumer warpgroup c (64 rows of the tile): wgmma over the K steps with
@@ -466,8 +437,13 @@ void GemmKernelEmitter::consumer() {
 
   tileLoop({idx(0), idx(0)}, [&](Value blockRow, Value blockCol, ValueRange iters) {
     Value acc0 = nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, accType);
+    SmallVector<Value> inits = {acc0, iters[0]};
+    if (lazy)
+      inits.push_back(arith::ConstantOp::create(
+          b, DenseElementsAttr::get(VectorType::get({4}, f32),
+                                    b.getF32FloatAttr(0.0))));
     ValueRange loop = forLoop(
-        idx(0), numK, idx(1), ValueRange{acc0, iters[0]},
+        idx(0), numK, idx(1), inits,
         [&](Value kk, ValueRange it) {
           Value stage = stageOf(it[1]);
           wait(full, stage, parityOf(it[1]));
@@ -480,24 +456,36 @@ void GemmKernelEmitter::consumer() {
           Value dB = nvgpu::WarpgroupGenerateDescriptorOp::create(b, descBType, bTile, tmaB);
           Value acc = nvgpu::WarpgroupMmaOp::create(
               b, accType, dA, dB, IntegerAttr(), UnitAttr(), b.getUnitAttr(), it[0]);
+          SmallVector<Value> next = {acc, nextPos(it[1])};
+          if (lazy)
+            next.push_back(sumSquaresOfHalfRow(stage, c, it[2]));
           // Keep this MMA in flight; the previous step's is now done, so its
           // slot goes back to the producer.
           NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
           ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ne, kk, idx(0)),
                  [&] { arrive(empty, stageOf(prevPos(it[1]))); });
-          return SmallVector<Value>{acc, nextPos(it[1])};
+          return next;
         });
     NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
     arrive(empty, stageOf(prevPos(loop[1])));
     SmallVector<Value> sumSq;
     if (lazy) {
-      Value tileParity = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
-                                               rem(iters[1], 2), idx(0));
-      wait(rowSumBars, idx(0), tileParity);
+      // Lanes 2r and 2r + 1 hold the halves of a row; the epilogue needs the
+      // sums in the fragment layout's rows: through shared memory.
+      Value half = vector::ReductionOp::create(b, vector::CombiningKind::ADD, loop[2]);
+      auto other = gpu::ShuffleOp::create(b, half, i32(1), i32(32),
+                                          gpu::ShuffleMode::XOR);
+      Value total = arith::AddFOp::create(b, half, other.getShuffleResult());
+      ifThen(eq(rem(tid, 2), 0), [&] {
+        memref::StoreOp::create(b, total, rowSums,
+                                ValueRange{add(mul(c, idx(64)), div(tid, 2))});
+      });
+      warpgroupBarrier(c);
       for (int64_t h = 0; h < 2; ++h)
         sumSq.push_back(memref::LoadOp::create(
             b, rowSums, ValueRange{add(row0, idx(8 * h))}));
-      arrive(rowSumBars, idx(1));
+      // The next tile's sums overwrite these only after every thread read.
+      warpgroupBarrier(c);
     }
     epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq);
     return SmallVector<Value>{loop[1], add(iters[1], idx(1))};
@@ -534,8 +522,8 @@ Value GemmKernelEmitter::loadPair(Value mem, ValueRange indices, Type elem) {
 /// at row 16w + l / 4 + 8h, column 8j + 2 (l % 4) + e. `row0` is the global
 /// row of h = 0. Each thread works on its 2 rows x 2 adjacent columns per
 /// group; the 4 lanes of a quad together hold whole rows of the tile, so row
-/// reductions are two shuffles. Loads are clamped into range and zeroed
-/// outside it; stores are predicated on the row and column.
+/// reductions are two shuffles. Row-indexed loads are clamped to row M - 1;
+/// column-indexed loads are predicated in the last column block only.
 void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
                                  Value blockCol, Value tileCount,
                                  ArrayRef<Value> prologueSumSq) {
@@ -804,28 +792,19 @@ void GemmKernelEmitter::emit() {
   Value misalign = rem(base, kSmemAlignment);
   smemPad = rem(sub(idx(kSmemAlignment), misalign), kSmemAlignment);
 
-  bool lazy = s.prologue == PrologueKind::rms_norm;
   auto group = [&](int64_t count) {
     return nvgpu::MBarrierCreateOp::create(
         b, nvgpu::MBarrierGroupType::get(ctx, sharedSpace(ctx), count));
   };
   // full[s]: the slot's TMA bytes landed. empty[s]: every consumer thread
-  // (and every row-sum thread) is done reading it. rowSumBars: [0] the
-  // tile's row sums are written, [1] the consumers have read them.
+  // is done reading it (the MMA and, with Lazy Pre-Norm, the row sums).
   full = group(s.stages);
   empty = group(s.stages);
-  int64_t consumerThreads = 128 * s.consumers;
   Value leader = eq(threadId, 0);
   for (int64_t st = 0; st < s.stages; ++st) {
     nvgpu::MBarrierInitOp::create(b, full, idx(1), idx(st), leader);
-    nvgpu::MBarrierInitOp::create(
-        b, empty, idx(consumerThreads + (lazy ? kRowSumThreads : 0)), idx(st),
-        leader);
-  }
-  if (lazy) {
-    rowSumBars = group(2);
-    nvgpu::MBarrierInitOp::create(b, rowSumBars, idx(kRowSumThreads), idx(0), leader);
-    nvgpu::MBarrierInitOp::create(b, rowSumBars, idx(consumerThreads), idx(1), leader);
+    nvgpu::MBarrierInitOp::create(b, empty, idx(128 * s.consumers), idx(st),
+                                  leader);
   }
   nvgpu::TmaPrefetchOp::create(b, tmaA, leader);
   nvgpu::TmaPrefetchOp::create(b, tmaB, leader);
@@ -844,10 +823,6 @@ void GemmKernelEmitter::emit() {
             b, b.getI32IntegerAttr(kProducerRegisters),
             NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::decrease));
         ifThen(eq(tid, 0), [&] { producer(); });
-        if (lazy)
-          ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::uge, tid,
-                                       idx(128 - kRowSumThreads)),
-                 [&] { rowSumsOfSquares(); });
         scf::YieldOp::create(b);
       },
       [&](OpBuilder &, Location) {
