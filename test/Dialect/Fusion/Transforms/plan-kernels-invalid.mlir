@@ -179,14 +179,16 @@ func.func @row_uneven(%a: tensor<256x64xbf16>, %b: tensor<64x2056xbf16>) -> tens
 
 // Test that a configuration whose shared memory does not fit even with 2
 // stages is refused, naming the bytes, the budget and where they go: on
-// sm_100a an rms_norm epilogue over N = 512 is one CTA of 512 columns, whose
-// f32 staging tile alone (128 * 512 * 4 = 262144) exceeds the budget:
-// max(2 * (128 + 512) * 64 * 2, 262144) + 512 + 1024 = 263680.
+// sm_100a an rms_norm_grad epilogue over N = 512 is one CTA of 512 columns,
+// whose bf16 norm_input tile (128 * 512 * 2 = 131072) comes on top of the
+// ring: 2 * (128 + 512) * 64 * 2 + 32768 + 512 + 131072 + 1024 = 329216.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
-func.func @smem_overflow(%a: tensor<4096x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<4096x512xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op expected at most 232448 bytes of shared memory (the sm_100a opt-in limit per CTA), but a 128x512x64 tile with 2 stages and cluster_n = 1 needs 263680 (31232 over; A/B ring 163840 and f32 epilogue tile 262144 sharing 262144, row sums 512, barriers and alignment 1024)}}
-  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+func.func @smem_overflow(%dy: tensor<4096x512xbf16>, %w: tensor<512x512xbf16>,
+    %x: tensor<4096x512xbf16>, %rstd: tensor<4096xf32>) -> tensor<4096x512xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected at most 232448 bytes of shared memory (the sm_100a opt-in limit per CTA), but a 128x512x64 tile with 2 stages and cluster_n = 1 needs 329216 (96768 over; A/B ring 163840, row sums 512, output staging 32768, norm_input tile 131072, barriers and alignment 1024)}}
+  %dx = fusion.fused_matmul %dy, %w norm_input(%x : tensor<4096x512xbf16>) rstd(%rstd : tensor<4096xf32>)
+      {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, transpose_rhs}
       : tensor<4096x512xbf16>, tensor<512x512xbf16> -> tensor<4096x512xbf16>
-  return %y : tensor<4096x512xbf16>
+  return %dx : tensor<4096x512xbf16>
 }
 }

@@ -2,8 +2,8 @@
 
 // The sm_90a rules (planFusedMatmul): tile_m = 128 (2 consumer warpgroups),
 // tile_k = 64, stages the deepest of [2, 6] that fits 232448 bytes with
-//   smem = max(stages * (128 + tile_n) * 64 * 2,  (bf16/f16 A/B ring, reused
-//              128 * tile_n * 4)                 as the f32 epilogue staging)
+//   smem = stages * (128 + tile_n) * 64 * 2    (bf16/f16 A/B ring)
+//        [+ 2 * 128 * 64 * 2]                  (output staging, 16-bit outputs)
 //        + 128 * 4                             (Lazy Pre-Norm row sums)
 //        [+ 128 * tile_n * 2]                  (norm_input tile, grad epilogues)
 //        [+ 2 * 128 * cluster_n * 2 * 4]        (DSMEM slots, cluster_n > 1)
@@ -11,15 +11,15 @@
 
 // Test that a plain fusion.matmul is rewritten into a fusion.fused_matmul
 // without prologue or epilogue and selects the widest tile_n (256) for a wide
-// N and a long K loop (16 steps): max(4 * 49152, 131072) + 512 + 1024 = 198144 (5 stages would need
-// 247296).
+// N and a long K loop (16 steps): 4 * 49152 + 32768 + 512 + 1024 = 230912
+// (5 stages would need 280064).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @matmul_rewritten
 // CHECK-SAME: (%[[A:.*]]: tensor<4096x1024xbf16>, %[[B:.*]]: tensor<1024x1024xbf16>)
 func.func @matmul_rewritten(%a: tensor<4096x1024xbf16>, %b: tensor<1024x1024xbf16>) -> tensor<4096x1024xbf16> {
   // CHECK-NOT: fusion.matmul
   // CHECK: %[[C:.*]] = fusion.fused_matmul %[[A]], %[[B]]
-  // CHECK-SAME: {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>}
+  // CHECK-SAME: {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>}
   // CHECK-SAME: : tensor<4096x1024xbf16>, tensor<1024x1024xbf16> -> tensor<4096x1024xbf16>
   // CHECK-NOT: fusion.matmul
   // CHECK: return %[[C]]
@@ -32,12 +32,12 @@ func.func @matmul_rewritten(%a: tensor<4096x1024xbf16>, %b: tensor<1024x1024xbf1
 
 // Test that a transposed-rhs f16 matmul with a dynamic M keeps transpose_rhs
 // and selects tile_n = N = 64 and the deepest ring:
-// max(6 * (128 + 64) * 64 * 2, 128 * 64 * 4) + 512 + 1024 = 148992.
+// 6 * (128 + 64) * 64 * 2 + 32768 + 512 + 1024 = 181760.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @matmul_narrow_dynamic_m
 func.func @matmul_narrow_dynamic_m(%a: tensor<?x256xf16>, %b: tensor<64x256xf16>) -> tensor<?x64xf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 148992>, transpose_rhs}
+  // CHECK-SAME: {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181760>, transpose_rhs}
   // CHECK-SAME: : tensor<?x256xf16>, tensor<64x256xf16> -> tensor<?x64xf16>
   %c = fusion.matmul %a, %b {transpose_rhs} : tensor<?x256xf16>, tensor<64x256xf16> -> tensor<?x64xf16>
   return %c : tensor<?x64xf16>
@@ -49,12 +49,13 @@ func.func @matmul_narrow_dynamic_m(%a: tensor<?x256xf16>, %b: tensor<64x256xf16>
 // Test that N = 200 is covered by one tile rounded up to 200 (a multiple of
 // 8) when the epilogue is row-independent (row_scale, Lazy Pre-Norm prologue)
 // and the K loop is long (K = 1024):
-// max(5 * (128 + 200) * 64 * 2, 128 * 200 * 4) + 512 + 1024 = 211456.
+// 4 * (128 + 200) * 64 * 2 + 32768 + 512 + 1024 = 202240 (5 stages would
+// need 244224).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @row_scale_prologue
 func.func @row_scale_prologue(%a: tensor<8192x1024xbf16>, %b: tensor<1024x200xbf16>, %s: tensor<8192xf32>) -> tensor<8192x200xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 200, tile_k = 64, stages = 5, cluster_n = 1, consumers = 2, smem_bytes = 211456>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 200, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 202240>
   %y = fusion.fused_matmul %a, %b row_scale(%s : tensor<8192xf32>)
       {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32,
        epilogue = #fusion.epilogue<row_scale>}
@@ -66,13 +67,13 @@ func.func @row_scale_prologue(%a: tensor<8192x1024xbf16>, %b: tensor<1024x200xbf
 // -----
 
 // Test that a single-CTA rms_norm epilogue (N = 192 fits one CTA) selects
-// tile_n = N, cluster_n = 1: max(5 * (128 + 192) * 64 * 2, 128 * 192 * 4)
-// + 512 + 1024 = 206336.
+// tile_n = N, cluster_n = 1: 4 * (128 + 192) * 64 * 2 + 32768 + 512 + 1024
+// = 198144.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @rms_norm_single_cta
 func.func @rms_norm_single_cta(%a: tensor<8192x512xbf16>, %b: tensor<512x192xbf16>) -> (tensor<8192x192xbf16>, tensor<8192xf32>) {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 192, tile_k = 64, stages = 5, cluster_n = 1, consumers = 2, smem_bytes = 206336>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 192, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>
   %y, %rstd = fusion.fused_matmul %a, %b
       {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, save_stats}
       : tensor<8192x512xbf16>, tensor<512x192xbf16> -> tensor<8192x192xbf16>, tensor<8192xf32>
@@ -84,13 +85,13 @@ func.func @rms_norm_single_cta(%a: tensor<8192x512xbf16>, %b: tensor<512x192xbf1
 
 // Test that a layer_norm epilogue over N = 1536 selects the portable cluster
 // of 8 CTAs of 192 columns that planEpilogueNorm chose, with DSMEM slots:
-// max(5 * (128 + 192) * 64 * 2, 128 * 192 * 4) + 512 + 2 * 128 * 8 * 2 * 4
-// + 1024 = 222720.
+// 4 * (128 + 192) * 64 * 2 + 32768 + 512 + 2 * 128 * 8 * 2 * 4 + 1024
+// = 214528.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @layer_norm_cluster8
 func.func @layer_norm_cluster8(%a: tensor<8192x512xbf16>, %b: tensor<512x1536xbf16>, %r: tensor<8192x1536xbf16>) -> tensor<8192x1536xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 192, tile_k = 64, stages = 5, cluster_n = 8, consumers = 2, smem_bytes = 222720>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 192, tile_k = 64, stages = 4, cluster_n = 8, consumers = 2, smem_bytes = 214528>
   %y = fusion.fused_matmul %a, %b residual(%r : tensor<8192x1536xbf16>)
       {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32}
       : tensor<8192x512xbf16>, tensor<512x1536xbf16> -> tensor<8192x1536xbf16>
@@ -102,13 +103,13 @@ func.func @layer_norm_cluster8(%a: tensor<8192x512xbf16>, %b: tensor<512x1536xbf
 
 // Test that an rms_norm epilogue over N = 2560 selects the non-portable
 // cluster of 16 CTAs of 160 columns:
-// max(5 * (128 + 160) * 64 * 2, 128 * 160 * 4) + 512 + 2 * 128 * 16 * 2 * 4
-// + 1024 = 218624.
+// 4 * (128 + 160) * 64 * 2 + 32768 + 512 + 2 * 128 * 16 * 2 * 4 + 1024
+// = 214528.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @rms_norm_cluster16
 func.func @rms_norm_cluster16(%a: tensor<1024x256xbf16>, %b: tensor<256x2560xbf16>) -> tensor<1024x2560xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 160, tile_k = 64, stages = 5, cluster_n = 16, consumers = 2, smem_bytes = 218624>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 160, tile_k = 64, stages = 4, cluster_n = 16, consumers = 2, smem_bytes = 214528>
   %y = fusion.fused_matmul %a, %b
       {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
       : tensor<1024x256xbf16>, tensor<256x2560xbf16> -> tensor<1024x2560xbf16>
@@ -119,14 +120,14 @@ func.func @rms_norm_cluster16(%a: tensor<1024x256xbf16>, %b: tensor<256x2560xbf1
 // -----
 
 // Test that an rms_norm_grad epilogue (N = 128, one CTA) counts the bf16
-// norm_input tile: max(6 * (128 + 128) * 64 * 2, 128 * 128 * 4) + 512
-// + 128 * 128 * 2 + 1024 = 230912.
+// norm_input tile: 5 * (128 + 128) * 64 * 2 + 32768 + 512 + 128 * 128 * 2
+// + 1024 = 230912.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @rms_norm_grad_single_cta
 func.func @rms_norm_grad_single_cta(%dy: tensor<4096x512xbf16>, %w: tensor<128x512xbf16>,
     %x: tensor<4096x128xbf16>, %rstd: tensor<4096xf32>) -> tensor<4096x128xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 128, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 230912>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 128, tile_k = 64, stages = 5, cluster_n = 1, consumers = 2, smem_bytes = 230912>
   %dx = fusion.fused_matmul %dy, %w norm_input(%x : tensor<4096x128xbf16>) rstd(%rstd : tensor<4096xf32>)
       {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, transpose_rhs}
       : tensor<4096x512xbf16>, tensor<128x512xbf16> -> tensor<4096x128xbf16>
@@ -137,14 +138,14 @@ func.func @rms_norm_grad_single_cta(%dy: tensor<4096x512xbf16>, %w: tensor<128x5
 // -----
 
 // Test that a layer_norm_grad epilogue over N = 320 selects a cluster of 2
-// CTAs of 160 columns, like the forward norm: max(5 * (128 + 160) * 64 * 2,
-// 128 * 160 * 4) + 512 + 128 * 160 * 2 + 2 * 128 * 2 * 2 * 4 + 1024 = 230912.
+// CTAs of 160 columns, like the forward norm: 4 * (128 + 160) * 64 * 2
+// + 32768 + 512 + 128 * 160 * 2 + 2 * 128 * 2 * 2 * 4 + 1024 = 226816.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @layer_norm_grad_cluster2
 func.func @layer_norm_grad_cluster2(%dy: tensor<4096x512xbf16>, %w: tensor<320x512xbf16>,
     %x: tensor<4096x320xbf16>, %mean: tensor<4096xf32>, %rstd: tensor<4096xf32>) -> tensor<4096x320xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 160, tile_k = 64, stages = 5, cluster_n = 2, consumers = 2, smem_bytes = 230912>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 160, tile_k = 64, stages = 4, cluster_n = 2, consumers = 2, smem_bytes = 226816>
   %dx = fusion.fused_matmul %dy, %w norm_input(%x : tensor<4096x320xbf16>)
       mean(%mean : tensor<4096xf32>) rstd(%rstd : tensor<4096xf32>)
       {epilogue = #fusion.epilogue<layer_norm_grad>, transpose_rhs}
@@ -156,7 +157,8 @@ func.func @layer_norm_grad_cluster2(%dy: tensor<4096x512xbf16>, %w: tensor<320x5
 // -----
 
 // Test that an op planned before is planned again: its stale fusion.kernel
-// is replaced by the one the rules select (N = 128: 6 stages, 198144).
+// is replaced by the one the rules select (N = 128, f32 output, so no
+// output staging: 6 stages, 198144).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @replanned
 func.func @replanned(%a: tensor<256x64xbf16>, %b: tensor<64x128xbf16>) -> tensor<256x128xf32> {
@@ -182,15 +184,15 @@ func.func @nothing_to_plan(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // Test that a short K loop (K = 512: 8 steps) with a row-independent epilogue
-// selects 128-column tiles and a ring small enough for two CTAs per SM (at
-// most 228 KiB / 2 - 1 KiB = 115712 bytes each), so that one CTA's epilogue
-// overlaps the other's loads: max(3 * (128 + 128) * 64 * 2, 128 * 128 * 4)
-// + 512 + 1024 = 99840 (4 stages would need 132608).
+// keeps the widest tile and one CTA per SM: the kernel is persistent, so the
+// producer loads the next tile while the consumers run this one's epilogue
+// (no second CTA is needed for that overlap): 4 * (128 + 256) * 64 * 2
+// + 32768 + 512 + 1024 = 230912.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @short_k
 func.func @short_k(%a: tensor<262144x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<262144x512xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 128, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 99840>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>
   %y = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32}
       : tensor<262144x512xbf16>, tensor<512x512xbf16> -> tensor<262144x512xbf16>
   return %y : tensor<262144x512xbf16>
@@ -199,13 +201,13 @@ func.func @short_k(%a: tensor<262144x512xbf16>, %b: tensor<512x512xbf16>) -> ten
 
 // -----
 
-// Test that a short K loop does not change a norm epilogue: the row must stay
-// in one CTA (N = 256), so it keeps the widest ring.
+// Test that a short K loop with a norm epilogue keeps the row in one CTA
+// (N = 256) with the widest ring.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @short_k_norm
 func.func @short_k_norm(%a: tensor<262144x256xbf16>, %b: tensor<256x256xbf16>) -> tensor<262144x256xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>
   %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
       : tensor<262144x256xbf16>, tensor<256x256xbf16> -> tensor<262144x256xbf16>
   return %y : tensor<262144x256xbf16>

@@ -34,11 +34,11 @@ ALLOWED_REFUSALS = ("expected one cluster to cover a row",
 
 def smem(tile_m, tile_n, tile_k, stages, cluster_n, grad):
     ring = stages * (tile_m * tile_k + tile_n * tile_k) * ELEMENT_BYTES
-    staging = tile_m * tile_n * 4
+    # bf16 outputs leave by TMA store through two [tile_m, 64] buffers.
+    store_staging = 2 * tile_m * 64 * ELEMENT_BYTES
     norm_input = tile_m * tile_n * ELEMENT_BYTES if grad else 0
     slots = 2 * tile_m * cluster_n * 2 * 4 if cluster_n > 1 else 0
-    # The staging tile reuses the ring after the K loop; then the row sums.
-    return max(ring, staging) + tile_m * 4 + norm_input + slots + 1024
+    return ring + store_staging + tile_m * 4 + norm_input + slots + 1024
 
 
 def name(m, k, n, epi):
@@ -127,15 +127,13 @@ def main():
             violation(f"{key}: expected tile_m 128, tile_k 64, 2 consumers")
         if not 2 <= stages <= 6:
             violation(f"{key}: stages = {stages} outside [2, 6]")
-        # Short K loops (<= 8 steps) of row-independent epilogues take
-        # 128-column tiles sized for two CTAs per SM (228 KiB / 2 - 1 KiB).
-        short_k = epi not in ROW_REDUCTION and -(-k // 64) <= 8 and tn == 128 and \
-            total <= 228 * 1024 // 2 - 1024
-        budget = 228 * 1024 // 2 - 1024 if short_k else target["smem"]
-        if stages < 6 and smem(tm, tn, tk, stages + 1, cn, grad) <= budget:
+        if stages < 6 and smem(tm, tn, tk, stages + 1, cn, grad) <= target["smem"]:
             violation(f"{key}: {stages + 1} stages would fit too")
-        if epi not in ROW_REDUCTION and -(-k // 64) <= 8 and n > 128 and not short_k:
-            violation(f"{key}: a short K loop should take two-CTA 128-column tiles")
+        # Row-independent epilogues take the widest tile the target allows
+        # (halved only when even 2 stages do not fit).
+        if epi not in ROW_REDUCTION and tn < min(target["max_tile_n"], -(-n // 8) * 8) \
+                and smem(tm, min(target["max_tile_n"], -(-n // 8) * 8), tk, 2, 1, grad) <= target["smem"]:
+            violation(f"{key}: tile_n = {tn} but a wider tile fits")
         if tn % 8 or tn > target["max_tile_n"]:
             violation(f"{key}: tile_n = {tn}")
         if not 1 <= cn <= target["max_cluster"]:
