@@ -1,43 +1,78 @@
 // RUN: fusion-opt %s -split-input-file -fusion-plan-kernels -convert-fusion-to-gpu | FileCheck %s
 
 // Test that a plain GEMM with a long K loop (K = 1024) becomes a destination-passing host function (the
-// result is an extra memref argument) that encodes both TMA descriptors and
-// launches one kernel with 256 threads (2 consumer warpgroups) and the
-// planned dynamic shared memory (198144 bytes: 4 stages of 48 KiB, the row
-// sums and 1024 bytes of alignment slack).
+// result is an extra memref argument) that encodes the TMA descriptors of A,
+// B and the bf16 output, and launches one persistent kernel: min(tiles, SMs)
+// CTAs (the SM count from the runtime) of 384 threads (a producer and 2
+// consumer warpgroups) with the planned dynamic shared memory (230912 bytes:
+// 4 stages of 48 KiB, two 16 KiB output staging buffers, the row sums and
+// 1024 bytes of alignment slack).
+// The runtime's SM count, declared once per module.
+// CHECK: func.func private @fusionrtMultiprocessorCount() -> i32
 // CHECK-LABEL: func.func @gemm
 // CHECK-SAME: (%[[A:.*]]: memref<1000x1024xbf16>, %[[B:.*]]: memref<1024x256xbf16>, %[[C:.*]]: memref<1000x256xbf16>)
 // CHECK-DAG: %[[TA:.*]] = nvgpu.tma.create.descriptor %{{.*}} box[%{{.*}}, %{{.*}}] : memref<*xbf16> -> <tensor = memref<128x64xbf16, 3>, swizzle = swizzle_128b
 // CHECK-DAG: %[[TB:.*]] = nvgpu.tma.create.descriptor %{{.*}} box[%{{.*}}, %{{.*}}] : memref<*xbf16> -> <tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b
-// CHECK: gpu.launch_func @fusion_kernels::@gemm_kernel0
-// CHECK-SAME: threads in (%c256
-// CHECK-SAME: dynamic_shared_memory_size %c198144_i32
+// CHECK: %[[SMS:.*]] = call @fusionrtMultiprocessorCount() : () -> i32
+// CHECK: %[[FEW:.*]] = arith.minui %{{.*}}, %{{.*}} : index
+// CHECK: %[[GRID:.*]] = arith.maxui %[[FEW]], %{{.*}} : index
+// CHECK: gpu.launch_func @fusion_kernels::@gemm_kernel0 blocks in (%[[GRID]], %c1{{[_0-9]*}}, %c1{{[_0-9]*}})
+// CHECK-SAME: threads in (%c384
+// CHECK-SAME: dynamic_shared_memory_size %c230912_i32
 // CHECK-NOT: fusion.
 // The module's target moved onto the kernels' gpu.module.
 // CHECK: gpu.module @fusion_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">]
-// CHECK: gpu.func @gemm_kernel0(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<?x?xbf16>) kernel
-// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK: gpu.func @gemm_kernel0(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<?x?xbf16>, %{{.*}}: !llvm.ptr) kernel
+// CHECK-SAME: known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32, nvvm.maxntid = array<i32: 384, 1, 1>
 // The shared-memory base is padded to 1024 bytes for the 128-byte swizzle.
 // CHECK: gpu.dynamic_shared_memory
 // CHECK: memref.extract_aligned_pointer_as_index
-// One mbarrier per stage (4), initialised by thread 0.
-// CHECK: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-// CHECK-COUNT-4: nvgpu.mbarrier.init
-// Prologue: stages - 2 K tiles in flight, each an A tile and four 64-column B halves.
-// CHECK-COUNT-2: nvgpu.mbarrier.arrive.expect_tx
+// full[s] (one TMA arrival) and empty[s] (256 consumer threads), 4 stages.
+// CHECK: %[[FULL:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+// CHECK: %[[EMPTY:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+// CHECK: nvgpu.mbarrier.init %[[FULL]][%{{.*}}], %c1{{(_[0-9]+)?}}, predicate
+// CHECK: nvgpu.mbarrier.init %[[EMPTY]][%{{.*}}], %c256{{(_[0-9]+)?}}, predicate
+// CHECK-COUNT-6: nvgpu.mbarrier.init
+// CHECK-NOT: nvgpu.mbarrier.init
+// CHECK: gpu.barrier
+// Producer warpgroup: gives up registers; thread 0 loops over this CTA's
+// tiles (blockIdx.x, step gridDim.x) and K steps, waiting for empty[s]
+// before each TMA of an A tile and four 64-column B halves into full[s].
+// CHECK: nvvm.setmaxregister decrease 40
+// CHECK: scf.for %{{.*}} = %block_id_x to %{{.*}} step %grid_dim_x
 // CHECK: scf.for
-// CHECK: nvgpu.mbarrier.arrive.expect_tx
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[EMPTY]]
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[FULL]]
 // CHECK-COUNT-5: nvgpu.tma.async.load
-// CHECK: nvgpu.mbarrier.try_wait.parity
+// Consumers: take the registers; wait full[s], wgmma with one group in
+// flight, then release the previous slot on empty.
+// CHECK: nvvm.setmaxregister increase 232
+// CHECK: scf.for %{{.*}} = %block_id_x to %{{.*}} step %grid_dim_x
+// CHECK: nvgpu.warpgroup.mma.init.accumulator
+// CHECK: scf.for
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[FULL]]
 // CHECK: nvgpu.warpgroup.generate.descriptor
 // CHECK: nvgpu.warpgroup.mma {{.*}} {transposeB}
-// One wgmma group stays in flight; the CTA barrier releases the stage.
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
-// CHECK: gpu.barrier
+// CHECK: nvgpu.mbarrier.arrive %[[EMPTY]]
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK: nvgpu.warpgroup.mma.store
-// CHECK: vector.maskedstore
+// CHECK: nvgpu.mbarrier.arrive %[[EMPTY]]
+// Epilogue from the accumulator registers (128 f32 per thread) to the
+// staging buffers and TMA stores, 64 columns at a time; the first buffer
+// waits for the store two chunks back.
+// CHECK-COUNT-128: llvm.extractvalue
+// CHECK: nvvm.cp.async.bulk.wait_group 1 {read}
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK-COUNT-16: vector.store {{.*}} : memref<128x64xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: nvvm.barrier
+// CHECK: nvgpu.tma.async.store
+// CHECK: nvvm.cp.async.bulk.commit.group
+// No row reduction without a norm epilogue.
 // CHECK-NOT: gpu.shuffle
+// The last stores finish before the CTA exits.
+// CHECK: nvvm.cp.async.bulk.wait_group 0
+// CHECK-NOT: {read}
 // CHECK: gpu.return
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @gemm(%a: tensor<1000x1024xbf16>, %b: tensor<1024x256xbf16>) -> tensor<1000x256xbf16> {
@@ -48,17 +83,27 @@ func.func @gemm(%a: tensor<1000x1024xbf16>, %b: tensor<1024x256xbf16>) -> tensor
 
 // -----
 
-// Test that the Lazy Pre-Norm prologue reads the squares of A's rows from
-// the same shared-memory stage the MMA reads, before the barrier that
-// releases it, and scales the rows by rstd in the epilogue.
+// Test that the Lazy Pre-Norm prologue has the consumers add the squares of
+// their A rows from the slot the MMA reads, between issuing the wgmma and
+// releasing the slot (4 loads of 16 bytes: half a 64-column row, bf16 to f32
+// by integer shifts, FMA into 4 accumulators), then hand the row sums to the
+// fragment layout through shared memory between two warpgroup barriers and
+// scale the rows by rstd in the epilogue.
 // CHECK-LABEL: gpu.func @lazy_kernel0
+// CHECK: nvvm.setmaxregister increase
 // CHECK: scf.for
 // CHECK: nvgpu.mbarrier.try_wait.parity
-// CHECK-COUNT-4: vector.load {{.*}} : memref<128x64xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: nvgpu.warpgroup.mma
-// CHECK: gpu.barrier
+// CHECK-COUNT-4: vector.load {{.*}} : memref<128x64xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: math.fma
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: nvgpu.mbarrier.arrive
 // CHECK: scf.yield
 // CHECK: gpu.shuffle xor
+// CHECK: memref.store {{.*}} : memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK: nvvm.barrier
+// CHECK-COUNT-2: memref.load {{.*}} : memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK: nvvm.barrier
 // CHECK: math.rsqrt
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @lazy(%a: tensor<512x1024xbf16>, %b: tensor<1024x256xbf16>) -> tensor<512x256xbf16> {
@@ -71,18 +116,21 @@ func.func @lazy(%a: tensor<512x1024xbf16>, %b: tensor<1024x256xbf16>) -> tensor<
 // -----
 
 // Test that a single-CTA LayerNorm epilogue with residual, weight, bias and
-// saved statistics takes them as kernel arguments, reduces each row with five
-// xor shuffles per reduction (sum, then centered sum of squares), and writes
-// mean and rstd.
+// saved statistics takes them as kernel arguments, reduces each row over the
+// 4 lanes of a quad with two xor shuffles per reduction (sum, then centered
+// sum of squares) for each of a thread's 2 rows, and writes mean and rstd.
 // CHECK-LABEL: func.func @ln
 // CHECK-SAME: %[[MEAN:[a-z0-9]+]]: memref<512xf32>, %[[RSTD:[a-z0-9]+]]: memref<512xf32>)
 // CHECK: gpu.launch_func @fusion_kernels::@ln_kernel0
-// CHECK-SAME: memref<?x?xbf16>, %{{.*}} : memref<?x?xbf16>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xf32>)
+// CHECK-SAME: memref<?x?xbf16>, %{{.*}} : memref<?x?xbf16>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : !llvm.ptr)
 // CHECK-LABEL: gpu.func @ln_kernel0
-// CHECK-COUNT-10: gpu.shuffle xor
+// CHECK-COUNT-4: gpu.shuffle xor
 // CHECK: math.rsqrt
 // CHECK-COUNT-2: memref.store {{.*}} : memref<?xf32>
-// CHECK: vector.maskedstore
+// CHECK-COUNT-4: gpu.shuffle xor
+// CHECK: math.rsqrt
+// CHECK-COUNT-2: memref.store {{.*}} : memref<?xf32>
+// CHECK: nvgpu.tma.async.store
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @ln(%a: tensor<512x256xbf16>, %b: tensor<256x256xbf16>, %r: tensor<512x256xbf16>, %w: tensor<256xbf16>, %bias: tensor<256xbf16>)
     -> (tensor<512x256xbf16>, tensor<512xf32>, tensor<512xf32>) {

@@ -17,7 +17,7 @@ func.func @unplanned(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tens
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @f32_operands(%a: tensor<256x512xf32>, %b: tensor<512x256xf32>) -> tensor<256x256xbf16> {
   // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: the A and B operands must be bf16 or f16}}
-  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xf32>, tensor<512x256xf32> -> tensor<256x256xbf16>
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xf32>, tensor<512x256xf32> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
 }
@@ -28,7 +28,7 @@ func.func @f32_operands(%a: tensor<256x512xf32>, %b: tensor<512x256xf32>) -> ten
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @tile_k(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
   // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: tile_k must be 64 (one 128-byte swizzle span)}}
-  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 32, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 32, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
 }
@@ -39,7 +39,7 @@ func.func @tile_k(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @tile_m(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
   // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: tile_m must be 64 rows per consumer warpgroup}}
-  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 1, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 1, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
 }
@@ -50,7 +50,7 @@ func.func @tile_m(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @tile_n(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
   // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: tile_n = 200 must be a multiple of 64 and at most 256 (B is staged in 64-column swizzled halves)}}
-  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 200, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 200, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
 }
@@ -61,7 +61,7 @@ func.func @tile_n(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @transposed(%a: tensor<256x512xbf16>, %b: tensor<256x512xbf16>) -> tensor<256x256xbf16> {
   // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: transpose_rhs (a K-major B) is not handled by this generator yet}}
-  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>, transpose_rhs} : tensor<256x512xbf16>, tensor<256x512xbf16> -> tensor<256x256xbf16>
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>, transpose_rhs} : tensor<256x512xbf16>, tensor<256x512xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
 }
@@ -72,7 +72,7 @@ func.func @transposed(%a: tensor<256x512xbf16>, %b: tensor<256x512xbf16>) -> ten
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @ln_prologue(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
   // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: the LayerNorm prologue is not handled by this generator yet}}
-  %c = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %c = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
 }
@@ -83,7 +83,7 @@ func.func @ln_prologue(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> te
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @grad(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %x: tensor<256x256xbf16>, %r: tensor<256xf32>) -> tensor<256x256xbf16> {
   // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: grad epilogues are not handled by this generator yet}}
-  %c = fusion.fused_matmul %a, %b norm_input(%x : tensor<256x256xbf16>) rstd(%r : tensor<256xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %c = fusion.fused_matmul %a, %b norm_input(%x : tensor<256x256xbf16>) rstd(%r : tensor<256xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
 }
@@ -94,7 +94,7 @@ func.func @grad(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %x: tensor<2
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @cluster(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
   // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: the multi-CTA (cluster) norm epilogue is not handled by this generator yet}}
-  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 2, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 2, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
 }
@@ -104,7 +104,7 @@ func.func @cluster(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor
 // A configuration whose planned shared memory is too small for the kernel.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @smem(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: the kernel needs 198144 bytes of shared memory, more than the planned 1000}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: the kernel needs 230912 bytes of shared memory, more than the planned 1000}}
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 1000>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
@@ -115,7 +115,7 @@ func.func @smem(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<25
 // Another op next to the fused ones.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @mixed(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   // expected-error @below {{'fusion.add' op cannot be lowered to the GPU: a function lowered by convert-fusion-to-gpu may hold only fusion.fused_matmul ops (run fusion-fuse and fusion-plan-kernels first)}}
   %d = fusion.add %c, %c : tensor<256x256xbf16>
   return %d : tensor<256x256xbf16>
@@ -127,7 +127,7 @@ func.func @mixed(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<2
 // One value returned twice: each result needs its own output buffer.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @twice(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> (tensor<256x256xbf16>, tensor<256x256xbf16>) {
-  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   // expected-error @below {{'func.return' op returns value #1 twice or returns an argument; a GPU function writes each result into its own output buffer}}
   return %c, %c : tensor<256x256xbf16>, tensor<256x256xbf16>
 }
@@ -139,7 +139,7 @@ func.func @twice(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> (tensor<
 // expected-error @below {{convert-fusion-to-gpu needs the module's fusion.target (e.g. #fusion.target<"sm_90a">)}}
 module {
 func.func @no_target(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
 }
@@ -150,7 +150,7 @@ func.func @no_target(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tens
 // expected-error @below {{convert-fusion-to-gpu generates kernels for sm_90a only so far, but the module targets sm_100a}}
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 func.func @sm100(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
 }

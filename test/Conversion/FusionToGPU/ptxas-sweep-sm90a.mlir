@@ -10,7 +10,13 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
 // CHECK-COUNT-64: ptxas ok: v_n{{[0-9]+}}_{{.*}}_kernel0 registers={{[0-9]+}} spills=0
 // CHECK-NOT: FAILED
-// PTX-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+// PTX-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX-DAG: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
+// PTX-DAG: cp.async.bulk.commit_group
+// PTX-DAG: cp.async.bulk.wait_group.read \091;
+// PTX-DAG: fence.proxy.async.shared::cta
+// PTX-DAG: setmaxnreg.dec.sync.aligned.u32 \0940;
+// PTX-DAG: setmaxnreg.inc.sync.aligned.u32 \09232;
 // PTX-DAG: mbarrier.try_wait.parity
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
