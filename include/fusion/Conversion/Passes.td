@@ -70,14 +70,21 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     extra memref argument that the caller allocates on the device), which
     encodes the TMA descriptors (`nvgpu.tma.create.descriptor`) and launches
     one kernel per fused op. The kernels go into a `gpu.module` carrying
-    `#nvvm.target<chip = "sm_90a">`; each is built from NVGPU/NVVM ops: a
-    multi-stage TMA ring with one mbarrier per stage, `nvgpu.warpgroup.mma`
-    (wgmma) on consumer warpgroups of 64 rows, the Lazy Pre-Norm sum of squares
-    read from the same shared-memory tiles (a stage is refilled only after
-    both readers are done), and an epilogue that stages the accumulators in
-    shared memory and applies row scaling, column bias, residual and the
-    single-CTA RMSNorm/LayerNorm with warp-shuffle reductions, writing the
-    statistics for the backward.
+    `#nvvm.target<chip = "sm_90a">`; each is a persistent, warp-specialized
+    kernel built from NVGPU/NVVM ops, launched on min(tiles, SMs) CTAs (the
+    SM count from the runtime's `fusionrtMultiprocessorCount`), each looping
+    over output tiles:
+    - a producer warpgroup (`nvvm.setmaxregister decrease`) whose thread 0
+      fills a multi-stage TMA ring, with `full`/`empty` mbarriers per slot;
+    - consumer warpgroups of 64 rows (`nvvm.setmaxregister increase`) that
+      issue `nvgpu.warpgroup.mma` (wgmma), add the Lazy Pre-Norm squares of
+      their A rows from the same slot while the MMA runs, and release a slot
+      only after both of their reads of it are done;
+    - an epilogue on the accumulator fragments: row scaling, column bias,
+      residual, the single-CTA RMSNorm/LayerNorm (quad-shuffle reductions),
+      the statistics for the backward; 16-bit outputs leave through
+      double-buffered swizzled staging tiles and `nvgpu.tma.async.store`,
+      f32 outputs straight from registers.
 
     Example:
     ```mlir
@@ -91,8 +98,9 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     ```mlir
     func.func @f(%a: memref<8192x512xbf16>, %b: memref<512x256xbf16>, %y: memref<8192x256xbf16>) {
       %ta = nvgpu.tma.create.descriptor ... box[%c128, %c64]
-      gpu.launch_func @fusion_kernels::@f_kernel0 blocks in (...) threads in (%c256, ...)
-          dynamic_shared_memory_size %smem args(...)
+      %sms = call @fusionrtMultiprocessorCount() : () -> i32
+      gpu.launch_func @fusion_kernels::@f_kernel0 blocks in (%grid, %c1, %c1)
+          threads in (%c384, %c1, %c1) dynamic_shared_memory_size %smem args(...)
       return
     }
     gpu.module @fusion_kernels [#nvvm.target<chip = "sm_90a", features = "+ptx80">] { ... }
@@ -105,7 +113,9 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
 
     #### Output IR
     Host functions with `nvgpu.tma.create.descriptor`, `gpu.alloc`/`dealloc`
-    for intermediates and `gpu.launch_func`; a `gpu.module @fusion_kernels`.
+    for intermediates, a call to the runtime's `fusionrtMultiprocessorCount`
+    (declared `func.func private`) and `gpu.launch_func`; a
+    `gpu.module @fusion_kernels`.
     The module's `fusion.target` moves onto that `gpu.module` as
     `#nvvm.target` (and is removed from the module, so that upstream tools
     such as `mlir-translate` accept the result).
