@@ -370,11 +370,13 @@ void GemmKernelEmitter::producer() {
 
 /// Lazy Pre-Norm: adds the squares of this thread's half of its A row in
 /// `stage` to the four accumulators `acc` (rows 64c + tid / 2, columns
-/// 32 (tid % 2) ..). Issued between the wgmma and its wait, it overlaps the
+/// positions below). Issued between the wgmma and its wait, it overlaps the
 /// tensor cores; the slot is released one K step later, after these reads.
-/// The 128-byte swizzle permutes 16-byte chunks within one 128-byte row, so
-/// a row's chunks are exactly that row, and the 8 threads of a quarter warp
-/// (4 rows x 2 halves) hit 8 different chunk positions: no bank conflicts.
+/// The 128-byte swizzle permutes the 16-byte chunks of a 128-byte row (chunk
+/// c of row r lives at position c ^ (r % 8)), so the two threads of a row
+/// together read exactly that row whichever positions they take; they take
+/// positions whose XOR with r % 8 spreads a quarter warp (4 rows x 2
+/// halves) over 8 different chunk positions: no bank conflicts.
 Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc) {
   Type f32 = b.getF32Type();
   auto vecType = VectorType::get({8}, s.abType);
@@ -387,10 +389,17 @@ Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc) {
   };
   Value aTile = smemView(stageOffset(stage), {s.tileM, s.tileK}, s.abType);
   Value row = add(mul(c, idx(64)), div(tid, 2));
-  Value col0 = mul(rem(tid, 2), idx(s.tileK / 2));
-  for (int64_t j = 0; j < s.tileK / 2; j += 8) {
+  Value firstChunk = mul(rem(tid, 2), idx(4));
+  Value rowPhase = rem(row, 8);
+  for (int64_t j = 0; j < 4; ++j) {
+    // Physical 16-byte chunk (4 (tid % 2) + j) XOR (row % 8): the threads of
+    // a quarter warp then hit 8 different chunk positions. (Reading chunk
+    // 4 (tid % 2) + j unswizzled covers the row just as well, but puts every
+    // thread of the same half on the same 4 banks: 4-way conflicts, measured
+    // as 34% of all shared-load wavefronts.)
+    Value chunk = arith::XOrIOp::create(b, add(firstChunk, idx(j)), rowPhase);
     Value v = vector::LoadOp::create(b, vecType, aTile,
-                                     ValueRange{row, add(col0, idx(j))},
+                                     ValueRange{row, mul(chunk, idx(8))},
                                      /*nontemporal=*/false, llvm::MaybeAlign(16));
     // bf16 -> f32 is a 16-bit shift: the two halves of each 32-bit word, by
     // integer ops instead of the quarter-rate conversion unit. (f16 converts
