@@ -369,8 +369,8 @@ void GemmKernelEmitter::producer() {
 }
 
 /// Lazy Pre-Norm: adds the squares of this thread's half of its A row in
-/// `stage` to the four accumulators `acc` (rows 64c + tid / 2, columns
-/// positions below). Issued between the wgmma and its wait, it overlaps the
+/// `stage` to the four accumulators `acc` (row 64c + tid / 2, four of its
+/// eight 16-byte chunks). Issued between the wgmma and its wait, it overlaps the
 /// tensor cores; the slot is released one K step later, after these reads.
 /// The 128-byte swizzle permutes the 16-byte chunks of a 128-byte row (chunk
 /// c of row r lives at position c ^ (r % 8)), so the two threads of a row
