@@ -494,6 +494,21 @@ TEST(pending_failure_skips_work) {
   EXPECT_CONTAINS(printedMessage(), "mgpuTensorMapEncodeTiledMemref: expected a memref descriptor");
 }
 
+TEST(multiprocessor_count_falls_back_to_one_with_the_failure_pending) {
+  resetStatus();
+  int32_t count = fusionrtMultiprocessorCount();
+  if (driverWorks()) {
+    EXPECT_TRUE(count >= 1);
+    EXPECT_EQ(fusionrtPeekStatus(), FUSIONRT_SUCCESS);
+    return;
+  }
+  // No driver: a grid of one CTA is still correct for a persistent kernel,
+  // and the launch that follows reports the failure.
+  EXPECT_EQ(count, 1);
+  EXPECT_EQ(fusionrtClearStatus(), FUSIONRT_ERROR_CUDA);
+  EXPECT_CONTAINS(printedMessage(), "fusionrtMultiprocessorCount");
+}
+
 TEST(release_calls_accept_null_handles) {
   resetStatus();
   mgpuModuleUnload(nullptr);

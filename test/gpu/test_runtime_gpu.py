@@ -73,7 +73,8 @@ for _name, _args, _res in [
         ("mgpuMemcpy", [P, P, ctypes.c_size_t, P], None),
         ("mgpuMemset32", [P, ctypes.c_uint, ctypes.c_size_t, P], None),
         ("mgpuTensorMapEncodeTiledMemref", [I64, P, I64, I64, I64, I64, I64,
-                                            ctypes.POINTER(I64)], P)]:
+                                            ctypes.POINTER(I64)], P),
+        ("fusionrtMultiprocessorCount", [], ctypes.c_int32)]:
     getattr(LIB, _name).argtypes = _args
     getattr(LIB, _name).restype = _res
 
@@ -185,6 +186,13 @@ def test_device_info():
         assert info["name"] == props.name
         assert (info["computeCapabilityMajor"], info["computeCapabilityMinor"]) == (
             props.major, props.minor)
+
+
+def test_multiprocessor_count_sizes_persistent_grids():
+    # The grid size of every persistent kernel: the SM count, cached.
+    count = LIB.fusionrtMultiprocessorCount()
+    assert count == RUNTIME.device_info(0)["multiprocessorCount"]
+    assert LIB.fusionrtMultiprocessorCount() == count
 
 
 def test_encode_tensor_map_for_a_real_allocation(stream):
