@@ -52,6 +52,20 @@ def suites():
              residual=True, weight=True, bias=True, save_stats=True),
         case("rms_epi_odd_m_f32out", 33333, 512, 128, epilogue="rms_norm",
              weight=True, save_stats=True, out="f32"),
+        # Multi-CTA (cluster) norm epilogues at each cluster size: the row is
+        # split over C CTAs that exchange partial sums through DSMEM.
+        case("rms_epi_cluster2_n512", 1000, 512, 512, epilogue="rms_norm",
+             residual=True, weight=True, save_stats=True),
+        case("ln_epi_cluster4_n1024", 3000, 256, 1024, epilogue="layer_norm",
+             residual=True, weight=True, bias=True, save_stats=True),
+        case("ln_epi_cluster8_n1536", 2000, 256, 1536, epilogue="layer_norm",
+             weight=True, bias=True, save_stats=True),
+        case("rms_epi_cluster8_n2048_many_rows", 65536, 256, 2048,
+             epilogue="rms_norm", weight=True, save_stats=True),
+        case("ln_epi_cluster16_n4096", 4099, 128, 4096, epilogue="layer_norm",
+             weight=True, bias=True, save_stats=True),
+        case("rms_epi_cluster16_n4096_f32out", 777, 256, 4096,
+             epilogue="rms_norm", save_stats=True, out="f32"),
     ]
     # The reference implementation's Lazy Pre-Norm test shapes (docs/SEED.md
     # section 6.8), and an output larger than 2^31 bytes.
@@ -69,7 +83,7 @@ def suites():
     for d in (256, 512, 1024, 2048, 4096):
         bench.append(case(f"bench_gemm_{d}", 262144, d, d))
         bench.append(case(f"bench_lazy_rms_{d}", 262144, d, d, prologue="rms_norm"))
-    for d in (256,):
+    for d in (256, 512, 1024, 2048, 4096):
         bench.append(case(f"bench_rms_epi_{d}", 262144, d, d, epilogue="rms_norm"))
         bench.append(case(f"bench_ln_epi_{d}", 262144, d, d, epilogue="layer_norm"))
     return {"correctness": correctness, "bench": bench}

@@ -17,9 +17,9 @@ if [ $status -ne 0 ]; then
   exit 1
 fi
 for t in memcheck racecheck synccheck; do
-  for c in gemm_odd_m lazy_rms_odd_m ln_epi_odd_m rowscale_colbias_residual_n264; do
+  for c in gemm_odd_m lazy_rms_odd_m ln_epi_odd_m rowscale_colbias_residual_n264 ln_epi_cluster4_n1024; do
     timeout 120 compute-sanitizer --tool $t --error-exitcode 9 python3 test/gpu/run_one_case.py $c > "$OUT/sanitizer_${t}_${c}.txt" 2>&1
     echo "compute-sanitizer $t $c: exit $? ($(grep -E 'ERROR SUMMARY|rel err' "$OUT/sanitizer_${t}_${c}.txt" | tr '\n' ' '))"
   done
 done
-timeout 300 python3 bench/bench_fused_matmul.py --artifacts build/gpu --out "$OUT/bench.json" --commit "${COMMIT:-unknown}" 2>&1 | tail -16
+timeout 420 python3 bench/bench_fused_matmul.py --artifacts build/gpu --out "$OUT/bench.json" --commit "${COMMIT:-unknown}" 2>&1 | tail -24

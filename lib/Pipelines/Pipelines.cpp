@@ -40,7 +40,7 @@ void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
   pm.addPass(createConvertFusionToGPUPass());
   gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = "sm_90a";
-  nvvm.cubinFeatures = "+ptx80";
+  nvvm.cubinFeatures = "+ptx81";
   nvvm.cubinFormat = options.format;
   nvvm.optLevel = 3;
   gpu::buildLowerToNVVMPassPipeline(pm, nvvm);

@@ -103,7 +103,7 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
           threads in (%c384, %c1, %c1) dynamic_shared_memory_size %smem args(...)
       return
     }
-    gpu.module @fusion_kernels [#nvvm.target<chip = "sm_90a", features = "+ptx80">] { ... }
+    gpu.module @fusion_kernels [#nvvm.target<chip = "sm_90a", features = "+ptx81">] { ... }
     ```
 
     #### Input invariants

@@ -135,19 +135,34 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
                               {spec.tileM, kStoreChunkN}));
 
   // Persistent kernel: min(tiles, SMs) CTAs, at least one (M may be 0).
-  Value tiles = arith::MulIOp::create(
-      b, arith::CeilDivUIOp::create(b, n, idx(spec.tileN)),
-      arith::CeilDivUIOp::create(b, m, idx(spec.tileM)));
+  // With a cluster of C CTAs along N (one row block per cluster, N = C x
+  // tile_n): min(row blocks, SMs / C) clusters.
   Value sms = arith::IndexCastOp::create(
       b, b.getIndexType(),
       func::CallOp::create(b, getMultiprocessorCount(), ValueRange{}).getResult(0));
-  Value gridX = arith::MaxUIOp::create(
-      b, arith::MinUIOp::create(b, tiles, sms), idx(1));
+  Value rowBlocks = arith::CeilDivUIOp::create(b, m, idx(spec.tileM));
+  Value gridX;
+  std::optional<gpu::KernelDim3> cluster;
+  if (spec.clusterN > 1) {
+    Value clusters = arith::MaxUIOp::create(
+        b,
+        arith::MinUIOp::create(
+            b, rowBlocks, arith::DivUIOp::create(b, sms, idx(spec.clusterN))),
+        idx(1));
+    gridX = arith::MulIOp::create(b, clusters, idx(spec.clusterN));
+    cluster = gpu::KernelDim3{idx(spec.clusterN), idx(1), idx(1)};
+  } else {
+    Value tiles = arith::MulIOp::create(
+        b, arith::CeilDivUIOp::create(b, n, idx(spec.tileN)), rowBlocks);
+    gridX = arith::MaxUIOp::create(b, arith::MinUIOp::create(b, tiles, sms),
+                                   idx(1));
+  }
   Value smemBytes = arith::ConstantOp::create(
       b, b.getI32IntegerAttr(static_cast<int32_t>(spec.sharedMemoryBytes())));
   gpu::LaunchFuncOp::create(b, kernel, {gridX, idx(1), idx(1)},
                             {idx(spec.threads()), idx(1), idx(1)}, smemBytes,
-                            args);
+                            args, /*asyncTokenType=*/nullptr,
+                            /*asyncDependencies=*/{}, cluster);
   return {};
 }
 
@@ -247,10 +262,10 @@ struct ConvertFusionToGPUPass
     MLIRContext *ctx = &getContext();
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-    // PTX 8.0 is sm_90a's minimum; st.async (cluster epilogues) will need 8.1.
+    // PTX 8.1: st.async, which the cluster epilogue uses (sm_90a needs 8.0).
     auto nvvmTarget = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3,
                                                 "nvptx64-nvidia-cuda", "sm_90a",
-                                                "+ptx80");
+                                                "+ptx81");
     auto kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "fusion_kernels",
                                             b.getArrayAttr({nvvmTarget}));
     for (func::FuncOp f : funcs)

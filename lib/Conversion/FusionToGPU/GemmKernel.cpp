@@ -136,9 +136,17 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
     why = "grad epilogues are not handled by this generator yet";
     return failure();
   }
-  if (config.getClusterN() != 1) {
-    why = "the multi-CTA (cluster) norm epilogue is not handled by this "
-          "generator yet";
+  s.clusterN = config.getClusterN();
+  if (s.clusterN != 1 && s.epilogue != EpilogueKind::rms_norm &&
+      s.epilogue != EpilogueKind::layer_norm) {
+    why = "cluster_n = " + std::to_string(s.clusterN) +
+          " is for the RMSNorm/LayerNorm epilogues, but the epilogue is " +
+          stringifyEpilogueKind(s.epilogue).str();
+    return failure();
+  }
+  if (s.clusterN < 1 || s.clusterN > 16) {
+    why = "cluster_n = " + std::to_string(s.clusterN) +
+          " must be in [1, 16] (the largest cluster sm_90a launches)";
     return failure();
   }
   if (s.sharedMemoryBytes() > config.getSmemBytes()) {
@@ -244,6 +252,19 @@ private:
            function_ref<SmallVector<Value>(Value blockRow, Value blockCol,
                                            ValueRange iters)>
                body) {
+    if (s.clusterN > 1) {
+      // A cluster of clusterN CTAs (consecutive blockIdx.x) takes one row
+      // block at a time; CTA `rank` holds its columns [rank x tile_n, ...).
+      Value clusters = arith::DivUIOp::create(
+          b, gpu::GridDimOp::create(b, gpu::Dimension::x), idx(s.clusterN));
+      Value clusterId = arith::DivUIOp::create(
+          b, gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(s.clusterN));
+      return forLoop(clusterId, arith::CeilDivUIOp::create(b, m, idx(s.tileM)),
+                     clusters, inits, [&](Value rowBlock, ValueRange iters) {
+                       return body(mul(rowBlock, idx(s.tileM)),
+                                   mul(rank, idx(s.tileN)), iters);
+                     });
+    }
     return forLoop(gpu::BlockIdOp::create(b, gpu::Dimension::x), numTiles,
                    gpu::GridDimOp::create(b, gpu::Dimension::x), inits,
                    [&](Value tile, ValueRange iters) {
@@ -307,6 +328,11 @@ private:
                 Value tileCount, ArrayRef<Value> prologueSumSq);
   /// Sum over the 4 lanes of a quad (the lanes that share a fragment row).
   Value quadSum(Value v);
+  /// Cluster epilogue: the whole-row sums of the per-CTA row partials
+  /// `partial[h]` (each quad-summed), exchanged with every peer through
+  /// distributed shared memory. `round` 0 or 1 picks the slots.
+  void clusterRowSums(Value partial[2], Value rowInTile, Value tileCount,
+                      int64_t round, Value total[2]);
   /// Two adjacent elements of `mem` at `indices` as vector<2xf32>.
   Value loadPair(Value mem, ValueRange indices, Type elem);
 
@@ -314,7 +340,8 @@ private:
   const GemmKernelSpec &s;
   MLIRContext *ctx;
   gpu::GPUFuncOp func;
-  Value smem, smemPad, full, empty, tmaA, tmaB, tmaC, m, n, k, wg, tid;
+  Value smem, smemPad, smemBase, full, empty, slotBars, tmaA, tmaB, tmaC, m, n,
+      k, wg, tid, rank;
   Value numK, numTiles, numTilesN;
 };
 } // namespace
@@ -514,6 +541,78 @@ Value GemmKernelEmitter::quadSum(Value v) {
   return v;
 }
 
+/// Round `round` of tile `tileCount`: buffer 2 round + tileCount % 2 of
+/// [clusterN][tile_m] slots in every CTA of the cluster, with its mbarrier.
+/// The store leader arms the local barrier for clusterN x tile_m x 4 bytes;
+/// each quad leader st.async's its rows' partials into slot [rank][row] of
+/// every peer (itself included), completing the bytes on the peer's barrier;
+/// then everyone waits and adds the clusterN slots of its rows. A buffer is
+/// reused two tiles later, which a peer reaches only after this CTA sent it
+/// the next tile's partials, i.e. after this CTA read this tile's slots.
+void GemmKernelEmitter::clusterRowSums(Value partial[2], Value rowInTile,
+                                       Value tileCount, int64_t round,
+                                       Value total[2]) {
+  Type f32 = b.getF32Type();
+  Value parity = rem(tileCount, 2);
+  Value buffer = add(idx(2 * round), parity);
+  Value slots = smemView(
+      add(idx(s.clusterSlotsOffset()), mul(buffer, idx(s.clusterSlotBytes()))),
+      {s.clusterN, s.tileM}, f32);
+  Value isStoreLeader = both(eq(wg, 1), eq(tid, 0));
+  nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(s.clusterSlotBytes()),
+                                          buffer, isStoreLeader);
+  Type shared = LLVM::LLVMPointerType::get(ctx, 3);
+  Type cluster = LLVM::LLVMPointerType::get(ctx, 7);
+  Value quad = rem(rem(tid, 32), 4);
+  ifThen(eq(quad, 0), [&] {
+    Value barAddr =
+        nvgpu::MBarrierGetOp::create(b, b.getI32Type(), slotBars, buffer);
+    Value bar = LLVM::IntToPtrOp::create(b, shared, ValueRange{barAddr});
+    for (int64_t h = 0; h < 2; ++h) {
+      Value byte = add(
+          add(smemBase, idx(s.clusterSlotsOffset())),
+          mul(add(mul(add(mul(buffer, idx(s.clusterN)), rank), idx(s.tileM)),
+                  add(rowInTile, idx(8 * h))),
+              idx(4)));
+      Value slotAddr = arith::IndexCastOp::create(b, b.getI64Type(), byte);
+      Value slot = LLVM::IntToPtrOp::create(b, shared, ValueRange{slotAddr});
+      Value bits = arith::BitcastOp::create(b, b.getI32Type(), partial[h]);
+      // A loop, not unrolled: the epilogue's registers hold the tile.
+      forLoop(idx(0), idx(s.clusterN), idx(1), ValueRange{},
+              [&](Value peer, ValueRange) {
+                Value peerRank = arith::IndexCastOp::create(b, b.getI32Type(), peer);
+                Value remoteSlot = NVVM::MapaOp::create(b, cluster, slot, peerRank);
+                Value remoteBar = NVVM::MapaOp::create(b, cluster, bar, peerRank);
+                // No NVVM op or intrinsic for st.async in LLVM 22
+                // (docs/MLIR22-NOTES.md section 5.5).
+                NVVM::InlinePtxOp::create(
+                    b, TypeRange{}, ValueRange{remoteSlot, bits, remoteBar},
+                    ValueRange{},
+                    b.getStringAttr("st.async.shared::cluster.mbarrier::"
+                                    "complete_tx::bytes.u32 [$0], $1, [$2];"),
+                    Value());
+                return SmallVector<Value>{};
+              });
+    }
+  });
+  Value phase = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                      rem(div(tileCount, 2), 2), idx(0));
+  wait(slotBars, buffer, phase);
+  ValueRange sums = forLoop(
+      idx(0), idx(s.clusterN), idx(1), ValueRange{cstF32(0.0), cstF32(0.0)},
+      [&](Value peer, ValueRange acc) {
+        SmallVector<Value> next;
+        for (int64_t h = 0; h < 2; ++h)
+          next.push_back(arith::AddFOp::create(
+              b, acc[h],
+              memref::LoadOp::create(
+                  b, slots, ValueRange{peer, add(rowInTile, idx(8 * h))})));
+        return next;
+      });
+  total[0] = sums[0];
+  total[1] = sums[1];
+}
+
 Value GemmKernelEmitter::loadPair(Value mem, ValueRange indices, Type elem) {
   auto pairType = VectorType::get({2}, elem);
   auto f32Pair = VectorType::get({2}, b.getF32Type());
@@ -647,37 +746,65 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
         v[h][j] = x;
       }
     }
+    // Statistics: written once per row, by the quad leader of rank 0.
     Value isQuadLeader = eq(quad, 0);
+    if (s.clusterN > 1)
+      isQuadLeader = both(isQuadLeader, eq(rank, 0));
     auto storeStat = [&](Value mem, int64_t h, Value x) {
       ifThen(both(inRow[h], isQuadLeader),
              [&] { memref::StoreOp::create(b, x, mem, ValueRange{gm[h]}); });
     };
+    // Whole-row sums of both rows: the quad's lanes hold a CTA's columns;
+    // a cluster adds its peers' partials.
+    auto rowSums = [&](ArrayRef<Value> perRow0, ArrayRef<Value> perRow1,
+                       int64_t round, Value total[2]) {
+      Value partial[2] = {sumPairs(perRow0), sumPairs(perRow1)};
+      if (s.clusterN > 1) {
+        clusterRowSums(partial, rowInTile, tileCount, round, total);
+        return;
+      }
+      total[0] = partial[0];
+      total[1] = partial[1];
+    };
     Value rs[2] = {Value(), Value()};
-    for (int64_t h = 0; h < 2; ++h) {
-      if (s.epilogue == EpilogueKind::rms_norm) {
-        // Columns past N hold 0 (TMA zero-fill; loads zeroed): no mask.
-        SmallVector<Value> squares;
+    if (s.epilogue == EpilogueKind::rms_norm) {
+      // Columns past N hold 0 (TMA zero-fill; loads zeroed): no mask.
+      SmallVector<Value> squares[2];
+      for (int64_t h = 0; h < 2; ++h)
         for (Value x : v[h])
-          squares.push_back(arith::MulFOp::create(b, x, x));
+          squares[h].push_back(arith::MulFOp::create(b, x, x));
+      Value total[2];
+      rowSums(squares[0], squares[1], /*round=*/0, total);
+      for (int64_t h = 0; h < 2; ++h) {
         rs[h] = rsqrt(arith::AddFOp::create(
-            b, arith::DivFOp::create(b, sumPairs(squares), nF), cstF32(s.epsilon)));
+            b, arith::DivFOp::create(b, total[h], nF), cstF32(s.epsilon)));
         if (statRstd)
           storeStat(statRstd, h, rs[h]);
-      } else if (s.epilogue == EpilogueKind::layer_norm) {
-        Value mean = arith::DivFOp::create(b, sumPairs(v[h]), nF);
-        Value zero = splat(cstF32(0.0));
-        SmallVector<Value> squares;
+      }
+    } else if (s.epilogue == EpilogueKind::layer_norm) {
+      Value sums[2];
+      rowSums(v[0], v[1], /*round=*/0, sums);
+      Value zero = splat(cstF32(0.0));
+      Value mean[2];
+      SmallVector<Value> squares[2];
+      for (int64_t h = 0; h < 2; ++h) {
+        mean[h] = arith::DivFOp::create(b, sums[h], nF);
         for (int64_t j = 0; j < groups; ++j) {
-          v[h][j] = arith::SubFOp::create(b, v[h][j], splat(mean));
+          v[h][j] = arith::SubFOp::create(b, v[h][j], splat(mean[h]));
           // Columns past N hold 0, not the mean: keep them out of the variance.
           if (checkColumns)
             v[h][j] = arith::SelectOp::create(b, inCol(j), v[h][j], zero);
-          squares.push_back(arith::MulFOp::create(b, v[h][j], v[h][j]));
+          squares[h].push_back(arith::MulFOp::create(b, v[h][j], v[h][j]));
         }
-        Value var = arith::DivFOp::create(b, sumPairs(squares), nF);
+      }
+      // Two-pass variance, also across the cluster (a second exchange).
+      Value centered[2];
+      rowSums(squares[0], squares[1], /*round=*/1, centered);
+      for (int64_t h = 0; h < 2; ++h) {
+        Value var = arith::DivFOp::create(b, centered[h], nF);
         rs[h] = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
         if (statMean)
-          storeStat(statMean, h, mean);
+          storeStat(statMean, h, mean[h]);
         if (statRstd)
           storeStat(statRstd, h, rs[h]);
       }
@@ -800,6 +927,9 @@ void GemmKernelEmitter::emit() {
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, smem);
   Value misalign = rem(base, kSmemAlignment);
   smemPad = rem(sub(idx(kSmemAlignment), misalign), kSmemAlignment);
+  smemBase = add(base, smemPad);
+  // The CTA's place in its cluster: clusters run along x over a 1-D grid.
+  rank = rem(gpu::BlockIdOp::create(b, gpu::Dimension::x), s.clusterN);
 
   auto group = [&](int64_t count) {
     return nvgpu::MBarrierCreateOp::create(
@@ -815,11 +945,26 @@ void GemmKernelEmitter::emit() {
     nvgpu::MBarrierInitOp::create(b, empty, idx(128 * s.consumers), idx(st),
                                   leader);
   }
+  if (s.clusterN > 1) {
+    // Cluster epilogue: [2 round + tile parity], armed by the store leader,
+    // completed by the peers' st.async bytes.
+    slotBars = group(4);
+    for (int64_t i = 0; i < 4; ++i)
+      nvgpu::MBarrierInitOp::create(b, slotBars, idx(1), idx(i), leader);
+  }
   nvgpu::TmaPrefetchOp::create(b, tmaA, leader);
   nvgpu::TmaPrefetchOp::create(b, tmaB, leader);
   if (tmaC)
     nvgpu::TmaPrefetchOp::create(b, tmaC, leader);
   gpu::BarrierOp::create(b);
+  if (s.clusterN > 1) {
+    // No peer may st.async into this CTA's slots before its barriers exist:
+    // make the inits visible cluster-wide, then a cluster barrier (every
+    // thread of every CTA, before any exits).
+    ifThen(leader, [&] { NVVM::FenceMbarrierInitOp::create(b); });
+    NVVM::ClusterArriveOp::create(b, b.getUnitAttr());
+    NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
+  }
 
   // Roles. setmaxnreg is warpgroup-wide, so it comes before the split
   // within the producer warpgroup. No CTA-wide barrier after this point:

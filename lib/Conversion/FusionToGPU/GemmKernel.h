@@ -22,6 +22,9 @@ constexpr int64_t kStoreChunkN = 64;
 /// Everything the kernel generator needs to know about one fused GEMM.
 struct GemmKernelSpec {
   int64_t tileM, tileN, tileK, stages, consumers;
+  /// CTAs of a cluster along N: each holds N / clusterN columns of a row and
+  /// the norm's row sums are exchanged through distributed shared memory.
+  int64_t clusterN = 1;
   Type abType, outType;
   bool transposeB;
   PrologueKind prologue;
@@ -47,10 +50,18 @@ struct GemmKernelSpec {
   int64_t storeStagingOffset() const { return ringBytes(); }
   int64_t storeStagingBytes() const { return tmaStore() ? 2 * storeChunkBytes() : 0; }
   int64_t rowStatsOffset() const { return storeStagingOffset() + storeStagingBytes(); }
+  /// Cluster epilogue: 2 rounds (sum; centered sum of squares, or the sum
+  /// of squares) x 2 tile parities of [clusterN][tile_m] f32 partial sums,
+  /// one slot per peer.
+  int64_t clusterSlotBytes() const { return clusterN * tileM * 4; }
+  int64_t clusterSlotsOffset() const { return rowStatsOffset() + tileM * 4; }
+  int64_t clusterSlotsBytes() const {
+    return clusterN > 1 ? 4 * clusterSlotBytes() : 0;
+  }
   /// Dynamic shared memory to launch with, including the slack that aligns
   /// the base to kSmemAlignment.
   int64_t sharedMemoryBytes() const {
-    return kSmemAlignment + rowStatsOffset() + tileM * 4;
+    return kSmemAlignment + clusterSlotsOffset() + clusterSlotsBytes();
   }
 };
 

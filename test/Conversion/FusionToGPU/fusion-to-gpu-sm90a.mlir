@@ -21,7 +21,7 @@
 // CHECK-SAME: dynamic_shared_memory_size %c230912_i32
 // CHECK-NOT: fusion.
 // The module's target moved onto the kernels' gpu.module.
-// CHECK: gpu.module @fusion_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">]
+// CHECK: gpu.module @fusion_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx81">]
 // CHECK: gpu.func @gemm_kernel0(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<?x?xbf16>, %{{.*}}: !llvm.ptr) kernel
 // CHECK-SAME: known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32, nvvm.maxntid = array<i32: 384, 1, 1>
 // The shared-memory base is padded to 1024 bytes for the 128-byte swizzle.
