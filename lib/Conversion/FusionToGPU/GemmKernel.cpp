@@ -841,9 +841,10 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
       }
       return;
     }
-    // TMA store, 64 columns at a time through two staging buffers. The
-    // buffer of chunk c was last read by the store of chunk c - 2: the store
-    // leader waits until at most one store is still reading, then a barrier
+    // TMA store, 64 columns at a time through two staging buffers (one in
+    // cluster kernels). The buffer of chunk c was last read by the store of
+    // chunk c - 2 (c - 1): the store leader waits until at most one (no)
+    // store is still reading, then a barrier
     // over the consumer threads hands the buffer out. The 128-byte swizzle
     // puts the 8 rows a warp writes at once on 8 different 16-byte chunks,
     // so the pair stores are free of bank conflicts. TMA clips rows past M
@@ -854,12 +855,14 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
     int64_t chunks = s.tileN / kStoreChunkN;
     int64_t groupsPerChunk = kStoreChunkN / 8;
     for (int64_t c = 0; c < chunks; ++c) {
-      Value buffer = rem(add(mul(tileCount, idx(chunks)), idx(c)), 2);
+      Value buffer =
+          rem(add(mul(tileCount, idx(chunks)), idx(c)), s.storeBuffers());
       Value staging = smemView(
           add(idx(s.storeStagingOffset()), mul(buffer, idx(s.storeChunkBytes()))),
           {s.tileM, kStoreChunkN}, s.outType);
       ifThen(isStoreLeader, [&] {
-        NVVM::CpAsyncBulkWaitGroupOp::create(b, 1, b.getUnitAttr());
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, s.storeBuffers() - 1,
+                                             b.getUnitAttr());
       });
       consumerBarrier();
       for (int64_t g = 0; g < groupsPerChunk; ++g) {
@@ -948,8 +951,8 @@ void GemmKernelEmitter::emit() {
   if (s.clusterN > 1) {
     // Cluster epilogue: [2 round + tile parity], armed by the store leader,
     // completed by the peers' st.async bytes.
-    slotBars = group(4);
-    for (int64_t i = 0; i < 4; ++i)
+    slotBars = group(2 * s.exchangeRounds());
+    for (int64_t i = 0; i < 2 * s.exchangeRounds(); ++i)
       nvgpu::MBarrierInitOp::create(b, slotBars, idx(1), idx(i), leader);
   }
   nvgpu::TmaPrefetchOp::create(b, tmaA, leader);

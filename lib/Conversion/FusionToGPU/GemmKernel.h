@@ -47,16 +47,24 @@ struct GemmKernelSpec {
   /// [tile_m, kStoreChunkN]; f32 outputs are stored from registers.
   bool tmaStore() const { return outType.getIntOrFloatBitWidth() == 16; }
   int64_t storeChunkBytes() const { return tileM * kStoreChunkN * 2; }
+  /// Two buffers (one fills while the other's store drains); one in cluster
+  /// kernels, whose DSMEM slots would otherwise cost a ring stage.
+  int64_t storeBuffers() const { return clusterN > 1 ? 1 : 2; }
   int64_t storeStagingOffset() const { return ringBytes(); }
-  int64_t storeStagingBytes() const { return tmaStore() ? 2 * storeChunkBytes() : 0; }
+  int64_t storeStagingBytes() const {
+    return tmaStore() ? storeBuffers() * storeChunkBytes() : 0;
+  }
   int64_t rowStatsOffset() const { return storeStagingOffset() + storeStagingBytes(); }
-  /// Cluster epilogue: 2 rounds (sum; centered sum of squares, or the sum
-  /// of squares) x 2 tile parities of [clusterN][tile_m] f32 partial sums,
-  /// one slot per peer.
+  /// Cluster epilogue: exchange rounds (LayerNorm 2: the sum, then the
+  /// centered sum of squares; RMSNorm 1: the sum of squares) x 2 tile
+  /// parities of [clusterN][tile_m] f32 partial sums, one slot per peer.
+  int64_t exchangeRounds() const {
+    return epilogue == EpilogueKind::layer_norm ? 2 : 1;
+  }
   int64_t clusterSlotBytes() const { return clusterN * tileM * 4; }
   int64_t clusterSlotsOffset() const { return rowStatsOffset() + tileM * 4; }
   int64_t clusterSlotsBytes() const {
-    return clusterN > 1 ? 4 * clusterSlotBytes() : 0;
+    return clusterN > 1 ? 2 * exchangeRounds() * clusterSlotBytes() : 0;
   }
   /// Dynamic shared memory to launch with, including the slack that aligns
   /// the base to kSmemAlignment.

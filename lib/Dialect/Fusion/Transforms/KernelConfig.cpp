@@ -31,7 +31,8 @@ using K = FusedMatmulKernel;
 
 KernelSmemLayout mlir::fusion::getKernelSmemLayout(
     int64_t tileN, int64_t stages, int64_t clusterN, int64_t elementBytes,
-    int64_t normInputElementBytes, int64_t outputElementBytes) {
+    int64_t normInputElementBytes, int64_t outputElementBytes,
+    int64_t exchangeRounds) {
   KernelSmemLayout l;
   l.stages = stages;
   // One stage of the ring: an A tile [tile_m, tile_k] and a B tile
@@ -45,9 +46,12 @@ KernelSmemLayout mlir::fusion::getKernelSmemLayout(
   // 16-bit outputs leave by TMA store through two [tile_m, 64] buffers
   // (128 bytes a row, the 128-byte swizzle); f32 outputs from registers.
   l.storeStagingOffset = l.bRingOffset + stages * l.bTileBytes;
+  // Two buffers, or one with a cluster (whose DSMEM slots would otherwise
+  // cost a ring stage).
+  int64_t storeBuffers = clusterN > 1 ? 1 : 2;
   l.storeStagingBytes =
       outputElementBytes == 2
-          ? 2 * K::kTileM * K::kStoreChunkN * outputElementBytes
+          ? storeBuffers * K::kTileM * K::kStoreChunkN * outputElementBytes
           : 0;
   // Lazy Pre-Norm's per-row sums of squares outlive the K loop.
   l.rowStatsOffset = l.storeStagingOffset + l.storeStagingBytes;
@@ -55,11 +59,13 @@ KernelSmemLayout mlir::fusion::getKernelSmemLayout(
   // Grad epilogues read the forward's norm_input tile next to the gradient.
   l.normInputOffset = l.rowStatsOffset + l.rowStatsBytes;
   l.normInputBytes = K::kTileM * tileN * normInputElementBytes;
-  // A cluster exchanges a (sum, sum of squares) pair per row with every
-  // peer, double-buffered for the persistent loop.
+  // A cluster exchanges `exchangeRounds` partial sums per row with every
+  // peer, double-buffered (tile parity) for the persistent loop.
   l.clusterSlotsOffset = l.normInputOffset + l.normInputBytes;
   l.clusterSlotsBytes =
-      clusterN > 1 ? 2 * K::kTileM * clusterN * 2 * K::kPartialBytes : 0;
+      clusterN > 1
+          ? exchangeRounds * 2 * K::kTileM * clusterN * K::kPartialBytes
+          : 0;
   l.barriersOffset = l.clusterSlotsOffset + l.clusterSlotsBytes;
   l.totalBytes = l.barriersOffset + K::kBarrierAndAlignBytes;
   return l;
@@ -96,11 +102,13 @@ std::optional<KernelSmemLayout> deepestFit(int64_t budget, int64_t tileN,
                                            int64_t clusterN,
                                            int64_t elementBytes,
                                            int64_t normInputElementBytes,
-                                           int64_t outputElementBytes) {
+                                           int64_t outputElementBytes,
+                                           int64_t exchangeRounds) {
   for (int64_t stages = K::kMaxStages; stages >= K::kMinStages; --stages) {
     KernelSmemLayout l =
         getKernelSmemLayout(tileN, stages, clusterN, elementBytes,
-                            normInputElementBytes, outputElementBytes);
+                            normInputElementBytes, outputElementBytes,
+                            exchangeRounds);
     if (l.totalBytes <= budget)
       return l;
   }
@@ -230,20 +238,26 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   int64_t budget = target.smemPerBlockOptin;
   int64_t outputElementBytes =
       getElementTypeOrSelf(op.getOutput().getType()).getIntOrFloatBitWidth() / 8;
+  int64_t exchangeRounds = (epilogue == EpilogueKind::layer_norm ||
+                            epilogue == EpilogueKind::layer_norm_grad)
+                               ? 2
+                               : 1;
   std::optional<KernelSmemLayout> layout =
       deepestFit(budget, tileN, clusterN, elementBytes, normInputElementBytes,
-                 outputElementBytes);
+                 outputElementBytes, exchangeRounds);
   while (!layout && !rowReduction && tileN > target.tileNGranularity) {
     tileN = std::max(target.tileNGranularity,
                      static_cast<int64_t>(llvm::alignDown(
                          tileN / 2, target.tileNGranularity)));
     layout = deepestFit(budget, tileN, clusterN, elementBytes,
-                        normInputElementBytes, outputElementBytes);
+                        normInputElementBytes, outputElementBytes,
+                        exchangeRounds);
   }
   if (!layout) {
     KernelSmemLayout smallest =
         getKernelSmemLayout(tileN, K::kMinStages, clusterN, elementBytes,
-                            normInputElementBytes, outputElementBytes);
+                            normInputElementBytes, outputElementBytes,
+                            exchangeRounds);
     why = ("expected at most " + Twine(target.smemPerBlockOptin) +
            " bytes of shared memory (the " + target.chip +
            " opt-in limit per CTA), but a " + Twine(K::kTileM) + "x" +

@@ -77,10 +77,12 @@ struct FusedMatmulKernel {
 /// shared memory, in bytes from the (1024-byte aligned) base:
 ///
 ///   [ A ring: stages x tile_m x tile_k x e ][ B ring: stages x tile_n x tile_k x e ]
-///   [ output staging: 2 x tile_m x 64 x o ]           (16-bit outputs only)
+///   [ output staging: B x tile_m x 64 x o ]           (16-bit outputs only;
+///                                                      B = 2, 1 with a cluster)
 ///   [ Lazy Pre-Norm row sums of squares: tile_m x f32 ]
 ///   [ norm_input tile: tile_m x tile_n x e ]          (grad epilogues only)
-///   [ DSMEM slots: 2 x tile_m x cluster_n x 2 x f32 ] (cluster_n > 1 only)
+///   [ DSMEM slots: R x 2 x tile_m x cluster_n x f32 ] (cluster_n > 1 only;
+///                                                      R exchange rounds)
 ///   [ mbarriers, alignment: 1 KiB ]
 ///
 /// with e the operand element size (the norm_input tile uses its own) and o
@@ -116,12 +118,14 @@ struct KernelSmemLayout {
 /// ring stages, `clusterN` CTAs per cluster and operands of `elementBytes`
 /// bytes; `normInputElementBytes` is the element size of the norm_input
 /// tile of a grad epilogue, 0 without one; `outputElementBytes` that of the
-/// output. The one place the shared-memory formulas are written: the planner
-/// and the GPU lowering both call it.
+/// output; `exchangeRounds` the DSMEM exchanges of a cluster epilogue per
+/// tile (2 for LayerNorm: the sum, then the centered sum of squares; 1
+/// otherwise). The one place the shared-memory formulas are written.
 KernelSmemLayout getKernelSmemLayout(int64_t tileN, int64_t stages,
                                      int64_t clusterN, int64_t elementBytes,
                                      int64_t normInputElementBytes,
-                                     int64_t outputElementBytes);
+                                     int64_t outputElementBytes,
+                                     int64_t exchangeRounds);
 
 /// Chooses the kernel configuration of `op` on `target`:
 ///   1. checks what the kernel needs: bf16 or f16 operands of one element
