@@ -135,12 +135,11 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
                               {spec.tileM, kStoreChunkN}));
 
   // Persistent kernel: min(tiles, SMs) CTAs, at least one (M may be 0).
-  // With a cluster of C CTAs along N (N = C x tile_n): pairs stay persistent
-  // (min(row blocks, SMs / 2) clusters); larger clusters get one cluster per
-  // row block, because GPCs of 14-18 SMs hold fewer clusters of 4-16 than
-  // SMs / C, and a persistent cluster that is not co-resident runs its whole
-  // share in a second wave (H200: 0.55-0.6 of cuBLAS persistent, 0.8-0.88
-  // one per row block; C = 2: 0.87-0.89 persistent, 0.72 one per row block).
+  // With a cluster of C CTAs along N (N = C x tile_n): one cluster per row
+  // block. Not min(row blocks, SMs / C): GPCs of 14-18 SMs hold fewer
+  // clusters than SMs / C, and a persistent cluster that is not co-resident
+  // runs its whole share in a second wave (measured on the H200: 0.55-0.6 of
+  // cuBLAS for C >= 4).
   Value sms = arith::IndexCastOp::create(
       b, b.getIndexType(),
       func::CallOp::create(b, getMultiprocessorCount(), ValueRange{}).getResult(0));
@@ -148,11 +147,7 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
   Value gridX;
   std::optional<gpu::KernelDim3> cluster;
   if (spec.clusterN > 1) {
-    Value clusters = rowBlocks;
-    if (spec.clusterN == 2)
-      clusters = arith::MinUIOp::create(
-          b, rowBlocks, arith::DivUIOp::create(b, sms, idx(spec.clusterN)));
-    clusters = arith::MaxUIOp::create(b, clusters, idx(1));
+    Value clusters = arith::MaxUIOp::create(b, rowBlocks, idx(1));
     gridX = arith::MulIOp::create(b, clusters, idx(spec.clusterN));
     cluster = gpu::KernelDim3{idx(spec.clusterN), idx(1), idx(1)};
   } else {
