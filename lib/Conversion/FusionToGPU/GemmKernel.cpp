@@ -781,7 +781,29 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
         if (statRstd)
           storeStat(statRstd, h, rs[h]);
       }
+    } else if (s.epilogue == EpilogueKind::layer_norm && s.clusterN == 1) {
+      // One row at a time: the fewest values live at once.
+      Value zero = splat(cstF32(0.0));
+      for (int64_t h = 0; h < 2; ++h) {
+        Value mean = arith::DivFOp::create(b, sumPairs(v[h]), nF);
+        SmallVector<Value> squares;
+        for (int64_t j = 0; j < groups; ++j) {
+          v[h][j] = arith::SubFOp::create(b, v[h][j], splat(mean));
+          // Columns past N hold 0, not the mean: keep them out of the
+          // variance.
+          if (checkColumns)
+            v[h][j] = arith::SelectOp::create(b, inCol(j), v[h][j], zero);
+          squares.push_back(arith::MulFOp::create(b, v[h][j], v[h][j]));
+        }
+        Value var = arith::DivFOp::create(b, sumPairs(squares), nF);
+        rs[h] = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
+        if (statMean)
+          storeStat(statMean, h, mean);
+        if (statRstd)
+          storeStat(statRstd, h, rs[h]);
+      }
     } else if (s.epilogue == EpilogueKind::layer_norm) {
+      // A cluster exchanges both rows' partials at once, twice.
       Value sums[2];
       rowSums(v[0], v[1], /*round=*/0, sums);
       Value zero = splat(cstF32(0.0));

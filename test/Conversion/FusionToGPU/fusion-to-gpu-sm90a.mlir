@@ -39,7 +39,7 @@
 // tiles (blockIdx.x, step gridDim.x) and K steps, waiting for empty[s]
 // before each TMA of an A tile and four 64-column B halves into full[s].
 // CHECK: nvvm.setmaxregister decrease 40
-// CHECK: scf.for %{{.*}} = %block_id_x to %{{.*}} step %grid_dim_x
+// CHECK: scf.for %{{.*}} = %block_id_x{{[_0-9]*}} to %{{.*}} step %grid_dim_x{{[_0-9]*}}
 // CHECK: scf.for
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[EMPTY]]
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %[[FULL]]
@@ -47,7 +47,7 @@
 // Consumers: take the registers; wait full[s], wgmma with one group in
 // flight, then release the previous slot on empty.
 // CHECK: nvvm.setmaxregister increase 232
-// CHECK: scf.for %{{.*}} = %block_id_x to %{{.*}} step %grid_dim_x
+// CHECK: scf.for %{{.*}} = %block_id_x{{[_0-9]*}} to %{{.*}} step %grid_dim_x{{[_0-9]*}}
 // CHECK: nvgpu.warpgroup.mma.init.accumulator
 // CHECK: scf.for
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[FULL]]
@@ -162,5 +162,48 @@ func.func @two(%x: tensor<256x128xbf16>, %w1: tensor<128x256xbf16>, %w2: tensor<
   %y = fusion.fused_matmul %h, %w2 {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
       : tensor<256x256xbf16>, tensor<256x128xbf16> -> tensor<256x128xbf16>
   return %y : tensor<256x128xbf16>
+}
+}
+
+// -----
+
+// Test that a LayerNorm epilogue over N = 1024 (a cluster of 4 CTAs of 256
+// columns) launches one cluster per row block (rowBlocks x 4 CTAs in
+// clusters of 4), syncs the cluster after initializing the barriers (4 slot
+// barriers: 2 exchange rounds x 2 tile parities), and in the epilogue sends
+// each row's partial sum to every peer with mapa + st.async (complete_tx on
+// the peer's barrier), waits, and adds the peers' slots: once for the sum,
+// once for the centered sum of squares.
+// CHECK-LABEL: func.func @ln_cluster
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivui %{{.*}}, %c128{{.*}} : index
+// CHECK: %[[CLUSTERS:.*]] = arith.maxui %[[BLOCKS]], %{{.*}} : index
+// CHECK: %[[GRID:.*]] = arith.muli %[[CLUSTERS]], %c4{{.*}} : index
+// CHECK: gpu.launch_func @fusion_kernels::@ln_cluster_kernel0 clusters in (%c4{{[_0-9]*}}, %c1{{[_0-9]*}}, %c1{{[_0-9]*}}) blocks in (%[[GRID]],
+// CHECK-LABEL: gpu.func @ln_cluster_kernel0
+// CHECK: nvgpu.mbarrier.create
+// CHECK: nvgpu.mbarrier.create
+// CHECK: %[[SLOTBARS:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+// CHECK: gpu.barrier
+// CHECK: nvvm.fence.mbarrier.init
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK: nvvm.cluster.wait {aligned}
+// CHECK: nvvm.setmaxregister decrease
+// CHECK: nvvm.setmaxregister increase
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[SLOTBARS]]
+// CHECK: nvgpu.mbarrier.get %[[SLOTBARS]]
+// CHECK: scf.for
+// CHECK: nvvm.mapa %{{.*}}, %{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK: nvvm.inline_ptx "st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [$0], $1, [$2];"
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[SLOTBARS]]
+// CHECK: memref.load {{.*}} : memref<4x128xf32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[SLOTBARS]]
+// CHECK: nvvm.inline_ptx "st.async
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[SLOTBARS]]
+// CHECK: math.rsqrt
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @ln_cluster(%a: tensor<512x256xbf16>, %b: tensor<256x1024xbf16>) -> tensor<512x1024xbf16> {
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<512x256xbf16>, tensor<256x1024xbf16> -> tensor<512x1024xbf16>
+  return %y : tensor<512x1024xbf16>
 }
 }

@@ -90,12 +90,23 @@ func.func @grad(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %x: tensor<2
 
 // -----
 
-// A cluster norm epilogue.
+// A cluster for an epilogue without a row reduction.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @cluster(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: the multi-CTA (cluster) norm epilogue is not handled by this generator yet}}
-  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 2, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
-  return %c : tensor<256x256xbf16>
+func.func @cluster_without_norm(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<256x512xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: cluster_n = 2 is for the RMSNorm/LayerNorm epilogues, but the epilogue is none}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 2, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x512xbf16> -> tensor<256x512xbf16>
+  return %c : tensor<256x512xbf16>
+}
+}
+
+// -----
+
+// A cluster larger than sm_90a launches.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @cluster_too_large(%a: tensor<256x512xbf16>, %b: tensor<512x8192xbf16>) -> tensor<256x8192xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: cluster_n = 32 must be in [1, 16] (the largest cluster sm_90a launches)}}
+  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 32, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x8192xbf16> -> tensor<256x8192xbf16>
+  return %c : tensor<256x8192xbf16>
 }
 }
 

@@ -16,7 +16,7 @@
 // A few selections, spelled out.
 // SM90: refused g_1_64_264_rms_norm: 'fusion.fused_matmul' op expected one cluster to cover a row of the rms_norm epilogue, but N = 264 does not split into 2 slices of a multiple of 8 columns on sm_90a
 // SM90: planned g_1000_256_256_rms_norm: tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912
-// SM90: planned g_1000_256_512_rms_norm: tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 2, consumers = 2, smem_bytes = 185856
+// SM90: planned g_1000_256_512_rms_norm: tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 2, consumers = 2, smem_bytes = 216576
 // SM90: planned g_262144_4096_4096_none: tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912
 // SM90-NOT: VIOLATION
 // SM90: sm_90a: 504 shapes, 456 planned, 48 refused, 0 violations

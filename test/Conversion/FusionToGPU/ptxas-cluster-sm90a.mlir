@@ -1,0 +1,67 @@
+// REQUIRES: ptxas
+// Test that the multi-CTA (cluster) norm epilogue kernels assemble with
+// ptxas for sm_90a at each cluster size the planner picks for a 256-column
+// slice (N = 512, 1024, 2048, 4096: clusters of 2, 4, 8, 16), and that their
+// PTX holds the DSMEM exchange: mapa, st.async with complete_tx, the cluster
+// barrier after the mbarrier inits.
+// RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
+// RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s
+// RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
+// CHECK-DAG: ptxas ok: rms_512_kernel0 registers=168 spills=0
+// CHECK-DAG: ptxas ok: rms_1024_kernel0 registers=168 spills=0
+// CHECK-DAG: ptxas ok: rms_2048_kernel0 registers=168 spills=0
+// CHECK-DAG: ptxas ok: rms_4096_kernel0 registers=168 spills=0
+// CHECK-DAG: ptxas ok: ln_1024_kernel0 registers=168 spills=0
+// CHECK-DAG: ptxas ok: ln_2048_kernel0 registers=168 spills=0
+// Known: two LayerNorm variants spill a few bytes (4 with weight, bias and
+// statistics at cluster 2; 16 at cluster 16, two exchanges with 16 peers).
+// CHECK-DAG: ptxas ok: ln_512_kernel0 registers=168 spills={{[0-9]+}}
+// CHECK-DAG: ptxas ok: ln_4096_kernel0 registers=168 spills={{[0-9]+}}
+// CHECK-NOT: FAILED
+// PTX-DAG: mapa.shared::cluster
+// PTX-DAG: st.async.shared::cluster.mbarrier::complete_tx::bytes.u32
+// PTX-DAG: fence.mbarrier_init.release.cluster
+// PTX-DAG: barrier.cluster.arrive.aligned
+// PTX-DAG: barrier.cluster.wait.aligned
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @rms_512(%a: tensor<1000x512xbf16>, %b: tensor<512x512xbf16>, %w: tensor<512xbf16>) -> (tensor<1000x512xbf16>, tensor<1000xf32>) {
+  %y, %r = fusion.fused_matmul %a, %b norm_weight(%w : tensor<512xbf16>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, save_stats}
+      : tensor<1000x512xbf16>, tensor<512x512xbf16> -> tensor<1000x512xbf16>, tensor<1000xf32>
+  return %y, %r : tensor<1000x512xbf16>, tensor<1000xf32>
+}
+func.func @rms_1024(%a: tensor<1000x512xbf16>, %b: tensor<512x1024xbf16>) -> tensor<1000x1024xbf16> {
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<1000x512xbf16>, tensor<512x1024xbf16> -> tensor<1000x1024xbf16>
+  return %y : tensor<1000x1024xbf16>
+}
+func.func @rms_2048(%a: tensor<1000x512xbf16>, %b: tensor<512x2048xbf16>, %r: tensor<1000x2048xbf16>) -> tensor<1000x2048xbf16> {
+  %y = fusion.fused_matmul %a, %b residual(%r : tensor<1000x2048xbf16>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<1000x512xbf16>, tensor<512x2048xbf16> -> tensor<1000x2048xbf16>
+  return %y : tensor<1000x2048xbf16>
+}
+func.func @rms_4096(%a: tensor<1000x512xbf16>, %b: tensor<512x4096xbf16>) -> tensor<1000x4096xf32> {
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<1000x512xbf16>, tensor<512x4096xbf16> -> tensor<1000x4096xf32>
+  return %y : tensor<1000x4096xf32>
+}
+func.func @ln_512(%a: tensor<1000x512xbf16>, %b: tensor<512x512xbf16>, %w: tensor<512xbf16>, %nb: tensor<512xbf16>) -> (tensor<1000x512xbf16>, tensor<1000xf32>, tensor<1000xf32>) {
+  %y, %m, %r = fusion.fused_matmul %a, %b norm_weight(%w : tensor<512xbf16>) norm_bias(%nb : tensor<512xbf16>) {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32, save_stats}
+      : tensor<1000x512xbf16>, tensor<512x512xbf16> -> tensor<1000x512xbf16>, tensor<1000xf32>, tensor<1000xf32>
+  return %y, %m, %r : tensor<1000x512xbf16>, tensor<1000xf32>, tensor<1000xf32>
+}
+func.func @ln_1024(%a: tensor<1000x512xbf16>, %b: tensor<512x1024xbf16>) -> tensor<1000x1024xbf16> {
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<1000x512xbf16>, tensor<512x1024xbf16> -> tensor<1000x1024xbf16>
+  return %y : tensor<1000x1024xbf16>
+}
+func.func @ln_2048(%a: tensor<1000x512xbf16>, %b: tensor<512x2048xbf16>) -> tensor<1000x2048xbf16> {
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<1000x512xbf16>, tensor<512x2048xbf16> -> tensor<1000x2048xbf16>
+  return %y : tensor<1000x2048xbf16>
+}
+func.func @ln_4096(%a: tensor<1000x512xbf16>, %b: tensor<512x4096xbf16>) -> tensor<1000x4096xbf16> {
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<1000x512xbf16>, tensor<512x4096xbf16> -> tensor<1000x4096xbf16>
+  return %y : tensor<1000x4096xbf16>
+}
+}
