@@ -81,10 +81,14 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
       their A rows from the same slot while the MMA runs, and release a slot
       only after both of their reads of it are done;
     - an epilogue on the accumulator fragments: row scaling, column bias,
-      residual, the single-CTA RMSNorm/LayerNorm (quad-shuffle reductions),
-      the statistics for the backward; 16-bit outputs leave through
-      double-buffered swizzled staging tiles and `nvgpu.tma.async.store`,
-      f32 outputs straight from registers.
+      residual, RMSNorm/LayerNorm (quad-shuffle reductions), the statistics
+      for the backward; 16-bit outputs leave through swizzled staging tiles
+      and `nvgpu.tma.async.store`, f32 outputs straight from registers;
+    - with `cluster_n` = C > 1, a cluster launch (one cluster of C CTAs per
+      row block, each holding N / C columns): the row partial sums go to
+      every peer by `nvvm.mapa` + `st.async` (inline PTX: no op exists) into
+      DSMEM slots whose mbarrier counts the bytes (`expect_tx`), once for
+      RMSNorm, twice for LayerNorm (two-pass variance).
 
     Example:
     ```mlir
@@ -125,10 +129,11 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     None.
 
     #### Target requirements
-    sm_90a. What this generator does not handle yet is refused with a
-    diagnostic naming it: the multi-CTA cluster epilogue, grad epilogues, the
-    LayerNorm prologue, a K-major (transposed) B, tile_n not a multiple of 64;
-    and sm_100a targets.
+    sm_90a (PTX 8.1 for `st.async`). What this generator does not handle yet
+    is refused with a diagnostic naming it: grad epilogues, the LayerNorm
+    prologue, a K-major (transposed) B, tile_n not a multiple of 64, a
+    cluster for an epilogue without a row reduction or above 16 CTAs; and
+    sm_100a targets.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
