@@ -3,6 +3,9 @@
 # each family, and the benchmark. Expects the artifacts built here by
 # bench/build_gpu_artifacts.sh under build/gpu (carried to the device).
 # Every step has a time limit, so a hung kernel costs minutes, not the session.
+# Pass the commit as a literal (COMMIT=abc1234): the device's copy of the tree
+# does not carry this checkout's git state. The sanitizer logs go into one
+# file, since only a few files under $OUT come back.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 FUSION_GPU_ARTIFACTS=build/gpu
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -18,8 +21,12 @@ if [ $status -ne 0 ]; then
 fi
 for t in memcheck racecheck synccheck; do
   for c in gemm_odd_m lazy_rms_odd_m ln_epi_odd_m rowscale_colbias_residual_n264 ln_epi_cluster4_n1024; do
-    timeout 120 compute-sanitizer --tool $t --error-exitcode 9 python3 test/gpu/run_one_case.py $c > "$OUT/sanitizer_${t}_${c}.txt" 2>&1
-    echo "compute-sanitizer $t $c: exit $? ($(grep -E 'ERROR SUMMARY|rel err' "$OUT/sanitizer_${t}_${c}.txt" | tr '\n' ' '))"
+    log=$(mktemp)
+    timeout 120 compute-sanitizer --tool $t --error-exitcode 9 python3 test/gpu/run_one_case.py $c > "$log" 2>&1
+    status=$?
+    { echo "== compute-sanitizer $t $c: exit $status"; cat "$log"; } >> "$OUT/sanitizer.txt"
+    echo "compute-sanitizer $t $c: exit $status ($(grep -E 'ERROR SUMMARY|rel err' "$log" | tr '\n' ' '))"
+    rm -f "$log"
   done
 done
 timeout 420 python3 bench/bench_fused_matmul.py --artifacts build/gpu --out "$OUT/bench.json" --commit "${COMMIT:-unknown}" 2>&1 | tail -24
