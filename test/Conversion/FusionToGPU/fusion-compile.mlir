@@ -1,8 +1,10 @@
 // REQUIRES: ptxas, fusion-runtime
 // Test that fusion-compile turns a fusion module into a shared library that
 // exports the destination-passing host functions (one holding two fused
-// GEMMs with a device buffer between them) and needs only the runtime
-// (mgpu* entry points) besides libc, and that a failing step is reported with
+// GEMMs with a device buffer between them, one a post-RMSNorm over 1024
+// columns that runs as a cluster of 4 CTAs) and needs only the runtime
+// (mgpu* entry points, the SM count of persistent grids) besides libc, and
+// that a failing step is reported with
 // the step's name and a non-zero exit code.
 // RUN: fusion-compile %s -o %t.so
 // RUN: llvm-nm -D %t.so | FileCheck %s
@@ -10,6 +12,9 @@
 // RUN: not fusion-compile %s 2>&1 | FileCheck %s --check-prefix=USAGE
 // CHECK-DAG: T block
 // CHECK-DAG: T chain
+// CHECK-DAG: T wide
+// CHECK-DAG: U fusionrtMultiprocessorCount
+// CHECK-DAG: U mgpuLaunchClusterKernel
 // CHECK-DAG: U mgpuMemAlloc
 // CHECK-DAG: U mgpuMemFree
 // CHECK-DAG: U mgpuLaunchKernel
@@ -30,5 +35,10 @@ func.func @chain(%x: tensor<512x256xbf16>, %w1: tensor<256x512xbf16>, %w2: tenso
   %z = fusion.matmul %h, %w2 : tensor<512x512xbf16>, tensor<512x256xbf16> -> tensor<512x256xbf16>
   %y = fusion.rms_norm %z {epsilon = 1.0e-05 : f32} : tensor<512x256xbf16> -> tensor<512x256xbf16>
   return %y : tensor<512x256xbf16>
+}
+func.func @wide(%x: tensor<512x256xbf16>, %w: tensor<256x1024xbf16>) -> tensor<512x1024xbf16> {
+  %h = fusion.matmul %x, %w : tensor<512x256xbf16>, tensor<256x1024xbf16> -> tensor<512x1024xbf16>
+  %y = fusion.rms_norm %h {epsilon = 1.0e-05 : f32} : tensor<512x1024xbf16> -> tensor<512x1024xbf16>
+  return %y : tensor<512x1024xbf16>
 }
 }
