@@ -12,6 +12,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -245,6 +246,7 @@ struct AttentionShape {
     return SmallVector<int64_t>(query.begin(), query.end() - 2);
   }
   /// H * D of q (the size the norms of norm_attention run over), or dynamic.
+  /// verifyAttentionShapes checked that the product fits in int64.
   int64_t hiddenSize() const {
     int64_t heads = query[query.size() - 2], dim = query.back();
     return ShapedType::isDynamic(heads) || ShapedType::isDynamic(dim)
@@ -280,10 +282,22 @@ FailureOr<AttentionShape> verifyAttentionShapes(Operation *op, Value q,
   if (failed(checkShape(op, "value", v, {ks[0], ks[1], ks[2], vs[3]},
                         " (batch, length and heads of key)")))
     return failure();
+  if (!ShapedType::isDynamic(qHeads) && !ShapedType::isDynamic(qDim) &&
+      !llvm::checkedMul(qHeads, qDim))
+    return op->emitOpError()
+           << "expected query heads x head dimension to fit in 64 bits, but "
+              "got "
+           << qHeads << " x " << qDim;
   if (offsets) {
     int64_t b = ks[0];
-    if (failed(checkShape(op, "offsets", offsets,
-                          {ShapedType::isDynamic(b) ? b : b + 1},
+    std::optional<int64_t> entries =
+        ShapedType::isDynamic(b) ? std::optional<int64_t>(b) : llvm::checkedAdd(b, int64_t(1));
+    if (!entries)
+      return op->emitOpError()
+             << "expected a key batch size below 2^63 - 1 (offsets has one "
+                "more entry), but got "
+             << b;
+    if (failed(checkShape(op, "offsets", offsets, {*entries},
                           " (key batch size + 1)")))
       return failure();
   }
