@@ -29,7 +29,7 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "runtime", "python"))
 sys.path.insert(0, os.path.join(REPO, "test", "gpu"))
 import fusion_runtime as fr  # noqa: E402
-from fused_matmul_reference import make_inputs, make_outputs, reference, rel_error  # noqa: E402
+from fused_matmul_reference import half_dtype, make_inputs, make_outputs, reference, rel_error  # noqa: E402
 
 
 def kernel_ms(fn, reps=20):
@@ -79,7 +79,7 @@ def main():
         call()
         torch.cuda.synchronize()
         err = rel_error(y["y"], reference(c, x, torch.float64)["y"])
-        err_torch = rel_error(reference(c, x, torch.bfloat16)["y"],
+        err_torch = rel_error(reference(c, x, half_dtype(c))["y"],
                               reference(c, x, torch.float64)["y"])
         a_, b_ = x["a"], x["b"]
         t_mm = do_bench(lambda: torch.mm(a_, b_), warmup=25, rep=200, return_mode="median")

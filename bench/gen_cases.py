@@ -15,11 +15,13 @@ DT = {"bf16": "bf16", "f32": "f32"}
 
 def case(name, m, k, n, prologue="none", epilogue="none", residual=False,
          row_scale=False, col_bias=False, weight=False, bias=False,
-         save_stats=False, out="bf16"):
+         save_stats=False, out=None, dtype="bf16"):
+    """`dtype`: the 16-bit type of A, B and the other 16-bit operands;
+    `out`: the output type (default `dtype`, or f32)."""
     return dict(name=name, m=m, k=k, n=n, prologue=prologue, epilogue=epilogue,
                 residual=residual, row_scale=row_scale, col_bias=col_bias,
-                weight=weight, bias=bias, save_stats=save_stats, out=out,
-                eps=1e-5, prologue_eps=1e-6)
+                weight=weight, bias=bias, save_stats=save_stats,
+                out=out or dtype, dtype=dtype, eps=1e-5, prologue_eps=1e-6)
 
 
 def suites():
@@ -66,6 +68,11 @@ def suites():
              weight=True, bias=True, save_stats=True),
         case("rms_epi_cluster16_n4096_f32out", 777, 256, 4096,
              epilogue="rms_norm", save_stats=True, out="f32"),
+        # f16 operands (the f16 wgmma; Lazy converts with extf).
+        case("f16_gemm_odd_m", 1000, 512, 256, dtype="f16"),
+        case("f16_lazy_rms_ln_cluster4", 3000, 512, 1024, prologue="rms_norm",
+             epilogue="layer_norm", weight=True, bias=True, save_stats=True,
+             dtype="f16"),
     ]
     # The reference implementation's Lazy Pre-Norm test shapes (docs/SEED.md
     # section 6.8), and an output larger than 2^31 bytes.
@@ -91,7 +98,8 @@ def suites():
 
 def mlir_function(c):
     m, k, n = c["m"], c["k"], c["n"]
-    t = lambda *shape, e="bf16": "tensor<" + "x".join(map(str, shape)) + "x" + e + ">"
+    half = c["dtype"]
+    t = lambda *shape, e=half: "tensor<" + "x".join(map(str, shape)) + "x" + e + ">"
     args = [("a", t(m, k)), ("b", t(k, n))]
     operands = ""
     if c["residual"]:
@@ -135,17 +143,18 @@ def mlir_function(c):
 
 def loader_signature(c):
     m, k, n = c["m"], c["k"], c["n"]
-    parts = [f"a: bf16[{m},{k}]", f"b: bf16[{k},{n}]"]
+    h = c["dtype"]
+    parts = [f"a: {h}[{m},{k}]", f"b: {h}[{k},{n}]"]
     if c["residual"]:
-        parts.append(f"r: bf16[{m},{n}]")
+        parts.append(f"r: {h}[{m},{n}]")
     if c["row_scale"]:
         parts.append(f"s: f32[{m}]")
     if c["col_bias"]:
-        parts.append(f"cb: bf16[{n}]")
+        parts.append(f"cb: {h}[{n}]")
     if c["weight"]:
-        parts.append(f"w: bf16[{n}]")
+        parts.append(f"w: {h}[{n}]")
     if c["bias"]:
-        parts.append(f"nb: bf16[{n}]")
+        parts.append(f"nb: {h}[{n}]")
     parts.append(f"y: {c['out']}[{m},{n}]")
     if c["save_stats"]:
         if c["epilogue"] == "layer_norm":

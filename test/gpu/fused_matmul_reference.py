@@ -5,10 +5,15 @@ bench/bench_fused_matmul.py). The formulas are those of FusionOps.td."""
 import torch
 
 
+def half_dtype(case):
+    """The case's 16-bit type (bf16 unless the case says f16)."""
+    return torch.float16 if case.get("dtype") == "f16" else torch.bfloat16
+
+
 def make_inputs(case, gen, device="cuda"):
     """Fresh random inputs (normal) in argument order, as a dict."""
     m, k, n = case["m"], case["k"], case["n"]
-    bf = torch.bfloat16
+    bf = half_dtype(case)
 
     def rnd(*shape, dtype=bf, scale=1.0):
         return (torch.randn(*shape, generator=gen, device=device) * scale).to(dtype)
@@ -30,7 +35,7 @@ def make_inputs(case, gen, device="cuda"):
 def make_outputs(case, device="cuda"):
     """Outputs poisoned with NaN, so that an unwritten element fails."""
     m, n = case["m"], case["n"]
-    out_dtype = torch.float32 if case["out"] == "f32" else torch.bfloat16
+    out_dtype = torch.float32 if case["out"] == "f32" else half_dtype(case)
     y = {"y": torch.full((m, n), float("nan"), dtype=out_dtype, device=device)}
     if case["save_stats"]:
         if case["epilogue"] == "layer_norm":
@@ -41,7 +46,8 @@ def make_outputs(case, device="cuda"):
 
 def reference(case, x, dtype):
     """The case's function computed in `dtype` (float64: the reference;
-    bfloat16: what PyTorch's own bf16 path gives). Returns a dict of outputs."""
+    bfloat16 or float16: what PyTorch's own 16-bit path gives). Returns a dict
+    of outputs."""
     a, b = x["a"].to(dtype), x["b"].to(dtype)
     if case["prologue"] == "rms_norm":
         a32 = x["a"].to(torch.float64 if dtype == torch.float64 else torch.float32)

@@ -26,7 +26,7 @@ if not torch.cuda.is_available():
                 allow_module_level=True)
 
 import fusion_runtime as fr  # noqa: E402
-from fused_matmul_reference import make_inputs, make_outputs, reference, rel_error  # noqa: E402
+from fused_matmul_reference import half_dtype, make_inputs, make_outputs, reference, rel_error  # noqa: E402
 
 ARTIFACTS = os.environ.get("FUSION_GPU_ARTIFACTS", os.path.join(REPO, "build", "gpu"))
 LIBRARY = os.path.join(ARTIFACTS, "libcorrectness.so")
@@ -53,7 +53,7 @@ def test_case(case, seed):
     LIB.function(case["name"], case["signature"])(*x.values(), *y.values())
     torch.cuda.synchronize()
     ref = reference(case, x, torch.float64)
-    torch_bf16 = reference(case, x, torch.bfloat16)
+    torch_bf16 = reference(case, x, half_dtype(case))
     assert not torch.isnan(y["y"]).any(), "some output elements were not written"
     ours = rel_error(y["y"], ref["y"])
     theirs = rel_error(torch_bf16["y"], ref["y"])
