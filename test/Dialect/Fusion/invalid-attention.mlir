@@ -28,8 +28,7 @@ func.func @gdpa_offsets_f32(%q: tensor<64x2x16xf32>, %k: tensor<4x8x2x16xf32>,
 
 // gdpa's activation must be one of the known names (softmax is not one).
 func.func @gdpa_unknown_activation(%q: tensor<1x8x2x16xf32>) {
-  // expected-error @below {{to be one of: identity, relu, gelu, gelu_tanh, silu}}
-  // expected-error @below {{failed to parse Fusion_ActivationAttr parameter 'value'}}
+  // expected-error @below {{expected the activation to be one of identity, relu, gelu, gelu_tanh, silu, but got 'softmax'}}
   %o = fusion.gdpa %q, %q, %q {activation = #fusion.activation<softmax>, scale = 1.0 : f32}
       : tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32> -> tensor<1x8x2x16xf32>
   return

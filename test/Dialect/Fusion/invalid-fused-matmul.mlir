@@ -25,9 +25,28 @@ func.func @fused_extra_bf16(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>) {
 
 // fused_matmul's epilogue must be one of the known kinds.
 func.func @fused_unknown_epilogue(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
-  // expected-error @below {{to be one of: none, row_scale, rms_norm, layer_norm, rms_norm_grad, layer_norm_grad}}
-  // expected-error @below {{failed to parse Fusion_EpilogueKindAttr parameter 'value'}}
+  // expected-error @below {{expected the epilogue to be one of none, row_scale, rms_norm, layer_norm, rms_norm_grad, layer_norm_grad, but got 'softmax'}}
   %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<softmax>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// fused_matmul's prologue must be one of the known kinds.
+func.func @fused_unknown_prologue(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{expected the prologue to be one of none, rms_norm, layer_norm, but got 'batch_norm'}}
+  %y = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<batch_norm>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// A kind is a bare keyword, not a string.
+func.func @fused_quoted_epilogue(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{expected the epilogue to be one of none, row_scale, rms_norm, layer_norm, rms_norm_grad, layer_norm_grad (a bare keyword)}}
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<"rms_norm">}
       : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
   return
 }

@@ -14,6 +14,46 @@ using namespace mlir::fusion;
 #include "fusion/Dialect/Fusion/IR/FusionDialect.cpp.inc"
 #include "fusion/Dialect/Fusion/IR/FusionEnums.cpp.inc"
 
+/// Parses the keyword of a case of an enum; an unknown one is one error that
+/// names `what` and lists the cases, e.g. "expected the epilogue to be one
+/// of none, row_scale, ..., but got 'softmax'".
+template <typename EnumT, typename Symbolize, typename Stringify>
+static ParseResult parseCaseKeyword(AsmParser &parser, EnumT &value,
+                                    StringRef what, Symbolize symbolize,
+                                    Stringify stringify, uint32_t maxValue) {
+  auto cases = [&] {
+    std::string list;
+    for (uint32_t v = 0; v <= maxValue; ++v)
+      list += (v ? ", " : "") + stringify(static_cast<EnumT>(v)).str();
+    return list;
+  };
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (failed(parser.parseOptionalKeyword(&keyword)))
+    return parser.emitError(loc) << "expected " << what << " to be one of "
+                                 << cases() << " (a bare keyword)";
+  std::optional<EnumT> parsed = symbolize(keyword);
+  if (!parsed)
+    return parser.emitError(loc) << "expected " << what << " to be one of "
+                                 << cases() << ", but got '" << keyword << "'";
+  value = *parsed;
+  return success();
+}
+
+#define FUSION_CASE_KEYWORD(Enum, what)                                        \
+  static ParseResult parse##Enum##Keyword(AsmParser &parser, Enum &value) {   \
+    return parseCaseKeyword(                                                   \
+        parser, value, what, [](StringRef s) { return symbolize##Enum(s); },  \
+        [](Enum e) { return stringify##Enum(e); }, getMaxEnumValFor##Enum());  \
+  }                                                                            \
+  static void print##Enum##Keyword(AsmPrinter &printer, Enum value) {         \
+    printer << stringify##Enum(value);                                         \
+  }
+FUSION_CASE_KEYWORD(Activation, "the activation")
+FUSION_CASE_KEYWORD(PrologueKind, "the prologue")
+FUSION_CASE_KEYWORD(EpilogueKind, "the epilogue")
+#undef FUSION_CASE_KEYWORD
+
 #define GET_ATTRDEF_CLASSES
 #include "fusion/Dialect/Fusion/IR/FusionAttrs.cpp.inc"
 

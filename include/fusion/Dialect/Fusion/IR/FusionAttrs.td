@@ -37,7 +37,9 @@ def Fusion_ActivationAttr : EnumAttr<Fusion_Dialect, Fusion_Activation, "activat
     | `gelu_tanh` | 0.5 s (1 + tanh(sqrt(2/pi) (s + 0.044715 s^3))) |
     | `silu`      | s / (1 + exp(-s))                               |
   }];
-  let assemblyFormat = "`<` $value `>`";
+  // One error naming the kind and listing the cases (ODS would print the
+  // C++ enum name).
+  let assemblyFormat = "`<` custom<ActivationKeyword>($value) `>`";
 }
 
 //===----------------------------------------------------------------------===//
@@ -58,7 +60,9 @@ def Fusion_PrologueKind : I32EnumAttr<"PrologueKind",
 def Fusion_PrologueKindAttr
     : EnumAttr<Fusion_Dialect, Fusion_PrologueKind, "prologue"> {
   let summary = "fused-matmul prologue (Lazy Pre-Norm)";
-  let assemblyFormat = "`<` $value `>`";
+  // One error naming the kind and listing the cases (ODS would print the
+  // C++ enum name).
+  let assemblyFormat = "`<` custom<PrologueKindKeyword>($value) `>`";
 }
 
 def Fusion_EpilogueNone : I32EnumAttrCase<"none", 0>;
@@ -80,7 +84,9 @@ def Fusion_EpilogueKind : I32EnumAttr<"EpilogueKind",
 def Fusion_EpilogueKindAttr
     : EnumAttr<Fusion_Dialect, Fusion_EpilogueKind, "epilogue"> {
   let summary = "fused-matmul epilogue";
-  let assemblyFormat = "`<` $value `>`";
+  // One error naming the kind and listing the cases (ODS would print the
+  // C++ enum name).
+  let assemblyFormat = "`<` custom<EpilogueKindKeyword>($value) `>`";
 }
 
 //===----------------------------------------------------------------------===//
