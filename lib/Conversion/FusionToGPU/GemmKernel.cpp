@@ -754,19 +754,46 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
       ifThen(both(inRow[h], isQuadLeader),
              [&] { memref::StoreOp::create(b, x, mem, ValueRange{gm[h]}); });
     };
-    // Whole-row sums of both rows: the quad's lanes hold a CTA's columns;
-    // a cluster adds its peers' partials.
-    auto rowSums = [&](ArrayRef<Value> perRow0, ArrayRef<Value> perRow1,
+    // Whole-row sums of the rows `hs`: the quad's lanes hold a CTA's
+    // columns; a cluster adds its peers' partials (both rows at once).
+    auto rowSums = [&](ArrayRef<int64_t> hs, ArrayRef<SmallVector<Value>> perRow,
                        int64_t round, Value total[2]) {
-      Value partial[2] = {sumPairs(perRow0), sumPairs(perRow1)};
+      for (int64_t h : hs)
+        total[h] = sumPairs(perRow[h]);
       if (s.clusterN > 1) {
+        Value partial[2] = {total[0], total[1]};
         clusterRowSums(partial, rowInTile, tileCount, round, total);
-        return;
       }
-      total[0] = partial[0];
-      total[1] = partial[1];
     };
     Value rs[2] = {Value(), Value()};
+    // LayerNorm of the rows `hs`, two-pass (the sum, then the centered sum
+    // of squares; with a cluster, two exchanges).
+    auto layerNorm = [&](ArrayRef<int64_t> hs) {
+      Value sums[2], mean[2], centered[2];
+      rowSums(hs, v, /*round=*/0, sums);
+      Value zero = splat(cstF32(0.0));
+      SmallVector<Value> squares[2];
+      for (int64_t h : hs) {
+        mean[h] = arith::DivFOp::create(b, sums[h], nF);
+        for (int64_t j = 0; j < groups; ++j) {
+          v[h][j] = arith::SubFOp::create(b, v[h][j], splat(mean[h]));
+          // Columns past N hold 0, not the mean: keep them out of the
+          // variance.
+          if (checkColumns)
+            v[h][j] = arith::SelectOp::create(b, inCol(j), v[h][j], zero);
+          squares[h].push_back(arith::MulFOp::create(b, v[h][j], v[h][j]));
+        }
+      }
+      rowSums(hs, squares, /*round=*/1, centered);
+      for (int64_t h : hs) {
+        Value var = arith::DivFOp::create(b, centered[h], nF);
+        rs[h] = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
+        if (statMean)
+          storeStat(statMean, h, mean[h]);
+        if (statRstd)
+          storeStat(statRstd, h, rs[h]);
+      }
+    };
     if (s.epilogue == EpilogueKind::rms_norm) {
       // Columns past N hold 0 (TMA zero-fill; loads zeroed): no mask.
       SmallVector<Value> squares[2];
@@ -774,61 +801,21 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
         for (Value x : v[h])
           squares[h].push_back(arith::MulFOp::create(b, x, x));
       Value total[2];
-      rowSums(squares[0], squares[1], /*round=*/0, total);
+      rowSums({0, 1}, squares, /*round=*/0, total);
       for (int64_t h = 0; h < 2; ++h) {
         rs[h] = rsqrt(arith::AddFOp::create(
             b, arith::DivFOp::create(b, total[h], nF), cstF32(s.epsilon)));
         if (statRstd)
           storeStat(statRstd, h, rs[h]);
       }
-    } else if (s.epilogue == EpilogueKind::layer_norm && s.clusterN == 1) {
-      // One row at a time: the fewest values live at once.
-      Value zero = splat(cstF32(0.0));
-      for (int64_t h = 0; h < 2; ++h) {
-        Value mean = arith::DivFOp::create(b, sumPairs(v[h]), nF);
-        SmallVector<Value> squares;
-        for (int64_t j = 0; j < groups; ++j) {
-          v[h][j] = arith::SubFOp::create(b, v[h][j], splat(mean));
-          // Columns past N hold 0, not the mean: keep them out of the
-          // variance.
-          if (checkColumns)
-            v[h][j] = arith::SelectOp::create(b, inCol(j), v[h][j], zero);
-          squares.push_back(arith::MulFOp::create(b, v[h][j], v[h][j]));
-        }
-        Value var = arith::DivFOp::create(b, sumPairs(squares), nF);
-        rs[h] = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
-        if (statMean)
-          storeStat(statMean, h, mean);
-        if (statRstd)
-          storeStat(statRstd, h, rs[h]);
-      }
     } else if (s.epilogue == EpilogueKind::layer_norm) {
-      // A cluster exchanges both rows' partials at once, twice.
-      Value sums[2];
-      rowSums(v[0], v[1], /*round=*/0, sums);
-      Value zero = splat(cstF32(0.0));
-      Value mean[2];
-      SmallVector<Value> squares[2];
-      for (int64_t h = 0; h < 2; ++h) {
-        mean[h] = arith::DivFOp::create(b, sums[h], nF);
-        for (int64_t j = 0; j < groups; ++j) {
-          v[h][j] = arith::SubFOp::create(b, v[h][j], splat(mean[h]));
-          // Columns past N hold 0, not the mean: keep them out of the variance.
-          if (checkColumns)
-            v[h][j] = arith::SelectOp::create(b, inCol(j), v[h][j], zero);
-          squares[h].push_back(arith::MulFOp::create(b, v[h][j], v[h][j]));
-        }
-      }
-      // Two-pass variance, also across the cluster (a second exchange).
-      Value centered[2];
-      rowSums(squares[0], squares[1], /*round=*/1, centered);
-      for (int64_t h = 0; h < 2; ++h) {
-        Value var = arith::DivFOp::create(b, centered[h], nF);
-        rs[h] = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
-        if (statMean)
-          storeStat(statMean, h, mean[h]);
-        if (statRstd)
-          storeStat(statRstd, h, rs[h]);
+      // One CTA: one row at a time, the fewest values live at once (both
+      // together spill). A cluster exchanges both rows' partials at once.
+      if (s.clusterN > 1) {
+        layerNorm({0, 1});
+      } else {
+        layerNorm({0});
+        layerNorm({1});
       }
     }
     auto outPair = VectorType::get({2}, s.outType);
