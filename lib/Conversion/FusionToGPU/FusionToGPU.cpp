@@ -141,9 +141,6 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
   // runs its whole share in a second wave (measured on the H200: 0.55-0.6 of
   // cuBLAS for C >= 4 persistent, 0.79-0.88 one per row block). Pairs did
   // better persistent (0.87-0.89 against 0.72), not yet measured as such.
-  Value sms = arith::IndexCastOp::create(
-      b, b.getIndexType(),
-      func::CallOp::create(b, getMultiprocessorCount(), ValueRange{}).getResult(0));
   Value rowBlocks = arith::CeilDivUIOp::create(b, m, idx(spec.tileM));
   Value gridX;
   std::optional<gpu::KernelDim3> cluster;
@@ -152,6 +149,10 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
     gridX = arith::MulIOp::create(b, clusters, idx(spec.clusterN));
     cluster = gpu::KernelDim3{idx(spec.clusterN), idx(1), idx(1)};
   } else {
+    Value sms = arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        func::CallOp::create(b, getMultiprocessorCount(), ValueRange{})
+            .getResult(0));
     Value tiles = arith::MulIOp::create(
         b, arith::CeilDivUIOp::create(b, n, idx(spec.tileN)), rowBlocks);
     gridX = arith::MaxUIOp::create(b, arith::MinUIOp::create(b, tiles, sms),
