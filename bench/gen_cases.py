@@ -58,7 +58,9 @@ def suites():
         # split over C CTAs that exchange partial sums through DSMEM.
         case("rms_epi_cluster2_n512", 1000, 512, 512, epilogue="rms_norm",
              residual=True, weight=True, save_stats=True),
-        case("ln_epi_cluster4_n1024", 3000, 256, 1024, epilogue="layer_norm",
+        # 71 row blocks: more than the co-resident clusters of 4, so each
+        # persistent cluster takes several (both slot parities).
+        case("ln_epi_cluster4_n1024", 9001, 256, 1024, epilogue="layer_norm",
              residual=True, weight=True, bias=True, save_stats=True),
         case("ln_epi_cluster8_n1536", 2000, 256, 1536, epilogue="layer_norm",
              weight=True, bias=True, save_stats=True),

@@ -101,6 +101,22 @@ FUSIONRT_EXPORT void mgpuTensorMapEncodeTiled(void *tensorMap, int tensorDataTyp
  * declares and calls it. */
 FUSIONRT_EXPORT int32_t fusionrtMultiprocessorCount(void);
 
+/* Persistent cluster kernels. How many clusters of `clusterSize` CTAs (along
+ * x) of kernel `kernel`, `blockThreads` threads and `sharedMemoryBytes` of
+ * dynamic shared memory each, the selected device holds at once
+ * (cuOccupancyMaxActiveClusters, cached). GPCs hold whole clusters, so this is
+ * usually below SMs / clusterSize; a persistent grid of more clusters runs the
+ * extra clusters' share in a second wave. The kernel is looked up by name in
+ * the modules loaded in the current context (MLIR 22 loads them from a global
+ * constructor); where several have it, the smallest count is returned. On
+ * failure (no such kernel, a shape that cannot be resident, no driver) it
+ * records the error like the mgpu* calls and returns 1, a grid that is still
+ * correct. Not part of MLIR's ABI: convert-fusion-to-gpu declares and calls
+ * it. */
+FUSIONRT_EXPORT int32_t fusionrtMaxActiveClusters(const char *kernel, int32_t clusterSize,
+                                                  int32_t blockThreads,
+                                                  int32_t sharedMemoryBytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,11 @@
 //    passes (MLIR22-NOTES.md section 11).
 // A failed cluster launch reports the largest cluster the kernel can run with.
 //
+// fusionrtMaxActiveClusters answers how many clusters of a kernel the device
+// holds at once, which sizes the grid of persistent cluster kernels: GPCs
+// hold whole clusters, so fewer than SMs / C fit, and a cluster beyond that
+// count would run its whole share in a second wave.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
@@ -17,8 +22,13 @@
 #include "Status.h"
 #include "fusion_runtime_mgpu.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace fusionrt {
 namespace {
@@ -177,6 +187,34 @@ void launch(const char *entryPoint, CUfunction function, const LaunchShape &shap
   recordIfFailed(result, entryPoint, "cuLaunchKernelEx", detail);
 }
 
+/// The smallest co-resident cluster count over `functions` (kernels of the
+/// same name in different loaded libraries), or 0 after recording a failure.
+int maxActiveClusters(const char *entryPoint, const std::vector<CUfunction> &functions,
+                      const LaunchShape &shape) {
+  int smallest = 0;
+  for (CUfunction function : functions) {
+    if (!checkShape(entryPoint, function, shape) || !prepareKernel(entryPoint, function, shape))
+      return 0;
+    CUlaunchAttribute attr;
+    CUlaunchConfig config = launchConfig(shape, /*stream=*/nullptr, &attr);
+    int count = 0;
+    std::string detail = shape.describe(kernelName(function));
+    if (recordIfFailed(cuOccupancyMaxActiveClusters(&count, function, &config), entryPoint,
+                       "cuOccupancyMaxActiveClusters", detail))
+      return 0;
+    if (count < 1) {
+      recordFailure(FUSIONRT_ERROR_LIMIT_EXCEEDED,
+                    std::string(entryPoint) +
+                        ": expected at least one cluster to fit on the device, but none "
+                        "can be resident (" +
+                        detail + ")");
+      return 0;
+    }
+    smallest = smallest == 0 ? count : std::min(smallest, count);
+  }
+  return smallest;
+}
+
 } // namespace
 } // namespace fusionrt
 
@@ -201,6 +239,48 @@ void mgpuLaunchClusterKernel(void *function, intptr_t clusterX, intptr_t cluster
                     {blockX, blockY, blockZ}, smem, /*hasCluster=*/true};
   launch("mgpuLaunchClusterKernel", static_cast<CUfunction>(function), shape,
          static_cast<CUstream>(stream), params, extra);
+}
+
+int32_t fusionrtMaxActiveClusters(const char *kernel, int32_t clusterSize,
+                                  int32_t blockThreads, int32_t sharedMemoryBytes) {
+  const char *entryPoint = "fusionrtMaxActiveClusters";
+  if (hasPendingFailure())
+    return 1;
+  if (!kernel) {
+    recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT,
+                  std::string(entryPoint) + ": expected a kernel name, but got a null pointer");
+    return 1;
+  }
+  CUcontext context = nullptr;
+  if (!activateContextOrRecord(entryPoint, &context))
+    return 1;
+
+  using Key = std::tuple<CUcontext, std::string, int32_t, int32_t, int32_t>;
+  static std::mutex mutex;
+  static std::map<Key, int> cache;
+  Key key{context, kernel, clusterSize, blockThreads, sharedMemoryBytes};
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end())
+      return it->second;
+  }
+  std::vector<CUfunction> functions = findLoadedKernels(context, kernel);
+  if (functions.empty()) {
+    recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT,
+                  std::string(entryPoint) + ": expected a loaded module with kernel '" + kernel +
+                      "', but no module loaded in the current context has it");
+    return 1;
+  }
+  // The grid only has to be a multiple of the cluster for the query.
+  LaunchShape shape{{clusterSize, 1, 1}, {clusterSize, 1, 1}, {blockThreads, 1, 1},
+                    sharedMemoryBytes, /*hasCluster=*/true};
+  int count = maxActiveClusters(entryPoint, functions, shape);
+  if (count < 1)
+    return 1;
+  std::lock_guard<std::mutex> lock(mutex);
+  cache.emplace(key, count);
+  return count;
 }
 
 } // extern "C"

@@ -131,6 +131,24 @@ CUresult ensureDynamicSharedMemory(CUfunction function, int bytes) {
   return result;
 }
 
+std::vector<CUfunction> findLoadedKernels(CUcontext context, const std::string &name) {
+  Registry &reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  std::vector<CUfunction> found;
+  for (const auto &[key, loaded] : reg.modules) {
+    if (key.context != context)
+      continue;
+    CUfunction function = nullptr;
+    if (cuModuleGetFunction(&function, loaded.module, name.c_str()) != CUDA_SUCCESS)
+      continue;
+    KernelInfo &info = reg.kernels[function];
+    info.name = name;
+    info.module = loaded.module;
+    found.push_back(function);
+  }
+  return found;
+}
+
 CUresult allowNonPortableClusters(CUfunction function) {
   Registry &reg = registry();
   std::lock_guard<std::mutex> lock(reg.mutex);

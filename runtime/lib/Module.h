@@ -6,6 +6,7 @@
 #include <cuda.h>
 
 #include <string>
+#include <vector>
 
 namespace fusionrt {
 
@@ -16,6 +17,12 @@ std::string kernelName(CUfunction function);
 /// Raises `function`'s dynamic shared-memory limit to at least `bytes`
 /// (once per function and size).
 CUresult ensureDynamicSharedMemory(CUfunction function, int bytes);
+
+/// The kernels named `name` in the modules loaded into `context` (MLIR 22
+/// loads a library's device image from a global constructor, before its host
+/// code runs), registered as if handed out by mgpuModuleGetFunction. Empty if
+/// no loaded module has one.
+std::vector<CUfunction> findLoadedKernels(CUcontext context, const std::string &name);
 
 /// Allows non-portable cluster sizes (more than 8 CTAs) for `function` (once).
 CUresult allowNonPortableClusters(CUfunction function);

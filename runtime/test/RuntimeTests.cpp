@@ -509,6 +509,26 @@ TEST(multiprocessor_count_falls_back_to_one_with_the_failure_pending) {
   EXPECT_CONTAINS(printedMessage(), "fusionrtMultiprocessorCount");
 }
 
+TEST(max_active_clusters_checks_the_name_then_falls_back_to_one) {
+  resetStatus();
+  EXPECT_EQ(fusionrtMaxActiveClusters(nullptr, 4, 384, 1024), 1);
+  EXPECT_EQ(fusionrtClearStatus(), FUSIONRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_CONTAINS(printedMessage(),
+                  "fusionrtMaxActiveClusters: expected a kernel name, but got a null pointer");
+  int32_t count = fusionrtMaxActiveClusters("no_such_kernel", 4, 384, 1024);
+  // A grid of one cluster is still correct for a persistent cluster kernel;
+  // the failure (no driver, or no loaded module with the kernel) is pending.
+  EXPECT_EQ(count, 1);
+  fusionrtStatus status = fusionrtClearStatus();
+  if (driverWorks()) {
+    EXPECT_EQ(status, FUSIONRT_ERROR_INVALID_ARGUMENT);
+    EXPECT_CONTAINS(printedMessage(), "expected a loaded module with kernel 'no_such_kernel'");
+  } else {
+    EXPECT_EQ(status, FUSIONRT_ERROR_CUDA);
+    EXPECT_CONTAINS(printedMessage(), "fusionrtMaxActiveClusters");
+  }
+}
+
 TEST(release_calls_accept_null_handles) {
   resetStatus();
   mgpuModuleUnload(nullptr);

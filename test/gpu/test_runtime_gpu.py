@@ -74,7 +74,9 @@ for _name, _args, _res in [
         ("mgpuMemset32", [P, ctypes.c_uint, ctypes.c_size_t, P], None),
         ("mgpuTensorMapEncodeTiledMemref", [I64, P, I64, I64, I64, I64, I64,
                                             ctypes.POINTER(I64)], P),
-        ("fusionrtMultiprocessorCount", [], ctypes.c_int32)]:
+        ("fusionrtMultiprocessorCount", [], ctypes.c_int32),
+        ("fusionrtMaxActiveClusters", [ctypes.c_char_p] + [ctypes.c_int32] * 3,
+         ctypes.c_int32)]:
     getattr(LIB, _name).argtypes = _args
     getattr(LIB, _name).restype = _res
 
@@ -291,6 +293,41 @@ def test_cluster_launch(module, stream, cluster):
         assert buffer.read() == [cluster] * grid
     finally:
         buffer.free()
+
+
+def test_max_active_clusters_sizes_persistent_cluster_grids(module):
+    # The grid of persistent cluster kernels: clusters the device holds at
+    # once, looked up by kernel name among the loaded modules. GPCs hold whole
+    # clusters, so at most SMs / C; a kernel that takes a whole SM (our GEMMs:
+    # 384 threads and ~220 KiB of shared memory) gets fewer for large C.
+    sms = LIB.fusionrtMultiprocessorCount()
+    counts = {}
+    for cluster in [1, 2, 4, 8, 16]:
+        small = LIB.fusionrtMaxActiveClusters(b"cluster_size", cluster, 32, 0)
+        RUNTIME.check("fusionrtMaxActiveClusters")
+        whole_sm = LIB.fusionrtMaxActiveClusters(b"cluster_size", cluster, 384, 220 * 1024)
+        RUNTIME.check("fusionrtMaxActiveClusters")
+        assert 1 <= whole_sm <= sms // cluster
+        assert whole_sm <= small
+        counts[cluster] = whole_sm
+    print(f"co-resident clusters of whole-SM CTAs on {sms} SMs: {counts}")
+    assert counts[1] == sms
+
+
+def test_max_active_clusters_reports_an_unknown_kernel(module):
+    assert LIB.fusionrtMaxActiveClusters(b"no_such_kernel", 4, 384, 1024) == 1
+    with pytest.raises(fr.FusionRuntimeError,
+                       match="fusionrtMaxActiveClusters: expected a loaded module with kernel "
+                             "'no_such_kernel', but no module loaded in the current context "
+                             "has it"):
+        RUNTIME.check()
+
+
+def test_max_active_clusters_reports_a_cluster_that_cannot_be_resident(module):
+    assert LIB.fusionrtMaxActiveClusters(b"cluster_size", 4, 384, 1 << 30) == 1
+    with pytest.raises(fr.FusionRuntimeError,
+                       match="fusionrtMaxActiveClusters: expected dynamic shared memory <= "):
+        RUNTIME.check()
 
 
 def test_failures_are_pending_until_read(module, stream):

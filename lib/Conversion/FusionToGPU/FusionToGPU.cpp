@@ -56,8 +56,10 @@ private:
   Value launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
                const GemmKernelSpec &spec, unsigned index);
 
-  /// `fusionrtMultiprocessorCount` of the runtime, declared once per module.
-  func::FuncOp getMultiprocessorCount();
+  /// A runtime entry point, declared once per module.
+  func::FuncOp getRuntimeFunction(StringRef name, FunctionType type);
+  /// The kernel's name as a NUL-terminated string global, for the runtime.
+  Value getKernelName(ImplicitLocOpBuilder &b, StringRef kernel);
 
   func::FuncOp func;
   gpu::GPUModuleOp kernels;
@@ -82,17 +84,31 @@ LogicalResult FunctionLowering::check() {
   return success();
 }
 
-func::FuncOp FunctionLowering::getMultiprocessorCount() {
-  constexpr StringLiteral name = "fusionrtMultiprocessorCount";
+func::FuncOp FunctionLowering::getRuntimeFunction(StringRef name,
+                                                  FunctionType type) {
   auto module = func->getParentOfType<ModuleOp>();
   if (auto f = module.lookupSymbol<func::FuncOp>(name))
     return f;
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  auto f = func::FuncOp::create(
-      b, module.getLoc(), name,
-      b.getFunctionType({}, {b.getI32Type()}));
+  auto f = func::FuncOp::create(b, module.getLoc(), name, type);
   f.setPrivate();
   return f;
+}
+
+Value FunctionLowering::getKernelName(ImplicitLocOpBuilder &b,
+                                      StringRef kernel) {
+  auto module = func->getParentOfType<ModuleOp>();
+  std::string symbol = ("__fusion_name_" + kernel).str();
+  if (!module.lookupSymbol<LLVM::GlobalOp>(symbol)) {
+    OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
+    std::string text = (kernel + Twine('\0')).str();
+    auto type = LLVM::LLVMArrayType::get(top.getI8Type(), text.size());
+    LLVM::GlobalOp::create(top, module.getLoc(), type, /*isConstant=*/true,
+                           LLVM::Linkage::Internal, symbol,
+                           top.getStringAttr(text));
+  }
+  return LLVM::AddressOfOp::create(b, LLVM::LLVMPointerType::get(b.getContext()),
+                                   symbol);
 }
 
 Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
@@ -135,31 +151,44 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
                               {spec.tileM, kStoreChunkN}));
 
   // Persistent kernel: min(tiles, SMs) CTAs, at least one (M may be 0).
-  // With a cluster of C CTAs along N (N = C x tile_n): one cluster per row
-  // block. Not min(row blocks, SMs / C): GPCs of 14-18 SMs hold fewer
-  // clusters than SMs / C, and a persistent cluster that is not co-resident
-  // runs its whole share in a second wave (measured on the H200: 0.55-0.6 of
-  // cuBLAS for C >= 4 persistent, 0.79-0.88 one per row block). Pairs did
-  // better persistent (0.87-0.89 against 0.72), not yet measured as such.
+  // With a cluster of C CTAs along N (N = C x tile_n), each cluster takes
+  // whole row blocks: min(row blocks, co-resident clusters) clusters, the
+  // count the runtime gets from the driver (fusionrtMaxActiveClusters). Not
+  // SMs / C: GPCs of 14-18 SMs hold whole clusters only, and a cluster that
+  // is not co-resident runs its whole share in a second wave (measured on the
+  // H200: 0.55-0.6 of cuBLAS with SMs / C clusters of 4-16).
   Value rowBlocks = arith::CeilDivUIOp::create(b, m, idx(spec.tileM));
+  Type i32 = b.getI32Type();
+  auto i32Const = [&](int64_t v) {
+    return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
+  };
+  auto callIndex = [&](StringRef callee, TypeRange types, ValueRange operands) {
+    func::FuncOp f =
+        getRuntimeFunction(callee, b.getFunctionType(types, {i32}));
+    return arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        func::CallOp::create(b, f, operands).getResult(0));
+  };
+  Value smemBytes = i32Const(spec.sharedMemoryBytes());
   Value gridX;
   std::optional<gpu::KernelDim3> cluster;
   if (spec.clusterN > 1) {
-    Value clusters = arith::MaxUIOp::create(b, rowBlocks, idx(1));
+    Value resident = callIndex(
+        "fusionrtMaxActiveClusters",
+        {LLVM::LLVMPointerType::get(ctx), i32, i32, i32},
+        {getKernelName(b, name), i32Const(spec.clusterN),
+         i32Const(spec.threads()), smemBytes});
+    Value clusters = arith::MaxUIOp::create(
+        b, arith::MinUIOp::create(b, rowBlocks, resident), idx(1));
     gridX = arith::MulIOp::create(b, clusters, idx(spec.clusterN));
     cluster = gpu::KernelDim3{idx(spec.clusterN), idx(1), idx(1)};
   } else {
-    Value sms = arith::IndexCastOp::create(
-        b, b.getIndexType(),
-        func::CallOp::create(b, getMultiprocessorCount(), ValueRange{})
-            .getResult(0));
+    Value sms = callIndex("fusionrtMultiprocessorCount", {}, {});
     Value tiles = arith::MulIOp::create(
         b, arith::CeilDivUIOp::create(b, n, idx(spec.tileN)), rowBlocks);
     gridX = arith::MaxUIOp::create(b, arith::MinUIOp::create(b, tiles, sms),
                                    idx(1));
   }
-  Value smemBytes = arith::ConstantOp::create(
-      b, b.getI32IntegerAttr(static_cast<int32_t>(spec.sharedMemoryBytes())));
   gpu::LaunchFuncOp::create(b, kernel, {gridX, idx(1), idx(1)},
                             {idx(spec.threads()), idx(1), idx(1)}, smemBytes,
                             args, /*asyncTokenType=*/nullptr,

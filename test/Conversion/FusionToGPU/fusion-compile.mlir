@@ -3,9 +3,9 @@
 // exports the destination-passing host functions (one holding two fused
 // GEMMs with a device buffer between them, one a post-RMSNorm over 1024
 // columns that runs as a cluster of 4 CTAs) and needs only the runtime
-// (mgpu* entry points, the SM count of persistent grids) besides libc, and
-// that a failing step is reported with
-// the step's name and a non-zero exit code.
+// (mgpu* entry points, the SM count of persistent grids, the co-resident
+// cluster count of persistent cluster grids) besides libc, and that a failing
+// step is reported with the step's name and a non-zero exit code.
 // RUN: fusion-compile %s -o %t.so
 // RUN: llvm-nm -D %t.so | FileCheck %s
 // RUN: not fusion-compile %S/Inputs/not-planned.mlir -o %t.bad.so 2>&1 | FileCheck %s --check-prefix=ERR
@@ -14,6 +14,7 @@
 // CHECK-DAG: T chain
 // CHECK-DAG: T wide
 // CHECK-DAG: U fusionrtMultiprocessorCount
+// CHECK-DAG: U fusionrtMaxActiveClusters
 // CHECK-DAG: U mgpuLaunchClusterKernel
 // CHECK-DAG: U mgpuMemAlloc
 // CHECK-DAG: U mgpuMemFree

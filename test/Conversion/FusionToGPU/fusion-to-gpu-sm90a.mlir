@@ -168,20 +168,30 @@ func.func @two(%x: tensor<256x128xbf16>, %w1: tensor<128x256xbf16>, %w2: tensor<
 // -----
 
 // Test that a LayerNorm epilogue over N = 1024 (a cluster of 4 CTAs of 256
-// columns) launches one cluster per row block (rowBlocks x 4 CTAs in
-// clusters of 4), syncs the cluster after initializing the barriers (4 slot
-// barriers: 2 exchange rounds x 2 tile parities), and in the epilogue sends
-// each row's partial sum to every peer with mapa + st.async (complete_tx on
-// the peer's barrier), waits, and adds the peers' slots: once for the sum,
-// once for the centered sum of squares.
-// The grid does not depend on the SM count: no runtime call.
+// columns) launches a persistent grid of min(row blocks, co-resident
+// clusters) clusters of 4 CTAs, the co-resident count from the runtime for
+// this kernel, its cluster size, block and shared memory (not the SM count);
+// syncs the cluster after initializing the barriers (4 slot barriers: 2
+// exchange rounds x 2 tile parities), and in the epilogue sends each row's
+// partial sum to every peer with mapa + st.async (complete_tx on the peer's
+// barrier), waits, and adds the peers' slots: once for the sum, once for the
+// centered sum of squares.
+// CHECK: func.func private @fusionrtMaxActiveClusters(!llvm.ptr, i32, i32, i32) -> i32
+// CHECK: llvm.mlir.global internal constant @__fusion_name_ln_cluster_kernel0("ln_cluster_kernel0\00")
 // CHECK-LABEL: func.func @ln_cluster
 // CHECK-NOT: call @fusionrtMultiprocessorCount
 // CHECK: %[[BLOCKS:.*]] = arith.ceildivui %{{.*}}, %c128{{.*}} : index
+// CHECK-DAG: %[[NAME:.*]] = llvm.mlir.addressof @__fusion_name_ln_cluster_kernel0 : !llvm.ptr
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : i32
+// CHECK-DAG: %[[THREADS:.*]] = arith.constant 384 : i32
+// CHECK-DAG: %[[SMEM:.*]] = arith.constant 222720 : i32
+// CHECK: %[[RESIDENT:.*]] = call @fusionrtMaxActiveClusters(%[[NAME]], %[[C4]], %[[THREADS]], %[[SMEM]])
+// CHECK: %[[RES:.*]] = arith.index_cast %[[RESIDENT]] : i32 to index
 // CHECK-NOT: call @fusionrtMultiprocessorCount
-// CHECK: %[[CLUSTERS:.*]] = arith.maxui %[[BLOCKS]], %{{.*}} : index
+// CHECK: %[[FIT:.*]] = arith.minui %[[BLOCKS]], %[[RES]] : index
+// CHECK: %[[CLUSTERS:.*]] = arith.maxui %[[FIT]], %{{.*}} : index
 // CHECK: %[[GRID:.*]] = arith.muli %[[CLUSTERS]], %c4{{.*}} : index
-// CHECK: gpu.launch_func @fusion_kernels::@ln_cluster_kernel0 clusters in (%c4{{[_0-9]*}}, %c1{{[_0-9]*}}, %c1{{[_0-9]*}}) blocks in (%[[GRID]],
+// CHECK: gpu.launch_func @fusion_kernels::@ln_cluster_kernel0 clusters in (%c4{{[_0-9]*}}, %c1{{[_0-9]*}}, %c1{{[_0-9]*}}) blocks in (%[[GRID]], %{{.*}}) threads in (%{{.*}}) dynamic_shared_memory_size %[[SMEM]]
 // CHECK-LABEL: gpu.func @ln_cluster_kernel0
 // CHECK: nvgpu.mbarrier.create
 // CHECK: nvgpu.mbarrier.create
