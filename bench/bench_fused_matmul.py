@@ -92,10 +92,10 @@ def main():
         elif c["epilogue"] in ("rms_norm", "layer_norm"):
             # The post-norm of the epilogue, unfused: torch.compile of the norm
             # alone (on the GEMM's output) and of the GEMM + norm pair.
-            fn = F.rms_norm if c["epilogue"] == "rms_norm" else F.layer_norm
+            norm_fn = F.rms_norm if c["epilogue"] == "rms_norm" else F.layer_norm
             mmo = torch.mm(a_, b_)
-            norm = torch.compile(lambda t: fn(t, (t.shape[-1],), eps=eps))
-            pair = torch.compile(lambda t, w: fn(t @ w, (w.shape[-1],), eps=eps))
+            norm = torch.compile(lambda t: norm_fn(t, (t.shape[-1],), eps=eps))
+            pair = torch.compile(lambda t, w: norm_fn(t @ w, (w.shape[-1],), eps=eps))
             t_norm = do_bench(lambda: norm(mmo), warmup=25, rep=200, return_mode="median")
             t_pair = do_bench(lambda: pair(a_, b_), warmup=25, rep=200, return_mode="median")
         else:
