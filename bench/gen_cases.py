@@ -70,6 +70,28 @@ def suites():
              weight=True, bias=True, save_stats=True),
         case("rms_epi_cluster16_n4096_f32out", 777, 256, 4096,
              epilogue="rms_norm", save_stats=True, out="f32"),
+        # Rows that do not fill whole 64-column tiles: tile_n is rounded up
+        # to 64 and the columns past N are zero-filled, masked out of the
+        # LayerNorm variance and never stored. One CTA (N = 96, 200), a pair
+        # whose second CTA holds 72 or 128 columns, 3 CTAs (a cluster that
+        # is not a power of two), 14 CTAs of 192 (the last 64), and 16 of
+        # 192 (the last 120).
+        case("gemm_n96", 1000, 256, 96),
+        case("lazy_rms_n200", 1000, 512, 200, prologue="rms_norm"),
+        case("ln_epi_n96", 777, 128, 96, epilogue="layer_norm",
+             residual=True, weight=True, bias=True, save_stats=True),
+        case("rms_epi_n200", 1000, 256, 200, epilogue="rms_norm",
+             residual=True, weight=True, save_stats=True),
+        case("ln_epi_cluster2_n264", 3001, 256, 264, epilogue="layer_norm",
+             weight=True, bias=True, save_stats=True),
+        case("rms_epi_cluster2_n320_f32out", 999, 512, 320, epilogue="rms_norm",
+             save_stats=True, out="f32"),
+        case("ln_epi_cluster3_n576", 9001, 256, 576, epilogue="layer_norm",
+             residual=True, weight=True, bias=True, save_stats=True),
+        case("ln_epi_cluster14_n2560", 2000, 128, 2560, epilogue="layer_norm",
+             weight=True, bias=True, save_stats=True),
+        case("rms_epi_cluster16_n3000", 1500, 256, 3000, epilogue="rms_norm",
+             residual=True, weight=True, save_stats=True),
         # f16 operands (the f16 wgmma; Lazy converts with extf).
         case("f16_gemm_odd_m", 1000, 512, 256, dtype="f16"),
         case("f16_lazy_rms_ln_cluster4", 3000, 512, 1024, prologue="rms_norm",

@@ -278,7 +278,7 @@ def test_launch_with_more_than_48_kib_of_dynamic_shared_memory(module, stream):
         buffer.free()
 
 
-@pytest.mark.parametrize("cluster", [2, 8, 16])
+@pytest.mark.parametrize("cluster", [2, 3, 5, 6, 8, 12, 16])
 def test_cluster_launch(module, stream, cluster):
     kernel = LIB.mgpuModuleGetFunction(module, b"cluster_size")
     RUNTIME.check("mgpuModuleGetFunction")
@@ -302,7 +302,7 @@ def test_max_active_clusters_sizes_persistent_cluster_grids(module):
     # 384 threads and ~220 KiB of shared memory) gets fewer for large C.
     sms = LIB.fusionrtMultiprocessorCount()
     counts = {}
-    for cluster in [1, 2, 4, 8, 16]:
+    for cluster in [1, 2, 3, 4, 5, 6, 8, 12, 16]:
         small = LIB.fusionrtMaxActiveClusters(b"cluster_size", cluster, 32, 0)
         RUNTIME.check("fusionrtMaxActiveClusters")
         whole_sm = LIB.fusionrtMaxActiveClusters(b"cluster_size", cluster, 384, 220 * 1024)

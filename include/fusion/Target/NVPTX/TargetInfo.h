@@ -34,7 +34,9 @@ struct TargetInfo {
   /// epilogue: 256 columns on sm_90a (a 64 x 256 wgmma accumulator is 128
   /// registers per thread), 512 on sm_100a (the TMEM columns of one lane).
   int64_t maxEpilogueTileN;
-  /// Smallest unit an N slice is split into (wgmma / tcgen05 N granularity).
+  /// The unit tile_n (and an epilogue's N slice) is a multiple of. On sm_90a
+  /// 64: the kernel stages B in 64-column swizzled TMA boxes (wgmma itself
+  /// takes multiples of 8); on sm_100a the tcgen05 N granularity, 16.
   int64_t tileNGranularity;
 };
 

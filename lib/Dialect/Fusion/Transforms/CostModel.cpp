@@ -16,9 +16,15 @@ using namespace mlir::fusion;
 
 std::string EpilogueNormPlan::describe() const {
   if (clusterSize == 1)
-    return ("one CTA holds the whole row (N = " + Twine(sliceN) + ")").str();
+    return ("one CTA holds the whole row (N = " + Twine(n) +
+            (sliceN == n ? "" : " in a tile of " + Twine(sliceN) + " columns") +
+            ")")
+        .str();
+  int64_t last = n - sliceN * (clusterSize - 1);
   return ("a cluster of " + Twine(clusterSize) + " CTAs along N, " +
-          Twine(sliceN) + " columns each, exchanging partial sums through DSMEM" +
+          Twine(sliceN) + " columns each" +
+          (last == sliceN ? "" : " (the last " + Twine(last) + ")") +
+          ", exchanging partial sums through DSMEM" +
           (portable ? "" : " (non-portable cluster size)"))
       .str();
 }
@@ -31,24 +37,23 @@ mlir::fusion::planEpilogueNorm(const TargetInfo &target, int64_t n,
              "shape needs a static N";
     return failure();
   }
-  if (n <= target.maxEpilogueTileN)
-    return EpilogueNormPlan{1, n, true};
+  // A power-of-two cluster: GPCs hold those best (on the H200, 120 of 132
+  // SMs run clusters of 4 or 8 at once, 112 of 16, but only 102 of 6 and 84
+  // of 12; docs/design.md). Each CTA owns ceil(N / C) columns rounded up to
+  // the tile_n granularity; then CTAs left without any column are dropped,
+  // so the last CTA's slice may end past N but is never empty.
   int64_t needed = llvm::divideCeil(n, target.maxEpilogueTileN);
-  int64_t cluster = static_cast<int64_t>(llvm::PowerOf2Ceil(needed));
-  if (cluster > target.maxClusterSize) {
-    whyNot = ("N = " + Twine(n) + " needs " + Twine(cluster) + " CTAs of at most " +
+  if (needed > target.maxClusterSize) {
+    whyNot = ("N = " + Twine(n) + " needs " + Twine(needed) + " CTAs of at most " +
               Twine(target.maxEpilogueTileN) + " columns, more than the " +
               Twine(target.maxClusterSize) + " a cluster holds on " + target.chip)
                  .str();
     return failure();
   }
-  if (n % (cluster * target.tileNGranularity) != 0) {
-    whyNot = ("N = " + Twine(n) + " does not split into " + Twine(cluster) +
-              " slices of a multiple of " + Twine(target.tileNGranularity) +
-              " columns on " + target.chip)
-                 .str();
-    return failure();
-  }
-  return EpilogueNormPlan{cluster, n / cluster,
+  int64_t cluster = static_cast<int64_t>(llvm::PowerOf2Ceil(needed));
+  int64_t slice = static_cast<int64_t>(
+      llvm::alignTo(llvm::divideCeil(n, cluster), target.tileNGranularity));
+  cluster = llvm::divideCeil(n, slice);
+  return EpilogueNormPlan{cluster, slice, n,
                           cluster <= target.maxPortableClusterSize};
 }

@@ -198,7 +198,9 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   // Step 3: tile_n and cluster_n. Forward norm and grad epilogues reduce
   // over the whole row of N columns, so the row must be covered by the
   // cluster: exactly the split the fusion passes decided with
-  // planEpilogueNorm (one CTA of N columns, or C CTAs of N / C). Other
+  // planEpilogueNorm (one CTA, or C = ceil(N / 256) CTAs of ceil(N / C)
+  // columns rounded up to the tile_n granularity; the last may extend past
+  // N, and the kernel masks those columns out of the statistics). Other
   // epilogues are independent per element: the widest slice one CTA's
   // accumulator holds, no wider than N needs, and no cluster.
   EpilogueKind epilogue = op.getEpilogue();

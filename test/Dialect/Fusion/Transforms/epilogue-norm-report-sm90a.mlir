@@ -28,14 +28,40 @@ func.func @cluster8(%a: tensor<64x64xbf16>, %b: tensor<64x2048xbf16>, %r: tensor
 
 // -----
 
-// N = 3000 needs 12 slices, rounded up to a cluster of 16: non-portable, and
-// 3000 does not split into 16 slices of a multiple of 8.
+// N = 3000 needs 12 slices, rounded up to a cluster of 16: non-portable;
+// ceil(3000 / 16) = 188 columns rounded up to 192, so the last CTA holds 120.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @uneven(%a: tensor<64x64xbf16>, %b: tensor<64x3000xbf16>) -> tensor<64x3000xbf16> {
   %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x3000xbf16> -> tensor<64x3000xbf16>
-  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: N = 3000 does not split into 16 slices of a multiple of 8 columns on sm_90a}}
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: a cluster of 16 CTAs along N, 192 columns each (the last 120), exchanging partial sums through DSMEM (non-portable cluster size)}}
   %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x3000xbf16> -> tensor<64x3000xbf16>
   return %y : tensor<64x3000xbf16>
+}
+}
+
+// -----
+
+// N = 576 needs 3 slices, rounded up to 4 of ceil(576 / 4) = 144 columns,
+// rounded up to 192: 3 CTAs already hold the row, so the fourth is dropped.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @trimmed(%a: tensor<64x64xbf16>, %b: tensor<64x576xbf16>) -> tensor<64x576xbf16> {
+  %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x576xbf16> -> tensor<64x576xbf16>
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: a cluster of 3 CTAs along N, 192 columns each, exchanging partial sums through DSMEM}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x576xbf16> -> tensor<64x576xbf16>
+  return %y : tensor<64x576xbf16>
+}
+}
+
+// -----
+
+// N = 200 fits one CTA, in a tile rounded up to 256 columns (tile_n is a
+// multiple of 64 on sm_90a).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @single_partial(%a: tensor<64x64xbf16>, %b: tensor<64x200xbf16>) -> tensor<64x200xbf16> {
+  %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x200xbf16> -> tensor<64x200xbf16>
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: one CTA holds the whole row (N = 200 in a tile of 256 columns)}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x200xbf16> -> tensor<64x200xbf16>
+  return %y : tensor<64x200xbf16>
 }
 }
 

@@ -3,24 +3,28 @@
 
 // Test that every configuration fusion-plan-kernels selects over a grid of
 // bf16 GEMMs (M in {1, 1000, 262144} x K in {64, 256, 512, 4096} x N in
-// {8, 256, 264, 512, 1024, 2048, 4096} x each of the 6 epilogues) is
-// consistent: smem_bytes <= 232448 and equal to the shared-memory formula
+// {8, 200, 256, 264, 512, 576, 1024, 2048, 4096} x each of the 6 epilogues)
+// is consistent: smem_bytes <= 232448 and equal to the shared-memory formula
 // recomputed in Python, stages in [2, 6] and the deepest that fits, tile_m
-// 128, tile_k 64, 2 consumers, tile_n a multiple of 8 within the target's
-// accumulator slice, a norm or grad row exactly covered by tile_n x
-// cluster_n, no cluster otherwise; and that every shape refused is refused
-// only for its row (cluster) or its shared memory; row-independent epilogues
-// take the widest tile that fits. The script prints
-// VIOLATION for anything else. The counts pin how much of the grid fits.
+// 128, tile_k 64, 2 consumers, tile_n a multiple of the target's granularity
+// (64 on sm_90a, 16 on sm_100a) within its accumulator slice; a norm or grad
+// row covered by tile_n x cluster_n as the rule says (the power-of-two
+// cluster that holds the row, slices of ceil(N / C) rounded up, no CTA left
+// without a column), no cluster otherwise; and that every shape refused is
+// refused only for its row (cluster) or its shared memory; row-independent
+// epilogues take the widest tile that fits. The script prints VIOLATION for
+// anything else. The counts pin how much of the grid fits.
 
 // A few selections, spelled out.
-// SM90: refused g_1_64_264_rms_norm: 'fusion.fused_matmul' op expected one cluster to cover a row of the rms_norm epilogue, but N = 264 does not split into 2 slices of a multiple of 8 columns on sm_90a
+// SM90: planned g_1_64_264_rms_norm: tile_m = 128, tile_n = 192, tile_k = 64, stages = 5, cluster_n = 2, consumers = 2, smem_bytes = 224768
+// SM90: planned g_1000_256_200_rms_norm: tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912
 // SM90: planned g_1000_256_256_rms_norm: tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912
 // SM90: planned g_1000_256_512_rms_norm: tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 2, consumers = 2, smem_bytes = 216576
+// SM90: planned g_1000_256_576_layer_norm: tile_m = 128, tile_n = 192, tile_k = 64, stages = 5, cluster_n = 3, consumers = 2, smem_bytes = 228864
 // SM90: planned g_262144_4096_4096_none: tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912
 // SM90-NOT: VIOLATION
-// SM90: sm_90a: 504 shapes, 456 planned, 48 refused, 0 violations
+// SM90: sm_90a: 648 shapes, 648 planned, 0 refused, 0 violations
 
 // SM100: planned g_1000_256_264_none: tile_m = 128, tile_n = 272, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 187904
 // SM100-NOT: VIOLATION
-// SM100: sm_100a: 504 shapes, 408 planned, 96 refused, 0 violations
+// SM100: sm_100a: 648 shapes, 552 planned, 96 refused, 0 violations

@@ -48,16 +48,17 @@ func.func @matmul_narrow_dynamic_m(%a: tensor<?x256xf16>, %b: tensor<64x256xf16>
 
 // -----
 
-// Test that N = 200 is covered by one tile rounded up to 200 (a multiple of
-// 8) when the epilogue is row-independent (row_scale, Lazy Pre-Norm prologue)
-// and the K loop is long (K = 1024):
-// 4 * (128 + 200) * 64 * 2 + 32768 + 512 + 1024 = 202240 (5 stages would
-// need 244224).
+// Test that N = 200 is covered by one tile rounded up to 256 (tile_n is a
+// multiple of 64 on sm_90a: B is staged in 64-column TMA boxes; the 56
+// columns past N are zero-filled and never stored) when the epilogue is
+// row-independent (row_scale, Lazy Pre-Norm prologue) and the K loop is long
+// (K = 1024): 4 * (128 + 256) * 64 * 2 + 32768 + 512 + 1024 = 230912 (5
+// stages would need 280064).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @row_scale_prologue
 func.func @row_scale_prologue(%a: tensor<8192x1024xbf16>, %b: tensor<1024x200xbf16>, %s: tensor<8192xf32>) -> tensor<8192x200xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 200, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 202240>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>
   %y = fusion.fused_matmul %a, %b row_scale(%s : tensor<8192xf32>)
       {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32,
        epilogue = #fusion.epilogue<row_scale>}
@@ -103,15 +104,18 @@ func.func @layer_norm_cluster8(%a: tensor<8192x512xbf16>, %b: tensor<512x1536xbf
 
 // -----
 
-// Test that an rms_norm epilogue over N = 2560 selects the non-portable
-// cluster of 16 CTAs of 160 columns:
-// 5 * (128 + 160) * 64 * 2 + 16384 + 512 + 1 * 2 * 128 * 16 * 4 + 1024
-// = 218624 (one exchange round: the sum of squares).
+// Test that an rms_norm epilogue over N = 2560 starts from the power-of-two
+// cluster of 16 (2560 / 256 = 10 CTAs needed), gives each CTA
+// ceil(2560 / 16) = 160 columns rounded up to 192 (a multiple of 64), and
+// drops the 2 CTAs that would own no column: a non-portable cluster of 14,
+// the last CTA holding 64 columns.
+// 4 * (128 + 192) * 64 * 2 + 16384 + 512 + 1 * 2 * 128 * 14 * 4 + 1024
+// = 196096 (one exchange round: the sum of squares; 5 stages need 237056).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-// CHECK-LABEL: func.func @rms_norm_cluster16
-func.func @rms_norm_cluster16(%a: tensor<1024x256xbf16>, %b: tensor<256x2560xbf16>) -> tensor<1024x2560xbf16> {
+// CHECK-LABEL: func.func @rms_norm_cluster14
+func.func @rms_norm_cluster14(%a: tensor<1024x256xbf16>, %b: tensor<256x2560xbf16>) -> tensor<1024x2560xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 160, tile_k = 64, stages = 5, cluster_n = 16, consumers = 2, smem_bytes = 218624>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 192, tile_k = 64, stages = 4, cluster_n = 14, consumers = 2, smem_bytes = 196096>
   %y = fusion.fused_matmul %a, %b
       {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
       : tensor<1024x256xbf16>, tensor<256x2560xbf16> -> tensor<1024x2560xbf16>
@@ -140,14 +144,15 @@ func.func @rms_norm_grad_single_cta(%dy: tensor<4096x512xbf16>, %w: tensor<128x5
 // -----
 
 // Test that a layer_norm_grad epilogue over N = 320 selects a cluster of 2
-// CTAs of 160 columns, like the forward norm: 4 * (128 + 160) * 64 * 2
-// + 16384 + 512 + 128 * 160 * 2 + 2 * 2 * 128 * 2 * 4 + 1024 = 210432.
+// CTAs of 192 columns (the second holding 128), like the forward norm:
+// 3 * (128 + 192) * 64 * 2 + 16384 + 512 + 128 * 192 * 2 + 2 * 2 * 128 * 2
+// * 4 + 1024 = 194048 (4 stages need 235008).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @layer_norm_grad_cluster2
 func.func @layer_norm_grad_cluster2(%dy: tensor<4096x512xbf16>, %w: tensor<320x512xbf16>,
     %x: tensor<4096x320xbf16>, %mean: tensor<4096xf32>, %rstd: tensor<4096xf32>) -> tensor<4096x320xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 160, tile_k = 64, stages = 4, cluster_n = 2, consumers = 2, smem_bytes = 210432>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 192, tile_k = 64, stages = 3, cluster_n = 2, consumers = 2, smem_bytes = 194048>
   %dx = fusion.fused_matmul %dy, %w norm_input(%x : tensor<4096x320xbf16>)
       mean(%mean : tensor<4096xf32>) rstd(%rstd : tensor<4096xf32>)
       {epilogue = #fusion.epilogue<layer_norm_grad>, transpose_rhs}

@@ -28,8 +28,12 @@ class KernelConfigAttr;
 struct EpilogueNormPlan {
   /// CTAs along N sharing one row block: 1 is the single-CTA (naive) fusion.
   int64_t clusterSize;
-  /// Columns each CTA owns: N / clusterSize.
+  /// Columns each CTA owns (its tile_n): N / clusterSize rounded up to the
+  /// target's tile_n granularity. The last CTA's slice may extend past N;
+  /// the kernel masks those columns out of the statistics.
   int64_t sliceN;
+  /// The row length N.
+  int64_t n;
   /// False when the cluster needs the non-portable size attribute (> 8).
   bool portable;
   /// "one CTA holds the whole row (N = 256)" or "a cluster of 4 CTAs along N,
@@ -39,9 +43,11 @@ struct EpilogueNormPlan {
 
 /// Decides how rows of `n` columns (ShapedType::kDynamic when unknown) are
 /// normalized in a GEMM epilogue on `target`: one CTA when n fits one CTA's
-/// accumulator, else the smallest power-of-two cluster whose slices fit and
-/// split n evenly into multiples of the MMA's N granularity. On failure
-/// returns the reason, phrased to follow "not fused: ".
+/// accumulator (target.maxEpilogueTileN), else a cluster along N: the
+/// smallest power of two C whose CTAs hold the row, each owning ceil(n / C)
+/// columns rounded up to target.tileNGranularity, less the CTAs that would
+/// then own no column (N = 576 on sm_90a: 3 CTAs of 192). On failure returns
+/// the reason, phrased to follow "not fused: ".
 FailureOr<EpilogueNormPlan> planEpilogueNorm(const TargetInfo &target,
                                              int64_t n, std::string &whyNot);
 
@@ -137,7 +143,7 @@ KernelSmemLayout getKernelSmemLayout(int64_t tileN, int64_t stages,
 ///      (cluster_n = clusterSize, tile_n = sliceN); the other epilogues take
 ///      tile_n = min(target.maxEpilogueTileN, N rounded up to
 ///      target.tileNGranularity), halved while even 2 stages do not fit, and
-///      cluster_n = 1;
+///      cluster_n = 1; the last column block may extend past N;
 ///   4. stages = the deepest in [2, 6] whose getKernelSmemLayout fits
 ///      target.smemPerBlockOptin; smem_bytes = its total.
 /// On failure returns the reason, phrased to follow "'fusion.fused_matmul'

@@ -14,13 +14,13 @@ import sys
 
 MS = [1, 1000, 262144]
 KS = [64, 256, 512, 4096]
-NS = [8, 256, 264, 512, 1024, 2048, 4096]
+NS = [8, 200, 256, 264, 512, 576, 1024, 2048, 4096]
 EPILOGUES = ["none", "row_scale", "rms_norm", "layer_norm", "rms_norm_grad",
              "layer_norm_grad"]
 
 # What the planner may read from TargetInfo (lib/Target/NVPTX/TargetInfo.cpp).
 TARGETS = {
-    "sm_90a": dict(smem=232448, max_tile_n=256, granularity=8, max_cluster=16),
+    "sm_90a": dict(smem=232448, max_tile_n=256, granularity=64, max_cluster=16),
     "sm_100a": dict(smem=232448, max_tile_n=512, granularity=16, max_cluster=16),
 }
 ELEMENT_BYTES = 2  # bf16
@@ -41,6 +41,10 @@ def smem(tile_m, tile_n, tile_k, stages, cluster_n, grad, rounds=1):
     # DSMEM slots: exchange rounds (LayerNorm 2) x tile parity x peers.
     slots = rounds * 2 * tile_m * cluster_n * 4 if cluster_n > 1 else 0
     return ring + store_staging + tile_m * 4 + norm_input + slots + 1024
+
+
+def round_up(x, multiple):
+    return -(-x // multiple) * multiple
 
 
 def name(m, k, n, epi):
@@ -134,18 +138,30 @@ def main():
             violation(f"{key}: {stages + 1} stages would fit too")
         # Row-independent epilogues take the widest tile the target allows
         # (halved only when even 2 stages do not fit).
-        if epi not in ROW_REDUCTION and tn < min(target["max_tile_n"], -(-n // 8) * 8) \
-                and smem(tm, min(target["max_tile_n"], -(-n // 8) * 8), tk, 2, 1, grad) <= target["smem"]:
+        g = target["granularity"]
+        widest = min(target["max_tile_n"], round_up(n, g))
+        if epi not in ROW_REDUCTION and tn < widest \
+                and smem(tm, widest, tk, 2, 1, grad) <= target["smem"]:
             violation(f"{key}: tile_n = {tn} but a wider tile fits")
-        if tn % 8 or tn > target["max_tile_n"]:
+        if tn % g or tn > target["max_tile_n"]:
             violation(f"{key}: tile_n = {tn}")
         if not 1 <= cn <= target["max_cluster"]:
             violation(f"{key}: cluster_n = {cn}")
         if epi in ROW_REDUCTION:
-            if tn * cn != n:
+            # The power-of-two cluster that holds the row, slices of
+            # ceil(N / C) rounded up to the granularity, then no CTA without
+            # a column: covered, and the last CTA holds at least one column.
+            pow2 = 1
+            while pow2 * target["max_tile_n"] < n:
+                pow2 *= 2
+            expected_tn = round_up(-(-n // pow2), g)
+            if (tn, cn) != (expected_tn, -(-n // expected_tn)):
+                violation(f"{key}: tile_n = {tn}, cluster_n = {cn}; the rule gives "
+                          f"{expected_tn}, {-(-n // expected_tn)}")
+            if tn * cn < n or (cn - 1) * tn >= n:
                 violation(f"{key}: the cluster covers {tn} x {cn} columns of a "
                           f"row of {n}")
-        elif cn != 1 or tn > -(-n // target["granularity"]) * target["granularity"]:
+        elif cn != 1 or tn > round_up(n, g):
             violation(f"{key}: tile_n = {tn}, cluster_n = {cn} for N = {n}")
 
     if len(configs) + len(refusals) != len(grid):
