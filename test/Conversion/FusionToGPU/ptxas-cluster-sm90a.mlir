@@ -1,7 +1,9 @@
 // REQUIRES: ptxas
 // Test that the multi-CTA (cluster) norm epilogue kernels assemble with
 // ptxas for sm_90a at each cluster size the planner picks for a 256-column
-// slice (N = 512, 1024, 2048, 4096: clusters of 2, 4, 8, 16), and that their
+// slice (N = 512, 1024, 2048, 4096: clusters of 2, 4, 8, 16) and for
+// 192-column slices whose last CTA ends past N (N = 320: 2 CTAs; N = 576: 3,
+// not a power of two; N = 2560: 14, non-portable), and that their
 // PTX holds the DSMEM exchange: mapa, st.async with complete_tx, the cluster
 // barrier after the mbarrier inits.
 // RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
@@ -13,10 +15,14 @@
 // CHECK-DAG: ptxas ok: rms_4096_kernel0 registers=168 spills=0
 // CHECK-DAG: ptxas ok: ln_1024_kernel0 registers=168 spills=0
 // CHECK-DAG: ptxas ok: ln_2048_kernel0 registers=168 spills=0
-// Known: two LayerNorm variants spill a few bytes (4 with weight, bias and
-// statistics at cluster 2; 16 at cluster 16, two exchanges with 16 peers).
+// CHECK-DAG: ptxas ok: rms_320_kernel0 registers=168 spills=0
+// CHECK-DAG: ptxas ok: rms_576_kernel0 registers=168 spills=0
+// Known: three LayerNorm variants spill a few bytes (4 with weight, bias and
+// statistics at cluster 2; 16 at cluster 16, two exchanges with 16 peers;
+// 36 with weight, bias and statistics at cluster 14).
 // CHECK-DAG: ptxas ok: ln_512_kernel0 registers=168 spills={{[0-9]+}}
 // CHECK-DAG: ptxas ok: ln_4096_kernel0 registers=168 spills={{[0-9]+}}
+// CHECK-DAG: ptxas ok: ln_2560_kernel0 registers=168 spills={{[0-9]+}}
 // CHECK-NOT: FAILED
 // PTX-DAG: mapa.shared::cluster
 // PTX-DAG: st.async.shared::cluster.mbarrier::complete_tx::bytes.u32
@@ -63,5 +69,20 @@ func.func @ln_4096(%a: tensor<1000x512xbf16>, %b: tensor<512x4096xbf16>) -> tens
   %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32}
       : tensor<1000x512xbf16>, tensor<512x4096xbf16> -> tensor<1000x4096xbf16>
   return %y : tensor<1000x4096xbf16>
+}
+func.func @rms_320(%a: tensor<1000x512xbf16>, %b: tensor<512x320xbf16>, %r: tensor<1000x320xbf16>) -> tensor<1000x320xf32> {
+  %y = fusion.fused_matmul %a, %b residual(%r : tensor<1000x320xbf16>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<1000x512xbf16>, tensor<512x320xbf16> -> tensor<1000x320xf32>
+  return %y : tensor<1000x320xf32>
+}
+func.func @rms_576(%a: tensor<1000x512xbf16>, %b: tensor<512x576xbf16>, %w: tensor<576xbf16>) -> (tensor<1000x576xbf16>, tensor<1000xf32>) {
+  %y, %r = fusion.fused_matmul %a, %b norm_weight(%w : tensor<576xbf16>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, save_stats}
+      : tensor<1000x512xbf16>, tensor<512x576xbf16> -> tensor<1000x576xbf16>, tensor<1000xf32>
+  return %y, %r : tensor<1000x576xbf16>, tensor<1000xf32>
+}
+func.func @ln_2560(%a: tensor<1000x512xbf16>, %b: tensor<512x2560xbf16>, %w: tensor<2560xbf16>, %nb: tensor<2560xbf16>) -> (tensor<1000x2560xbf16>, tensor<1000xf32>, tensor<1000xf32>) {
+  %y, %m, %r = fusion.fused_matmul %a, %b norm_weight(%w : tensor<2560xbf16>) norm_bias(%nb : tensor<2560xbf16>) {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32, save_stats}
+      : tensor<1000x512xbf16>, tensor<512x2560xbf16> -> tensor<1000x2560xbf16>, tensor<1000xf32>, tensor<1000xf32>
+  return %y, %m, %r : tensor<1000x2560xbf16>, tensor<1000xf32>, tensor<1000xf32>
 }
 }
