@@ -81,7 +81,9 @@ def main():
         err = rel_error(y["y"], reference(c, x, torch.float64)["y"])
         err_torch = rel_error(reference(c, x, half_dtype(c))["y"],
                               reference(c, x, torch.float64)["y"])
-        a_, b_ = x["a"], x["b"]
+        # B as a [K, N] operand: a transposed view when the case's B is [N, K]
+        # (cuBLAS then runs its own transposed-B GEMM).
+        a_, b_ = x["a"], x["b"].t() if c.get("transpose_rhs") else x["b"]
         eps = c["eps"]
         if c["prologue"] == "rms_norm":
             norm_input = a_

@@ -15,13 +15,15 @@ DT = {"bf16": "bf16", "f32": "f32"}
 
 def case(name, m, k, n, prologue="none", epilogue="none", residual=False,
          row_scale=False, col_bias=False, weight=False, bias=False,
-         save_stats=False, out=None, dtype="bf16"):
+         save_stats=False, out=None, dtype="bf16", transpose_rhs=False):
     """`dtype`: the 16-bit type of A, B and the other 16-bit operands;
-    `out`: the output type (default `dtype`, or f32)."""
+    `out`: the output type (default `dtype`, or f32); `transpose_rhs`: B is
+    [N, K] (nn.Linear's weight layout)."""
     return dict(name=name, m=m, k=k, n=n, prologue=prologue, epilogue=epilogue,
                 residual=residual, row_scale=row_scale, col_bias=col_bias,
                 weight=weight, bias=bias, save_stats=save_stats,
-                out=out or dtype, dtype=dtype, eps=1e-5, prologue_eps=1e-6)
+                out=out or dtype, dtype=dtype, eps=1e-5, prologue_eps=1e-6,
+                transpose_rhs=transpose_rhs)
 
 
 def suites():
@@ -92,6 +94,17 @@ def suites():
              weight=True, bias=True, save_stats=True),
         case("rms_epi_cluster16_n3000", 1500, 256, 3000, epilogue="rms_norm",
              residual=True, weight=True, save_stats=True),
+        # A transposed B (transpose_rhs, B [N, K]: K-major wgmma operands):
+        # a K tail, a partial column block, Lazy with a cluster epilogue, f16.
+        case("gemm_nk_odd", 1000, 200, 264, transpose_rhs=True),
+        case("lazy_rms_nk_8192x512x512", 8192, 512, 512, prologue="rms_norm",
+             transpose_rhs=True),
+        case("lazy_rms_ln_cluster4_nk", 5000, 512, 1024, prologue="rms_norm",
+             epilogue="layer_norm", residual=True, weight=True, bias=True,
+             save_stats=True, transpose_rhs=True),
+        case("rms_epi_n200_nk_f32out", 999, 256, 200, epilogue="rms_norm",
+             weight=True, save_stats=True, out="f32", transpose_rhs=True),
+        case("f16_gemm_nk", 1000, 512, 256, dtype="f16", transpose_rhs=True),
         # f16 operands (the f16 wgmma; Lazy converts with extf).
         case("f16_gemm_odd_m", 1000, 512, 256, dtype="f16"),
         case("f16_lazy_rms_ln_cluster4", 3000, 512, 1024, prologue="rms_norm",
@@ -114,6 +127,9 @@ def suites():
     for d in (256, 512, 1024, 2048, 4096):
         bench.append(case(f"bench_gemm_{d}", 262144, d, d))
         bench.append(case(f"bench_lazy_rms_{d}", 262144, d, d, prologue="rms_norm"))
+    # nn.Linear's weight layout: B [N, K] (K-major wgmma operands).
+    for d in (1024, 4096):
+        bench.append(case(f"bench_gemm_nk_{d}", 262144, d, d, transpose_rhs=True))
     for d in (256, 512, 1024, 2048, 4096):
         bench.append(case(f"bench_rms_epi_{d}", 262144, d, d, epilogue="rms_norm"))
         bench.append(case(f"bench_ln_epi_{d}", 262144, d, d, epilogue="layer_norm"))
@@ -124,7 +140,8 @@ def mlir_function(c):
     m, k, n = c["m"], c["k"], c["n"]
     half = c["dtype"]
     t = lambda *shape, e=half: "tensor<" + "x".join(map(str, shape)) + "x" + e + ">"
-    args = [("a", t(m, k)), ("b", t(k, n))]
+    b_shape = (n, k) if c["transpose_rhs"] else (k, n)
+    args = [("a", t(m, k)), ("b", t(*b_shape))]
     operands = ""
     if c["residual"]:
         args.append(("r", t(m, n)))
@@ -156,19 +173,22 @@ def mlir_function(c):
         attrs.append(f"epsilon = {c['eps']:e} : f32")
     if c["save_stats"]:
         attrs.append("save_stats")
+    if c["transpose_rhs"]:
+        attrs.append("transpose_rhs")
     names = ", ".join(f"%y{i}" for i in range(len(results)))
     sig = ", ".join(f"%{a}: {ty}" for a, ty in args)
     res = ", ".join(results)
     return (f"func.func @{c['name']}({sig}) -> ({res}) {{\n"
             f"  {names} = fusion.fused_matmul %a, %b{operands} {{{', '.join(attrs)}}}\n"
-            f"      : {t(m, k)}, {t(k, n)} -> {res}\n"
+            f"      : {t(m, k)}, {t(*b_shape)} -> {res}\n"
             f"  return {names} : {res}\n}}\n")
 
 
 def loader_signature(c):
     m, k, n = c["m"], c["k"], c["n"]
     h = c["dtype"]
-    parts = [f"a: {h}[{m},{k}]", f"b: {h}[{k},{n}]"]
+    b_shape = f"[{n},{k}]" if c["transpose_rhs"] else f"[{k},{n}]"
+    parts = [f"a: {h}[{m},{k}]", f"b: {h}{b_shape}"]
     if c["residual"]:
         parts.append(f"r: {h}[{m},{n}]")
     if c["row_scale"]:

@@ -18,7 +18,8 @@ def make_inputs(case, gen, device="cuda"):
     def rnd(*shape, dtype=bf, scale=1.0):
         return (torch.randn(*shape, generator=gen, device=device) * scale).to(dtype)
 
-    x = {"a": rnd(m, k), "b": rnd(k, n, scale=k ** -0.5)}
+    b_shape = (n, k) if case.get("transpose_rhs") else (k, n)
+    x = {"a": rnd(m, k), "b": rnd(*b_shape, scale=k ** -0.5)}
     if case["residual"]:
         x["r"] = rnd(m, n)
     if case["row_scale"]:
@@ -49,6 +50,8 @@ def reference(case, x, dtype):
     bfloat16 or float16: what PyTorch's own 16-bit path gives). Returns a dict
     of outputs."""
     a, b = x["a"].to(dtype), x["b"].to(dtype)
+    if case.get("transpose_rhs"):
+        b = b.t()
     if case["prologue"] == "rms_norm":
         a32 = x["a"].to(torch.float64 if dtype == torch.float64 else torch.float32)
         r = torch.rsqrt(a32.pow(2).mean(-1, keepdim=True) + case["prologue_eps"])

@@ -121,7 +121,8 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
   Value m = memref::DimOp::create(b, a, 0);
   Value k = memref::DimOp::create(b, a, 1);
-  Value n = memref::DimOp::create(b, bMat, 1);
+  // B is [K, N], or [N, K] with transpose_rhs.
+  Value n = memref::DimOp::create(b, bMat, spec.transposeB ? 0 : 1);
 
   // TMA descriptors, encoded on the host (mgpuTensorMapEncodeTiledMemref).
   auto descriptor = [&](Value mem, Type mapType, ArrayRef<int64_t> box) -> Value {
@@ -135,6 +136,8 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
         .getResult(0);
   };
   Value tmaA = descriptor(a, getTensorMapTypeA(ctx, spec), {spec.tileM, spec.tileK});
+  // Boxes of 64 x 64: [64 K rows, 64 columns] of a row-major B, [64 rows,
+  // 64 K columns] of a transposed one.
   Value tmaB = descriptor(bMat, getTensorMapTypeB(ctx, spec), {spec.tileK, 64});
 
   SmallVector<Value> args = {tmaA, tmaB, m, n, k,

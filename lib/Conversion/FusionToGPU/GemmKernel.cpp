@@ -124,10 +124,6 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
           "64-column swizzled halves)";
     return failure();
   }
-  if (s.transposeB) {
-    why = "transpose_rhs (a K-major B) is not handled by this generator yet";
-    return failure();
-  }
   if (s.prologue == PrologueKind::layer_norm) {
     why = "the LayerNorm prologue is not handled by this generator yet";
     return failure();
@@ -313,6 +309,7 @@ private:
                             NVVM::BarrierReductionAttr(), Value());
   }
   void producer();
+  Value kMajorMma(Type accType, Value descA, Value descB, Value acc);
   Value sumSquaresOfHalfRow(Value stage, Value c, Value acc);
   /// Named barrier 2 + c over consumer warpgroup c.
   void warpgroupBarrier(Value c) {
@@ -368,14 +365,19 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
   Value aTile = smemView(aOff, {s.tileM, s.tileK}, s.abType);
   nvgpu::TmaAsyncLoadOp::create(b, aTile, full, tmaA, ValueRange{k0, blockRow},
                                 stage, Value(), Value());
-  // B tile [64, tile_n] as tile_n / 64 halves of [64, 64].
-  int64_t halfBytes = s.tileK * kSwizzleCols * s.abType.getIntOrFloatBitWidth() / 8;
+  // B in tile_n / 64 boxes of [64, 64]. Row-major B [K, N]: the tile
+  // [64, tile_n] as 64-column halves (N-major, wgmma's transposed B).
+  // transpose_rhs, B [N, K]: the tile [tile_n, 64] as 64-row blocks, which
+  // stack into one K-major tile with 128-byte rows, laid out like A.
+  int64_t boxBytes = s.tileK * kSwizzleCols * s.abType.getIntOrFloatBitWidth() / 8;
   for (int64_t h = 0; h < s.tileN / kSwizzleCols; ++h) {
-    Value half = smemView(add(bOff, idx(h * halfBytes)), {s.tileK, kSwizzleCols},
-                          s.abType);
+    Value box = smemView(add(bOff, idx(h * boxBytes)), {kSwizzleCols, s.tileK},
+                         s.abType);
     Value col = add(blockCol, idx(h * kSwizzleCols));
-    nvgpu::TmaAsyncLoadOp::create(b, half, full, tmaB, ValueRange{col, k0},
-                                  stage, Value(), Value());
+    SmallVector<Value> coords = s.transposeB ? SmallVector<Value>{k0, col}
+                                             : SmallVector<Value>{col, k0};
+    nvgpu::TmaAsyncLoadOp::create(b, box, full, tmaB, coords, stage, Value(),
+                                  Value());
   }
 }
 
@@ -393,6 +395,47 @@ void GemmKernelEmitter::producer() {
         });
     return SmallVector<Value>(done);
   });
+}
+
+/// One K step (64) of a K-major B (transpose_rhs): the four m64nNk16 wgmma of
+/// the step as NVVM ops, in one commit group like nvgpu.warpgroup.mma. The
+/// nvgpu lowering steps B's descriptor by K rows of an N-major tile only; a
+/// K-major operand steps by 16 elements (32 bytes: 2 in the descriptor's
+/// 16-byte units) inside its 128-byte swizzled rows, for A and B alike.
+Value GemmKernelEmitter::kMajorMma(Type accType, Value descA, Value descB,
+                                   Value acc) {
+  Type i64 = b.getI64Type();
+  auto frag = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(s.tileN / 2, b.getF32Type()));
+  auto packed = LLVM::LLVMStructType::getLiteral(ctx, {frag});
+  auto cast = [&](Type to, Value v) {
+    return UnrealizedConversionCastOp::create(b, to, v).getResult(0);
+  };
+  Value a0 = cast(i64, descA), b0 = cast(i64, descB);
+  Value d = LLVM::ExtractValueOp::create(b, cast(packed, acc), ArrayRef<int64_t>{0});
+  auto wgmmaType = [&](Type t) {
+    return NVVM::WGMMATypesAttr::get(
+        ctx, t.isF16() ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16);
+  };
+  auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
+  NVVM::WgmmaFenceAlignedOp::create(b);
+  for (int64_t k = 0; k < s.tileK / 16; ++k) {
+    Value step = LLVM::ConstantOp::create(b, i64, b.getI64IntegerAttr(2 * k));
+    Value dA = k ? LLVM::AddOp::create(b, a0, step).getResult() : a0;
+    Value dB = k ? LLVM::AddOp::create(b, b0, step).getResult() : b0;
+    d = NVVM::WgmmaMmaAsyncOp::create(
+        b, frag, d, dA, dB, NVVM::MMAShapeAttr::get(ctx, 64, s.tileN, 16),
+        wgmmaType(s.abType), wgmmaType(s.abType),
+        NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+        NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), one, one,
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
+        NVVM::MMAIntOverflowAttr());
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b);
+  Value result = LLVM::InsertValueOp::create(
+      b, LLVM::PoisonOp::create(b, packed), d, ArrayRef<int64_t>{0});
+  return cast(accType, result);
 }
 
 /// Lazy Pre-Norm: adds the squares of this thread's half of its A row in
@@ -462,8 +505,13 @@ void GemmKernelEmitter::consumer() {
   auto descAType = nvgpu::WarpgroupMatrixDescriptorType::get(
       ctx, MemRefType::get({64, s.tileK}, s.abType, MemRefLayoutAttrInterface{},
                            IntegerAttr::get(IntegerType::get(ctx, 64), 3)));
+  // B as wgmma sees it: [K, N] row-major (N-major, `transposeB` in nvgpu
+  // terms) or, with transpose_rhs, [N, K] (K-major, like A).
+  SmallVector<int64_t> bShape = s.transposeB
+                                    ? SmallVector<int64_t>{s.tileN, s.tileK}
+                                    : SmallVector<int64_t>{s.tileK, s.tileN};
   auto descBType = nvgpu::WarpgroupMatrixDescriptorType::get(
-      ctx, MemRefType::get({s.tileK, s.tileN}, s.abType, MemRefLayoutAttrInterface{},
+      ctx, MemRefType::get(bShape, s.abType, MemRefLayoutAttrInterface{},
                            IntegerAttr::get(IntegerType::get(ctx, 64), 3)));
   bool lazy = s.prologue == PrologueKind::rms_norm;
   // The fragment rows of this thread: 16 per warp, lane / 4 and 8 below it.
@@ -486,12 +534,13 @@ void GemmKernelEmitter::consumer() {
           Value off = stageOffset(stage);
           Value aMine = smemView(add(off, mul(c, idx(64 * s.tileK * 2))),
                                  {64, s.tileK}, s.abType);
-          Value bTile = smemView(add(off, idx(s.aTileBytes())),
-                                 {s.tileK, s.tileN}, s.abType);
+          Value bTile = smemView(add(off, idx(s.aTileBytes())), bShape, s.abType);
           Value dA = nvgpu::WarpgroupGenerateDescriptorOp::create(b, descAType, aMine, tmaA);
           Value dB = nvgpu::WarpgroupGenerateDescriptorOp::create(b, descBType, bTile, tmaB);
-          Value acc = nvgpu::WarpgroupMmaOp::create(
-              b, accType, dA, dB, IntegerAttr(), UnitAttr(), b.getUnitAttr(), it[0]);
+          Value acc = s.transposeB
+                          ? kMajorMma(accType, dA, dB, it[0])
+                          : nvgpu::WarpgroupMmaOp::create(b, accType, dA, dB, IntegerAttr(),
+                                                          UnitAttr(), b.getUnitAttr(), it[0]);
           SmallVector<Value> next = {acc, nextPos(it[1])};
           if (lazy)
             next.push_back(sumSquaresOfHalfRow(stage, c, it[2]));

@@ -220,3 +220,37 @@ func.func @ln_cluster(%a: tensor<512x256xbf16>, %b: tensor<256x1024xbf16>) -> te
   return %y : tensor<512x1024xbf16>
 }
 }
+
+// -----
+
+// Test that a transposed B (transpose_rhs: B is [N, K], nn.Linear's weight
+// layout) takes N from B's first dimension, loads B in [64 x 64] boxes at
+// (k, column) coordinates (K innermost), and issues each K step as one
+// commit group of four K-major m64n256k16 wgmma whose descriptors advance by
+// 32 bytes (2 units) per k16 step, for A and B alike.
+// CHECK-LABEL: func.func @nt
+// CHECK: %[[N:.*]] = memref.dim %arg1, %c0{{.*}} : memref<512x256xbf16>
+// CHECK: gpu.launch_func @fusion_kernels::@nt_kernel0
+// CHECK-SAME: %[[N]] : index
+// CHECK-LABEL: gpu.func @nt_kernel0
+// CHECK: nvgpu.tma.async.load %{{.*}}[%[[K0:.*]], %{{.*}}], %{{.*}} to %{{.*}} : <tensor = memref<128x64xbf16, 3>
+// CHECK-COUNT-4: nvgpu.tma.async.load %{{.*}}[%[[K0]], %{{.*}}], %{{.*}} to %{{.*}} : <tensor = memref<64x64xbf16, 3>
+// CHECK: nvgpu.warpgroup.generate.descriptor %{{.*}}, %{{.*}} : memref<256x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: nvvm.wgmma.mma_async %[[DA:.*]], %[[DB:.*]], %{{.*}}, <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: %[[S1:.*]] = llvm.mlir.constant(2 : i64) : i64
+// CHECK: %[[A1:.*]] = llvm.add %[[DA]], %[[S1]] : i64
+// CHECK: %[[B1:.*]] = llvm.add %[[DB]], %[[S1]] : i64
+// CHECK: nvvm.wgmma.mma_async %[[A1]], %[[B1]], %{{.*}}, <m = 64, n = 256, k = 16>
+// CHECK: llvm.mlir.constant(4 : i64) : i64
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: llvm.mlir.constant(6 : i64) : i64
+// CHECK: nvvm.wgmma.mma_async
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NOT: nvgpu.warpgroup.mma
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @nt(%x: tensor<1000x256xbf16>, %w: tensor<512x256xbf16>) -> tensor<1000x512xbf16> {
+  %y = fusion.fused_matmul %x, %w {transpose_rhs} : tensor<1000x256xbf16>, tensor<512x256xbf16> -> tensor<1000x512xbf16>
+  return %y : tensor<1000x512xbf16>
+}
+}

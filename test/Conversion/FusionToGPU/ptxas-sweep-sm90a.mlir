@@ -1,14 +1,14 @@
 // REQUIRES: ptxas
 // Test that every kernel variant the sm_90a generator emits (each single-CTA
-// tile_n x prologue x epilogue x output type, Inputs/gen_variant_grid.py: 64
-// kernels) goes through fusion-to-gpu and assembles with ptxas for sm_90a
-// without spilling, and that the PTX holds the instructions the design names.
+// tile_n x prologue x epilogue x output type, and the bf16-output ones with a
+// transposed B; Inputs/gen_variant_grid.py: 96 kernels) goes through
+// fusion-to-gpu and assembles with ptxas for sm_90a without spilling, and that the PTX holds the instructions the design names.
 // RUN: %python %S/Inputs/gen_variant_grid.py > %t.mlir
 // RUN: fusion-opt %t.mlir --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s
 // The PTX is embedded MLIR-escaped (\09 is a tab):
 // RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
-// CHECK-COUNT-64: ptxas ok: v_n{{[0-9]+}}_{{.*}}_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-COUNT-96: ptxas ok: v_n{{[0-9]+}}_{{.*}}_kernel0 registers={{[0-9]+}} spills=0
 // CHECK-NOT: FAILED
 // PTX-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX-DAG: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
