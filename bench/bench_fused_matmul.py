@@ -15,6 +15,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -65,8 +66,10 @@ def main():
     p.add_argument("--artifacts", default=os.path.join(REPO, "build", "gpu"))
     p.add_argument("--out", default="bench.json")
     p.add_argument("--commit", default="unknown")
+    p.add_argument("--only", default="", help="run only the cases whose name matches this regex")
     a = p.parse_args()
     cases = json.load(open(os.path.join(a.artifacts, "bench.json")))
+    cases = [c for c in cases if re.search(a.only, c["name"])]
     lib = fr.Library(os.path.join(a.artifacts, "libbench.so"),
                      runtime=os.path.join(a.artifacts, "libfusion_runtime.so"))
     gen = torch.Generator(device="cuda").manual_seed(0)
