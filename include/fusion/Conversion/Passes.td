@@ -84,11 +84,19 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
       residual, RMSNorm/LayerNorm (quad-shuffle reductions), the statistics
       for the backward; 16-bit outputs leave through swizzled staging tiles
       and `nvgpu.tma.async.store`, f32 outputs straight from registers;
-    - with `cluster_n` = C > 1, a cluster launch (one cluster of C CTAs per
-      row block, each holding N / C columns): the row partial sums go to
-      every peer by `nvvm.mapa` + `st.async` (inline PTX: no op exists) into
-      DSMEM slots whose mbarrier counts the bytes (`expect_tx`), once for
-      RMSNorm, twice for LayerNorm (two-pass variance).
+    - with `cluster_n` = C > 1, a persistent cluster launch: min(row blocks,
+      co-resident clusters) clusters of C CTAs (the count from the runtime's
+      `fusionrtMaxActiveClusters`, which asks the driver: GPCs hold whole
+      clusters only), each cluster taking whole row blocks, CTA `rank`
+      holding columns [rank x tile_n, ...); the row partial sums go to every
+      peer by `nvvm.mapa` + `st.async` (inline PTX: no op exists) into DSMEM
+      slots whose mbarrier counts the bytes (`expect_tx`), once for RMSNorm,
+      twice for LayerNorm (two-pass variance), double-buffered by tile
+      parity;
+    - with `transpose_rhs` (B is [N, K], nn.Linear's weight layout), B
+      arrives K-major like A and each K step is four `nvvm.wgmma.mma_async`
+      (K-major descriptors advanced 32 bytes per k16 step; the nvgpu op
+      steps only N-major B).
 
     Example:
     ```mlir
@@ -117,8 +125,10 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
 
     #### Output IR
     Host functions with `nvgpu.tma.create.descriptor`, `gpu.alloc`/`dealloc`
-    for intermediates, a call to the runtime's `fusionrtMultiprocessorCount`
-    (declared `func.func private`) and `gpu.launch_func`; a
+    for intermediates, calls to the runtime's `fusionrtMultiprocessorCount`
+    (single-CTA grids) or `fusionrtMaxActiveClusters` (cluster grids, with
+    the kernel's name as an `llvm.mlir.global` string), declared
+    `func.func private`, and `gpu.launch_func`; a
     `gpu.module @fusion_kernels`.
     The module's `fusion.target` moves onto that `gpu.module` as
     `#nvvm.target` (and is removed from the module, so that upstream tools
@@ -131,7 +141,7 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     #### Target requirements
     sm_90a (PTX 8.1 for `st.async`). What this generator does not handle yet
     is refused with a diagnostic naming it: grad epilogues, the LayerNorm
-    prologue, a K-major (transposed) B, tile_n not a multiple of 64, a
+    prologue, tile_n not a multiple of 64, a
     cluster for an epilogue without a row reduction or above 16 CTAs; and
     sm_100a targets.
   }];

@@ -29,9 +29,13 @@ def FusionEpilogueNormPass : Pass<"fusion-epilogue-norm", "::mlir::ModuleOp"> {
     the widest accumulator slice one CTA holds (256 columns on sm_90a, 512 on
     sm_100a) the row is normalized inside one CTA; otherwise a cluster of C
     CTAs along N (C a power of two, at most 16, non-portable above 8) shares
-    the row and exchanges partial sums through distributed shared memory.
-    When N is dynamic, does not split evenly into C slices of the MMA's N
-    granularity, or needs more than 16 CTAs, the ops are left alone.
+    the row and exchanges partial sums through distributed shared memory: C
+    is the smallest power of two whose CTAs hold the row (GPCs hold those
+    best), each CTA owns ceil(N / C) columns rounded up to the tile_n
+    granularity (64 on sm_90a, 16 on sm_100a), and CTAs left without a
+    column are dropped (N = 576 on sm_90a: 3 CTAs of 192, the last slice may
+    end past N). When N is dynamic or needs more than 16 CTAs, the ops are
+    left alone.
 
     Example:
     ```mlir
@@ -220,10 +224,12 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       `tile_k` = 64: a 64-element row is 128 bytes, the 128-byte swizzle.
     - Forward norm (`rms_norm`, `layer_norm`) and grad epilogues reduce over
       the whole row, so the cluster covers it as `fusion-epilogue-norm`
-      decided (`planEpilogueNorm`): `cluster_n` CTAs of `tile_n` = N /
-      `cluster_n` columns, at most 256 per CTA on sm_90a.
-    - `none` and `row_scale` epilogues: `tile_n` = min(256, N rounded up to a
-      multiple of 8), `cluster_n` = 1.
+      decided (`planEpilogueNorm`): `cluster_n` CTAs of `tile_n` columns, at
+      most 256 per CTA on sm_90a, `tile_n` x `cluster_n` >= N (the last
+      CTA's columns past N are masked out of the statistics).
+    - `none` and `row_scale` epilogues: `tile_n` = min(256, N rounded up to
+      the target's tile_n granularity: 64 on sm_90a, whose kernels stage B in
+      64-column boxes; 16 on sm_100a), `cluster_n` = 1.
     - Shared memory: `stages` x (`tile_m` + `tile_n`) x `tile_k` x e (the
       A/B ring) + for 16-bit outputs B x `tile_m` x 64 x 2 (the TMA-store
       staging buffers, B = 2, or 1 with a cluster; the epilogue itself works
@@ -239,10 +245,9 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       the producer loads the next tile during this one's epilogue.
 
     What these formulas admit (checked over a grid of shapes by
-    `plan-kernels-grid.mlir`): on sm_90a, 456 of the 504 grid shapes, every
-    refusal being a row that does not split into slices of a multiple of 8
-    columns; a 256-column tile with a bf16 output gets 4 stages (230912
-    bytes). On sm_100a a 512-column tile fits with 2 stages.
+    `plan-kernels-grid.mlir`): on sm_90a, all 648 grid shapes (N up to
+    4096 = 16 x 256); a 256-column tile with a bf16 output gets 4 stages
+    (230912 bytes). On sm_100a a 512-column tile fits with 2 stages.
 
     Example (sm_90a):
     ```mlir
