@@ -64,20 +64,34 @@ def suites():
         # persistent cluster takes several (both slot parities).
         case("ln_epi_cluster4_n1024", 9001, 256, 1024, epilogue="layer_norm",
              residual=True, weight=True, bias=True, save_stats=True),
-        case("ln_epi_cluster8_n1536", 2000, 256, 1536, epilogue="layer_norm",
+        # Rows wider than 4 CTAs (N > 1024, 16-bit outputs): each tile
+        # publishes its rows' partial statistics in global memory and waits
+        # in shared memory until its row block's are complete (normalized
+        # and stored during the next tile). Many row blocks per CTA, a
+        # partial last tile, Lazy Pre-Norm, 16 CTAs per row.
+        case("ln_epi_split_n1536", 2000, 256, 1536, epilogue="layer_norm",
              weight=True, bias=True, save_stats=True),
-        case("rms_epi_cluster8_n2048_many_rows", 65536, 256, 2048,
+        case("rms_epi_split_n2048_many_rows", 65536, 256, 2048,
              epilogue="rms_norm", weight=True, save_stats=True),
-        case("ln_epi_cluster16_n4096", 4099, 128, 4096, epilogue="layer_norm",
+        case("ln_epi_split_n4096", 4099, 128, 4096, epilogue="layer_norm",
              weight=True, bias=True, save_stats=True),
+        case("ln_epi_split_n4096_many_rows", 65536, 512, 4096, epilogue="layer_norm",
+             residual=True, save_stats=True),
+        # f32 outputs over more than 4 CTAs keep the cluster (16 and 16 CTAs).
         case("rms_epi_cluster16_n4096_f32out", 777, 256, 4096,
              epilogue="rms_norm", save_stats=True, out="f32"),
+        case("ln_epi_cluster16_n3000_f32out", 1000, 512, 3000, epilogue="layer_norm",
+             residual=True, weight=True, bias=True, save_stats=True, out="f32"),
+        case("rms_epi_split_n2048_nk", 3000, 256, 2048, epilogue="rms_norm",
+             weight=True, save_stats=True, transpose_rhs=True),
+        case("lazy_rms_ln_split_n2048", 3000, 512, 2048, prologue="rms_norm",
+             epilogue="layer_norm", weight=True, bias=True, save_stats=True),
         # Rows that do not fill whole 64-column tiles: tile_n is rounded up
         # to 64 and the columns past N are zero-filled, masked out of the
         # LayerNorm variance and never stored. One CTA (N = 96, 200), a pair
         # whose second CTA holds 72 or 128 columns, 3 CTAs (a cluster that
-        # is not a power of two), 14 CTAs of 192 (the last 64), and 16 of
-        # 192 (the last 120).
+        # is not a power of two), and through global memory with a last
+        # tile of 256 (2560) or 184 (3000) columns.
         case("gemm_n96", 1000, 256, 96),
         case("lazy_rms_n200", 1000, 512, 200, prologue="rms_norm"),
         case("ln_epi_n96", 777, 128, 96, epilogue="layer_norm",
@@ -90,9 +104,9 @@ def suites():
              save_stats=True, out="f32"),
         case("ln_epi_cluster3_n576", 9001, 256, 576, epilogue="layer_norm",
              residual=True, weight=True, bias=True, save_stats=True),
-        case("ln_epi_cluster14_n2560", 2000, 128, 2560, epilogue="layer_norm",
+        case("ln_epi_split_n2560", 2000, 128, 2560, epilogue="layer_norm",
              weight=True, bias=True, save_stats=True),
-        case("rms_epi_cluster16_n3000", 1500, 256, 3000, epilogue="rms_norm",
+        case("rms_epi_split_n3000", 1500, 256, 3000, epilogue="rms_norm",
              residual=True, weight=True, save_stats=True),
         # A transposed B (transpose_rhs, B [N, K]: K-major wgmma operands):
         # a K tail, a partial column block, Lazy with a cluster epilogue, f16.

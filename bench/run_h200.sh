@@ -21,7 +21,7 @@ if [ $status -ne 0 ]; then
   exit 1
 fi
 for t in memcheck racecheck synccheck; do
-  for c in gemm_odd_m lazy_rms_odd_m ln_epi_odd_m rowscale_colbias_residual_n264 ln_epi_cluster4_n1024 ln_epi_cluster3_n576 gemm_nk_odd; do
+  for c in gemm_odd_m lazy_rms_odd_m ln_epi_odd_m rowscale_colbias_residual_n264 ln_epi_cluster4_n1024 ln_epi_cluster3_n576 gemm_nk_odd ln_epi_split_n1536; do
     log=$(mktemp)
     timeout 120 compute-sanitizer --tool $t --error-exitcode 9 python3 test/gpu/run_one_case.py $c > "$log" 2>&1
     status=$?

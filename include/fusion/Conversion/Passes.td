@@ -93,6 +93,15 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
       slots whose mbarrier counts the bytes (`expect_tx`), once for RMSNorm,
       twice for LayerNorm (two-pass variance), double-buffered by tile
       parity;
+    - with `cluster_n` = 1 and `tile_n` < N (norm rows wider than a cluster
+      takes, 16-bit outputs), the statistics go through global memory: each
+      tile stores its rows' partial statistics and bumps its row block's
+      counter (a GPU-scope fence, then an atomic add), finishes the tile it
+      kept from the previous iteration (spins until that row block's counter
+      reaches tiles_n, merges the partials, normalizes the tile in shared
+      memory, TMA-stores it) and keeps this tile in shared memory until the
+      next one; the host allocates the partials and counters and zeroes the
+      counters (`gpu.alloc`, `gpu.memset`);
     - with `transpose_rhs` (B is [N, K], nn.Linear's weight layout), B
       arrives K-major like A and each K step is four `nvvm.wgmma.mma_async`
       (K-major descriptors advanced 32 bytes per k16 step; the nvgpu op

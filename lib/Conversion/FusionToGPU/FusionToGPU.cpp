@@ -148,6 +148,39 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
       args.push_back(castDynamic(b, map.lookup(v)));
   for (Value stat : op.getExtras())
     args.push_back(castDynamic(b, map.lookup(stat)));
+  SmallVector<Value> workspace;
+  if (spec.splitRow) {
+    // Row statistics through global memory: 2 f32 partials per row and
+    // column tile, and one counter per row block, zeroed before the launch.
+    // The launches are synchronous, so both are freed right after.
+    Value tilesN = arith::CeilDivUIOp::create(b, n, idx(spec.tileN));
+    Value rowBlocks = arith::MaxUIOp::create(
+        b, arith::CeilDivUIOp::create(b, m, idx(spec.tileM)), idx(1));
+    Value partialCount = arith::MaxUIOp::create(
+        b, arith::MulIOp::create(b, arith::MulIOp::create(b, m, tilesN), idx(2)),
+        idx(1));
+    Type token = gpu::AsyncTokenType::get(ctx);
+    auto alloc = [&](Type elem, Value count) {
+      auto type = MemRefType::get({ShapedType::kDynamic}, elem);
+      Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
+      auto op = gpu::AllocOp::create(b, type, token, ValueRange{ready},
+                                     ValueRange{count}, ValueRange{},
+                                     /*hostShared=*/false);
+      gpu::WaitOp::create(b, Type(), ValueRange{op.getAsyncToken()});
+      return op.getMemref();
+    };
+    Value partials = alloc(b.getF32Type(), partialCount);
+    Value counters = alloc(b.getI32Type(), rowBlocks);
+    Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
+    Value zeroed = gpu::MemsetOp::create(
+                       b, token, ValueRange{ready}, counters,
+                       arith::ConstantOp::create(b, b.getI32IntegerAttr(0)))
+                       .getAsyncToken();
+    gpu::WaitOp::create(b, Type(), ValueRange{zeroed});
+    args.push_back(partials);
+    args.push_back(counters);
+    workspace = {partials, counters};
+  }
   if (spec.tmaStore())
     args.push_back(descriptor(map.lookup(op.getOutput()),
                               getTensorMapTypeC(ctx, spec),
@@ -196,6 +229,13 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
                             {idx(spec.threads()), idx(1), idx(1)}, smemBytes,
                             args, /*asyncTokenType=*/nullptr,
                             /*asyncDependencies=*/{}, cluster);
+  for (Value buffer : workspace) {
+    Type token = gpu::AsyncTokenType::get(ctx);
+    Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
+    Value done =
+        gpu::DeallocOp::create(b, token, ValueRange{ready}, buffer).getAsyncToken();
+    gpu::WaitOp::create(b, Type(), ValueRange{done});
+  }
   return {};
 }
 

@@ -34,6 +34,15 @@
 //   | per-row f32 sums of squares of A (Lazy)    |
 //   +--------------------------------------------+
 //
+// Rows wider than 4 CTAs (16-bit outputs, cluster_n = 1, tile_n < N): each
+// tile's epilogue stores its rows' partial statistics (2 f32 per row and
+// tile) in global memory and bumps its row block's counter, then finishes
+// the tile it kept from the previous iteration (waits until that row block's
+// counter reaches tiles_n, merges the partials into mean and rstd, normalizes
+// the tile in the staging buffers and TMA-stores it), and keeps this tile
+// in the staging buffers (the whole tile: tile_n / 64 buffers, 3 ring
+// stages) until the next one.
+//
 // Epilogue: each thread holds 2 rows x 2 adjacent columns per 8-column group
 // of the wgmma fragment; it applies the prologue row scale, row_scale,
 // col_bias and the residual, and reduces rows across the 4 lanes of a quad
@@ -144,6 +153,19 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
     why = "cluster_n = " + std::to_string(s.clusterN) +
           " must be in [1, 16] (the largest cluster sm_90a launches)";
     return failure();
+  }
+  bool normEpilogue = s.epilogue == EpilogueKind::rms_norm ||
+                      s.epilogue == EpilogueKind::layer_norm;
+  int64_t staticN =
+      cast<RankedTensorType>(op.getOutput().getType()).getDimSize(1);
+  if (normEpilogue && s.clusterN == 1 && !ShapedType::isDynamic(staticN) &&
+      s.tileN < staticN) {
+    s.splitRow = true;
+    if (!s.tmaStore()) {
+      why = "a norm row spread over CTAs without a cluster needs a 16-bit "
+            "output (the tile waits in shared memory), but the output is f32";
+      return failure();
+    }
   }
   if (s.sharedMemoryBytes() > config.getSmemBytes()) {
     why = "the kernel needs " + std::to_string(s.sharedMemoryBytes()) +
@@ -322,7 +344,8 @@ private:
   void consumer();
   void issueLoad(Value kTile, Value stage, Value blockRow, Value blockCol);
   void epilogue(Value acc, Value blockRow, Value rowInTile, Value blockCol,
-                Value tileCount, ArrayRef<Value> prologueSumSq);
+                Value tileCount, ArrayRef<Value> prologueSumSq,
+                Value pendingRow = Value(), Value pendingCol = Value());
   /// Sum over the 4 lanes of a quad (the lanes that share a fragment row).
   Value quadSum(Value v);
   /// Cluster epilogue: the whole-row sums of the per-CTA row partials
@@ -330,6 +353,8 @@ private:
   /// distributed shared memory. `round` 0 or 1 picks the slots.
   void clusterRowSums(Value partial[2], Value rowInTile, Value tileCount,
                       int64_t round, Value total[2]);
+  void publishTile(Value blockRow, Value counters);
+  void finishPending(Value pendingRow, Value pendingCol);
   /// Two adjacent elements of `mem` at `indices` as vector<2xf32>.
   Value loadPair(Value mem, ValueRange indices, Type elem);
 
@@ -519,7 +544,11 @@ void GemmKernelEmitter::consumer() {
                    div(rem(tid, 32), 4));
   Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
 
-  tileLoop({idx(0), idx(0)}, [&](Value blockRow, Value blockCol, ValueRange iters) {
+  // splitRow carries the pending tile (its row and column) to the next one.
+  SmallVector<Value> tileInits = {idx(0), idx(0)};
+  if (s.splitRow)
+    tileInits.append({idx(0), idx(0)});
+  ValueRange tiles = tileLoop(tileInits, [&](Value blockRow, Value blockCol, ValueRange iters) {
     Value acc0 = nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, accType);
     SmallVector<Value> inits = {acc0, iters[0]};
     if (lazy)
@@ -572,9 +601,16 @@ void GemmKernelEmitter::consumer() {
       // The next tile's sums overwrite these only after every thread read.
       warpgroupBarrier(c);
     }
-    epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq);
-    return SmallVector<Value>{loop[1], add(iters[1], idx(1))};
+    if (!s.splitRow) {
+      epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq);
+      return SmallVector<Value>{loop[1], add(iters[1], idx(1))};
+    }
+    epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq, iters[2], iters[3]);
+    return SmallVector<Value>{loop[1], add(iters[1], idx(1)), blockRow, blockCol};
   });
+  if (s.splitRow)
+    ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, tiles[1], idx(0)),
+           [&] { finishPending(tiles[2], tiles[3]); });
   // The staging buffers must outlive the last TMA stores that read them.
   if (s.tmaStore())
     ifThen(both(eq(wg, 1), eq(tid, 0)),
@@ -683,7 +719,8 @@ Value GemmKernelEmitter::loadPair(Value mem, ValueRange indices, Type elem) {
 /// column-indexed loads are predicated in the last column block only.
 void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
                                  Value blockCol, Value tileCount,
-                                 ArrayRef<Value> prologueSumSq) {
+                                 ArrayRef<Value> prologueSumSq,
+                                 Value pendingRow, Value pendingCol) {
   Value row0 = add(blockRow, rowInTile);
   Type f32 = b.getF32Type();
   auto pair = VectorType::get({2}, f32);
@@ -707,6 +744,11 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
     statRstd = arg(nextArg++);
   } else if (s.numStats == 1) {
     statRstd = arg(nextArg++);
+  }
+  Value partials, counters;
+  if (s.splitRow) {
+    partials = arg(nextArg++);
+    counters = arg(nextArg++);
   }
 
   Value quad = rem(rem(tid, 32), 4);
@@ -843,8 +885,46 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
           storeStat(statRstd, h, rs[h]);
       }
     };
-    if (s.epilogue == EpilogueKind::rms_norm) {
+    if (s.splitRow) {
+      // This tile's part of each row, merged by every CTA of the row block
+      // (finishPending): RMSNorm the sum of squares; LayerNorm the
+      // tile's mean and centered sum of squares over its columns inside N
+      // (merged with Chan's formula there). The values leave unnormalized.
+      Value tileCol = arith::DivUIOp::create(b, blockCol, idx(s.tileN));
+      Value zero = splat(cstF32(0.0));
+      Value valid = arith::UIToFPOp::create(
+          b, f32,
+          arith::IndexCastOp::create(
+              b, b.getI64Type(),
+              arith::MinUIOp::create(b, idx(s.tileN), sub(n, blockCol))));
+      for (int64_t h = 0; h < 2; ++h) {
+        SmallVector<Value> squares;
+        Value first = cstF32(0.0), second = cstF32(0.0);
+        if (s.epilogue == EpilogueKind::rms_norm) {
+          for (Value x : v[h])
+            squares.push_back(arith::MulFOp::create(b, x, x));
+          first = sumPairs(squares);
+        } else {
+          first = arith::DivFOp::create(b, sumPairs(v[h]), valid);
+          for (int64_t j = 0; j < groups; ++j) {
+            Value d = arith::SubFOp::create(b, v[h][j], splat(first));
+            if (checkColumns)
+              d = arith::SelectOp::create(b, inCol(j), d, zero);
+            squares.push_back(arith::MulFOp::create(b, d, d));
+          }
+          second = sumPairs(squares);
+        }
+        ifThen(both(inRow[h], eq(quad, 0)), [&] {
+          Value slot = mul(add(mul(gm[h], numTilesN), tileCol), idx(2));
+          vector::StoreOp::create(
+              b, vector::FromElementsOp::create(b, pair, ValueRange{first, second}),
+              partials, ValueRange{slot}, /*nontemporal=*/false,
+              llvm::MaybeAlign(8));
+        });
+      }
+    } else if (s.epilogue == EpilogueKind::rms_norm) {
       // Columns past N hold 0 (TMA zero-fill; loads zeroed): no mask.
+
       SmallVector<Value> squares[2];
       for (int64_t h = 0; h < 2; ++h)
         for (Value x : v[h])
@@ -879,7 +959,10 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
         x = arith::AddFOp::create(b, x, nb);
       return s.outType.isF32() ? x : arith::TruncFOp::create(b, outPair, x);
     };
+    // With splitRow the weight and bias are applied by finishPending.
     auto normParams = [&](int64_t j) {
+      if (s.splitRow)
+        return std::pair<Value, Value>{};
       return std::pair<Value, Value>{
           weight ? loadCol(weight, Value(), j, s.normWeightType) : Value(),
           bias ? loadCol(bias, Value(), j, s.normBiasType) : Value()};
@@ -912,6 +995,30 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
     Value isStoreLeader = both(eq(wg, 1), eq(tid, 0));
     int64_t chunks = s.tileN / kStoreChunkN;
     int64_t groupsPerChunk = kStoreChunkN / 8;
+    if (s.splitRow) {
+      // The tile waits in its buffers (chunk c in buffer c) until its row
+      // block's statistics are complete (finishPending, next tile). First
+      // publish this tile's partials, then finish the pending tile, whose
+      // TMA store frees the buffers; no CTA waits before publishing.
+      publishTile(blockRow, counters);
+      ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, tileCount, idx(0)),
+             [&] { finishPending(pendingRow, pendingCol); });
+      for (int64_t c = 0; c < chunks; ++c) {
+        Value staging = smemView(
+            idx(s.storeStagingOffset() + c * s.storeChunkBytes()),
+            {s.tileM, kStoreChunkN}, s.outType);
+        for (int64_t g = 0; g < groupsPerChunk; ++g) {
+          int64_t j = c * groupsPerChunk + g;
+          Value swizzled = arith::XOrIOp::create(b, idx(g), rowPhase);
+          Value col = add(mul(swizzled, idx(8)), mul(quad, idx(2)));
+          for (int64_t h = 0; h < 2; ++h)
+            vector::StoreOp::create(b, finalPair(h, j, Value(), Value()), staging,
+                                    ValueRange{add(rowInTile, idx(8 * h)), col},
+                                    /*nontemporal=*/false, llvm::MaybeAlign(4));
+        }
+      }
+      return;
+    }
     for (int64_t c = 0; c < chunks; ++c) {
       Value buffer =
           rem(add(mul(tileCount, idx(chunks)), idx(c)), s.storeBuffers());
@@ -958,6 +1065,194 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
         rows(/*checkColumns=*/true);
         scf::YieldOp::create(b);
       });
+}
+
+/// splitRow, publishing: every consumer thread fences its partial-statistics
+/// stores at GPU scope; after a consumer barrier the store leader adds 1 to
+/// the row block's counter. Publishing never waits on another CTA.
+void GemmKernelEmitter::publishTile(Value blockRow, Value counters) {
+  LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "device");
+  consumerBarrier();
+  ifThen(both(eq(wg, 1), eq(tid, 0)), [&] {
+    memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi, i32(1), counters,
+                                ValueRange{div(blockRow, s.tileM)});
+  });
+}
+
+/// splitRow: the tile published one tile earlier, waiting in the staging
+/// buffers, is normalized and stored once its row block is complete. The
+/// store leader polls the row block's counter until all tiles_n tiles are
+/// published (the other CTAs of the row block computed their tiles in the
+/// same round of the persistent loop, so the wait is short, and since
+/// publishing never waits, tile t is published once the CTAs have finished
+/// the tiles before t - 2 x grid: no cycle when 2 x grid > tiles_n, which
+/// the planner's limit of 16 CTAs per row keeps). Then threads 2r and 2r + 1
+/// merge row r's partials (RMSNorm: sums of squares; LayerNorm: Chan's
+/// merge of count, mean and centered sum of squares) into its mean and
+/// rstd, the CTA of column tile 0 writes them out, every thread normalizes
+/// 16-byte pieces of the swizzled buffers in place, and the store leader
+/// TMA-stores the tile and waits until the stores have read the buffers.
+void GemmKernelEmitter::finishPending(Value pendingRow, Value pendingCol) {
+  Type f32 = b.getF32Type();
+  Type i32Type = b.getI32Type();
+  unsigned nextArg = 6;
+  auto take = [&](Type present) { return present ? arg(nextArg++) : Value(); };
+  take(s.residualType);
+  take(s.rowScaleType);
+  take(s.colBiasType);
+  Value weight = take(s.normWeightType), bias = take(s.normBiasType);
+  Value statMean, statRstd;
+  if (s.numStats == 2)
+    statMean = arg(nextArg++);
+  if (s.numStats >= 1)
+    statRstd = arg(nextArg++);
+  Value partials = arg(nextArg++), counters = arg(nextArg++);
+
+  Value isStoreLeader = both(eq(wg, 1), eq(tid, 0));
+  Value rowBlock = div(pendingRow, s.tileM);
+  Value tilesN = arith::IndexCastOp::create(b, i32Type, numTilesN);
+  ifThen(isStoreLeader, [&] {
+    auto loop = scf::WhileOp::create(
+        b, TypeRange{}, ValueRange{},
+        [&](OpBuilder &, Location, ValueRange) {
+          Value seen = memref::AtomicRMWOp::create(
+              b, arith::AtomicRMWKind::addi, i32(0), counters, ValueRange{rowBlock});
+          scf::ConditionOp::create(
+              b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, seen, tilesN),
+              ValueRange{});
+        },
+        [&](OpBuilder &, Location, ValueRange) { scf::YieldOp::create(b); });
+    (void)loop;
+  });
+  consumerBarrier();
+  LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "device");
+
+  // Row statistics: consumer thread ct = 2r + half merges every other tile.
+  bool layerNorm = s.epilogue == EpilogueKind::layer_norm;
+  Value ct = add(mul(sub(wg, idx(1)), idx(128)), tid);
+  Value r = div(ct, 2), half = rem(ct, 2);
+  Value row = add(pendingRow, r);
+  Value rowClamped = arith::MinUIOp::create(b, row, sub(m, idx(1)));
+  auto sel = [&](Value c, Value x, Value y) -> Value {
+    return arith::SelectOp::create(b, c, x, y).getResult();
+  };
+  auto merge = [&](ValueRange x, ValueRange y) -> SmallVector<Value> {
+    Value count = arith::AddFOp::create(b, x[0], y[0]);
+    Value nonEmpty = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, count,
+                                           cstF32(0.0));
+    Value safe = sel(nonEmpty, count, cstF32(1.0));
+    Value delta = arith::SubFOp::create(b, y[1], x[1]);
+    Value wy = arith::DivFOp::create(b, y[0], safe);
+    Value mean = arith::AddFOp::create(b, x[1], arith::MulFOp::create(b, delta, wy));
+    Value cross = arith::MulFOp::create(
+        b, arith::MulFOp::create(b, delta, delta), arith::MulFOp::create(b, x[0], wy));
+    Value m2 = arith::AddFOp::create(b, arith::AddFOp::create(b, x[2], y[2]), cross);
+    return {count, sel(nonEmpty, mean, cstF32(0.0)), sel(nonEmpty, m2, cstF32(0.0))};
+  };
+  SmallVector<Value> init = {cstF32(0.0), cstF32(0.0), cstF32(0.0)};
+  ValueRange mine = forLoop(
+      half, numTilesN, idx(2), init, [&](Value t, ValueRange acc) -> SmallVector<Value> {
+        Value p = vector::LoadOp::create(
+            b, VectorType::get({2}, f32), partials,
+            ValueRange{mul(add(mul(rowClamped, numTilesN), t), idx(2))},
+            /*nontemporal=*/false, llvm::MaybeAlign(8));
+        Value first = vector::ExtractOp::create(b, p, ArrayRef<int64_t>{0});
+        if (!layerNorm)
+          return {arith::AddFOp::create(b, acc[0], first), acc[1], acc[2]};
+        Value second = vector::ExtractOp::create(b, p, ArrayRef<int64_t>{1});
+        Value cols = arith::MinUIOp::create(b, idx(s.tileN), sub(n, mul(t, idx(s.tileN))));
+        Value count = arith::UIToFPOp::create(
+            b, f32, arith::IndexCastOp::create(b, b.getI64Type(), cols));
+        return merge(acc, ValueRange{count, first, second});
+      });
+  SmallVector<Value> total(mine.begin(), mine.end());
+  auto shuffle = [&](Value x) -> Value {
+    return gpu::ShuffleOp::create(b, x, i32(1), i32(32), gpu::ShuffleMode::XOR)
+        .getShuffleResult();
+  };
+  if (layerNorm)
+    total = merge(total, SmallVector<Value>{shuffle(total[0]), shuffle(total[1]),
+                                           shuffle(total[2])});
+  else
+    total[0] = arith::AddFOp::create(b, total[0], shuffle(total[0]));
+  Value nF = arith::UIToFPOp::create(
+      b, f32, arith::IndexCastOp::create(b, b.getI64Type(), n));
+  Value mean = layerNorm ? total[1] : cstF32(0.0);
+  Value var = arith::DivFOp::create(b, layerNorm ? total[2] : total[0], nF);
+  Value rstd = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
+  Value stats = smemView(idx(s.clusterSlotsOffset()), {2, s.tileM}, f32);
+  ifThen(eq(half, 0), [&] {
+    memref::StoreOp::create(b, mean, stats, ValueRange{idx(0), r});
+    memref::StoreOp::create(b, rstd, stats, ValueRange{idx(1), r});
+    ifThen(both(ult(row, m), eq(pendingCol, 0)), [&] {
+      if (statMean)
+        memref::StoreOp::create(b, mean, statMean, ValueRange{row});
+      if (statRstd)
+        memref::StoreOp::create(b, rstd, statRstd, ValueRange{row});
+    });
+  });
+  consumerBarrier();
+
+  // Normalize the tile in place: piece p (16 bytes) of buffer c holds row
+  // (p / 8) at swizzled position p % 8, i.e. columns 8 x (p % 8 ^ row % 8).
+  int64_t piecesPerBuffer = s.tileM * kStoreChunkN / 8;
+  int64_t pieces = s.storeBuffers() * piecesPerBuffer;
+  int64_t threads = 128 * s.consumers;
+  auto chunkType = VectorType::get({8}, s.outType);
+  auto f32Chunk = VectorType::get({8}, f32);
+  Value lastChunk = sub(n, idx(8));
+  auto param = [&](Value mem, Type elem, Value col) -> Value {
+    Value x = vector::LoadOp::create(b, VectorType::get({8}, elem), mem,
+                                     ValueRange{arith::MinUIOp::create(b, col, lastChunk)},
+                                     /*nontemporal=*/false,
+                                     llvm::MaybeAlign(std::min<int64_t>(
+                                         8 * elem.getIntOrFloatBitWidth() / 8, 16)));
+    return elem.isF32() ? x : arith::ExtFOp::create(b, f32Chunk, x).getResult();
+  };
+  for (int64_t k = 0; k < pieces / threads; ++k) {
+    int64_t first = k * threads; // pieces first .. first + threads - 1
+    int64_t c = first / piecesPerBuffer;
+    Value q = add(idx(first % piecesPerBuffer), ct);
+    Value pr = div(q, 8), pos = rem(q, 8);
+    Value col = add(idx(c * kStoreChunkN),
+                    mul(arith::XOrIOp::create(b, pos, rem(pr, 8)), idx(8)));
+    Value buffer = smemView(idx(s.storeStagingOffset() + c * s.storeChunkBytes()),
+                            {s.tileM, kStoreChunkN}, s.outType);
+    Value x = vector::LoadOp::create(b, chunkType, buffer,
+                                     ValueRange{pr, mul(pos, idx(8))},
+                                     /*nontemporal=*/false, llvm::MaybeAlign(16));
+    Value y = arith::ExtFOp::create(b, f32Chunk, x);
+    Value mu = memref::LoadOp::create(b, stats, ValueRange{idx(0), pr});
+    Value rs = memref::LoadOp::create(b, stats, ValueRange{idx(1), pr});
+    if (layerNorm)
+      y = arith::SubFOp::create(b, y, vector::BroadcastOp::create(b, f32Chunk, mu));
+    y = arith::MulFOp::create(b, y, vector::BroadcastOp::create(b, f32Chunk, rs));
+    Value gcol = add(pendingCol, col);
+    if (weight)
+      y = arith::MulFOp::create(b, y, param(weight, s.normWeightType, gcol));
+    if (bias)
+      y = arith::AddFOp::create(b, y, param(bias, s.normBiasType, gcol));
+    vector::StoreOp::create(b, arith::TruncFOp::create(b, chunkType, y), buffer,
+                            ValueRange{pr, mul(pos, idx(8))},
+                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+  }
+  // The generic-proxy writes must be visible to the TMA (async proxy).
+  NVVM::FenceProxyOp::create(
+      b, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  consumerBarrier();
+  ifThen(isStoreLeader, [&] {
+    for (int64_t c = 0; c < s.storeBuffers(); ++c) {
+      Value buffer = smemView(idx(s.storeStagingOffset() + c * s.storeChunkBytes()),
+                              {s.tileM, kStoreChunkN}, s.outType);
+      nvgpu::TmaAsyncStoreOp::create(
+          b, buffer, tmaC,
+          ValueRange{add(pendingCol, idx(c * kStoreChunkN)), pendingRow}, Value());
+    }
+    NVVM::CpAsyncBulkCommitGroupOp::create(b);
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
+  });
+  consumerBarrier();
 }
 
 void GemmKernelEmitter::emit() {
@@ -1069,6 +1364,10 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,
       args.push_back(dyn1(t));
   for (unsigned i = 0; i < s.numStats; ++i)
     args.push_back(dyn1(builder.getF32Type()));
+  if (s.splitRow) {
+    args.push_back(dyn1(builder.getF32Type()));
+    args.push_back(dyn1(builder.getI32Type()));
+  }
   if (s.tmaStore())
     args.push_back(ptr);
 

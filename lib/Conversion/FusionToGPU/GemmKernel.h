@@ -25,6 +25,11 @@ struct GemmKernelSpec {
   /// CTAs of a cluster along N: each holds N / clusterN columns of a row and
   /// the norm's row sums are exchanged through distributed shared memory.
   int64_t clusterN = 1;
+  /// A norm epilogue whose row spans several CTAs without a cluster
+  /// (cluster_n = 1, tile_n < N): each tile stores its rows unnormalized
+  /// with their partial statistics in global memory, and the CTA that
+  /// completes a row block (a per-row-block counter) normalizes it in place.
+  bool splitRow = false;
   Type abType, outType;
   bool transposeB;
   PrologueKind prologue;
@@ -49,7 +54,11 @@ struct GemmKernelSpec {
   int64_t storeChunkBytes() const { return tileM * kStoreChunkN * 2; }
   /// Two buffers (one fills while the other's store drains); one in cluster
   /// kernels, whose DSMEM slots would otherwise cost a ring stage.
-  int64_t storeBuffers() const { return clusterN > 1 ? 1 : 2; }
+  /// splitRow: the whole tile (tile_n / 64 buffers) waits there for its
+  /// row block's statistics.
+  int64_t storeBuffers() const {
+    return splitRow ? tileN / kStoreChunkN : clusterN > 1 ? 1 : 2;
+  }
   int64_t storeStagingOffset() const { return ringBytes(); }
   int64_t storeStagingBytes() const {
     return tmaStore() ? storeBuffers() * storeChunkBytes() : 0;
@@ -63,7 +72,10 @@ struct GemmKernelSpec {
   }
   int64_t clusterSlotBytes() const { return clusterN * tileM * 4; }
   int64_t clusterSlotsOffset() const { return rowStatsOffset() + tileM * 4; }
+  /// splitRow: the pending tile's row mean and rstd ([2][tile_m] f32).
   int64_t clusterSlotsBytes() const {
+    if (splitRow)
+      return 2 * tileM * 4;
     return clusterN > 1 ? 2 * exchangeRounds() * clusterSlotBytes() : 0;
   }
   /// Dynamic shared memory to launch with, including the slack that aligns
@@ -91,8 +103,10 @@ Type getTensorMapTypeC(MLIRContext *ctx, const GemmKernelSpec &spec);
 /// tensor maps (as !llvm.ptr), M, N, K (index), the output memref<?x?x...>,
 /// then each optional operand of the spec that is present (residual,
 /// row_scale, col_bias, norm_weight, norm_bias), then the statistics outputs
-/// (memref<?xf32> each), and for 16-bit outputs the output's tensor map (as
-/// !llvm.ptr).
+/// (memref<?xf32> each), with splitRow the partial statistics
+/// (memref<?xf32>, 2 per row and tile) and the row-block counters
+/// (memref<?xi32>, zero at launch), and for 16-bit outputs the output's
+/// tensor map (as !llvm.ptr).
 gpu::GPUFuncOp buildGemmKernel(OpBuilder &b, Location loc,
                                gpu::GPUModuleOp module, StringRef name,
                                const GemmKernelSpec &spec);

@@ -254,3 +254,38 @@ func.func @nt(%x: tensor<1000x256xbf16>, %w: tensor<512x256xbf16>) -> tensor<100
   return %y : tensor<1000x512xbf16>
 }
 }
+
+// -----
+
+// Test that an RMSNorm epilogue over N = 2048 with a bf16 output (8 CTAs of
+// 256 columns: more than a cluster takes on sm_90a) exchanges its statistics
+// through global memory: the host allocates the partials (M x tiles_n x 2
+// f32) and one counter per row block, zeroes the counters, passes both to
+// the kernel and frees them; the kernel publishes each tile (a GPU-scope
+// fence, then the counter's atomic add), then spins on the pending tile's
+// counter, normalizes that tile in its staging buffers and TMA-stores all
+// four 64-column chunks, waiting until they have been read.
+// CHECK-LABEL: func.func @rms_split
+// CHECK: %[[PARTIALS:.*]], %{{.*}} = gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?xf32>
+// CHECK: %[[COUNTERS:.*]], %{{.*}} = gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?xi32>
+// CHECK: gpu.memset async [%{{.*}}] %[[COUNTERS]], %c0_i32 : memref<?xi32>, i32
+// CHECK: gpu.launch_func @fusion_kernels::@rms_split_kernel0 blocks in
+// CHECK-SAME: %[[PARTIALS]] : memref<?xf32>, %[[COUNTERS]] : memref<?xi32>
+// CHECK: gpu.dealloc async [%{{.*}}] %[[PARTIALS]]
+// CHECK: gpu.dealloc async [%{{.*}}] %[[COUNTERS]]
+// CHECK-LABEL: gpu.func @rms_split_kernel0
+// CHECK: llvm.fence syncscope("device") acq_rel
+// CHECK: memref.atomic_rmw addi %c1_i32{{.*}}, %arg{{[0-9]+}}[%{{.*}}] : (i32, memref<?xi32>) -> i32
+// CHECK: scf.while
+// CHECK: memref.atomic_rmw addi %c0_i32{{.*}}, %arg{{[0-9]+}}[%{{.*}}] : (i32, memref<?xi32>) -> i32
+// CHECK: llvm.fence syncscope("device") acq_rel
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-COUNT-4: nvgpu.tma.async.store
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @rms_split(%a: tensor<1000x256xbf16>, %b: tensor<256x2048xbf16>) -> tensor<1000x2048xbf16> {
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<1000x256xbf16>, tensor<256x2048xbf16> -> tensor<1000x2048xbf16>
+  return %y : tensor<1000x2048xbf16>
+}
+}

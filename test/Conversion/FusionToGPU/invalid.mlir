@@ -154,3 +154,15 @@ func.func @sm100(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<2
   return %c : tensor<256x256xbf16>
 }
 }
+
+// -----
+
+// A norm row spread over CTAs without a cluster (statistics through global
+// memory) with an f32 output: the tile would not fit shared memory.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @split_f32(%a: tensor<256x512xbf16>, %b: tensor<512x2048xbf16>) -> tensor<256x2048xf32> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: a norm row spread over CTAs without a cluster needs a 16-bit output (the tile waits in shared memory), but the output is f32}}
+  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 215552>} : tensor<256x512xbf16>, tensor<512x2048xbf16> -> tensor<256x2048xf32>
+  return %c : tensor<256x2048xf32>
+}
+}

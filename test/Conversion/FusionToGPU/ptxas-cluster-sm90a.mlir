@@ -1,29 +1,36 @@
 // REQUIRES: ptxas
-// Test that the multi-CTA (cluster) norm epilogue kernels assemble with
-// ptxas for sm_90a at each cluster size the planner picks for a 256-column
-// slice (N = 512, 1024, 2048, 4096: clusters of 2, 4, 8, 16) and for
-// 192-column slices whose last CTA ends past N (N = 320: 2 CTAs; N = 576: 3,
-// not a power of two; N = 2560: 14, non-portable), and that their
-// PTX holds the DSMEM exchange: mapa, st.async with complete_tx, the cluster
-// barrier after the mbarrier inits.
+// Test that the multi-CTA norm epilogue kernels assemble with ptxas for
+// sm_90a:
+// - clusters (rows of at most 4 CTAs, or f32 outputs): N = 512 and 1024
+//   (clusters of 2 and 4 CTAs of 256 columns), 320 and 576 (192-column
+//   slices whose last CTA ends past N; 576 takes 3 CTAs, not a power of
+//   two), and f32 outputs at N = 2048 and 4096 (clusters of 8 and 16);
+// - rows through global memory (16-bit outputs over more than 4 CTAs):
+//   N = 2048, 2560, 4096;
+// and that their PTX holds the DSMEM exchange (mapa, st.async with
+// complete_tx, the cluster barrier after the mbarrier inits) and the
+// global-memory exchange (a GPU-scope fence and the row-block counter's
+// atomic add).
 // RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s
 // RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
 // CHECK-DAG: ptxas ok: rms_512_kernel0 registers=168 spills=0
 // CHECK-DAG: ptxas ok: rms_1024_kernel0 registers=168 spills=0
-// CHECK-DAG: ptxas ok: rms_2048_kernel0 registers=168 spills=0
+// CHECK-DAG: ptxas ok: rms_2048_f32_kernel0 registers=168 spills=0
 // CHECK-DAG: ptxas ok: rms_4096_kernel0 registers=168 spills=0
 // CHECK-DAG: ptxas ok: ln_1024_kernel0 registers=168 spills=0
-// CHECK-DAG: ptxas ok: ln_2048_kernel0 registers=168 spills=0
 // CHECK-DAG: ptxas ok: rms_320_kernel0 registers=168 spills=0
 // CHECK-DAG: ptxas ok: rms_576_kernel0 registers=168 spills=0
-// Known: three LayerNorm variants spill a few bytes (4 with weight, bias and
-// statistics at cluster 2; 16 at cluster 16, two exchanges with 16 peers;
-// 36 with weight, bias and statistics at cluster 14).
+// CHECK-DAG: ptxas ok: ln_2048_kernel0 registers=168 spills=0
+// CHECK-DAG: ptxas ok: ln_4096_kernel0 registers=168 spills=0
+// CHECK-DAG: ptxas ok: ln_2560_kernel0 registers=168 spills=0
+// Known: two variants spill 4 bytes (LayerNorm with weight, bias and
+// statistics at cluster 2; RMSNorm with a residual through global memory).
 // CHECK-DAG: ptxas ok: ln_512_kernel0 registers=168 spills={{[0-9]+}}
-// CHECK-DAG: ptxas ok: ln_4096_kernel0 registers=168 spills={{[0-9]+}}
-// CHECK-DAG: ptxas ok: ln_2560_kernel0 registers=168 spills={{[0-9]+}}
+// CHECK-DAG: ptxas ok: rms_2048_kernel0 registers=168 spills={{[0-9]+}}
 // CHECK-NOT: FAILED
+// PTX-DAG: atom.global.add.u32
+// PTX-DAG: fence.acq_rel.gpu
 // PTX-DAG: mapa.shared::cluster
 // PTX-DAG: st.async.shared::cluster.mbarrier::complete_tx::bytes.u32
 // PTX-DAG: fence.mbarrier_init.release.cluster
@@ -84,5 +91,10 @@ func.func @ln_2560(%a: tensor<1000x512xbf16>, %b: tensor<512x2560xbf16>, %w: ten
   %y, %m, %r = fusion.fused_matmul %a, %b norm_weight(%w : tensor<2560xbf16>) norm_bias(%nb : tensor<2560xbf16>) {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32, save_stats}
       : tensor<1000x512xbf16>, tensor<512x2560xbf16> -> tensor<1000x2560xbf16>, tensor<1000xf32>, tensor<1000xf32>
   return %y, %m, %r : tensor<1000x2560xbf16>, tensor<1000xf32>, tensor<1000xf32>
+}
+func.func @rms_2048_f32(%a: tensor<1000x512xbf16>, %b: tensor<512x2048xbf16>) -> tensor<1000x2048xf32> {
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<1000x512xbf16>, tensor<512x2048xbf16> -> tensor<1000x2048xf32>
+  return %y : tensor<1000x2048xf32>
 }
 }

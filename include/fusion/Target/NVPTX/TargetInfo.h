@@ -34,6 +34,11 @@ struct TargetInfo {
   /// epilogue: 256 columns on sm_90a (a 64 x 256 wgmma accumulator is 128
   /// registers per thread), 512 on sm_100a (the TMEM columns of one lane).
   int64_t maxEpilogueTileN;
+  /// Largest cluster a norm epilogue uses; wider rows exchange their
+  /// statistics through global memory instead. On the H200 the GPCs hold
+  /// clusters of 2 on all 132 SMs, of 4 and 8 on 120, of 16 on only 112
+  /// (cuOccupancyMaxActiveClusters), so sm_90a stops at 4.
+  int64_t maxEpilogueClusterSize;
   /// The unit tile_n (and an epilogue's N slice) is a multiple of. On sm_90a
   /// 64: the kernel stages B in 64-column swizzled TMA boxes (wgmma itself
   /// takes multiples of 8); on sm_100a the tcgen05 N granularity, 16.

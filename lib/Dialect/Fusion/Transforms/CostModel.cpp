@@ -15,6 +15,12 @@ using namespace mlir;
 using namespace mlir::fusion;
 
 std::string EpilogueNormPlan::describe() const {
+  if (throughGlobalMemory)
+    return ("CTAs of " + Twine(sliceN) +
+            " columns each, exchanging partial statistics through global "
+            "memory (each tile waits in shared memory until its row block's "
+            "statistics are complete)")
+        .str();
   if (clusterSize == 1)
     return ("one CTA holds the whole row (N = " + Twine(n) +
             (sliceN == n ? "" : " in a tile of " + Twine(sliceN) + " columns") +
@@ -31,7 +37,7 @@ std::string EpilogueNormPlan::describe() const {
 
 FailureOr<EpilogueNormPlan>
 mlir::fusion::planEpilogueNorm(const TargetInfo &target, int64_t n,
-                               std::string &whyNot) {
+                               std::string &whyNot, bool wideOutput) {
   if (ShapedType::isDynamic(n)) {
     whyNot = "the normalized dimension N is dynamic; the epilogue's cluster "
              "shape needs a static N";
@@ -42,13 +48,23 @@ mlir::fusion::planEpilogueNorm(const TargetInfo &target, int64_t n,
   // of 12; docs/design.md). Each CTA owns ceil(N / C) columns rounded up to
   // the tile_n granularity; then CTAs left without any column are dropped,
   // so the last CTA's slice may end past N but is never empty.
+  // Rows wider than target.maxEpilogueClusterSize CTAs exchange their
+  // statistics through global memory instead (16-bit outputs: the tile
+  // waits in shared memory for them), up to target.maxClusterSize CTAs
+  // per row as well: the kernel's deferred tiles are deadlock-free while
+  // twice its grid exceeds the CTAs per row.
   int64_t needed = llvm::divideCeil(n, target.maxEpilogueTileN);
   if (needed > target.maxClusterSize) {
     whyNot = ("N = " + Twine(n) + " needs " + Twine(needed) + " CTAs of at most " +
               Twine(target.maxEpilogueTileN) + " columns, more than the " +
-              Twine(target.maxClusterSize) + " a cluster holds on " + target.chip)
+              Twine(target.maxClusterSize) + " a row may span on " + target.chip)
                  .str();
     return failure();
+  }
+  if (needed > target.maxEpilogueClusterSize && !wideOutput) {
+    EpilogueNormPlan plan{1, target.maxEpilogueTileN, n, true};
+    plan.throughGlobalMemory = true;
+    return plan;
   }
   int64_t cluster = static_cast<int64_t>(llvm::PowerOf2Ceil(needed));
   int64_t slice = static_cast<int64_t>(

@@ -13,6 +13,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 using namespace mlir::fusion;
@@ -94,7 +95,9 @@ void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
       continue;
     }
     FailureOr<EpilogueNormPlan> plan =
-        planEpilogueNorm(*target, inputType.getDimSize(1), why);
+        planEpilogueNorm(*target, inputType.getDimSize(1), why,
+                         getElementTypeOrSelf(norm->getResult(0).getType())
+                                 .getIntOrFloatBitWidth() > 16);
     if (failed(plan)) {
       notFused(why);
       continue;

@@ -32,7 +32,7 @@ using K = FusedMatmulKernel;
 KernelSmemLayout mlir::fusion::getKernelSmemLayout(
     int64_t tileN, int64_t stages, int64_t clusterN, int64_t elementBytes,
     int64_t normInputElementBytes, int64_t outputElementBytes,
-    int64_t exchangeRounds) {
+    int64_t exchangeRounds, bool rowSplit) {
   KernelSmemLayout l;
   l.stages = stages;
   // One stage of the ring: an A tile [tile_m, tile_k] and a B tile
@@ -48,7 +48,8 @@ KernelSmemLayout mlir::fusion::getKernelSmemLayout(
   l.storeStagingOffset = l.bRingOffset + stages * l.bTileBytes;
   // Two buffers, or one with a cluster (whose DSMEM slots would otherwise
   // cost a ring stage).
-  int64_t storeBuffers = clusterN > 1 ? 1 : 2;
+  int64_t storeBuffers =
+      rowSplit ? tileN / K::kStoreChunkN : clusterN > 1 ? 1 : 2;
   l.storeStagingBytes =
       outputElementBytes == 2
           ? storeBuffers * K::kTileM * K::kStoreChunkN * outputElementBytes
@@ -63,7 +64,8 @@ KernelSmemLayout mlir::fusion::getKernelSmemLayout(
   // peer, double-buffered (tile parity) for the persistent loop.
   l.clusterSlotsOffset = l.normInputOffset + l.normInputBytes;
   l.clusterSlotsBytes =
-      clusterN > 1
+      rowSplit ? 2 * K::kTileM * K::kPartialBytes
+      : clusterN > 1
           ? exchangeRounds * 2 * K::kTileM * clusterN * K::kPartialBytes
           : 0;
   l.barriersOffset = l.clusterSlotsOffset + l.clusterSlotsBytes;
@@ -103,12 +105,13 @@ std::optional<KernelSmemLayout> deepestFit(int64_t budget, int64_t tileN,
                                            int64_t elementBytes,
                                            int64_t normInputElementBytes,
                                            int64_t outputElementBytes,
-                                           int64_t exchangeRounds) {
+                                           int64_t exchangeRounds,
+                                           bool rowSplit) {
   for (int64_t stages = K::kMaxStages; stages >= K::kMinStages; --stages) {
     KernelSmemLayout l =
         getKernelSmemLayout(tileN, stages, clusterN, elementBytes,
                             normInputElementBytes, outputElementBytes,
-                            exchangeRounds);
+                            exchangeRounds, rowSplit);
     if (l.totalBytes <= budget)
       return l;
   }
@@ -210,9 +213,12 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   int64_t tileN, clusterN;
   if (rowReduction) {
     std::string whyNot;
-    FailureOr<EpilogueNormPlan> plan = planEpilogueNorm(target, n, whyNot);
+    int64_t outBits =
+        getElementTypeOrSelf(op.getOutput().getType()).getIntOrFloatBitWidth();
+    FailureOr<EpilogueNormPlan> plan =
+        planEpilogueNorm(target, n, whyNot, /*wideOutput=*/outBits > 16);
     if (failed(plan)) {
-      why = ("expected one cluster to cover a row of the " +
+      why = ("expected the CTAs of a row block to cover a row of the " +
              stringifyEpilogueKind(epilogue) + " epilogue, but " + whyNot)
                 .str();
       return failure();
@@ -244,22 +250,23 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                             epilogue == EpilogueKind::layer_norm_grad)
                                ? 2
                                : 1;
+  bool rowSplit = rowReduction && clusterN == 1 && tileN < n;
   std::optional<KernelSmemLayout> layout =
       deepestFit(budget, tileN, clusterN, elementBytes, normInputElementBytes,
-                 outputElementBytes, exchangeRounds);
+                 outputElementBytes, exchangeRounds, rowSplit);
   while (!layout && !rowReduction && tileN > target.tileNGranularity) {
     tileN = std::max(target.tileNGranularity,
                      static_cast<int64_t>(llvm::alignDown(
                          tileN / 2, target.tileNGranularity)));
     layout = deepestFit(budget, tileN, clusterN, elementBytes,
                         normInputElementBytes, outputElementBytes,
-                        exchangeRounds);
+                        exchangeRounds, rowSplit);
   }
   if (!layout) {
     KernelSmemLayout smallest =
         getKernelSmemLayout(tileN, K::kMinStages, clusterN, elementBytes,
                             normInputElementBytes, outputElementBytes,
-                            exchangeRounds);
+                            exchangeRounds, rowSplit);
     why = ("expected at most " + Twine(target.smemPerBlockOptin) +
            " bytes of shared memory (the " + target.chip +
            " opt-in limit per CTA), but a " + Twine(K::kTileM) + "x" +

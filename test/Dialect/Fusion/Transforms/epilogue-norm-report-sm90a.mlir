@@ -15,12 +15,13 @@ func.func @single(%a: tensor<64x64xbf16>, %b: tensor<64x256xbf16>) -> tensor<64x
 
 // -----
 
-// N = 2048 takes a portable cluster of 8.
+// N = 2048 needs 8 CTAs, more than the 4 whose clusters the H200's GPCs hold
+// on 120 SMs: the statistics go through global memory instead.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @cluster8(%a: tensor<64x64xbf16>, %b: tensor<64x2048xbf16>, %r: tensor<64x2048xbf16>) -> tensor<64x2048xbf16> {
   %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x2048xbf16> -> tensor<64x2048xbf16>
   %s = fusion.add %c, %r : tensor<64x2048xbf16>
-  // expected-remark @below {{fusion.layer_norm fused into the epilogue of a fusion.fused_matmul with its residual: a cluster of 8 CTAs along N, 256 columns each, exchanging partial sums through DSMEM}}
+  // expected-remark @below {{fusion.layer_norm fused into the epilogue of a fusion.fused_matmul with its residual: CTAs of 256 columns each, exchanging partial statistics through global memory (each tile waits in shared memory until its row block's statistics are complete)}}
   %y, %m, %rs = fusion.layer_norm %s {epsilon = 1.0e-05 : f32} : tensor<64x2048xbf16> -> tensor<64x2048xbf16>, tensor<64xf32>, tensor<64xf32>
   return %y : tensor<64x2048xbf16>
 }
@@ -28,12 +29,12 @@ func.func @cluster8(%a: tensor<64x64xbf16>, %b: tensor<64x2048xbf16>, %r: tensor
 
 // -----
 
-// N = 3000 needs 12 slices, rounded up to a cluster of 16: non-portable;
-// ceil(3000 / 16) = 188 columns rounded up to 192, so the last CTA holds 120.
+// N = 3000 needs 12 CTAs: through global memory, 256 columns each (the last
+// tile holds 184).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @uneven(%a: tensor<64x64xbf16>, %b: tensor<64x3000xbf16>) -> tensor<64x3000xbf16> {
   %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x3000xbf16> -> tensor<64x3000xbf16>
-  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: a cluster of 16 CTAs along N, 192 columns each (the last 120), exchanging partial sums through DSMEM (non-portable cluster size)}}
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: CTAs of 256 columns each, exchanging partial statistics through global memory (each tile waits in shared memory until its row block's statistics are complete)}}
   %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x3000xbf16> -> tensor<64x3000xbf16>
   return %y : tensor<64x3000xbf16>
 }
@@ -67,11 +68,11 @@ func.func @single_partial(%a: tensor<64x64xbf16>, %b: tensor<64x200xbf16>) -> te
 
 // -----
 
-// N = 4096 takes the largest (non-portable) cluster, 16.
+// N = 4096 with a 16-bit output: through global memory.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @cluster16(%a: tensor<64x64xbf16>, %b: tensor<64x4096xbf16>) -> tensor<64x4096xbf16> {
   %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x4096xbf16> -> tensor<64x4096xbf16>
-  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: a cluster of 16 CTAs along N, 256 columns each, exchanging partial sums through DSMEM (non-portable cluster size)}}
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: CTAs of 256 columns each, exchanging partial statistics through global memory (each tile waits in shared memory until its row block's statistics are complete)}}
   %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x4096xbf16> -> tensor<64x4096xbf16>
   return %y : tensor<64x4096xbf16>
 }
@@ -79,11 +80,11 @@ func.func @cluster16(%a: tensor<64x64xbf16>, %b: tensor<64x4096xbf16>) -> tensor
 
 // -----
 
-// N = 8192 needs 32 CTAs.
+// N = 8192 needs 32 CTAs, more than a row may span.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @too_wide(%a: tensor<64x64xbf16>, %b: tensor<64x8192xbf16>) -> tensor<64x8192xbf16> {
   %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x8192xbf16> -> tensor<64x8192xbf16>
-  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: N = 8192 needs 32 CTAs of at most 256 columns, more than the 16 a cluster holds on sm_90a}}
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: N = 8192 needs 32 CTAs of at most 256 columns, more than the 16 a row may span on sm_90a}}
   %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x8192xbf16> -> tensor<64x8192xbf16>
   return %y : tensor<64x8192xbf16>
 }
@@ -152,5 +153,30 @@ func.func @rank3(%x: tensor<2x64x256xf32>) -> tensor<2x64x256xf32> {
   // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: its input has rank 3; a GEMM output is 2-D}}
   %y = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<2x64x256xf32> -> tensor<2x64x256xf32>
   return %y : tensor<2x64x256xf32>
+}
+}
+
+// -----
+
+// N = 1024 takes a portable cluster of 4.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @cluster4(%a: tensor<64x64xbf16>, %b: tensor<64x1024xbf16>) -> tensor<64x1024xbf16> {
+  %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x1024xbf16> -> tensor<64x1024xbf16>
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: a cluster of 4 CTAs along N, 256 columns each, exchanging partial sums through DSMEM}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x1024xbf16> -> tensor<64x1024xbf16>
+  return %y : tensor<64x1024xbf16>
+}
+}
+
+// -----
+
+// N = 4096 with an f32 output: the global-memory exchange keeps 16-bit tiles
+// in shared memory, so f32 rows take the largest (non-portable) cluster, 16.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @cluster16_f32(%a: tensor<64x64xf32>, %b: tensor<64x4096xf32>) -> tensor<64x4096xf32> {
+  %c = fusion.matmul %a, %b : tensor<64x64xf32>, tensor<64x4096xf32> -> tensor<64x4096xf32>
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: a cluster of 16 CTAs along N, 256 columns each, exchanging partial sums through DSMEM (non-portable cluster size)}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x4096xf32> -> tensor<64x4096xf32>
+  return %y : tensor<64x4096xf32>
 }
 }

@@ -151,11 +151,11 @@ func.func @n_dynamic(%a: tensor<256x64xbf16>, %b: tensor<64x?xbf16>) -> tensor<2
 
 // -----
 
-// Test that a norm epilogue whose row needs more CTAs than a cluster holds is
-// refused with planEpilogueNorm's reason.
+// Test that a norm epilogue whose row needs more CTAs than a row may span
+// (16 on sm_90a, cluster or not) is refused with planEpilogueNorm's reason.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @row_too_wide(%a: tensor<256x64xbf16>, %b: tensor<64x8192xbf16>) -> tensor<256x8192xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op expected one cluster to cover a row of the rms_norm epilogue, but N = 8192 needs 32 CTAs of at most 256 columns, more than the 16 a cluster holds on sm_90a}}
+  // expected-error @below {{'fusion.fused_matmul' op expected the CTAs of a row block to cover a row of the rms_norm epilogue, but N = 8192 needs 32 CTAs of at most 256 columns, more than the 16 a row may span on sm_90a}}
   %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
       : tensor<256x64xbf16>, tensor<64x8192xbf16> -> tensor<256x8192xbf16>
   return %y : tensor<256x8192xbf16>

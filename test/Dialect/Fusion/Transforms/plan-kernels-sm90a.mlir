@@ -86,36 +86,37 @@ func.func @rms_norm_single_cta(%a: tensor<8192x512xbf16>, %b: tensor<512x192xbf1
 
 // -----
 
-// Test that a layer_norm epilogue over N = 1536 selects the portable cluster
-// of 8 CTAs of 192 columns that planEpilogueNorm chose, with DSMEM slots:
-// 4 * (128 + 192) * 64 * 2 + 16384 + 512 + 2 * 2 * 128 * 8 * 4 + 1024
-// = 198144 (5 stages would need 239104).
+// Test that a layer_norm epilogue over N = 1536 with an f32 output selects
+// the portable cluster of 8 CTAs of 192 columns that planEpilogueNorm chose
+// (16-bit outputs over more than 4 CTAs go through global memory instead),
+// with DSMEM slots and no output staging:
+// 5 * (128 + 192) * 64 * 2 + 512 + 2 * 2 * 128 * 8 * 4 + 1024 = 222720
+// (6 stages would need 263680).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @layer_norm_cluster8
-func.func @layer_norm_cluster8(%a: tensor<8192x512xbf16>, %b: tensor<512x1536xbf16>, %r: tensor<8192x1536xbf16>) -> tensor<8192x1536xbf16> {
+func.func @layer_norm_cluster8(%a: tensor<8192x512xbf16>, %b: tensor<512x1536xbf16>, %r: tensor<8192x1536xbf16>) -> tensor<8192x1536xf32> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 192, tile_k = 64, stages = 4, cluster_n = 8, consumers = 2, smem_bytes = 198144>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 192, tile_k = 64, stages = 5, cluster_n = 8, consumers = 2, smem_bytes = 222720>
   %y = fusion.fused_matmul %a, %b residual(%r : tensor<8192x1536xbf16>)
       {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32}
-      : tensor<8192x512xbf16>, tensor<512x1536xbf16> -> tensor<8192x1536xbf16>
-  return %y : tensor<8192x1536xbf16>
+      : tensor<8192x512xbf16>, tensor<512x1536xbf16> -> tensor<8192x1536xf32>
+  return %y : tensor<8192x1536xf32>
 }
 }
 
 // -----
 
-// Test that an rms_norm epilogue over N = 2560 starts from the power-of-two
-// cluster of 16 (2560 / 256 = 10 CTAs needed), gives each CTA
-// ceil(2560 / 16) = 160 columns rounded up to 192 (a multiple of 64), and
-// drops the 2 CTAs that would own no column: a non-portable cluster of 14,
-// the last CTA holding 64 columns.
-// 4 * (128 + 192) * 64 * 2 + 16384 + 512 + 1 * 2 * 128 * 14 * 4 + 1024
-// = 196096 (one exchange round: the sum of squares; 5 stages need 237056).
+// Test that an rms_norm epilogue over N = 2560 (10 CTAs of 256 columns, more
+// than the 4 a cluster takes on sm_90a) exchanges its statistics through
+// global memory: cluster_n = 1, tile_n = 256, and the whole bf16 tile waits
+// in shared memory (4 staging buffers) with its rows' mean and rstd:
+// 3 * (128 + 256) * 64 * 2 + 4 * 16384 + 512 + 2 * 128 * 4 + 1024 = 215552
+// (4 stages need 264704).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-// CHECK-LABEL: func.func @rms_norm_cluster14
-func.func @rms_norm_cluster14(%a: tensor<1024x256xbf16>, %b: tensor<256x2560xbf16>) -> tensor<1024x2560xbf16> {
+// CHECK-LABEL: func.func @rms_norm_global
+func.func @rms_norm_global(%a: tensor<1024x256xbf16>, %b: tensor<256x2560xbf16>) -> tensor<1024x2560xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 192, tile_k = 64, stages = 4, cluster_n = 14, consumers = 2, smem_bytes = 196096>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 215552>
   %y = fusion.fused_matmul %a, %b
       {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
       : tensor<1024x256xbf16>, tensor<256x2560xbf16> -> tensor<1024x2560xbf16>

@@ -27,15 +27,19 @@ def FusionEpilogueNormPass : Pass<"fusion-epilogue-norm", "::mlir::ModuleOp"> {
 
     Whether a row fits is decided from the module's target: when N is at most
     the widest accumulator slice one CTA holds (256 columns on sm_90a, 512 on
-    sm_100a) the row is normalized inside one CTA; otherwise a cluster of C
-    CTAs along N (C a power of two, at most 16, non-portable above 8) shares
-    the row and exchanges partial sums through distributed shared memory: C
-    is the smallest power of two whose CTAs hold the row (GPCs hold those
-    best), each CTA owns ceil(N / C) columns rounded up to the tile_n
-    granularity (64 on sm_90a, 16 on sm_100a), and CTAs left without a
-    column are dropped (N = 576 on sm_90a: 3 CTAs of 192, the last slice may
-    end past N). When N is dynamic or needs more than 16 CTAs, the ops are
-    left alone.
+    sm_100a) the row is normalized inside one CTA; when at most 4 CTAs hold
+    it on sm_90a (16 on sm_100a), a cluster of C CTAs along N shares the row
+    and exchanges partial sums through distributed shared memory: C is the
+    smallest power of two whose CTAs hold the row (GPCs hold those best),
+    each CTA owns ceil(N / C) columns rounded up to the tile_n granularity
+    (64 on sm_90a, 16 on sm_100a), and CTAs left without a column are
+    dropped (N = 576 on sm_90a: 3 CTAs of 192, the last slice may end past
+    N). Wider rows, up to 16 CTAs, exchange partial statistics through
+    global memory instead, each tile waiting in shared memory until its row
+    block's statistics are complete (the H200's GPCs hold clusters of 8 on
+    only 120 SMs and of 16 on 112; f32 outputs, whose tiles would not fit
+    shared memory, keep the cluster). When N is dynamic or needs more than
+    16 CTAs, the ops are left alone.
 
     Example:
     ```mlir
@@ -226,18 +230,23 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       the whole row, so the cluster covers it as `fusion-epilogue-norm`
       decided (`planEpilogueNorm`): `cluster_n` CTAs of `tile_n` columns, at
       most 256 per CTA on sm_90a, `tile_n` x `cluster_n` >= N (the last
-      CTA's columns past N are masked out of the statistics).
+      CTA's columns past N are masked out of the statistics); or, for rows
+      through global memory, `cluster_n` = 1 and `tile_n` = 256 < N.
     - `none` and `row_scale` epilogues: `tile_n` = min(256, N rounded up to
       the target's tile_n granularity: 64 on sm_90a, whose kernels stage B in
       64-column boxes; 16 on sm_100a), `cluster_n` = 1.
     - Shared memory: `stages` x (`tile_m` + `tile_n`) x `tile_k` x e (the
       A/B ring) + for 16-bit outputs B x `tile_m` x 64 x 2 (the TMA-store
-      staging buffers, B = 2, or 1 with a cluster; the epilogue itself works
+      staging buffers, B = 2, or 1 with a cluster, or `tile_n` / 64 when a
+      row goes through global memory: the whole tile waits there; the
+      epilogue itself works
       on the accumulator registers) + `tile_m` x 4 (Lazy Pre-Norm row sums)
       + for grad epilogues `tile_m` x `tile_n` x e (the norm_input tile) + for
       `cluster_n` > 1, R x 2 x `tile_m` x `cluster_n` x 4 (DSMEM slots of the
       row partials: R = 2 exchange rounds for LayerNorm, 1 otherwise, double-
-      buffered by tile parity) + 1024 (mbarriers, and the slack that aligns
+      buffered by tile parity; for rows through global memory instead
+      2 x `tile_m` x 4, the rows' mean and rstd) + 1024 (mbarriers, and the
+      slack that aligns
       the tiles to 1024 bytes). `stages` is the largest value in
       [2, 6] whose total fits the target's opt-in shared memory per CTA
       (232448 bytes on sm_90a); `smem_bytes` is that total. The kernel is

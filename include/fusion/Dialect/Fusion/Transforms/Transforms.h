@@ -36,6 +36,11 @@ struct EpilogueNormPlan {
   int64_t n;
   /// False when the cluster needs the non-portable size attribute (> 8).
   bool portable;
+  /// Rows wider than the largest efficient cluster: CTAs of sliceN columns
+  /// (clusterSize 1) publish partial statistics in global memory and keep
+  /// their tile in shared memory until the row block's statistics are
+  /// complete.
+  bool throughGlobalMemory = false;
   /// "one CTA holds the whole row (N = 256)" or "a cluster of 4 CTAs along N,
   /// 256 columns each, exchanging partial sums through DSMEM".
   std::string describe() const;
@@ -43,13 +48,21 @@ struct EpilogueNormPlan {
 
 /// Decides how rows of `n` columns (ShapedType::kDynamic when unknown) are
 /// normalized in a GEMM epilogue on `target`: one CTA when n fits one CTA's
-/// accumulator (target.maxEpilogueTileN), else a cluster along N: the
-/// smallest power of two C whose CTAs hold the row, each owning ceil(n / C)
-/// columns rounded up to target.tileNGranularity, less the CTAs that would
-/// then own no column (N = 576 on sm_90a: 3 CTAs of 192). On failure returns
-/// the reason, phrased to follow "not fused: ".
+/// accumulator (target.maxEpilogueTileN); a cluster along N when at most
+/// target.maxEpilogueClusterSize CTAs hold the row: the smallest power of two
+/// C whose CTAs hold it, each owning ceil(n / C) columns rounded up to
+/// target.tileNGranularity, less the CTAs that would then own no column
+/// (N = 576 on sm_90a: 3 CTAs of 192); wider rows, up to
+/// target.maxClusterSize CTAs, through global memory (throughGlobalMemory,
+/// tiles of target.maxEpilogueTileN columns). On failure (a dynamic N, or a
+/// row of more than target.maxClusterSize CTAs) returns the reason, phrased
+/// to follow "not fused: ".
+/// `wideOutput` (f32 outputs): the global-memory exchange keeps the tile in
+/// shared memory as 16-bit values, so f32 rows use a cluster (up to
+/// target.maxClusterSize CTAs) instead.
 FailureOr<EpilogueNormPlan> planEpilogueNorm(const TargetInfo &target,
-                                             int64_t n, std::string &whyNot);
+                                             int64_t n, std::string &whyNot,
+                                             bool wideOutput = false);
 
 //===----------------------------------------------------------------------===//
 // Kernel planning (L1 -> L2)
@@ -126,12 +139,17 @@ struct KernelSmemLayout {
 /// tile of a grad epilogue, 0 without one; `outputElementBytes` that of the
 /// output; `exchangeRounds` the DSMEM exchanges of a cluster epilogue per
 /// tile (2 for LayerNorm: the sum, then the centered sum of squares; 1
-/// otherwise). The one place the shared-memory formulas are written.
+/// otherwise); `rowSplit` a norm row spread over CTAs without a cluster
+/// (statistics through global memory), whose 16-bit tile waits in shared
+/// memory (tile_n / 64 staging buffers) until its row block's statistics
+/// are complete, with the rows' mean and rstd (2 x tile_m x 4 bytes, in the
+/// slots' place). The one place the shared-memory formulas are written.
 KernelSmemLayout getKernelSmemLayout(int64_t tileN, int64_t stages,
                                      int64_t clusterN, int64_t elementBytes,
                                      int64_t normInputElementBytes,
                                      int64_t outputElementBytes,
-                                     int64_t exchangeRounds);
+                                     int64_t exchangeRounds,
+                                     bool rowSplit = false);
 
 /// Chooses the kernel configuration of `op` on `target`:
 ///   1. checks what the kernel needs: bf16 or f16 operands of one element

@@ -20,26 +20,32 @@ EPILOGUES = ["none", "row_scale", "rms_norm", "layer_norm", "rms_norm_grad",
 
 # What the planner may read from TargetInfo (lib/Target/NVPTX/TargetInfo.cpp).
 TARGETS = {
-    "sm_90a": dict(smem=232448, max_tile_n=256, granularity=64, max_cluster=16),
-    "sm_100a": dict(smem=232448, max_tile_n=512, granularity=16, max_cluster=16),
+    "sm_90a": dict(smem=232448, max_tile_n=256, granularity=64, max_cluster=16,
+                   max_epilogue_cluster=4),
+    "sm_100a": dict(smem=232448, max_tile_n=512, granularity=16, max_cluster=16,
+                    max_epilogue_cluster=16),
 }
 ELEMENT_BYTES = 2  # bf16
 ROW_REDUCTION = {"rms_norm", "layer_norm", "rms_norm_grad", "layer_norm_grad"}
 GRAD = {"rms_norm_grad", "layer_norm_grad"}
 # Refusals a well-formed bf16 shape may get: the row does not fit a cluster,
 # or the shared memory does not fit.
-ALLOWED_REFUSALS = ("expected one cluster to cover a row",
+ALLOWED_REFUSALS = ("expected the CTAs of a row block to cover a row",
                     "expected at most")
 
 
-def smem(tile_m, tile_n, tile_k, stages, cluster_n, grad, rounds=1):
+def smem(tile_m, tile_n, tile_k, stages, cluster_n, grad, rounds=1, split=False):
     ring = stages * (tile_m * tile_k + tile_n * tile_k) * ELEMENT_BYTES
     # bf16 outputs leave by TMA store through two [tile_m, 64] buffers (one
-    # with a cluster).
-    store_staging = (1 if cluster_n > 1 else 2) * tile_m * 64 * ELEMENT_BYTES
+    # with a cluster; the whole tile when a row's statistics go through
+    # global memory: the tile waits there for them).
+    buffers = tile_n // 64 if split else 1 if cluster_n > 1 else 2
+    store_staging = buffers * tile_m * 64 * ELEMENT_BYTES
     norm_input = tile_m * tile_n * ELEMENT_BYTES if grad else 0
-    # DSMEM slots: exchange rounds (LayerNorm 2) x tile parity x peers.
-    slots = rounds * 2 * tile_m * cluster_n * 4 if cluster_n > 1 else 0
+    # DSMEM slots: exchange rounds (LayerNorm 2) x tile parity x peers; with
+    # the global-memory exchange, the rows' mean and rstd.
+    slots = (2 * tile_m * 4 if split else
+             rounds * 2 * tile_m * cluster_n * 4 if cluster_n > 1 else 0)
     return ring + store_staging + tile_m * 4 + norm_input + slots + 1024
 
 
@@ -125,16 +131,17 @@ def main():
         stages, cn, total = c["stages"], c["cluster_n"], c["smem_bytes"]
         grad = epi in GRAD
         rounds = 2 if epi in ("layer_norm", "layer_norm_grad") else 1
+        split = epi in ROW_REDUCTION and cn == 1 and tn < n
         if total > target["smem"]:
             violation(f"{key}: smem_bytes = {total} > {target['smem']}")
-        if total != smem(tm, tn, tk, stages, cn, grad, rounds):
+        if total != smem(tm, tn, tk, stages, cn, grad, rounds, split):
             violation(f"{key}: smem_bytes = {total}, the formula gives "
-                      f"{smem(tm, tn, tk, stages, cn, grad, rounds)}")
+                      f"{smem(tm, tn, tk, stages, cn, grad, rounds, split)}")
         if (tm, tk, c["consumers"]) != (128, 64, 2):
             violation(f"{key}: expected tile_m 128, tile_k 64, 2 consumers")
         if not 2 <= stages <= 6:
             violation(f"{key}: stages = {stages} outside [2, 6]")
-        if stages < 6 and smem(tm, tn, tk, stages + 1, cn, grad, rounds) <= target["smem"]:
+        if stages < 6 and smem(tm, tn, tk, stages + 1, cn, grad, rounds, split) <= target["smem"]:
             violation(f"{key}: {stages + 1} stages would fit too")
         # Row-independent epilogues take the widest tile the target allows
         # (halved only when even 2 stages do not fit).
@@ -151,6 +158,14 @@ def main():
             # The power-of-two cluster that holds the row, slices of
             # ceil(N / C) rounded up to the granularity, then no CTA without
             # a column: covered, and the last CTA holds at least one column.
+            # Rows of more than max_epilogue_cluster CTAs (bf16 outputs here):
+            # through global memory, tiles of max_tile_n columns, no cluster.
+            needed = -(-n // target["max_tile_n"])
+            if needed > target["max_epilogue_cluster"]:
+                if (tn, cn) != (target["max_tile_n"], 1):
+                    violation(f"{key}: tile_n = {tn}, cluster_n = {cn}; the rule gives "
+                              f"{target['max_tile_n']}, 1 (global memory)")
+                continue
             pow2 = 1
             while pow2 * target["max_tile_n"] < n:
                 pow2 *= 2
