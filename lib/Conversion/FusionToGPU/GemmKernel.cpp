@@ -231,6 +231,27 @@ private:
   }
   Value both(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
   Value arg(unsigned i) { return func.getArgument(i); }
+  /// The kernel's optional arguments (null when absent), in the order of
+  /// buildGemmKernel: after tmaA, tmaB, M, N, K and the output.
+  struct EpilogueArgs {
+    Value residual, rowScale, colBias, weight, bias, statMean, statRstd, partials,
+        counters;
+  };
+  EpilogueArgs epilogueArgs() {
+    unsigned next = 6;
+    auto take = [&](bool present) { return present ? arg(next++) : Value(); };
+    EpilogueArgs a;
+    a.residual = take(bool(s.residualType));
+    a.rowScale = take(bool(s.rowScaleType));
+    a.colBias = take(bool(s.colBiasType));
+    a.weight = take(bool(s.normWeightType));
+    a.bias = take(bool(s.normBiasType));
+    a.statMean = take(s.numStats == 2);
+    a.statRstd = take(s.numStats >= 1);
+    a.partials = take(s.splitRow);
+    a.counters = take(s.splitRow);
+    return a;
+  }
   /// A view of dynamic shared memory at `byteOffset`.
   Value smemView(Value byteOffset, ArrayRef<int64_t> shape, Type elem) {
     auto type = MemRefType::get(shape, elem, MemRefLayoutAttrInterface{},
@@ -732,24 +753,11 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
   // the cast folds away (reconcile-unrealized-casts).
   Value frag = UnrealizedConversionCastOp::create(b, fragType, acc).getResult(0);
 
-  unsigned nextArg = 6; // after tmaA, tmaB, M, N, K, out
   Value out = arg(5);
-  auto take = [&](Type present) { return present ? arg(nextArg++) : Value(); };
-  Value residual = take(s.residualType), rowScale = take(s.rowScaleType),
-        colBias = take(s.colBiasType), weight = take(s.normWeightType),
-        bias = take(s.normBiasType);
-  Value statMean, statRstd;
-  if (s.numStats == 2) {
-    statMean = arg(nextArg++);
-    statRstd = arg(nextArg++);
-  } else if (s.numStats == 1) {
-    statRstd = arg(nextArg++);
-  }
-  Value partials, counters;
-  if (s.splitRow) {
-    partials = arg(nextArg++);
-    counters = arg(nextArg++);
-  }
+  EpilogueArgs args = epilogueArgs();
+  Value residual = args.residual, rowScale = args.rowScale, colBias = args.colBias,
+        weight = args.weight, bias = args.bias, statMean = args.statMean,
+        statRstd = args.statRstd, partials = args.partials, counters = args.counters;
 
   Value quad = rem(rem(tid, 32), 4);
   Value colBase = add(blockCol, mul(quad, idx(2)));
@@ -1095,18 +1103,9 @@ void GemmKernelEmitter::publishTile(Value blockRow, Value counters) {
 void GemmKernelEmitter::finishPending(Value pendingRow, Value pendingCol) {
   Type f32 = b.getF32Type();
   Type i32Type = b.getI32Type();
-  unsigned nextArg = 6;
-  auto take = [&](Type present) { return present ? arg(nextArg++) : Value(); };
-  take(s.residualType);
-  take(s.rowScaleType);
-  take(s.colBiasType);
-  Value weight = take(s.normWeightType), bias = take(s.normBiasType);
-  Value statMean, statRstd;
-  if (s.numStats == 2)
-    statMean = arg(nextArg++);
-  if (s.numStats >= 1)
-    statRstd = arg(nextArg++);
-  Value partials = arg(nextArg++), counters = arg(nextArg++);
+  EpilogueArgs args = epilogueArgs();
+  Value weight = args.weight, bias = args.bias, statMean = args.statMean,
+        statRstd = args.statRstd, partials = args.partials, counters = args.counters;
 
   Value isStoreLeader = both(eq(wg, 1), eq(tid, 0));
   Value rowBlock = div(pendingRow, s.tileM);
