@@ -45,6 +45,34 @@ Value castDynamic(ImplicitLocOpBuilder &b, Value memref) {
                                 memref);
 }
 
+/// The host lowering supports only the async forms of gpu.alloc, gpu.memset
+/// and gpu.dealloc: each is issued after a fresh token and waited for right
+/// away (the launches are synchronous too).
+Value allocDevice(ImplicitLocOpBuilder &b, MemRefType type, ValueRange dynSizes) {
+  Type token = gpu::AsyncTokenType::get(b.getContext());
+  Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
+  auto alloc = gpu::AllocOp::create(b, type, token, ValueRange{ready}, dynSizes,
+                                    ValueRange{}, /*hostShared=*/false);
+  gpu::WaitOp::create(b, Type(), ValueRange{alloc.getAsyncToken()});
+  return alloc.getMemref();
+}
+
+void zeroDevice(ImplicitLocOpBuilder &b, Value buffer, Value zero) {
+  Type token = gpu::AsyncTokenType::get(b.getContext());
+  Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
+  Value done = gpu::MemsetOp::create(b, token, ValueRange{ready}, buffer, zero)
+                   .getAsyncToken();
+  gpu::WaitOp::create(b, Type(), ValueRange{done});
+}
+
+void freeDevice(ImplicitLocOpBuilder &b, Value buffer) {
+  Type token = gpu::AsyncTokenType::get(b.getContext());
+  Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
+  Value done =
+      gpu::DeallocOp::create(b, token, ValueRange{ready}, buffer).getAsyncToken();
+  gpu::WaitOp::create(b, Type(), ValueRange{done});
+}
+
 class FunctionLowering {
 public:
   FunctionLowering(func::FuncOp func, gpu::GPUModuleOp kernels)
@@ -159,24 +187,12 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
     Value partialCount = arith::MaxUIOp::create(
         b, arith::MulIOp::create(b, arith::MulIOp::create(b, m, tilesN), idx(2)),
         idx(1));
-    Type token = gpu::AsyncTokenType::get(ctx);
-    auto alloc = [&](Type elem, Value count) {
-      auto type = MemRefType::get({ShapedType::kDynamic}, elem);
-      Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
-      auto op = gpu::AllocOp::create(b, type, token, ValueRange{ready},
-                                     ValueRange{count}, ValueRange{},
-                                     /*hostShared=*/false);
-      gpu::WaitOp::create(b, Type(), ValueRange{op.getAsyncToken()});
-      return op.getMemref();
+    auto vector = [&](Type elem) {
+      return MemRefType::get({ShapedType::kDynamic}, elem);
     };
-    Value partials = alloc(b.getF32Type(), partialCount);
-    Value counters = alloc(b.getI32Type(), rowBlocks);
-    Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
-    Value zeroed = gpu::MemsetOp::create(
-                       b, token, ValueRange{ready}, counters,
-                       arith::ConstantOp::create(b, b.getI32IntegerAttr(0)))
-                       .getAsyncToken();
-    gpu::WaitOp::create(b, Type(), ValueRange{zeroed});
+    Value partials = allocDevice(b, vector(b.getF32Type()), partialCount);
+    Value counters = allocDevice(b, vector(b.getI32Type()), rowBlocks);
+    zeroDevice(b, counters, arith::ConstantOp::create(b, b.getI32IntegerAttr(0)));
     args.push_back(partials);
     args.push_back(counters);
     workspace = {partials, counters};
@@ -229,13 +245,8 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
                             {idx(spec.threads()), idx(1), idx(1)}, smemBytes,
                             args, /*asyncTokenType=*/nullptr,
                             /*asyncDependencies=*/{}, cluster);
-  for (Value buffer : workspace) {
-    Type token = gpu::AsyncTokenType::get(ctx);
-    Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
-    Value done =
-        gpu::DeallocOp::create(b, token, ValueRange{ready}, buffer).getAsyncToken();
-    gpu::WaitOp::create(b, Type(), ValueRange{done});
-  }
+  for (Value buffer : workspace)
+    freeDevice(b, buffer);
   return {};
 }
 
@@ -281,15 +292,7 @@ LogicalResult FunctionLowering::run() {
       for (auto [d, size] : llvm::enumerate(type.getShape()))
         if (ShapedType::isDynamic(size))
           dynSizes.push_back(memref::DimOp::create(b, map.lookup(op.getLhs()), d));
-      // The host lowering supports only the async forms of gpu.alloc and
-      // gpu.dealloc: wait for each right away (the launches are synchronous).
-      Type token = gpu::AsyncTokenType::get(b.getContext());
-      Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
-      auto alloc = gpu::AllocOp::create(b, type, token, ValueRange{ready},
-                                        dynSizes, ValueRange{},
-                                        /*hostShared=*/false);
-      gpu::WaitOp::create(b, Type(), ValueRange{alloc.getAsyncToken()});
-      Value buffer = alloc.getMemref();
+      Value buffer = allocDevice(b, type, dynSizes);
       temporaries.push_back(buffer);
       map.map(r, buffer);
     }
@@ -297,12 +300,8 @@ LogicalResult FunctionLowering::run() {
     GemmKernelSpec spec = *getGemmKernelSpec(op, why);
     launch(b, op, spec, index++);
   }
-  for (Value t : temporaries) {
-    Type token = gpu::AsyncTokenType::get(b.getContext());
-    Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
-    Value done = gpu::DeallocOp::create(b, token, ValueRange{ready}, t).getAsyncToken();
-    gpu::WaitOp::create(b, Type(), ValueRange{done});
-  }
+  for (Value t : temporaries)
+    freeDevice(b, t);
   func::ReturnOp::create(b);
   func.erase();
   return success();
