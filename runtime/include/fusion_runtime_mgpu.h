@@ -113,6 +113,19 @@ FUSIONRT_EXPORT int32_t fusionrtMultiprocessorCount(void);
  * records the error like the mgpu* calls and returns 1, a grid that is still
  * correct. Not part of MLIR's ABI: convert-fusion-to-gpu declares and calls
  * it. */
+/* Persistent kernels whose CTAs wait for one another (the norm epilogue whose
+ * statistics go through global memory). Marks kernel `kernel` (looked up as
+ * for fusionrtMaxActiveClusters) for cooperative launch, so that
+ * mgpuLaunchKernel starts its grid only when all of it is resident (a CTA
+ * never spins on one that cannot run, whatever else shares the GPU), and
+ * returns how many of its CTAs (`blockThreads` threads, `sharedMemoryBytes`
+ * of dynamic shared memory) the device holds at once: the largest grid a
+ * cooperative launch accepts. On failure it records the error and returns 1.
+ * Not part of MLIR's ABI: convert-fusion-to-gpu declares and calls it. */
+FUSIONRT_EXPORT int32_t fusionrtCooperativeGridLimit(const char *kernel,
+                                                     int32_t blockThreads,
+                                                     int32_t sharedMemoryBytes);
+
 FUSIONRT_EXPORT int32_t fusionrtMaxActiveClusters(const char *kernel, int32_t clusterSize,
                                                   int32_t blockThreads,
                                                   int32_t sharedMemoryBytes);

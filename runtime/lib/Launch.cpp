@@ -162,6 +162,16 @@ void launch(const char *entryPoint, CUfunction function, const LaunchShape &shap
   if (hasPendingFailure() || !checkShape(entryPoint, function, shape) ||
       !prepareKernel(entryPoint, function, shape))
     return;
+  if (!shape.hasCluster && isCooperative(function)) {
+    // CTAs that wait for one another: all of the grid resident, or no launch.
+    CUlaunchAttribute attr;
+    CUlaunchConfig config = launchConfig(shape, stream, &attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attr.value.cooperative = 1;
+    recordIfFailed(cuLaunchKernelEx(&config, function, params, extra), entryPoint,
+                   "cuLaunchKernelEx(COOPERATIVE)", shape.describe(kernelName(function)));
+    return;
+  }
   if (!shape.hasCluster) {
     recordIfFailed(cuLaunchKernel(function, static_cast<unsigned>(shape.grid.x),
                                   static_cast<unsigned>(shape.grid.y),
@@ -239,6 +249,56 @@ void mgpuLaunchClusterKernel(void *function, intptr_t clusterX, intptr_t cluster
                     {blockX, blockY, blockZ}, smem, /*hasCluster=*/true};
   launch("mgpuLaunchClusterKernel", static_cast<CUfunction>(function), shape,
          static_cast<CUstream>(stream), params, extra);
+}
+
+int32_t fusionrtCooperativeGridLimit(const char *kernel, int32_t blockThreads,
+                                     int32_t sharedMemoryBytes) {
+  const char *entryPoint = "fusionrtCooperativeGridLimit";
+  if (hasPendingFailure())
+    return 1;
+  if (!kernel) {
+    recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT,
+                  std::string(entryPoint) + ": expected a kernel name, but got a null pointer");
+    return 1;
+  }
+  CUcontext context = nullptr;
+  CUdevice device = 0;
+  if (!activateContextOrRecord(entryPoint, &context, &device))
+    return 1;
+  std::vector<CUfunction> functions = findLoadedKernels(context, kernel);
+  if (functions.empty()) {
+    recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT,
+                  std::string(entryPoint) + ": expected a loaded module with kernel '" + kernel +
+                      "', but no module loaded in the current context has it");
+    return 1;
+  }
+  int sms = 0;
+  if (recordIfFailed(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+                     entryPoint, "cuDeviceGetAttribute", "MULTIPROCESSOR_COUNT"))
+    return 1;
+  LaunchShape shape{{1, 1, 1}, {1, 1, 1}, {blockThreads, 1, 1}, sharedMemoryBytes,
+                    /*hasCluster=*/false};
+  int smallest = 0;
+  for (CUfunction function : functions) {
+    if (!checkShape(entryPoint, function, shape) || !prepareKernel(entryPoint, function, shape))
+      return 1;
+    int perSM = 0;
+    if (recordIfFailed(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                           &perSM, function, blockThreads, static_cast<size_t>(sharedMemoryBytes)),
+                       entryPoint, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                       shape.describe(kernelName(function))))
+      return 1;
+    if (perSM < 1) {
+      recordFailure(FUSIONRT_ERROR_LIMIT_EXCEEDED,
+                    std::string(entryPoint) +
+                        ": expected at least one CTA to fit on an SM, but none can be resident (" +
+                        shape.describe(kernelName(function)) + ")");
+      return 1;
+    }
+    markCooperative(function);
+    smallest = smallest == 0 ? perSM * sms : std::min(smallest, perSM * sms);
+  }
+  return smallest;
 }
 
 int32_t fusionrtMaxActiveClusters(const char *kernel, int32_t clusterSize,

@@ -46,6 +46,7 @@ struct KernelInfo {
   CUmodule module;
   int dynamicSharedMemoryLimit = 48 * 1024;
   bool nonPortableClusters = false;
+  bool cooperative = false;
 };
 
 struct Registry {
@@ -147,6 +148,19 @@ std::vector<CUfunction> findLoadedKernels(CUcontext context, const std::string &
     found.push_back(function);
   }
   return found;
+}
+
+void markCooperative(CUfunction function) {
+  Registry &reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  reg.kernels[function].cooperative = true;
+}
+
+bool isCooperative(CUfunction function) {
+  Registry &reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  auto it = reg.kernels.find(function);
+  return it != reg.kernels.end() && it->second.cooperative;
 }
 
 CUresult allowNonPortableClusters(CUfunction function) {

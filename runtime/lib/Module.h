@@ -24,6 +24,12 @@ CUresult ensureDynamicSharedMemory(CUfunction function, int bytes);
 /// no loaded module has one.
 std::vector<CUfunction> findLoadedKernels(CUcontext context, const std::string &name);
 
+/// Kernels whose CTAs wait for one another (fusionrtCooperativeGridLimit)
+/// are launched cooperatively: the driver starts the grid only when all of
+/// it is resident, so a CTA never waits on one that cannot run.
+void markCooperative(CUfunction function);
+bool isCooperative(CUfunction function);
+
 /// Allows non-portable cluster sizes (more than 8 CTAs) for `function` (once).
 CUresult allowNonPortableClusters(CUfunction function);
 

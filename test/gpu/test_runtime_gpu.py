@@ -76,6 +76,8 @@ for _name, _args, _res in [
                                             ctypes.POINTER(I64)], P),
         ("fusionrtMultiprocessorCount", [], ctypes.c_int32),
         ("fusionrtMaxActiveClusters", [ctypes.c_char_p] + [ctypes.c_int32] * 3,
+         ctypes.c_int32),
+        ("fusionrtCooperativeGridLimit", [ctypes.c_char_p] + [ctypes.c_int32] * 2,
          ctypes.c_int32)]:
     getattr(LIB, _name).argtypes = _args
     getattr(LIB, _name).restype = _res
@@ -328,6 +330,30 @@ def test_max_active_clusters_reports_a_cluster_that_cannot_be_resident(module):
     with pytest.raises(fr.FusionRuntimeError,
                        match="fusionrtMaxActiveClusters: expected dynamic shared memory <= "):
         RUNTIME.check()
+
+
+def test_cooperative_launch_of_a_marked_kernel(module, stream):
+    # Kernels whose CTAs wait for one another are marked cooperative: their
+    # grid starts only when all of it is resident, and the limit is what the
+    # device holds at once.
+    sms = LIB.fusionrtMultiprocessorCount()
+    limit = LIB.fusionrtCooperativeGridLimit(b"cluster_size", 32, 0)
+    RUNTIME.check("fusionrtCooperativeGridLimit")
+    assert limit >= sms and limit % sms == 0
+    kernel = LIB.mgpuModuleGetFunction(module, b"cluster_size")
+    RUNTIME.check("mgpuModuleGetFunction")
+    buffer = DeviceBuffer(limit, stream)
+    try:
+        params, _keep = kernel_params(ctypes.c_uint64(buffer.pointer))
+        LIB.mgpuLaunchKernel(kernel, limit, 1, 1, 32, 1, 1, 0, stream, params, None, 0)
+        RUNTIME.check("mgpuLaunchKernel")
+        assert buffer.read() == [1] * limit
+        # One CTA more than fits at once is refused, with the driver's reason.
+        LIB.mgpuLaunchKernel(kernel, limit + 1, 1, 1, 32, 1, 1, 0, stream, params, None, 0)
+        with pytest.raises(fr.FusionRuntimeError, match="COOPERATIVE"):
+            RUNTIME.check()
+    finally:
+        buffer.free()
 
 
 def test_failures_are_pending_until_read(module, stream):

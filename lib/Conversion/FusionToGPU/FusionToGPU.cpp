@@ -235,7 +235,15 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
     gridX = arith::MulIOp::create(b, clusters, idx(spec.clusterN));
     cluster = gpu::KernelDim3{idx(spec.clusterN), idx(1), idx(1)};
   } else {
-    Value sms = callIndex("fusionrtMultiprocessorCount", {}, {});
+    // Rows through global memory: CTAs wait for one another's tiles, so the
+    // kernel is launched cooperatively (all of the grid resident) on at most
+    // as many CTAs as the device holds at once.
+    Value sms = spec.splitRow
+                    ? callIndex("fusionrtCooperativeGridLimit",
+                                {LLVM::LLVMPointerType::get(ctx), i32, i32},
+                                {getKernelName(b, name), i32Const(spec.threads()),
+                                 smemBytes})
+                    : callIndex("fusionrtMultiprocessorCount", {}, {});
     Value tiles = arith::MulIOp::create(
         b, arith::CeilDivUIOp::create(b, n, idx(spec.tileN)), rowBlocks);
     gridX = arith::MaxUIOp::create(b, arith::MinUIOp::create(b, tiles, sms),

@@ -2,7 +2,8 @@
 // Test that fusion-compile turns a fusion module into a shared library that
 // exports the destination-passing host functions (one holding two fused
 // GEMMs with a device buffer between them, one a post-RMSNorm over 1024
-// columns that runs as a cluster of 4 CTAs) and needs only the runtime
+// columns that runs as a cluster of 4 CTAs, one over 2048 columns whose
+// statistics go through global memory) and needs only the runtime
 // (mgpu* entry points, the SM count of persistent grids, the co-resident
 // cluster count of persistent cluster grids) besides libc, and that a failing
 // step is reported with the step's name and a non-zero exit code.
@@ -13,8 +14,10 @@
 // CHECK-DAG: T block
 // CHECK-DAG: T chain
 // CHECK-DAG: T wide
+// CHECK-DAG: T wider
 // CHECK-DAG: U fusionrtMultiprocessorCount
 // CHECK-DAG: U fusionrtMaxActiveClusters
+// CHECK-DAG: U fusionrtCooperativeGridLimit
 // CHECK-DAG: U mgpuLaunchClusterKernel
 // CHECK-DAG: U mgpuMemAlloc
 // CHECK-DAG: U mgpuMemFree
@@ -41,5 +44,10 @@ func.func @wide(%x: tensor<512x256xbf16>, %w: tensor<256x1024xbf16>) -> tensor<5
   %h = fusion.matmul %x, %w : tensor<512x256xbf16>, tensor<256x1024xbf16> -> tensor<512x1024xbf16>
   %y = fusion.rms_norm %h {epsilon = 1.0e-05 : f32} : tensor<512x1024xbf16> -> tensor<512x1024xbf16>
   return %y : tensor<512x1024xbf16>
+}
+func.func @wider(%x: tensor<512x256xbf16>, %w: tensor<256x2048xbf16>) -> tensor<512x2048xbf16> {
+  %h = fusion.matmul %x, %w : tensor<512x256xbf16>, tensor<256x2048xbf16> -> tensor<512x2048xbf16>
+  %y = fusion.rms_norm %h {epsilon = 1.0e-05 : f32} : tensor<512x2048xbf16> -> tensor<512x2048xbf16>
+  return %y : tensor<512x2048xbf16>
 }
 }

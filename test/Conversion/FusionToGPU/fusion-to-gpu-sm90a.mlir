@@ -264,11 +264,19 @@ func.func @nt(%x: tensor<1000x256xbf16>, %w: tensor<512x256xbf16>) -> tensor<100
 // the kernel and frees them; the kernel publishes each tile (a GPU-scope
 // fence, then the counter's atomic add), then spins on the pending tile's
 // counter, normalizes that tile in its staging buffers and TMA-stores all
-// four 64-column chunks, waiting until they have been read.
+// four 64-column chunks, waiting until they have been read. CTAs wait for
+// one another, so the grid is at most what the device holds at once, and
+// the runtime launches the kernel cooperatively (fusionrtCooperativeGridLimit
+// marks it), not the SM count.
+// CHECK: func.func private @fusionrtCooperativeGridLimit(!llvm.ptr, i32, i32) -> i32
 // CHECK-LABEL: func.func @rms_split
+// CHECK-NOT: call @fusionrtMultiprocessorCount
 // CHECK: %[[PARTIALS:.*]], %{{.*}} = gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?xf32>
 // CHECK: %[[COUNTERS:.*]], %{{.*}} = gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?xi32>
 // CHECK: gpu.memset async [%{{.*}}] %[[COUNTERS]], %c0_i32 : memref<?xi32>, i32
+// CHECK: %[[NAME:.*]] = llvm.mlir.addressof @__fusion_name_rms_split_kernel0 : !llvm.ptr
+// CHECK: call @fusionrtCooperativeGridLimit(%[[NAME]], %c384_i32, %c215552_i32)
+// CHECK-NOT: call @fusionrtMultiprocessorCount
 // CHECK: gpu.launch_func @fusion_kernels::@rms_split_kernel0 blocks in
 // CHECK-SAME: %[[PARTIALS]] : memref<?xf32>, %[[COUNTERS]] : memref<?xi32>
 // CHECK: gpu.dealloc async [%{{.*}}] %[[PARTIALS]]
