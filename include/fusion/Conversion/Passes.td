@@ -102,8 +102,8 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
       memory, TMA-stores it) and keeps this tile in shared memory until the
       next one; the host allocates the partials and counters and zeroes the
       counters (`gpu.alloc`, `gpu.memset`). The CTAs wait for one another,
-      which assumes the grid becomes resident (true alone on the GPU; a
-      cooperative launch that guarantees it is not on main yet);
+      so the grid is min(tiles, `fusionrtCooperativeGridLimit`) CTAs and the
+      runtime launches the kernel cooperatively (all of the grid resident);
     - with `transpose_rhs` (B is [N, K], nn.Linear's weight layout), B
       arrives K-major like A and each K step is four `nvvm.wgmma.mma_async`
       (K-major descriptors advanced 32 bytes per k16 step; the nvgpu op
