@@ -88,6 +88,12 @@ FUSIONRT_EXPORT fusionrtStatus fusionrtInit(int device);
 
 FUSIONRT_EXPORT fusionrtStatus fusionrtGetDeviceCount(int *count);
 
+/* Returns the memory the runtime keeps cached for the compiled code's
+ * workspaces and intermediates (stream-ordered allocations that are reused
+ * from call to call) to the driver, like torch.cuda.empty_cache(). Memory in
+ * use is not affected. */
+FUSIONRT_EXPORT fusionrtStatus fusionrtReleaseCachedMemory(void);
+
 typedef struct fusionrtDeviceInfo {
   int ordinal;
   char name[256];

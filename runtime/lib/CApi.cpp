@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
+#include "DevicePool.h"
 #include "Status.h"
 #include "TensorMap.h"
 
@@ -39,6 +40,13 @@ fusionrtStatus fusionrtInit(int device) {
     return reportError(FUSIONRT_ERROR_CUDA,
                        driverFailure("fusionrtInit", failedCall, result,
                                      "device " + std::to_string(device)));
+  return FUSIONRT_SUCCESS;
+}
+
+fusionrtStatus fusionrtReleaseCachedMemory(void) {
+  if (CUresult result = trimPools(); result != CUDA_SUCCESS)
+    return reportError(FUSIONRT_ERROR_CUDA,
+                       driverFailure("fusionrtReleaseCachedMemory", "cuMemPoolTrimTo", result));
   return FUSIONRT_SUCCESS;
 }
 

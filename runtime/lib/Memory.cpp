@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
+#include "DevicePool.h"
 #include "MemRef.h"
 #include "Status.h"
 #include "fusion_runtime_mgpu.h"
@@ -56,8 +57,10 @@ bool memrefSpan(const char *entryPoint, int64_t rank, void *descriptor, int64_t 
 
 extern "C" {
 
-void *mgpuMemAlloc(uint64_t sizeBytes, void * /*stream*/, bool isHostShared) {
-  if (hasPendingFailure() || sizeBytes == 0 || !activateContextOrRecord("mgpuMemAlloc"))
+void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
+  CUdevice device = 0;
+  if (hasPendingFailure() || sizeBytes == 0 ||
+      !activateContextOrRecord("mgpuMemAlloc", /*context=*/nullptr, &device))
     return nullptr;
   CUdeviceptr ptr = 0;
   std::string detail = std::to_string(sizeBytes) + " bytes";
@@ -65,15 +68,41 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void * /*stream*/, bool isHostShared) {
     if (recordIfFailed(cuMemAllocManaged(&ptr, sizeBytes, CU_MEM_ATTACH_GLOBAL), "mgpuMemAlloc",
                        "cuMemAllocManaged", detail))
       return nullptr;
-  } else if (recordIfFailed(cuMemAlloc(&ptr, sizeBytes), "mgpuMemAlloc", "cuMemAlloc", detail)) {
-    return nullptr;
+    return reinterpret_cast<void *>(ptr);
   }
+  if (stream) {
+    // Stream-ordered from the runtime's caching pool (DevicePool.h).
+    bool pooled = false;
+    const char *failedCall = nullptr;
+    if (recordIfFailed(poolAllocate(device, static_cast<CUstream>(stream), sizeBytes, &ptr,
+                                    &pooled, &failedCall),
+                       "mgpuMemAlloc", failedCall, detail))
+      return nullptr;
+    if (pooled)
+      return reinterpret_cast<void *>(ptr);
+  }
+  if (recordIfFailed(cuMemAlloc(&ptr, sizeBytes), "mgpuMemAlloc", "cuMemAlloc", detail))
+    return nullptr;
   return reinterpret_cast<void *>(ptr);
 }
 
-void mgpuMemFree(void *ptr, void * /*stream*/) {
+void mgpuMemFree(void *ptr, void *stream) {
   if (!ptr)
     return;
+  if (takePooledAllocation(devicePointer(ptr))) {
+    // Back to the pool after the stream's earlier work. On the null stream
+    // the free is synchronous, as cuMemFree is: work on other streams may
+    // still use the memory.
+    if (!stream) {
+      CUresult synced = cuCtxSynchronize();
+      if (!isShutdownResult(synced))
+        recordIfFailed(synced, "mgpuMemFree", "cuCtxSynchronize");
+    }
+    CUresult result = cuMemFreeAsync(devicePointer(ptr), static_cast<CUstream>(stream));
+    if (!isShutdownResult(result))
+      recordIfFailed(result, "mgpuMemFree", "cuMemFreeAsync");
+    return;
+  }
   CUresult result = cuMemFree(devicePointer(ptr));
   if (!isShutdownResult(result))
     recordIfFailed(result, "mgpuMemFree", "cuMemFree");

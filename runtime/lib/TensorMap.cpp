@@ -249,8 +249,15 @@ void *encodeToDevice(const char *entryPoint, const TensorMapRequest &request) {
   CUdeviceptr copy = 0;
   if (recordIfFailed(cuMemAlloc(&copy, sizeof(tensorMap)), entryPoint, "cuMemAlloc"))
     return nullptr;
-  if (recordIfFailed(cuMemcpyHtoD(copy, &tensorMap, sizeof(tensorMap)), entryPoint,
-                     "cuMemcpyHtoD")) {
+  // From pageable memory, cuMemcpyHtoD may return before the DMA lands; the
+  // kernels that read the map run on non-blocking streams, so wait for it.
+  const char *failedCall = "cuMemcpyHtoD";
+  CUresult result = cuMemcpyHtoD(copy, &tensorMap, sizeof(tensorMap));
+  if (result == CUDA_SUCCESS) {
+    failedCall = "cuStreamSynchronize";
+    result = cuStreamSynchronize(CU_STREAM_LEGACY);
+  }
+  if (recordIfFailed(result, entryPoint, failedCall)) {
     cuMemFree(copy);
     return nullptr;
   }

@@ -332,6 +332,7 @@ class Runtime:
             "fusionrtGetDeviceInfo": ([ctypes.c_int, ctypes.POINTER(_DeviceInfo)], ctypes.c_int),
             "fusionrtEncodeTensorMap": ([ctypes.POINTER(_TensorMapSpec), ctypes.c_void_p],
                                         ctypes.c_int),
+            "fusionrtReleaseCachedMemory": ([], ctypes.c_int),
         }
         for name, (argtypes, restype) in signatures.items():
             function = getattr(cdll, name)
@@ -374,6 +375,11 @@ class Runtime:
 
     def init(self, device: int = 0) -> None:
         self._returned(self.cdll.fusionrtInit(device))
+
+    def release_cached_memory(self) -> None:
+        """Returns the memory cached for the compiled code's workspaces and
+        intermediates to the driver (like torch.cuda.empty_cache())."""
+        self._returned(self.cdll.fusionrtReleaseCachedMemory())
 
     def device_count(self) -> int:
         count = ctypes.c_int(0)

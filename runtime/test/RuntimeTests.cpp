@@ -558,6 +558,21 @@ TEST(release_calls_accept_null_handles) {
   EXPECT_EQ(fusionrtPeekStatus(), FUSIONRT_SUCCESS);
 }
 
+TEST(stream_allocation_without_driver_is_a_pending_failure) {
+  // The pooled path starts like cuMemAlloc: the context first, and its
+  // failure names the entry point. Nothing is cached yet, so the release of
+  // the cache has nothing to do. (The GPU tests cover a working driver.)
+  if (driverWorks())
+    return;
+  resetStatus();
+  int marker = 0;
+  EXPECT_TRUE(mgpuMemAlloc(1024, &marker, false) == nullptr);
+  EXPECT_EQ(fusionrtPeekStatus(), FUSIONRT_ERROR_CUDA);
+  EXPECT_CONTAINS(fusionrtGetLastError(), "mgpuMemAlloc: ");
+  resetStatus();
+  EXPECT_EQ(fusionrtReleaseCachedMemory(), FUSIONRT_SUCCESS);
+}
+
 TEST(zero_sized_work_needs_no_driver) {
   resetStatus();
   EXPECT_TRUE(mgpuMemAlloc(0, nullptr, false) == nullptr);

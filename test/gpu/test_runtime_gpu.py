@@ -253,6 +253,33 @@ def test_memory_streams_and_events(stream):
         buffer.free()
 
 
+def test_stream_allocations_are_cached_and_released(stream):
+    # On a stream, allocations come from the runtime's pool: freed memory is
+    # reused by the next allocation of that size instead of being unmapped.
+    first = DeviceBuffer(1 << 20, stream)
+    LIB.mgpuMemset32(first.pointer, 7, first.words, stream)
+    assert set(first.read()) == {7}
+    address = first.pointer
+    first.free()
+    LIB.mgpuStreamSynchronize(stream)
+    second = DeviceBuffer(1 << 20, stream)
+    try:
+        assert second.pointer == address
+        LIB.mgpuMemset32(second.pointer, 9, second.words, stream)
+        assert set(second.read()) == {9}
+    finally:
+        second.free()
+    LIB.mgpuStreamSynchronize(stream)
+    RUNTIME.release_cached_memory()
+    # On the null stream, allocation is cuMemAlloc as before, and works.
+    plain = DeviceBuffer(256, None)
+    try:
+        LIB.mgpuMemset32(plain.pointer, 3, plain.words, None)
+        assert set(plain.read()) == {3}
+    finally:
+        plain.free()
+
+
 def test_module_is_loaded_once(module):
     again = LIB.mgpuModuleLoadJIT(ctypes.addressof(PTX_IMAGE), 2)
     RUNTIME.check("mgpuModuleLoadJIT")

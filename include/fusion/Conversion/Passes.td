@@ -135,11 +135,15 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
       with a `fusion.kernel` configuration (`fusion-plan-kernels`).
 
     #### Output IR
-    Host functions with `nvgpu.tma.create.descriptor`, `gpu.alloc`/`dealloc`
-    for intermediates, calls to the runtime's `fusionrtMultiprocessorCount`
-    (single-CTA grids) or `fusionrtMaxActiveClusters` (cluster grids, with
-    the kernel's name as an `llvm.mlir.global` string), declared
-    `func.func private`, and `gpu.launch_func`; a
+    Host functions with `nvgpu.tma.create.descriptor`, calls to the
+    runtime's `fusionrtMultiprocessorCount` (single-CTA grids),
+    `fusionrtMaxActiveClusters` (cluster grids) or
+    `fusionrtCooperativeGridLimit` (rows through global memory), with the
+    kernel's name as an `llvm.mlir.global` string, declared
+    `func.func private`; and the device work as one chain of async ops on
+    one stream: `gpu.wait async`, then `gpu.alloc`/`gpu.memset` for
+    intermediates and workspaces, each `gpu.launch_func`, `gpu.dealloc`,
+    each taking the previous token, and one final `gpu.wait`. A
     `gpu.module @fusion_kernels`.
     The module's `fusion.target` moves onto that `gpu.module` as
     `#nvvm.target` (and is removed from the module, so that upstream tools

@@ -45,33 +45,43 @@ Value castDynamic(ImplicitLocOpBuilder &b, Value memref) {
                                 memref);
 }
 
-/// The host lowering supports only the async forms of gpu.alloc, gpu.memset
-/// and gpu.dealloc: each is issued after a fresh token and waited for right
-/// away (the launches are synchronous too).
-Value allocDevice(ImplicitLocOpBuilder &b, MemRefType type, ValueRange dynSizes) {
-  Type token = gpu::AsyncTokenType::get(b.getContext());
-  Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
-  auto alloc = gpu::AllocOp::create(b, type, token, ValueRange{ready}, dynSizes,
-                                    ValueRange{}, /*hostShared=*/false);
-  gpu::WaitOp::create(b, Type(), ValueRange{alloc.getAsyncToken()});
-  return alloc.getMemref();
-}
+/// The device work of one host function is one chain of async ops on one
+/// stream: `gpu.wait async` creates the stream, every alloc, memset, launch
+/// and dealloc takes the previous token and yields the next, and the final
+/// `gpu.wait` synchronizes and destroys the stream. Stream order keeps a
+/// buffer alive until the kernels before its dealloc are done; the runtime
+/// serves allocations on a stream from its caching pool.
+class DeviceChain {
+public:
+  explicit DeviceChain(ImplicitLocOpBuilder &b) : b(b) {
+    token = gpu::WaitOp::create(b, tokenType(), ValueRange{}).getAsyncToken();
+  }
 
-void zeroDevice(ImplicitLocOpBuilder &b, Value buffer, Value zero) {
-  Type token = gpu::AsyncTokenType::get(b.getContext());
-  Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
-  Value done = gpu::MemsetOp::create(b, token, ValueRange{ready}, buffer, zero)
-                   .getAsyncToken();
-  gpu::WaitOp::create(b, Type(), ValueRange{done});
-}
+  Value alloc(MemRefType type, ValueRange dynSizes) {
+    auto op = gpu::AllocOp::create(b, type, tokenType(), ValueRange{token},
+                                   dynSizes, ValueRange{}, /*hostShared=*/false);
+    token = op.getAsyncToken();
+    return op.getMemref();
+  }
+  void zero(Value buffer, Value zero) {
+    token = gpu::MemsetOp::create(b, tokenType(), ValueRange{token}, buffer, zero)
+                .getAsyncToken();
+  }
+  void free(Value buffer) {
+    token = gpu::DeallocOp::create(b, tokenType(), ValueRange{token}, buffer)
+                .getAsyncToken();
+  }
+  /// The token a launch depends on; `after` the one it yields.
+  Value current() const { return token; }
+  void advance(Value after) { token = after; }
+  /// Waits for the whole chain (the host function returns when it is done).
+  void finish() { gpu::WaitOp::create(b, Type(), ValueRange{token}); }
 
-void freeDevice(ImplicitLocOpBuilder &b, Value buffer) {
-  Type token = gpu::AsyncTokenType::get(b.getContext());
-  Value ready = gpu::WaitOp::create(b, token, ValueRange{}).getAsyncToken();
-  Value done =
-      gpu::DeallocOp::create(b, token, ValueRange{ready}, buffer).getAsyncToken();
-  gpu::WaitOp::create(b, Type(), ValueRange{done});
-}
+private:
+  Type tokenType() { return gpu::AsyncTokenType::get(b.getContext()); }
+  ImplicitLocOpBuilder &b;
+  Value token;
+};
 
 class FunctionLowering {
 public:
@@ -81,8 +91,8 @@ public:
 
 private:
   LogicalResult check();
-  Value launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
-               const GemmKernelSpec &spec, unsigned index);
+  void launch(ImplicitLocOpBuilder &b, DeviceChain &chain, FusedMatmulOp op,
+              const GemmKernelSpec &spec, unsigned index);
 
   /// A runtime entry point, declared once per module.
   func::FuncOp getRuntimeFunction(StringRef name, FunctionType type);
@@ -139,8 +149,9 @@ Value FunctionLowering::getKernelName(ImplicitLocOpBuilder &b,
                                    symbol);
 }
 
-Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
-                               const GemmKernelSpec &spec, unsigned index) {
+void FunctionLowering::launch(ImplicitLocOpBuilder &b, DeviceChain &chain,
+                              FusedMatmulOp op, const GemmKernelSpec &spec,
+                              unsigned index) {
   MLIRContext *ctx = b.getContext();
   std::string name = (func.getName() + "_kernel" + Twine(index)).str();
   gpu::GPUFuncOp kernel = buildGemmKernel(b, b.getLoc(), kernels, name, spec);
@@ -179,8 +190,8 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
   SmallVector<Value> workspace;
   if (spec.splitRow) {
     // Row statistics through global memory: 2 f32 partials per row and
-    // column tile, and one counter per row block, zeroed before the launch.
-    // The launches are synchronous, so both are freed right after.
+    // column tile, and one counter per row block, zeroed before the launch
+    // and freed after it (in stream order).
     Value tilesN = arith::CeilDivUIOp::create(b, n, idx(spec.tileN));
     Value rowBlocks = arith::MaxUIOp::create(
         b, arith::CeilDivUIOp::create(b, m, idx(spec.tileM)), idx(1));
@@ -190,9 +201,9 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
     auto vector = [&](Type elem) {
       return MemRefType::get({ShapedType::kDynamic}, elem);
     };
-    Value partials = allocDevice(b, vector(b.getF32Type()), partialCount);
-    Value counters = allocDevice(b, vector(b.getI32Type()), rowBlocks);
-    zeroDevice(b, counters, arith::ConstantOp::create(b, b.getI32IntegerAttr(0)));
+    Value partials = chain.alloc(vector(b.getF32Type()), partialCount);
+    Value counters = chain.alloc(vector(b.getI32Type()), rowBlocks);
+    chain.zero(counters, arith::ConstantOp::create(b, b.getI32IntegerAttr(0)));
     args.push_back(partials);
     args.push_back(counters);
     workspace = {partials, counters};
@@ -249,13 +260,13 @@ Value FunctionLowering::launch(ImplicitLocOpBuilder &b, FusedMatmulOp op,
     gridX = arith::MaxUIOp::create(b, arith::MinUIOp::create(b, tiles, sms),
                                    idx(1));
   }
-  gpu::LaunchFuncOp::create(b, kernel, {gridX, idx(1), idx(1)},
-                            {idx(spec.threads()), idx(1), idx(1)}, smemBytes,
-                            args, /*asyncTokenType=*/nullptr,
-                            /*asyncDependencies=*/{}, cluster);
+  auto launchOp = gpu::LaunchFuncOp::create(
+      b, kernel, {gridX, idx(1), idx(1)}, {idx(spec.threads()), idx(1), idx(1)},
+      smemBytes, args, gpu::AsyncTokenType::get(ctx),
+      /*asyncDependencies=*/ValueRange{chain.current()}, cluster);
+  chain.advance(launchOp.getAsyncToken());
   for (Value buffer : workspace)
-    freeDevice(b, buffer);
-  return {};
+    chain.free(buffer);
 }
 
 LogicalResult FunctionLowering::run() {
@@ -289,6 +300,7 @@ LogicalResult FunctionLowering::run() {
                 "result into its own output buffer";
     map.map(v, entry->getArgument(func.getNumArguments() + i));
   }
+  DeviceChain chain(b);
   SmallVector<Value> temporaries;
   unsigned index = 0;
   for (auto op : llvm::make_early_inc_range(body.getOps<FusedMatmulOp>())) {
@@ -300,16 +312,17 @@ LogicalResult FunctionLowering::run() {
       for (auto [d, size] : llvm::enumerate(type.getShape()))
         if (ShapedType::isDynamic(size))
           dynSizes.push_back(memref::DimOp::create(b, map.lookup(op.getLhs()), d));
-      Value buffer = allocDevice(b, type, dynSizes);
+      Value buffer = chain.alloc(type, dynSizes);
       temporaries.push_back(buffer);
       map.map(r, buffer);
     }
     std::string why;
     GemmKernelSpec spec = *getGemmKernelSpec(op, why);
-    launch(b, op, spec, index++);
+    launch(b, chain, op, spec, index++);
   }
   for (Value t : temporaries)
-    freeDevice(b, t);
+    chain.free(t);
+  chain.finish();
   func::ReturnOp::create(b);
   func.erase();
   return success();

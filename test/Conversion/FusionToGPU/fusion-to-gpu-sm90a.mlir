@@ -16,7 +16,7 @@
 // CHECK: %[[SMS:.*]] = call @fusionrtMultiprocessorCount() : () -> i32
 // CHECK: %[[FEW:.*]] = arith.minui %{{.*}}, %{{.*}} : index
 // CHECK: %[[GRID:.*]] = arith.maxui %[[FEW]], %{{.*}} : index
-// CHECK: gpu.launch_func @fusion_kernels::@gemm_kernel0 blocks in (%[[GRID]], %c1{{[_0-9]*}}, %c1{{[_0-9]*}})
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@gemm_kernel0 blocks in (%[[GRID]], %c1{{[_0-9]*}}, %c1{{[_0-9]*}})
 // CHECK-SAME: threads in (%c384
 // CHECK-SAME: dynamic_shared_memory_size %c230912_i32
 // CHECK-NOT: fusion.
@@ -121,7 +121,7 @@ func.func @lazy(%a: tensor<512x1024xbf16>, %b: tensor<1024x256xbf16>) -> tensor<
 // sum of squares) for each of a thread's 2 rows, and writes mean and rstd.
 // CHECK-LABEL: func.func @ln
 // CHECK-SAME: %[[MEAN:[a-z0-9]+]]: memref<512xf32>, %[[RSTD:[a-z0-9]+]]: memref<512xf32>)
-// CHECK: gpu.launch_func @fusion_kernels::@ln_kernel0
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_kernel0
 // CHECK-SAME: memref<?x?xbf16>, %{{.*}} : memref<?x?xbf16>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : !llvm.ptr)
 // CHECK-LABEL: gpu.func @ln_kernel0
 // CHECK-COUNT-4: gpu.shuffle xor
@@ -144,15 +144,19 @@ func.func @ln(%a: tensor<512x256xbf16>, %b: tensor<256x256xbf16>, %r: tensor<512
 // -----
 
 // Test that an intermediate result between two fused GEMMs lives in a
-// gpu.alloc'ed buffer, freed at the end, and that each op gets its kernel.
-// (the async forms, waited for at once: the host lowering has no other).
+// gpu.alloc'ed buffer, freed at the end, that each op gets its kernel, and
+// that the function's device work is one chain of async ops on one stream
+// (created by the first gpu.wait, waited for once at the end).
 // CHECK-LABEL: func.func @two
 // CHECK: %[[W:.*]] = gpu.wait async
 // CHECK: %[[T:.*]], %[[A:.*]] = gpu.alloc async [%[[W]]] () : memref<256x256xbf16>
-// CHECK: gpu.wait [%[[A]]]
-// CHECK: gpu.launch_func @fusion_kernels::@two_kernel0
-// CHECK: gpu.launch_func @fusion_kernels::@two_kernel1
-// CHECK: gpu.dealloc async [%{{.*}}] %[[T]]
+// CHECK-NOT: gpu.wait
+// CHECK: %[[L0:.*]] = gpu.launch_func async [%[[A]]] @fusion_kernels::@two_kernel0
+// CHECK-NOT: gpu.wait
+// CHECK: %[[L1:.*]] = gpu.launch_func async [%[[L0]]] @fusion_kernels::@two_kernel1
+// CHECK: %[[D:.*]] = gpu.dealloc async [%[[L1]]] %[[T]]
+// CHECK: gpu.wait [%[[D]]]
+// CHECK-NEXT: return
 // CHECK-DAG: gpu.func @two_kernel0
 // CHECK-DAG: gpu.func @two_kernel1
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
@@ -191,7 +195,7 @@ func.func @two(%x: tensor<256x128xbf16>, %w1: tensor<128x256xbf16>, %w2: tensor<
 // CHECK: %[[FIT:.*]] = arith.minui %[[BLOCKS]], %[[RES]] : index
 // CHECK: %[[CLUSTERS:.*]] = arith.maxui %[[FIT]], %{{.*}} : index
 // CHECK: %[[GRID:.*]] = arith.muli %[[CLUSTERS]], %c4{{.*}} : index
-// CHECK: gpu.launch_func @fusion_kernels::@ln_cluster_kernel0 clusters in (%c4{{[_0-9]*}}, %c1{{[_0-9]*}}, %c1{{[_0-9]*}}) blocks in (%[[GRID]], %{{.*}}) threads in (%{{.*}}) dynamic_shared_memory_size %[[SMEM]]
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_cluster_kernel0 clusters in (%c4{{[_0-9]*}}, %c1{{[_0-9]*}}, %c1{{[_0-9]*}}) blocks in (%[[GRID]], %{{.*}}) threads in (%{{.*}}) dynamic_shared_memory_size %[[SMEM]]
 // CHECK-LABEL: gpu.func @ln_cluster_kernel0
 // CHECK: nvgpu.mbarrier.create
 // CHECK: nvgpu.mbarrier.create
@@ -230,7 +234,7 @@ func.func @ln_cluster(%a: tensor<512x256xbf16>, %b: tensor<256x1024xbf16>) -> te
 // 32 bytes (2 units) per k16 step, for A and B alike.
 // CHECK-LABEL: func.func @nt
 // CHECK: %[[N:.*]] = memref.dim %arg1, %c0{{.*}} : memref<512x256xbf16>
-// CHECK: gpu.launch_func @fusion_kernels::@nt_kernel0
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@nt_kernel0
 // CHECK-SAME: %[[N]] : index
 // CHECK-LABEL: gpu.func @nt_kernel0
 // CHECK: nvgpu.tma.async.load %{{.*}}[%[[K0:.*]], %{{.*}}], %{{.*}} to %{{.*}} : <tensor = memref<128x64xbf16, 3>
@@ -271,16 +275,17 @@ func.func @nt(%x: tensor<1000x256xbf16>, %w: tensor<512x256xbf16>) -> tensor<100
 // CHECK: func.func private @fusionrtCooperativeGridLimit(!llvm.ptr, i32, i32) -> i32
 // CHECK-LABEL: func.func @rms_split
 // CHECK-NOT: call @fusionrtMultiprocessorCount
-// CHECK: %[[PARTIALS:.*]], %{{.*}} = gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?xf32>
-// CHECK: %[[COUNTERS:.*]], %{{.*}} = gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?xi32>
-// CHECK: gpu.memset async [%{{.*}}] %[[COUNTERS]], %c0_i32 : memref<?xi32>, i32
+// CHECK: %[[PARTIALS:.*]], %[[T0:.*]] = gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?xf32>
+// CHECK: %[[COUNTERS:.*]], %[[T1:.*]] = gpu.alloc async [%[[T0]]] (%{{.*}}) : memref<?xi32>
+// CHECK: %[[ZEROED:.*]] = gpu.memset async [%[[T1]]] %[[COUNTERS]], %c0_i32 : memref<?xi32>, i32
 // CHECK: %[[NAME:.*]] = llvm.mlir.addressof @__fusion_name_rms_split_kernel0 : !llvm.ptr
 // CHECK: call @fusionrtCooperativeGridLimit(%[[NAME]], %c384_i32, %c215552_i32)
 // CHECK-NOT: call @fusionrtMultiprocessorCount
-// CHECK: gpu.launch_func @fusion_kernels::@rms_split_kernel0 blocks in
+// CHECK: %[[RAN:.*]] = gpu.launch_func async [%[[ZEROED]]] @fusion_kernels::@rms_split_kernel0 blocks in
 // CHECK-SAME: %[[PARTIALS]] : memref<?xf32>, %[[COUNTERS]] : memref<?xi32>
-// CHECK: gpu.dealloc async [%{{.*}}] %[[PARTIALS]]
-// CHECK: gpu.dealloc async [%{{.*}}] %[[COUNTERS]]
+// CHECK: %[[F0:.*]] = gpu.dealloc async [%[[RAN]]] %[[PARTIALS]]
+// CHECK: %[[F1:.*]] = gpu.dealloc async [%[[F0]]] %[[COUNTERS]]
+// CHECK: gpu.wait [%[[F1]]]
 // CHECK-LABEL: gpu.func @rms_split_kernel0
 // CHECK: llvm.fence syncscope("device") acq_rel
 // CHECK: memref.atomic_rmw addi %c1_i32{{.*}}, %arg{{[0-9]+}}[%{{.*}}] : (i32, memref<?xi32>) -> i32
