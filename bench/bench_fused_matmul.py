@@ -95,10 +95,21 @@ def main():
         elif c["epilogue"] in ("rms_norm", "layer_norm"):
             # The post-norm of the epilogue, unfused: torch.compile of the norm
             # alone (on the GEMM's output) and of the GEMM + norm pair.
-            norm_fn = F.rms_norm if c["epilogue"] == "rms_norm" else F.layer_norm
+            # With a residual, weight and bias, the unfused pair is
+            # norm(t @ w + residual) * weight + bias (Inductor fuses the add
+            # into its norm kernel).
+            layer = c["epilogue"] == "layer_norm"
+            res, g, nb = x.get("r"), x.get("w"), x.get("nb")
+
+            def post_norm(t):
+                if res is not None:
+                    t = t + res
+                if layer:
+                    return F.layer_norm(t, (t.shape[-1],), g, nb, eps=eps)
+                return F.rms_norm(t, (t.shape[-1],), g, eps=eps)
             norm_input = torch.mm(a_, b_)
-            norm = torch.compile(lambda t: norm_fn(t, (t.shape[-1],), eps=eps))
-            pair = torch.compile(lambda t, w: norm_fn(t @ w, (w.shape[-1],), eps=eps))
+            norm = torch.compile(post_norm)
+            pair = torch.compile(lambda t, w: post_norm(t @ w))
         else:
             norm = pair = None
         # Two interleaved rounds (PERF.md): a difference smaller than the

@@ -147,6 +147,11 @@ def suites():
     for d in (256, 512, 1024, 2048, 4096):
         bench.append(case(f"bench_rms_epi_{d}", 262144, d, d, epilogue="rms_norm"))
         bench.append(case(f"bench_ln_epi_{d}", 262144, d, d, epilogue="layer_norm"))
+    # The usual post-norm of a transformer block: LayerNorm(x @ W + residual)
+    # with weight and bias, statistics saved for backward.
+    for d in (1024, 4096):
+        bench.append(case(f"bench_ln_epi_full_{d}", 262144, d, d, epilogue="layer_norm",
+                          residual=True, weight=True, bias=True, save_stats=True))
     return {"correctness": correctness, "bench": bench}
 
 
