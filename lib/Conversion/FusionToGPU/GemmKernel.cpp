@@ -1208,19 +1208,15 @@ void GemmKernelEmitter::finishPending(Value pendingRow, Value pendingCol) {
                                          8 * elem.getIntOrFloatBitWidth() / 8, 16)));
     return elem.isF32() ? x : arith::ExtFOp::create(b, f32Chunk, x).getResult();
   };
-  // A loop, not unrolled: the epilogue's registers hold the next tile, so
-  // unrolled pieces in flight at once spill (184 bytes with a residual).
-  forLoop(idx(0), idx(pieces), idx(threads), ValueRange{}, [&](Value first, ValueRange) {
-    // Pieces first .. first + threads - 1, all in buffer c (threads divides
-    // piecesPerBuffer).
-    Value c = div(first, piecesPerBuffer);
-    Value q = add(rem(first, piecesPerBuffer), ct);
+  for (int64_t k = 0; k < pieces / threads; ++k) {
+    int64_t first = k * threads; // pieces first .. first + threads - 1
+    int64_t c = first / piecesPerBuffer;
+    Value q = add(idx(first % piecesPerBuffer), ct);
     Value pr = div(q, 8), pos = rem(q, 8);
-    Value col = add(mul(c, idx(kStoreChunkN)),
+    Value col = add(idx(c * kStoreChunkN),
                     mul(arith::XOrIOp::create(b, pos, rem(pr, 8)), idx(8)));
-    Value buffer = smemView(
-        add(idx(s.storeStagingOffset()), mul(c, idx(s.storeChunkBytes()))),
-        {s.tileM, kStoreChunkN}, s.outType);
+    Value buffer = smemView(idx(s.storeStagingOffset() + c * s.storeChunkBytes()),
+                            {s.tileM, kStoreChunkN}, s.outType);
     Value x = vector::LoadOp::create(b, chunkType, buffer,
                                      ValueRange{pr, mul(pos, idx(8))},
                                      /*nontemporal=*/false, llvm::MaybeAlign(16));
@@ -1238,8 +1234,7 @@ void GemmKernelEmitter::finishPending(Value pendingRow, Value pendingCol) {
     vector::StoreOp::create(b, arith::TruncFOp::create(b, chunkType, y), buffer,
                             ValueRange{pr, mul(pos, idx(8))},
                             /*nontemporal=*/false, llvm::MaybeAlign(16));
-    return SmallVector<Value>{};
-  });
+  }
   // The generic-proxy writes must be visible to the TMA (async proxy).
   NVVM::FenceProxyOp::create(
       b, NVVM::ProxyKind::async_shared,
