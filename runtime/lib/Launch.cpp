@@ -225,6 +225,31 @@ int maxActiveClusters(const char *entryPoint, const std::vector<CUfunction> &fun
   return smallest;
 }
 
+/// The start of the grid-size queries by kernel name: nothing while a failure
+/// is pending; a null name is a failure; then the selected device's context.
+bool activateForKernelQuery(const char *entryPoint, const char *kernel, CUcontext *context,
+                            CUdevice *device) {
+  if (hasPendingFailure())
+    return false;
+  if (!kernel) {
+    recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT,
+                  std::string(entryPoint) + ": expected a kernel name, but got a null pointer");
+    return false;
+  }
+  return activateContextOrRecord(entryPoint, context, device);
+}
+
+/// The kernel `kernel` in every module loaded in `context`; records a failure
+/// (and returns none) when no module has it.
+std::vector<CUfunction> loadedKernelsOrRecord(const char *entryPoint, CUcontext context,
+                                              const char *kernel) {
+  std::vector<CUfunction> functions = findLoadedKernels(context, kernel);
+  if (functions.empty())
+    recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT,
+                  std::string(entryPoint) + ": expected a loaded module with kernel '" + kernel +
+                      "', but no module loaded in the current context has it");
+  return functions;
+}
 } // namespace
 } // namespace fusionrt
 
@@ -254,24 +279,13 @@ void mgpuLaunchClusterKernel(void *function, intptr_t clusterX, intptr_t cluster
 int32_t fusionrtCooperativeGridLimit(const char *kernel, int32_t blockThreads,
                                      int32_t sharedMemoryBytes) {
   const char *entryPoint = "fusionrtCooperativeGridLimit";
-  if (hasPendingFailure())
-    return 1;
-  if (!kernel) {
-    recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT,
-                  std::string(entryPoint) + ": expected a kernel name, but got a null pointer");
-    return 1;
-  }
   CUcontext context = nullptr;
   CUdevice device = 0;
-  if (!activateContextOrRecord(entryPoint, &context, &device))
+  if (!activateForKernelQuery(entryPoint, kernel, &context, &device))
     return 1;
-  std::vector<CUfunction> functions = findLoadedKernels(context, kernel);
-  if (functions.empty()) {
-    recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT,
-                  std::string(entryPoint) + ": expected a loaded module with kernel '" + kernel +
-                      "', but no module loaded in the current context has it");
+  std::vector<CUfunction> functions = loadedKernelsOrRecord(entryPoint, context, kernel);
+  if (functions.empty())
     return 1;
-  }
   int sms = 0;
   if (recordIfFailed(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
                      entryPoint, "cuDeviceGetAttribute", "MULTIPROCESSOR_COUNT"))
@@ -304,15 +318,8 @@ int32_t fusionrtCooperativeGridLimit(const char *kernel, int32_t blockThreads,
 int32_t fusionrtMaxActiveClusters(const char *kernel, int32_t clusterSize,
                                   int32_t blockThreads, int32_t sharedMemoryBytes) {
   const char *entryPoint = "fusionrtMaxActiveClusters";
-  if (hasPendingFailure())
-    return 1;
-  if (!kernel) {
-    recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT,
-                  std::string(entryPoint) + ": expected a kernel name, but got a null pointer");
-    return 1;
-  }
   CUcontext context = nullptr;
-  if (!activateContextOrRecord(entryPoint, &context))
+  if (!activateForKernelQuery(entryPoint, kernel, &context, /*device=*/nullptr))
     return 1;
 
   using Key = std::tuple<CUcontext, std::string, int32_t, int32_t, int32_t>;
@@ -325,13 +332,9 @@ int32_t fusionrtMaxActiveClusters(const char *kernel, int32_t clusterSize,
     if (it != cache.end())
       return it->second;
   }
-  std::vector<CUfunction> functions = findLoadedKernels(context, kernel);
-  if (functions.empty()) {
-    recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT,
-                  std::string(entryPoint) + ": expected a loaded module with kernel '" + kernel +
-                      "', but no module loaded in the current context has it");
+  std::vector<CUfunction> functions = loadedKernelsOrRecord(entryPoint, context, kernel);
+  if (functions.empty())
     return 1;
-  }
   // The grid only has to be a multiple of the cluster for the query.
   LaunchShape shape{{clusterSize, 1, 1}, {clusterSize, 1, 1}, {blockThreads, 1, 1},
                     sharedMemoryBytes, /*hasCluster=*/true};
