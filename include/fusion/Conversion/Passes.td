@@ -81,7 +81,8 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
       their A rows from the same slot while the MMA runs, and release a slot
       only after both of their reads of it are done;
     - an epilogue on the accumulator fragments: row scaling, column bias,
-      residual, RMSNorm/LayerNorm (quad-shuffle reductions), the statistics
+      residual (its tile prefetched into L2 by the producer when the tile
+      starts), RMSNorm/LayerNorm (quad-shuffle reductions), the statistics
       for the backward; 16-bit outputs leave through swizzled staging tiles
       and `nvgpu.tma.async.store`, f32 outputs straight from registers;
     - with `cluster_n` = C > 1, a persistent cluster launch: min(row blocks,

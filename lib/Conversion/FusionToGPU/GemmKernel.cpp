@@ -352,6 +352,7 @@ private:
                             NVVM::BarrierReductionAttr(), Value());
   }
   void producer();
+  void prefetchResidual(Value residual, Value blockRow, Value blockCol);
   Value kMajorMma(Type accType, Value descA, Value descB, Value acc);
   Value sumSquaresOfHalfRow(Value stage, Value c, Value acc);
   /// Named barrier 2 + c over consumer warpgroup c.
@@ -429,8 +430,13 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
 
 /// Thread 0: for every K step of every tile, waits until the consumers (and
 /// the row-sum threads) have released the slot, then refills it by TMA.
+/// With a residual, each tile starts by prefetching the tile's residual rows
+/// into L2, so that the epilogue's loads hit L2 instead of waiting on DRAM.
 void GemmKernelEmitter::producer() {
+  Value residual = epilogueArgs().residual;
   tileLoop({idx(0)}, [&](Value blockRow, Value blockCol, ValueRange iters) {
+    if (residual)
+      prefetchResidual(residual, blockRow, blockCol);
     ValueRange done = forLoop(
         idx(0), numK, idx(1), iters, [&](Value kk, ValueRange it) {
           Value stage = stageOf(it[0]);
@@ -440,6 +446,33 @@ void GemmKernelEmitter::producer() {
           return SmallVector<Value>{nextPos(it[0])};
         });
     return SmallVector<Value>(done);
+  });
+}
+
+/// The residual tile [tile_m, tile_n] at (blockRow, blockCol), rows and
+/// columns clipped to M and N, as one bulk L2 prefetch per row (its columns
+/// are contiguous: the kernel's memrefs are row-major, 16-byte aligned rows
+/// since N is a multiple of 8, and tile columns start at multiples of 64).
+/// A loop, not unrolled: the producer thread issues them while it would
+/// otherwise wait for a free stage.
+void GemmKernelEmitter::prefetchResidual(Value residual, Value blockRow,
+                                         Value blockCol) {
+  unsigned elemBytes = s.residualType.getIntOrFloatBitWidth() / 8;
+  Value base = arith::IndexCastOp::create(
+      b, b.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(b, residual));
+  Value cols = arith::MinUIOp::create(b, idx(s.tileN), sub(n, blockCol));
+  Value bytes = arith::IndexCastOp::create(b, b.getI32Type(),
+                                           mul(cols, idx(elemBytes)));
+  Value rows = arith::MinUIOp::create(b, idx(s.tileM), sub(m, blockRow));
+  Type global = LLVM::LLVMPointerType::get(ctx, 1);
+  forLoop(idx(0), rows, idx(1), ValueRange{}, [&](Value r, ValueRange) {
+    Value offset = mul(add(mul(add(blockRow, r), n), blockCol), idx(elemBytes));
+    Value address = arith::AddIOp::create(
+        b, base, arith::IndexCastOp::create(b, b.getI64Type(), offset));
+    NVVM::CpAsyncBulkPrefetchOp::create(
+        b, LLVM::IntToPtrOp::create(b, global, address), bytes, Value());
+    return SmallVector<Value>{};
   });
 }
 

@@ -119,11 +119,16 @@ func.func @lazy(%a: tensor<512x1024xbf16>, %b: tensor<1024x256xbf16>) -> tensor<
 // saved statistics takes them as kernel arguments, reduces each row over the
 // 4 lanes of a quad with two xor shuffles per reduction (sum, then centered
 // sum of squares) for each of a thread's 2 rows, and writes mean and rstd.
+// The producer prefetches each tile's residual rows into L2 (one bulk
+// prefetch per row, in a loop) before it loads the tile's A and B.
 // CHECK-LABEL: func.func @ln
 // CHECK-SAME: %[[MEAN:[a-z0-9]+]]: memref<512xf32>, %[[RSTD:[a-z0-9]+]]: memref<512xf32>)
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_kernel0
 // CHECK-SAME: memref<?x?xbf16>, %{{.*}} : memref<?x?xbf16>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : !llvm.ptr)
 // CHECK-LABEL: gpu.func @ln_kernel0
+// CHECK: scf.for
+// CHECK: nvvm.cp.async.bulk.prefetch %{{.*}}, %{{.*}} : <1>
+// CHECK: nvgpu.tma.async.load
 // CHECK-COUNT-4: gpu.shuffle xor
 // CHECK: math.rsqrt
 // CHECK-COUNT-2: memref.store {{.*}} : memref<?xf32>
