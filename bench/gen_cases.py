@@ -152,6 +152,13 @@ def suites():
     for d in (1024, 4096):
         bench.append(case(f"bench_ln_epi_full_{d}", 262144, d, d, epilogue="layer_norm",
                           residual=True, weight=True, bias=True, save_stats=True))
+    # Which of the extras costs what, at a cluster of 4.
+    bench.append(case("bench_ln_epi_residual_1024", 262144, 1024, 1024,
+                      epilogue="layer_norm", residual=True))
+    bench.append(case("bench_ln_epi_affine_1024", 262144, 1024, 1024,
+                      epilogue="layer_norm", weight=True, bias=True))
+    bench.append(case("bench_ln_epi_stats_1024", 262144, 1024, 1024,
+                      epilogue="layer_norm", save_stats=True))
     return {"correctness": correctness, "bench": bench}
 
 
