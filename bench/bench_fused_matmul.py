@@ -61,6 +61,15 @@ def wall_ms(fn, reps=30, warmup=5):
     return statistics.median(times)
 
 
+def compile_fresh(fn):
+    """torch.compile specialized to this case. Dynamo caches compiled code per
+    code object, and every case's lambda shares one: without a reset, later
+    cases would recompile with dynamic shapes and, past the recompile limit,
+    run eagerly, which made the baselines of later cases slower."""
+    torch._dynamo.reset()
+    return torch.compile(fn, dynamic=False)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--artifacts", default=os.path.join(REPO, "build", "gpu"))
@@ -90,8 +99,8 @@ def main():
         eps = c["eps"]
         if c["prologue"] == "rms_norm":
             norm_input = a_
-            norm = torch.compile(lambda t: F.rms_norm(t, (t.shape[-1],), eps=c["prologue_eps"]))
-            pair = torch.compile(lambda t, w: F.rms_norm(t, (t.shape[-1],), eps=c["prologue_eps"]) @ w)
+            norm = compile_fresh(lambda t: F.rms_norm(t, (t.shape[-1],), eps=c["prologue_eps"]))
+            pair = compile_fresh(lambda t, w: F.rms_norm(t, (t.shape[-1],), eps=c["prologue_eps"]) @ w)
         elif c["epilogue"] in ("rms_norm", "layer_norm"):
             # The post-norm of the epilogue, unfused: torch.compile of the norm
             # alone (on the GEMM's output) and of the GEMM + norm pair.
@@ -108,8 +117,8 @@ def main():
                     return F.layer_norm(t, (t.shape[-1],), g, nb, eps=eps)
                 return F.rms_norm(t, (t.shape[-1],), g, eps=eps)
             norm_input = torch.mm(a_, b_)
-            norm = torch.compile(post_norm)
-            pair = torch.compile(lambda t, w: post_norm(t @ w))
+            norm = compile_fresh(post_norm)
+            pair = compile_fresh(lambda t, w: post_norm(t @ w))
         else:
             norm = pair = None
         # Two interleaved rounds (PERF.md): a difference smaller than the
