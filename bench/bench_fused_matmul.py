@@ -76,7 +76,12 @@ def main():
     p.add_argument("--out", default="bench.json")
     p.add_argument("--commit", default="unknown")
     p.add_argument("--only", default="", help="run only the cases whose name matches this regex")
+    p.add_argument("--rounds", type=int, default=2,
+                   help="interleaved rounds per case (>= 2; more where the GEMM's own "
+                        "run-to-run spread hides the norm, as at N = 4096)")
     a = p.parse_args()
+    if a.rounds < 2:
+        p.error(f"--rounds: expected at least 2 (the spread needs two), but got {a.rounds}")
     cases = json.load(open(os.path.join(a.artifacts, "bench.json")))
     cases = [c for c in cases if re.search(a.only, c["name"])]
     lib = fr.Library(os.path.join(a.artifacts, "libbench.so"),
@@ -121,10 +126,10 @@ def main():
             pair = compile_fresh(lambda t, w: post_norm(t @ w))
         else:
             norm = pair = None
-        # Two interleaved rounds (PERF.md): a difference smaller than the
+        # Interleaved rounds (PERF.md): a difference smaller than the
         # spread between them is noise.
         rounds = []
-        for _ in range(2):
+        for _ in range(a.rounds):
             r = dict(cublas=do_bench(lambda: torch.mm(a_, b_), warmup=25, rep=200,
                                      return_mode="median"))
             if norm:
@@ -135,7 +140,8 @@ def main():
             r["ours"] = kernel_ms(call)
             rounds.append(r)
         mean = {key: statistics.fmean(r[key] for r in rounds) for key in rounds[0]}
-        spread = {key: abs(rounds[0][key] - rounds[1][key]) for key in rounds[0]}
+        spread = {key: max(r[key] for r in rounds) - min(r[key] for r in rounds)
+                  for key in rounds[0]}
         t_mm, t_ours = mean["cublas"], mean["ours"]
         t_norm, t_pair = mean.get("norm"), mean.get("pair")
         t_call = wall_ms(call)
@@ -159,9 +165,10 @@ def main():
                   gpu=torch.cuda.get_device_name(), torch=torch.__version__,
                   timing="ours_ms: kernel device time (profiler, mean of 20 calls); "
                          "ours_call_ms: wall-clock median of a synchronous host call; "
-                         "baselines: do_bench CUDA-event medians; every time is the mean "
-                         "of two interleaved rounds (listed in rounds); noise_ms is the "
-                         "larger round-to-round spread of ours and the pair",
+                         "baselines: do_bench CUDA-event medians of a torch.compile "
+                         "compiled fresh and static per case; every time is the mean of "
+                         f"{a.rounds} interleaved rounds (listed in rounds); noise_ms is the "
+                         "larger spread (max - min over the rounds) of ours and the pair",
                   rows=rows)
     with open(a.out, "w") as f:
         json.dump(result, f, indent=1)
