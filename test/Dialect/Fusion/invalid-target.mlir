@@ -9,10 +9,17 @@ module attributes {fusion.target = #fusion.target<"sm_80">} {}
 
 // -----
 
-// The chip is a quoted string.
-// expected-error @below {{expected string}}
-// expected-error @below {{failed to parse Fusion_TargetAttr parameter 'chip'}}
+// The chip is a quoted string: one error naming the form, the known chips
+// and what was written instead.
+// expected-error @below {{expected the chip as a quoted string such as #fusion.target<"sm_90a"> (known: sm_90a, sm_100a), but got sm_90a}}
 module attributes {fusion.target = #fusion.target<sm_90a>} {}
+
+// -----
+
+// A chip that is not a word at all (a number) gets the same error, without
+// the echo.
+// expected-error @below {{expected the chip as a quoted string such as #fusion.target<"sm_90a"> (known: sm_90a, sm_100a)}}
+module attributes {fusion.target = #fusion.target<90>} {}
 
 // -----
 

@@ -112,6 +112,33 @@ TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                      << "', expected one of: " << getKnownChips();
 }
 
+Attribute TargetAttr::parse(AsmParser &parser, Type) {
+  if (parser.parseLess())
+    return {};
+  SMLoc loc = parser.getCurrentLocation();
+  std::string chip;
+  if (failed(parser.parseOptionalString(&chip))) {
+    InFlightDiagnostic diag = parser.emitError(loc)
+                              << "expected the chip as a quoted string such as "
+                                 "#fusion.target<\"sm_90a\"> (known: "
+                              << getKnownChips() << ")";
+    StringRef keyword;
+    if (succeeded(parser.parseOptionalKeyword(&keyword)))
+      diag << ", but got " << keyword;
+    return {};
+  }
+  if (parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
+                    chip);
+}
+
+void TargetAttr::print(AsmPrinter &printer) const {
+  printer << '<';
+  printer.printString(getChip());
+  printer << '>';
+}
+
 TargetAttr TargetAttr::lookup(Operation *op) {
   ModuleOp module = isa<ModuleOp>(op) ? cast<ModuleOp>(op)
                                       : op->getParentOfType<ModuleOp>();

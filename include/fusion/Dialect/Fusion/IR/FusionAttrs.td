@@ -107,7 +107,9 @@ def Fusion_TargetAttr : Fusion_Attr<"Target", "target"> {
     ```
   }];
   let parameters = (ins StringRefParameter<"chip name, e.g. sm_90a">:$chip);
-  let assemblyFormat = "`<` $chip `>`";
+  // Custom: one diagnostic that names the expected form and the known chips
+  // when the chip is not a quoted string.
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// The name of the module attribute that holds the target.
