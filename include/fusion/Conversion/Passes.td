@@ -91,9 +91,10 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
       clusters only), each cluster taking whole row blocks, CTA `rank`
       holding columns [rank x tile_n, ...); the row partial sums go to every
       peer by `nvvm.mapa` + `st.async` (inline PTX: no op exists) into DSMEM
-      slots whose mbarrier counts the bytes (`expect_tx`), once for RMSNorm,
-      twice for LayerNorm (two-pass variance), double-buffered by tile
-      parity;
+      slots whose mbarrier counts the bytes (`expect_tx`): RMSNorm its sum
+      of squares; LayerNorm its slice's mean and centered sum of squares in
+      two rounds sent before either is awaited, merged with Chan's formula;
+      double-buffered by tile parity;
     - with `cluster_n` = 1 and `tile_n` < N (norm rows wider than a cluster
       takes, 16-bit outputs), the statistics go through global memory: each
       tile stores its rows' partial statistics and bumps its row block's

@@ -375,6 +375,11 @@ private:
   /// distributed shared memory. `round` 0 or 1 picks the slots.
   void clusterRowSums(Value partial[2], Value rowInTile, Value tileCount,
                       int64_t round, Value total[2]);
+  /// The two halves of an exchange round, so that two rounds can be in
+  /// flight at once (the LayerNorm's mean and centered sum of squares).
+  void sendRowPartials(Value partial[2], Value rowInTile, Value tileCount,
+                       int64_t round);
+  Value waitRowPartials(Value tileCount, int64_t round);
   void publishTile(Value blockRow, Value counters);
   void finishPending(Value pendingRow, Value pendingCol);
   /// Two adjacent elements of `mem` at `indices` as vector<2xf32>.
@@ -684,19 +689,13 @@ Value GemmKernelEmitter::quadSum(Value v) {
 /// [clusterN][tile_m] slots in every CTA of the cluster, with its mbarrier.
 /// The store leader arms the local barrier for clusterN x tile_m x 4 bytes;
 /// each quad leader st.async's its rows' partials into slot [rank][row] of
-/// every peer (itself included), completing the bytes on the peer's barrier;
-/// then everyone waits and adds the clusterN slots of its rows. A buffer is
-/// reused two tiles later, which a peer reaches only after this CTA sent it
-/// the next tile's partials, i.e. after this CTA read this tile's slots.
-void GemmKernelEmitter::clusterRowSums(Value partial[2], Value rowInTile,
-                                       Value tileCount, int64_t round,
-                                       Value total[2]) {
-  Type f32 = b.getF32Type();
-  Value parity = rem(tileCount, 2);
-  Value buffer = add(idx(2 * round), parity);
-  Value slots = smemView(
-      add(idx(s.clusterSlotsOffset()), mul(buffer, idx(s.clusterSlotBytes()))),
-      {s.clusterN, s.tileM}, f32);
+/// every peer (itself included), completing the bytes on the peer's barrier.
+/// A buffer is reused two tiles later, which a peer reaches only after this
+/// CTA sent it the next tile's partials, i.e. after this CTA read this
+/// tile's slots (waitRowPartials, then reading the returned view).
+void GemmKernelEmitter::sendRowPartials(Value partial[2], Value rowInTile,
+                                        Value tileCount, int64_t round) {
+  Value buffer = add(idx(2 * round), rem(tileCount, 2));
   Value isStoreLeader = both(eq(wg, 1), eq(tid, 0));
   nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(s.clusterSlotBytes()),
                                           buffer, isStoreLeader);
@@ -734,9 +733,27 @@ void GemmKernelEmitter::clusterRowSums(Value partial[2], Value rowInTile,
               });
     }
   });
+}
+
+/// Waits until round `round` of tile `tileCount` has arrived from every peer;
+/// returns its slots, [clusterN][tile_m] f32.
+Value GemmKernelEmitter::waitRowPartials(Value tileCount, int64_t round) {
+  Value buffer = add(idx(2 * round), rem(tileCount, 2));
   Value phase = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
                                       rem(div(tileCount, 2), 2), idx(0));
   wait(slotBars, buffer, phase);
+  return smemView(
+      add(idx(s.clusterSlotsOffset()), mul(buffer, idx(s.clusterSlotBytes()))),
+      {s.clusterN, s.tileM}, b.getF32Type());
+}
+
+/// The whole-row sums: one round, then every thread adds the clusterN slots
+/// of its rows.
+void GemmKernelEmitter::clusterRowSums(Value partial[2], Value rowInTile,
+                                       Value tileCount, int64_t round,
+                                       Value total[2]) {
+  sendRowPartials(partial, rowInTile, tileCount, round);
+  Value slots = waitRowPartials(tileCount, round);
   ValueRange sums = forLoop(
       idx(0), idx(s.clusterN), idx(1), ValueRange{cstF32(0.0), cstF32(0.0)},
       [&](Value peer, ValueRange acc) {
@@ -926,6 +943,87 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
           storeStat(statRstd, h, rs[h]);
       }
     };
+    // LayerNorm of both rows over a cluster in one exchange: each CTA sends
+    // its slice's mean and centered sum of squares (two rounds in flight at
+    // once), and every CTA merges the clusterN pairs with Chan's formula,
+    // weighting each by its slice's columns inside N. Two sequential
+    // exchanges (sum, then centered sum) cost a second cluster round trip.
+    auto clusterLayerNorm = [&] {
+      Type i64 = b.getI64Type();
+      auto toF32 = [&](Value x) {
+        return arith::SIToFPOp::create(b, f32, arith::IndexCastOp::create(b, i64, x));
+      };
+      // Columns of the slice starting at `col` that lie inside N.
+      auto sliceCount = [&](Value col) {
+        return toF32(arith::MaxSIOp::create(
+            b, arith::MinSIOp::create(b, idx(s.tileN), arith::SubIOp::create(b, n, col)),
+            idx(0)));
+      };
+      Value zero = splat(cstF32(0.0));
+      Value localMean[2], localM2[2];
+      Value myCount = sliceCount(blockCol);
+      for (int64_t h = 0; h < 2; ++h) {
+        localMean[h] = arith::DivFOp::create(b, sumPairs(v[h]), myCount);
+        SmallVector<Value> squares;
+        for (int64_t j = 0; j < groups; ++j) {
+          Value d = arith::SubFOp::create(b, v[h][j], splat(localMean[h]));
+          // Columns past N hold 0, not the mean: keep them out.
+          if (checkColumns)
+            d = arith::SelectOp::create(b, inCol(j), d, zero);
+          squares.push_back(arith::MulFOp::create(b, d, d));
+        }
+        localM2[h] = sumPairs(squares);
+      }
+      sendRowPartials(localMean, rowInTile, tileCount, /*round=*/0);
+      sendRowPartials(localM2, rowInTile, tileCount, /*round=*/1);
+      Value means = waitRowPartials(tileCount, /*round=*/0);
+      Value m2s = waitRowPartials(tileCount, /*round=*/1);
+      Value clusterCol = sub(blockCol, mul(rank, idx(s.tileN)));
+      auto peerCount = [&](Value peer) {
+        return sliceCount(add(clusterCol, mul(peer, idx(s.tileN))));
+      };
+      auto slot = [&](Value slots, Value peer, int64_t h) -> Value {
+        return memref::LoadOp::create(b, slots,
+                                      ValueRange{peer, add(rowInTile, idx(8 * h))});
+      };
+      ValueRange weighted = forLoop(
+          idx(0), idx(s.clusterN), idx(1), ValueRange{cstF32(0.0), cstF32(0.0)},
+          [&](Value peer, ValueRange acc) {
+            Value c = peerCount(peer);
+            SmallVector<Value> next;
+            for (int64_t h = 0; h < 2; ++h)
+              next.push_back(arith::AddFOp::create(
+                  b, acc[h], arith::MulFOp::create(b, c, slot(means, peer, h))));
+            return next;
+          });
+      Value mean[2] = {arith::DivFOp::create(b, weighted[0], nF),
+                       arith::DivFOp::create(b, weighted[1], nF)};
+      ValueRange m2 = forLoop(
+          idx(0), idx(s.clusterN), idx(1), ValueRange{cstF32(0.0), cstF32(0.0)},
+          [&](Value peer, ValueRange acc) {
+            Value c = peerCount(peer);
+            SmallVector<Value> next;
+            for (int64_t h = 0; h < 2; ++h) {
+              Value delta = arith::SubFOp::create(b, slot(means, peer, h), mean[h]);
+              Value spread = arith::MulFOp::create(
+                  b, c, arith::MulFOp::create(b, delta, delta));
+              next.push_back(arith::AddFOp::create(
+                  b, acc[h], arith::AddFOp::create(b, slot(m2s, peer, h), spread)));
+            }
+            return next;
+          });
+      for (int64_t h = 0; h < 2; ++h) {
+        // Columns past N are clipped from the store: no mask needed here.
+        for (int64_t j = 0; j < groups; ++j)
+          v[h][j] = arith::SubFOp::create(b, v[h][j], splat(mean[h]));
+        Value var = arith::DivFOp::create(b, m2[h], nF);
+        rs[h] = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
+        if (statMean)
+          storeStat(statMean, h, mean[h]);
+        if (statRstd)
+          storeStat(statRstd, h, rs[h]);
+      }
+    };
     if (s.splitRow) {
       // This tile's part of each row, merged by every CTA of the row block
       // (finishPending): RMSNorm the sum of squares; LayerNorm the
@@ -982,7 +1080,7 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
       // One CTA: one row at a time, the fewest values live at once (both
       // together spill). A cluster exchanges both rows' partials at once.
       if (s.clusterN > 1) {
-        layerNorm({0, 1});
+        clusterLayerNorm();
       } else {
         layerNorm({0});
         layerNorm({1});

@@ -182,9 +182,9 @@ func.func @two(%x: tensor<256x128xbf16>, %w1: tensor<128x256xbf16>, %w2: tensor<
 // this kernel, its cluster size, block and shared memory (not the SM count);
 // syncs the cluster after initializing the barriers (4 slot barriers: 2
 // exchange rounds x 2 tile parities), and in the epilogue sends each row's
-// partial sum to every peer with mapa + st.async (complete_tx on the peer's
-// barrier), waits, and adds the peers' slots: once for the sum, once for the
-// centered sum of squares.
+// slice mean and centered sum of squares to every peer with mapa + st.async
+// (complete_tx on the peer's barrier), both rounds before waiting for either
+// (one cluster round trip), then merges the peers' slots (Chan's formula).
 // CHECK: func.func private @fusionrtMaxActiveClusters(!llvm.ptr, i32, i32, i32) -> i32
 // CHECK: llvm.mlir.global internal constant @__fusion_name_ln_cluster_kernel0("ln_cluster_kernel0\00")
 // CHECK-LABEL: func.func @ln_cluster
@@ -216,11 +216,13 @@ func.func @two(%x: tensor<256x128xbf16>, %w1: tensor<128x256xbf16>, %w2: tensor<
 // CHECK: scf.for
 // CHECK: nvvm.mapa %{{.*}}, %{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
 // CHECK: nvvm.inline_ptx "st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [$0], $1, [$2];"
-// CHECK: nvgpu.mbarrier.try_wait.parity %[[SLOTBARS]]
-// CHECK: memref.load {{.*}} : memref<4x128xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT: nvgpu.mbarrier.try_wait.parity %[[SLOTBARS]]
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %[[SLOTBARS]]
+// CHECK-NOT: nvgpu.mbarrier.try_wait.parity %[[SLOTBARS]]
 // CHECK: nvvm.inline_ptx "st.async
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[SLOTBARS]]
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[SLOTBARS]]
+// CHECK: memref.load {{.*}} : memref<4x128xf32, #gpu.address_space<workgroup>>
 // CHECK: math.rsqrt
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @ln_cluster(%a: tensor<512x256xbf16>, %b: tensor<256x1024xbf16>) -> tensor<512x1024xbf16> {
