@@ -167,6 +167,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
       return failure();
     }
   }
+  s.epilogueWarps = normEpilogue && s.clusterN > 1 && s.tmaStore();
   if (s.sharedMemoryBytes() > config.getSmemBytes()) {
     why = "the kernel needs " + std::to_string(s.sharedMemoryBytes()) +
           " bytes of shared memory, more than the planned " +
@@ -381,6 +382,16 @@ private:
                        int64_t round);
   Value waitRowPartials(Value tileCount, int64_t round);
   void publishTile(Value blockRow, Value counters);
+  /// epilogueWarps: the consumers' side, after the MMA of a tile.
+  void handOffTile(ArrayRef<SmallVector<Value>> v, Value rowInTile,
+                   Value tileCount);
+  /// epilogueWarps: warps 1-3 of the producer warpgroup, over every tile.
+  void epilogueWarpsLoop();
+  /// Tile `tileCount`'s phase parity of a barrier completed once per tile.
+  Value tileParity(Value tileCount) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, rem(tileCount, 2),
+                                 idx(0));
+  }
   void finishPending(Value pendingRow, Value pendingCol);
   /// Two adjacent elements of `mem` at `indices` as vector<2xf32>.
   Value loadPair(Value mem, ValueRange indices, Type elem);
@@ -389,20 +400,24 @@ private:
   const GemmKernelSpec &s;
   MLIRContext *ctx;
   gpu::GPUFuncOp func;
-  Value smem, smemPad, smemBase, full, empty, slotBars, tmaA, tmaB, tmaC, m, n,
-      k, wg, tid, rank;
+  Value smem, smemPad, smemBase, full, empty, slotBars, tileFull, tileEmpty,
+      tmaA, tmaB, tmaC, m, n, k, wg, tid, rank;
   Value numK, numTiles, numTilesN;
 };
 } // namespace
 
 /// Registers per thread: the launch budget (65536 per SM over the CTA's
 /// threads), then moved from the producer to the consumers by setmaxnreg.
-static constexpr int64_t kProducerRegisters = 40;
+/// The producer warpgroup keeps 40 (one TMA thread), or 80 when its other
+/// warps run the epilogue (epilogueWarps).
+static int64_t producerRegisters(const GemmKernelSpec &s) {
+  return s.epilogueWarps ? 80 : 40;
+}
 static int64_t launchRegisters(const GemmKernelSpec &s) {
   return std::min<int64_t>(248, 65536 / s.threads()) / 8 * 8;
 }
 static int64_t consumerRegisters(const GemmKernelSpec &s) {
-  int64_t pool = s.threads() * launchRegisters(s) - 128 * kProducerRegisters;
+  int64_t pool = s.threads() * launchRegisters(s) - 128 * producerRegisters(s);
   return std::min<int64_t>(256, pool / (128 * s.consumers) / 8 * 8);
 }
 
@@ -890,10 +905,14 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
           x = arith::MulFOp::create(b, x, splat(factor[h]));
         if (cb)
           x = arith::AddFOp::create(b, x, cb);
-        if (residual)
+        if (residual && !s.epilogueWarps)
           x = arith::AddFOp::create(b, x, loadCol(residual, rowClamped[h], j, s.residualType));
         v[h][j] = x;
       }
+    }
+    if (s.epilogueWarps) {
+      handOffTile({v[0], v[1]}, rowInTile, tileCount);
+      return;
     }
     // Statistics: written once per row, by the quad leader of rank 0.
     Value isQuadLeader = eq(quad, 0);
@@ -1385,6 +1404,306 @@ void GemmKernelEmitter::finishPending(Value pendingRow, Value pendingCol) {
   consumerBarrier();
 }
 
+/// epilogueWarps, the consumers' side of tile `tileCount`: once the epilogue
+/// warps' TMA store of the previous tile has read the staging buffers
+/// (tileEmpty), each thread writes its fragment, rounded to the output type,
+/// into them (the swizzled layout of the TMA store), and arrives on tileFull;
+/// then it goes on to the next tile's MMA.
+void GemmKernelEmitter::handOffTile(ArrayRef<SmallVector<Value>> v,
+                                    Value rowInTile, Value tileCount) {
+  wait(tileEmpty, idx(0), flip(tileParity(tileCount)));
+  auto outPair = VectorType::get({2}, s.outType);
+  Value lane = rem(tid, 32);
+  Value rowPhase = div(lane, 4); // the row's index modulo 8
+  Value quad = rem(lane, 4);
+  int64_t groupsPerChunk = kStoreChunkN / 8;
+  for (int64_t c = 0; c < s.tileN / kStoreChunkN; ++c) {
+    Value staging =
+        smemView(idx(s.storeStagingOffset() + c * s.storeChunkBytes()),
+                 {s.tileM, kStoreChunkN}, s.outType);
+    for (int64_t g = 0; g < groupsPerChunk; ++g) {
+      Value swizzled = arith::XOrIOp::create(b, idx(g), rowPhase);
+      Value col = add(mul(swizzled, idx(8)), mul(quad, idx(2)));
+      for (int64_t h = 0; h < 2; ++h)
+        vector::StoreOp::create(
+            b, arith::TruncFOp::create(b, outPair, v[h][c * groupsPerChunk + g]),
+            staging, ValueRange{add(rowInTile, idx(8 * h)), col},
+            /*nontemporal=*/false, llvm::MaybeAlign(4));
+    }
+  }
+  arrive(tileFull, idx(0));
+}
+
+/// epilogueWarps: warps 1-3 of the producer warpgroup finish every tile of
+/// the CTA while the consumers run the next tile's MMA. Warp w takes the
+/// tile rows w, w + 3, ...; lane l the row's 16-byte piece l (8 columns:
+/// buffer l / 8, swizzled position l % 8 ^ row % 8), so a warp reads a row
+/// of all buffers without bank conflicts. Per tile:
+///   1. wait tileFull; per row: add the residual (written back, rounded),
+///      reduce over the warp the row's partial (RMSNorm: sum of squares;
+///      LayerNorm: the slice's mean and centered sum of squares over its
+///      columns inside N), and lane p st.async's it into slot [rank][row]
+///      of peer p (itself included);
+///   2. wait until every peer's partials arrived (slotBars[tile % 2], armed
+///      by the first epilogue thread for clusterN x tile_m partials);
+///   3. per row: merge the clusterN partials (LayerNorm: Chan's formula,
+///      each slice weighted by its columns inside N) into mean and rstd,
+///      write the statistics (rank 0), normalize the lane's piece in place
+///      with the norm weight and bias;
+///   4. a barrier over the epilogue warps; the first TMA-stores the tile,
+///      waits until the stores have read the buffers, and arrives on
+///      tileEmpty.
+/// Slots of tile t are reused by tile t + 2, which a peer sends only after
+/// it finished tile t + 1, which needed this CTA's tile t + 1 partials, sent
+/// after this CTA's step 3 of tile t.
+void GemmKernelEmitter::epilogueWarpsLoop() {
+  constexpr int64_t kEpilogueWarps = 3;
+  Type f32 = b.getF32Type();
+  Type i64 = b.getI64Type();
+  EpilogueArgs args = epilogueArgs();
+  bool layerNorm = s.epilogue == EpilogueKind::layer_norm;
+  auto f32x8 = VectorType::get({8}, f32);
+  auto outx8 = VectorType::get({8}, s.outType);
+  auto toF32 = [&](Value x) {
+    return arith::SIToFPOp::create(b, f32, arith::IndexCastOp::create(b, i64, x))
+        .getResult();
+  };
+  // Columns of the slice starting at column `col` that lie inside N.
+  auto sliceCount = [&](Value col) {
+    return toF32(arith::MaxSIOp::create(
+        b, arith::MinSIOp::create(b, idx(s.tileN), arith::SubIOp::create(b, n, col)),
+        idx(0)));
+  };
+  auto sum8 = [&](Value x) {
+    return vector::ReductionOp::create(b, vector::CombiningKind::ADD, x).getResult();
+  };
+  auto warpSum = [&](Value x) {
+    for (int64_t offset : {16, 8, 4, 2, 1})
+      x = arith::AddFOp::create(
+          b, x,
+          gpu::ShuffleOp::create(b, x, i32(offset), i32(32), gpu::ShuffleMode::XOR)
+              .getShuffleResult());
+    return x;
+  };
+  auto splat8 = [&](Value x) { return vector::BroadcastOp::create(b, f32x8, x); };
+  // Eight elements of a row-major memref as f32 (16-byte or narrower loads).
+  auto load8 = [&](Value mem, ValueRange indices, Type elem) -> Value {
+    Value x = vector::LoadOp::create(
+        b, VectorType::get({8}, elem), mem, indices, /*nontemporal=*/false,
+        llvm::MaybeAlign(std::min<int64_t>(elem.getIntOrFloatBitWidth(), 16)));
+    return elem.isF32() ? x : arith::ExtFOp::create(b, f32x8, x).getResult();
+  };
+
+  Value ewarp = sub(div(tid, 32), idx(1));
+  Value lane = rem(tid, 32);
+  Value isFirst = eq(tid, 32);
+  int64_t pieces = s.tileN / 8;
+  // A cluster's CTA always holds the same columns.
+  Value blockCol = mul(rank, idx(s.tileN));
+  Value active = ult(lane, idx(pieces));
+  // Inactive lanes (tile_n < 256) address the last piece and write nothing.
+  Value piece = arith::MinUIOp::create(b, lane, idx(pieces - 1));
+  Value col = add(blockCol, mul(piece, idx(8)));
+  Value inN = both(active, ult(col, n));
+  Value colClamped = arith::MinUIOp::create(b, col, sub(n, idx(8)));
+  Value staging = smemView(
+      add(idx(s.storeStagingOffset()), mul(div(piece, 8), idx(s.storeChunkBytes()))),
+      {s.tileM, kStoreChunkN}, s.outType);
+  Value pieceInBuffer = rem(piece, 8);
+  auto columnOf = [&](Value r) {
+    return mul(arith::XOrIOp::create(b, pieceInBuffer, rem(r, 8)), idx(8));
+  };
+  Value zero8 = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(f32x8, b.getF32FloatAttr(0.0)));
+  // The norm weight and bias of the lane's columns, loaded once and kept in
+  // their own type (fewer registers); widened at each use.
+  auto loadRaw = [&](Value mem, Type elem) -> Value {
+    if (!mem)
+      return Value();
+    return vector::LoadOp::create(
+        b, VectorType::get({8}, elem), mem, colClamped, /*nontemporal=*/false,
+        llvm::MaybeAlign(std::min<int64_t>(elem.getIntOrFloatBitWidth(), 16)));
+  };
+  auto widen = [&](Value x) -> Value {
+    return cast<VectorType>(x.getType()).getElementType().isF32()
+               ? x
+               : arith::ExtFOp::create(b, f32x8, x).getResult();
+  };
+  Value weightRaw = loadRaw(args.weight, s.normWeightType);
+  Value biasRaw = loadRaw(args.bias, s.normBiasType);
+  Value nF = toF32(n);
+  Value myCount = arith::MaximumFOp::create(b, sliceCount(blockCol), cstF32(1.0));
+  Value lastRow = sub(m, idx(1));
+  Type shared = LLVM::LLVMPointerType::get(ctx, 3);
+  Type cluster = LLVM::LLVMPointerType::get(ctx, 7);
+  auto asI32 = [&](Value x) { return arith::BitcastOp::create(b, b.getI32Type(), x); };
+
+  tileLoop({idx(0)}, [&](Value blockRow, Value, ValueRange iters) {
+    Value tileCount = iters[0];
+    Value buffer = rem(tileCount, 2);
+    nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(s.warpSlotBytes()),
+                                            buffer, isFirst);
+    Value slotBase = add(add(smemBase, idx(s.clusterSlotsOffset())),
+                         mul(buffer, idx(s.warpSlotBytes())));
+    wait(tileFull, idx(0), tileParity(tileCount));
+
+    // 1. Row partials, sent to every peer.
+    forLoop(ewarp, idx(s.tileM), idx(kEpilogueWarps), ValueRange{},
+            [&](Value r, ValueRange) {
+      Value at = columnOf(r);
+      Value x = arith::ExtFOp::create(
+          b, f32x8,
+          vector::LoadOp::create(b, outx8, staging, ValueRange{r, at},
+                                 /*nontemporal=*/false, llvm::MaybeAlign(16))
+              .getResult());
+      if (args.residual) {
+        Value row = arith::MinUIOp::create(b, add(blockRow, r), lastRow);
+        x = arith::AddFOp::create(
+            b, x, load8(args.residual, ValueRange{row, colClamped}, s.residualType));
+        ifThen(active, [&] {
+          vector::StoreOp::create(b, arith::TruncFOp::create(b, outx8, x), staging,
+                                  ValueRange{r, at}, /*nontemporal=*/false,
+                                  llvm::MaybeAlign(16));
+        });
+      }
+      x = arith::SelectOp::create(b, inN, x, zero8);
+      SmallVector<Value> partial;
+      if (layerNorm) {
+        Value mean = arith::DivFOp::create(b, warpSum(sum8(x)), myCount);
+        Value d = arith::SelectOp::create(
+            b, inN, arith::SubFOp::create(b, x, splat8(mean)), zero8);
+        partial = {mean, warpSum(sum8(arith::MulFOp::create(b, d, d)))};
+      } else {
+        partial = {warpSum(sum8(arith::MulFOp::create(b, x, x)))};
+      }
+      ifThen(ult(lane, idx(s.clusterN)), [&] {
+        Value slotAddr = arith::IndexCastOp::create(
+            b, i64, add(slotBase, mul(add(mul(rank, idx(s.tileM)), r),
+                                      idx(s.partialBytes()))));
+        Value slot = LLVM::IntToPtrOp::create(b, shared, ValueRange{slotAddr});
+        Value bar = LLVM::IntToPtrOp::create(
+            b, shared,
+            ValueRange{nvgpu::MBarrierGetOp::create(b, b.getI32Type(), slotBars,
+                                                    buffer)});
+        Value peer = arith::IndexCastOp::create(b, b.getI32Type(), lane);
+        Value remoteSlot = NVVM::MapaOp::create(b, cluster, slot, peer);
+        Value remoteBar = NVVM::MapaOp::create(b, cluster, bar, peer);
+        // No NVVM op or intrinsic for st.async in LLVM 22
+        // (docs/MLIR22-NOTES.md section 5.5).
+        if (layerNorm)
+          NVVM::InlinePtxOp::create(
+              b, TypeRange{},
+              ValueRange{remoteSlot, asI32(partial[0]), asI32(partial[1]), remoteBar},
+              ValueRange{},
+              b.getStringAttr("st.async.shared::cluster.mbarrier::complete_tx::"
+                              "bytes.v2.u32 [$0], {$1, $2}, [$3];"),
+              Value());
+        else
+          NVVM::InlinePtxOp::create(
+              b, TypeRange{}, ValueRange{remoteSlot, asI32(partial[0]), remoteBar},
+              ValueRange{},
+              b.getStringAttr("st.async.shared::cluster.mbarrier::complete_tx::"
+                              "bytes.u32 [$0], $1, [$2];"),
+              Value());
+      });
+      return SmallVector<Value>{};
+    });
+
+    // 2. Every peer's partials.
+    wait(slotBars, buffer,
+         arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                               rem(div(tileCount, 2), 2), idx(0)));
+    Value slots = smemView(add(idx(s.clusterSlotsOffset()),
+                               mul(buffer, idx(s.warpSlotBytes()))),
+                           {s.clusterN, s.tileM * s.partialBytes() / 4}, f32);
+
+    // 3. Merge, normalize in place.
+    forLoop(ewarp, idx(s.tileM), idx(kEpilogueWarps), ValueRange{},
+            [&](Value r, ValueRange) {
+      Value mean, var;
+      if (layerNorm) {
+        SmallVector<Value> means, m2s, counts;
+        Value weighted = cstF32(0.0);
+        for (int64_t p = 0; p < s.clusterN; ++p) {
+          Value pair = vector::LoadOp::create(
+              b, VectorType::get({2}, f32), slots, ValueRange{idx(p), mul(r, idx(2))},
+              /*nontemporal=*/false, llvm::MaybeAlign(8));
+          means.push_back(vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{0}));
+          m2s.push_back(vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{1}));
+          counts.push_back(sliceCount(idx(p * s.tileN)));
+          weighted = arith::AddFOp::create(
+              b, weighted, arith::MulFOp::create(b, counts[p], means[p]));
+        }
+        mean = arith::DivFOp::create(b, weighted, nF);
+        Value m2 = cstF32(0.0);
+        for (int64_t p = 0; p < s.clusterN; ++p) {
+          Value delta = arith::SubFOp::create(b, means[p], mean);
+          m2 = arith::AddFOp::create(
+              b, m2,
+              arith::AddFOp::create(
+                  b, m2s[p],
+                  arith::MulFOp::create(b, counts[p],
+                                        arith::MulFOp::create(b, delta, delta))));
+        }
+        var = arith::DivFOp::create(b, m2, nF);
+      } else {
+        Value total = cstF32(0.0);
+        for (int64_t p = 0; p < s.clusterN; ++p)
+          total = arith::AddFOp::create(
+              b, total, memref::LoadOp::create(b, slots, ValueRange{idx(p), r}));
+        var = arith::DivFOp::create(b, total, nF);
+      }
+      Value rstd = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
+      Value row = add(blockRow, r);
+      ifThen(both(both(eq(rank, 0), eq(lane, 0)), ult(row, m)), [&] {
+        if (args.statMean)
+          memref::StoreOp::create(b, mean, args.statMean, ValueRange{row});
+        if (args.statRstd)
+          memref::StoreOp::create(b, rstd, args.statRstd, ValueRange{row});
+      });
+      ifThen(active, [&] {
+        Value at = columnOf(r);
+        Value y = arith::ExtFOp::create(
+            b, f32x8,
+            vector::LoadOp::create(b, outx8, staging, ValueRange{r, at},
+                                   /*nontemporal=*/false, llvm::MaybeAlign(16))
+                .getResult());
+        if (mean)
+          y = arith::SubFOp::create(b, y, splat8(mean));
+        y = arith::MulFOp::create(b, y, splat8(rstd));
+        if (weightRaw)
+          y = arith::MulFOp::create(b, y, widen(weightRaw));
+        if (biasRaw)
+          y = arith::AddFOp::create(b, y, widen(biasRaw));
+        vector::StoreOp::create(b, arith::TruncFOp::create(b, outx8, y), staging,
+                                ValueRange{r, at}, /*nontemporal=*/false,
+                                llvm::MaybeAlign(16));
+      });
+      return SmallVector<Value>{};
+    });
+
+    // 4. Store the tile; free the staging buffers for the next one.
+    NVVM::FenceProxyOp::create(
+        b, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    NVVM::BarrierOp::create(b, Type(), i32(4), i32(32 * kEpilogueWarps),
+                            NVVM::BarrierReductionAttr(), Value());
+    ifThen(isFirst, [&] {
+      for (int64_t c = 0; c < s.tileN / kStoreChunkN; ++c) {
+        Value buffer = smemView(idx(s.storeStagingOffset() + c * s.storeChunkBytes()),
+                                {s.tileM, kStoreChunkN}, s.outType);
+        nvgpu::TmaAsyncStoreOp::create(
+            b, buffer, tmaC, ValueRange{add(blockCol, idx(c * kStoreChunkN)), blockRow},
+            Value());
+      }
+      NVVM::CpAsyncBulkCommitGroupOp::create(b);
+      NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
+      arrive(tileEmpty, idx(0));
+    });
+    return SmallVector<Value>{add(tileCount, idx(1))};
+  });
+}
+
 void GemmKernelEmitter::emit() {
   tmaA = UnrealizedConversionCastOp::create(b, getTensorMapTypeA(ctx, s), arg(0))
              .getResult(0);
@@ -1432,11 +1751,22 @@ void GemmKernelEmitter::emit() {
                                   leader);
   }
   if (s.clusterN > 1) {
-    // Cluster epilogue: [2 round + tile parity], armed by the store leader,
-    // completed by the peers' st.async bytes.
-    slotBars = group(2 * s.exchangeRounds());
-    for (int64_t i = 0; i < 2 * s.exchangeRounds(); ++i)
+    // Cluster epilogue: [2 round + tile parity] ([tile parity] with
+    // epilogueWarps), armed by the store leader (the first epilogue
+    // thread), completed by the peers' st.async bytes.
+    int64_t slotBarCount = s.epilogueWarps ? 2 : 2 * s.exchangeRounds();
+    slotBars = group(slotBarCount);
+    for (int64_t i = 0; i < slotBarCount; ++i)
       nvgpu::MBarrierInitOp::create(b, slotBars, idx(1), idx(i), leader);
+  }
+  if (s.epilogueWarps) {
+    // tileFull: every consumer thread wrote its part of the tile into the
+    // staging buffers. tileEmpty: the tile's TMA store has read them.
+    tileFull = group(1);
+    tileEmpty = group(1);
+    nvgpu::MBarrierInitOp::create(b, tileFull, idx(128 * s.consumers), idx(0),
+                                  leader);
+    nvgpu::MBarrierInitOp::create(b, tileEmpty, idx(1), idx(0), leader);
   }
   nvgpu::TmaPrefetchOp::create(b, tmaA, leader);
   nvgpu::TmaPrefetchOp::create(b, tmaB, leader);
@@ -1460,9 +1790,12 @@ void GemmKernelEmitter::emit() {
       b, isProducerGroup,
       [&](OpBuilder &, Location) {
         NVVM::SetMaxRegisterOp::create(
-            b, b.getI32IntegerAttr(kProducerRegisters),
+            b, b.getI32IntegerAttr(producerRegisters(s)),
             NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::decrease));
         ifThen(eq(tid, 0), [&] { producer(); });
+        if (s.epilogueWarps)
+          ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::uge, tid, idx(32)),
+                 [&] { epilogueWarpsLoop(); });
         scf::YieldOp::create(b);
       },
       [&](OpBuilder &, Location) {

@@ -30,6 +30,13 @@ struct GemmKernelSpec {
   /// with their partial statistics in global memory, and the CTA that
   /// completes a row block (a per-row-block counter) normalizes it in place.
   bool splitRow = false;
+  /// A cluster norm epilogue with a 16-bit output: the consumers hand each
+  /// tile, rounded to the output type, to the epilogue warps (warps 1-3 of
+  /// the producer warpgroup) through a whole-tile staging buffer and go on
+  /// to the next tile's MMA; the epilogue warps add the residual, exchange
+  /// the row statistics with the peers, normalize the tile in place and
+  /// TMA-store it, overlapped with that MMA.
+  bool epilogueWarps = false;
   Type abType, outType;
   bool transposeB;
   PrologueKind prologue;
@@ -54,10 +61,12 @@ struct GemmKernelSpec {
   int64_t storeChunkBytes() const { return tileM * kStoreChunkN * 2; }
   /// Two buffers (one fills while the other's store drains); one in cluster
   /// kernels, whose DSMEM slots would otherwise cost a ring stage.
-  /// splitRow: the whole tile (tile_n / 64 buffers) waits there for its
-  /// row block's statistics.
+  /// splitRow and epilogueWarps: the whole tile (tile_n / 64 buffers)
+  /// waits there for its row statistics.
   int64_t storeBuffers() const {
-    return splitRow ? tileN / kStoreChunkN : clusterN > 1 ? 1 : 2;
+    return splitRow || epilogueWarps ? tileN / kStoreChunkN
+           : clusterN > 1            ? 1
+                                     : 2;
   }
   int64_t storeStagingOffset() const { return ringBytes(); }
   int64_t storeStagingBytes() const {
@@ -71,6 +80,12 @@ struct GemmKernelSpec {
     return epilogue == EpilogueKind::layer_norm ? 2 : 1;
   }
   int64_t clusterSlotBytes() const { return clusterN * tileM * 4; }
+  /// epilogueWarps: one exchange per tile of 4 bytes per row and peer
+  /// (RMSNorm: the sum of squares) or 8 (LayerNorm: the slice's mean and
+  /// centered sum of squares), in 2 tile parities: the same bytes as the
+  /// register epilogue's exchangeRounds() rounds of 4.
+  int64_t partialBytes() const { return 4 * exchangeRounds(); }
+  int64_t warpSlotBytes() const { return clusterN * tileM * partialBytes(); }
   int64_t clusterSlotsOffset() const { return rowStatsOffset() + tileM * 4; }
   /// splitRow: the pending tile's row mean and rstd ([2][tile_m] f32).
   int64_t clusterSlotsBytes() const {

@@ -32,7 +32,7 @@ using K = FusedMatmulKernel;
 KernelSmemLayout mlir::fusion::getKernelSmemLayout(
     int64_t tileN, int64_t stages, int64_t clusterN, int64_t elementBytes,
     int64_t normInputElementBytes, int64_t outputElementBytes,
-    int64_t exchangeRounds, bool rowSplit) {
+    int64_t exchangeRounds, bool rowSplit, bool epilogueWarps) {
   KernelSmemLayout l;
   l.stages = stages;
   // One stage of the ring: an A tile [tile_m, tile_k] and a B tile
@@ -47,9 +47,11 @@ KernelSmemLayout mlir::fusion::getKernelSmemLayout(
   // (128 bytes a row, the 128-byte swizzle); f32 outputs from registers.
   l.storeStagingOffset = l.bRingOffset + stages * l.bTileBytes;
   // Two buffers, or one with a cluster (whose DSMEM slots would otherwise
-  // cost a ring stage).
-  int64_t storeBuffers =
-      rowSplit ? tileN / K::kStoreChunkN : clusterN > 1 ? 1 : 2;
+  // cost a ring stage); the whole tile when it waits there for its row
+  // statistics (rowSplit, epilogueWarps).
+  int64_t storeBuffers = rowSplit || epilogueWarps ? tileN / K::kStoreChunkN
+                         : clusterN > 1            ? 1
+                                                   : 2;
   l.storeStagingBytes =
       outputElementBytes == 2
           ? storeBuffers * K::kTileM * K::kStoreChunkN * outputElementBytes
@@ -106,12 +108,12 @@ std::optional<KernelSmemLayout> deepestFit(int64_t budget, int64_t tileN,
                                            int64_t normInputElementBytes,
                                            int64_t outputElementBytes,
                                            int64_t exchangeRounds,
-                                           bool rowSplit) {
+                                           bool rowSplit, bool epilogueWarps) {
   for (int64_t stages = K::kMaxStages; stages >= K::kMinStages; --stages) {
     KernelSmemLayout l =
         getKernelSmemLayout(tileN, stages, clusterN, elementBytes,
                             normInputElementBytes, outputElementBytes,
-                            exchangeRounds, rowSplit);
+                            exchangeRounds, rowSplit, epilogueWarps);
     if (l.totalBytes <= budget)
       return l;
   }
@@ -251,22 +253,27 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                                ? 2
                                : 1;
   bool rowSplit = rowReduction && clusterN == 1 && tileN < n;
+  // The generator's epilogue warps (a forward norm over a cluster, 16-bit
+  // output) take the tile through whole-tile staging as well.
+  bool epilogueWarps = target.clusterEpilogueWarps && !op.isGradEpilogue() &&
+                       rowReduction && clusterN > 1 && outputElementBytes == 2;
   std::optional<KernelSmemLayout> layout =
       deepestFit(budget, tileN, clusterN, elementBytes, normInputElementBytes,
-                 outputElementBytes, exchangeRounds, rowSplit);
+                 outputElementBytes, exchangeRounds, rowSplit,
+                 epilogueWarps);
   while (!layout && !rowReduction && tileN > target.tileNGranularity) {
     tileN = std::max(target.tileNGranularity,
                      static_cast<int64_t>(llvm::alignDown(
                          tileN / 2, target.tileNGranularity)));
     layout = deepestFit(budget, tileN, clusterN, elementBytes,
                         normInputElementBytes, outputElementBytes,
-                        exchangeRounds, rowSplit);
+                        exchangeRounds, rowSplit, epilogueWarps);
   }
   if (!layout) {
     KernelSmemLayout smallest =
         getKernelSmemLayout(tileN, K::kMinStages, clusterN, elementBytes,
                             normInputElementBytes, outputElementBytes,
-                            exchangeRounds, rowSplit);
+                            exchangeRounds, rowSplit, epilogueWarps);
     why = ("expected at most " + Twine(target.smemPerBlockOptin) +
            " bytes of shared memory (the " + target.chip +
            " opt-in limit per CTA), but a " + Twine(K::kTileM) + "x" +

@@ -10,7 +10,8 @@
 // (64 on sm_90a, 16 on sm_100a) within its accumulator slice; a norm or grad
 // row covered by tile_n x cluster_n as the rule says (up to 4 CTAs on
 // sm_90a: the power-of-two cluster that holds the row, slices of ceil(N / C)
-// rounded up, no CTA left without a column; wider rows: tiles of 256 columns
+// rounded up, no CTA left without a column, the whole tile staged for the
+// epilogue warps; wider rows: tiles of 256 columns
 // and no cluster, the statistics through global memory), no cluster
 // otherwise; and that every shape refused is
 // refused only for its row (cluster) or its shared memory; row-independent
@@ -18,11 +19,11 @@
 // anything else. The counts pin how much of the grid fits.
 
 // A few selections, spelled out.
-// SM90: planned g_1_64_264_rms_norm: tile_m = 128, tile_n = 192, tile_k = 64, stages = 5, cluster_n = 2, consumers = 2, smem_bytes = 224768
+// SM90: planned g_1_64_264_rms_norm: tile_m = 128, tile_n = 192, tile_k = 64, stages = 4, cluster_n = 2, consumers = 2, smem_bytes = 216576
 // SM90: planned g_1000_256_200_rms_norm: tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912
 // SM90: planned g_1000_256_256_rms_norm: tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912
-// SM90: planned g_1000_256_512_rms_norm: tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 2, consumers = 2, smem_bytes = 216576
-// SM90: planned g_1000_256_576_layer_norm: tile_m = 128, tile_n = 192, tile_k = 64, stages = 5, cluster_n = 3, consumers = 2, smem_bytes = 228864
+// SM90: planned g_1000_256_512_rms_norm: tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 2, consumers = 2, smem_bytes = 216576
+// SM90: planned g_1000_256_576_layer_norm: tile_m = 128, tile_n = 192, tile_k = 64, stages = 4, cluster_n = 3, consumers = 2, smem_bytes = 220672
 // SM90: planned g_1000_256_2048_rms_norm: tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 215552
 // SM90: planned g_262144_4096_4096_none: tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912
 // SM90-NOT: VIOLATION

@@ -143,13 +143,17 @@ struct KernelSmemLayout {
 /// (statistics through global memory), whose 16-bit tile waits in shared
 /// memory (tile_n / 64 staging buffers) until its row block's statistics
 /// are complete, with the rows' mean and rstd (2 x tile_m x 4 bytes, in the
-/// slots' place). The one place the shared-memory formulas are written.
+/// slots' place); `epilogueWarps` a cluster norm epilogue with a 16-bit
+/// output, whose tile the consumers hand to the epilogue warps through
+/// tile_n / 64 staging buffers as well. The one place the shared-memory
+/// formulas are written.
 KernelSmemLayout getKernelSmemLayout(int64_t tileN, int64_t stages,
                                      int64_t clusterN, int64_t elementBytes,
                                      int64_t normInputElementBytes,
                                      int64_t outputElementBytes,
                                      int64_t exchangeRounds,
-                                     bool rowSplit = false);
+                                     bool rowSplit = false,
+                                     bool epilogueWarps = false);
 
 /// Chooses the kernel configuration of `op` on `target`:
 ///   1. checks what the kernel needs: bf16 or f16 operands of one element
