@@ -67,6 +67,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::fusion;
@@ -200,6 +201,9 @@ Type mlir::fusion::getTensorMapTypeB(MLIRContext *ctx, const GemmKernelSpec &s) 
 Type mlir::fusion::getTensorMapTypeC(MLIRContext *ctx, const GemmKernelSpec &s) {
   return tensorMapType(ctx, {s.tileM, kStoreChunkN}, s.outType);
 }
+
+/// epilogueWarps: warps 1-3 of the producer warpgroup.
+static constexpr int64_t kEpilogueThreads = 96;
 
 namespace {
 /// Emits the kernel body; one method per role of the file comment.
@@ -387,6 +391,11 @@ private:
                    Value tileCount);
   /// epilogueWarps: warps 1-3 of the producer warpgroup, over every tile.
   void epilogueWarpsLoop();
+  /// Named barrier 4 over the epilogue warps.
+  void epilogueBarrier() {
+    NVVM::BarrierOp::create(b, Type(), i32(4), i32(kEpilogueThreads),
+                            NVVM::BarrierReductionAttr(), Value());
+  }
   /// Tile `tileCount`'s phase parity of a barrier completed once per tile.
   Value tileParity(Value tileCount) {
     return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, rem(tileCount, 2),
@@ -408,10 +417,10 @@ private:
 
 /// Registers per thread: the launch budget (65536 per SM over the CTA's
 /// threads), then moved from the producer to the consumers by setmaxnreg.
-/// The producer warpgroup keeps 40 (one TMA thread), or 80 when its other
+/// The producer warpgroup keeps 40 (one TMA thread), or 96 when its other
 /// warps run the epilogue (epilogueWarps).
 static int64_t producerRegisters(const GemmKernelSpec &s) {
-  return s.epilogueWarps ? 80 : 40;
+  return s.epilogueWarps ? 96 : 40;
 }
 static int64_t launchRegisters(const GemmKernelSpec &s) {
   return std::min<int64_t>(248, 65536 / s.threads()) / 8 * 8;
@@ -1434,30 +1443,32 @@ void GemmKernelEmitter::handOffTile(ArrayRef<SmallVector<Value>> v,
   arrive(tileFull, idx(0));
 }
 
-/// epilogueWarps: warps 1-3 of the producer warpgroup finish every tile of
-/// the CTA while the consumers run the next tile's MMA. Warp w takes the
-/// tile rows w, w + 3, ...; lane l the row's 16-byte piece l (8 columns:
-/// buffer l / 8, swizzled position l % 8 ^ row % 8), so a warp reads a row
-/// of all buffers without bank conflicts. Per tile:
+/// epilogueWarps: warps 1-3 of the producer warpgroup (96 threads) finish
+/// every tile of the CTA while the consumers run the next tile's MMA. A row
+/// of the tile is split into its tile_n / 64 segments (one staging buffer
+/// each, 64 columns: 8 16-byte pieces); the `perRow` = 4 (2, 1) consecutive
+/// lanes of a row take one segment each, so row reductions are 2 (1, 0)
+/// shuffles, and a warp reads 8 rows of a buffer at once, all at different
+/// swizzled positions: no bank conflicts. Rows go round-robin over the
+/// threads, whole warps at a time. Per tile:
 ///   1. wait tileFull; per row: add the residual (written back, rounded),
-///      reduce over the warp the row's partial (RMSNorm: sum of squares;
-///      LayerNorm: the slice's mean and centered sum of squares over its
-///      columns inside N), and lane p st.async's it into slot [rank][row]
-///      of peer p (itself included);
+///      reduce the row's partial (RMSNorm: sum of squares; LayerNorm: the
+///      slice's mean, then the centered sum of squares over its columns
+///      inside N, a second read), and the row's lane j st.async's it into
+///      slot [rank][row] of peers j, j + perRow, ... (itself included);
 ///   2. wait until every peer's partials arrived (slotBars[tile % 2], armed
 ///      by the first epilogue thread for clusterN x tile_m partials);
 ///   3. per row: merge the clusterN partials (LayerNorm: Chan's formula,
 ///      each slice weighted by its columns inside N) into mean and rstd,
-///      write the statistics (rank 0), normalize the lane's piece in place
-///      with the norm weight and bias;
-///   4. a barrier over the epilogue warps; the first TMA-stores the tile,
-///      waits until the stores have read the buffers, and arrives on
-///      tileEmpty.
+///      write the statistics (rank 0), normalize the segment in place with
+///      the norm weight and bias;
+///   4. a barrier over the epilogue warps; the first TMA-stores the tile and
+///      waits until the stores have read the buffers; a second barrier, and
+///      every epilogue thread arrives on tileEmpty.
 /// Slots of tile t are reused by tile t + 2, which a peer sends only after
 /// it finished tile t + 1, which needed this CTA's tile t + 1 partials, sent
 /// after this CTA's step 3 of tile t.
 void GemmKernelEmitter::epilogueWarpsLoop() {
-  constexpr int64_t kEpilogueWarps = 3;
   Type f32 = b.getF32Type();
   Type i64 = b.getI64Type();
   EpilogueArgs args = epilogueArgs();
@@ -1468,25 +1479,17 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
     return arith::SIToFPOp::create(b, f32, arith::IndexCastOp::create(b, i64, x))
         .getResult();
   };
-  // Columns of the slice starting at column `col` that lie inside N.
-  auto sliceCount = [&](Value col) {
+  // Columns of the range of `width` columns starting at `col` inside N.
+  auto countInN = [&](Value col, int64_t width) {
     return toF32(arith::MaxSIOp::create(
-        b, arith::MinSIOp::create(b, idx(s.tileN), arith::SubIOp::create(b, n, col)),
+        b, arith::MinSIOp::create(b, idx(width), arith::SubIOp::create(b, n, col)),
         idx(0)));
   };
   auto sum8 = [&](Value x) {
     return vector::ReductionOp::create(b, vector::CombiningKind::ADD, x).getResult();
   };
-  auto warpSum = [&](Value x) {
-    for (int64_t offset : {16, 8, 4, 2, 1})
-      x = arith::AddFOp::create(
-          b, x,
-          gpu::ShuffleOp::create(b, x, i32(offset), i32(32), gpu::ShuffleMode::XOR)
-              .getShuffleResult());
-    return x;
-  };
   auto splat8 = [&](Value x) { return vector::BroadcastOp::create(b, f32x8, x); };
-  // Eight elements of a row-major memref as f32 (16-byte or narrower loads).
+  // Eight elements of a row-major memref, widened to f32.
   auto load8 = [&](Value mem, ValueRange indices, Type elem) -> Value {
     Value x = vector::LoadOp::create(
         b, VectorType::get({8}, elem), mem, indices, /*nontemporal=*/false,
@@ -1494,49 +1497,93 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
     return elem.isF32() ? x : arith::ExtFOp::create(b, f32x8, x).getResult();
   };
 
-  Value ewarp = sub(div(tid, 32), idx(1));
-  Value lane = rem(tid, 32);
-  Value isFirst = eq(tid, 32);
-  int64_t pieces = s.tileN / 8;
+  int64_t segments = s.tileN / kStoreChunkN;
+  int64_t perRow = static_cast<int64_t>(llvm::PowerOf2Ceil(segments));
+  int64_t rowsPerRound = kEpilogueThreads / perRow;
+  int64_t rounds = llvm::divideCeil(s.tileM, rowsPerRound);
+  auto rowSum = [&](Value x) {
+    for (int64_t offset = 1; offset < perRow; offset *= 2)
+      x = arith::AddFOp::create(
+          b, x,
+          gpu::ShuffleOp::create(b, x, i32(offset), i32(32), gpu::ShuffleMode::XOR)
+              .getShuffleResult());
+    return x;
+  };
+
+  Value etid = sub(tid, idx(32));
+  Value isFirst = eq(etid, 0);
+  Value inRow = rem(etid, perRow);
+  Value active = ult(inRow, idx(segments));
+  // Lanes without a segment (3 segments in 4 lanes) address the last one,
+  // count nothing and write nothing.
+  Value segment = arith::MinUIOp::create(b, inRow, idx(segments - 1));
   // A cluster's CTA always holds the same columns.
   Value blockCol = mul(rank, idx(s.tileN));
-  Value active = ult(lane, idx(pieces));
-  // Inactive lanes (tile_n < 256) address the last piece and write nothing.
-  Value piece = arith::MinUIOp::create(b, lane, idx(pieces - 1));
-  Value col = add(blockCol, mul(piece, idx(8)));
-  Value inN = both(active, ult(col, n));
-  Value colClamped = arith::MinUIOp::create(b, col, sub(n, idx(8)));
-  Value staging = smemView(
-      add(idx(s.storeStagingOffset()), mul(div(piece, 8), idx(s.storeChunkBytes()))),
-      {s.tileM, kStoreChunkN}, s.outType);
-  Value pieceInBuffer = rem(piece, 8);
-  auto columnOf = [&](Value r) {
-    return mul(arith::XOrIOp::create(b, pieceInBuffer, rem(r, 8)), idx(8));
-  };
+  Value segCol = add(blockCol, mul(segment, idx(kStoreChunkN)));
   Value zero8 = arith::ConstantOp::create(
       b, DenseElementsAttr::get(f32x8, b.getF32FloatAttr(0.0)));
-  // The norm weight and bias of the lane's columns, loaded once and kept in
-  // their own type (fewer registers); widened at each use.
-  auto loadRaw = [&](Value mem, Type elem) -> Value {
-    if (!mem)
-      return Value();
-    return vector::LoadOp::create(
-        b, VectorType::get({8}, elem), mem, colClamped, /*nontemporal=*/false,
-        llvm::MaybeAlign(std::min<int64_t>(elem.getIntOrFloatBitWidth(), 16)));
-  };
-  auto widen = [&](Value x) -> Value {
-    return cast<VectorType>(x.getType()).getElementType().isF32()
-               ? x
-               : arith::ExtFOp::create(b, f32x8, x).getResult();
-  };
-  Value weightRaw = loadRaw(args.weight, s.normWeightType);
-  Value biasRaw = loadRaw(args.bias, s.normBiasType);
+  Value staging = smemView(
+      add(idx(s.storeStagingOffset()), mul(segment, idx(s.storeChunkBytes()))),
+      {s.tileM, kStoreChunkN}, s.outType);
   Value nF = toF32(n);
-  Value myCount = arith::MaximumFOp::create(b, sliceCount(blockCol), cstF32(1.0));
   Value lastRow = sub(m, idx(1));
+  // The segment's pieces inside N (N is a multiple of 8: a piece is all in
+  // or all out); none for a lane without a segment. Per-piece values are
+  // derived from these few registers at each use: hoisted per piece, they
+  // would not fit the epilogue warps' registers.
+  Value piecesInN = arith::SelectOp::create(
+      b, active,
+      div(arith::MinSIOp::create(
+              b, idx(kStoreChunkN),
+              arith::MaxSIOp::create(b, arith::SubIOp::create(b, n, segCol), idx(0))),
+          8),
+      idx(0));
+  auto pieceInN = [&](int64_t p) { return ult(idx(p), piecesInN); };
+  // Eight elements of a parameter row at piece p (zero outside N).
+  auto loadPiece = [&](Value mem, Value row, int64_t p, Type elem) -> Value {
+    auto guarded = scf::IfOp::create(
+        b, pieceInN(p),
+        [&](OpBuilder &, Location) {
+          SmallVector<Value> indices;
+          if (row)
+            indices.push_back(row);
+          indices.push_back(add(segCol, idx(8 * p)));
+          scf::YieldOp::create(b, load8(mem, indices, elem));
+        },
+        [&](OpBuilder &, Location) { scf::YieldOp::create(b, zero8); });
+    return guarded.getResult(0);
+  };
+  // The swizzled column of piece p in row r of a staging buffer.
+  auto at = [&](Value r, int64_t p) {
+    return mul(arith::XOrIOp::create(b, idx(p), rem(r, 8)), idx(8));
+  };
+  auto readPiece = [&](Value r, int64_t p) -> Value {
+    return arith::ExtFOp::create(
+        b, f32x8,
+        vector::LoadOp::create(b, outx8, staging, ValueRange{r, at(r, p)},
+                               /*nontemporal=*/false, llvm::MaybeAlign(16))
+            .getResult());
+  };
+  auto writePiece = [&](Value r, int64_t p, Value x) {
+    ifThen(active, [&] {
+      vector::StoreOp::create(b, arith::TruncFOp::create(b, outx8, x), staging,
+                              ValueRange{r, at(r, p)}, /*nontemporal=*/false,
+                              llvm::MaybeAlign(16));
+    });
+  };
+  Value sliceCountF = arith::MaximumFOp::create(b, countInN(blockCol, s.tileN),
+                                                cstF32(1.0));
   Type shared = LLVM::LLVMPointerType::get(ctx, 3);
   Type cluster = LLVM::LLVMPointerType::get(ctx, 7);
   auto asI32 = [&](Value x) { return arith::BitcastOp::create(b, b.getI32Type(), x); };
+  // Rows of round `round` handled by this thread, whole warps valid or not.
+  auto forRows = [&](function_ref<void(Value r)> body) {
+    forLoop(idx(0), idx(rounds), idx(1), ValueRange{}, [&](Value round, ValueRange) {
+      Value r = add(mul(round, idx(rowsPerRound)), div(etid, perRow));
+      ifThen(ult(r, idx(s.tileM)), [&] { body(r); });
+      return SmallVector<Value>{};
+    });
+  };
 
   tileLoop({idx(0)}, [&](Value blockRow, Value, ValueRange iters) {
     Value tileCount = iters[0];
@@ -1548,44 +1595,56 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
     wait(tileFull, idx(0), tileParity(tileCount));
 
     // 1. Row partials, sent to every peer.
-    forLoop(ewarp, idx(s.tileM), idx(kEpilogueWarps), ValueRange{},
-            [&](Value r, ValueRange) {
-      Value at = columnOf(r);
-      Value x = arith::ExtFOp::create(
-          b, f32x8,
-          vector::LoadOp::create(b, outx8, staging, ValueRange{r, at},
-                                 /*nontemporal=*/false, llvm::MaybeAlign(16))
-              .getResult());
-      if (args.residual) {
-        Value row = arith::MinUIOp::create(b, add(blockRow, r), lastRow);
-        x = arith::AddFOp::create(
-            b, x, load8(args.residual, ValueRange{row, colClamped}, s.residualType));
-        ifThen(active, [&] {
-          vector::StoreOp::create(b, arith::TruncFOp::create(b, outx8, x), staging,
-                                  ValueRange{r, at}, /*nontemporal=*/false,
-                                  llvm::MaybeAlign(16));
-        });
-      }
-      x = arith::SelectOp::create(b, inN, x, zero8);
+    forRows([&](Value r) {
+      Value row = arith::MinUIOp::create(b, add(blockRow, r), lastRow);
+      // Piece p of the row (with its residual), zero outside N.
+      auto pieceOf = [&](int64_t p, bool addResidual) -> Value {
+        Value x = readPiece(r, p);
+        if (addResidual) {
+          Value sum = arith::AddFOp::create(
+              b, x, loadPiece(args.residual, row, p, s.residualType));
+          // What the normalization reads back: the sum, rounded.
+          x = arith::ExtFOp::create(b, f32x8, arith::TruncFOp::create(b, outx8, sum).getResult());
+          writePiece(r, p, x);
+        }
+        return arith::SelectOp::create(b, pieceInN(p), x, zero8).getResult();
+      };
+      bool residual = bool(args.residual);
       SmallVector<Value> partial;
       if (layerNorm) {
-        Value mean = arith::DivFOp::create(b, warpSum(sum8(x)), myCount);
-        Value d = arith::SelectOp::create(
-            b, inN, arith::SubFOp::create(b, x, splat8(mean)), zero8);
-        partial = {mean, warpSum(sum8(arith::MulFOp::create(b, d, d)))};
+        // Two reads of the segment (the values do not stay in registers):
+        // the sum, then the squares centered on the slice's mean.
+        Value total = cstF32(0.0);
+        for (int64_t p = 0; p < 8; ++p)
+          total = arith::AddFOp::create(b, total, sum8(pieceOf(p, residual)));
+        Value mean = arith::DivFOp::create(b, rowSum(total), sliceCountF);
+        Value m2 = cstF32(0.0);
+        for (int64_t p = 0; p < 8; ++p) {
+          Value d = arith::SelectOp::create(
+              b, pieceInN(p),
+              arith::SubFOp::create(b, pieceOf(p, /*addResidual=*/false), splat8(mean)),
+              zero8);
+          m2 = arith::AddFOp::create(b, m2, sum8(arith::MulFOp::create(b, d, d)));
+        }
+        partial = {mean, rowSum(m2)};
       } else {
-        partial = {warpSum(sum8(arith::MulFOp::create(b, x, x)))};
+        Value total = cstF32(0.0);
+        for (int64_t p = 0; p < 8; ++p) {
+          Value x = pieceOf(p, residual);
+          total = arith::AddFOp::create(b, total, sum8(arith::MulFOp::create(b, x, x)));
+        }
+        partial = {rowSum(total)};
       }
-      ifThen(ult(lane, idx(s.clusterN)), [&] {
-        Value slotAddr = arith::IndexCastOp::create(
-            b, i64, add(slotBase, mul(add(mul(rank, idx(s.tileM)), r),
-                                      idx(s.partialBytes()))));
-        Value slot = LLVM::IntToPtrOp::create(b, shared, ValueRange{slotAddr});
-        Value bar = LLVM::IntToPtrOp::create(
-            b, shared,
-            ValueRange{nvgpu::MBarrierGetOp::create(b, b.getI32Type(), slotBars,
-                                                    buffer)});
-        Value peer = arith::IndexCastOp::create(b, b.getI32Type(), lane);
+      Value slotAddr = arith::IndexCastOp::create(
+          b, i64,
+          add(slotBase, mul(add(mul(rank, idx(s.tileM)), r), idx(s.partialBytes()))));
+      Value slot = LLVM::IntToPtrOp::create(b, shared, ValueRange{slotAddr});
+      Value bar = LLVM::IntToPtrOp::create(
+          b, shared,
+          ValueRange{nvgpu::MBarrierGetOp::create(b, b.getI32Type(), slotBars, buffer)});
+      forLoop(inRow, idx(s.clusterN), idx(perRow), ValueRange{},
+              [&](Value peerIdx, ValueRange) {
+        Value peer = arith::IndexCastOp::create(b, b.getI32Type(), peerIdx);
         Value remoteSlot = NVVM::MapaOp::create(b, cluster, slot, peer);
         Value remoteBar = NVVM::MapaOp::create(b, cluster, bar, peer);
         // No NVVM op or intrinsic for st.async in LLVM 22
@@ -1605,8 +1664,8 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
               b.getStringAttr("st.async.shared::cluster.mbarrier::complete_tx::"
                               "bytes.u32 [$0], $1, [$2];"),
               Value());
+        return SmallVector<Value>{};
       });
-      return SmallVector<Value>{};
     });
 
     // 2. Every peer's partials.
@@ -1618,8 +1677,7 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
                            {s.clusterN, s.tileM * s.partialBytes() / 4}, f32);
 
     // 3. Merge, normalize in place.
-    forLoop(ewarp, idx(s.tileM), idx(kEpilogueWarps), ValueRange{},
-            [&](Value r, ValueRange) {
+    forRows([&](Value r) {
       Value mean, var;
       if (layerNorm) {
         SmallVector<Value> means, m2s, counts;
@@ -1630,7 +1688,7 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
               /*nontemporal=*/false, llvm::MaybeAlign(8));
           means.push_back(vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{0}));
           m2s.push_back(vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{1}));
-          counts.push_back(sliceCount(idx(p * s.tileN)));
+          counts.push_back(countInN(idx(p * s.tileN), s.tileN));
           weighted = arith::AddFOp::create(
               b, weighted, arith::MulFOp::create(b, counts[p], means[p]));
         }
@@ -1655,41 +1713,36 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
       }
       Value rstd = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
       Value row = add(blockRow, r);
-      ifThen(both(both(eq(rank, 0), eq(lane, 0)), ult(row, m)), [&] {
+      ifThen(both(both(eq(rank, 0), eq(inRow, 0)), ult(row, m)), [&] {
         if (args.statMean)
           memref::StoreOp::create(b, mean, args.statMean, ValueRange{row});
         if (args.statRstd)
           memref::StoreOp::create(b, rstd, args.statRstd, ValueRange{row});
       });
-      ifThen(active, [&] {
-        Value at = columnOf(r);
-        Value y = arith::ExtFOp::create(
-            b, f32x8,
-            vector::LoadOp::create(b, outx8, staging, ValueRange{r, at},
-                                   /*nontemporal=*/false, llvm::MaybeAlign(16))
-                .getResult());
-        if (mean)
-          y = arith::SubFOp::create(b, y, splat8(mean));
-        y = arith::MulFOp::create(b, y, splat8(rstd));
-        if (weightRaw)
-          y = arith::MulFOp::create(b, y, widen(weightRaw));
-        if (biasRaw)
-          y = arith::AddFOp::create(b, y, widen(biasRaw));
-        vector::StoreOp::create(b, arith::TruncFOp::create(b, outx8, y), staging,
-                                ValueRange{r, at}, /*nontemporal=*/false,
-                                llvm::MaybeAlign(16));
-      });
-      return SmallVector<Value>{};
+      // y = (x - mean) rstd = x rstd + shift.
+      Value scale = splat8(rstd);
+      Value shift = mean ? splat8(arith::NegFOp::create(
+                               b, arith::MulFOp::create(b, mean, rstd)))
+                         : Value();
+      for (int64_t p = 0; p < 8; ++p) {
+        Value y = readPiece(r, p);
+        y = shift ? math::FmaOp::create(b, y, scale, shift).getResult()
+                  : arith::MulFOp::create(b, y, scale).getResult();
+        if (args.weight)
+          y = arith::MulFOp::create(b, y, loadPiece(args.weight, Value(), p, s.normWeightType));
+        if (args.bias)
+          y = arith::AddFOp::create(b, y, loadPiece(args.bias, Value(), p, s.normBiasType));
+        writePiece(r, p, y);
+      }
     });
 
     // 4. Store the tile; free the staging buffers for the next one.
     NVVM::FenceProxyOp::create(
         b, NVVM::ProxyKind::async_shared,
         NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    NVVM::BarrierOp::create(b, Type(), i32(4), i32(32 * kEpilogueWarps),
-                            NVVM::BarrierReductionAttr(), Value());
+    epilogueBarrier();
     ifThen(isFirst, [&] {
-      for (int64_t c = 0; c < s.tileN / kStoreChunkN; ++c) {
+      for (int64_t c = 0; c < segments; ++c) {
         Value buffer = smemView(idx(s.storeStagingOffset() + c * s.storeChunkBytes()),
                                 {s.tileM, kStoreChunkN}, s.outType);
         nvgpu::TmaAsyncStoreOp::create(
@@ -1698,8 +1751,9 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
       }
       NVVM::CpAsyncBulkCommitGroupOp::create(b);
       NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
-      arrive(tileEmpty, idx(0));
     });
+    epilogueBarrier();
+    arrive(tileEmpty, idx(0));
     return SmallVector<Value>{add(tileCount, idx(1))};
   });
 }
@@ -1766,7 +1820,8 @@ void GemmKernelEmitter::emit() {
     tileEmpty = group(1);
     nvgpu::MBarrierInitOp::create(b, tileFull, idx(128 * s.consumers), idx(0),
                                   leader);
-    nvgpu::MBarrierInitOp::create(b, tileEmpty, idx(1), idx(0), leader);
+    nvgpu::MBarrierInitOp::create(b, tileEmpty, idx(kEpilogueThreads), idx(0),
+                                  leader);
   }
   nvgpu::TmaPrefetchOp::create(b, tmaA, leader);
   nvgpu::TmaPrefetchOp::create(b, tmaB, leader);
