@@ -1539,8 +1539,29 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
           8),
       idx(0));
   auto pieceInN = [&](int64_t p) { return ult(idx(p), piecesInN); };
+  // A segment wholly inside N (every segment but the one N ends in) loads
+  // its parameters unguarded, so that a row's loads are all in flight at
+  // once; the other path guards each piece (an scf.if per load).
+  Value fullSegment = eq(piecesInN, 8);
+  auto bothWays = [&](TypeRange types,
+                      function_ref<SmallVector<Value>(bool guarded)> body) {
+    auto branch = scf::IfOp::create(
+        b, fullSegment,
+        [&](OpBuilder &, Location) { scf::YieldOp::create(b, body(false)); },
+        [&](OpBuilder &, Location) { scf::YieldOp::create(b, body(true)); });
+    (void)types;
+    return branch.getResults();
+  };
   // Eight elements of a parameter row at piece p (zero outside N).
-  auto loadPiece = [&](Value mem, Value row, int64_t p, Type elem) -> Value {
+  auto loadPiece = [&](Value mem, Value row, int64_t p, Type elem,
+                       bool guardedLoad) -> Value {
+    if (!guardedLoad) {
+      SmallVector<Value> indices;
+      if (row)
+        indices.push_back(row);
+      indices.push_back(add(segCol, idx(8 * p)));
+      return load8(mem, indices, elem);
+    }
     auto guarded = scf::IfOp::create(
         b, pieceInN(p),
         [&](OpBuilder &, Location) {
@@ -1557,12 +1578,24 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
   auto at = [&](Value r, int64_t p) {
     return mul(arith::XOrIOp::create(b, idx(p), rem(r, 8)), idx(8));
   };
-  auto readPiece = [&](Value r, int64_t p) -> Value {
-    return arith::ExtFOp::create(
-        b, f32x8,
-        vector::LoadOp::create(b, outx8, staging, ValueRange{r, at(r, p)},
-                               /*nontemporal=*/false, llvm::MaybeAlign(16))
-            .getResult());
+  auto readPiece = [&](Value r, int64_t p, bool guarded) -> Value {
+    auto read = [&] {
+      return arith::ExtFOp::create(
+                 b, f32x8,
+                 vector::LoadOp::create(b, outx8, staging, ValueRange{r, at(r, p)},
+                                        /*nontemporal=*/false, llvm::MaybeAlign(16))
+                     .getResult())
+          .getResult();
+    };
+    if (!guarded)
+      return read();
+    // A lane without a segment reads nothing (its clamped segment is
+    // another lane's, which that lane may be writing).
+    return scf::IfOp::create(
+               b, active,
+               [&](OpBuilder &, Location) { scf::YieldOp::create(b, read()); },
+               [&](OpBuilder &, Location) { scf::YieldOp::create(b, zero8); })
+        .getResult(0);
   };
   auto writePiece = [&](Value r, int64_t p, Value x) {
     ifThen(active, [&] {
@@ -1598,41 +1631,51 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
     forRows([&](Value r) {
       Value row = arith::MinUIOp::create(b, add(blockRow, r), lastRow);
       // Piece p of the row (with its residual), zero outside N.
-      auto pieceOf = [&](int64_t p, bool addResidual) -> Value {
-        Value x = readPiece(r, p);
+      auto pieceOf = [&](int64_t p, bool addResidual, bool guarded) -> Value {
+        Value x = readPiece(r, p, guarded);
         if (addResidual) {
           Value sum = arith::AddFOp::create(
-              b, x, loadPiece(args.residual, row, p, s.residualType));
+              b, x, loadPiece(args.residual, row, p, s.residualType, guarded));
           // What the normalization reads back: the sum, rounded.
-          x = arith::ExtFOp::create(b, f32x8, arith::TruncFOp::create(b, outx8, sum).getResult());
+          x = arith::ExtFOp::create(
+              b, f32x8, arith::TruncFOp::create(b, outx8, sum).getResult());
           writePiece(r, p, x);
         }
-        return arith::SelectOp::create(b, pieceInN(p), x, zero8).getResult();
+        return guarded ? arith::SelectOp::create(b, pieceInN(p), x, zero8).getResult()
+                       : x;
       };
       bool residual = bool(args.residual);
+      // The thread's sum over its segment of f(piece): 8 independent
+      // accumulator lanes, reduced once. Per thread: no shuffles inside.
+      auto segmentSum = [&](function_ref<Value(int64_t p, bool guarded)> term) {
+        return bothWays(TypeRange{b.getF32Type()}, [&](bool guarded) {
+                 Value acc = zero8;
+                 for (int64_t p = 0; p < 8; ++p)
+                   acc = arith::AddFOp::create(b, acc, term(p, guarded));
+                 return SmallVector<Value>{sum8(acc)};
+               })[0];
+      };
       SmallVector<Value> partial;
       if (layerNorm) {
         // Two reads of the segment (the values do not stay in registers):
         // the sum, then the squares centered on the slice's mean.
-        Value total = cstF32(0.0);
-        for (int64_t p = 0; p < 8; ++p)
-          total = arith::AddFOp::create(b, total, sum8(pieceOf(p, residual)));
+        Value total = segmentSum([&](int64_t p, bool guarded) {
+          return pieceOf(p, residual, guarded);
+        });
         Value mean = arith::DivFOp::create(b, rowSum(total), sliceCountF);
-        Value m2 = cstF32(0.0);
-        for (int64_t p = 0; p < 8; ++p) {
-          Value d = arith::SelectOp::create(
-              b, pieceInN(p),
-              arith::SubFOp::create(b, pieceOf(p, /*addResidual=*/false), splat8(mean)),
-              zero8);
-          m2 = arith::AddFOp::create(b, m2, sum8(arith::MulFOp::create(b, d, d)));
-        }
+        Value m2 = segmentSum([&](int64_t p, bool guarded) -> Value {
+          Value d = arith::SubFOp::create(b, pieceOf(p, /*addResidual=*/false, guarded),
+                                          splat8(mean));
+          if (guarded)
+            d = arith::SelectOp::create(b, pieceInN(p), d, zero8);
+          return arith::MulFOp::create(b, d, d);
+        });
         partial = {mean, rowSum(m2)};
       } else {
-        Value total = cstF32(0.0);
-        for (int64_t p = 0; p < 8; ++p) {
-          Value x = pieceOf(p, residual);
-          total = arith::AddFOp::create(b, total, sum8(arith::MulFOp::create(b, x, x)));
-        }
+        Value total = segmentSum([&](int64_t p, bool guarded) -> Value {
+          Value x = pieceOf(p, residual, guarded);
+          return arith::MulFOp::create(b, x, x);
+        });
         partial = {rowSum(total)};
       }
       Value slotAddr = arith::IndexCastOp::create(
@@ -1724,16 +1767,21 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
       Value shift = mean ? splat8(arith::NegFOp::create(
                                b, arith::MulFOp::create(b, mean, rstd)))
                          : Value();
-      for (int64_t p = 0; p < 8; ++p) {
-        Value y = readPiece(r, p);
-        y = shift ? math::FmaOp::create(b, y, scale, shift).getResult()
-                  : arith::MulFOp::create(b, y, scale).getResult();
-        if (args.weight)
-          y = arith::MulFOp::create(b, y, loadPiece(args.weight, Value(), p, s.normWeightType));
-        if (args.bias)
-          y = arith::AddFOp::create(b, y, loadPiece(args.bias, Value(), p, s.normBiasType));
-        writePiece(r, p, y);
-      }
+      bothWays(TypeRange{}, [&](bool guarded) {
+        for (int64_t p = 0; p < 8; ++p) {
+          Value y = readPiece(r, p, guarded);
+          y = shift ? math::FmaOp::create(b, y, scale, shift).getResult()
+                    : arith::MulFOp::create(b, y, scale).getResult();
+          if (args.weight)
+            y = arith::MulFOp::create(
+                b, y, loadPiece(args.weight, Value(), p, s.normWeightType, guarded));
+          if (args.bias)
+            y = arith::AddFOp::create(
+                b, y, loadPiece(args.bias, Value(), p, s.normBiasType, guarded));
+          writePiece(r, p, y);
+        }
+        return SmallVector<Value>{};
+      });
     });
 
     // 4. Store the tile; free the staging buffers for the next one.
