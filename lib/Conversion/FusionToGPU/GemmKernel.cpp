@@ -388,7 +388,7 @@ private:
   void publishTile(Value blockRow, Value counters);
   /// epilogueWarps: the consumers' side, after the MMA of a tile.
   void handOffTile(ArrayRef<SmallVector<Value>> v, Value rowInTile,
-                   Value tileCount);
+                   Value tileCount, ArrayRef<Value> partials);
   /// epilogueWarps: warps 1-3 of the producer warpgroup, over every tile.
   void epilogueWarpsLoop();
   /// Named barrier 4 over the epilogue warps.
@@ -417,10 +417,10 @@ private:
 
 /// Registers per thread: the launch budget (65536 per SM over the CTA's
 /// threads), then moved from the producer to the consumers by setmaxnreg.
-/// The producer warpgroup keeps 40 (one TMA thread), or 96 when its other
+/// The producer warpgroup keeps 40 (one TMA thread), or 72 when its other
 /// warps run the epilogue (epilogueWarps).
 static int64_t producerRegisters(const GemmKernelSpec &s) {
-  return s.epilogueWarps ? 96 : 40;
+  return s.epilogueWarps ? 72 : 40;
 }
 static int64_t launchRegisters(const GemmKernelSpec &s) {
   return std::min<int64_t>(248, 65536 / s.threads()) / 8 * 8;
@@ -914,13 +914,49 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
           x = arith::MulFOp::create(b, x, splat(factor[h]));
         if (cb)
           x = arith::AddFOp::create(b, x, cb);
-        if (residual && !s.epilogueWarps)
+        if (residual)
           x = arith::AddFOp::create(b, x, loadCol(residual, rowClamped[h], j, s.residualType));
         v[h][j] = x;
       }
     }
     if (s.epilogueWarps) {
-      handOffTile({v[0], v[1]}, rowInTile, tileCount);
+      // The row partials come from the f32 registers (the residual added).
+      SmallVector<Value> partials;
+      if (s.epilogue == EpilogueKind::rms_norm) {
+        for (int64_t h = 0; h < 2; ++h) {
+          SmallVector<Value> squares;
+          for (Value x : v[h])
+            squares.push_back(arith::MulFOp::create(b, x, x));
+          partials.push_back(sumPairs(squares));
+        }
+      } else {
+        // The slice's mean and centered sum of squares over its columns
+        // inside N (columns past N hold 0, not the mean: masked out).
+        Value count = arith::SIToFPOp::create(
+            b, f32,
+            arith::IndexCastOp::create(
+                b, b.getI64Type(),
+                arith::MaxSIOp::create(
+                    b, arith::MinSIOp::create(b, idx(s.tileN), sub(n, blockCol)),
+                    idx(0))));
+        count = arith::MaximumFOp::create(b, count, cstF32(1.0));
+        Value zero = splat(cstF32(0.0));
+        SmallVector<Value> m2s;
+        for (int64_t h = 0; h < 2; ++h) {
+          Value mean = arith::DivFOp::create(b, sumPairs(v[h]), count);
+          SmallVector<Value> squares;
+          for (int64_t j = 0; j < groups; ++j) {
+            Value d = arith::SubFOp::create(b, v[h][j], splat(mean));
+            if (checkColumns)
+              d = arith::SelectOp::create(b, inCol(j), d, zero);
+            squares.push_back(arith::MulFOp::create(b, d, d));
+          }
+          partials.push_back(mean);
+          m2s.push_back(sumPairs(squares));
+        }
+        partials.append(m2s);
+      }
+      handOffTile({v[0], v[1]}, rowInTile, tileCount, partials);
       return;
     }
     // Statistics: written once per row, by the quad leader of rank 0.
@@ -1419,8 +1455,17 @@ void GemmKernelEmitter::finishPending(Value pendingRow, Value pendingCol) {
 /// into them (the swizzled layout of the TMA store), and arrives on tileFull;
 /// then it goes on to the next tile's MMA.
 void GemmKernelEmitter::handOffTile(ArrayRef<SmallVector<Value>> v,
-                                    Value rowInTile, Value tileCount) {
+                                    Value rowInTile, Value tileCount,
+                                    ArrayRef<Value> partials) {
   wait(tileEmpty, idx(0), flip(tileParity(tileCount)));
+  // Sent only now: a peer's partials of tile t + 2 reuse this tile's slots,
+  // and they leave only after its epilogue warps finished tile t + 1, which
+  // needed this CTA's tile t + 1 partials, sent after this CTA's epilogue
+  // warps finished tile t (tileEmpty, above).
+  for (int64_t round = 0; 2 * round < static_cast<int64_t>(partials.size()); ++round) {
+    Value pair[2] = {partials[2 * round], partials[2 * round + 1]};
+    sendRowPartials(pair, rowInTile, tileCount, round);
+  }
   auto outPair = VectorType::get({2}, s.outType);
   Value lane = rem(tid, 32);
   Value rowPhase = div(lane, 4); // the row's index modulo 8
@@ -1446,28 +1491,21 @@ void GemmKernelEmitter::handOffTile(ArrayRef<SmallVector<Value>> v,
 /// epilogueWarps: warps 1-3 of the producer warpgroup (96 threads) finish
 /// every tile of the CTA while the consumers run the next tile's MMA. A row
 /// of the tile is split into its tile_n / 64 segments (one staging buffer
-/// each, 64 columns: 8 16-byte pieces); the `perRow` = 4 (2, 1) consecutive
-/// lanes of a row take one segment each, so row reductions are 2 (1, 0)
-/// shuffles, and a warp reads 8 rows of a buffer at once, all at different
-/// swizzled positions: no bank conflicts. Rows go round-robin over the
-/// threads, whole warps at a time. Per tile:
-///   1. wait tileFull; per row: add the residual (written back, rounded),
-///      reduce the row's partial (RMSNorm: sum of squares; LayerNorm: the
-///      slice's mean, then the centered sum of squares over its columns
-///      inside N, a second read), and the row's lane j st.async's it into
-///      slot [rank][row] of peers j, j + perRow, ... (itself included);
-///   2. wait until every peer's partials arrived (slotBars[tile % 2], armed
-///      by the first epilogue thread for clusterN x tile_m partials);
-///   3. per row: merge the clusterN partials (LayerNorm: Chan's formula,
-///      each slice weighted by its columns inside N) into mean and rstd,
-///      write the statistics (rank 0), normalize the segment in place with
-///      the norm weight and bias;
-///   4. a barrier over the epilogue warps; the first TMA-stores the tile and
+/// each, 64 columns: 8 16-byte pieces); `perRow` = 4 (2, 1) lanes of a warp,
+/// 8 (16, 32) apart, take one segment each of the warp's 8 (16, 32) rows, so
+/// that each 8-lane phase of a 16-byte shared access reads 8 rows of one
+/// buffer, all at different swizzled positions: no bank conflicts. Rows go
+/// round-robin over the warps. Per tile:
+///   1. wait for the consumers' tile (tileFull) and for every peer's row
+///      partials (the consumers sent them: sendRowPartials);
+///   2. per row: merge the clusterN partials (RMSNorm: the sums of squares;
+///      LayerNorm: Chan's formula over the slice means and centered sums of
+///      squares, each slice weighted by its columns inside N) into mean and
+///      rstd, write the statistics (rank 0), and normalize the segment in
+///      place with the norm weight and bias;
+///   3. a barrier over the epilogue warps; the first TMA-stores the tile and
 ///      waits until the stores have read the buffers; a second barrier, and
 ///      every epilogue thread arrives on tileEmpty.
-/// Slots of tile t are reused by tile t + 2, which a peer sends only after
-/// it finished tile t + 1, which needed this CTA's tile t + 1 partials, sent
-/// after this CTA's step 3 of tile t.
 void GemmKernelEmitter::epilogueWarpsLoop() {
   Type f32 = b.getF32Type();
   Type i64 = b.getI64Type();
@@ -1479,43 +1517,21 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
     return arith::SIToFPOp::create(b, f32, arith::IndexCastOp::create(b, i64, x))
         .getResult();
   };
-  // Columns of the range of `width` columns starting at `col` inside N.
-  auto countInN = [&](Value col, int64_t width) {
-    return toF32(arith::MaxSIOp::create(
-        b, arith::MinSIOp::create(b, idx(width), arith::SubIOp::create(b, n, col)),
-        idx(0)));
-  };
-  auto sum8 = [&](Value x) {
-    return vector::ReductionOp::create(b, vector::CombiningKind::ADD, x).getResult();
-  };
   auto splat8 = [&](Value x) { return vector::BroadcastOp::create(b, f32x8, x); };
-  // Eight elements of a row-major memref, widened to f32.
-  auto load8 = [&](Value mem, ValueRange indices, Type elem) -> Value {
-    Value x = vector::LoadOp::create(
-        b, VectorType::get({8}, elem), mem, indices, /*nontemporal=*/false,
-        llvm::MaybeAlign(std::min<int64_t>(elem.getIntOrFloatBitWidth(), 16)));
-    return elem.isF32() ? x : arith::ExtFOp::create(b, f32x8, x).getResult();
-  };
 
   int64_t segments = s.tileN / kStoreChunkN;
   int64_t perRow = static_cast<int64_t>(llvm::PowerOf2Ceil(segments));
+  int64_t rowsPerWarp = 32 / perRow;
   int64_t rowsPerRound = kEpilogueThreads / perRow;
   int64_t rounds = llvm::divideCeil(s.tileM, rowsPerRound);
-  auto rowSum = [&](Value x) {
-    for (int64_t offset = 1; offset < perRow; offset *= 2)
-      x = arith::AddFOp::create(
-          b, x,
-          gpu::ShuffleOp::create(b, x, i32(offset), i32(32), gpu::ShuffleMode::XOR)
-              .getShuffleResult());
-    return x;
-  };
-
   Value etid = sub(tid, idx(32));
   Value isFirst = eq(etid, 0);
-  Value inRow = rem(etid, perRow);
+  Value lane = rem(etid, 32);
+  Value inRow = div(lane, rowsPerWarp);
+  Value rowOfThread = add(mul(div(etid, 32), idx(rowsPerWarp)), rem(lane, rowsPerWarp));
+  // Lanes without a segment (3 segments in 4 lanes) address the last one
+  // and neither read nor write it.
   Value active = ult(inRow, idx(segments));
-  // Lanes without a segment (3 segments in 4 lanes) address the last one,
-  // count nothing and write nothing.
   Value segment = arith::MinUIOp::create(b, inRow, idx(segments - 1));
   // A cluster's CTA always holds the same columns.
   Value blockCol = mul(rank, idx(s.tileN));
@@ -1526,11 +1542,10 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
       add(idx(s.storeStagingOffset()), mul(segment, idx(s.storeChunkBytes()))),
       {s.tileM, kStoreChunkN}, s.outType);
   Value nF = toF32(n);
-  Value lastRow = sub(m, idx(1));
   // The segment's pieces inside N (N is a multiple of 8: a piece is all in
   // or all out); none for a lane without a segment. Per-piece values are
-  // derived from these few registers at each use: hoisted per piece, they
-  // would not fit the epilogue warps' registers.
+  // derived from it at each use: hoisted per piece, they would not fit the
+  // epilogue warps' registers.
   Value piecesInN = arith::SelectOp::create(
       b, active,
       div(arith::MinSIOp::create(
@@ -1538,253 +1553,134 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
               arith::MaxSIOp::create(b, arith::SubIOp::create(b, n, segCol), idx(0))),
           8),
       idx(0));
-  auto pieceInN = [&](int64_t p) { return ult(idx(p), piecesInN); };
-  // A segment wholly inside N (every segment but the one N ends in) loads
-  // its parameters unguarded, so that a row's loads are all in flight at
-  // once; the other path guards each piece (an scf.if per load).
-  Value fullSegment = eq(piecesInN, 8);
-  auto bothWays = [&](TypeRange types,
-                      function_ref<SmallVector<Value>(bool guarded)> body) {
-    auto branch = scf::IfOp::create(
-        b, fullSegment,
-        [&](OpBuilder &, Location) { scf::YieldOp::create(b, body(false)); },
-        [&](OpBuilder &, Location) { scf::YieldOp::create(b, body(true)); });
-    (void)types;
-    return branch.getResults();
-  };
-  // Eight elements of a parameter row at piece p (zero outside N).
-  auto loadPiece = [&](Value mem, Value row, int64_t p, Type elem,
-                       bool guardedLoad) -> Value {
-    if (!guardedLoad) {
-      SmallVector<Value> indices;
-      if (row)
-        indices.push_back(row);
-      indices.push_back(add(segCol, idx(8 * p)));
-      return load8(mem, indices, elem);
-    }
-    auto guarded = scf::IfOp::create(
-        b, pieceInN(p),
-        [&](OpBuilder &, Location) {
-          SmallVector<Value> indices;
-          if (row)
-            indices.push_back(row);
-          indices.push_back(add(segCol, idx(8 * p)));
-          scf::YieldOp::create(b, load8(mem, indices, elem));
-        },
-        [&](OpBuilder &, Location) { scf::YieldOp::create(b, zero8); });
-    return guarded.getResult(0);
-  };
-  // The swizzled column of piece p in row r of a staging buffer.
+  // Piece p of the segment: the swizzled column in a staging row r, the
+  // norm parameters (the segment N ends in guards each load), the values.
   auto at = [&](Value r, int64_t p) {
     return mul(arith::XOrIOp::create(b, idx(p), rem(r, 8)), idx(8));
   };
-  auto readPiece = [&](Value r, int64_t p, bool guarded) -> Value {
-    auto read = [&] {
-      return arith::ExtFOp::create(
-                 b, f32x8,
-                 vector::LoadOp::create(b, outx8, staging, ValueRange{r, at(r, p)},
-                                        /*nontemporal=*/false, llvm::MaybeAlign(16))
-                     .getResult())
-          .getResult();
+  auto loadParam = [&](Value mem, int64_t p, Type elem, bool guarded) -> Value {
+    auto load = [&] {
+      Value x = vector::LoadOp::create(
+          b, VectorType::get({8}, elem), mem, ValueRange{add(segCol, idx(8 * p))},
+          /*nontemporal=*/false,
+          llvm::MaybeAlign(std::min<int64_t>(elem.getIntOrFloatBitWidth(), 16)));
+      return elem.isF32() ? x : arith::ExtFOp::create(b, f32x8, x).getResult();
     };
     if (!guarded)
-      return read();
-    // A lane without a segment reads nothing (its clamped segment is
-    // another lane's, which that lane may be writing).
+      return load();
     return scf::IfOp::create(
-               b, active,
-               [&](OpBuilder &, Location) { scf::YieldOp::create(b, read()); },
+               b, ult(idx(p), piecesInN),
+               [&](OpBuilder &, Location) { scf::YieldOp::create(b, load()); },
                [&](OpBuilder &, Location) { scf::YieldOp::create(b, zero8); })
         .getResult(0);
   };
-  auto writePiece = [&](Value r, int64_t p, Value x) {
-    ifThen(active, [&] {
-      vector::StoreOp::create(b, arith::TruncFOp::create(b, outx8, x), staging,
-                              ValueRange{r, at(r, p)}, /*nontemporal=*/false,
-                              llvm::MaybeAlign(16));
-    });
+  auto readPiece = [&](Value r, int64_t p) -> Value {
+    return arith::ExtFOp::create(
+               b, f32x8,
+               vector::LoadOp::create(b, outx8, staging, ValueRange{r, at(r, p)},
+                                      /*nontemporal=*/false, llvm::MaybeAlign(16))
+                   .getResult())
+        .getResult();
   };
-  Value sliceCountF = arith::MaximumFOp::create(b, countInN(blockCol, s.tileN),
-                                                cstF32(1.0));
-  Type shared = LLVM::LLVMPointerType::get(ctx, 3);
-  Type cluster = LLVM::LLVMPointerType::get(ctx, 7);
-  auto asI32 = [&](Value x) { return arith::BitcastOp::create(b, b.getI32Type(), x); };
-  // Rows of round `round` handled by this thread, whole warps valid or not.
-  auto forRows = [&](function_ref<void(Value r)> body) {
-    forLoop(idx(0), idx(rounds), idx(1), ValueRange{}, [&](Value round, ValueRange) {
-      Value r = add(mul(round, idx(rowsPerRound)), div(etid, perRow));
-      ifThen(ult(r, idx(s.tileM)), [&] { body(r); });
-      return SmallVector<Value>{};
-    });
+  auto writePiece = [&](Value r, int64_t p, Value x) {
+    vector::StoreOp::create(b, arith::TruncFOp::create(b, outx8, x), staging,
+                            ValueRange{r, at(r, p)}, /*nontemporal=*/false,
+                            llvm::MaybeAlign(16));
+  };
+  // Normalizes the lane's segment of row r: y = x scale + shift, then the
+  // norm weight and bias. A segment wholly inside N (every one but the
+  // segment N ends in) loads its parameters unguarded, all in flight at
+  // once.
+  auto normalizeSegment = [&](Value r, Value scale, Value shift) {
+    auto pieces = [&](bool guarded) {
+      for (int64_t p = 0; p < 8; ++p) {
+        Value y = readPiece(r, p);
+        y = shift ? math::FmaOp::create(b, y, scale, shift).getResult()
+                  : arith::MulFOp::create(b, y, scale).getResult();
+        if (args.weight)
+          y = arith::MulFOp::create(b, y, loadParam(args.weight, p, s.normWeightType, guarded));
+        if (args.bias)
+          y = arith::AddFOp::create(b, y, loadParam(args.bias, p, s.normBiasType, guarded));
+        writePiece(r, p, y);
+      }
+    };
+    scf::IfOp::create(
+        b, eq(piecesInN, 8),
+        [&](OpBuilder &, Location) {
+          pieces(/*guarded=*/false);
+          scf::YieldOp::create(b);
+        },
+        [&](OpBuilder &, Location) {
+          ifThen(active, [&] { pieces(/*guarded=*/true); });
+          scf::YieldOp::create(b);
+        });
   };
 
   tileLoop({idx(0)}, [&](Value blockRow, Value, ValueRange iters) {
     Value tileCount = iters[0];
-    Value buffer = rem(tileCount, 2);
-    nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(s.warpSlotBytes()),
-                                            buffer, isFirst);
-    Value slotBase = add(add(smemBase, idx(s.clusterSlotsOffset())),
-                         mul(buffer, idx(s.warpSlotBytes())));
+    // 1. The tile and every peer's partials (RMSNorm: sums of squares;
+    // LayerNorm: slice means, then centered sums of squares).
     wait(tileFull, idx(0), tileParity(tileCount));
+    Value firstSlots = waitRowPartials(tileCount, 0);
+    Value secondSlots = layerNorm ? waitRowPartials(tileCount, 1) : Value();
 
-    // 1. Row partials, sent to every peer.
-    forRows([&](Value r) {
-      Value row = arith::MinUIOp::create(b, add(blockRow, r), lastRow);
-      // Piece p of the row (with its residual), zero outside N.
-      auto pieceOf = [&](int64_t p, bool addResidual, bool guarded) -> Value {
-        Value x = readPiece(r, p, guarded);
-        if (addResidual) {
-          Value sum = arith::AddFOp::create(
-              b, x, loadPiece(args.residual, row, p, s.residualType, guarded));
-          // What the normalization reads back: the sum, rounded.
-          x = arith::ExtFOp::create(
-              b, f32x8, arith::TruncFOp::create(b, outx8, sum).getResult());
-          writePiece(r, p, x);
+    // 2. Merge, normalize in place.
+    forLoop(idx(0), idx(rounds), idx(1), ValueRange{}, [&](Value round, ValueRange) {
+      Value r = add(mul(round, idx(rowsPerRound)), rowOfThread);
+      ifThen(ult(r, idx(s.tileM)), [&] {
+        Value mean, var;
+        if (layerNorm) {
+          SmallVector<Value> means, m2s, counts;
+          Value weighted = cstF32(0.0);
+          for (int64_t p = 0; p < s.clusterN; ++p) {
+            means.push_back(memref::LoadOp::create(b, firstSlots, ValueRange{idx(p), r}));
+            m2s.push_back(memref::LoadOp::create(b, secondSlots, ValueRange{idx(p), r}));
+            // The columns of peer p's slice inside N.
+            counts.push_back(toF32(arith::MaxSIOp::create(
+                b,
+                arith::MinSIOp::create(b, idx(s.tileN),
+                                       arith::SubIOp::create(b, n, idx(p * s.tileN))),
+                idx(0))));
+            weighted = arith::AddFOp::create(
+                b, weighted, arith::MulFOp::create(b, counts[p], means[p]));
+          }
+          mean = arith::DivFOp::create(b, weighted, nF);
+          Value m2 = cstF32(0.0);
+          for (int64_t p = 0; p < s.clusterN; ++p) {
+            Value delta = arith::SubFOp::create(b, means[p], mean);
+            m2 = arith::AddFOp::create(
+                b, m2,
+                arith::AddFOp::create(
+                    b, m2s[p],
+                    arith::MulFOp::create(b, counts[p],
+                                          arith::MulFOp::create(b, delta, delta))));
+          }
+          var = arith::DivFOp::create(b, m2, nF);
+        } else {
+          Value total = cstF32(0.0);
+          for (int64_t p = 0; p < s.clusterN; ++p)
+            total = arith::AddFOp::create(
+                b, total, memref::LoadOp::create(b, firstSlots, ValueRange{idx(p), r}));
+          var = arith::DivFOp::create(b, total, nF);
         }
-        return guarded ? arith::SelectOp::create(b, pieceInN(p), x, zero8).getResult()
-                       : x;
-      };
-      bool residual = bool(args.residual);
-      // The thread's sum over its segment of f(piece): 8 independent
-      // accumulator lanes, reduced once. Per thread: no shuffles inside.
-      auto segmentSum = [&](function_ref<Value(int64_t p, bool guarded)> term) {
-        return bothWays(TypeRange{b.getF32Type()}, [&](bool guarded) {
-                 Value acc = zero8;
-                 for (int64_t p = 0; p < 8; ++p)
-                   acc = arith::AddFOp::create(b, acc, term(p, guarded));
-                 return SmallVector<Value>{sum8(acc)};
-               })[0];
-      };
-      SmallVector<Value> partial;
-      if (layerNorm) {
-        // Two reads of the segment (the values do not stay in registers):
-        // the sum, then the squares centered on the slice's mean.
-        Value total = segmentSum([&](int64_t p, bool guarded) {
-          return pieceOf(p, residual, guarded);
+        Value rstd = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
+        Value row = add(blockRow, r);
+        ifThen(both(both(eq(rank, 0), eq(inRow, 0)), ult(row, m)), [&] {
+          if (args.statMean)
+            memref::StoreOp::create(b, mean, args.statMean, ValueRange{row});
+          if (args.statRstd)
+            memref::StoreOp::create(b, rstd, args.statRstd, ValueRange{row});
         });
-        Value mean = arith::DivFOp::create(b, rowSum(total), sliceCountF);
-        Value m2 = segmentSum([&](int64_t p, bool guarded) -> Value {
-          Value d = arith::SubFOp::create(b, pieceOf(p, /*addResidual=*/false, guarded),
-                                          splat8(mean));
-          if (guarded)
-            d = arith::SelectOp::create(b, pieceInN(p), d, zero8);
-          return arith::MulFOp::create(b, d, d);
-        });
-        partial = {mean, rowSum(m2)};
-      } else {
-        Value total = segmentSum([&](int64_t p, bool guarded) -> Value {
-          Value x = pieceOf(p, residual, guarded);
-          return arith::MulFOp::create(b, x, x);
-        });
-        partial = {rowSum(total)};
-      }
-      Value slotAddr = arith::IndexCastOp::create(
-          b, i64,
-          add(slotBase, mul(add(mul(rank, idx(s.tileM)), r), idx(s.partialBytes()))));
-      Value slot = LLVM::IntToPtrOp::create(b, shared, ValueRange{slotAddr});
-      Value bar = LLVM::IntToPtrOp::create(
-          b, shared,
-          ValueRange{nvgpu::MBarrierGetOp::create(b, b.getI32Type(), slotBars, buffer)});
-      forLoop(inRow, idx(s.clusterN), idx(perRow), ValueRange{},
-              [&](Value peerIdx, ValueRange) {
-        Value peer = arith::IndexCastOp::create(b, b.getI32Type(), peerIdx);
-        Value remoteSlot = NVVM::MapaOp::create(b, cluster, slot, peer);
-        Value remoteBar = NVVM::MapaOp::create(b, cluster, bar, peer);
-        // No NVVM op or intrinsic for st.async in LLVM 22
-        // (docs/MLIR22-NOTES.md section 5.5).
-        if (layerNorm)
-          NVVM::InlinePtxOp::create(
-              b, TypeRange{},
-              ValueRange{remoteSlot, asI32(partial[0]), asI32(partial[1]), remoteBar},
-              ValueRange{},
-              b.getStringAttr("st.async.shared::cluster.mbarrier::complete_tx::"
-                              "bytes.v2.u32 [$0], {$1, $2}, [$3];"),
-              Value());
-        else
-          NVVM::InlinePtxOp::create(
-              b, TypeRange{}, ValueRange{remoteSlot, asI32(partial[0]), remoteBar},
-              ValueRange{},
-              b.getStringAttr("st.async.shared::cluster.mbarrier::complete_tx::"
-                              "bytes.u32 [$0], $1, [$2];"),
-              Value());
-        return SmallVector<Value>{};
+        // (x - mean) rstd = x rstd + (-mean rstd).
+        Value shift = mean ? splat8(arith::NegFOp::create(
+                                 b, arith::MulFOp::create(b, mean, rstd)))
+                           : Value();
+        normalizeSegment(r, splat8(rstd), shift);
       });
+      return SmallVector<Value>{};
     });
 
-    // 2. Every peer's partials.
-    wait(slotBars, buffer,
-         arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
-                               rem(div(tileCount, 2), 2), idx(0)));
-    Value slots = smemView(add(idx(s.clusterSlotsOffset()),
-                               mul(buffer, idx(s.warpSlotBytes()))),
-                           {s.clusterN, s.tileM * s.partialBytes() / 4}, f32);
-
-    // 3. Merge, normalize in place.
-    forRows([&](Value r) {
-      Value mean, var;
-      if (layerNorm) {
-        SmallVector<Value> means, m2s, counts;
-        Value weighted = cstF32(0.0);
-        for (int64_t p = 0; p < s.clusterN; ++p) {
-          Value pair = vector::LoadOp::create(
-              b, VectorType::get({2}, f32), slots, ValueRange{idx(p), mul(r, idx(2))},
-              /*nontemporal=*/false, llvm::MaybeAlign(8));
-          means.push_back(vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{0}));
-          m2s.push_back(vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{1}));
-          counts.push_back(countInN(idx(p * s.tileN), s.tileN));
-          weighted = arith::AddFOp::create(
-              b, weighted, arith::MulFOp::create(b, counts[p], means[p]));
-        }
-        mean = arith::DivFOp::create(b, weighted, nF);
-        Value m2 = cstF32(0.0);
-        for (int64_t p = 0; p < s.clusterN; ++p) {
-          Value delta = arith::SubFOp::create(b, means[p], mean);
-          m2 = arith::AddFOp::create(
-              b, m2,
-              arith::AddFOp::create(
-                  b, m2s[p],
-                  arith::MulFOp::create(b, counts[p],
-                                        arith::MulFOp::create(b, delta, delta))));
-        }
-        var = arith::DivFOp::create(b, m2, nF);
-      } else {
-        Value total = cstF32(0.0);
-        for (int64_t p = 0; p < s.clusterN; ++p)
-          total = arith::AddFOp::create(
-              b, total, memref::LoadOp::create(b, slots, ValueRange{idx(p), r}));
-        var = arith::DivFOp::create(b, total, nF);
-      }
-      Value rstd = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
-      Value row = add(blockRow, r);
-      ifThen(both(both(eq(rank, 0), eq(inRow, 0)), ult(row, m)), [&] {
-        if (args.statMean)
-          memref::StoreOp::create(b, mean, args.statMean, ValueRange{row});
-        if (args.statRstd)
-          memref::StoreOp::create(b, rstd, args.statRstd, ValueRange{row});
-      });
-      // y = (x - mean) rstd = x rstd + shift.
-      Value scale = splat8(rstd);
-      Value shift = mean ? splat8(arith::NegFOp::create(
-                               b, arith::MulFOp::create(b, mean, rstd)))
-                         : Value();
-      bothWays(TypeRange{}, [&](bool guarded) {
-        for (int64_t p = 0; p < 8; ++p) {
-          Value y = readPiece(r, p, guarded);
-          y = shift ? math::FmaOp::create(b, y, scale, shift).getResult()
-                    : arith::MulFOp::create(b, y, scale).getResult();
-          if (args.weight)
-            y = arith::MulFOp::create(
-                b, y, loadPiece(args.weight, Value(), p, s.normWeightType, guarded));
-          if (args.bias)
-            y = arith::AddFOp::create(
-                b, y, loadPiece(args.bias, Value(), p, s.normBiasType, guarded));
-          writePiece(r, p, y);
-        }
-        return SmallVector<Value>{};
-      });
-    });
-
-    // 4. Store the tile; free the staging buffers for the next one.
+    // 3. Store the tile; free the staging buffers for the next one.
     NVVM::FenceProxyOp::create(
         b, NVVM::ProxyKind::async_shared,
         NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
@@ -1856,7 +1752,7 @@ void GemmKernelEmitter::emit() {
     // Cluster epilogue: [2 round + tile parity] ([tile parity] with
     // epilogueWarps), armed by the store leader (the first epilogue
     // thread), completed by the peers' st.async bytes.
-    int64_t slotBarCount = s.epilogueWarps ? 2 : 2 * s.exchangeRounds();
+    int64_t slotBarCount = 2 * s.exchangeRounds();
     slotBars = group(slotBarCount);
     for (int64_t i = 0; i < slotBarCount; ++i)
       nvgpu::MBarrierInitOp::create(b, slotBars, idx(1), idx(i), leader);

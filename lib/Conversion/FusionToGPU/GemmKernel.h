@@ -80,12 +80,6 @@ struct GemmKernelSpec {
     return epilogue == EpilogueKind::layer_norm ? 2 : 1;
   }
   int64_t clusterSlotBytes() const { return clusterN * tileM * 4; }
-  /// epilogueWarps: one exchange per tile of 4 bytes per row and peer
-  /// (RMSNorm: the sum of squares) or 8 (LayerNorm: the slice's mean and
-  /// centered sum of squares), in 2 tile parities: the same bytes as the
-  /// register epilogue's exchangeRounds() rounds of 4.
-  int64_t partialBytes() const { return 4 * exchangeRounds(); }
-  int64_t warpSlotBytes() const { return clusterN * tileM * partialBytes(); }
   int64_t clusterSlotsOffset() const { return rowStatsOffset() + tileM * 4; }
   /// splitRow: the pending tile's row mean and rstd ([2][tile_m] f32).
   int64_t clusterSlotsBytes() const {
