@@ -94,7 +94,12 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
       slots whose mbarrier counts the bytes (`expect_tx`): RMSNorm its sum
       of squares; LayerNorm its slice's mean and centered sum of squares in
       two rounds sent before either is awaited, merged with Chan's formula;
-      double-buffered by tile parity;
+      double-buffered by tile parity. With a 16-bit output the consumers
+      send the partials and hand the tile, rounded, to epilogue warps
+      (warps 1-3 of the producer warpgroup) through whole-tile staging
+      (`tileFull`/`tileEmpty` mbarriers) and start the next tile; those
+      warps merge the partials, normalize in place and TMA-store, overlapped
+      with the next tile's MMA;
     - with `cluster_n` = 1 and `tile_n` < N (norm rows wider than a cluster
       takes, 16-bit outputs), the statistics go through global memory: each
       tile stores its rows' partial statistics and bumps its row block's

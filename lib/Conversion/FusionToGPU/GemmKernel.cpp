@@ -4,17 +4,25 @@
 // at most one CTA per SM; each CTA loops over output tiles (tile_m x tile_n)
 // blockIdx.x, blockIdx.x + gridDim.x, ... with 128 x (1 + consumers) threads:
 //
-//   warpgroup 0 (producer, setmaxnreg down to 40 registers)
+//   warpgroup 0 (producer, setmaxnreg down to 40 registers; 72 with
+//   epilogue warps)
 //     thread 0        for each tile, for each K step: wait empty[s], then TMA
 //                     A [tile_m x 64] and B [64 x tile_n] into slot s,
-//                     completing full[s] (expect_tx); the other threads exit;
+//                     completing full[s] (expect_tx);
+//     warps 1-3       cluster norm epilogues with a 16-bit output
+//                     (epilogueWarps): for each tile, wait tileFull and the
+//                     peers' row partials, normalize the staged tile in
+//                     place, TMA-store it, arrive on tileEmpty; without
+//                     epilogue warps, and the other threads, exit;
 //   warpgroups 1..C (consumers, setmaxnreg up)
 //                     wait full[s], issue wgmma on their 64 rows; Lazy
 //                     Pre-Norm: add the squares of their A rows from the same
 //                     slot while the MMA runs; wait until one MMA group is in
 //                     flight and arrive on empty[s - 1]; after the tile's K
 //                     loop, the epilogue on the accumulator registers, while
-//                     the producer already fills the ring with the next tile.
+//                     the producer already fills the ring with the next tile
+//                     (with epilogue warps: the row partials, then the tile
+//                     into whole-tile staging, and on to the next tile).
 //
 // A slot is refilled only after *all* its readers, the MMA and the row-sum
 // reads, are done with it: every consumer thread arrives on empty[s] only
@@ -29,7 +37,9 @@
 //   |                                            |  (bf16/f16, 128-byte swizzle,
 //   |                                            |   B in 64-column halves)
 //   +--------------------------------------------+ storeStagingOffset
-//   | 2 x output staging [tile_m x 64] (16-bit)  |  (128-byte swizzle, TMA store)
+//   | output staging [tile_m x 64] (16-bit): 2,  |  (128-byte swizzle, TMA store)
+//   | 1 (cluster), tile_n / 64 (splitRow,        |
+//   | epilogueWarps)                             |
 //   +--------------------------------------------+ rowStatsOffset
 //   | per-row f32 sums of squares of A (Lazy)    |
 //   +--------------------------------------------+
