@@ -914,20 +914,6 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
         factor[h] = factor[h] ? arith::MulFOp::create(b, factor[h], sc) : sc;
       }
     }
-    // epilogueWarps: the staging buffers hold this tile's residual (or are
-    // free) once the epilogue warps finished the previous tile.
-    if (s.epilogueWarps)
-      wait(tileEmpty, idx(0), tileParity(tileCount));
-    auto stagedPair = [&](int64_t h, int64_t j) -> Value {
-      int64_t groupsPerChunk = kStoreChunkN / 8;
-      Value staging = smemView(
-          idx(s.storeStagingOffset() + (j / groupsPerChunk) * s.storeChunkBytes()),
-          {s.tileM, kStoreChunkN}, s.outType);
-      Value swizzled = arith::XOrIOp::create(b, idx(j % groupsPerChunk),
-                                             div(rem(tid, 32), 4));
-      Value col = add(mul(swizzled, idx(8)), mul(quad, idx(2)));
-      return loadPair(staging, ValueRange{add(rowInTile, idx(8 * h)), col}, s.outType);
-    };
     for (int64_t j = 0; j < groups; ++j) {
       Value cb = colBias ? loadCol(colBias, Value(), j, s.colBiasType) : Value();
       for (int64_t h = 0; h < 2; ++h) {
@@ -938,9 +924,7 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
           x = arith::MulFOp::create(b, x, splat(factor[h]));
         if (cb)
           x = arith::AddFOp::create(b, x, cb);
-        if (residual && s.stagedResidual())
-          x = arith::AddFOp::create(b, x, stagedPair(h, j));
-        else if (residual)
+        if (residual)
           x = arith::AddFOp::create(b, x, loadCol(residual, rowClamped[h], j, s.residualType));
         v[h][j] = x;
       }
@@ -1475,19 +1459,19 @@ void GemmKernelEmitter::finishPending(Value pendingRow, Value pendingCol) {
   consumerBarrier();
 }
 
-/// epilogueWarps, the consumers' side of tile `tileCount`, after the epilogue
+/// epilogueWarps, the consumers' side of tile `tileCount`: once the epilogue
 /// warps' TMA store of the previous tile has read the staging buffers
-/// (tileEmpty, awaited by the caller): each thread sends its rows' partials,
-/// writes its fragment, rounded to the output type, into the staging buffers
-/// (the swizzled layout of the TMA store, where it read the residual), and
-/// arrives on tileFull; then it goes on to the next tile's MMA.
+/// (tileEmpty), each thread writes its fragment, rounded to the output type,
+/// into them (the swizzled layout of the TMA store), and arrives on tileFull;
+/// then it goes on to the next tile's MMA.
 void GemmKernelEmitter::handOffTile(ArrayRef<SmallVector<Value>> v,
                                     Value rowInTile, Value tileCount,
                                     ArrayRef<Value> partials) {
+  wait(tileEmpty, idx(0), flip(tileParity(tileCount)));
   // Sent only now: a peer's partials of tile t + 2 reuse this tile's slots,
   // and they leave only after its epilogue warps finished tile t + 1, which
   // needed this CTA's tile t + 1 partials, sent after this CTA's epilogue
-  // warps finished tile t (tileEmpty, awaited before).
+  // warps finished tile t (tileEmpty, above).
   for (int64_t round = 0; 2 * round < static_cast<int64_t>(partials.size()); ++round) {
     Value pair[2] = {partials[2 * round], partials[2 * round + 1]};
     sendRowPartials(pair, rowInTile, tileCount, round);
@@ -1642,61 +1626,6 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
         });
   };
 
-  // The residual of the tile at row blockRow (if any: rows past M are not
-  // loaded) into the staging buffers, in their swizzled layout; zero past N.
-  auto stageResidual = [&](Value blockRow) {
-    if (!s.stagedResidual())
-      return;
-    Type elem = s.residualType;
-    auto load = [&](Value row, int64_t p) -> Value {
-      return vector::LoadOp::create(b, VectorType::get({8}, elem), args.residual,
-                                    ValueRange{row, add(segCol, idx(8 * p))},
-                                    /*nontemporal=*/false, llvm::MaybeAlign(16));
-    };
-    Value zero = arith::ConstantOp::create(
-        b, DenseElementsAttr::get(VectorType::get({8}, elem), b.getZeroAttr(elem)));
-    forLoop(idx(0), idx(rounds), idx(1), ValueRange{}, [&](Value round, ValueRange) {
-      Value r = add(mul(round, idx(rowsPerRound)), rowOfThread);
-      Value row = add(blockRow, r);
-      ifThen(both(both(ult(r, idx(s.tileM)), ult(row, m)), active), [&] {
-        scf::IfOp::create(
-            b, eq(piecesInN, 8),
-            [&](OpBuilder &, Location) {
-              for (int64_t p = 0; p < 8; ++p)
-                vector::StoreOp::create(b, load(row, p), staging, ValueRange{r, at(r, p)},
-                                        /*nontemporal=*/false, llvm::MaybeAlign(16));
-              scf::YieldOp::create(b);
-            },
-            [&](OpBuilder &, Location) {
-              for (int64_t p = 0; p < 8; ++p) {
-                Value x = scf::IfOp::create(
-                              b, ult(idx(p), piecesInN),
-                              [&](OpBuilder &, Location) {
-                                scf::YieldOp::create(b, load(row, p));
-                              },
-                              [&](OpBuilder &, Location) { scf::YieldOp::create(b, zero); })
-                              .getResult(0);
-                vector::StoreOp::create(b, x, staging, ValueRange{r, at(r, p)},
-                                        /*nontemporal=*/false, llvm::MaybeAlign(16));
-              }
-              scf::YieldOp::create(b);
-            });
-      });
-      return SmallVector<Value>{};
-    });
-  };
-  // The first tile's residual; then the staging buffers are the consumers'.
-  Value rowStep = mul(arith::DivUIOp::create(
-                          b, gpu::GridDimOp::create(b, gpu::Dimension::x),
-                          idx(s.clusterN)),
-                      idx(s.tileM));
-  Value firstRow = mul(arith::DivUIOp::create(
-                           b, gpu::BlockIdOp::create(b, gpu::Dimension::x),
-                           idx(s.clusterN)),
-                       idx(s.tileM));
-  stageResidual(firstRow);
-  arrive(tileEmpty, idx(0));
-
   tileLoop({idx(0)}, [&](Value blockRow, Value, ValueRange iters) {
     Value tileCount = iters[0];
     // 1. The tile and every peer's partials (RMSNorm: sums of squares;
@@ -1778,8 +1707,6 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
       NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
     });
     epilogueBarrier();
-    // The next tile's residual (this CTA's next row block), then release.
-    stageResidual(add(blockRow, rowStep));
     arrive(tileEmpty, idx(0));
     return SmallVector<Value>{add(tileCount, idx(1))};
   });

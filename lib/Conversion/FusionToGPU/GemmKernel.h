@@ -37,10 +37,6 @@ struct GemmKernelSpec {
   /// the row statistics with the peers, normalize the tile in place and
   /// TMA-store it, overlapped with that MMA.
   bool epilogueWarps = false;
-  /// epilogueWarps with a residual of the output's type: the epilogue warps
-  /// load each tile's residual into the staging buffers before releasing
-  /// them (tileEmpty), and the consumers read it from there.
-  bool stagedResidual() const { return epilogueWarps && residualType == outType; }
   Type abType, outType;
   bool transposeB;
   PrologueKind prologue;
