@@ -204,3 +204,15 @@ func.func @layer_norm_grad_param_grad_shape(%dy: tensor<4x8xf32>, %x: tensor<4x8
       : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4x8xf32>, tensor<4xf32>
   return
 }
+
+// -----
+
+// With a dynamic input, layer_norm_grad's grad fixes the shape input_grad
+// must have.
+func.func @layer_norm_grad_grad_input_grad_disagree(%dy: tensor<4x8xf32>, %x: tensor<?x?xf32>,
+                                                    %m: tensor<?xf32>, %r: tensor<?xf32>) {
+  // expected-error @below {{expected input_grad of shape [4, 8] (the shape of input; 4 from grad; 8 from grad), but got [4, 9]}}
+  %dx = fusion.layer_norm_grad %dy, %x, %m, %r
+      : tensor<4x8xf32>, tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<4x9xf32>
+  return
+}

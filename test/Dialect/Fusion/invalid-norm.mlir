@@ -173,3 +173,23 @@ func.func @layer_norm_rstd_shape(%x: tensor<4x8xf16>) -> tensor<4x1xf32> {
       : tensor<4x8xf16> -> tensor<4x8xf16>, tensor<4xf32>, tensor<4x1xf32>
   return %r : tensor<4x1xf32>
 }
+
+// -----
+
+// With a dynamic input, rms_norm's weight fixes N for the output.
+func.func @rms_norm_weight_output_disagree(%x: tensor<?x?xbf16>, %w: tensor<128xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @below {{expected output of shape [?, 128] (the shape of input; 128 from weight), but got [?, 64]}}
+  %y = fusion.rms_norm %x weight(%w : tensor<128xbf16>) {epsilon = 0.5 : f32}
+      : tensor<?x?xbf16> -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+// With a dynamic input, layer_norm's output fixes the rows for rstd.
+func.func @layer_norm_mean_rstd_disagree(%x: tensor<?x8xf32>) -> tensor<5xf32> {
+  // expected-error @below {{expected rstd of shape [4] (input without its innermost dimension; 4 from output), but got [5]}}
+  %y, %m, %r = fusion.layer_norm %x {epsilon = 0.5 : f32}
+      : tensor<?x8xf32> -> tensor<4x8xf32>, tensor<4xf32>, tensor<5xf32>
+  return %r : tensor<5xf32>
+}

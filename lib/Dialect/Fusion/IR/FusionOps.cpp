@@ -100,10 +100,44 @@ LogicalResult checkEpsilon(Operation *op, StringRef name, FloatAttr eps) {
 
 /// Norm input checks shared by the forward and backward norms: rank >= 1,
 /// and the per-row statistics / per-column parameters derived from it.
+/// Each operand is checked against the shape as known so far, then refines
+/// it: a dimension the input leaves dynamic is taken from the first operand
+/// that has it static, so that two operands cannot disagree about it through
+/// the input (weight [128] and output [?, 64] for an input [?, ?]); the
+/// message names where such a dimension came from.
 struct RowShape {
-  SmallVector<int64_t> full;  ///< the input shape
-  SmallVector<int64_t> rows;  ///< without the innermost dimension
-  int64_t n;                  ///< the innermost dimension
+  SmallVector<int64_t> full;  ///< the input shape, refined
+  SmallVector<StringRef> from; ///< per dimension: the operand that fixed it
+  enum Part { Full, Rows, Innermost };
+
+  /// Checks `v` (when present) against `part` of the shape, then refines it.
+  LogicalResult check(Operation *op, StringRef name, Value v, Part part) {
+    if (!v)
+      return success();
+    size_t first = part == Innermost ? full.size() - 1 : 0;
+    size_t count = part == Full ? full.size()
+                   : part == Rows ? full.size() - 1
+                                  : 1;
+    ArrayRef<int64_t> expected = ArrayRef<int64_t>(full).slice(first, count);
+    ArrayRef<int64_t> got = shapeOf(v);
+    if (!sameShape(got, expected)) {
+      std::string why = part == Full   ? "the shape of input"
+                        : part == Rows ? "input without its innermost dimension"
+                                       : "innermost dimension of input";
+      for (size_t i = 0; i < count; ++i)
+        if (!from[first + i].empty())
+          why += ("; " + Twine(expected[i]) + " from " + from[first + i]).str();
+      return op->emitOpError()
+             << "expected " << name << " of shape " << formatShape(expected)
+             << " (" << why << "), but got " << formatShape(got);
+    }
+    for (size_t i = 0; i < count; ++i)
+      if (ShapedType::isDynamic(full[first + i]) && !ShapedType::isDynamic(got[i])) {
+        full[first + i] = got[i];
+        from[first + i] = name;
+      }
+    return success();
+  }
 };
 
 FailureOr<RowShape> getRowShape(Operation *op, Value input) {
@@ -112,13 +146,9 @@ FailureOr<RowShape> getRowShape(Operation *op, Value input) {
     return op->emitOpError()
            << "expected input of rank >= 1 (normalized over its innermost "
               "dimension), but got rank 0";
-  return RowShape{llvm::to_vector(shape), llvm::to_vector(shape.drop_back()),
-                  shape.back()};
+  return RowShape{llvm::to_vector(shape),
+                  SmallVector<StringRef>(shape.size(), StringRef())};
 }
-
-constexpr StringLiteral kInnermost = " (innermost dimension of input)";
-constexpr StringLiteral kRows = " (input without its innermost dimension)";
-constexpr StringLiteral kInputShape = " (the shape of input)";
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -162,10 +192,9 @@ LogicalResult MatmulOp::verify() {
 LogicalResult RMSNormOp::verify() {
   FailureOr<RowShape> rs = getRowShape(*this, getInput());
   if (failed(rs) || failed(checkEpsilon(*this, "epsilon", getEpsilonAttr())) ||
-      failed(checkShapeIfPresent(*this, "weight", getWeight(), {rs->n},
-                                 kInnermost)) ||
-      failed(checkShape(*this, "output", getOutput(), rs->full, kInputShape)) ||
-      failed(checkShapeIfPresent(*this, "rstd", getRstd(), rs->rows, kRows)))
+      failed(rs->check(*this, "weight", getWeight(), RowShape::Innermost)) ||
+      failed(rs->check(*this, "output", getOutput(), RowShape::Full)) ||
+      failed(rs->check(*this, "rstd", getRstd(), RowShape::Rows)))
     return failure();
   return success();
 }
@@ -173,13 +202,11 @@ LogicalResult RMSNormOp::verify() {
 LogicalResult LayerNormOp::verify() {
   FailureOr<RowShape> rs = getRowShape(*this, getInput());
   if (failed(rs) || failed(checkEpsilon(*this, "epsilon", getEpsilonAttr())) ||
-      failed(checkShapeIfPresent(*this, "weight", getWeight(), {rs->n},
-                                 kInnermost)) ||
-      failed(checkShapeIfPresent(*this, "bias", getBias(), {rs->n},
-                                 kInnermost)) ||
-      failed(checkShape(*this, "output", getOutput(), rs->full, kInputShape)) ||
-      failed(checkShape(*this, "mean", getMean(), rs->rows, kRows)) ||
-      failed(checkShape(*this, "rstd", getRstd(), rs->rows, kRows)))
+      failed(rs->check(*this, "weight", getWeight(), RowShape::Innermost)) ||
+      failed(rs->check(*this, "bias", getBias(), RowShape::Innermost)) ||
+      failed(rs->check(*this, "output", getOutput(), RowShape::Full)) ||
+      failed(rs->check(*this, "mean", getMean(), RowShape::Rows)) ||
+      failed(rs->check(*this, "rstd", getRstd(), RowShape::Rows)))
     return failure();
   return success();
 }
@@ -187,31 +214,26 @@ LogicalResult LayerNormOp::verify() {
 LogicalResult RMSNormGradOp::verify() {
   FailureOr<RowShape> rs = getRowShape(*this, getInput());
   if (failed(rs) ||
-      failed(checkShape(*this, "grad", getGrad(), rs->full, kInputShape)) ||
-      failed(checkShape(*this, "rstd", getRstd(), rs->rows, kRows)) ||
-      failed(checkShapeIfPresent(*this, "weight", getWeight(), {rs->n},
-                                 kInnermost)) ||
-      failed(checkShape(*this, "input_grad", getInputGrad(), rs->full,
-                        kInputShape)))
+      failed(rs->check(*this, "grad", getGrad(), RowShape::Full)) ||
+      failed(rs->check(*this, "rstd", getRstd(), RowShape::Rows)) ||
+      failed(rs->check(*this, "weight", getWeight(), RowShape::Innermost)) ||
+      failed(rs->check(*this, "input_grad", getInputGrad(), RowShape::Full)))
     return failure();
   if (getWeight() && !getWeightGrad())
     return emitOpError("expected a weight_grad result because weight is given");
   if (!getWeight() && getWeightGrad())
     return emitOpError("expected no weight_grad result without weight");
-  return checkShapeIfPresent(*this, "weight_grad", getWeightGrad(), {rs->n},
-                             kInnermost);
+  return rs->check(*this, "weight_grad", getWeightGrad(), RowShape::Innermost);
 }
 
 LogicalResult LayerNormGradOp::verify() {
   FailureOr<RowShape> rs = getRowShape(*this, getInput());
   if (failed(rs) ||
-      failed(checkShape(*this, "grad", getGrad(), rs->full, kInputShape)) ||
-      failed(checkShape(*this, "mean", getMean(), rs->rows, kRows)) ||
-      failed(checkShape(*this, "rstd", getRstd(), rs->rows, kRows)) ||
-      failed(checkShapeIfPresent(*this, "weight", getWeight(), {rs->n},
-                                 kInnermost)) ||
-      failed(checkShape(*this, "input_grad", getInputGrad(), rs->full,
-                        kInputShape)))
+      failed(rs->check(*this, "grad", getGrad(), RowShape::Full)) ||
+      failed(rs->check(*this, "mean", getMean(), RowShape::Rows)) ||
+      failed(rs->check(*this, "rstd", getRstd(), RowShape::Rows)) ||
+      failed(rs->check(*this, "weight", getWeight(), RowShape::Innermost)) ||
+      failed(rs->check(*this, "input_grad", getInputGrad(), RowShape::Full)))
     return failure();
   size_t expected = (getWeight() ? 1 : 0) + (getWithBiasGrad() ? 1 : 0);
   if (getParamGrads().size() != expected)
@@ -220,8 +242,7 @@ LogicalResult LayerNormGradOp::verify() {
                             "weight, dbias with with_bias_grad), but got "
                          << getParamGrads().size();
   for (Value g : getParamGrads())
-    if (failed(checkShape(*this, "parameter gradient", g, {rs->n},
-                          kInnermost)))
+    if (failed(rs->check(*this, "parameter gradient", g, RowShape::Innermost)))
       return failure();
   return success();
 }
