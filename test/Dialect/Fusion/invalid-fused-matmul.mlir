@@ -422,3 +422,25 @@ func.func @fused_param_grad_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, 
       : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<64xf32>
   return
 }
+
+// -----
+
+// With N dynamic in rhs and output, norm_weight fixes it for norm_bias.
+func.func @fused_norm_weight_bias_disagree(%a: tensor<64x32xf32>, %b: tensor<32x?xf32>, %w: tensor<128xf32>, %nb: tensor<64xf32>) {
+  // expected-error @below {{expected norm_bias of shape [128] ([N]), but got [64]}}
+  %y = fusion.fused_matmul %a, %b norm_weight(%w : tensor<128xf32>) norm_bias(%nb : tensor<64xf32>)
+      {epilogue = #fusion.epilogue<layer_norm>, epsilon = 0.5 : f32}
+      : tensor<64x32xf32>, tensor<32x?xf32> -> tensor<64x?xf32>
+  return
+}
+
+// -----
+
+// With N dynamic in rhs, the output fixes it for col_bias.
+func.func @fused_output_col_bias_disagree(%a: tensor<64x32xf32>, %b: tensor<32x?xf32>, %s: tensor<64xf32>, %cb: tensor<32xf32>) {
+  // expected-error @below {{expected col_bias of shape [16] ([N]), but got [32]}}
+  %y = fusion.fused_matmul %a, %b row_scale(%s : tensor<64xf32>) col_bias(%cb : tensor<32xf32>)
+      {epilogue = #fusion.epilogue<row_scale>}
+      : tensor<64x32xf32>, tensor<32x?xf32> -> tensor<64x16xf32>
+  return
+}

@@ -470,6 +470,34 @@ LogicalResult FusedMatmulOp::verify() {
   if (failed(mkn))
     return failure();
   auto [m, k, n] = *mkn;
+  // M and N as the operands fix them: a dimension lhs/rhs leave dynamic is
+  // taken from the output, then from the first operand that has it static,
+  // so that two operands cannot disagree about it.
+  auto refine = [](int64_t &dim, int64_t got) {
+    if (ShapedType::isDynamic(dim))
+      dim = got;
+  };
+  refine(m, shapeOf(getOutput())[0]);
+  refine(n, shapeOf(getOutput())[1]);
+  // Checks `v` (when present) as [M, N], [M] or [N], then refines M and N.
+  auto checkMN = [&](StringRef name, Value v, bool hasM, bool hasN) {
+    if (!v)
+      return success();
+    SmallVector<int64_t> expected;
+    if (hasM)
+      expected.push_back(m);
+    if (hasN)
+      expected.push_back(n);
+    StringRef why = hasM && hasN ? " ([M, N])" : hasM ? " ([M])" : " ([N])";
+    if (failed(checkShape(*this, name, v, expected, why)))
+      return failure();
+    ArrayRef<int64_t> got = shapeOf(v);
+    if (hasM)
+      refine(m, got.front());
+    if (hasN)
+      refine(n, got.back());
+    return success();
+  };
   EpilogueKind epi = getEpilogue();
   StringRef epiName = stringifyEpilogueKind(epi);
   bool fwdNorm = epi == EpilogueKind::rms_norm || epi == EpilogueKind::layer_norm;
@@ -526,20 +554,14 @@ LogicalResult FusedMatmulOp::verify() {
                          << epiName << " (only layer_norm takes a bias)";
 
   // Operand shapes.
-  if (failed(checkShapeIfPresent(*this, "residual", getResidual(), {m, n},
-                                 " ([M, N])")) ||
-      failed(checkShapeIfPresent(*this, "row_scale", getRowScale(), {m},
-                                 " ([M])")) ||
-      failed(checkShapeIfPresent(*this, "col_bias", getColBias(), {n},
-                                 " ([N])")) ||
-      failed(checkShapeIfPresent(*this, "norm_weight", getNormWeight(), {n},
-                                 " ([N])")) ||
-      failed(checkShapeIfPresent(*this, "norm_bias", getNormBias(), {n},
-                                 " ([N])")) ||
-      failed(checkShapeIfPresent(*this, "norm_input", getNormInput(), {m, n},
-                                 " ([M, N])")) ||
-      failed(checkShapeIfPresent(*this, "mean", getMean(), {m}, " ([M])")) ||
-      failed(checkShapeIfPresent(*this, "rstd", getRstd(), {m}, " ([M])")))
+  if (failed(checkMN("residual", getResidual(), true, true)) ||
+      failed(checkMN("row_scale", getRowScale(), true, false)) ||
+      failed(checkMN("col_bias", getColBias(), false, true)) ||
+      failed(checkMN("norm_weight", getNormWeight(), false, true)) ||
+      failed(checkMN("norm_bias", getNormBias(), false, true)) ||
+      failed(checkMN("norm_input", getNormInput(), true, true)) ||
+      failed(checkMN("mean", getMean(), true, false)) ||
+      failed(checkMN("rstd", getRstd(), true, false)))
     return failure();
 
   // Extra results: statistics [M] (forward) or parameter gradients [N].
@@ -551,15 +573,9 @@ LogicalResult FusedMatmulOp::verify() {
                              : grad  ? " (parameter gradients)"
                                      : "")
                          << ", but got " << getExtras().size();
-  for (Value extra : getExtras()) {
-    if (fwdNorm) {
-      if (failed(checkShape(*this, "statistics result", extra, {m},
-                            " ([M])")))
-        return failure();
-    } else if (failed(checkShape(*this, "parameter gradient result", extra,
-                                 {n}, " ([N])"))) {
+  for (Value extra : getExtras())
+    if (failed(fwdNorm ? checkMN("statistics result", extra, true, false)
+                       : checkMN("parameter gradient result", extra, false, true)))
       return failure();
-    }
-  }
   return success();
 }
