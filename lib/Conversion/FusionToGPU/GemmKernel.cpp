@@ -929,6 +929,31 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
         v[h][j] = x;
       }
     }
+    // LayerNorm over a cluster: each row's slice mean and centered sum of
+    // squares over the slice's columns inside N (columns past N hold 0, not
+    // the mean: masked out of the squares).
+    auto slicePartials = [&](Value localMean[2], Value localM2[2]) {
+      Value count = arith::SIToFPOp::create(
+          b, f32,
+          arith::IndexCastOp::create(
+              b, b.getI64Type(),
+              arith::MaxSIOp::create(
+                  b, arith::MinSIOp::create(b, idx(s.tileN), sub(n, blockCol)),
+                  idx(0))));
+      count = arith::MaximumFOp::create(b, count, cstF32(1.0));
+      Value zero = splat(cstF32(0.0));
+      for (int64_t h = 0; h < 2; ++h) {
+        localMean[h] = arith::DivFOp::create(b, sumPairs(v[h]), count);
+        SmallVector<Value> squares;
+        for (int64_t j = 0; j < groups; ++j) {
+          Value d = arith::SubFOp::create(b, v[h][j], splat(localMean[h]));
+          if (checkColumns)
+            d = arith::SelectOp::create(b, inCol(j), d, zero);
+          squares.push_back(arith::MulFOp::create(b, d, d));
+        }
+        localM2[h] = sumPairs(squares);
+      }
+    };
     if (s.epilogueWarps) {
       // The row partials come from the f32 registers (the residual added).
       SmallVector<Value> partials;
@@ -940,31 +965,9 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
           partials.push_back(sumPairs(squares));
         }
       } else {
-        // The slice's mean and centered sum of squares over its columns
-        // inside N (columns past N hold 0, not the mean: masked out).
-        Value count = arith::SIToFPOp::create(
-            b, f32,
-            arith::IndexCastOp::create(
-                b, b.getI64Type(),
-                arith::MaxSIOp::create(
-                    b, arith::MinSIOp::create(b, idx(s.tileN), sub(n, blockCol)),
-                    idx(0))));
-        count = arith::MaximumFOp::create(b, count, cstF32(1.0));
-        Value zero = splat(cstF32(0.0));
-        SmallVector<Value> m2s;
-        for (int64_t h = 0; h < 2; ++h) {
-          Value mean = arith::DivFOp::create(b, sumPairs(v[h]), count);
-          SmallVector<Value> squares;
-          for (int64_t j = 0; j < groups; ++j) {
-            Value d = arith::SubFOp::create(b, v[h][j], splat(mean));
-            if (checkColumns)
-              d = arith::SelectOp::create(b, inCol(j), d, zero);
-            squares.push_back(arith::MulFOp::create(b, d, d));
-          }
-          partials.push_back(mean);
-          m2s.push_back(sumPairs(squares));
-        }
-        partials.append(m2s);
+        Value mean[2], m2[2];
+        slicePartials(mean, m2);
+        partials = {mean[0], mean[1], m2[0], m2[1]};
       }
       handOffTile({v[0], v[1]}, rowInTile, tileCount, partials);
       return;
@@ -1033,21 +1036,8 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
             b, arith::MinSIOp::create(b, idx(s.tileN), arith::SubIOp::create(b, n, col)),
             idx(0)));
       };
-      Value zero = splat(cstF32(0.0));
       Value localMean[2], localM2[2];
-      Value myCount = sliceCount(blockCol);
-      for (int64_t h = 0; h < 2; ++h) {
-        localMean[h] = arith::DivFOp::create(b, sumPairs(v[h]), myCount);
-        SmallVector<Value> squares;
-        for (int64_t j = 0; j < groups; ++j) {
-          Value d = arith::SubFOp::create(b, v[h][j], splat(localMean[h]));
-          // Columns past N hold 0, not the mean: keep them out.
-          if (checkColumns)
-            d = arith::SelectOp::create(b, inCol(j), d, zero);
-          squares.push_back(arith::MulFOp::create(b, d, d));
-        }
-        localM2[h] = sumPairs(squares);
-      }
+      slicePartials(localMean, localM2);
       sendRowPartials(localMean, rowInTile, tileCount, /*round=*/0);
       sendRowPartials(localM2, rowInTile, tileCount, /*round=*/1);
       Value means = waitRowPartials(tileCount, /*round=*/0);
