@@ -406,6 +406,14 @@ private:
     NVVM::BarrierOp::create(b, Type(), i32(4), i32(kEpilogueThreads),
                             NVVM::BarrierReductionAttr(), Value());
   }
+  /// The columns of the tile_n-wide slice starting at column `col` that lie
+  /// inside N, as f32 (a cluster LayerNorm's weight for a slice's partials).
+  Value columnsInN(Value col) {
+    Value count = arith::MaxSIOp::create(
+        b, arith::MinSIOp::create(b, idx(s.tileN), sub(n, col)), idx(0));
+    return arith::SIToFPOp::create(
+        b, b.getF32Type(), arith::IndexCastOp::create(b, b.getI64Type(), count));
+  }
   /// Tile `tileCount`'s phase parity of a barrier completed once per tile.
   Value tileParity(Value tileCount) {
     return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, rem(tileCount, 2),
@@ -933,14 +941,7 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
     // squares over the slice's columns inside N (columns past N hold 0, not
     // the mean: masked out of the squares).
     auto slicePartials = [&](Value localMean[2], Value localM2[2]) {
-      Value count = arith::SIToFPOp::create(
-          b, f32,
-          arith::IndexCastOp::create(
-              b, b.getI64Type(),
-              arith::MaxSIOp::create(
-                  b, arith::MinSIOp::create(b, idx(s.tileN), sub(n, blockCol)),
-                  idx(0))));
-      count = arith::MaximumFOp::create(b, count, cstF32(1.0));
+      Value count = arith::MaximumFOp::create(b, columnsInN(blockCol), cstF32(1.0));
       Value zero = splat(cstF32(0.0));
       for (int64_t h = 0; h < 2; ++h) {
         localMean[h] = arith::DivFOp::create(b, sumPairs(v[h]), count);
@@ -1026,16 +1027,6 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
     // weighting each by its slice's columns inside N. Two sequential
     // exchanges (sum, then centered sum) cost a second cluster round trip.
     auto clusterLayerNorm = [&] {
-      Type i64 = b.getI64Type();
-      auto toF32 = [&](Value x) {
-        return arith::SIToFPOp::create(b, f32, arith::IndexCastOp::create(b, i64, x));
-      };
-      // Columns of the slice starting at `col` that lie inside N.
-      auto sliceCount = [&](Value col) {
-        return toF32(arith::MaxSIOp::create(
-            b, arith::MinSIOp::create(b, idx(s.tileN), arith::SubIOp::create(b, n, col)),
-            idx(0)));
-      };
       Value localMean[2], localM2[2];
       slicePartials(localMean, localM2);
       sendRowPartials(localMean, rowInTile, tileCount, /*round=*/0);
@@ -1044,7 +1035,7 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
       Value m2s = waitRowPartials(tileCount, /*round=*/1);
       Value clusterCol = sub(blockCol, mul(rank, idx(s.tileN)));
       auto peerCount = [&](Value peer) {
-        return sliceCount(add(clusterCol, mul(peer, idx(s.tileN))));
+        return columnsInN(add(clusterCol, mul(peer, idx(s.tileN))));
       };
       auto slot = [&](Value slots, Value peer, int64_t h) -> Value {
         return memref::LoadOp::create(b, slots,
@@ -1635,12 +1626,7 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
           for (int64_t p = 0; p < s.clusterN; ++p) {
             means.push_back(memref::LoadOp::create(b, firstSlots, ValueRange{idx(p), r}));
             m2s.push_back(memref::LoadOp::create(b, secondSlots, ValueRange{idx(p), r}));
-            // The columns of peer p's slice inside N.
-            counts.push_back(toF32(arith::MaxSIOp::create(
-                b,
-                arith::MinSIOp::create(b, idx(s.tileN),
-                                       arith::SubIOp::create(b, n, idx(p * s.tileN))),
-                idx(0))));
+            counts.push_back(columnsInN(idx(p * s.tileN)));
             weighted = arith::AddFOp::create(
                 b, weighted, arith::MulFOp::create(b, counts[p], means[p]));
           }
@@ -1749,12 +1735,10 @@ void GemmKernelEmitter::emit() {
                                   leader);
   }
   if (s.clusterN > 1) {
-    // Cluster epilogue: [2 round + tile parity] ([tile parity] with
-    // epilogueWarps), armed by the store leader (the first epilogue
-    // thread), completed by the peers' st.async bytes.
-    int64_t slotBarCount = 2 * s.exchangeRounds();
-    slotBars = group(slotBarCount);
-    for (int64_t i = 0; i < slotBarCount; ++i)
+    // Cluster epilogue: [2 round + tile parity], armed by the store leader,
+    // completed by the peers' st.async bytes.
+    slotBars = group(2 * s.exchangeRounds());
+    for (int64_t i = 0; i < 2 * s.exchangeRounds(); ++i)
       nvgpu::MBarrierInitOp::create(b, slotBars, idx(1), idx(i), leader);
   }
   if (s.epilogueWarps) {
