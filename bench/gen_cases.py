@@ -66,9 +66,10 @@ def suites():
              residual=True, weight=True, bias=True, save_stats=True),
         # Rows wider than 4 CTAs (N > 1024, 16-bit outputs): each tile
         # publishes its rows' partial statistics in global memory and waits
-        # in shared memory until its row block's are complete (normalized
-        # and stored during the next tile). Many row blocks per CTA, a
-        # partial last tile, Lazy Pre-Norm, 16 CTAs per row.
+        # in shared memory until its row block's are complete (the epilogue
+        # warps normalize and store it while the consumers run the next
+        # tile). Many row blocks per CTA, a partial last tile, Lazy
+        # Pre-Norm, 16 CTAs per row, a single row block (grid = tiles_n).
         case("ln_epi_split_n1536", 2000, 256, 1536, epilogue="layer_norm",
              weight=True, bias=True, save_stats=True),
         case("rms_epi_split_n2048_many_rows", 65536, 256, 2048,
@@ -77,6 +78,8 @@ def suites():
              weight=True, bias=True, save_stats=True),
         case("ln_epi_split_n4096_many_rows", 65536, 512, 4096, epilogue="layer_norm",
              residual=True, save_stats=True),
+        case("rms_epi_split_n4096_one_row_block", 77, 64, 4096, epilogue="rms_norm",
+             residual=True, weight=True, save_stats=True),
         # f32 outputs over more than 4 CTAs keep the cluster (16 and 16 CTAs).
         case("rms_epi_cluster16_n4096_f32out", 777, 256, 4096,
              epilogue="rms_norm", save_stats=True, out="f32"),

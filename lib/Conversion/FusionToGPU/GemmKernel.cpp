@@ -9,11 +9,13 @@
 //     thread 0        for each tile, for each K step: wait empty[s], then TMA
 //                     A [tile_m x 64] and B [64 x tile_n] into slot s,
 //                     completing full[s] (expect_tx);
-//     warps 1-3       cluster norm epilogues with a 16-bit output
-//                     (epilogueWarps): for each tile, wait tileFull and the
-//                     peers' row partials, normalize the staged tile in
-//                     place, TMA-store it, arrive on tileEmpty; without
-//                     epilogue warps, and the other threads, exit;
+//     warps 1-3       norm epilogues over several CTAs with a 16-bit
+//                     output (epilogueWarps): for each tile, wait tileFull
+//                     and the other CTAs' row partials (DSMEM slots, or the
+//                     row block's counter in global memory), normalize the
+//                     staged tile in place, TMA-store it, arrive on
+//                     tileEmpty; without epilogue warps, and the other
+//                     threads, exit;
 //   warpgroups 1..C (consumers, setmaxnreg up)
 //                     wait full[s], issue wgmma on their 64 rows; Lazy
 //                     Pre-Norm: add the squares of their A rows from the same
@@ -38,20 +40,16 @@
 //   |                                            |   B in 64-column halves)
 //   +--------------------------------------------+ storeStagingOffset
 //   | output staging [tile_m x 64] (16-bit): 2,  |  (128-byte swizzle, TMA store)
-//   | 1 (cluster), tile_n / 64 (splitRow,        |
-//   | epilogueWarps)                             |
+//   | or tile_n / 64 (epilogueWarps)             |
 //   +--------------------------------------------+ rowStatsOffset
 //   | per-row f32 sums of squares of A (Lazy)    |
 //   +--------------------------------------------+
 //
-// Rows wider than 4 CTAs (16-bit outputs, cluster_n = 1, tile_n < N): each
-// tile's epilogue stores its rows' partial statistics (2 f32 per row and
-// tile) in global memory and bumps its row block's counter, then finishes
-// the tile it kept from the previous iteration (waits until that row block's
-// counter reaches tiles_n, merges the partials into mean and rstd, normalizes
-// the tile in the staging buffers and TMA-stores it), and keeps this tile
-// in the staging buffers (the whole tile: tile_n / 64 buffers, 3 ring
-// stages) until the next one.
+// Rows wider than 4 CTAs (16-bit outputs, cluster_n = 1, tile_n < N): the
+// consumers store each tile's row partials (2 f32 per row and tile) in
+// global memory and bump its row block's counter, then hand the tile to
+// the epilogue warps like a cluster's; those wait until the counter
+// reaches tiles_n and merge the row block's partials from global memory.
 //
 // Epilogue: each thread holds 2 rows x 2 adjacent columns per 8-column group
 // of the wgmma fragment; it applies the prologue row scale, row_scale,
@@ -178,7 +176,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
       return failure();
     }
   }
-  s.epilogueWarps = normEpilogue && s.clusterN > 1 && s.tmaStore();
+  s.epilogueWarps = normEpilogue && (s.clusterN > 1 || s.splitRow) && s.tmaStore();
   if (s.sharedMemoryBytes() > config.getSmemBytes()) {
     why = "the kernel needs " + std::to_string(s.sharedMemoryBytes()) +
           " bytes of shared memory, more than the planned " +
@@ -381,8 +379,7 @@ private:
   void consumer();
   void issueLoad(Value kTile, Value stage, Value blockRow, Value blockCol);
   void epilogue(Value acc, Value blockRow, Value rowInTile, Value blockCol,
-                Value tileCount, ArrayRef<Value> prologueSumSq,
-                Value pendingRow = Value(), Value pendingCol = Value());
+                Value tileCount, ArrayRef<Value> prologueSumSq);
   /// Sum over the 4 lanes of a quad (the lanes that share a fragment row).
   Value quadSum(Value v);
   /// Cluster epilogue: the whole-row sums of the per-CTA row partials
@@ -419,7 +416,10 @@ private:
     return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, rem(tileCount, 2),
                                  idx(0));
   }
-  void finishPending(Value pendingRow, Value pendingCol);
+  void waitRowBlock(Value blockRow, Value counters);
+  SmallVector<Value> chanMerge(ValueRange x, ValueRange y);
+  std::pair<Value, Value> globalRowStats(Value row, Value laneOfRow,
+                                         int64_t lanes, int64_t stride);
   /// Two adjacent elements of `mem` at `indices` as vector<2xf32>.
   Value loadPair(Value mem, ValueRange indices, Type elem);
 
@@ -645,11 +645,7 @@ void GemmKernelEmitter::consumer() {
                    div(rem(tid, 32), 4));
   Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
 
-  // splitRow carries the pending tile (its row and column) to the next one.
-  SmallVector<Value> tileInits = {idx(0), idx(0)};
-  if (s.splitRow)
-    tileInits.append({idx(0), idx(0)});
-  ValueRange tiles = tileLoop(tileInits, [&](Value blockRow, Value blockCol, ValueRange iters) {
+  tileLoop({idx(0), idx(0)}, [&](Value blockRow, Value blockCol, ValueRange iters) {
     Value acc0 = nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, accType);
     SmallVector<Value> inits = {acc0, iters[0]};
     if (lazy)
@@ -702,18 +698,12 @@ void GemmKernelEmitter::consumer() {
       // The next tile's sums overwrite these only after every thread read.
       warpgroupBarrier(c);
     }
-    if (!s.splitRow) {
-      epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq);
-      return SmallVector<Value>{loop[1], add(iters[1], idx(1))};
-    }
-    epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq, iters[2], iters[3]);
-    return SmallVector<Value>{loop[1], add(iters[1], idx(1)), blockRow, blockCol};
+    epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq);
+    return SmallVector<Value>{loop[1], add(iters[1], idx(1))};
   });
-  if (s.splitRow)
-    ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, tiles[1], idx(0)),
-           [&] { finishPending(tiles[2], tiles[3]); });
-  // The staging buffers must outlive the last TMA stores that read them.
-  if (s.tmaStore())
+  // The staging buffers must outlive the last TMA stores that read them
+  // (the epilogue warps wait for their own).
+  if (s.tmaStore() && !s.epilogueWarps)
     ifThen(both(eq(wg, 1), eq(tid, 0)),
            [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
 }
@@ -832,8 +822,7 @@ Value GemmKernelEmitter::loadPair(Value mem, ValueRange indices, Type elem) {
 /// column-indexed loads are predicated in the last column block only.
 void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
                                  Value blockCol, Value tileCount,
-                                 ArrayRef<Value> prologueSumSq,
-                                 Value pendingRow, Value pendingCol) {
+                                 ArrayRef<Value> prologueSumSq) {
   Value row0 = add(blockRow, rowInTile);
   Type f32 = b.getF32Type();
   auto pair = VectorType::get({2}, f32);
@@ -849,7 +838,7 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
   EpilogueArgs args = epilogueArgs();
   Value residual = args.residual, rowScale = args.rowScale, colBias = args.colBias,
         weight = args.weight, bias = args.bias, statMean = args.statMean,
-        statRstd = args.statRstd, partials = args.partials, counters = args.counters;
+        statRstd = args.statRstd;
 
   Value quad = rem(rem(tid, 32), 4);
   Value colBase = add(blockCol, mul(quad, idx(2)));
@@ -970,7 +959,25 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
         slicePartials(mean, m2);
         partials = {mean[0], mean[1], m2[0], m2[1]};
       }
-      handOffTile({v[0], v[1]}, rowInTile, tileCount, partials);
+      if (!s.splitRow) {
+        handOffTile({v[0], v[1]}, rowInTile, tileCount, partials);
+        return;
+      }
+      // A row through global memory: slot (row, tile column) holds the
+      // tile's (sum of squares, 0) or (mean, centered sum of squares).
+      Value tileCol = arith::DivUIOp::create(b, blockCol, idx(s.tileN));
+      for (int64_t h = 0; h < 2; ++h) {
+        Value second = partials.size() == 4 ? partials[2 + h] : cstF32(0.0);
+        ifThen(both(inRow[h], eq(quad, 0)), [&] {
+          Value slot = mul(add(mul(gm[h], numTilesN), tileCol), idx(2));
+          vector::StoreOp::create(
+              b, vector::FromElementsOp::create(b, pair, ValueRange{partials[h], second}),
+              args.partials, ValueRange{slot}, /*nontemporal=*/false,
+              llvm::MaybeAlign(8));
+        });
+      }
+      publishTile(blockRow, args.counters);
+      handOffTile({v[0], v[1]}, rowInTile, tileCount, {});
       return;
     }
     // Statistics: written once per row, by the quad leader of rank 0.
@@ -1079,44 +1086,7 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
           storeStat(statRstd, h, rs[h]);
       }
     };
-    if (s.splitRow) {
-      // This tile's part of each row, merged by every CTA of the row block
-      // (finishPending): RMSNorm the sum of squares; LayerNorm the
-      // tile's mean and centered sum of squares over its columns inside N
-      // (merged with Chan's formula there). The values leave unnormalized.
-      Value tileCol = arith::DivUIOp::create(b, blockCol, idx(s.tileN));
-      Value zero = splat(cstF32(0.0));
-      Value valid = arith::UIToFPOp::create(
-          b, f32,
-          arith::IndexCastOp::create(
-              b, b.getI64Type(),
-              arith::MinUIOp::create(b, idx(s.tileN), sub(n, blockCol))));
-      for (int64_t h = 0; h < 2; ++h) {
-        SmallVector<Value> squares;
-        Value first = cstF32(0.0), second = cstF32(0.0);
-        if (s.epilogue == EpilogueKind::rms_norm) {
-          for (Value x : v[h])
-            squares.push_back(arith::MulFOp::create(b, x, x));
-          first = sumPairs(squares);
-        } else {
-          first = arith::DivFOp::create(b, sumPairs(v[h]), valid);
-          for (int64_t j = 0; j < groups; ++j) {
-            Value d = arith::SubFOp::create(b, v[h][j], splat(first));
-            if (checkColumns)
-              d = arith::SelectOp::create(b, inCol(j), d, zero);
-            squares.push_back(arith::MulFOp::create(b, d, d));
-          }
-          second = sumPairs(squares);
-        }
-        ifThen(both(inRow[h], eq(quad, 0)), [&] {
-          Value slot = mul(add(mul(gm[h], numTilesN), tileCol), idx(2));
-          vector::StoreOp::create(
-              b, vector::FromElementsOp::create(b, pair, ValueRange{first, second}),
-              partials, ValueRange{slot}, /*nontemporal=*/false,
-              llvm::MaybeAlign(8));
-        });
-      }
-    } else if (s.epilogue == EpilogueKind::rms_norm) {
+    if (s.epilogue == EpilogueKind::rms_norm) {
       // Columns past N hold 0 (TMA zero-fill; loads zeroed): no mask.
 
       SmallVector<Value> squares[2];
@@ -1153,10 +1123,7 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
         x = arith::AddFOp::create(b, x, nb);
       return s.outType.isF32() ? x : arith::TruncFOp::create(b, outPair, x);
     };
-    // With splitRow the weight and bias are applied by finishPending.
     auto normParams = [&](int64_t j) {
-      if (s.splitRow)
-        return std::pair<Value, Value>{};
       return std::pair<Value, Value>{
           weight ? loadCol(weight, Value(), j, s.normWeightType) : Value(),
           bias ? loadCol(bias, Value(), j, s.normBiasType) : Value()};
@@ -1176,10 +1143,10 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
       }
       return;
     }
-    // TMA store, 64 columns at a time through two staging buffers (one in
-    // cluster kernels). The buffer of chunk c was last read by the store of
-    // chunk c - 2 (c - 1): the store leader waits until at most one (no)
-    // store is still reading, then a barrier
+    // TMA store, 64 columns at a time through two staging buffers. The
+    // buffer of chunk c was last read by the store of chunk c - 2: the
+    // store leader waits until at most one store is still reading, then a
+    // barrier
     // over the consumer threads hands the buffer out. The 128-byte swizzle
     // puts the 8 rows a warp writes at once on 8 different 16-byte chunks,
     // so the pair stores are free of bank conflicts. TMA clips rows past M
@@ -1189,30 +1156,6 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
     Value isStoreLeader = both(eq(wg, 1), eq(tid, 0));
     int64_t chunks = s.tileN / kStoreChunkN;
     int64_t groupsPerChunk = kStoreChunkN / 8;
-    if (s.splitRow) {
-      // The tile waits in its buffers (chunk c in buffer c) until its row
-      // block's statistics are complete (finishPending, next tile). First
-      // publish this tile's partials, then finish the pending tile, whose
-      // TMA store frees the buffers; no CTA waits before publishing.
-      publishTile(blockRow, counters);
-      ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, tileCount, idx(0)),
-             [&] { finishPending(pendingRow, pendingCol); });
-      for (int64_t c = 0; c < chunks; ++c) {
-        Value staging = smemView(
-            idx(s.storeStagingOffset() + c * s.storeChunkBytes()),
-            {s.tileM, kStoreChunkN}, s.outType);
-        for (int64_t g = 0; g < groupsPerChunk; ++g) {
-          int64_t j = c * groupsPerChunk + g;
-          Value swizzled = arith::XOrIOp::create(b, idx(g), rowPhase);
-          Value col = add(mul(swizzled, idx(8)), mul(quad, idx(2)));
-          for (int64_t h = 0; h < 2; ++h)
-            vector::StoreOp::create(b, finalPair(h, j, Value(), Value()), staging,
-                                    ValueRange{add(rowInTile, idx(8 * h)), col},
-                                    /*nontemporal=*/false, llvm::MaybeAlign(4));
-        }
-      }
-      return;
-    }
     for (int64_t c = 0; c < chunks; ++c) {
       Value buffer =
           rem(add(mul(tileCount, idx(chunks)), idx(c)), s.storeBuffers());
@@ -1273,171 +1216,94 @@ void GemmKernelEmitter::publishTile(Value blockRow, Value counters) {
   });
 }
 
-/// splitRow: the tile published one tile earlier, waiting in the staging
-/// buffers, is normalized and stored once its row block is complete. The
-/// store leader polls the row block's counter until all tiles_n tiles are
-/// published (the other CTAs of the row block computed their tiles in the
-/// same round of the persistent loop, so the wait is short, and since
-/// publishing never waits, tile t is published once the CTAs have finished
-/// the tiles before t - 2 x grid: no cycle when 2 x grid > tiles_n, which
-/// the planner's limit of 16 CTAs per row keeps). Then threads 2r and 2r + 1
-/// merge row r's partials (RMSNorm: sums of squares; LayerNorm: Chan's
-/// merge of count, mean and centered sum of squares) into its mean and
-/// rstd, the CTA of column tile 0 writes them out, every thread normalizes
-/// 16-byte pieces of the swizzled buffers in place, and the store leader
-/// TMA-stores the tile and waits until the stores have read the buffers.
-void GemmKernelEmitter::finishPending(Value pendingRow, Value pendingCol) {
-  Type f32 = b.getF32Type();
-  Type i32Type = b.getI32Type();
-  EpilogueArgs args = epilogueArgs();
-  Value weight = args.weight, bias = args.bias, statMean = args.statMean,
-        statRstd = args.statRstd, partials = args.partials, counters = args.counters;
-
-  Value isStoreLeader = both(eq(wg, 1), eq(tid, 0));
-  Value rowBlock = div(pendingRow, s.tileM);
-  Value tilesN = arith::IndexCastOp::create(b, i32Type, numTilesN);
-  ifThen(isStoreLeader, [&] {
-    auto loop = scf::WhileOp::create(
+/// splitRow, the epilogue warps: the first polls the counter of the row
+/// block at `blockRow` until all tiles_n tiles are published, then the
+/// epilogue warps acquire the partials. The other CTAs of the row block
+/// compute their tiles in the same round of the persistent loop, so the
+/// wait is short. No cycle: a tile is published before its consumers wait
+/// for anything but the ring, i.e. once its CTA's epilogue warps finished
+/// the tile 2 x grid earlier, whose row block ends before this tile when
+/// 2 x grid > tiles_n (the planner's limit of 16 CTAs per row keeps that).
+void GemmKernelEmitter::waitRowBlock(Value blockRow, Value counters) {
+  Value tilesN = arith::IndexCastOp::create(b, b.getI32Type(), numTilesN);
+  ifThen(eq(sub(tid, idx(32)), 0), [&] {
+    scf::WhileOp::create(
         b, TypeRange{}, ValueRange{},
         [&](OpBuilder &, Location, ValueRange) {
           Value seen = memref::AtomicRMWOp::create(
-              b, arith::AtomicRMWKind::addi, i32(0), counters, ValueRange{rowBlock});
+              b, arith::AtomicRMWKind::addi, i32(0), counters,
+              ValueRange{div(blockRow, s.tileM)});
           scf::ConditionOp::create(
               b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, seen, tilesN),
               ValueRange{});
         },
         [&](OpBuilder &, Location, ValueRange) { scf::YieldOp::create(b); });
-    (void)loop;
   });
-  consumerBarrier();
+  epilogueBarrier();
   LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "device");
+}
 
-  // Row statistics: consumer thread ct = 2r + half merges every other tile.
+/// Chan's merge of two (count, mean, centered sum of squares) triples; an
+/// empty pair stays (0, 0, 0).
+SmallVector<Value> GemmKernelEmitter::chanMerge(ValueRange x, ValueRange y) {
+  auto sel = [&](Value c, Value t, Value f) -> Value {
+    return arith::SelectOp::create(b, c, t, f).getResult();
+  };
+  Value count = arith::AddFOp::create(b, x[0], y[0]);
+  Value nonEmpty =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, count, cstF32(0.0));
+  Value safe = sel(nonEmpty, count, cstF32(1.0));
+  Value delta = arith::SubFOp::create(b, y[1], x[1]);
+  Value wy = arith::DivFOp::create(b, y[0], safe);
+  Value mean = arith::AddFOp::create(b, x[1], arith::MulFOp::create(b, delta, wy));
+  Value cross = arith::MulFOp::create(b, arith::MulFOp::create(b, delta, delta),
+                                      arith::MulFOp::create(b, x[0], wy));
+  Value m2 = arith::AddFOp::create(b, arith::AddFOp::create(b, x[2], y[2]), cross);
+  return {count, sel(nonEmpty, mean, cstF32(0.0)), sel(nonEmpty, m2, cstF32(0.0))};
+}
+
+/// splitRow, the epilogue warps: row `row`'s (clamped to M - 1) mean and
+/// centered sum of squares (RMSNorm: 0 and the sum of squares) over all
+/// tiles_n tiles. The `lanes` lanes of the row, `stride` apart in the warp,
+/// lane i of them merging tiles i, i + lanes, ..., then a butterfly.
+std::pair<Value, Value> GemmKernelEmitter::globalRowStats(Value row,
+                                                          Value laneOfRow,
+                                                          int64_t lanes,
+                                                          int64_t stride) {
+  Type f32 = b.getF32Type();
   bool layerNorm = s.epilogue == EpilogueKind::layer_norm;
-  Value ct = add(mul(sub(wg, idx(1)), idx(128)), tid);
-  Value r = div(ct, 2), half = rem(ct, 2);
-  Value row = add(pendingRow, r);
+  Value partials = epilogueArgs().partials;
   Value rowClamped = arith::MinUIOp::create(b, row, sub(m, idx(1)));
-  auto sel = [&](Value c, Value x, Value y) -> Value {
-    return arith::SelectOp::create(b, c, x, y).getResult();
-  };
-  auto merge = [&](ValueRange x, ValueRange y) -> SmallVector<Value> {
-    Value count = arith::AddFOp::create(b, x[0], y[0]);
-    Value nonEmpty = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, count,
-                                           cstF32(0.0));
-    Value safe = sel(nonEmpty, count, cstF32(1.0));
-    Value delta = arith::SubFOp::create(b, y[1], x[1]);
-    Value wy = arith::DivFOp::create(b, y[0], safe);
-    Value mean = arith::AddFOp::create(b, x[1], arith::MulFOp::create(b, delta, wy));
-    Value cross = arith::MulFOp::create(
-        b, arith::MulFOp::create(b, delta, delta), arith::MulFOp::create(b, x[0], wy));
-    Value m2 = arith::AddFOp::create(b, arith::AddFOp::create(b, x[2], y[2]), cross);
-    return {count, sel(nonEmpty, mean, cstF32(0.0)), sel(nonEmpty, m2, cstF32(0.0))};
-  };
-  SmallVector<Value> init = {cstF32(0.0), cstF32(0.0), cstF32(0.0)};
+  Value zero = cstF32(0.0);
   ValueRange mine = forLoop(
-      half, numTilesN, idx(2), init, [&](Value t, ValueRange acc) -> SmallVector<Value> {
+      laneOfRow, numTilesN, idx(lanes), ValueRange{zero, zero, zero},
+      [&](Value t, ValueRange acc) -> SmallVector<Value> {
         Value p = vector::LoadOp::create(
             b, VectorType::get({2}, f32), partials,
             ValueRange{mul(add(mul(rowClamped, numTilesN), t), idx(2))},
             /*nontemporal=*/false, llvm::MaybeAlign(8));
         Value first = vector::ExtractOp::create(b, p, ArrayRef<int64_t>{0});
         if (!layerNorm)
-          return {arith::AddFOp::create(b, acc[0], first), acc[1], acc[2]};
+          return {acc[0], acc[1], arith::AddFOp::create(b, acc[2], first)};
         Value second = vector::ExtractOp::create(b, p, ArrayRef<int64_t>{1});
-        Value cols = arith::MinUIOp::create(b, idx(s.tileN), sub(n, mul(t, idx(s.tileN))));
-        Value count = arith::UIToFPOp::create(
-            b, f32, arith::IndexCastOp::create(b, b.getI64Type(), cols));
-        return merge(acc, ValueRange{count, first, second});
+        return chanMerge(acc, ValueRange{columnsInN(mul(t, idx(s.tileN))), first,
+                                         second});
       });
   SmallVector<Value> total(mine.begin(), mine.end());
-  auto shuffle = [&](Value x) -> Value {
-    return gpu::ShuffleOp::create(b, x, i32(1), i32(32), gpu::ShuffleMode::XOR)
-        .getShuffleResult();
-  };
-  if (layerNorm)
-    total = merge(total, SmallVector<Value>{shuffle(total[0]), shuffle(total[1]),
-                                           shuffle(total[2])});
-  else
-    total[0] = arith::AddFOp::create(b, total[0], shuffle(total[0]));
-  Value nF = arith::UIToFPOp::create(
-      b, f32, arith::IndexCastOp::create(b, b.getI64Type(), n));
-  Value mean = layerNorm ? total[1] : cstF32(0.0);
-  Value var = arith::DivFOp::create(b, layerNorm ? total[2] : total[0], nF);
-  Value rstd = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
-  Value stats = smemView(idx(s.clusterSlotsOffset()), {2, s.tileM}, f32);
-  ifThen(eq(half, 0), [&] {
-    memref::StoreOp::create(b, mean, stats, ValueRange{idx(0), r});
-    memref::StoreOp::create(b, rstd, stats, ValueRange{idx(1), r});
-    ifThen(both(ult(row, m), eq(pendingCol, 0)), [&] {
-      if (statMean)
-        memref::StoreOp::create(b, mean, statMean, ValueRange{row});
-      if (statRstd)
-        memref::StoreOp::create(b, rstd, statRstd, ValueRange{row});
-    });
-  });
-  consumerBarrier();
-
-  // Normalize the tile in place: piece p (16 bytes) of buffer c holds row
-  // (p / 8) at swizzled position p % 8, i.e. columns 8 x (p % 8 ^ row % 8).
-  int64_t piecesPerBuffer = s.tileM * kStoreChunkN / 8;
-  int64_t pieces = s.storeBuffers() * piecesPerBuffer;
-  int64_t threads = 128 * s.consumers;
-  auto chunkType = VectorType::get({8}, s.outType);
-  auto f32Chunk = VectorType::get({8}, f32);
-  Value lastChunk = sub(n, idx(8));
-  auto param = [&](Value mem, Type elem, Value col) -> Value {
-    Value x = vector::LoadOp::create(b, VectorType::get({8}, elem), mem,
-                                     ValueRange{arith::MinUIOp::create(b, col, lastChunk)},
-                                     /*nontemporal=*/false,
-                                     llvm::MaybeAlign(std::min<int64_t>(
-                                         8 * elem.getIntOrFloatBitWidth() / 8, 16)));
-    return elem.isF32() ? x : arith::ExtFOp::create(b, f32Chunk, x).getResult();
-  };
-  for (int64_t k = 0; k < pieces / threads; ++k) {
-    int64_t first = k * threads; // pieces first .. first + threads - 1
-    int64_t c = first / piecesPerBuffer;
-    Value q = add(idx(first % piecesPerBuffer), ct);
-    Value pr = div(q, 8), pos = rem(q, 8);
-    Value col = add(idx(c * kStoreChunkN),
-                    mul(arith::XOrIOp::create(b, pos, rem(pr, 8)), idx(8)));
-    Value buffer = smemView(idx(s.storeStagingOffset() + c * s.storeChunkBytes()),
-                            {s.tileM, kStoreChunkN}, s.outType);
-    Value x = vector::LoadOp::create(b, chunkType, buffer,
-                                     ValueRange{pr, mul(pos, idx(8))},
-                                     /*nontemporal=*/false, llvm::MaybeAlign(16));
-    Value y = arith::ExtFOp::create(b, f32Chunk, x);
-    Value mu = memref::LoadOp::create(b, stats, ValueRange{idx(0), pr});
-    Value rs = memref::LoadOp::create(b, stats, ValueRange{idx(1), pr});
+  for (int64_t offset = stride; offset < stride * lanes; offset *= 2) {
+    auto shuffle = [&](Value x) -> Value {
+      return gpu::ShuffleOp::create(b, x, i32(offset), i32(32),
+                                    gpu::ShuffleMode::XOR)
+          .getShuffleResult();
+    };
     if (layerNorm)
-      y = arith::SubFOp::create(b, y, vector::BroadcastOp::create(b, f32Chunk, mu));
-    y = arith::MulFOp::create(b, y, vector::BroadcastOp::create(b, f32Chunk, rs));
-    Value gcol = add(pendingCol, col);
-    if (weight)
-      y = arith::MulFOp::create(b, y, param(weight, s.normWeightType, gcol));
-    if (bias)
-      y = arith::AddFOp::create(b, y, param(bias, s.normBiasType, gcol));
-    vector::StoreOp::create(b, arith::TruncFOp::create(b, chunkType, y), buffer,
-                            ValueRange{pr, mul(pos, idx(8))},
-                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+      total = chanMerge(total, SmallVector<Value>{shuffle(total[0]),
+                                                  shuffle(total[1]),
+                                                  shuffle(total[2])});
+    else
+      total[2] = arith::AddFOp::create(b, total[2], shuffle(total[2]));
   }
-  // The generic-proxy writes must be visible to the TMA (async proxy).
-  NVVM::FenceProxyOp::create(
-      b, NVVM::ProxyKind::async_shared,
-      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-  consumerBarrier();
-  ifThen(isStoreLeader, [&] {
-    for (int64_t c = 0; c < s.storeBuffers(); ++c) {
-      Value buffer = smemView(idx(s.storeStagingOffset() + c * s.storeChunkBytes()),
-                              {s.tileM, kStoreChunkN}, s.outType);
-      nvgpu::TmaAsyncStoreOp::create(
-          b, buffer, tmaC,
-          ValueRange{add(pendingCol, idx(c * kStoreChunkN)), pendingRow}, Value());
-    }
-    NVVM::CpAsyncBulkCommitGroupOp::create(b);
-    NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
-  });
-  consumerBarrier();
+  return {total[1], total[2]};
 }
 
 /// epilogueWarps, the consumers' side of tile `tileCount`: once the epilogue
@@ -1524,26 +1390,31 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
   // and neither read nor write it.
   Value active = ult(inRow, idx(segments));
   Value segment = arith::MinUIOp::create(b, inRow, idx(segments - 1));
-  // A cluster's CTA always holds the same columns.
-  Value blockCol = mul(rank, idx(s.tileN));
-  Value segCol = add(blockCol, mul(segment, idx(kStoreChunkN)));
+  // The segment's first column and its pieces inside N (N is a multiple of
+  // 8: a piece is all in or all out; none for a lane without a segment),
+  // set per tile (splitRow) or once (a cluster's CTA always holds the same
+  // columns). Per-piece values are derived from them at each use: hoisted
+  // per piece, they would not fit the epilogue warps' registers.
+  Value segCol, piecesInN;
+  auto placeSegment = [&](Value blockCol) {
+    segCol = add(blockCol, mul(segment, idx(kStoreChunkN)));
+    piecesInN = arith::SelectOp::create(
+        b, active,
+        div(arith::MinSIOp::create(
+                b, idx(kStoreChunkN),
+                arith::MaxSIOp::create(b, arith::SubIOp::create(b, n, segCol),
+                                       idx(0))),
+            8),
+        idx(0));
+  };
+  if (!s.splitRow)
+    placeSegment(mul(rank, idx(s.tileN)));
   Value zero8 = arith::ConstantOp::create(
       b, DenseElementsAttr::get(f32x8, b.getF32FloatAttr(0.0)));
   Value staging = smemView(
       add(idx(s.storeStagingOffset()), mul(segment, idx(s.storeChunkBytes()))),
       {s.tileM, kStoreChunkN}, s.outType);
   Value nF = toF32(n);
-  // The segment's pieces inside N (N is a multiple of 8: a piece is all in
-  // or all out); none for a lane without a segment. Per-piece values are
-  // derived from it at each use: hoisted per piece, they would not fit the
-  // epilogue warps' registers.
-  Value piecesInN = arith::SelectOp::create(
-      b, active,
-      div(arith::MinSIOp::create(
-              b, idx(kStoreChunkN),
-              arith::MaxSIOp::create(b, arith::SubIOp::create(b, n, segCol), idx(0))),
-          8),
-      idx(0));
   // Piece p of the segment: the swizzled column in a staging row r, the
   // norm parameters (the segment N ends in guards each load), the values.
   auto at = [&](Value r, int64_t p) {
@@ -1607,20 +1478,34 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
         });
   };
 
-  tileLoop({idx(0)}, [&](Value blockRow, Value, ValueRange iters) {
+  tileLoop({idx(0)}, [&](Value blockRow, Value tileBlockCol, ValueRange iters) {
     Value tileCount = iters[0];
-    // 1. The tile and every peer's partials (RMSNorm: sums of squares;
+    Value blockCol = s.splitRow ? tileBlockCol : mul(rank, idx(s.tileN));
+    if (s.splitRow)
+      placeSegment(blockCol);
+    // 1. The tile and every other CTA's partials (RMSNorm: sums of squares;
     // LayerNorm: slice means, then centered sums of squares).
     wait(tileFull, idx(0), tileParity(tileCount));
-    Value firstSlots = waitRowPartials(tileCount, 0);
-    Value secondSlots = layerNorm ? waitRowPartials(tileCount, 1) : Value();
+    Value firstSlots, secondSlots;
+    if (s.splitRow) {
+      waitRowBlock(blockRow, args.counters);
+    } else {
+      firstSlots = waitRowPartials(tileCount, 0);
+      secondSlots = layerNorm ? waitRowPartials(tileCount, 1) : Value();
+    }
 
     // 2. Merge, normalize in place.
     forLoop(idx(0), idx(rounds), idx(1), ValueRange{}, [&](Value round, ValueRange) {
       Value r = add(mul(round, idx(rowsPerRound)), rowOfThread);
       ifThen(ult(r, idx(s.tileM)), [&] {
         Value mean, var;
-        if (layerNorm) {
+        Value row = add(blockRow, r);
+        if (s.splitRow) {
+          auto [rowMean, m2] = globalRowStats(row, inRow, perRow, rowsPerWarp);
+          if (layerNorm)
+            mean = rowMean;
+          var = arith::DivFOp::create(b, m2, nF);
+        } else if (layerNorm) {
           SmallVector<Value> means, m2s, counts;
           Value weighted = cstF32(0.0);
           for (int64_t p = 0; p < s.clusterN; ++p) {
@@ -1650,8 +1535,9 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
           var = arith::DivFOp::create(b, total, nF);
         }
         Value rstd = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
-        Value row = add(blockRow, r);
-        ifThen(both(both(eq(rank, 0), eq(inRow, 0)), ult(row, m)), [&] {
+        // The statistics: by the CTA of the row's first columns.
+        Value firstColumns = s.splitRow ? eq(blockCol, 0) : eq(rank, 0);
+        ifThen(both(both(firstColumns, eq(inRow, 0)), ult(row, m)), [&] {
           if (args.statMean)
             memref::StoreOp::create(b, mean, args.statMean, ValueRange{row});
           if (args.statRstd)

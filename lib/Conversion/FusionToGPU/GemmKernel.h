@@ -26,16 +26,17 @@ struct GemmKernelSpec {
   /// the norm's row sums are exchanged through distributed shared memory.
   int64_t clusterN = 1;
   /// A norm epilogue whose row spans several CTAs without a cluster
-  /// (cluster_n = 1, tile_n < N): each tile stores its rows unnormalized
-  /// with their partial statistics in global memory, and the CTA that
-  /// completes a row block (a per-row-block counter) normalizes it in place.
+  /// (cluster_n = 1, tile_n < N): each tile publishes its rows' partial
+  /// statistics in global memory (a per-row-block counter counts the tiles
+  /// published) and waits in shared memory until its row block is complete.
   bool splitRow = false;
-  /// A cluster norm epilogue with a 16-bit output: the consumers hand each
-  /// tile, rounded to the output type, to the epilogue warps (warps 1-3 of
-  /// the producer warpgroup) through a whole-tile staging buffer and go on
-  /// to the next tile's MMA; the epilogue warps add the residual, exchange
-  /// the row statistics with the peers, normalize the tile in place and
-  /// TMA-store it, overlapped with that MMA.
+  /// A norm epilogue with a 16-bit output over several CTAs (a cluster, or
+  /// splitRow): the consumers compute each tile's row partials, send them
+  /// (DSMEM peers, or global memory), hand the tile, rounded to the output
+  /// type, to the epilogue warps (warps 1-3 of the producer warpgroup)
+  /// through a whole-tile staging buffer and go on to the next tile's MMA;
+  /// the epilogue warps wait for the row's other partials, normalize the
+  /// tile in place and TMA-store it, overlapped with that MMA.
   bool epilogueWarps = false;
   Type abType, outType;
   bool transposeB;
@@ -59,14 +60,12 @@ struct GemmKernelSpec {
   /// [tile_m, kStoreChunkN]; f32 outputs are stored from registers.
   bool tmaStore() const { return outType.getIntOrFloatBitWidth() == 16; }
   int64_t storeChunkBytes() const { return tileM * kStoreChunkN * 2; }
-  /// Two buffers (one fills while the other's store drains); one in cluster
-  /// kernels, whose DSMEM slots would otherwise cost a ring stage.
-  /// splitRow and epilogueWarps: the whole tile (tile_n / 64 buffers)
-  /// waits there for its row statistics.
+  /// Two buffers (one fills while the other's store drains); with
+  /// epilogueWarps the whole tile (tile_n / 64 buffers) waits there for its
+  /// row statistics. (A cluster without epilogue warps has an f32 output,
+  /// stored from registers.)
   int64_t storeBuffers() const {
-    return splitRow || epilogueWarps ? tileN / kStoreChunkN
-           : clusterN > 1            ? 1
-                                     : 2;
+    return epilogueWarps ? tileN / kStoreChunkN : 2;
   }
   int64_t storeStagingOffset() const { return ringBytes(); }
   int64_t storeStagingBytes() const {
@@ -81,10 +80,7 @@ struct GemmKernelSpec {
   }
   int64_t clusterSlotBytes() const { return clusterN * tileM * 4; }
   int64_t clusterSlotsOffset() const { return rowStatsOffset() + tileM * 4; }
-  /// splitRow: the pending tile's row mean and rstd ([2][tile_m] f32).
   int64_t clusterSlotsBytes() const {
-    if (splitRow)
-      return 2 * tileM * 4;
     return clusterN > 1 ? 2 * exchangeRounds() * clusterSlotBytes() : 0;
   }
   /// Dynamic shared memory to launch with, including the slack that aligns

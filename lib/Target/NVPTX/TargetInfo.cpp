@@ -20,10 +20,10 @@ std::optional<TargetInfo> mlir::fusion::getTargetInfo(llvm::StringRef chip) {
   constexpr int64_t kSmem227KiB = 227 * 1024, kSmem228KiB = 228 * 1024;
   if (chip == "sm_90a")
     return TargetInfo{"sm_90a", kSmem227KiB, kSmem228KiB, 1024, 8, 16, 256, 4, 64,
-                      /*clusterEpilogueWarps=*/true};
+                      /*normEpilogueWarps=*/true};
   if (chip == "sm_100a")
     return TargetInfo{"sm_100a", kSmem227KiB, kSmem228KiB, 1024, 8, 16, 512, 16, 16,
-                      /*clusterEpilogueWarps=*/false};
+                      /*normEpilogueWarps=*/false};
   return std::nullopt;
 }
 

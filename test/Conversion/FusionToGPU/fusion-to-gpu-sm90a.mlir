@@ -293,13 +293,16 @@ func.func @nt(%x: tensor<1000x256xbf16>, %w: tensor<512x256xbf16>) -> tensor<100
 // 256 columns: more than a cluster takes on sm_90a) exchanges its statistics
 // through global memory: the host allocates the partials (M x tiles_n x 2
 // f32) and one counter per row block, zeroes the counters, passes both to
-// the kernel and frees them; the kernel publishes each tile (a GPU-scope
-// fence, then the counter's atomic add), then spins on the pending tile's
-// counter, normalizes that tile in its staging buffers and TMA-stores all
-// four 64-column chunks, waiting until they have been read. CTAs wait for
-// one another, so the grid is at most what the device holds at once, and
-// the runtime launches the kernel cooperatively (fusionrtCooperativeGridLimit
-// marks it), not the SM count.
+// the kernel and frees them. In the kernel the epilogue warps (emitted
+// first, in the producer warpgroup) wait for the staged tile, spin on its
+// row block's counter, acquire the partials (a GPU-scope fence), normalize
+// the tile in its staging buffers and TMA-store all four 64-column chunks,
+// waiting until they have been read, then free the buffers (tileEmpty); the
+// consumers publish each tile (a GPU-scope fence, then the counter's atomic
+// add) before they wait for the staging buffers (tileEmpty) and hand the
+// tile over. CTAs wait for one another, so the grid is at most what the
+// device holds at once, and the runtime launches the kernel cooperatively
+// (fusionrtCooperativeGridLimit marks it), not the SM count.
 // CHECK: func.func private @fusionrtCooperativeGridLimit(!llvm.ptr, i32, i32) -> i32
 // CHECK-LABEL: func.func @rms_split
 // CHECK-NOT: call @fusionrtMultiprocessorCount
@@ -307,7 +310,7 @@ func.func @nt(%x: tensor<1000x256xbf16>, %w: tensor<512x256xbf16>) -> tensor<100
 // CHECK: %[[COUNTERS:.*]], %[[T1:.*]] = gpu.alloc async [%[[T0]]] (%{{.*}}) : memref<?xi32>
 // CHECK: %[[ZEROED:.*]] = gpu.memset async [%[[T1]]] %[[COUNTERS]], %c0_i32 : memref<?xi32>, i32
 // CHECK: %[[NAME:.*]] = llvm.mlir.addressof @__fusion_name_rms_split_kernel0 : !llvm.ptr
-// CHECK: call @fusionrtCooperativeGridLimit(%[[NAME]], %c384_i32, %c215552_i32)
+// CHECK: call @fusionrtCooperativeGridLimit(%[[NAME]], %c384_i32, %c214528_i32)
 // CHECK-NOT: call @fusionrtMultiprocessorCount
 // CHECK: %[[RAN:.*]] = gpu.launch_func async [%[[ZEROED]]] @fusion_kernels::@rms_split_kernel0 blocks in
 // CHECK-SAME: %[[PARTIALS]] : memref<?xf32>, %[[COUNTERS]] : memref<?xi32>
@@ -315,14 +318,21 @@ func.func @nt(%x: tensor<1000x256xbf16>, %w: tensor<512x256xbf16>) -> tensor<100
 // CHECK: %[[F1:.*]] = gpu.dealloc async [%[[F0]]] %[[COUNTERS]]
 // CHECK: gpu.wait [%[[F1]]]
 // CHECK-LABEL: gpu.func @rms_split_kernel0
-// CHECK: llvm.fence syncscope("device") acq_rel
-// CHECK: memref.atomic_rmw addi %c1_i32{{.*}}, %arg{{[0-9]+}}[%{{.*}}] : (i32, memref<?xi32>) -> i32
+// CHECK: nvvm.setmaxregister  decrease 72
+// CHECK: nvgpu.mbarrier.arrive.expect_tx
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[TILEFULL:[0-9]+]][
 // CHECK: scf.while
 // CHECK: memref.atomic_rmw addi %c0_i32{{.*}}, %arg{{[0-9]+}}[%{{.*}}] : (i32, memref<?xi32>) -> i32
 // CHECK: llvm.fence syncscope("device") acq_rel
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-COUNT-4: nvgpu.tma.async.store
 // CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: nvgpu.mbarrier.arrive %[[TILEEMPTY:[0-9]+]][
+// CHECK: nvvm.setmaxregister  increase 216
+// CHECK: llvm.fence syncscope("device") acq_rel
+// CHECK: memref.atomic_rmw addi %c1_i32{{.*}}, %arg{{[0-9]+}}[%{{.*}}] : (i32, memref<?xi32>) -> i32
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[TILEEMPTY]][
+// CHECK: nvgpu.mbarrier.arrive %[[TILEFULL]][
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @rms_split(%a: tensor<1000x256xbf16>, %b: tensor<256x2048xbf16>) -> tensor<1000x2048xbf16> {
   %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}

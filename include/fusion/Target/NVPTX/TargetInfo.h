@@ -43,11 +43,12 @@ struct TargetInfo {
   /// 64: the kernel stages B in 64-column swizzled TMA boxes (wgmma itself
   /// takes multiples of 8); on sm_100a the tcgen05 N granularity, 16.
   int64_t tileNGranularity;
-  /// Whether a cluster's forward norm epilogue (16-bit output) runs in
-  /// epilogue warps, overlapped with the next tile's MMA, which stages the
-  /// whole tile in shared memory: the sm_90a kernel does; the sm_100a one
-  /// is planned with the register epilogue's layout.
-  bool clusterEpilogueWarps;
+  /// Whether a forward norm epilogue over several CTAs (a cluster, or a row
+  /// through global memory; 16-bit output) runs in epilogue warps,
+  /// overlapped with the next tile's MMA, which stages the whole tile in
+  /// shared memory: the sm_90a kernel does; the sm_100a one is planned with
+  /// the register epilogue's layout.
+  bool normEpilogueWarps;
 };
 
 /// The limits of `chip`, or nothing for a chip this compiler does not know.

@@ -65,8 +65,10 @@ KernelSmemLayout mlir::fusion::getKernelSmemLayout(
   // A cluster exchanges `exchangeRounds` partial sums per row with every
   // peer, double-buffered (tile parity) for the persistent loop.
   l.clusterSlotsOffset = l.normInputOffset + l.normInputBytes;
+  // A row split without epilogue warps keeps the pending tile's mean and
+  // rstd there (the sm_100a layout).
   l.clusterSlotsBytes =
-      rowSplit ? 2 * K::kTileM * K::kPartialBytes
+      rowSplit && !epilogueWarps ? 2 * K::kTileM * K::kPartialBytes
       : clusterN > 1
           ? exchangeRounds * 2 * K::kTileM * clusterN * K::kPartialBytes
           : 0;
@@ -253,10 +255,11 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                                ? 2
                                : 1;
   bool rowSplit = rowReduction && clusterN == 1 && tileN < n;
-  // The generator's epilogue warps (a forward norm over a cluster, 16-bit
-  // output) take the tile through whole-tile staging as well.
-  bool epilogueWarps = target.clusterEpilogueWarps && !op.isGradEpilogue() &&
-                       rowReduction && clusterN > 1 && outputElementBytes == 2;
+  // The generator's epilogue warps (a forward norm over several CTAs,
+  // 16-bit output) take the tile through whole-tile staging as well.
+  bool epilogueWarps = target.normEpilogueWarps && !op.isGradEpilogue() &&
+                       rowReduction && (clusterN > 1 || rowSplit) &&
+                       outputElementBytes == 2;
   std::optional<KernelSmemLayout> layout =
       deepestFit(budget, tileN, clusterN, elementBytes, normInputElementBytes,
                  outputElementBytes, exchangeRounds, rowSplit,

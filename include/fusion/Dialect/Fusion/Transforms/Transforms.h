@@ -142,11 +142,11 @@ struct KernelSmemLayout {
 /// otherwise); `rowSplit` a norm row spread over CTAs without a cluster
 /// (statistics through global memory), whose 16-bit tile waits in shared
 /// memory (tile_n / 64 staging buffers) until its row block's statistics
-/// are complete, with the rows' mean and rstd (2 x tile_m x 4 bytes, in the
-/// slots' place); `epilogueWarps` a cluster norm epilogue with a 16-bit
-/// output, whose tile the consumers hand to the epilogue warps through
-/// tile_n / 64 staging buffers as well. The one place the shared-memory
-/// formulas are written.
+/// are complete, without epilogue warps with the rows' mean and rstd
+/// (2 x tile_m x 4 bytes, in the slots' place); `epilogueWarps` a norm
+/// epilogue over several CTAs with a 16-bit output, whose tile the
+/// consumers hand to the epilogue warps through tile_n / 64 staging
+/// buffers as well. The one place the shared-memory formulas are written.
 KernelSmemLayout getKernelSmemLayout(int64_t tileN, int64_t stages,
                                      int64_t clusterN, int64_t elementBytes,
                                      int64_t normInputElementBytes,

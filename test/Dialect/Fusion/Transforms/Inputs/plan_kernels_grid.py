@@ -39,15 +39,17 @@ def smem(tile_m, tile_n, tile_k, stages, cluster_n, grad, rounds=1, split=False,
     ring = stages * (tile_m * tile_k + tile_n * tile_k) * ELEMENT_BYTES
     # bf16 outputs leave by TMA store through two [tile_m, 64] buffers (one
     # with a cluster; the whole tile when a row's statistics go through
-    # global memory, or when a cluster's forward norm runs in the epilogue
-    # warps: the tile waits there for them).
+    # global memory, or when a forward norm over several CTAs runs in the
+    # epilogue warps: the tile waits there for them).
     buffers = (tile_n // 64 if split or epilogue_warps else
                1 if cluster_n > 1 else 2)
     store_staging = buffers * tile_m * 64 * ELEMENT_BYTES
     norm_input = tile_m * tile_n * ELEMENT_BYTES if grad else 0
     # DSMEM slots: exchange rounds (LayerNorm 2) x tile parity x peers; with
-    # the global-memory exchange, the rows' mean and rstd.
-    slots = (2 * tile_m * 4 if split else
+    # the global-memory exchange and no epilogue warps (sm_100a), the rows'
+    # mean and rstd.
+    slots = (2 * tile_m * 4 if split and not epilogue_warps else
+             0 if split else
              rounds * 2 * tile_m * cluster_n * 4 if cluster_n > 1 else 0)
     return ring + store_staging + tile_m * 4 + norm_input + slots + 1024
 
@@ -135,7 +137,8 @@ def main():
         grad = epi in GRAD
         rounds = 2 if epi in ("layer_norm", "layer_norm_grad") else 1
         split = epi in ROW_REDUCTION and cn == 1 and tn < n
-        ew = chip == "sm_90a" and epi in ("rms_norm", "layer_norm") and cn > 1
+        ew = (chip == "sm_90a" and epi in ("rms_norm", "layer_norm") and
+              (cn > 1 or split))
         if total > target["smem"]:
             violation(f"{key}: smem_bytes = {total} > {target['smem']}")
         if total != smem(tm, tn, tk, stages, cn, grad, rounds, split, ew):
