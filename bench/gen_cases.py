@@ -103,6 +103,10 @@ def suites():
              residual=True, weight=True, save_stats=True),
         case("ln_epi_cluster2_n264", 3001, 256, 264, epilogue="layer_norm",
              weight=True, bias=True, save_stats=True),
+        # The residual through the staging buffers, the second CTA's boxes
+        # partly (256..319) and wholly (320..383) past N = 264.
+        case("rms_epi_cluster2_n264_residual", 1001, 256, 264, epilogue="rms_norm",
+             residual=True, save_stats=True),
         case("rms_epi_cluster2_n320_f32out", 999, 512, 320, epilogue="rms_norm",
              save_stats=True, out="f32"),
         case("ln_epi_cluster3_n576", 9001, 256, 576, epilogue="layer_norm",

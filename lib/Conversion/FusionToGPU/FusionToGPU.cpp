@@ -212,6 +212,11 @@ void FunctionLowering::launch(ImplicitLocOpBuilder &b, DeviceChain &chain,
     args.push_back(descriptor(map.lookup(op.getOutput()),
                               getTensorMapTypeC(ctx, spec),
                               {spec.tileM, kStoreChunkN}));
+  // The residual goes through the staging buffers like the output.
+  if (spec.stagedResidual)
+    args.push_back(descriptor(map.lookup(op.getResidual()),
+                              getTensorMapTypeResidual(ctx, spec),
+                              {spec.tileM, kStoreChunkN}));
 
   // Persistent kernel: min(tiles, SMs) CTAs, at least one (M may be 0).
   // With a cluster of C CTAs along N (N = C x tile_n), each cluster takes

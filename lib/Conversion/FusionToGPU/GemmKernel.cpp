@@ -14,8 +14,9 @@
 //                     and the other CTAs' row partials (DSMEM slots, or the
 //                     row block's counter in global memory), normalize the
 //                     staged tile in place, TMA-store it, arrive on
-//                     tileEmpty; without epilogue warps, and the other
-//                     threads, exit;
+//                     tileEmpty (stagedResidual: TMA-load the next tile's
+//                     residual into the buffers instead); without epilogue
+//                     warps, and the other threads, exit;
 //   warpgroups 1..C (consumers, setmaxnreg up)
 //                     wait full[s], issue wgmma on their 64 rows; Lazy
 //                     Pre-Norm: add the squares of their A rows from the same
@@ -177,6 +178,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
     }
   }
   s.epilogueWarps = normEpilogue && (s.clusterN > 1 || s.splitRow) && s.tmaStore();
+  s.stagedResidual = s.epilogueWarps && s.residualType == s.outType;
   if (s.sharedMemoryBytes() > config.getSmemBytes()) {
     why = "the kernel needs " + std::to_string(s.sharedMemoryBytes()) +
           " bytes of shared memory, more than the planned " +
@@ -208,6 +210,10 @@ Type mlir::fusion::getTensorMapTypeB(MLIRContext *ctx, const GemmKernelSpec &s) 
 }
 Type mlir::fusion::getTensorMapTypeC(MLIRContext *ctx, const GemmKernelSpec &s) {
   return tensorMapType(ctx, {s.tileM, kStoreChunkN}, s.outType);
+}
+Type mlir::fusion::getTensorMapTypeResidual(MLIRContext *ctx,
+                                            const GemmKernelSpec &s) {
+  return tensorMapType(ctx, {s.tileM, kStoreChunkN}, s.residualType);
 }
 
 /// epilogueWarps: warps 1-3 of the producer warpgroup.
@@ -417,6 +423,13 @@ private:
                                  idx(0));
   }
   void waitRowBlock(Value blockRow, Value counters);
+  /// stagedResidual: the residual pair of fragment row h, 8-column group j
+  /// of this consumer thread, from the staging buffers (where its output
+  /// pair goes), as vector<2xf32>.
+  Value stagedResidualPair(Value rowInTile, int64_t h, int64_t j);
+  /// stagedResidual: TMA-loads the residual tile at (blockRow, blockCol)
+  /// into the staging buffers, completing on residualFull (one thread).
+  void loadResidualTile(Value blockRow, Value blockCol);
   SmallVector<Value> chanMerge(ValueRange x, ValueRange y);
   std::pair<Value, Value> globalRowStats(Value row, Value laneOfRow,
                                          int64_t lanes, int64_t stride);
@@ -428,7 +441,7 @@ private:
   MLIRContext *ctx;
   gpu::GPUFuncOp func;
   Value smem, smemPad, smemBase, full, empty, slotBars, tileFull, tileEmpty,
-      tmaA, tmaB, tmaC, m, n, k, wg, tid, rank;
+      residualFull, tmaA, tmaB, tmaC, tmaR, m, n, k, wg, tid, rank;
   Value numK, numTiles, numTilesN;
 };
 } // namespace
@@ -480,7 +493,7 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
 /// With a residual, each tile starts by prefetching the tile's residual rows
 /// into L2, so that the epilogue's loads hit L2 instead of waiting on DRAM.
 void GemmKernelEmitter::producer() {
-  Value residual = epilogueArgs().residual;
+  Value residual = s.stagedResidual ? Value() : epilogueArgs().residual;
   tileLoop({idx(0)}, [&](Value blockRow, Value blockCol, ValueRange iters) {
     if (residual)
       prefetchResidual(residual, blockRow, blockCol);
@@ -921,7 +934,9 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
           x = arith::MulFOp::create(b, x, splat(factor[h]));
         if (cb)
           x = arith::AddFOp::create(b, x, cb);
-        if (residual)
+        if (s.stagedResidual)
+          x = arith::AddFOp::create(b, x, stagedResidualPair(rowInTile, h, j));
+        else if (residual)
           x = arith::AddFOp::create(b, x, loadCol(residual, rowClamped[h], j, s.residualType));
         v[h][j] = x;
       }
@@ -1190,6 +1205,14 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
       });
     }
   };
+  // The residual TMA-loaded into the staging buffers (the epilogue warps
+  // issued it once the previous tile's store had read them). tileEmpty
+  // orders every epilogue thread's accesses of the previous tile before
+  // this thread's, directly (residualFull is one thread's arrival).
+  if (s.stagedResidual) {
+    wait(tileEmpty, idx(0), flip(tileParity(tileCount)));
+    wait(residualFull, idx(0), tileParity(tileCount));
+  }
   Value fullColumns = arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
                                             add(blockCol, idx(s.tileN)), n);
   scf::IfOp::create(
@@ -1306,6 +1329,35 @@ std::pair<Value, Value> GemmKernelEmitter::globalRowStats(Value row,
   return {total[1], total[2]};
 }
 
+Value GemmKernelEmitter::stagedResidualPair(Value rowInTile, int64_t h,
+                                            int64_t j) {
+  int64_t groupsPerChunk = kStoreChunkN / 8;
+  Value lane = rem(tid, 32);
+  Value rowPhase = div(lane, 4); // the row's index modulo 8
+  Value swizzled = arith::XOrIOp::create(b, idx(j % groupsPerChunk), rowPhase);
+  Value col = add(mul(swizzled, idx(8)), mul(rem(lane, 4), idx(2)));
+  Value staging = smemView(
+      idx(s.storeStagingOffset() + (j / groupsPerChunk) * s.storeChunkBytes()),
+      {s.tileM, kStoreChunkN}, s.residualType);
+  return loadPair(staging, ValueRange{add(rowInTile, idx(8 * h)), col},
+                  s.residualType);
+}
+
+void GemmKernelEmitter::loadResidualTile(Value blockRow, Value blockCol) {
+  // Boxes past M or N are zero-filled and still count their bytes.
+  nvgpu::MBarrierArriveExpectTxOp::create(b, residualFull,
+                                          idx(s.storeStagingBytes()), idx(0),
+                                          Value());
+  for (int64_t c = 0; c < s.storeBuffers(); ++c) {
+    Value buffer = smemView(idx(s.storeStagingOffset() + c * s.storeChunkBytes()),
+                            {s.tileM, kStoreChunkN}, s.residualType);
+    nvgpu::TmaAsyncLoadOp::create(
+        b, buffer, residualFull, tmaR,
+        ValueRange{add(blockCol, idx(c * kStoreChunkN)), blockRow}, idx(0),
+        Value(), Value());
+  }
+}
+
 /// epilogueWarps, the consumers' side of tile `tileCount`: once the epilogue
 /// warps' TMA store of the previous tile has read the staging buffers
 /// (tileEmpty), each thread writes its fragment, rounded to the output type,
@@ -1314,7 +1366,9 @@ std::pair<Value, Value> GemmKernelEmitter::globalRowStats(Value row,
 void GemmKernelEmitter::handOffTile(ArrayRef<SmallVector<Value>> v,
                                     Value rowInTile, Value tileCount,
                                     ArrayRef<Value> partials) {
-  wait(tileEmpty, idx(0), flip(tileParity(tileCount)));
+  // With stagedResidual the consumers waited before reading the residual.
+  if (!s.stagedResidual)
+    wait(tileEmpty, idx(0), flip(tileParity(tileCount)));
   // Sent only now: a peer's partials of tile t + 2 reuse this tile's slots,
   // and they leave only after its epilogue warps finished tile t + 1, which
   // needed this CTA's tile t + 1 partials, sent after this CTA's epilogue
@@ -1478,6 +1532,28 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
         });
   };
 
+  // stagedResidual: the residual of the tile with index `tile` in the
+  // persistent order (a cluster's row block, or a tile), if there is one.
+  auto loadResidualOf = [&](Value tile) {
+    Value rowBlocks = arith::CeilDivUIOp::create(b, m, idx(s.tileM));
+    if (s.clusterN > 1) {
+      ifThen(ult(tile, rowBlocks), [&] {
+        loadResidualTile(mul(tile, idx(s.tileM)), mul(rank, idx(s.tileN)));
+      });
+      return;
+    }
+    ifThen(ult(tile, numTiles), [&] {
+      loadResidualTile(mul(arith::DivUIOp::create(b, tile, numTilesN), idx(s.tileM)),
+                       mul(arith::RemUIOp::create(b, tile, numTilesN), idx(s.tileN)));
+    });
+  };
+  Value firstTile = arith::DivUIOp::create(
+      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(s.clusterN));
+  Value tileStride = arith::DivUIOp::create(
+      b, gpu::GridDimOp::create(b, gpu::Dimension::x), idx(s.clusterN));
+  if (s.stagedResidual)
+    ifThen(isFirst, [&] { loadResidualOf(firstTile); });
+
   tileLoop({idx(0)}, [&](Value blockRow, Value tileBlockCol, ValueRange iters) {
     Value tileCount = iters[0];
     Value blockCol = s.splitRow ? tileBlockCol : mul(rank, idx(s.tileN));
@@ -1567,6 +1643,13 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
       }
       NVVM::CpAsyncBulkCommitGroupOp::create(b);
       NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
+      // The buffers are free: the next tile's residual goes there now.
+      if (s.stagedResidual) {
+        Value tile = div(blockRow, s.tileM);
+        if (s.clusterN == 1)
+          tile = add(mul(tile, numTilesN), div(blockCol, s.tileN));
+        loadResidualOf(add(tile, tileStride));
+      }
     });
     epilogueBarrier();
     arrive(tileEmpty, idx(0));
@@ -1579,9 +1662,14 @@ void GemmKernelEmitter::emit() {
              .getResult(0);
   tmaB = UnrealizedConversionCastOp::create(b, getTensorMapTypeB(ctx, s), arg(1))
              .getResult(0);
+  unsigned lastArg = func.getNumArguments() - 1;
+  if (s.stagedResidual)
+    tmaR = UnrealizedConversionCastOp::create(
+               b, getTensorMapTypeResidual(ctx, s), arg(lastArg--))
+               .getResult(0);
   if (s.tmaStore())
-    tmaC = UnrealizedConversionCastOp::create(
-               b, getTensorMapTypeC(ctx, s), arg(func.getNumArguments() - 1))
+    tmaC = UnrealizedConversionCastOp::create(b, getTensorMapTypeC(ctx, s),
+                                              arg(lastArg))
                .getResult(0);
   m = arg(2);
   n = arg(3);
@@ -1637,10 +1725,18 @@ void GemmKernelEmitter::emit() {
     nvgpu::MBarrierInitOp::create(b, tileEmpty, idx(kEpilogueThreads), idx(0),
                                   leader);
   }
+  if (s.stagedResidual) {
+    // residualFull: the tile's residual landed in the staging buffers (the
+    // loading thread's arrival and the TMA bytes).
+    residualFull = group(1);
+    nvgpu::MBarrierInitOp::create(b, residualFull, idx(1), idx(0), leader);
+  }
   nvgpu::TmaPrefetchOp::create(b, tmaA, leader);
   nvgpu::TmaPrefetchOp::create(b, tmaB, leader);
   if (tmaC)
     nvgpu::TmaPrefetchOp::create(b, tmaC, leader);
+  if (tmaR)
+    nvgpu::TmaPrefetchOp::create(b, tmaR, leader);
   gpu::BarrierOp::create(b);
   if (s.clusterN > 1) {
     // No peer may st.async into this CTA's slots before its barriers exist:
@@ -1701,6 +1797,8 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,
     args.push_back(dyn1(builder.getI32Type()));
   }
   if (s.tmaStore())
+    args.push_back(ptr);
+  if (s.stagedResidual)
     args.push_back(ptr);
 
   OpBuilder::InsertionGuard guard(builder);

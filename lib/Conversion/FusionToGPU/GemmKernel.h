@@ -38,6 +38,11 @@ struct GemmKernelSpec {
   /// the epilogue warps wait for the row's other partials, normalize the
   /// tile in place and TMA-store it, overlapped with that MMA.
   bool epilogueWarps = false;
+  /// epilogueWarps with a residual of the output's type: the epilogue warps
+  /// TMA-load each tile's residual into the staging buffers as soon as the
+  /// previous tile's store has read them (its own mbarrier), and the
+  /// consumers add it from there.
+  bool stagedResidual = false;
   Type abType, outType;
   bool transposeB;
   PrologueKind prologue;
@@ -101,6 +106,8 @@ Type getTensorMapTypeA(MLIRContext *ctx, const GemmKernelSpec &spec);
 Type getTensorMapTypeB(MLIRContext *ctx, const GemmKernelSpec &spec);
 /// The output's tensor map (16-bit outputs): boxes of [tile_m, 64].
 Type getTensorMapTypeC(MLIRContext *ctx, const GemmKernelSpec &spec);
+/// The residual's (stagedResidual), laid out like the output's.
+Type getTensorMapTypeResidual(MLIRContext *ctx, const GemmKernelSpec &spec);
 
 /// Creates the kernel `name` in `module`: a persistent kernel, launched with
 /// at most one CTA per SM on a 1-D grid, each CTA looping over output tiles
@@ -110,8 +117,9 @@ Type getTensorMapTypeC(MLIRContext *ctx, const GemmKernelSpec &spec);
 /// row_scale, col_bias, norm_weight, norm_bias), then the statistics outputs
 /// (memref<?xf32> each), with splitRow the partial statistics
 /// (memref<?xf32>, 2 per row and tile) and the row-block counters
-/// (memref<?xi32>, zero at launch), and for 16-bit outputs the output's
-/// tensor map (as !llvm.ptr).
+/// (memref<?xi32>, zero at launch), for 16-bit outputs the output's tensor
+/// map (as !llvm.ptr), and with stagedResidual the residual's (as
+/// !llvm.ptr).
 gpu::GPUFuncOp buildGemmKernel(OpBuilder &b, Location loc,
                                gpu::GPUModuleOp module, StringRef name,
                                const GemmKernelSpec &spec);

@@ -340,3 +340,39 @@ func.func @rms_split(%a: tensor<1000x256xbf16>, %b: tensor<256x2048xbf16>) -> te
   return %y : tensor<1000x2048xbf16>
 }
 }
+
+// -----
+
+// Test that a residual of the output's type in an epilogue-warps kernel
+// (here LayerNorm over a cluster of 4) goes through the staging buffers: the
+// host encodes a fourth tensor map (the residual's, [128 x 64] boxes) and
+// passes it last; the producer no longer prefetches residual rows into L2;
+// the first epilogue thread TMA-loads the CTA's first residual tile (4 boxes,
+// 65536 bytes on its own mbarrier) before the tile loop and each next one
+// right after the store has read the buffers; the consumers wait for
+// tileEmpty (every epilogue thread's arrival) and that mbarrier, then read
+// the residual from the staging buffers.
+// CHECK-LABEL: func.func @ln_cluster_residual
+// CHECK-COUNT-4: nvgpu.tma.create.descriptor
+// CHECK-NOT: nvgpu.tma.create.descriptor
+// CHECK: gpu.launch_func
+// CHECK-LABEL: gpu.func @ln_cluster_residual_kernel0
+// CHECK-NOT: nvvm.cp.async.bulk.prefetch
+// CHECK: nvvm.setmaxregister  decrease 72
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[RESIDUAL:[0-9]+]][%{{.*}}], %c65536
+// CHECK-COUNT-4: nvgpu.tma.async.load %{{.*}}[%{{.*}}, %{{.*}}], %[[RESIDUAL]][
+// CHECK: scf.for
+// CHECK: nvgpu.tma.async.store
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[RESIDUAL]][%{{.*}}], %c65536
+// CHECK-COUNT-4: nvgpu.tma.async.load %{{.*}}[%{{.*}}, %{{.*}}], %[[RESIDUAL]][
+// CHECK: nvvm.setmaxregister  increase 216
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[RESIDUAL]][
+// CHECK: vector.load %{{.*}} : memref<128x64xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @ln_cluster_residual(%a: tensor<512x256xbf16>, %b: tensor<256x1024xbf16>, %r: tensor<512x1024xbf16>) -> tensor<512x1024xbf16> {
+  %y = fusion.fused_matmul %a, %b residual(%r : tensor<512x1024xbf16>) {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<512x256xbf16>, tensor<256x1024xbf16> -> tensor<512x1024xbf16>
+  return %y : tensor<512x1024xbf16>
+}
+}
