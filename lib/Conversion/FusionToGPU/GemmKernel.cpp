@@ -1407,16 +1407,20 @@ void GemmKernelEmitter::handOffTile(ArrayRef<SmallVector<Value>> v,
 /// that each 8-lane phase of a 16-byte shared access reads 8 rows of one
 /// buffer, all at different swizzled positions: no bank conflicts. Rows go
 /// round-robin over the warps. Per tile:
-///   1. wait for the consumers' tile (tileFull) and for every peer's row
-///      partials (the consumers sent them: sendRowPartials);
-///   2. per row: merge the clusterN partials (RMSNorm: the sums of squares;
+///   1. wait for the consumers' tile (tileFull) and for the other CTAs' row
+///      partials (a cluster's peers sent them: sendRowPartials; splitRow:
+///      the row block's counter, waitRowBlock);
+///   2. per row: merge the partials (RMSNorm: the sums of squares;
 ///      LayerNorm: Chan's formula over the slice means and centered sums of
 ///      squares, each slice weighted by its columns inside N) into mean and
-///      rstd, write the statistics (rank 0), and normalize the segment in
-///      place with the norm weight and bias;
-///   3. a barrier over the epilogue warps; the first TMA-stores the tile and
-///      waits until the stores have read the buffers; a second barrier, and
-///      every epilogue thread arrives on tileEmpty.
+///      rstd, write the statistics (the CTA of the first columns), and
+///      normalize the segment in place; with a norm weight or bias, keep the
+///      row's scale and shift in shared memory instead and then normalize
+///      piece by piece, each piece's parameters loaded once for all rows;
+///   3. a barrier over the epilogue warps; the first TMA-stores the tile,
+///      waits until the stores have read the buffers and, with
+///      stagedResidual, TMA-loads the next tile's residual into them; a
+///      second barrier, and every epilogue thread arrives on tileEmpty.
 void GemmKernelEmitter::epilogueWarpsLoop() {
   Type f32 = b.getF32Type();
   Type i64 = b.getI64Type();
@@ -1430,6 +1434,17 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
   };
   auto splat8 = [&](Value x) { return vector::BroadcastOp::create(b, f32x8, x); };
 
+  // With a norm weight or bias the rows' scale and shift go through shared
+  // memory ([2][tile_m] f32: a cluster's round-0 slots of the tile's
+  // parity, read already; splitRow's own region), so that each piece's
+  // parameters are loaded once for all of a lane's rows.
+  bool paramsPerPiece = bool(args.weight) || bool(args.bias);
+  auto rowScaleView = [&](Value tileCount) {
+    Value offset = idx(s.clusterSlotsOffset());
+    if (!s.splitRow)
+      offset = add(offset, mul(rem(tileCount, 2), idx(s.clusterSlotBytes())));
+    return smemView(offset, {2, s.tileM}, f32);
+  };
   int64_t segments = s.tileN / kStoreChunkN;
   int64_t perRow = static_cast<int64_t>(llvm::PowerOf2Ceil(segments));
   int64_t rowsPerWarp = 32 / perRow;
@@ -1620,13 +1635,78 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
             memref::StoreOp::create(b, rstd, args.statRstd, ValueRange{row});
         });
         // (x - mean) rstd = x rstd + (-mean rstd).
-        Value shift = mean ? splat8(arith::NegFOp::create(
-                                 b, arith::MulFOp::create(b, mean, rstd)))
+        Value shift = mean ? arith::NegFOp::create(b, arith::MulFOp::create(b, mean, rstd))
+                                 .getResult()
                            : Value();
-        normalizeSegment(r, splat8(rstd), shift);
+        if (!paramsPerPiece) {
+          normalizeSegment(r, splat8(rstd), shift ? splat8(shift) : Value());
+          return;
+        }
+        // The row's scale and shift for the pass over the pieces; with a
+        // cluster they overwrite this row's slots, once all 4 lanes of the
+        // row (one warp) have read them.
+        Value rowScales = rowScaleView(tileCount);
+        NVVM::SyncWarpOp::create(b, i32(-1));
+        ifThen(eq(inRow, 0), [&] {
+          memref::StoreOp::create(b, rstd, rowScales, ValueRange{idx(0), r});
+          memref::StoreOp::create(b, shift ? shift : cstF32(0.0), rowScales,
+                                  ValueRange{idx(1), r});
+        });
+        NVVM::SyncWarpOp::create(b, i32(-1));
       });
       return SmallVector<Value>{};
     });
+    // With a norm weight or bias: piece by piece of the lane's segment, the
+    // piece's parameters loaded once for all the lane's rows.
+    if (paramsPerPiece) {
+      Value rowScales = rowScaleView(tileCount);
+      auto pieces = [&](bool guarded) {
+        for (int64_t p = 0; p < 8; ++p) {
+          auto one = [&] {
+            Value w = args.weight ? loadParam(args.weight, p, s.normWeightType, false)
+                                  : Value();
+            Value nb = args.bias ? loadParam(args.bias, p, s.normBiasType, false)
+                                 : Value();
+            forLoop(idx(0), idx(rounds), idx(1), ValueRange{},
+                    [&](Value round, ValueRange) {
+                      Value r = add(mul(round, idx(rowsPerRound)), rowOfThread);
+                      ifThen(ult(r, idx(s.tileM)), [&] {
+                        Value scale = memref::LoadOp::create(b, rowScales,
+                                                             ValueRange{idx(0), r});
+                        Value y = readPiece(r, p);
+                        if (layerNorm)
+                          y = math::FmaOp::create(
+                              b, y, splat8(scale),
+                              splat8(memref::LoadOp::create(b, rowScales,
+                                                            ValueRange{idx(1), r})));
+                        else
+                          y = arith::MulFOp::create(b, y, splat8(scale));
+                        if (w)
+                          y = arith::MulFOp::create(b, y, w);
+                        if (nb)
+                          y = arith::AddFOp::create(b, y, nb);
+                        writePiece(r, p, y);
+                      });
+                      return SmallVector<Value>{};
+                    });
+          };
+          if (guarded)
+            ifThen(ult(idx(p), piecesInN), one);
+          else
+            one();
+        }
+      };
+      scf::IfOp::create(
+          b, eq(piecesInN, 8),
+          [&](OpBuilder &, Location) {
+            pieces(/*guarded=*/false);
+            scf::YieldOp::create(b);
+          },
+          [&](OpBuilder &, Location) {
+            pieces(/*guarded=*/true);
+            scf::YieldOp::create(b);
+          });
+    }
 
     // 3. Store the tile; free the staging buffers for the next one.
     NVVM::FenceProxyOp::create(

@@ -85,7 +85,11 @@ struct GemmKernelSpec {
   }
   int64_t clusterSlotBytes() const { return clusterN * tileM * 4; }
   int64_t clusterSlotsOffset() const { return rowStatsOffset() + tileM * 4; }
+  /// splitRow: the rows' scale and shift for the epilogue warps' pass over
+  /// the pieces ([2][tile_m] f32).
   int64_t clusterSlotsBytes() const {
+    if (splitRow)
+      return 2 * tileM * 4;
     return clusterN > 1 ? 2 * exchangeRounds() * clusterSlotBytes() : 0;
   }
   /// Dynamic shared memory to launch with, including the slack that aligns

@@ -310,7 +310,7 @@ func.func @nt(%x: tensor<1000x256xbf16>, %w: tensor<512x256xbf16>) -> tensor<100
 // CHECK: %[[COUNTERS:.*]], %[[T1:.*]] = gpu.alloc async [%[[T0]]] (%{{.*}}) : memref<?xi32>
 // CHECK: %[[ZEROED:.*]] = gpu.memset async [%[[T1]]] %[[COUNTERS]], %c0_i32 : memref<?xi32>, i32
 // CHECK: %[[NAME:.*]] = llvm.mlir.addressof @__fusion_name_rms_split_kernel0 : !llvm.ptr
-// CHECK: call @fusionrtCooperativeGridLimit(%[[NAME]], %c384_i32, %c214528_i32)
+// CHECK: call @fusionrtCooperativeGridLimit(%[[NAME]], %c384_i32, %c215552_i32)
 // CHECK-NOT: call @fusionrtMultiprocessorCount
 // CHECK: %[[RAN:.*]] = gpu.launch_func async [%[[ZEROED]]] @fusion_kernels::@rms_split_kernel0 blocks in
 // CHECK-SAME: %[[PARTIALS]] : memref<?xf32>, %[[COUNTERS]] : memref<?xi32>

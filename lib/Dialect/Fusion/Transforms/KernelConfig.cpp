@@ -65,10 +65,10 @@ KernelSmemLayout mlir::fusion::getKernelSmemLayout(
   // A cluster exchanges `exchangeRounds` partial sums per row with every
   // peer, double-buffered (tile parity) for the persistent loop.
   l.clusterSlotsOffset = l.normInputOffset + l.normInputBytes;
-  // A row split without epilogue warps keeps the pending tile's mean and
-  // rstd there (the sm_100a layout).
+  // A row split keeps its rows' scale and shift there (with epilogue
+  // warps) or the pending tile's mean and rstd (the sm_100a layout).
   l.clusterSlotsBytes =
-      rowSplit && !epilogueWarps ? 2 * K::kTileM * K::kPartialBytes
+      rowSplit ? 2 * K::kTileM * K::kPartialBytes
       : clusterN > 1
           ? exchangeRounds * 2 * K::kTileM * clusterN * K::kPartialBytes
           : 0;

@@ -109,14 +109,14 @@ func.func @layer_norm_cluster8(%a: tensor<8192x512xbf16>, %b: tensor<512x1536xbf
 // Test that an rms_norm epilogue over N = 2560 (10 CTAs of 256 columns, more
 // than the 4 a cluster takes on sm_90a) exchanges its statistics through
 // global memory: cluster_n = 1, tile_n = 256, and the whole bf16 tile waits
-// in shared memory (4 staging buffers) for the epilogue warps:
-// 3 * (128 + 256) * 64 * 2 + 4 * 16384 + 512 + 1024 = 214528
-// (4 stages need 263680).
+// in shared memory (4 staging buffers) for the epilogue warps, with its
+// rows' scale and shift: 3 * (128 + 256) * 64 * 2 + 4 * 16384 + 512 +
+// 2 * 128 * 4 + 1024 = 215552 (4 stages need 264704).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @rms_norm_global
 func.func @rms_norm_global(%a: tensor<1024x256xbf16>, %b: tensor<256x2560xbf16>) -> tensor<1024x2560xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 214528>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 215552>
   %y = fusion.fused_matmul %a, %b
       {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
       : tensor<1024x256xbf16>, tensor<256x2560xbf16> -> tensor<1024x2560xbf16>

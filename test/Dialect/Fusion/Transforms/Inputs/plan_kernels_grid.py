@@ -46,10 +46,9 @@ def smem(tile_m, tile_n, tile_k, stages, cluster_n, grad, rounds=1, split=False,
     store_staging = buffers * tile_m * 64 * ELEMENT_BYTES
     norm_input = tile_m * tile_n * ELEMENT_BYTES if grad else 0
     # DSMEM slots: exchange rounds (LayerNorm 2) x tile parity x peers; with
-    # the global-memory exchange and no epilogue warps (sm_100a), the rows'
-    # mean and rstd.
-    slots = (2 * tile_m * 4 if split and not epilogue_warps else
-             0 if split else
+    # the global-memory exchange, the rows' scale and shift (mean and rstd
+    # without epilogue warps).
+    slots = (2 * tile_m * 4 if split else
              rounds * 2 * tile_m * cluster_n * 4 if cluster_n > 1 else 0)
     return ring + store_staging + tile_m * 4 + norm_input + slots + 1024
 
