@@ -1667,26 +1667,31 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
                                   : Value();
             Value nb = args.bias ? loadParam(args.bias, p, s.normBiasType, false)
                                  : Value();
+            auto row = [&](Value r) {
+              Value scale =
+                  memref::LoadOp::create(b, rowScales, ValueRange{idx(0), r});
+              Value y = readPiece(r, p);
+              if (layerNorm)
+                y = math::FmaOp::create(
+                    b, y, splat8(scale),
+                    splat8(memref::LoadOp::create(b, rowScales,
+                                                  ValueRange{idx(1), r})));
+              else
+                y = arith::MulFOp::create(b, y, splat8(scale));
+              if (w && nb)
+                y = math::FmaOp::create(b, y, w, nb);
+              else if (w)
+                y = arith::MulFOp::create(b, y, w);
+              else
+                y = arith::AddFOp::create(b, y, nb);
+              writePiece(r, p, y);
+            };
+            // A loop with the row check (rows past the tile are whole
+            // warps): unrolled, the rounds' pieces in flight at once spill.
             forLoop(idx(0), idx(rounds), idx(1), ValueRange{},
                     [&](Value round, ValueRange) {
                       Value r = add(mul(round, idx(rowsPerRound)), rowOfThread);
-                      ifThen(ult(r, idx(s.tileM)), [&] {
-                        Value scale = memref::LoadOp::create(b, rowScales,
-                                                             ValueRange{idx(0), r});
-                        Value y = readPiece(r, p);
-                        if (layerNorm)
-                          y = math::FmaOp::create(
-                              b, y, splat8(scale),
-                              splat8(memref::LoadOp::create(b, rowScales,
-                                                            ValueRange{idx(1), r})));
-                        else
-                          y = arith::MulFOp::create(b, y, splat8(scale));
-                        if (w)
-                          y = arith::MulFOp::create(b, y, w);
-                        if (nb)
-                          y = arith::AddFOp::create(b, y, nb);
-                        writePiece(r, p, y);
-                      });
+                      ifThen(ult(r, idx(s.tileM)), [&] { row(r); });
                       return SmallVector<Value>{};
                     });
           };
