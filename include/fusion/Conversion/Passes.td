@@ -81,8 +81,10 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
       their A rows from the same slot while the MMA runs, and release a slot
       only after both of their reads of it are done;
     - an epilogue on the accumulator fragments: row scaling, column bias,
-      residual (its tile prefetched into L2 by the producer when the tile
-      starts), RMSNorm/LayerNorm (quad-shuffle reductions), the statistics
+      residual (with epilogue warps and a residual of the output's type,
+      TMA-loaded into the staging buffers as soon as the previous tile's
+      store has read them; otherwise prefetched into L2 by the producer
+      when the tile starts), RMSNorm/LayerNorm (quad-shuffle reductions), the statistics
       for the backward; 16-bit outputs leave through swizzled staging tiles
       and `nvgpu.tma.async.store`, f32 outputs straight from registers;
     - with `cluster_n` = C > 1, a persistent cluster launch: min(row blocks,
@@ -103,11 +105,10 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     - with `cluster_n` = 1 and `tile_n` < N (norm rows wider than a cluster
       takes, 16-bit outputs), the statistics go through global memory: each
       tile stores its rows' partial statistics and bumps its row block's
-      counter (a GPU-scope fence, then an atomic add), finishes the tile it
-      kept from the previous iteration (spins until that row block's counter
-      reaches tiles_n, merges the partials, normalizes the tile in shared
-      memory, TMA-stores it) and keeps this tile in shared memory until the
-      next one; the host allocates the partials and counters and zeroes the
+      counter (a GPU-scope fence, then an atomic add), then the consumers
+      hand the tile to the epilogue warps as with a cluster; those spin
+      until the row block's counter reaches tiles_n, merge the partials,
+      normalize the tile in shared memory and TMA-store it; the host allocates the partials and counters and zeroes the
       counters (`gpu.alloc`, `gpu.memset`). The CTAs wait for one another,
       so the grid is min(tiles, `fusionrtCooperativeGridLimit`) CTAs and the
       runtime launches the kernel cooperatively (all of the grid resident);

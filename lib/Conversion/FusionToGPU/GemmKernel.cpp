@@ -1243,10 +1243,15 @@ void GemmKernelEmitter::publishTile(Value blockRow, Value counters) {
 /// block at `blockRow` until all tiles_n tiles are published, then the
 /// epilogue warps acquire the partials. The other CTAs of the row block
 /// compute their tiles in the same round of the persistent loop, so the
-/// wait is short. No cycle: a tile is published before its consumers wait
-/// for anything but the ring, i.e. once its CTA's epilogue warps finished
-/// the tile 2 x grid earlier, whose row block ends before this tile when
-/// 2 x grid > tiles_n (the planner's limit of 16 CTAs per row keeps that).
+/// wait is short. No cycle: the consumers publish a tile once its CTA's
+/// epilogue warps finished the tile 2 x grid earlier (they waited for
+/// tileEmpty one tile earlier), or, with stagedResidual, the tile one grid
+/// earlier (the residual they add comes after it); that tile's row block
+/// ends before this tile while 2 x grid > tiles_n, or grid >= tiles_n. A
+/// CTA with a single tile waits for nothing. With at most 16 tiles per row
+/// (the planner's limit), any grid of 16 or more CTAs is safe; the H200
+/// holds 132 (a device holding fewer, with more tiles than CTAs, would
+/// hang: not checked).
 void GemmKernelEmitter::waitRowBlock(Value blockRow, Value counters) {
   Value tilesN = arith::IndexCastOp::create(b, b.getI32Type(), numTilesN);
   ifThen(eq(sub(tid, idx(32)), 0), [&] {

@@ -237,15 +237,16 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       64-column boxes; 16 on sm_100a), `cluster_n` = 1.
     - Shared memory: `stages` x (`tile_m` + `tile_n`) x `tile_k` x e (the
       A/B ring) + for 16-bit outputs B x `tile_m` x 64 x 2 (the TMA-store
-      staging buffers, B = 2, or 1 with a cluster, or `tile_n` / 64 when a
-      row goes through global memory: the whole tile waits there; the
-      epilogue itself works
+      staging buffers, B = 2, or 1 with a cluster, or `tile_n` / 64 when
+      the norm runs in epilogue warps (sm_90a, 16-bit outputs over several
+      CTAs) or a row goes through global memory: the whole tile waits
+      there; the epilogue itself works
       on the accumulator registers) + `tile_m` x 4 (Lazy Pre-Norm row sums)
       + for grad epilogues `tile_m` x `tile_n` x e (the norm_input tile) + for
       `cluster_n` > 1, R x 2 x `tile_m` x `cluster_n` x 4 (DSMEM slots of the
       row partials: R = 2 exchange rounds for LayerNorm, 1 otherwise, double-
       buffered by tile parity; for rows through global memory instead
-      2 x `tile_m` x 4, the rows' mean and rstd) + 1024 (mbarriers, and the
+      2 x `tile_m` x 4, the rows' scale and shift) + 1024 (mbarriers, and the
       slack that aligns
       the tiles to 1024 bytes). `stages` is the largest value in
       [2, 6] whose total fits the target's opt-in shared memory per CTA
