@@ -1523,10 +1523,23 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
                             ValueRange{r, at(r, p)}, /*nontemporal=*/false,
                             llvm::MaybeAlign(16));
   };
+  // `pieces(guarded)` over the lane's segment: unguarded when the segment
+  // lies wholly inside N (every one but the segment N ends in), so that its
+  // parameter loads are all in flight at once; guarded otherwise.
+  auto overSegment = [&](function_ref<void(bool guarded)> pieces) {
+    scf::IfOp::create(
+        b, eq(piecesInN, 8),
+        [&](OpBuilder &, Location) {
+          pieces(/*guarded=*/false);
+          scf::YieldOp::create(b);
+        },
+        [&](OpBuilder &, Location) {
+          pieces(/*guarded=*/true);
+          scf::YieldOp::create(b);
+        });
+  };
   // Normalizes the lane's segment of row r: y = x scale + shift, then the
-  // norm weight and bias. A segment wholly inside N (every one but the
-  // segment N ends in) loads its parameters unguarded, all in flight at
-  // once.
+  // norm weight and bias.
   auto normalizeSegment = [&](Value r, Value scale, Value shift) {
     auto pieces = [&](bool guarded) {
       for (int64_t p = 0; p < 8; ++p) {
@@ -1540,16 +1553,12 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
         writePiece(r, p, y);
       }
     };
-    scf::IfOp::create(
-        b, eq(piecesInN, 8),
-        [&](OpBuilder &, Location) {
-          pieces(/*guarded=*/false);
-          scf::YieldOp::create(b);
-        },
-        [&](OpBuilder &, Location) {
-          ifThen(active, [&] { pieces(/*guarded=*/true); });
-          scf::YieldOp::create(b);
-        });
+    overSegment([&](bool guarded) {
+      if (guarded)
+        ifThen(active, [&] { pieces(/*guarded=*/true); });
+      else
+        pieces(/*guarded=*/false);
+    });
   };
 
   // stagedResidual: the residual of the tile with index `tile` in the
@@ -1706,16 +1715,7 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
             one();
         }
       };
-      scf::IfOp::create(
-          b, eq(piecesInN, 8),
-          [&](OpBuilder &, Location) {
-            pieces(/*guarded=*/false);
-            scf::YieldOp::create(b);
-          },
-          [&](OpBuilder &, Location) {
-            pieces(/*guarded=*/true);
-            scf::YieldOp::create(b);
-          });
+      overSegment(pieces);
     }
 
     // 3. Store the tile; free the staging buffers for the next one.
