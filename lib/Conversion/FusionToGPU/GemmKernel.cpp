@@ -218,6 +218,7 @@ Type mlir::fusion::getTensorMapTypeResidual(MLIRContext *ctx,
 
 /// epilogueWarps: warps 1-3 of the producer warpgroup.
 static constexpr int64_t kEpilogueThreads = 96;
+static constexpr int64_t kEpilogueWarps = kEpilogueThreads / 32;
 
 namespace {
 /// Emits the kernel body; one method per role of the file comment.
@@ -1441,8 +1442,9 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
 
   // With a norm weight or bias the rows' scale and shift go through shared
   // memory ([2][tile_m] f32: a cluster's round-0 slots of the tile's
-  // parity, read already; splitRow's own region), so that each piece's
-  // parameters are loaded once for all of a lane's rows.
+  // parity, each row's own two read already; splitRow's own region) from
+  // the pass over the rows (phase A) to a pass over the pieces (phase B) in
+  // which each lane holds one 8-column piece and its parameters.
   bool paramsPerPiece = bool(args.weight) || bool(args.bias);
   auto rowScaleView = [&](Value tileCount) {
     Value offset = idx(s.clusterSlotsOffset());
@@ -1459,7 +1461,10 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
   Value isFirst = eq(etid, 0);
   Value lane = rem(etid, 32);
   Value inRow = div(lane, rowsPerWarp);
-  Value rowOfThread = add(mul(div(etid, 32), idx(rowsPerWarp)), rem(lane, rowsPerWarp));
+  // Warp w takes the rows r = w (mod 3) in both phases, so that the rows'
+  // scales pass from phase A to phase B inside the warp.
+  Value warp = div(etid, 32);
+  Value rowOfThread = add(mul(rem(lane, rowsPerWarp), idx(kEpilogueWarps)), warp);
   // Lanes without a segment (3 segments in 4 lanes) address the last one
   // and neither read nor write it.
   Value active = ult(inRow, idx(segments));
@@ -1483,8 +1488,6 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
   };
   if (!s.splitRow)
     placeSegment(mul(rank, idx(s.tileN)));
-  Value zero8 = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(f32x8, b.getF32FloatAttr(0.0)));
   Value staging = smemView(
       add(idx(s.storeStagingOffset()), mul(segment, idx(s.storeChunkBytes()))),
       {s.tileM, kStoreChunkN}, s.outType);
@@ -1493,22 +1496,6 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
   // norm parameters (the segment N ends in guards each load), the values.
   auto at = [&](Value r, int64_t p) {
     return mul(arith::XOrIOp::create(b, idx(p), rem(r, 8)), idx(8));
-  };
-  auto loadParam = [&](Value mem, int64_t p, Type elem, bool guarded) -> Value {
-    auto load = [&] {
-      Value x = vector::LoadOp::create(
-          b, VectorType::get({8}, elem), mem, ValueRange{add(segCol, idx(8 * p))},
-          /*nontemporal=*/false,
-          llvm::MaybeAlign(std::min<int64_t>(elem.getIntOrFloatBitWidth(), 16)));
-      return elem.isF32() ? x : arith::ExtFOp::create(b, f32x8, x).getResult();
-    };
-    if (!guarded)
-      return load();
-    return scf::IfOp::create(
-               b, ult(idx(p), piecesInN),
-               [&](OpBuilder &, Location) { scf::YieldOp::create(b, load()); },
-               [&](OpBuilder &, Location) { scf::YieldOp::create(b, zero8); })
-        .getResult(0);
   };
   auto readPiece = [&](Value r, int64_t p) -> Value {
     return arith::ExtFOp::create(
@@ -1538,28 +1525,35 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
           scf::YieldOp::create(b);
         });
   };
-  // Normalizes the lane's segment of row r: y = x scale + shift, then the
-  // norm weight and bias.
+  // Normalizes the lane's segment of row r (no norm weight or bias):
+  // y = x scale + shift.
   auto normalizeSegment = [&](Value r, Value scale, Value shift) {
     auto pieces = [&](bool guarded) {
       for (int64_t p = 0; p < 8; ++p) {
-        Value y = readPiece(r, p);
-        y = shift ? math::FmaOp::create(b, y, scale, shift).getResult()
-                  : arith::MulFOp::create(b, y, scale).getResult();
-        if (args.weight)
-          y = arith::MulFOp::create(b, y, loadParam(args.weight, p, s.normWeightType, guarded));
-        if (args.bias)
-          y = arith::AddFOp::create(b, y, loadParam(args.bias, p, s.normBiasType, guarded));
-        writePiece(r, p, y);
+        auto one = [&] {
+          Value y = readPiece(r, p);
+          y = shift ? math::FmaOp::create(b, y, scale, shift).getResult()
+                    : arith::MulFOp::create(b, y, scale).getResult();
+          writePiece(r, p, y);
+        };
+        if (guarded)
+          ifThen(ult(idx(p), piecesInN), one);
+        else
+          one();
       }
     };
-    overSegment([&](bool guarded) {
-      if (guarded)
-        ifThen(active, [&] { pieces(/*guarded=*/true); });
-      else
-        pieces(/*guarded=*/false);
-    });
+    overSegment(pieces);
   };
+
+  // Phase B (norm weight or bias): lane `sub x lanesPerRow + q` holds the
+  // tile's 8-column piece q (of tile_n / 8) and its parameters, and takes
+  // the warp's rows 3 (sub + rowsPerStep j) + warp.
+  int64_t piecesPerRow = s.tileN / 8;
+  int64_t lanesPerRow = static_cast<int64_t>(llvm::PowerOf2Ceil(piecesPerRow));
+  int64_t rowsPerStep = 32 / lanesPerRow;
+  int64_t pieceRowStride = kEpilogueWarps * rowsPerStep;
+  Value q = rem(lane, lanesPerRow);
+  Value pieceRow0 = add(mul(div(lane, lanesPerRow), idx(kEpilogueWarps)), warp);
 
   // stagedResidual: the residual of the tile with index `tile` in the
   // persistent order (a cluster's row block, or a tile), if there is one.
@@ -1599,18 +1593,32 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
       secondSlots = layerNorm ? waitRowPartials(tileCount, 1) : Value();
     }
 
-    // 2. Merge, normalize in place.
+    // 2. Merge, normalize in place. In the last round a warp's lanes may
+    // hold rows past the tile (r >= tile_m): the warp-wide steps (the
+    // global rows' shuffles, the warp syncs) run on every lane, the rest
+    // only on rows of the tile.
     forLoop(idx(0), idx(rounds), idx(1), ValueRange{}, [&](Value round, ValueRange) {
       Value r = add(mul(round, idx(rowsPerRound)), rowOfThread);
-      ifThen(ult(r, idx(s.tileM)), [&] {
-        Value mean, var;
-        Value row = add(blockRow, r);
-        if (s.splitRow) {
-          auto [rowMean, m2] = globalRowStats(row, inRow, perRow, rowsPerWarp);
-          if (layerNorm)
-            mean = rowMean;
-          var = arith::DivFOp::create(b, m2, nF);
-        } else if (layerNorm) {
+      Value inTile = ult(r, idx(s.tileM));
+      Value row = add(blockRow, r);
+      Value mean, var;
+      if (s.splitRow) {
+        auto [rowMean, m2] = globalRowStats(
+            add(blockRow, arith::MinUIOp::create(b, r, idx(s.tileM - 1))), inRow,
+            perRow, rowsPerWarp);
+        if (layerNorm)
+          mean = rowMean;
+        var = arith::DivFOp::create(b, m2, nF);
+      } else {
+        // The cluster's partials: mean (LayerNorm) and variance.
+        auto clusterStats = [&]() -> SmallVector<Value> {
+          if (!layerNorm) {
+            Value total = cstF32(0.0);
+            for (int64_t p = 0; p < s.clusterN; ++p)
+              total = arith::AddFOp::create(
+                  b, total, memref::LoadOp::create(b, firstSlots, ValueRange{idx(p), r}));
+            return {cstF32(0.0), arith::DivFOp::create(b, total, nF)};
+          }
           SmallVector<Value> means, m2s, counts;
           Value weighted = cstF32(0.0);
           for (int64_t p = 0; p < s.clusterN; ++p) {
@@ -1620,10 +1628,10 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
             weighted = arith::AddFOp::create(
                 b, weighted, arith::MulFOp::create(b, counts[p], means[p]));
           }
-          mean = arith::DivFOp::create(b, weighted, nF);
+          Value rowMean = arith::DivFOp::create(b, weighted, nF);
           Value m2 = cstF32(0.0);
           for (int64_t p = 0; p < s.clusterN; ++p) {
-            Value delta = arith::SubFOp::create(b, means[p], mean);
+            Value delta = arith::SubFOp::create(b, means[p], rowMean);
             m2 = arith::AddFOp::create(
                 b, m2,
                 arith::AddFOp::create(
@@ -1631,91 +1639,112 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
                     arith::MulFOp::create(b, counts[p],
                                           arith::MulFOp::create(b, delta, delta))));
           }
-          var = arith::DivFOp::create(b, m2, nF);
-        } else {
-          Value total = cstF32(0.0);
-          for (int64_t p = 0; p < s.clusterN; ++p)
-            total = arith::AddFOp::create(
-                b, total, memref::LoadOp::create(b, firstSlots, ValueRange{idx(p), r}));
-          var = arith::DivFOp::create(b, total, nF);
-        }
-        Value rstd = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
-        // The statistics: by the CTA of the row's first columns.
-        Value firstColumns = s.splitRow ? eq(blockCol, 0) : eq(rank, 0);
-        ifThen(both(both(firstColumns, eq(inRow, 0)), ult(row, m)), [&] {
-          if (args.statMean)
-            memref::StoreOp::create(b, mean, args.statMean, ValueRange{row});
-          if (args.statRstd)
-            memref::StoreOp::create(b, rstd, args.statRstd, ValueRange{row});
-        });
-        // (x - mean) rstd = x rstd + (-mean rstd).
-        Value shift = mean ? arith::NegFOp::create(b, arith::MulFOp::create(b, mean, rstd))
-                                 .getResult()
-                           : Value();
-        if (!paramsPerPiece) {
+          return {rowMean, arith::DivFOp::create(b, m2, nF)};
+        };
+        auto ifOp = scf::IfOp::create(
+            b, inTile,
+            [&](OpBuilder &, Location) { scf::YieldOp::create(b, clusterStats()); },
+            [&](OpBuilder &, Location) {
+              scf::YieldOp::create(b, ValueRange{cstF32(0.0), cstF32(1.0)});
+            });
+        if (layerNorm)
+          mean = ifOp.getResult(0);
+        var = ifOp.getResult(1);
+      }
+      Value rstd = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
+      // The statistics: by the CTA of the row's first columns.
+      Value firstColumns = s.splitRow ? eq(blockCol, 0) : eq(rank, 0);
+      ifThen(both(both(both(firstColumns, eq(inRow, 0)), inTile), ult(row, m)), [&] {
+        if (args.statMean)
+          memref::StoreOp::create(b, mean, args.statMean, ValueRange{row});
+        if (args.statRstd)
+          memref::StoreOp::create(b, rstd, args.statRstd, ValueRange{row});
+      });
+      // (x - mean) rstd = x rstd + (-mean rstd).
+      Value shift = mean ? arith::NegFOp::create(b, arith::MulFOp::create(b, mean, rstd))
+                               .getResult()
+                         : Value();
+      if (!paramsPerPiece) {
+        ifThen(inTile, [&] {
           normalizeSegment(r, splat8(rstd), shift ? splat8(shift) : Value());
-          return;
-        }
-        // The row's scale and shift for the pass over the pieces; with a
-        // cluster they overwrite this row's slots, once all 4 lanes of the
-        // row (one warp) have read them.
-        Value rowScales = rowScaleView(tileCount);
-        NVVM::SyncWarpOp::create(b, i32(-1));
-        ifThen(eq(inRow, 0), [&] {
-          memref::StoreOp::create(b, rstd, rowScales, ValueRange{idx(0), r});
-          memref::StoreOp::create(b, shift ? shift : cstF32(0.0), rowScales,
-                                  ValueRange{idx(1), r});
         });
-        NVVM::SyncWarpOp::create(b, i32(-1));
+        return SmallVector<Value>{};
+      }
+      // The row's scale and shift for phase B; with a cluster they
+      // overwrite this row's slots, once all 4 lanes of the row (one warp)
+      // have read them.
+      Value rowScales = rowScaleView(tileCount);
+      NVVM::SyncWarpOp::create(b, i32(-1));
+      ifThen(both(eq(inRow, 0), inTile), [&] {
+        memref::StoreOp::create(b, rstd, rowScales, ValueRange{idx(0), r});
+        memref::StoreOp::create(b, shift ? shift : cstF32(0.0), rowScales,
+                                ValueRange{idx(1), r});
       });
       return SmallVector<Value>{};
     });
-    // With a norm weight or bias: piece by piece of the lane's segment, the
-    // piece's parameters loaded once for all the lane's rows.
+    // With a norm weight or bias: phase B, two rows at a time (the second
+    // past the tile for the last row of an odd count: read again from the
+    // first, not written).
     if (paramsPerPiece) {
+      NVVM::SyncWarpOp::create(b, i32(-1));
       Value rowScales = rowScaleView(tileCount);
-      auto pieces = [&](bool guarded) {
-        for (int64_t p = 0; p < 8; ++p) {
-          auto one = [&] {
-            Value w = args.weight ? loadParam(args.weight, p, s.normWeightType, false)
-                                  : Value();
-            Value nb = args.bias ? loadParam(args.bias, p, s.normBiasType, false)
-                                 : Value();
-            auto row = [&](Value r) {
-              Value scale =
-                  memref::LoadOp::create(b, rowScales, ValueRange{idx(0), r});
-              Value y = readPiece(r, p);
-              if (layerNorm)
-                y = math::FmaOp::create(
-                    b, y, splat8(scale),
-                    splat8(memref::LoadOp::create(b, rowScales,
-                                                  ValueRange{idx(1), r})));
-              else
-                y = arith::MulFOp::create(b, y, splat8(scale));
-              if (w && nb)
-                y = math::FmaOp::create(b, y, w, nb);
-              else if (w)
-                y = arith::MulFOp::create(b, y, w);
-              else
-                y = arith::AddFOp::create(b, y, nb);
-              writePiece(r, p, y);
-            };
-            // A loop with the row check (rows past the tile are whole
-            // warps): unrolled, the rounds' pieces in flight at once spill.
-            forLoop(idx(0), idx(rounds), idx(1), ValueRange{},
-                    [&](Value round, ValueRange) {
-                      Value r = add(mul(round, idx(rowsPerRound)), rowOfThread);
-                      ifThen(ult(r, idx(s.tileM)), [&] { row(r); });
-                      return SmallVector<Value>{};
-                    });
-          };
-          if (guarded)
-            ifThen(ult(idx(p), piecesInN), one);
-          else
-            one();
-        }
+      Value weight, bias;
+      Value tile = smemView(idx(s.storeStagingOffset()),
+                            {segments, s.tileM, kStoreChunkN}, s.outType);
+      Value pieceSegment = div(q, 8);
+      Value pieceInSegment = rem(q, 8);
+      auto column = [&](Value r) {
+        return mul(arith::XOrIOp::create(b, pieceInSegment, rem(r, 8)), idx(8));
       };
-      overSegment(pieces);
+      auto normalized = [&](Value r) -> Value {
+        Value x = arith::ExtFOp::create(
+            b, f32x8,
+            vector::LoadOp::create(b, outx8, tile,
+                                   ValueRange{pieceSegment, r, column(r)},
+                                   /*nontemporal=*/false, llvm::MaybeAlign(16))
+                .getResult());
+        Value scale = splat8(memref::LoadOp::create(b, rowScales, ValueRange{idx(0), r}));
+        Value y;
+        if (layerNorm)
+          y = math::FmaOp::create(
+              b, x, scale,
+              splat8(memref::LoadOp::create(b, rowScales, ValueRange{idx(1), r})));
+        else
+          y = arith::MulFOp::create(b, x, scale);
+        if (weight && bias)
+          return math::FmaOp::create(b, y, weight, bias);
+        if (weight)
+          return arith::MulFOp::create(b, y, weight);
+        return arith::AddFOp::create(b, y, bias);
+      };
+      auto write = [&](Value r, Value y) {
+        vector::StoreOp::create(b, arith::TruncFOp::create(b, outx8, y), tile,
+                                ValueRange{pieceSegment, r, column(r)},
+                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+      };
+      Value pieceCol = add(blockCol, mul(q, idx(8)));
+      ifThen(both(ult(q, idx(piecesPerRow)), ult(pieceCol, n)), [&] {
+        // The piece's parameters: loaded here, not held across phase A.
+        auto load = [&](Value mem, Type elem) -> Value {
+          Value x = vector::LoadOp::create(
+              b, VectorType::get({8}, elem), mem, ValueRange{pieceCol},
+              /*nontemporal=*/false,
+              llvm::MaybeAlign(std::min<int64_t>(elem.getIntOrFloatBitWidth(), 16)));
+          return elem.isF32() ? x : arith::ExtFOp::create(b, f32x8, x).getResult();
+        };
+        weight = args.weight ? load(args.weight, s.normWeightType) : Value();
+        bias = args.bias ? load(args.bias, s.normBiasType) : Value();
+        forLoop(pieceRow0, idx(s.tileM), idx(2 * pieceRowStride), ValueRange{},
+                [&](Value r, ValueRange) {
+                  Value next = add(r, idx(pieceRowStride));
+                  Value second = ult(next, idx(s.tileM));
+                  Value y0 = normalized(r);
+                  Value y1 = normalized(arith::SelectOp::create(b, second, next, r));
+                  write(r, y0);
+                  ifThen(second, [&] { write(next, y1); });
+                  return SmallVector<Value>{};
+                });
+      });
     }
 
     // 3. Store the tile; free the staging buffers for the next one.
