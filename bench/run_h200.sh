@@ -33,4 +33,4 @@ for t in memcheck racecheck synccheck; do
     rm -f "$log"
   done
 done
-timeout 420 python3 bench/bench_fused_matmul.py --artifacts build/gpu --out "$OUT/bench.json" --commit "${COMMIT:-unknown}" 2>&1 | tail -24
+timeout 420 python3 bench/bench_fused_matmul.py --artifacts build/gpu --out "$OUT/bench.json" --commit "${COMMIT:-unknown}" 2>&1 | tee "$OUT/bench_log.txt" | tail -24
