@@ -120,11 +120,15 @@ FUSIONRT_EXPORT int32_t fusionrtMultiprocessorCount(void);
  * never spins on one that cannot run, whatever else shares the GPU), and
  * returns how many of its CTAs (`blockThreads` threads, `sharedMemoryBytes`
  * of dynamic shared memory) the device holds at once: the largest grid a
- * cooperative launch accepts. On failure it records the error and returns 1.
- * Not part of MLIR's ABI: convert-fusion-to-gpu declares and calls it. */
+ * cooperative launch accepts. Fewer than `minimumBlocks` (the CTAs that must
+ * run at once for the kernel to finish: the tiles of one row) is a
+ * FUSIONRT_ERROR_LIMIT_EXCEEDED failure. On failure it records the error and
+ * returns 1. Not part of MLIR's ABI: convert-fusion-to-gpu declares and
+ * calls it. */
 FUSIONRT_EXPORT int32_t fusionrtCooperativeGridLimit(const char *kernel,
                                                      int32_t blockThreads,
-                                                     int32_t sharedMemoryBytes);
+                                                     int32_t sharedMemoryBytes,
+                                                     int32_t minimumBlocks);
 
 FUSIONRT_EXPORT int32_t fusionrtMaxActiveClusters(const char *kernel, int32_t clusterSize,
                                                   int32_t blockThreads,

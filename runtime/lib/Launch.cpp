@@ -277,7 +277,7 @@ void mgpuLaunchClusterKernel(void *function, intptr_t clusterX, intptr_t cluster
 }
 
 int32_t fusionrtCooperativeGridLimit(const char *kernel, int32_t blockThreads,
-                                     int32_t sharedMemoryBytes) {
+                                     int32_t sharedMemoryBytes, int32_t minimumBlocks) {
   const char *entryPoint = "fusionrtCooperativeGridLimit";
   CUcontext context = nullptr;
   CUdevice device = 0;
@@ -311,6 +311,15 @@ int32_t fusionrtCooperativeGridLimit(const char *kernel, int32_t blockThreads,
     }
     markCooperative(function);
     smallest = smallest == 0 ? perSM * sms : std::min(smallest, perSM * sms);
+  }
+  if (smallest < minimumBlocks) {
+    recordFailure(FUSIONRT_ERROR_LIMIT_EXCEEDED,
+                  std::string(entryPoint) + ": expected room for at least " +
+                      std::to_string(minimumBlocks) +
+                      " co-resident CTAs (the tiles of one row, which wait for one another), "
+                      "but the device holds " +
+                      std::to_string(smallest) + " (" + shape.describe(kernel) + ")");
+    return 1;
   }
   return smallest;
 }

@@ -537,11 +537,11 @@ TEST(max_active_clusters_checks_the_name_then_falls_back_to_one) {
 
 TEST(cooperative_grid_limit_checks_the_name_then_falls_back_to_one) {
   resetStatus();
-  EXPECT_EQ(fusionrtCooperativeGridLimit(nullptr, 384, 1024), 1);
+  EXPECT_EQ(fusionrtCooperativeGridLimit(nullptr, 384, 1024, 1), 1);
   EXPECT_EQ(fusionrtClearStatus(), FUSIONRT_ERROR_INVALID_ARGUMENT);
   EXPECT_CONTAINS(printedMessage(),
                   "fusionrtCooperativeGridLimit: expected a kernel name, but got a null pointer");
-  EXPECT_EQ(fusionrtCooperativeGridLimit("no_such_kernel", 384, 1024), 1);
+  EXPECT_EQ(fusionrtCooperativeGridLimit("no_such_kernel", 384, 1024, 1), 1);
   expectUnknownKernelFailure("fusionrtCooperativeGridLimit");
 }
 

@@ -77,7 +77,7 @@ for _name, _args, _res in [
         ("fusionrtMultiprocessorCount", [], ctypes.c_int32),
         ("fusionrtMaxActiveClusters", [ctypes.c_char_p] + [ctypes.c_int32] * 3,
          ctypes.c_int32),
-        ("fusionrtCooperativeGridLimit", [ctypes.c_char_p] + [ctypes.c_int32] * 2,
+        ("fusionrtCooperativeGridLimit", [ctypes.c_char_p] + [ctypes.c_int32] * 3,
          ctypes.c_int32)]:
     getattr(LIB, _name).argtypes = _args
     getattr(LIB, _name).restype = _res
@@ -359,12 +359,23 @@ def test_max_active_clusters_reports_a_cluster_that_cannot_be_resident(module):
         RUNTIME.check()
 
 
+def test_cooperative_grid_limit_refuses_a_row_the_device_cannot_hold(module):
+    # Rows through global memory need all the tiles of a row running at once.
+    limit = LIB.fusionrtCooperativeGridLimit(b"cluster_size", 32, 0, 1)
+    RUNTIME.check("fusionrtCooperativeGridLimit")
+    assert LIB.fusionrtCooperativeGridLimit(b"cluster_size", 32, 0, limit + 1) == 1
+    with pytest.raises(fr.FusionRuntimeError,
+                       match=f"fusionrtCooperativeGridLimit: expected room for at least "
+                             f"{limit + 1} co-resident CTAs .* but the device holds {limit} "):
+        RUNTIME.check()
+
+
 def test_cooperative_launch_of_a_marked_kernel(module, stream):
     # Kernels whose CTAs wait for one another are marked cooperative: their
     # grid starts only when all of it is resident, and the limit is what the
     # device holds at once.
     sms = LIB.fusionrtMultiprocessorCount()
-    limit = LIB.fusionrtCooperativeGridLimit(b"cluster_size", 32, 0)
+    limit = LIB.fusionrtCooperativeGridLimit(b"cluster_size", 32, 0, 1)
     RUNTIME.check("fusionrtCooperativeGridLimit")
     assert limit >= sms and limit % sms == 0
     kernel = LIB.mgpuModuleGetFunction(module, b"cluster_size")

@@ -253,15 +253,16 @@ void FunctionLowering::launch(ImplicitLocOpBuilder &b, DeviceChain &chain,
   } else {
     // Rows through global memory: CTAs wait for one another's tiles, so the
     // kernel is launched cooperatively (all of the grid resident) on at most
-    // as many CTAs as the device holds at once.
+    // as many CTAs as the device holds at once, which must hold a row's
+    // tiles (the runtime refuses the launch otherwise).
+    Value tilesN = arith::CeilDivUIOp::create(b, n, idx(spec.tileN));
     Value sms = spec.splitRow
                     ? callIndex("fusionrtCooperativeGridLimit",
-                                {LLVM::LLVMPointerType::get(ctx), i32, i32},
+                                {LLVM::LLVMPointerType::get(ctx), i32, i32, i32},
                                 {getKernelName(b, name), i32Const(spec.threads()),
-                                 smemBytes})
+                                 smemBytes, arith::IndexCastOp::create(b, i32, tilesN)})
                     : callIndex("fusionrtMultiprocessorCount", {}, {});
-    Value tiles = arith::MulIOp::create(
-        b, arith::CeilDivUIOp::create(b, n, idx(spec.tileN)), rowBlocks);
+    Value tiles = arith::MulIOp::create(b, tilesN, rowBlocks);
     gridX = arith::MaxUIOp::create(b, arith::MinUIOp::create(b, tiles, sms),
                                    idx(1));
   }

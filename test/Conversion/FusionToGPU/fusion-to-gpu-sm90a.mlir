@@ -302,15 +302,17 @@ func.func @nt(%x: tensor<1000x256xbf16>, %w: tensor<512x256xbf16>) -> tensor<100
 // add) before they wait for the staging buffers (tileEmpty) and hand the
 // tile over. CTAs wait for one another, so the grid is at most what the
 // device holds at once, and the runtime launches the kernel cooperatively
-// (fusionrtCooperativeGridLimit marks it), not the SM count.
-// CHECK: func.func private @fusionrtCooperativeGridLimit(!llvm.ptr, i32, i32) -> i32
+// (fusionrtCooperativeGridLimit marks it), not the SM count; the device must
+// hold a row's tiles_n = ceil(N / 256) CTAs at once.
+// CHECK: func.func private @fusionrtCooperativeGridLimit(!llvm.ptr, i32, i32, i32) -> i32
 // CHECK-LABEL: func.func @rms_split
 // CHECK-NOT: call @fusionrtMultiprocessorCount
 // CHECK: %[[PARTIALS:.*]], %[[T0:.*]] = gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?xf32>
 // CHECK: %[[COUNTERS:.*]], %[[T1:.*]] = gpu.alloc async [%[[T0]]] (%{{.*}}) : memref<?xi32>
 // CHECK: %[[ZEROED:.*]] = gpu.memset async [%[[T1]]] %[[COUNTERS]], %c0_i32 : memref<?xi32>, i32
 // CHECK: %[[NAME:.*]] = llvm.mlir.addressof @__fusion_name_rms_split_kernel0 : !llvm.ptr
-// CHECK: call @fusionrtCooperativeGridLimit(%[[NAME]], %c384_i32, %c215552_i32)
+// CHECK: %[[TILES_N:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK: call @fusionrtCooperativeGridLimit(%[[NAME]], %c384_i32, %c215552_i32, %[[TILES_N]])
 // CHECK-NOT: call @fusionrtMultiprocessorCount
 // CHECK: %[[RAN:.*]] = gpu.launch_func async [%[[ZEROED]]] @fusion_kernels::@rms_split_kernel0 blocks in
 // CHECK-SAME: %[[PARTIALS]] : memref<?xf32>, %[[COUNTERS]] : memref<?xi32>
