@@ -83,8 +83,8 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     - an epilogue on the accumulator fragments: row scaling, column bias,
       residual (with epilogue warps and a residual of the output's type,
       TMA-loaded into the staging buffers as soon as the previous tile's
-      store has read them; in both cases prefetched into L2 by the
-      producer when it starts the tile), RMSNorm/LayerNorm (quad-shuffle reductions), the statistics
+      store has read them; otherwise prefetched into L2 by the producer
+      when the tile starts), RMSNorm/LayerNorm (quad-shuffle reductions), the statistics
       for the backward; 16-bit outputs leave through swizzled staging tiles
       and `nvgpu.tma.async.store`, f32 outputs straight from registers;
     - with `cluster_n` = C > 1, a persistent cluster launch: min(row blocks,

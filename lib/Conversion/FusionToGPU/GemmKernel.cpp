@@ -492,11 +492,9 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
 /// Thread 0: for every K step of every tile, waits until the consumers (and
 /// the row-sum threads) have released the slot, then refills it by TMA.
 /// With a residual, each tile starts by prefetching the tile's residual rows
-/// into L2, so that the epilogue's loads (stagedResidual: the epilogue
-/// thread's TMA load of the tile, once the previous tile's store has read the
-/// buffers) hit L2 instead of waiting on DRAM.
+/// into L2, so that the epilogue's loads hit L2 instead of waiting on DRAM.
 void GemmKernelEmitter::producer() {
-  Value residual = epilogueArgs().residual;
+  Value residual = s.stagedResidual ? Value() : epilogueArgs().residual;
   tileLoop({idx(0)}, [&](Value blockRow, Value blockCol, ValueRange iters) {
     if (residual)
       prefetchResidual(residual, blockRow, blockCol);

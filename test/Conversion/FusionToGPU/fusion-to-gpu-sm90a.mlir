@@ -348,8 +348,7 @@ func.func @rms_split(%a: tensor<1000x256xbf16>, %b: tensor<256x2048xbf16>) -> te
 // Test that a residual of the output's type in an epilogue-warps kernel
 // (here LayerNorm over a cluster of 4) goes through the staging buffers: the
 // host encodes a fourth tensor map (the residual's, [128 x 64] boxes) and
-// passes it last; the producer still prefetches each tile's residual rows
-// into L2 when it starts the tile, so that the TMA load hits L2;
+// passes it last; the producer no longer prefetches residual rows into L2;
 // the first epilogue thread TMA-loads the CTA's first residual tile (4 boxes,
 // 65536 bytes on its own mbarrier) before the tile loop and each next one
 // right after the store has read the buffers; the consumers wait for
@@ -360,9 +359,8 @@ func.func @rms_split(%a: tensor<1000x256xbf16>, %b: tensor<256x2048xbf16>) -> te
 // CHECK-NOT: nvgpu.tma.create.descriptor
 // CHECK: gpu.launch_func
 // CHECK-LABEL: gpu.func @ln_cluster_residual_kernel0
+// CHECK-NOT: nvvm.cp.async.bulk.prefetch
 // CHECK: nvvm.setmaxregister  decrease 72
-// CHECK: nvvm.cp.async.bulk.prefetch %{{.*}}, %{{.*}} : <1>
-// CHECK: nvgpu.tma.async.load
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %[[RESIDUAL:[0-9]+]][%{{.*}}], %c65536
 // CHECK-COUNT-4: nvgpu.tma.async.load %{{.*}}[%{{.*}}, %{{.*}}], %[[RESIDUAL]][
 // CHECK: scf.for
