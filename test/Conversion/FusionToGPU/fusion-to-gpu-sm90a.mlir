@@ -348,7 +348,8 @@ func.func @rms_split(%a: tensor<1000x256xbf16>, %b: tensor<256x2048xbf16>) -> te
 // Test that a residual of the output's type in an epilogue-warps kernel
 // (here LayerNorm over a cluster of 4) goes through the staging buffers: the
 // host encodes a fourth tensor map (the residual's, [128 x 64] boxes) and
-// passes it last; the producer no longer prefetches residual rows into L2;
+// passes it last; the producer does not prefetch residual rows into L2
+// (measured slower on the H200);
 // the first epilogue thread TMA-loads the CTA's first residual tile (4 boxes,
 // 65536 bytes on its own mbarrier) before the tile loop and each next one
 // right after the store has read the buffers; the consumers wait for
