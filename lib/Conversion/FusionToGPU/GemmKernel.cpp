@@ -1440,20 +1440,22 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
   };
   auto splat8 = [&](Value x) { return vector::BroadcastOp::create(b, f32x8, x); };
 
-  // With a norm weight or bias the rows' scale and shift go through shared
-  // memory ([2][tile_m] f32: a cluster's round-0 slots of the tile's
-  // parity, each row's own two read already; splitRow's own region) from
-  // the pass over the rows (phase A) to a pass over the pieces (phase B) in
-  // which each lane holds one 8-column piece and its parameters.
-  bool paramsPerPiece = bool(args.weight) || bool(args.bias);
+  // The rows' scale and shift go through shared memory ([2][tile_m] f32: a
+  // cluster's round-0 slots of the tile's parity, each row's own two read
+  // already; splitRow's own region) from the pass over the rows (phase A,
+  // the statistics) to the pass over the pieces (phase B, the
+  // normalization), in which each lane holds one 8-column piece.
   auto rowScaleView = [&](Value tileCount) {
     Value offset = idx(s.clusterSlotsOffset());
     if (!s.splitRow)
       offset = add(offset, mul(rem(tileCount, 2), idx(s.clusterSlotBytes())));
     return smemView(offset, {2, s.tileM}, f32);
   };
+  // Phase A: perRow lanes per row (splitRow: they merge every perRow-th
+  // tile's partials; a cluster's slots need one).
   int64_t segments = s.tileN / kStoreChunkN;
-  int64_t perRow = static_cast<int64_t>(llvm::PowerOf2Ceil(segments));
+  int64_t perRow =
+      s.splitRow ? static_cast<int64_t>(llvm::PowerOf2Ceil(segments)) : 1;
   int64_t rowsPerWarp = 32 / perRow;
   int64_t rowsPerRound = kEpilogueThreads / perRow;
   int64_t rounds = llvm::divideCeil(s.tileM, rowsPerRound);
@@ -1465,89 +1467,11 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
   // scales pass from phase A to phase B inside the warp.
   Value warp = div(etid, 32);
   Value rowOfThread = add(mul(rem(lane, rowsPerWarp), idx(kEpilogueWarps)), warp);
-  // Lanes without a segment (3 segments in 4 lanes) address the last one
-  // and neither read nor write it.
-  Value active = ult(inRow, idx(segments));
-  Value segment = arith::MinUIOp::create(b, inRow, idx(segments - 1));
-  // The segment's first column and its pieces inside N (N is a multiple of
-  // 8: a piece is all in or all out; none for a lane without a segment),
-  // set per tile (splitRow) or once (a cluster's CTA always holds the same
-  // columns). Per-piece values are derived from them at each use: hoisted
-  // per piece, they would not fit the epilogue warps' registers.
-  Value segCol, piecesInN;
-  auto placeSegment = [&](Value blockCol) {
-    segCol = add(blockCol, mul(segment, idx(kStoreChunkN)));
-    piecesInN = arith::SelectOp::create(
-        b, active,
-        div(arith::MinSIOp::create(
-                b, idx(kStoreChunkN),
-                arith::MaxSIOp::create(b, arith::SubIOp::create(b, n, segCol),
-                                       idx(0))),
-            8),
-        idx(0));
-  };
-  if (!s.splitRow)
-    placeSegment(mul(rank, idx(s.tileN)));
-  Value staging = smemView(
-      add(idx(s.storeStagingOffset()), mul(segment, idx(s.storeChunkBytes()))),
-      {s.tileM, kStoreChunkN}, s.outType);
   Value nF = toF32(n);
-  // Piece p of the segment: the swizzled column in a staging row r, the
-  // norm parameters (the segment N ends in guards each load), the values.
-  auto at = [&](Value r, int64_t p) {
-    return mul(arith::XOrIOp::create(b, idx(p), rem(r, 8)), idx(8));
-  };
-  auto readPiece = [&](Value r, int64_t p) -> Value {
-    return arith::ExtFOp::create(
-               b, f32x8,
-               vector::LoadOp::create(b, outx8, staging, ValueRange{r, at(r, p)},
-                                      /*nontemporal=*/false, llvm::MaybeAlign(16))
-                   .getResult())
-        .getResult();
-  };
-  auto writePiece = [&](Value r, int64_t p, Value x) {
-    vector::StoreOp::create(b, arith::TruncFOp::create(b, outx8, x), staging,
-                            ValueRange{r, at(r, p)}, /*nontemporal=*/false,
-                            llvm::MaybeAlign(16));
-  };
-  // `pieces(guarded)` over the lane's segment: unguarded when the segment
-  // lies wholly inside N (every one but the segment N ends in), so that its
-  // parameter loads are all in flight at once; guarded otherwise.
-  auto overSegment = [&](function_ref<void(bool guarded)> pieces) {
-    scf::IfOp::create(
-        b, eq(piecesInN, 8),
-        [&](OpBuilder &, Location) {
-          pieces(/*guarded=*/false);
-          scf::YieldOp::create(b);
-        },
-        [&](OpBuilder &, Location) {
-          pieces(/*guarded=*/true);
-          scf::YieldOp::create(b);
-        });
-  };
-  // Normalizes the lane's segment of row r (no norm weight or bias):
-  // y = x scale + shift.
-  auto normalizeSegment = [&](Value r, Value scale, Value shift) {
-    auto pieces = [&](bool guarded) {
-      for (int64_t p = 0; p < 8; ++p) {
-        auto one = [&] {
-          Value y = readPiece(r, p);
-          y = shift ? math::FmaOp::create(b, y, scale, shift).getResult()
-                    : arith::MulFOp::create(b, y, scale).getResult();
-          writePiece(r, p, y);
-        };
-        if (guarded)
-          ifThen(ult(idx(p), piecesInN), one);
-        else
-          one();
-      }
-    };
-    overSegment(pieces);
-  };
 
-  // Phase B (norm weight or bias): lane `sub x lanesPerRow + q` holds the
-  // tile's 8-column piece q (of tile_n / 8) and its parameters, and takes
-  // the warp's rows 3 (sub + rowsPerStep j) + warp.
+  // Phase B: lane `sub x lanesPerRow + q` holds the tile's 8-column piece q
+  // (of tile_n / 8) and its norm weight and bias, and takes the warp's rows
+  // 3 (sub + rowsPerStep j) + warp.
   int64_t piecesPerRow = s.tileN / 8;
   int64_t lanesPerRow = static_cast<int64_t>(llvm::PowerOf2Ceil(piecesPerRow));
   int64_t rowsPerStep = 32 / lanesPerRow;
@@ -1580,8 +1504,6 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
   tileLoop({idx(0)}, [&](Value blockRow, Value tileBlockCol, ValueRange iters) {
     Value tileCount = iters[0];
     Value blockCol = s.splitRow ? tileBlockCol : mul(rank, idx(s.tileN));
-    if (s.splitRow)
-      placeSegment(blockCol);
     // 1. The tile and every other CTA's partials (RMSNorm: sums of squares;
     // LayerNorm: slice means, then centered sums of squares).
     wait(tileFull, idx(0), tileParity(tileCount));
@@ -1664,15 +1586,8 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
       Value shift = mean ? arith::NegFOp::create(b, arith::MulFOp::create(b, mean, rstd))
                                .getResult()
                          : Value();
-      if (!paramsPerPiece) {
-        ifThen(inTile, [&] {
-          normalizeSegment(r, splat8(rstd), shift ? splat8(shift) : Value());
-        });
-        return SmallVector<Value>{};
-      }
       // The row's scale and shift for phase B; with a cluster they
-      // overwrite this row's slots, once all 4 lanes of the row (one warp)
-      // have read them.
+      // overwrite this row's slots, once the row's lane has read them.
       Value rowScales = rowScaleView(tileCount);
       NVVM::SyncWarpOp::create(b, i32(-1));
       ifThen(both(eq(inRow, 0), inTile), [&] {
@@ -1682,10 +1597,9 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
       });
       return SmallVector<Value>{};
     });
-    // With a norm weight or bias: phase B, two rows at a time (the second
-    // past the tile for the last row of an odd count: read again from the
-    // first, not written).
-    if (paramsPerPiece) {
+    // Phase B, two rows at a time (the second past the tile for the last
+    // row of an odd count: read again from the first, not written).
+    {
       NVVM::SyncWarpOp::create(b, i32(-1));
       Value rowScales = rowScaleView(tileCount);
       Value weight, bias;
@@ -1715,7 +1629,9 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
           return math::FmaOp::create(b, y, weight, bias);
         if (weight)
           return arith::MulFOp::create(b, y, weight);
-        return arith::AddFOp::create(b, y, bias);
+        if (bias)
+          return arith::AddFOp::create(b, y, bias);
+        return y;
       };
       auto write = [&](Value r, Value y) {
         vector::StoreOp::create(b, arith::TruncFOp::create(b, outx8, y), tile,
