@@ -1,0 +1,272 @@
+//===- GemmKernelMainLoop.cpp - producer and K loop -----------------------===//
+//
+// The producer thread (the TMA ring) and the consumers' main loop (wgmma,
+// the Lazy Pre-Norm row sums, the slot releases) of the sm_90a fused GEMM
+// kernel; see GemmKernel.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmKernelEmitter.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
+                                  Value blockCol) {
+  Value aOff = stageOffset(stage);
+  Value bOff = add(aOff, idx(s.aTileBytes()));
+  nvgpu::MBarrierArriveExpectTxOp::create(
+      b, full, idx(s.aTileBytes() + s.bTileBytes()), stage, Value());
+  Value k0 = mul(kTile, idx(s.tileK));
+  // A tile [tile_m, 64] at (row blockRow, col k0); coordinates innermost first.
+  Value aTile = smemView(aOff, {s.tileM, s.tileK}, s.abType);
+  nvgpu::TmaAsyncLoadOp::create(b, aTile, full, tmaA, ValueRange{k0, blockRow},
+                                stage, Value(), Value());
+  // B in tile_n / 64 boxes of [64, 64]. Row-major B [K, N]: the tile
+  // [64, tile_n] as 64-column halves (N-major, wgmma's transposed B).
+  // transpose_rhs, B [N, K]: the tile [tile_n, 64] as 64-row blocks, which
+  // stack into one K-major tile with 128-byte rows, laid out like A.
+  int64_t boxBytes = s.tileK * kSwizzleCols * s.abType.getIntOrFloatBitWidth() / 8;
+  for (int64_t h = 0; h < s.tileN / kSwizzleCols; ++h) {
+    Value box = smemView(add(bOff, idx(h * boxBytes)), {kSwizzleCols, s.tileK},
+                         s.abType);
+    Value col = add(blockCol, idx(h * kSwizzleCols));
+    SmallVector<Value> coords = s.transposeB ? SmallVector<Value>{k0, col}
+                                             : SmallVector<Value>{col, k0};
+    nvgpu::TmaAsyncLoadOp::create(b, box, full, tmaB, coords, stage, Value(),
+                                  Value());
+  }
+}
+
+/// Thread 0: for every K step of every tile, waits until the consumers (and
+/// the row-sum threads) have released the slot, then refills it by TMA.
+/// With a residual, each tile starts by prefetching the tile's residual rows
+/// into L2, so that the epilogue's loads hit L2 instead of waiting on DRAM.
+void GemmKernelEmitter::producer() {
+  Value residual = s.stagedResidual ? Value() : epilogueArgs().residual;
+  tileLoop({idx(0)}, [&](Value blockRow, Value blockCol, ValueRange iters) {
+    if (residual)
+      prefetchResidual(residual, blockRow, blockCol);
+    ValueRange done = forLoop(
+        idx(0), numK, idx(1), iters, [&](Value kk, ValueRange it) {
+          Value stage = stageOf(it[0]);
+          // A fresh barrier counts as released in the phase before its first.
+          wait(empty, stage, flip(parityOf(it[0])));
+          issueLoad(kk, stage, blockRow, blockCol);
+          return SmallVector<Value>{nextPos(it[0])};
+        });
+    return SmallVector<Value>(done);
+  });
+}
+
+/// The residual tile [tile_m, tile_n] at (blockRow, blockCol), rows and
+/// columns clipped to M and N, as one bulk L2 prefetch per row (its columns
+/// are contiguous: the kernel's memrefs are row-major, 16-byte aligned rows
+/// since N is a multiple of 8, and tile columns start at multiples of 64).
+/// A loop, not unrolled: the producer thread issues them while it would
+/// otherwise wait for a free stage.
+void GemmKernelEmitter::prefetchResidual(Value residual, Value blockRow,
+                                         Value blockCol) {
+  unsigned elemBytes = s.residualType.getIntOrFloatBitWidth() / 8;
+  Value base = arith::IndexCastOp::create(
+      b, b.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(b, residual));
+  Value cols = arith::MinUIOp::create(b, idx(s.tileN), sub(n, blockCol));
+  Value bytes = arith::IndexCastOp::create(b, b.getI32Type(),
+                                           mul(cols, idx(elemBytes)));
+  Value rows = arith::MinUIOp::create(b, idx(s.tileM), sub(m, blockRow));
+  Type global = LLVM::LLVMPointerType::get(ctx, 1);
+  forLoop(idx(0), rows, idx(1), ValueRange{}, [&](Value r, ValueRange) {
+    Value offset = mul(add(mul(add(blockRow, r), n), blockCol), idx(elemBytes));
+    Value address = arith::AddIOp::create(
+        b, base, arith::IndexCastOp::create(b, b.getI64Type(), offset));
+    NVVM::CpAsyncBulkPrefetchOp::create(
+        b, LLVM::IntToPtrOp::create(b, global, address), bytes, Value());
+    return SmallVector<Value>{};
+  });
+}
+
+/// One K step (64) of a K-major B (transpose_rhs): the four m64nNk16 wgmma of
+/// the step as NVVM ops, in one commit group like nvgpu.warpgroup.mma. The
+/// nvgpu lowering steps B's descriptor by K rows of an N-major tile only; a
+/// K-major operand steps by 16 elements (32 bytes: 2 in the descriptor's
+/// 16-byte units) inside its 128-byte swizzled rows, for A and B alike.
+Value GemmKernelEmitter::kMajorMma(Type accType, Value descA, Value descB,
+                                   Value acc) {
+  Type i64 = b.getI64Type();
+  auto frag = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(s.tileN / 2, b.getF32Type()));
+  auto packed = LLVM::LLVMStructType::getLiteral(ctx, {frag});
+  auto cast = [&](Type to, Value v) {
+    return UnrealizedConversionCastOp::create(b, to, v).getResult(0);
+  };
+  Value a0 = cast(i64, descA), b0 = cast(i64, descB);
+  Value d = LLVM::ExtractValueOp::create(b, cast(packed, acc), ArrayRef<int64_t>{0});
+  auto wgmmaType = [&](Type t) {
+    return NVVM::WGMMATypesAttr::get(
+        ctx, t.isF16() ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16);
+  };
+  auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
+  NVVM::WgmmaFenceAlignedOp::create(b);
+  for (int64_t k = 0; k < s.tileK / 16; ++k) {
+    Value step = LLVM::ConstantOp::create(b, i64, b.getI64IntegerAttr(2 * k));
+    Value dA = k ? LLVM::AddOp::create(b, a0, step).getResult() : a0;
+    Value dB = k ? LLVM::AddOp::create(b, b0, step).getResult() : b0;
+    d = NVVM::WgmmaMmaAsyncOp::create(
+        b, frag, d, dA, dB, NVVM::MMAShapeAttr::get(ctx, 64, s.tileN, 16),
+        wgmmaType(s.abType), wgmmaType(s.abType),
+        NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+        NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), one, one,
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
+        NVVM::MMAIntOverflowAttr());
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b);
+  Value result = LLVM::InsertValueOp::create(
+      b, LLVM::PoisonOp::create(b, packed), d, ArrayRef<int64_t>{0});
+  return cast(accType, result);
+}
+
+/// Lazy Pre-Norm: adds the squares of this thread's half of its A row in
+/// `stage` to the four accumulators `acc` (row 64c + tid / 2, four of its
+/// eight 16-byte chunks). Issued between the wgmma and its wait, it overlaps the
+/// tensor cores; the slot is released one K step later, after these reads.
+/// The 128-byte swizzle permutes the 16-byte chunks of a 128-byte row (chunk
+/// c of row r lives at position c ^ (r % 8)), so the two threads of a row
+/// together read exactly that row whichever positions they take; they take
+/// positions whose XOR with r % 8 spreads a quarter warp (4 rows x 2
+/// halves) over 8 different chunk positions: no bank conflicts.
+Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc) {
+  Type f32 = b.getF32Type();
+  auto vecType = VectorType::get({8}, s.abType);
+  auto f32Vec = VectorType::get({8}, f32);
+  auto accVec = VectorType::get({4}, f32);
+  auto i32Vec = VectorType::get({4}, b.getI32Type());
+  auto splatI32 = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(i32Vec, b.getI32IntegerAttr(v)));
+  };
+  Value aTile = smemView(stageOffset(stage), {s.tileM, s.tileK}, s.abType);
+  Value row = add(mul(c, idx(64)), div(tid, 2));
+  Value firstChunk = mul(rem(tid, 2), idx(4));
+  Value rowPhase = rem(row, 8);
+  for (int64_t j = 0; j < 4; ++j) {
+    // Physical 16-byte chunk (4 (tid % 2) + j) XOR (row % 8): the threads of
+    // a quarter warp then hit 8 different chunk positions. (Reading chunk
+    // 4 (tid % 2) + j unswizzled covers the row just as well, but puts every
+    // thread of the same half on the same 4 banks: 4-way conflicts, measured
+    // as 34% of all shared-load wavefronts.)
+    Value chunk = arith::XOrIOp::create(b, add(firstChunk, idx(j)), rowPhase);
+    Value v = vector::LoadOp::create(b, vecType, aTile,
+                                     ValueRange{row, mul(chunk, idx(8))},
+                                     /*nontemporal=*/false, llvm::MaybeAlign(16));
+    // bf16 -> f32 is a 16-bit shift: the two halves of each 32-bit word, by
+    // integer ops instead of the quarter-rate conversion unit. (f16 converts
+    // with arith.extf.)
+    SmallVector<Value> halves;
+    if (s.abType.isBF16()) {
+      Value words = vector::BitCastOp::create(b, i32Vec, v);
+      Value lo = arith::ShLIOp::create(b, words, splatI32(16));
+      Value hi = arith::AndIOp::create(b, words, splatI32(0xffff0000));
+      halves = {vector::BitCastOp::create(b, accVec, lo),
+                vector::BitCastOp::create(b, accVec, hi)};
+    } else {
+      Value vf = arith::ExtFOp::create(b, f32Vec, v);
+      for (int64_t o : {0, 4})
+        halves.push_back(vector::ShuffleOp::create(
+            b, vf, vf, ArrayRef<int64_t>{o, o + 1, o + 2, o + 3}));
+    }
+    for (Value x : halves)
+      acc = math::FmaOp::create(b, x, x, acc);
+  }
+  return acc;
+}
+
+/// Consumer warpgroup c (64 rows of the tile): wgmma over the K steps with
+/// one group in flight, releasing each slot once its MMA is done, then the
+/// epilogue on the accumulator registers while the producer already loads
+/// the next tile.
+void GemmKernelEmitter::consumer() {
+  Type f32 = b.getF32Type();
+  Value c = sub(wg, idx(1));
+  auto accType = nvgpu::WarpgroupAccumulatorType::get(
+      ctx, VectorType::get({64, s.tileN}, f32));
+  auto descAType = nvgpu::WarpgroupMatrixDescriptorType::get(
+      ctx, MemRefType::get({64, s.tileK}, s.abType, MemRefLayoutAttrInterface{},
+                           IntegerAttr::get(IntegerType::get(ctx, 64), 3)));
+  // B as wgmma sees it: [K, N] row-major (N-major, `transposeB` in nvgpu
+  // terms) or, with transpose_rhs, [N, K] (K-major, like A).
+  SmallVector<int64_t> bShape = s.transposeB
+                                    ? SmallVector<int64_t>{s.tileN, s.tileK}
+                                    : SmallVector<int64_t>{s.tileK, s.tileN};
+  auto descBType = nvgpu::WarpgroupMatrixDescriptorType::get(
+      ctx, MemRefType::get(bShape, s.abType, MemRefLayoutAttrInterface{},
+                           IntegerAttr::get(IntegerType::get(ctx, 64), 3)));
+  bool lazy = s.prologue == PrologueKind::rms_norm;
+  // The fragment rows of this thread: 16 per warp, lane / 4 and 8 below it.
+  Value row0 = add(add(mul(c, idx(64)), mul(div(tid, 32), idx(16))),
+                   div(rem(tid, 32), 4));
+  Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
+
+  tileLoop({idx(0), idx(0)}, [&](Value blockRow, Value blockCol, ValueRange iters) {
+    Value acc0 = nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, accType);
+    SmallVector<Value> inits = {acc0, iters[0]};
+    if (lazy)
+      inits.push_back(arith::ConstantOp::create(
+          b, DenseElementsAttr::get(VectorType::get({4}, f32),
+                                    b.getF32FloatAttr(0.0))));
+    ValueRange loop = forLoop(
+        idx(0), numK, idx(1), inits,
+        [&](Value kk, ValueRange it) {
+          Value stage = stageOf(it[1]);
+          wait(full, stage, parityOf(it[1]));
+          Value off = stageOffset(stage);
+          Value aMine = smemView(add(off, mul(c, idx(64 * s.tileK * 2))),
+                                 {64, s.tileK}, s.abType);
+          Value bTile = smemView(add(off, idx(s.aTileBytes())), bShape, s.abType);
+          Value dA = nvgpu::WarpgroupGenerateDescriptorOp::create(b, descAType, aMine, tmaA);
+          Value dB = nvgpu::WarpgroupGenerateDescriptorOp::create(b, descBType, bTile, tmaB);
+          Value acc = s.transposeB
+                          ? kMajorMma(accType, dA, dB, it[0])
+                          : nvgpu::WarpgroupMmaOp::create(b, accType, dA, dB, IntegerAttr(),
+                                                          UnitAttr(), b.getUnitAttr(), it[0]);
+          SmallVector<Value> next = {acc, nextPos(it[1])};
+          if (lazy)
+            next.push_back(sumSquaresOfHalfRow(stage, c, it[2]));
+          // Keep this MMA in flight; the previous step's is now done, so its
+          // slot goes back to the producer.
+          NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
+          ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ne, kk, idx(0)),
+                 [&] { arrive(empty, stageOf(prevPos(it[1]))); });
+          return next;
+        });
+    NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+    arrive(empty, stageOf(prevPos(loop[1])));
+    SmallVector<Value> sumSq;
+    if (lazy) {
+      // Lanes 2r and 2r + 1 hold the halves of a row; the epilogue needs the
+      // sums in the fragment layout's rows: through shared memory.
+      Value half = vector::ReductionOp::create(b, vector::CombiningKind::ADD, loop[2]);
+      auto other = gpu::ShuffleOp::create(b, half, i32(1), i32(32),
+                                          gpu::ShuffleMode::XOR);
+      Value total = arith::AddFOp::create(b, half, other.getShuffleResult());
+      ifThen(eq(rem(tid, 2), 0), [&] {
+        memref::StoreOp::create(b, total, rowSums,
+                                ValueRange{add(mul(c, idx(64)), div(tid, 2))});
+      });
+      warpgroupBarrier(c);
+      for (int64_t h = 0; h < 2; ++h)
+        sumSq.push_back(memref::LoadOp::create(
+            b, rowSums, ValueRange{add(row0, idx(8 * h))}));
+      // The next tile's sums overwrite these only after every thread read.
+      warpgroupBarrier(c);
+    }
+    epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq);
+    return SmallVector<Value>{loop[1], add(iters[1], idx(1))};
+  });
+  // The staging buffers must outlive the last TMA stores that read them
+  // (the epilogue warps wait for their own).
+  if (s.tmaStore() && !s.epilogueWarps)
+    ifThen(both(eq(wg, 1), eq(tid, 0)),
+           [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
+}
