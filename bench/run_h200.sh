@@ -8,6 +8,9 @@
 # file, since only a few files under $OUT come back.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 FUSION_GPU_ARTIFACTS=build/gpu
+# The runtime tests use the runtime copied into build/gpu, so that carrying
+# build/gpu alone runs them (they skip where no runtime library is found).
+export FUSION_RUNTIME_LIBRARY=${FUSION_RUNTIME_LIBRARY:-$PWD/build/gpu/libfusion_runtime.so}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 timeout 120 python3 -m pytest -q -s -x test/gpu/test_runtime_gpu.py > "$OUT/runtime_tests.txt" 2>&1
