@@ -232,10 +232,10 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
       secondSlots = layerNorm ? waitRowPartials(tileCount, 1) : Value();
     }
 
-    // 2. Merge, normalize in place. In the last round a warp's lanes may
-    // hold rows past the tile (r >= tile_m): the warp-wide steps (the
-    // global rows' shuffles, the warp syncs) run on every lane, the rest
-    // only on rows of the tile.
+    // 2. Phase A: merge the partials into each row's statistics, scale and
+    // shift. In the last round a warp's lanes may hold rows past the tile
+    // (r >= tile_m): the warp-wide steps (the global rows' shuffles, the
+    // warp syncs) run on every lane, the rest only on rows of the tile.
     forLoop(idx(0), idx(rounds), idx(1), ValueRange{}, [&](Value round, ValueRange) {
       Value r = add(mul(round, idx(rowsPerRound)), rowOfThread);
       Value inTile = ult(r, idx(s.tileM));
@@ -314,7 +314,7 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
       });
       return SmallVector<Value>{};
     });
-    // Phase B, two rows at a time (the second past the tile for the last
+    // 3. Phase B, two rows at a time (the second past the tile for the last
     // row of an odd count: read again from the first, not written).
     {
       NVVM::SyncWarpOp::create(b, i32(-1));
@@ -380,7 +380,7 @@ void GemmKernelEmitter::epilogueWarpsLoop() {
       });
     }
 
-    // 3. Store the tile; free the staging buffers for the next one.
+    // 4. Store the tile; free the staging buffers for the next one.
     NVVM::FenceProxyOp::create(
         b, NVVM::ProxyKind::async_shared,
         NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
