@@ -13,7 +13,7 @@ export PYTHONUNBUFFERED=1 FUSION_GPU_ARTIFACTS=build/gpu
 export FUSION_RUNTIME_LIBRARY=${FUSION_RUNTIME_LIBRARY:-$PWD/build/gpu/libfusion_runtime.so}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
-timeout 120 python3 -m pytest -q -s -x test/gpu/test_runtime_gpu.py > "$OUT/runtime_tests.txt" 2>&1
+timeout 120 python3 -m pytest -q -s -x runtime/test/gpu/test_runtime_gpu.py > "$OUT/runtime_tests.txt" 2>&1
 grep -E "co-resident|passed|failed|Error" "$OUT/runtime_tests.txt" | tail -8
 timeout 120 python3 -m pytest -v -s test/gpu/test_example_gpu.py 2>&1 | tee "$OUT/example_tests.txt" | grep -E "rel err|passed|failed"
 timeout 240 python3 -m pytest -v -s test/gpu/test_fused_matmul_gpu.py > "$OUT/gpu_tests.txt" 2>&1

@@ -28,7 +28,8 @@ if ptxas:
     # kernels) through the toolkit root.
     config.environment["CUDA_HOME"] = os.path.dirname(os.path.dirname(os.path.realpath(ptxas)))
 
-# runtime/'s unit-test binary (built only when cuda.h was found), for test/Runtime/.
+# runtime/'s unit-test binary (runtime/test/cpp/, built only when cuda.h was
+# found), for test/Runtime/.
 fusion_runtime_tests = os.path.join(config.fusion_tools_dir, "fusion-runtime-tests")
 if os.path.exists(fusion_runtime_tests):
     config.available_features.add("fusion-runtime")

@@ -7,7 +7,7 @@ Skipped, with the reason, where the runtime library is not built or no CUDA
 GPU is present. The runtime library is $FUSION_RUNTIME_LIBRARY or the first
 build*/lib/libfusion_runtime.so of this checkout.
 
-    python3 -m pytest -v test/gpu/test_runtime_gpu.py
+    python3 -m pytest -v runtime/test/gpu/test_runtime_gpu.py
 """
 
 import ctypes
@@ -17,7 +17,8 @@ import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The checkout: this file is runtime/test/gpu/test_runtime_gpu.py.
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "runtime", "python"))
 
 import fusion_runtime as fr  # noqa: E402
@@ -42,7 +43,10 @@ ECHO_PATH = _find("FUSION_ABI_ECHO_LIBRARY", "libfusion_runtime_abi_echo.so")
 if RUNTIME_PATH is None:
     pytest.skip("libfusion_runtime.so is not built (build runtime/ or set "
                 "FUSION_RUNTIME_LIBRARY)", allow_module_level=True)
-RUNTIME = fr.Runtime.find(RUNTIME_PATH)
+try:
+    RUNTIME = fr.Runtime.find(RUNTIME_PATH)
+except OSError as error:  # no driver: the runtime's libcuda.so.1 is missing
+    pytest.skip(f"no CUDA driver: {error}", allow_module_level=True)
 try:
     _DEVICES = RUNTIME.device_count()
 except fr.FusionRuntimeError as error:

@@ -7,7 +7,7 @@ what it receives; those tests need the paths CTest passes in the environment
 (FUSION_RUNTIME_LIBRARY, FUSION_ABI_ECHO_LIBRARY, FUSION_TEST_CUDA_STUB) and
 are skipped without them.
 
-    python3 -m unittest discover -s runtime/python/tests
+    python3 -m unittest discover -s runtime/test/python
 """
 
 import ctypes
@@ -16,7 +16,8 @@ import subprocess
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+# The loader, runtime/python/fusion_runtime.py.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
 import fusion_runtime as fr  # noqa: E402
 
