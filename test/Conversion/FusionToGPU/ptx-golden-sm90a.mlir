@@ -1,0 +1,27 @@
+// REQUIRES: ptxas
+// Test that the sm_90a kernels convert-fusion-to-gpu generates are
+// byte-identical to the recorded ones: a refactor of the generator must not
+// change a single PTX instruction of any kernel without saying so. Covers
+// the 96-variant single-CTA grid, the multi-CTA kernels of
+// ptxas-cluster-sm90a.mlir, and every case the H200 tests and benchmarks
+// run (bench/gen_cases.py: correctness and bench suites, the full post-norm
+// included). Each line is a kernel and the sha256 of its PTX
+// (Inputs/ptx_digest.py).
+//
+// A change that means to change kernels regenerates the digests and says so
+// in its commit (the kernels then need the H200 again):
+//   for s in grid correctness bench cluster; do ... > Inputs/ptx-golden/$s.digest
+// with the RUN lines below. The digests depend on LLVM's NVPTX backend:
+// Debian's llvm-22 (22.1.8) at the time of recording.
+//
+// RUN: %python %S/Inputs/gen_variant_grid.py > %t.grid.mlir
+// RUN: fusion-opt %t.grid.mlir --fusion-to-gpu=format=isa | %python %S/Inputs/ptx_digest.py > %t.grid.digest
+// RUN: diff %S/Inputs/ptx-golden/grid.digest %t.grid.digest
+// RUN: fusion-opt %S/ptxas-cluster-sm90a.mlir --fusion-to-gpu=format=isa | %python %S/Inputs/ptx_digest.py > %t.cluster.digest
+// RUN: diff %S/Inputs/ptx-golden/cluster.digest %t.cluster.digest
+// RUN: rm -rf %t.cases && %python %S/../../../bench/gen_cases.py %t.cases --suite correctness
+// RUN: fusion-opt %t.cases/correctness.mlir --fusion-to-gpu=format=isa | %python %S/Inputs/ptx_digest.py > %t.correctness.digest
+// RUN: diff %S/Inputs/ptx-golden/correctness.digest %t.correctness.digest
+// RUN: %python %S/../../../bench/gen_cases.py %t.cases --suite bench
+// RUN: fusion-opt %t.cases/bench.mlir --fusion-to-gpu=format=isa | %python %S/Inputs/ptx_digest.py > %t.bench.digest
+// RUN: diff %S/Inputs/ptx-golden/bench.digest %t.bench.digest
