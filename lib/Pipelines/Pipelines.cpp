@@ -14,7 +14,22 @@
 
 #include "fusion/Conversion/Passes.h"
 #include "fusion/Dialect/Fusion/Transforms/Passes.h"
-#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/Transforms/OptimizeForNVVM.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -34,22 +49,50 @@ void mlir::fusion::buildFusionFusePipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
+/// Upstream's gpu-lower-to-nvvm-pipeline (GPUToNVVMPipeline.cpp), pass for
+/// pass, except nvvm-attach-target: convert-fusion-to-gpu already put the
+/// module's target (TargetInfo: chip and PTX features) on the gpu.module as
+/// #nvvm.target, so no chip is written here.
 void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
                                             const FusionToGPUOptions &options) {
   pm.addPass(createFusionPlanKernelsPass());
   pm.addPass(createConvertFusionToGPUPass());
-  gpu::GPUToNVVMPipelineOptions nvvm;
-  nvvm.cubinChip = "sm_90a";
-  nvvm.cubinFeatures = "+ptx81";
-  nvvm.cubinFormat = options.format;
-  nvvm.optLevel = 3;
-  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+  // Common: host and device.
+  pm.addPass(createConvertNVGPUToNVVMPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // Device.
+  pm.addNestedPass<gpu::GPUModuleOp>(createStripDebugInfoPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  pm.addNestedPass<gpu::GPUModuleOp>(LLVM::createNVVMOptimizeForTargetPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+  // Host, after the device code: launches to runtime calls, the device
+  // code to a binary.
+  pm.addPass(createGpuToLLVMConversionPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
 void mlir::fusion::registerFusionPipelines() {
   PassPipelineRegistration<FusionToGPUOptions>(
       "fusion-to-gpu",
-      "plan kernels, generate sm_90a kernels and host launches, and lower both "
+      "plan kernels, generate kernels for the module's fusion.target and host launches, and lower both "
       "to the LLVM dialect with the device code serialized (format=bin by "
       "default); then mlir-translate --mlir-to-llvmir (or fusion-compile)",
       buildFusionToGPUPipeline);

@@ -34,10 +34,11 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
       llvm::cl::init("bin")};
 };
 
-/// fusion-to-gpu: fusion-plan-kernels, convert-fusion-to-gpu, then upstream's
-/// gpu-lower-to-nvvm-pipeline for sm_90a (PTX 8.0, -O3). The chip is the one
-/// convert-fusion-to-gpu accepts from the module's fusion.target (it refuses
-/// any other), so the two cannot disagree.
+/// fusion-to-gpu: fusion-plan-kernels, convert-fusion-to-gpu, then the passes
+/// of upstream's gpu-lower-to-nvvm-pipeline (-O3) without its
+/// nvvm-attach-target: the chip and PTX features are the #nvvm.target that
+/// convert-fusion-to-gpu derived from the module's fusion.target, the only
+/// place they are read from.
 void buildFusionToGPUPipeline(OpPassManager &pm, const FusionToGPUOptions &options);
 
 /// Registers the named pipelines with the global registry.

@@ -19,10 +19,10 @@ using namespace mlir::fusion;
 std::optional<TargetInfo> mlir::fusion::getTargetInfo(llvm::StringRef chip) {
   constexpr int64_t kSmem227KiB = 227 * 1024, kSmem228KiB = 228 * 1024;
   if (chip == "sm_90a")
-    return TargetInfo{"sm_90a", kSmem227KiB, kSmem228KiB, 1024, 8, 16, 256, 4, 64,
+    return TargetInfo{"sm_90a", "+ptx81", MmaKind::Wgmma, kSmem227KiB, kSmem228KiB, 1024, 8, 16, 256, 4, 64,
                       /*normEpilogueWarps=*/true};
   if (chip == "sm_100a")
-    return TargetInfo{"sm_100a", kSmem227KiB, kSmem228KiB, 1024, 8, 16, 512, 16, 16,
+    return TargetInfo{"sm_100a", "+ptx86", MmaKind::Tcgen05, kSmem227KiB, kSmem228KiB, 1024, 8, 16, 512, 16, 16,
                       /*normEpilogueWarps=*/false};
   return std::nullopt;
 }
@@ -32,4 +32,14 @@ std::optional<TargetInfo> mlir::fusion::lookupTargetInfo(Operation *op) {
   if (!target)
     return std::nullopt;
   return getTargetInfo(target.getChip());
+}
+
+llvm::StringRef mlir::fusion::stringifyMmaKind(MmaKind kind) {
+  switch (kind) {
+  case MmaKind::Wgmma:
+    return "wgmma";
+  case MmaKind::Tcgen05:
+    return "tcgen05";
+  }
+  return "unknown";
 }

@@ -146,10 +146,11 @@ func.func @no_target(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tens
 
 // -----
 
-// A target this generator does not emit for yet.
-// expected-error @below {{convert-fusion-to-gpu generates kernels for sm_90a only so far, but the module targets sm_100a}}
+// A target without an MMA engine: one diagnostic naming the chip and the
+// missing engine (the planner accepts sm_100a; the generator cannot emit it).
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 func.func @sm100(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a kernel: no MMA engine for sm_100a: the tcgen05 engine (tcgen05.mma into tensor memory) is not implemented yet}}
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
@@ -162,7 +163,52 @@ func.func @sm100(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<2
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @split_f32(%a: tensor<256x512xbf16>, %b: tensor<512x2048xbf16>) -> tensor<256x2048xf32> {
   // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: a norm row spread over CTAs without a cluster needs a 16-bit output (the tile waits in shared memory), but the output is f32}}
-  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 215552>} : tensor<256x512xbf16>, tensor<512x2048xbf16> -> tensor<256x2048xf32>
+  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 215552, global_rows = true>} : tensor<256x512xbf16>, tensor<512x2048xbf16> -> tensor<256x2048xf32>
   return %c : tensor<256x2048xf32>
+}
+}
+
+// -----
+
+// A configuration whose CTAs do not cover the norm's row (hand-written, or
+// planned for another N): refused, not normalized over a slice.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @row_not_covered(%a: tensor<256x512xbf16>, %b: tensor<512x2048xbf16>) -> tensor<256x2048xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: a norm row of N = 2048 columns must be covered by the CTAs that share it, but tile_n x cluster_n = 256 and the configuration has global_rows = false (re-run fusion-plan-kernels)}}
+  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x2048xbf16> -> tensor<256x2048xbf16>
+  return %c : tensor<256x2048xbf16>
+}
+}
+
+// -----
+
+// Global rows for an epilogue without a row reduction.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @global_rows_no_norm(%a: tensor<256x512xbf16>, %b: tensor<512x2048xbf16>) -> tensor<256x2048xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: global_rows and epilogue_warps are for the RMSNorm/LayerNorm epilogues, but the epilogue is none}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 230912, epilogue_warps = true, global_rows = true>} : tensor<256x512xbf16>, tensor<512x2048xbf16> -> tensor<256x2048xbf16>
+  return %c : tensor<256x2048xbf16>
+}
+}
+
+// -----
+
+// A staged residual whose element type is not the output's.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @staged_f32_residual(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf16>, %r: tensor<256x512xf32>) -> tensor<256x512xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: staged_residual needs a residual of the output's element type}}
+  %c = fusion.fused_matmul %a, %b residual(%r : tensor<256x512xf32>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 2, consumers = 2, smem_bytes = 230912, epilogue_warps = true, staged_residual = true>} : tensor<256x512xbf16>, tensor<512x512xbf16> -> tensor<256x512xbf16>
+  return %c : tensor<256x512xbf16>
+}
+}
+
+// -----
+
+// A 16-bit norm row over a cluster without the epilogue warps that finish it.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @cluster_without_warps(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<256x512xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: a 16-bit norm row over several CTAs is finished by the epilogue warps here, but the configuration has epilogue_warps = false}}
+  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 2, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x512xbf16> -> tensor<256x512xbf16>
+  return %c : tensor<256x512xbf16>
 }
 }

@@ -18,8 +18,22 @@ namespace mlir {
 class Operation;
 namespace fusion {
 
+/// The matrix-multiply engine a chip's kernels are built around; the GPU
+/// lowering picks its MmaEngine (lib/Conversion/FusionToGPU/Mma/) from it.
+enum class MmaKind {
+  /// Hopper's warpgroup MMA: wgmma.mma_async, accumulators in registers.
+  Wgmma,
+  /// Blackwell's tcgen05.mma issued by one thread, accumulators in tensor
+  /// memory.
+  Tcgen05,
+};
+
 struct TargetInfo {
   llvm::StringRef chip;
+  /// The PTX ISA features the kernels need, as the NVVM target's feature
+  /// string ("+ptx81": st.async, which the cluster epilogue uses).
+  llvm::StringRef ptxFeatures;
+  MmaKind mma;
   /// Dynamic shared memory one CTA may opt into, in bytes.
   int64_t smemPerBlockOptin;
   /// Shared memory of one SM, and what the system reserves per resident CTA
@@ -53,6 +67,9 @@ struct TargetInfo {
 
 /// The limits of `chip`, or nothing for a chip this compiler does not know.
 std::optional<TargetInfo> getTargetInfo(llvm::StringRef chip);
+
+/// "wgmma" or "tcgen05", for diagnostics.
+llvm::StringRef stringifyMmaKind(MmaKind kind);
 
 /// The limits of the target of the module enclosing `op`, or nothing when
 /// the module has no `fusion.target`.

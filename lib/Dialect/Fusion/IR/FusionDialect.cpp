@@ -156,7 +156,8 @@ LogicalResult
 KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          int64_t tileM, int64_t tileN, int64_t tileK,
                          int64_t stages, int64_t clusterN, int64_t consumers,
-                         int64_t smemBytes) {
+                         int64_t smemBytes, bool epilogueWarps,
+                         bool globalRows, bool stagedResidual) {
   for (auto [name, v] : {std::pair<StringRef, int64_t>{"tile_m", tileM},
                          {"tile_n", tileN},
                          {"tile_k", tileK},
@@ -167,5 +168,18 @@ KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "expected " << name << " > 0, but got " << v;
   if (smemBytes < 0)
     return emitError() << "expected smem_bytes >= 0, but got " << smemBytes;
+  if (globalRows && clusterN != 1)
+    return emitError() << "expected cluster_n = 1 with global_rows (a row "
+                          "exchanges its statistics through DSMEM or global "
+                          "memory, not both), but got cluster_n = "
+                       << clusterN;
+  if (stagedResidual && !epilogueWarps)
+    return emitError() << "expected epilogue_warps with staged_residual (the "
+                          "epilogue warps load the residual), but got "
+                          "epilogue_warps = false";
+  if (epilogueWarps && clusterN == 1 && !globalRows)
+    return emitError() << "expected cluster_n > 1 or global_rows with "
+                          "epilogue_warps (they finish rows spread over "
+                          "several CTAs), but got cluster_n = 1";
   return success();
 }

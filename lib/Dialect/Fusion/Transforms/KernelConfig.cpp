@@ -3,8 +3,9 @@
 // The heuristics of fusion-plan-kernels, kept apart from the pass: which tile,
 // pipeline depth and cluster a fusion.fused_matmul gets on a target, and the
 // shared-memory layout those choices imply. Every hardware limit comes from
-// TargetInfo; every layout constant is in FusedMatmulKernel (Transforms.h), so
-// the GPU lowering rebuilds exactly the layout the planner budgeted.
+// TargetInfo; the tiling, the epilogue strategy and the shared-memory layout
+// are in fusion/Target/NVPTX/GemmKernelLayout.h, which the GPU lowering reads
+// too, so it builds exactly the kernel the planner budgeted.
 //
 // The kernel (docs/DESIGN.md, "Kernel designs"): a producer warp streams A and
 // B tiles by TMA into a ring of `stages` swizzled shared-memory buffers, two
@@ -18,6 +19,7 @@
 
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 #include "fusion/Dialect/Fusion/Transforms/Transforms.h"
+#include "fusion/Target/NVPTX/GemmKernelLayout.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -27,55 +29,7 @@
 using namespace mlir;
 using namespace mlir::fusion;
 
-using K = FusedMatmulKernel;
-
-KernelSmemLayout mlir::fusion::getKernelSmemLayout(
-    int64_t tileN, int64_t stages, int64_t clusterN, int64_t elementBytes,
-    int64_t normInputElementBytes, int64_t outputElementBytes,
-    int64_t exchangeRounds, bool rowSplit, bool epilogueWarps) {
-  KernelSmemLayout l;
-  l.stages = stages;
-  // One stage of the ring: an A tile [tile_m, tile_k] and a B tile
-  // [tile_n, tile_k]. With tile_k = 64 two-byte elements each row is 128
-  // bytes, so every tile is a whole number of 1024-byte swizzle atoms as long
-  // as its row count is a multiple of 8.
-  l.aTileBytes = K::kTileM * K::kTileK * elementBytes;
-  l.bTileBytes = tileN * K::kTileK * elementBytes;
-  l.aRingOffset = 0;
-  l.bRingOffset = l.aRingOffset + stages * l.aTileBytes;
-  // 16-bit outputs leave by TMA store through two [tile_m, 64] buffers
-  // (128 bytes a row, the 128-byte swizzle); f32 outputs from registers.
-  l.storeStagingOffset = l.bRingOffset + stages * l.bTileBytes;
-  // Two buffers, or one with a cluster (whose DSMEM slots would otherwise
-  // cost a ring stage); the whole tile when it waits there for its row
-  // statistics (rowSplit, epilogueWarps).
-  int64_t storeBuffers = rowSplit || epilogueWarps ? tileN / K::kStoreChunkN
-                         : clusterN > 1            ? 1
-                                                   : 2;
-  l.storeStagingBytes =
-      outputElementBytes == 2
-          ? storeBuffers * K::kTileM * K::kStoreChunkN * outputElementBytes
-          : 0;
-  // Lazy Pre-Norm's per-row sums of squares outlive the K loop.
-  l.rowStatsOffset = l.storeStagingOffset + l.storeStagingBytes;
-  l.rowStatsBytes = K::kTileM * 4;
-  // Grad epilogues read the forward's norm_input tile next to the gradient.
-  l.normInputOffset = l.rowStatsOffset + l.rowStatsBytes;
-  l.normInputBytes = K::kTileM * tileN * normInputElementBytes;
-  // A cluster exchanges `exchangeRounds` partial sums per row with every
-  // peer, double-buffered (tile parity) for the persistent loop.
-  l.clusterSlotsOffset = l.normInputOffset + l.normInputBytes;
-  // A row split keeps its rows' scale and shift there (with epilogue
-  // warps) or the pending tile's mean and rstd (the sm_100a layout).
-  l.clusterSlotsBytes =
-      rowSplit ? 2 * K::kTileM * K::kPartialBytes
-      : clusterN > 1
-          ? exchangeRounds * 2 * K::kTileM * clusterN * K::kPartialBytes
-          : 0;
-  l.barriersOffset = l.clusterSlotsOffset + l.clusterSlotsBytes;
-  l.totalBytes = l.barriersOffset + K::kBarrierAndAlignBytes;
-  return l;
-}
+using K = GemmTiling;
 
 namespace {
 std::string str(Type t) {
@@ -87,9 +41,8 @@ std::string str(Type t) {
 
 /// "A/B ring 98304, row sums 512, output staging 32768, ...": where the
 /// bytes go.
-std::string breakdown(const KernelSmemLayout &l) {
-  std::string s = ("A/B ring " +
-                   Twine(l.stages * (l.aTileBytes + l.bTileBytes)) +
+std::string breakdown(const GemmSmemLayout &l) {
+  std::string s = ("A/B ring " + Twine(l.ringBytes()) +
                    ", row sums " + Twine(l.rowStatsBytes))
                       .str();
   if (l.storeStagingBytes)
@@ -98,24 +51,15 @@ std::string breakdown(const KernelSmemLayout &l) {
     s += (", norm_input tile " + Twine(l.normInputBytes)).str();
   if (l.clusterSlotsBytes)
     s += (", DSMEM slots " + Twine(l.clusterSlotsBytes)).str();
-  s += (", barriers and alignment " + Twine(K::kBarrierAndAlignBytes)).str();
+  s += (", alignment " + Twine(K::kSmemAlignment)).str();
   return s;
 }
 
-/// The deepest ring in [kMinStages, kMaxStages] that fits `target`, or
+/// The deepest ring in [kMinStages, kMaxStages] that fits `budget`, or
 /// nothing when even kMinStages does not.
-std::optional<KernelSmemLayout> deepestFit(int64_t budget, int64_t tileN,
-                                           int64_t clusterN,
-                                           int64_t elementBytes,
-                                           int64_t normInputElementBytes,
-                                           int64_t outputElementBytes,
-                                           int64_t exchangeRounds,
-                                           bool rowSplit, bool epilogueWarps) {
-  for (int64_t stages = K::kMaxStages; stages >= K::kMinStages; --stages) {
-    KernelSmemLayout l =
-        getKernelSmemLayout(tileN, stages, clusterN, elementBytes,
-                            normInputElementBytes, outputElementBytes,
-                            exchangeRounds, rowSplit, epilogueWarps);
+std::optional<GemmSmemLayout> deepestFit(int64_t budget, GemmSmemParams p) {
+  for (p.stages = K::kMaxStages; p.stages >= K::kMinStages; --p.stages) {
+    GemmSmemLayout l = getGemmSmemLayout(p);
     if (l.totalBytes <= budget)
       return l;
   }
@@ -200,7 +144,7 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     return failure();
 
   // Step 2: tile_m = 128 for two consumer warpgroups of 64 rows each, and
-  // tile_k = 64 for the 128-byte swizzle: fixed, see FusedMatmulKernel.
+  // tile_k = 64 for the 128-byte swizzle: fixed, see GemmTiling.
 
   // Step 3: tile_n and cluster_n. Forward norm and grad epilogues reduce
   // over the whole row of N columns, so the row must be covered by the
@@ -250,33 +194,38 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   int64_t budget = target.smemPerBlockOptin;
   int64_t outputElementBytes =
       getElementTypeOrSelf(op.getOutput().getType()).getIntOrFloatBitWidth() / 8;
-  int64_t exchangeRounds = (epilogue == EpilogueKind::layer_norm ||
-                            epilogue == EpilogueKind::layer_norm_grad)
-                               ? 2
-                               : 1;
-  bool rowSplit = rowReduction && clusterN == 1 && tileN < n;
-  // The generator's epilogue warps (a forward norm over several CTAs,
-  // 16-bit output) take the tile through whole-tile staging as well.
-  bool epilogueWarps = target.normEpilogueWarps && !op.isGradEpilogue() &&
-                       rowReduction && (clusterN > 1 || rowSplit) &&
-                       outputElementBytes == 2;
-  std::optional<KernelSmemLayout> layout =
-      deepestFit(budget, tileN, clusterN, elementBytes, normInputElementBytes,
-                 outputElementBytes, exchangeRounds, rowSplit,
-                 epilogueWarps);
+  GemmSmemParams params;
+  params.tileN = tileN;
+  params.clusterN = clusterN;
+  params.elementBytes = elementBytes;
+  params.normInputElementBytes = normInputElementBytes;
+  params.outputElementBytes = outputElementBytes;
+  params.exchangeRounds = (epilogue == EpilogueKind::layer_norm ||
+                           epilogue == EpilogueKind::layer_norm_grad)
+                              ? 2
+                              : 1;
+  Value residual = op.getResidual();
+  bool residualLikeOutput =
+      residual && getElementTypeOrSelf(residual.getType()) ==
+                      getElementTypeOrSelf(op.getOutput().getType());
+  auto strategyFor = [&](int64_t tileN) {
+    return chooseGemmEpilogueStrategy(target, rowReduction, op.isGradEpilogue(),
+                                      tileN, clusterN, n,
+                                      8 * outputElementBytes, residualLikeOutput);
+  };
+  params.strategy = strategyFor(tileN);
+  std::optional<GemmSmemLayout> layout = deepestFit(budget, params);
   while (!layout && !rowReduction && tileN > target.tileNGranularity) {
     tileN = std::max(target.tileNGranularity,
                      static_cast<int64_t>(llvm::alignDown(
                          tileN / 2, target.tileNGranularity)));
-    layout = deepestFit(budget, tileN, clusterN, elementBytes,
-                        normInputElementBytes, outputElementBytes,
-                        exchangeRounds, rowSplit, epilogueWarps);
+    params.tileN = tileN;
+    params.strategy = strategyFor(tileN);
+    layout = deepestFit(budget, params);
   }
   if (!layout) {
-    KernelSmemLayout smallest =
-        getKernelSmemLayout(tileN, K::kMinStages, clusterN, elementBytes,
-                            normInputElementBytes, outputElementBytes,
-                            exchangeRounds, rowSplit, epilogueWarps);
+    params.stages = K::kMinStages;
+    GemmSmemLayout smallest = getGemmSmemLayout(params);
     why = ("expected at most " + Twine(target.smemPerBlockOptin) +
            " bytes of shared memory (the " + target.chip +
            " opt-in limit per CTA), but a " + Twine(K::kTileM) + "x" +
@@ -289,7 +238,8 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     return failure();
   }
 
-  return KernelConfigAttr::get(op.getContext(), K::kTileM, tileN, K::kTileK,
-                               layout->stages, clusterN, K::kConsumers,
-                               layout->totalBytes);
+  return KernelConfigAttr::get(
+      op.getContext(), K::kTileM, tileN, K::kTileK, layout->stages, clusterN,
+      K::kConsumers, layout->totalBytes, params.strategy.epilogueWarps,
+      params.strategy.globalRows, params.strategy.stagedResidual);
 }

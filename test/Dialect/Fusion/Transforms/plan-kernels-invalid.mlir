@@ -172,7 +172,7 @@ func.func @row_too_wide(%a: tensor<256x64xbf16>, %b: tensor<64x8192xbf16>) -> te
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 func.func @smem_overflow(%dy: tensor<4096x512xbf16>, %w: tensor<512x512xbf16>,
     %x: tensor<4096x512xbf16>, %rstd: tensor<4096xf32>) -> tensor<4096x512xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op expected at most 232448 bytes of shared memory (the sm_100a opt-in limit per CTA), but a 128x512x64 tile with 2 stages and cluster_n = 1 needs 329216 (96768 over; A/B ring 163840, row sums 512, output staging 32768, norm_input tile 131072, barriers and alignment 1024)}}
+  // expected-error @below {{'fusion.fused_matmul' op expected at most 232448 bytes of shared memory (the sm_100a opt-in limit per CTA), but a 128x512x64 tile with 2 stages and cluster_n = 1 needs 329216 (96768 over; A/B ring 163840, row sums 512, output staging 32768, norm_input tile 131072, alignment 1024)}}
   %dx = fusion.fused_matmul %dy, %w norm_input(%x : tensor<4096x512xbf16>) rstd(%rstd : tensor<4096xf32>)
       {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, transpose_rhs}
       : tensor<4096x512xbf16>, tensor<512x512xbf16> -> tensor<4096x512xbf16>

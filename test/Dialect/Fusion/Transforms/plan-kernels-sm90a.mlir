@@ -116,7 +116,7 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @rms_norm_global
 func.func @rms_norm_global(%a: tensor<1024x256xbf16>, %b: tensor<256x2560xbf16>) -> tensor<1024x2560xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 215552>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 215552, epilogue_warps = true, global_rows = true>
   %y = fusion.fused_matmul %a, %b
       {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
       : tensor<1024x256xbf16>, tensor<256x2560xbf16> -> tensor<1024x2560xbf16>

@@ -140,17 +140,35 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
     | `stages`         | depth of the shared-memory ring of A and B tiles (TMA loads)   |
     | `cluster_n`      | CTAs of one cluster along N sharing a row block (1: no cluster) |
     | `consumers`      | consumer warpgroups issuing the MMA (one producer warp besides) |
-    | `smem_bytes`     | dynamic shared memory the kernel uses                          |
+    | `smem_bytes`     | dynamic shared memory the kernel is launched with              |
+    | `epilogue_warps` | a norm epilogue over several CTAs (16-bit output) finishes in  |
+    |                  | warps 1-3 of the producer warpgroup, from whole-tile staging,  |
+    |                  | overlapped with the next tile's MMA (default: in registers)    |
+    | `global_rows`    | a norm row over several CTAs without a cluster: the rows'     |
+    |                  | partial statistics go through global memory                    |
+    | `staged_residual`| with `epilogue_warps`, the residual (of the output's type) is  |
+    |                  | TMA-loaded into the staging buffers by the epilogue warps      |
+
+    The last three are the epilogue strategy the planner chose
+    (`chooseGemmEpilogueStrategy` in `fusion/Target/NVPTX/GemmKernelLayout.h`);
+    the generator reads them, it does not re-derive them. They are printed
+    only when set.
 
     Example:
     ```mlir
     fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64,
         stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>
+    fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64,
+        stages = 3, cluster_n = 4, consumers = 2, smem_bytes = 226816,
+        epilogue_warps = true, staged_residual = true>
     ```
   }];
   let parameters = (ins "int64_t":$tile_m, "int64_t":$tile_n, "int64_t":$tile_k,
                         "int64_t":$stages, "int64_t":$cluster_n,
-                        "int64_t":$consumers, "int64_t":$smem_bytes);
+                        "int64_t":$consumers, "int64_t":$smem_bytes,
+                        DefaultValuedParameter<"bool", "false">:$epilogue_warps,
+                        DefaultValuedParameter<"bool", "false">:$global_rows,
+                        DefaultValuedParameter<"bool", "false">:$staged_residual);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -68,93 +68,6 @@ FailureOr<EpilogueNormPlan> planEpilogueNorm(const TargetInfo &target,
 // Kernel planning (L1 -> L2)
 //===----------------------------------------------------------------------===//
 
-/// The fixed part of the fused-matmul kernel family (warp-specialized TMA +
-/// wgmma GEMM on sm_90a; the same skeleton with tcgen05 on sm_100a, planned
-/// only for now). The GPU lowering builds its tiles from these.
-struct FusedMatmulKernel {
-  /// Rows of a CTA tile: two consumer warpgroups of 64 rows each (a wgmma
-  /// instruction covers 64 rows).
-  static constexpr int64_t kTileM = 128;
-  static constexpr int64_t kConsumers = 2;
-  /// K step of a stage: 64 bf16/f16 elements are 128 bytes, the span of the
-  /// 128-byte swizzle.
-  static constexpr int64_t kTileK = 64;
-  /// Columns of one output staging buffer: 64 16-bit elements are 128
-  /// bytes, one swizzle span and one TMA store box.
-  static constexpr int64_t kStoreChunkN = 64;
-  /// Pipeline depths tried, deepest first.
-  static constexpr int64_t kMinStages = 2;
-  static constexpr int64_t kMaxStages = 6;
-  /// Reserved for the mbarriers and for aligning the buffers to 1024 bytes
-  /// (the 128-byte swizzle pattern repeats every 1024 bytes).
-  static constexpr int64_t kBarrierAndAlignBytes = 1024;
-  /// Bytes of one f32 partial (sum, sum of squares) in the DSMEM slots.
-  static constexpr int64_t kPartialBytes = 4;
-};
-
-/// Where each buffer of a planned fused-matmul kernel lives in its dynamic
-/// shared memory, in bytes from the (1024-byte aligned) base:
-///
-///   [ A ring: stages x tile_m x tile_k x e ][ B ring: stages x tile_n x tile_k x e ]
-///   [ output staging: B x tile_m x 64 x o ]           (16-bit outputs only;
-///                                                      B = 2, 1 with a cluster)
-///   [ Lazy Pre-Norm row sums of squares: tile_m x f32 ]
-///   [ norm_input tile: tile_m x tile_n x e ]          (grad epilogues only)
-///   [ DSMEM slots: R x 2 x tile_m x cluster_n x f32 ] (cluster_n > 1 only;
-///                                                      R exchange rounds)
-///   [ mbarriers, alignment: 1 KiB ]
-///
-/// with e the operand element size (the norm_input tile uses its own) and o
-/// the output element size. The epilogue works on the accumulator registers;
-/// 16-bit outputs leave through two 64-column staging buffers and TMA stores
-/// (one buffer fills while the other's store drains), f32 outputs straight
-/// from registers. No region is shared with the ring, so a persistent CTA's
-/// producer refills the ring for its next tile while the consumers run the
-/// epilogue of this one. The slots are double-buffered (a
-/// persistent CTA fills one while peers may still read the other) and hold a
-/// (sum, sum of squares) pair per row for every CTA of the cluster.
-struct KernelSmemLayout {
-  int64_t stages;
-  int64_t aTileBytes, bTileBytes;
-  int64_t aRingOffset, bRingOffset;
-  int64_t storeStagingOffset, storeStagingBytes;
-  int64_t rowStatsOffset, rowStatsBytes;
-  int64_t normInputOffset, normInputBytes;
-  int64_t clusterSlotsOffset, clusterSlotsBytes;
-  int64_t barriersOffset;
-  int64_t totalBytes;
-
-  int64_t aTileOffset(int64_t stage) const {
-    return aRingOffset + stage * aTileBytes;
-  }
-  int64_t bTileOffset(int64_t stage) const {
-    return bRingOffset + stage * bTileBytes;
-  }
-};
-
-/// The shared-memory layout of a fused-matmul kernel with tiles of
-/// FusedMatmulKernel::kTileM x `tileN` x FusedMatmulKernel::kTileK, `stages`
-/// ring stages, `clusterN` CTAs per cluster and operands of `elementBytes`
-/// bytes; `normInputElementBytes` is the element size of the norm_input
-/// tile of a grad epilogue, 0 without one; `outputElementBytes` that of the
-/// output; `exchangeRounds` the DSMEM exchanges of a cluster epilogue per
-/// tile (2 for LayerNorm: the sum, then the centered sum of squares; 1
-/// otherwise); `rowSplit` a norm row spread over CTAs without a cluster
-/// (statistics through global memory), whose 16-bit tile waits in shared
-/// memory (tile_n / 64 staging buffers) until its row block's statistics
-/// are complete, without epilogue warps with the rows' mean and rstd
-/// (2 x tile_m x 4 bytes, in the slots' place); `epilogueWarps` a norm
-/// epilogue over several CTAs with a 16-bit output, whose tile the
-/// consumers hand to the epilogue warps through tile_n / 64 staging
-/// buffers as well. The one place the shared-memory formulas are written.
-KernelSmemLayout getKernelSmemLayout(int64_t tileN, int64_t stages,
-                                     int64_t clusterN, int64_t elementBytes,
-                                     int64_t normInputElementBytes,
-                                     int64_t outputElementBytes,
-                                     int64_t exchangeRounds,
-                                     bool rowSplit = false,
-                                     bool epilogueWarps = false);
-
 /// Chooses the kernel configuration of `op` on `target`:
 ///   1. checks what the kernel needs: bf16 or f16 operands of one element
 ///      type, static K and N, both multiples of 8 (TMA row strides of 16
@@ -166,8 +79,11 @@ KernelSmemLayout getKernelSmemLayout(int64_t tileN, int64_t stages,
 ///      tile_n = min(target.maxEpilogueTileN, N rounded up to
 ///      target.tileNGranularity), halved while even 2 stages do not fit, and
 ///      cluster_n = 1; the last column block may extend past N;
-///   4. stages = the deepest in [2, 6] whose getKernelSmemLayout fits
-///      target.smemPerBlockOptin; smem_bytes = its total.
+///   4. stages = the deepest in [2, 6] whose getGemmSmemLayout
+///      (fusion/Target/NVPTX/GemmKernelLayout.h) fits
+///      target.smemPerBlockOptin; smem_bytes = its total;
+///   5. the epilogue strategy (chooseGemmEpilogueStrategy), recorded in the
+///      configuration for the generator.
 /// On failure returns the reason, phrased to follow "'fusion.fused_matmul'
 /// op " (lowercase, "expected X, but got Y").
 FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,

@@ -103,7 +103,8 @@ def main():
             current = match.group(1)
         if match := re.search(r"#fusion\.kernel_config<([^>]*)>", line):
             fields = dict(kv.split(" = ") for kv in match.group(1).split(", "))
-            configs[current] = {key: int(v) for key, v in fields.items()}
+            configs[current] = {key: (v == "true") if v in ("true", "false") else int(v)
+                                for key, v in fields.items()}
     refusals = {}
     for line in run.stderr.splitlines():
         # "<unknown>:0: error: loc("g_..."): 'fusion.fused_matmul' op ..."
@@ -138,6 +139,12 @@ def main():
         split = epi in ROW_REDUCTION and cn == 1 and tn < n
         ew = (chip == "sm_90a" and epi in ("rms_norm", "layer_norm") and
               (cn > 1 or split))
+        # The strategy the planner records for the generator (printed only
+        # when set).
+        if c.get("global_rows", False) != split:
+            violation(f"{key}: global_rows = {c.get('global_rows', False)}, the rule gives {split}")
+        if c.get("epilogue_warps", False) != ew:
+            violation(f"{key}: epilogue_warps = {c.get('epilogue_warps', False)}, the rule gives {ew}")
         if total > target["smem"]:
             violation(f"{key}: smem_bytes = {total} > {target['smem']}")
         if total != smem(tm, tn, tk, stages, cn, grad, rounds, split, ew):

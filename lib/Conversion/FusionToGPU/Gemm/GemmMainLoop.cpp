@@ -1,8 +1,8 @@
-//===- GemmKernelMainLoop.cpp - producer and K loop -----------------------===//
+//===- GemmMainLoop.cpp - producer and K loop -----------------------------===//
 //
-// The producer thread (the TMA ring) and the consumers' main loop (wgmma,
-// the Lazy Pre-Norm row sums, the slot releases) of the sm_90a fused GEMM
-// kernel; see GemmKernel.cpp.
+// The producer thread (the TMA ring) and the consumers' main loop (the MMA
+// engine's K steps, the Lazy Pre-Norm row sums, the slot releases) of the
+// fused-GEMM kernel; see GemmKernel.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,11 +16,11 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
   Value aOff = stageOffset(stage);
   Value bOff = add(aOff, idx(s.aTileBytes()));
   nvgpu::MBarrierArriveExpectTxOp::create(
-      b, full, idx(s.aTileBytes() + s.bTileBytes()), stage, Value());
+      b, ring.full, idx(s.aTileBytes() + s.bTileBytes()), stage, Value());
   Value k0 = mul(kTile, idx(s.tileK));
   // A tile [tile_m, 64] at (row blockRow, col k0); coordinates innermost first.
   Value aTile = smemView(aOff, {s.tileM, s.tileK}, s.abType);
-  nvgpu::TmaAsyncLoadOp::create(b, aTile, full, tmaA, ValueRange{k0, blockRow},
+  nvgpu::TmaAsyncLoadOp::create(b, aTile, ring.full, tmaA, ValueRange{k0, blockRow},
                                 stage, Value(), Value());
   // B in tile_n / 64 boxes of [64, 64]. Row-major B [K, N]: the tile
   // [64, tile_n] as 64-column halves (N-major, wgmma's transposed B).
@@ -33,7 +33,7 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
     Value col = add(blockCol, idx(h * kSwizzleCols));
     SmallVector<Value> coords = s.transposeB ? SmallVector<Value>{k0, col}
                                              : SmallVector<Value>{col, k0};
-    nvgpu::TmaAsyncLoadOp::create(b, box, full, tmaB, coords, stage, Value(),
+    nvgpu::TmaAsyncLoadOp::create(b, box, ring.full, tmaB, coords, stage, Value(),
                                   Value());
   }
 }
@@ -43,17 +43,18 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
 /// With a residual, each tile starts by prefetching the tile's residual rows
 /// into L2, so that the epilogue's loads hit L2 instead of waiting on DRAM.
 void GemmKernelEmitter::producer() {
-  Value residual = s.stagedResidual ? Value() : epilogueArgs().residual;
-  tileLoop({idx(0)}, [&](Value blockRow, Value blockCol, ValueRange iters) {
+  Value residual = s.stagedResidual ? Value() : arg(GemmArg::Residual);
+  scheduler.tileLoop(*this, {idx(0)}, [&](Value blockRow, Value blockCol,
+                                          ValueRange iters) {
     if (residual)
       prefetchResidual(residual, blockRow, blockCol);
     ValueRange done = forLoop(
         idx(0), numK, idx(1), iters, [&](Value kk, ValueRange it) {
-          Value stage = stageOf(it[0]);
+          Value stage = ring.stageOf(*this, it[0]);
           // A fresh barrier counts as released in the phase before its first.
-          wait(empty, stage, flip(parityOf(it[0])));
+          ring.acquire(*this, stage, it[0]);
           issueLoad(kk, stage, blockRow, blockCol);
-          return SmallVector<Value>{nextPos(it[0])};
+          return SmallVector<Value>{ring.nextPos(*this, it[0])};
         });
     return SmallVector<Value>(done);
   });
@@ -84,47 +85,6 @@ void GemmKernelEmitter::prefetchResidual(Value residual, Value blockRow,
         b, LLVM::IntToPtrOp::create(b, global, address), bytes, Value());
     return SmallVector<Value>{};
   });
-}
-
-/// One K step (64) of a K-major B (transpose_rhs): the four m64nNk16 wgmma of
-/// the step as NVVM ops, in one commit group like nvgpu.warpgroup.mma. The
-/// nvgpu lowering steps B's descriptor by K rows of an N-major tile only; a
-/// K-major operand steps by 16 elements (32 bytes: 2 in the descriptor's
-/// 16-byte units) inside its 128-byte swizzled rows, for A and B alike.
-Value GemmKernelEmitter::kMajorMma(Type accType, Value descA, Value descB,
-                                   Value acc) {
-  Type i64 = b.getI64Type();
-  auto frag = LLVM::LLVMStructType::getLiteral(
-      ctx, SmallVector<Type>(s.tileN / 2, b.getF32Type()));
-  auto packed = LLVM::LLVMStructType::getLiteral(ctx, {frag});
-  auto cast = [&](Type to, Value v) {
-    return UnrealizedConversionCastOp::create(b, to, v).getResult(0);
-  };
-  Value a0 = cast(i64, descA), b0 = cast(i64, descB);
-  Value d = LLVM::ExtractValueOp::create(b, cast(packed, acc), ArrayRef<int64_t>{0});
-  auto wgmmaType = [&](Type t) {
-    return NVVM::WGMMATypesAttr::get(
-        ctx, t.isF16() ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16);
-  };
-  auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
-  NVVM::WgmmaFenceAlignedOp::create(b);
-  for (int64_t k = 0; k < s.tileK / 16; ++k) {
-    Value step = LLVM::ConstantOp::create(b, i64, b.getI64IntegerAttr(2 * k));
-    Value dA = k ? LLVM::AddOp::create(b, a0, step).getResult() : a0;
-    Value dB = k ? LLVM::AddOp::create(b, b0, step).getResult() : b0;
-    d = NVVM::WgmmaMmaAsyncOp::create(
-        b, frag, d, dA, dB, NVVM::MMAShapeAttr::get(ctx, 64, s.tileN, 16),
-        wgmmaType(s.abType), wgmmaType(s.abType),
-        NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-        NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), one, one,
-        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
-        NVVM::MMAIntOverflowAttr());
-  }
-  NVVM::WgmmaGroupSyncAlignedOp::create(b);
-  Value result = LLVM::InsertValueOp::create(
-      b, LLVM::PoisonOp::create(b, packed), d, ArrayRef<int64_t>{0});
-  return cast(accType, result);
 }
 
 /// Lazy Pre-Norm: adds the squares of this thread's half of its A row in
@@ -182,34 +142,26 @@ Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc) {
   return acc;
 }
 
-/// Consumer warpgroup c (64 rows of the tile): wgmma over the K steps with
-/// one group in flight, releasing each slot once its MMA is done, then the
-/// epilogue on the accumulator registers while the producer already loads
-/// the next tile.
+/// Consumer group c (the engine's groupRows() rows of the tile): the
+/// engine's K steps with one in flight, releasing each slot once its MMA is
+/// done, then the epilogue on the accumulator while the producer already
+/// loads the next tile.
 void GemmKernelEmitter::consumer() {
   Type f32 = b.getF32Type();
+  int64_t rows = engine.groupRows();
   Value c = sub(wg, idx(1));
-  auto accType = nvgpu::WarpgroupAccumulatorType::get(
-      ctx, VectorType::get({64, s.tileN}, f32));
-  auto descAType = nvgpu::WarpgroupMatrixDescriptorType::get(
-      ctx, MemRefType::get({64, s.tileK}, s.abType, MemRefLayoutAttrInterface{},
-                           IntegerAttr::get(IntegerType::get(ctx, 64), 3)));
-  // B as wgmma sees it: [K, N] row-major (N-major, `transposeB` in nvgpu
-  // terms) or, with transpose_rhs, [N, K] (K-major, like A).
+  // B as the engine reads it: [K, N] row-major or, with transpose_rhs,
+  // [N, K] (K-major, like A).
   SmallVector<int64_t> bShape = s.transposeB
                                     ? SmallVector<int64_t>{s.tileN, s.tileK}
                                     : SmallVector<int64_t>{s.tileK, s.tileN};
-  auto descBType = nvgpu::WarpgroupMatrixDescriptorType::get(
-      ctx, MemRefType::get(bShape, s.abType, MemRefLayoutAttrInterface{},
-                           IntegerAttr::get(IntegerType::get(ctx, 64), 3)));
   bool lazy = s.prologue == PrologueKind::rms_norm;
-  // The fragment rows of this thread: 16 per warp, lane / 4 and 8 below it.
-  Value row0 = add(add(mul(c, idx(64)), mul(div(tid, 32), idx(16))),
-                   div(rem(tid, 32), 4));
+  Value row0 = engine.firstRow(*this, c, tid);
   Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
 
-  tileLoop({idx(0), idx(0)}, [&](Value blockRow, Value blockCol, ValueRange iters) {
-    Value acc0 = nvgpu::WarpgroupMmaInitAccumulatorOp::create(b, accType);
+  scheduler.tileLoop(*this, {idx(0), idx(0)}, [&](Value blockRow, Value blockCol,
+                                                  ValueRange iters) {
+    Value acc0 = engine.initAccumulator(*this);
     SmallVector<Value> inits = {acc0, iters[0]};
     if (lazy)
       inits.push_back(arith::ConstantOp::create(
@@ -218,34 +170,29 @@ void GemmKernelEmitter::consumer() {
     ValueRange loop = forLoop(
         idx(0), numK, idx(1), inits,
         [&](Value kk, ValueRange it) {
-          Value stage = stageOf(it[1]);
-          wait(full, stage, parityOf(it[1]));
+          Value stage = ring.stageOf(*this, it[1]);
+          ring.waitFull(*this, stage, it[1]);
           Value off = stageOffset(stage);
-          Value aMine = smemView(add(off, mul(c, idx(64 * s.tileK * 2))),
-                                 {64, s.tileK}, s.abType);
+          Value aMine = smemView(add(off, mul(c, idx(rows * s.tileK * 2))),
+                                 {rows, s.tileK}, s.abType);
           Value bTile = smemView(add(off, idx(s.aTileBytes())), bShape, s.abType);
-          Value dA = nvgpu::WarpgroupGenerateDescriptorOp::create(b, descAType, aMine, tmaA);
-          Value dB = nvgpu::WarpgroupGenerateDescriptorOp::create(b, descBType, bTile, tmaB);
-          Value acc = s.transposeB
-                          ? kMajorMma(accType, dA, dB, it[0])
-                          : nvgpu::WarpgroupMmaOp::create(b, accType, dA, dB, IntegerAttr(),
-                                                          UnitAttr(), b.getUnitAttr(), it[0]);
-          SmallVector<Value> next = {acc, nextPos(it[1])};
+          Value acc = engine.issue(*this, aMine, bTile, tmaA, tmaB, it[0]);
+          SmallVector<Value> next = {acc, ring.nextPos(*this, it[1])};
           if (lazy)
             next.push_back(sumSquaresOfHalfRow(stage, c, it[2]));
           // Keep this MMA in flight; the previous step's is now done, so its
           // slot goes back to the producer.
-          NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
+          engine.waitPending(*this, 1);
           ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ne, kk, idx(0)),
-                 [&] { arrive(empty, stageOf(prevPos(it[1]))); });
+                 [&] { ring.release(*this, ring.prevPos(*this, it[1])); });
           return next;
         });
-    NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
-    arrive(empty, stageOf(prevPos(loop[1])));
+    engine.waitPending(*this, 0);
+    ring.release(*this, ring.prevPos(*this, loop[1]));
     SmallVector<Value> sumSq;
     if (lazy) {
       // Lanes 2r and 2r + 1 hold the halves of a row; the epilogue needs the
-      // sums in the fragment layout's rows: through shared memory.
+      // sums in the accumulator's rows: through shared memory.
       Value half = vector::ReductionOp::create(b, vector::CombiningKind::ADD, loop[2]);
       auto other = gpu::ShuffleOp::create(b, half, i32(1), i32(32),
                                           gpu::ShuffleMode::XOR);
@@ -267,6 +214,6 @@ void GemmKernelEmitter::consumer() {
   // The staging buffers must outlive the last TMA stores that read them
   // (the epilogue warps wait for their own).
   if (s.tmaStore() && !s.epilogueWarps)
-    ifThen(both(eq(wg, 1), eq(tid, 0)),
+    ifThen(isStoreLeader(),
            [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
 }

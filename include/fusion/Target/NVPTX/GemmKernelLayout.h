@@ -1,0 +1,144 @@
+//===- GemmKernelLayout.h - the fused-GEMM kernel's shape -------*- C++ -*-===//
+//
+// What the planner (fusion-plan-kernels) and the kernel generator
+// (convert-fusion-to-gpu) must agree on about the fused-GEMM kernel family,
+// written once: its fixed tiling, how a norm epilogue's rows are finished
+// (the strategy, chosen by the planner and recorded in #fusion.kernel_config),
+// and where every buffer lives in dynamic shared memory. No MLIR types: the
+// planner budgets with byte sizes, the generator builds views at these
+// offsets.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_TARGET_NVPTX_GEMMKERNELLAYOUT_H
+#define FUSION_TARGET_NVPTX_GEMMKERNELLAYOUT_H
+
+#include <cstdint>
+
+namespace mlir::fusion {
+
+struct TargetInfo;
+
+/// The fixed part of the fused-GEMM kernel family (a warp-specialized TMA +
+/// MMA GEMM: wgmma on sm_90a; tcgen05 on sm_100a, planned only for now).
+struct GemmTiling {
+  /// Rows of a CTA tile: two consumer warpgroups of 64 rows each (a wgmma
+  /// instruction covers 64 rows).
+  static constexpr int64_t kTileM = 128;
+  static constexpr int64_t kConsumers = 2;
+  /// K step of a stage: 64 bf16/f16 elements are 128 bytes, the span of the
+  /// 128-byte swizzle.
+  static constexpr int64_t kTileK = 64;
+  /// Columns of one output staging buffer: 64 16-bit elements are 128
+  /// bytes, one swizzle span and one TMA store box.
+  static constexpr int64_t kStoreChunkN = 64;
+  /// Pipeline depths tried, deepest first.
+  static constexpr int64_t kMinStages = 2;
+  static constexpr int64_t kMaxStages = 6;
+  /// Alignment of the tiles in shared memory (the 128-byte swizzle pattern
+  /// repeats every 1024 bytes). The launch asks for this much more than the
+  /// layout's bytes: the kernel pads its dynamic shared memory base (which
+  /// follows the static mbarriers at 16-byte alignment) up to it.
+  static constexpr int64_t kSmemAlignment = 1024;
+  /// Bytes of one f32 partial (sum, sum of squares) in the exchange slots.
+  static constexpr int64_t kPartialBytes = 4;
+  /// The epilogue warps: warps 1-3 of the producer warpgroup.
+  static constexpr int64_t kEpilogueWarps = 3;
+  static constexpr int64_t kEpilogueThreads = 32 * kEpilogueWarps;
+};
+
+/// How a norm epilogue's rows are finished; the planner's choice, recorded
+/// in #fusion.kernel_config and read back by the generator (never
+/// re-derived there).
+struct GemmEpilogueStrategy {
+  /// The tile goes, rounded to the 16-bit output type, into whole-tile
+  /// staging (tile_n / 64 buffers); the epilogue warps wait for the row's
+  /// other partials, normalize it in place and TMA-store it while the
+  /// consumers run the next tile's MMA. Without it the consumers finish the
+  /// tile in registers.
+  bool epilogueWarps = false;
+  /// A row spread over CTAs without a cluster: each tile publishes its rows'
+  /// partial statistics in global memory and its row block's counter counts
+  /// the tiles published (cluster_n = 1, tile_n < N).
+  bool globalRows = false;
+  /// With epilogue warps and a residual of the output's type: the epilogue
+  /// warps TMA-load each tile's residual into the staging buffers, and the
+  /// consumers add it from there.
+  bool stagedResidual = false;
+};
+
+/// Picks the strategy for a fused GEMM on `target` with tiles of `tileN`
+/// columns, `clusterN` CTAs per cluster and rows of `n` columns (dynamic:
+/// negative). `rowReduction`: a forward norm or grad epilogue (reduces over
+/// whole rows); `grad`: a grad epilogue; `outputBits`: the output's element
+/// width; `residualLikeOutput`: a residual of the output's element type.
+GemmEpilogueStrategy chooseGemmEpilogueStrategy(const TargetInfo &target,
+                                                bool rowReduction, bool grad,
+                                                int64_t tileN, int64_t clusterN,
+                                                int64_t n, int64_t outputBits,
+                                                bool residualLikeOutput);
+
+/// What sizes the shared memory of one fused-GEMM kernel.
+struct GemmSmemParams {
+  int64_t tileN = 0, stages = 0, clusterN = 1;
+  /// Bytes of an A/B element, of an output element, of a grad epilogue's
+  /// norm_input element (0 without one).
+  int64_t elementBytes = 2, outputElementBytes = 2, normInputElementBytes = 0;
+  /// DSMEM exchanges of a cluster epilogue per tile: 2 for LayerNorm (the
+  /// slice means, then the centered sums of squares), 1 otherwise.
+  int64_t exchangeRounds = 1;
+  GemmEpilogueStrategy strategy;
+};
+
+/// Where each buffer of a fused-GEMM kernel lives in its dynamic shared
+/// memory, in bytes from the (kSmemAlignment-aligned) base:
+///
+///   +--------------------------------------------+ 0
+///   | ring: stages x [A tile | B tile]           |  A: tile_m x 64, B: 64 x tile_n
+///   |                                            |  (128-byte swizzle, B in
+///   |                                            |   64-column boxes)
+///   +--------------------------------------------+ storeStagingOffset
+///   | output staging [tile_m x 64] (16-bit       |  (128-byte swizzle, TMA store)
+///   | outputs): 2 buffers; 1 with a cluster in   |
+///   | registers; tile_n / 64 with epilogue warps |
+///   | or global rows (the tile waits there)      |
+///   +--------------------------------------------+ rowStatsOffset
+///   | Lazy Pre-Norm row sums of squares, f32     |  tile_m x 4
+///   +--------------------------------------------+ normInputOffset
+///   | norm_input tile (grad epilogues)           |  tile_m x tile_n x e
+///   +--------------------------------------------+ clusterSlotsOffset
+///   | cluster: R rounds x 2 tile parities x      |  (the epilogue warps reuse
+///   |   [cluster_n][tile_m] f32 partials         |   round 0 for the rows'
+///   | global rows: [2][tile_m] f32 scale, shift  |   scale and shift)
+///   +--------------------------------------------+ totalBytes - kSmemAlignment
+///
+/// No region is shared with the ring, so a persistent CTA's producer
+/// refills the ring for its next tile while the epilogue of this one runs.
+/// `totalBytes` is what the kernel is launched with: the layout plus the
+/// alignment slack.
+struct GemmSmemLayout {
+  int64_t stages = 0;
+  int64_t aTileBytes = 0, bTileBytes = 0;
+  int64_t storeBuffers = 0, storeChunkBytes = 0;
+  int64_t storeStagingOffset = 0, storeStagingBytes = 0;
+  int64_t rowStatsOffset = 0, rowStatsBytes = 0;
+  int64_t normInputOffset = 0, normInputBytes = 0;
+  int64_t clusterSlotBytes = 0;
+  int64_t clusterSlotsOffset = 0, clusterSlotsBytes = 0;
+  int64_t totalBytes = 0;
+
+  int64_t stageBytes() const { return aTileBytes + bTileBytes; }
+  int64_t ringBytes() const { return stages * stageBytes(); }
+  int64_t aTileOffset(int64_t stage) const { return stage * stageBytes(); }
+  int64_t bTileOffset(int64_t stage) const {
+    return stage * stageBytes() + aTileBytes;
+  }
+};
+
+/// The layout of `params`: the one place the shared-memory formulas are
+/// written.
+GemmSmemLayout getGemmSmemLayout(const GemmSmemParams &params);
+
+} // namespace mlir::fusion
+
+#endif // FUSION_TARGET_NVPTX_GEMMKERNELLAYOUT_H

@@ -1,0 +1,135 @@
+//===- KernelBuilder.h - building device code, arch-neutral -----*- C++ -*-===//
+//
+// The small vocabulary every kernel generator of convert-fusion-to-gpu
+// speaks: index and f32 arithmetic, scf loops and conditionals, mbarrier
+// waits and arrivals, named barriers, and views of the kernel's dynamic
+// shared memory. Nothing here knows an MMA instruction or a kernel family;
+// the pieces in Common/ (TMA ring, tile scheduler, row exchange, staged
+// epilogue), the MMA engines in Mma/ and the families (Gemm/) build on it.
+//
+// A KernelBuilder is a cheap handle (a builder reference and a few Values):
+// the pieces copy it once the kernel's shared memory exists.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_LIB_CONVERSION_FUSIONTOGPU_COMMON_KERNELBUILDER_H
+#define FUSION_LIB_CONVERSION_FUSIONTOGPU_COMMON_KERNELBUILDER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::fusion {
+
+inline Attribute sharedSpace(MLIRContext *ctx) {
+  return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+}
+
+class KernelBuilder {
+public:
+  explicit KernelBuilder(ImplicitLocOpBuilder &b) : b(b), ctx(b.getContext()) {}
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value cstF32(double v) {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  }
+  Value i32(int64_t v) {
+    return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value div(Value x, int64_t y) { return arith::DivUIOp::create(b, x, idx(y)); }
+  Value rem(Value x, int64_t y) { return arith::RemUIOp::create(b, x, idx(y)); }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, x, y);
+  }
+  Value eq(Value x, int64_t y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, x, idx(y));
+  }
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
+  Value flip(Value parity) {
+    return arith::XOrIOp::create(
+        b, parity, arith::ConstantOp::create(b, b.getBoolAttr(true)));
+  }
+  /// 1 / sqrt(x). math.rsqrt lowers to libdevice's __nv_rsqrtf, which the
+  /// NVVM serializer links from the CUDA toolkit ($CUDA_HOME, or ptxas on
+  /// PATH); fusion-compile and the lit configuration point it there.
+  Value rsqrt(Value x) { return math::RsqrtOp::create(b, x); }
+
+  void ifThen(Value cond, function_ref<void()> body) {
+    scf::IfOp::create(b, cond, [&](OpBuilder &, Location) {
+      body();
+      scf::YieldOp::create(b);
+    });
+  }
+  /// scf.for whose body builder is `b` itself, positioned in the body.
+  ValueRange forLoop(Value lb, Value ub, Value step, ValueRange inits,
+                     function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto loop = scf::ForOp::create(
+        b, lb, ub, step, inits,
+        [&](OpBuilder &, Location, Value iv, ValueRange iters) {
+          scf::YieldOp::create(b, body(iv, iters));
+        });
+    return loop.getResults();
+  }
+
+  /// mbarrier `id` of `group`: wait for phase `parity`; arrive.
+  void wait(Value group, Value id, Value parity) {
+    nvgpu::MBarrierTryWaitParityOp::create(b, group, parity, idx(10000000), id);
+  }
+  void arrive(Value group, Value id) {
+    nvgpu::MBarrierArriveOp::create(b, nvgpu::MBarrierTokenType::get(ctx),
+                                    group, id);
+  }
+  /// Tile `tileCount`'s phase parity of a barrier completed once per tile.
+  Value tileParity(Value tileCount) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, rem(tileCount, 2),
+                                 idx(0));
+  }
+  /// Named barrier `id` over `threads` threads.
+  void namedBarrier(int64_t id, int64_t threads) {
+    NVVM::BarrierOp::create(b, Type(), i32(id), i32(threads),
+                            NVVM::BarrierReductionAttr(), Value());
+  }
+
+  /// Sets up the kernel's dynamic shared memory: `smem` as bytes, and the
+  /// padding that aligns its base to `alignment`. The 128-byte swizzle (TMA
+  /// destinations, MMA operands) needs 1024-byte aligned tiles, but the
+  /// dynamic shared memory base only follows the static mbarriers at 16-byte
+  /// alignment: it is padded up at run time (the launch asks for
+  /// `alignment` more bytes).
+  void initSharedMemory(int64_t alignment) {
+    smem = gpu::DynamicSharedMemoryOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                           MemRefLayoutAttrInterface{}, sharedSpace(ctx)));
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, smem);
+    Value misalign = rem(base, alignment);
+    smemPad = rem(sub(idx(alignment), misalign), alignment);
+    smemBase = add(base, smemPad);
+  }
+  /// A view of dynamic shared memory at `byteOffset` from the aligned base.
+  Value smemView(Value byteOffset, ArrayRef<int64_t> shape, Type elem) {
+    auto type = MemRefType::get(shape, elem, MemRefLayoutAttrInterface{},
+                                sharedSpace(ctx));
+    return memref::ViewOp::create(b, type, smem, add(byteOffset, smemPad),
+                                  ValueRange{});
+  }
+
+  ImplicitLocOpBuilder &b;
+  MLIRContext *ctx;
+  /// The dynamic shared memory (i8), the padding to its aligned base, and
+  /// that base's address (for DSMEM addresses).
+  Value smem, smemPad, smemBase;
+};
+
+} // namespace mlir::fusion
+
+#endif // FUSION_LIB_CONVERSION_FUSIONTOGPU_COMMON_KERNELBUILDER_H

@@ -1,0 +1,176 @@
+//===- RowExchange.cpp - a norm row's statistics across CTAs --------------===//
+//
+// The DSMEM slot exchange of a cluster and the global-memory exchange of
+// rows spread over CTAs without one; see RowExchange.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RowExchange.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+void RowExchange::send(Value partial[2], Value rowInTile, Value tileCount,
+                       int64_t round) {
+  Value buffer = add(idx(2 * round), rem(tileCount, 2));
+  Value storeLeader = isStoreLeader();
+  nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(shape.slotBytes),
+                                          buffer, storeLeader);
+  Type shared = LLVM::LLVMPointerType::get(ctx, 3);
+  Type cluster = LLVM::LLVMPointerType::get(ctx, 7);
+  ifThen(isRowLeader(), [&] {
+    Value barAddr =
+        nvgpu::MBarrierGetOp::create(b, b.getI32Type(), slotBars, buffer);
+    Value bar = LLVM::IntToPtrOp::create(b, shared, ValueRange{barAddr});
+    for (int64_t h = 0; h < 2; ++h) {
+      Value byte = add(
+          add(smemBase, idx(shape.slotsOffset)),
+          mul(add(mul(add(mul(buffer, idx(shape.clusterN)), rank), idx(shape.tileM)),
+                  add(rowInTile, idx(8 * h))),
+              idx(4)));
+      Value slotAddr = arith::IndexCastOp::create(b, b.getI64Type(), byte);
+      Value slot = LLVM::IntToPtrOp::create(b, shared, ValueRange{slotAddr});
+      Value bits = arith::BitcastOp::create(b, b.getI32Type(), partial[h]);
+      // A loop, not unrolled: the epilogue's registers hold the tile.
+      forLoop(idx(0), idx(shape.clusterN), idx(1), ValueRange{},
+              [&](Value peer, ValueRange) {
+                Value peerRank = arith::IndexCastOp::create(b, b.getI32Type(), peer);
+                Value remoteSlot = NVVM::MapaOp::create(b, cluster, slot, peerRank);
+                Value remoteBar = NVVM::MapaOp::create(b, cluster, bar, peerRank);
+                // No NVVM op or intrinsic for st.async in LLVM 22
+                // (docs/MLIR22-NOTES.md section 5.5).
+                NVVM::InlinePtxOp::create(
+                    b, TypeRange{}, ValueRange{remoteSlot, bits, remoteBar},
+                    ValueRange{},
+                    b.getStringAttr("st.async.shared::cluster.mbarrier::"
+                                    "complete_tx::bytes.u32 [$0], $1, [$2];"),
+                    Value());
+                return SmallVector<Value>{};
+              });
+    }
+  });
+}
+
+Value RowExchange::wait(Value tileCount, int64_t round) {
+  Value buffer = add(idx(2 * round), rem(tileCount, 2));
+  Value phase = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                      rem(div(tileCount, 2), 2), idx(0));
+  KernelBuilder::wait(slotBars, buffer, phase);
+  return smemView(
+      add(idx(shape.slotsOffset), mul(buffer, idx(shape.slotBytes))),
+      {shape.clusterN, shape.tileM}, b.getF32Type());
+}
+
+void RowExchange::clusterRowSums(Value partial[2], Value rowInTile,
+                                 Value tileCount, int64_t round,
+                                 Value total[2]) {
+  send(partial, rowInTile, tileCount, round);
+  Value slots = wait(tileCount, round);
+  ValueRange sums = forLoop(
+      idx(0), idx(shape.clusterN), idx(1), ValueRange{cstF32(0.0), cstF32(0.0)},
+      [&](Value peer, ValueRange acc) {
+        SmallVector<Value> next;
+        for (int64_t h = 0; h < 2; ++h)
+          next.push_back(arith::AddFOp::create(
+              b, acc[h],
+              memref::LoadOp::create(
+                  b, slots, ValueRange{peer, add(rowInTile, idx(8 * h))})));
+        return next;
+      });
+  total[0] = sums[0];
+  total[1] = sums[1];
+}
+
+void RowExchange::publishTile(Value blockRow, Value counters,
+                              function_ref<void()> barrier) {
+  LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "device");
+  barrier();
+  ifThen(isStoreLeader(), [&] {
+    memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi, i32(1), counters,
+                                ValueRange{div(blockRow, shape.tileM)});
+  });
+}
+
+void RowExchange::waitRowBlock(Value blockRow, Value counters,
+                               function_ref<Value()> isPoller,
+                               function_ref<void()> barrier) {
+  Value tilesN = arith::IndexCastOp::create(b, b.getI32Type(), numTilesN);
+  ifThen(isPoller(), [&] {
+    scf::WhileOp::create(
+        b, TypeRange{}, ValueRange{},
+        [&](OpBuilder &, Location, ValueRange) {
+          Value seen = memref::AtomicRMWOp::create(
+              b, arith::AtomicRMWKind::addi, i32(0), counters,
+              ValueRange{div(blockRow, shape.tileM)});
+          scf::ConditionOp::create(
+              b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, seen, tilesN),
+              ValueRange{});
+        },
+        [&](OpBuilder &, Location, ValueRange) { scf::YieldOp::create(b); });
+  });
+  barrier();
+  LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "device");
+}
+
+SmallVector<Value> RowExchange::chanMerge(ValueRange x, ValueRange y) {
+  auto sel = [&](Value c, Value t, Value f) -> Value {
+    return arith::SelectOp::create(b, c, t, f).getResult();
+  };
+  Value count = arith::AddFOp::create(b, x[0], y[0]);
+  Value nonEmpty =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, count, cstF32(0.0));
+  Value safe = sel(nonEmpty, count, cstF32(1.0));
+  Value delta = arith::SubFOp::create(b, y[1], x[1]);
+  Value wy = arith::DivFOp::create(b, y[0], safe);
+  Value mean = arith::AddFOp::create(b, x[1], arith::MulFOp::create(b, delta, wy));
+  Value cross = arith::MulFOp::create(b, arith::MulFOp::create(b, delta, delta),
+                                      arith::MulFOp::create(b, x[0], wy));
+  Value m2 = arith::AddFOp::create(b, arith::AddFOp::create(b, x[2], y[2]), cross);
+  return {count, sel(nonEmpty, mean, cstF32(0.0)), sel(nonEmpty, m2, cstF32(0.0))};
+}
+
+std::pair<Value, Value> RowExchange::globalRowStats(Value partials, Value row,
+                                                    Value laneOfRow,
+                                                    int64_t lanes,
+                                                    int64_t stride) {
+  Type f32 = b.getF32Type();
+  bool layerNorm = shape.layerNorm;
+  Value rowClamped = arith::MinUIOp::create(b, row, sub(m, idx(1)));
+  Value zero = cstF32(0.0);
+  ValueRange mine = forLoop(
+      laneOfRow, numTilesN, idx(lanes), ValueRange{zero, zero, zero},
+      [&](Value t, ValueRange acc) -> SmallVector<Value> {
+        Value p = vector::LoadOp::create(
+            b, VectorType::get({2}, f32), partials,
+            ValueRange{mul(add(mul(rowClamped, numTilesN), t), idx(2))},
+            /*nontemporal=*/false, llvm::MaybeAlign(8));
+        Value first = vector::ExtractOp::create(b, p, ArrayRef<int64_t>{0});
+        if (!layerNorm)
+          return {acc[0], acc[1], arith::AddFOp::create(b, acc[2], first)};
+        Value second = vector::ExtractOp::create(b, p, ArrayRef<int64_t>{1});
+        return chanMerge(acc, ValueRange{columnsInN(mul(t, idx(shape.tileN))),
+                                         first, second});
+      });
+  SmallVector<Value> total(mine.begin(), mine.end());
+  for (int64_t offset = stride; offset < stride * lanes; offset *= 2) {
+    auto shuffle = [&](Value x) -> Value {
+      return gpu::ShuffleOp::create(b, x, i32(offset), i32(32),
+                                    gpu::ShuffleMode::XOR)
+          .getShuffleResult();
+    };
+    if (layerNorm)
+      total = chanMerge(total, SmallVector<Value>{shuffle(total[0]),
+                                                  shuffle(total[1]),
+                                                  shuffle(total[2])});
+    else
+      total[2] = arith::AddFOp::create(b, total[2], shuffle(total[2]));
+  }
+  return {total[1], total[2]};
+}
+
+Value RowExchange::columnsInN(Value col) {
+  Value count = arith::MaxSIOp::create(
+      b, arith::MinSIOp::create(b, idx(shape.tileN), sub(n, col)), idx(0));
+  return arith::SIToFPOp::create(
+      b, b.getF32Type(), arith::IndexCastOp::create(b, b.getI64Type(), count));
+}

@@ -1,0 +1,338 @@
+//===- StagedEpilogue.cpp - epilogue warps over a staged tile -------------===//
+//
+// The epilogue warps' loop; see StagedEpilogue.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StagedEpilogue.h"
+
+#include "fusion/Target/NVPTX/GemmKernelLayout.h"
+
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+static constexpr int64_t kEpilogueWarps = GemmTiling::kEpilogueWarps;
+static constexpr int64_t kEpilogueThreads = GemmTiling::kEpilogueThreads;
+static constexpr int64_t kStoreChunkN = GemmTiling::kStoreChunkN;
+
+void StagedEpilogue::loadResidualTile(Value blockRow, Value blockCol) {
+  // Boxes past M or N are zero-filled and still count their bytes.
+  nvgpu::MBarrierArriveExpectTxOp::create(b, ops.residualFull,
+                                          idx(shape.storeStagingBytes), idx(0),
+                                          Value());
+  for (int64_t c = 0; c < shape.storeBuffers; ++c) {
+    Value buffer = smemView(idx(shape.storeStagingOffset + c * shape.storeChunkBytes),
+                            {shape.tileM, kStoreChunkN}, shape.residualType);
+    nvgpu::TmaAsyncLoadOp::create(
+        b, buffer, ops.residualFull, ops.tmaR,
+        ValueRange{add(blockCol, idx(c * kStoreChunkN)), blockRow}, idx(0),
+        Value(), Value());
+  }
+}
+
+/// The rows' scale and shift go through shared memory ([2][tile_m] f32: a
+/// cluster's round-0 slots of the tile's parity, each row's own two read
+/// already; global rows' own region) from the pass over the rows (phase A,
+/// the statistics) to the pass over the pieces (phase B, the
+/// normalization), in which each lane holds one 8-column piece.
+Value StagedEpilogue::rowScaleView(Value tileCount) {
+  Value offset = idx(shape.rowScalesOffset);
+  if (!shape.globalRows)
+    offset = add(offset, mul(rem(tileCount, 2), idx(shape.rowScalesStride)));
+  return smemView(offset, {2, shape.tileM}, b.getF32Type());
+}
+
+/// stagedResidual: the residual of the tile with index `tile` in the
+/// persistent order (a cluster's row block, or a tile), if there is one.
+void StagedEpilogue::loadResidualOf(Value tile) {
+  Value rowBlocks = arith::CeilDivUIOp::create(b, x.m, idx(shape.tileM));
+  if (shape.clusterN > 1) {
+    ifThen(ult(tile, rowBlocks), [&] {
+      loadResidualTile(mul(tile, idx(shape.tileM)), mul(x.rank, idx(shape.tileN)));
+    });
+    return;
+  }
+  ifThen(ult(tile, ops.numTiles), [&] {
+    loadResidualTile(
+        mul(arith::DivUIOp::create(b, tile, x.numTilesN), idx(shape.tileM)),
+        mul(arith::RemUIOp::create(b, tile, x.numTilesN), idx(shape.tileN)));
+  });
+}
+
+/// epilogueWarps: warps 1-3 of the producer warpgroup (96 threads) finish
+/// every tile of the CTA while the consumers run the next tile's MMA. Warp w
+/// takes the tile's rows r = w (mod 3) in both passes. Per tile:
+///   1. wait for the consumers' tile (tileFull) and for the other CTAs' row
+///      partials (a cluster's peers sent them: sendRowPartials; splitRow:
+///      the row block's counter, waitRowBlock);
+///   2. phase A, per row (one lane per row with a cluster; splitRow: 4
+///      lanes, each merging every fourth tile's partials from global
+///      memory, then shuffles): merge the partials (RMSNorm: the sums of
+///      squares; LayerNorm: Chan's formula over the slice means and centered
+///      sums of squares, each slice weighted by its columns inside N) into
+///      mean and rstd, write the statistics (the CTA of the first columns),
+///      and the row's scale and shift into shared memory;
+///   3. phase B: lane q holds the tile's 8-column piece q (and its norm
+///      weight and bias) and normalizes it in place in the warp's rows, two
+///      rows at a time: a warp's 16-byte accesses cover a whole row, 4
+///      swizzled 128-byte rows of the staging buffers, conflict-free;
+///   4. a barrier over the epilogue warps; the first TMA-stores the tile,
+///      waits until the stores have read the buffers and, with
+///      stagedResidual, TMA-loads the next tile's residual into them; a
+///      second barrier, and every epilogue thread arrives on tileEmpty.
+void StagedEpilogue::run() {
+  setUp();
+  if (shape.stagedResidual)
+    ifThen(isFirst, [&] { loadResidualOf(firstTile); });
+
+  scheduler.tileLoop(*this, {idx(0)}, [&](Value blockRow, Value tileBlockCol,
+                                          ValueRange iters) {
+    Value tileCount = iters[0];
+    Value blockCol =
+        shape.globalRows ? tileBlockCol : mul(x.rank, idx(shape.tileN));
+    // 1. The tile and every other CTA's partials (RMSNorm: sums of squares;
+    // LayerNorm: slice means, then centered sums of squares).
+    wait(ops.tileFull, idx(0), tileParity(tileCount));
+    Value firstSlots, secondSlots;
+    if (shape.globalRows) {
+      x.waitRowBlock(
+          blockRow, ops.counters,
+          [&] { return eq(sub(ops.tid, idx(32)), 0); },
+          [&] { namedBarrier(4, kEpilogueThreads); });
+    } else {
+      firstSlots = x.wait(tileCount, 0);
+      secondSlots = shape.layerNorm ? x.wait(tileCount, 1) : Value();
+    }
+    rowStatistics(blockRow, blockCol, tileCount, firstSlots, secondSlots);
+    normalizeTile(blockCol, tileCount);
+    storeTile(blockRow, blockCol);
+    return SmallVector<Value>{add(tileCount, idx(1))};
+  });
+}
+
+void StagedEpilogue::setUp() {
+  // Phase A: perRow lanes per row (global rows: they merge every perRow-th
+  // tile's partials; a cluster's slots need one).
+  segments = shape.tileN / kStoreChunkN;
+  perRow = shape.globalRows ? static_cast<int64_t>(llvm::PowerOf2Ceil(segments)) : 1;
+  rowsPerWarp = 32 / perRow;
+  rowsPerRound = kEpilogueThreads / perRow;
+  rounds = llvm::divideCeil(shape.tileM, rowsPerRound);
+  etid = sub(ops.tid, idx(32));
+  isFirst = eq(etid, 0);
+  lane = rem(etid, 32);
+  inRow = div(lane, rowsPerWarp);
+  // Warp w takes the rows r = w (mod 3) in both phases, so that the rows'
+  // scales pass from phase A to phase B inside the warp.
+  warp = div(etid, 32);
+  rowOfThread = add(mul(rem(lane, rowsPerWarp), idx(kEpilogueWarps)), warp);
+  nF = arith::SIToFPOp::create(b, b.getF32Type(),
+                               arith::IndexCastOp::create(b, b.getI64Type(), x.n));
+
+  // Phase B: lane `sub x lanesPerRow + q` holds the tile's 8-column piece q
+  // (of tile_n / 8) and its norm weight and bias, and takes the warp's rows
+  // 3 (sub + rowsPerStep j) + warp.
+  piecesPerRow = shape.tileN / 8;
+  lanesPerRow = static_cast<int64_t>(llvm::PowerOf2Ceil(piecesPerRow));
+  rowsPerStep = 32 / lanesPerRow;
+  pieceRowStride = kEpilogueWarps * rowsPerStep;
+  q = rem(lane, lanesPerRow);
+  pieceRow0 = add(mul(div(lane, lanesPerRow), idx(kEpilogueWarps)), warp);
+
+  firstTile = arith::DivUIOp::create(
+      b, gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(shape.clusterN));
+  tileStride = arith::DivUIOp::create(
+      b, gpu::GridDimOp::create(b, gpu::Dimension::x), idx(shape.clusterN));
+}
+
+SmallVector<Value> StagedEpilogue::clusterStats(Value r, Value firstSlots,
+                                                Value secondSlots) {
+  if (!shape.layerNorm) {
+    Value total = cstF32(0.0);
+    for (int64_t p = 0; p < shape.clusterN; ++p)
+      total = arith::AddFOp::create(
+          b, total, memref::LoadOp::create(b, firstSlots, ValueRange{idx(p), r}));
+    return {cstF32(0.0), arith::DivFOp::create(b, total, nF)};
+  }
+  SmallVector<Value> means, m2s, counts;
+  Value weighted = cstF32(0.0);
+  for (int64_t p = 0; p < shape.clusterN; ++p) {
+    means.push_back(memref::LoadOp::create(b, firstSlots, ValueRange{idx(p), r}));
+    m2s.push_back(memref::LoadOp::create(b, secondSlots, ValueRange{idx(p), r}));
+    counts.push_back(x.columnsInN(idx(p * shape.tileN)));
+    weighted = arith::AddFOp::create(
+        b, weighted, arith::MulFOp::create(b, counts[p], means[p]));
+  }
+  Value rowMean = arith::DivFOp::create(b, weighted, nF);
+  Value m2 = cstF32(0.0);
+  for (int64_t p = 0; p < shape.clusterN; ++p) {
+    Value delta = arith::SubFOp::create(b, means[p], rowMean);
+    m2 = arith::AddFOp::create(
+        b, m2,
+        arith::AddFOp::create(
+            b, m2s[p],
+            arith::MulFOp::create(b, counts[p],
+                                  arith::MulFOp::create(b, delta, delta))));
+  }
+  return {rowMean, arith::DivFOp::create(b, m2, nF)};
+}
+
+/// 2. Phase A: merge the partials into each row's statistics, scale and
+/// shift. In the last round a warp's lanes may hold rows past the tile
+/// (r >= tile_m): the warp-wide steps (the global rows' shuffles, the warp
+/// syncs) run on every lane, the rest only on rows of the tile.
+void StagedEpilogue::rowStatistics(Value blockRow, Value blockCol,
+                                   Value tileCount, Value firstSlots,
+                                   Value secondSlots) {
+  forLoop(idx(0), idx(rounds), idx(1), ValueRange{}, [&](Value round, ValueRange) {
+    Value r = add(mul(round, idx(rowsPerRound)), rowOfThread);
+    Value inTile = ult(r, idx(shape.tileM));
+    Value row = add(blockRow, r);
+    Value mean, var;
+    if (shape.globalRows) {
+      auto [rowMean, m2] = x.globalRowStats(
+          ops.partials,
+          add(blockRow, arith::MinUIOp::create(b, r, idx(shape.tileM - 1))),
+          inRow, perRow, rowsPerWarp);
+      if (shape.layerNorm)
+        mean = rowMean;
+      var = arith::DivFOp::create(b, m2, nF);
+    } else {
+      // The cluster's partials: mean (LayerNorm) and variance.
+      auto ifOp = scf::IfOp::create(
+          b, inTile,
+          [&](OpBuilder &, Location) {
+            scf::YieldOp::create(b, clusterStats(r, firstSlots, secondSlots));
+          },
+          [&](OpBuilder &, Location) {
+            scf::YieldOp::create(b, ValueRange{cstF32(0.0), cstF32(1.0)});
+          });
+      if (shape.layerNorm)
+        mean = ifOp.getResult(0);
+      var = ifOp.getResult(1);
+    }
+    Value rstd = rsqrt(arith::AddFOp::create(b, var, cstF32(shape.epsilon)));
+    // The statistics: by the CTA of the row's first columns.
+    Value firstColumns = shape.globalRows ? eq(blockCol, 0) : eq(x.rank, 0);
+    ifThen(both(both(both(firstColumns, eq(inRow, 0)), inTile), ult(row, x.m)), [&] {
+      if (ops.statMean)
+        memref::StoreOp::create(b, mean, ops.statMean, ValueRange{row});
+      if (ops.statRstd)
+        memref::StoreOp::create(b, rstd, ops.statRstd, ValueRange{row});
+    });
+    // (x - mean) rstd = x rstd + (-mean rstd).
+    Value shift = mean ? arith::NegFOp::create(b, arith::MulFOp::create(b, mean, rstd))
+                             .getResult()
+                       : Value();
+    // The row's scale and shift for phase B; with a cluster they overwrite
+    // this row's slots, once the row's lane has read them.
+    Value rowScales = rowScaleView(tileCount);
+    NVVM::SyncWarpOp::create(b, i32(-1));
+    ifThen(both(eq(inRow, 0), inTile), [&] {
+      memref::StoreOp::create(b, rstd, rowScales, ValueRange{idx(0), r});
+      memref::StoreOp::create(b, shift ? shift : cstF32(0.0), rowScales,
+                              ValueRange{idx(1), r});
+    });
+    return SmallVector<Value>{};
+  });
+}
+
+/// 3. Phase B, two rows at a time (the second past the tile for the last
+/// row of an odd count: read again from the first, not written).
+void StagedEpilogue::normalizeTile(Value blockCol, Value tileCount) {
+  Type f32 = b.getF32Type();
+  auto f32x8 = VectorType::get({8}, f32);
+  auto outx8 = VectorType::get({8}, shape.outType);
+  auto splat8 = [&](Value v) { return vector::BroadcastOp::create(b, f32x8, v); };
+  NVVM::SyncWarpOp::create(b, i32(-1));
+  Value rowScales = rowScaleView(tileCount);
+  Value weight, bias;
+  Value tile = smemView(idx(shape.storeStagingOffset),
+                        {segments, shape.tileM, kStoreChunkN}, shape.outType);
+  Value pieceSegment = div(q, 8);
+  Value pieceInSegment = rem(q, 8);
+  auto column = [&](Value r) {
+    return mul(arith::XOrIOp::create(b, pieceInSegment, rem(r, 8)), idx(8));
+  };
+  auto normalized = [&](Value r) -> Value {
+    Value v = arith::ExtFOp::create(
+        b, f32x8,
+        vector::LoadOp::create(b, outx8, tile,
+                               ValueRange{pieceSegment, r, column(r)},
+                               /*nontemporal=*/false, llvm::MaybeAlign(16))
+            .getResult());
+    Value scale = splat8(memref::LoadOp::create(b, rowScales, ValueRange{idx(0), r}));
+    Value y;
+    if (shape.layerNorm)
+      y = math::FmaOp::create(
+          b, v, scale,
+          splat8(memref::LoadOp::create(b, rowScales, ValueRange{idx(1), r})));
+    else
+      y = arith::MulFOp::create(b, v, scale);
+    if (weight && bias)
+      return math::FmaOp::create(b, y, weight, bias);
+    if (weight)
+      return arith::MulFOp::create(b, y, weight);
+    if (bias)
+      return arith::AddFOp::create(b, y, bias);
+    return y;
+  };
+  auto write = [&](Value r, Value y) {
+    vector::StoreOp::create(b, arith::TruncFOp::create(b, outx8, y), tile,
+                            ValueRange{pieceSegment, r, column(r)},
+                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+  };
+  Value pieceCol = add(blockCol, mul(q, idx(8)));
+  ifThen(both(ult(q, idx(piecesPerRow)), ult(pieceCol, x.n)), [&] {
+    // The piece's parameters: loaded here, not held across phase A.
+    auto load = [&](Value mem, Type elem) -> Value {
+      Value v = vector::LoadOp::create(
+          b, VectorType::get({8}, elem), mem, ValueRange{pieceCol},
+          /*nontemporal=*/false,
+          llvm::MaybeAlign(std::min<int64_t>(elem.getIntOrFloatBitWidth(), 16)));
+      return elem.isF32() ? v : arith::ExtFOp::create(b, f32x8, v).getResult();
+    };
+    weight = ops.weight ? load(ops.weight, shape.weightType) : Value();
+    bias = ops.bias ? load(ops.bias, shape.biasType) : Value();
+    forLoop(pieceRow0, idx(shape.tileM), idx(2 * pieceRowStride), ValueRange{},
+            [&](Value r, ValueRange) {
+              Value next = add(r, idx(pieceRowStride));
+              Value second = ult(next, idx(shape.tileM));
+              Value y0 = normalized(r);
+              Value y1 = normalized(arith::SelectOp::create(b, second, next, r));
+              write(r, y0);
+              ifThen(second, [&] { write(next, y1); });
+              return SmallVector<Value>{};
+            });
+  });
+}
+
+/// 4. Store the tile; free the staging buffers for the next one.
+void StagedEpilogue::storeTile(Value blockRow, Value blockCol) {
+  NVVM::FenceProxyOp::create(
+      b, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  namedBarrier(4, kEpilogueThreads);
+  ifThen(isFirst, [&] {
+    for (int64_t c = 0; c < segments; ++c) {
+      Value buffer = smemView(idx(shape.storeStagingOffset + c * shape.storeChunkBytes),
+                              {shape.tileM, kStoreChunkN}, shape.outType);
+      nvgpu::TmaAsyncStoreOp::create(
+          b, buffer, ops.tmaC,
+          ValueRange{add(blockCol, idx(c * kStoreChunkN)), blockRow}, Value());
+    }
+    NVVM::CpAsyncBulkCommitGroupOp::create(b);
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
+    // The buffers are free: the next tile's residual goes there now.
+    if (shape.stagedResidual) {
+      Value tile = div(blockRow, shape.tileM);
+      if (shape.clusterN == 1)
+        tile = add(mul(tile, x.numTilesN), div(blockCol, shape.tileN));
+      loadResidualOf(add(tile, tileStride));
+    }
+  });
+  namedBarrier(4, kEpilogueThreads);
+  arrive(ops.tileEmpty, idx(0));
+}

@@ -1,0 +1,553 @@
+//===- GemmEpilogue.cpp - the consumers' epilogue -------------------------===//
+//
+// The consumers' epilogue of the fused-GEMM kernel on the accumulator, read
+// only through the MMA engine's AccumulatorView: row scale, column bias,
+// residual, the norm's row partials and their exchange (DSMEM peers, or
+// global memory), the single-CTA norm, and the output through staging and
+// TMA (or from registers), or the hand-off to the epilogue warps; see
+// GemmKernel.cpp.
+//
+// Each thread works on its rows' pairs of adjacent columns, one per 8-column
+// group (AccumulatorView); the threads that share a row reduce it with the
+// view's rowReduce. Row-indexed loads are clamped to row M - 1;
+// column-indexed loads are predicated in the last column block only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmKernelEmitter.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+
+/// The epilogue of one tile. Two copies are emitted: tiles whose columns all
+/// lie inside N (every tile but the last column block, when N is not a
+/// multiple of tile_n) need no column checks, so their addresses are one
+/// base plus immediate offsets; the others (`checkColumns`) clamp loads and
+/// predicate stores per column pair.
+class TileEpilogue : public KernelBuilder {
+public:
+  TileEpilogue(GemmKernelEmitter &e, AccumulatorView &view, Value row0,
+               Value rowInTile, Value blockRow, Value blockCol, Value tileCount,
+               ArrayRef<Value> prologueSumSq, Value colBase, Value nF,
+               Value lastRow, bool checkColumns)
+      : KernelBuilder(e), e(e), s(e.s), view(view), row0(row0),
+        rowInTile(rowInTile), blockRow(blockRow), blockCol(blockCol),
+        tileCount(tileCount), prologueSumSq(prologueSumSq), colBase(colBase),
+        nF(nF), lastRow(lastRow), checkColumns(checkColumns),
+        groups(view.columnGroups()) {}
+
+  void run();
+
+private:
+  Type f32() { return b.getF32Type(); }
+  VectorType pairType() { return VectorType::get({2}, f32()); }
+  Value splat(Value x) { return vector::BroadcastOp::create(b, pairType(), x); }
+  Value sumPairs(ArrayRef<Value> vs) {
+    Value total = cstF32(0.0);
+    for (Value v : vs)
+      total = arith::AddFOp::create(
+          b, total, vector::ReductionOp::create(b, vector::CombiningKind::ADD, v));
+    return view.rowReduce(total);
+  }
+  // Recomputed at each use, so that no per-column value stays live.
+  Value colOf(int64_t j) { return add(colBase, idx(8 * j)); }
+  Value inCol(int64_t j) { return checkColumns ? ult(colOf(j), e.n) : Value(); }
+  Value loadCol(Value mem, Value row, int64_t j, Type elem);
+
+  void loadRows();
+  void slicePartials(Value localMean[2], Value localM2[2]);
+  void handOff();
+  void storeStat(Value mem, int64_t h, Value x);
+  void rowSums(ArrayRef<int64_t> hs, ArrayRef<SmallVector<Value>> perRow,
+               int64_t round, Value total[2]);
+  void rmsNorm();
+  void layerNorm(ArrayRef<int64_t> hs);
+  void clusterLayerNorm();
+  Value finalPair(int64_t h, int64_t j, Value w, Value nb);
+  std::pair<Value, Value> normParams(int64_t j);
+  void storeFromRegisters();
+  void storeThroughStaging();
+
+  GemmKernelEmitter &e;
+  const GemmKernelSpec &s;
+  AccumulatorView &view;
+  Value row0, rowInTile, blockRow, blockCol, tileCount;
+  ArrayRef<Value> prologueSumSq;
+  Value colBase, nF, lastRow;
+  bool checkColumns;
+  int64_t groups;
+  // The rows (global index, inside M, clamped to M - 1), their values as
+  // pairs per column group, their rstd, and the statistics writer.
+  Value gm[2], inRow[2], rowClamped[2];
+  SmallVector<Value> v[2];
+  Value rs[2] = {Value(), Value()};
+  Value isQuadLeader;
+};
+
+/// Column-indexed loads: unconditional in full tiles; predicated in the
+/// others (an scf.if, so the address stays base + immediate offset).
+Value TileEpilogue::loadCol(Value mem, Value row, int64_t j, Type elem) {
+  SmallVector<Value> indices;
+  if (row)
+    indices.push_back(row);
+  indices.push_back(colOf(j));
+  if (!checkColumns)
+    return e.loadPair(mem, indices, elem);
+  auto guarded = scf::IfOp::create(
+      b, inCol(j),
+      [&](OpBuilder &, Location) {
+        scf::YieldOp::create(b, e.loadPair(mem, indices, elem));
+      },
+      [&](OpBuilder &, Location) {
+        scf::YieldOp::create(
+            b, ValueRange{arith::ConstantOp::create(
+                   b, DenseElementsAttr::get(pairType(), b.getF32FloatAttr(0.0)))});
+      });
+  return guarded.getResult(0);
+}
+
+/// The rows' values: the accumulator times the row factors (the Lazy
+/// Pre-Norm rstd and row_scale), plus col_bias and the residual. Both rows
+/// advance together, so that each column-indexed load is issued once and
+/// used at once for both.
+void TileEpilogue::loadRows() {
+  Value rowScale = e.arg(GemmArg::RowScale), colBias = e.arg(GemmArg::ColBias),
+        residual = e.arg(GemmArg::Residual);
+  for (int64_t h = 0; h < 2; ++h) {
+    gm[h] = add(row0, idx(view.rowOffset(h)));
+    inRow[h] = ult(gm[h], e.m);
+    rowClamped[h] = arith::MinUIOp::create(b, gm[h], lastRow);
+    v[h].resize(groups);
+  }
+  Value factor[2] = {Value(), Value()};
+  for (int64_t h = 0; h < 2; ++h) {
+    if (s.prologue == PrologueKind::rms_norm) {
+      Value kF = arith::UIToFPOp::create(
+          b, f32(), arith::IndexCastOp::create(b, b.getI64Type(), e.k));
+      Value ms = arith::DivFOp::create(b, prologueSumSq[h], kF);
+      factor[h] = rsqrt(arith::AddFOp::create(b, ms, cstF32(s.prologueEpsilon)));
+    }
+    if (rowScale) {
+      Value sc = memref::LoadOp::create(b, rowScale, ValueRange{rowClamped[h]});
+      if (!s.rowScaleType.isF32())
+        sc = arith::ExtFOp::create(b, f32(), sc);
+      factor[h] = factor[h] ? arith::MulFOp::create(b, factor[h], sc) : sc;
+    }
+  }
+  for (int64_t j = 0; j < groups; ++j) {
+    Value cb = colBias ? loadCol(colBias, Value(), j, s.colBiasType) : Value();
+    for (int64_t h = 0; h < 2; ++h) {
+      Value x = view.pair(h, j);
+      if (factor[h])
+        x = arith::MulFOp::create(b, x, splat(factor[h]));
+      if (cb)
+        x = arith::AddFOp::create(b, x, cb);
+      if (s.stagedResidual)
+        x = arith::AddFOp::create(b, x, e.stagedResidualPair(view, rowInTile, h, j));
+      else if (residual)
+        x = arith::AddFOp::create(b, x, loadCol(residual, rowClamped[h], j, s.residualType));
+      v[h][j] = x;
+    }
+  }
+}
+
+/// LayerNorm over several CTAs: each row's slice mean and centered sum of
+/// squares over the slice's columns inside N (columns past N hold 0, not
+/// the mean: masked out of the squares).
+void TileEpilogue::slicePartials(Value localMean[2], Value localM2[2]) {
+  Value count =
+      arith::MaximumFOp::create(b, e.exchange->columnsInN(blockCol), cstF32(1.0));
+  Value zero = splat(cstF32(0.0));
+  for (int64_t h = 0; h < 2; ++h) {
+    localMean[h] = arith::DivFOp::create(b, sumPairs(v[h]), count);
+    SmallVector<Value> squares;
+    for (int64_t j = 0; j < groups; ++j) {
+      Value d = arith::SubFOp::create(b, v[h][j], splat(localMean[h]));
+      if (checkColumns)
+        d = arith::SelectOp::create(b, inCol(j), d, zero);
+      squares.push_back(arith::MulFOp::create(b, d, d));
+    }
+    localM2[h] = sumPairs(squares);
+  }
+}
+
+/// epilogueWarps: the row partials come from the f32 values (the residual
+/// added); they go to the peers (a cluster) or to global memory (global
+/// rows), and the tile to the epilogue warps.
+void TileEpilogue::handOff() {
+  SmallVector<Value> partials;
+  if (s.epilogue == EpilogueKind::rms_norm) {
+    for (int64_t h = 0; h < 2; ++h) {
+      SmallVector<Value> squares;
+      for (Value x : v[h])
+        squares.push_back(arith::MulFOp::create(b, x, x));
+      partials.push_back(sumPairs(squares));
+    }
+  } else {
+    Value mean[2], m2[2];
+    slicePartials(mean, m2);
+    partials = {mean[0], mean[1], m2[0], m2[1]};
+  }
+  if (!s.globalRows) {
+    e.handOffTile(view, {v[0], v[1]}, rowInTile, tileCount, partials);
+    return;
+  }
+  // A row through global memory: slot (row, tile column) holds the tile's
+  // (sum of squares, 0) or (mean, centered sum of squares).
+  Value tileCol = arith::DivUIOp::create(b, blockCol, idx(s.tileN));
+  for (int64_t h = 0; h < 2; ++h) {
+    Value second = partials.size() == 4 ? partials[2 + h] : cstF32(0.0);
+    ifThen(both(inRow[h], view.isRowLeader()), [&] {
+      Value slot = mul(add(mul(gm[h], e.numTilesN), tileCol), idx(2));
+      vector::StoreOp::create(
+          b, vector::FromElementsOp::create(b, pairType(),
+                                            ValueRange{partials[h], second}),
+          e.arg(GemmArg::Partials), ValueRange{slot}, /*nontemporal=*/false,
+          llvm::MaybeAlign(8));
+    });
+  }
+  e.exchange->publishTile(blockRow, e.arg(GemmArg::Counters),
+                          [&] { e.consumerBarrier(); });
+  e.handOffTile(view, {v[0], v[1]}, rowInTile, tileCount, {});
+}
+
+/// Statistics: written once per row, by the row leader of rank 0.
+void TileEpilogue::storeStat(Value mem, int64_t h, Value x) {
+  ifThen(both(inRow[h], isQuadLeader),
+         [&] { memref::StoreOp::create(b, x, mem, ValueRange{gm[h]}); });
+}
+
+/// Whole-row sums of the rows `hs`: the row's threads hold a CTA's columns;
+/// a cluster adds its peers' partials (both rows at once).
+void TileEpilogue::rowSums(ArrayRef<int64_t> hs,
+                           ArrayRef<SmallVector<Value>> perRow, int64_t round,
+                           Value total[2]) {
+  for (int64_t h : hs)
+    total[h] = sumPairs(perRow[h]);
+  if (s.clusterN > 1) {
+    Value partial[2] = {total[0], total[1]};
+    e.exchange->clusterRowSums(partial, rowInTile, tileCount, round, total);
+  }
+}
+
+void TileEpilogue::rmsNorm() {
+  // Columns past N hold 0 (TMA zero-fill; loads zeroed): no mask.
+  Value statRstd = e.arg(GemmArg::StatRstd);
+  SmallVector<Value> squares[2];
+  for (int64_t h = 0; h < 2; ++h)
+    for (Value x : v[h])
+      squares[h].push_back(arith::MulFOp::create(b, x, x));
+  Value total[2];
+  rowSums({0, 1}, squares, /*round=*/0, total);
+  for (int64_t h = 0; h < 2; ++h) {
+    rs[h] = rsqrt(arith::AddFOp::create(
+        b, arith::DivFOp::create(b, total[h], nF), cstF32(s.epsilon)));
+    if (statRstd)
+      storeStat(statRstd, h, rs[h]);
+  }
+}
+
+/// LayerNorm of the rows `hs`, two-pass (the sum, then the centered sum of
+/// squares; with a cluster, two exchanges).
+void TileEpilogue::layerNorm(ArrayRef<int64_t> hs) {
+  Value statMean = e.arg(GemmArg::StatMean), statRstd = e.arg(GemmArg::StatRstd);
+  Value sums[2], mean[2], centered[2];
+  rowSums(hs, v, /*round=*/0, sums);
+  Value zero = splat(cstF32(0.0));
+  SmallVector<Value> squares[2];
+  for (int64_t h : hs) {
+    mean[h] = arith::DivFOp::create(b, sums[h], nF);
+    for (int64_t j = 0; j < groups; ++j) {
+      v[h][j] = arith::SubFOp::create(b, v[h][j], splat(mean[h]));
+      // Columns past N hold 0, not the mean: keep them out of the variance.
+      if (checkColumns)
+        v[h][j] = arith::SelectOp::create(b, inCol(j), v[h][j], zero);
+      squares[h].push_back(arith::MulFOp::create(b, v[h][j], v[h][j]));
+    }
+  }
+  rowSums(hs, squares, /*round=*/1, centered);
+  for (int64_t h : hs) {
+    Value var = arith::DivFOp::create(b, centered[h], nF);
+    rs[h] = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
+    if (statMean)
+      storeStat(statMean, h, mean[h]);
+    if (statRstd)
+      storeStat(statRstd, h, rs[h]);
+  }
+}
+
+/// LayerNorm of both rows over a cluster in one exchange: each CTA sends its
+/// slice's mean and centered sum of squares (two rounds in flight at once),
+/// and every CTA merges the clusterN pairs with Chan's formula, weighting
+/// each by its slice's columns inside N. Two sequential exchanges (sum, then
+/// centered sum) cost a second cluster round trip.
+void TileEpilogue::clusterLayerNorm() {
+  RowExchange &x = *e.exchange;
+  Value statMean = e.arg(GemmArg::StatMean), statRstd = e.arg(GemmArg::StatRstd);
+  Value localMean[2], localM2[2];
+  slicePartials(localMean, localM2);
+  x.send(localMean, rowInTile, tileCount, /*round=*/0);
+  x.send(localM2, rowInTile, tileCount, /*round=*/1);
+  Value means = x.wait(tileCount, /*round=*/0);
+  Value m2s = x.wait(tileCount, /*round=*/1);
+  Value clusterCol = sub(blockCol, mul(e.rank, idx(s.tileN)));
+  auto peerCount = [&](Value peer) {
+    return x.columnsInN(add(clusterCol, mul(peer, idx(s.tileN))));
+  };
+  auto slot = [&](Value slots, Value peer, int64_t h) -> Value {
+    return memref::LoadOp::create(b, slots,
+                                  ValueRange{peer, add(rowInTile, idx(8 * h))});
+  };
+  ValueRange weighted = forLoop(
+      idx(0), idx(s.clusterN), idx(1), ValueRange{cstF32(0.0), cstF32(0.0)},
+      [&](Value peer, ValueRange acc) {
+        Value c = peerCount(peer);
+        SmallVector<Value> next;
+        for (int64_t h = 0; h < 2; ++h)
+          next.push_back(arith::AddFOp::create(
+              b, acc[h], arith::MulFOp::create(b, c, slot(means, peer, h))));
+        return next;
+      });
+  Value mean[2] = {arith::DivFOp::create(b, weighted[0], nF),
+                   arith::DivFOp::create(b, weighted[1], nF)};
+  ValueRange m2 = forLoop(
+      idx(0), idx(s.clusterN), idx(1), ValueRange{cstF32(0.0), cstF32(0.0)},
+      [&](Value peer, ValueRange acc) {
+        Value c = peerCount(peer);
+        SmallVector<Value> next;
+        for (int64_t h = 0; h < 2; ++h) {
+          Value delta = arith::SubFOp::create(b, slot(means, peer, h), mean[h]);
+          Value spread = arith::MulFOp::create(
+              b, c, arith::MulFOp::create(b, delta, delta));
+          next.push_back(arith::AddFOp::create(
+              b, acc[h], arith::AddFOp::create(b, slot(m2s, peer, h), spread)));
+        }
+        return next;
+      });
+  for (int64_t h = 0; h < 2; ++h) {
+    // Columns past N are clipped from the store: no mask needed here.
+    for (int64_t j = 0; j < groups; ++j)
+      v[h][j] = arith::SubFOp::create(b, v[h][j], splat(mean[h]));
+    Value var = arith::DivFOp::create(b, m2[h], nF);
+    rs[h] = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
+    if (statMean)
+      storeStat(statMean, h, mean[h]);
+    if (statRstd)
+      storeStat(statRstd, h, rs[h]);
+  }
+}
+
+Value TileEpilogue::finalPair(int64_t h, int64_t j, Value w, Value nb) {
+  auto outPair = VectorType::get({2}, s.outType);
+  Value x = v[h][j];
+  if (rs[h])
+    x = arith::MulFOp::create(b, x, splat(rs[h]));
+  if (w)
+    x = arith::MulFOp::create(b, x, w);
+  if (nb)
+    x = arith::AddFOp::create(b, x, nb);
+  return s.outType.isF32() ? x : arith::TruncFOp::create(b, outPair, x);
+}
+
+std::pair<Value, Value> TileEpilogue::normParams(int64_t j) {
+  Value weight = e.arg(GemmArg::NormWeight), bias = e.arg(GemmArg::NormBias);
+  return std::pair<Value, Value>{
+      weight ? loadCol(weight, Value(), j, s.normWeightType) : Value(),
+      bias ? loadCol(bias, Value(), j, s.normBiasType) : Value()};
+}
+
+/// f32 outputs: 2 elements at a time from registers, predicated on M and N
+/// (N is a multiple of 8, so a pair is all in range or all out).
+void TileEpilogue::storeFromRegisters() {
+  Value out = e.arg(GemmArg::Output);
+  unsigned outBytes = s.outType.getIntOrFloatBitWidth() / 8;
+  for (int64_t j = 0; j < groups; ++j) {
+    auto [w, nb] = normParams(j);
+    for (int64_t h = 0; h < 2; ++h) {
+      Value o = finalPair(h, j, w, nb);
+      Value ok = checkColumns ? both(inRow[h], inCol(j)) : inRow[h];
+      ifThen(ok, [&] {
+        vector::StoreOp::create(b, o, out, ValueRange{gm[h], colOf(j)},
+                                /*nontemporal=*/false,
+                                llvm::MaybeAlign(2 * outBytes));
+      });
+    }
+  }
+}
+
+/// TMA store, 64 columns at a time through the staging buffers. The buffer
+/// of chunk c was last read by the store of chunk c - buffers: the store
+/// leader waits until at most buffers - 1 stores are still reading, then a
+/// barrier over the consumer threads hands the buffer out. The 128-byte
+/// swizzle puts the 8 rows a warp writes at once on 8 different 16-byte
+/// chunks, so the pair stores are free of bank conflicts. TMA clips rows
+/// past M and columns past N.
+void TileEpilogue::storeThroughStaging() {
+  Value rowPhase = view.rowPhase(); // the row's index modulo 8
+  Value isStoreLeader = e.isStoreLeader();
+  int64_t chunks = s.tileN / kStoreChunkN;
+  int64_t groupsPerChunk = kStoreChunkN / 8;
+  for (int64_t c = 0; c < chunks; ++c) {
+    Value buffer =
+        rem(add(mul(tileCount, idx(chunks)), idx(c)), s.storeBuffers());
+    Value staging = smemView(
+        add(idx(s.storeStagingOffset()), mul(buffer, idx(s.storeChunkBytes()))),
+        {s.tileM, kStoreChunkN}, s.outType);
+    ifThen(isStoreLeader, [&] {
+      NVVM::CpAsyncBulkWaitGroupOp::create(b, s.storeBuffers() - 1,
+                                           b.getUnitAttr());
+    });
+    e.consumerBarrier();
+    for (int64_t g = 0; g < groupsPerChunk; ++g) {
+      int64_t j = c * groupsPerChunk + g;
+      auto [w, nb] = normParams(j);
+      Value swizzled = arith::XOrIOp::create(b, idx(g), rowPhase);
+      Value col = add(mul(swizzled, idx(8)), view.pairColumn());
+      for (int64_t h = 0; h < 2; ++h)
+        vector::StoreOp::create(b, finalPair(h, j, w, nb), staging,
+                                ValueRange{add(rowInTile, idx(8 * h)), col},
+                                /*nontemporal=*/false, llvm::MaybeAlign(4));
+    }
+    // The generic-proxy writes must be visible to the TMA (async proxy).
+    NVVM::FenceProxyOp::create(
+        b, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    e.consumerBarrier();
+    ifThen(isStoreLeader, [&] {
+      nvgpu::TmaAsyncStoreOp::create(
+          b, staging, e.tmaC,
+          ValueRange{add(blockCol, idx(c * kStoreChunkN)), blockRow}, Value());
+      NVVM::CpAsyncBulkCommitGroupOp::create(b);
+    });
+  }
+}
+
+void TileEpilogue::run() {
+  loadRows();
+  if (s.epilogueWarps) {
+    handOff();
+    return;
+  }
+  isQuadLeader = view.isRowLeader();
+  if (s.clusterN > 1)
+    isQuadLeader = both(isQuadLeader, eq(e.rank, 0));
+  if (s.epilogue == EpilogueKind::rms_norm) {
+    rmsNorm();
+  } else if (s.epilogue == EpilogueKind::layer_norm) {
+    // One CTA: one row at a time, the fewest values live at once (both
+    // together spill). A cluster exchanges both rows' partials at once.
+    if (s.clusterN > 1) {
+      clusterLayerNorm();
+    } else {
+      layerNorm({0});
+      layerNorm({1});
+    }
+  }
+  if (!s.tmaStore())
+    storeFromRegisters();
+  else
+    storeThroughStaging();
+}
+
+} // namespace
+
+void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
+                                 Value blockCol, Value tileCount,
+                                 ArrayRef<Value> prologueSumSq) {
+  Value row0 = add(blockRow, rowInTile);
+  std::unique_ptr<AccumulatorView> view = engine.view(*this, acc, tid);
+  if (exchange)
+    exchange->isRowLeader = [&] { return view->isRowLeader(/*fresh=*/true); };
+  Value colBase = add(blockCol, view->pairColumn());
+  Value nF = arith::UIToFPOp::create(
+      b, b.getF32Type(), arith::IndexCastOp::create(b, b.getI64Type(), n));
+  Value lastRow = sub(m, idx(1));
+  // The residual TMA-loaded into the staging buffers (the epilogue warps
+  // issued it once the previous tile's store had read them). tileEmpty
+  // orders every epilogue thread's accesses of the previous tile before
+  // this thread's, directly (residualFull is one thread's arrival).
+  if (s.stagedResidual) {
+    wait(tileEmpty, idx(0), flip(tileParity(tileCount)));
+    wait(residualFull, idx(0), tileParity(tileCount));
+  }
+  Value fullColumns = arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
+                                            add(blockCol, idx(s.tileN)), n);
+  auto rows = [&](bool checkColumns) {
+    TileEpilogue(*this, *view, row0, rowInTile, blockRow, blockCol, tileCount,
+                 prologueSumSq, colBase, nF, lastRow, checkColumns)
+        .run();
+    scf::YieldOp::create(b);
+  };
+  scf::IfOp::create(
+      b, fullColumns, [&](OpBuilder &, Location) { rows(false); },
+      [&](OpBuilder &, Location) { rows(true); });
+}
+
+Value GemmKernelEmitter::loadPair(Value mem, ValueRange indices, Type elem) {
+  auto pairType = VectorType::get({2}, elem);
+  auto f32Pair = VectorType::get({2}, b.getF32Type());
+  unsigned bytes = elem.getIntOrFloatBitWidth() / 8;
+  Value v = vector::LoadOp::create(b, pairType, mem, indices,
+                                   /*nontemporal=*/false,
+                                   llvm::MaybeAlign(2 * bytes));
+  if (!elem.isF32())
+    v = arith::ExtFOp::create(b, f32Pair, v);
+  return v;
+}
+
+Value GemmKernelEmitter::stagedResidualPair(AccumulatorView &view,
+                                            Value rowInTile, int64_t h,
+                                            int64_t j) {
+  int64_t groupsPerChunk = kStoreChunkN / 8;
+  Value rowPhase = view.rowPhase(); // the row's index modulo 8
+  Value swizzled = arith::XOrIOp::create(b, idx(j % groupsPerChunk), rowPhase);
+  Value col = add(mul(swizzled, idx(8)), mul(view.pairIndex(/*fresh=*/true), idx(2)));
+  Value staging = smemView(
+      idx(s.storeStagingOffset() + (j / groupsPerChunk) * s.storeChunkBytes()),
+      {s.tileM, kStoreChunkN}, s.residualType);
+  return loadPair(staging, ValueRange{add(rowInTile, idx(8 * h)), col},
+                  s.residualType);
+}
+
+/// epilogueWarps, the consumers' side of tile `tileCount`: once the epilogue
+/// warps' TMA store of the previous tile has read the staging buffers
+/// (tileEmpty), each thread writes its pairs, rounded to the output type,
+/// into them (the swizzled layout of the TMA store), and arrives on
+/// tileFull; then it goes on to the next tile's MMA.
+void GemmKernelEmitter::handOffTile(AccumulatorView &view,
+                                    ArrayRef<SmallVector<Value>> v,
+                                    Value rowInTile, Value tileCount,
+                                    ArrayRef<Value> partials) {
+  // With stagedResidual the consumers waited before reading the residual.
+  if (!s.stagedResidual)
+    wait(tileEmpty, idx(0), flip(tileParity(tileCount)));
+  // Sent only now: a peer's partials of tile t + 2 reuse this tile's slots,
+  // and they leave only after its epilogue warps finished tile t + 1, which
+  // needed this CTA's tile t + 1 partials, sent after this CTA's epilogue
+  // warps finished tile t (tileEmpty, above).
+  for (int64_t round = 0; 2 * round < static_cast<int64_t>(partials.size()); ++round) {
+    Value pair[2] = {partials[2 * round], partials[2 * round + 1]};
+    exchange->send(pair, rowInTile, tileCount, round);
+  }
+  auto outPair = VectorType::get({2}, s.outType);
+  Value rowPhase = view.rowPhase(); // the row's index modulo 8
+  Value quad = view.pairIndex(/*fresh=*/true);
+  int64_t groupsPerChunk = kStoreChunkN / 8;
+  for (int64_t c = 0; c < s.tileN / kStoreChunkN; ++c) {
+    Value staging =
+        smemView(idx(s.storeStagingOffset() + c * s.storeChunkBytes()),
+                 {s.tileM, kStoreChunkN}, s.outType);
+    for (int64_t g = 0; g < groupsPerChunk; ++g) {
+      Value swizzled = arith::XOrIOp::create(b, idx(g), rowPhase);
+      Value col = add(mul(swizzled, idx(8)), mul(quad, idx(2)));
+      for (int64_t h = 0; h < 2; ++h)
+        vector::StoreOp::create(
+            b, arith::TruncFOp::create(b, outPair, v[h][c * groupsPerChunk + g]),
+            staging, ValueRange{add(rowInTile, idx(8 * h)), col},
+            /*nontemporal=*/false, llvm::MaybeAlign(4));
+    }
+  }
+  arrive(tileFull, idx(0));
+}

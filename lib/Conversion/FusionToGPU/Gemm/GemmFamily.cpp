@@ -1,0 +1,223 @@
+//===- GemmFamily.cpp - the fused-GEMM kernel family ----------------------===//
+//
+// The fused-GEMM family of convert-fusion-to-gpu: a planned
+// fusion.fused_matmul becomes one persistent kernel (GemmKernel.cpp) and its
+// host launch: TMA descriptors encoded on the host, the global rows'
+// workspace from the stream-ordered pool, and the grid (and cluster) shape.
+// The arguments follow GemmKernelAbi, the same list the kernel is built
+// from.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../KernelFamily.h"
+#include "../Mma/MmaEngine.h"
+#include "GemmSpec.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+
+MmaShape mmaShapeOf(const GemmKernelSpec &s) {
+  return MmaShape{s.tileN, s.tileK, s.abType, s.transposeB};
+}
+
+class GemmKernelFamily : public KernelFamily {
+public:
+  StringRef name() const override { return "fused GEMM"; }
+  bool matches(Operation *op) const override { return isa<FusedMatmulOp>(op); }
+
+  LogicalResult check(Operation *op, const TargetInfo &target,
+                      std::string &whyNot) const override {
+    // The engine first: without one, nothing else about the op matters.
+    if (!createMmaEngine(target, MmaShape{}, whyNot))
+      return failure();
+    FailureOr<GemmKernelSpec> spec =
+        getGemmKernelSpec(cast<FusedMatmulOp>(op), target, whyNot);
+    return success(succeeded(spec));
+  }
+
+  void lower(HostLowering &host, Operation *op, const TargetInfo &target,
+             StringRef kernelName) const override;
+
+private:
+  /// The launch shape: a persistent grid of at most one CTA per SM, the
+  /// cluster, the dynamic shared memory.
+  struct LaunchShape {
+    Value gridX, smemBytes;
+    std::optional<gpu::KernelDim3> cluster;
+  };
+  LaunchShape launchShape(HostLowering &host, const GemmKernelSpec &spec,
+                          StringRef kernelName, Value m, Value n) const;
+};
+
+void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
+                             const TargetInfo &target,
+                             StringRef kernelName) const {
+  auto op = cast<FusedMatmulOp>(operation);
+  ImplicitLocOpBuilder &b = host.b;
+  MLIRContext *ctx = b.getContext();
+  std::string why;
+  GemmKernelSpec spec = *getGemmKernelSpec(op, target, why);
+  std::unique_ptr<MmaEngine> engine =
+      createMmaEngine(target, mmaShapeOf(spec), why);
+  gpu::GPUFuncOp kernel =
+      buildGemmKernel(b, b.getLoc(), host.kernels, kernelName, spec, *engine);
+
+  Value a = host.map.lookup(op.getLhs()), bMat = host.map.lookup(op.getRhs());
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
+  DenseMap<GemmArg, Value> args;
+  Value m = memref::DimOp::create(b, a, 0);
+  Value k = memref::DimOp::create(b, a, 1);
+  // B is [K, N], or [N, K] with transpose_rhs.
+  Value n = memref::DimOp::create(b, bMat, spec.transposeB ? 0 : 1);
+
+  // TMA descriptors, encoded on the host (mgpuTensorMapEncodeTiledMemref).
+  auto descriptor = [&](Value mem, Type mapType, ArrayRef<int64_t> box) -> Value {
+    Type elem = cast<MemRefType>(mem.getType()).getElementType();
+    Value unranked = memref::CastOp::create(b, UnrankedMemRefType::get(elem, 0), mem);
+    SmallVector<Value> boxValues;
+    for (int64_t d : box)
+      boxValues.push_back(idx(d));
+    Value map = nvgpu::TmaCreateDescriptorOp::create(b, mapType, unranked, boxValues);
+    return UnrealizedConversionCastOp::create(b, LLVM::LLVMPointerType::get(ctx), map)
+        .getResult(0);
+  };
+  args[GemmArg::TmaA] =
+      descriptor(a, getTensorMapTypeA(ctx, spec), {spec.tileM, spec.tileK});
+  // Boxes of 64 x 64: [64 K rows, 64 columns] of a row-major B, [64 rows,
+  // 64 K columns] of a transposed one.
+  args[GemmArg::TmaB] =
+      descriptor(bMat, getTensorMapTypeB(ctx, spec), {spec.tileK, 64});
+  args[GemmArg::M] = m;
+  args[GemmArg::N] = n;
+  args[GemmArg::K] = k;
+  args[GemmArg::Output] = host.dynamicMemref(op.getOutput());
+  auto optional = [&](GemmArg arg, Value v) {
+    if (v)
+      args[arg] = host.dynamicMemref(v);
+  };
+  optional(GemmArg::Residual, op.getResidual());
+  optional(GemmArg::RowScale, op.getRowScale());
+  optional(GemmArg::ColBias, op.getColBias());
+  optional(GemmArg::NormWeight, op.getNormWeight());
+  optional(GemmArg::NormBias, op.getNormBias());
+  // The statistics: (mean, rstd) of a LayerNorm, (rstd) of an RMSNorm.
+  ValueRange stats = op.getExtras();
+  if (stats.size() == 2)
+    args[GemmArg::StatMean] = host.dynamicMemref(stats[0]);
+  if (!stats.empty())
+    args[GemmArg::StatRstd] = host.dynamicMemref(stats.back());
+  SmallVector<Value> workspace;
+  if (spec.globalRows) {
+    // Row statistics through global memory: 2 f32 partials per row and
+    // column tile, and one counter per row block, zeroed before the launch
+    // and freed after it (in stream order).
+    Value tilesN = arith::CeilDivUIOp::create(b, n, idx(spec.tileN));
+    Value rowBlocks = arith::MaxUIOp::create(
+        b, arith::CeilDivUIOp::create(b, m, idx(spec.tileM)), idx(1));
+    Value partialCount = arith::MaxUIOp::create(
+        b, arith::MulIOp::create(b, arith::MulIOp::create(b, m, tilesN), idx(2)),
+        idx(1));
+    auto vector = [&](Type elem) {
+      return MemRefType::get({ShapedType::kDynamic}, elem);
+    };
+    Value partials = host.chain.alloc(vector(b.getF32Type()), partialCount);
+    Value counters = host.chain.alloc(vector(b.getI32Type()), rowBlocks);
+    host.chain.zero(counters, arith::ConstantOp::create(b, b.getI32IntegerAttr(0)));
+    args[GemmArg::Partials] = partials;
+    args[GemmArg::Counters] = counters;
+    workspace = {partials, counters};
+  }
+  if (spec.tmaStore())
+    args[GemmArg::TmaOutput] =
+        descriptor(host.map.lookup(op.getOutput()), getTensorMapTypeC(ctx, spec),
+                   {spec.tileM, kStoreChunkN});
+  // The residual goes through the staging buffers like the output.
+  if (spec.stagedResidual)
+    args[GemmArg::TmaResidual] = descriptor(host.map.lookup(op.getResidual()),
+                                            getTensorMapTypeResidual(ctx, spec),
+                                            {spec.tileM, kStoreChunkN});
+  SmallVector<Value> operands;
+  GemmKernelAbi abi(spec);
+  for (GemmArg arg : abi.args())
+    operands.push_back(args.lookup(arg));
+
+  LaunchShape shape = launchShape(host, spec, kernelName, m, n);
+  auto launchOp = gpu::LaunchFuncOp::create(
+      b, kernel, {shape.gridX, idx(1), idx(1)},
+      {idx(spec.threads()), idx(1), idx(1)}, shape.smemBytes, operands,
+      gpu::AsyncTokenType::get(ctx),
+      /*asyncDependencies=*/ValueRange{host.chain.current()}, shape.cluster);
+  host.chain.advance(launchOp.getAsyncToken());
+  for (Value buffer : workspace)
+    host.chain.free(buffer);
+}
+
+/// Persistent kernel: min(tiles, SMs) CTAs, at least one (M may be 0).
+/// With a cluster of C CTAs along N (N = C x tile_n), each cluster takes
+/// whole row blocks: min(row blocks, co-resident clusters) clusters, the
+/// count the runtime gets from the driver (fusionrtMaxActiveClusters). Not
+/// SMs / C: GPCs of 14-18 SMs hold whole clusters only, and a cluster that
+/// is not co-resident runs its whole share in a second wave (measured on the
+/// H200: 0.55-0.6 of cuBLAS with SMs / C clusters of 4-16). Rows through
+/// global memory: CTAs wait for one another's tiles, so the kernel is
+/// launched cooperatively (all of the grid resident) on at most as many CTAs
+/// as the device holds at once, which must hold a row's tiles (the runtime
+/// refuses the launch otherwise).
+GemmKernelFamily::LaunchShape
+GemmKernelFamily::launchShape(HostLowering &host, const GemmKernelSpec &spec,
+                              StringRef kernelName, Value m, Value n) const {
+  ImplicitLocOpBuilder &b = host.b;
+  MLIRContext *ctx = b.getContext();
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
+  Value rowBlocks = arith::CeilDivUIOp::create(b, m, idx(spec.tileM));
+  Type i32 = b.getI32Type();
+  auto i32Const = [&](int64_t v) {
+    return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
+  };
+  auto callIndex = [&](StringRef callee, TypeRange types, ValueRange operands) {
+    func::FuncOp f =
+        host.getRuntimeFunction(callee, b.getFunctionType(types, {i32}));
+    return arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        func::CallOp::create(b, f, operands).getResult(0));
+  };
+  LaunchShape shape;
+  shape.smemBytes = i32Const(spec.sharedMemoryBytes());
+  Value smemBytes = shape.smemBytes;
+  if (spec.clusterN > 1) {
+    Value resident = callIndex(
+        "fusionrtMaxActiveClusters",
+        {LLVM::LLVMPointerType::get(ctx), i32, i32, i32},
+        {host.getKernelName(kernelName), i32Const(spec.clusterN),
+         i32Const(spec.threads()), smemBytes});
+    Value clusters = arith::MaxUIOp::create(
+        b, arith::MinUIOp::create(b, rowBlocks, resident), idx(1));
+    shape.gridX = arith::MulIOp::create(b, clusters, idx(spec.clusterN));
+    shape.cluster = gpu::KernelDim3{idx(spec.clusterN), idx(1), idx(1)};
+    return shape;
+  }
+  Value tilesN = arith::CeilDivUIOp::create(b, n, idx(spec.tileN));
+  Value sms = spec.globalRows
+                  ? callIndex("fusionrtCooperativeGridLimit",
+                              {LLVM::LLVMPointerType::get(ctx), i32, i32, i32},
+                              {host.getKernelName(kernelName),
+                               i32Const(spec.threads()), smemBytes,
+                               arith::IndexCastOp::create(b, i32, tilesN)})
+                  : callIndex("fusionrtMultiprocessorCount", {}, {});
+  Value tiles = arith::MulIOp::create(b, tilesN, rowBlocks);
+  shape.gridX =
+      arith::MaxUIOp::create(b, arith::MinUIOp::create(b, tiles, sms), idx(1));
+  return shape;
+}
+
+} // namespace
+
+std::unique_ptr<KernelFamily> mlir::fusion::createGemmKernelFamily() {
+  return std::make_unique<GemmKernelFamily>();
+}

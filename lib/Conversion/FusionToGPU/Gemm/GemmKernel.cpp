@@ -1,0 +1,264 @@
+//===- GemmKernel.cpp - the fused-GEMM kernel: set-up and roles -----------===//
+//
+// A persistent, warp-specialized GEMM with the fused epilogue, written
+// against an MmaEngine (the MMA below is the sm_90a engine's, wgmma). The grid has
+// at most one CTA per SM; each CTA loops over output tiles (tile_m x tile_n)
+// blockIdx.x, blockIdx.x + gridDim.x, ... with 128 x (1 + consumers) threads:
+//
+//   warpgroup 0 (producer, setmaxnreg down to 40 registers; 72 with
+//   epilogue warps)
+//     thread 0        for each tile, for each K step: wait empty[s], then TMA
+//                     A [tile_m x 64] and B [64 x tile_n] into slot s,
+//                     completing full[s] (expect_tx);
+//     warps 1-3       norm epilogues over several CTAs with a 16-bit
+//                     output (epilogueWarps): for each tile, wait tileFull
+//                     and the other CTAs' row partials (DSMEM slots, or the
+//                     row block's counter in global memory), normalize the
+//                     staged tile in place, TMA-store it, arrive on
+//                     tileEmpty (stagedResidual: TMA-load the next tile's
+//                     residual into the buffers instead); without epilogue
+//                     warps, and the other threads, exit;
+//   warpgroups 1..C (consumers, setmaxnreg up)
+//                     wait full[s], issue wgmma on their 64 rows; Lazy
+//                     Pre-Norm: add the squares of their A rows from the same
+//                     slot while the MMA runs; wait until one MMA group is in
+//                     flight and arrive on empty[s - 1]; after the tile's K
+//                     loop, the epilogue on the accumulator registers, while
+//                     the producer already fills the ring with the next tile
+//                     (with epilogue warps: the row partials, then the tile
+//                     into whole-tile staging, and on to the next tile).
+//
+// A slot is refilled only after *all* its readers, the MMA and the row-sum
+// reads, are done with it: every consumer thread arrives on empty[s] only
+// after its own loads of slot s and after the wgmma reading it completed
+// (the plain-Triton failure in docs/PERF.md is exactly this race). Ring slot
+// and phase come from each role's count of K steps modulo 2 x stages, pos:
+// slot pos mod stages, parity pos >= stages.
+//
+// The dynamic shared memory is GemmSmemLayout's
+// (fusion/Target/NVPTX/GemmKernelLayout.h), the planner's own layout.
+//
+// Rows wider than 4 CTAs (16-bit outputs, cluster_n = 1, tile_n < N): the
+// consumers store each tile's row partials (2 f32 per row and tile) in
+// global memory and bump its row block's counter, then hand the tile to
+// the epilogue warps like a cluster's; those wait until the counter
+// reaches tiles_n and merge the row block's partials from global memory.
+//
+// Epilogue: each thread holds 2 rows x 2 adjacent columns per 8-column group
+// of the wgmma fragment; it applies the prologue row scale, row_scale,
+// col_bias and the residual, and reduces rows across the 4 lanes of a quad
+// for the norm. 16-bit outputs go through the staging buffers and TMA stores
+// (64 columns at a time, double-buffered, clipped to M and N by the TMA);
+// f32 outputs are stored 2 elements at a time from registers, predicated on
+// M and N (N is a multiple of 8, so a pair is all in range or all out).
+// Rows past M read row M - 1 (clamped) and are not stored.
+// TMA zero-fills out-of-range A and B.
+//
+// This file: the set-up (shared memory, mbarriers, the row exchange) and the
+// roles, and buildGemmKernel. The roles are in GemmMainLoop.cpp and
+// GemmEpilogue.cpp (the consumers), and Common/StagedEpilogue.cpp (the
+// epilogue warps); the spec and the ABI in GemmSpec.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmKernelEmitter.h"
+
+#include "../Common/StagedEpilogue.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+void GemmKernelEmitter::emit() {
+  tmaA = UnrealizedConversionCastOp::create(b, getTensorMapTypeA(ctx, s),
+                                            arg(GemmArg::TmaA))
+             .getResult(0);
+  tmaB = UnrealizedConversionCastOp::create(b, getTensorMapTypeB(ctx, s),
+                                            arg(GemmArg::TmaB))
+             .getResult(0);
+  if (s.stagedResidual)
+    tmaR = UnrealizedConversionCastOp::create(
+               b, getTensorMapTypeResidual(ctx, s), arg(GemmArg::TmaResidual))
+               .getResult(0);
+  if (s.tmaStore())
+    tmaC = UnrealizedConversionCastOp::create(b, getTensorMapTypeC(ctx, s),
+                                              arg(GemmArg::TmaOutput))
+               .getResult(0);
+  m = arg(GemmArg::M);
+  n = arg(GemmArg::N);
+  k = arg(GemmArg::K);
+  numK = arith::CeilDivUIOp::create(b, k, idx(s.tileK));
+  numTilesN = arith::CeilDivUIOp::create(b, n, idx(s.tileN));
+  numTiles = mul(arith::CeilDivUIOp::create(b, m, idx(s.tileM)), numTilesN);
+  Value threadId = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  wg = div(threadId, 128);
+  tid = rem(threadId, 128); // thread in warpgroup
+  initSharedMemory(kSmemAlignment);
+  // The CTA's place in its cluster: clusters run along x over a 1-D grid.
+  rank = rem(gpu::BlockIdOp::create(b, gpu::Dimension::x), s.clusterN);
+  scheduler = TileScheduler(s.tileM, s.tileN, s.clusterN, m, numTiles,
+                            numTilesN, rank);
+
+  // full[s]: the slot's TMA bytes landed. empty[s]: every consumer thread
+  // is done reading it (the MMA and, with Lazy Pre-Norm, the row sums).
+  ring = TmaRing(*this, s.stages);
+  Value leader = eq(threadId, 0);
+  ring.init(*this, engine.groupThreads() * s.consumers, leader);
+  setUpBarriers(leader);
+  setUpRowExchange();
+  nvgpu::TmaPrefetchOp::create(b, tmaA, leader);
+  nvgpu::TmaPrefetchOp::create(b, tmaB, leader);
+  if (tmaC)
+    nvgpu::TmaPrefetchOp::create(b, tmaC, leader);
+  if (tmaR)
+    nvgpu::TmaPrefetchOp::create(b, tmaR, leader);
+  gpu::BarrierOp::create(b);
+  if (s.clusterN > 1) {
+    // No peer may st.async into this CTA's slots before its barriers exist:
+    // make the inits visible cluster-wide, then a cluster barrier (every
+    // thread of every CTA, before any exits).
+    ifThen(leader, [&] { NVVM::FenceMbarrierInitOp::create(b); });
+    NVVM::ClusterArriveOp::create(b, b.getUnitAttr());
+    NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
+  }
+  roles();
+  gpu::ReturnOp::create(b);
+}
+
+/// The barriers besides the ring's, initialized by `leader`.
+void GemmKernelEmitter::setUpBarriers(Value leader) {
+  if (s.clusterN > 1) {
+    // Cluster epilogue: [2 round + tile parity], armed by the store leader,
+    // completed by the peers' st.async bytes.
+    Value slotBars = createBarrierGroup(*this, 2 * s.exchangeRounds());
+    for (int64_t i = 0; i < 2 * s.exchangeRounds(); ++i)
+      nvgpu::MBarrierInitOp::create(b, slotBars, idx(1), idx(i), leader);
+    exchange.emplace(*this, RowExchangeShape{});
+    exchange->slotBars = slotBars;
+  }
+  if (s.epilogueWarps) {
+    // tileFull: every consumer thread wrote its part of the tile into the
+    // staging buffers. tileEmpty: the tile's TMA store has read them.
+    tileFull = createBarrierGroup(*this, 1);
+    tileEmpty = createBarrierGroup(*this, 1);
+    nvgpu::MBarrierInitOp::create(b, tileFull, idx(128 * s.consumers), idx(0),
+                                  leader);
+    nvgpu::MBarrierInitOp::create(b, tileEmpty, idx(kEpilogueThreads), idx(0),
+                                  leader);
+  }
+  if (s.stagedResidual) {
+    // residualFull: the tile's residual landed in the staging buffers (the
+    // loading thread's arrival and the TMA bytes).
+    residualFull = createBarrierGroup(*this, 1);
+    nvgpu::MBarrierInitOp::create(b, residualFull, idx(1), idx(0), leader);
+  }
+}
+
+/// The row exchange of a norm epilogue over several CTAs (its slots follow
+/// the layout; the store leader is the consumers').
+void GemmKernelEmitter::setUpRowExchange() {
+  if (!s.normEpilogue())
+    return;
+  Value slotBars = exchange ? exchange->slotBars : Value();
+  exchange.emplace(*this, RowExchangeShape{s.tileM, s.tileN, s.clusterN,
+                                           s.clusterSlotsOffset(),
+                                           s.clusterSlotBytes(),
+                                           s.epilogue == EpilogueKind::layer_norm});
+  exchange->slotBars = slotBars;
+  exchange->rank = rank;
+  exchange->m = m;
+  exchange->n = n;
+  exchange->numTilesN = numTilesN;
+  exchange->isStoreLeader = [this] { return isStoreLeader(); };
+}
+
+/// Roles. setmaxnreg is warpgroup-wide, so it comes before the split within
+/// the producer warpgroup. No CTA-wide barrier after this point: idle
+/// producer threads exit.
+void GemmKernelEmitter::roles() {
+  RegisterBudget regs =
+      engine.registerBudget(s.threads(), s.consumers, s.epilogueWarps);
+  auto isProducerGroup = eq(wg, 0);
+  scf::IfOp::create(
+      b, isProducerGroup,
+      [&](OpBuilder &, Location) {
+        NVVM::SetMaxRegisterOp::create(
+            b, b.getI32IntegerAttr(regs.producer),
+            NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::decrease));
+        ifThen(eq(tid, 0), [&] { producer(); });
+        if (s.epilogueWarps)
+          ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::uge, tid, idx(32)),
+                 [&] { runStagedEpilogue(); });
+        scf::YieldOp::create(b);
+      },
+      [&](OpBuilder &, Location) {
+        NVVM::SetMaxRegisterOp::create(
+            b, b.getI32IntegerAttr(regs.consumer),
+            NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::increase));
+        consumer();
+        scf::YieldOp::create(b);
+      });
+}
+
+/// The epilogue warps (warps 1-3 of the producer warpgroup).
+void GemmKernelEmitter::runStagedEpilogue() {
+  StagedEpilogueShape shape;
+  shape.tileM = s.tileM;
+  shape.tileN = s.tileN;
+  shape.clusterN = s.clusterN;
+  shape.globalRows = s.globalRows;
+  shape.stagedResidual = s.stagedResidual;
+  shape.layerNorm = s.epilogue == EpilogueKind::layer_norm;
+  shape.epsilon = s.epsilon;
+  shape.outType = s.outType;
+  shape.residualType = s.residualType;
+  shape.weightType = s.normWeightType;
+  shape.biasType = s.normBiasType;
+  shape.storeStagingOffset = s.storeStagingOffset();
+  shape.storeChunkBytes = s.storeChunkBytes();
+  shape.storeBuffers = s.storeBuffers();
+  shape.storeStagingBytes = s.storeStagingBytes();
+  shape.rowScalesOffset = s.clusterSlotsOffset();
+  shape.rowScalesStride = s.clusterSlotBytes();
+  StagedEpilogueOperands ops;
+  ops.weight = arg(GemmArg::NormWeight);
+  ops.bias = arg(GemmArg::NormBias);
+  ops.statMean = arg(GemmArg::StatMean);
+  ops.statRstd = arg(GemmArg::StatRstd);
+  ops.partials = arg(GemmArg::Partials);
+  ops.counters = arg(GemmArg::Counters);
+  ops.tileFull = tileFull;
+  ops.tileEmpty = tileEmpty;
+  ops.residualFull = residualFull;
+  ops.tmaC = tmaC;
+  ops.tmaR = tmaR;
+  ops.tid = tid;
+  ops.numTiles = numTiles;
+  StagedEpilogue(*exchange, shape, ops, scheduler).run();
+}
+
+gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,
+                                             gpu::GPUModuleOp module,
+                                             StringRef name,
+                                             const GemmKernelSpec &s,
+                                             MmaEngine &engine) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(module.getBody());
+  auto func = gpu::GPUFuncOp::create(
+      builder, loc, name,
+      builder.getFunctionType(GemmKernelAbi(s).types(builder.getContext()), {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      builder.getDenseI32ArrayAttr({static_cast<int32_t>(s.threads()), 1, 1}));
+  // setmaxnreg takes effect only when ptxas knows the register count at
+  // entry: both .maxntid and .maxnreg (docs/MLIR22-NOTES.md, section 5.7).
+  RegisterBudget regs =
+      engine.registerBudget(s.threads(), s.consumers, s.epilogueWarps);
+  func->setAttr("nvvm.maxntid", builder.getDenseI32ArrayAttr(
+                                    {static_cast<int32_t>(s.threads()), 1, 1}));
+  func->setAttr("nvvm.maxnreg",
+                builder.getI32IntegerAttr(static_cast<int32_t>(regs.launch)));
+  builder.setInsertionPointToStart(&func.getBody().front());
+  ImplicitLocOpBuilder b(loc, builder);
+  GemmKernelEmitter(b, s, func, engine).emit();
+  return func;
+}

@@ -1,0 +1,102 @@
+//===- GemmKernelEmitter.h - the fused-GEMM kernel's emitter ----*- C++ -*-===//
+//
+// The emitter of the fused-GEMM kernel family (GemmKernel.cpp describes the
+// kernel). It is written against the arch-neutral pieces of Common/ (TMA
+// ring, tile scheduler, row exchange, staged epilogue) and an MmaEngine
+// (Mma/): it never names an MMA instruction, and reads the accumulator only
+// through the engine's AccumulatorView. One method per role, defined in
+// GemmKernel.cpp (set-up, roles), GemmMainLoop.cpp (producer and the
+// consumers' K loop) and GemmEpilogue.cpp (the consumers' epilogue).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_LIB_CONVERSION_FUSIONTOGPU_GEMM_GEMMKERNELEMITTER_H
+#define FUSION_LIB_CONVERSION_FUSIONTOGPU_GEMM_GEMMKERNELEMITTER_H
+
+#include "GemmSpec.h"
+
+#include "../Common/KernelBuilder.h"
+#include "../Common/RowExchange.h"
+#include "../Common/TileScheduler.h"
+#include "../Common/TmaPipeline.h"
+#include "../Mma/MmaEngine.h"
+
+#include <optional>
+
+namespace mlir::fusion {
+
+class GemmKernelEmitter : public KernelBuilder {
+public:
+  GemmKernelEmitter(ImplicitLocOpBuilder &b, const GemmKernelSpec &s,
+                    gpu::GPUFuncOp func, MmaEngine &engine)
+      : KernelBuilder(b), s(s), abi(s), func(func), engine(engine) {}
+
+  void emit();
+
+  /// The kernel argument `a`, or null when the kernel does not take it.
+  Value arg(GemmArg a) {
+    std::optional<unsigned> i = abi.position(a);
+    return i ? func.getArgument(*i) : Value();
+  }
+  Value stageOffset(Value stage) {
+    return mul(stage, idx(s.layout.stageBytes()));
+  }
+  /// Named barrier 1 over the consumer warpgroups only (the producer
+  /// warpgroup's idle threads have exited).
+  void consumerBarrier() { namedBarrier(1, 128 * s.consumers); }
+  /// Named barrier 2 + c over consumer warpgroup c.
+  void warpgroupBarrier(Value c) {
+    NVVM::BarrierOp::create(
+        b, Type(),
+        arith::AddIOp::create(b, i32(2),
+                              arith::IndexCastOp::create(b, b.getI32Type(), c)),
+        i32(128), NVVM::BarrierReductionAttr(), Value());
+  }
+  /// Named barrier 4 over the epilogue warps.
+  void epilogueBarrier() { namedBarrier(4, kEpilogueThreads); }
+  /// Whether this thread is the consumers' store leader (thread 0 of
+  /// consumer warpgroup 1).
+  Value isStoreLeader() { return both(eq(wg, 1), eq(tid, 0)); }
+
+  // GemmKernel.cpp: barriers, row exchange, roles.
+  void setUpBarriers(Value leader);
+  void setUpRowExchange();
+  void roles();
+  void runStagedEpilogue();
+
+  // GemmMainLoop.cpp.
+  void producer();
+  void prefetchResidual(Value residual, Value blockRow, Value blockCol);
+  void issueLoad(Value kTile, Value stage, Value blockRow, Value blockCol);
+  Value sumSquaresOfHalfRow(Value stage, Value c, Value acc);
+  void consumer();
+
+  // GemmEpilogue.cpp.
+  void epilogue(Value acc, Value blockRow, Value rowInTile, Value blockCol,
+                Value tileCount, ArrayRef<Value> prologueSumSq);
+  /// epilogueWarps: the consumers' side, after the MMA of a tile.
+  void handOffTile(AccumulatorView &view, ArrayRef<SmallVector<Value>> v,
+                   Value rowInTile, Value tileCount, ArrayRef<Value> partials);
+  /// stagedResidual: the residual pair of row h, 8-column group j of this
+  /// consumer thread, from the staging buffers (where its output pair
+  /// goes), as vector<2xf32>.
+  Value stagedResidualPair(AccumulatorView &view, Value rowInTile, int64_t h,
+                           int64_t j);
+  /// Two adjacent elements of `mem` at `indices` as vector<2xf32>.
+  Value loadPair(Value mem, ValueRange indices, Type elem);
+
+  const GemmKernelSpec &s;
+  GemmKernelAbi abi;
+  gpu::GPUFuncOp func;
+  MmaEngine &engine;
+  TmaRing ring;
+  TileScheduler scheduler;
+  std::optional<RowExchange> exchange;
+  Value tileFull, tileEmpty, residualFull, tmaA, tmaB, tmaC, tmaR, m, n, k, wg,
+      tid, rank;
+  Value numK, numTiles, numTilesN;
+};
+
+} // namespace mlir::fusion
+
+#endif // FUSION_LIB_CONVERSION_FUSIONTOGPU_GEMM_GEMMKERNELEMITTER_H

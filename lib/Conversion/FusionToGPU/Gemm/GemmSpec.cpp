@@ -1,0 +1,258 @@
+//===- GemmSpec.cpp - what the fused-GEMM kernel is built from ------------===//
+//
+// Reads a planned fusion.fused_matmul into a GemmKernelSpec (refusing what
+// the generator does not handle, with the reason), the TMA tensor-map types,
+// and the kernel ABI.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmSpec.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+/// What the generator handles today; the rest is refused, not miscompiled.
+static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
+                                  const TargetInfo &target, std::string &why) {
+  if (!s.abType.isBF16() && !s.abType.isF16()) {
+    why = "the A and B operands must be bf16 or f16";
+    return failure();
+  }
+  if (s.tileK != kSwizzleCols) {
+    why = "tile_k must be 64 (one 128-byte swizzle span)";
+    return failure();
+  }
+  if (s.tileM != 64 * s.consumers) {
+    why = "tile_m must be 64 rows per consumer warpgroup";
+    return failure();
+  }
+  if (s.tileN % kSwizzleCols != 0 || s.tileN > 256) {
+    why = "tile_n = " + std::to_string(s.tileN) +
+          " must be a multiple of 64 and at most 256 (B is staged in "
+          "64-column swizzled halves)";
+    return failure();
+  }
+  if (s.prologue == PrologueKind::layer_norm) {
+    why = "the LayerNorm prologue is not handled by this generator yet";
+    return failure();
+  }
+  if (op.isGradEpilogue()) {
+    why = "grad epilogues are not handled by this generator yet";
+    return failure();
+  }
+  if (s.clusterN != 1 && !s.normEpilogue()) {
+    why = "cluster_n = " + std::to_string(s.clusterN) +
+          " is for the RMSNorm/LayerNorm epilogues, but the epilogue is " +
+          stringifyEpilogueKind(s.epilogue).str();
+    return failure();
+  }
+  if (s.clusterN < 1 || s.clusterN > target.maxClusterSize) {
+    why = "cluster_n = " + std::to_string(s.clusterN) + " must be in [1, " +
+          std::to_string(target.maxClusterSize) + "] (the largest cluster " +
+          target.chip.str() + " launches)";
+    return failure();
+  }
+  int64_t staticN =
+      cast<RankedTensorType>(op.getOutput().getType()).getDimSize(1);
+  if (s.normEpilogue() && !s.globalRows && !ShapedType::isDynamic(staticN) &&
+      s.tileN * s.clusterN < staticN) {
+    why = "a norm row of N = " + std::to_string(staticN) +
+          " columns must be covered by the CTAs that share it, but tile_n x "
+          "cluster_n = " +
+          std::to_string(s.tileN * s.clusterN) +
+          " and the configuration has global_rows = false (re-run "
+          "fusion-plan-kernels)";
+    return failure();
+  }
+  if (s.globalRows && !s.tmaStore()) {
+    why = "a norm row spread over CTAs without a cluster needs a 16-bit "
+          "output (the tile waits in shared memory), but the output is f32";
+    return failure();
+  }
+  if ((s.globalRows || s.epilogueWarps) && !s.normEpilogue()) {
+    why = "global_rows and epilogue_warps are for the RMSNorm/LayerNorm "
+          "epilogues, but the epilogue is " +
+          stringifyEpilogueKind(s.epilogue).str();
+    return failure();
+  }
+  if (s.stagedResidual && s.residualType != s.outType) {
+    why = "staged_residual needs a residual of the output's element type";
+    return failure();
+  }
+  if ((s.clusterN > 1 || s.globalRows) && s.tmaStore() && !s.epilogueWarps) {
+    why = "a 16-bit norm row over several CTAs is finished by the epilogue "
+          "warps here, but the configuration has epilogue_warps = false";
+    return failure();
+  }
+  return success();
+}
+
+FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
+                                                          const TargetInfo &target,
+                                                          std::string &why) {
+  auto config = op->getAttrOfType<KernelConfigAttr>(KernelConfigAttr::getAttrName());
+  if (!config) {
+    why = "the op has no fusion.kernel configuration (run fusion-plan-kernels)";
+    return failure();
+  }
+  auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
+  GemmKernelSpec s;
+  s.tileM = config.getTileM();
+  s.tileN = config.getTileN();
+  s.tileK = config.getTileK();
+  s.stages = config.getStages();
+  s.consumers = config.getConsumers();
+  s.clusterN = config.getClusterN();
+  s.globalRows = config.getGlobalRows();
+  s.epilogueWarps = config.getEpilogueWarps();
+  s.stagedResidual = config.getStagedResidual();
+  s.abType = lhsType.getElementType();
+  s.outType = cast<RankedTensorType>(op.getOutput().getType()).getElementType();
+  s.transposeB = op.getTransposeRhs();
+  s.prologue = op.getPrologue();
+  s.epilogue = op.getEpilogue();
+  if (auto e = op.getPrologueEpsilonAttr())
+    s.prologueEpsilon = e.getValueAsDouble();
+  if (auto e = op.getEpsilonAttr())
+    s.epsilon = e.getValueAsDouble();
+  auto elemOf = [](Value v) -> Type {
+    return v ? cast<RankedTensorType>(v.getType()).getElementType() : Type();
+  };
+  s.residualType = elemOf(op.getResidual());
+  s.rowScaleType = elemOf(op.getRowScale());
+  s.colBiasType = elemOf(op.getColBias());
+  s.normWeightType = elemOf(op.getNormWeight());
+  s.normBiasType = elemOf(op.getNormBias());
+  s.numStats = op.getExtras().size();
+  if (failed(checkHandled(s, op, target, why)))
+    return failure();
+
+  GemmSmemParams params;
+  params.tileN = s.tileN;
+  params.stages = s.stages;
+  params.clusterN = s.clusterN;
+  params.elementBytes = s.abType.getIntOrFloatBitWidth() / 8;
+  params.outputElementBytes = s.outType.getIntOrFloatBitWidth() / 8;
+  params.exchangeRounds = s.exchangeRounds();
+  params.strategy = {s.epilogueWarps, s.globalRows, s.stagedResidual};
+  s.layout = getGemmSmemLayout(params);
+  if (s.sharedMemoryBytes() > config.getSmemBytes()) {
+    why = "the kernel needs " + std::to_string(s.sharedMemoryBytes()) +
+          " bytes of shared memory, more than the planned " +
+          std::to_string(config.getSmemBytes());
+    return failure();
+  }
+  return s;
+}
+
+static Type tensorMapType(MLIRContext *ctx, ArrayRef<int64_t> box, Type elem) {
+  auto tile = MemRefType::get(box, elem, MemRefLayoutAttrInterface{},
+                              IntegerAttr::get(IntegerType::get(ctx, 64), 3));
+  return nvgpu::TensorMapDescriptorType::get(
+      ctx, tile, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+      nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
+      nvgpu::TensorMapOOBKind::OOB_ZERO,
+      nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+}
+
+Type mlir::fusion::getTensorMapTypeA(MLIRContext *ctx, const GemmKernelSpec &s) {
+  return tensorMapType(ctx, {s.tileM, s.tileK}, s.abType);
+}
+Type mlir::fusion::getTensorMapTypeB(MLIRContext *ctx, const GemmKernelSpec &s) {
+  return tensorMapType(ctx, {s.tileK, kSwizzleCols}, s.abType);
+}
+Type mlir::fusion::getTensorMapTypeC(MLIRContext *ctx, const GemmKernelSpec &s) {
+  return tensorMapType(ctx, {s.tileM, kStoreChunkN}, s.outType);
+}
+Type mlir::fusion::getTensorMapTypeResidual(MLIRContext *ctx,
+                                            const GemmKernelSpec &s) {
+  return tensorMapType(ctx, {s.tileM, kStoreChunkN}, s.residualType);
+}
+
+GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
+  const GemmKernelSpec &s = spec;
+  auto take = [&](GemmArg arg, bool present) {
+    if (present)
+      order.push_back(arg);
+  };
+  take(GemmArg::TmaA, true);
+  take(GemmArg::TmaB, true);
+  take(GemmArg::M, true);
+  take(GemmArg::N, true);
+  take(GemmArg::K, true);
+  take(GemmArg::Output, true);
+  take(GemmArg::Residual, bool(s.residualType));
+  take(GemmArg::RowScale, bool(s.rowScaleType));
+  take(GemmArg::ColBias, bool(s.colBiasType));
+  take(GemmArg::NormWeight, bool(s.normWeightType));
+  take(GemmArg::NormBias, bool(s.normBiasType));
+  take(GemmArg::StatMean, s.numStats == 2);
+  take(GemmArg::StatRstd, s.numStats >= 1);
+  take(GemmArg::Partials, s.globalRows);
+  take(GemmArg::Counters, s.globalRows);
+  take(GemmArg::TmaOutput, s.tmaStore());
+  take(GemmArg::TmaResidual, s.stagedResidual);
+}
+
+std::optional<unsigned> GemmKernelAbi::position(GemmArg arg) const {
+  for (auto [i, a] : llvm::enumerate(order))
+    if (a == arg)
+      return i;
+  return std::nullopt;
+}
+
+SmallVector<Type> GemmKernelAbi::types(MLIRContext *ctx) const {
+  const GemmKernelSpec &s = spec;
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  Type f32 = Float32Type::get(ctx);
+  auto dyn2 = [&](Type e) {
+    return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, e);
+  };
+  auto dyn1 = [&](Type e) { return MemRefType::get({ShapedType::kDynamic}, e); };
+  SmallVector<Type> types;
+  for (GemmArg arg : order) {
+    switch (arg) {
+    case GemmArg::TmaA:
+    case GemmArg::TmaB:
+    case GemmArg::TmaOutput:
+    case GemmArg::TmaResidual:
+      types.push_back(ptr);
+      break;
+    case GemmArg::M:
+    case GemmArg::N:
+    case GemmArg::K:
+      types.push_back(IndexType::get(ctx));
+      break;
+    case GemmArg::Output:
+      types.push_back(dyn2(s.outType));
+      break;
+    case GemmArg::Residual:
+      types.push_back(dyn2(s.residualType));
+      break;
+    case GemmArg::RowScale:
+      types.push_back(dyn1(s.rowScaleType));
+      break;
+    case GemmArg::ColBias:
+      types.push_back(dyn1(s.colBiasType));
+      break;
+    case GemmArg::NormWeight:
+      types.push_back(dyn1(s.normWeightType));
+      break;
+    case GemmArg::NormBias:
+      types.push_back(dyn1(s.normBiasType));
+      break;
+    case GemmArg::StatMean:
+    case GemmArg::StatRstd:
+    case GemmArg::Partials:
+      types.push_back(dyn1(f32));
+      break;
+    case GemmArg::Counters:
+      types.push_back(dyn1(IntegerType::get(ctx, 32)));
+      break;
+    }
+  }
+  return types;
+}

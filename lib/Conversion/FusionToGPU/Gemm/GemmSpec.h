@@ -1,0 +1,140 @@
+//===- GemmSpec.h - what the fused-GEMM kernel is built from ----*- C++ -*-===//
+//
+// The fused-GEMM family's description of one planned fusion.fused_matmul:
+// its tiling and epilogue strategy (from #fusion.kernel_config, as the
+// planner chose them), its element types and optional operands (from the
+// op), and its shared-memory layout (getGemmSmemLayout, the planner's own
+// formulas); and its kernel ABI, the one definition of the kernel's
+// argument list that the gpu.func builder, the emitter and the host launch
+// all read.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_LIB_CONVERSION_FUSIONTOGPU_GEMM_GEMMSPEC_H
+#define FUSION_LIB_CONVERSION_FUSIONTOGPU_GEMM_GEMMSPEC_H
+
+#include "fusion/Dialect/Fusion/IR/FusionOps.h"
+#include "fusion/Target/NVPTX/GemmKernelLayout.h"
+#include "fusion/Target/NVPTX/TargetInfo.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include <optional>
+
+namespace mlir::fusion {
+
+/// Columns of one 128-byte swizzle span of 16-bit elements.
+inline constexpr int64_t kSwizzleCols = 64;
+inline constexpr int64_t kStoreChunkN = GemmTiling::kStoreChunkN;
+inline constexpr int64_t kSmemAlignment = GemmTiling::kSmemAlignment;
+inline constexpr int64_t kEpilogueThreads = GemmTiling::kEpilogueThreads;
+inline constexpr int64_t kEpilogueWarps = GemmTiling::kEpilogueWarps;
+
+/// Everything the kernel generator needs to know about one fused GEMM.
+struct GemmKernelSpec {
+  int64_t tileM, tileN, tileK, stages, consumers;
+  /// CTAs of a cluster along N: each holds N / clusterN columns of a row and
+  /// the norm's row sums are exchanged through distributed shared memory.
+  int64_t clusterN = 1;
+  /// The epilogue strategy the planner recorded (GemmEpilogueStrategy):
+  /// global rows, epilogue warps, staged residual.
+  bool globalRows = false, epilogueWarps = false, stagedResidual = false;
+  Type abType, outType;
+  bool transposeB;
+  PrologueKind prologue;
+  EpilogueKind epilogue;
+  double prologueEpsilon = 0, epsilon = 0;
+  /// Optional operands, in kernel-argument order (null when absent).
+  Type residualType, rowScaleType, colBiasType, normWeightType, normBiasType;
+  /// Number of f32 statistics written (0, 1 for rms_norm, 2 for layer_norm).
+  unsigned numStats = 0;
+  /// Where the buffers live in shared memory.
+  GemmSmemLayout layout;
+
+  /// A producer warpgroup (TMA, epilogue warps) and the consumer
+  /// warpgroups (MMA, epilogue).
+  int64_t threads() const { return 128 * (consumers + 1); }
+  int64_t aTileBytes() const { return layout.aTileBytes; }
+  int64_t bTileBytes() const { return layout.bTileBytes; }
+  /// 16-bit outputs leave by TMA store through the staging buffers; f32
+  /// outputs are stored from registers.
+  bool tmaStore() const { return outType.getIntOrFloatBitWidth() == 16; }
+  int64_t storeChunkBytes() const { return layout.storeChunkBytes; }
+  int64_t storeBuffers() const { return layout.storeBuffers; }
+  int64_t storeStagingOffset() const { return layout.storeStagingOffset; }
+  int64_t storeStagingBytes() const { return layout.storeStagingBytes; }
+  int64_t rowStatsOffset() const { return layout.rowStatsOffset; }
+  /// Cluster epilogue: exchange rounds (LayerNorm 2, RMSNorm 1).
+  int64_t exchangeRounds() const {
+    return epilogue == EpilogueKind::layer_norm ? 2 : 1;
+  }
+  int64_t clusterSlotBytes() const { return layout.clusterSlotBytes; }
+  int64_t clusterSlotsOffset() const { return layout.clusterSlotsOffset; }
+  /// Dynamic shared memory to launch with (alignment slack included).
+  int64_t sharedMemoryBytes() const { return layout.totalBytes; }
+  bool normEpilogue() const {
+    return epilogue == EpilogueKind::rms_norm ||
+           epilogue == EpilogueKind::layer_norm;
+  }
+};
+
+/// Reads the spec off a planned op for `target`; on failure returns why (a
+/// message that follows "cannot generate an <chip> kernel: ").
+FailureOr<GemmKernelSpec> getGemmKernelSpec(FusedMatmulOp op,
+                                            const TargetInfo &target,
+                                            std::string &whyNot);
+
+/// The TMA tensor-map types of A and B for `spec` (128-byte swizzle; boxes
+/// of tileK columns), of the output (16-bit outputs: boxes of [tile_m, 64])
+/// and of the residual (stagedResidual, laid out like the output's).
+Type getTensorMapTypeA(MLIRContext *ctx, const GemmKernelSpec &spec);
+Type getTensorMapTypeB(MLIRContext *ctx, const GemmKernelSpec &spec);
+Type getTensorMapTypeC(MLIRContext *ctx, const GemmKernelSpec &spec);
+Type getTensorMapTypeResidual(MLIRContext *ctx, const GemmKernelSpec &spec);
+
+/// The kernel's arguments.
+enum class GemmArg {
+  TmaA,       ///< A's tensor map (!llvm.ptr)
+  TmaB,       ///< B's tensor map (!llvm.ptr)
+  M, N, K,    ///< index
+  Output,     ///< memref<?x?xout>
+  Residual,   ///< memref<?x?xT>
+  RowScale,   ///< memref<?xT>
+  ColBias,    ///< memref<?xT>
+  NormWeight, ///< memref<?xT>
+  NormBias,   ///< memref<?xT>
+  StatMean,   ///< memref<?xf32> (layer_norm statistics)
+  StatRstd,   ///< memref<?xf32>
+  Partials,   ///< global rows: memref<?xf32>, 2 per row and column tile
+  Counters,   ///< global rows: memref<?xi32>, one per row block, zeroed
+  TmaOutput,  ///< 16-bit outputs: the output's tensor map (!llvm.ptr)
+  TmaResidual ///< stagedResidual: the residual's tensor map (!llvm.ptr)
+};
+
+/// The kernel ABI of a spec: which arguments the kernel takes, in order
+/// (the order above, the absent ones left out).
+class GemmKernelAbi {
+public:
+  explicit GemmKernelAbi(const GemmKernelSpec &spec);
+  ArrayRef<GemmArg> args() const { return order; }
+  /// The position of `arg`, or nothing when the kernel does not take it.
+  std::optional<unsigned> position(GemmArg arg) const;
+  /// The gpu.func argument types.
+  SmallVector<Type> types(MLIRContext *ctx) const;
+
+private:
+  const GemmKernelSpec &spec;
+  SmallVector<GemmArg> order;
+};
+
+/// Creates the kernel `name` in `module`: a persistent kernel, launched with
+/// at most one CTA per SM on a 1-D grid (GemmKernel.cpp describes it), whose
+/// arguments are `GemmKernelAbi(spec)`'s; `engine` the MMA engine.
+class MmaEngine;
+gpu::GPUFuncOp buildGemmKernel(OpBuilder &b, Location loc,
+                               gpu::GPUModuleOp module, StringRef name,
+                               const GemmKernelSpec &spec, MmaEngine &engine);
+
+} // namespace mlir::fusion
+
+#endif // FUSION_LIB_CONVERSION_FUSIONTOGPU_GEMM_GEMMSPEC_H

@@ -1,0 +1,83 @@
+//===- HostLowering.h - the host side of a lowered function -----*- C++ -*-===//
+//
+// What every kernel family's host launch needs from the function being
+// lowered: the builder at the launch point, the stream-ordered chain of
+// device work, the map from the function's tensors to device memrefs, the
+// gpu.module that receives the kernels, and the runtime entry points.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_LIB_CONVERSION_FUSIONTOGPU_HOSTLOWERING_H
+#define FUSION_LIB_CONVERSION_FUSIONTOGPU_HOSTLOWERING_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::fusion {
+
+/// The device work of one host function is one chain of async ops on one
+/// stream: `gpu.wait async` creates the stream, every alloc, memset, launch
+/// and dealloc takes the previous token and yields the next, and the final
+/// `gpu.wait` synchronizes and destroys the stream. Stream order keeps a
+/// buffer alive until the kernels before its dealloc are done; the runtime
+/// serves allocations on a stream from its caching pool.
+class DeviceChain {
+public:
+  explicit DeviceChain(ImplicitLocOpBuilder &b) : b(b) {
+    token = gpu::WaitOp::create(b, tokenType(), ValueRange{}).getAsyncToken();
+  }
+
+  Value alloc(MemRefType type, ValueRange dynSizes) {
+    auto op = gpu::AllocOp::create(b, type, tokenType(), ValueRange{token},
+                                   dynSizes, ValueRange{}, /*hostShared=*/false);
+    token = op.getAsyncToken();
+    return op.getMemref();
+  }
+  void zero(Value buffer, Value zero) {
+    token = gpu::MemsetOp::create(b, tokenType(), ValueRange{token}, buffer, zero)
+                .getAsyncToken();
+  }
+  void free(Value buffer) {
+    token = gpu::DeallocOp::create(b, tokenType(), ValueRange{token}, buffer)
+                .getAsyncToken();
+  }
+  /// The token a launch depends on; `after` the one it yields.
+  Value current() const { return token; }
+  void advance(Value after) { token = after; }
+  /// Waits for the whole chain (the host function returns when it is done).
+  void finish() { gpu::WaitOp::create(b, Type(), ValueRange{token}); }
+
+private:
+  Type tokenType() { return gpu::AsyncTokenType::get(b.getContext()); }
+  ImplicitLocOpBuilder &b;
+  Value token;
+};
+
+/// The host function being built, as a kernel family's launch sees it.
+class HostLowering {
+public:
+  HostLowering(ImplicitLocOpBuilder &b, DeviceChain &chain, IRMapping &map,
+               ModuleOp module, gpu::GPUModuleOp kernels)
+      : b(b), chain(chain), map(map), module(module), kernels(kernels) {}
+
+  /// A runtime entry point, declared once per module.
+  func::FuncOp getRuntimeFunction(StringRef name, FunctionType type);
+  /// The kernel's name as a NUL-terminated string global, for the runtime.
+  Value getKernelName(StringRef kernel);
+  /// The device memref of tensor `v`, with all dimensions dynamic, as the
+  /// kernels take them.
+  Value dynamicMemref(Value v);
+
+  ImplicitLocOpBuilder &b;
+  DeviceChain &chain;
+  IRMapping &map; ///< tensor value -> memref value
+  ModuleOp module;
+  gpu::GPUModuleOp kernels;
+};
+
+} // namespace mlir::fusion
+
+#endif // FUSION_LIB_CONVERSION_FUSIONTOGPU_HOSTLOWERING_H

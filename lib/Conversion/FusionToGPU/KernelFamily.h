@@ -1,0 +1,46 @@
+//===- KernelFamily.h - what a kernel family provides -----------*- C++ -*-===//
+//
+// convert-fusion-to-gpu lowers each planned op of a function to one kernel
+// of a family: the fused GEMM (Gemm/) today, attention and the backward
+// kernels beside it. A family says which ops it takes, whether it can build
+// a kernel for one on the module's target (and why not), and builds the
+// kernel (through the target's MmaEngine) and its host launch. The pass
+// dispatches on the family; it knows no kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_LIB_CONVERSION_FUSIONTOGPU_KERNELFAMILY_H
+#define FUSION_LIB_CONVERSION_FUSIONTOGPU_KERNELFAMILY_H
+
+#include "HostLowering.h"
+
+#include "fusion/Target/NVPTX/TargetInfo.h"
+
+#include <memory>
+#include <string>
+
+namespace mlir::fusion {
+
+class KernelFamily {
+public:
+  virtual ~KernelFamily() = default;
+  /// "fused GEMM", for diagnostics.
+  virtual StringRef name() const = 0;
+  /// Whether `op` is one of the family's ops.
+  virtual bool matches(Operation *op) const = 0;
+  /// Whether a kernel for `op` can be built on `target`; if not, why (a
+  /// message that follows "cannot generate an <chip> kernel: ").
+  virtual LogicalResult check(Operation *op, const TargetInfo &target,
+                              std::string &whyNot) const = 0;
+  /// Builds the kernel `kernelName` of a checked `op` in `host.kernels` and
+  /// launches it on `host.chain`, its operands and results from `host.map`.
+  virtual void lower(HostLowering &host, Operation *op,
+                     const TargetInfo &target, StringRef kernelName) const = 0;
+};
+
+/// The families, in the order the pass tries them.
+std::unique_ptr<KernelFamily> createGemmKernelFamily();
+
+} // namespace mlir::fusion
+
+#endif // FUSION_LIB_CONVERSION_FUSIONTOGPU_KERNELFAMILY_H

@@ -1,0 +1,197 @@
+//===- Sm90Wgmma.cpp - the sm_90a MMA engine: wgmma -----------------------===//
+//
+// Hopper's warpgroup MMA. A consumer group is one warpgroup (128 threads)
+// computing 64 rows of the tile with m64nNk16 wgmma (N = tile_n), the f32
+// accumulator in registers. Per K step (64) the four k16 instructions of
+// the step go out in one commit group; the main loop keeps one group in
+// flight (wgmma.wait_group 1) so that the previous step's slot can be
+// released while this one runs.
+//
+// The accumulator fragment (PTX ISA, "Matrix fragments for wgmma.mma_async
+// .m64nNk16", register D): thread (warp w, lane l) of the warpgroup holds,
+// for each 8-column group j, element 4j + 2h + e at
+//
+//     row 16 w + l / 4 + 8 h,   column 8 j + 2 (l % 4) + e,   h, e in {0, 1}
+//
+// so each thread has 2 rows x 2 adjacent columns per group, and the 4 lanes
+// of a quad together hold whole rows: a row reduction is two XOR shuffles.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MmaEngine.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+
+class WgmmaFragmentView : public AccumulatorView {
+public:
+  WgmmaFragmentView(KernelBuilder &kb, Value acc, Value tid, int64_t tileN)
+      : kb(kb), tid(tid), tileN(tileN) {
+    Type f32 = kb.b.getF32Type();
+    auto inner = LLVM::LLVMStructType::getLiteral(
+        kb.ctx, SmallVector<Type>(tileN / 2, f32));
+    auto fragType = LLVM::LLVMStructType::getLiteral(kb.ctx, {inner});
+    // The NVGPU lowering gives the accumulator exactly this struct type, so
+    // the cast folds away (reconcile-unrealized-casts).
+    frag = UnrealizedConversionCastOp::create(kb.b, fragType, acc).getResult(0);
+    quad = kb.rem(kb.rem(tid, 32), 4);
+  }
+
+  int64_t rowsPerThread() const override { return 2; }
+  int64_t rowOffset(int64_t h) const override { return 8 * h; }
+  int64_t columnGroups() const override { return tileN / 8; }
+  Value pair(int64_t h, int64_t j) override {
+    ImplicitLocOpBuilder &b = kb.b;
+    auto pairType = VectorType::get({2}, b.getF32Type());
+    Value x0 = LLVM::ExtractValueOp::create(b, frag, ArrayRef<int64_t>{0, 4 * j + 2 * h});
+    Value x1 = LLVM::ExtractValueOp::create(b, frag, ArrayRef<int64_t>{0, 4 * j + 2 * h + 1});
+    return vector::FromElementsOp::create(b, pairType, ValueRange{x0, x1});
+  }
+  Value pairIndex(bool fresh) override {
+    return fresh ? kb.rem(kb.rem(tid, 32), 4) : quad;
+  }
+  Value pairColumn() override { return kb.mul(quad, kb.idx(2)); }
+  Value rowPhase() override { return kb.div(kb.rem(tid, 32), 4); }
+  Value rowReduce(Value v) override {
+    for (int64_t offset : {1, 2}) {
+      auto shfl = gpu::ShuffleOp::create(kb.b, v, kb.i32(offset), kb.i32(32),
+                                         gpu::ShuffleMode::XOR);
+      v = arith::AddFOp::create(kb.b, v, shfl.getShuffleResult());
+    }
+    return v;
+  }
+  Value isRowLeader(bool fresh) override { return kb.eq(pairIndex(fresh), 0); }
+
+private:
+  KernelBuilder &kb;
+  Value tid, frag, quad;
+  int64_t tileN;
+};
+
+class Sm90WgmmaEngine : public MmaEngine {
+public:
+  explicit Sm90WgmmaEngine(const MmaShape &shape) : shape(shape) {}
+
+  StringRef name() const override { return "wgmma"; }
+  int64_t groupThreads() const override { return 128; }
+  int64_t groupRows() const override { return 64; }
+
+  /// The launch budget is 65536 registers per SM over the CTA's threads
+  /// (at most 248); the producer warpgroup keeps 40 (one TMA thread), or 72
+  /// when its other warps work (epilogue warps); the consumers share the
+  /// rest, at most 256 each.
+  RegisterBudget registerBudget(int64_t threads, int64_t consumers,
+                                bool producerWorks) const override {
+    RegisterBudget r;
+    r.producer = producerWorks ? 72 : 40;
+    r.launch = std::min<int64_t>(248, 65536 / threads) / 8 * 8;
+    int64_t pool = threads * r.launch - 128 * r.producer;
+    r.consumer = std::min<int64_t>(256, pool / (128 * consumers) / 8 * 8);
+    return r;
+  }
+
+  Value initAccumulator(KernelBuilder &kb) override {
+    return nvgpu::WarpgroupMmaInitAccumulatorOp::create(kb.b, accType(kb.ctx));
+  }
+
+  Value issue(KernelBuilder &kb, Value aTile, Value bTile, Value tmaA,
+              Value tmaB, Value acc) override {
+    MLIRContext *ctx = kb.ctx;
+    auto swizzled = [&](ArrayRef<int64_t> shapeOf) {
+      return nvgpu::WarpgroupMatrixDescriptorType::get(
+          ctx, MemRefType::get(shapeOf, shape.abType, MemRefLayoutAttrInterface{},
+                               IntegerAttr::get(IntegerType::get(ctx, 64), 3)));
+    };
+    // B as wgmma sees it: [K, N] row-major (N-major, `transposeB` in nvgpu
+    // terms) or, with transpose_rhs, [N, K] (K-major, like A).
+    SmallVector<int64_t> bShape =
+        shape.transposeB ? SmallVector<int64_t>{shape.tileN, shape.tileK}
+                         : SmallVector<int64_t>{shape.tileK, shape.tileN};
+    Value dA = nvgpu::WarpgroupGenerateDescriptorOp::create(
+        kb.b, swizzled({64, shape.tileK}), aTile, tmaA);
+    Value dB = nvgpu::WarpgroupGenerateDescriptorOp::create(kb.b, swizzled(bShape),
+                                                            bTile, tmaB);
+    if (shape.transposeB)
+      return kMajorMma(kb, dA, dB, acc);
+    return nvgpu::WarpgroupMmaOp::create(kb.b, accType(ctx), dA, dB,
+                                         IntegerAttr(), UnitAttr(),
+                                         kb.b.getUnitAttr(), acc);
+  }
+
+  void waitPending(KernelBuilder &kb, int64_t pending) override {
+    NVVM::WgmmaWaitGroupSyncOp::create(kb.b, pending);
+  }
+
+  /// 16 rows per warp, lane / 4 and 8 below it.
+  Value firstRow(KernelBuilder &kb, Value group, Value tid) override {
+    return kb.add(kb.add(kb.mul(group, kb.idx(64)),
+                         kb.mul(kb.div(tid, 32), kb.idx(16))),
+                  kb.div(kb.rem(tid, 32), 4));
+  }
+
+  std::unique_ptr<AccumulatorView> view(KernelBuilder &kb, Value acc,
+                                        Value tid) override {
+    return std::make_unique<WgmmaFragmentView>(kb, acc, tid, shape.tileN);
+  }
+
+private:
+  Type accType(MLIRContext *ctx) const {
+    return nvgpu::WarpgroupAccumulatorType::get(
+        ctx, VectorType::get({64, shape.tileN}, Float32Type::get(ctx)));
+  }
+  Value kMajorMma(KernelBuilder &kb, Value descA, Value descB, Value acc);
+
+  MmaShape shape;
+};
+
+/// One K step (64) of a K-major B (transpose_rhs): the four m64nNk16 wgmma of
+/// the step as NVVM ops, in one commit group like nvgpu.warpgroup.mma. The
+/// nvgpu lowering steps B's descriptor by K rows of an N-major tile only; a
+/// K-major operand steps by 16 elements (32 bytes: 2 in the descriptor's
+/// 16-byte units) inside its 128-byte swizzled rows, for A and B alike.
+Value Sm90WgmmaEngine::kMajorMma(KernelBuilder &kb, Value descA, Value descB,
+                                 Value acc) {
+  ImplicitLocOpBuilder &b = kb.b;
+  MLIRContext *ctx = kb.ctx;
+  Type i64 = b.getI64Type();
+  auto frag = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(shape.tileN / 2, b.getF32Type()));
+  auto packed = LLVM::LLVMStructType::getLiteral(ctx, {frag});
+  auto cast = [&](Type to, Value v) {
+    return UnrealizedConversionCastOp::create(b, to, v).getResult(0);
+  };
+  Value a0 = cast(i64, descA), b0 = cast(i64, descB);
+  Value d = LLVM::ExtractValueOp::create(b, cast(packed, acc), ArrayRef<int64_t>{0});
+  auto wgmmaType = [&](Type t) {
+    return NVVM::WGMMATypesAttr::get(
+        ctx, t.isF16() ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16);
+  };
+  auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
+  NVVM::WgmmaFenceAlignedOp::create(b);
+  for (int64_t k = 0; k < shape.tileK / 16; ++k) {
+    Value step = LLVM::ConstantOp::create(b, i64, b.getI64IntegerAttr(2 * k));
+    Value dA = k ? LLVM::AddOp::create(b, a0, step).getResult() : a0;
+    Value dB = k ? LLVM::AddOp::create(b, b0, step).getResult() : b0;
+    d = NVVM::WgmmaMmaAsyncOp::create(
+        b, frag, d, dA, dB, NVVM::MMAShapeAttr::get(ctx, 64, shape.tileN, 16),
+        wgmmaType(shape.abType), wgmmaType(shape.abType),
+        NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+        NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), one, one,
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
+        NVVM::MMAIntOverflowAttr());
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b);
+  Value result = LLVM::InsertValueOp::create(
+      b, LLVM::PoisonOp::create(b, packed), d, ArrayRef<int64_t>{0});
+  return cast(accType(ctx), result);
+}
+
+} // namespace
+
+std::unique_ptr<MmaEngine>
+mlir::fusion::createSm90WgmmaEngine(const MmaShape &shape) {
+  return std::make_unique<Sm90WgmmaEngine>(shape);
+}

@@ -1,0 +1,44 @@
+// RUN: fusion-opt %s -split-input-file -verify-diagnostics
+
+// A kernel configuration with a tile dimension of 0.
+func.func @zero_tile(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{expected tile_n > 0, but got 0}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 0, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+
+// -----
+
+// A negative shared-memory size.
+func.func @negative_smem(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{expected smem_bytes >= 0, but got -1}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = -1>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+
+// -----
+
+// Rows through global memory and a cluster at once.
+func.func @global_rows_cluster(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<256x512xbf16> {
+  // expected-error @below {{expected cluster_n = 1 with global_rows (a row exchanges its statistics through DSMEM or global memory, not both), but got cluster_n = 2}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 2, consumers = 2, smem_bytes = 200000, epilogue_warps = true, global_rows = true>} : tensor<256x512xbf16>, tensor<512x512xbf16> -> tensor<256x512xbf16>
+  return %c : tensor<256x512xbf16>
+}
+
+// -----
+
+// A staged residual without the epilogue warps that load it.
+func.func @staged_without_warps(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<256x512xbf16> {
+  // expected-error @below {{expected epilogue_warps with staged_residual (the epilogue warps load the residual), but got epilogue_warps = false}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 2, consumers = 2, smem_bytes = 200000, staged_residual = true>} : tensor<256x512xbf16>, tensor<512x512xbf16> -> tensor<256x512xbf16>
+  return %c : tensor<256x512xbf16>
+}
+
+// -----
+
+// Epilogue warps for a row that one CTA holds.
+func.func @warps_one_cta(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{expected cluster_n > 1 or global_rows with epilogue_warps (they finish rows spread over several CTAs), but got cluster_n = 1}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912, epilogue_warps = true>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
