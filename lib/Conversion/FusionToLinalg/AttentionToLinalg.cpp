@@ -33,48 +33,39 @@ using namespace mlir::fusion;
 //===----------------------------------------------------------------------===//
 
 namespace {
-Value cst(OpBuilder &b, Location l, double v) {
-  return arith::ConstantOp::create(b, l, b.getF32FloatAttr(v));
-}
-Value mul(OpBuilder &b, Location l, Value x, Value y) {
-  return arith::MulFOp::create(b, l, x, y);
-}
-Value add(OpBuilder &b, Location l, Value x, Value y) {
-  return arith::AddFOp::create(b, l, x, y);
-}
-Value sub(OpBuilder &b, Location l, Value x, Value y) {
-  return arith::SubFOp::create(b, l, x, y);
-}
-
 constexpr double kGeluTanhCoeff = 0.044715;
 
 /// sigmoid(x) = 1 / (1 + exp(-x)).
 Value sigmoid(OpBuilder &b, Location l, Value x) {
   Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
-  return arith::DivFOp::create(b, l, cst(b, l, 1.0), add(b, l, cst(b, l, 1.0), e));
+  return arith::DivFOp::create(b, l, f32Constant(b, l, 1.0),
+                               add(b, l, f32Constant(b, l, 1.0), e));
 }
 
 /// tanh(sqrt(2/pi) (x + 0.044715 x^3)).
 Value geluTanhInner(OpBuilder &b, Location l, Value x) {
   Value x3 = mul(b, l, mul(b, l, x, x), x);
-  Value u = add(b, l, x, mul(b, l, cst(b, l, kGeluTanhCoeff), x3));
-  return math::TanhOp::create(b, l, mul(b, l, cst(b, l, std::sqrt(2.0 / M_PI)), u));
+  Value u = add(b, l, x, mul(b, l, f32Constant(b, l, kGeluTanhCoeff), x3));
+  return math::TanhOp::create(
+      b, l, mul(b, l, f32Constant(b, l, std::sqrt(2.0 / M_PI)), u));
 }
 
 /// act(x), see the Activation attribute's table.
 Value applyActivation(OpBuilder &b, Location l, Activation act, Value x) {
-  Value half = cst(b, l, 0.5), one = cst(b, l, 1.0);
+  Value half = f32Constant(b, l, 0.5), one = f32Constant(b, l, 1.0);
   switch (act) {
   case Activation::identity:
     return x;
   case Activation::relu:
-    return arith::MaximumFOp::create(b, l, x, cst(b, l, 0.0));
+    return arith::MaximumFOp::create(b, l, x, f32Constant(b, l, 0.0));
   case Activation::gelu: {
-    Value e = math::ErfOp::create(b, l, mul(b, l, x, cst(b, l, M_SQRT1_2)));
+    Value e =
+        math::ErfOp::create(b, l, mul(b, l, x, f32Constant(b, l, M_SQRT1_2)));
     return mul(b, l, mul(b, l, half, x), add(b, l, one, e));
   }
   case Activation::gelu_tanh:
-    return mul(b, l, mul(b, l, half, x), add(b, l, one, geluTanhInner(b, l, x)));
+    return mul(b, l, mul(b, l, half, x),
+               add(b, l, one, geluTanhInner(b, l, x)));
   case Activation::silu:
     return mul(b, l, x, sigmoid(b, l, x));
   }
@@ -83,7 +74,8 @@ Value applyActivation(OpBuilder &b, Location l, Activation act, Value x) {
 
 /// d act(x) / dx.
 Value applyActivationGrad(OpBuilder &b, Location l, Activation act, Value x) {
-  Value half = cst(b, l, 0.5), one = cst(b, l, 1.0), zero = cst(b, l, 0.0);
+  Value half = f32Constant(b, l, 0.5), one = f32Constant(b, l, 1.0),
+        zero = f32Constant(b, l, 0.0);
   switch (act) {
   case Activation::identity:
     return one;
@@ -93,11 +85,12 @@ Value applyActivationGrad(OpBuilder &b, Location l, Activation act, Value x) {
   }
   case Activation::gelu: {
     // 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi)
-    Value e = math::ErfOp::create(b, l, mul(b, l, x, cst(b, l, M_SQRT1_2)));
+    Value e =
+        math::ErfOp::create(b, l, mul(b, l, x, f32Constant(b, l, M_SQRT1_2)));
     Value cdf = mul(b, l, half, add(b, l, one, e));
     Value g = math::ExpOp::create(
-        b, l, mul(b, l, cst(b, l, -0.5), mul(b, l, x, x)));
-    Value pdf = mul(b, l, g, cst(b, l, 1.0 / std::sqrt(2.0 * M_PI)));
+        b, l, mul(b, l, f32Constant(b, l, -0.5), mul(b, l, x, x)));
+    Value pdf = mul(b, l, g, f32Constant(b, l, 1.0 / std::sqrt(2.0 * M_PI)));
     return add(b, l, cdf, mul(b, l, x, pdf));
   }
   case Activation::gelu_tanh: {
@@ -105,9 +98,10 @@ Value applyActivationGrad(OpBuilder &b, Location l, Activation act, Value x) {
     Value t = geluTanhInner(b, l, x);
     Value first = mul(b, l, half, add(b, l, one, t));
     Value dt = sub(b, l, one, mul(b, l, t, t));
-    Value du = mul(b, l, cst(b, l, std::sqrt(2.0 / M_PI)),
-                   add(b, l, one, mul(b, l, cst(b, l, 3 * kGeluTanhCoeff),
-                                      mul(b, l, x, x))));
+    Value du = mul(
+        b, l, f32Constant(b, l, std::sqrt(2.0 / M_PI)),
+        add(b, l, one,
+            mul(b, l, f32Constant(b, l, 3 * kGeluTanhCoeff), mul(b, l, x, x))));
     return add(b, l, first, mul(b, l, mul(b, l, half, x), mul(b, l, dt, du)));
   }
   case Activation::silu: {
@@ -384,10 +378,6 @@ AttentionGrads mlir::fusion::buildAttentionGrad(TensorMath &m, Value dout,
 //===----------------------------------------------------------------------===//
 
 namespace {
-Type elementTypeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getElementType();
-}
-
 /// fusion.gdpa -> per-batch scores, activation, values.
 struct GDPALowering : OpRewritePattern<GDPAOp> {
   using OpRewritePattern::OpRewritePattern;

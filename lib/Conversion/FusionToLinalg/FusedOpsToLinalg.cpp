@@ -15,8 +15,6 @@
 #include "fusion/Conversion/FusionToLinalg/FusionToLinalg.h"
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -24,36 +22,6 @@ using namespace mlir;
 using namespace mlir::fusion;
 
 namespace {
-Type elementTypeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getElementType();
-}
-Value mul(OpBuilder &b, Location l, Value x, Value y) {
-  return arith::MulFOp::create(b, l, x, y);
-}
-Value add(OpBuilder &b, Location l, Value x, Value y) {
-  return arith::AddFOp::create(b, l, x, y);
-}
-Value sub(OpBuilder &b, Location l, Value x, Value y) {
-  return arith::SubFOp::create(b, l, x, y);
-}
-
-/// x + y (y broadcast as `bcast`), rounded to `elem`.
-Value addTensors(TensorMath &m, Value x, Value y, Type elem,
-                 Bcast bcast = Bcast::Full) {
-  return m.map({{x}, {y, bcast}}, elem,
-               [](OpBuilder &b, Location l, ValueRange a) {
-                 return add(b, l, a[0], a[1]);
-               });
-}
-
-/// x * y (y broadcast as `bcast`), f32.
-Value mulTensors(TensorMath &m, Value x, Value y, Bcast bcast) {
-  return m.map({{x}, {y, bcast}}, m.builder().getF32Type(),
-               [](OpBuilder &b, Location l, ValueRange a) {
-                 return mul(b, l, a[0], a[1]);
-               });
-}
-
 //===----------------------------------------------------------------------===//
 // fused_matmul
 //===----------------------------------------------------------------------===//
@@ -72,7 +40,7 @@ Value buildFusedAccumulator(TensorMath &m, FusedMatmulOp op) {
     // Lazy Pre-Norm: rms_norm(A) @ B = diag(rstd) (A @ B).
     RMSNormResult stats = buildRMSNorm(
         m, a, /*weight=*/{}, op.getPrologueEpsilon()->convertToDouble(), f32);
-    acc = mulTensors(m, acc, stats.rstd, Bcast::Row);
+    acc = m.mulTensors(acc, stats.rstd, Bcast::Row);
     break;
   }
   case PrologueKind::layer_norm: {
@@ -92,9 +60,9 @@ Value buildFusedAccumulator(TensorMath &m, FusedMatmulOp op) {
   }
   }
   if (op.getEpilogue() == EpilogueKind::row_scale)
-    acc = mulTensors(m, acc, op.getRowScale(), Bcast::Row);
+    acc = m.mulTensors(acc, op.getRowScale(), Bcast::Row);
   if (op.getColBias())
-    acc = addTensors(m, acc, op.getColBias(), f32, Bcast::Col);
+    acc = m.addTensors(acc, op.getColBias(), f32, Bcast::Col);
   return acc;
 }
 
@@ -122,7 +90,7 @@ struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
               : buildLayerNormGrad(m, acc, op.getNormInput(), op.getMean(),
                                    op.getRstd(), op.getNormWeight(),
                                    op.getWithBiasGrad(), dxElem);
-      Value dx = residual ? addTensors(m, g.inputGrad, residual, outElem)
+      Value dx = residual ? m.addTensors(g.inputGrad, residual, outElem)
                           : g.inputGrad;
       results.push_back(dx);
       if (g.weightGrad)
@@ -138,7 +106,7 @@ struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
                 op.getEpilogue() == EpilogueKind::layer_norm;
     Value t = acc;
     if (residual)
-      t = addTensors(m, acc, residual, norm ? f32 : outElem);
+      t = m.addTensors(acc, residual, norm ? f32 : outElem);
     else if (!norm)
       t = m.convert(acc, outElem);
     if (op.getEpilogue() == EpilogueKind::rms_norm) {
@@ -191,26 +159,6 @@ Value unflattenHeads(TensorMath &m, Value flat, Value like) {
                                        headsReassociation(like), m.sizes(like));
 }
 
-/// ln_q in f32, from q and the LayerNorm statistics (recomputed backward).
-Value normalizeWithStats(TensorMath &m, Value qFlat, Value mean, Value rstd,
-                         Value weight, Value bias) {
-  SmallVector<Operand> ins = {{qFlat}, {mean, Bcast::Row}, {rstd, Bcast::Row}};
-  if (weight)
-    ins.push_back({weight, Bcast::Col});
-  if (bias)
-    ins.push_back({bias, Bcast::Col});
-  return m.map(ins, m.builder().getF32Type(),
-               [&](OpBuilder &b, Location l, ValueRange a) {
-                 Value r = mul(b, l, sub(b, l, a[0], a[1]), a[2]);
-                 unsigned next = 3;
-                 if (weight)
-                   r = mul(b, l, r, a[next++]);
-                 if (bias)
-                   r = add(b, l, r, a[next++]);
-                 return r;
-               });
-}
-
 /// fusion.norm_attention -> layer_norm, gdpa, residual, rms_norm, residual,
 /// all in f32.
 struct NormAttentionLowering : OpRewritePattern<NormAttentionOp> {
@@ -227,12 +175,12 @@ struct NormAttentionLowering : OpRewritePattern<NormAttentionOp> {
     AttentionParams p{op.getActivation(), op.getScale().convertToDouble(),
                       op.getOffsets()};
     Value attn = buildAttention(m, lnq, op.getKey(), op.getValue(), p, f32);
-    Value h = addTensors(m, attn, lnq, f32);
+    Value h = m.addTensors(attn, lnq, f32);
     RMSNormResult rms =
         buildRMSNorm(m, flattenHeads(m, h), op.getRmsWeight(),
                      op.getRmsEpsilon().convertToDouble(), f32);
-    Value out = addTensors(m, unflattenHeads(m, rms.output, q), q,
-                           elementTypeOf(op.getOutput()));
+    Value out = m.addTensors(unflattenHeads(m, rms.output, q), q,
+                             elementTypeOf(op.getOutput()));
     rewriter.replaceOp(op, {out, ln.mean, ln.rstd, rms.rstd});
     return success();
   }
@@ -248,15 +196,16 @@ struct NormAttentionGradLowering : OpRewritePattern<NormAttentionGradOp> {
     Type f32 = rewriter.getF32Type();
     Value q = op.getQuery(), dout = op.getGrad();
     Value qFlat = flattenHeads(m, q);
+    // ln_q in f32, from q and the LayerNorm statistics (recomputed).
     Value lnq = unflattenHeads(
         m,
-        normalizeWithStats(m, qFlat, op.getLnMean(), op.getLnRstd(),
-                           op.getLnWeight(), op.getLnBias()),
+        applyLayerNorm(m, qFlat, op.getLnMean(), op.getLnRstd(),
+                       op.getLnWeight(), op.getLnBias(), f32),
         q);
     AttentionParams p{op.getActivation(), op.getScale().convertToDouble(),
                       op.getOffsets()};
     Value attn = buildAttention(m, lnq, op.getKey(), op.getValue(), p, f32);
-    Value h = addTensors(m, attn, lnq, f32);
+    Value h = m.addTensors(attn, lnq, f32);
 
     NormGradResult rg =
         buildRMSNormGrad(m, flattenHeads(m, dout), flattenHeads(m, h),
@@ -265,13 +214,13 @@ struct NormAttentionGradLowering : OpRewritePattern<NormAttentionGradOp> {
     AttentionGrads ag = buildAttentionGrad(
         m, dh, lnq, op.getKey(), op.getValue(), p, f32,
         elementTypeOf(op.getKeyGrad()), elementTypeOf(op.getValueGrad()));
-    Value dlnq = addTensors(m, dh, ag.query, f32);
+    Value dlnq = m.addTensors(dh, ag.query, f32);
     NormGradResult lg = buildLayerNormGrad(
         m, flattenHeads(m, dlnq), qFlat, op.getLnMean(), op.getLnRstd(),
         op.getLnWeight(), /*withBiasGrad=*/static_cast<bool>(op.getLnBias()),
         f32);
-    Value dq = addTensors(m, unflattenHeads(m, lg.inputGrad, q), dout,
-                          elementTypeOf(op.getQueryGrad()));
+    Value dq = m.addTensors(unflattenHeads(m, lg.inputGrad, q), dout,
+                            elementTypeOf(op.getQueryGrad()));
 
     SmallVector<Value> results = {dq, ag.key, ag.value};
     for (Value g : {lg.weightGrad, lg.biasGrad, rg.weightGrad})

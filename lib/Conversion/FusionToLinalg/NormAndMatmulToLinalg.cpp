@@ -11,17 +11,12 @@
 #include "fusion/Conversion/FusionToLinalg/FusionToLinalg.h"
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 using namespace mlir::fusion;
 
 namespace {
-Type elementTypeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getElementType();
-}
-
 /// fusion.matmul -> f32 contraction, rounded to the result type.
 struct MatmulLowering : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -41,11 +36,8 @@ struct AddLowering : OpRewritePattern<AddOp> {
   LogicalResult matchAndRewrite(AddOp op,
                                 PatternRewriter &rewriter) const override {
     TensorMath m(rewriter, op.getLoc());
-    Value sum = m.map({{op.getLhs()}, {op.getRhs()}},
-                      elementTypeOf(op.getResult()),
-                      [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                        return arith::AddFOp::create(b, l, a[0], a[1]);
-                      });
+    Value sum = m.addTensors(op.getLhs(), op.getRhs(),
+                             elementTypeOf(op.getResult()));
     rewriter.replaceOp(op, sum);
     return success();
   }

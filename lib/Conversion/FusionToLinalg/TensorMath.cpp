@@ -27,9 +27,27 @@ Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
 }
 } // namespace
 
-Value TensorMath::f32(double v) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+Value mlir::fusion::f32Constant(OpBuilder &b, Location l, double v) {
+  return arith::ConstantOp::create(b, l, b.getF32FloatAttr(v));
 }
+
+Value mlir::fusion::mul(OpBuilder &b, Location l, Value x, Value y) {
+  return arith::MulFOp::create(b, l, x, y);
+}
+
+Value mlir::fusion::add(OpBuilder &b, Location l, Value x, Value y) {
+  return arith::AddFOp::create(b, l, x, y);
+}
+
+Value mlir::fusion::sub(OpBuilder &b, Location l, Value x, Value y) {
+  return arith::SubFOp::create(b, l, x, y);
+}
+
+Type mlir::fusion::elementTypeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType();
+}
+
+Value TensorMath::f32(double v) { return f32Constant(b, loc, v); }
 
 Value TensorMath::dim(Value t, int64_t d) {
   return tensor::DimOp::create(b, loc, t, d);
@@ -86,7 +104,7 @@ Value TensorMath::generic(ArrayRef<Value> ins, ArrayRef<AffineMap> inMaps,
                                 : a);
         Value r = fn(nb, nloc, scalars);
         if (accumulate)
-          r = arith::AddFOp::create(nb, nloc, args.back(), r);
+          r = add(nb, nloc, args.back(), r);
         else
           r = castScalar(nb, nloc, r, initType);
         linalg::YieldOp::create(nb, nloc, r);
@@ -142,6 +160,20 @@ Value TensorMath::sumCols(ArrayRef<Operand> ins, ScalarFn fn) {
   return broadcastGeneric(ins, b.getF32Type(), 2, fn);
 }
 
+Value TensorMath::addTensors(Value x, Value y, Type outElemType, Bcast bcast) {
+  return map({{x}, {y, bcast}}, outElemType,
+             [](OpBuilder &nb, Location l, ValueRange a) {
+               return add(nb, l, a[0], a[1]);
+             });
+}
+
+Value TensorMath::mulTensors(Value x, Value y, Bcast bcast) {
+  return map({{x}, {y, bcast}}, b.getF32Type(),
+             [](OpBuilder &nb, Location l, ValueRange a) {
+               return mul(nb, l, a[0], a[1]);
+             });
+}
+
 Value TensorMath::matmul(Value a, Value bMat, bool transposeA,
                          bool transposeB) {
   MLIRContext *ctx = b.getContext();
@@ -159,7 +191,7 @@ Value TensorMath::matmul(Value a, Value bMat, bool transposeA,
                  {IT::parallel, IT::parallel, IT::reduction}, b.getF32Type(),
                  /*accumulate=*/true,
                  [](OpBuilder &nb, Location l, ValueRange v) -> Value {
-                   return arith::MulFOp::create(nb, l, v[0], v[1]);
+                   return mul(nb, l, v[0], v[1]);
                  });
 }
 
@@ -168,15 +200,6 @@ Value TensorMath::matmul(Value a, Value bMat, bool transposeA,
 //===----------------------------------------------------------------------===//
 
 namespace {
-Value mul(OpBuilder &b, Location l, Value x, Value y) {
-  return arith::MulFOp::create(b, l, x, y);
-}
-Value add(OpBuilder &b, Location l, Value x, Value y) {
-  return arith::AddFOp::create(b, l, x, y);
-}
-Value sub(OpBuilder &b, Location l, Value x, Value y) {
-  return arith::SubFOp::create(b, l, x, y);
-}
 int64_t innermost(Value x) {
   return cast<RankedTensorType>(x.getType()).getRank() - 1;
 }
@@ -227,12 +250,19 @@ LayerNormResult mlir::fusion::buildLayerNorm(TensorMath &m, Value x,
                        Value var = arith::DivFOp::create(b, l, a[0], n);
                        return math::RsqrtOp::create(b, l, add(b, l, var, epsV));
                      });
+  Value y = applyLayerNorm(m, x, mean, rstd, weight, bias, outElemType);
+  return {y, mean, rstd};
+}
+
+Value mlir::fusion::applyLayerNorm(TensorMath &m, Value x, Value mean,
+                                   Value rstd, Value weight, Value bias,
+                                   Type outElemType) {
   SmallVector<Operand> ins = {{x}, {mean, Bcast::Row}, {rstd, Bcast::Row}};
   if (weight)
     ins.push_back({weight, Bcast::Col});
   if (bias)
     ins.push_back({bias, Bcast::Col});
-  Value y = m.map(ins, outElemType, [&](OpBuilder &b, Location l, ValueRange a) {
+  return m.map(ins, outElemType, [&](OpBuilder &b, Location l, ValueRange a) {
     Value r = mul(b, l, sub(b, l, a[0], a[1]), a[2]);
     unsigned next = 3;
     if (weight)
@@ -241,7 +271,6 @@ LayerNormResult mlir::fusion::buildLayerNorm(TensorMath &m, Value x,
       r = add(b, l, r, a[next++]);
     return r;
   });
-  return {y, mean, rstd};
 }
 
 NormGradResult mlir::fusion::buildRMSNormGrad(TensorMath &m, Value dy, Value x,

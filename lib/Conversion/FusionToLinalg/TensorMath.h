@@ -37,6 +37,22 @@ struct Operand {
 /// Scalar body of an element-wise op or a reduction: f32 in, f32 out.
 using ScalarFn = llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
 
+//===----------------------------------------------------------------------===//
+// Scalar f32 arithmetic, for ScalarFn bodies
+//===----------------------------------------------------------------------===//
+
+/// An f32 constant.
+Value f32Constant(OpBuilder &b, Location l, double v);
+/// x * y (arith.mulf).
+Value mul(OpBuilder &b, Location l, Value x, Value y);
+/// x + y (arith.addf).
+Value add(OpBuilder &b, Location l, Value x, Value y);
+/// x - y (arith.subf).
+Value sub(OpBuilder &b, Location l, Value x, Value y);
+
+/// The element type of the ranked tensor `v`.
+Type elementTypeOf(Value v);
+
 class TensorMath {
 public:
   TensorMath(OpBuilder &b, Location loc) : b(b), loc(loc) {}
@@ -70,6 +86,11 @@ public:
   Value sumRows(ArrayRef<Operand> ins, ScalarFn fn);
   /// out[N] = sum over all leading dimensions of fn(...), f32.
   Value sumCols(ArrayRef<Operand> ins, ScalarFn fn);
+  /// x + y (y broadcast as `bcast`), rounded to `outElemType`.
+  Value addTensors(Value x, Value y, Type outElemType,
+                   Bcast bcast = Bcast::Full);
+  /// x * y (y broadcast as `bcast`), f32.
+  Value mulTensors(Value x, Value y, Bcast bcast);
 
   //===--- general generic -------------------------------------------------===//
   /// One linalg.generic: inputs with their indexing maps, an output of
@@ -115,6 +136,10 @@ struct LayerNormResult {
 /// y = (x - mean) * rstd * weight + bias, two-pass variance.
 LayerNormResult buildLayerNorm(TensorMath &m, Value x, Value weight, Value bias,
                                double eps, Type outElemType);
+/// y = (x - mean) * rstd * weight + bias from given f32 [rows] statistics
+/// (the last step of buildLayerNorm); weight and bias are optional.
+Value applyLayerNorm(TensorMath &m, Value x, Value mean, Value rstd,
+                     Value weight, Value bias, Type outElemType);
 
 struct NormGradResult {
   Value inputGrad;  ///< of `outElemType`
