@@ -320,12 +320,17 @@ static std::vector<std::string> collectSharedLibs() {
 // main
 //===----------------------------------------------------------------------===//
 
-static int runMain(int argc, char **argv) {
-  cl::HideUnrelatedOptions(runnerCategory);
-  if (!cl::ParseCommandLineOptions(argc, argv, kOverview, &llvm::errs()))
-    return 1;
+/// The command line's numbers, checked.
+struct RunOptions {
+  InputOptions inputs;
+  double atol = 0, rtol = 0;
+  /// Whether a second program is compared with -e.
+  bool comparing = false;
+};
 
-  // Options.
+/// Checks the command line and parses its numbers into `options`. Returns 0,
+/// or the exit code after reporting the first problem.
+static int checkOptions(RunOptions &options) {
   if (inputFilename.empty())
     return reportError("no input file; usage: fusion-runner in.mlir -e f "
                        "(see --help)");
@@ -337,7 +342,7 @@ static int runMain(int argc, char **argv) {
     return reportError("expected --opt-level between 0 and 3, but got " +
                        llvm::Twine(optLevel.getValue()));
 
-  InputOptions inputOptions;
+  InputOptions &inputOptions = options.inputs;
   inputOptions.seed = seed;
   {
     auto [loText, hiText] = StringRef(inputRange).split(',');
@@ -361,8 +366,120 @@ static int runMain(int argc, char **argv) {
   if (!rtol || *rtol < 0)
     return reportError("invalid --rtol='" + rtolOption +
                        "': expected a finite number >= 0");
-  bool comparing =
+  options.atol = *atol;
+  options.rtol = *rtol;
+  options.comparing =
       !compareName.empty() || !againstFilename.empty() || !afterPasses.empty();
+  return 0;
+}
+
+/// The modules a comparison reads besides the input.
+struct OtherModules {
+  /// --against's module.
+  std::optional<InputModule> other;
+  /// The input after --after-passes.
+  OwningOpRef<ModuleOp> transformed;
+};
+
+/// Adds the other side of a comparison with `programs[0]` (@`refFunc`) to
+/// `programs`: --compare in the input, the function in --against's module,
+/// or the function after --after-passes; those modules are kept in
+/// `modules`. Returns 0, or the exit code after reporting an error.
+static int
+addComparedProgram(MLIRContext &context, func::FuncOp refFunc,
+                   std::vector<std::unique_ptr<llvm::SourceMgr>> &sourceMgrs,
+                   OtherModules &modules, SmallVector<Program> &programs) {
+  std::string otherName = compareName.empty() ? entryName : compareName;
+  ModuleOp otherModule = programs[0].module;
+  std::string otherWhat = "@" + otherName;
+  if (!againstFilename.empty()) {
+    FailureOr<InputModule> parsed =
+        parseInputFile(againstFilename, context, sourceMgrs);
+    if (failed(parsed))
+      return 1;
+    modules.other = std::move(*parsed);
+    otherModule = modules.other->module.get();
+    otherWhat += " in " + againstFilename;
+  } else if (!afterPasses.empty()) {
+    std::string pipeline = afterPasses;
+    if (!StringRef(pipeline).trim().starts_with("builtin.module("))
+      pipeline = "builtin.module(" + pipeline + ")";
+    PassManager pm(&context, ModuleOp::getOperationName());
+    std::string errorMessage;
+    if (failed(parseModulePipeline(pipeline, pm, errorMessage)))
+      return reportError("invalid --after-passes pipeline '" + pipeline +
+                         "': " + StringRef(errorMessage).trim());
+    modules.transformed = programs[0].module.clone();
+    if (failed(pm.run(modules.transformed.get())))
+      return reportError("the --after-passes pipeline '" + pipeline +
+                         "' failed");
+    otherModule = modules.transformed.get();
+    otherWhat += " after passes";
+  }
+  auto otherFunc = lookupEntry(otherModule, otherName, otherWhat);
+  if (!otherFunc)
+    return reportError(otherFunc.takeError());
+  if (llvm::Error err = checkSameSignature(refFunc, programs[0].what,
+                                           *otherFunc, otherWhat))
+    return reportError(std::move(err));
+  programs.push_back(
+      {otherModule, otherName, otherWhat, otherFunc->getFunctionType()});
+  return 0;
+}
+
+/// Prints the results of a plain run (values of the small ones, or of all
+/// with --print).
+static void printResults(ArrayRef<HostTensor> results) {
+  for (auto [i, tensor] : llvm::enumerate(results))
+    printTensor(llvm::outs(), "result " + std::to_string(i), tensor,
+                printAll || tensor.data.size() <= 64);
+  if (results.empty())
+    llvm::outs() << "no results\n";
+}
+
+/// Compares the results of `programs[1]` with those of the reference
+/// `programs[0]`, prints the errors and PASS or FAIL. Returns the exit code.
+static int compareResults(ArrayRef<Program> programs,
+                          ArrayRef<std::vector<HostTensor>> results,
+                          const RunOptions &options) {
+  if (printAll)
+    for (const auto &[program, programResults] : llvm::zip(programs, results))
+      for (auto [i, tensor] : llvm::enumerate(programResults))
+        printTensor(llvm::outs(),
+                    program.what + " result " + std::to_string(i), tensor,
+                    /*printValues=*/true);
+
+  bool pass = true;
+  for (auto [i, refAndGot] : llvm::enumerate(llvm::zip(results[0], results[1]))) {
+    auto &[ref, got] = refAndGot;
+    Comparison cmp = compareTensors(ref, got, options.atol, options.rtol);
+    llvm::outs() << "result " << i << ": max_abs_err="
+                 << formatValue(cmp.maxAbsErr)
+                 << " max_rel_err=" << formatValue(cmp.maxRelErr)
+                 << " mismatches=" << cmp.numMismatches << '/'
+                 << cmp.numElements << " (atol=" << formatValue(options.atol)
+                 << ", rtol=" << formatValue(options.rtol) << ")\n";
+    if (cmp.firstMismatch) {
+      size_t k = *cmp.firstMismatch;
+      llvm::outs() << "  first mismatch at "
+                   << formatIndex(ref.type, k) << ": "
+                   << formatValue(ref.data[k], 9) << " (" << programs[0].what
+                   << ") vs " << formatValue(got.data[k], 9) << " ("
+                   << programs[1].what << ")\n";
+      pass = false;
+    }
+  }
+  llvm::outs() << (pass ? "PASS" : "FAIL") << '\n';
+  return pass ? 0 : 1;
+}
+
+static int runMain(int argc, char **argv) {
+  cl::HideUnrelatedOptions(runnerCategory);
+  if (!cl::ParseCommandLineOptions(argc, argv, kOverview, &llvm::errs()))
+    return 1;
+  RunOptions options;
+  if (int rc = checkOptions(options))
+    return rc;
 
   // Context: every upstream dialect, extension and pass, plus ours.
   registerAllPasses();
@@ -388,48 +505,14 @@ static int runMain(int argc, char **argv) {
     return reportError(refFunc.takeError());
 
   // The other side of the comparison, if any.
-  std::optional<InputModule> other;
-  OwningOpRef<ModuleOp> transformed;
+  OtherModules otherModules;
   SmallVector<Program> programs;
   programs.push_back({input->module.get(), entryName, refWhat,
                       refFunc->getFunctionType()});
-  if (comparing) {
-    std::string otherName = compareName.empty() ? entryName : compareName;
-    ModuleOp otherModule = input->module.get();
-    std::string otherWhat = "@" + otherName;
-    if (!againstFilename.empty()) {
-      FailureOr<InputModule> parsed =
-          parseInputFile(againstFilename, context, sourceMgrs);
-      if (failed(parsed))
-        return 1;
-      other = std::move(*parsed);
-      otherModule = other->module.get();
-      otherWhat += " in " + againstFilename;
-    } else if (!afterPasses.empty()) {
-      std::string pipeline = afterPasses;
-      if (!StringRef(pipeline).trim().starts_with("builtin.module("))
-        pipeline = "builtin.module(" + pipeline + ")";
-      PassManager pm(&context, ModuleOp::getOperationName());
-      std::string errorMessage;
-      if (failed(parseModulePipeline(pipeline, pm, errorMessage)))
-        return reportError("invalid --after-passes pipeline '" + pipeline +
-                           "': " + StringRef(errorMessage).trim());
-      transformed = input->module->clone();
-      if (failed(pm.run(transformed.get())))
-        return reportError("the --after-passes pipeline '" + pipeline +
-                           "' failed");
-      otherModule = transformed.get();
-      otherWhat += " after passes";
-    }
-    auto otherFunc = lookupEntry(otherModule, otherName, otherWhat);
-    if (!otherFunc)
-      return reportError(otherFunc.takeError());
-    if (llvm::Error err =
-            checkSameSignature(*refFunc, refWhat, *otherFunc, otherWhat))
-      return reportError(std::move(err));
-    programs.push_back(
-        {otherModule, otherName, otherWhat, otherFunc->getFunctionType()});
-  }
+  if (options.comparing)
+    if (int rc = addComparedProgram(context, *refFunc, sourceMgrs,
+                                    otherModules, programs))
+      return rc;
 
   // Compile.
   for (const Program &program : programs) {
@@ -445,7 +528,7 @@ static int runMain(int argc, char **argv) {
 
   // Run.
   std::vector<HostTensor> inputs =
-      generateInputs(programs[0].type, inputOptions);
+      generateInputs(programs[0].type, options.inputs);
   if (printInputs)
     for (auto [i, tensor] : llvm::enumerate(inputs))
       printTensor(llvm::outs(), "input " + std::to_string(i), tensor,
@@ -460,44 +543,11 @@ static int runMain(int argc, char **argv) {
                          " failed: " + llvm::toString(std::move(err)));
 
   // Report.
-  if (!comparing) {
-    for (auto [i, tensor] : llvm::enumerate(results[0]))
-      printTensor(llvm::outs(), "result " + std::to_string(i), tensor,
-                  printAll || tensor.data.size() <= 64);
-    if (results[0].empty())
-      llvm::outs() << "no results\n";
+  if (!options.comparing) {
+    printResults(results[0]);
     return 0;
   }
-
-  if (printAll)
-    for (const auto &[program, programResults] : llvm::zip(programs, results))
-      for (auto [i, tensor] : llvm::enumerate(programResults))
-        printTensor(llvm::outs(),
-                    program.what + " result " + std::to_string(i), tensor,
-                    /*printValues=*/true);
-
-  bool pass = true;
-  for (auto [i, refAndGot] : llvm::enumerate(llvm::zip(results[0], results[1]))) {
-    auto &[ref, got] = refAndGot;
-    Comparison cmp = compareTensors(ref, got, *atol, *rtol);
-    llvm::outs() << "result " << i << ": max_abs_err="
-                 << formatValue(cmp.maxAbsErr)
-                 << " max_rel_err=" << formatValue(cmp.maxRelErr)
-                 << " mismatches=" << cmp.numMismatches << '/'
-                 << cmp.numElements << " (atol=" << formatValue(*atol)
-                 << ", rtol=" << formatValue(*rtol) << ")\n";
-    if (cmp.firstMismatch) {
-      size_t k = *cmp.firstMismatch;
-      llvm::outs() << "  first mismatch at "
-                   << formatIndex(ref.type, k) << ": "
-                   << formatValue(ref.data[k], 9) << " (" << programs[0].what
-                   << ") vs " << formatValue(got.data[k], 9) << " ("
-                   << programs[1].what << ")\n";
-      pass = false;
-    }
-  }
-  llvm::outs() << (pass ? "PASS" : "FAIL") << '\n';
-  return pass ? 0 : 1;
+  return compareResults(programs, results, options);
 }
 
 int main(int argc, char **argv) {
