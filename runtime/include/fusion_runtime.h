@@ -88,6 +88,24 @@ FUSIONRT_EXPORT fusionrtStatus fusionrtInit(int device);
 
 FUSIONRT_EXPORT fusionrtStatus fusionrtGetDeviceCount(int *count);
 
+/*===----------------------------------------------------------------------===
+ * The call stream
+ *===----------------------------------------------------------------------===*/
+
+/* Makes the compiled functions this thread calls next run on `stream` (a
+ * CUstream the caller owns and keeps alive, e.g. PyTorch's current stream;
+ * NULL is the legacy default stream), asynchronously: a call enqueues its
+ * allocations, launches and frees on `stream` and returns without waiting
+ * for them, creates no stream and synchronizes nothing, so calls are ordered
+ * with the caller's other work on that stream and can be captured in a CUDA
+ * graph (after a first call outside the capture, which loads the module and
+ * uploads the TMA descriptors). A failure of an enqueued kernel surfaces at
+ * the next synchronization of the stream (the caller's, or the next call's
+ * status). Until fusionrtClearCallStream, or by default: each call creates
+ * its own stream, waits for it and destroys it. */
+FUSIONRT_EXPORT fusionrtStatus fusionrtSetCallStream(void *stream);
+FUSIONRT_EXPORT fusionrtStatus fusionrtClearCallStream(void);
+
 /* Returns the memory the runtime keeps cached for the compiled code's
  * workspaces and intermediates (stream-ordered allocations that are reused
  * from call to call) to the driver, like torch.cuda.empty_cache(). Memory in

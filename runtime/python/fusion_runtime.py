@@ -1,8 +1,7 @@
 """Call libraries compiled by the fusion compiler on PyTorch CUDA tensors.
 
 No build step: this module uses ctypes only, and imports torch lazily (only to
-synchronize its stream and to read the current device), so it imports where
-torch is absent.
+read the current device and stream), so it imports where torch is absent.
 
 Calling convention of a compiled function
 -----------------------------------------
@@ -333,6 +332,9 @@ class Runtime:
             "fusionrtEncodeTensorMap": ([ctypes.POINTER(_TensorMapSpec), ctypes.c_void_p],
                                         ctypes.c_int),
             "fusionrtReleaseCachedMemory": ([], ctypes.c_int),
+            "fusionrtSetCallStream": ([ctypes.c_void_p], ctypes.c_int),
+            "fusionrtClearCallStream": ([], ctypes.c_int),
+            "mgpuStreamSynchronize": ([ctypes.c_void_p], None),
         }
         for name, (argtypes, restype) in signatures.items():
             function = getattr(cdll, name)
@@ -503,23 +505,48 @@ class Function:
         self._symbol.argtypes = [t for spec in self.specs for t in _memref_argtypes(spec)]
         self._symbol.restype = None
 
-    def __call__(self, *tensors: Any, synchronize: bool = True) -> Dict[str, int]:
+    def __call__(self, *tensors: Any, stream: Any = None,
+                 synchronize: bool = False) -> Dict[str, int]:
         """Checks the tensors, calls the function, raises on a runtime failure.
-        Returns the sizes bound to the signature's size names."""
+        Returns the sizes bound to the signature's size names.
+
+        The call runs on `stream` (a torch.cuda.Stream or a raw CUstream
+        handle) or, for torch tensors by default, on PyTorch's current stream
+        of their device: it enqueues its work there and returns at once,
+        ordered with everything else on that stream like a PyTorch op, with
+        no host synchronization (and can be captured in a CUDA graph after a
+        first call). A failure of the enqueued kernels surfaces at the
+        stream's next synchronization, or here with `synchronize=True`, which
+        waits for the stream and checks. Without torch tensors and without a
+        stream, the function runs on a stream of its own and returns when its
+        work is done."""
         bound = check_arguments(self.specs, tensors, self.name)
         runtime = self.library.runtime
         runtime.check(f"before calling {self.name}")
         device = tensors[0].device if tensors else None
         index = getattr(device, "index", None)
         torch = _torch()
-        if index is None and torch is not None and device is not None:
+        on_torch = (torch is not None and tensors and isinstance(tensors[0], torch.Tensor)
+                    and tensors[0].is_cuda)
+        if index is None and on_torch:
             index = torch.cuda.current_device()
         runtime.set_device(index or 0)
-        if synchronize and torch is not None and tensors and isinstance(tensors[0], torch.Tensor):
-            # The compiled code runs on its own streams: inputs must be ready.
-            torch.cuda.current_stream(device).synchronize()
+        handle = None
+        if stream is not None:
+            handle = int(getattr(stream, "cuda_stream", stream))
+        elif on_torch:
+            handle = torch.cuda.current_stream(device).cuda_stream
         words = [word for tensor in tensors for word in memref_words(tensor)]
-        self._symbol(*words)
+        if handle is None:
+            self._symbol(*words)
+        else:
+            runtime._returned(runtime.cdll.fusionrtSetCallStream(handle))
+            try:
+                self._symbol(*words)
+            finally:
+                runtime.cdll.fusionrtClearCallStream()
+            if synchronize:
+                runtime.cdll.mgpuStreamSynchronize(handle)
         runtime.check(self.name)
         return bound
 

@@ -113,6 +113,31 @@ TEST(stream_allocation_without_driver_is_a_pending_failure) {
   EXPECT_EQ(fusionrtReleaseCachedMemory(), FUSIONRT_SUCCESS);
 }
 
+TEST(call_stream_is_used_and_left_alone) {
+  // While a call stream is set, the compiled code's stream is the caller's:
+  // creating returns it, and synchronizing or destroying it does nothing (no
+  // driver call, so this runs without a GPU). The null stream is taken as
+  // the explicit legacy handle.
+  resetStatus();
+  int marker = 0;
+  EXPECT_EQ(fusionrtSetCallStream(&marker), FUSIONRT_SUCCESS);
+  EXPECT_TRUE(mgpuStreamCreate() == static_cast<void *>(&marker));
+  mgpuStreamSynchronize(&marker);
+  mgpuStreamDestroy(&marker);
+  EXPECT_EQ(fusionrtPeekStatus(), FUSIONRT_SUCCESS);
+  EXPECT_EQ(fusionrtSetCallStream(nullptr), FUSIONRT_SUCCESS);
+  EXPECT_TRUE(mgpuStreamCreate() == static_cast<void *>(CU_STREAM_LEGACY));
+  EXPECT_EQ(fusionrtClearCallStream(), FUSIONRT_SUCCESS);
+  EXPECT_EQ(fusionrtPeekStatus(), FUSIONRT_SUCCESS);
+  if (driverWorks())
+    return;
+  // Cleared: a stream is created again, which needs the driver.
+  EXPECT_TRUE(mgpuStreamCreate() == nullptr);
+  EXPECT_EQ(fusionrtPeekStatus(), FUSIONRT_ERROR_CUDA);
+  EXPECT_CONTAINS(fusionrtGetLastError(), "mgpuStreamCreate: ");
+  resetStatus();
+}
+
 TEST(zero_sized_work_needs_no_driver) {
   resetStatus();
   EXPECT_TRUE(mgpuMemAlloc(0, nullptr, false) == nullptr);

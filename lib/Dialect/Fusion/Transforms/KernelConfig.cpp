@@ -7,7 +7,7 @@
 // are in fusion/Target/NVPTX/GemmKernelLayout.h, which the GPU lowering reads
 // too, so it builds exactly the kernel the planner budgeted.
 //
-// The kernel (docs/DESIGN.md, "Kernel designs"): a producer warp streams A and
+// The kernel (docs/design.md, "Kernel designs"): a producer warp streams A and
 // B tiles by TMA into a ring of `stages` swizzled shared-memory buffers, two
 // consumer warpgroups issue the MMA (wgmma on sm_90a; tcgen05 on sm_100a,
 // planned only for now), and the epilogue applies the norm to the

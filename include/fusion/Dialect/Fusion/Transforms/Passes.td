@@ -214,7 +214,7 @@ def FusionLazyPrenormPass : Pass<"fusion-lazy-prenorm", "::mlir::ModuleOp"> {
 def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
   let summary = "choose the GPU kernel configuration of every GEMM for the module's target";
   let description = [{
-    Kernel planning, L1 -> L2 (`docs/DESIGN.md`, "Layers" and "Kernel
+    Kernel planning, L1 -> L2 (`docs/design.md`, "Layers" and "Kernel
     designs"): attaches to every `fusion.fused_matmul` the configuration of
     its warp-specialized GEMM kernel on the module's target, as the
     discardable attribute `fusion.kernel = #fusion.kernel_config<...>` that
