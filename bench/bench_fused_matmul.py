@@ -39,8 +39,8 @@ def kernel_ms(fn, warmup_ms=25.0, rep_ms=200.0):
     """Device time of our kernels per call (kernels named <function>_kernel<i>),
     from the profiler's CUDA activity records, timed like the baselines'
     do_bench: calls for warmup_ms first, then the median over the calls of
-    rep_ms (at least 10). Our calls synchronize, so CUDA events around them
-    would time the host too. Returns (ms, how): how is "median", or "mean"
+    rep_ms (at least 10): the kernels alone, without the host's part of a
+    call (which ours_call_ms includes). Returns (ms, how): how is "median", or "mean"
     where the records could not be split per call."""
     from torch.profiler import ProfilerActivity, profile
     fn()
