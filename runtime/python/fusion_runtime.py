@@ -203,61 +203,81 @@ def check_arguments(specs: Sequence[TensorSpec], tensors: Sequence[Any],
     Raises TypeError or ArgumentError naming the argument and the expected and
     given values.
     """
+    return _checked_words(specs, tensors, function)[0]
+
+
+_TENSOR_ATTRS = ("data_ptr", "shape", "stride", "dtype", "device")
+
+
+def _checked_words(specs: Sequence[TensorSpec], tensors: Sequence[Any],
+                   function: str) -> Tuple[Dict[str, int], List[int]]:
+    """check_arguments, and the expanded memref descriptors of the checked
+    tensors (memref_words of each, in order), in one pass. Messages are
+    built only on failure: this runs on every call."""
     if len(tensors) != len(specs):
         raise TypeError(
             f"{function}: expected {len(specs)} tensor arguments "
             f"({'; '.join(str(s) for s in specs)}), but got {len(tensors)}")
-    bound: Dict[str, Tuple[int, str]] = {}
+    bound: Dict[str, Tuple[int, int, int]] = {}  # name -> (size, argument, dimension)
+    words: List[int] = []
     device = None
+    torch = _torch_module or None
+    tensor_type = torch.Tensor if torch is not None else None
     for index, (spec, tensor) in enumerate(zip(specs, tensors)):
-        label = f"{function}: {_label(index, spec)}"
-        if not all(hasattr(tensor, attr) for attr in ("data_ptr", "shape", "stride", "dtype",
-                                                      "device")):
-            raise TypeError(f"{label}: expected a torch.Tensor, but got {type(tensor).__name__}")
+        def label() -> str:
+            return f"{function}: {_label(index, spec)}"
+        if not (tensor_type is not None and isinstance(tensor, tensor_type)) and \
+                not all(hasattr(tensor, attr) for attr in _TENSOR_ATTRS):
+            raise TypeError(f"{label()}: expected a torch.Tensor, but got {type(tensor).__name__}")
         if str(tensor.dtype) != spec.torch_dtype:
             raise ArgumentError(
-                f"{label}: expected dtype {spec.torch_dtype} ({spec.dtype}), but got "
+                f"{label()}: expected dtype {spec.torch_dtype} ({spec.dtype}), but got "
                 f"{tensor.dtype}")
         shape = tuple(int(s) for s in tensor.shape)
         if len(shape) != spec.rank:
             raise ArgumentError(
-                f"{label}: expected rank {spec.rank} (shape {spec}), but got rank {len(shape)} "
+                f"{label()}: expected rank {spec.rank} (shape {spec}), but got rank {len(shape)} "
                 f"(shape {list(shape)})")
         for dim, (want, got) in enumerate(zip(spec.shape, shape)):
-            if isinstance(want, int) and want != got:
-                raise ArgumentError(
-                    f"{label}: expected size {want} in dimension {dim}, but got {got}")
-            if isinstance(want, str):
-                if want in bound and bound[want][0] != got:
-                    value, where = bound[want]
+            if want.__class__ is int:
+                if want != got:
                     raise ArgumentError(
-                        f"{label}: expected size {want} = {value} in dimension {dim} (bound by "
+                        f"{label()}: expected size {want} in dimension {dim}, but got {got}")
+            elif isinstance(want, str):
+                seen = bound.get(want)
+                if seen is None:
+                    bound[want] = (got, index, dim)
+                elif seen[0] != got:
+                    value, where_index, where_dim = seen
+                    where = f"{_label(where_index, specs[where_index])} dimension {where_dim}"
+                    raise ArgumentError(
+                        f"{label()}: expected size {want} = {value} in dimension {dim} (bound by "
                         f"{where}), but got {got}")
-                bound.setdefault(want, (got, f"{_label(index, spec)} dimension {dim}"))
         strides = tuple(int(s) for s in tensor.stride())
         expected = _row_major_strides(shape)
-        if any(size > 1 and got != want
-               for size, got, want in zip(shape, strides, expected)):
+        if strides != expected and any(size > 1 and got != want
+                                       for size, got, want in zip(shape, strides, expected)):
             raise ArgumentError(
-                f"{label}: expected row-major contiguous strides {expected}, but got {strides}; "
-                f"pass .contiguous()")
+                f"{label()}: expected row-major contiguous strides {expected}, but got "
+                f"{strides}; pass .contiguous()")
         tensor_device = tensor.device
         if getattr(tensor_device, "type", None) != "cuda":
             raise ArgumentError(
-                f"{label}: expected a CUDA tensor, but got a tensor on {tensor_device}")
+                f"{label()}: expected a CUDA tensor, but got a tensor on {tensor_device}")
         if device is None:
             device = tensor_device
-        elif _device_str(tensor_device) != _device_str(device):
+        elif tensor_device != device and _device_str(tensor_device) != _device_str(device):
             raise ArgumentError(
-                f"{label}: expected device {device} (the device of argument 0), but got "
+                f"{label()}: expected device {device} (the device of argument 0), but got "
                 f"{tensor_device}")
         pointer = int(tensor.data_ptr())
         if pointer % ALIGNMENT_BYTES:
             offset = tensor.storage_offset() if hasattr(tensor, "storage_offset") else "?"
             raise ArgumentError(
-                f"{label}: expected a data pointer aligned to {ALIGNMENT_BYTES} bytes, but got "
+                f"{label()}: expected a data pointer aligned to {ALIGNMENT_BYTES} bytes, but got "
                 f"{pointer:#x} (storage offset {offset} elements); pass .clone()")
-    return {name: value for name, (value, _) in bound.items()}
+        words += (pointer, pointer, 0, *shape, *expected)
+    return {name: value for name, (value, _, _) in bound.items()}, words
 
 
 def memref_words(tensor: Any) -> List[int]:
@@ -520,7 +540,7 @@ class Function:
         waits for the stream and checks. Without torch tensors and without a
         stream, the function runs on a stream of its own and returns when its
         work is done."""
-        bound = check_arguments(self.specs, tensors, self.name)
+        bound, words = _checked_words(self.specs, tensors, self.name)
         runtime = self.library.runtime
         runtime.check(f"before calling {self.name}")
         device = tensors[0].device if tensors else None
@@ -536,7 +556,6 @@ class Function:
             handle = int(getattr(stream, "cuda_stream", stream))
         elif on_torch:
             handle = torch.cuda.current_stream(device).cuda_stream
-        words = [word for tensor in tensors for word in memref_words(tensor)]
         if handle is None:
             self._symbol(*words)
         else:
