@@ -255,6 +255,48 @@ std::vector<CUfunction> loadedKernelsOrRecord(const char *entryPoint, CUcontext 
 
 using namespace fusionrt;
 
+namespace fusionrt {
+namespace {
+
+/// The most CTAs of `kernel`'s functions (blockThreads threads,
+/// sharedMemoryBytes) that can be co-resident on the device, the smallest
+/// over its functions; prepares each and marks it cooperative. 0 after
+/// recording a failure.
+int cooperativeGridLimit(const char *entryPoint, CUdevice device,
+                         const std::vector<CUfunction> &functions, int32_t blockThreads,
+                         int32_t sharedMemoryBytes) {
+  int sms = 0;
+  if (recordIfFailed(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+                     entryPoint, "cuDeviceGetAttribute", "MULTIPROCESSOR_COUNT"))
+    return 0;
+  LaunchShape shape{{1, 1, 1}, {1, 1, 1}, {blockThreads, 1, 1}, sharedMemoryBytes,
+                    /*hasCluster=*/false};
+  int smallest = 0;
+  for (CUfunction function : functions) {
+    if (!checkShape(entryPoint, function, shape) || !prepareKernel(entryPoint, function, shape))
+      return 0;
+    int perSM = 0;
+    if (recordIfFailed(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                           &perSM, function, blockThreads, static_cast<size_t>(sharedMemoryBytes)),
+                       entryPoint, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                       shape.describe(kernelName(function))))
+      return 0;
+    if (perSM < 1) {
+      recordFailure(FUSIONRT_ERROR_LIMIT_EXCEEDED,
+                    std::string(entryPoint) +
+                        ": expected at least one CTA to fit on an SM, but none can be resident (" +
+                        shape.describe(kernelName(function)) + ")");
+      return 0;
+    }
+    markCooperative(function);
+    smallest = smallest == 0 ? perSM * sms : std::min(smallest, perSM * sms);
+  }
+  return smallest;
+}
+
+} // namespace
+} // namespace fusionrt
+
 extern "C" {
 
 void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t gridZ,
@@ -283,36 +325,35 @@ int32_t fusionrtCooperativeGridLimit(const char *kernel, int32_t blockThreads,
   CUdevice device = 0;
   if (!activateForKernelQuery(entryPoint, kernel, &context, &device))
     return 1;
+  // The device's answer for these functions and shape, once (the first
+  // query prepared them and marked them cooperative; a module loaded again
+  // has new functions, and is queried and marked again).
   std::vector<CUfunction> functions = loadedKernelsOrRecord(entryPoint, context, kernel);
   if (functions.empty())
     return 1;
-  int sms = 0;
-  if (recordIfFailed(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
-                     entryPoint, "cuDeviceGetAttribute", "MULTIPROCESSOR_COUNT"))
-    return 1;
-  LaunchShape shape{{1, 1, 1}, {1, 1, 1}, {blockThreads, 1, 1}, sharedMemoryBytes,
-                    /*hasCluster=*/false};
+  using Key = std::tuple<std::vector<CUfunction>, int32_t, int32_t>;
+  static std::mutex mutex;
+  static std::map<Key, int> cache;
+  Key key{functions, blockThreads, sharedMemoryBytes};
   int smallest = 0;
-  for (CUfunction function : functions) {
-    if (!checkShape(entryPoint, function, shape) || !prepareKernel(entryPoint, function, shape))
-      return 1;
-    int perSM = 0;
-    if (recordIfFailed(cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                           &perSM, function, blockThreads, static_cast<size_t>(sharedMemoryBytes)),
-                       entryPoint, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-                       shape.describe(kernelName(function))))
-      return 1;
-    if (perSM < 1) {
-      recordFailure(FUSIONRT_ERROR_LIMIT_EXCEEDED,
-                    std::string(entryPoint) +
-                        ": expected at least one CTA to fit on an SM, but none can be resident (" +
-                        shape.describe(kernelName(function)) + ")");
-      return 1;
-    }
-    markCooperative(function);
-    smallest = smallest == 0 ? perSM * sms : std::min(smallest, perSM * sms);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end())
+      smallest = it->second;
+  }
+  if (smallest == 0)
+    smallest = cooperativeGridLimit(entryPoint, device, functions, blockThreads,
+                                    sharedMemoryBytes);
+  if (smallest == 0)
+    return 1;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    cache.emplace(key, smallest);
   }
   if (smallest < minimumBlocks) {
+    LaunchShape shape{{1, 1, 1}, {1, 1, 1}, {blockThreads, 1, 1}, sharedMemoryBytes,
+                      /*hasCluster=*/false};
     recordFailure(FUSIONRT_ERROR_LIMIT_EXCEEDED,
                   std::string(entryPoint) + ": expected room for at least " +
                       std::to_string(minimumBlocks) +

@@ -216,8 +216,28 @@ namespace {
 /// function that runs in a loop encodes the same descriptors every time.
 struct DeviceTensorMaps {
   std::mutex mutex;
+  /// Device copies by content, and by the request that encoded them (a
+  /// repeated call with the same pointers and shapes skips the encoding).
   std::map<std::pair<CUcontext, std::array<uint64_t, 16>>, CUdeviceptr> copies;
+  std::map<std::pair<CUcontext, std::array<int64_t, 27>>, CUdeviceptr> byRequest;
 };
+
+/// Every field of a request, as the key of DeviceTensorMaps::byRequest.
+std::array<int64_t, 27> requestKey(const TensorMapRequest &r) {
+  std::array<int64_t, 27> key{};
+  size_t i = 0;
+  key[i++] = r.dataType;
+  key[i++] = r.rank;
+  key[i++] = static_cast<int64_t>(reinterpret_cast<intptr_t>(r.globalAddress));
+  for (const int64_t *field : {r.sizes, r.strides, r.boxSizes, r.elementStrides})
+    for (int d = 0; d < kMaxTensorMapRank; ++d)
+      key[i++] = field[d];
+  key[i++] = r.interleave;
+  key[i++] = r.swizzle;
+  key[i++] = r.l2Promotion;
+  key[i++] = r.oobFill;
+  return key;
+}
 
 DeviceTensorMaps &deviceTensorMaps() {
   static DeviceTensorMaps *maps = new DeviceTensorMaps;
@@ -233,6 +253,14 @@ void *encodeToDevice(const char *entryPoint, const TensorMapRequest &request) {
   CUcontext context = nullptr;
   if (!activateContextOrRecord(entryPoint, &context))
     return nullptr;
+  DeviceTensorMaps &maps = deviceTensorMaps();
+  auto requested = std::make_pair(context, requestKey(request));
+  {
+    std::lock_guard<std::mutex> lock(maps.mutex);
+    auto hit = maps.byRequest.find(requested);
+    if (hit != maps.byRequest.end())
+      return reinterpret_cast<void *>(hit->second);
+  }
   CUtensorMap tensorMap;
   if (recordIfFailed(encodeTensorMap(request, &tensorMap), entryPoint, "cuTensorMapEncodeTiled"))
     return nullptr;
@@ -240,12 +268,13 @@ void *encodeToDevice(const char *entryPoint, const TensorMapRequest &request) {
   std::array<uint64_t, 16> content;
   static_assert(sizeof(content) == sizeof(tensorMap), "");
   std::memcpy(content.data(), &tensorMap, sizeof(tensorMap));
-  DeviceTensorMaps &maps = deviceTensorMaps();
   std::lock_guard<std::mutex> lock(maps.mutex);
   auto key = std::make_pair(context, content);
   auto it = maps.copies.find(key);
-  if (it != maps.copies.end())
+  if (it != maps.copies.end()) {
+    maps.byRequest.emplace(requested, it->second);
     return reinterpret_cast<void *>(it->second);
+  }
   CUdeviceptr copy = 0;
   if (recordIfFailed(cuMemAlloc(&copy, sizeof(tensorMap)), entryPoint, "cuMemAlloc"))
     return nullptr;
@@ -262,6 +291,7 @@ void *encodeToDevice(const char *entryPoint, const TensorMapRequest &request) {
     return nullptr;
   }
   maps.copies.emplace(key, copy);
+  maps.byRequest.emplace(requested, copy);
   return reinterpret_cast<void *>(copy);
 }
 
