@@ -63,14 +63,17 @@ def ConvertFusionToLinalgPass : Pass<"convert-fusion-to-linalg"> {
 //===----------------------------------------------------------------------===//
 
 def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "lower planned fused ops to sm_90a kernels and host launches";
+  let summary = "lower planned fused ops to GPU kernels (one per op, by kernel family and MMA engine) and host launches";
   let description = [{
     Every function made of planned `fusion.fused_matmul` ops becomes a host
     function on memrefs, in destination-passing style (each result becomes an
     extra memref argument that the caller allocates on the device), which
     encodes the TMA descriptors (`nvgpu.tma.create.descriptor`) and launches
-    one kernel per fused op. The kernels go into a `gpu.module` carrying
-    `#nvvm.target<chip = "sm_90a">`; each is a persistent, warp-specialized
+    one kernel per fused op, built by the op's kernel family (the fused GEMM,
+    `Gemm/`) around the MMA engine of the module's target (`Mma/`: wgmma on
+    sm_90a), from the arch-neutral pieces of `Common/`. The kernels go into a
+    `gpu.module` carrying the target's `#nvvm.target` (from `TargetInfo`:
+    `chip = "sm_90a"`, `features = "+ptx81"`); each is a persistent, warp-specialized
     kernel built from NVGPU/NVVM ops, launched on min(tiles, SMs) CTAs (the
     SM count from the runtime's `fusionrtMultiprocessorCount`), each looping
     over output tiles:
@@ -140,7 +143,10 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     #### Input invariants
     - The module has `fusion.target = #fusion.target<"sm_90a">`.
     - Functions holding fused ops hold only `fusion.fused_matmul` ops, each
-      with a `fusion.kernel` configuration (`fusion-plan-kernels`).
+      with a `fusion.kernel` configuration (`fusion-plan-kernels`) whose
+      epilogue strategy (`epilogue_warps`, `global_rows`, `staged_residual`)
+      the generator follows, and refuses where it cannot (a norm row its CTAs
+      do not cover, a 16-bit multi-CTA row without epilogue warps).
 
     #### Output IR
     Host functions with `nvgpu.tma.create.descriptor`, calls to the
@@ -166,7 +172,8 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     is refused with a diagnostic naming it: grad epilogues, the LayerNorm
     prologue, tile_n not a multiple of 64, a
     cluster for an epilogue without a row reduction or above 16 CTAs; and
-    sm_100a targets.
+    targets without an MMA engine (sm_100a: "no MMA engine for sm_100a: the
+    tcgen05 engine ... is not implemented yet").
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
