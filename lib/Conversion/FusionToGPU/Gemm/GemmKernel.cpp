@@ -175,8 +175,6 @@ void GemmKernelEmitter::setUpRowExchange() {
 /// the producer warpgroup. No CTA-wide barrier after this point: idle
 /// producer threads exit.
 void GemmKernelEmitter::roles() {
-  RegisterBudget regs =
-      engine.registerBudget(s.threads(), s.consumers, s.epilogueWarps);
   auto isProducerGroup = eq(wg, 0);
   scf::IfOp::create(
       b, isProducerGroup,
@@ -259,6 +257,6 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,
                 builder.getI32IntegerAttr(static_cast<int32_t>(regs.launch)));
   builder.setInsertionPointToStart(&func.getBody().front());
   ImplicitLocOpBuilder b(loc, builder);
-  GemmKernelEmitter(b, s, func, engine).emit();
+  GemmKernelEmitter(b, s, func, engine, regs).emit();
   return func;
 }

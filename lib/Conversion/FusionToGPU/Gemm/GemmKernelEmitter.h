@@ -28,8 +28,8 @@ namespace mlir::fusion {
 class GemmKernelEmitter : public KernelBuilder {
 public:
   GemmKernelEmitter(ImplicitLocOpBuilder &b, const GemmKernelSpec &s,
-                    gpu::GPUFuncOp func, MmaEngine &engine)
-      : KernelBuilder(b), s(s), abi(s), func(func), engine(engine) {}
+                    gpu::GPUFuncOp func, MmaEngine &engine, RegisterBudget regs)
+      : KernelBuilder(b), s(s), abi(s), func(func), engine(engine), regs(regs) {}
 
   void emit();
 
@@ -89,6 +89,9 @@ public:
   GemmKernelAbi abi;
   gpu::GPUFuncOp func;
   MmaEngine &engine;
+  /// The engine's register budgets for this kernel (the launch's .maxnreg
+  /// and each role's setmaxnreg).
+  RegisterBudget regs;
   TmaRing ring;
   TileScheduler scheduler;
   std::optional<RowExchange> exchange;
