@@ -14,14 +14,25 @@
 // with the RUN lines below. The digests depend on LLVM's NVPTX backend:
 // Debian's llvm-22 (22.1.8) at the time of recording.
 //
+// `diff` fails the test on any changed, missing or extra kernel; the counts
+// below also fail it if a suite stopped producing kernels altogether.
+//
 // RUN: %python %S/Inputs/gen_variant_grid.py > %t.grid.mlir
 // RUN: fusion-opt %t.grid.mlir --fusion-to-gpu=format=isa | %python %S/Inputs/ptx_digest.py > %t.grid.digest
 // RUN: diff %S/Inputs/ptx-golden/grid.digest %t.grid.digest
+// RUN: grep -c _kernel0 %t.grid.digest | FileCheck --check-prefix=GRID %s
+// GRID: {{^}}96{{$}}
 // RUN: fusion-opt %S/ptxas-cluster-sm90a.mlir --fusion-to-gpu=format=isa | %python %S/Inputs/ptx_digest.py > %t.cluster.digest
 // RUN: diff %S/Inputs/ptx-golden/cluster.digest %t.cluster.digest
+// RUN: grep -c _kernel0 %t.cluster.digest | FileCheck --check-prefix=CLUSTER %s
+// CLUSTER: {{^}}13{{$}}
 // RUN: rm -rf %t.cases && %python %S/../../../bench/gen_cases.py %t.cases --suite correctness
 // RUN: fusion-opt %t.cases/correctness.mlir --fusion-to-gpu=format=isa | %python %S/Inputs/ptx_digest.py > %t.correctness.digest
 // RUN: diff %S/Inputs/ptx-golden/correctness.digest %t.correctness.digest
+// RUN: grep -c _kernel0 %t.correctness.digest | FileCheck --check-prefix=CORRECTNESS %s
+// CORRECTNESS: {{^}}76{{$}}
 // RUN: %python %S/../../../bench/gen_cases.py %t.cases --suite bench
 // RUN: fusion-opt %t.cases/bench.mlir --fusion-to-gpu=format=isa | %python %S/Inputs/ptx_digest.py > %t.bench.digest
 // RUN: diff %S/Inputs/ptx-golden/bench.digest %t.bench.digest
+// RUN: grep -c _kernel0 %t.bench.digest | FileCheck --check-prefix=BENCH %s
+// BENCH: {{^}}27{{$}}
