@@ -66,10 +66,46 @@ func.func @add_f64(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
 
 // -----
 
-// add's operands and result have one type (written in generic form, since the
-// custom syntax has a single type).
-func.func @add_type_mismatch(%x: tensor<4x8xf32>, %y: tensor<4x8xbf16>) -> tensor<4x8xf32> {
-  // expected-error @below {{requires the same type for all operands and results}}
-  %z = "fusion.add"(%x, %y) : (tensor<4x8xf32>, tensor<4x8xbf16>) -> tensor<4x8xf32>
-  return %z : tensor<4x8xf32>
+// add's result has lhs's type (written in generic form: the custom syntax
+// takes the result type from lhs).
+func.func @add_result_type(%x: tensor<4x8xf32>, %y: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+  // expected-error @below {{expected result of lhs's type 'tensor<4x8xf32>', but got 'tensor<4x8xbf16>'}}
+  %z = "fusion.add"(%x, %y) : (tensor<4x8xf32>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  return %z : tensor<4x8xbf16>
+}
+
+// -----
+
+// add's rhs has no more dimensions than lhs.
+func.func @add_rhs_rank(%x: tensor<8xf32>, %y: tensor<4x8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{expected rhs of rank <= 1 (it broadcasts against lhs [8]), but got rank 2 [4, 8]}}
+  %z = fusion.add %x, %y : tensor<8xf32>, tensor<4x8xf32>
+  return %z : tensor<8xf32>
+}
+
+// -----
+
+// add's rhs broadcasts NumPy-style: each dimension equal to lhs's or 1.
+func.func @add_broadcast(%x: tensor<4x8xbf16>, %b: tensor<4xbf16>) -> tensor<4x8xbf16> {
+  // expected-error @below {{expected rhs [4] to broadcast against lhs [4, 8] (aligned at the innermost dimension, each rhs dimension equal to lhs's or 1), but dimension 0 of rhs is 4 where lhs has 8}}
+  %z = fusion.add %x, %b : tensor<4x8xbf16>, tensor<4xbf16>
+  return %z : tensor<4x8xbf16>
+}
+
+// -----
+
+// mul follows add's rules (one case: the broadcast).
+func.func @mul_broadcast(%x: tensor<4x8xbf16>, %s: tensor<8x1xf32>) -> tensor<4x8xbf16> {
+  // expected-error @below {{expected rhs [8, 1] to broadcast against lhs [4, 8] (aligned at the innermost dimension, each rhs dimension equal to lhs's or 1), but dimension 0 of rhs is 8 where lhs has 4}}
+  %z = fusion.mul %x, %s : tensor<4x8xbf16>, tensor<8x1xf32>
+  return %z : tensor<4x8xbf16>
+}
+
+// -----
+
+// matmul's bias is one value per output column.
+func.func @matmul_bias_shape(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<8xbf16>) -> tensor<4x16xbf16> {
+  // expected-error @below {{expected bias of shape [16] ([N]), but got [8]}}
+  %y = fusion.matmul %x, %w bias(%b : tensor<8xbf16>) {transpose_rhs} : tensor<4x8xbf16>, tensor<16x8xbf16> -> tensor<4x16xbf16>
+  return %y : tensor<4x16xbf16>
 }

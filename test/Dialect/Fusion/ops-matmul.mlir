@@ -96,3 +96,32 @@ func.func @add_dynamic_f16_f32(%x: tensor<?x8xf16>, %y: tensor<2x3x4xf32>)
   %g = fusion.add %y, %y : tensor<2x3x4xf32>
   return %h, %g : tensor<?x8xf16>, tensor<2x3x4xf32>
 }
+
+// -----
+
+// nn.Linear: the weight as stored ([out, in]) with its bias; a dynamic token
+// count.
+// CHECK-LABEL: func.func @linear_bias
+func.func @linear_bias(%x: tensor<?x512xbf16>, %w: tensor<1024x512xbf16>, %b: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
+  // CHECK: fusion.matmul %{{.*}}, %{{.*}} bias(%{{.*}} : tensor<1024xbf16>) {transpose_rhs} : tensor<?x512xbf16>, tensor<1024x512xbf16> -> tensor<?x1024xbf16>
+  %y = fusion.matmul %x, %w bias(%b : tensor<1024xbf16>) {transpose_rhs}
+      : tensor<?x512xbf16>, tensor<1024x512xbf16> -> tensor<?x1024xbf16>
+  return %y : tensor<?x1024xbf16>
+}
+
+// -----
+
+// Broadcasting add and mul: a row vector, a column, a scalar-like [1, 1]; the
+// rhs type is printed only when it differs from lhs's.
+// CHECK-LABEL: func.func @broadcasting
+func.func @broadcasting(%x: tensor<8x16xbf16>, %b: tensor<16xbf16>, %c: tensor<8x1xf32>, %s: tensor<1x1xbf16>) -> (tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16>) {
+  // CHECK: fusion.add %{{.*}}, %{{.*}} : tensor<8x16xbf16>, tensor<16xbf16>
+  %0 = fusion.add %x, %b : tensor<8x16xbf16>, tensor<16xbf16>
+  // CHECK: fusion.mul %{{.*}}, %{{.*}} : tensor<8x16xbf16>, tensor<8x1xf32>
+  %1 = fusion.mul %x, %c : tensor<8x16xbf16>, tensor<8x1xf32>
+  // CHECK: fusion.add %{{.*}}, %{{.*}} : tensor<8x16xbf16>, tensor<1x1xbf16>
+  %2 = fusion.add %x, %s : tensor<8x16xbf16>, tensor<1x1xbf16>
+  // CHECK: fusion.mul %{{.*}}, %{{.*}} : tensor<8x16xbf16>{{$}}
+  %3 = fusion.mul %x, %x : tensor<8x16xbf16>
+  return %0, %1, %2, %3 : tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16>
+}

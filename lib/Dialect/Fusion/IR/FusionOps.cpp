@@ -10,6 +10,7 @@
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CheckedArithmetic.h"
@@ -181,9 +182,91 @@ verifyMatmulShapes(Operation *op, Value lhs, Value rhs, Value result,
 } // namespace
 
 LogicalResult MatmulOp::verify() {
-  return verifyMatmulShapes(*this, getLhs(), getRhs(), getResult(),
-                            getTransposeLhs(), getTransposeRhs());
+  FailureOr<std::array<int64_t, 3>> mkn =
+      verifyMatmulShapes(*this, getLhs(), getRhs(), getResult(),
+                         getTransposeLhs(), getTransposeRhs());
+  if (failed(mkn))
+    return failure();
+  int64_t n = (*mkn)[2];
+  if (ShapedType::isDynamic(n))
+    n = shapeOf(getResult())[1];
+  return checkShapeIfPresent(*this, "bias", getBias(), {n}, " ([N])");
 }
+
+//===----------------------------------------------------------------------===//
+// AddOp, MulOp: NumPy broadcasting of rhs against lhs
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// `lhs op rhs -> result`: result has lhs's type; rhs broadcasts.
+LogicalResult verifyBroadcastingBinary(Operation *op, Value lhs, Value rhs,
+                                       Value result) {
+  if (result.getType() != lhs.getType())
+    return op->emitOpError() << "expected result of lhs's type " << lhs.getType()
+                             << ", but got " << result.getType();
+  ArrayRef<int64_t> l = shapeOf(lhs), r = shapeOf(rhs);
+  if (r.size() > l.size())
+    return op->emitOpError()
+           << "expected rhs of rank <= " << l.size()
+           << " (it broadcasts against lhs " << formatShape(l)
+           << "), but got rank " << r.size() << " " << formatShape(r);
+  size_t offset = l.size() - r.size();
+  for (auto [i, d] : llvm::enumerate(r)) {
+    int64_t want = l[offset + i];
+    if (d == 1 || sameDim(d, want))
+      continue;
+    return op->emitOpError()
+           << "expected rhs " << formatShape(r)
+           << " to broadcast against lhs " << formatShape(l)
+           << " (aligned at the innermost dimension, each rhs dimension "
+              "equal to lhs's or 1), but dimension "
+           << i << " of rhs is " << d << " where lhs has " << want;
+  }
+  return success();
+}
+
+/// `%a, %b : type` or `%a, %b : lhs-type, rhs-type`.
+ParseResult parseBroadcastingBinary(OpAsmParser &parser,
+                                    OperationState &result) {
+  OpAsmParser::UnresolvedOperand lhs, rhs;
+  Type lhsType, rhsType;
+  if (parser.parseOperand(lhs) || parser.parseComma() ||
+      parser.parseOperand(rhs) ||
+      parser.parseOptionalAttrDict(result.attributes) ||
+      parser.parseColonType(lhsType))
+    return failure();
+  rhsType = lhsType;
+  if (succeeded(parser.parseOptionalComma()) && parser.parseType(rhsType))
+    return failure();
+  result.addTypes(lhsType);
+  return parser.resolveOperands({lhs, rhs}, {lhsType, rhsType},
+                                parser.getNameLoc(), result.operands);
+}
+
+void printBroadcastingBinary(OpAsmPrinter &p, Operation *op) {
+  p << ' ' << op->getOperand(0) << ", " << op->getOperand(1);
+  p.printOptionalAttrDict(op->getAttrs());
+  p << " : " << op->getOperand(0).getType();
+  if (op->getOperand(1).getType() != op->getOperand(0).getType())
+    p << ", " << op->getOperand(1).getType();
+}
+} // namespace
+
+LogicalResult AddOp::verify() {
+  return verifyBroadcastingBinary(*this, getLhs(), getRhs(), getResult());
+}
+ParseResult AddOp::parse(OpAsmParser &parser, OperationState &result) {
+  return parseBroadcastingBinary(parser, result);
+}
+void AddOp::print(OpAsmPrinter &p) { printBroadcastingBinary(p, *this); }
+
+LogicalResult MulOp::verify() {
+  return verifyBroadcastingBinary(*this, getLhs(), getRhs(), getResult());
+}
+ParseResult MulOp::parse(OpAsmParser &parser, OperationState &result) {
+  return parseBroadcastingBinary(parser, result);
+}
+void MulOp::print(OpAsmPrinter &p) { printBroadcastingBinary(p, *this); }
 
 //===----------------------------------------------------------------------===//
 // Norms

@@ -30,50 +30,90 @@ def Fusion_OffsetsTensor : RankedTensorOf<[I32, I64]>;
 //===----------------------------------------------------------------------===//
 
 def Fusion_MatmulOp : Fusion_Op<"matmul", [Pure]> {
-  let summary = "matrix product with f32 accumulation";
+  let summary = "matrix product with f32 accumulation and an optional bias";
   let description = [{
-    `result = op(lhs) @ op(rhs)`, where `op` transposes its operand when
-    `transpose_lhs` / `transpose_rhs` is set:
+    `result = op(lhs) @ op(rhs) + bias`, where `op` transposes its operand
+    when `transpose_lhs` / `transpose_rhs` is set:
 
-        result[m, n] = round(sum_k f32(A[m, k]) * f32(B[k, n]))
+        result[m, n] = round(sum_k f32(A[m, k]) * f32(B[k, n]) + f32(bias[n]))
         A = transpose_lhs ? lhs^T : lhs,   B = transpose_rhs ? rhs^T : rhs
 
-    Shapes: `A` is [M, K], `B` is [K, N], `result` is [M, N]. Products and the
-    sum are f32 whatever the element types; the sum is rounded once to the
-    result element type. Operand and result element types may differ.
+    Shapes: `A` is [M, K], `B` is [K, N], `bias` (optional) is [N], `result`
+    is [M, N]. Products, the sum and the bias are f32 whatever the element
+    types; the sum is rounded once to the result element type. Operand and
+    result element types may differ.
+
+    PyTorch's `nn.Linear(in, out)` is `fusion.matmul %x, %weight bias(%b)
+    {transpose_rhs}` with its weight as stored, [out, in]. The fusion passes
+    absorb the bias into the GEMM kernel's column bias, also in front of a
+    residual and a norm epilogue; `fusion-fuse` also turns a matmul followed
+    by a `fusion.add` of an [N] vector (a broadcast bias) into this form.
 
     Example:
     ```mlir
     %c = fusion.matmul %a, %b : tensor<4096x512xbf16>, tensor<512x1024xbf16>
         -> tensor<4096x1024xbf16>
-    %d = fusion.matmul %dy, %w {transpose_rhs}
-        : tensor<4096x1024xbf16>, tensor<512x1024xbf16> -> tensor<4096x512xbf16>
+    // nn.Linear(512, 1024): weight [1024, 512], bias [1024]
+    %d = fusion.matmul %x, %w bias(%bias : tensor<1024xbf16>) {transpose_rhs}
+        : tensor<4096x512xbf16>, tensor<1024x512xbf16> -> tensor<4096x1024xbf16>
     ```
   }];
   let arguments = (ins Fusion_FloatTensor:$lhs, Fusion_FloatTensor:$rhs,
+                       Optional<Fusion_FloatTensor>:$bias,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs Fusion_FloatTensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+    $lhs `,` $rhs (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict
+    `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
+  let builders = [
+    OpBuilder<(ins "Type":$result, "Value":$lhs, "Value":$rhs,
+                   CArg<"bool", "false">:$transposeLhs,
+                   CArg<"bool", "false">:$transposeRhs), [{
+      build($_builder, $_state, result, lhs, rhs, /*bias=*/Value(),
+            transposeLhs, transposeRhs);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
-def Fusion_AddOp : Fusion_Op<"add", [Pure, SameOperandsAndResultType]> {
-  let summary = "element-wise sum (residual connection)";
+/// The binary element-wise ops: NumPy broadcasting of rhs against lhs.
+class Fusion_BroadcastingBinaryOp<string mnemonic, string what, string formula,
+                                  string use>
+    : Fusion_Op<mnemonic, [Pure]> {
+  let summary = "element-wise " # what # " with rhs broadcast (" # use # ")";
   let description = [{
-    `result = lhs + rhs`, element by element, computed in f32 and rounded to the
-    element type. Both operands and the result have the same type.
+    `result = lhs }] # formula # [{ rhs`, element by element, computed in f32 and rounded
+    to the result element type. `rhs` broadcasts against `lhs` as in NumPy and
+    PyTorch: aligned at the innermost dimension, each of its dimensions is
+    lhs's size or 1, and missing leading dimensions repeat it. The result has
+    lhs's type; rhs may have another float element type.
+
+    Common forms on an [M, N] lhs: rhs [M, N] (same shape), [N] or [1, N]
+    (a row vector added to every row, e.g. a bias), [M, 1] (one value per
+    row). When both operands have the same type, the type is written once.
 
     Example:
     ```mlir
-    %h = fusion.add %x, %y : tensor<4096x512xbf16>
+    %h = fusion.}] # mnemonic # [{ %x, %y : tensor<4096x512xbf16>
+    %z = fusion.}] # mnemonic # [{ %x, %b : tensor<4096x512xbf16>, tensor<512xbf16>
     ```
   }];
   let arguments = (ins Fusion_FloatTensor:$lhs, Fusion_FloatTensor:$rhs);
   let results = (outs Fusion_FloatTensor:$result);
-  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "Value":$lhs, "Value":$rhs), [{
+      build($_builder, $_state, lhs.getType(), lhs, rhs);
+    }]>
+  ];
 }
+
+def Fusion_AddOp : Fusion_BroadcastingBinaryOp<"add", "sum", "+",
+    "residual connection, bias">;
+def Fusion_MulOp : Fusion_BroadcastingBinaryOp<"mul", "product", "*",
+    "scaling by a vector">;
 
 //===----------------------------------------------------------------------===//
 // L0: normalization
