@@ -16,3 +16,7 @@ done
 "$build/bin/fusion-compile" examples/transformer_block.mlir -o "$out/libexample.so"
 cp -P "$build"/lib/libfusion_runtime.so* "$out/"
 ls -l "$out"
+# Issue 14's layers as users write them (bench/layers/): one library per
+# program, fused and unfused, under $out/layers; a program the compiler
+# refuses is skipped with its error.
+bench/layers/build_layers.sh "$build"

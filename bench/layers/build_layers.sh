@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Compiles the layer programs of bench/layers/gen_layers.py (issue 14) into
+# BUILD/gpu/layers: lib<name>.so by fusion-compile's default pipeline
+# (fusion-fuse, then the kernels) and lib<name>_unfused.so without
+# fusion-fuse (fusion-compile --no-fuse, where fusion-compile has it). A
+# program the compiler refuses is skipped with a warning and the compiler's
+# error (whole in layers/<name>[_unfused].log); the layer tests and
+# benchmarks skip what was not built. Called by bench/build_gpu_artifacts.sh.
+#
+#   bench/layers/build_layers.sh [BUILD] [REGEX]   (default: build, every program)
+set -uo pipefail
+build=${1:-build}
+only=${2:-}
+out="$build/gpu/layers"
+compile="$build/bin/fusion-compile"
+[ -x "$compile" ] || { echo "build_layers: no $compile" >&2; exit 1; }
+mkdir -p "$out"
+python3 bench/layers/gen_layers.py "$out" || exit 1
+variants="fused unfused"
+if ! grep -q -- "--no-fuse" "$compile"; then
+  echo "build_layers: warning: fusion-compile has no --no-fuse option: no unfused libraries"
+  variants="fused"
+fi
+built=0; refused=0
+for f in "$out"/*.mlir; do
+  name=$(basename "$f" .mlir)
+  [[ -z "$only" || "$name" =~ $only ]] || continue
+  for v in $variants; do
+    suffix=""; flags=()
+    if [ "$v" = unfused ]; then suffix="_unfused"; flags=(--no-fuse); fi
+    lib="$out/lib$name$suffix.so" log="$out/$name$suffix.log"
+    rm -f "$lib" "$log"
+    if "$compile" "$f" -o "$lib" ${flags[@]+"${flags[@]}"} > "$log" 2>&1; then
+      built=$((built + 1)); rm -f "$log"
+    else
+      refused=$((refused + 1)); rm -f "$lib"
+      echo "build_layers: warning: $name ($v) not built; fusion-compile said:"
+      head -n 12 "$log" | cut -c1-300 | sed 's/^/    /'
+    fi
+  done
+done
+echo "build_layers: $built libraries built, $refused refused, in $out"

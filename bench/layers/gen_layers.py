@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Writes the layer programs of issue 14 as .mlir files, one program per file,
+written with unfused ops only (fusion.rms_norm, fusion.layer_norm,
+fusion.matmul, fusion.add, fusion.mul), the way a PyTorch user writes the
+layer: dynamic token count (`?`), bf16, sm_90a. Also writes layers.json, the
+manifest that test/gpu/test_layers_gpu.py, test/gpu/test_rows_gpu.py,
+bench/bench_layers.py and bench/bench_norms.py read (kind, H, epsilon, the
+arguments in call order with the outputs last, and the loader signature, in
+which the token count is the size name M).
+
+    python3 bench/layers/gen_layers.py OUTDIR        # OUTDIR/<name>.mlir, OUTDIR/layers.json
+    python3 bench/layers/gen_layers.py OUTDIR --print llama_prenorm_h1024
+
+Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
+  llama_prenorm_h{H}          y = Linear(RMSNorm(x) with weight g), W [H, H] as stored ([out, in])
+  llama_prenorm_mulweight_h{H} the same with HF Llama's RMSNorm: weight * rms_norm(x) as a fusion.mul
+  bert_postnorm_h{H}          y = LayerNorm(Linear(x, W, b) + residual) with gamma, beta
+  bert_postnorm_addbias_h{H}  the same with the bias as a broadcasting fusion.add
+  rms_norm_h{H}               y, rstd = RMSNorm(x) with weight
+  layer_norm_h{H}             y, mean, rstd = LayerNorm(x) with weight and bias
+  add_rowbias_h{H}            y = x + b       ([M, H] + [H])
+  add_h{H}                    y = x + r       ([M, H] + [M, H])
+  mul_col_h{H}                y = x * c       ([M, H] bf16 * [M, 1] f32)
+
+build/gpu/layers/lib<name>.so is the program compiled by fusion-compile's
+default pipeline (fusion-fuse, then the kernels), lib<name>_unfused.so the
+same without fusion-fuse (bench/build_gpu_artifacts.sh).
+"""
+import argparse
+import json
+import os
+
+LAYER_H = (768, 1024, 2048, 4096)
+ROW_H = LAYER_H + (1000, 1001)  # 1001: rows that are not a multiple of 16 bytes
+LLAMA_EPS = 1e-5
+RMS_EPS = 1e-6
+LN_EPS = 1e-12  # BERT's LayerNorm
+
+HEADER = 'module attributes {fusion.target = #fusion.target<"sm_90a">} {\n'
+
+
+def ty(shape, dtype="bf16"):
+    """MLIR tensor type; the size "M" is the dynamic token count."""
+    return "tensor<" + "x".join("?" if d == "M" else str(d) for d in shape) + f"x{dtype}>"
+
+
+def program(name, kind, h, args, results, body, eps=None):
+    """args / results: (name, dtype, shape) in call order; body: MLIR lines
+    that define the results' SSA values (named after the results)."""
+    sig = ", ".join(f"%{n}: {ty(s, d)}" for n, d, s in args)
+    res_types = ", ".join(ty(s, d) for _, d, s in results)
+    res_names = ", ".join(f"%{n}" for n, _, _ in results)
+    text = (f"func.func @{name}({sig}) -> ({res_types}) {{\n"
+            + "".join(f"  {line}\n" for line in body)
+            + f"  return {res_names} : {res_types}\n}}\n")
+    loader = "; ".join(f"{n}: {d}[{','.join(str(x) for x in s)}]" for n, d, s in args + results)
+    return dict(name=name, kind=kind, h=h, eps=eps,
+                inputs=[dict(name=n, dtype=d, shape=list(s)) for n, d, s in args],
+                outputs=[dict(name=n, dtype=d, shape=list(s)) for n, d, s in results],
+                signature=loader, mlir=HEADER + text + "}\n")
+
+
+def llama_prenorm(h, mul_weight=False):
+    x, g, w = ty(("M", h)), ty((h,)), ty((h, h))
+    if mul_weight:  # HF LlamaRMSNorm: weight * rms_norm(x).to(bf16)
+        norm = [f"%n0 = fusion.rms_norm %x {{epsilon = {LLAMA_EPS:e} : f32}} : {x} -> {x}",
+                f"%n = fusion.mul %n0, %g : {x}, {g}"]
+    else:  # nn.RMSNorm(H, eps) / F.rms_norm(x, (H,), g, eps)
+        norm = [f"%n = fusion.rms_norm %x weight(%g : {g}) {{epsilon = {LLAMA_EPS:e} : f32}}"
+                f" : {x} -> {x}"]
+    name = f"llama_prenorm{'_mulweight' if mul_weight else ''}_h{h}"
+    return program(name, "llama_prenorm_mulweight" if mul_weight else "llama_prenorm", h,
+                   [("x", "bf16", ("M", h)), ("g", "bf16", (h,)), ("w", "bf16", (h, h))],
+                   [("y", "bf16", ("M", h))],
+                   norm + [f"%y = fusion.matmul %n, %w {{transpose_rhs}} : {x}, {w} -> {x}"],
+                   eps=LLAMA_EPS)
+
+
+def bert_postnorm(h, add_bias=False):
+    x, v, w, stat = ty(("M", h)), ty((h,)), ty((h, h)), ty(("M",), "f32")
+    if add_bias:  # x @ W^T + b written as two ops
+        linear = [f"%l0 = fusion.matmul %x, %w {{transpose_rhs}} : {x}, {w} -> {x}",
+                  f"%l = fusion.add %l0, %b : {x}, {v}"]
+    else:  # nn.Linear(H, H) / F.linear(x, W, b)
+        linear = [f"%l = fusion.matmul %x, %w bias(%b : {v}) {{transpose_rhs}} : {x}, {w} -> {x}"]
+    body = linear + [
+        f"%s = fusion.add %l, %r : {x}",
+        f"%y, %mean, %rstd = fusion.layer_norm %s weight(%gamma : {v}) bias(%beta : {v})"
+        f" {{epsilon = {LN_EPS:e} : f32}} : {x} -> {x}, {stat}, {stat}"]
+    name = f"bert_postnorm{'_addbias' if add_bias else ''}_h{h}"
+    return program(name, "bert_postnorm_addbias" if add_bias else "bert_postnorm", h,
+                   [("x", "bf16", ("M", h)), ("w", "bf16", (h, h)), ("b", "bf16", (h,)),
+                    ("r", "bf16", ("M", h)), ("gamma", "bf16", (h,)), ("beta", "bf16", (h,))],
+                   [("y", "bf16", ("M", h))], body, eps=LN_EPS)
+
+
+def rms_norm(h):
+    x, g, stat = ty(("M", h)), ty((h,)), ty(("M",), "f32")
+    return program(f"rms_norm_h{h}", "rms_norm", h,
+                   [("x", "bf16", ("M", h)), ("g", "bf16", (h,))],
+                   [("y", "bf16", ("M", h)), ("rstd", "f32", ("M",))],
+                   [f"%y, %rstd = fusion.rms_norm %x weight(%g : {g}) {{epsilon = {RMS_EPS:e} : f32}}"
+                    f" : {x} -> {x}, {stat}"], eps=RMS_EPS)
+
+
+def layer_norm(h):
+    x, v, stat = ty(("M", h)), ty((h,)), ty(("M",), "f32")
+    return program(f"layer_norm_h{h}", "layer_norm", h,
+                   [("x", "bf16", ("M", h)), ("gamma", "bf16", (h,)), ("beta", "bf16", (h,))],
+                   [("y", "bf16", ("M", h)), ("mean", "f32", ("M",)), ("rstd", "f32", ("M",))],
+                   [f"%y, %mean, %rstd = fusion.layer_norm %x weight(%gamma : {v}) bias(%beta : {v})"
+                    f" {{epsilon = {LN_EPS:e} : f32}} : {x} -> {x}, {stat}, {stat}"], eps=LN_EPS)
+
+
+def elementwise(kind, h):
+    x = ty(("M", h))
+    rhs = {"add_rowbias": ("b", "bf16", (h,)), "add": ("r", "bf16", ("M", h)),
+           "mul_col": ("c", "f32", ("M", 1))}[kind]
+    op = "mul" if kind == "mul_col" else "add"
+    types = x if rhs[2] == ("M", h) else f"{x}, {ty(rhs[2], rhs[1])}"
+    return program(f"{kind}_h{h}", kind, h, [("x", "bf16", ("M", h)), rhs],
+                   [("y", "bf16", ("M", h))], [f"%y = fusion.{op} %x, %{rhs[0]} : {types}"])
+
+
+def programs():
+    out = []
+    for h in LAYER_H:
+        out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True),
+                bert_postnorm(h), bert_postnorm(h, add_bias=True)]
+    for h in ROW_H:
+        out += [rms_norm(h), layer_norm(h)] + [elementwise(k, h)
+                                               for k in ("add_rowbias", "add", "mul_col")]
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("outdir")
+    p.add_argument("--print", metavar="NAME", help="print one program's MLIR instead")
+    a = p.parse_args()
+    progs = programs()
+    if a.print:
+        print(next(q for q in progs if q["name"] == a.print)["mlir"], end="")
+        return
+    os.makedirs(a.outdir, exist_ok=True)
+    for q in progs:
+        with open(os.path.join(a.outdir, q["name"] + ".mlir"), "w") as f:
+            f.write(q["mlir"])
+    manifest = [{k: v for k, v in q.items() if k != "mlir"} for q in progs]
+    with open(os.path.join(a.outdir, "layers.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    print(f"gen_layers: {len(progs)} programs in {a.outdir}")
+
+
+if __name__ == "__main__":
+    main()

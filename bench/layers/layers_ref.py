@@ -1,0 +1,264 @@
+"""What the layer programs of gen_layers.py compute, written as a PyTorch user
+writes them (nn.Modules), and the helpers the layer tests and benchmarks share:
+fresh inputs, NaN-poisoned outputs, float64 and bf16 references, the error
+check, and loading the compiled libraries.
+
+The reference is the module itself: in float64 (parameters and inputs
+converted) it is the reference; in bf16 it is PyTorch's own bf16 path, whose
+error against float64 sets the tolerance (docs/PERF.md: ours <= 2x theirs +
+a 1e-3 floor; saved statistics within 1e-3).
+"""
+import json
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+DTYPES = {"bf16": torch.bfloat16, "f32": torch.float32}
+FLOOR = 1e-3      # absolute floor of the relative-error bound
+STAT_TOL = 1e-3   # saved mean / rstd, relative to the row's scale
+
+
+# --------------------------------------------------------------------------
+# The layers as nn.Modules
+# --------------------------------------------------------------------------
+
+def _compute_dtype(t):
+    """HF's `.float()`, but float64 stays float64 (the reference)."""
+    return torch.promote_types(t.dtype, torch.float32)
+
+
+class LlamaPreNorm(nn.Module):
+    """q_proj(input_layernorm(x)) with torch's nn.RMSNorm (weight inside the norm)."""
+
+    def __init__(self, h, eps, **kw):
+        super().__init__()
+        self.norm = nn.RMSNorm(h, eps=eps, **kw)
+        self.proj = nn.Linear(h, h, bias=False, **kw)
+
+    def forward(self, x):
+        return self.proj(self.norm(x))
+
+
+class HFLlamaRMSNorm(nn.Module):
+    """transformers' LlamaRMSNorm: normalize in f32, round, then weight * x."""
+
+    def __init__(self, h, eps, **kw):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(h, **kw))
+        self.eps = eps
+
+    def forward(self, x):
+        t = x.to(_compute_dtype(x))
+        t = t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * t.to(x.dtype)
+
+
+class LlamaPreNormMulWeight(nn.Module):
+    def __init__(self, h, eps, **kw):
+        super().__init__()
+        self.norm = HFLlamaRMSNorm(h, eps, **kw)
+        self.proj = nn.Linear(h, h, bias=False, **kw)
+
+    def forward(self, x):
+        return self.proj(self.norm(x))
+
+
+class BertPostNorm(nn.Module):
+    """BertSelfOutput without dropout: LayerNorm(dense(x) + residual)."""
+
+    def __init__(self, h, eps, add_bias=False, **kw):
+        super().__init__()
+        self.dense = nn.Linear(h, h, bias=not add_bias, **kw)
+        self.bias = nn.Parameter(torch.zeros(h, **kw)) if add_bias else None
+        self.norm = nn.LayerNorm(h, eps=eps, **kw)
+
+    def forward(self, x, r):
+        t = self.dense(x)
+        if self.bias is not None:
+            t = t + self.bias
+        return self.norm(t + r)
+
+
+class RowBias(nn.Module):
+    def __init__(self, h, **kw):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(h, **kw))
+
+    def forward(self, x):
+        return x + self.bias
+
+
+class Add(nn.Module):
+    def forward(self, x, r):
+        return x + r
+
+
+class MulCol(nn.Module):
+    def forward(self, x, c):
+        return (x * c).to(x.dtype)  # bf16 * f32 promotes: round back like the program
+
+
+# kind -> (module factory(h, eps, **kw), {input name: parameter path}, activation inputs)
+MODULES = {
+    "llama_prenorm": (LlamaPreNorm, {"g": "norm.weight", "w": "proj.weight"}, ("x",)),
+    "llama_prenorm_mulweight": (LlamaPreNormMulWeight, {"g": "norm.weight", "w": "proj.weight"},
+                                ("x",)),
+    "bert_postnorm": (BertPostNorm, {"w": "dense.weight", "b": "dense.bias",
+                                     "gamma": "norm.weight", "beta": "norm.bias"}, ("x", "r")),
+    "bert_postnorm_addbias": (lambda h, eps, **kw: BertPostNorm(h, eps, add_bias=True, **kw),
+                              {"w": "dense.weight", "b": "bias", "gamma": "norm.weight",
+                               "beta": "norm.bias"}, ("x", "r")),
+    "rms_norm": (lambda h, eps, **kw: nn.RMSNorm(h, eps=eps, **kw), {"g": "weight"}, ("x",)),
+    "layer_norm": (lambda h, eps, **kw: nn.LayerNorm(h, eps=eps, **kw),
+                   {"gamma": "weight", "beta": "bias"}, ("x",)),
+    "add_rowbias": (lambda h, eps, **kw: RowBias(h, **kw), {"b": "bias"}, ("x",)),
+    "add": (lambda h, eps, **kw: Add(), {}, ("x", "r")),
+    "mul_col": (lambda h, eps, **kw: MulCol(), {}, ("x", "c")),
+}
+
+
+def build_module(prog, x, dtype=torch.bfloat16):
+    """The program as the nn.Module a user writes, its parameters taken from
+    the input dict x, in dtype, without gradients. Returns (module, the
+    activation inputs as a tuple: as given, or all in float64 for float64)."""
+    factory, params, acts = MODULES[prog["kind"]]
+    module = factory(prog["h"], prog["eps"], device=x["x"].device, dtype=dtype)
+    with torch.no_grad():
+        for name, path in params.items():
+            module.get_parameter(path).copy_(x[name])
+    module.requires_grad_(False).eval()
+    args = tuple(x[a].double() if dtype == torch.float64 else x[a] for a in acts)
+    return module, args
+
+
+# --------------------------------------------------------------------------
+# Inputs, outputs, references, checks
+# --------------------------------------------------------------------------
+
+def shape_of(spec, m):
+    return tuple(m if d == "M" else d for d in spec["shape"])
+
+
+def make_inputs(prog, m, gen, device="cuda", offset=0.0):
+    """Fresh random inputs in call order: activations normal (x shifted by
+    `offset`), nn.Linear-like weights and biases (uniform, bound 1/sqrt(in)),
+    norm weights around 1, norm biases and row scales of moderate size."""
+    h = prog["h"]
+    out = {}
+    for spec in prog["inputs"]:
+        shape, name = shape_of(spec, m), spec["name"]
+        normal = lambda: torch.randn(shape, generator=gen, device=device)
+        uniform = lambda bound: (torch.rand(shape, generator=gen, device=device) * 2 - 1) * bound
+        if name == "x":
+            t = normal() + offset
+        elif name in ("w", "b"):
+            t = uniform(h ** -0.5)
+        elif name in ("g", "gamma"):
+            t = 1.0 + 0.5 * normal()
+        elif name == "beta":
+            t = 0.5 * normal()
+        elif name == "c":
+            t = torch.rand(shape, generator=gen, device=device) + 0.5
+        else:  # residual
+            t = normal()
+        out[name] = t.to(DTYPES[spec["dtype"]])
+    return out
+
+
+def make_outputs(prog, m, device="cuda"):
+    """Outputs in call order, poisoned with NaN (an unwritten element fails)."""
+    return {s["name"]: torch.full(shape_of(s, m), float("nan"), dtype=DTYPES[s["dtype"]],
+                                  device=device) for s in prog["outputs"]}
+
+
+@torch.no_grad()
+def reference(prog, x, dtype):
+    """The program's outputs computed by its nn.Module in dtype (float64: the
+    reference, with the statistics; bf16: PyTorch's own bf16 path)."""
+    module, args = build_module(prog, x, dtype)
+    out = {"y": module(*args)}
+    if dtype == torch.float64 and prog["kind"] in ("rms_norm", "layer_norm"):
+        t = x["x"].double()
+        if prog["kind"] == "layer_norm":
+            out["mean"] = t.mean(-1)
+            t = t - out["mean"][:, None]
+        out["rstd"] = torch.rsqrt(t.pow(2).mean(-1) + prog["eps"])
+    return out
+
+
+def rel_error(got, ref):
+    got, ref = got.double(), ref.double()
+    return ((got - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def check(prog, x, y, ref64=None, ref16=None):
+    """Compares the outputs y with the references; returns a dict of errors
+    and 'ok' (and 'why' when not). NaN left in any output fails."""
+    ref64 = ref64 or reference(prog, x, torch.float64)
+    ref16 = ref16 or reference(prog, x, torch.bfloat16)
+    res = dict(rel_err=rel_error(y["y"], ref64["y"]),
+               torch_bf16_rel_err=rel_error(ref16["y"], ref64["y"]))
+    why = []
+    for name, t in y.items():
+        if torch.isnan(t).any():
+            why.append(f"{name}: {int(torch.isnan(t).sum())} elements not written (NaN)")
+    if not res["rel_err"] <= 2 * res["torch_bf16_rel_err"] + FLOOR:
+        why.append(f"y: rel err {res['rel_err']:.3e} > 2 x torch bf16 "
+                   f"{res['torch_bf16_rel_err']:.3e} + {FLOOR:g}")
+    # Statistics relative to the row's scale: rstd relative to itself, the
+    # mean in units of the row's standard deviation 1/rstd.
+    for stat in ("mean", "rstd"):
+        if stat in y:
+            diff = (y[stat].double() - ref64[stat]).abs()
+            scale = ref64["rstd"] if stat == "mean" else 1.0 / ref64["rstd"].abs()
+            res[f"{stat}_err"] = err = torch.nan_to_num((diff * scale).max(), nan=float("inf")).item()
+            if not err <= STAT_TOL:
+                why.append(f"{stat}: max error {err:.3e} > {STAT_TOL:g}")
+    res["ok"] = not why
+    if why:
+        res["why"] = "; ".join(why)
+    return res
+
+
+# --------------------------------------------------------------------------
+# Artifacts
+# --------------------------------------------------------------------------
+
+def artifacts_dir():
+    return os.environ.get("FUSION_GPU_ARTIFACTS", os.path.join(REPO, "build", "gpu"))
+
+
+def load_manifest(artifacts):
+    """{name: program} from ARTIFACTS/layers/layers.json, or None if absent."""
+    path = os.path.join(artifacts, "layers", "layers.json")
+    if not os.path.exists(path):
+        return None
+    return {p["name"]: p for p in json.load(open(path))}
+
+
+class Libraries:
+    """Loads ARTIFACTS/layers/lib<name>.so (fused) and lib<name>_unfused.so
+    once each, with the runtime copied into ARTIFACTS."""
+
+    def __init__(self, artifacts):
+        import fusion_runtime as fr  # runtime/python on sys.path (the callers put it there)
+        self.fr, self.dir = fr, os.path.join(artifacts, "layers")
+        self.runtime = fr.Runtime.find(os.path.join(artifacts, "libfusion_runtime.so"))
+        self.loaded = {}
+
+    def path(self, name, variant):
+        return os.path.join(self.dir, f"lib{name}{'' if variant == 'fused' else '_unfused'}.so")
+
+    def function(self, prog, variant):
+        """The compiled function, or None when its library was not built
+        (bench/build_gpu_artifacts.sh prints why)."""
+        path = self.path(prog["name"], variant)
+        if not os.path.exists(path):
+            return None
+        if path not in self.loaded:
+            self.loaded[path] = self.fr.Library(path, runtime=self.runtime)
+        return self.loaded[path].function(prog["name"], prog["signature"])
