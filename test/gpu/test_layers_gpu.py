@@ -1,0 +1,138 @@
+"""Issue 14's layers, written as users write them (bench/layers/gen_layers.py:
+Llama's pre-norm projection, BERT's post-norm output; unfused ops only,
+dynamic token count), compiled fused (fusion-compile's default pipeline) and
+unfused (--no-fuse) into $FUSION_GPU_ARTIFACTS/layers/lib<name>[_unfused].so
+by bench/build_gpu_artifacts.sh, run on the H200 against their nn.Modules in
+float64 (bench/layers/layers_ref.py): fresh random inputs, NaN-poisoned
+outputs, relative error at most 2x PyTorch's own bf16 error + 1e-3. Calls
+run asynchronously on torch's current stream (the loader's default). A
+library the compiler refused is skipped, with the reason.
+
+    FUSION_GPU_ARTIFACTS=build/gpu python3 -m pytest -v -s test/gpu/test_layers_gpu.py
+
+About 1 minute on an H200 (every library built).
+"""
+import functools
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "runtime", "python"))
+sys.path.insert(0, os.path.join(REPO, "bench", "layers"))
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU: the layer libraries run only on the H200", allow_module_level=True)
+import layers_ref as lr  # noqa: E402
+
+ARTIFACTS = lr.artifacts_dir()
+PROGRAMS = lr.load_manifest(ARTIFACTS)
+if PROGRAMS is None:
+    pytest.skip(f"{ARTIFACTS}/layers/layers.json not built (bench/build_gpu_artifacts.sh)",
+                allow_module_level=True)
+LIBS = lr.Libraries(ARTIFACTS)
+
+KINDS = ("llama_prenorm", "llama_prenorm_mulweight", "bert_postnorm", "bert_postnorm_addbias")
+HS = (768, 1024, 2048, 4096)
+VARIANTS = ("fused", "unfused")
+M = 65536
+
+
+def function(name, variant):
+    """(program, compiled function), or a skip that says why not."""
+    if name not in PROGRAMS:
+        pytest.skip(f"{name} is not in {ARTIFACTS}/layers/layers.json")
+    prog = PROGRAMS[name]
+    fn = LIBS.function(prog, variant)
+    if fn is None:
+        pytest.skip(f"{LIBS.path(name, variant)} not built (the compiler refused it: "
+                    f"bench/build_gpu_artifacts.sh printed why)")
+    return prog, fn
+
+
+@functools.lru_cache(maxsize=1)
+def case(name, m, seed):
+    """Inputs and both references; kept for the next test (the other variant)."""
+    prog = PROGRAMS[name]
+    x = lr.make_inputs(prog, m, torch.Generator(device="cuda").manual_seed(seed * 7919 + m))
+    return x, lr.reference(prog, x, torch.float64), lr.reference(prog, x, torch.bfloat16)
+
+
+def run_and_check(name, variant, m, seed=1):
+    prog, fn = function(name, variant)
+    x, ref64, ref16 = case(name, m, seed)
+    y = lr.make_outputs(prog, m)
+    fn(*x.values(), *y.values())  # enqueued on torch's current stream
+    torch.cuda.synchronize()
+    res = lr.check(prog, x, y, ref64, ref16)
+    print(f"{name} {variant} M={m}: rel err ours {res['rel_err']:.3e}, "
+          f"torch bf16 {res['torch_bf16_rel_err']:.3e}")
+    assert res["ok"], res["why"]
+
+
+@pytest.mark.parametrize("name,variant", [(f"{k}_h{h}", v) for k in KINDS for h in HS
+                                          for v in VARIANTS])
+def test_layer(name, variant):
+    run_and_check(name, variant, M)
+
+
+@pytest.mark.parametrize("name,variant,m", [(n, v, m) for n in ("llama_prenorm_h1024",
+                                                                 "bert_postnorm_h1024")
+                                            for m in (1, 7, 8192, 262144) for v in VARIANTS])
+def test_dynamic_token_count(name, variant, m):
+    """One library, any token count: a single row, fewer rows than a tile,
+    and more rows than the benchmark's."""
+    run_and_check(name, variant, m)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_call_is_asynchronous_on_the_current_stream(variant):
+    """With a long sleep queued before it on a side stream made current, the
+    call returns while that stream is still busy, and its result (read after
+    the stream) is right."""
+    name, m = "bert_postnorm_h1024", 8192
+    prog, fn = function(name, variant)
+    x, ref64, ref16 = case(name, m, 3)
+    y = lr.make_outputs(prog, m)
+    fn(*x.values(), *y.values(), synchronize=True)  # loads the module
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for t in y.values():
+            t.fill_(float("nan"))
+        torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time ahead of the call
+        fn(*x.values(), *y.values())
+        busy = not side.query()
+    side.synchronize()
+    res = lr.check(prog, x, y, ref64, ref16)
+    print(f"async {name} {variant}: busy after the call {busy}, rel err {res['rel_err']:.3e}")
+    assert busy, "the call waited for the stream"
+    assert res["ok"], res["why"]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_cuda_graph_capture_and_replay(variant):
+    """A layer call captured in a CUDA graph replays on fresh inputs copied
+    into the captured tensors, its output poisoned before each replay."""
+    name, m = "llama_prenorm_h1024", 8192
+    prog, fn = function(name, variant)
+    gen = torch.Generator(device="cuda").manual_seed(4243)
+    x = lr.make_inputs(prog, m, gen)
+    y = lr.make_outputs(prog, m)
+    fn(*x.values(), *y.values(), synchronize=True)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn(*x.values(), *y.values())
+    for seed in (1, 2):
+        fresh = lr.make_inputs(prog, m, torch.Generator(device="cuda").manual_seed(seed))
+        for key, t in x.items():
+            t.copy_(fresh[key])
+        for t in y.values():
+            t.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        res = lr.check(prog, x, y)
+        print(f"graph replay {seed} {name} {variant}: rel err {res['rel_err']:.3e}")
+        assert res["ok"], res["why"]
