@@ -8,12 +8,12 @@ converted) it is the reference; in bf16 it is PyTorch's own bf16 path, whose
 error against float64 sets the tolerance (docs/PERF.md: ours <= 2x theirs +
 a 1e-3 floor; saved statistics within 1e-3).
 """
-import json
 import os
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+
+from layers_manifest import artifacts_dir, library_path, load_manifest  # noqa: F401 (re-exported)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -228,30 +228,20 @@ def check(prog, x, y, ref64=None, ref16=None):
 # Artifacts
 # --------------------------------------------------------------------------
 
-def artifacts_dir():
-    return os.environ.get("FUSION_GPU_ARTIFACTS", os.path.join(REPO, "build", "gpu"))
-
-
-def load_manifest(artifacts):
-    """{name: program} from ARTIFACTS/layers/layers.json, or None if absent."""
-    path = os.path.join(artifacts, "layers", "layers.json")
-    if not os.path.exists(path):
-        return None
-    return {p["name"]: p for p in json.load(open(path))}
-
-
 class Libraries:
     """Loads ARTIFACTS/layers/lib<name>.so (fused) and lib<name>_unfused.so
     once each, with the runtime copied into ARTIFACTS."""
 
     def __init__(self, artifacts):
         import fusion_runtime as fr  # runtime/python on sys.path (the callers put it there)
-        self.fr, self.dir = fr, os.path.join(artifacts, "layers")
-        self.runtime = fr.Runtime.find(os.path.join(artifacts, "libfusion_runtime.so"))
+        self.fr, self.artifacts = fr, artifacts
+        runtime = os.path.join(artifacts, "libfusion_runtime.so")
+        # Without the copy: $FUSION_RUNTIME_LIBRARY, the search path, or the library's own.
+        self.runtime = fr.Runtime.find(runtime if os.path.exists(runtime) else None)
         self.loaded = {}
 
     def path(self, name, variant):
-        return os.path.join(self.dir, f"lib{name}{'' if variant == 'fused' else '_unfused'}.so")
+        return library_path(self.artifacts, name, variant)
 
     def function(self, prog, variant):
         """The compiled function, or None when its library was not built

@@ -1,0 +1,98 @@
+"""Timing and reporting shared by bench/bench_layers.py and bench/bench_norms.py
+(docs/PERF.md's protocol): do_bench medians with triton's L2 flush, our
+kernels' own time from the profiler (bench_fused_matmul.kernel_ms), a
+torch.compile baseline compiled fresh and static per case, interleaved
+rounds, per-measurement errors recorded instead of raised, and a JSON file
+rewritten after every case (a run cut short keeps what it measured)."""
+import datetime
+import json
+import os
+import statistics
+import sys
+import traceback
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "runtime", "python"))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+sys.path.insert(0, HERE)
+
+try:
+    from bench_fused_matmul import kernel_ms as _kernel_ms
+    KERNEL_MS_ERROR = None
+except Exception as e:  # the call time is still measured
+    _kernel_ms, KERNEL_MS_ERROR = None, f"{type(e).__name__}: {e}"
+
+
+def bench_ms(fn):
+    """CUDA-event median of fn, L2 flushed before each call (do_bench's default)."""
+    from triton.testing import do_bench
+    return do_bench(fn, warmup=25, rep=200, return_mode="median")
+
+
+def kernel_ms(fn):
+    """Our kernels' device time per call (profiler records), or an error."""
+    if _kernel_ms is None:
+        raise RuntimeError(f"no kernel_ms: importing bench_fused_matmul failed: {KERNEL_MS_ERROR}")
+    return _kernel_ms(fn)[0]
+
+
+def compile_fresh(fn):
+    """torch.compile specialized to this case (bench_fused_matmul.compile_fresh:
+    without the reset, later cases recompile dynamic or fall back to eager)."""
+    torch._dynamo.reset()
+    return torch.compile(fn, dynamic=False)
+
+
+def error_text(e):
+    return f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:400]
+
+
+def measure(into, errors, key, how, fn):
+    """into[key] = how(fn), or errors[key] = the exception's message."""
+    try:
+        into[key] = how(fn)
+    except Exception as e:
+        errors[key] = error_text(e)
+        traceback.print_exc(limit=2)
+
+
+def run_rounds(rounds, measurements, errors):
+    """measurements: [(key, how, fn)], timed in this order in each round
+    (interleaved). Returns ({key: mean ms}, {key: max - min}, the rounds)."""
+    all_rounds = []
+    for _ in range(rounds):
+        r = {}
+        for key, how, fn in measurements:
+            if key not in errors:
+                measure(r, errors, key, how, fn)
+        all_rounds.append(r)
+    keys = [k for k, _, _ in measurements if all(k in r for r in all_rounds)]
+    mean = {k: statistics.fmean(r[k] for r in all_rounds) for k in keys}
+    spread = {k: max(r[k] for r in all_rounds) - min(r[k] for r in all_rounds) for k in keys}
+    return mean, spread, all_rounds
+
+
+def write_json(path, args, rows, timing, complete):
+    import triton
+    result = dict(date=datetime.date.today().isoformat(), commit=args.commit,
+                  gpu=torch.cuda.get_device_name(), torch=torch.__version__,
+                  triton=triton.__version__, complete=complete, timing=timing,
+                  kernel_ms_error=KERNEL_MS_ERROR, rows=rows)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(tmp, path)
+
+
+def markdown_table(columns, rows):
+    """columns: [(header, key, format)]; a missing value prints as '-'."""
+    def cell(row, key, fmt):
+        v = row.get(key)
+        return "-" if v is None else (fmt.format(v) if fmt else str(v))
+    lines = ["| " + " | ".join(h for h, _, _ in columns) + " |",
+             "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(r, k, f) for _, k, f in columns) + " |" for r in rows]
+    return "\n".join(lines)
