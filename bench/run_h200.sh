@@ -37,3 +37,5 @@ for t in memcheck racecheck synccheck; do
   done
 done
 timeout 420 python3 bench/bench_fused_matmul.py --artifacts build/gpu --out "$OUT/bench.json" --commit "${COMMIT:-unknown}" 2>&1 | tee "$OUT/bench_log.txt" | tail -24
+# Issue 14's layers (tests and benchmarks; also runs alone, see its header).
+OUT="$OUT" bash bench/layers/run_layers_h200.sh
