@@ -2,7 +2,8 @@
 # Compiles the layer programs of bench/layers/gen_layers.py (issue 14) into
 # BUILD/gpu/layers: lib<name>.so by fusion-compile's default pipeline
 # (fusion-fuse, then the kernels) and lib<name>_unfused.so without
-# fusion-fuse (fusion-compile --no-fuse, where fusion-compile has it). A
+# fusion-fuse (fusion-compile --no-fuse, where fusion-compile has it), from
+# a copy of the program whose function is named <name>_unfused. A
 # program the compiler refuses is skipped with a warning and the compiler's
 # error (whole in layers/<name>[_unfused].log); the layer tests and
 # benchmarks skip what was not built. Called by bench/build_gpu_artifacts.sh.
@@ -22,21 +23,24 @@ if ! grep -q -- "--no-fuse" "$compile"; then
   variants="fused"
 fi
 built=0; refused=0
+# <name>.mlir -> lib<name>.so; <name>_unfused.mlir (its function renamed) ->
+# lib<name>_unfused.so with --no-fuse.
 for f in "$out"/*.mlir; do
   name=$(basename "$f" .mlir)
   [[ -z "$only" || "$name" =~ $only ]] || continue
-  for v in $variants; do
-    suffix=""; flags=()
-    if [ "$v" = unfused ]; then suffix="_unfused"; flags=(--no-fuse); fi
-    lib="$out/lib$name$suffix.so" log="$out/$name$suffix.log"
-    rm -f "$lib" "$log"
-    if "$compile" "$f" -o "$lib" ${flags[@]+"${flags[@]}"} > "$log" 2>&1; then
-      built=$((built + 1)); rm -f "$log"
-    else
-      refused=$((refused + 1)); rm -f "$lib"
-      echo "build_layers: warning: $name ($v) not built; fusion-compile said:"
-      head -n 12 "$log" | cut -c1-300 | sed 's/^/    /'
-    fi
-  done
+  flags=()
+  if [[ "$name" == *_unfused ]]; then
+    [[ "$variants" == *unfused* ]] || continue
+    flags=(--no-fuse)
+  fi
+  lib="$out/lib$name.so" log="$out/$name.log"
+  rm -f "$lib" "$log"
+  if "$compile" "$f" -o "$lib" ${flags[@]+"${flags[@]}"} > "$log" 2>&1; then
+    built=$((built + 1)); rm -f "$log"
+  else
+    refused=$((refused + 1)); rm -f "$lib"
+    echo "build_layers: warning: $name not built; fusion-compile${flags[*]:+ ${flags[*]}} said:"
+    head -n 12 "$log" | cut -c1-300 | sed 's/^/    /'
+  fi
 done
 echo "build_layers: $built libraries built, $refused refused, in $out"

@@ -8,7 +8,7 @@ bench/bench_layers.py and bench/bench_norms.py read (kind, H, epsilon, the
 arguments in call order with the outputs last, and the loader signature, in
 which the token count is the size name M).
 
-    python3 bench/layers/gen_layers.py OUTDIR        # OUTDIR/<name>.mlir, OUTDIR/layers.json
+    python3 bench/layers/gen_layers.py OUTDIR        # OUTDIR/<name>[_unfused].mlir, layers.json
     python3 bench/layers/gen_layers.py OUTDIR --print llama_prenorm_h1024
 
 Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
@@ -22,9 +22,10 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
   add_h{H}                    y = x + r       ([M, H] + [M, H])
   mul_col_h{H}                y = x * c       ([M, H] bf16 * [M, 1] f32)
 
-build/gpu/layers/lib<name>.so is the program compiled by fusion-compile's
-default pipeline (fusion-fuse, then the kernels), lib<name>_unfused.so the
-same without fusion-fuse (bench/build_gpu_artifacts.sh).
+build/gpu/layers/lib<name>.so is <name>.mlir compiled by fusion-compile's
+default pipeline (fusion-fuse, then the kernels), lib<name>_unfused.so is
+<name>_unfused.mlir (the same program, its function named <name>_unfused)
+compiled without fusion-fuse (bench/layers/build_layers.sh).
 """
 import argparse
 import json
@@ -144,8 +145,12 @@ def main():
         return
     os.makedirs(a.outdir, exist_ok=True)
     for q in progs:
-        with open(os.path.join(a.outdir, q["name"] + ".mlir"), "w") as f:
-            f.write(q["mlir"])
+        # The unfused library's copy has its own function name: both
+        # libraries load into one process, and their symbols and kernel names
+        # stay apart (bench_fused_matmul.kernel_ms finds kernels by name).
+        for suffix in ("", "_unfused"):
+            with open(os.path.join(a.outdir, q["name"] + suffix + ".mlir"), "w") as f:
+                f.write(q["mlir"].replace(f"@{q['name']}(", f"@{q['name']}{suffix}(", 1))
     manifest = [{k: v for k, v in q.items() if k != "mlir"} for q in progs]
     with open(os.path.join(a.outdir, "layers.json"), "w") as f:
         json.dump(manifest, f, indent=1)

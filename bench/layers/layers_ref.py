@@ -251,4 +251,5 @@ class Libraries:
             return None
         if path not in self.loaded:
             self.loaded[path] = self.fr.Library(path, runtime=self.runtime)
-        return self.loaded[path].function(prog["name"], prog["signature"])
+        name = prog["name"] + ("" if variant == "fused" else "_unfused")
+        return self.loaded[path].function(name, prog["signature"])

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""CPU cross-check, no GPU needed: each layer program of gen_layers.py, made
+static at a small shape, runs in fusion-runner (the dialect's reference
+semantics, convert-fusion-to-linalg), and its printed inputs and result go
+through layers_ref's nn.Module in float64 and the error check the GPU tests
+use. Catches a reference that does not compute what the program says
+(argument order, W's layout, epsilon, broadcasting). Needs torch (CPU).
+
+    python3 bench/layers/check_ref_cpu.py [--runner build/bin/fusion-runner] [--m 9] [--h 64]
+"""
+import argparse
+import ast
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import gen_layers  # noqa: E402
+
+KINDS = {
+    "llama_prenorm": lambda h: gen_layers.llama_prenorm(h),
+    "llama_prenorm_mulweight": lambda h: gen_layers.llama_prenorm(h, mul_weight=True),
+    "bert_postnorm": lambda h: gen_layers.bert_postnorm(h),
+    "bert_postnorm_addbias": lambda h: gen_layers.bert_postnorm(h, add_bias=True),
+    "rms_norm": gen_layers.rms_norm,
+    "layer_norm": gen_layers.layer_norm,
+    "add_rowbias": lambda h: gen_layers.elementwise("add_rowbias", h),
+    "add": lambda h: gen_layers.elementwise("add", h),
+    "mul_col": lambda h: gen_layers.elementwise("mul_col", h),
+}
+
+
+def parse_values(text, what):
+    """{index: nested list} of the runner's 'input i: ... = [...]' lines."""
+    out = {}
+    for line in text.splitlines():
+        match = re.match(rf"{what} (\d+): tensor<[^>]*> = (.*)$", line)
+        if match:
+            out[int(match[1])] = ast.literal_eval(re.sub(r"-?\b(nan|inf)\b", "None", match[2]))
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--runner", default=os.path.join(os.path.dirname(os.path.dirname(HERE)),
+                                                     "build", "bin", "fusion-runner"))
+    p.add_argument("--m", type=int, default=9)
+    p.add_argument("--h", type=int, default=64)
+    a = p.parse_args()
+    import torch
+    import layers_ref as lr
+    failed = 0
+    for kind, make in KINDS.items():
+        prog = make(a.h)
+        text = prog["mlir"].replace("tensor<?x", f"tensor<{a.m}x")
+        with tempfile.NamedTemporaryFile("w", suffix=".mlir") as f:
+            f.write(text)
+            f.flush()
+            run = subprocess.run([a.runner, f.name, "-e", prog["name"], "--print",
+                                  "--print-inputs"], capture_output=True, text=True)
+        if run.returncode:
+            print(f"{kind}: fusion-runner failed:\n{run.stderr[-2000:]}")
+            failed += 1
+            continue
+        inputs, results = parse_values(run.stdout, "input"), parse_values(run.stdout, "result")
+        x = {spec["name"]: torch.tensor(inputs[i], dtype=lr.DTYPES[spec["dtype"]])
+             for i, spec in enumerate(prog["inputs"])}
+        y = {spec["name"]: torch.tensor(results[i], dtype=lr.DTYPES[spec["dtype"]])
+             for i, spec in enumerate(prog["outputs"])}
+        res = lr.check(prog, x, y)
+        ref64 = lr.reference(prog, x, torch.float64)["y"]
+        max_abs = (y["y"].double() - ref64).abs().max().item()
+        print(f"{kind:24} rel err {res['rel_err']:.2e} (torch bf16 {res['torch_bf16_rel_err']:.2e}), "
+              f"max abs {max_abs:.2e}: {'ok' if res['ok'] else 'FAIL ' + res['why']}")
+        failed += not res["ok"]
+    print(f"check_ref_cpu: {len(KINDS) - failed} ok, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
