@@ -106,6 +106,40 @@ FUSIONRT_EXPORT fusionrtStatus fusionrtGetDeviceCount(int *count);
 FUSIONRT_EXPORT fusionrtStatus fusionrtSetCallStream(void *stream);
 FUSIONRT_EXPORT fusionrtStatus fusionrtClearCallStream(void);
 
+/*===----------------------------------------------------------------------===
+ * Calling a compiled function in one foreign call
+ *===----------------------------------------------------------------------===*/
+
+/* For callers whose foreign calls cost per argument (the Python loader's
+ * ctypes): calls a compiled host function, whose arguments are all 64-bit
+ * words (MLIR's expanded memref descriptors: pointers and int64_t), from one
+ * packet of int64_t words:
+ *
+ *   [0] the function's address        [3] flags (FUSIONRT_INVOKE_*)
+ *   [1] n, its number of words        [4] the stream (a CUstream, or 0)
+ *   [2] the device ordinal            [5 .. 5+n) the function's words, in order
+ *
+ * In one call it does what a caller would do around the function: if a
+ * failure is pending, it clears it and returns its status or'ed with
+ * FUSIONRT_INVOKE_NOT_CALLED, without calling; else it selects the device
+ * (fusionrtSetDevice), with FUSIONRT_INVOKE_CALL_STREAM runs the function on
+ * the stream (fusionrtSetCallStream, cleared after), with
+ * FUSIONRT_INVOKE_SYNCHRONIZE then waits for the stream
+ * (mgpuStreamSynchronize), and returns the pending status, cleared
+ * (fusionrtClearStatus: 0 on success; the message in fusionrtGetLastError).
+ * While the function runs, the device's context is made current by the first
+ * entry point that needs it, and later entry points do not ask the driver
+ * again. A malformed packet (null function, more than
+ * FUSIONRT_INVOKE_MAX_WORDS words, negative device, unknown flags) returns
+ * FUSIONRT_ERROR_INVALID_ARGUMENT without calling and without a pending
+ * status. */
+#define FUSIONRT_INVOKE_HEADER_WORDS 5
+#define FUSIONRT_INVOKE_MAX_WORDS 128
+#define FUSIONRT_INVOKE_CALL_STREAM 1
+#define FUSIONRT_INVOKE_SYNCHRONIZE 2
+#define FUSIONRT_INVOKE_NOT_CALLED 0x100
+FUSIONRT_EXPORT int32_t fusionrtInvoke(const int64_t *packet);
+
 /* Returns the memory the runtime keeps cached for the compiled code's
  * workspaces and intermediates (stream-ordered allocations that are reused
  * from call to call) to the driver, like torch.cuda.empty_cache(). Memory in

@@ -25,6 +25,13 @@ int selectedDevice();
 /// names the failing driver call in `*failedCall`.
 CUresult activateContext(CUcontext *context, CUdevice *device, const char **failedCall);
 
+/// fusionrtInvoke brackets a compiled function's run with these: the first
+/// entry point that makes the context current pins it for the rest of the
+/// run, so later entry points make no driver call for it (nothing but the
+/// runtime's entry points runs in between).
+void beginInvocation();
+void endInvocation();
+
 /// activateContext for mgpu* entry points: records a failure as the pending
 /// status, attributed to `entryPoint`. Returns false on failure.
 bool activateContextOrRecord(const char *entryPoint, CUcontext *context = nullptr,

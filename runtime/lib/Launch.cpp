@@ -24,10 +24,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <string>
-#include <tuple>
+#include <functional>
+#include <unordered_map>
 #include <vector>
 
 namespace fusionrt {
@@ -51,6 +51,17 @@ struct LaunchShape {
   int32_t sharedMemoryBytes;
   bool hasCluster;
 
+  /// Every check of checkShape at once, without building any message.
+  bool valid() const {
+    if (!grid.positive() || !grid.fitsDriver() || !block.positive() || !block.fitsDriver() ||
+        sharedMemoryBytes < 0)
+      return false;
+    if (!hasCluster)
+      return true;
+    return cluster.positive() && cluster.fitsDriver() && grid.x % cluster.x == 0 &&
+           grid.y % cluster.y == 0 && grid.z % cluster.z == 0;
+  }
+
   std::string describe(const std::string &kernel) const {
     std::string text = "kernel '" + kernel + "'";
     if (hasCluster)
@@ -63,6 +74,9 @@ struct LaunchShape {
 /// Everything that can go wrong before the driver sees the launch. Records the
 /// failure and returns false.
 bool checkShape(const char *entryPoint, CUfunction function, const LaunchShape &shape) {
+  if (function && shape.valid())
+    return true;
+  // Something is wrong: find what, and say so (messages are built only here).
   std::string prefix = std::string(entryPoint) + ": ";
   if (!function) {
     recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT,
@@ -70,9 +84,9 @@ bool checkShape(const char *entryPoint, CUfunction function, const LaunchShape &
                            "the kernel lookup fail?)");
     return false;
   }
-  std::string kernel = kernelName(function);
   auto fail = [&](const std::string &what) {
-    recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT, prefix + what + " (" + shape.describe(kernel) + ")");
+    recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT,
+                  prefix + what + " (" + shape.describe(kernelName(function)) + ")");
     return false;
   };
   const struct {
@@ -106,11 +120,12 @@ bool checkShape(const char *entryPoint, CUfunction function, const LaunchShape &
 }
 
 /// Context and kernel attributes. Records the failure and returns false.
-bool prepareKernel(const char *entryPoint, CUfunction function, const LaunchShape &shape) {
+/// `state` is what the runtime set on the kernel so far (kernelState).
+bool prepareKernel(const char *entryPoint, CUfunction function, const LaunchShape &shape,
+                   const KernelState &state) {
   CUdevice device = 0;
   if (!activateContextOrRecord(entryPoint, nullptr, &device))
     return false;
-  std::string kernel = kernelName(function);
   if (shape.sharedMemoryBytes > kSharedMemoryWithoutOptin) {
     int optin = 0;
     if (recordIfFailed(maxSharedMemoryPerBlockOptin(device, &optin), entryPoint,
@@ -121,21 +136,33 @@ bool prepareKernel(const char *entryPoint, CUfunction function, const LaunchShap
                     std::string(entryPoint) + ": expected dynamic shared memory <= " +
                         std::to_string(optin) + " bytes (the opt-in limit of device " +
                         std::to_string(selectedDevice()) + "), but got " +
-                        std::to_string(shape.sharedMemoryBytes) + " bytes (kernel '" + kernel +
-                        "')");
+                        std::to_string(shape.sharedMemoryBytes) + " bytes (kernel '" +
+                        kernelName(function) + "')");
       return false;
     }
-    if (recordIfFailed(ensureDynamicSharedMemory(function, shape.sharedMemoryBytes), entryPoint,
-                       "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
-                       shape.describe(kernel)))
-      return false;
+    if (state.dynamicSharedMemoryLimit < shape.sharedMemoryBytes) {
+      CUresult result = ensureDynamicSharedMemory(function, shape.sharedMemoryBytes);
+      if (result != CUDA_SUCCESS) {
+        recordIfFailed(result, entryPoint, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+                       shape.describe(kernelName(function)));
+        return false;
+      }
+    }
   }
   if (shape.hasCluster && shape.cluster.volume() > kPortableClusterSize &&
-      recordIfFailed(allowNonPortableClusters(function), entryPoint,
-                     "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)",
-                     shape.describe(kernel)))
-    return false;
+      !state.nonPortableClusters) {
+    CUresult result = allowNonPortableClusters(function);
+    if (result != CUDA_SUCCESS) {
+      recordIfFailed(result, entryPoint, "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)",
+                     shape.describe(kernelName(function)));
+      return false;
+    }
+  }
   return true;
+}
+
+bool prepareKernel(const char *entryPoint, CUfunction function, const LaunchShape &shape) {
+  return prepareKernel(entryPoint, function, shape, kernelState(function));
 }
 
 CUlaunchConfig launchConfig(const LaunchShape &shape, CUstream stream, CUlaunchAttribute *attr) {
@@ -157,31 +184,41 @@ CUlaunchConfig launchConfig(const LaunchShape &shape, CUstream stream, CUlaunchA
   return config;
 }
 
+/// Records a failed launch (only then is the message built).
+void recordLaunchFailure(CUresult result, const char *entryPoint, const char *driverCall,
+                         CUfunction function, const LaunchShape &shape,
+                         const std::string &extra = {}) {
+  recordIfFailed(result, entryPoint, driverCall, shape.describe(kernelName(function)) + extra);
+}
+
 void launch(const char *entryPoint, CUfunction function, const LaunchShape &shape,
             CUstream stream, void **params, void **extra) {
-  if (hasPendingFailure() || !checkShape(entryPoint, function, shape) ||
-      !prepareKernel(entryPoint, function, shape))
+  if (hasPendingFailure() || !checkShape(entryPoint, function, shape))
     return;
-  if (!shape.hasCluster && isCooperative(function)) {
+  // One look at what the runtime set on the kernel: attributes and the mark
+  // of cooperative kernels.
+  KernelState state = kernelState(function);
+  if (!prepareKernel(entryPoint, function, shape, state))
+    return;
+  if (!shape.hasCluster && state.cooperative) {
     // CTAs that wait for one another: all of the grid resident, or no launch.
     CUlaunchAttribute attr;
     CUlaunchConfig config = launchConfig(shape, stream, &attr);
     attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
     attr.value.cooperative = 1;
-    recordIfFailed(cuLaunchKernelEx(&config, function, params, extra), entryPoint,
-                   "cuLaunchKernelEx(COOPERATIVE)", shape.describe(kernelName(function)));
+    CUresult result = cuLaunchKernelEx(&config, function, params, extra);
+    if (result != CUDA_SUCCESS)
+      recordLaunchFailure(result, entryPoint, "cuLaunchKernelEx(COOPERATIVE)", function, shape);
     return;
   }
   if (!shape.hasCluster) {
-    recordIfFailed(cuLaunchKernel(function, static_cast<unsigned>(shape.grid.x),
-                                  static_cast<unsigned>(shape.grid.y),
-                                  static_cast<unsigned>(shape.grid.z),
-                                  static_cast<unsigned>(shape.block.x),
-                                  static_cast<unsigned>(shape.block.y),
-                                  static_cast<unsigned>(shape.block.z),
-                                  static_cast<unsigned>(shape.sharedMemoryBytes), stream, params,
-                                  extra),
-                   entryPoint, "cuLaunchKernel", shape.describe(kernelName(function)));
+    CUresult result = cuLaunchKernel(
+        function, static_cast<unsigned>(shape.grid.x), static_cast<unsigned>(shape.grid.y),
+        static_cast<unsigned>(shape.grid.z), static_cast<unsigned>(shape.block.x),
+        static_cast<unsigned>(shape.block.y), static_cast<unsigned>(shape.block.z),
+        static_cast<unsigned>(shape.sharedMemoryBytes), stream, params, extra);
+    if (result != CUDA_SUCCESS)
+      recordLaunchFailure(result, entryPoint, "cuLaunchKernel", function, shape);
     return;
   }
   CUlaunchAttribute attr;
@@ -189,12 +226,12 @@ void launch(const char *entryPoint, CUfunction function, const LaunchShape &shap
   CUresult result = cuLaunchKernelEx(&config, function, params, extra);
   if (result == CUDA_SUCCESS)
     return;
-  std::string detail = shape.describe(kernelName(function));
+  std::string detail;
   int maxCluster = 0;
   if (cuOccupancyMaxPotentialClusterSize(&maxCluster, function, &config) == CUDA_SUCCESS)
-    detail += "; the largest cluster this kernel can launch with is " +
-              std::to_string(maxCluster) + " CTAs";
-  recordIfFailed(result, entryPoint, "cuLaunchKernelEx", detail);
+    detail = "; the largest cluster this kernel can launch with is " +
+             std::to_string(maxCluster) + " CTAs";
+  recordLaunchFailure(result, entryPoint, "cuLaunchKernelEx", function, shape, detail);
 }
 
 /// The smallest co-resident cluster count over `functions` (kernels of the
@@ -257,6 +294,53 @@ using namespace fusionrt;
 
 namespace fusionrt {
 namespace {
+
+/// Answers of the grid-size queries by kernel name, asked before every launch
+/// of a persistent kernel. Keyed by the context, the name's pointer (lowered
+/// code passes the same string global every call; the text is compared too)
+/// and the query's numbers; an answer holds while no module was loaded or
+/// unloaded since it was computed (moduleGeneration).
+class KernelQueryCache {
+public:
+  struct Key {
+    CUcontext context;
+    const char *name;
+    int32_t a, b, c;
+    bool operator==(const Key &o) const {
+      return context == o.context && name == o.name && a == o.a && b == o.b && c == o.c;
+    }
+  };
+
+  bool find(const Key &key, uint64_t generation, int *value) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = entries.find(key);
+    if (it == entries.end() || it->second.generation != generation || it->second.name != key.name)
+      return false;
+    *value = it->second.value;
+    return true;
+  }
+
+  void store(const Key &key, uint64_t generation, int value) {
+    std::lock_guard<std::mutex> lock(mutex);
+    entries[key] = Entry{key.name, generation, value};
+  }
+
+private:
+  struct Hash {
+    size_t operator()(const Key &k) const {
+      size_t h = std::hash<const void *>()(k.context);
+      h = h * 31 + std::hash<const void *>()(k.name);
+      return ((h * 31 + size_t(k.a)) * 31 + size_t(k.b)) * 31 + size_t(k.c);
+    }
+  };
+  struct Entry {
+    std::string name;
+    uint64_t generation;
+    int value;
+  };
+  std::mutex mutex;
+  std::unordered_map<Key, Entry, Hash> entries;
+};
 
 /// The most CTAs of `kernel`'s functions (blockThreads threads,
 /// sharedMemoryBytes) that can be co-resident on the device, the smallest
@@ -325,31 +409,23 @@ int32_t fusionrtCooperativeGridLimit(const char *kernel, int32_t blockThreads,
   CUdevice device = 0;
   if (!activateForKernelQuery(entryPoint, kernel, &context, &device))
     return 1;
-  // The device's answer for these functions and shape, once (the first
-  // query prepared them and marked them cooperative; a module loaded again
-  // has new functions, and is queried and marked again).
-  std::vector<CUfunction> functions = loadedKernelsOrRecord(entryPoint, context, kernel);
-  if (functions.empty())
-    return 1;
-  using Key = std::tuple<std::vector<CUfunction>, int32_t, int32_t>;
-  static std::mutex mutex;
-  static std::map<Key, int> cache;
-  Key key{functions, blockThreads, sharedMemoryBytes};
+  // The device's answer for this kernel and shape, once per set of loaded
+  // modules (the first query prepared the functions and marked them
+  // cooperative; a module loaded again has new functions, and is queried and
+  // marked again).
+  static KernelQueryCache cache;
+  KernelQueryCache::Key key{context, kernel, blockThreads, sharedMemoryBytes, 0};
+  uint64_t generation = moduleGeneration();
   int smallest = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(key);
-    if (it != cache.end())
-      smallest = it->second;
-  }
-  if (smallest == 0)
-    smallest = cooperativeGridLimit(entryPoint, device, functions, blockThreads,
-                                    sharedMemoryBytes);
-  if (smallest == 0)
-    return 1;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    cache.emplace(key, smallest);
+  if (!cache.find(key, generation, &smallest)) {
+    std::vector<CUfunction> functions = loadedKernelsOrRecord(entryPoint, context, kernel);
+    if (functions.empty())
+      return 1;
+    smallest =
+        cooperativeGridLimit(entryPoint, device, functions, blockThreads, sharedMemoryBytes);
+    if (smallest == 0)
+      return 1;
+    cache.store(key, generation, smallest);
   }
   if (smallest < minimumBlocks) {
     LaunchShape shape{{1, 1, 1}, {1, 1, 1}, {blockThreads, 1, 1}, sharedMemoryBytes,
@@ -371,28 +447,22 @@ int32_t fusionrtMaxActiveClusters(const char *kernel, int32_t clusterSize,
   CUcontext context = nullptr;
   if (!activateForKernelQuery(entryPoint, kernel, &context, /*device=*/nullptr))
     return 1;
-
-  using Key = std::tuple<CUcontext, std::string, int32_t, int32_t, int32_t>;
-  static std::mutex mutex;
-  static std::map<Key, int> cache;
-  Key key{context, kernel, clusterSize, blockThreads, sharedMemoryBytes};
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(key);
-    if (it != cache.end())
-      return it->second;
-  }
+  static KernelQueryCache cache;
+  KernelQueryCache::Key key{context, kernel, clusterSize, blockThreads, sharedMemoryBytes};
+  uint64_t generation = moduleGeneration();
+  int count = 0;
+  if (cache.find(key, generation, &count))
+    return count;
   std::vector<CUfunction> functions = loadedKernelsOrRecord(entryPoint, context, kernel);
   if (functions.empty())
     return 1;
   // The grid only has to be a multiple of the cluster for the query.
   LaunchShape shape{{clusterSize, 1, 1}, {clusterSize, 1, 1}, {blockThreads, 1, 1},
                     sharedMemoryBytes, /*hasCluster=*/true};
-  int count = maxActiveClusters(entryPoint, functions, shape);
+  count = maxActiveClusters(entryPoint, functions, shape);
   if (count < 1)
     return 1;
-  std::lock_guard<std::mutex> lock(mutex);
-  cache.emplace(key, count);
+  cache.store(key, generation, count);
   return count;
 }
 

@@ -63,10 +63,14 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
       !activateContextOrRecord("mgpuMemAlloc", /*context=*/nullptr, &device))
     return nullptr;
   CUdeviceptr ptr = 0;
-  std::string detail = std::to_string(sizeBytes) + " bytes";
+  // The message's detail, built only on failure.
+  auto failed = [&](CUresult result, const char *driverCall) {
+    return recordIfFailed(result, "mgpuMemAlloc", driverCall,
+                          result == CUDA_SUCCESS ? std::string()
+                                                 : std::to_string(sizeBytes) + " bytes");
+  };
   if (isHostShared) {
-    if (recordIfFailed(cuMemAllocManaged(&ptr, sizeBytes, CU_MEM_ATTACH_GLOBAL), "mgpuMemAlloc",
-                       "cuMemAllocManaged", detail))
+    if (failed(cuMemAllocManaged(&ptr, sizeBytes, CU_MEM_ATTACH_GLOBAL), "cuMemAllocManaged"))
       return nullptr;
     return reinterpret_cast<void *>(ptr);
   }
@@ -74,14 +78,14 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
     // Stream-ordered from the runtime's caching pool (DevicePool.h).
     bool pooled = false;
     const char *failedCall = nullptr;
-    if (recordIfFailed(poolAllocate(device, static_cast<CUstream>(stream), sizeBytes, &ptr,
-                                    &pooled, &failedCall),
-                       "mgpuMemAlloc", failedCall, detail))
+    if (failed(poolAllocate(device, static_cast<CUstream>(stream), sizeBytes, &ptr, &pooled,
+                            &failedCall),
+               failedCall))
       return nullptr;
     if (pooled)
       return reinterpret_cast<void *>(ptr);
   }
-  if (recordIfFailed(cuMemAlloc(&ptr, sizeBytes), "mgpuMemAlloc", "cuMemAlloc", detail))
+  if (failed(cuMemAlloc(&ptr, sizeBytes), "cuMemAlloc"))
     return nullptr;
   return reinterpret_cast<void *>(ptr);
 }
@@ -111,31 +115,39 @@ void mgpuMemFree(void *ptr, void *stream) {
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
   if (hasPendingFailure() || sizeBytes == 0)
     return;
-  recordIfFailed(cuMemcpyAsync(devicePointer(dst), devicePointer(src), sizeBytes,
-                               static_cast<CUstream>(stream)),
-                 "mgpuMemcpy", "cuMemcpyAsync", std::to_string(sizeBytes) + " bytes");
+  CUresult result = cuMemcpyAsync(devicePointer(dst), devicePointer(src), sizeBytes,
+                                  static_cast<CUstream>(stream));
+  if (result != CUDA_SUCCESS)
+    recordIfFailed(result, "mgpuMemcpy", "cuMemcpyAsync", std::to_string(sizeBytes) + " bytes");
 }
 
 void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream) {
   if (hasPendingFailure() || count == 0)
     return;
-  recordIfFailed(cuMemsetD32Async(devicePointer(dst), value, count, static_cast<CUstream>(stream)),
-                 "mgpuMemset32", "cuMemsetD32Async", std::to_string(count) + " words");
+  CUresult result =
+      cuMemsetD32Async(devicePointer(dst), value, count, static_cast<CUstream>(stream));
+  if (result != CUDA_SUCCESS)
+    recordIfFailed(result, "mgpuMemset32", "cuMemsetD32Async", std::to_string(count) + " words");
 }
 
 void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream) {
   if (hasPendingFailure() || count == 0)
     return;
-  recordIfFailed(cuMemsetD16Async(devicePointer(dst), value, count, static_cast<CUstream>(stream)),
-                 "mgpuMemset16", "cuMemsetD16Async", std::to_string(count) + " half-words");
+  CUresult result =
+      cuMemsetD16Async(devicePointer(dst), value, count, static_cast<CUstream>(stream));
+  if (result != CUDA_SUCCESS)
+    recordIfFailed(result, "mgpuMemset16", "cuMemsetD16Async",
+                   std::to_string(count) + " half-words");
 }
 
 void mgpuMemHostRegister(void *ptr, uint64_t sizeBytes) {
   if (hasPendingFailure() || !ptr || sizeBytes == 0 ||
       !activateContextOrRecord("mgpuMemHostRegister"))
     return;
-  recordIfFailed(cuMemHostRegister(ptr, sizeBytes, /*Flags=*/0), "mgpuMemHostRegister",
-                 "cuMemHostRegister", std::to_string(sizeBytes) + " bytes");
+  CUresult result = cuMemHostRegister(ptr, sizeBytes, /*Flags=*/0);
+  if (result != CUDA_SUCCESS)
+    recordIfFailed(result, "mgpuMemHostRegister", "cuMemHostRegister",
+                   std::to_string(sizeBytes) + " bytes");
 }
 
 void mgpuMemHostRegisterMemRef(int64_t rank, void *descriptor, int64_t elementSizeBytes) {

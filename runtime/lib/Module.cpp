@@ -18,6 +18,9 @@
 #include "Status.h"
 #include "fusion_runtime_mgpu.h"
 
+#include <atomic>
+#include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -49,11 +52,29 @@ struct KernelInfo {
   bool cooperative = false;
 };
 
+/// mgpuModuleGetFunction's answers by module and name pointer (the lowered
+/// code passes the same string global every call); the name is compared too.
+struct LookupKey {
+  CUmodule module;
+  const char *name;
+  bool operator==(const LookupKey &other) const {
+    return module == other.module && name == other.name;
+  }
+};
+struct LookupKeyHash {
+  size_t operator()(const LookupKey &key) const {
+    return std::hash<const void *>()(key.module) * 31 + std::hash<const void *>()(key.name);
+  }
+};
+
 struct Registry {
   std::mutex mutex;
   std::map<ModuleKey, LoadedModule> modules;
   std::unordered_map<CUmodule, ModuleKey> keys;
   std::unordered_map<CUfunction, KernelInfo> kernels;
+  std::unordered_map<LookupKey, CUfunction, LookupKeyHash> lookups;
+  /// Bumped whenever a module is loaded into or unloaded from the driver.
+  std::atomic<uint64_t> generation{1};
 };
 
 Registry &registry() {
@@ -107,6 +128,7 @@ void *loadModule(const char *entryPoint, const void *image, int jitOptLevel) {
   }
   reg.modules.emplace(key, LoadedModule{module, 1});
   reg.keys.emplace(module, key);
+  reg.generation.fetch_add(1);
   return module;
 }
 
@@ -131,6 +153,18 @@ CUresult ensureDynamicSharedMemory(CUfunction function, int bytes) {
     it->second.dynamicSharedMemoryLimit = bytes;
   return result;
 }
+
+KernelState kernelState(CUfunction function) {
+  Registry &reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  auto it = reg.kernels.find(function);
+  if (it == reg.kernels.end())
+    return KernelState();
+  return {it->second.dynamicSharedMemoryLimit, it->second.nonPortableClusters,
+          it->second.cooperative};
+}
+
+uint64_t moduleGeneration() { return registry().generation.load(std::memory_order_acquire); }
 
 std::vector<CUfunction> findLoadedKernels(CUcontext context, const std::string &name) {
   Registry &reg = registry();
@@ -207,6 +241,9 @@ void mgpuModuleUnload(void *module) {
   }
   for (auto it = reg.kernels.begin(); it != reg.kernels.end();)
     it = it->second.module == handle ? reg.kernels.erase(it) : std::next(it);
+  for (auto it = reg.lookups.begin(); it != reg.lookups.end();)
+    it = it->first.module == handle ? reg.lookups.erase(it) : std::next(it);
+  reg.generation.fetch_add(1);
   CUresult result = cuModuleUnload(handle);
   // At exit the driver may shut down before the global destructor that
   // unloads runs; the module is gone with it.
@@ -217,8 +254,8 @@ void mgpuModuleUnload(void *module) {
 void *mgpuModuleGetFunction(void *module, const char *name) {
   if (hasPendingFailure())
     return nullptr;
-  std::string kernel = name ? name : "";
   if (!name || !module) {
+    std::string kernel = name ? name : "";
     recordFailure(FUSIONRT_ERROR_INVALID_ARGUMENT,
                   std::string("mgpuModuleGetFunction: expected a module and a kernel name, but "
                               "got ") +
@@ -226,15 +263,28 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
                       " and " + (name ? "kernel '" + kernel + "'" : "a null name"));
     return nullptr;
   }
-  CUfunction function = nullptr;
-  if (recordIfFailed(cuModuleGetFunction(&function, static_cast<CUmodule>(module), name),
-                     "mgpuModuleGetFunction", "cuModuleGetFunction", "kernel '" + kernel + "'"))
-    return nullptr;
+  CUmodule handle = static_cast<CUmodule>(module);
   Registry &reg = registry();
+  {
+    // Lowered code asks for the kernel before every launch: answer repeated
+    // questions without the driver.
+    std::lock_guard<std::mutex> lock(reg.mutex);
+    auto hit = reg.lookups.find(LookupKey{handle, name});
+    if (hit != reg.lookups.end()) {
+      auto info = reg.kernels.find(hit->second);
+      if (info != reg.kernels.end() && info->second.name == name)
+        return hit->second;
+    }
+  }
+  CUfunction function = nullptr;
+  if (recordIfFailed(cuModuleGetFunction(&function, handle, name), "mgpuModuleGetFunction",
+                     "cuModuleGetFunction", "kernel '" + std::string(name) + "'"))
+    return nullptr;
   std::lock_guard<std::mutex> lock(reg.mutex);
   KernelInfo &info = reg.kernels[function];
-  info.name = kernel;
-  info.module = static_cast<CUmodule>(module);
+  info.name = name;
+  info.module = handle;
+  reg.lookups[LookupKey{handle, name}] = function;
   return function;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,19 @@ namespace fusionrt {
 /// The name a kernel was looked up by (mgpuModuleGetFunction), for messages;
 /// "<unknown>" for functions the runtime did not hand out.
 std::string kernelName(CUfunction function);
+
+/// What the runtime has set on a kernel so far (all defaults for functions it
+/// did not hand out), in one lookup for the launch path.
+struct KernelState {
+  int dynamicSharedMemoryLimit = 48 * 1024;
+  bool nonPortableClusters = false;
+  bool cooperative = false;
+};
+KernelState kernelState(CUfunction function);
+
+/// A counter that changes whenever a module is loaded into or unloaded from
+/// the driver: answers cached per kernel name hold while it stays the same.
+uint64_t moduleGeneration();
 
 /// Raises `function`'s dynamic shared-memory limit to at least `bytes`
 /// (once per function and size).

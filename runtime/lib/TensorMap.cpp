@@ -28,6 +28,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 namespace fusionrt {
 
@@ -139,16 +140,19 @@ std::string validateTensorMap(const TensorMapRequest &r) {
              str(r.elementStrides[d]);
   }
   const int64_t rowBytes = r.boxSizes[inner] * bytes;
-  const std::string row = "box size " + str(r.boxSizes[inner]) + " of " + dim(inner) + " x " +
-                          str(bytes) + " bytes";
+  // Built only for a message: this runs on every encode.
+  auto row = [&] {
+    return "box size " + str(r.boxSizes[inner]) + " of " + dim(inner) + " x " + str(bytes) +
+           " bytes";
+  };
   if (r.interleave == FUSIONRT_INTERLEAVE_NONE) {
     if (rowBytes % 16 != 0)
       return "expected the inner box row to be a multiple of 16 bytes, but got " + str(rowBytes) +
-             " bytes (" + row + ")";
+             " bytes (" + row() + ")";
     if (r.swizzle != FUSIONRT_SWIZZLE_NONE && rowBytes > kSwizzleSpanBytes[r.swizzle])
       return "expected the inner box row to span at most " + str(kSwizzleSpanBytes[r.swizzle]) +
              " bytes with " + kSwizzleNames[r.swizzle] + " swizzle, but got " + str(rowBytes) +
-             " bytes (" + row + ")";
+             " bytes (" + row() + ")";
   } else {
     if (r.rank < 3)
       return std::string("expected rank >= 3 with ") + kInterleaveNames[r.interleave] +
@@ -212,6 +216,25 @@ TensorMapRequest requestFromSpec(const fusionrtTensorMapSpec &spec) {
 
 namespace {
 
+/// Every field of a request and its context, as the key of
+/// DeviceTensorMaps::byRequest.
+struct RequestKey {
+  CUcontext context;
+  std::array<int64_t, 27> fields;
+  bool operator==(const RequestKey &other) const {
+    return context == other.context && fields == other.fields;
+  }
+};
+
+struct RequestKeyHash {
+  size_t operator()(const RequestKey &key) const {
+    uint64_t h = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(key.context));
+    for (int64_t field : key.fields)
+      h = (h ^ static_cast<uint64_t>(field)) * 0x100000001b3ull; // FNV-1a over words
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
 /// Device copies of encoded maps, one per distinct content and context: a host
 /// function that runs in a loop encodes the same descriptors every time.
 struct DeviceTensorMaps {
@@ -219,23 +242,23 @@ struct DeviceTensorMaps {
   /// Device copies by content, and by the request that encoded them (a
   /// repeated call with the same pointers and shapes skips the encoding).
   std::map<std::pair<CUcontext, std::array<uint64_t, 16>>, CUdeviceptr> copies;
-  std::map<std::pair<CUcontext, std::array<int64_t, 27>>, CUdeviceptr> byRequest;
+  std::unordered_map<RequestKey, CUdeviceptr, RequestKeyHash> byRequest;
 };
 
 /// Every field of a request, as the key of DeviceTensorMaps::byRequest.
-std::array<int64_t, 27> requestKey(const TensorMapRequest &r) {
-  std::array<int64_t, 27> key{};
+RequestKey requestKey(CUcontext context, const TensorMapRequest &r) {
+  RequestKey key{context, {}};
   size_t i = 0;
-  key[i++] = r.dataType;
-  key[i++] = r.rank;
-  key[i++] = static_cast<int64_t>(reinterpret_cast<intptr_t>(r.globalAddress));
+  key.fields[i++] = r.dataType;
+  key.fields[i++] = r.rank;
+  key.fields[i++] = static_cast<int64_t>(reinterpret_cast<intptr_t>(r.globalAddress));
   for (const int64_t *field : {r.sizes, r.strides, r.boxSizes, r.elementStrides})
     for (int d = 0; d < kMaxTensorMapRank; ++d)
-      key[i++] = field[d];
-  key[i++] = r.interleave;
-  key[i++] = r.swizzle;
-  key[i++] = r.l2Promotion;
-  key[i++] = r.oobFill;
+      key.fields[i++] = field[d];
+  key.fields[i++] = r.interleave;
+  key.fields[i++] = r.swizzle;
+  key.fields[i++] = r.l2Promotion;
+  key.fields[i++] = r.oobFill;
   return key;
 }
 
@@ -254,7 +277,7 @@ void *encodeToDevice(const char *entryPoint, const TensorMapRequest &request) {
   if (!activateContextOrRecord(entryPoint, &context))
     return nullptr;
   DeviceTensorMaps &maps = deviceTensorMaps();
-  auto requested = std::make_pair(context, requestKey(request));
+  RequestKey requested = requestKey(context, request);
   {
     std::lock_guard<std::mutex> lock(maps.mutex);
     auto hit = maps.byRequest.find(requested);
