@@ -34,6 +34,7 @@ Example:
 
 from __future__ import annotations
 
+import array
 import ctypes
 import ctypes.util
 import os
@@ -84,6 +85,15 @@ STATUS_NAMES = {
 
 ALIGNMENT_BYTES = 16
 RUNTIME_LIBRARY_ENV = "FUSION_RUNTIME_LIBRARY"
+
+# fusionrtInvoke's packet (fusion_runtime.h): a header, then the function's words.
+INVOKE_HEADER_WORDS = 5
+INVOKE_MAX_WORDS = 128
+INVOKE_CALL_STREAM = 1
+INVOKE_SYNCHRONIZE = 2
+INVOKE_NOT_CALLED = 0x100
+# Calls with different shapes, dtypes or devices keep a plan each, up to this many.
+MAX_PLANS = 64
 
 
 class FusionRuntimeError(RuntimeError):
@@ -360,6 +370,12 @@ class Runtime:
             function = getattr(cdll, name)
             function.argtypes = argtypes
             function.restype = restype
+        # One foreign call per compiled-function call (absent from runtimes
+        # built before it; calls then take the long way).
+        self.invoke = getattr(cdll, "fusionrtInvoke", None)
+        if self.invoke is not None:
+            self.invoke.argtypes = [ctypes.c_void_p]
+            self.invoke.restype = ctypes.c_int32
 
     @classmethod
     def find(cls, path: Optional[str] = None) -> Optional["Runtime"]:
@@ -511,8 +527,29 @@ class Library:
         return Function(self, name, specs)
 
 
+class _Plan:
+    """What a call with given dtypes, shapes and devices passes, checked once:
+    the fusionrtInvoke packet with everything but the data pointers filled in."""
+
+    __slots__ = ("packet", "offsets", "bound", "device", "on_torch")
+
+    def __init__(self, packet, offsets, bound, device, on_torch):
+        self.packet = packet      # array('q'): header + words, pointers to patch
+        self.offsets = offsets    # per tensor, the packet index of its two pointers
+        self.bound = bound        # the sizes bound to the signature's size names
+        self.device = device      # the device ordinal
+        self.on_torch = on_torch  # torch tensors: PyTorch's current stream by default
+
+
 class Function:
-    """A compiled host function; call it with tensors, outputs included."""
+    """A compiled host function; call it with tensors, outputs included.
+
+    The first call with given dtypes, shapes and devices checks every tensor
+    against the signature and keeps a plan of the call; later calls with the
+    same ones (and contiguous, 16-byte aligned tensors of the same classes)
+    only read the data pointers and the stream, and call the function through
+    the runtime in one foreign call (fusionrtInvoke). Anything else takes the
+    full check again, which raises what is wrong."""
 
     def __init__(self, library: Library, name: str, specs: Sequence[TensorSpec]):
         self.library = library
@@ -524,6 +561,14 @@ class Function:
             raise AttributeError(f"{library.path} exports no function '{name}'") from None
         self._symbol.argtypes = [t for spec in self.specs for t in _memref_argtypes(spec)]
         self._symbol.restype = None
+        self._address = ctypes.cast(self._symbol, ctypes.c_void_p).value
+        self._word_count = sum(3 + 2 * spec.rank for spec in self.specs)
+        runtime = library.runtime
+        self._invoke = (runtime.invoke if runtime is not None and
+                        self._word_count <= INVOKE_MAX_WORDS else None)
+        self._plans: Dict[Tuple[Any, ...], _Plan] = {}
+        self._fast_classes: set = set()
+        self._raw_stream = None
 
     def __call__(self, *tensors: Any, stream: Any = None,
                  synchronize: bool = False) -> Dict[str, int]:
@@ -540,22 +585,119 @@ class Function:
         waits for the stream and checks. Without torch tensors and without a
         stream, the function runs on a stream of its own and returns when its
         work is done."""
+        plan = None
+        if self._plans:
+            # The fast path: a call like an earlier one. Only what can change
+            # without changing the plan's key is looked at again.
+            fast = self._fast_classes
+            key = []
+            pointers = []
+            for tensor in tensors:
+                if tensor.__class__ not in fast or not tensor.is_contiguous():
+                    break
+                pointer = tensor.data_ptr()
+                if pointer & (ALIGNMENT_BYTES - 1):
+                    break
+                pointers.append(pointer)
+                key.append((tensor.dtype, tensor.shape, tensor.get_device()))
+            else:
+                plan = self._plans.get(tuple(key))
+            if plan is not None:
+                packet = plan.packet[:]
+                for offset, pointer in zip(plan.offsets, pointers):
+                    packet[offset] = pointer
+                    packet[offset + 1] = pointer
+                return self._invoke_packet(packet, plan, stream, synchronize)
         bound, words = _checked_words(self.specs, tensors, self.name)
-        runtime = self.library.runtime
-        runtime.check(f"before calling {self.name}")
         device = tensors[0].device if tensors else None
         index = getattr(device, "index", None)
         torch = _torch()
-        on_torch = (torch is not None and tensors and isinstance(tensors[0], torch.Tensor)
-                    and tensors[0].is_cuda)
+        on_torch = bool(torch is not None and tensors and isinstance(tensors[0], torch.Tensor)
+                        and tensors[0].is_cuda)
         if index is None and on_torch:
             index = torch.cuda.current_device()
-        runtime.set_device(index or 0)
+        index = index or 0
+        if self._invoke is None:
+            return self._call_directly(words, bound, index, on_torch, tensors, stream,
+                                       synchronize)
+        plan = self._plan(tensors, words, bound, index, on_torch)
+        return self._invoke_packet(plan.packet[:], plan, stream, synchronize)
+
+    def _plan(self, tensors: Sequence[Any], words: List[int], bound: Dict[str, int],
+              index: int, on_torch: bool) -> _Plan:
+        """The plan of a checked call; kept for the fast path where its
+        tensors allow it (methods is_contiguous and get_device, no size 0,
+        which contiguity alone would not check)."""
+        packet = array.array("q", [self._address, len(words), index, 0, 0])
+        packet.extend(words)
+        offsets, offset = [], INVOKE_HEADER_WORDS
+        for spec in self.specs:
+            offsets.append(offset)
+            offset += 3 + 2 * spec.rank
+        plan = _Plan(packet, tuple(offsets), bound, index, on_torch)
+        try:
+            keep = all(callable(getattr(t, "is_contiguous", None)) and
+                       callable(getattr(t, "get_device", None)) and
+                       t.get_device() == index and 0 not in tuple(t.shape) for t in tensors)
+            key = tuple((t.dtype, t.shape, t.get_device()) for t in tensors) if keep else None
+            if key is not None:
+                hash(key)
+        except (TypeError, ValueError, RuntimeError, AttributeError):
+            key = None
+        if key is not None:
+            if len(self._plans) >= MAX_PLANS:
+                self._plans.clear()
+            self._plans[key] = plan
+            self._fast_classes.update(t.__class__ for t in tensors)
+        return plan
+
+    def _stream_of(self, plan: _Plan, stream: Any) -> Optional[int]:
+        """The raw stream handle a call runs on, or None for a stream of its own."""
+        if stream is not None:
+            return int(getattr(stream, "cuda_stream", stream))
+        if not plan.on_torch:
+            return None
+        raw = self._raw_stream
+        if raw is None:
+            torch = _torch()
+            # PyTorch's current stream as a raw handle, without building a
+            # torch.cuda.Stream (what torch.cuda.current_stream does).
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+                lambda index: torch.cuda.current_stream(index).cuda_stream)
+            self._raw_stream = raw
+        return raw(plan.device)
+
+    def _invoke_packet(self, packet: "array.array", plan: _Plan, stream: Any,
+                       synchronize: bool) -> Dict[str, int]:
+        handle = self._stream_of(plan, stream)
+        if handle is not None:
+            packet[3] = INVOKE_CALL_STREAM | (INVOKE_SYNCHRONIZE if synchronize else 0)
+            packet[4] = handle
+        status = self._invoke(packet.buffer_info()[0])
+        if status:
+            self._raise(status)
+        return dict(plan.bound)
+
+    def _raise(self, status: int) -> None:
+        message = self.library.runtime.last_error()
+        if status & INVOKE_NOT_CALLED:
+            raise FusionRuntimeError(status & ~INVOKE_NOT_CALLED,
+                                     f"before calling {self.name}: {message}")
+        raise FusionRuntimeError(status, f"{self.name}: {message}")
+
+    def _call_directly(self, words: List[int], bound: Dict[str, int], index: int,
+                       on_torch: bool, tensors: Sequence[Any], stream: Any,
+                       synchronize: bool) -> Dict[str, int]:
+        """The call without fusionrtInvoke (a runtime without it, or more
+        words than it takes): one ctypes call per runtime step."""
+        runtime = self.library.runtime
+        runtime.check(f"before calling {self.name}")
+        runtime.set_device(index)
         handle = None
         if stream is not None:
             handle = int(getattr(stream, "cuda_stream", stream))
         elif on_torch:
-            handle = torch.cuda.current_stream(device).cuda_stream
+            handle = _torch().cuda.current_stream(tensors[0].device).cuda_stream
         if handle is None:
             self._symbol(*words)
         else:

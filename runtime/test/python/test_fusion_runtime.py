@@ -43,6 +43,12 @@ class FakeDtype:
     def __str__(self):
         return f"torch.{self.name}"
 
+    def __eq__(self, other):
+        return isinstance(other, FakeDtype) and other.name == self.name
+
+    def __hash__(self):
+        return hash(self.name)
+
 
 class FakeTensor:
     """Quacks like a torch.Tensor as far as the loader looks."""
@@ -64,6 +70,15 @@ class FakeTensor:
 
     def storage_offset(self):
         return self._storage_offset
+
+    # What the loader's fast path asks of a tensor it has checked before.
+    def is_contiguous(self):
+        expected = fr._row_major_strides(self.shape)
+        return 0 in self.shape or all(size <= 1 or got == want for size, got, want
+                                      in zip(self.shape, self._strides, expected))
+
+    def get_device(self):
+        return (self.device.index or 0) if self.device.type == "cuda" else -1
 
 
 MATMUL = fr.parse_signature("a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]")
@@ -251,6 +266,68 @@ class CallingConventionTest(unittest.TestCase):
             0x7F0000100000, 0x7F0000100000, 0, 64, 32, 32, 1,
             0x7F0000200000, 0x7F0000200000, 0, 256, 32, 32, 1,
         ])
+
+    def test_repeated_calls_pass_each_calls_pointers_and_sizes(self):
+        matmul = self.library.function("echo_matmul")
+        matmul(*matmul_args(m=256, k=64, n=32))
+        a, b, c = (FakeTensor((256, 64), pointer=0x7F0000300000),
+                   FakeTensor((64, 32), pointer=0x7F0000400000),
+                   FakeTensor((256, 32), "float32", pointer=0x7F0000500000))
+        for _ in range(2):
+            self.assertEqual(matmul(a, b, c), {"M": 256, "K": 64, "N": 32})
+            self.assertEqual(self.words(), [
+                0x7F0000300000, 0x7F0000300000, 0, 256, 64, 64, 1,
+                0x7F0000400000, 0x7F0000400000, 0, 64, 32, 32, 1,
+                0x7F0000500000, 0x7F0000500000, 0, 256, 32, 32, 1,
+            ])
+        self.assertEqual(len(matmul._plans), 1)
+        # Other sizes: a plan of their own.
+        matmul(*matmul_args(m=512, k=64, n=32))
+        self.assertEqual(self.words()[3:5], [512, 64])
+        self.assertEqual(len(matmul._plans), 2)
+
+    def test_repeated_calls_are_still_checked(self):
+        matmul = self.library.function("echo_matmul")
+        a, b, c = matmul_args()
+        matmul(a, b, c)
+        with self.assertRaisesRegex(fr.ArgumentError, "expected row-major contiguous strides"):
+            matmul(FakeTensor((128, 64), strides=(1, 128)), b, c)
+        with self.assertRaisesRegex(fr.ArgumentError, "expected a data pointer aligned to 16"):
+            matmul(a, FakeTensor((64, 32), pointer=0x7F0000100008), c)
+        with self.assertRaisesRegex(fr.ArgumentError, "expected a CUDA tensor"):
+            matmul(a, b, FakeTensor((128, 32), "float32", device=FakeDevice("cpu", None)))
+        with self.assertRaisesRegex(fr.ArgumentError, "expected dtype torch.float32"):
+            matmul(a, b, FakeTensor((128, 32), "float16"))
+        with self.assertRaisesRegex(TypeError, "expected 3 tensor arguments"):
+            matmul(a, b)
+        with self.assertRaisesRegex(fr.ArgumentError, "expected size K = 64"):
+            matmul(a, FakeTensor((48, 32)), c)
+
+    def test_a_failure_pending_before_the_call_is_raised_as_such(self):
+        matmul = self.library.function("echo_matmul")
+        a, b, c = matmul_args()
+        matmul(a, b, c)
+        # Leave a failure pending, as a direct call of an entry point can.
+        encode = self.library.runtime.cdll.mgpuTensorMapEncodeTiledMemref
+        encode.restype = ctypes.c_void_p
+        box = (ctypes.c_int64 * 1)(64)
+        descriptor = (ctypes.c_int64 * 5)(0, 0, 0, 64, 1)
+        encode(ctypes.c_int64(7), descriptor, ctypes.c_int64(9), ctypes.c_int64(0),
+               ctypes.c_int64(0), ctypes.c_int64(0), ctypes.c_int64(0), box)
+        self.assertEqual(self.library.runtime.peek_status(), 1)
+        with self.assertRaisesRegex(fr.FusionRuntimeError,
+                                    r"before calling echo_matmul: mgpuTensorMapEncodeTiledMemref: "
+                                    r"expected rank in 1..5, but got 7"):
+            matmul(a, b, c)
+        self.assertEqual(self.library.runtime.peek_status(), 0)
+        matmul(a, b, c)
+
+    def test_without_fusionrt_invoke_the_call_takes_the_long_way(self):
+        matmul = self.library.function("echo_matmul")
+        matmul._invoke = None  # as with a runtime built before fusionrtInvoke
+        a, b, c = matmul_args(m=256, k=64, n=32)
+        self.assertEqual(matmul(a, b, c), {"M": 256, "K": 64, "N": 32})
+        self.assertEqual(self.words()[:7], [0x7F0000000000, 0x7F0000000000, 0, 256, 64, 64, 1])
 
     def test_checks_before_calling(self):
         matmul = self.library.function("echo_matmul")
