@@ -152,8 +152,9 @@ def main():
     if not rows:
         bu.write_json(a.out, a, rows, TIMING, complete=True)
     for r in rows:
-        r["check"] = " ".join(f"{v}:{'ok' if r[v + '_ok'] else 'FAIL'}" for v in ("fused", "unfused")
-                              if v + "_ok" in r) or "-"
+        r["check"] = " ".join(
+            f"{v}:{'ok' if r[v + '_ok'] else 'FAIL'}" if v + "_ok" in r else
+            f"{v}:{r.get(v + '_status', 'error')}" for v in ("fused", "unfused"))
         r["error_keys"] = ",".join(r.get("errors", {})) or None
     print()
     print(bu.markdown_table([

@@ -146,7 +146,7 @@ def main():
     if not rows:
         bu.write_json(a.out, a, rows, TIMING, complete=True)
     for r in rows:
-        r["check"] = ("ok" if r["ok"] else "FAIL") if "ok" in r else "-"
+        r["check"] = ("ok" if r["ok"] else "FAIL") if "ok" in r else r.get("ours_status", "error")
         r["error_keys"] = ",".join(r.get("errors", {})) or None
     print()
     print(bu.markdown_table([

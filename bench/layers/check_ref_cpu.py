@@ -34,12 +34,13 @@ KINDS = {
 
 
 def parse_values(text, what):
-    """{index: nested list} of the runner's 'input i: ... = [...]' lines."""
+    """{index: nested list} of the runner's 'input i: tensor<...> = [...]'
+    blocks (one line, or several for larger tensors, then '  min=...')."""
     out = {}
-    for line in text.splitlines():
-        match = re.match(rf"{what} (\d+): tensor<[^>]*> = (.*)$", line)
-        if match:
-            out[int(match[1])] = ast.literal_eval(re.sub(r"-?\b(nan|inf)\b", "None", match[2]))
+    for match in re.finditer(rf"^{what} (\d+): tensor<[^>]*> =(.*?)\n\s+min=", text,
+                             re.DOTALL | re.MULTILINE):
+        values = re.sub(r"-?\b(nan|inf)\b", "None", " ".join(match[2].split()))
+        out[int(match[1])] = ast.literal_eval(values)
     return out
 
 

@@ -141,7 +141,10 @@ def main():
     a = p.parse_args()
     progs = programs()
     if a.print:
-        print(next(q for q in progs if q["name"] == a.print)["mlir"], end="")
+        found = [q for q in progs if q["name"] == a.print]
+        if not found:
+            p.error(f"--print: no program '{a.print}'; there are {', '.join(q['name'] for q in progs)}")
+        print(found[0]["mlir"], end="")
         return
     os.makedirs(a.outdir, exist_ok=True)
     for q in progs:

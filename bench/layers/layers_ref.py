@@ -145,8 +145,11 @@ def shape_of(spec, m):
 
 def make_inputs(prog, m, gen, device="cuda", offset=0.0):
     """Fresh random inputs in call order: activations normal (x shifted by
-    `offset`), nn.Linear-like weights and biases (uniform, bound 1/sqrt(in)),
-    norm weights around 1, norm biases and row scales of moderate size."""
+    `offset`), nn.Linear-like weights (uniform, bound 1/sqrt(in)), norm
+    weights around 1, norm biases and row scales of moderate size. Biases
+    (the Linear's and the row bias) are uniform in [-1, 1), as trained ones
+    can be, not at nn.Linear's init scale: at H = 4096 a bias of bound 1/64
+    that a kernel dropped would stay within the error bound."""
     h = prog["h"]
     out = {}
     for spec in prog["inputs"]:
@@ -155,8 +158,10 @@ def make_inputs(prog, m, gen, device="cuda", offset=0.0):
         uniform = lambda bound: (torch.rand(shape, generator=gen, device=device) * 2 - 1) * bound
         if name == "x":
             t = normal() + offset
-        elif name in ("w", "b"):
+        elif name == "w":
             t = uniform(h ** -0.5)
+        elif name == "b":
+            t = uniform(1.0)
         elif name in ("g", "gamma"):
             t = 1.0 + 0.5 * normal()
         elif name == "beta":
