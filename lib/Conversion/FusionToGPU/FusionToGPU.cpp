@@ -31,6 +31,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace mlir::fusion {
 #define GEN_PASS_DEF_CONVERTFUSIONTOGPUPASS
@@ -102,22 +103,72 @@ private:
 };
 } // namespace
 
+/// Host-side ops a lowered function may hold beside the kernels' ops: shape
+/// arithmetic, and reshapes, which become views of the same buffer.
+static bool isHostOp(Operation &op) {
+  if (isa<tensor::DimOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
+    return true;
+  if (auto c = dyn_cast<arith::ConstantOp>(op))
+    return c.getType().isIndex();
+  return false;
+}
+
 LogicalResult FunctionLowering::check() {
   for (Operation &op : func.getBody().front()) {
-    if (isa<func::ReturnOp>(op))
+    if (isa<func::ReturnOp>(op) || isHostOp(op))
       continue;
     const KernelFamily *family = familyOf(&op);
     if (!family)
       return op.emitOpError()
              << "cannot be lowered to the GPU: a function lowered by "
-                "convert-fusion-to-gpu may hold only fusion.fused_matmul ops "
-                "(run fusion-fuse and fusion-plan-kernels first)";
+                "convert-fusion-to-gpu may hold fusion.fused_matmul, "
+                "fusion.rms_norm, fusion.layer_norm, fusion.add and fusion.mul "
+                "ops, tensor reshapes and index arithmetic (run fusion-fuse "
+                "and fusion-plan-kernels first)";
     std::string why;
     if (failed(family->check(&op, target, why)))
       return op.emitOpError()
-             << "cannot generate an " << target.chip << " kernel: " << why;
+             << "cannot generate an " << target.chip << " "
+             << family->name() << " kernel: " << why;
   }
   return success();
+}
+
+/// Lowers a host-side op (isHostOp): index ops are cloned, tensor.dim reads
+/// the buffer's size, a reshape is a view of its source's buffer, or a copy
+/// into the caller's buffer when the function returns it.
+static void lowerHostOp(Operation &op, ImplicitLocOpBuilder &b, IRMapping &map,
+                        DeviceChain &chain) {
+  if (auto dim = dyn_cast<tensor::DimOp>(op)) {
+    map.map(dim.getResult(), memref::DimOp::create(
+                                 b, map.lookup(dim.getSource()),
+                                 map.lookupOrDefault(dim.getIndex())));
+    return;
+  }
+  if (isa<arith::ConstantOp>(op)) {
+    b.clone(op, map);
+    return;
+  }
+  Value src = map.lookup(op.getOperand(0));
+  Value view;
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+    SmallVector<OpFoldResult> shape;
+    for (OpFoldResult s : expand.getMixedOutputShape())
+      shape.push_back(isa<Value>(s) ? OpFoldResult(map.lookup(cast<Value>(s)))
+                                    : s);
+    view = memref::ExpandShapeOp::create(
+        b, memrefFor(expand.getResultType()), src,
+        expand.getReassociationIndices(), shape);
+  } else {
+    auto collapse = cast<tensor::CollapseShapeOp>(op);
+    view = memref::CollapseShapeOp::create(b, src,
+                                           collapse.getReassociationIndices());
+  }
+  Value result = op.getResult(0);
+  if (Value out = map.lookupOrNull(result))
+    chain.copy(out, view);
+  else
+    map.map(result, view);
 }
 
 LogicalResult FunctionLowering::run() {
@@ -158,6 +209,10 @@ LogicalResult FunctionLowering::run() {
   SmallVector<Value> temporaries;
   unsigned index = 0;
   for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    if (isHostOp(op)) {
+      lowerHostOp(op, b, map, chain);
+      continue;
+    }
     for (Value r : op.getResults()) {
       if (map.contains(r))
         continue;
@@ -188,6 +243,7 @@ struct ConvertFusionToGPUPass
     ModuleOp module = getOperation();
     SmallVector<std::unique_ptr<KernelFamily>> families;
     families.push_back(createGemmKernelFamily());
+    families.push_back(createRowKernelFamily());
     auto isKernelOp = [&](Operation &op) {
       return llvm::any_of(families, [&](auto &f) { return f->matches(&op); });
     };

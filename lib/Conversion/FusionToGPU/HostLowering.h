@@ -40,6 +40,11 @@ public:
     token = gpu::MemsetOp::create(b, tokenType(), ValueRange{token}, buffer, zero)
                 .getAsyncToken();
   }
+  /// Copies `src` into `dst` (same shape), device to device.
+  void copy(Value dst, Value src) {
+    token = gpu::MemcpyOp::create(b, tokenType(), ValueRange{token}, dst, src)
+                .getAsyncToken();
+  }
   void free(Value buffer) {
     token = gpu::DeallocOp::create(b, tokenType(), ValueRange{token}, buffer)
                 .getAsyncToken();

@@ -40,6 +40,8 @@ public:
 
 /// The families, in the order the pass tries them.
 std::unique_ptr<KernelFamily> createGemmKernelFamily();
+/// Standalone norms and element-wise ops (Rows/).
+std::unique_ptr<KernelFamily> createRowKernelFamily();
 
 } // namespace mlir::fusion
 

@@ -1,0 +1,116 @@
+//===- RowFamily.cpp - the row kernel family: standalone norms and adds ---===//
+//
+// The row family of convert-fusion-to-gpu (RowSpec.h): fusion.rms_norm,
+// fusion.layer_norm, fusion.add and fusion.mul that no fusion pass absorbed
+// each become one kernel (RowKernels.cpp) and its launch. Operands are
+// passed flat (memref.reinterpret_cast of the contiguous buffers), with the
+// row count: the product of the leading dimensions, dynamic ones included.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../KernelFamily.h"
+#include "RowSpec.h"
+
+#include "fusion/Dialect/Fusion/IR/FusionOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+class RowKernelFamily : public KernelFamily {
+public:
+  StringRef name() const override { return "row"; }
+  bool matches(Operation *op) const override {
+    return isa<RMSNormOp, LayerNormOp, AddOp, MulOp>(op);
+  }
+  LogicalResult check(Operation *op, const TargetInfo &,
+                      std::string &whyNot) const override {
+    return success(succeeded(getRowKernelSpec(op, whyNot)));
+  }
+  void lower(HostLowering &host, Operation *op, const TargetInfo &target,
+             StringRef kernelName) const override;
+};
+
+/// The number of elements of device memref `mem`, and the product of its
+/// leading dimensions (the rows).
+std::pair<Value, Value> countOf(ImplicitLocOpBuilder &b, Value mem) {
+  auto type = cast<MemRefType>(mem.getType());
+  Value count = arith::ConstantIndexOp::create(b, 1), rows = count;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    Value size = memref::DimOp::create(b, mem, d);
+    if (d + 1 < type.getRank())
+      rows = arith::MulIOp::create(b, rows, size);
+    count = arith::MulIOp::create(b, count, size);
+  }
+  return {count, rows};
+}
+
+/// `mem` as memref<?xT> over the same contiguous elements.
+Value flatView(ImplicitLocOpBuilder &b, Value mem) {
+  auto type = cast<MemRefType>(mem.getType());
+  Value count = countOf(b, mem).first;
+  return memref::ReinterpretCastOp::create(
+      b, MemRefType::get({ShapedType::kDynamic}, type.getElementType()), mem,
+      OpFoldResult(b.getIndexAttr(0)), ArrayRef<OpFoldResult>{count},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+}
+
+void RowKernelFamily::lower(HostLowering &host, Operation *op,
+                            const TargetInfo &, StringRef kernelName) const {
+  ImplicitLocOpBuilder &b = host.b;
+  std::string why;
+  RowKernelSpec spec = *getRowKernelSpec(op, why);
+  gpu::GPUFuncOp kernel =
+      buildRowKernel(b, b.getLoc(), host.kernels, kernelName, spec);
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
+  auto flat = [&](Value tensor) {
+    return flatView(b, host.map.lookup(tensor));
+  };
+  Value input = host.map.lookup(op->getOperand(0));
+  Value rows = countOf(b, input).second;
+
+  SmallVector<Value> operands;
+  Value gridX;
+  if (spec.isNorm()) {
+    operands = {flat(op->getOperand(0)), flat(op->getResult(0))};
+    if (auto rms = dyn_cast<RMSNormOp>(op)) {
+      if (rms.getWeight())
+        operands.push_back(flat(rms.getWeight()));
+      if (rms.getRstd())
+        operands.push_back(flat(rms.getRstd()));
+    } else {
+      auto ln = cast<LayerNormOp>(op);
+      if (ln.getWeight())
+        operands.push_back(flat(ln.getWeight()));
+      if (ln.getBias())
+        operands.push_back(flat(ln.getBias()));
+      operands.push_back(flat(ln.getMean()));
+      operands.push_back(flat(ln.getRstd()));
+    }
+    gridX = arith::CeilDivUIOp::create(b, rows, idx(spec.rowsPerBlock));
+  } else {
+    operands = {flat(op->getOperand(0)), flat(op->getOperand(1)),
+                flat(op->getResult(0))};
+    Value vectors = arith::MulIOp::create(b, rows, idx(spec.chunks()));
+    gridX = arith::CeilDivUIOp::create(
+        b, vectors,
+        idx(spec.blockThreads() * RowKernelSpec::kVectorsPerThread));
+  }
+  operands.push_back(rows);
+  // At least one CTA: a launch of none is an error (the kernel guards rows).
+  gridX = arith::MaxUIOp::create(b, gridX, idx(1));
+  Value smem = arith::ConstantOp::create(
+      b, b.getI32IntegerAttr(static_cast<int32_t>(spec.sharedMemoryBytes())));
+  auto launch = gpu::LaunchFuncOp::create(
+      b, kernel, {gridX, idx(1), idx(1)}, {idx(spec.blockThreads()), idx(1), idx(1)},
+      smem, operands, gpu::AsyncTokenType::get(b.getContext()),
+      ValueRange{host.chain.current()});
+  host.chain.advance(launch.getAsyncToken());
+}
+} // namespace
+
+std::unique_ptr<KernelFamily> mlir::fusion::createRowKernelFamily() {
+  return std::make_unique<RowKernelFamily>();
+}

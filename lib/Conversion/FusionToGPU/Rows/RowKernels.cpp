@@ -1,0 +1,277 @@
+//===- RowKernels.cpp - standalone norm and element-wise kernels ----------===//
+//
+// The device code of the row family (RowSpec.h). Both kernels read and
+// write 16-byte vectors where the innermost size allows (else elements), in
+// f32 registers, and round once on the store.
+//
+// Norm: the CTA holds rowsPerBlock groups of threadsPerRow threads; group g
+// of CTA c normalizes row c * rowsPerBlock + g. Thread t of a group holds
+// vectors t, t + threadsPerRow, ... of the row (coalesced), and the
+// parameters at the same columns. The row sums are reduced by xor shuffles
+// in each warp, then, for groups wider than a warp, through one shared-memory
+// slot per warp, summed in the same order by every thread of the group (so
+// all of them see the same statistics). Every thread reaches the barriers;
+// a group past the last row only skips its loads and stores.
+//
+// Element-wise: thread t of CTA c handles vectors (c * 4 + u) * 256 + t,
+// u < 4, of lhs viewed flat; rhs is read at the same place, at its column
+// (a row vector), at its row (a column) or once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RowSpec.h"
+
+#include "../Common/KernelBuilder.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+class RowKernelEmitter : public KernelBuilder {
+public:
+  RowKernelEmitter(ImplicitLocOpBuilder &b, const RowKernelSpec &s,
+                   gpu::GPUFuncOp func)
+      : KernelBuilder(b), s(s), args(func.getArguments()) {}
+
+  void emitNorm();
+  void emitElementwise();
+
+private:
+  VectorType f32Vector() { return VectorType::get({s.vec}, b.getF32Type()); }
+  /// vec elements of `mem` (element type `elem`) at flat index `at`, as f32.
+  Value load(Value mem, Value at, int64_t count) {
+    Type elem = cast<MemRefType>(mem.getType()).getElementType();
+    auto type = VectorType::get({count}, elem);
+    int64_t bytes = count * elem.getIntOrFloatBitWidth() / 8;
+    Value v = vector::LoadOp::create(b, type, mem, ValueRange{at},
+                                     /*nontemporal=*/false,
+                                     llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
+    auto f32Type = VectorType::get({count}, b.getF32Type());
+    return elem.isF32() ? v : arith::ExtFOp::create(b, f32Type, v).getResult();
+  }
+  void store(Value f32Values, Value mem, Value at) {
+    Type elem = cast<MemRefType>(mem.getType()).getElementType();
+    auto type = VectorType::get({s.vec}, elem);
+    Value v = elem.isF32() ? f32Values
+                           : arith::TruncFOp::create(b, type, f32Values).getResult();
+    int64_t bytes = s.vec * elem.getIntOrFloatBitWidth() / 8;
+    vector::StoreOp::create(b, v, mem, ValueRange{at}, /*nontemporal=*/false,
+                            llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
+  }
+  /// `load` when `cond`, else zeros.
+  Value loadIf(Value cond, Value mem, Value at) {
+    auto ifOp = scf::IfOp::create(
+        b, cond,
+        [&](OpBuilder &, Location) {
+          scf::YieldOp::create(b, load(mem, at, s.vec));
+        },
+        [&](OpBuilder &, Location) {
+          scf::YieldOp::create(b, zeros());
+        });
+    return ifOp.getResult(0);
+  }
+  Value zeros() {
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(f32Vector(), b.getF32FloatAttr(0.0)));
+  }
+  Value splat(Value x) {
+    return vector::BroadcastOp::create(b, f32Vector(), x);
+  }
+  Value horizontalSum(Value v) {
+    return vector::ReductionOp::create(b, vector::CombiningKind::ADD, v);
+  }
+  /// The sum of `partial` over the thread group of a row.
+  Value groupSum(Value partial, int64_t reduction);
+
+  const RowKernelSpec &s;
+  ValueRange args;
+  Value rowInBlock, lane;
+};
+
+Value RowKernelEmitter::groupSum(Value partial, int64_t reduction) {
+  int64_t width = std::min<int64_t>(s.threadsPerRow, 32);
+  for (int64_t offset = width / 2; offset > 0; offset /= 2) {
+    Value other = gpu::ShuffleOp::create(b, partial, offset, 32,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    partial = arith::AddFOp::create(b, partial, other);
+  }
+  if (s.threadsPerRow <= 32)
+    return partial;
+  // One slot per warp of the group; reduction r uses its own slots, so the
+  // second reduction's writes never race the first one's reads.
+  int64_t warps = s.threadsPerRow / 32;
+  int64_t blockWarps = s.blockThreads() / 32;
+  Value slots = smemView(idx(reduction * blockWarps * 4), {blockWarps},
+                         b.getF32Type());
+  Value first = mul(rowInBlock, idx(warps));
+  ifThen(eq(rem(lane, 32), 0), [&] {
+    memref::StoreOp::create(b, partial, slots,
+                            ValueRange{add(first, div(lane, 32))});
+  });
+  gpu::BarrierOp::create(b);
+  Value total = cstF32(0.0);
+  for (int64_t w = 0; w < warps; ++w)
+    total = arith::AddFOp::create(
+        b, total,
+        memref::LoadOp::create(b, slots, ValueRange{add(first, idx(w))}));
+  return total;
+}
+
+void RowKernelEmitter::emitNorm() {
+  bool layerNorm = s.kind == RowOpKind::LayerNorm;
+  unsigned next = 0;
+  Value input = args[next++], output = args[next++];
+  Value weight = s.weightElem ? args[next++] : Value();
+  Value bias = s.biasElem ? args[next++] : Value();
+  Value meanOut = s.mean ? args[next++] : Value();
+  Value rstdOut = s.rstd ? args[next++] : Value();
+  Value rows = args[next++];
+  if (s.sharedMemoryBytes())
+    initSharedMemory(16);
+
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  rowInBlock = div(tid, s.threadsPerRow);
+  lane = rem(tid, s.threadsPerRow);
+  Value row = add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x),
+                      idx(s.rowsPerBlock)),
+                  rowInBlock);
+  Value rowValid = ult(row, rows);
+  Value rowBase = mul(row, idx(s.n));
+  // Vector i of this thread: chunk lane + i * threadsPerRow of the row.
+  SmallVector<Value> inRow, column, x, w, bv;
+  bool ragged = s.chunks() % s.threadsPerRow != 0;
+  for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+    Value chunk = add(lane, idx(i * s.threadsPerRow));
+    Value col = mul(chunk, idx(s.vec));
+    Value ok = ragged ? ult(chunk, idx(s.chunks()))
+                      : arith::ConstantOp::create(b, b.getBoolAttr(true));
+    inRow.push_back(ok);
+    column.push_back(col);
+    x.push_back(loadIf(both(ok, rowValid), input, add(rowBase, col)));
+    if (weight)
+      w.push_back(loadIf(ok, weight, col));
+    if (bias)
+      bv.push_back(loadIf(ok, bias, col));
+  }
+  Value nF = cstF32(static_cast<double>(s.n));
+  Value mean;
+  if (layerNorm) {
+    Value partial = cstF32(0.0);
+    for (Value v : x)
+      partial = arith::AddFOp::create(b, partial, horizontalSum(v));
+    mean = arith::DivFOp::create(b, groupSum(partial, 0), nF);
+    // Centered values; the lanes past the row stay 0.
+    for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+      Value d = arith::SubFOp::create(b, x[i], splat(mean));
+      x[i] = ragged ? arith::SelectOp::create(b, inRow[i], d, zeros()).getResult()
+                    : d;
+    }
+  }
+  Value sq = cstF32(0.0);
+  for (Value v : x)
+    sq = arith::AddFOp::create(
+        b, sq, horizontalSum(arith::MulFOp::create(b, v, v)));
+  Value total = groupSum(sq, layerNorm ? 1 : 0);
+  Value rstd = rsqrt(arith::AddFOp::create(
+      b, arith::DivFOp::create(b, total, nF), cstF32(s.epsilon)));
+
+  for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+    ifThen(both(inRow[i], rowValid), [&] {
+      Value y = arith::MulFOp::create(b, x[i], splat(rstd));
+      if (weight)
+        y = arith::MulFOp::create(b, y, w[i]);
+      if (bias)
+        y = arith::AddFOp::create(b, y, bv[i]);
+      store(y, output, add(rowBase, column[i]));
+    });
+  }
+  if (meanOut || rstdOut)
+    ifThen(both(rowValid, eq(lane, 0)), [&] {
+      if (meanOut)
+        memref::StoreOp::create(b, mean, meanOut, ValueRange{row});
+      if (rstdOut)
+        memref::StoreOp::create(b, rstd, rstdOut, ValueRange{row});
+    });
+}
+
+void RowKernelEmitter::emitElementwise() {
+  Value lhs = args[0], rhs = args[1], output = args[2], rows = args[3];
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value vectors = mul(rows, idx(s.chunks()));
+  for (int64_t u = 0; u < RowKernelSpec::kVectorsPerThread; ++u) {
+    Value v = add(mul(add(mul(block, idx(RowKernelSpec::kVectorsPerThread)),
+                          idx(u)),
+                      idx(s.blockThreads())),
+                  tid);
+    ifThen(ult(v, vectors), [&] {
+      Value at = mul(v, idx(s.vec));
+      Value x = load(lhs, at, s.vec);
+      Value y;
+      switch (s.broadcast) {
+      case Broadcast::Same:
+        y = load(rhs, at, s.vec);
+        break;
+      case Broadcast::Row:
+        y = load(rhs, mul(rem(v, s.chunks()), idx(s.vec)), s.vec);
+        break;
+      case Broadcast::Column:
+        y = splat(vector::ExtractOp::create(
+            b, load(rhs, div(v, s.chunks()), 1), ArrayRef<int64_t>{0}));
+        break;
+      case Broadcast::Scalar:
+        y = splat(vector::ExtractOp::create(b, load(rhs, idx(0), 1),
+                                            ArrayRef<int64_t>{0}));
+        break;
+      }
+      Value r = s.kind == RowOpKind::Add
+                    ? arith::AddFOp::create(b, x, y).getResult()
+                    : arith::MulFOp::create(b, x, y).getResult();
+      store(r, output, at);
+    });
+  }
+}
+} // namespace
+
+gpu::GPUFuncOp mlir::fusion::buildRowKernel(OpBuilder &builder, Location loc,
+                                            gpu::GPUModuleOp module,
+                                            StringRef name,
+                                            const RowKernelSpec &s) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(module.getBody());
+  auto flat = [&](Type elem) {
+    return MemRefType::get({ShapedType::kDynamic}, elem);
+  };
+  Type f32 = builder.getF32Type();
+  SmallVector<Type> types;
+  if (s.isNorm()) {
+    types = {flat(s.elem), flat(s.elem)};
+    if (s.weightElem)
+      types.push_back(flat(s.weightElem));
+    if (s.biasElem)
+      types.push_back(flat(s.biasElem));
+    if (s.mean)
+      types.push_back(flat(f32));
+    if (s.rstd)
+      types.push_back(flat(f32));
+  } else {
+    types = {flat(s.elem), flat(s.rhsElem), flat(s.elem)};
+  }
+  types.push_back(builder.getIndexType());
+  auto func = gpu::GPUFuncOp::create(builder, loc, name,
+                                     builder.getFunctionType(types, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
+  auto threads = static_cast<int32_t>(s.blockThreads());
+  func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({threads, 1, 1}));
+  func->setAttr("nvvm.maxntid", builder.getDenseI32ArrayAttr({threads, 1, 1}));
+  builder.setInsertionPointToStart(&func.getBody().front());
+  ImplicitLocOpBuilder b(loc, builder);
+  RowKernelEmitter emitter(b, s, func);
+  if (s.isNorm())
+    emitter.emitNorm();
+  else
+    emitter.emitElementwise();
+  gpu::ReturnOp::create(b);
+  return func;
+}

@@ -1,0 +1,88 @@
+//===- RowSpec.h - the row kernels: what each one computes ------*- C++ -*-===//
+//
+// The row family of convert-fusion-to-gpu: the memory-bound ops the fusion
+// passes leave standing get kernels of their own, so that every forward
+// program runs whole on the GPU:
+//   - fusion.rms_norm and fusion.layer_norm (forward, with their statistics):
+//     one group of `threadsPerRow` threads per row, the row held in registers
+//     as 16-byte vectors, the row sums reduced by warp shuffles and, across
+//     the warps of a group, through shared memory; LayerNorm's variance is
+//     the centered second pass over the registers;
+//   - fusion.add and fusion.mul with rhs broadcast (same shape, a row vector,
+//     a column, one value): a flat element-wise kernel, 16-byte vectors.
+// Every operand is viewed as [rows, n]: the leading dimensions flattened,
+// `n` the innermost size, which must be static (the launch shape and the
+// vector width depend on it); rows may be dynamic.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_LIB_CONVERSION_FUSIONTOGPU_ROWS_ROWSPEC_H
+#define FUSION_LIB_CONVERSION_FUSIONTOGPU_ROWS_ROWSPEC_H
+
+#include "fusion/Target/NVPTX/TargetInfo.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <string>
+
+namespace mlir::fusion {
+
+enum class RowOpKind { RMSNorm, LayerNorm, Add, Mul };
+
+/// How a binary op's rhs covers lhs viewed as [rows, n].
+enum class Broadcast {
+  Same,   ///< [rows, n]: lhs's shape
+  Row,    ///< [n]: one row vector, for every row
+  Column, ///< [rows, 1]: one value per row
+  Scalar, ///< [1]: one value
+};
+
+struct RowKernelSpec {
+  RowOpKind kind;
+  Type elem;            ///< input and output element type
+  Type rhsElem;         ///< binary ops: rhs's element type
+  Type weightElem, biasElem; ///< norms: the affine parameters', or null
+  int64_t n = 0;        ///< innermost size (static)
+  int64_t vec = 1;      ///< elements per access (16 bytes of elem, or 1)
+  double epsilon = 0.0;
+  bool mean = false, rstd = false; ///< statistics written
+  Broadcast broadcast = Broadcast::Same;
+
+  // Norms: a group of threadsPerRow threads per row, each holding
+  // vecsPerThread vectors; rowsPerBlock groups per CTA.
+  int64_t threadsPerRow = 32, vecsPerThread = 1, rowsPerBlock = 1;
+  // Element-wise: vectors per thread (coalesced, blockThreads apart).
+  static constexpr int64_t kVectorsPerThread = 4;
+
+  bool isNorm() const {
+    return kind == RowOpKind::RMSNorm || kind == RowOpKind::LayerNorm;
+  }
+  int64_t chunks() const { return n / vec; }
+  int64_t blockThreads() const {
+    return isNorm() ? threadsPerRow * rowsPerBlock : 256;
+  }
+  /// Dynamic shared memory: one f32 slot per warp for each of the norm's
+  /// two reductions (none when a row fits one warp).
+  int64_t sharedMemoryBytes() const {
+    if (!isNorm() || threadsPerRow <= 32)
+      return 0;
+    return 2 * (blockThreads() / 32) * 4 + 16;
+  }
+};
+
+/// The spec of a row kernel for `op` (fusion.rms_norm, layer_norm, add or
+/// mul), or failure with why not in `why`.
+FailureOr<RowKernelSpec> getRowKernelSpec(Operation *op, std::string &why);
+
+/// Builds the kernel `name` in `module`. Arguments, all device memrefs viewed
+/// flat (memref<?xT>), then the row count (index):
+///   norms:   input, output, [weight], [bias], [mean], [rstd], rows
+///   binary:  lhs, rhs, output, rows
+gpu::GPUFuncOp buildRowKernel(OpBuilder &builder, Location loc,
+                              gpu::GPUModuleOp module, StringRef name,
+                              const RowKernelSpec &spec);
+
+} // namespace mlir::fusion
+
+#endif // FUSION_LIB_CONVERSION_FUSIONTOGPU_ROWS_ROWSPEC_H
