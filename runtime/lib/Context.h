@@ -44,6 +44,10 @@ CUresult maxSharedMemoryPerBlockOptin(CUdevice device, int *bytes);
 /// release calls made from static destructors at exit see these.
 bool isShutdownResult(CUresult result);
 
+/// The stream a call runs on (fusionrtSetCallStream), or null without one.
+/// CU_STREAM_LEGACY for a null stream set as the call stream.
+CUstream currentCallStream();
+
 } // namespace fusionrt
 
 #endif // FUSION_RUNTIME_CONTEXT_H

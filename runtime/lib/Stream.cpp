@@ -27,6 +27,14 @@ struct CallStream {
 };
 thread_local CallStream callStream;
 
+} // namespace
+
+CUstream fusionrt::currentCallStream() {
+  return callStream.active ? callStream.stream : nullptr;
+}
+
+namespace {
+
 bool isCallStream(void *stream) {
   return callStream.active && static_cast<CUstream>(stream) == callStream.stream;
 }

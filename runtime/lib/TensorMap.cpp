@@ -29,6 +29,7 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace fusionrt {
 
@@ -216,38 +217,51 @@ TensorMapRequest requestFromSpec(const fusionrtTensorMapSpec &spec) {
 
 namespace {
 
-/// Every field of a request and its context, as the key of
-/// DeviceTensorMaps::byRequest.
+/// Every field of a request, its context and the stream it is used on, as
+/// the key of DeviceTensorMaps::byRequest.
 struct RequestKey {
   CUcontext context;
+  CUstream stream;
   std::array<int64_t, 27> fields;
   bool operator==(const RequestKey &other) const {
-    return context == other.context && fields == other.fields;
+    return context == other.context && stream == other.stream && fields == other.fields;
   }
 };
 
 struct RequestKeyHash {
   size_t operator()(const RequestKey &key) const {
     uint64_t h = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(key.context));
+    h = (h ^ static_cast<uint64_t>(reinterpret_cast<uintptr_t>(key.stream))) * 0x100000001b3ull;
     for (int64_t field : key.fields)
       h = (h ^ static_cast<uint64_t>(field)) * 0x100000001b3ull; // FNV-1a over words
     return static_cast<size_t>(h ^ (h >> 29));
   }
 };
 
-/// Device copies of encoded maps, one per distinct content and context: a host
-/// function that runs in a loop encodes the same descriptors every time.
+/// Slots for device copies of encoded maps, never reused: a kernel, or a
+/// captured graph, may read a slot at any later time. Each chunk pairs device
+/// memory with pinned host memory of the same size, so that a slot is
+/// uploaded by an asynchronous copy on the call's stream (ordered before the
+/// kernel that reads it, no synchronization, and capturable in a CUDA graph,
+/// whose replays copy it again from the same host slot).
+struct SlotChunk {
+  CUdeviceptr device = 0;
+  CUtensorMap *host = nullptr;
+};
+constexpr size_t kSlotsPerChunk = 4096; // 512 KiB
+
+/// Device copies of encoded maps per context: a host function that runs in a
+/// loop encodes the same descriptors every time.
 struct DeviceTensorMaps {
   std::mutex mutex;
-  /// Device copies by content, and by the request that encoded them (a
-  /// repeated call with the same pointers and shapes skips the encoding).
-  std::map<std::pair<CUcontext, std::array<uint64_t, 16>>, CUdeviceptr> copies;
   std::unordered_map<RequestKey, CUdeviceptr, RequestKeyHash> byRequest;
+  std::map<CUcontext, std::vector<SlotChunk>> chunks;
+  std::map<CUcontext, size_t> used; ///< slots taken in the context's last chunk
 };
 
 /// Every field of a request, as the key of DeviceTensorMaps::byRequest.
-RequestKey requestKey(CUcontext context, const TensorMapRequest &r) {
-  RequestKey key{context, {}};
+RequestKey requestKey(CUcontext context, CUstream stream, const TensorMapRequest &r) {
+  RequestKey key{context, stream, {}};
   size_t i = 0;
   key.fields[i++] = r.dataType;
   key.fields[i++] = r.rank;
@@ -267,6 +281,40 @@ DeviceTensorMaps &deviceTensorMaps() {
   return *maps;
 }
 
+/// A fresh slot of `context` (maps.mutex held): its device address and its
+/// host twin. A new chunk cannot be allocated while `stream` is capturing.
+CUresult takeSlot(DeviceTensorMaps &maps, CUcontext context, bool capturing,
+                  CUdeviceptr *device, CUtensorMap **host, const char **failedCall) {
+  std::vector<SlotChunk> &chunks = maps.chunks[context];
+  size_t &used = maps.used[context];
+  if (chunks.empty() || used == kSlotsPerChunk) {
+    if (capturing) {
+      *failedCall = "a new tensor-map chunk during stream capture (run the call once "
+                    "before capturing it)";
+      return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    SlotChunk chunk;
+    *failedCall = "cuMemAlloc";
+    CUresult result = cuMemAlloc(&chunk.device, kSlotsPerChunk * sizeof(CUtensorMap));
+    if (result != CUDA_SUCCESS)
+      return result;
+    *failedCall = "cuMemAllocHost";
+    result = cuMemAllocHost(reinterpret_cast<void **>(&chunk.host),
+                            kSlotsPerChunk * sizeof(CUtensorMap));
+    if (result != CUDA_SUCCESS) {
+      cuMemFree(chunk.device);
+      return result;
+    }
+    chunks.push_back(chunk);
+    used = 0;
+  }
+  const SlotChunk &chunk = chunks.back();
+  *device = chunk.device + used * sizeof(CUtensorMap);
+  *host = chunk.host + used;
+  ++used;
+  return CUDA_SUCCESS;
+}
+
 void *encodeToDevice(const char *entryPoint, const TensorMapRequest &request) {
   std::string error = validateTensorMap(request);
   if (!error.empty()) {
@@ -276,8 +324,12 @@ void *encodeToDevice(const char *entryPoint, const TensorMapRequest &request) {
   CUcontext context = nullptr;
   if (!activateContextOrRecord(entryPoint, &context))
     return nullptr;
+  // The kernels reading the map run on the call's stream; without one (a
+  // direct call of the compiled function), on a stream of its own, so the
+  // upload is waited for.
+  CUstream stream = currentCallStream();
   DeviceTensorMaps &maps = deviceTensorMaps();
-  RequestKey requested = requestKey(context, request);
+  RequestKey requested = requestKey(context, stream, request);
   {
     std::lock_guard<std::mutex> lock(maps.mutex);
     auto hit = maps.byRequest.find(requested);
@@ -287,35 +339,39 @@ void *encodeToDevice(const char *entryPoint, const TensorMapRequest &request) {
   CUtensorMap tensorMap;
   if (recordIfFailed(encodeTensorMap(request, &tensorMap), entryPoint, "cuTensorMapEncodeTiled"))
     return nullptr;
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (stream && recordIfFailed(cuStreamIsCapturing(stream, &capture), entryPoint,
+                               "cuStreamIsCapturing"))
+    return nullptr;
+  bool capturing = capture != CU_STREAM_CAPTURE_STATUS_NONE;
 
-  std::array<uint64_t, 16> content;
-  static_assert(sizeof(content) == sizeof(tensorMap), "");
-  std::memcpy(content.data(), &tensorMap, sizeof(tensorMap));
   std::lock_guard<std::mutex> lock(maps.mutex);
-  auto key = std::make_pair(context, content);
-  auto it = maps.copies.find(key);
-  if (it != maps.copies.end()) {
-    maps.byRequest.emplace(requested, it->second);
-    return reinterpret_cast<void *>(it->second);
-  }
-  CUdeviceptr copy = 0;
-  if (recordIfFailed(cuMemAlloc(&copy, sizeof(tensorMap)), entryPoint, "cuMemAlloc"))
+  CUdeviceptr slot = 0;
+  CUtensorMap *host = nullptr;
+  const char *failedCall = nullptr;
+  if (recordIfFailed(takeSlot(maps, context, capturing, &slot, &host, &failedCall), entryPoint,
+                     failedCall))
     return nullptr;
-  // From pageable memory, cuMemcpyHtoD may return before the DMA lands; the
-  // kernels that read the map run on non-blocking streams, so wait for it.
-  const char *failedCall = "cuMemcpyHtoD";
-  CUresult result = cuMemcpyHtoD(copy, &tensorMap, sizeof(tensorMap));
-  if (result == CUDA_SUCCESS) {
-    failedCall = "cuStreamSynchronize";
-    result = cuStreamSynchronize(CU_STREAM_LEGACY);
+  *host = tensorMap;
+  CUresult result;
+  if (stream) {
+    failedCall = "cuMemcpyHtoDAsync";
+    result = cuMemcpyHtoDAsync(slot, host, sizeof(tensorMap), stream);
+  } else {
+    failedCall = "cuMemcpyHtoD";
+    result = cuMemcpyHtoD(slot, host, sizeof(tensorMap));
+    if (result == CUDA_SUCCESS) {
+      failedCall = "cuStreamSynchronize";
+      result = cuStreamSynchronize(CU_STREAM_LEGACY);
+    }
   }
-  if (recordIfFailed(result, entryPoint, failedCall)) {
-    cuMemFree(copy);
+  if (recordIfFailed(result, entryPoint, failedCall))
     return nullptr;
-  }
-  maps.copies.emplace(key, copy);
-  maps.byRequest.emplace(requested, copy);
-  return reinterpret_cast<void *>(copy);
+  // A copy made during capture runs only when the graph does: eager calls
+  // must not find the slot.
+  if (!capturing)
+    maps.byRequest.emplace(requested, slot);
+  return reinterpret_cast<void *>(slot);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 //===- FakeDriver.cpp - a CUDA driver stand-in that counts calls ----------===//
 
 #include "FakeDriver.h"
+#include <cstdlib>
 
 #include <atomic>
 #include <cstring>
@@ -72,6 +73,9 @@ std::string difference(const std::map<std::string, long> &before,
 }
 
 void setLaunchResult(CUresult result) { state().launchResult = result; }
+
+bool capturingNow = false;
+void setCapturing(bool capturing) { capturingNow = capturing; }
 
 CUcontext otherContext() { return kOther; }
 
@@ -205,6 +209,17 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *ptr, size_t bytes, CUmemoryPool, C
 CUresult cuMemFreeAsync(CUdeviceptr, CUstream) { COUNT(); return CUDA_SUCCESS; }
 CUresult cuMemcpyAsync(CUdeviceptr, CUdeviceptr, size_t, CUstream) { COUNT(); return CUDA_SUCCESS; }
 CUresult cuMemcpyHtoD(CUdeviceptr, const void *, size_t) { COUNT(); return CUDA_SUCCESS; }
+CUresult cuMemcpyHtoDAsync(CUdeviceptr, const void *, size_t, CUstream) { COUNT(); return CUDA_SUCCESS; }
+CUresult cuMemAllocHost(void **ptr, size_t bytes) {
+  COUNT();
+  *ptr = std::calloc(1, bytes);
+  return *ptr ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus *status) {
+  COUNT();
+  *status = fake_driver::capturingNow ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
 CUresult cuMemsetD16Async(CUdeviceptr, unsigned short, size_t, CUstream) { COUNT(); return CUDA_SUCCESS; }
 CUresult cuMemsetD32Async(CUdeviceptr, unsigned int, size_t, CUstream) { COUNT(); return CUDA_SUCCESS; }
 CUresult cuMemHostRegister(void *, size_t, unsigned int) { COUNT(); return CUDA_SUCCESS; }

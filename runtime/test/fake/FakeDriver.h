@@ -29,6 +29,9 @@ std::string difference(const std::map<std::string, long> &before,
 /// What cuLaunchKernel and cuLaunchKernelEx return (CUDA_SUCCESS by default).
 void setLaunchResult(CUresult result);
 
+/// Whether cuStreamIsCapturing reports an active capture (false by default).
+void setCapturing(bool capturing);
+
 /// A context other than the device's primary one, to make current as
 /// another library could.
 CUcontext otherContext();
