@@ -1,7 +1,7 @@
 //===- NormAndMatmulToLinalg.cpp - L0 matmul, add and norm lowering -------===//
 //
-// Reference lowering of fusion.matmul, fusion.add, the two norms and their
-// gradients. The formulas live in TensorMath.cpp (buildRMSNorm, ...) so that
+// Reference lowering of fusion.matmul, fusion.add, fusion.mul, the two norms
+// and their gradients. The formulas live in TensorMath.cpp (buildRMSNorm, ...) so that
 // the fused ops reuse them.
 //
 //===----------------------------------------------------------------------===//
@@ -13,11 +13,14 @@
 
 #include "mlir/IR/PatternMatch.h"
 
+#include <type_traits>
+
 using namespace mlir;
 using namespace mlir::fusion;
 
 namespace {
-/// fusion.matmul -> f32 contraction, rounded to the result type.
+/// fusion.matmul -> f32 contraction (+ f32 bias per column), rounded once to
+/// the result type.
 struct MatmulLowering : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulOp op,
@@ -25,23 +28,35 @@ struct MatmulLowering : OpRewritePattern<MatmulOp> {
     TensorMath m(rewriter, op.getLoc());
     Value acc = m.matmul(op.getLhs(), op.getRhs(), op.getTransposeLhs(),
                          op.getTransposeRhs());
-    rewriter.replaceOp(op, m.convert(acc, elementTypeOf(op.getResult())));
+    Type outElem = elementTypeOf(op.getResult());
+    Value result = op.getBias()
+                       ? m.addTensors(acc, op.getBias(), outElem, Bcast::Col)
+                       : m.convert(acc, outElem);
+    rewriter.replaceOp(op, result);
     return success();
   }
 };
 
-/// fusion.add -> element-wise f32 sum.
-struct AddLowering : OpRewritePattern<AddOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AddOp op,
+/// fusion.add / fusion.mul -> element-wise f32 sum / product, rhs broadcast
+/// NumPy-style against lhs, rounded to the result type.
+template <typename OpTy>
+struct BroadcastingBinaryLowering : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     TensorMath m(rewriter, op.getLoc());
-    Value sum = m.addTensors(op.getLhs(), op.getRhs(),
-                             elementTypeOf(op.getResult()));
-    rewriter.replaceOp(op, sum);
+    Value r = m.map({{op.getLhs()}, {op.getRhs(), Bcast::Numpy}},
+                    elementTypeOf(op.getResult()),
+                    [](OpBuilder &b, Location l, ValueRange a) {
+                      return std::is_same_v<OpTy, AddOp> ? add(b, l, a[0], a[1])
+                                                         : mul(b, l, a[0], a[1]);
+                    });
+    rewriter.replaceOp(op, r);
     return success();
   }
 };
+using AddLowering = BroadcastingBinaryLowering<AddOp>;
+using MulLowering = BroadcastingBinaryLowering<MulOp>;
 
 /// fusion.rms_norm -> sum of squares, rsqrt, scale.
 struct RMSNormLowering : OpRewritePattern<RMSNormOp> {
@@ -117,6 +132,7 @@ void mlir::fusion::populateNormAndMatmulToLinalgPatterns(
   MLIRContext *ctx = patterns.getContext();
   patterns.add<MatmulLowering,        // fusion.matmul
                AddLowering,           // fusion.add
+               MulLowering,           // fusion.mul
                RMSNormLowering,       // fusion.rms_norm
                LayerNormLowering,     // fusion.layer_norm
                RMSNormGradLowering,   // fusion.rms_norm_grad

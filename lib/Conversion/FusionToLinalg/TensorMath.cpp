@@ -112,6 +112,25 @@ Value TensorMath::generic(ArrayRef<Value> ins, ArrayRef<AffineMap> inMaps,
   return op.getResult(0);
 }
 
+namespace {
+/// The indexing map of `operand`, broadcast NumPy-style against a Full
+/// operand of type `fullType` (see Bcast::Numpy).
+AffineMap numpyBroadcastMap(Value operand, RankedTensorType fullType) {
+  auto type = cast<RankedTensorType>(operand.getType());
+  MLIRContext *ctx = type.getContext();
+  unsigned rank = fullType.getRank(), r = type.getRank();
+  assert(r <= rank && "a broadcast operand has at most the full rank");
+  SmallVector<AffineExpr> exprs;
+  for (unsigned i = 0; i < r; ++i) {
+    unsigned d = rank - r + i;
+    bool repeated = type.getDimSize(i) == 1 && fullType.getDimSize(d) != 1;
+    exprs.push_back(repeated ? getAffineConstantExpr(0, ctx)
+                             : getAffineDimExpr(d, ctx));
+  }
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+} // namespace
+
 Value TensorMath::broadcastGeneric(ArrayRef<Operand> ins, Type outElemType,
                                    int reduce, ScalarFn fn) {
   const Operand *full = llvm::find_if(
@@ -121,16 +140,36 @@ Value TensorMath::broadcastGeneric(ArrayRef<Operand> ins, Type outElemType,
   unsigned rank = fullType.getRank();
   MLIRContext *ctx = b.getContext();
   AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
-  AffineMap rowMap = identity.getMajorSubMap(rank - 1);
-  AffineMap colMap = identity.getMinorSubMap(1);
+  // Built from the identity's results rather than getMajorSubMap /
+  // getMinorSubMap, which return a null map for 0 results (rank 1: the rows
+  // of a single row are a rank-0 tensor).
+  auto rowMap = [&] {
+    assert(rank >= 1 && "a row broadcast needs rank >= 1");
+    return AffineMap::get(rank, 0, identity.getResults().drop_back(), ctx);
+  };
+  auto colMap = [&] {
+    assert(rank >= 1 && "a column broadcast needs rank >= 1");
+    return AffineMap::get(rank, 0, identity.getResults().take_back(), ctx);
+  };
 
   SmallVector<Value> values;
   SmallVector<AffineMap> maps;
   for (const Operand &o : ins) {
     values.push_back(o.value);
-    maps.push_back(o.bcast == Bcast::Full  ? identity
-                   : o.bcast == Bcast::Row ? rowMap
-                                           : colMap);
+    switch (o.bcast) {
+    case Bcast::Full:
+      maps.push_back(identity);
+      break;
+    case Bcast::Row:
+      maps.push_back(rowMap());
+      break;
+    case Bcast::Col:
+      maps.push_back(colMap());
+      break;
+    case Bcast::Numpy:
+      maps.push_back(numpyBroadcastMap(o.value, fullType));
+      break;
+    }
   }
   SmallVector<OpFoldResult> all = sizes(full->value);
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
@@ -139,12 +178,12 @@ Value TensorMath::broadcastGeneric(ArrayRef<Operand> ins, Type outElemType,
                    /*accumulate=*/false, fn);
   if (reduce == 1) {
     iters.back() = utils::IteratorType::reduction;
-    return generic(values, maps, ArrayRef(all).drop_back(), rowMap, iters,
+    return generic(values, maps, ArrayRef(all).drop_back(), rowMap(), iters,
                    b.getF32Type(), /*accumulate=*/true, fn);
   }
   for (unsigned i = 0; i + 1 < rank; ++i)
     iters[i] = utils::IteratorType::reduction;
-  return generic(values, maps, {all.back()}, colMap, iters, b.getF32Type(),
+  return generic(values, maps, {all.back()}, colMap(), iters, b.getF32Type(),
                  /*accumulate=*/true, fn);
 }
 

@@ -12,6 +12,11 @@
 //   Full  [rows..., N]   (d0, ..., d{r-1}) -> (d0, ..., d{r-1})
 //   Row   [rows...]      (d0, ..., d{r-1}) -> (d0, ..., d{r-2})
 //   Col   [N]            (d0, ..., d{r-1}) -> (d{r-1})
+//   Numpy [..., 1, ...]  NumPy broadcasting against the Full operand: the
+//                        operand's dimensions align with the innermost ones;
+//                        a static size 1 where the Full operand's size is not
+//                        1 reads index 0, any other dimension (equal, or
+//                        dynamic: taken as equal) follows the loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,7 +32,7 @@
 namespace mlir::fusion {
 
 /// How an operand is broadcast over the iteration space (see file comment).
-enum class Bcast { Full, Row, Col };
+enum class Bcast { Full, Row, Col, Numpy };
 
 struct Operand {
   Value value;

@@ -3,6 +3,7 @@
 // RUN: fusion-runner %s -e linalg_rms --compare=fusion_rms --atol=1e-5 --rtol=1e-5 | FileCheck %s
 // RUN: fusion-runner %s -e linalg_rms_bf16 --compare=fusion_rms_bf16 --atol=1e-2 --rtol=1e-2 | FileCheck %s
 // RUN: fusion-runner %s -e fusion_rms_dynamic --compare=fusion_rms_static | FileCheck %s
+// RUN: fusion-runner %s -e fusion_rms_one_row --compare=fusion_rms_rank1 --atol=0 --rtol=0 | FileCheck %s
 // RUN: not fusion-runner %s -e linalg_rms --compare=fusion_rms_wrong_eps --atol=1e-5 --rtol=1e-5 | FileCheck %s --check-prefix=FAIL
 // CHECK: PASS
 // FAIL: FAIL
@@ -101,4 +102,20 @@ func.func @fusion_rms_dynamic(%x: tensor<2x3x24xf16>) -> (tensor<2x3x24xf16>, te
   %ys = tensor.cast %y : tensor<?x3x?xf16> to tensor<2x3x24xf16>
   %rs = tensor.cast %r : tensor<?x3xf32> to tensor<2x3xf32>
   return %ys, %rs : tensor<2x3x24xf16>, tensor<2x3xf32>
+}
+
+// A single row (rank 1, rank-0 rstd; once a crash of the lowering) computes
+// what the same row as a [1, N] tensor does.
+func.func @fusion_rms_one_row(%x: tensor<64xf32>, %w: tensor<64xf32>) -> (tensor<64xf32>, tensor<f32>) {
+  %x2 = tensor.expand_shape %x [[0, 1]] output_shape [1, 64] : tensor<64xf32> into tensor<1x64xf32>
+  %y2, %r1 = fusion.rms_norm %x2 weight(%w : tensor<64xf32>) {epsilon = 1.0e-05 : f32}
+      : tensor<1x64xf32> -> tensor<1x64xf32>, tensor<1xf32>
+  %y = tensor.collapse_shape %y2 [[0, 1]] : tensor<1x64xf32> into tensor<64xf32>
+  %r = tensor.collapse_shape %r1 [] : tensor<1xf32> into tensor<f32>
+  return %y, %r : tensor<64xf32>, tensor<f32>
+}
+func.func @fusion_rms_rank1(%x: tensor<64xf32>, %w: tensor<64xf32>) -> (tensor<64xf32>, tensor<f32>) {
+  %y, %r = fusion.rms_norm %x weight(%w : tensor<64xf32>) {epsilon = 1.0e-05 : f32}
+      : tensor<64xf32> -> tensor<64xf32>, tensor<f32>
+  return %y, %r : tensor<64xf32>, tensor<f32>
 }
