@@ -10,7 +10,7 @@
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @block(%x: tensor<32x64xf32>, %g: tensor<64xf32>, %w1: tensor<64x128xf32>, %w2: tensor<128x64xf32>) -> tensor<32x64xf32> {
   // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: its input is not produced by a fusion.matmul (or a fusion.add of one)}}
-  // expected-remark @below {{fusion.rms_norm fused as a Lazy Pre-Norm prologue into 1 fusion.fused_matmul op(s); weight folded into B by a linalg.generic}}
+  // expected-remark @below {{fusion.rms_norm fused as a Lazy Pre-Norm prologue into 1 fusion.fused_matmul op(s); weight folded into B by a fusion.mul (a device step per call)}}
   %n = fusion.rms_norm %x weight(%g : tensor<64xf32>) {epsilon = 1.0e-05 : f32} : tensor<32x64xf32> -> tensor<32x64xf32>
   %h = fusion.matmul %n, %w1 : tensor<32x64xf32>, tensor<64x128xf32> -> tensor<32x128xf32>
   %o = fusion.matmul %h, %w2 : tensor<32x128xf32>, tensor<128x64xf32> -> tensor<32x64xf32>
@@ -51,5 +51,25 @@ func.func @alone(%x: tensor<32x64xf32>) -> tensor<32x64xf32> {
   // expected-remark @below {{fusion.rms_norm not fused as a Lazy Pre-Norm prologue: 'func.return' uses the normalized tensor other than as the left operand of a fusion.matmul, so the norm would stay}}
   %y = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<32x64xf32> -> tensor<32x64xf32>
   return %y : tensor<32x64xf32>
+}
+}
+
+// -----
+
+// The BERT post-norm with its bias written as a separate add: the raise step
+// folds the bias into the matmul, the epilogue takes it as col_bias.
+// CHECK-LABEL: func.func @bert_post_norm
+// CHECK: fusion.fused_matmul %{{.*}}, %{{.*}} residual(%{{.*}}) col_bias(%{{.*}} : tensor<64xbf16>) norm_weight(%{{.*}}) norm_bias(%{{.*}})
+// CHECK-NOT: fusion.add
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @bert_post_norm(%x: tensor<32x128xbf16>, %w: tensor<64x128xbf16>, %b: tensor<64xbf16>, %res: tensor<32x64xbf16>,
+                          %g: tensor<64xbf16>, %beta: tensor<64xbf16>) -> tensor<32x64xbf16> {
+  %h0 = fusion.matmul %x, %w {transpose_rhs} : tensor<32x128xbf16>, tensor<64x128xbf16> -> tensor<32x64xbf16>
+  %h = fusion.add %h0, %b : tensor<32x64xbf16>, tensor<64xbf16>
+  %s = fusion.add %h, %res : tensor<32x64xbf16>
+  // expected-remark @below {{fusion.layer_norm fused into the epilogue of a fusion.fused_matmul with the matmul's bias as col_bias and its residual: one CTA holds the whole row (N = 64)}}
+  %y, %m, %r = fusion.layer_norm %s weight(%g : tensor<64xbf16>) bias(%beta : tensor<64xbf16>) {epsilon = 1.0e-12 : f32}
+      : tensor<32x64xbf16> -> tensor<32x64xbf16>, tensor<32xf32>, tensor<32xf32>
+  return %y : tensor<32x64xbf16>
 }
 }

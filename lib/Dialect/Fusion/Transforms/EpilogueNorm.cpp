@@ -1,8 +1,11 @@
 //===- EpilogueNorm.cpp - fuse a post-norm into the producing GEMM --------===//
 //
-// norm(A @ B [+ residual]) -> fused_matmul with a norm epilogue: naive
-// single-CTA fusion when the row fits one CTA, the multi-CTA cluster norm
-// otherwise (docs/SEED.md sections 1 and 3), as planEpilogueNorm decides.
+// norm(A @ B [+ bias] [+ residual]) -> fused_matmul with a norm epilogue:
+// naive single-CTA fusion when the row fits one CTA, the multi-CTA cluster
+// norm otherwise (docs/SEED.md sections 1 and 3), as planEpilogueNorm
+// decides. The matmul's bias (nn.Linear's) becomes the column bias, added to
+// the accumulator before the residual: the BERT post-norm
+// layer_norm(x @ W^T + b + residual) is one kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,7 +38,10 @@ FailureOr<EpilogueCandidate> findProducer(Operation *norm, Value input,
   if (auto add = input.getDefiningOp<AddOp>()) {
     for (auto [mine, other] : {std::pair(add.getLhs(), add.getRhs()),
                                std::pair(add.getRhs(), add.getLhs())}) {
-      if (mine.getDefiningOp<MatmulOp>()) {
+      // A residual has the sum's type; a broadcast operand (a bias not
+      // absorbed into the matmul, fusion-raise-linalg's job) is not one.
+      if (mine.getDefiningOp<MatmulOp>() && mine.getType() == add.getType() &&
+          other.getType() == add.getType()) {
         c.add = add;
         c.residual = other;
         gemmResult = mine;
@@ -43,7 +49,8 @@ FailureOr<EpilogueCandidate> findProducer(Operation *norm, Value input,
       }
     }
     if (!c.add) {
-      why = "its input is a fusion.add of no fusion.matmul result";
+      why = "its input is a fusion.add of no fusion.matmul result and a "
+            "residual of the sum's type";
       return failure();
     }
     if (!add->hasOneUse()) {
@@ -107,6 +114,7 @@ void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
     spec.lhs = c->matmul.getLhs();
     spec.rhs = c->matmul.getRhs();
     spec.transposeRhs = c->matmul.getTransposeRhs();
+    spec.colBias = c->matmul.getBias();
     spec.residual = c->residual;
     SmallVector<Value> stats;
     if (auto rms = dyn_cast<RMSNormOp>(norm)) {
@@ -135,10 +143,14 @@ void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
     rewriter.replaceAllUsesWith(norm->getResult(0), fused.getOutput());
     for (auto [old, now] : llvm::zip_equal(stats, fused.getExtras()))
       rewriter.replaceAllUsesWith(old, now);
+    std::string with = spec.colBias && c->residual
+                           ? " with the matmul's bias as col_bias and its residual"
+                       : spec.colBias ? " with the matmul's bias as col_bias"
+                       : c->residual  ? " with its residual"
+                                      : "";
     remark(report, norm,
-           "fused into the epilogue of a fusion.fused_matmul" +
-               Twine(c->residual ? " with its residual" : "") + ": " +
-               plan->describe());
+           "fused into the epilogue of a fusion.fused_matmul" + Twine(with) +
+               ": " + plan->describe());
     rewriter.eraseOp(norm);
     if (c->add)
       rewriter.eraseOp(c->add);

@@ -3,8 +3,10 @@
 // Lazy Pre-Norm (docs/SEED.md section 2): rms_norm(A) @ B becomes a
 // fused_matmul whose prologue accumulates A's row sums of squares during the
 // K loop and scales the accumulator rows afterwards. The affine weight g,
-// which the reference kernels cannot handle, is folded into B as diag(g) B;
-// a LayerNorm bias beta becomes the column bias beta B.
+// which the reference kernels cannot handle, is folded into B as diag(g) B
+// (a fusion.mul, or a constant); a LayerNorm bias beta becomes the column
+// bias beta B (a 1-row fusion.matmul, or a constant), plus the consuming
+// matmul's own bias (nn.Linear's) when it has one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +16,6 @@
 #include "fusion/Dialect/Fusion/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
@@ -59,89 +60,102 @@ DenseElementsAttr constantElements(Value v) {
   return {};
 }
 
+/// `v` [K] reshaped to [1, K] (`row`) or [K, 1] with tensor.expand_shape.
+Value expandVector(OpBuilder &b, Location loc, Value v, bool row) {
+  auto type = tensorType(v);
+  OpFoldResult k = tensor::getMixedSize(b, loc, v, 0);
+  OpFoldResult one = b.getIndexAttr(1);
+  SmallVector<int64_t> shape = {1, type.getDimSize(0)};
+  SmallVector<OpFoldResult> sizes = {one, k};
+  if (!row) {
+    std::swap(shape[0], shape[1]);
+    std::swap(sizes[0], sizes[1]);
+  }
+  return tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), v,
+      SmallVector<ReassociationIndices>{{0, 1}}, sizes);
+}
+
+/// The values of a constant float tensor, as doubles.
+SmallVector<double> toDoubles(DenseElementsAttr attr) {
+  SmallVector<double> out;
+  for (APFloat x : attr.getValues<APFloat>())
+    out.push_back(x.convertToDouble());
+  return out;
+}
+
+/// A constant of `type` holding `values` rounded to its element type.
+Value constantOf(OpBuilder &b, Location loc, RankedTensorType type,
+                 ArrayRef<double> values) {
+  const llvm::fltSemantics &sem =
+      cast<FloatType>(type.getElementType()).getFloatSemantics();
+  SmallVector<APFloat> out;
+  for (double v : values) {
+    APFloat r(v);
+    bool lost;
+    r.convert(sem, APFloat::rmNearestTiesToEven, &lost);
+    out.push_back(r);
+  }
+  return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, out));
+}
+
 /// B[k, n] * g[k] (B stored [N, K] when transposed), as a new constant when
-/// B and g are constants, else as a linalg.generic. Returns the new B and
-/// whether it was folded at compile time.
+/// B and g are constants, else as a fusion.mul that broadcasts g over B's
+/// rows ([N, K] * [K]) or, B being [K, N], over its columns as [K, 1].
+/// Returns the new B and whether it was folded at compile time.
 std::pair<Value, bool> foldWeightIntoB(OpBuilder &b, Location loc, Value bMat,
                                        Value g, bool transposed) {
   auto bType = tensorType(bMat);
-  if (DenseElementsAttr bc = constantElements(bMat)) {
-    if (DenseElementsAttr gc = constantElements(g)) {
-      SmallVector<double> gv;
-      for (APFloat x : gc.getValues<APFloat>())
-        gv.push_back(x.convertToDouble());
-      int64_t cols = bType.getDimSize(1);
-      const llvm::fltSemantics &sem =
-          cast<FloatType>(bType.getElementType()).getFloatSemantics();
-      SmallVector<APFloat> out;
-      int64_t i = 0;
-      for (APFloat x : bc.getValues<APFloat>()) {
-        int64_t k = transposed ? i % cols : i / cols;
-        APFloat r(x.convertToDouble() * gv[k]);
-        bool lost;
-        r.convert(sem, APFloat::rmNearestTiesToEven, &lost);
-        out.push_back(r);
-        ++i;
-      }
-      return {arith::ConstantOp::create(b, loc, DenseElementsAttr::get(bType, out)),
-              true};
-    }
+  DenseElementsAttr bc = constantElements(bMat), gc = constantElements(g);
+  if (bc && gc && bType.hasStaticShape()) {
+    SmallVector<double> gv = toDoubles(gc), bv = toDoubles(bc);
+    int64_t cols = bType.getDimSize(1);
+    for (auto [i, x] : llvm::enumerate(bv))
+      x *= gv[transposed ? i % cols : i / cols];
+    return {constantOf(b, loc, bType, bv), true};
   }
-  MLIRContext *ctx = b.getContext();
-  AffineExpr d0, d1;
-  bindDims(ctx, d0, d1);
-  AffineMap id = AffineMap::get(2, 0, {d0, d1}, ctx);
-  AffineMap gMap = AffineMap::get(2, 0, {transposed ? d1 : d0}, ctx);
-  Value init = tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, bMat),
-                                       bType.getElementType());
-  Type f32 = b.getF32Type();
-  auto generic = linalg::GenericOp::create(
-      b, loc, bType, ValueRange{bMat, g}, ValueRange{init},
-      ArrayRef<AffineMap>{id, gMap, id},
-      ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
-                                    utils::IteratorType::parallel},
-      [&](OpBuilder &nb, Location nl, ValueRange args) {
-        auto toF32 = [&](Value v) -> Value {
-          return v.getType() == f32 ? v : arith::ExtFOp::create(nb, nl, f32, v);
-        };
-        Value p = arith::MulFOp::create(nb, nl, toF32(args[0]), toF32(args[1]));
-        Type et = bType.getElementType();
-        Value r = et == f32 ? p : arith::TruncFOp::create(nb, nl, et, p).getResult();
-        linalg::YieldOp::create(nb, nl, r);
-      });
-  return {generic.getResult(0), false};
+  Value scale = transposed ? g : expandVector(b, loc, g, /*row=*/false);
+  return {MulOp::create(b, loc, bMat, scale), false};
 }
 
-/// beta B as an f32 [N] vector (B stored [N, K] when transposed).
-Value biasTimesB(OpBuilder &b, Location loc, Value beta, Value bMat,
-                 bool transposed) {
-  MLIRContext *ctx = b.getContext();
-  AffineExpr n, k;
-  bindDims(ctx, n, k);
-  AffineMap bMap = AffineMap::get(2, 0, transposed ? ArrayRef<AffineExpr>{n, k}
-                                                   : ArrayRef<AffineExpr>{k, n},
-                                  ctx);
-  AffineMap betaMap = AffineMap::get(2, 0, {k}, ctx);
-  AffineMap outMap = AffineMap::get(2, 0, {n}, ctx);
+/// The f32 column bias [N] of a Lazy Pre-Norm GEMM: beta B for a LayerNorm
+/// bias beta (B stored [N, K] when transposed) plus the matmul's own `bias`,
+/// either of which may be null (not both). A constant when every part is;
+/// otherwise beta B is `fusion.matmul` of beta as [1, K] with B into f32
+/// [1, N], collapsed to [N], and the bias joins it by a `fusion.add`. Returns
+/// the column bias and whether beta B was computed at compile time.
+std::pair<Value, bool> columnBias(OpBuilder &b, Location loc, Value beta,
+                                  Value bMat, bool transposed, Value bias) {
+  if (!beta)
+    return {bias, true};
   Type f32 = b.getF32Type();
-  OpFoldResult nSize = tensor::getMixedSize(b, loc, bMat, transposed ? 0 : 1);
-  Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{nSize}, f32);
-  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
-  Value init = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
-  auto generic = linalg::GenericOp::create(
-      b, loc, init.getType(), ValueRange{beta, bMat}, ValueRange{init},
-      ArrayRef<AffineMap>{betaMap, bMap, outMap},
-      ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
-                                    utils::IteratorType::reduction},
-      [&](OpBuilder &nb, Location nl, ValueRange args) {
-        auto toF32 = [&](Value v) -> Value {
-          return v.getType() == f32 ? v : arith::ExtFOp::create(nb, nl, f32, v);
-        };
-        Value p = arith::MulFOp::create(nb, nl, toF32(args[0]), toF32(args[1]));
-        Value sum = arith::AddFOp::create(nb, nl, args[2], p);
-        linalg::YieldOp::create(nb, nl, sum);
-      });
-  return generic.getResult(0);
+  auto bType = tensorType(bMat);
+  int64_t n = bType.getDimSize(transposed ? 0 : 1);
+  auto vecType = RankedTensorType::get({n}, f32);
+  DenseElementsAttr betaC = constantElements(beta), bC = constantElements(bMat);
+  if (betaC && bC && bType.hasStaticShape()) {
+    SmallVector<double> bv = toDoubles(bC), betaV = toDoubles(betaC);
+    int64_t k = bType.getDimSize(transposed ? 1 : 0);
+    SmallVector<double> out(n, 0.0);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < k; ++i)
+        out[j] += betaV[i] * bv[transposed ? j * k + i : i * n + j];
+    if (DenseElementsAttr biasC = constantElements(bias)) {
+      for (auto [o, x] : llvm::zip_equal(out, toDoubles(biasC)))
+        o += x;
+      return {constantOf(b, loc, vecType, out), true};
+    }
+    Value betaB = constantOf(b, loc, vecType, out);
+    return {bias ? AddOp::create(b, loc, betaB, bias).getResult() : betaB,
+            true};
+  }
+  Value row = expandVector(b, loc, beta, /*row=*/true);
+  Value prod = MatmulOp::create(b, loc, RankedTensorType::get({1, n}, f32),
+                                row, bMat, /*transposeLhs=*/false, transposed);
+  Value betaB = tensor::CollapseShapeOp::create(
+      b, loc, prod, SmallVector<ReassociationIndices>{{0, 1}});
+  return {bias ? AddOp::create(b, loc, betaB, bias).getResult() : betaB,
+          false};
 }
 
 /// Why `norm` cannot become a prologue, or the empty string.
@@ -187,7 +201,8 @@ void mlir::fusion::applyLazyPrenorm(ModuleOp module, bool layerNorm,
       remark(report, norm.op, "not fused as a Lazy Pre-Norm prologue: " + why);
       continue;
     }
-    bool foldedAtCompileTime = true;
+    bool weightAtCompileTime = true, betaBAtCompileTime = true;
+    int64_t withBias = 0;
     for (MatmulOp mm : users) {
       rewriter.setInsertionPoint(mm);
       Location loc = mm.getLoc();
@@ -199,23 +214,38 @@ void mlir::fusion::applyLazyPrenorm(ModuleOp module, bool layerNorm,
       spec.prologue = norm.kind;
       spec.prologueEpsilon = norm.epsilon;
       spec.outputType = mm.getResult().getType();
-      if (norm.bias)
-        spec.colBias = biasTimesB(rewriter, loc, norm.bias, mm.getRhs(), tb);
+      withBias += mm.getBias() ? 1 : 0;
+      if (norm.bias || mm.getBias()) {
+        auto [colBias, atCompileTime] = columnBias(
+            rewriter, loc, norm.bias, mm.getRhs(), tb, mm.getBias());
+        spec.colBias = colBias;
+        betaBAtCompileTime &= atCompileTime;
+      }
       if (norm.weight) {
         auto [folded, atCompileTime] =
             foldWeightIntoB(rewriter, loc, mm.getRhs(), norm.weight, tb);
         spec.rhs = folded;
-        foldedAtCompileTime &= atCompileTime;
+        weightAtCompileTime &= atCompileTime;
       }
       FusedMatmulOp fused = buildFusedMatmul(rewriter, loc, spec);
       rewriter.replaceOp(mm, fused.getOutput());
     }
     std::string how = "";
     if (norm.weight)
-      how = foldedAtCompileTime ? "; weight folded into B at compile time"
-                                : "; weight folded into B by a linalg.generic";
+      how = weightAtCompileTime
+                ? "; weight folded into B at compile time"
+                : "; weight folded into B by a fusion.mul (a device step per "
+                  "call)";
     if (norm.bias)
-      how += "; bias applied as the column bias beta B";
+      how += betaBAtCompileTime
+                 ? "; bias applied as the column bias beta B, computed at "
+                   "compile time"
+                 : "; bias applied as the column bias beta B, a 1-row "
+                   "fusion.matmul per call";
+    if (withBias)
+      how += ("; the bias of " + Twine(withBias) +
+              " matmul(s) kept in the column bias")
+                 .str();
     remark(report, norm.op,
            "fused as a Lazy Pre-Norm prologue into " + Twine(users.size()) +
                " fusion.fused_matmul op(s)" + how);

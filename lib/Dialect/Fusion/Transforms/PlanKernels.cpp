@@ -3,9 +3,12 @@
 // fusion-plan-kernels (L1 -> L2): every fusion.fused_matmul gets the
 // `fusion.kernel` configuration planFusedMatmul chooses for the module's
 // target; every plain fusion.matmul first becomes a fused_matmul without
-// prologue or epilogue, since one kernel family covers both. Whatever has no
-// GPU kernel, or does not fit the target, is refused with an error: planning
-// is required for correctness, so it fails loudly (docs/STYLE.md 2.5).
+// prologue or epilogue (its bias, if any, as col_bias), since one kernel
+// family covers both. Standalone fusion.rms_norm, fusion.layer_norm,
+// fusion.add and fusion.mul are left in place: convert-fusion-to-gpu gives
+// them row kernels of their own. Whatever else has no GPU kernel, or does not
+// fit the target, is refused with an error: planning is required for
+// correctness, so it fails loudly (docs/STYLE.md 2.5).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,19 +30,9 @@ namespace {
 /// diagnostic on an op left over; empty for ops no pass absorbs.
 StringRef absorbingPasses(Operation *op) {
   return llvm::TypeSwitch<Operation *, StringRef>(op)
-      .Case<RMSNormOp, LayerNormOp>([](auto) {
-        return "fusion-lazy-prenorm fuses a norm whose users are GEMMs "
-               "taking it as lhs, fusion-epilogue-norm a norm of a GEMM "
-               "result, fusion-regroup-backward a weightless norm and its "
-               "grad";
-      })
       .Case<RMSNormGradOp, LayerNormGradOp>([](auto) {
         return "fusion-regroup-backward fuses a norm grad into the epilogue "
                "of the dgrad GEMM producing its incoming gradient";
-      })
-      .Case<AddOp>([](auto) {
-        return "fusion-epilogue-norm fuses a residual add between a GEMM and "
-               "a norm";
       })
       .Case<GDPAOp, GDPAGradOp>([](auto) {
         return "fusion-form-norm-attention fuses a gdpa and its grad into "
@@ -48,7 +41,8 @@ StringRef absorbingPasses(Operation *op) {
       .Default([](Operation *) { return StringRef(); });
 }
 
-/// Emits the error for a fusion op other than matmul and fused_matmul.
+/// Emits the error for a fusion op that has no kernel of its own (not a GEMM,
+/// and not one of the ops with a standalone row kernel).
 void emitNoKernel(Operation *op) {
   if (isa<NormAttentionOp, NormAttentionGradOp>(op)) {
     op->emitOpError("has no GPU kernel yet; fusion-plan-kernels plans "
@@ -75,6 +69,9 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module) {
       gemms.push_back(op);
       return;
     }
+    // Standalone row kernels (convert-fusion-to-gpu): nothing to plan.
+    if (isa<RMSNormOp, LayerNormOp, AddOp, MulOp>(op))
+      return;
     emitNoKernel(op);
     ok = false;
   });
@@ -108,9 +105,9 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module) {
       continue;
     }
 
-    // A plain matmul is a fused_matmul without prologue or epilogue, except
-    // for transpose_lhs, which the kernel does not do (it loads A as [M, K]
-    // rows).
+    // A plain matmul is a fused_matmul without prologue or epilogue, its
+    // bias the column bias, except for transpose_lhs, which the kernel does
+    // not do (it loads A as [M, K] rows).
     auto matmul = cast<MatmulOp>(op);
     if (matmul.getTransposeLhs()) {
       matmul.emitOpError()
@@ -124,6 +121,7 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module) {
     spec.lhs = matmul.getLhs();
     spec.rhs = matmul.getRhs();
     spec.transposeRhs = matmul.getTransposeRhs();
+    spec.colBias = matmul.getBias();
     spec.outputType = matmul.getResult().getType();
     rewriter.setInsertionPoint(matmul);
     FusedMatmulOp fused = buildFusedMatmul(rewriter, matmul.getLoc(), spec);

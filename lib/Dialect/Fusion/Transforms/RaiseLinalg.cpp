@@ -12,6 +12,9 @@
 // RMSNorm and LayerNorm formulas of FusionOps.td, including the f32 arithmetic
 // and the single final rounding (RaiseLinalgNorms.cpp).
 //
+// A bias added after a matmul (nn.Linear written as two ops, in fusion or in
+// f32 linalg) is folded into the fusion.matmul's bias (RaiseLinalgBias.cpp).
+//
 // This file holds the constant helpers the matchers share and the pattern
 // list.
 //
@@ -97,4 +100,5 @@ void mlir::fusion::populateRaiseLinalgPatterns(RewritePatternSet &patterns) {
                RaiseMatmul,      // linalg.matmul
                RaiseBatchMatmul  // linalg.batch_matmul, batch 1
                >(ctx);
+  populateRaiseBiasPatterns(patterns); // matmul + bias add -> matmul bias
 }

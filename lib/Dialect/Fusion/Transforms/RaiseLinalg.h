@@ -3,7 +3,7 @@
 // Declarations shared by the files of fusion-raise-linalg: the scalar
 // constant helpers (RaiseLinalg.cpp), the symbolic expression of a norm chain
 // and its evaluator (RaiseLinalgChain.cpp), and the patterns
-// (RaiseLinalgNorms.cpp, RaiseLinalgMatmul.cpp) that
+// (RaiseLinalgNorms.cpp, RaiseLinalgMatmul.cpp, RaiseLinalgBias.cpp) that
 // populateRaiseLinalgPatterns registers.
 //
 //===----------------------------------------------------------------------===//
@@ -145,7 +145,9 @@ struct RaiseNormChain : OpRewritePattern<linalg::GenericOp> {
 };
 
 /// linalg.matmul (plain or with transposing indexing maps) into a zero
-/// accumulator -> fusion.matmul.
+/// accumulator -> fusion.matmul; into a linalg.broadcast of an [N] vector
+/// along the rows (a bias as the initial accumulator) -> fusion.matmul with
+/// that bias.
 struct RaiseMatmul : OpRewritePattern<linalg::MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(linalg::MatmulOp op,
@@ -159,6 +161,11 @@ struct RaiseBatchMatmul : OpRewritePattern<linalg::BatchMatmulOp> {
   LogicalResult matchAndRewrite(linalg::BatchMatmulOp op,
                                 PatternRewriter &rewriter) const override;
 };
+
+/// A bias add after a matmul -> fusion.matmul with bias (RaiseLinalgBias.cpp):
+/// fusion.add of a biasless single-use fusion.matmul and an [N], [1, N] or
+/// broadcast [N] vector, and the f32 linalg forms of that sum.
+void populateRaiseBiasPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::fusion::raise_linalg
 

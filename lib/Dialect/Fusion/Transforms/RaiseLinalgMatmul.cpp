@@ -3,7 +3,10 @@
 // The matmul half of fusion-raise-linalg, matched op by op: linalg.matmul
 // (plain or with transposing indexing maps) and linalg.batch_matmul with a
 // static batch of 1, both into a zero accumulator with an f32 result (linalg
-// accumulates in the result element type, fusion.matmul in f32).
+// accumulates in the result element type, fusion.matmul in f32). A
+// linalg.matmul may also accumulate into a bias broadcast along the rows
+// (`linalg.broadcast ins(%b : tensor<Nxf32>) ... dimensions = [0]`, the
+// addmm form), which becomes fusion.matmul's bias.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +48,18 @@ std::string whyNotMatmulTypes(Value a, Value b, Value c, int64_t rank) {
   return "";
 }
 
+/// The [N] vector whose broadcast along dimension 0 is `init`, or null.
+Value broadcastBias(Value init) {
+  auto bc = init.getDefiningOp<linalg::BroadcastOp>();
+  if (!bc || !bc.hasPureTensorSemantics() ||
+      bc.getDimensions() != ArrayRef<int64_t>{0})
+    return {};
+  auto t = cast<RankedTensorType>(bc.getInput().getType());
+  if (t.getRank() != 1 || !t.getElementType().isF32())
+    return {};
+  return bc.getInput();
+}
+
 } // namespace
 
 LogicalResult RaiseMatmul::matchAndRewrite(linalg::MatmulOp op,
@@ -53,10 +68,12 @@ LogicalResult RaiseMatmul::matchAndRewrite(linalg::MatmulOp op,
     return rewriter.notifyMatchFailure(op, "not on tensors");
   Value a = op.getInputs()[0], b = op.getInputs()[1], c = op.getOutputs()[0];
   std::string why = whyNotMatmulTypes(a, b, c, 2);
-  if (why.empty())
-    why = whyNotZeroInit(c);
   if (!why.empty())
     return rewriter.notifyMatchFailure(op, why);
+  Value bias = broadcastBias(c);
+  if (!bias && !(why = whyNotZeroInit(c)).empty())
+    return rewriter.notifyMatchFailure(
+        op, why + ", nor a linalg.broadcast of a bias [N] along the rows");
   MLIRContext *ctx = op.getContext();
   AffineExpr m, n, k;
   bindDims(ctx, m, n, k);
@@ -81,7 +98,7 @@ LogicalResult RaiseMatmul::matchAndRewrite(linalg::MatmulOp op,
   else
     return rewriter.notifyMatchFailure(
         op, "the rhs map is neither (k, n) nor (n, k) (e.g. a broadcast)");
-  rewriter.replaceOpWithNewOp<MatmulOp>(op, c.getType(), a, b, tl, tr);
+  rewriter.replaceOpWithNewOp<MatmulOp>(op, c.getType(), a, b, bias, tl, tr);
   return success();
 }
 

@@ -4,7 +4,8 @@
 // h = norm(z) and its gradient dz = norm_grad(dh, z, stats) with
 // dh = dy @ W2^T, the forward norm rides in the epilogue of x @ W1 and the
 // backward norm in the epilogue of dy @ W2^T. A weightless norm's output h is
-// x_hat, so the backward reads h (normalized_input) and z disappears.
+// x_hat, so the backward reads h (normalized_input) and z disappears. A
+// matmul's bias (z = x @ W1 + b) rides along as that fused op's col_bias.
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,6 +120,7 @@ void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report) {
     fwd.lhs = r->forwardGemm.getLhs();
     fwd.rhs = r->forwardGemm.getRhs();
     fwd.transposeRhs = r->forwardGemm.getTransposeRhs();
+    fwd.colBias = r->forwardGemm.getBias();
     fwd.epilogue = rms ? EpilogueKind::rms_norm : EpilogueKind::layer_norm;
     fwd.epsilon = rms ? cast<RMSNormOp>(norm).getEpsilon().convertToDouble()
                       : cast<LayerNormOp>(norm).getEpsilon().convertToDouble();
@@ -137,6 +139,7 @@ void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report) {
     bwd.lhs = r->dgradGemm.getLhs();
     bwd.rhs = r->dgradGemm.getRhs();
     bwd.transposeRhs = r->dgradGemm.getTransposeRhs();
+    bwd.colBias = r->dgradGemm.getBias();
     bwd.epilogue = rms ? EpilogueKind::rms_norm_grad : EpilogueKind::layer_norm_grad;
     bwd.normInput = fused.getOutput();
     bwd.normalizedInput = true;

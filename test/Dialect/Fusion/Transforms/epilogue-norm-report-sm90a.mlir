@@ -180,3 +180,29 @@ func.func @cluster16_f32(%a: tensor<64x64xf32>, %b: tensor<64x4096xf32>) -> tens
   return %y : tensor<64x4096xf32>
 }
 }
+
+// -----
+
+// A linear's bias rides along as col_bias, before the residual.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @linear_bias(%x: tensor<64x64xbf16>, %w: tensor<256x64xbf16>, %b: tensor<256xbf16>, %r: tensor<64x256xbf16>) -> tensor<64x256xbf16> {
+  %h = fusion.matmul %x, %w bias(%b : tensor<256xbf16>) {transpose_rhs} : tensor<64x64xbf16>, tensor<256x64xbf16> -> tensor<64x256xbf16>
+  %s = fusion.add %h, %r : tensor<64x256xbf16>
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul with the matmul's bias as col_bias and its residual: one CTA holds the whole row (N = 256)}}
+  %y = fusion.rms_norm %s {epsilon = 1.0e-05 : f32} : tensor<64x256xbf16> -> tensor<64x256xbf16>
+  return %y : tensor<64x256xbf16>
+}
+}
+
+// -----
+
+// A bias added separately is not a residual when this pass runs alone.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @bias_add(%x: tensor<64x64xbf16>, %w: tensor<256x64xbf16>, %b: tensor<256xbf16>) -> tensor<64x256xbf16> {
+  %h = fusion.matmul %x, %w {transpose_rhs} : tensor<64x64xbf16>, tensor<256x64xbf16> -> tensor<64x256xbf16>
+  %s = fusion.add %h, %b : tensor<64x256xbf16>, tensor<256xbf16>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: its input is a fusion.add of no fusion.matmul result and a residual of the sum's type}}
+  %y = fusion.rms_norm %s {epsilon = 1.0e-05 : f32} : tensor<64x256xbf16> -> tensor<64x256xbf16>
+  return %y : tensor<64x256xbf16>
+}
+}

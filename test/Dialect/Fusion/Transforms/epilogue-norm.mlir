@@ -93,3 +93,45 @@ func.func @no_gemm(%x: tensor<64x256xf32>) -> tensor<64x256xf32> {
   return %y : tensor<64x256xf32>
 }
 }
+
+// -----
+
+// The BERT post-norm: a linear with bias (weight [N, K], dynamic M), a
+// residual and a LayerNorm with weight and bias; the linear's bias becomes
+// col_bias.
+// CHECK-LABEL: func.func @bert_post_norm
+// CHECK-SAME: (%[[X:.*]]: tensor<?x128xbf16>, %[[W:.*]]: tensor<256x128xbf16>, %[[B:.*]]: tensor<256xbf16>, %[[R:.*]]: tensor<?x256xbf16>, %[[G:.*]]: tensor<256xbf16>, %[[BETA:.*]]: tensor<256xbf16>)
+// CHECK: %[[Y:.*]] = fusion.fused_matmul %[[X]], %[[W]] residual(%[[R]] : tensor<?x256xbf16>) col_bias(%[[B]] : tensor<256xbf16>) norm_weight(%[[G]] : tensor<256xbf16>) norm_bias(%[[BETA]] : tensor<256xbf16>)
+// CHECK-SAME: epilogue = #fusion.epilogue<layer_norm>
+// CHECK-SAME: transpose_rhs
+// CHECK-NOT: fusion.matmul
+// CHECK-NOT: fusion.add
+// CHECK: return %[[Y]]
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @bert_post_norm(%x: tensor<?x128xbf16>, %w: tensor<256x128xbf16>, %b: tensor<256xbf16>, %r: tensor<?x256xbf16>,
+                          %g: tensor<256xbf16>, %beta: tensor<256xbf16>) -> tensor<?x256xbf16> {
+  %h = fusion.matmul %x, %w bias(%b : tensor<256xbf16>) {transpose_rhs} : tensor<?x128xbf16>, tensor<256x128xbf16> -> tensor<?x256xbf16>
+  %s = fusion.add %h, %r : tensor<?x256xbf16>
+  %y, %m, %rs = fusion.layer_norm %s weight(%g : tensor<256xbf16>) bias(%beta : tensor<256xbf16>) {epsilon = 1.0e-12 : f32}
+      : tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?xf32>, tensor<?xf32>
+  return %y : tensor<?x256xbf16>
+}
+}
+
+// -----
+
+// Not applied by this pass alone: a broadcasting add of a bias vector is not a
+// residual (fusion-raise-linalg first folds it into the matmul).
+// CHECK-LABEL: func.func @bias_add_not_residual
+// CHECK: fusion.matmul
+// CHECK: fusion.add %{{.*}}, %{{.*}} : tensor<64x256xf32>, tensor<256xf32>
+// CHECK: fusion.rms_norm
+// CHECK-NOT: fusion.fused_matmul
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @bias_add_not_residual(%a: tensor<64x128xf32>, %w: tensor<128x256xf32>, %b: tensor<256xf32>) -> tensor<64x256xf32> {
+  %h = fusion.matmul %a, %w : tensor<64x128xf32>, tensor<128x256xf32> -> tensor<64x256xf32>
+  %s = fusion.add %h, %b : tensor<64x256xf32>, tensor<256xf32>
+  %y = fusion.rms_norm %s {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>
+  return %y : tensor<64x256xf32>
+}
+}

@@ -13,7 +13,7 @@ func.func @fused(%x: tensor<8x16xf32>, %b1: tensor<16x4xf32>, %b2: tensor<16x4xf
 
 // The report says how the weight was folded.
 func.func @weight(%x: tensor<8x16xf32>, %b: tensor<16x4xf32>, %g: tensor<16xf32>) -> tensor<8x4xf32> {
-  // expected-remark @below {{fusion.rms_norm fused as a Lazy Pre-Norm prologue into 1 fusion.fused_matmul op(s); weight folded into B by a linalg.generic}}
+  // expected-remark @below {{fusion.rms_norm fused as a Lazy Pre-Norm prologue into 1 fusion.fused_matmul op(s); weight folded into B by a fusion.mul (a device step per call)}}
   %n = fusion.rms_norm %x weight(%g : tensor<16xf32>) {epsilon = 1.0e-05 : f32} : tensor<8x16xf32> -> tensor<8x16xf32>
   %c = fusion.matmul %n, %b : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
   return %c : tensor<8x4xf32>
@@ -65,4 +65,15 @@ func.func @dead(%x: tensor<8x16xf32>) {
   // expected-remark @below {{fusion.rms_norm not fused as a Lazy Pre-Norm prologue: its result is unused}}
   %n = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<8x16xf32> -> tensor<8x16xf32>
   return
+}
+
+// -----
+
+// The report says that the linears' biases stayed in the column bias.
+func.func @linear_biases(%x: tensor<8x16xf32>, %w: tensor<4x16xf32>, %b: tensor<4xf32>, %w2: tensor<4x16xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  // expected-remark @below {{fusion.rms_norm fused as a Lazy Pre-Norm prologue into 2 fusion.fused_matmul op(s); the bias of 1 matmul(s) kept in the column bias}}
+  %n = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<8x16xf32> -> tensor<8x16xf32>
+  %c = fusion.matmul %n, %w bias(%b : tensor<4xf32>) {transpose_rhs} : tensor<8x16xf32>, tensor<4x16xf32> -> tensor<8x4xf32>
+  %c2 = fusion.matmul %n, %w2 {transpose_rhs} : tensor<8x16xf32>, tensor<4x16xf32> -> tensor<8x4xf32>
+  return %c, %c2 : tensor<8x4xf32>, tensor<8x4xf32>
 }

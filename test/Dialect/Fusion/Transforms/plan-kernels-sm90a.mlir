@@ -221,3 +221,48 @@ func.func @short_k_norm(%a: tensor<262144x256xbf16>, %b: tensor<256x256xbf16>) -
   return %y : tensor<262144x256xbf16>
 }
 }
+
+// -----
+
+// Test that a matmul with a bias (nn.Linear: weight [N, K], transpose_rhs)
+// becomes a fused_matmul whose col_bias is that bias, planned like a plain
+// GEMM: 4 * (128 + 256) * 64 * 2 + 32768 + 512 + 1024 = 230912.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @linear_bias
+// CHECK-SAME: (%[[X:.*]]: tensor<?x512xbf16>, %[[W:.*]]: tensor<1024x512xbf16>, %[[B:.*]]: tensor<1024xbf16>)
+func.func @linear_bias(%x: tensor<?x512xbf16>, %w: tensor<1024x512xbf16>, %b: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
+  // CHECK-NOT: fusion.matmul
+  // CHECK: %[[Y:.*]] = fusion.fused_matmul %[[X]], %[[W]] col_bias(%[[B]] : tensor<1024xbf16>)
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>
+  // CHECK-SAME: transpose_rhs
+  // CHECK: return %[[Y]]
+  %y = fusion.matmul %x, %w bias(%b : tensor<1024xbf16>) {transpose_rhs}
+      : tensor<?x512xbf16>, tensor<1024x512xbf16> -> tensor<?x1024xbf16>
+  return %y : tensor<?x1024xbf16>
+}
+}
+
+// -----
+
+// Test that standalone norms, adds and muls are left in place without a
+// configuration (convert-fusion-to-gpu gives them row kernels of their own),
+// while the GEMM beside them is planned.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @row_ops_left
+// CHECK: %[[N:.*]] = fusion.rms_norm %{{.*}} {epsilon = 9.99999974E-6 : f32} : tensor<256x512xbf16> -> tensor<256x512xbf16>
+// CHECK: %[[L:.*]], %{{.*}}, %{{.*}} = fusion.layer_norm %[[N]] {epsilon = 9.99999974E-6 : f32}
+// CHECK: %[[A:.*]] = fusion.add %[[L]], %{{.*}} : tensor<256x512xbf16>, tensor<512xbf16>
+// CHECK: %[[M:.*]] = fusion.mul %[[A]], %{{.*}} : tensor<256x512xbf16>, tensor<512xbf16>
+// CHECK: fusion.fused_matmul %[[M]], %{{.*}} {fusion.kernel = #fusion.kernel_config<
+// CHECK-NOT: fusion.kernel
+// CHECK: return
+func.func @row_ops_left(%x: tensor<256x512xbf16>, %v: tensor<512xbf16>, %w: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  %n = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<256x512xbf16> -> tensor<256x512xbf16>
+  %l, %mean, %rstd = fusion.layer_norm %n {epsilon = 1.0e-05 : f32}
+      : tensor<256x512xbf16> -> tensor<256x512xbf16>, tensor<256xf32>, tensor<256xf32>
+  %a = fusion.add %l, %v : tensor<256x512xbf16>, tensor<512xbf16>
+  %m = fusion.mul %a, %v : tensor<256x512xbf16>, tensor<512xbf16>
+  %y = fusion.matmul %m, %w : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %y : tensor<256x256xbf16>
+}
+}

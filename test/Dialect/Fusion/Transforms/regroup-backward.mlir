@@ -116,3 +116,25 @@ func.func @no_target(%x: tensor<64x32xf32>, %w1: tensor<32x256xf32>, %w2: tensor
   %dz = fusion.rms_norm_grad %dh, %z, %rstd : tensor<64x256xf32>, tensor<64x256xf32>, tensor<64xf32> -> tensor<64x256xf32>
   return %h, %dz : tensor<64x256xf32>, tensor<64x256xf32>
 }
+
+// -----
+
+// The forward linear's bias (nn.Linear, weight [N, K]) rides along as the
+// forward fused op's col_bias.
+// CHECK-LABEL: func.func @rms_step_bias
+// CHECK-SAME: (%[[X:.*]]: tensor<64x32xf32>, %[[W1:.*]]: tensor<256x32xf32>, %[[B1:.*]]: tensor<256xf32>, %[[W2:.*]]: tensor<256x16xf32>, %[[DY:.*]]: tensor<64x16xf32>)
+// CHECK: %[[H:.*]], %[[RSTD:.*]] = fusion.fused_matmul %[[X]], %[[W1]] col_bias(%[[B1]] : tensor<256xf32>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = {{.*}}, save_stats, transpose_rhs}
+// CHECK: fusion.fused_matmul %[[DY]], %[[W2]] norm_input(%[[H]] : tensor<64x256xf32>) rstd(%[[RSTD]] : tensor<64xf32>)
+// CHECK-NOT: fusion.rms_norm
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @rms_step_bias(%x: tensor<64x32xf32>, %w1: tensor<256x32xf32>, %b1: tensor<256xf32>, %w2: tensor<256x16xf32>, %dy: tensor<64x16xf32>)
+    -> (tensor<64x16xf32>, tensor<64x256xf32>) {
+  %z = fusion.matmul %x, %w1 bias(%b1 : tensor<256xf32>) {transpose_rhs} : tensor<64x32xf32>, tensor<256x32xf32> -> tensor<64x256xf32>
+  // expected-remark @below {{fusion.rms_norm regrouped}}
+  %h, %rstd = fusion.rms_norm %z {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>, tensor<64xf32>
+  %y = fusion.matmul %h, %w2 : tensor<64x256xf32>, tensor<256x16xf32> -> tensor<64x16xf32>
+  %dh = fusion.matmul %dy, %w2 {transpose_rhs} : tensor<64x16xf32>, tensor<256x16xf32> -> tensor<64x256xf32>
+  %dz = fusion.rms_norm_grad %dh, %z, %rstd : tensor<64x256xf32>, tensor<64x256xf32>, tensor<64xf32> -> tensor<64x256xf32>
+  return %y, %dz : tensor<64x16xf32>, tensor<64x256xf32>
+}
+}

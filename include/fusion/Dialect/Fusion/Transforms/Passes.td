@@ -19,11 +19,14 @@ include "mlir/Pass/PassBase.td"
 def FusionEpilogueNormPass : Pass<"fusion-epilogue-norm", "::mlir::ModuleOp"> {
   let summary = "fuse a post-norm into the epilogue of the GEMM that produces its input";
   let description = [{
-    Rewrites `norm(A @ B [+ residual])`, with `norm` a `fusion.rms_norm` or
-    `fusion.layer_norm` over the GEMM's N dimension, into one
-    `fusion.fused_matmul` with a norm epilogue (naive epilogue fusion and
-    multi-CTA epilogue norm, `docs/SEED.md` sections 1 and 3). The norm's
-    statistics become extra results (`save_stats`) when they have users.
+    Rewrites `norm(A @ B [+ bias] [+ residual])`, with `norm` a
+    `fusion.rms_norm` or `fusion.layer_norm` over the GEMM's N dimension, into
+    one `fusion.fused_matmul` with a norm epilogue (naive epilogue fusion and
+    multi-CTA epilogue norm, `docs/SEED.md` sections 1 and 3). The matmul's
+    bias (nn.Linear's) becomes `col_bias`, added to the f32 accumulator before
+    the residual: the BERT post-norm `layer_norm(x @ W^T + b + residual)` is
+    one kernel. The norm's statistics become extra results (`save_stats`)
+    when they have users.
 
     Whether a row fits is decided from the module's target: when N is at most
     the widest accumulator slice one CTA holds (256 columns on sm_90a, 512 on
@@ -56,18 +59,39 @@ def FusionEpilogueNormPass : Pass<"fusion-epilogue-norm", "::mlir::ModuleOp"> {
         : tensor<8192x512xbf16>, tensor<512x1024xbf16>
         -> tensor<8192x1024xbf16>, tensor<8192xf32>
     ```
-    (on sm_90a: a cluster of 4 CTAs, 256 columns each).
+    (on sm_90a: a cluster of 4 CTAs, 256 columns each). The BERT post-norm,
+    a linear with bias, a residual and a LayerNorm with weight and bias:
+    ```mlir
+    %h = fusion.matmul %x, %w bias(%b : tensor<768xbf16>) {transpose_rhs}
+        : tensor<?x3072xbf16>, tensor<768x3072xbf16> -> tensor<?x768xbf16>
+    %s = fusion.add %h, %r : tensor<?x768xbf16>
+    %y, %mean, %rstd = fusion.layer_norm %s weight(%g : tensor<768xbf16>)
+        bias(%beta : tensor<768xbf16>) {epsilon = 1.0e-12 : f32}
+        : tensor<?x768xbf16> -> tensor<?x768xbf16>, tensor<?xf32>, tensor<?xf32>
+    ```
+    becomes
+    ```mlir
+    %y = fusion.fused_matmul %x, %w residual(%r : tensor<?x768xbf16>)
+        col_bias(%b : tensor<768xbf16>) norm_weight(%g : tensor<768xbf16>)
+        norm_bias(%beta : tensor<768xbf16>)
+        {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-12 : f32, transpose_rhs}
+        : tensor<?x3072xbf16>, tensor<768x3072xbf16> -> tensor<?x768xbf16>
+    ```
+    A bias written as a separate broadcasting `fusion.add` is first folded
+    into the matmul by `fusion-raise-linalg` (the first pass of
+    `fusion-fuse`).
 
     #### Input invariants
-    - The norm input is a 2-D `fusion.matmul` result without `transpose_lhs`,
-      or a `fusion.add` of such a result and another tensor of its type; the
-      matmul (and the add) have no other user.
+    - The norm input is a 2-D `fusion.matmul` result without `transpose_lhs`
+      (with or without a bias), or a `fusion.add` of such a result and a
+      residual, both of the sum's type (not a broadcast operand); the matmul
+      (and the add) have no other user.
     - The module carries `fusion.target`; without it nothing is fused.
 
     #### Output IR
     `fusion.fused_matmul` with epilogue `rms_norm` or `layer_norm` replaces
-    the matmul, the add and the norm; the norm weight and bias become
-    `norm_weight` / `norm_bias`.
+    the matmul, the add and the norm; the matmul's bias becomes `col_bias`,
+    the norm weight and bias become `norm_weight` / `norm_bias`.
 
     #### Options
     - `report`: emit a remark on every norm considered, saying what it was
@@ -154,11 +178,13 @@ def FusionLazyPrenormPass : Pass<"fusion-lazy-prenorm", "::mlir::ModuleOp"> {
     diag(rstd) (A @ B) = (diag(rstd) A) @ B.
 
     Beyond the reference: an affine weight g is folded into B as diag(g) B —
-    at compile time when both are constants, otherwise by a `linalg.generic`
-    that scales B's rows (weights only: cheap, and hoistable out of a training
-    step). With `layer-norm`, LayerNorm is deferred too:
-    layer_norm(A) @ B = r (A @ B - m colsum(B)), with its weight folded into B
-    and its bias into `col_bias` as beta B.
+    at compile time when both are constants, otherwise by a `fusion.mul` that
+    scales B's K dimension (weights only: cheap, one device step per call,
+    and hoistable out of a training step). With `layer-norm`, LayerNorm is
+    deferred too: layer_norm(A) @ B = r (A @ B - m colsum(B)), with its weight
+    folded into B and its bias into `col_bias` as beta B (the product of the
+    unfolded B; a constant when beta and B are). A consuming matmul's own
+    bias (nn.Linear's) joins `col_bias`.
 
     Every matmul that consumes the normalized tensor as its left operand gets
     its own fused op. The norm is fused only when it disappears: all its
@@ -177,6 +203,29 @@ def FusionLazyPrenormPass : Pass<"fusion-lazy-prenorm", "::mlir::ModuleOp"> {
         {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32}
         : tensor<65536x512xbf16>, tensor<512x1024xbf16> -> tensor<65536x1024xbf16>
     ```
+    The weight fold, for nn.Linear's weight `%w` [N, K] (`transpose_rhs`):
+    g broadcasts over the rows of `%w`, no reshape:
+    ```mlir
+    %wg = fusion.mul %w, %g : tensor<1024x512xbf16>, tensor<512xbf16>
+    %c = fusion.fused_matmul %x, %wg {prologue = ..., transpose_rhs} : ...
+    ```
+    and for B [K, N], g as a column [K, 1]:
+    ```mlir
+    %gcol = tensor.expand_shape %g [[0, 1]] output_shape [512, 1]
+        : tensor<512xbf16> into tensor<512x1xbf16>
+    %bg = fusion.mul %b, %gcol : tensor<512x1024xbf16>, tensor<512x1xbf16>
+    ```
+    A LayerNorm bias `%beta` before a linear with bias `%bias` (layer-norm=true):
+    ```mlir
+    %row = tensor.expand_shape %beta [[0, 1]] output_shape [1, 512]
+        : tensor<512xbf16> into tensor<1x512xbf16>
+    %bb = fusion.matmul %row, %w {transpose_rhs}
+        : tensor<1x512xbf16>, tensor<1024x512xbf16> -> tensor<1x1024xf32>
+    %bbv = tensor.collapse_shape %bb [[0, 1]] : tensor<1x1024xf32> into tensor<1024xf32>
+    %cb = fusion.add %bbv, %bias : tensor<1024xf32>, tensor<1024xbf16>
+    %c = fusion.fused_matmul %x, %wg col_bias(%cb : tensor<1024xf32>)
+        {prologue = #fusion.prologue<layer_norm>, ..., transpose_rhs} : ...
+    ```
 
     #### Input invariants
     - The norm input is 2-D [M, K]; each user is a `fusion.matmul` taking
@@ -184,8 +233,12 @@ def FusionLazyPrenormPass : Pass<"fusion-lazy-prenorm", "::mlir::ModuleOp"> {
 
     #### Output IR
     One `fusion.fused_matmul` per consuming matmul; the norm and the matmuls
-    disappear. With a weight: an `arith.constant` (folded) or a
-    `linalg.generic` computing diag(g) B (and beta B for a LayerNorm bias).
+    disappear. With a weight: an `arith.constant` (folded) or a `fusion.mul`
+    computing diag(g) B (after a `tensor.expand_shape` of g to [K, 1] when B
+    is [K, N]). With a LayerNorm bias: an f32 `arith.constant` or a
+    `fusion.matmul` of beta as [1, K] (`tensor.expand_shape`) with B,
+    `tensor.collapse_shape`d to [N], and a `fusion.add` of the matmul's bias
+    when it has one. The matmul's bias alone is `col_bias` as it is.
 
     #### Options
     - `layer-norm`: also defer LayerNorm (off by default: the kernel's
@@ -202,8 +255,7 @@ def FusionLazyPrenormPass : Pass<"fusion-lazy-prenorm", "::mlir::ModuleOp"> {
     Option<"report", "report", "bool", /*default=*/"false",
            "emit a remark per norm: what it was fused into, or why not">,
   ];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect",
-                           "::mlir::arith::ArithDialect",
+  let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];
 }
 
@@ -219,8 +271,11 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     its warp-specialized GEMM kernel on the module's target, as the
     discardable attribute `fusion.kernel = #fusion.kernel_config<...>` that
     `convert-fusion-to-gpu` reads. Every remaining plain `fusion.matmul` first
-    becomes a `fusion.fused_matmul` without prologue or epilogue (one kernel
-    family covers both), then is planned. Planning is required for
+    becomes a `fusion.fused_matmul` without prologue or epilogue, its bias
+    (if any) as `col_bias` (one kernel family covers both), then is planned.
+    Standalone `fusion.rms_norm`, `fusion.layer_norm`, `fusion.add` and
+    `fusion.mul` are left as they are: `convert-fusion-to-gpu` gives them row
+    kernels of their own, with nothing to plan. Planning is required for
     correctness: what cannot run on the target is refused with an error.
 
     The rules (`planFusedMatmul` in `Transforms.h`; e = 2 bytes, bf16/f16):
@@ -285,17 +340,20 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     #### Input invariants
     - The module (or an enclosing one) carries `fusion.target` whenever it
       holds a GEMM.
-    - The only fusion ops left are `fusion.matmul` (without `transpose_lhs`)
-      and `fusion.fused_matmul`: every other fusion op must have been absorbed
-      by a fusion pass (`fusion.norm_attention` has no kernel yet).
+    - The only fusion ops left are `fusion.matmul` (without `transpose_lhs`),
+      `fusion.fused_matmul` and the row ops (`fusion.rms_norm`,
+      `fusion.layer_norm`, `fusion.add`, `fusion.mul`): the norm grads and
+      `fusion.gdpa` (+ grad) must have been absorbed by a fusion pass
+      (`fusion.norm_attention` has no kernel yet).
     - lhs and rhs are bf16 or f16, of one element type; K and N are static
       multiples of 8 (TMA needs 16-byte row strides); M may be dynamic.
     - A norm or grad epilogue's row splits as `planEpilogueNorm` requires.
 
     #### Output IR
-    Every `fusion.matmul` disappears into a `fusion.fused_matmul`; every
-    `fusion.fused_matmul` carries `fusion.kernel`. An existing `fusion.kernel`
-    is replaced. On an error the pass fails; the refused ops are unchanged.
+    Every `fusion.matmul` disappears into a `fusion.fused_matmul` (bias ->
+    `col_bias`); every `fusion.fused_matmul` carries `fusion.kernel`. An
+    existing `fusion.kernel` is replaced. The row ops are unchanged. On an
+    error the pass fails; the refused ops are unchanged.
 
     #### Options
     None.
@@ -314,7 +372,7 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
 //===----------------------------------------------------------------------===//
 
 def FusionRaiseLinalgPass : Pass<"fusion-raise-linalg", "::mlir::ModuleOp"> {
-  let summary = "recognize RMSNorm, LayerNorm and matmuls written in linalg";
+  let summary = "recognize RMSNorm, LayerNorm and matmuls written in linalg, and linear biases";
   let description = [{
     Frontends such as torch-mlir emit norms as a chain of upstream linalg ops
     on tensors: a reduction of x (or of x^2) over the innermost dimension, a
@@ -324,6 +382,17 @@ def FusionRaiseLinalgPass : Pass<"fusion-raise-linalg", "::mlir::ModuleOp"> {
     `linalg.batch_matmul` on tensors, and replaces them with `fusion.rms_norm`,
     `fusion.layer_norm` and `fusion.matmul`, so that the fusion passes can see
     them. Everything it does not recognize is left untouched.
+
+    It also gives nn.Linear its one-op form, `fusion.matmul ... bias(%b)`
+    (the bias then rides in the GEMM kernel's `col_bias`), when the bias is
+    written as a separate add after a `fusion.matmul` that has no bias and no
+    other user: `fusion.add %mm, %b` with `%b` [N] or [1, N], or with `%b` a
+    `linalg.broadcast` of an [N] vector to [M, N] (either operand order); in
+    f32 linalg, a `linalg.generic` sum of the matmul and a column vector
+    (read as (d0, d1) -> (d1) or (0, d1)), a `linalg.add` of the matmul and a
+    `linalg.broadcast`, and a `linalg.matmul` accumulating into a
+    `linalg.broadcast` of a bias (the addmm form). The raised form adds the
+    bias in f32 before the single rounding (identical for f32 results).
 
     Example:
     ```mlir
@@ -336,14 +405,27 @@ def FusionRaiseLinalgPass : Pass<"fusion-raise-linalg", "::mlir::ModuleOp"> {
     %y = fusion.rms_norm %x {epsilon = 1.0e-05 : f32}
         : tensor<4096x512xf32> -> tensor<4096x512xf32>
     ```
+    and
+    ```mlir
+    %h = fusion.matmul %x, %w {transpose_rhs}
+        : tensor<?x512xbf16>, tensor<1024x512xbf16> -> tensor<?x1024xbf16>
+    %y = fusion.add %h, %b : tensor<?x1024xbf16>, tensor<1024xbf16>
+    ```
+    becomes
+    ```mlir
+    %y = fusion.matmul %x, %w bias(%b : tensor<1024xbf16>) {transpose_rhs}
+        : tensor<?x512xbf16>, tensor<1024x512xbf16> -> tensor<?x1024xbf16>
+    ```
 
     #### Input invariants
     - Linalg on tensors, with static innermost sizes and an epsilon that is
       a constant.
 
     #### Output IR
-    `fusion.rms_norm`, `fusion.layer_norm`, `fusion.matmul`; the matched linalg
-    ops disappear once unused. Nothing else changes.
+    `fusion.rms_norm`, `fusion.layer_norm`, `fusion.matmul` (with `bias` where
+    an add was absorbed, and a `tensor.collapse_shape` of a [1, N] bias to
+    [N]); the matched linalg ops and absorbed adds disappear. Nothing else
+    changes.
 
     #### Options
     None.
@@ -351,7 +433,8 @@ def FusionRaiseLinalgPass : Pass<"fusion-raise-linalg", "::mlir::ModuleOp"> {
     #### Target requirements
     None.
   }];
-  let dependentDialects = ["::mlir::fusion::FusionDialect"];
+  let dependentDialects = ["::mlir::fusion::FusionDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 //===----------------------------------------------------------------------===//

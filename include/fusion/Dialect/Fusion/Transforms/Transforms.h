@@ -91,11 +91,14 @@ FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
                                             std::string &why);
 
 /// fusion-plan-kernels: rewrites every fusion.matmul into a fusion.fused_matmul
-/// without prologue or epilogue, and attaches `fusion.kernel` (the result of
-/// planFusedMatmul) to every fusion.fused_matmul. Emits an error on each op
-/// that cannot run on the module's target (any other fusion op, a matmul
-/// with transpose_lhs, whatever planFusedMatmul refuses) and on a module
-/// without `fusion.target` that has ops to plan; then returns failure.
+/// without prologue or epilogue (a bias becomes its col_bias), and attaches
+/// `fusion.kernel` (the result of planFusedMatmul) to every
+/// fusion.fused_matmul. Leaves standalone fusion.rms_norm, fusion.layer_norm,
+/// fusion.add and fusion.mul in place (they have row kernels of their own).
+/// Emits an error on each op that cannot run on the module's target (the
+/// norm grads, gdpa and its grad, norm_attention and its grad, a matmul with
+/// transpose_lhs, whatever planFusedMatmul refuses) and on a module without
+/// `fusion.target` that has GEMMs to plan; then returns failure.
 LogicalResult planKernels(ModuleOp module);
 
 //===----------------------------------------------------------------------===//
@@ -106,14 +109,17 @@ LogicalResult planKernels(ModuleOp module);
 /// `layerNorm`, fusion.layer_norm) over a 2-D tensor whose users are all
 /// fusion.matmul ops taking it as lhs without transpose_lhs, and whose
 /// statistics are unused: replaces each matmul by a fusion.fused_matmul with
-/// the lazy prologue on the norm's input, folding the weight into B (and a
-/// LayerNorm bias into col_bias), then erases the norm. With `report`, emits
-/// a remark on every norm considered.
+/// the lazy prologue on the norm's input, folding the weight into B (a
+/// fusion.mul, or a constant) and a LayerNorm bias beta into col_bias as
+/// beta B (a 1-row fusion.matmul, or a constant) plus the matmul's own bias,
+/// then erases the norm. With `report`, emits a remark on every norm
+/// considered.
 void applyLazyPrenorm(ModuleOp module, bool layerNorm, bool report);
 
 /// Epilogue norm (fusion-epilogue-norm): norm(matmul [+ residual]) ->
-/// fusion.fused_matmul with a norm epilogue, when planEpilogueNorm accepts
-/// the row on the module's target. Needs `fusion.target`.
+/// fusion.fused_matmul with a norm epilogue, the matmul's bias as col_bias,
+/// when planEpilogueNorm accepts the row on the module's target. Needs
+/// `fusion.target`.
 void applyEpilogueNorm(ModuleOp module, bool report);
 
 /// Backward regrouping (fusion-regroup-backward): a weightless norm fed by a
@@ -123,8 +129,8 @@ void applyRegroupBackward(ModuleOp module, bool report);
 /// FlashNormAttention formation (fusion-form-norm-attention).
 void applyFormNormAttention(ModuleOp module, bool report);
 
-/// Patterns raising linalg norms and matmuls to fusion ops
-/// (fusion-raise-linalg).
+/// Patterns raising linalg norms and matmuls to fusion ops, and absorbing a
+/// bias add after a matmul into fusion.matmul's bias (fusion-raise-linalg).
 void populateRaiseLinalgPatterns(RewritePatternSet &patterns);
 
 } // namespace fusion
