@@ -209,10 +209,14 @@ class TorchCpuTensorTest(unittest.TestCase):
         a = torch.zeros(128, 64, dtype=torch.bfloat16)
         b = torch.zeros(64, 32, dtype=torch.bfloat16)
         c = torch.zeros(128, 32, dtype=torch.float32)
-        with self.assertRaisesRegex(fr.ArgumentError, "expected dtype torch.float32"):
-            fr.check_arguments(MATMUL, [a, b, c.to(torch.float16)], "gemm")
-        with self.assertRaisesRegex(fr.ArgumentError, "expected row-major contiguous strides"):
-            fr.check_arguments(MATMUL, [a, b.t().contiguous().t(), c], "gemm")
+        # Each argument is checked whole before the next: the bad one is the
+        # first (a CPU tensor fails its device check after its own checks).
+        with self.assertRaisesRegex(fr.ArgumentError, "argument 0 .*expected dtype "
+                                                      "torch.bfloat16"):
+            fr.check_arguments(MATMUL, [a.to(torch.float16), b, c], "gemm")
+        with self.assertRaisesRegex(fr.ArgumentError, "argument 0 .*expected row-major "
+                                                      "contiguous strides"):
+            fr.check_arguments(MATMUL, [a.t().contiguous().t(), b, c], "gemm")
         with self.assertRaisesRegex(fr.ArgumentError, "expected a CUDA tensor, but got a tensor "
                                                       "on cpu"):
             fr.check_arguments(MATMUL, [a, b, c], "gemm")
