@@ -5,7 +5,7 @@
 // An op that was not planned.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @unplanned(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: the op has no fusion.kernel configuration (run fusion-plan-kernels)}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: the op has no fusion.kernel configuration (run fusion-plan-kernels)}}
   %c = fusion.fused_matmul %a, %b : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
@@ -16,7 +16,7 @@ func.func @unplanned(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tens
 // f32 operands (wgmma reads bf16/f16 here).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @f32_operands(%a: tensor<256x512xf32>, %b: tensor<512x256xf32>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: the A and B operands must be bf16 or f16}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: the A and B operands must be bf16 or f16}}
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xf32>, tensor<512x256xf32> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
@@ -27,7 +27,7 @@ func.func @f32_operands(%a: tensor<256x512xf32>, %b: tensor<512x256xf32>) -> ten
 // A K step other than one swizzle span.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @tile_k(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: tile_k must be 64 (one 128-byte swizzle span)}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: tile_k must be 64 (one 128-byte swizzle span)}}
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 32, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
@@ -38,7 +38,7 @@ func.func @tile_k(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<
 // tile_m not 64 rows per consumer warpgroup.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @tile_m(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: tile_m must be 64 rows per consumer warpgroup}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: tile_m must be 64 rows per consumer warpgroup}}
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 1, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
@@ -49,7 +49,7 @@ func.func @tile_m(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<
 // tile_n not a multiple of the 64-column B halves.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @tile_n(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: tile_n = 200 must be a multiple of 64 and at most 256 (B is staged in 64-column swizzled halves)}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: tile_n = 200 must be a multiple of 64 and at most 256 (B is staged in 64-column swizzled halves)}}
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 200, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
@@ -60,7 +60,7 @@ func.func @tile_n(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<
 // The LayerNorm prologue.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @ln_prologue(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: the LayerNorm prologue is not handled by this generator yet}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: the LayerNorm prologue is not handled by this generator yet}}
   %c = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
@@ -71,7 +71,7 @@ func.func @ln_prologue(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> te
 // A grad epilogue.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @grad(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %x: tensor<256x256xbf16>, %r: tensor<256xf32>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: grad epilogues are not handled by this generator yet}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: grad epilogues are not handled by this generator yet}}
   %c = fusion.fused_matmul %a, %b norm_input(%x : tensor<256x256xbf16>) rstd(%r : tensor<256xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
@@ -82,7 +82,7 @@ func.func @grad(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %x: tensor<2
 // A cluster for an epilogue without a row reduction.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @cluster_without_norm(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<256x512xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: cluster_n = 2 is for the RMSNorm/LayerNorm epilogues, but the epilogue is none}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: cluster_n = 2 is for the RMSNorm/LayerNorm epilogues, but the epilogue is none}}
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 2, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x512xbf16> -> tensor<256x512xbf16>
   return %c : tensor<256x512xbf16>
 }
@@ -93,7 +93,7 @@ func.func @cluster_without_norm(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf1
 // A cluster larger than sm_90a launches.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @cluster_too_large(%a: tensor<256x512xbf16>, %b: tensor<512x8192xbf16>) -> tensor<256x8192xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: cluster_n = 32 must be in [1, 16] (the largest cluster sm_90a launches)}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: cluster_n = 32 must be in [1, 16] (the largest cluster sm_90a launches)}}
   %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 32, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x8192xbf16> -> tensor<256x8192xbf16>
   return %c : tensor<256x8192xbf16>
 }
@@ -104,7 +104,7 @@ func.func @cluster_too_large(%a: tensor<256x512xbf16>, %b: tensor<512x8192xbf16>
 // A configuration whose planned shared memory is too small for the kernel.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @smem(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: the kernel needs 230912 bytes of shared memory, more than the planned 1000}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: the kernel needs 230912 bytes of shared memory, more than the planned 1000}}
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 1000>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
@@ -112,13 +112,47 @@ func.func @smem(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<25
 
 // -----
 
-// Another op next to the fused ones.
+// An op no kernel family takes, next to the fused ones.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @mixed(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
-  // expected-error @below {{'fusion.add' op cannot be lowered to the GPU: a function lowered by convert-fusion-to-gpu may hold only fusion.fused_matmul ops (run fusion-fuse and fusion-plan-kernels first)}}
-  %d = fusion.add %c, %c : tensor<256x256xbf16>
+  // expected-error @below {{'tensor.empty' op cannot be lowered to the GPU: a function lowered by convert-fusion-to-gpu may hold fusion.fused_matmul, fusion.rms_norm, fusion.layer_norm, fusion.add and fusion.mul ops, tensor reshapes and index arithmetic (run fusion-fuse and fusion-plan-kernels first)}}
+  %e = tensor.empty() : tensor<256x256xbf16>
+  %d = fusion.add %c, %e : tensor<256x256xbf16>
   return %d : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// Row kernels: the innermost size sets the vector width and the launch shape.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @norm_dynamic_row(%x: tensor<64x?xbf16>) -> tensor<64x?xbf16> {
+  // expected-error @below {{'fusion.rms_norm' op cannot generate an sm_90a row kernel: expected a static innermost dimension of the input (the kernel's vector width and launch shape depend on it), but got ?}}
+  %y = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<64x?xbf16> -> tensor<64x?xbf16>
+  return %y : tensor<64x?xbf16>
+}
+}
+
+// -----
+
+// Row kernels: a norm row must fit 1024 threads x 16 vectors.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @norm_too_wide(%x: tensor<2x262144xbf16>) -> (tensor<2x262144xbf16>, tensor<2xf32>, tensor<2xf32>) {
+  // expected-error @below {{'fusion.layer_norm' op cannot generate an sm_90a row kernel: a row of 262144 elements does not fit the row kernel (1024 threads x 16 vectors of 8 elements, 131072 at most)}}
+  %y, %m, %r = fusion.layer_norm %x {epsilon = 1.0e-05 : f32} : tensor<2x262144xbf16> -> tensor<2x262144xbf16>, tensor<2xf32>, tensor<2xf32>
+  return %y, %m, %r : tensor<2x262144xbf16>, tensor<2xf32>, tensor<2xf32>
+}
+}
+
+// -----
+
+// Row kernels: a broadcast over some leading dimensions only.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @add_middle_broadcast(%x: tensor<4x8x16xbf16>, %y: tensor<8x16xbf16>) -> tensor<4x8x16xbf16> {
+  // expected-error @below {{'fusion.add' op cannot generate an sm_90a row kernel: rhs of type tensor<8x16xbf16> broadcasts over some leading dimensions of lhs and not others; the element-wise kernel takes rhs as lhs's shape, a row vector [N], a column [..., 1] over all of lhs's leading dimensions, or one value (static shapes where they differ)}}
+  %z = fusion.add %x, %y : tensor<4x8x16xbf16>, tensor<8x16xbf16>
+  return %z : tensor<4x8x16xbf16>
 }
 }
 
@@ -150,7 +184,7 @@ func.func @no_target(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tens
 // missing engine (the planner accepts sm_100a; the generator cannot emit it).
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 func.func @sm100(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a kernel: no MMA engine for sm_100a: the tcgen05 engine (tcgen05.mma into tensor memory) is not implemented yet}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: no MMA engine for sm_100a: the tcgen05 engine (tcgen05.mma into tensor memory) is not implemented yet}}
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
@@ -162,7 +196,7 @@ func.func @sm100(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<2
 // memory) with an f32 output: the tile would not fit shared memory.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @split_f32(%a: tensor<256x512xbf16>, %b: tensor<512x2048xbf16>) -> tensor<256x2048xf32> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: a norm row spread over CTAs without a cluster needs a 16-bit output (the tile waits in shared memory), but the output is f32}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: a norm row spread over CTAs without a cluster needs a 16-bit output (the tile waits in shared memory), but the output is f32}}
   %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 215552, global_rows = true>} : tensor<256x512xbf16>, tensor<512x2048xbf16> -> tensor<256x2048xf32>
   return %c : tensor<256x2048xf32>
 }
@@ -174,7 +208,7 @@ func.func @split_f32(%a: tensor<256x512xbf16>, %b: tensor<512x2048xbf16>) -> ten
 // planned for another N): refused, not normalized over a slice.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @row_not_covered(%a: tensor<256x512xbf16>, %b: tensor<512x2048xbf16>) -> tensor<256x2048xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: a norm row of N = 2048 columns must be covered by the CTAs that share it, but tile_n x cluster_n = 256 and the configuration has global_rows = false (re-run fusion-plan-kernels)}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: a norm row of N = 2048 columns must be covered by the CTAs that share it, but tile_n x cluster_n = 256 and the configuration has global_rows = false (re-run fusion-plan-kernels)}}
   %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x2048xbf16> -> tensor<256x2048xbf16>
   return %c : tensor<256x2048xbf16>
 }
@@ -185,7 +219,7 @@ func.func @row_not_covered(%a: tensor<256x512xbf16>, %b: tensor<512x2048xbf16>) 
 // Global rows for an epilogue without a row reduction.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @global_rows_no_norm(%a: tensor<256x512xbf16>, %b: tensor<512x2048xbf16>) -> tensor<256x2048xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: global_rows and epilogue_warps are for the RMSNorm/LayerNorm epilogues, but the epilogue is none}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: global_rows and epilogue_warps are for the RMSNorm/LayerNorm epilogues, but the epilogue is none}}
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 230912, epilogue_warps = true, global_rows = true>} : tensor<256x512xbf16>, tensor<512x2048xbf16> -> tensor<256x2048xbf16>
   return %c : tensor<256x2048xbf16>
 }
@@ -196,7 +230,7 @@ func.func @global_rows_no_norm(%a: tensor<256x512xbf16>, %b: tensor<512x2048xbf1
 // A staged residual whose element type is not the output's.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @staged_f32_residual(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf16>, %r: tensor<256x512xf32>) -> tensor<256x512xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: staged_residual needs a residual of the output's element type}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: staged_residual needs a residual of the output's element type}}
   %c = fusion.fused_matmul %a, %b residual(%r : tensor<256x512xf32>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 2, consumers = 2, smem_bytes = 230912, epilogue_warps = true, staged_residual = true>} : tensor<256x512xbf16>, tensor<512x512xbf16> -> tensor<256x512xbf16>
   return %c : tensor<256x512xbf16>
 }
@@ -207,7 +241,7 @@ func.func @staged_f32_residual(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf16
 // A 16-bit norm row over a cluster without the epilogue warps that finish it.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @cluster_without_warps(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<256x512xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a kernel: a 16-bit norm row over several CTAs is finished by the epilogue warps here, but the configuration has epilogue_warps = false}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: a 16-bit norm row over several CTAs is finished by the epilogue warps here, but the configuration has epilogue_warps = false}}
   %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 2, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x512xbf16> -> tensor<256x512xbf16>
   return %c : tensor<256x512xbf16>
 }
