@@ -4,6 +4,7 @@
 // before and after the pipeline.
 // RUN: fusion-runner %s -e llama_prenorm --after-passes=fusion-fuse --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e llama_prenorm_bf16 --after-passes=fusion-fuse --atol=5e-2 --rtol=5e-2 | FileCheck %s
+// RUN: fusion-runner %s -e llama_prenorm_mulweight_bf16 --after-passes=fusion-fuse --atol=5e-2 --rtol=5e-2 | FileCheck %s
 // RUN: fusion-runner %s -e bert_postnorm --after-passes=fusion-fuse --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e bert_postnorm_bf16 --after-passes=fusion-fuse --atol=5e-2 --rtol=5e-2 | FileCheck %s
 // RUN: fusion-runner %s -e bert_postnorm_bias_add --after-passes=fusion-fuse --atol=1e-4 --rtol=1e-4 | FileCheck %s
@@ -42,6 +43,22 @@ func.func @llama_prenorm(%x: tensor<32x64xf32>, %g: tensor<64xf32>, %w: tensor<1
 // IR: return
 func.func @llama_prenorm_bf16(%x: tensor<32x64xbf16>, %g: tensor<64xbf16>, %w: tensor<128x64xbf16>) -> tensor<32x128xbf16> {
   %n = fusion.rms_norm %x weight(%g : tensor<64xbf16>) {epsilon = 1.0e-06 : f32} : tensor<32x64xbf16> -> tensor<32x64xbf16>
+  %y = fusion.matmul %n, %w {transpose_rhs} : tensor<32x64xbf16>, tensor<128x64xbf16> -> tensor<32x128xbf16>
+  return %y : tensor<32x128xbf16>
+}
+
+// HF LlamaRMSNorm: `weight * rms_norm(x)` as a separate fusion.mul; the
+// raise step makes it the norm's weight, then Lazy Pre-Norm folds it into W.
+// IR-LABEL: func.func @llama_prenorm_mulweight_bf16(
+// IR-SAME: %[[X:[^:]*]]: tensor<32x64xbf16>, %[[G:[^:]*]]: tensor<64xbf16>, %[[W:[^:]*]]: tensor<128x64xbf16>
+// IR: %[[WG:.*]] = fusion.mul %[[W]], %[[G]] : tensor<128x64xbf16>, tensor<64xbf16>
+// IR: fusion.fused_matmul %[[X]], %[[WG]] {prologue = #fusion.prologue<rms_norm>
+// IR-NOT: fusion.rms_norm
+// IR-NOT: fusion.matmul
+// IR: return
+func.func @llama_prenorm_mulweight_bf16(%x: tensor<32x64xbf16>, %g: tensor<64xbf16>, %w: tensor<128x64xbf16>) -> tensor<32x128xbf16> {
+  %n0 = fusion.rms_norm %x {epsilon = 1.0e-06 : f32} : tensor<32x64xbf16> -> tensor<32x64xbf16>
+  %n = fusion.mul %n0, %g : tensor<32x64xbf16>, tensor<64xbf16>
   %y = fusion.matmul %n, %w {transpose_rhs} : tensor<32x64xbf16>, tensor<128x64xbf16> -> tensor<32x128xbf16>
   return %y : tensor<32x128xbf16>
 }

@@ -1,7 +1,9 @@
-// fusion-raise-linalg's bias absorption on the CPU: each way of writing
+// fusion-raise-linalg's affine folding on the CPU: each way of writing
 // nn.Linear's bias computes the same values before and after it becomes
-// fusion.matmul's bias (random inputs), and the raised IR has no add left.
-// RUN: fusion-opt %s --fusion-raise-linalg | FileCheck %s --check-prefix=RAISED --implicit-check-not=fusion.add --implicit-check-not=linalg.generic --implicit-check-not=linalg.add --implicit-check-not=linalg.matmul
+// fusion.matmul's bias, and a norm's weight and bias written as a mul and an
+// add the same as the norm's own (random inputs); the raised IR has no add
+// or mul left.
+// RUN: fusion-opt %s --fusion-raise-linalg | FileCheck %s --check-prefix=RAISED --implicit-check-not=fusion.add --implicit-check-not=fusion.mul --implicit-check-not=linalg.generic --implicit-check-not=linalg.add --implicit-check-not=linalg.matmul
 // RUN: fusion-runner %s -e add_vector --after-passes=fusion-raise-linalg --atol=0 --rtol=0 | FileCheck %s
 // RUN: fusion-runner %s -e add_vector_bf16 --after-passes=fusion-raise-linalg --atol=2e-2 --rtol=2e-2 | FileCheck %s
 // RUN: fusion-runner %s -e add_keepdim --after-passes=fusion-raise-linalg --atol=0 --rtol=0 | FileCheck %s
@@ -9,6 +11,9 @@
 // RUN: fusion-runner %s -e linalg_generic_bias --after-passes=fusion-raise-linalg --atol=1e-5 --rtol=1e-5 | FileCheck %s
 // RUN: fusion-runner %s -e linalg_add_broadcast --after-passes=fusion-raise-linalg --atol=1e-5 --rtol=1e-5 | FileCheck %s
 // RUN: fusion-runner %s -e linalg_addmm --after-passes=fusion-raise-linalg --atol=1e-5 --rtol=1e-5 | FileCheck %s
+// RUN: fusion-runner %s -e rms_mul_weight --after-passes=fusion-raise-linalg --atol=1e-5 --rtol=1e-5 | FileCheck %s
+// RUN: fusion-runner %s -e rms_mul_weight_bf16 --after-passes=fusion-raise-linalg --atol=2e-2 --rtol=2e-2 | FileCheck %s
+// RUN: fusion-runner %s -e ln_mul_add --after-passes=fusion-raise-linalg --atol=1e-5 --rtol=1e-5 | FileCheck %s
 // CHECK: PASS
 // RAISED-COUNT-7: fusion.matmul {{.*}}bias(
 
@@ -77,4 +82,25 @@ func.func @linalg_addmm(%x: tensor<16x32xf32>, %w: tensor<32x24xf32>, %b: tensor
   %bb = linalg.broadcast ins(%b : tensor<24xf32>) outs(%e : tensor<16x24xf32>) dimensions = [0]
   %y = linalg.matmul ins(%x, %w : tensor<16x32xf32>, tensor<32x24xf32>) outs(%bb : tensor<16x24xf32>) -> tensor<16x24xf32>
   return %y : tensor<16x24xf32>
+}
+
+func.func @rms_mul_weight(%x: tensor<16x32xf32>, %g: tensor<32xf32>) -> tensor<16x32xf32> {
+  %n = fusion.rms_norm %x {epsilon = 1.0e-06 : f32} : tensor<16x32xf32> -> tensor<16x32xf32>
+  %y = fusion.mul %n, %g : tensor<16x32xf32>, tensor<32xf32>
+  return %y : tensor<16x32xf32>
+}
+
+// bf16: HF rounds the normalized value before the weight; the raised norm
+// rounds once.
+func.func @rms_mul_weight_bf16(%x: tensor<16x32xbf16>, %g: tensor<32xbf16>) -> tensor<16x32xbf16> {
+  %n = fusion.rms_norm %x {epsilon = 1.0e-06 : f32} : tensor<16x32xbf16> -> tensor<16x32xbf16>
+  %y = fusion.mul %n, %g : tensor<16x32xbf16>, tensor<32xbf16>
+  return %y : tensor<16x32xbf16>
+}
+
+func.func @ln_mul_add(%x: tensor<16x32xf32>, %g: tensor<32xf32>, %b: tensor<1x32xf32>) -> tensor<16x32xf32> {
+  %n, %m, %r = fusion.layer_norm %x {epsilon = 1.0e-05 : f32} : tensor<16x32xf32> -> tensor<16x32xf32>, tensor<16xf32>, tensor<16xf32>
+  %s = fusion.mul %n, %g : tensor<16x32xf32>, tensor<32xf32>
+  %y = fusion.add %s, %b : tensor<16x32xf32>, tensor<1x32xf32>
+  return %y : tensor<16x32xf32>
 }

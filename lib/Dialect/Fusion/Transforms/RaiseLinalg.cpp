@@ -13,7 +13,8 @@
 // and the single final rounding (RaiseLinalgNorms.cpp).
 //
 // A bias added after a matmul (nn.Linear written as two ops, in fusion or in
-// f32 linalg) is folded into the fusion.matmul's bias (RaiseLinalgBias.cpp).
+// f32 linalg) is folded into the fusion.matmul's bias, and a weight or bias
+// applied after a norm into the norm (RaiseLinalgAffine.cpp).
 //
 // This file holds the constant helpers the matchers share and the pattern
 // list.
@@ -100,5 +101,5 @@ void mlir::fusion::populateRaiseLinalgPatterns(RewritePatternSet &patterns) {
                RaiseMatmul,      // linalg.matmul
                RaiseBatchMatmul  // linalg.batch_matmul, batch 1
                >(ctx);
-  populateRaiseBiasPatterns(patterns); // matmul + bias add -> matmul bias
+  populateRaiseAffinePatterns(patterns); // biases, norm weights
 }

@@ -3,7 +3,7 @@
 // Declarations shared by the files of fusion-raise-linalg: the scalar
 // constant helpers (RaiseLinalg.cpp), the symbolic expression of a norm chain
 // and its evaluator (RaiseLinalgChain.cpp), and the patterns
-// (RaiseLinalgNorms.cpp, RaiseLinalgMatmul.cpp, RaiseLinalgBias.cpp) that
+// (RaiseLinalgNorms.cpp, RaiseLinalgMatmul.cpp, RaiseLinalgAffine.cpp) that
 // populateRaiseLinalgPatterns registers.
 //
 //===----------------------------------------------------------------------===//
@@ -162,10 +162,12 @@ struct RaiseBatchMatmul : OpRewritePattern<linalg::BatchMatmulOp> {
                                 PatternRewriter &rewriter) const override;
 };
 
-/// A bias add after a matmul -> fusion.matmul with bias (RaiseLinalgBias.cpp):
-/// fusion.add of a biasless single-use fusion.matmul and an [N], [1, N] or
-/// broadcast [N] vector, and the f32 linalg forms of that sum.
-void populateRaiseBiasPatterns(RewritePatternSet &patterns);
+/// A layer's affine ops folded into the layer (RaiseLinalgAffine.cpp): a bias
+/// add after a biasless single-use fusion.matmul (an [N], [1, N] or broadcast
+/// [N] vector, also as f32 linalg) -> fusion.matmul with bias; a fusion.mul of
+/// a weightless norm's output by an [N] vector -> the norm's weight; a
+/// fusion.add of a biasless LayerNorm's output and an [N] vector -> its bias.
+void populateRaiseAffinePatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::fusion::raise_linalg
 

@@ -1,29 +1,41 @@
-//===- RaiseLinalgBias.cpp - absorb a bias add into fusion.matmul ---------===//
+//===- RaiseLinalgAffine.cpp - absorb a layer's affine ops into its op ----===//
 //
-// The bias half of fusion-raise-linalg: nn.Linear written as a product and a
-// separate bias add becomes one `fusion.matmul ... bias(%b)`, whose bias the
-// GEMM kernel adds to the f32 accumulator (`col_bias`), so that the add costs
-// no pass over [M, N]. Matched forms, with %mm a fusion.matmul without bias
-// whose only user is the add:
+// The affine half of fusion-raise-linalg: a layer's bias or scale written as
+// a separate op after it is folded into the op itself, where the fusion
+// passes and kernels carry it for free.
 //
-//   fusion.add %mm, %b : tensor<MxN>, tensor<N>          (the PyTorch form)
-//   fusion.add %mm, %b : tensor<MxN>, tensor<1xN>        (a keep-dim bias)
-//   fusion.add %mm, %bb  (or %bb, %mm), %bb = linalg.broadcast %b [N] -> [M, N]
+// 1. nn.Linear's bias: `fusion.matmul ... bias(%b)`, whose bias the GEMM
+//    kernel adds to the f32 accumulator (`col_bias`), so that the add costs no
+//    pass over [M, N]. Matched forms, with %mm a fusion.matmul without bias
+//    whose only user is the add:
 //
-// and, on f32 linalg (what torch-mlir emits for aten.linear), an element-wise
-// add of %mm and a column vector, `linalg.add` of %mm and a broadcast, raised
-// to the fusion.add above first. Rounding: the unfused form rounds the product
-// to the result type before adding the bias, the raised one adds in f32 and
-// rounds once (fusion.matmul's definition); identical for f32 results.
+//      fusion.add %mm, %b : tensor<MxN>, tensor<N>          (the PyTorch form)
+//      fusion.add %mm, %b : tensor<MxN>, tensor<1xN>        (a keep-dim bias)
+//      fusion.add %mm, %bb  (or %bb, %mm), %bb = linalg.broadcast %b [N] -> [M, N]
 //
-//===----------------------------------------------------------------------===//
-
+//    and, on f32 linalg (what torch-mlir emits for aten.linear), an
+//    element-wise add of %mm and a column vector, `linalg.add` of %mm and a
+//    broadcast, raised to the fusion.add above first. Rounding: the unfused
+//    form rounds the product to the result type before adding the bias, the
+//    raised one adds in f32 and rounds once (fusion.matmul's definition);
+//    identical for f32 results.
+//
+// 2. A norm's weight and bias: `fusion.mul %n, %g` of a weightless norm's
+//    output by an [N] vector (HF LlamaRMSNorm: `weight * rms_norm(x)`) becomes
+//    the norm's weight, and `fusion.add %n, %beta` of a biasless LayerNorm's
+//    output its bias, when the norm's output has no other user and its
+//    statistics none. The unfused form rounds the normalized value before
+//    scaling it; the raised norm rounds once.
+//
 #include "RaiseLinalg.h"
 
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/Sequence.h"
+
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::fusion;
@@ -199,13 +211,94 @@ struct RaiseBiasAdd : OpRewritePattern<linalg::AddOp> {
   }
 };
 
+/// `v` as a per-column vector [N] for a norm over rows of `n` columns: [N],
+/// or [1, ..., 1, N] collapsed to [N]; null otherwise.
+Value asNormVector(Value v, int64_t n, PatternRewriter &rewriter,
+                   Location loc) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getRank() == 0)
+    return {};
+  int64_t d = type.getDimSize(type.getRank() - 1);
+  if (d == 1 && n != 1)
+    return {};
+  if (d != n && !ShapedType::isDynamic(d) && !ShapedType::isDynamic(n))
+    return {};
+  if (!llvm::all_of(type.getShape().drop_back(),
+                    [](int64_t s) { return s == 1; }))
+    return {};
+  if (type.getRank() == 1)
+    return v;
+  ReassociationIndices all =
+      llvm::to_vector<2>(llvm::seq<int64_t>(0, type.getRank()));
+  return tensor::CollapseShapeOp::create(rewriter, loc, v,
+                                         SmallVector<ReassociationIndices>{all});
+}
+
+/// Whether the norm producing `out` can take the op using `out`: the output
+/// has that one use and no statistic is used.
+bool onlyUseIsAffine(Operation *norm, Value out) {
+  if (!out.hasOneUse())
+    return false;
+  return llvm::all_of(norm->getResults().drop_front(),
+                      [](Value stat) { return stat.use_empty(); });
+}
+
+/// fusion.mul of a weightless norm's output by a column vector -> the norm
+/// with that weight; fusion.add of a biasless LayerNorm's output and a column
+/// vector -> the LayerNorm with that bias. The new norm is built at the
+/// mul/add (where the vector is defined) and replaces it.
+template <typename OpTy>
+struct AbsorbNormAffine : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  static constexpr bool isMul = std::is_same_v<OpTy, MulOp>;
+
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    Value out = op.getLhs();
+    Operation *norm = out.getDefiningOp();
+    auto rms = dyn_cast_or_null<RMSNormOp>(norm);
+    auto ln = dyn_cast_or_null<LayerNormOp>(norm);
+    if ((!rms && !ln) || out != norm->getResult(0))
+      return rewriter.notifyMatchFailure(op, "lhs is not a norm's output");
+    if (isMul ? (rms ? bool(rms.getWeight()) : bool(ln.getWeight()))
+              : (!ln || ln.getBias()))
+      return rewriter.notifyMatchFailure(
+          op, isMul ? "the norm already has a weight"
+                    : "not a LayerNorm without bias");
+    if (!onlyUseIsAffine(norm, out))
+      return rewriter.notifyMatchFailure(
+          op, "the normalized value or a statistic has other users");
+    auto type = cast<RankedTensorType>(out.getType());
+    Value vec = asNormVector(op.getRhs(), type.getDimSize(type.getRank() - 1),
+                             rewriter, op.getLoc());
+    if (!vec)
+      return rewriter.notifyMatchFailure(op, "rhs is not a column vector [N]");
+    Operation *raised;
+    if (rms) {
+      raised = RMSNormOp::create(rewriter, norm->getLoc(), norm->getResultTypes(),
+                                 rms.getInput(), vec, rms.getEpsilonAttr());
+    } else {
+      Value weight = isMul ? vec : ln.getWeight();
+      Value bias = isMul ? ln.getBias() : vec;
+      raised = LayerNormOp::create(rewriter, norm->getLoc(),
+                                   norm->getResultTypes(), ln.getInput(),
+                                   weight, bias, ln.getEpsilonAttr());
+    }
+    rewriter.replaceOp(op, raised->getResult(0));
+    rewriter.eraseOp(norm);
+    return success();
+  }
+};
+
 } // namespace
 
-void mlir::fusion::raise_linalg::populateRaiseBiasPatterns(
+void mlir::fusion::raise_linalg::populateRaiseAffinePatterns(
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<AbsorbBiasAdd,    // fusion.add of a matmul and a bias
-               RaiseBiasGeneric, // linalg.generic matmul + column vector
-               RaiseBiasAdd      // linalg.add matmul + broadcast
+  patterns.add<AbsorbBiasAdd,             // fusion.add of a matmul and a bias
+               RaiseBiasGeneric,          // linalg.generic matmul + column vector
+               RaiseBiasAdd,              // linalg.add matmul + broadcast
+               AbsorbNormAffine<MulOp>,   // fusion.mul of a norm by its weight
+               AbsorbNormAffine<AddOp>    // fusion.add of a LayerNorm and its bias
                >(ctx);
 }

@@ -1,8 +1,10 @@
 // RUN: fusion-opt %s --fusion-raise-linalg -split-input-file | FileCheck %s
 
-// Test that fusion-raise-linalg gives nn.Linear its one-op form: a bias added
-// after a biasless, single-use fusion.matmul (in fusion or in f32 linalg)
-// becomes the matmul's bias. Negative cases at the end: the IR stays unchanged.
+// Test that fusion-raise-linalg folds a layer's affine ops into the layer: a
+// bias added after a biasless, single-use fusion.matmul (in fusion or in f32
+// linalg) becomes the matmul's bias; a weight multiplied into a weightless
+// norm's output (and a bias added to a biasless LayerNorm's) becomes the
+// norm's. Negative cases after each group: the IR stays unchanged.
 
 // The PyTorch form: a broadcasting fusion.add of an [N] bias, dynamic M.
 // CHECK-LABEL: func.func @add_vector
@@ -174,4 +176,64 @@ func.func @linalg_bf16_sum(%x: tensor<8x16xbf16>, %w: tensor<16x32xbf16>, %b: te
     linalg.yield %s : bf16
   } -> tensor<8x32xbf16>
   return %y : tensor<8x32xbf16>
+}
+
+// -----
+
+// HF LlamaRMSNorm, `weight * rms_norm(x)`, before a linear (dynamic M): the
+// mul becomes the norm's weight.
+// CHECK-LABEL: func.func @rms_mul_weight
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xbf16>, %[[G:.*]]: tensor<64xbf16>, %[[W:.*]]: tensor<128x64xbf16>)
+// CHECK: %[[N:.*]] = fusion.rms_norm %[[X]] weight(%[[G]] : tensor<64xbf16>) {epsilon = 9.99999997E-7 : f32} : tensor<?x64xbf16> -> tensor<?x64xbf16>
+// CHECK-NOT: fusion.mul
+// CHECK: fusion.matmul %[[N]], %[[W]] {transpose_rhs}
+func.func @rms_mul_weight(%x: tensor<?x64xbf16>, %g: tensor<64xbf16>, %w: tensor<128x64xbf16>) -> tensor<?x128xbf16> {
+  %n0 = fusion.rms_norm %x {epsilon = 1.0e-06 : f32} : tensor<?x64xbf16> -> tensor<?x64xbf16>
+  %n = fusion.mul %n0, %g : tensor<?x64xbf16>, tensor<64xbf16>
+  %y = fusion.matmul %n, %w {transpose_rhs} : tensor<?x64xbf16>, tensor<128x64xbf16> -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
+}
+
+// -----
+
+// A LayerNorm written as normalize, scale, shift (the statistics unused; the
+// weight as [1, N]): one fusion.layer_norm with weight and bias.
+// CHECK-LABEL: func.func @ln_mul_add
+// CHECK-SAME: (%[[X:.*]]: tensor<8x32xf32>, %[[G:.*]]: tensor<1x32xf32>, %[[B:.*]]: tensor<32xf32>)
+// CHECK: %[[GV:.*]] = tensor.collapse_shape %[[G]] {{\[\[}}0, 1]] : tensor<1x32xf32> into tensor<32xf32>
+// CHECK: %[[Y:.*]], %{{.*}}, %{{.*}} = fusion.layer_norm %[[X]] weight(%[[GV]] : tensor<32xf32>) bias(%[[B]] : tensor<32xf32>)
+// CHECK-NOT: fusion.mul
+// CHECK-NOT: fusion.add
+// CHECK: return %[[Y]]
+func.func @ln_mul_add(%x: tensor<8x32xf32>, %g: tensor<1x32xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
+  %n, %m, %r = fusion.layer_norm %x {epsilon = 1.0e-05 : f32} : tensor<8x32xf32> -> tensor<8x32xf32>, tensor<8xf32>, tensor<8xf32>
+  %s = fusion.mul %n, %g : tensor<8x32xf32>, tensor<1x32xf32>
+  %y = fusion.add %s, %b : tensor<8x32xf32>, tensor<32xf32>
+  return %y : tensor<8x32xf32>
+}
+
+// -----
+
+// Not applied: a norm that already has a weight, a norm whose rstd is used,
+// a LayerNorm that already has a bias, and one value per row ([M, 1]).
+// CHECK-LABEL: func.func @norm_affine_not_applied
+// CHECK: fusion.rms_norm %{{.*}} weight(
+// CHECK-NEXT: fusion.mul
+// CHECK: fusion.rms_norm %{{.*}} {epsilon
+// CHECK-NEXT: fusion.mul
+// CHECK: fusion.layer_norm %{{.*}} bias(
+// CHECK-NEXT: fusion.add
+// CHECK: fusion.rms_norm %{{.*}} {epsilon
+// CHECK-NEXT: fusion.mul %{{.*}}, %{{.*}} : tensor<8x32xf32>, tensor<8x1xf32>
+func.func @norm_affine_not_applied(%x: tensor<8x32xf32>, %g: tensor<32xf32>, %r: tensor<8x1xf32>)
+    -> (tensor<8x32xf32>, tensor<8x32xf32>, tensor<8xf32>, tensor<8x32xf32>, tensor<8x32xf32>) {
+  %n1 = fusion.rms_norm %x weight(%g : tensor<32xf32>) {epsilon = 1.0e-05 : f32} : tensor<8x32xf32> -> tensor<8x32xf32>
+  %y1 = fusion.mul %n1, %g : tensor<8x32xf32>, tensor<32xf32>
+  %n2, %rstd = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<8x32xf32> -> tensor<8x32xf32>, tensor<8xf32>
+  %y2 = fusion.mul %n2, %g : tensor<8x32xf32>, tensor<32xf32>
+  %n3, %m, %r3 = fusion.layer_norm %x bias(%g : tensor<32xf32>) {epsilon = 1.0e-05 : f32} : tensor<8x32xf32> -> tensor<8x32xf32>, tensor<8xf32>, tensor<8xf32>
+  %y3 = fusion.add %n3, %g : tensor<8x32xf32>, tensor<32xf32>
+  %n4 = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<8x32xf32> -> tensor<8x32xf32>
+  %y4 = fusion.mul %n4, %r : tensor<8x32xf32>, tensor<8x1xf32>
+  return %y1, %y2, %rstd, %y3, %y4 : tensor<8x32xf32>, tensor<8x32xf32>, tensor<8xf32>, tensor<8x32xf32>, tensor<8x32xf32>
 }

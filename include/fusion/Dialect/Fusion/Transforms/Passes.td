@@ -393,6 +393,13 @@ def FusionRaiseLinalgPass : Pass<"fusion-raise-linalg", "::mlir::ModuleOp"> {
     `linalg.broadcast`, and a `linalg.matmul` accumulating into a
     `linalg.broadcast` of a bias (the addmm form). The raised form adds the
     bias in f32 before the single rounding (identical for f32 results).
+    Likewise a norm's affine transform written after it becomes part of the
+    norm: `fusion.mul %n, %g` of a weightless `fusion.rms_norm` or
+    `fusion.layer_norm` output by an [N] (or [1, ..., 1, N]) vector (HF
+    LlamaRMSNorm's `weight * rms_norm(x)`) its weight, and `fusion.add %n,
+    %beta` of a biasless LayerNorm's output its bias, when the normalized
+    value has no other user and the statistics none (one rounding instead of
+    two).
 
     Example:
     ```mlir
@@ -422,9 +429,10 @@ def FusionRaiseLinalgPass : Pass<"fusion-raise-linalg", "::mlir::ModuleOp"> {
       a constant.
 
     #### Output IR
-    `fusion.rms_norm`, `fusion.layer_norm`, `fusion.matmul` (with `bias` where
-    an add was absorbed, and a `tensor.collapse_shape` of a [1, N] bias to
-    [N]); the matched linalg ops and absorbed adds disappear. Nothing else
+    `fusion.rms_norm`, `fusion.layer_norm` (with the weight or bias of an
+    absorbed mul or add), `fusion.matmul` (with `bias` where an add was
+    absorbed); a `tensor.collapse_shape` of a [1, N] vector to [N]; the
+    matched linalg ops and absorbed adds and muls disappear. Nothing else
     changes.
 
     #### Options
@@ -477,6 +485,7 @@ def FusionRegroupBackwardPass
     #### Output IR
     Two `fusion.fused_matmul` ops (forward `rms_norm`/`layer_norm` epilogue
     with `save_stats`; backward `*_grad` epilogue with `normalized_input`).
+    A matmul's bias becomes its fused op's `col_bias`.
 
     #### Options
     - `report`: emit a remark per norm: regrouped, or why not.
