@@ -2,7 +2,9 @@
 //
 // fusion-fuse runs the fusion passes in the order that lets each technique
 // see what it is best at:
-//   1. raise linalg, so that frontend IR takes part;
+//   1. raise linalg, so that frontend IR takes part, and fold a layer's bias
+//      or norm weight written as a separate add or mul into the layer (a
+//      linear's bias then rides in its GEMM's col_bias);
 //   2. form FlashNormAttention first: it swallows whole attention blocks;
 //   3. regroup forward+backward pairs before either side is fused alone;
 //   4. epilogue norms (the norm disappears with the GEMM producing its input);
@@ -98,7 +100,8 @@ void mlir::fusion::registerFusionPipelines() {
       buildFusionToGPUPipeline);
   PassPipelineRegistration<FusionFuseOptions>(
       "fusion-fuse",
-      "run every fusion pass in order (raise, norm-attention, regroup, "
-      "epilogue norm, Lazy Pre-Norm); report=true explains each decision",
+      "run every fusion pass in order (raise, with biases and norm weights "
+      "folded into their layers; norm-attention, regroup, epilogue norm, "
+      "Lazy Pre-Norm); report=true explains each decision",
       buildFusionFusePipeline);
 }
