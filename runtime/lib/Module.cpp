@@ -25,6 +25,8 @@
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 namespace fusionrt {
 namespace {
@@ -42,7 +44,30 @@ struct ModuleKey {
 struct LoadedModule {
   CUmodule module;
   int references;
+  /// The module's kernel names, when the driver enumerates them (CUDA 12.4
+  /// and later): a name lookup across modules then asks only the modules that
+  /// hold it, so no lookup fails inside the driver (which compute-sanitizer
+  /// reports as an error).
+  bool enumerated = false;
+  std::unordered_set<std::string> names;
 };
+
+/// Fills `loaded.names` from the driver, or leaves it unenumerated.
+void enumerateKernels(LoadedModule &loaded) {
+  unsigned count = 0;
+  if (cuModuleGetFunctionCount(&count, loaded.module) != CUDA_SUCCESS)
+    return;
+  std::vector<CUfunction> functions(count);
+  if (count && cuModuleEnumerateFunctions(functions.data(), count, loaded.module) != CUDA_SUCCESS)
+    return;
+  for (CUfunction f : functions) {
+    const char *name = nullptr;
+    if (cuFuncGetName(&name, f) != CUDA_SUCCESS || !name)
+      return;
+    loaded.names.insert(name);
+  }
+  loaded.enumerated = true;
+}
 
 struct KernelInfo {
   std::string name;
@@ -126,7 +151,9 @@ void *loadModule(const char *entryPoint, const void *image, int jitOptLevel) {
                        errorLog[0] ? std::string("JIT log: ") + errorLog : std::string()))
       return nullptr;
   }
-  reg.modules.emplace(key, LoadedModule{module, 1});
+  LoadedModule loaded{module, 1};
+  enumerateKernels(loaded);
+  reg.modules.emplace(key, std::move(loaded));
   reg.keys.emplace(module, key);
   reg.generation.fetch_add(1);
   return module;
@@ -171,7 +198,7 @@ std::vector<CUfunction> findLoadedKernels(CUcontext context, const std::string &
   std::lock_guard<std::mutex> lock(reg.mutex);
   std::vector<CUfunction> found;
   for (const auto &[key, loaded] : reg.modules) {
-    if (key.context != context)
+    if (key.context != context || (loaded.enumerated && !loaded.names.count(name)))
       continue;
     CUfunction function = nullptr;
     if (cuModuleGetFunction(&function, loaded.module, name.c_str()) != CUDA_SUCCESS)

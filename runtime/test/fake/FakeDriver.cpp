@@ -136,6 +136,11 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *, unsigned int, CUjit_
   return CUDA_SUCCESS;
 }
 CUresult cuModuleUnload(CUmodule) { COUNT(); return CUDA_SUCCESS; }
+// Every name is a kernel of every fake module: no enumeration (the runtime
+// then asks each module, as with a driver older than CUDA 12.4).
+CUresult cuModuleGetFunctionCount(unsigned int *, CUmodule) { COUNT(); return CUDA_ERROR_NOT_SUPPORTED; }
+CUresult cuModuleEnumerateFunctions(CUfunction *, unsigned int, CUmodule) { COUNT(); return CUDA_ERROR_NOT_SUPPORTED; }
+CUresult cuFuncGetName(const char **, CUfunction) { COUNT(); return CUDA_ERROR_NOT_SUPPORTED; }
 CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
   COUNT();
   if (std::strncmp(name, "missing", 7) == 0)
