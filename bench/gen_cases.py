@@ -144,6 +144,12 @@ def suites():
         correctness.append(case(f"lazy_depth_131072x1024x{n}", 131072, 1024, n,
                                 prologue="rms_norm"))
     correctness.append(case("gemm_output_over_2GiB", 1100000, 64, 1024))
+    # A cluster of 3 x 256 columns (N in 577..768: BERT-base's 768), the
+    # third CTA's columns partly past N. Appended last: a kernel's PTX labels
+    # carry its position in the module (ptx-golden-sm90a.mlir).
+    correctness.append(case("rms_epi_cluster3_n640_residual", 4099, 256, 640,
+                            epilogue="rms_norm", residual=True, weight=True,
+                            save_stats=True))
     bench = []
     for d in (256, 512, 1024, 2048, 4096):
         bench.append(case(f"bench_gemm_{d}", 262144, d, d))

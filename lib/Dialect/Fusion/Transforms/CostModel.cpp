@@ -43,9 +43,9 @@ mlir::fusion::planEpilogueNorm(const TargetInfo &target, int64_t n,
              "shape needs a static N";
     return failure();
   }
-  // A power-of-two cluster: GPCs hold those best (on the H200, 120 of 132
-  // SMs run clusters of 4 or 8 at once, 112 of 16, but only 102 of 6 and 84
-  // of 12; docs/design.md). Each CTA owns ceil(N / C) columns rounded up to
+  // A power-of-two cluster, or 3: GPCs hold those best (on the H200, 120 of
+  // 132 SMs run clusters of 4 or 8 at once, 112 of 16, but only 102 of 6 and
+  // 84 of 12; docs/design.md). Each CTA owns ceil(N / C) columns rounded up to
   // the tile_n granularity; then CTAs left without any column are dropped,
   // so the last CTA's slice may end past N but is never empty.
   // Rows wider than target.maxEpilogueClusterSize CTAs exchange their
@@ -66,7 +66,14 @@ mlir::fusion::planEpilogueNorm(const TargetInfo &target, int64_t n,
     plan.throughGlobalMemory = true;
     return plan;
   }
-  int64_t cluster = static_cast<int64_t>(llvm::PowerOf2Ceil(needed));
+  // Three CTAs stay three: a cluster of 3 packs the GPCs better than one of
+  // 4 (5-6 per GPC against 4), and the row's CTAs are full tile_n wide. On
+  // the H200, N = 768 (BERT-base) with residual, bias and LayerNorm ran in
+  // 0.192 ms as 3 x 256 columns against 0.207 as 4 x 192 (M = 65536,
+  // bench/results/HISTORY.md). Larger non-powers of two pack worse (6: 102
+  // SMs, 12: 84) and round up.
+  int64_t cluster =
+      needed == 3 ? 3 : static_cast<int64_t>(llvm::PowerOf2Ceil(needed));
   int64_t slice = static_cast<int64_t>(
       llvm::alignTo(llvm::divideCeil(n, cluster), target.tileNGranularity));
   cluster = llvm::divideCeil(n, slice);
