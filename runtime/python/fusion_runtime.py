@@ -18,17 +18,20 @@ tensor's sizes and its row-major strides. The function reports failures
 through the runtime's per-thread status (runtime/README.md), which the loader
 reads after every call and turns into FusionRuntimeError.
 
-A library may describe its function's arguments in a NUL-terminated string
-symbol `<function>_signature`, e.g. "a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]":
-a dtype (bf16 f16 f32 f64 i8 u8 i16 i32 i64 i1) and sizes per argument, each
-an integer, a name that must stand for the same size wherever it appears, or
-`?` for any size. Without that symbol, pass the signature to
-Library.function().
+A compiled library describes each function it exports in a NUL-terminated
+string symbol `__fusion_signature_<function>` (the prefix is reserved: the
+compiler refuses user functions starting with `__`), e.g.
+"arg0: bf16[?,1024]; arg1: bf16[1024,1024]; result0: bf16[?,1024]": the
+arguments, then the results as the output arguments the caller passes, each a
+dtype (bf16 f16 f32 f64 i8 u8 i16 i32 i64 i1) and sizes, each an integer, a
+name that must stand for the same size wherever it appears, or `?` for any
+size. Library.function(name) reads it; a signature given by hand (for a
+library without descriptions, or to name dynamic sizes) is checked against it.
 
 Example:
 
     lib = fusion_runtime.Library("libgemm.so")
-    gemm = lib.function("gemm", "a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]")
+    gemm = lib.function("gemm")            # its description
     gemm(a, b, c)
 """
 
@@ -37,6 +40,7 @@ from __future__ import annotations
 import array
 import ctypes
 import ctypes.util
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -51,6 +55,7 @@ __all__ = [
     "TensorSpec",
     "check_arguments",
     "memref_words",
+    "merge_signatures",
     "parse_signature",
 ]
 
@@ -483,48 +488,246 @@ def _torch() -> Any:
     return _torch_module or None
 
 
+SIGNATURE_PREFIX = "__fusion_signature_"
+
+
+def _describe_specs(specs: Sequence[TensorSpec]) -> str:
+    return "; ".join(str(s) for s in specs)
+
+
+def _resolve_library_path(path: Union[str, "os.PathLike[str]"]) -> str:
+    """An existing file's absolute path (a relative one against the working
+    directory, which dlopen alone would not search); a bare name that is not
+    a file here is left to the library search path."""
+    path = os.fspath(path)
+    if os.path.isfile(path):
+        return os.path.abspath(path)
+    if os.path.exists(path):
+        raise IsADirectoryError(errno.EISDIR, f"not a library file: {path}", path)
+    if os.sep in path or (os.altsep and os.altsep in path):
+        raise FileNotFoundError(
+            errno.ENOENT, f"no such library: {path} (the working directory is {os.getcwd()})",
+            path)
+    return path
+
+
+def _elf_exports(path: str) -> Optional[Dict[str, Tuple[int, Optional[bytes]]]]:
+    """The defined, exported symbols of an ELF64 shared library, read from the
+    file (no dlopen, so no driver is needed): name -> (type, bytes), the bytes
+    of each `__fusion_*` object. None when the file is not such a library."""
+    import struct  # noqa: PLC0415
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] not in (1, 2):
+        return None
+    end = "<" if data[5] == 1 else ">"
+    try:
+        shoff, = struct.unpack_from(end + "Q", data, 0x28)
+        shentsize, shnum = struct.unpack_from(end + "HH", data, 0x3A)
+        sections = [struct.unpack_from(end + "IIQQQQIIQQ", data, shoff + i * shentsize)
+                    for i in range(shnum)]
+        exports: Dict[str, Tuple[int, Optional[bytes]]] = {}
+        for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+            if kind != 11 or not entsize:  # SHT_DYNSYM
+                continue
+            strings = sections[link]
+            for i in range(1, size // entsize):
+                name_at, info, other, shndx, value, length = struct.unpack_from(
+                    end + "IBBHQQ", data, offset + i * entsize)
+                binding, sym_type = info >> 4, info & 0xF
+                if shndx == 0 or binding not in (1, 2) or (other & 3) in (1, 2):
+                    continue  # undefined, local, internal or hidden
+                start = strings[4] + name_at
+                name = data[start:data.index(b"\0", start)].decode(errors="replace")
+                content = None
+                if name.startswith("__fusion_") and shndx < len(sections):
+                    section = sections[shndx]
+                    if section[1] != 8 and section[3] <= value < section[3] + section[5]:
+                        at = section[4] + value - section[3]
+                        content = data[at:at + length]
+                exports[name] = (sym_type, content)
+        return exports
+    except (struct.error, IndexError, ValueError):
+        return None
+
+
+def _is_driver_missing(error: OSError) -> bool:
+    return "libcuda" in str(error)
+
+
 class Library:
     """A shared library produced by the fusion compiler.
 
-    Loading it runs its constructors, which load the device image through the
-    runtime; a failure there raises FusionRuntimeError here. `runtime` is a
-    Runtime, a path to libfusion_runtime.so, or None: then
-    $FUSION_RUNTIME_LIBRARY, the library search path, or the library's own
-    dependency on the runtime."""
+    `path` is a file (a relative path is taken from the working directory)
+    or a bare name on the library search path. Loading it runs its
+    constructors, which load the device image through the runtime; a failure
+    there raises FusionRuntimeError here. `runtime` is a Runtime, a path to
+    libfusion_runtime.so, or None: then $FUSION_RUNTIME_LIBRARY, the library
+    search path, or the library's own dependency on the runtime.
 
-    def __init__(self, path: str, runtime: Union[Runtime, str, None] = None):
-        self.path = path
-        self.runtime = runtime if isinstance(runtime, Runtime) else Runtime.find(runtime)
-        if self.runtime is not None:
+    The library's description of its functions (`functions()`,
+    `signature(name)`) is read from the file itself, so that where the CUDA
+    driver (libcuda.so.1) is missing, asking for a function that does not
+    exist or has no description still says so; what needs the driver (a
+    call, `cdll`, `runtime`) raises an OSError naming it."""
+
+    def __init__(self, path: Union[str, "os.PathLike[str]"],
+                 runtime: Union[Runtime, str, None] = None):
+        self.path = _resolve_library_path(path)
+        self._exports = _elf_exports(self.path) if os.path.isabs(self.path) else None
+        self._cdll: Optional[ctypes.CDLL] = None
+        self._runtime: Optional[Runtime] = runtime if isinstance(runtime, Runtime) else None
+        self._load_error: Optional[OSError] = None
+        try:
+            self._load(None if isinstance(runtime, Runtime) else runtime)
+        except OSError as error:
+            if not _is_driver_missing(error):
+                if os.sep not in self.path and str(error).startswith(self.path):
+                    raise FileNotFoundError(
+                        errno.ENOENT, f"no such library: {self.path} (neither in the working "
+                        f"directory {os.getcwd()} nor on the library search path)",
+                        self.path) from None
+                raise
+            self._load_error = OSError(
+                f"{self.path}: cannot load the CUDA driver library libcuda.so.1, which the "
+                f"fusion runtime needs to run anything (is an NVIDIA driver installed?): "
+                f"{error}")
+
+    def _load(self, runtime_path: Optional[str]) -> None:
+        if self._runtime is None:
+            self._runtime = Runtime.find(runtime_path)
+        if self._runtime is not None:
             # A failure left pending would make the constructors skip loading.
-            self.runtime.check(f"before loading {path}")
-        self.cdll = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-        if self.runtime is None:
-            if not hasattr(self.cdll, "fusionrtClearStatus"):
+            self._runtime.check(f"before loading {self.path}")
+        self._cdll = ctypes.CDLL(self.path, mode=ctypes.RTLD_GLOBAL)
+        if self._runtime is None:
+            if not hasattr(self._cdll, "fusionrtClearStatus"):
                 raise FileNotFoundError(
-                    f"{path} does not link the fusion runtime and none was given: pass "
+                    f"{self.path} does not link the fusion runtime and none was given: pass "
                     f"runtime='.../libfusion_runtime.so' or set {RUNTIME_LIBRARY_ENV}")
-            self.runtime = Runtime(self.cdll)
-        self.runtime.check(f"loading {path}")
+            self._runtime = Runtime(self._cdll)
+        self._runtime.check(f"loading {self.path}")
+
+    @property
+    def cdll(self) -> ctypes.CDLL:
+        """The loaded library (raises where it could not be loaded)."""
+        if self._cdll is None:
+            raise self._load_error or OSError(f"{self.path} is not loaded")
+        return self._cdll
+
+    @property
+    def runtime(self) -> Runtime:
+        if self._cdll is None:
+            raise self._load_error or OSError(f"{self.path} is not loaded")
+        return self._runtime
+
+    @runtime.setter
+    def runtime(self, value: Runtime) -> None:
+        self._runtime = value
+
+    def functions(self) -> Dict[str, Optional[str]]:
+        """The library's exported functions and their descriptions (None for
+        a function without one), as far as they can be read from the file:
+        the described functions, then other exported functions."""
+        if self._exports is None:
+            return {}
+        result: Dict[str, Optional[str]] = {}
+        for name, (_, content) in sorted(self._exports.items()):
+            if name.startswith(SIGNATURE_PREFIX) and content is not None:
+                result[name[len(SIGNATURE_PREFIX):]] = content.split(b"\0")[0].decode()
+        for name, (sym_type, _) in sorted(self._exports.items()):
+            if sym_type == 2 and name not in result:  # STT_FUNC
+                result[name] = None
+        return result
+
+    def _exported_list(self) -> str:
+        names = list(self.functions())
+        if not names:
+            return "none found"
+        shown = ", ".join(f"'{n}'" for n in names[:20])
+        return shown + (f" and {len(names) - 20} more" if len(names) > 20 else "")
 
     def signature(self, name: str) -> Optional[str]:
-        """The library's `<name>_signature` string, if it exports one."""
+        """The description the compiler exported for function `name` (the
+        string `__fusion_signature_<name>`), or None."""
+        if self._exports is not None:
+            entry = self._exports.get(SIGNATURE_PREFIX + name)
+            if entry is None or entry[1] is None:
+                return None
+            return entry[1].split(b"\0")[0].decode()
         try:
-            symbol = ctypes.c_char.in_dll(self.cdll, f"{name}_signature")
+            symbol = ctypes.c_char.in_dll(self.cdll, SIGNATURE_PREFIX + name)
         except ValueError:
             return None
         return ctypes.string_at(ctypes.addressof(symbol)).decode()
 
     def function(self, name: str,
                  signature: Union[str, Sequence[TensorSpec], None] = None) -> "Function":
+        """The compiled function `name`, checked against the library's
+        description of it; a signature given here must agree with that
+        description (it may name sizes the description leaves dynamic)."""
+        if self._exports is not None:
+            entry = self._exports.get(name)
+            if entry is None or entry[0] != 2 or name.startswith("__fusion_"):
+                raise AttributeError(
+                    f"{self.path} exports no function '{name}'; its functions: "
+                    f"{self._exported_list()}")
+        described = self.signature(name)
         if signature is None:
-            signature = self.signature(name)
-            if signature is None:
+            if described is None:
                 raise ValueError(
-                    f"{self.path} exports no '{name}_signature'; pass the signature, e.g. "
-                    f"'a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]'")
+                    f"{self.path} has no description of '{name}' (no "
+                    f"'{SIGNATURE_PREFIX}{name}': not compiled by this fusion-compile); pass the "
+                    f"signature, e.g. 'a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]'")
+            return Function(self, name, parse_signature(described))
         specs = parse_signature(signature) if isinstance(signature, str) else list(signature)
-        return Function(self, name, specs)
+        if described is None:
+            return Function(self, name, specs)
+        specs, static = merge_signatures(name, parse_signature(described), specs)
+        return Function(self, name, specs, static)
+
+
+def merge_signatures(function: str, described: Sequence[TensorSpec],
+                     given: Sequence[TensorSpec]
+                     ) -> Tuple[List[TensorSpec], List[Tuple[int, int, int]]]:
+    """The signature a call is checked against when the caller gives one for
+    a described function: the given one, which must have the description's
+    arguments, dtypes and ranks and no static size other than the
+    description's; a `?` or an integer there takes the description's size.
+    Returns it and the static sizes of the description where the given
+    signature has a name (argument, dimension, size), checked separately.
+    Raises ArgumentError quoting both."""
+    def mismatch(why: str) -> ArgumentError:
+        return ArgumentError(
+            f"{function}: the signature given, '{_describe_specs(given)}', does not match the "
+            f"library's description, '{_describe_specs(described)}': {why}")
+    if len(given) != len(described):
+        raise mismatch(f"expected {len(described)} arguments, but got {len(given)}")
+    merged, static = [], []
+    for index, (want, got) in enumerate(zip(described, given)):
+        label = _label(index, got if got.name else want)
+        if got.dtype != want.dtype:
+            raise mismatch(f"{label}: expected dtype {want.dtype}, but got {got.dtype}")
+        if got.rank != want.rank:
+            raise mismatch(f"{label}: expected rank {want.rank}, but got {got.rank}")
+        dims: List[Dim] = []
+        for dim, (size, given_size) in enumerate(zip(want.shape, got.shape)):
+            if isinstance(size, int):
+                if isinstance(given_size, int) and given_size != size:
+                    raise mismatch(f"{label}: expected size {size} in dimension {dim}, but got "
+                                   f"{given_size}")
+                if isinstance(given_size, str):
+                    static.append((index, dim, size))
+                    dims.append(given_size)
+                else:
+                    dims.append(size)
+            else:
+                dims.append(given_size)
+        merged.append(TensorSpec(got.dtype, tuple(dims), got.name or want.name))
+    return merged, static
 
 
 class _Plan:
@@ -551,10 +754,13 @@ class Function:
     the runtime in one foreign call (fusionrtInvoke). Anything else takes the
     full check again, which raises what is wrong."""
 
-    def __init__(self, library: Library, name: str, specs: Sequence[TensorSpec]):
+    def __init__(self, library: Library, name: str, specs: Sequence[TensorSpec],
+                 static_sizes: Sequence[Tuple[int, int, int]] = ()):
         self.library = library
         self.name = name
         self.specs = list(specs)
+        # Sizes the library's description fixes where the signature names them.
+        self._static_sizes = tuple(static_sizes)
         try:
             self._symbol = getattr(library.cdll, name)
         except AttributeError:
@@ -609,6 +815,12 @@ class Function:
                     packet[offset + 1] = pointer
                 return self._invoke_packet(packet, plan, stream, synchronize)
         bound, words = _checked_words(self.specs, tensors, self.name)
+        for index, dim, size in self._static_sizes:
+            got = int(tensors[index].shape[dim])
+            if got != size:
+                raise ArgumentError(
+                    f"{self.name}: {_label(index, self.specs[index])}: expected size {size} in "
+                    f"dimension {dim} (the library's description), but got {got}")
         device = tensors[0].device if tensors else None
         index = getattr(device, "index", None)
         torch = _torch()

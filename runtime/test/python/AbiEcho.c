@@ -16,8 +16,13 @@
 ECHO_EXPORT int64_t echo_words[64];
 ECHO_EXPORT int64_t echo_count;
 
-/* Optional signature metadata, read by the loader when none is given. */
-ECHO_EXPORT const char echo_matmul_signature[] = "a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]";
+/* The description fusion-compile exports for each function, read by the
+ * loader when no signature is given and checked against one given. */
+ECHO_EXPORT const char __fusion_signature_echo_matmul[] =
+    "a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]";
+/* A user symbol that looks like the old convention: never read as
+ * echo_fail's description. */
+ECHO_EXPORT const char echo_fail_signature[] = "x: f32[1]; y: f32[1]";
 
 static void put(int64_t word) {
   if (echo_count < 64)

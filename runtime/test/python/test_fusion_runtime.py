@@ -257,9 +257,26 @@ class CallingConventionTest(unittest.TestCase):
     def test_signature_metadata(self):
         self.assertEqual(self.library.signature("echo_matmul"),
                          "a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]")
+        # echo_fail_signature is a user symbol, not echo_fail's description.
         self.assertIsNone(self.library.signature("echo_fail"))
-        with self.assertRaisesRegex(ValueError, "exports no 'echo_fail_signature'"):
+        with self.assertRaisesRegex(ValueError, "has no description of 'echo_fail' \\(no "
+                                                "'__fusion_signature_echo_fail'"):
             self.library.function("echo_fail")
+        self.assertEqual(self.library.functions()["echo_matmul"],
+                         "a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]")
+        self.assertIsNone(self.library.functions()["echo_fail"])
+
+    def test_given_signature_is_checked_against_the_description(self):
+        with self.assertRaises(fr.ArgumentError) as caught:
+            self.library.function("echo_matmul", "x: bf16[M,K]")
+        self.assertIn("the signature given, 'x: bf16[M,K]', does not match the library's "
+                      "description, 'a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]': expected 3 "
+                      "arguments, but got 1", str(caught.exception))
+        with self.assertRaisesRegex(fr.ArgumentError, "argument 2 \\('c'\\): expected dtype f32, "
+                                                      "but got bf16"):
+            self.library.function("echo_matmul", "a: bf16[M,K]; b: bf16[K,N]; c: bf16[M,N]")
+        matmul = self.library.function("echo_matmul", "a: bf16[M,K]; b: bf16[K,N]; c: f32[M,N]")
+        self.assertEqual(matmul(*matmul_args(m=256, k=64, n=32)), {"M": 256, "K": 64, "N": 32})
 
     def test_passes_expanded_memref_descriptors(self):
         matmul = self.library.function("echo_matmul")
@@ -352,8 +369,11 @@ class CallingConventionTest(unittest.TestCase):
         self.assertEqual(self.library.runtime.peek_status(), 0)
 
     def test_missing_function(self):
-        with self.assertRaisesRegex(AttributeError, "exports no function 'nope'"):
+        with self.assertRaisesRegex(AttributeError, "exports no function 'nope'; its functions: "
+                                                    "'echo_matmul', 'echo_fail'"):
             self.library.function("nope", "x: f32[1]")
+        with self.assertRaisesRegex(AttributeError, "exports no function 'echo_words'"):
+            self.library.function("echo_words", "x: f32[1]")
 
     def test_runtime_queries_without_a_driver(self):
         runtime = self.library.runtime
