@@ -597,14 +597,24 @@ class Library:
                 f"{error}")
 
     def _load(self, runtime_path: Optional[str]) -> None:
+        runtime_error = None
         if self._runtime is None:
-            self._runtime = Runtime.find(runtime_path)
+            try:
+                self._runtime = Runtime.find(runtime_path)
+            except OSError as error:
+                if not _is_driver_missing(error):
+                    raise
+                runtime_error = error  # but first: is the library there at all?
         if self._runtime is not None:
             # A failure left pending would make the constructors skip loading.
             self._runtime.check(f"before loading {self.path}")
-        self._cdll = ctypes.CDLL(self.path, mode=ctypes.RTLD_GLOBAL)
+        cdll = ctypes.CDLL(self.path, mode=ctypes.RTLD_GLOBAL)
+        if runtime_error is not None:
+            raise runtime_error
+        self._cdll = cdll
         if self._runtime is None:
-            if not hasattr(self._cdll, "fusionrtClearStatus"):
+            if not hasattr(cdll, "fusionrtClearStatus"):
+                self._cdll = None
                 raise FileNotFoundError(
                     f"{self.path} does not link the fusion runtime and none was given: pass "
                     f"runtime='.../libfusion_runtime.so' or set {RUNTIME_LIBRARY_ENV}")

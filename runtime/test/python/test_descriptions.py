@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
@@ -69,9 +70,10 @@ class DescriptionTest(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
-    def load(self, path=None):
-        os.environ.pop(fr.RUNTIME_LIBRARY_ENV, None)
-        return fr.Library(path or self.library)
+    def load(self, path=None, runtime=None):
+        with mock.patch.dict(os.environ):
+            os.environ.pop(fr.RUNTIME_LIBRARY_ENV, None)
+            return fr.Library(path or self.library, runtime=runtime)
 
     def test_descriptions_are_read_from_the_file(self):
         library = self.load()
@@ -92,9 +94,13 @@ class DescriptionTest(unittest.TestCase):
             fr.Library(os.path.join(self.dir, "libnone.so"))
         self.assertIn("no such library", str(caught.exception))
         self.assertNotIn("libcuda", str(caught.exception))
-        with self.assertRaises(FileNotFoundError) as caught:
-            fr.Library("libfusion_test_none.so")
-        self.assertIn("neither in the working directory", str(caught.exception))
+        # A bare name found nowhere, even where the runtime itself cannot be
+        # loaded for want of the driver (here the stand-in library plays it).
+        for runtime in (None, self.library):
+            with self.assertRaises(FileNotFoundError) as caught:
+                self.load("libfusion_test_none.so", runtime=runtime)
+            self.assertIn("no such library: libfusion_test_none.so (neither in the working "
+                          "directory", str(caught.exception))
 
     def test_relative_path_is_taken_from_the_working_directory(self):
         here = os.getcwd()
