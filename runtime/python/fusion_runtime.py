@@ -608,7 +608,14 @@ class Library:
         if self._runtime is not None:
             # A failure left pending would make the constructors skip loading.
             self._runtime.check(f"before loading {self.path}")
-        cdll = ctypes.CDLL(self.path, mode=ctypes.RTLD_GLOBAL)
+        try:
+            cdll = ctypes.CDLL(self.path, mode=ctypes.RTLD_GLOBAL)
+        except OSError as error:
+            # A dependency not found (the runtime, found through the one
+            # loaded above where it loads) is the driver's absence.
+            if runtime_error is not None and not str(error).startswith(f"{self.path}:"):
+                raise runtime_error from None
+            raise
         if runtime_error is not None:
             raise runtime_error
         self._cdll = cdll

@@ -5,7 +5,8 @@
 // columns that runs as a cluster of 4 CTAs, one over 2048 columns whose
 // statistics go through global memory) and needs only the runtime
 // (mgpu* entry points, the SM count of persistent grids, the co-resident
-// cluster count of persistent cluster grids) besides libc, and that a failing
+// cluster count of persistent cluster grids) besides libc, that each comes
+// with its description (__fusion_signature_<function>), and that a failing
 // step is reported with the step's name and a non-zero exit code.
 // RUN: fusion-compile %s -o %t.so
 // RUN: llvm-nm -D %t.so | FileCheck %s
@@ -15,6 +16,10 @@
 // CHECK-DAG: T chain
 // CHECK-DAG: T wide
 // CHECK-DAG: T wider
+// CHECK-DAG: R __fusion_signature_block
+// CHECK-DAG: R __fusion_signature_chain
+// CHECK-DAG: R __fusion_signature_wide
+// CHECK-DAG: R __fusion_signature_wider
 // CHECK-DAG: U fusionrtMultiprocessorCount
 // CHECK-DAG: U fusionrtMaxActiveClusters
 // CHECK-DAG: U fusionrtCooperativeGridLimit

@@ -1,0 +1,2 @@
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+}
