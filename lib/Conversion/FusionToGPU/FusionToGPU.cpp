@@ -6,7 +6,12 @@
 // becomes one more memref argument the caller allocates, and the body
 // launches one kernel per op, built by the op's kernel family
 // (KernelFamily.h; the fused GEMM in Gemm/) around the target's MMA engine
-// (Mma/). Intermediate results live in gpu.alloc'ed buffers.
+// (Mma/). Intermediate results live in gpu.alloc'ed buffers. Each exported
+// host function is described by the string __fusion_signature_<function>,
+// in the Python loader's signature syntax. Names that would collide with
+// what the library defines or calls (runtime entry points, the compiler's
+// own symbols, the C library) are refused, and so is any function beside
+// the lowered ones: the module becomes a library of GPU host functions.
 //
 // Layout of this directory:
 //   FusionToGPU.cpp   this pass: target, functions, dispatch on the family
