@@ -30,14 +30,21 @@ GemmEpilogueStrategy mlir::fusion::chooseGemmEpilogueStrategy(
 }
 
 GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {
+  // Every sum and product saturates (a configuration read from the IR may
+  // be anything the verifier accepts): an overflowing layout totals
+  // INT64_MAX, more than any budget.
+  auto add = saturatingAdd;
+  auto mul = [](int64_t a, int64_t b, int64_t c = 1) {
+    return saturatingMul(saturatingMul(a, b), c);
+  };
   GemmSmemLayout l;
   l.stages = p.stages;
   // One stage of the ring: an A tile [tile_m, tile_k] and a B tile
   // [tile_k, tile_n], A first. With tile_k = 64 two-byte elements each row
   // is 128 bytes, so every tile is a whole number of 1024-byte swizzle atoms
   // as long as its row count is a multiple of 8.
-  l.aTileBytes = T::kTileM * T::kTileK * p.elementBytes;
-  l.bTileBytes = T::kTileK * p.tileN * p.elementBytes;
+  l.aTileBytes = mul(T::kTileM, T::kTileK, p.elementBytes);
+  l.bTileBytes = mul(T::kTileK, p.tileN, p.elementBytes);
   // 16-bit outputs leave by TMA store through [tile_m, 64] buffers (128
   // bytes a row, the 128-byte swizzle): two (one fills while the other's
   // store drains), one with a cluster finishing in registers (its slots
@@ -47,25 +54,27 @@ GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {
   l.storeBuffers = s.globalRows || s.epilogueWarps ? p.tileN / T::kStoreChunkN
                    : p.clusterN > 1                ? 1
                                                    : 2;
-  l.storeChunkBytes = T::kTileM * T::kStoreChunkN * p.outputElementBytes;
+  l.storeChunkBytes = mul(T::kTileM, T::kStoreChunkN, p.outputElementBytes);
   l.storeStagingOffset = l.ringBytes();
   l.storeStagingBytes =
-      p.outputElementBytes == 2 ? l.storeBuffers * l.storeChunkBytes : 0;
+      p.outputElementBytes == 2 ? mul(l.storeBuffers, l.storeChunkBytes) : 0;
   // Lazy Pre-Norm's per-row sums of squares outlive the K loop.
-  l.rowStatsOffset = l.storeStagingOffset + l.storeStagingBytes;
+  l.rowStatsOffset = add(l.storeStagingOffset, l.storeStagingBytes);
   l.rowStatsBytes = T::kTileM * T::kPartialBytes;
   // Grad epilogues read the forward's norm_input tile next to the gradient.
-  l.normInputOffset = l.rowStatsOffset + l.rowStatsBytes;
-  l.normInputBytes = T::kTileM * p.tileN * p.normInputElementBytes;
+  l.normInputOffset = add(l.rowStatsOffset, l.rowStatsBytes);
+  l.normInputBytes = mul(T::kTileM, p.tileN, p.normInputElementBytes);
   // A cluster exchanges `exchangeRounds` partials per row with every peer,
   // double-buffered (tile parity) for the persistent loop; global rows keep
   // the rows' scale and shift (epilogue warps) or the pending tile's mean
   // and rstd there.
-  l.clusterSlotBytes = p.clusterN * T::kTileM * T::kPartialBytes;
-  l.clusterSlotsOffset = l.normInputOffset + l.normInputBytes;
-  l.clusterSlotsBytes = s.globalRows       ? 2 * T::kTileM * T::kPartialBytes
-                        : p.clusterN > 1 ? 2 * p.exchangeRounds * l.clusterSlotBytes
-                                         : 0;
-  l.totalBytes = l.clusterSlotsOffset + l.clusterSlotsBytes + T::kSmemAlignment;
+  l.clusterSlotBytes = mul(p.clusterN, T::kTileM, T::kPartialBytes);
+  l.clusterSlotsOffset = add(l.normInputOffset, l.normInputBytes);
+  l.clusterSlotsBytes = s.globalRows ? 2 * T::kTileM * T::kPartialBytes
+                        : p.clusterN > 1
+                            ? mul(2, p.exchangeRounds, l.clusterSlotBytes)
+                            : 0;
+  l.totalBytes = add(add(l.clusterSlotsOffset, l.clusterSlotsBytes),
+                     T::kSmemAlignment);
   return l;
 }

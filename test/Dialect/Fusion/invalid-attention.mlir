@@ -227,11 +227,12 @@ func.func @gdpa_grad_value_grad_shape(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2
 
 // -----
 
-// H x D must fit in 64 bits (it sizes the norms of norm_attention).
+// H x D must fit in 64 bits (it sizes the norms of norm_attention); q's
+// element count overflows first, and every op checks that.
 func.func @gdpa_hidden_size_overflow(%q: tensor<1x8x4294967296x4294967296xf32>,
                                      %k: tensor<1x8x4294967296x4294967296xf32>,
                                      %v: tensor<1x8x4294967296x16xf32>) {
-  // expected-error @below {{'fusion.gdpa' op expected query heads x head dimension to fit in 64 bits, but got 4294967296 x 4294967296}}
+  // expected-error @below {{'fusion.gdpa' op expected operand #0 of type 'tensor<1x8x4294967296x4294967296xf32>' to have an element count that fits in 64 bits (at most 2^63 - 1), but [1, 8, 4294967296, 4294967296] overflows it}}
   %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<relu>, scale = 1.0 : f32}
       : tensor<1x8x4294967296x4294967296xf32>, tensor<1x8x4294967296x4294967296xf32>, tensor<1x8x4294967296x16xf32> -> tensor<1x8x4294967296x16xf32>
   return
@@ -239,10 +240,11 @@ func.func @gdpa_hidden_size_overflow(%q: tensor<1x8x4294967296x4294967296xf32>,
 
 // -----
 
-// Jagged offsets have batch + 1 entries, which must fit in 64 bits.
+// Jagged offsets have batch + 1 entries, which must fit in 64 bits; key's
+// element count overflows first, and every op checks that.
 func.func @gdpa_offsets_batch_overflow(%q: tensor<64x2x16xf32>, %k: tensor<9223372036854775807x8x2x16xf32>,
                                        %v: tensor<9223372036854775807x8x2x16xf32>, %off: tensor<5xi32>) {
-  // expected-error @below {{'fusion.gdpa' op expected a key batch size below 2^63 - 1 (offsets has one more entry), but got 9223372036854775807}}
+  // expected-error @below {{'fusion.gdpa' op expected operand #1 of type 'tensor<9223372036854775807x8x2x16xf32>' to have an element count that fits in 64 bits (at most 2^63 - 1), but [9223372036854775807, 8, 2, 16] overflows it}}
   %o = fusion.gdpa %q, %k, %v offsets(%off : tensor<5xi32>)
       {activation = #fusion.activation<relu>, scale = 1.0 : f32}
       : tensor<64x2x16xf32>, tensor<9223372036854775807x8x2x16xf32>, tensor<9223372036854775807x8x2x16xf32> -> tensor<64x2x16xf32>

@@ -42,3 +42,24 @@ func.func @warps_one_cta(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> 
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912, epilogue_warps = true>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
+
+// -----
+
+// More consumer warpgroups than a CTA's 1024 threads hold (a huge count once
+// wrapped tile_m = 64 x consumers back to 128 and ran the generator away).
+func.func @too_many_consumers(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{expected consumers <= 7 (a producer and the consumer warpgroups of 128 threads within 1024 threads per CTA), but got 288230376151711746}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 288230376151711746, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+
+// -----
+
+// A configured shared-memory size beyond the target's opt-in limit per CTA.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @smem_over_target(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected a kernel configuration with smem_bytes <= 232448 (the sm_90a opt-in shared memory per CTA), but got smem_bytes = 9223372036854775807}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4611686018427387904, cluster_n = 1, consumers = 2, smem_bytes = 9223372036854775807>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}

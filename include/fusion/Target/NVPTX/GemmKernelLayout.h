@@ -14,8 +14,24 @@
 #define FUSION_TARGET_NVPTX_GEMMKERNELLAYOUT_H
 
 #include <cstdint>
+#include <limits>
 
 namespace mlir::fusion {
+
+/// Size arithmetic of the layout: non-negative sizes that saturate at
+/// INT64_MAX instead of wrapping, so that a configuration whose bytes
+/// overflow int64 comes out larger than every budget (never as a small
+/// wrapped total that passes a check).
+inline int64_t saturatingAdd(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max()
+                                          : r;
+}
+inline int64_t saturatingMul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max()
+                                          : r;
+}
 
 struct TargetInfo;
 
@@ -26,6 +42,13 @@ struct GemmTiling {
   /// instruction covers 64 rows).
   static constexpr int64_t kTileM = 128;
   static constexpr int64_t kConsumers = 2;
+  /// A CTA is one producer warpgroup and the consumer warpgroups, 128
+  /// threads each, within CUDA's 1024 threads per block: at most 7
+  /// consumers.
+  static constexpr int64_t kWarpgroupThreads = 128;
+  static constexpr int64_t kMaxThreadsPerBlock = 1024;
+  static constexpr int64_t kMaxConsumers =
+      kMaxThreadsPerBlock / kWarpgroupThreads - 1;
   /// K step of a stage: 64 bf16/f16 elements are 128 bytes, the span of the
   /// 128-byte swizzle.
   static constexpr int64_t kTileK = 64;
@@ -115,7 +138,7 @@ struct GemmSmemParams {
 /// No region is shared with the ring, so a persistent CTA's producer
 /// refills the ring for its next tile while the epilogue of this one runs.
 /// `totalBytes` is what the kernel is launched with: the layout plus the
-/// alignment slack.
+/// alignment slack; INT64_MAX when that overflows int64 (saturatingAdd).
 struct GemmSmemLayout {
   int64_t stages = 0;
   int64_t aTileBytes = 0, bTileBytes = 0;
@@ -127,11 +150,13 @@ struct GemmSmemLayout {
   int64_t clusterSlotsOffset = 0, clusterSlotsBytes = 0;
   int64_t totalBytes = 0;
 
-  int64_t stageBytes() const { return aTileBytes + bTileBytes; }
-  int64_t ringBytes() const { return stages * stageBytes(); }
-  int64_t aTileOffset(int64_t stage) const { return stage * stageBytes(); }
+  int64_t stageBytes() const { return saturatingAdd(aTileBytes, bTileBytes); }
+  int64_t ringBytes() const { return saturatingMul(stages, stageBytes()); }
+  int64_t aTileOffset(int64_t stage) const {
+    return saturatingMul(stage, stageBytes());
+  }
   int64_t bTileOffset(int64_t stage) const {
-    return stage * stageBytes() + aTileBytes;
+    return saturatingAdd(saturatingMul(stage, stageBytes()), aTileBytes);
   }
 };
 

@@ -63,10 +63,30 @@ struct TargetInfo {
   /// shared memory: the sm_90a kernel does; the sm_100a one is planned with
   /// the register epilogue's layout.
   bool normEpilogueWarps;
+  /// Elements one dimension of a TMA tensor map spans (cuTensorMapEncodeTiled:
+  /// globalDim[i] <= 2^32), the bound on every GEMM dimension.
+  int64_t maxTmaDimSize = int64_t(1) << 32;
 };
 
 /// The limits of `chip`, or nothing for a chip this compiler does not know.
-std::optional<TargetInfo> getTargetInfo(llvm::StringRef chip);
+/// Inline, so that the dialect's verifiers (which this library depends on)
+/// check configured resources against the same table.
+///
+/// Sources: CUDA C Programming Guide, "Compute capabilities" (shared memory
+/// per block opt-in: 227 KB on 9.0 and 10.0, 228 KB per SM with 1 KB
+/// reserved per resident block; portable cluster size 8, up to 16 with the
+/// non-portable attribute), PTX ISA "wgmma.mma_async" (N up to 256 in
+/// multiples of 8) and "tcgen05.mma" (up to 512 TMEM columns).
+inline std::optional<TargetInfo> getTargetInfo(llvm::StringRef chip) {
+  constexpr int64_t kSmem227KiB = 227 * 1024, kSmem228KiB = 228 * 1024;
+  if (chip == "sm_90a")
+    return TargetInfo{"sm_90a", "+ptx81", MmaKind::Wgmma, kSmem227KiB, kSmem228KiB, 1024, 8, 16, 256, 4, 64,
+                      /*normEpilogueWarps=*/true};
+  if (chip == "sm_100a")
+    return TargetInfo{"sm_100a", "+ptx86", MmaKind::Tcgen05, kSmem227KiB, kSmem228KiB, 1024, 8, 16, 512, 16, 16,
+                      /*normEpilogueWarps=*/false};
+  return std::nullopt;
+}
 
 /// "wgmma" or "tcgen05", for diagnostics.
 llvm::StringRef stringifyMmaKind(MmaKind kind);

@@ -3,6 +3,8 @@
 #include "fusion/Dialect/Fusion/IR/FusionDialect.h"
 #include "fusion/Dialect/Fusion/IR/FusionAttrs.h"
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
+#include "fusion/Target/NVPTX/GemmKernelLayout.h"
+#include "fusion/Target/NVPTX/TargetInfo.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -68,6 +70,29 @@ void FusionDialect::initialize() {
       >();
 }
 
+/// The shared memory a kernel configuration asks for, against the limit of
+/// the enclosing module's target (none to check without one). Its other
+/// fields are the generator's to refuse (convert-fusion-to-gpu names what it
+/// handles); its layout arithmetic saturates (GemmKernelLayout.h), so a
+/// configuration whose bytes overflow never passes the generator's check
+/// against smem_bytes.
+static LogicalResult verifyKernelConfigForTarget(Operation *op,
+                                                 KernelConfigAttr config) {
+  TargetAttr targetAttr = TargetAttr::lookup(op);
+  if (!targetAttr)
+    return success();
+  std::optional<TargetInfo> target = getTargetInfo(targetAttr.getChip());
+  if (!target)
+    return success();
+  if (config.getSmemBytes() > target->smemPerBlockOptin)
+    return op->emitOpError()
+           << "expected a kernel configuration with smem_bytes <= "
+           << target->smemPerBlockOptin << " (the " << target->chip
+           << " opt-in shared memory per CTA), but got smem_bytes = "
+           << config.getSmemBytes();
+  return success();
+}
+
 /// `fusion.target` may only sit on a module, and must hold a target.
 LogicalResult FusionDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
@@ -81,7 +106,8 @@ LogicalResult FusionDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "expected '" << KernelConfigAttr::getAttrName()
                              << "' on a fusion.fused_matmul, but it is on '"
                              << op->getName() << "'";
-    return success();
+    return verifyKernelConfigForTarget(
+        op, cast<KernelConfigAttr>(attr.getValue()));
   }
   if (attr.getName() != TargetAttr::getModuleAttrName())
     return op->emitError() << "unknown fusion dialect attribute '"
@@ -168,6 +194,12 @@ KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "expected " << name << " > 0, but got " << v;
   if (smemBytes < 0)
     return emitError() << "expected smem_bytes >= 0, but got " << smemBytes;
+  if (consumers > GemmTiling::kMaxConsumers)
+    return emitError() << "expected consumers <= " << GemmTiling::kMaxConsumers
+                       << " (a producer and the consumer warpgroups of "
+                       << GemmTiling::kWarpgroupThreads << " threads within "
+                       << GemmTiling::kMaxThreadsPerBlock
+                       << " threads per CTA), but got " << consumers;
   if (globalRows && clusterN != 1)
     return emitError() << "expected cluster_n = 1 with global_rows (a row "
                           "exchanges its statistics through DSMEM or global "

@@ -14,6 +14,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CheckedArithmetic.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -147,10 +148,66 @@ FailureOr<RowShape> getRowShape(Operation *op, Value input) {
     return op->emitOpError()
            << "expected input of rank >= 1 (normalized over its innermost "
               "dimension), but got rank 0";
+  if (shape.back() == 0)
+    return op->emitOpError()
+           << "expected input with a non-empty innermost dimension (the one "
+              "normalized over), but got "
+           << formatShape(shape);
   return RowShape{llvm::to_vector(shape),
                   SmallVector<StringRef>(shape.size(), StringRef())};
 }
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Tensor sizes (the Fusion_SizedTensors trait of every op)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The element count and byte size of `type`, or the first of them that does
+/// not fit in int64 (dynamic dimensions count as 1: the static part alone
+/// must fit).
+std::optional<std::string> checkTensorSize(RankedTensorType type) {
+  int64_t count = 1;
+  for (int64_t d : type.getShape()) {
+    if (ShapedType::isDynamic(d))
+      continue;
+    std::optional<int64_t> next = llvm::checkedMul(count, d);
+    if (!next)
+      return std::string("an element count");
+    count = *next;
+  }
+  Type element = type.getElementType();
+  if (!element.isIntOrFloat())
+    return std::nullopt;
+  int64_t bytes = llvm::divideCeil(element.getIntOrFloatBitWidth(), 8);
+  if (!llvm::checkedMul(count, bytes))
+    return std::string("a byte size");
+  return std::nullopt;
+}
+} // namespace
+
+LogicalResult mlir::fusion::verifyTensorSizes(Operation *op) {
+  auto check = [&](StringRef kind, unsigned index, Type t) -> LogicalResult {
+    auto type = dyn_cast<RankedTensorType>(t);
+    if (!type)
+      return success();
+    std::optional<std::string> what = checkTensorSize(type);
+    if (!what)
+      return success();
+    return op->emitOpError()
+           << "expected " << kind << " #" << index << " of type " << type
+           << " to have " << *what
+           << " that fits in 64 bits (at most 2^63 - 1), but "
+           << formatShape(type.getShape()) << " overflows it";
+  };
+  for (auto [i, v] : llvm::enumerate(op->getOperands()))
+    if (failed(check("operand", i, v.getType())))
+      return failure();
+  for (auto [i, v] : llvm::enumerate(op->getResults()))
+    if (failed(check("result", i, v.getType())))
+      return failure();
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // MatmulOp
@@ -448,6 +505,11 @@ verifyNormAttentionShapes(Operation *op, Value q, Value k, Value v,
            << "expected value with head dimension " << s->headDim
            << " (the query's, for the residual), but got " << s->valueDim;
   int64_t hd = s->hiddenSize();
+  if (hd == 0)
+    return op->emitOpError()
+           << "expected query heads x head dimension > 0 (the norms run over "
+              "H * D), but got "
+           << formatShape(shapeOf(q));
   constexpr StringLiteral why = " (H * D of query)";
   if (failed(checkShapeIfPresent(op, "ln_weight", lnWeight, {hd}, why)) ||
       failed(checkShapeIfPresent(op, "ln_bias", lnBias, {hd}, why)) ||
@@ -610,6 +672,16 @@ LogicalResult FusedMatmulOp::verify() {
                           getPrologueEpsilonAttr())) ||
       failed(checkEpsilon(*this, "epsilon", getEpsilonAttr())))
     return failure();
+  // A norm over no element divides by zero: the epilogue norms run over the
+  // N columns of a row, the prologue norms over the K columns of A.
+  if ((fwdNorm || grad) && n == 0)
+    return emitOpError() << "expected N > 0 with epilogue " << epiName
+                         << " (it normalizes rows of N columns), but got N = 0";
+  if (hasPrologue && k == 0)
+    return emitOpError() << "expected K > 0 with prologue "
+                         << stringifyPrologueKind(getPrologue())
+                         << " (it normalizes rows of A of K columns), but got "
+                            "K = 0";
 
   // Which operands each epilogue takes.
   auto requireIff = [&](Value v, StringRef name, bool wanted) -> LogicalResult {

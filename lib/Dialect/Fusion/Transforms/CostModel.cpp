@@ -43,6 +43,14 @@ mlir::fusion::planEpilogueNorm(const TargetInfo &target, int64_t n,
              "shape needs a static N";
     return failure();
   }
+  // A row of no column has nothing to normalize (and no CTA to hold it):
+  // every division below is by a size derived from N.
+  if (n <= 0) {
+    whyNot = ("the normalized dimension N = " + Twine(n) +
+              " has no column to normalize; the epilogue needs N > 0")
+                 .str();
+    return failure();
+  }
   // A power-of-two cluster, or 3: GPCs hold those best (on the H200, 120 of
   // 132 SMs run clusters of 4 or 8 at once, 112 of 16, but only 102 of 6 and
   // 84 of 12; docs/design.md). Each CTA owns ceil(N / C) columns rounded up to

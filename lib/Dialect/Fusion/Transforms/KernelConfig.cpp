@@ -91,9 +91,36 @@ LogicalResult checkElementTypes(FusedMatmulOp op, std::string &why) {
   return success();
 }
 
+/// Step 1: a static size a kernel launch can cover: at least one element
+/// (a TMA dimension, and a tile, hold one at least), and no more than a TMA
+/// dimension spans (target.maxTmaDimSize: every operand is read or written
+/// through a tensor map).
+LogicalResult checkLaunchDim(const TargetInfo &target, StringRef name,
+                             int64_t size, std::string &why) {
+  if (ShapedType::isDynamic(size))
+    return success();
+  if (size <= 0) {
+    why = ("expected " + name +
+           " > 0 (TMA tensor maps and the launch need at least one element "
+           "along each dimension: every call would fail), but got " +
+           name + " = " + Twine(size))
+              .str();
+    return failure();
+  }
+  if (size > target.maxTmaDimSize) {
+    why = ("expected " + name + " <= " + Twine(target.maxTmaDimSize) +
+           " (the elements one TMA dimension spans on " + target.chip +
+           "; every call would fail), but got " + name + " = " + Twine(size))
+              .str();
+    return failure();
+  }
+  return success();
+}
+
 /// Step 1: a static dimension whose rows TMA can address: `size` elements of
 /// `elementBytes` bytes must make a multiple of 16 bytes.
-LogicalResult checkTmaDim(StringRef name, int64_t size, int64_t elementBytes,
+LogicalResult checkTmaDim(const TargetInfo &target, StringRef name,
+                          int64_t size, int64_t elementBytes,
                           std::string &why) {
   if (ShapedType::isDynamic(size)) {
     why = ("expected a static " + name +
@@ -103,6 +130,8 @@ LogicalResult checkTmaDim(StringRef name, int64_t size, int64_t elementBytes,
               .str();
     return failure();
   }
+  if (failed(checkLaunchDim(target, name, size, why)))
+    return failure();
   int64_t multiple = 16 / elementBytes;
   if (size % multiple != 0) {
     why = ("expected " + name + " to be a multiple of " + Twine(multiple) +
@@ -139,8 +168,12 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   int64_t n = outShape[1];
   if (ShapedType::isDynamic(n))
     n = transposeRhs ? rhsShape[0] : rhsShape[1];
-  if (failed(checkTmaDim("K", k, elementBytes, why)) ||
-      failed(checkTmaDim("N", n, elementBytes, why)))
+  int64_t m = lhsShape[0];
+  if (ShapedType::isDynamic(m))
+    m = outShape[0];
+  if (failed(checkLaunchDim(target, "M", m, why)) ||
+      failed(checkTmaDim(target, "K", k, elementBytes, why)) ||
+      failed(checkTmaDim(target, "N", n, elementBytes, why)))
     return failure();
 
   // Step 2: tile_m = 128 for two consumer warpgroups of 64 rows each, and

@@ -41,12 +41,37 @@ StringRef absorbingPasses(Operation *op) {
       .Default([](Operation *) { return StringRef(); });
 }
 
+/// Why no GEMM epilogue on the module's target can take the rows of norm
+/// gradient `op` (too wide for every strategy, a dynamic or empty N), or
+/// nothing when one can (or the module has no target).
+std::optional<std::string> whyNoEpilogueFits(Operation *op) {
+  if (!isa<RMSNormGradOp, LayerNormGradOp>(op))
+    return std::nullopt;
+  std::optional<TargetInfo> target = lookupTargetInfo(op);
+  if (!target)
+    return std::nullopt;
+  auto input = cast<RankedTensorType>(op->getOperand(1).getType());
+  std::string whyNot;
+  if (succeeded(planEpilogueNorm(*target, input.getShape().back(), whyNot)))
+    return std::nullopt;
+  return whyNot;
+}
+
 /// Emits the error for a fusion op that has no kernel of its own (not a GEMM,
 /// and not one of the ops with a standalone row kernel).
 void emitNoKernel(Operation *op) {
   if (isa<NormAttentionOp, NormAttentionGradOp>(op)) {
     op->emitOpError("has no GPU kernel yet; fusion-plan-kernels plans "
                     "fusion.fused_matmul only");
+    return;
+  }
+  // A norm gradient runs only in a GEMM epilogue: when its rows fit none,
+  // that is the reason, whatever the fusion passes matched.
+  if (std::optional<std::string> whyNot = whyNoEpilogueFits(op)) {
+    op->emitOpError() << "expected rows that a GEMM epilogue can normalize "
+                         "(a norm gradient runs on the GPU only in the "
+                         "epilogue of the dgrad GEMM), but "
+                      << *whyNot;
     return;
   }
   StringRef passes = absorbingPasses(op);

@@ -156,3 +156,49 @@ func.func @smem_overflow(%dy: tensor<4096x512xbf16>, %w: tensor<512x512xbf16>,
   return %dx : tensor<4096x512xbf16>
 }
 }
+
+// -----
+
+// Test that a GEMM with M = 0 is refused (it compiled, and every call failed).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @m_zero(%a: tensor<0x64xbf16>, %b: tensor<64x128xbf16>) -> tensor<0x128xbf16> {
+  // expected-error @below {{'fusion.matmul' op expected M > 0 (TMA tensor maps and the launch need at least one element along each dimension: every call would fail), but got M = 0}}
+  %c = fusion.matmul %a, %b : tensor<0x64xbf16>, tensor<64x128xbf16> -> tensor<0x128xbf16>
+  return %c : tensor<0x128xbf16>
+}
+}
+
+// -----
+
+// Test that a GEMM with K = 0 is refused.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @k_zero(%a: tensor<256x0xbf16>, %b: tensor<0x128xbf16>) -> tensor<256x128xbf16> {
+  // expected-error @below {{'fusion.matmul' op expected K > 0 (TMA tensor maps and the launch need at least one element along each dimension: every call would fail), but got K = 0}}
+  %c = fusion.matmul %a, %b : tensor<256x0xbf16>, tensor<0x128xbf16> -> tensor<256x128xbf16>
+  return %c : tensor<256x128xbf16>
+}
+}
+
+// -----
+
+// Test that a GEMM with M = 2^40, beyond what a TMA dimension spans, is refused.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @m_huge(%a: tensor<1099511627776x64xbf16>, %b: tensor<64x128xbf16>) -> tensor<1099511627776x128xbf16> {
+  // expected-error @below {{'fusion.matmul' op expected M <= 4294967296 (the elements one TMA dimension spans on sm_90a; every call would fail), but got M = 1099511627776}}
+  %c = fusion.matmul %a, %b : tensor<1099511627776x64xbf16>, tensor<64x128xbf16> -> tensor<1099511627776x128xbf16>
+  return %c : tensor<1099511627776x128xbf16>
+}
+}
+
+// -----
+
+// Test that a norm grad whose rows no GEMM epilogue can take is refused
+// with that reason, not the generic one.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @norm_grad_too_wide(%dy: tensor<256x8192xbf16>, %x: tensor<256x8192xbf16>, %rstd: tensor<256xf32>) -> tensor<256x8192xbf16> {
+  // expected-error @below {{'fusion.rms_norm_grad' op expected rows that a GEMM epilogue can normalize (a norm gradient runs on the GPU only in the epilogue of the dgrad GEMM), but N = 8192 needs 32 CTAs of at most 256 columns, more than the 16 a row may span on sm_90a}}
+  %dx = fusion.rms_norm_grad %dy, %x, %rstd
+      : tensor<256x8192xbf16>, tensor<256x8192xbf16>, tensor<256xf32> -> tensor<256x8192xbf16>
+  return %dx : tensor<256x8192xbf16>
+}
+}

@@ -36,8 +36,16 @@ def Fusion_Dialect : Dialect {
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+/// Every fusion op: each static tensor operand and result has an element
+/// count and a byte size that fit in int64 (mlir::fusion::verifyTensorSizes),
+/// checked before the op's own verifier, so that no size arithmetic after
+/// verification overflows on them.
+def Fusion_SizedTensors : NativeOpTrait<"SizedTensors"> {
+  let cppNamespace = "::mlir::fusion::OpTrait";
+}
+
 class Fusion_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Fusion_Dialect, mnemonic, traits>;
+    : Op<Fusion_Dialect, mnemonic, !listconcat([Fusion_SizedTensors], traits)>;
 
 class Fusion_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<Fusion_Dialect, name, traits> {
