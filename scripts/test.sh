@@ -6,7 +6,19 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-"$root/build"}
 jobs=${JOBS:-$(nproc)}
-cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release
+# The Python loader's tests run with the virtual environment that
+# scripts/install-deps.sh installs torch into ($FUSION_VENV, default .venv),
+# where it exists, else with the Python 3 CMake finds. In CI (CI=true) their
+# tests that need torch fail, not skip, where torch cannot be imported.
+venv=${FUSION_VENV:-"$root/.venv"}
+test_python=""
+[ ! -x "$venv/bin/python3" ] || test_python="$venv/bin/python3"
+require_torch=OFF
+if [ "${CI:-}" = true ] || [ "${FUSION_TEST_REQUIRE_TORCH:-0}" = 1 ]; then
+  require_torch=ON
+fi
+cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+  -DFUSION_TEST_PYTHON="$test_python" -DFUSION_TEST_REQUIRE_TORCH=$require_torch
 ninja -C "$build" -j "$jobs"
 ninja -C "$build" -j "$jobs" check-fusion
 # The runtime's CTest tests (runtime/test/): the C++ unit tests again and the

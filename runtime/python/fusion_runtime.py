@@ -213,8 +213,11 @@ def check_arguments(specs: Sequence[TensorSpec], tensors: Sequence[Any],
     """Checks tensors against specs; returns the sizes bound to size names.
 
     Checks, in order: the number of arguments; per argument that it is a
-    tensor, its dtype, rank and sizes, row-major contiguity, that it is on a
-    CUDA device (the same for all), and 16-byte alignment of its data pointer.
+    tensor, its dtype, rank and sizes, row-major contiguity (as
+    torch.Tensor.is_contiguous: size-1 dimensions, and tensors without
+    elements, may have any strides), that it is on a CUDA device (the same
+    for all), and 16-byte alignment of its data pointer. Each argument is
+    checked whole before the next one.
     Raises TypeError or ArgumentError naming the argument and the expected and
     given values.
     """
@@ -270,8 +273,12 @@ def _checked_words(specs: Sequence[TensorSpec], tensors: Sequence[Any],
                         f"{where}), but got {got}")
         strides = tuple(int(s) for s in tensor.stride())
         expected = _row_major_strides(shape)
-        if strides != expected and any(size > 1 and got != want
-                                       for size, got, want in zip(shape, strides, expected)):
+        # As torch.Tensor.is_contiguous: the stride of a size-1 dimension,
+        # and every stride of a tensor without elements, address nothing
+        # (the function gets the row-major strides either way). Asking for
+        # .contiguous() there would not help: torch returns the same view.
+        if strides != expected and 0 not in shape and any(
+                size > 1 and got != want for size, got, want in zip(shape, strides, expected)):
             raise ArgumentError(
                 f"{label()}: expected row-major contiguous strides {expected}, but got "
                 f"{strides}; pass .contiguous()")

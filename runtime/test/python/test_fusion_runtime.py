@@ -1,11 +1,16 @@
 """Tests of the Python loader that run without a GPU.
 
 Argument checks run on stand-in tensors (no torch needed), and on real CPU
-tensors where torch is installed. The calling convention is tested against
-libfusion_runtime_abi_echo.so, a stand-in for a compiled library that records
-what it receives; those tests need the paths CTest passes in the environment
-(FUSION_RUNTIME_LIBRARY, FUSION_ABI_ECHO_LIBRARY, FUSION_TEST_CUDA_STUB) and
-are skipped without them.
+tensors where torch is installed: every check up to the device check, which a
+CPU tensor fails before anything is called. The calling convention is tested
+against libfusion_runtime_abi_echo.so, a stand-in for a compiled library that
+records what it receives; those tests need the paths CTest passes in the
+environment (FUSION_RUNTIME_LIBRARY, FUSION_ABI_ECHO_LIBRARY,
+FUSION_TEST_CUDA_STUB) and are skipped without them.
+
+The tests that need torch skip, saying so, where it cannot be imported; with
+FUSION_TEST_REQUIRE_TORCH=1 (CI: scripts/test.sh, with the virtual
+environment scripts/install-deps.sh installs torch into) they fail instead.
 
     python3 -m unittest discover -s runtime/test/python
 """
@@ -15,6 +20,7 @@ import os
 import subprocess
 import sys
 import unittest
+from unittest import mock
 
 # The loader, runtime/python/fusion_runtime.py.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
@@ -23,8 +29,26 @@ import fusion_runtime as fr  # noqa: E402
 
 try:
     import torch
-except ImportError:
+except Exception as _error:  # not installed, or broken (a library it loads is missing)
     torch = None
+    TORCH_ERROR = f"{type(_error).__name__}: {_error}"
+else:
+    TORCH_ERROR = None
+
+REQUIRE_TORCH = os.environ.get("FUSION_TEST_REQUIRE_TORCH") == "1"
+
+
+def needs_torch():
+    """Skips the calling test where torch cannot be imported; fails it where
+    this run requires torch."""
+    if torch is not None:
+        return
+    if REQUIRE_TORCH:
+        raise AssertionError(
+            f"FUSION_TEST_REQUIRE_TORCH=1, but {sys.executable} cannot import torch: "
+            f"{TORCH_ERROR} (scripts/install-deps.sh installs it into .venv)")
+    raise unittest.SkipTest(f"torch cannot be imported ({TORCH_ERROR}); scripts/install-deps.sh "
+                            f"installs it into .venv, which scripts/test.sh then uses")
 
 
 class FakeDevice:
@@ -173,6 +197,15 @@ class CheckArgumentsTest(unittest.TestCase):
         specs = fr.parse_signature("x: f32[1, 64]")
         self.check([FakeTensor((1, 64), "float32", strides=(999, 1))], specs)
 
+    def test_tensors_without_elements_may_have_any_strides(self):
+        # As torch's x[:, ::2] of a 0 x 64 tensor: contiguous for torch, and
+        # .contiguous() returns it unchanged, so refusing it could not be fixed.
+        specs = fr.parse_signature("x: f32[M, N]")
+        self.assertEqual(self.check([FakeTensor((0, 32), "float32", strides=(64, 2))], specs),
+                         {"M": 0, "N": 32})
+        with self.assertRaisesRegex(fr.ArgumentError, "expected row-major contiguous strides"):
+            self.check([FakeTensor((1, 32), "float32", strides=(64, 2))], specs)
+
     def test_device(self):
         args = matmul_args()
         args[0] = FakeTensor((128, 64), device=FakeDevice("cpu", None))
@@ -201,9 +234,110 @@ class CheckArgumentsTest(unittest.TestCase):
                          [0x1000, 0x1000, 0, 4, 8, 16, 128, 16, 1])
 
 
-@unittest.skipIf(torch is None, "torch is not installed")
+CPU_DEVICE = "expected a CUDA tensor, but got a tensor on cpu"
+
+
 class TorchCpuTensorTest(unittest.TestCase):
-    """Real torch tensors on the CPU: every check up to the device check."""
+    """Real torch tensors on the CPU: every check up to the device check.
+
+    A CPU tensor that passes its dtype, shape and layout checks fails the
+    device check, so that error shows that those checks passed."""
+
+    def setUp(self):
+        needs_torch()
+
+    def check(self, specs, tensors):
+        if isinstance(specs, str):
+            specs = fr.parse_signature(specs)
+        return fr.check_arguments(specs, tensors, "f")
+
+    def test_the_dtype_table_matches_torch(self):
+        # Both ways a tensor is recognized: by duck typing before the loader
+        # has imported torch, by isinstance after.
+        for module in (None, torch):
+            with mock.patch.object(fr, "_torch_module", module):
+                for short, (name, size) in fr.DTYPES.items():
+                    dtype = getattr(torch, name[len("torch."):])
+                    self.assertEqual(str(dtype), name)
+                    self.assertEqual(torch.empty(0, dtype=dtype).element_size(), size, short)
+                    with self.assertRaisesRegex(fr.ArgumentError, CPU_DEVICE):
+                        self.check(f"x: {short}[4]", [torch.zeros(4, dtype=dtype)])
+                    other = torch.float64 if dtype != torch.float64 else torch.float32
+                    with self.assertRaisesRegex(fr.ArgumentError,
+                                                f"expected dtype {name} \\({short}\\), but "
+                                                f"got {other}"):
+                        self.check(f"x: {short}[4]", [torch.zeros(4, dtype=other)])
+                with self.assertRaisesRegex(TypeError, "argument 0 \\('x'\\): expected a "
+                                                       "torch.Tensor, but got list"):
+                    self.check("x: f32[4]", [[0.0] * 4])
+
+    def test_rank_and_sizes_of_real_tensors(self):
+        x = torch.zeros(2, 3, 4)
+        with self.assertRaisesRegex(fr.ArgumentError, r"argument 0 \('x'\): expected rank 2 "
+                                                      r"\(shape x: f32\[M,K\]\), but got rank 3 "
+                                                      r"\(shape \[2, 3, 4\]\)"):
+            self.check("x: f32[M,K]", [x])
+        with self.assertRaisesRegex(fr.ArgumentError, "expected size 5 in dimension 2, but got 4"):
+            self.check("x: f32[2,3,5]", [x])
+        with self.assertRaisesRegex(fr.ArgumentError, CPU_DEVICE):
+            self.check("x: f32[2,?,K]", [x])
+        with self.assertRaisesRegex(fr.ArgumentError, CPU_DEVICE):
+            self.check("s: f32[]", [torch.tensor(1.0)])
+
+    def test_layouts_torch_calls_contiguous_pass_and_others_do_not(self):
+        base = torch.zeros(8, 64)
+        contiguous = {
+            "rows of a tensor": base[2:6],
+            "one row": base[3:4],
+            "a size-1 dimension with any stride": torch.zeros(64, 1).t(),
+            "a new axis": base[:, None, :],
+            "no elements, sliced": torch.zeros(0, 64)[:, ::2],
+            "no elements, transposed": torch.zeros(64, 0).t(),
+        }
+        for what, view in contiguous.items():
+            self.assertTrue(view.is_contiguous(), what)
+            with self.assertRaisesRegex(fr.ArgumentError, CPU_DEVICE, msg=what):
+                self.check(f"x: f32[{','.join('?' * view.dim())}]", [view])
+        strided = {
+            "transposed": (base.t(), "\\(8, 1\\), but got \\(1, 64\\)"),
+            "every other column": (base[:, ::2], "\\(32, 1\\), but got \\(64, 2\\)"),
+            "columns": (base[:, 8:40], "\\(32, 1\\), but got \\(64, 1\\)"),
+            "broadcast": (base[:1].expand(4, 64), "\\(64, 1\\), but got \\(0, 1\\)"),
+        }
+        for what, (view, strides) in strided.items():
+            self.assertFalse(view.is_contiguous(), what)
+            with self.assertRaisesRegex(fr.ArgumentError, "argument 0 \\('x'\\): expected "
+                                        f"row-major contiguous strides {strides}; pass "
+                                        "\\.contiguous\\(\\)", msg=what):
+                self.check("x: f32[?,?]", [view])
+            # What the message asks for is enough.
+            with self.assertRaisesRegex(fr.ArgumentError, CPU_DEVICE, msg=what):
+                self.check("x: f32[?,?]", [view.contiguous()])
+
+    def test_later_arguments_and_bound_sizes(self):
+        # Argument 0 a stand-in on a CUDA device, so that the real tensors
+        # after it are checked: each whole, up to its device.
+        a = FakeTensor((128, 64))
+        b = torch.zeros(64, 32, dtype=torch.bfloat16)
+        c = torch.zeros(128, 32, dtype=torch.float32)
+        with self.assertRaisesRegex(fr.ArgumentError, r"argument 1 \('b'\): expected size K = 64 "
+                                                      r"in dimension 0 \(bound by argument 0 "
+                                                      r"\('a'\) dimension 1\), but got 48"):
+            fr.check_arguments(MATMUL, [a, torch.zeros(48, 32, dtype=torch.bfloat16), c], "gemm")
+        with self.assertRaisesRegex(fr.ArgumentError, r"argument 1 \('b'\): expected row-major "
+                                                      r"contiguous strides \(32, 1\)"):
+            fr.check_arguments(MATMUL, [a, b.t().contiguous().t(), c], "gemm")
+        with self.assertRaisesRegex(fr.ArgumentError, r"argument 1 \('b'\): " + CPU_DEVICE):
+            fr.check_arguments(MATMUL, [a, b, c.to(torch.float16)], "gemm")
+
+    def test_memref_words_of_real_tensors(self):
+        x = torch.zeros(4, 8, 16)
+        pointer = x.data_ptr()
+        self.assertEqual(fr.memref_words(x), [pointer, pointer, 0, 4, 8, 16, 128, 16, 1])
+        # A view passes its own data pointer, offset 0.
+        view = x[1:3]
+        self.assertEqual(fr.memref_words(view),
+                         [pointer + 128 * 4, pointer + 128 * 4, 0, 2, 8, 16, 128, 16, 1])
 
     def test_dtype_shape_and_strides_of_real_tensors(self):
         a = torch.zeros(128, 64, dtype=torch.bfloat16)
@@ -388,6 +522,47 @@ class CallingConventionTest(unittest.TestCase):
                                     "fusionrtEncodeTensorMap: expected global address aligned to "
                                     "16 bytes, but got 0x7f0000000008"):
             runtime.encode_tensor_map(FakeTensor((128, 64), pointer=0x7F0000000008), box=(64, 64))
+
+    def test_real_cpu_tensors_are_refused_before_the_call(self):
+        needs_torch()
+        matmul = self.library.function("echo_matmul")
+        count = ctypes.c_int64.in_dll(self.library.cdll, "echo_count")
+        count.value = -1  # echo_matmul sets it: still -1 means it was not called
+        a = torch.zeros(256, 64, dtype=torch.bfloat16)
+        b = torch.zeros(64, 32, dtype=torch.bfloat16)
+        c = torch.zeros(256, 32, dtype=torch.float32)
+        fr._torch()  # the loader has imported torch, as a call on CUDA tensors does
+        for synchronize in (False, True):
+            with self.assertRaisesRegex(fr.ArgumentError, "echo_matmul: argument 0 \\('a'\\): "
+                                                          + CPU_DEVICE):
+                matmul(a, b, c, synchronize=synchronize)
+        with self.assertRaisesRegex(fr.ArgumentError, "argument 0 \\('a'\\): expected dtype "
+                                                      "torch.bfloat16 \\(bf16\\), but got "
+                                                      "torch.float32"):
+            matmul(a.float(), b, c)
+        with self.assertRaisesRegex(TypeError, "expected 3 tensor arguments"):
+            matmul(a, b)
+        self.assertEqual(count.value, -1)
+        self.assertEqual(matmul._plans, {})
+        self.assertEqual(self.library.runtime.peek_status(), 0)
+
+    def test_tensor_maps_of_real_tensors_are_checked_before_the_driver(self):
+        needs_torch()
+        runtime = self.library.runtime
+        a = torch.zeros(128, 64, dtype=torch.bfloat16)
+        with self.assertRaisesRegex(fr.ArgumentError, "expected a box of rank 2 \\(the tensor's, "
+                                                      "1..5\\), but got 1"):
+            runtime.encode_tensor_map(a, box=(64,))
+        with self.assertRaisesRegex(fr.ArgumentError, "expected a tensor-map dtype in u8, i32, "
+                                                      "i64, f16, f32, f64, bf16, but got "
+                                                      "torch.int8"):
+            runtime.encode_tensor_map(a.to(torch.int8), box=(64, 64))
+        # A view one element in: its data pointer is 2 bytes past an aligned one.
+        view = a[:, 1:]
+        with self.assertRaisesRegex(fr.FusionRuntimeError,
+                                    "fusionrtEncodeTensorMap: expected global address aligned to "
+                                    f"16 bytes, but got {view.data_ptr():#x}"):
+            runtime.encode_tensor_map(view, box=(64, 64))
 
 
 if __name__ == "__main__":
