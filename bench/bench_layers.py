@@ -35,7 +35,9 @@ TIMING = ("fused_call_ms / unfused_call_ms: do_bench median (warmup 25 ms, rep 2
           "(bench_fused_matmul.kernel_ms); eager_ms, compile_ms, cublas_linear_ms: do_bench "
           "medians of the nn.Module in eager, under torch.compile compiled fresh and static "
           "for the case, and of F.linear(x, W) alone; each the mean of the interleaved rounds "
-          "(listed in rounds; spread_ms = max - min)")
+          "(listed in rounds, each with its order: the first round in the listed order, the others "
+          "shuffled, each measurement after 300 ms of its own function, untimed, so that the "
+          "card's power-capped clocks settle on it (bench_util.run_rounds); spread_ms = max - min)")
 
 
 def bench_case(prog, libs, a, lr, bu):

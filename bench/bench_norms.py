@@ -33,7 +33,9 @@ TIMING = ("ours_call_ms: do_bench median (warmup 25 ms, rep 200 ms, L2 flushed) 
           "call, asynchronous on the current stream; ours_kernel_ms: our kernels' device time "
           "per call (profiler records, bench_fused_matmul.kernel_ms); eager_ms, compile_ms, "
           "copy_ms: do_bench medians of the nn module in eager, under torch.compile compiled "
-          "fresh and static, and of dst.copy_(x); each the mean of the interleaved rounds; "
+          "fresh and static, and of dst.copy_(x); each the mean of the interleaved rounds "
+          "(shuffled after the first, each measurement after 300 ms of its own function: "
+          "bench_util.run_rounds); "
           "*_TBps = that side's bytes (the *_bytes fields) / its time")
 
 

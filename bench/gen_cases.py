@@ -150,6 +150,14 @@ def suites():
     correctness.append(case("rms_epi_cluster3_n640_residual", 4099, 256, 640,
                             epilogue="rms_norm", residual=True, weight=True,
                             save_stats=True))
+    # Lazy Pre-Norm with its row statistics from a stats-only rms_norm kernel
+    # and the GEMM's row_scale (fusion-plan-kernels lazy-row-stats: 12 or
+    # more column tiles), with bias and residual, and K-major B. Appended last
+    # (PTX labels carry module position).
+    correctness.append(case("lazy_rms_stats_kernel_n3072_odd_m", 1001, 520, 3072,
+                            prologue="rms_norm", residual=True, col_bias=True))
+    correctness.append(case("lazy_rms_stats_kernel_nk_n4096", 4097, 256, 4096,
+                            prologue="rms_norm", transpose_rhs=True))
     bench = []
     for d in (256, 512, 1024, 2048, 4096):
         bench.append(case(f"bench_gemm_{d}", 262144, d, d))

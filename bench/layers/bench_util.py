@@ -7,8 +7,10 @@ rewritten after every case (a run cut short keeps what it measured)."""
 import datetime
 import json
 import os
+import random
 import statistics
 import sys
+import time
 import traceback
 
 import torch
@@ -59,20 +61,46 @@ def measure(into, errors, key, how, fn):
         traceback.print_exc(limit=2)
 
 
-def run_rounds(rounds, measurements, errors):
-    """measurements: [(key, how, fn)], timed in this order in each round
-    (interleaved). Returns ({key: mean ms}, {key: max - min}, the rounds)."""
+SETTLE_MS = 300.0
+
+
+def settle(fn, ms=SETTLE_MS):
+    """Runs fn back to back for `ms` (synchronized), untimed: under the card's
+    power cap its clocks follow what ran before, and take a while to do so."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    while (time.perf_counter() - t0) * 1e3 < ms:
+        fn()
+        torch.cuda.synchronize()
+
+
+def run_rounds(rounds, measurements, errors, settle_ms=SETTLE_MS):
+    """measurements: [(key, how, fn)], timed interleaved, each round in its own
+    order (a permutation seeded by the round), each measurement after
+    `settle_ms` of its own function. Why: the H200 runs the large GEMMs at its
+    power cap, and its clocks lag behind the load: a measurement right after
+    cuBLAS's 4096 GEMM ran 7-13% slower than the same one after anything
+    else (bench/results/HISTORY.md), and a fixed order gave every round's
+    measurement the same predecessor. Returns ({key: mean ms}, {key: max -
+    min}, the rounds, each with its "order")."""
     all_rounds = []
-    for _ in range(rounds):
+    for i in range(rounds):
         r = {}
-        for key, how, fn in measurements:
+        order = list(measurements)
+        if i:
+            random.Random(i).shuffle(order)
+        for key, how, fn in order:
             if key not in errors:
+                try:
+                    settle(fn, settle_ms)
+                except Exception:
+                    pass  # measure() reports the failure
                 measure(r, errors, key, how, fn)
-        all_rounds.append(r)
-    keys = [k for k, _, _ in measurements if all(k in r for r in all_rounds)]
-    mean = {k: statistics.fmean(r[k] for r in all_rounds) for k in keys}
-    spread = {k: max(r[k] for r in all_rounds) - min(r[k] for r in all_rounds) for k in keys}
-    return mean, spread, all_rounds
+        all_rounds.append((r, [k for k, _, _ in order]))
+    keys = [k for k, _, _ in measurements if all(k in r for r, _ in all_rounds)]
+    mean = {k: statistics.fmean(r[k] for r, _ in all_rounds) for k in keys}
+    spread = {k: max(r[k] for r, _ in all_rounds) - min(r[k] for r, _ in all_rounds) for k in keys}
+    return mean, spread, [dict(r, order=o) for r, o in all_rounds]
 
 
 def write_json(path, args, rows, timing, complete):

@@ -57,7 +57,9 @@ void mlir::fusion::buildFusionFusePipeline(OpPassManager &pm,
 /// #nvvm.target, so no chip is written here.
 void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
                                             const FusionToGPUOptions &options) {
-  pm.addPass(createFusionPlanKernelsPass());
+  FusionPlanKernelsPassOptions plan;
+  plan.lazyRowStats = options.lazyRowStats;
+  pm.addPass(createFusionPlanKernelsPass(plan));
   pm.addPass(createConvertFusionToGPUPass());
   // Common: host and device.
   pm.addPass(createConvertNVGPUToNVVMPass());

@@ -32,6 +32,12 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
       llvm::cl::desc("device code format: isa (PTX text), bin (cubin, runs "
                      "ptxas) or fatbin"),
       llvm::cl::init("bin")};
+  PassOptions::Option<std::string> lazyRowStats{
+      *this, "lazy-row-stats",
+      llvm::cl::desc("fusion-plan-kernels' lazy-row-stats: where a Lazy "
+                     "Pre-Norm GEMM's row statistics are computed (auto, "
+                     "in-kernel, kernel)"),
+      llvm::cl::init("auto")};
 };
 
 /// fusion-to-gpu: fusion-plan-kernels, convert-fusion-to-gpu, then the passes

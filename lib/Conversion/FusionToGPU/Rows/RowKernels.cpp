@@ -149,9 +149,9 @@ void RowKernelEmitter::emitNorm() {
     inRow.push_back(ok);
     column.push_back(col);
     x.push_back(loadIf(both(ok, rowValid), input, add(rowBase, col)));
-    if (weight)
+    if (weight && s.output)
       w.push_back(loadIf(ok, weight, col));
-    if (bias)
+    if (bias && s.output)
       bv.push_back(loadIf(ok, bias, col));
   }
   Value nF = cstF32(static_cast<double>(s.n));
@@ -176,7 +176,7 @@ void RowKernelEmitter::emitNorm() {
   Value rstd = rsqrt(arith::AddFOp::create(
       b, arith::DivFOp::create(b, total, nF), cstF32(s.epsilon)));
 
-  for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+  for (int64_t i = 0; i < s.vecsPerThread && s.output; ++i) {
     ifThen(both(inRow[i], rowValid), [&] {
       Value y = arith::MulFOp::create(b, x[i], splat(rstd));
       if (weight)

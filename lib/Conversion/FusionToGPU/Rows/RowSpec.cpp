@@ -124,6 +124,7 @@ FailureOr<RowKernelSpec> mlir::fusion::getRowKernelSpec(Operation *op,
             s.weightElem = elementOf(norm.getWeight());
             s.epsilon = norm.getEpsilon().convertToDouble();
             s.rstd = static_cast<bool>(norm.getRstd());
+            s.output = !norm.getOutput().use_empty();
             return shapeNorm(s, why);
           })
           .Case([&](LayerNormOp norm) {
@@ -132,6 +133,7 @@ FailureOr<RowKernelSpec> mlir::fusion::getRowKernelSpec(Operation *op,
             s.biasElem = elementOf(norm.getBias());
             s.epsilon = norm.getEpsilon().convertToDouble();
             s.mean = s.rstd = true;
+            s.output = !norm.getOutput().use_empty();
             return shapeNorm(s, why);
           })
           .Case<AddOp, MulOp>([&](auto binary) {

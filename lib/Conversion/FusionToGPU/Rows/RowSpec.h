@@ -47,6 +47,11 @@ struct RowKernelSpec {
   int64_t vec = 1;      ///< elements per access (16 bytes of elem, or 1)
   double epsilon = 0.0;
   bool mean = false, rstd = false; ///< statistics written
+  /// Norms: whether the normalized rows are written. Not when nothing reads
+  /// them: a norm kept only for its statistics (the rstd that a GEMM applies
+  /// as its row_scale, see fusion-plan-kernels) reads its rows once and
+  /// writes one value per row.
+  bool output = true;
   Broadcast broadcast = Broadcast::Same;
 
   // Norms: a group of threadsPerRow threads per row, each holding

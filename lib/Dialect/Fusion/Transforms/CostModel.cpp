@@ -88,3 +88,17 @@ mlir::fusion::planEpilogueNorm(const TargetInfo &target, int64_t n,
   return EpilogueNormPlan{cluster, slice, n,
                           cluster <= target.maxPortableClusterSize};
 }
+
+// In-kernel, the squares of a row of A are summed once per output tile: the
+// extra shared-memory reads and FMAs hide under the tensor cores, but cost
+// power, and the H200 runs its large GEMMs at its power cap (1260-1395 MHz
+// at ~690 W). A row statistics kernel instead reads A once more from HBM
+// (2 M K bytes) and writes 4 M. On the H200 at M = 65536 (Llama pre-norm,
+// RMSNorm with weight then a linear, bench/results/HISTORY.md): N = 4096 (16
+// tiles of 256) ran slower than torch.compile in-kernel (0.95x) and the
+// unfused pair at 1.01x; N <= 2048 (8 tiles) was 1.07-1.24x in-kernel.
+bool mlir::fusion::lazyRowStatsInKernel(const TargetInfo &target,
+                                        int64_t columnTiles) {
+  (void)target;
+  return columnTiles < 12;
+}

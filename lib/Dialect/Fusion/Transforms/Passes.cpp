@@ -50,7 +50,15 @@ struct FusionPlanKernelsPass
     : fusion::impl::FusionPlanKernelsPassBase<FusionPlanKernelsPass> {
   using Base::Base;
   void runOnOperation() override {
-    if (failed(planKernels(getOperation())))
+    if (lazyRowStats != "auto" && lazyRowStats != "in-kernel" &&
+        lazyRowStats != "kernel") {
+      getOperation().emitError()
+          << "fusion-plan-kernels: expected lazy-row-stats to be auto, "
+             "in-kernel or kernel, but got '"
+          << lazyRowStats << "'";
+      return signalPassFailure();
+    }
+    if (failed(planKernels(getOperation(), lazyRowStats)))
       signalPassFailure();
   }
 };

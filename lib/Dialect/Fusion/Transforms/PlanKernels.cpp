@@ -6,7 +6,10 @@
 // prologue or epilogue (its bias, if any, as col_bias), since one kernel
 // family covers both. Standalone fusion.rms_norm, fusion.layer_norm,
 // fusion.add and fusion.mul are left in place: convert-fusion-to-gpu gives
-// them row kernels of their own. Whatever else has no GPU kernel, or does not
+// them row kernels of their own. A Lazy Pre-Norm GEMM whose rows span many
+// output tiles gets its row statistics from a stats-only fusion.rms_norm
+// instead of summing them once per tile (lazy-row-stats; splitLazyRowStats).
+// Whatever else has no GPU kernel, or does not
 // fit the target, is refused with an error: planning is required for
 // correctness, so it fails loudly (docs/STYLE.md 2.5).
 //
@@ -81,9 +84,53 @@ void emitNoKernel(Operation *op) {
   if (!passes.empty())
     diag << " (" << passes << ")";
 }
+/// Whether Lazy Pre-Norm GEMM `op`, planned as `config`, should take its row
+/// statistics from a row kernel (`mode`: auto, in-kernel or kernel).
+bool wantsRowStatsKernel(FusedMatmulOp op, KernelConfigAttr config,
+                         const TargetInfo &target, StringRef mode) {
+  if (op.getPrologue() != PrologueKind::rms_norm ||
+      op.getEpilogue() != EpilogueKind::none || !op.getPrologueEpsilonAttr() ||
+      mode == "in-kernel")
+    return false;
+  if (mode == "kernel")
+    return true;
+  int64_t n = cast<RankedTensorType>(op.getOutput().getType()).getShape().back();
+  if (ShapedType::isDynamic(n))
+    return false;
+  return !lazyRowStatsInKernel(target,
+                               llvm::divideCeil(n, config.getTileN()));
+}
+
+/// Lazy Pre-Norm GEMM `op` (prologue rms_norm, epilogue none) as a
+/// stats-only fusion.rms_norm of its lhs (same epsilon; the normalized rows
+/// are not used, so the row kernel does not write them) and the GEMM without
+/// prologue, scaling its rows by that rstd (epilogue row_scale): the same
+/// values, rstd_i * (A @ B)_ij. Returns the new GEMM.
+FusedMatmulOp splitLazyRowStats(IRRewriter &rewriter, FusedMatmulOp op) {
+  rewriter.setInsertionPoint(op);
+  auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
+  auto rstdType = RankedTensorType::get(lhsType.getShape().drop_back(),
+                                        rewriter.getF32Type());
+  auto stats = RMSNormOp::create(rewriter, op.getLoc(), lhsType, rstdType,
+                                 op.getLhs(), /*weight=*/Value(),
+                                 op.getPrologueEpsilonAttr());
+  FusedMatmulSpec spec;
+  spec.lhs = op.getLhs();
+  spec.rhs = op.getRhs();
+  spec.transposeRhs = op.getTransposeRhs();
+  spec.residual = op.getResidual();
+  spec.colBias = op.getColBias();
+  spec.rowScale = stats.getRstd();
+  spec.epilogue = EpilogueKind::row_scale;
+  spec.outputType = op.getOutput().getType();
+  FusedMatmulOp scaled = buildFusedMatmul(rewriter, op.getLoc(), spec);
+  rewriter.replaceOp(op, scaled.getOutput());
+  return scaled;
+}
 } // namespace
 
-LogicalResult mlir::fusion::planKernels(ModuleOp module) {
+LogicalResult mlir::fusion::planKernels(ModuleOp module,
+                                        StringRef lazyRowStats) {
   // Collect first: the matmuls are replaced while planning.
   SmallVector<Operation *> gemms;
   bool ok = true;
@@ -125,6 +172,16 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module) {
         fused.emitOpError() << why;
         ok = false;
         continue;
+      }
+      if (wantsRowStatsKernel(fused, *config, *target, lazyRowStats)) {
+        FusedMatmulOp scaled = splitLazyRowStats(rewriter, fused);
+        config = planFusedMatmul(scaled, *target, why);
+        if (failed(config)) {
+          scaled.emitOpError() << why;
+          ok = false;
+          continue;
+        }
+        fused = scaled;
       }
       fused->setAttr(KernelConfigAttr::getAttrName(), *config);
       continue;

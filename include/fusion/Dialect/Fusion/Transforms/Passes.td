@@ -337,6 +337,29 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     ```
     (the row of 1536 columns: a cluster of 8 CTAs, 192 columns each).
 
+    Lazy Pre-Norm's row statistics (`lazy-row-stats`). A `fused_matmul`
+    with prologue `rms_norm` and epilogue `none` sums the squares of its A
+    rows in the kernel, from the A tiles in shared memory, once per output
+    tile: `ceil(N / tile_n)` times per row. Where that is many tiles
+    (`lazyRowStatsInKernel`: 12 or more, N >= 3072 at 256 columns), the
+    planner instead computes the statistics once, with a stats-only
+    `fusion.rms_norm` before the GEMM (its normalized rows are not written),
+    and the GEMM applies them as its `row_scale`:
+    ```mlir
+    %y = fusion.fused_matmul %x, %w {prologue = #fusion.prologue<rms_norm>,
+        prologue_epsilon = 1.0e-05 : f32}
+        : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
+    ```
+    becomes
+    ```mlir
+    %unused, %rstd = fusion.rms_norm %x {epsilon = 1.0e-05 : f32}
+        : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?xf32>
+    %y = fusion.fused_matmul %x, %w row_scale(%rstd : tensor<?xf32>)
+        {epilogue = #fusion.epilogue<row_scale>, fusion.kernel = ...}
+        : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
+    ```
+    `lazy-row-stats=in-kernel` or `=kernel` forces one form.
+
     #### Input invariants
     - The module (or an enclosing one) carries `fusion.target` whenever it
       holds a GEMM.
@@ -356,7 +379,8 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     error the pass fails; the refused ops are unchanged.
 
     #### Options
-    None.
+    - `lazy-row-stats` (`auto`, `in-kernel`, `kernel`): where a Lazy
+      Pre-Norm GEMM's row statistics are computed (above). Default `auto`.
 
     #### Target requirements
     Reads `fusion.target`. sm_90a: the rules above (wgmma, TMA, clusters up
@@ -365,6 +389,13 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     for `none`/`row_scale` halved while even 2 stages do not fit; planned
     only, no lowering yet. Fails on a module holding a GEMM but no target.
   }];
+  let options = [
+    Option<"lazyRowStats", "lazy-row-stats", "std::string", /*default=*/"\"auto\"",
+           "where a Lazy Pre-Norm GEMM's row statistics are computed: auto "
+           "(the cost model), in-kernel (from the A tiles, once per output "
+           "tile) or kernel (a stats-only fusion.rms_norm before the GEMM, "
+           "applied as its row_scale)">
+  ];
 }
 
 //===----------------------------------------------------------------------===//

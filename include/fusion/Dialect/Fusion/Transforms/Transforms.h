@@ -99,7 +99,19 @@ FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
 /// norm grads, gdpa and its grad, norm_attention and its grad, a matmul with
 /// transpose_lhs, whatever planFusedMatmul refuses) and on a module without
 /// `fusion.target` that has GEMMs to plan; then returns failure.
-LogicalResult planKernels(ModuleOp module);
+///
+/// A Lazy Pre-Norm GEMM (prologue rms_norm, epilogue none) gets its row
+/// statistics where `lazyRowStats` says: "in-kernel" (the GEMM sums the
+/// squares of its A rows from the tiles in shared memory, once per output
+/// tile), "kernel" (a stats-only fusion.rms_norm before it, whose rstd the
+/// GEMM applies as its row_scale: A is read once more from HBM, but once per
+/// row instead of once per column tile) or "auto" (lazyRowStatsInKernel).
+LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto");
+
+/// The cost model's choice for a Lazy Pre-Norm GEMM of `columnTiles` output
+/// tiles per row: true to sum the rows in the kernel, false for a row
+/// statistics kernel beforehand.
+bool lazyRowStatsInKernel(const TargetInfo &target, int64_t columnTiles);
 
 //===----------------------------------------------------------------------===//
 // Transformations
