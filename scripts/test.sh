@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Configures, builds and runs every test that runs without a GPU:
-# the lit suite (check-fusion) and the runtime's unit and loader tests.
+# the lit suite (check-fusion) and the runtime's unit and loader tests; with
+# FUSION_SANITIZE=1 (CI sets it) then scripts/sanitize.sh: the same suite in
+# an AddressSanitizer + UBSan build, and the fuzzers for a bounded time.
 #   scripts/test.sh [build-dir]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,4 +28,9 @@ ninja -C "$build" -j "$jobs" check-fusion
 # skipped (no cuda.h).
 if [ -f "$build/runtime/CTestTestfile.cmake" ]; then
   ctest --test-dir "$build/runtime" --output-on-failure
+fi
+# The sanitizer and fuzzing half (scripts/sanitize.sh, about 25 minutes on
+# 2 cores), in BUILD-san.
+if [ "${FUSION_SANITIZE:-0}" = 1 ]; then
+  "$root/scripts/sanitize.sh" "$build-san"
 fi

@@ -18,6 +18,13 @@ llvm_config.add_tool_substitutions(
     ["fusion-opt", "fusion-runner", "fusion-compile", "mlir-opt", "mlir-runner", "llvm-nm"],
     tool_dirs)
 
+# The compiler that built the tools. The PTX golden digests were recorded from
+# a GCC build: the generators create ops inside C++ argument lists, whose
+# evaluation order GCC and clang differ on, so a clang build (the sanitizer
+# build) emits the same instructions in another order.
+if getattr(config, "host_cxx_compiler_id", "") == "GNU":
+    config.available_features.add("gcc-host")
+
 # ptxas from the CUDA toolkit, for tests that assemble PTX.
 ptxas = shutil.which("ptxas") or (
     "/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
@@ -39,3 +46,14 @@ if os.path.exists(fusion_runtime_tests):
 # CUDA driver API headers and stub library are found.
 if os.path.exists(os.path.join(config.fusion_obj_root, "lib", "libfusion_runtime.so")):
     config.available_features.add("fusion-runtime")
+
+# The libFuzzer targets (tools/fusion-fuzz, runtime/test/fuzz), built only
+# with -DFUSION_BUILD_FUZZERS=ON (scripts/sanitize.sh).
+fusion_fuzz = os.path.join(config.fusion_tools_dir, "fusion-fuzz")
+fusion_runtime_fuzz = os.path.join(config.fusion_tools_dir, "fusion-runtime-fuzz")
+if os.path.exists(fusion_fuzz) and os.path.exists(fusion_runtime_fuzz):
+    config.available_features.add("fuzzer")
+    config.substitutions.append(("%fusion_fuzz", fusion_fuzz))
+    config.substitutions.append(("%fusion_runtime_fuzz", fusion_runtime_fuzz))
+    config.substitutions.append(
+        ("%cuda_home", config.environment.get("CUDA_HOME", "/usr/local/cuda")))

@@ -57,6 +57,10 @@ typedef enum fusionrtStatus {
   FUSIONRT_ERROR_LIMIT_EXCEEDED = 3,
   /* The device lacks a feature the call needs (clusters, tensor maps). */
   FUSIONRT_ERROR_UNSUPPORTED = 4,
+  /* Not values: they make every int32 representable, as callers may pass
+   * values outside the list (the runtime refuses them with a message). */
+  FUSIONRT_STATUS_MIN_ENUM = -0x7fffffff - 1,
+  FUSIONRT_STATUS_MAX_ENUM = 0x7fffffff,
 } fusionrtStatus;
 
 /* The enumerator's name without the prefix, e.g. "invalid argument". */
@@ -188,6 +192,10 @@ typedef enum fusionrtDataType {
   FUSIONRT_DATA_TYPE_FLOAT32_FTZ = 10,
   FUSIONRT_DATA_TYPE_TFLOAT32 = 11,
   FUSIONRT_DATA_TYPE_TFLOAT32_FTZ = 12,
+  /* Not values: they make every int32 representable, as callers may pass
+   * values outside the list (the runtime refuses them with a message). */
+  FUSIONRT_DATA_TYPE_MIN_ENUM = -0x7fffffff - 1,
+  FUSIONRT_DATA_TYPE_MAX_ENUM = 0x7fffffff,
 } fusionrtDataType;
 
 typedef enum fusionrtSwizzle {
@@ -195,12 +203,20 @@ typedef enum fusionrtSwizzle {
   FUSIONRT_SWIZZLE_32B = 1,
   FUSIONRT_SWIZZLE_64B = 2,
   FUSIONRT_SWIZZLE_128B = 3,
+  /* Not values: they make every int32 representable, as callers may pass
+   * values outside the list (the runtime refuses them with a message). */
+  FUSIONRT_SWIZZLE_MIN_ENUM = -0x7fffffff - 1,
+  FUSIONRT_SWIZZLE_MAX_ENUM = 0x7fffffff,
 } fusionrtSwizzle;
 
 typedef enum fusionrtInterleave {
   FUSIONRT_INTERLEAVE_NONE = 0,
   FUSIONRT_INTERLEAVE_16B = 1,
   FUSIONRT_INTERLEAVE_32B = 2,
+  /* Not values: they make every int32 representable, as callers may pass
+   * values outside the list (the runtime refuses them with a message). */
+  FUSIONRT_INTERLEAVE_MIN_ENUM = -0x7fffffff - 1,
+  FUSIONRT_INTERLEAVE_MAX_ENUM = 0x7fffffff,
 } fusionrtInterleave;
 
 typedef enum fusionrtL2Promotion {
@@ -208,12 +224,20 @@ typedef enum fusionrtL2Promotion {
   FUSIONRT_L2_PROMOTION_64B = 1,
   FUSIONRT_L2_PROMOTION_128B = 2,
   FUSIONRT_L2_PROMOTION_256B = 3,
+  /* Not values: they make every int32 representable, as callers may pass
+   * values outside the list (the runtime refuses them with a message). */
+  FUSIONRT_L2_PROMOTION_MIN_ENUM = -0x7fffffff - 1,
+  FUSIONRT_L2_PROMOTION_MAX_ENUM = 0x7fffffff,
 } fusionrtL2Promotion;
 
 typedef enum fusionrtOobFill {
   FUSIONRT_OOB_FILL_ZERO = 0,
   /* NaN that a following FMA treats as zero; floating-point element types only. */
   FUSIONRT_OOB_FILL_NAN_REQUEST_ZERO_FMA = 1,
+  /* Not values: they make every int32 representable, as callers may pass
+   * values outside the list (the runtime refuses them with a message). */
+  FUSIONRT_OOB_FILL_MIN_ENUM = -0x7fffffff - 1,
+  FUSIONRT_OOB_FILL_MAX_ENUM = 0x7fffffff,
 } fusionrtOobFill;
 
 #define FUSIONRT_TENSOR_MAP_MAX_RANK 5

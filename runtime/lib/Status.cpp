@@ -85,6 +85,9 @@ const char *fusionrtStatusName(fusionrtStatus status) {
     return "limit exceeded";
   case FUSIONRT_ERROR_UNSUPPORTED:
     return "unsupported";
+  case FUSIONRT_STATUS_MIN_ENUM:
+  case FUSIONRT_STATUS_MAX_ENUM:
+    break;
   }
   return "unknown status";
 }
