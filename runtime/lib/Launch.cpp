@@ -43,7 +43,14 @@ struct Dim3 {
   }
   bool positive() const { return x >= 1 && y >= 1 && z >= 1; }
   bool fitsDriver() const { return x <= UINT32_MAX && y <= UINT32_MAX && z <= UINT32_MAX; }
-  intptr_t volume() const { return x * y * z; }
+  /// x * y * z, saturated at INTPTR_MAX: the sizes come from the caller, and
+  /// three of up to 2^32 each overflow 64 bits.
+  intptr_t volume() const {
+    intptr_t xy = 0, xyz = 0;
+    if (__builtin_mul_overflow(x, y, &xy) || __builtin_mul_overflow(xy, z, &xyz))
+      return INTPTR_MAX;
+    return xyz;
+  }
 };
 
 struct LaunchShape {

@@ -26,6 +26,16 @@ struct MemRefView {
   const int64_t *sizes;
   const int64_t *strides;
 
+  /// The address of the first element, aligned + offset elements of
+  /// `elementBytes`, computed in unsigned integers: the words come from the
+  /// caller, so neither a null base nor an offset whose product overflows
+  /// may reach pointer or signed arithmetic (undefined behavior); a wrong
+  /// address is then refused by the checks that read it.
+  char *begin(int64_t elementBytes) const {
+    uintptr_t shift = static_cast<uintptr_t>(offset) * static_cast<uintptr_t>(elementBytes);
+    return reinterpret_cast<char *>(reinterpret_cast<uintptr_t>(aligned) + shift);
+  }
+
   static MemRefView read(const void *descriptor, int64_t rank) {
     const int64_t *words = static_cast<const int64_t *>(descriptor);
     char *aligned = reinterpret_cast<char *>(static_cast<intptr_t>(words[1]));

@@ -36,7 +36,7 @@ bool memrefSpan(const char *entryPoint, int64_t rank, void *descriptor, int64_t 
   int64_t lastElement = 0;
   for (int64_t i = 0; i < rank; ++i) {
     if (view.sizes[i] <= 0) {
-      *begin = view.aligned + view.offset * elementSizeBytes;
+      *begin = view.begin(elementSizeBytes);
       *bytes = 0;
       return true;
     }
@@ -48,7 +48,7 @@ bool memrefSpan(const char *entryPoint, int64_t rank, void *descriptor, int64_t 
     }
     lastElement += (view.sizes[i] - 1) * view.strides[i];
   }
-  *begin = view.aligned + view.offset * elementSizeBytes;
+  *begin = view.begin(elementSizeBytes);
   *bytes = static_cast<uint64_t>(lastElement + 1) * static_cast<uint64_t>(elementSizeBytes);
   return true;
 }
@@ -171,7 +171,7 @@ void mgpuMemHostUnregisterMemRef(int64_t rank, void *descriptor, int64_t element
   if (!descriptor || rank < 0 || elementSizeBytes <= 0)
     return;
   MemRefView view = MemRefView::read(descriptor, rank);
-  mgpuMemHostUnregister(view.aligned + view.offset * elementSizeBytes);
+  mgpuMemHostUnregister(view.begin(elementSizeBytes));
 }
 
 void mgpuSetDefaultDevice(int32_t device) { selectDevice(device); }

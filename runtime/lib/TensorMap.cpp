@@ -403,7 +403,7 @@ void *mgpuTensorMapEncodeTiledMemref(int64_t tensorRank, void *descriptor, int64
   if (tensorRank >= 1 && tensorRank <= kMaxTensorMapRank) {
     MemRefView view = MemRefView::read(descriptor, tensorRank);
     const int64_t bytes = tensorMapElementBytes(tensorDataType);
-    request.globalAddress = view.aligned + view.offset * bytes;
+    request.globalAddress = view.begin(bytes);
     for (int64_t d = 0; d < tensorRank; ++d) {
       request.sizes[d] = view.sizes[d];
       request.strides[d] = view.strides[d];
