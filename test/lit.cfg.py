@@ -57,3 +57,9 @@ if os.path.exists(fusion_fuzz) and os.path.exists(fusion_runtime_fuzz):
     config.substitutions.append(("%fusion_runtime_fuzz", fusion_runtime_fuzz))
     config.substitutions.append(
         ("%cuda_home", config.environment.get("CUDA_HOME", "/usr/local/cuda")))
+
+# FusionPlugin.so (lib/Plugin): the dialect and passes for upstream mlir-opt.
+fusion_plugin = os.path.join(config.fusion_obj_root, "lib", "FusionPlugin.so")
+if os.path.exists(fusion_plugin):
+    config.available_features.add("fusion-plugin")
+    config.substitutions.append(("%fusion_plugin", fusion_plugin))
