@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs fusion-fuzz (tools/fusion-fuzz) for a bounded time, seeded with every
-# case of the lit suite, after replaying the saved reproducers of
-# test/fuzz/regressions. A crash or sanitizer report in our code, a hang
-# (> 10 s on one input) or > 4 GB of memory fails the run and leaves the
+# case of the lit suite (lit replays the saved reproducers of
+# test/fuzz/regressions: replay-regressions.test). A crash or sanitizer
+# report in our code, a hang (> 10 s on one input) or > 4 GB of memory fails the run and leaves the
 # input under BUILD/fuzz/artifacts; a crash inside libMLIR alone is kept
 # under BUILD/fuzz/upstream and fuzzing goes on.
 #   scripts/fuzz.sh BUILD SECONDS [more libFuzzer flags, e.g. -runs=1000000]
@@ -22,8 +22,6 @@ export CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
 # allow_user_poisoning=0: see test/fuzz/README.md (ASan and MLIR).
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=1:allow_user_poisoning=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-echo "fuzz.sh: replaying test/fuzz/regressions"
-FUSION_FUZZ_ALL_STAGES=1 "$fuzz" -timeout=10 -rss_limit_mb=4096 "$root"/test/fuzz/regressions/*.mlir
 echo "fuzz.sh: fuzzing for $secs s"
 # libFuzzer stops at the first crash. Each crash is re-run alone and sorted:
 # one with a frame of this repository's sources above the harness (lib/,

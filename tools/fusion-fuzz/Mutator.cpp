@@ -65,8 +65,12 @@ struct Tokens {
 
 Tokens tokenize(const std::string &text, const std::vector<Span> &dims) {
   Tokens t;
+  std::vector<size_t> dimStarts;
+  for (const Span &d : dims)
+    dimStarts.push_back(d.first);
+  std::sort(dimStarts.begin(), dimStarts.end());
   auto isDim = [&](size_t b) {
-    return std::any_of(dims.begin(), dims.end(), [&](const Span &s) { return s.first == b; });
+    return std::binary_search(dimStarts.begin(), dimStarts.end(), b);
   };
   size_t i = 0, n = text.size();
   while (i < n) {

@@ -41,6 +41,9 @@ struct Words {
   }
 };
 
+/// The harness's verdict on a broken property: abort is how a libFuzzer target
+/// reports a bug (the input is saved as a crash). Test code only; the runtime
+/// itself returns errors.
 [[noreturn]] void fail(const char *what) {
   std::fprintf(stderr, "fusion-runtime-fuzz: accepted, but %s\n", what);
   std::abort();
