@@ -15,7 +15,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.fusion_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["fusion-opt", "fusion-runner", "fusion-compile", "mlir-opt", "mlir-runner", "llvm-nm"],
+    ["fusion-opt", "fusion-runner", "fusion-compile", "mlir-opt", "mlir-runner", "llvm-nm", "llvm-readelf"],
     tool_dirs)
 
 # The compiler that built the tools. The PTX golden digests were recorded from

@@ -59,6 +59,71 @@ def ConvertFusionToLinalgPass : Pass<"convert-fusion-to-linalg"> {
 
 
 //===----------------------------------------------------------------------===//
+// FusionToCPU
+//===----------------------------------------------------------------------===//
+
+def FusionCPUEntryPointsPass
+    : Pass<"fusion-cpu-entry-points", "::mlir::ModuleOp"> {
+  let summary = "give each public function the library ABI the loader calls, for the CPU";
+  let description = [{
+    The first step of `fusion-to-cpu`, the CPU library's pipeline (then
+    `convert-fusion-to-linalg`, bufferization and the lowering to LLVM).
+    Each public function on tensors becomes a library entry point with the
+    ABI of the GPU host functions (`convert-fusion-to-gpu`), so that the
+    Python loader calls CPU and GPU libraries alike: every result becomes one
+    more argument, an identity-layout memref the caller allocates, which the
+    result is materialized into (`bufferization.materialize_in_destination`
+    `restrict writable`; after `eliminate-empty-tensors` the op computing it
+    writes there directly), and the function returns nothing. Its
+    description is exported as the string `__fusion_signature_<function>`.
+    The module's `fusion.target` is removed (it names a GPU).
+
+    Example:
+    ```mlir
+    func.func @f(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+      %y = fusion.rms_norm %x {epsilon = 1.0e-05 : f32}
+          : tensor<?x64xbf16> -> tensor<?x64xbf16>
+      return %y : tensor<?x64xbf16>
+    }
+    ```
+    becomes
+    ```mlir
+    func.func @f(%x: tensor<?x64xbf16>, %out: memref<?x64xbf16>) {
+      %y = fusion.rms_norm %x {epsilon = 1.0e-05 : f32}
+          : tensor<?x64xbf16> -> tensor<?x64xbf16>
+      bufferization.materialize_in_destination %y in restrict writable %out
+          : (tensor<?x64xbf16>, memref<?x64xbf16>) -> ()
+      return
+    }
+    llvm.mlir.global external constant @__fusion_signature_f(
+        "arg0: bf16[?,64]; result0: bf16[?,64]\00")
+    ```
+
+    #### Input invariants
+    Functions on ranked tensors of the loader's element types; private
+    functions and declarations are left alone. Refused with an error: a
+    top-level symbol with a name the library reserves (the compiler's
+    `__fusion_` symbols, the runtimes' and the C library's names), a public
+    function whose name is not a C identifier, an argument or result of
+    another type, and a module without a public function.
+
+    #### Output IR
+    Public functions in destination-passing style (tensor arguments, memref
+    outputs), one `llvm.mlir.global` description each.
+
+    #### Options
+    None.
+
+    #### Target requirements
+    None: the reference lowering runs wherever LLVM does.
+  }];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect"
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // FusionToGPU
 //===----------------------------------------------------------------------===//
 

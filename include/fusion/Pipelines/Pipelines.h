@@ -47,6 +47,13 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
 /// place they are read from.
 void buildFusionToGPUPipeline(OpPassManager &pm, const FusionToGPUOptions &options);
 
+/// fusion-to-cpu: fusion-cpu-entry-points (the library ABI), then the
+/// reference lowering (convert-fusion-to-linalg), eliminate-empty-tensors,
+/// one-shot-bufferize, buffer deallocation, and the lowering of loops, bf16
+/// and f16 arithmetic (emulated in f32) and math to the LLVM dialect; then
+/// mlir-translate --mlir-to-llvmir (or fusion-compile --cpu).
+void buildFusionToCPUPipeline(OpPassManager &pm);
+
 /// Registers the named pipelines with the global registry.
 void registerFusionPipelines();
 

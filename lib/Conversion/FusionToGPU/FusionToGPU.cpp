@@ -31,6 +31,7 @@
 #include "HostLowering.h"
 #include "KernelFamily.h"
 
+#include "fusion/Conversion/LibraryABI/LibraryABI.h"
 #include "fusion/Conversion/Passes.h"
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 
@@ -48,6 +49,8 @@ namespace mlir::fusion {
 
 using namespace mlir;
 using namespace mlir::fusion;
+
+static constexpr LibraryKind kGPULibrary = {"the GPU", "a GPU host function"};
 
 func::FuncOp HostLowering::getRuntimeFunction(StringRef name,
                                               FunctionType type) {
@@ -79,138 +82,6 @@ Value HostLowering::dynamicMemref(Value v) {
   SmallVector<int64_t> shape(t.getRank(), ShapedType::kDynamic);
   return memref::CastOp::create(b, MemRefType::get(shape, t.getElementType()),
                                 memref);
-}
-
-/// The prefix of the description global of each lowered function, and of
-/// every other symbol the lowering makes (kernel names): no user function
-/// may start with it.
-static constexpr StringLiteral kSignaturePrefix = "__fusion_signature_";
-
-/// Why a top-level symbol of this name would collide with what the lowered
-/// library defines or calls, or "" when it would not.
-static StringRef reservedNameReason(StringRef name) {
-  if (name.starts_with("__fusion_"))
-    return "the compiler's own symbols start with '__fusion_' (kernel names, "
-           "function descriptions)";
-  if (name.starts_with("mgpu"))
-    return "the GPU runtime's host entry points the lowered code calls start "
-           "with 'mgpu'";
-  if (name.starts_with("fusionrt"))
-    return "the fusion runtime's entry points start with 'fusionrt'";
-  if (name.starts_with("_mlir_"))
-    return "MLIR's generated interfaces and runtime symbols start with "
-           "'_mlir_'";
-  if (name == "fusion_kernels" || name.starts_with("fusion_kernels_"))
-    return "the kernels' gpu.module is 'fusion_kernels' and its binary, "
-           "loader and kernel-name symbols start with 'fusion_kernels_'";
-  if (name.starts_with("llvm."))
-    return "'llvm.' names are LLVM intrinsics";
-  if (name.starts_with("__"))
-    return "names starting with '__' belong to the C implementation";
-  // Libc names: the lowered host code calls some (allocation, copies), and
-  // a library exporting one would shadow the C library for its callers.
-  static const llvm::StringSet<> libc = {
-      "main",    "malloc",  "calloc",  "realloc", "free",    "aligned_alloc",
-      "posix_memalign", "memalign", "valloc", "memcpy", "memmove", "memset",
-      "memcmp",  "memchr",  "strlen",  "strcmp",  "strncmp", "strcpy",
-      "strncpy", "strcat",  "strchr",  "strdup",  "abort",   "exit",
-      "_exit",   "atexit",  "printf",  "fprintf", "sprintf", "snprintf",
-      "puts",    "putchar", "fputs",   "fwrite",  "fflush",  "write",
-      "read",    "open",    "close",   "dlopen",  "dlsym",   "dlclose",
-      "getenv",  "errno",   "raise",   "signal",  "qsort",   "bsearch",
-      "sqrt",    "sqrtf",   "exp",     "expf",    "log",     "logf",
-      "pow",     "powf",    "fabs",    "fabsf",   "tanh",    "tanhf",
-      "erf",     "erff",    "_init",   "_fini",   "_start"};
-  if (libc.contains(name))
-    return "the C library defines it (the lowered host code calls C library "
-           "functions, and an exported definition would shadow libc's)";
-  return "";
-}
-
-/// A lowered function is exported as a C symbol and described by name.
-static bool isCIdentifier(StringRef name) {
-  if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_'))
-    return false;
-  return llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
-}
-
-/// The description's name of an element type (the Python loader's dtypes),
-/// or "" for a type it does not know.
-static StringRef describeElementType(Type t) {
-  if (t.isBF16())
-    return "bf16";
-  if (t.isF16())
-    return "f16";
-  if (t.isF32())
-    return "f32";
-  if (t.isF64())
-    return "f64";
-  if (t.isUnsignedInteger(8))
-    return "u8";
-  if (t.isSignlessInteger(1))
-    return "i1";
-  if (t.isSignlessInteger(8))
-    return "i8";
-  if (t.isSignlessInteger(16))
-    return "i16";
-  if (t.isSignlessInteger(32))
-    return "i32";
-  if (t.isSignlessInteger(64))
-    return "i64";
-  return "";
-}
-
-/// The function's description in the loader's signature syntax: its
-/// arguments, then its results as the output arguments the caller passes,
-/// e.g. "arg0: bf16[?,1024]; arg1: bf16[1024,1024]; result0: bf16[?,1024]"
-/// (`?` a dynamic size). Fails on a type the loader cannot pass.
-static FailureOr<std::string> describeFunction(func::FuncOp func) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  auto add = [&](Type type, StringRef kind, unsigned i) -> LogicalResult {
-    auto t = dyn_cast<RankedTensorType>(type);
-    StringRef dtype = t ? describeElementType(t.getElementType()) : "";
-    if (dtype.empty())
-      return func.emitOpError()
-             << "cannot be lowered to the GPU: " << kind << " #" << i
-             << " has type " << type
-             << ", but a GPU host function takes ranked tensors of bf16, f16, "
-                "f32, f64, i1, i8, ui8, i16, i32 or i64";
-    if (!text.empty())
-      os << "; ";
-    os << (kind == "argument" ? "arg" : "result") << i << ": " << dtype << "[";
-    llvm::interleave(
-        t.getShape(), os,
-        [&](int64_t d) {
-          if (ShapedType::isDynamic(d))
-            os << "?";
-          else
-            os << d;
-        },
-        ",");
-    os << "]";
-    return success();
-  };
-  for (auto [i, t] : llvm::enumerate(func.getArgumentTypes()))
-    if (failed(add(t, "argument", i)))
-      return failure();
-  for (auto [i, t] : llvm::enumerate(func.getResultTypes()))
-    if (failed(add(t, "result", i)))
-      return failure();
-  return text;
-}
-
-/// Exports the description of host function `name` as the constant
-/// NUL-terminated string `__fusion_signature_<name>`.
-static void emitDescription(ModuleOp module, StringRef name,
-                            StringRef description) {
-  OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
-  std::string text = (description + Twine('\0')).str();
-  auto type = LLVM::LLVMArrayType::get(top.getI8Type(), text.size());
-  LLVM::GlobalOp::create(top, module.getLoc(), type, /*isConstant=*/true,
-                         LLVM::Linkage::External,
-                         (kSignaturePrefix + name).str(),
-                         top.getStringAttr(text));
 }
 
 namespace {
@@ -254,7 +125,7 @@ static bool isHostOp(Operation &op) {
 }
 
 LogicalResult FunctionLowering::check() {
-  if (failed(describeFunction(func)))
+  if (failed(describeFunction(func, kGPULibrary)))
     return failure();
   for (Operation &op : func.getBody().front()) {
     if (isa<func::ReturnOp>(op) || isHostOp(op))
@@ -316,7 +187,7 @@ static void lowerHostOp(Operation &op, ImplicitLocOpBuilder &b, IRMapping &map,
 LogicalResult FunctionLowering::run() {
   if (failed(check()))
     return failure();
-  std::string description = *describeFunction(func);
+  std::string description = *describeFunction(func, kGPULibrary);
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
 
@@ -388,26 +259,9 @@ LogicalResult FunctionLowering::run() {
 /// exported C symbol, and functions (`others`) holding no fusion op.
 static LogicalResult checkSymbols(ModuleOp module,
                                   ArrayRef<func::FuncOp> others) {
-  bool ok = true;
-  for (Operation &op : module.getBody()->getOperations()) {
-    auto name = op.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName());
-    if (!name)
-      continue;
-    StringRef why = reservedNameReason(name.getValue());
-    if (!why.empty()) {
-      op.emitOpError() << "has the reserved name '" << name.getValue()
-                       << "': " << why;
-      ok = false;
-    } else if (isa<func::FuncOp>(op) && !isCIdentifier(name.getValue())) {
-      op.emitOpError() << "has the name '" << name.getValue()
-                       << "', but a GPU host function is exported as a C "
-                          "symbol: expected letters, digits and '_', not "
-                          "starting with a digit";
-      ok = false;
-    }
-  }
+  bool ok = succeeded(checkLibrarySymbols(module, kGPULibrary));
   for (func::FuncOp f : others) {
-    if (!reservedNameReason(f.getName()).empty())
+    if (!reservedSymbolReason(f.getName()).empty())
       continue;
     f.emitOpError() << "'" << f.getName() << "' "
                     << (f.getBody().empty() ? "is a declaration"
