@@ -1,0 +1,271 @@
+"""From a PyTorch model to the fusion compiler's kernels, without writing MLIR.
+
+    import fusion_compiler
+    fast = fusion_compiler.compile(model, (x,))          # target="sm_90a"
+    y = fast(x)                    # on PyTorch's current stream, asynchronous
+    print(fusion_compiler.explain(model, (x,)))          # what was fused, how, why not
+    torch.compile(model, backend=fusion_compiler.backend)
+
+`compile` captures the model with `torch.export` (an ATen graph), recognizes
+the forms the dialect holds (RMSNorm, Hugging Face's LlamaRMSNorm arithmetic
+in float32 included, LayerNorm, nn.Linear with and without bias, mm/addmm,
+residual and bias adds, element-wise products), groups them into maximal
+partitions, writes each partition as a function of the dialect, compiles it
+with the project's own pipeline (`fusion-compile`: fusion-fuse, kernel
+planning, sm_90a kernels; or the reference lowering with target="cpu"),
+caches the library on disk, and returns the graph with each partition
+replaced by a call of its library. Everything else stays in PyTorch, never
+an error; a partition that fails to compile stays in PyTorch too, and
+`explain` says why (strict=True raises instead).
+
+Training: the compiled kernels have no backward yet. A call that needs
+gradients (grad mode on and an input or parameter that requires them) runs
+the partition in PyTorch instead, so autograd stays correct; run inference
+under `torch.no_grad()` or `torch.inference_mode()` to use the kernels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, List, Optional, Sequence, Tuple
+
+from .toolchain import FusionCompileError, compile_library, find_tools, fusion_report
+
+__all__ = ["CompiledModule", "Explanation", "FusionCompileError", "backend", "compile",
+           "explain"]
+
+DEFAULT_TARGET = "sm_90a"
+TARGETS = ("cpu", "sm_90a", "sm_100a")
+
+
+@dataclass
+class PartitionReport:
+    name: str
+    ops: List[Tuple[str, str]]      # (dialect op, model source line)
+    compiled: bool
+    why_not: str = ""               # why it stays in PyTorch
+    remarks: List[str] = field(default_factory=list)  # fusion-fuse's decisions
+    library: str = ""
+    mlir: str = ""
+
+
+@dataclass
+class Explanation:
+    target: str
+    partitions: List[PartitionReport]
+    left_in_pytorch: List[Tuple[str, str, str]]  # (node, why, source line)
+
+    def __str__(self) -> str:
+        lines = [f"fusion_compiler: {len(self.partitions)} partition(s) for {self.target}"]
+        for p in self.partitions:
+            state = ("compiled" if p.compiled else f"left in PyTorch: {p.why_not}"
+                     if p.why_not else "to be compiled")
+            lines.append(f"  {p.name}: {', '.join(op for op, _ in p.ops)} ({state})")
+            for op, where in p.ops:
+                lines.append(f"    {op:<10} {where}")
+            for remark in p.remarks:
+                where, _, text = remark.partition(": remark: ")
+                lines.append(f"    {text} [{where.rsplit(':', 1)[0]}]")
+        if self.left_in_pytorch:
+            lines.append("  left in PyTorch:")
+            for node, why, where in self.left_in_pytorch:
+                lines.append(f"    {node}: {why} ({where})")
+        return "\n".join(lines)
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _check_target(target: str) -> str:
+    if target not in TARGETS:
+        raise ValueError(f"target {target!r}: expected one of {', '.join(TARGETS)}")
+    if target == "sm_100a":
+        raise ValueError("target 'sm_100a': the compiler plans kernels for it but does not "
+                         "emit them yet; use 'sm_90a' (Hopper) or 'cpu'")
+    return target
+
+
+def _capture(model, example_inputs: Sequence[Any], example_kwargs=None):
+    torch = _torch()
+    if not isinstance(model, torch.nn.Module):
+        fn = model
+
+        class _Fn(torch.nn.Module):
+            def forward(self, *args, **kwargs):
+                return fn(*args, **kwargs)
+        model = _Fn()
+    exported = torch.export.export(model, tuple(example_inputs), kwargs=example_kwargs or None)
+    return exported.module()
+
+
+def _left_in_pytorch(gm) -> List[Tuple[str, str, str]]:
+    from . import support
+    from .emit import source_line
+    import operator
+    out = []
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem:
+            continue
+        name = str(node.target)
+        if "assert" in name or "sym_constrain" in name:
+            continue
+        why = support.reason(node)
+        if why is not None:
+            where = source_line(node)
+            out.append((node.name, why, f"{where[0]}:{where[1]}" if where else "?"))
+    return out
+
+
+def _regroup(partitions, support):
+    """Moves each linear layer into the partition that computes its input
+    (the partitioner's greedy merge can put it with its consumers instead):
+    every GEMM reading a norm's output then sits beside the norm, where
+    Lazy Pre-Norm can take them all. Keeps the partitions worth a library:
+    those holding a GEMM or a norm (element-wise ops alone gain nothing
+    over PyTorch's own kernels)."""
+    from . import ops
+    owner = {n: p for p in partitions for n in p.nodes}
+    for part in partitions:
+        for node in list(part.nodes):
+            if node.target not in (ops.linear, ops.matmul):
+                continue
+            source = owner.get(node.args[0])
+            if source is None or source is part:
+                continue
+            if any(isinstance(a, type(node)) and a in owner for a in node.args[1:]):
+                continue
+            part.remove_node(node)
+            source.add_node(node)
+            owner[node] = source
+    anchors = (ops.linear, ops.matmul, ops.rms_norm, ops.layer_norm)
+    return [p for p in partitions if any(n.target in anchors for n in p.nodes)]
+
+
+def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool):
+    """Rewrites `gm` in place: recognized forms, partitions, compiled calls."""
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+
+    from . import patterns, support
+    from .calls import CompiledPartition
+    from .emit import EmitError, emit
+
+    patterns.recognize(gm)
+    left = _left_in_pytorch(gm)
+    # One partitioning per row count, so that a partition's activations
+    # flatten alike (attention's [batch, heads, tokens, dim] tensors apart
+    # from the [batch, tokens, hidden] ones).
+    counts = sorted({support.rows(n) for n in gm.graph.nodes
+                     if support.is_compute(n) and support.reason(n) is None} - {None})
+    fused = gm
+    for count in counts:
+        partitioner = CapabilityBasedPartitioner(fused, support.FusionOperatorSupport(count),
+                                                 allows_single_node_partition=True)
+        proposed = _regroup(partitioner.propose_partitions(), support)
+        if proposed:
+            fused = partitioner.fuse_partitions(proposed)
+            # fuse_partitions names every call fused_<i>: keep them apart.
+            for node in fused.graph.nodes:
+                if node.op == "call_module" and str(node.target).startswith("fused_"):
+                    new = f"fusion_rows{count}_{node.target}"
+                    fused.add_submodule(new, fused.get_submodule(node.target))
+                    fused.delete_submodule(node.target)
+                    node.target = new
+    reports: List[PartitionReport] = []
+    tools = find_tools() if (compile_now or report) else None
+    for node in list(fused.graph.nodes):
+        if node.op != "call_module" or not str(node.target).startswith("fusion_rows"):
+            continue
+        sub = fused.get_submodule(node.target)
+        name = f"fusion_part{len(reports)}"
+        entry = PartitionReport(name, [], False)
+        reports.append(entry)
+        try:
+            values = [a.meta.get("val") for a in node.args]
+            program = emit(sub, values, name, "sm_90a" if target == "cpu" else target)
+            entry.ops, entry.mlir = program.ops, program.mlir
+            if report:
+                entry.remarks = fusion_report(program.mlir, tools)
+            if compile_now:
+                lib = compile_library(program.mlir, target, tools=tools)
+                compiled = CompiledPartition(program, lib.path, target, tools.runtime_library)
+                compiled.fallback = sub
+                fused.add_submodule(node.target, compiled)
+                entry.library = lib.path
+            entry.compiled = compile_now
+        except (EmitError, FusionCompileError, OSError) as error:
+            if strict:
+                raise
+            entry.why_not = str(error).splitlines()[0] if str(error) else type(error).__name__
+    fused.recompile()
+    return fused, Explanation(target, reports, left)
+
+
+class CompiledModule:
+    """A captured model whose supported partitions call compiled libraries."""
+
+    def __init__(self, graph_module, explanation: Explanation):
+        self.graph_module = graph_module
+        self.explanation = explanation
+
+    def __call__(self, *args, **kwargs):
+        return self.graph_module(*args, **kwargs)
+
+    def explain(self) -> Explanation:
+        return self.explanation
+
+    @property
+    def mlir(self) -> List[str]:
+        return [p.mlir for p in self.explanation.partitions]
+
+
+def compile(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, *,
+            example_kwargs=None, strict: bool = False, report: bool = True) -> CompiledModule:
+    """Compiles `model` (an nn.Module or a function of tensors) for the
+    shapes, dtypes and devices of `example_inputs`. target: "sm_90a" (the
+    default; a CUDA device runs it) or "cpu" (the reference lowering, for
+    machines without a GPU). strict=True raises where a partition cannot be
+    compiled instead of leaving it in PyTorch. report=False skips the
+    fusion report (`explain`) for a faster compile."""
+    _check_target(target)
+    gm = _capture(model, example_inputs, example_kwargs)
+    fused, explanation = _partition(gm, target, True, strict, report)
+    return CompiledModule(fused, explanation)
+
+
+def explain(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, *,
+            example_kwargs=None) -> Explanation:
+    """What `compile` would do, without compiling: the partitions, the
+    passes' fusion decisions on each (which norms were fused, and how: Lazy
+    Pre-Norm, an epilogue of one CTA, a cluster or rows through global
+    memory; and why the others were not), each with the model's source
+    line, and the operations left in PyTorch with the reason."""
+    _check_target(target)
+    gm = _capture(model, example_inputs, example_kwargs)
+    return _partition(gm, target, False, False, True)[1]
+
+
+def backend(gm, example_inputs, target: Optional[str] = None):
+    """A torch.compile backend: `torch.compile(model, backend=fusion_compiler.backend)`.
+
+    Dynamo's graphs go through AOTAutograd (ATen graphs, parameters as
+    inputs); the forward graph's supported partitions call our libraries
+    (target: sm_90a where the inputs are on a CUDA device, else cpu) and the
+    rest, and every backward graph, runs in PyTorch's eager kernels."""
+    torch = _torch()
+    from torch._dynamo.backends.common import aot_autograd
+    if target is None:
+        on_cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in example_inputs)
+        target = DEFAULT_TARGET if on_cuda else "cpu"
+    _check_target(target)
+
+    def forward_compiler(graph_module, inputs):
+        fused, _ = _partition(graph_module, target, True, False, False)
+        return fused
+
+    def backward_compiler(graph_module, inputs):
+        return graph_module
+
+    return aot_autograd(fw_compiler=forward_compiler, bw_compiler=backward_compiler)(
+        gm, example_inputs)

@@ -1,0 +1,126 @@
+"""Runs a compiled partition inside the PyTorch graph that replaced it.
+
+A `CompiledPartition` is the module the partition's call node calls: it
+flattens the token dimensions of its activations, allocates the outputs,
+calls the library (a GPU library through the runtime's loader, on PyTorch's
+current stream and without synchronizing; a CPU library directly) and gives
+the outputs their model shapes back.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import List, Optional, Sequence
+
+import torch
+
+from .emit import Program
+
+ALIGNMENT_BYTES = 16
+
+
+def _memref_words(t: torch.Tensor) -> List[int]:
+    shape = [int(s) for s in t.shape]
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.insert(0, step)
+        step *= size
+    p = t.data_ptr()
+    return [p, p, 0, *shape, *strides]
+
+
+class _CpuFunction:
+    """A function of a CPU library (fusion-compile --cpu): same ABI, host memory."""
+
+    def __init__(self, path: str, name: str):
+        self._cdll = ctypes.CDLL(path)
+        self._fn = getattr(self._cdll, name)
+        self._fn.restype = None
+
+    def __call__(self, *tensors: torch.Tensor) -> None:
+        words: List[int] = []
+        for t in tensors:
+            words += _memref_words(t)
+        self._fn(*(ctypes.c_int64(w) for w in words))
+
+
+def _gpu_function(path: str, name: str, runtime_library: Optional[str]):
+    import fusion_runtime  # the runtime's loader, shipped with this package
+    library = fusion_runtime.Library(path, runtime=runtime_library)
+    return library.function(name)
+
+
+class CompiledPartition(torch.nn.Module):
+    def __init__(self, program: Program, library_path: str, target: str,
+                 runtime_library: Optional[str] = None):
+        super().__init__()
+        self.program = program
+        self.library_path = library_path
+        self.target = target
+        self._fn = (_CpuFunction(library_path, program.name) if target == "cpu"
+                    else _gpu_function(library_path, program.name, runtime_library))
+        # An output's leading (token) dimensions: those of the first
+        # activation input with the same ones in the example.
+        self._lead_from: List[Optional[int]] = []
+        for out in program.outputs:
+            match = next((i for i, a in enumerate(program.inputs)
+                          if a.activation and a.shape[:-1] == out.shape[:-1]), None)
+            self._lead_from.append(match)
+
+    def _check(self, i: int, t: torch.Tensor) -> None:
+        spec = self.program.inputs[i]
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{self.program.name}: input {i}: expected a tensor, got {type(t)}")
+        if t.dtype != spec.dtype:
+            raise TypeError(f"{self.program.name}: input {i}: expected {spec.dtype}, got {t.dtype}")
+        on_gpu = t.device.type == "cuda"
+        if on_gpu != (self.target != "cpu"):
+            raise ValueError(f"{self.program.name}: input {i} is on {t.device}, but the "
+                             f"partition was compiled for {self.target}")
+        if spec.activation:
+            if t.dim() < 2 or t.shape[-1] != spec.features:
+                raise ValueError(f"{self.program.name}: input {i}: expected [..., "
+                                 f"{spec.features}], got {list(t.shape)}")
+        elif tuple(t.shape) != spec.shape:
+            raise ValueError(f"{self.program.name}: input {i}: expected {list(spec.shape)}, "
+                             f"got {list(t.shape)}")
+
+    def forward(self, *args: torch.Tensor):
+        prog = self.program
+        fallback = getattr(self, "fallback", None)
+        if fallback is not None and torch.is_grad_enabled() and any(
+                isinstance(t, torch.Tensor) and t.requires_grad for t in args):
+            # The kernels have no backward yet: autograd gets PyTorch's ops.
+            return fallback(*args)
+        flat: List[torch.Tensor] = []
+        tokens = None
+        for i, (t, spec) in enumerate(zip(args, prog.inputs)):
+            self._check(i, t)
+            if spec.activation:
+                t = t.reshape(-1, spec.features)
+                if tokens is None:
+                    tokens = t.shape[0]
+                elif t.shape[0] != tokens:
+                    raise ValueError(f"{prog.name}: input {i} has {t.shape[0]} tokens, "
+                                     f"another {tokens}")
+            t = t.contiguous()
+            if t.data_ptr() % ALIGNMENT_BYTES:
+                t = t.clone()
+            flat.append(t)
+        device = flat[0].device if flat else torch.device("cpu")
+        outs = [torch.empty((tokens, o.features) if o.activation else o.shape,
+                            dtype=o.dtype, device=device) for o in prog.outputs]
+        self._fn(*flat, *outs)
+        shaped = []
+        for out, spec, source in zip(outs, prog.outputs, self._lead_from):
+            if spec.activation:
+                lead = tuple(args[source].shape[:-1]) if source is not None else spec.shape[:-1]
+                if source is None and int(torch.Size(lead).numel()) != tokens:
+                    lead = (tokens,)
+                out = out.view(*lead, spec.features)
+            shaped.append(out)
+        return shaped[0] if prog.single_output else tuple(shaped)
+
+    def extra_repr(self) -> str:
+        ops = ", ".join(op for op, _ in self.program.ops)
+        return f"{self.program.name} [{ops}] for {self.target} ({self.library_path})"

@@ -1,0 +1,219 @@
+"""Writes one partition of a recognized graph as a function of the dialect.
+
+The function takes the partition's inputs and returns its outputs. Tensors
+that carry tokens (activations: every tensor of rank 2 or more that is not a
+weight) are passed flattened to [tokens, features] with a dynamic token
+count, so one library serves every batch and sequence length; weights, norm
+parameters and broadcast vectors keep their static shapes. Each op carries
+the location of the model's source line that wrote it, so the passes'
+remarks (`explain`) point at the Python model.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.fx as fx
+
+from . import ops
+from .support import BINARY, MLIR_DTYPES, VIEWS, binary_operands
+
+TARGET_ATTR = '#fusion.target<"{}">'
+
+
+class EmitError(ValueError):
+    """The partition cannot be written in the dialect (it stays in PyTorch)."""
+
+
+@dataclass
+class TensorArg:
+    """One argument or result of an emitted function."""
+    dtype: torch.dtype
+    shape: Tuple[int, ...]   # as in the model (activations: before flattening)
+    activation: bool         # passed as [tokens, features], tokens dynamic
+
+    @property
+    def features(self) -> int:
+        return self.shape[-1]
+
+    def mlir_type(self) -> str:
+        dims = ["?", str(self.shape[-1])] if self.activation else [str(d) for d in self.shape]
+        return f"tensor<{'x'.join(dims)}x{MLIR_DTYPES[self.dtype]}>"
+
+
+@dataclass
+class Program:
+    name: str
+    mlir: str
+    inputs: List[TensorArg]
+    outputs: List[TensorArg]
+    single_output: bool
+    ops: List[Tuple[str, str]] = field(default_factory=list)  # (op, source line)
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_OWN_DIR = os.path.dirname(__file__)
+
+
+def source_line(node: fx.Node) -> Optional[Tuple[str, int]]:
+    """The model's source line that wrote `node`: the innermost frame of its
+    stack trace outside torch and this package."""
+    trace = node.meta.get("stack_trace") or ""
+    best = None
+    for path, line, _ in _FRAME.findall(trace):
+        if not (path.startswith(_TORCH_DIR) or path.startswith(_OWN_DIR)):
+            best = (path, int(line))
+    return best
+
+
+def _loc(node: fx.Node) -> str:
+    where = source_line(node)
+    if where is None:
+        return ""
+    path = where[0].replace("\\", "\\\\").replace('"', '\\"')
+    return f' loc("{path}":{where[1]}:0)'
+
+
+def _tensor(node) -> torch.Tensor:
+    v = node.meta.get("val")
+    if not isinstance(v, torch.Tensor):
+        raise EmitError(f"{node.name}: no tensor value known")
+    return v
+
+
+def _weights(graph: fx.Graph) -> set:
+    """Nodes used as weights, norm parameters or broadcast vectors."""
+    static = set()
+    for node in graph.nodes:
+        if node.target in (ops.linear, ops.matmul):
+            static.update(a for a in node.args[1:3] if isinstance(a, fx.Node))
+        elif node.target in (ops.rms_norm, ops.layer_norm):
+            static.update(a for a in node.args[1:3] if isinstance(a, fx.Node))
+        elif node.target in BINARY:
+            pair = binary_operands(node)
+            if pair is not None and _tensor(pair[1]).dim() < _tensor(pair[0]).dim():
+                static.add(pair[1])
+    return static
+
+
+def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], name: str,
+         target: str) -> Program:
+    """The dialect function `name` computing partition `sub`, whose
+    placeholders take values like `arg_values` (the parent's metadata)."""
+    graph = sub.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(arg_values):
+        raise EmitError("partition inputs and values differ")
+    for p, v in zip(placeholders, arg_values):
+        p.meta["val"] = v
+    static = _weights(graph)
+    names: Dict[fx.Node, str] = {}
+    types: Dict[fx.Node, TensorArg] = {}
+    tokens: Optional[int] = None
+
+    def spec(node: fx.Node, activation: bool) -> TensorArg:
+        nonlocal tokens
+        t = _tensor(node)
+        if t.dtype not in MLIR_DTYPES:
+            raise EmitError(f"{node.name}: dtype {t.dtype}")
+        shape = tuple(int(d) for d in t.shape)
+        if activation:
+            if len(shape) < 2:
+                raise EmitError(f"{node.name}: a rank-{len(shape)} activation")
+            count = t.numel() // shape[-1] if shape[-1] else 0
+            if tokens is None:
+                tokens = count
+            elif count != tokens:
+                raise EmitError(f"{node.name}: {count} tokens where the partition has {tokens}")
+        return TensorArg(t.dtype, shape, activation)
+
+    args: List[str] = []
+    inputs: List[TensorArg] = []
+    for i, p in enumerate(placeholders):
+        arg = spec(p, p not in static and _tensor(p).dim() >= 2)
+        inputs.append(arg)
+        names[p], types[p] = f"%arg{i}", arg
+        args.append(f"%arg{i}: {arg.mlir_type()}")
+
+    body: List[str] = []
+    listed: List[Tuple[str, str]] = []
+
+    def ty(node):
+        return types[node].mlir_type()
+
+    def operand(node):
+        if node not in names:
+            raise EmitError(f"{node.name}: used before it is defined")
+        return names[node]
+
+    count = 0
+    for node in graph.nodes:
+        if node.op in ("placeholder", "output"):
+            continue
+        if node.op != "call_function":
+            raise EmitError(f"{node.name}: {node.op} inside a partition")
+        if node.target in VIEWS:
+            names[node] = operand(node.args[0])
+            types[node] = TensorArg(types[node.args[0]].dtype, tuple(_tensor(node).shape),
+                                    types[node.args[0]].activation)
+            continue
+        result = f"%v{count}"
+        count += 1
+        out = spec(node, True)
+        loc = _loc(node)
+        where = source_line(node)
+        if node.target in (ops.linear, ops.matmul):
+            x, w, b = node.args
+            bias = f" bias({operand(b)} : {ty(b)})" if b is not None else ""
+            attrs = " {transpose_rhs}" if node.target is ops.linear else ""
+            body.append(f"{result} = fusion.matmul {operand(x)}, {operand(w)}{bias}{attrs} : "
+                        f"{ty(x)}, {ty(w)} -> {out.mlir_type()}{loc}")
+            op = "linear" if node.target is ops.linear else "matmul"
+        elif node.target is ops.rms_norm:
+            x, w, eps = node.args[:3]
+            weight = f" weight({operand(w)} : {ty(w)})" if w is not None else ""
+            body.append(f"{result} = fusion.rms_norm {operand(x)}{weight} "
+                        f"{{epsilon = {float(eps):.9e} : f32}} : {ty(x)} -> {out.mlir_type()}{loc}")
+            op = "rms_norm"
+        elif node.target is ops.layer_norm:
+            x, w, b, eps = node.args
+            weight = f" weight({operand(w)} : {ty(w)})" if w is not None else ""
+            bias = f" bias({operand(b)} : {ty(b)})" if b is not None else ""
+            stat = "tensor<?xf32>"
+            body.append(f"{result}, %mean{count}, %rstd{count} = fusion.layer_norm {operand(x)}"
+                        f"{weight}{bias} {{epsilon = {float(eps):.9e} : f32}} : {ty(x)} -> "
+                        f"{out.mlir_type()}, {stat}, {stat}{loc}")
+            op = "layer_norm"
+        elif node.target in BINARY:
+            a, b = binary_operands(node)
+            types_text = ty(a) if ty(a) == ty(b) else f"{ty(a)}, {ty(b)}"
+            body.append(f"{result} = fusion.{BINARY[node.target]} {operand(a)}, {operand(b)} : "
+                        f"{types_text}{loc}")
+            op = BINARY[node.target]
+        else:
+            raise EmitError(f"{node.name}: {node.target} is not supported")
+        names[node], types[node] = result, out
+        listed.append((op, f"{where[0]}:{where[1]}" if where else "?"))
+
+    output = next(n for n in graph.nodes if n.op == "output")
+    values = output.args[0]
+    single = not isinstance(values, (tuple, list))
+    values = [values] if single else list(values)
+    outputs = []
+    for v in values:
+        if not isinstance(v, fx.Node) or v not in types or names[v].startswith("%arg"):
+            raise EmitError("a partition output that is not computed by it")
+        outputs.append(TensorArg(types[v].dtype, tuple(int(d) for d in _tensor(v).shape),
+                                 types[v].activation))
+    result_types = ", ".join(o.mlir_type() for o in outputs)
+    returned = ", ".join(operand(v) for v in values)
+    text = (f"module attributes {{fusion.target = {TARGET_ATTR.format(target)}}} {{\n"
+            f"func.func @{name}({', '.join(args)}) -> ({result_types}) {{\n"
+            + "".join(f"  {line}\n" for line in body)
+            + f"  return {returned} : {result_types}\n}}\n}}\n")
+    return Program(name, text, inputs, outputs, single, listed)

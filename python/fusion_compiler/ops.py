@@ -1,0 +1,55 @@
+"""The front end's own graph ops: one FX node per dialect op.
+
+`patterns.py` replaces each norm written out in ATen ops (Hugging Face's
+LlamaRMSNorm arithmetic, for one) and each linear form (`linear`, `addmm`
+of a transposed weight, `mm`) by a call to one of these functions, so that
+the partitioner sees one node per dialect op. Each is also a plain PyTorch
+implementation of what it stands for, with the module's own rounding, so a
+rewritten graph still runs in PyTorch: that is how what the compiler does
+not take stays in PyTorch, and how a partition that fails to compile falls
+back.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+
+def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float,
+             upcast: bool, weight_first: bool) -> torch.Tensor:
+    """RMSNorm over the last dimension: `fusion.rms_norm` (with its weight).
+
+    upcast: x is normalized in float32 and rounded back to its dtype before
+    the weight multiplies it (Hugging Face's LlamaRMSNorm); weight_first:
+    the product is written weight * x (which decides its dtype promotion)."""
+    xf = x.to(torch.float32) if upcast else x
+    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    if upcast:
+        y = y.to(x.dtype)
+    if weight is None:
+        return y
+    return weight * y if weight_first else y * weight
+
+
+def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor],
+               bias: Optional[torch.Tensor], eps: float) -> torch.Tensor:
+    """LayerNorm over the last dimension: `fusion.layer_norm`."""
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), weight, bias, eps)
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor,
+           bias: Optional[torch.Tensor]) -> torch.Tensor:
+    """nn.Linear with its [out, in] weight: `fusion.matmul {transpose_rhs}`."""
+    return torch.nn.functional.linear(x, weight, bias)
+
+
+def matmul(x: torch.Tensor, weight: torch.Tensor,
+           bias: Optional[torch.Tensor]) -> torch.Tensor:
+    """x @ weight (+ bias) with a [in, out] weight: `fusion.matmul`."""
+    y = x @ weight
+    return y if bias is None else y + bias
+
+
+FRONTEND_OPS = (rms_norm, layer_norm, linear, matmul)

@@ -1,0 +1,258 @@
+"""Recognizes the dialect's ops in an ATen FX graph, as PyTorch writes them.
+
+`torch.export` and AOTAutograd hand us ATen graphs in which a norm is a
+handful of arithmetic nodes and a linear layer one of several forms. This
+pass rewrites, in place, each recognized form into one node calling a
+function of `ops.py`, and drops the nodes that are identities in inference
+(`dropout` outside training, a cast to the tensor's own dtype, `clone`):
+
+- RMSNorm: `x * rsqrt(mean(x^2, -1, keepdim) + eps)`, optionally in float32
+  and cast back (Hugging Face's LlamaRMSNorm), optionally times a [H]
+  weight on either side; `aten.rms_norm`.
+- LayerNorm: `aten.layer_norm`, `aten.native_layer_norm` whose statistics
+  are unused.
+- Linear: `aten.linear`; `aten.addmm(b, x, w.t())` and `aten.mm(x, w.t())`
+  (nn.Linear after AOTAutograd); `addmm`/`mm` with an untransposed weight.
+
+A form is rewritten only where its intermediate values are used by nothing
+else (a value saved for a backward keeps the form as it is).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Dict, List, Optional
+
+import torch
+import torch.fx as fx
+
+from . import ops
+
+aten = torch.ops.aten
+
+# Nodes that check, and never feed, values: they do not count as users.
+_CHECKS = {
+    getattr(aten, name).default
+    for name in ("_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range_for_size",
+                 "sym_constrain_range")
+    if hasattr(aten, name)
+}
+
+
+def _is_call(node, *targets) -> bool:
+    return isinstance(node, fx.Node) and node.op == "call_function" and node.target in targets
+
+
+def _val(node):
+    return node.meta.get("val") if isinstance(node, fx.Node) else None
+
+
+def _dtype(node):
+    v = _val(node)
+    return getattr(v, "dtype", None)
+
+
+def _shape(node):
+    v = _val(node)
+    return tuple(v.shape) if isinstance(v, torch.Tensor) else None
+
+
+def _users(node: fx.Node) -> List[fx.Node]:
+    return [u for u in node.users if u.target not in _CHECKS]
+
+
+def _only_user(node: fx.Node) -> Optional[fx.Node]:
+    users = _users(node)
+    return users[0] if len(users) == 1 else None
+
+
+def _cast_target(node) -> Optional[torch.dtype]:
+    """The dtype a cast node converts to, or None if `node` is not a plain cast."""
+    if _is_call(node, aten.to.dtype) and len(node.args) >= 2 and not node.kwargs.get("copy"):
+        return node.args[1]
+    if _is_call(node, aten._to_copy.default) and set(node.kwargs) <= {"dtype"} \
+            and len(node.args) == 1:
+        return node.kwargs.get("dtype")
+    if _is_call(node, aten.to.dtype_layout) and set(node.kwargs) <= {"dtype"}:
+        return node.kwargs.get("dtype")
+    return None
+
+
+def _replace(graph: fx.Graph, root: fx.Node, target, args, trace_from: fx.Node) -> fx.Node:
+    with graph.inserting_before(root):
+        new = graph.call_function(target, args)
+    new.meta = dict(root.meta)
+    if "stack_trace" in trace_from.meta:
+        new.meta["stack_trace"] = trace_from.meta["stack_trace"]
+    root.replace_all_uses_with(new)
+    return new
+
+
+def _drop_dead(graph: fx.Graph, nodes) -> None:
+    """Erases `nodes` (and their checks) once nothing uses them, last first."""
+    for node in reversed(list(nodes)):
+        if node.graph is not graph:
+            continue
+        for check in [u for u in node.users if u.target in _CHECKS]:
+            graph.erase_node(check)
+        if not node.users:
+            graph.erase_node(node)
+
+
+def _match_rms_norm(graph: fx.Graph, rsqrt: fx.Node) -> bool:
+    add = rsqrt.args[0]
+    if not (_is_call(add, aten.add.Tensor, aten.add.Scalar) and len(add.args) == 2
+            and isinstance(add.args[1], (int, float)) and not add.kwargs):
+        return False
+    eps, mean = float(add.args[1]), add.args[0]
+    if not (_is_call(mean, aten.mean.dim) and len(mean.args) >= 3 and mean.args[2] is True):
+        return False
+    rank = len(_shape(mean) or ())
+    if list(mean.args[1]) not in ([-1], [rank - 1]) or mean.kwargs.get("dtype") is not None:
+        return False
+    square = mean.args[0]
+    if _is_call(square, aten.pow.Tensor_Scalar) and square.args[1] == 2:
+        xf = square.args[0]
+    elif _is_call(square, aten.mul.Tensor) and square.args[0] is square.args[1]:
+        xf = square.args[0]
+    else:
+        return False
+    # x * rstd (either order)
+    scaled = _only_user(rsqrt)
+    if not (_is_call(scaled, aten.mul.Tensor) and set(scaled.args) == {xf, rsqrt}):
+        return False
+    for n in (add, mean, square):
+        if _only_user(n) is None:
+            return False
+    x, upcast, root = xf, False, scaled
+    chain = [square, mean, add, rsqrt, scaled]
+    source = xf.args[0] if _cast_target(xf) is not None else None
+    if source is not None and _cast_target(xf) == torch.float32 and _dtype(source) != torch.float32:
+        back = _only_user(scaled)
+        if _cast_target(back) == _dtype(source):
+            x, upcast, root = source, True, back
+            chain = [xf] + chain + [back]
+    if _dtype(x) not in (torch.bfloat16, torch.float16, torch.float32) or len(_shape(x) or ()) < 2:
+        return False
+    hidden = _shape(x)[-1]
+    weight, weight_first, product = None, False, _only_user(root)
+    if _is_call(product, aten.mul.Tensor) and len(product.args) == 2:
+        other = product.args[0] if product.args[1] is root else product.args[1]
+        if other is not root and _shape(other) == (hidden,) and \
+                _dtype(other) in (torch.bfloat16, torch.float16, torch.float32):
+            weight, weight_first = other, product.args[0] is other
+            root = product
+            chain.append(product)
+    if _dtype(root) != _dtype(x):
+        return False  # a promotion the dialect's op does not make
+    _replace(graph, root, ops.rms_norm, (x, weight, eps, upcast, weight_first), rsqrt)
+    _drop_dead(graph, chain)
+    return True
+
+
+def _match_layer_norm(graph: fx.Graph, node: fx.Node) -> bool:
+    x = node.args[0]
+    shape = _shape(x)
+    if not shape or len(shape) < 2 or list(node.args[1]) != [shape[-1]]:
+        return False
+    weight = node.args[2] if len(node.args) > 2 else node.kwargs.get("weight")
+    bias = node.args[3] if len(node.args) > 3 else node.kwargs.get("bias")
+    eps = node.args[4] if len(node.args) > 4 else node.kwargs.get("eps", 1e-5)
+    if node.target is aten.native_layer_norm.default:
+        items = list(node.users)
+        if not all(u.target is operator.getitem for u in items):
+            return False
+        if any(u.args[1] != 0 and u.users for u in items):
+            return False  # the statistics are used (saved for a backward)
+        outs = [u for u in items if u.args[1] == 0]
+        if len(outs) != 1:
+            return False
+        new = _replace(graph, outs[0], ops.layer_norm, (x, weight, bias, float(eps)), node)
+        new.meta["val"] = _val(outs[0])
+        for u in items:
+            if u.graph is graph and not u.users:
+                graph.erase_node(u)
+        if not node.users:
+            graph.erase_node(node)
+        return True
+    _replace(graph, node, ops.layer_norm, (x, weight, bias, float(eps)), node)
+    graph.erase_node(node)
+    return True
+
+
+def _transposed_weight(node) -> Optional[fx.Node]:
+    """w where `node` is w.t() of a rank-2 w (t, permute [1, 0], transpose 0 1)."""
+    if _is_call(node, aten.t.default) or (_is_call(node, aten.permute.default)
+                                          and list(node.args[1]) == [1, 0]) or \
+            (_is_call(node, aten.transpose.int) and sorted(node.args[1:3]) in ([0, 1], [-2, -1])):
+        w = node.args[0]
+        if len(_shape(w) or ()) == 2:
+            return w
+    return None
+
+
+def _match_linear(graph: fx.Graph, node: fx.Node) -> bool:
+    if _is_call(node, aten.linear.default):
+        x, w = node.args[0], node.args[1]
+        b = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
+        _replace(graph, node, ops.linear, (x, w, b), node)
+        graph.erase_node(node)
+        return True
+    if _is_call(node, aten.addmm.default):
+        if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
+            return False
+        b, x, rhs = node.args[:3]
+    elif _is_call(node, aten.mm.default):
+        b, (x, rhs) = None, node.args[:2]
+    else:
+        return False
+    w = _transposed_weight(rhs)
+    target = ops.linear if w is not None else ops.matmul
+    _replace(graph, node, target, (x, w if w is not None else rhs, b), node)
+    graph.erase_node(node)
+    if w is not None and not rhs.users:
+        graph.erase_node(rhs)
+    return True
+
+
+def _drop_identities(graph: fx.Graph) -> None:
+    for node in list(graph.nodes):
+        source = None
+        if _is_call(node, aten.dropout.default) and (node.args[2] is False or node.args[1] == 0):
+            source = node.args[0]
+        elif _is_call(node, aten.clone.default) and not node.kwargs:
+            source = node.args[0]
+        elif _cast_target(node) is not None and _cast_target(node) == _dtype(node.args[0]):
+            source = node.args[0]
+        if source is not None and _shape(source) == _shape(node):
+            node.replace_all_uses_with(source)
+            _drop_dead(graph, [node])
+
+
+def recognize(gm: fx.GraphModule) -> Dict[str, int]:
+    """Rewrites `gm`'s graph in place; returns how many of each form it found."""
+    graph = gm.graph
+    found = {"rms_norm": 0, "layer_norm": 0, "linear": 0}
+    _drop_identities(graph)
+    for node in list(graph.nodes):
+        if node.graph is not graph:
+            continue
+        if _is_call(node, aten.rsqrt.default) and _match_rms_norm(graph, node):
+            found["rms_norm"] += 1
+        elif _is_call(node, aten.rms_norm.default) if hasattr(aten, "rms_norm") else False:
+            x, shape = node.args[0], _shape(node.args[0])
+            weight = node.args[2] if len(node.args) > 2 else None
+            eps = node.args[3] if len(node.args) > 3 else None
+            if shape and len(shape) >= 2 and list(node.args[1]) == [shape[-1]] and eps is not None:
+                _replace(graph, node, ops.rms_norm, (x, weight, float(eps), False, False), node)
+                graph.erase_node(node)
+                found["rms_norm"] += 1
+        elif _is_call(node, aten.layer_norm.default, aten.native_layer_norm.default) and \
+                _match_layer_norm(graph, node):
+            found["layer_norm"] += 1
+        elif _is_call(node, aten.linear.default, aten.addmm.default, aten.mm.default) and \
+                _match_linear(graph, node):
+            found["linear"] += 1
+    graph.lint()
+    gm.recompile()
+    return found

@@ -1,0 +1,119 @@
+"""Which nodes of a recognized graph the dialect holds, and why not the others.
+
+After `patterns.recognize`, a node is supported when it is one of `ops.py`'s
+functions, a tensor `add`/`mul` the dialect's broadcasting ops hold, or a
+view that only regroups the leading (token) dimensions, with float dtypes
+the kernels take. Everything else stays in PyTorch; `reason(node)` says why,
+for `explain`.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.fx as fx
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from . import ops
+
+aten = torch.ops.aten
+
+FLOAT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+MLIR_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
+BINARY = {aten.add.Tensor: "add", aten.mul.Tensor: "mul"}
+VIEWS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+
+
+def _tensor(node) -> Optional[torch.Tensor]:
+    v = node.meta.get("val") if isinstance(node, fx.Node) else None
+    return v if isinstance(v, torch.Tensor) else None
+
+
+def _static(t: torch.Tensor) -> bool:
+    return all(isinstance(d, int) for d in t.shape)
+
+
+def binary_operands(node: fx.Node):
+    """(activation, other) of a supported add/mul: the operand with the
+    token dimensions first (add and mul commute), or None."""
+    if len(node.args) != 2 or node.kwargs.get("alpha", 1) != 1:
+        return None
+    a, b = (_tensor(x) for x in node.args)
+    if a is None or b is None:
+        return None
+    if b.dim() > a.dim():
+        return node.args[1], node.args[0]
+    return node.args[0], node.args[1]
+
+
+def reason(node: fx.Node) -> Optional[str]:
+    """None where the node is supported, else why it stays in PyTorch."""
+    if node.op != "call_function":
+        return "not an operation"
+    out = _tensor(node)
+    name = getattr(node.target, "__name__", str(node.target))
+    if node.target in ops.FRONTEND_OPS:
+        x = _tensor(node.args[0])
+        tensors = [_tensor(a) for a in node.args[:3] if isinstance(a, fx.Node)]
+        if any(t is None for t in tensors) or out is None:
+            return f"{name}: operands without known shapes"
+        if any(t.dtype not in FLOAT_DTYPES for t in tensors + [out]):
+            return f"{name}: dtypes {[str(t.dtype) for t in tensors]}; the kernels take bf16, f16, f32"
+        if len({t.dtype for t in tensors + [out]}) != 1:
+            return f"{name}: mixed dtypes {sorted({str(t.dtype) for t in tensors + [out]})}"
+        if x.dim() < 2:
+            return f"{name}: a rank-{x.dim()} input; expected [tokens..., features]"
+        if not _static(x) or any(not _static(t) for t in tensors[1:]):
+            return f"{name}: symbolic sizes"
+        if node.target in (ops.linear, ops.matmul) and tensors[1].dim() != 2:
+            return f"{name}: a rank-{tensors[1].dim()} weight"
+        return None
+    if node.target in BINARY:
+        pair = binary_operands(node)
+        if pair is None:
+            return f"{name}: not an element-wise op of two tensors"
+        a, b = _tensor(pair[0]), _tensor(pair[1])
+        if out is None or out.dtype != a.dtype or a.dtype not in FLOAT_DTYPES or \
+                b.dtype not in FLOAT_DTYPES:
+            return f"{name}: dtypes {a.dtype} and {b.dtype} (the result takes the first's)"
+        if a.dim() < 2 or not _static(a) or not _static(b):
+            return f"{name}: expected [tokens..., features] with static sizes"
+        if tuple(b.shape) != tuple(a.shape) and tuple(b.shape) != (a.shape[-1],):
+            return (f"{name}: shapes {list(a.shape)} and {list(b.shape)}; the dialect "
+                    f"broadcasts a [features] vector or takes equal shapes")
+        return None
+    if node.target in VIEWS:
+        src, out = _tensor(node.args[0]), out
+        if src is not None and out is not None and src.dim() >= 2 and out.dim() >= 2 and \
+                _static(src) and _static(out) and src.shape[-1] == out.shape[-1]:
+            return None
+        return f"{name}: a view that does not keep the features dimension"
+    return f"{name}: no dialect op for it"
+
+
+def is_compute(node: fx.Node) -> bool:
+    return node.target in ops.FRONTEND_OPS or node.target in BINARY
+
+
+def rows(node: fx.Node) -> Optional[int]:
+    """The number of rows (tokens) of a node's tensor: its elements over its
+    last dimension. A partition holds nodes of one row count: its
+    activations flatten to [rows, features] alike."""
+    t = _tensor(node)
+    if t is None or t.dim() == 0 or not _static(t) or t.shape[-1] == 0:
+        return None
+    return t.numel() // t.shape[-1]
+
+
+class FusionOperatorSupport(OperatorSupportBase):
+    """The supported nodes with `row_count` rows (all where None)."""
+
+    def __init__(self, row_count: Optional[int] = None):
+        super().__init__()
+        self.row_count = row_count
+
+    def is_node_supported(self, submodules, node: fx.Node) -> bool:
+        if reason(node) is not None:
+            return False
+        return self.row_count is None or rows(node) == self.row_count

@@ -1,0 +1,1 @@
+../runtime/python/fusion_runtime.py
