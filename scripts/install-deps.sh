@@ -4,15 +4,17 @@
 # and clang-22 with its sanitizer and libFuzzer runtimes (scripts/sanitize.sh).
 # Runs apt-get only for the packages that are missing.
 #
-# Then torch, for the Python loader's tests (runtime/test/python), from PyPI
-# into a virtual environment of the checkout, .venv, which scripts/test.sh
-# hands to those tests; pip runs only where .venv cannot import torch yet.
+# Then torch and transformers, for the Python loader's tests
+# (runtime/test/python) and the front end's (python/test: Hugging Face
+# modules), from PyPI into a virtual environment of the checkout, .venv, which
+# scripts/test.sh hands to those tests; pip runs only where .venv cannot
+# import them yet.
 # PyPI's Linux torch is its CUDA build: about 3 GB to download and 5.3 GB
 # installed (its nvidia-* libraries load at `import torch`, so they are
 # needed on a machine without a GPU too); about 3 minutes here.
 #   FUSION_VENV=DIR        the virtual environment (default: .venv)
 #   FUSION_TORCH=0         no virtual environment, no torch: those tests skip
-#   FUSION_TORCH_SPEC=...  what pip installs (default: the version CI tests)
+#   FUSION_TORCH_SPEC=...  what pip installs (default: the versions CI tests)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pkgs=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools ninja-build cmake g++ python3
@@ -36,15 +38,15 @@ if [ "${FUSION_TORCH:-1}" = 0 ]; then
   exit 0
 fi
 venv=${FUSION_VENV:-"$root/.venv"}
-spec=${FUSION_TORCH_SPEC:-torch==2.15.0}
-if [ -x "$venv/bin/python3" ] && "$venv/bin/python3" -c "import torch" >/dev/null 2>&1; then
-  echo "install-deps: torch present in $venv"
+spec=${FUSION_TORCH_SPEC:-torch==2.15.0 transformers==5.24.0}
+if [ -x "$venv/bin/python3" ] && "$venv/bin/python3" -c "import torch, transformers" >/dev/null 2>&1; then
+  echo "install-deps: torch and transformers present in $venv"
   exit 0
 fi
 [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
 echo "install-deps: installing $spec from PyPI into $venv"
 start=$SECONDS
 "$venv/bin/python3" -m pip install -q --no-cache-dir --disable-pip-version-check \
-  --progress-bar off "$spec"
-"$venv/bin/python3" -W ignore -c "import torch; print('install-deps: torch', torch.__version__)"
+  --progress-bar off $spec
+"$venv/bin/python3" -W ignore -c "import torch, transformers; print('install-deps: torch', torch.__version__, 'transformers', transformers.__version__)"
 echo "install-deps: torch installed in $((SECONDS - start)) s ($(du -sh "$venv" | cut -f1))"

@@ -29,6 +29,9 @@ ninja -C "$build" -j "$jobs" check-fusion
 if [ -f "$build/runtime/CTestTestfile.cmake" ]; then
   ctest --test-dir "$build/runtime" --output-on-failure
 fi
+# The Python front end's tests (python/test/): Hugging Face modules compiled
+# for the CPU and run against PyTorch.
+ctest --test-dir "$build/python" --output-on-failure
 # The sanitizer and fuzzing half (scripts/sanitize.sh, about 25 minutes on
 # 2 cores), in BUILD-san.
 if [ "${FUSION_SANITIZE:-0}" = 1 ]; then

@@ -51,6 +51,8 @@ def _gpu_function(path: str, name: str, runtime_library: Optional[str]):
 
 
 class CompiledPartition(torch.nn.Module):
+    calls = 0  # calls that ran a library, over all partitions (for tests and debugging)
+
     def __init__(self, program: Program, library_path: str, target: str,
                  runtime_library: Optional[str] = None):
         super().__init__()
@@ -111,6 +113,7 @@ class CompiledPartition(torch.nn.Module):
         outs = [torch.empty((tokens, o.features) if o.activation else o.shape,
                             dtype=o.dtype, device=device) for o in prog.outputs]
         self._fn(*flat, *outs)
+        CompiledPartition.calls += 1
         shaped = []
         for out, spec, source in zip(outs, prog.outputs, self._lead_from):
             if spec.activation:

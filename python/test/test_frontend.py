@@ -1,0 +1,288 @@
+"""The front end end to end on the CPU: Hugging Face modules as their users
+write them, captured, partitioned, written in the dialect, compiled by
+fusion-compile --cpu (the reference lowering) and run against PyTorch in
+float64, with the fusion decisions, the fallbacks and the cache checked.
+
+Runs with torch and transformers (scripts/install-deps.sh installs both into
+.venv); where either is missing these tests skip, or fail where
+FUSION_TEST_REQUIRE_TORCH=1 (CI). The tools come from $FUSION_TOOLS_DIR (CTest
+sets it to the build's bin/).
+"""
+
+import copy
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+REQUIRE = os.environ.get("FUSION_TEST_REQUIRE_TORCH") == "1"
+try:
+    import torch
+    import transformers  # noqa: F401
+    from transformers import BertConfig, LlamaConfig
+    from transformers.models.bert.modeling_bert import BertSelfOutput
+    from transformers.models.llama.modeling_llama import (LlamaDecoderLayer, LlamaMLP,
+                                                          LlamaRMSNorm, LlamaRotaryEmbedding)
+    MISSING = None
+except ImportError as error:  # pragma: no cover - depends on the machine
+    MISSING = str(error)
+
+if MISSING is None:
+    import fusion_compiler as fc
+    from fusion_compiler.calls import CompiledPartition
+
+
+def needs_torch(cls):
+    if MISSING is None:
+        return cls
+    if REQUIRE:
+        raise ImportError(f"FUSION_TEST_REQUIRE_TORCH=1 but {MISSING}")
+    return unittest.skip(f"needs torch and transformers: {MISSING}")(cls)
+
+
+def reference_error(module, inputs, out):
+    """(error of `out`, error of PyTorch's own bf16 run), each the largest
+    absolute difference from the module run in float64."""
+    exact = copy.deepcopy(module).double()
+    with torch.no_grad():
+        want = exact(*(t.double() for t in inputs))
+        theirs = module(*inputs)
+    want = want[0] if isinstance(want, tuple) else want
+    theirs = theirs[0] if isinstance(theirs, tuple) else theirs
+    return ((out.double() - want).abs().max().item(),
+            (theirs.double() - want).abs().max().item())
+
+
+def llama_config():
+    cfg = LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                      num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-5)
+    cfg._attn_implementation = "sdpa"
+    return cfg
+
+
+def randomize_norms(module):
+    """Norm weights away from 1, so that a dropped weight shows."""
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if p.dim() == 1:
+                p.uniform_(0.5, 1.5)
+    return module
+
+
+if MISSING is None:
+    class PreNorm(torch.nn.Module):
+        """Llama's pre-norm: LlamaRMSNorm with its weight, then q_proj."""
+
+        def __init__(self, hidden=64, out=96):
+            super().__init__()
+            self.input_layernorm = LlamaRMSNorm(hidden, eps=1e-5)
+            self.q_proj = torch.nn.Linear(hidden, out, bias=False)
+
+        def forward(self, x):
+            return self.q_proj(self.input_layernorm(x))
+
+    class DecoderBlock(torch.nn.Module):
+        """A LlamaDecoderLayer with its rotary embedding, as a model calls it."""
+
+        def __init__(self):
+            super().__init__()
+            cfg = llama_config()
+            self.layer = LlamaDecoderLayer(cfg, 0)
+            self.rope = LlamaRotaryEmbedding(cfg)
+
+        def forward(self, x):
+            pos = torch.arange(x.shape[1]).unsqueeze(0)
+            out = self.layer(x, position_embeddings=self.rope(x, pos), attention_mask=None,
+                             position_ids=pos)
+            return out[0] if isinstance(out, tuple) else out
+
+
+@needs_torch
+class FrontEndTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.cache = tempfile.mkdtemp(prefix="fusion-frontend-cache-")
+        os.environ["FUSION_CACHE_DIR"] = cls.cache
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.cache, ignore_errors=True)
+
+    def setUp(self):
+        torch.manual_seed(1234)
+
+    def check_close(self, module, inputs, out):
+        ours, theirs = reference_error(module, inputs, out)
+        # Within 2x PyTorch's own bf16 error (plus one bf16 step at the
+        # outputs' scale for cases where PyTorch happens to round exactly).
+        self.assertLessEqual(ours, 2 * theirs + 2 ** -7 * 4, f"ours {ours}, PyTorch {theirs}")
+
+    def test_llama_prenorm(self):
+        m = randomize_norms(PreNorm().bfloat16().eval())
+        x = torch.randn(3, 7, 64).bfloat16()  # 21 tokens: not a tile multiple
+        compiled = fc.compile(m, (x,), target="cpu")
+        report = compiled.explain()
+        self.assertEqual(len(report.partitions), 1)
+        part = report.partitions[0]
+        self.assertTrue(part.compiled, part.why_not)
+        self.assertEqual([op for op, _ in part.ops], ["rms_norm", "linear"])
+        self.assertIn("fusion.rms_norm %arg0 weight(%arg1 : tensor<64xbf16>)", part.mlir)
+        self.assertIn("{transpose_rhs} : tensor<?x64xbf16>, tensor<96x64xbf16>", part.mlir)
+        self.assertTrue(any("Lazy Pre-Norm" in r for r in part.remarks), part.remarks)
+        # The remark points at LlamaRMSNorm's source line.
+        self.assertTrue(any("modeling_llama.py" in r for r in part.remarks), part.remarks)
+        with torch.no_grad():
+            y = compiled(x)
+        self.assertEqual(y.shape, (3, 7, 96))
+        self.check_close(m, (x,), y)
+
+    def test_bert_self_output(self):
+        cfg = BertConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4)
+        m = randomize_norms(BertSelfOutput(cfg).bfloat16().eval())
+        x, r = torch.randn(2, 9, 64).bfloat16(), torch.randn(2, 9, 64).bfloat16()
+        compiled = fc.compile(m, (x, r), target="cpu")
+        part = compiled.explain().partitions[0]
+        self.assertEqual([op for op, _ in part.ops], ["linear", "add", "layer_norm"])
+        self.assertIn("bias(", part.mlir)
+        self.assertTrue(any("epilogue" in r and "col_bias" in r for r in part.remarks),
+                        part.remarks)
+        with torch.no_grad():
+            y = compiled(x, r)
+        self.check_close(m, (x, r), y)
+
+    def test_llama_mlp_leaves_silu_to_pytorch(self):
+        m = LlamaMLP(llama_config()).bfloat16().eval()
+        x = torch.randn(2, 5, 64).bfloat16()
+        compiled = fc.compile(m, (x,), target="cpu")
+        report = compiled.explain()
+        left = [why for _, why, _ in report.left_in_pytorch]
+        self.assertTrue(any(w.startswith("silu") for w in left), left)
+        self.assertTrue(all(p.compiled for p in report.partitions))
+        with torch.no_grad():
+            y = compiled(x)
+        self.check_close(m, (x,), y)
+
+    def test_llama_decoder_layer(self):
+        m = randomize_norms(DecoderBlock().bfloat16().eval())
+        x = torch.randn(2, 5, 64).bfloat16()
+        compiled = fc.compile(m, (x,), target="cpu")
+        report = compiled.explain()
+        ops = [[op for op, _ in p.ops] for p in report.partitions]
+        # The input norm with q, k and v; o_proj, the residual, the second
+        # norm with gate and up; the product, down_proj and the residual.
+        self.assertEqual(ops[0], ["rms_norm", "linear", "linear", "linear"])
+        self.assertIn(["linear", "add", "rms_norm", "linear", "linear"], ops)
+        self.assertTrue(any("3 fusion.fused_matmul" in r for r in report.partitions[0].remarks))
+        left = " ".join(why for _, why, _ in report.left_in_pytorch)
+        self.assertIn("scaled_dot_product_attention", left)
+        with torch.no_grad():
+            y = compiled(x)
+        self.check_close(m, (x,), y)
+
+    def test_unsupported_model_runs_in_pytorch(self):
+        def f(x):
+            return torch.sin(x) * 2
+        x = torch.randn(4, 8)
+        compiled = fc.compile(f, (x,), target="cpu")
+        self.assertEqual(compiled.explain().partitions, [])
+        self.assertTrue(torch.equal(compiled(x), f(x)))
+
+    def test_gradients_fall_back_to_pytorch(self):
+        m = PreNorm().float()
+        x = torch.randn(2, 3, 64, requires_grad=True)
+        compiled = fc.compile(m, (x.detach(),), target="cpu")
+        y = compiled(x)
+        self.assertIsNotNone(y.grad_fn)
+        y.sum().backward()
+        self.assertIsNotNone(x.grad)
+        self.assertTrue(torch.allclose(y, m(x)))
+
+    def test_kernels_are_called(self):
+        m = PreNorm().bfloat16().eval()
+        x = torch.randn(2, 3, 64).bfloat16()
+        compiled = fc.compile(m, (x,), target="cpu")
+        calls = [mod for mod in compiled.graph_module.modules()
+                 if isinstance(mod, CompiledPartition)]
+        self.assertEqual(len(calls), 1)
+        # Poisoned fallback: a call that reached PyTorch's ops would fail.
+        calls[0].fallback = None
+        with torch.no_grad():
+            compiled(x)
+
+    def test_cache_reused_and_invalidated(self):
+        m = PreNorm().bfloat16().eval()
+        x = torch.randn(2, 3, 64).bfloat16()
+        first = fc.compile(m, (x,), target="cpu", report=False).explain().partitions[0].library
+        again = fc.compile(m, (x,), target="cpu", report=False).explain().partitions[0].library
+        self.assertEqual(first, again)  # same program, target, compiler: reused
+        # Another token count: the library's token count is dynamic, reused.
+        x2 = torch.randn(5, 64).bfloat16()
+        other = fc.compile(m, (x2,), target="cpu", report=False).explain().partitions[0].library
+        self.assertEqual(first, other)
+        # Another epsilon: another program.
+        m.input_layernorm.variance_epsilon = 1e-3
+        eps = fc.compile(m, (x,), target="cpu", report=False).explain().partitions[0].library
+        self.assertNotEqual(first, eps)
+        # Another compiler (its tools' contents differ): not reused.
+        tools = fc.find_tools()
+        with tempfile.TemporaryDirectory() as copy_dir:
+            bindir = os.path.join(copy_dir, "bin")
+            os.makedirs(bindir)
+            shutil.copy(tools.fusion_opt, bindir)
+            with open(tools.fusion_compile) as src, \
+                    open(os.path.join(bindir, "fusion-compile"), "w") as dst:
+                dst.write(src.read().replace(
+                    'bindir=$(cd "$(dirname "$0")" && pwd)',
+                    f'bindir="{tools.bindir}"  # changed'))
+            os.chmod(os.path.join(bindir, "fusion-compile"), 0o755)
+            old = os.environ.get("FUSION_TOOLS_DIR")
+            os.environ["FUSION_TOOLS_DIR"] = bindir
+            try:
+                changed = fc.compile(m, (x,), target="cpu", report=False)
+            finally:
+                if old is None:
+                    del os.environ["FUSION_TOOLS_DIR"]
+                else:
+                    os.environ["FUSION_TOOLS_DIR"] = old
+        self.assertNotEqual(changed.explain().partitions[0].library, eps)
+
+    def test_torch_compile_backend(self):
+        cfg = BertConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4)
+        m = randomize_norms(BertSelfOutput(cfg).bfloat16().eval())
+        x, r = torch.randn(2, 9, 64).bfloat16(), torch.randn(2, 9, 64).bfloat16()
+        torch._dynamo.reset()
+        compiled = torch.compile(m, backend=fc.backend)
+        before = CompiledPartition.calls
+        with torch.no_grad():
+            y = compiled(x, r)
+        self.assertGreater(CompiledPartition.calls, before)
+        self.check_close(m, (x, r), y)
+
+    def test_bad_target(self):
+        m = PreNorm()
+        x = torch.randn(2, 64)
+        with self.assertRaisesRegex(ValueError, "expected one of cpu, sm_90a, sm_100a"):
+            fc.compile(m, (x,), target="sm_80")
+        with self.assertRaisesRegex(ValueError, "does not emit them yet"):
+            fc.compile(m, (x,), target="sm_100a")
+
+    def test_wrong_call_arguments(self):
+        m = PreNorm().bfloat16().eval()
+        x = torch.randn(2, 3, 64).bfloat16()
+        compiled = fc.compile(m, (x,), target="cpu", report=False)
+        part = next(mod for mod in compiled.graph_module.modules()
+                    if isinstance(mod, CompiledPartition))
+        w = m.q_proj.weight.detach()
+        g = m.input_layernorm.weight.detach()
+        with self.assertRaisesRegex(TypeError, "expected torch.bfloat16, got torch.float32"):
+            part(x.float(), g, w)
+        with self.assertRaisesRegex(ValueError, r"expected \[\.\.\., 64\], got \[2, 3, 32\]"):
+            part(x[..., :32], g, w)
+
+
+if __name__ == "__main__":
+    unittest.main()
