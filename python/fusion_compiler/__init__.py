@@ -31,8 +31,8 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from .toolchain import FusionCompileError, compile_library, find_tools, fusion_report
 
-__all__ = ["CompiledModule", "Explanation", "FusionCompileError", "backend", "compile",
-           "explain"]
+__all__ = ["CompiledModule", "Explanation", "FusionCompileError", "backend", "build",
+           "compile", "explain"]
 
 DEFAULT_TARGET = "sm_90a"
 TARGETS = ("cpu", "sm_90a", "sm_100a")
@@ -143,7 +143,8 @@ def _regroup(partitions, support):
     return [p for p in partitions if any(n.target in anchors for n in p.nodes)]
 
 
-def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool):
+def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
+               load: bool = True):
     """Rewrites `gm` in place: recognized forms, partitions, compiled calls."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
@@ -178,21 +179,23 @@ def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool):
         if node.op != "call_module" or not str(node.target).startswith("fusion_rows"):
             continue
         sub = fused.get_submodule(node.target)
-        name = f"fusion_part{len(reports)}"
-        entry = PartitionReport(name, [], False)
+        entry = PartitionReport(f"partition {len(reports)}", [], False)
         reports.append(entry)
         try:
             values = [a.meta.get("val") for a in node.args]
-            program = emit(sub, values, name, "sm_90a" if target == "cpu" else target)
-            entry.ops, entry.mlir = program.ops, program.mlir
+            program = emit(sub, values, "sm_90a" if target == "cpu" else target)
+            entry.name = f"{entry.name} ({program.name})"
+            entry.ops, entry.mlir = program.ops, program.mlir_with_locations
             if report:
-                entry.remarks = fusion_report(program.mlir, tools)
+                entry.remarks = fusion_report(program.mlir_with_locations, tools)
             if compile_now:
                 lib = compile_library(program.mlir, target, tools=tools)
-                compiled = CompiledPartition(program, lib.path, target, tools.runtime_library)
-                compiled.fallback = sub
-                fused.add_submodule(node.target, compiled)
                 entry.library = lib.path
+                if load:
+                    compiled = CompiledPartition(program, lib.path, target,
+                                                 tools.runtime_library)
+                    compiled.fallback = sub
+                    fused.add_submodule(node.target, compiled)
             entry.compiled = compile_now
         except (EmitError, FusionCompileError, OSError) as error:
             if strict:
@@ -244,6 +247,20 @@ def explain(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, 
     _check_target(target)
     gm = _capture(model, example_inputs, example_kwargs)
     return _partition(gm, target, False, False, True)[1]
+
+
+def build(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, *,
+          example_kwargs=None, strict: bool = True) -> Explanation:
+    """Compiles `model`'s partitions into the cache without loading them:
+    ahead of time, on a machine without the target's GPU (the libraries
+    need no GPU to build). A machine with the same tools' files
+    ($FUSION_TOOLS_DIR: the identity of the compiler is their contents) and
+    this cache ($FUSION_CACHE_DIR) then compiles the same model without
+    running the compiler at all. Returns the explanation, with each
+    partition's library."""
+    _check_target(target)
+    gm = _capture(model, example_inputs, example_kwargs)
+    return _partition(gm, target, True, strict, False, load=False)[1]
 
 
 def backend(gm, example_inputs, target: Optional[str] = None):

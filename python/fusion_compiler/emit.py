@@ -11,6 +11,7 @@ remarks (`explain`) point at the Python model.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -48,11 +49,14 @@ class TensorArg:
 @dataclass
 class Program:
     name: str
-    mlir: str
+    mlir: str                # what is compiled: no locations, so that the
+                             # same layer at another source line (or on
+                             # another machine) hits the same cached library
     inputs: List[TensorArg]
     outputs: List[TensorArg]
     single_output: bool
     ops: List[Tuple[str, str]] = field(default_factory=list)  # (op, source line)
+    mlir_with_locations: str = ""  # the same with the model's source lines, for reports
 
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
@@ -101,10 +105,10 @@ def _weights(graph: fx.Graph) -> set:
     return static
 
 
-def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], name: str,
-         target: str) -> Program:
-    """The dialect function `name` computing partition `sub`, whose
-    placeholders take values like `arg_values` (the parent's metadata)."""
+def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str) -> Program:
+    """The dialect function computing partition `sub`, whose placeholders
+    take values like `arg_values` (the parent's metadata). Its name is
+    `fusion_<digest of its body>`: equal partitions are one function."""
     graph = sub.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(arg_values):
@@ -140,7 +144,7 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], name: str,
         names[p], types[p] = f"%arg{i}", arg
         args.append(f"%arg{i}: {arg.mlir_type()}")
 
-    body: List[str] = []
+    body: List[Tuple[str, str]] = []  # (op, location)
     listed: List[Tuple[str, str]] = []
 
     def ty(node):
@@ -171,29 +175,29 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], name: str,
             x, w, b = node.args
             bias = f" bias({operand(b)} : {ty(b)})" if b is not None else ""
             attrs = " {transpose_rhs}" if node.target is ops.linear else ""
-            body.append(f"{result} = fusion.matmul {operand(x)}, {operand(w)}{bias}{attrs} : "
-                        f"{ty(x)}, {ty(w)} -> {out.mlir_type()}{loc}")
+            body.append((f"{result} = fusion.matmul {operand(x)}, {operand(w)}{bias}{attrs} : "
+                        f"{ty(x)}, {ty(w)} -> {out.mlir_type()}", loc))
             op = "linear" if node.target is ops.linear else "matmul"
         elif node.target is ops.rms_norm:
             x, w, eps = node.args[:3]
             weight = f" weight({operand(w)} : {ty(w)})" if w is not None else ""
-            body.append(f"{result} = fusion.rms_norm {operand(x)}{weight} "
-                        f"{{epsilon = {float(eps):.9e} : f32}} : {ty(x)} -> {out.mlir_type()}{loc}")
+            body.append((f"{result} = fusion.rms_norm {operand(x)}{weight} "
+                        f"{{epsilon = {float(eps):.9e} : f32}} : {ty(x)} -> {out.mlir_type()}", loc))
             op = "rms_norm"
         elif node.target is ops.layer_norm:
             x, w, b, eps = node.args
             weight = f" weight({operand(w)} : {ty(w)})" if w is not None else ""
             bias = f" bias({operand(b)} : {ty(b)})" if b is not None else ""
             stat = "tensor<?xf32>"
-            body.append(f"{result}, %mean{count}, %rstd{count} = fusion.layer_norm {operand(x)}"
+            body.append((f"{result}, %mean{count}, %rstd{count} = fusion.layer_norm {operand(x)}"
                         f"{weight}{bias} {{epsilon = {float(eps):.9e} : f32}} : {ty(x)} -> "
-                        f"{out.mlir_type()}, {stat}, {stat}{loc}")
+                        f"{out.mlir_type()}, {stat}, {stat}", loc))
             op = "layer_norm"
         elif node.target in BINARY:
             a, b = binary_operands(node)
             types_text = ty(a) if ty(a) == ty(b) else f"{ty(a)}, {ty(b)}"
-            body.append(f"{result} = fusion.{BINARY[node.target]} {operand(a)}, {operand(b)} : "
-                        f"{types_text}{loc}")
+            body.append((f"{result} = fusion.{BINARY[node.target]} {operand(a)}, {operand(b)} : "
+                        f"{types_text}", loc))
             op = BINARY[node.target]
         else:
             raise EmitError(f"{node.name}: {node.target} is not supported")
@@ -212,8 +216,14 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], name: str,
                                  types[v].activation))
     result_types = ", ".join(o.mlir_type() for o in outputs)
     returned = ", ".join(operand(v) for v in values)
-    text = (f"module attributes {{fusion.target = {TARGET_ATTR.format(target)}}} {{\n"
-            f"func.func @{name}({', '.join(args)}) -> ({result_types}) {{\n"
-            + "".join(f"  {line}\n" for line in body)
-            + f"  return {returned} : {result_types}\n}}\n}}\n")
-    return Program(name, text, inputs, outputs, single, listed)
+
+    def module(name, lines):
+        return (f"module attributes {{fusion.target = {TARGET_ATTR.format(target)}}} {{\n"
+                f"func.func @{name}({', '.join(args)}) -> ({result_types}) {{\n"
+                + "".join(f"  {line}\n" for line in lines)
+                + f"  return {returned} : {result_types}\n}}\n}}\n")
+    plain = [text for text, _ in body]
+    digest = hashlib.sha256(module("f", plain).encode()).hexdigest()[:16]
+    name = f"fusion_{digest}"
+    return Program(name, module(name, plain), inputs, outputs, single, listed,
+                   module(name, [text + loc for text, loc in body]))

@@ -210,8 +210,10 @@ class FrontEndTest(unittest.TestCase):
         self.assertEqual(len(calls), 1)
         # Poisoned fallback: a call that reached PyTorch's ops would fail.
         calls[0].fallback = None
+        before = CompiledPartition.calls
         with torch.no_grad():
             compiled(x)
+        self.assertEqual(CompiledPartition.calls, before + 1)
 
     def test_cache_reused_and_invalidated(self):
         m = PreNorm().bfloat16().eval()
@@ -249,6 +251,26 @@ class FrontEndTest(unittest.TestCase):
                 else:
                     os.environ["FUSION_TOOLS_DIR"] = old
         self.assertNotEqual(changed.explain().partitions[0].library, eps)
+
+    def test_equal_layers_share_a_library(self):
+        class Two(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a, self.b = PreNorm(64, 64), PreNorm(64, 64)
+
+            def forward(self, x):
+                return self.b(torch.nn.functional.silu(self.a(x)))
+        m = Two().bfloat16().eval()
+        x = torch.randn(2, 3, 64).bfloat16()
+        report = fc.build(m, (x,), target="cpu")
+        self.assertEqual(len(report.partitions), 2)
+        self.assertEqual(report.partitions[0].library, report.partitions[1].library)
+        # The report keeps the model's source lines...
+        self.assertIn("loc(", report.partitions[0].mlir)
+        # ...the compiled program has none.
+        with open(os.path.join(os.path.dirname(report.partitions[0].library),
+                               "program.mlir")) as fh:
+            self.assertNotIn("loc(", fh.read())
 
     def test_torch_compile_backend(self):
         cfg = BertConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4)
