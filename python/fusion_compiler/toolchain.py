@@ -58,7 +58,7 @@ def find_tools() -> Tools:
     for bindir in candidates:
         if os.access(os.path.join(bindir, "fusion-compile"), os.X_OK) and \
                 os.access(os.path.join(bindir, "fusion-opt"), os.X_OK):
-            return Tools(os.path.normpath(bindir))
+            return Tools(os.path.abspath(bindir))
     raise FusionCompileError(
         "cannot find the fusion compiler's tools (fusion-opt, fusion-compile): set "
         f"${TOOLS_ENV} to the directory holding them (a build's bin/ or an install's), "

@@ -284,6 +284,26 @@ class FrontEndTest(unittest.TestCase):
         self.assertGreater(CompiledPartition.calls, before)
         self.check_close(m, (x, r), y)
 
+    def test_pip_installs_the_package(self):
+        import subprocess
+        with tempfile.TemporaryDirectory() as tmp:
+            source = os.path.join(tmp, "src")
+            # A copy (symlinks resolved), so the build leaves the checkout clean.
+            shutil.copytree(os.path.dirname(HERE), source, symlinks=False,
+                            ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+            target = os.path.join(tmp, "site")
+            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                            "--no-build-isolation", "--disable-pip-version-check",
+                            "--target", target, source], check=True)
+            probe = ("import fusion_compiler, fusion_runtime, sys; "
+                     "assert fusion_compiler.__file__.startswith(sys.argv[1]); "
+                     "assert fusion_runtime.parse_signature('a: bf16[M,8]')[0].shape == ('M', 8); "
+                     "print(fusion_compiler.find_tools().bindir)")
+            env = dict(os.environ, PYTHONPATH=target, FUSION_TOOLS_DIR=fc.find_tools().bindir)
+            out = subprocess.run([sys.executable, "-c", probe, target], check=True, env=env,
+                                 stdout=subprocess.PIPE, text=True, cwd=tmp).stdout
+        self.assertEqual(out.strip(), fc.find_tools().bindir)
+
     def test_bad_target(self):
         m = PreNorm()
         x = torch.randn(2, 64)

@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""The front end on the GPU: PyTorch modules as their users write them,
+compiled by fusion_compiler for sm_90a, checked against float64 and timed
+as the user sees them (the whole module call) against eager PyTorch and
+torch.compile of the same module, in one run (docs/PERF.md's protocol:
+bench/layers/bench_util.run_rounds).
+
+The GPU machine has no MLIR, so the libraries are built here first, ahead of
+time, into a cache that travels with the tools' files (the compiler's
+identity):
+
+    python3 bench/frontend/bench_frontend.py --prepare build/frontend-gpu   # here
+    # on the GPU machine, with build/frontend-gpu carried:
+    python3 bench/frontend/bench_frontend.py --dir build/frontend-gpu --json OUT.json
+
+There, `fusion_compiler.compile(..., strict=True)` finds every library in the
+cache (a miss would need the compiler and fails the case). The modules are
+Hugging Face's where `transformers` imports, else copies of their forward
+code (LlamaRMSNorm, LlamaMLP, BertSelfOutput: the same arithmetic).
+"""
+import argparse
+import copy
+import json
+import os
+import shutil
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, os.path.join(REPO, "bench", "layers"))
+
+M = 65536          # tokens: 16 sequences of 4096
+CHECK_M = 4099     # tokens of the correctness check: not a tile multiple
+
+try:
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm, LlamaMLP
+    from transformers.models.bert.modeling_bert import BertSelfOutput
+    from transformers import BertConfig, LlamaConfig
+    SOURCE = "transformers"
+except ImportError:
+    SOURCE = "copies of transformers' forward code"
+
+    class LlamaRMSNorm(torch.nn.Module):
+        def __init__(self, hidden_size, eps=1e-6):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(hidden_size))
+            self.variance_epsilon = eps
+
+        def forward(self, hidden_states):
+            input_dtype = hidden_states.dtype
+            hidden_states = hidden_states.to(torch.float32)
+            variance = hidden_states.pow(2).mean(-1, keepdim=True)
+            hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+            return self.weight * hidden_states.to(input_dtype)
+
+    class LlamaMLP(torch.nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            h, i = config.hidden_size, config.intermediate_size
+            self.gate_proj = torch.nn.Linear(h, i, bias=False)
+            self.up_proj = torch.nn.Linear(h, i, bias=False)
+            self.down_proj = torch.nn.Linear(i, h, bias=False)
+            self.act_fn = torch.nn.SiLU()
+
+        def forward(self, x):
+            return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+    class BertSelfOutput(torch.nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.dense = torch.nn.Linear(config.hidden_size, config.hidden_size)
+            self.LayerNorm = torch.nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+            self.dropout = torch.nn.Dropout(config.hidden_dropout_prob)
+
+        def forward(self, hidden_states, input_tensor):
+            hidden_states = self.dense(hidden_states)
+            hidden_states = self.dropout(hidden_states)
+            return self.LayerNorm(hidden_states + input_tensor)
+
+    class _Config:
+        def __init__(self, **kw):
+            self.__dict__.update(kw)
+
+    def LlamaConfig(**kw):
+        return _Config(**kw)
+
+    def BertConfig(**kw):
+        kw.setdefault("layer_norm_eps", 1e-12)
+        kw.setdefault("hidden_dropout_prob", 0.1)
+        return _Config(**kw)
+
+
+class PreNorm(torch.nn.Module):
+    """Llama's pre-norm: input_layernorm (LlamaRMSNorm, with its weight), q_proj."""
+
+    def __init__(self, h):
+        super().__init__()
+        self.input_layernorm = LlamaRMSNorm(h, eps=1e-5)
+        self.q_proj = torch.nn.Linear(h, h, bias=False)
+
+    def forward(self, x):
+        return self.q_proj(self.input_layernorm(x))
+
+
+def cases():
+    out = []
+    for h in (1024, 2048, 4096):
+        out.append((f"llama_prenorm_h{h}", lambda h=h: PreNorm(h), h, 1))
+    for h in (768, 1024):
+        out.append((f"bert_self_output_h{h}",
+                    lambda h=h: BertSelfOutput(BertConfig(hidden_size=h)), h, 2))
+    out.append(("llama_mlp_h2048_i5632",
+                lambda: LlamaMLP(LlamaConfig(hidden_size=2048, intermediate_size=5632,
+                                             hidden_act="silu", mlp_bias=False)), 2048, 1))
+    return out
+
+
+def make(factory, device):
+    torch.manual_seed(0)
+    m = factory().to(device=device, dtype=torch.bfloat16).eval()
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.dim() == 1:
+                p.uniform_(0.5, 1.5)  # norm weights and biases away from 1 and 0
+            else:
+                p.normal_(0, p.shape[1] ** -0.5)
+    return m
+
+
+def inputs(h, count, tokens, device, seed):
+    g = torch.Generator(device=device).manual_seed(seed)
+    return tuple(torch.randn(1, tokens, h, device=device, generator=g).bfloat16()
+                 for _ in range(count))
+
+
+def prepare(directory):
+    import fusion_compiler as fc
+    tools = fc.find_tools()
+    bindir = os.path.join(directory, "bin")
+    libdir = os.path.join(directory, "lib")
+    os.makedirs(bindir, exist_ok=True)
+    os.makedirs(libdir, exist_ok=True)
+    shutil.copy(tools.fusion_opt, bindir)
+    shutil.copy(tools.fusion_compile, bindir)
+    shutil.copy(tools.runtime_library, libdir)
+    os.environ["FUSION_TOOLS_DIR"] = bindir
+    os.environ["FUSION_CACHE_DIR"] = os.path.join(directory, "cache")
+    for name, factory, h, count in cases():
+        m = make(factory, "cpu")
+        report = fc.build(m, inputs(h, count, 8, "cpu", 0), target="sm_90a")
+        print(f"{name}: {len(report.partitions)} partition(s)")
+        print(report)
+
+
+def check(fc, m, h, count):
+    """(our error, PyTorch's bf16 error) against float64, largest absolute."""
+    x = inputs(h, count, CHECK_M, "cuda", 1)
+    compiled = fc.compile(m, x, target="sm_90a", strict=True, report=False)
+    with torch.no_grad():
+        ours = compiled(*x)
+        theirs = m(*x)
+        exact = copy.deepcopy(m).double()(*(t.double() for t in x))
+    torch.cuda.synchronize()
+    return ((ours.double() - exact).abs().max().item(),
+            (theirs.double() - exact).abs().max().item())
+
+
+def run(args):
+    import fusion_compiler as fc
+    from bench_util import bench_ms, compile_fresh, run_rounds, write_json, markdown_table
+    os.environ["FUSION_TOOLS_DIR"] = os.path.join(args.dir, "bin")
+    os.environ["FUSION_CACHE_DIR"] = os.path.join(args.dir, "cache")
+    rows = []
+    for name, factory, h, count in cases():
+        if args.only and args.only not in name:
+            continue
+        row = dict(case=name, tokens=M, h=h, modules=SOURCE)
+        rows.append(row)
+        errors = row.setdefault("errors", {})
+        try:
+            m = make(factory, "cuda")
+            ours_err, torch_err = check(fc, m, h, count)
+            row.update(err_ours=ours_err, err_torch_bf16=torch_err,
+                       correct=ours_err <= 2 * torch_err + 2 ** -7)
+            x = inputs(h, count, M, "cuda", 2)
+            compiled = fc.compile(m, x, target="sm_90a", strict=True, report=True)
+            row["partitions"] = [[op for op, _ in p.ops] for p in compiled.explain().partitions]
+            row["remarks"] = [r.split(": remark: ")[-1] for p in compiled.explain().partitions
+                              for r in p.remarks]
+            inductor = compile_fresh(m)
+            with torch.no_grad():
+                inductor(*x)
+                compiled(*x)
+                mean, spread, rounds = run_rounds(args.rounds, [
+                    ("eager_ms", bench_ms, lambda: m(*x)),
+                    ("inductor_ms", bench_ms, lambda: inductor(*x)),
+                    ("ours_ms", bench_ms, lambda: compiled(*x)),
+                ], errors)
+            row.update(mean)
+            row["spread_ms"] = spread
+            if "ours_ms" in mean:
+                row["vs_inductor"] = mean.get("inductor_ms", float("nan")) / mean["ours_ms"]
+                row["vs_eager"] = mean.get("eager_ms", float("nan")) / mean["ours_ms"]
+        except Exception as e:  # recorded, the next case runs
+            import traceback
+            traceback.print_exc()
+            errors["case"] = f"{type(e).__name__}: {e}"[:600]
+        print(json.dumps(row), flush=True)
+        if args.json:
+            write_json(args.json, args, rows, dict(rounds=args.rounds, protocol="run_rounds"),
+                       False)
+    if args.json:
+        write_json(args.json, args, rows, dict(rounds=args.rounds, protocol="run_rounds"), True)
+    print(markdown_table([("case", "case", None), ("ours err", "err_ours", "{:.3g}"),
+                          ("bf16 err", "err_torch_bf16", "{:.3g}"),
+                          ("eager ms", "eager_ms", "{:.3f}"),
+                          ("torch.compile ms", "inductor_ms", "{:.3f}"),
+                          ("ours ms", "ours_ms", "{:.3f}"),
+                          ("vs torch.compile", "vs_inductor", "{:.2f}x"),
+                          ("vs eager", "vs_eager", "{:.2f}x")], rows))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--prepare", metavar="DIR", help="build the libraries into DIR (no GPU)")
+    p.add_argument("--dir", default="build/frontend-gpu", help="the prepared DIR")
+    p.add_argument("--json", help="write the results here")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--only", help="run the cases whose name contains this")
+    p.add_argument("--commit", default=os.environ.get("FUSION_COMMIT", "unknown"))
+    args = p.parse_args()
+    if args.prepare:
+        prepare(args.prepare)
+    else:
+        run(args)
+
+
+if __name__ == "__main__":
+    main()
