@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing the project needs on Debian 12:
-# LLVM/MLIR 22 (Debian's packages), CMake, Ninja, a C++ compiler, Python 3,
+# LLVM/MLIR 22 (Debian's packages), CMake, Ninja, a C++ compiler, Python 3
+# (with its headers: Inductor, in the front end's torch.compile test, builds C++),
 # and clang-22 with its sanitizer and libFuzzer runtimes (scripts/sanitize.sh).
 # Runs apt-get only for the packages that are missing.
 #
@@ -18,7 +19,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pkgs=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools ninja-build cmake g++ python3
-  python3-venv clang-22 libclang-rt-22-dev)
+  python3-venv python3-dev clang-22 libclang-rt-22-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -263,26 +263,82 @@ def build(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, *,
     return _partition(gm, target, True, strict, False, load=False)[1]
 
 
-def backend(gm, example_inputs, target: Optional[str] = None):
+def _as_operator_calls(fused) -> None:
+    """Replaces each call of a CompiledPartition module in `fused` by a call
+    of the operator fusion_compiler::run_partition, with its metadata, so
+    that Inductor can compile the graph around it."""
+    import operator
+
+    import torch
+    from torch._guards import detect_fake_mode
+
+    from .calls import CompiledPartition, register, run_partition
+    graph = fused.graph
+    for node in list(graph.nodes):
+        if node.op != "call_module":
+            continue
+        part = fused.get_submodule(node.target)
+        if not isinstance(part, CompiledPartition):
+            continue
+        key = register(part)
+        values = [a.meta.get("val") for a in node.args]
+        with graph.inserting_before(node):
+            call = graph.call_function(torch.ops.fusion_compiler.run_partition.default,
+                                       (key, list(node.args)))
+        mode = detect_fake_mode(values)
+        if mode is not None:
+            with mode:
+                call.meta["val"] = run_partition(key, values)
+        if part.program.single_output:
+            with graph.inserting_after(call):
+                first = graph.call_function(operator.getitem, (call, 0))
+            if "val" in call.meta:
+                first.meta["val"] = call.meta["val"][0]
+            node.replace_all_uses_with(first)
+        else:
+            node.replace_all_uses_with(call)  # its users take getitem i alike
+        graph.erase_node(node)
+        fused.delete_submodule(node.target)
+    graph.lint()
+    fused.recompile()
+
+
+def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = True):
     """A torch.compile backend: `torch.compile(model, backend=fusion_compiler.backend)`.
 
-    Dynamo's graphs go through AOTAutograd (ATen graphs, parameters as
-    inputs); the forward graph's supported partitions call our libraries
-    (target: sm_90a where the inputs are on a CUDA device, else cpu) and the
-    rest, and every backward graph, runs in PyTorch's eager kernels."""
+    Inductor's own pipeline runs (Dynamo's graph through AOTAutograd, with
+    Inductor's decompositions); in each forward graph, the supported
+    partitions become calls of our libraries (target: sm_90a where the
+    inputs are on a CUDA device, else cpu) and Inductor compiles everything
+    else, the backward graphs included. inductor=False runs the rest in
+    PyTorch's eager kernels instead."""
     torch = _torch()
-    from torch._dynamo.backends.common import aot_autograd
     if target is None:
         on_cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in example_inputs)
         target = DEFAULT_TARGET if on_cuda else "cpu"
     _check_target(target)
+    if not inductor:
+        from torch._dynamo.backends.common import aot_autograd
 
-    def forward_compiler(graph_module, inputs):
-        fused, _ = _partition(graph_module, target, True, False, False)
-        return fused
+        def forward_compiler(graph_module, inputs):
+            return _partition(graph_module, target, True, False, False)[0]
+        return aot_autograd(fw_compiler=forward_compiler,
+                            bw_compiler=lambda graph_module, inputs: graph_module)(
+            gm, example_inputs)
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+    from torch._inductor.decomposition import select_decomp_table
 
-    def backward_compiler(graph_module, inputs):
-        return graph_module
+    # Inductor's decompositions, but LayerNorm kept whole for the partitions
+    # to find (one left to Inductor becomes an extern call of ATen's kernel).
+    decompositions = {op: fn for op, fn in select_decomp_table().items()
+                      if op is not torch.ops.aten.native_layer_norm.default}
 
-    return aot_autograd(fw_compiler=forward_compiler, bw_compiler=backward_compiler)(
-        gm, example_inputs)
+    def inner_compile(graph_module, inputs, **kwargs):
+        if not kwargs.get("is_backward", False):
+            fused = _partition(graph_module, target, True, False, False)[0]
+            _as_operator_calls(fused)
+            graph_module = fused
+        return compile_fx_inner(graph_module, inputs, **kwargs)
+
+    return compile_fx(gm, example_inputs, inner_compile=inner_compile,
+                      decompositions=decompositions)

@@ -10,11 +10,12 @@ the outputs their model shapes back.
 from __future__ import annotations
 
 import ctypes
-from typing import List, Optional, Sequence
+import json
+from typing import Dict, List, Optional, Sequence
 
 import torch
 
-from .emit import Program
+from .emit import Program, TensorArg
 
 ALIGNMENT_BYTES = 16
 
@@ -59,6 +60,7 @@ class CompiledPartition(torch.nn.Module):
         self.program = program
         self.library_path = library_path
         self.target = target
+        self.runtime_library = runtime_library
         self._fn = (_CpuFunction(library_path, program.name) if target == "cpu"
                     else _gpu_function(library_path, program.name, runtime_library))
         # An output's leading (token) dimensions: those of the first
@@ -87,13 +89,36 @@ class CompiledPartition(torch.nn.Module):
             raise ValueError(f"{self.program.name}: input {i}: expected {list(spec.shape)}, "
                              f"got {list(t.shape)}")
 
+    def output_shapes(self, args: Sequence[torch.Tensor]) -> List[tuple]:
+        """The model shapes of the outputs of a call with `args`."""
+        tokens = None
+        for t, spec in zip(args, self.program.inputs):
+            if spec.activation:
+                tokens = t.numel() // spec.features
+                break
+        shapes = []
+        for spec, source in zip(self.program.outputs, self._lead_from):
+            if not spec.activation:
+                shapes.append(tuple(spec.shape))
+                continue
+            lead = tuple(args[source].shape[:-1]) if source is not None else spec.shape[:-1]
+            if source is None and int(torch.Size(lead).numel()) != tokens:
+                lead = (tokens,)
+            shapes.append((*lead, spec.features))
+        return shapes
+
     def forward(self, *args: torch.Tensor):
-        prog = self.program
         fallback = getattr(self, "fallback", None)
         if fallback is not None and torch.is_grad_enabled() and any(
                 isinstance(t, torch.Tensor) and t.requires_grad for t in args):
             # The kernels have no backward yet: autograd gets PyTorch's ops.
             return fallback(*args)
+        outs = self.run(*args)
+        return outs[0] if self.program.single_output else outs
+
+    def run(self, *args: torch.Tensor):
+        """The library's call: a tuple of outputs in their model shapes."""
+        prog = self.program
         flat: List[torch.Tensor] = []
         tokens = None
         for i, (t, spec) in enumerate(zip(args, prog.inputs)):
@@ -114,16 +139,58 @@ class CompiledPartition(torch.nn.Module):
                             dtype=o.dtype, device=device) for o in prog.outputs]
         self._fn(*flat, *outs)
         CompiledPartition.calls += 1
-        shaped = []
-        for out, spec, source in zip(outs, prog.outputs, self._lead_from):
-            if spec.activation:
-                lead = tuple(args[source].shape[:-1]) if source is not None else spec.shape[:-1]
-                if source is None and int(torch.Size(lead).numel()) != tokens:
-                    lead = (tokens,)
-                out = out.view(*lead, spec.features)
-            shaped.append(out)
-        return shaped[0] if prog.single_output else tuple(shaped)
+        return tuple(out.view(shape) for out, shape in zip(outs, self.output_shapes(args)))
 
     def extra_repr(self) -> str:
         ops = ", ".join(op for op, _ in self.program.ops)
         return f"{self.program.name} [{ops}] for {self.target} ({self.library_path})"
+
+
+# The partitions as one PyTorch operator, so that a graph calling them can
+# be compiled by Inductor (which calls the operator as an extern kernel and
+# compiles everything around it). The operator's key describes the partition
+# whole (library, function, arguments), so that code Inductor or AOTAutograd
+# cached in another process finds it too.
+_REGISTRY: Dict[str, CompiledPartition] = {}
+
+
+def _spec(arg: TensorArg) -> list:
+    return [str(arg.dtype).replace("torch.", ""), list(arg.shape), arg.activation]
+
+
+def register(partition: CompiledPartition) -> str:
+    p = partition.program
+    key = json.dumps(dict(library=partition.library_path, function=p.name,
+                          target=partition.target, runtime=partition.runtime_library,
+                          inputs=[_spec(a) for a in p.inputs],
+                          outputs=[_spec(a) for a in p.outputs], single=p.single_output),
+                     sort_keys=True)
+    _REGISTRY[key] = partition
+    return key
+
+
+def _partition_of(key: str) -> CompiledPartition:
+    part = _REGISTRY.get(key)
+    if part is None:
+        d = json.loads(key)
+
+        def args(specs):
+            return [TensorArg(getattr(torch, t), tuple(shape), act) for t, shape, act in specs]
+        program = Program(d["function"], "", args(d["inputs"]), args(d["outputs"]), d["single"])
+        part = _REGISTRY[key] = CompiledPartition(program, d["library"], d["target"],
+                                                  d["runtime"])
+    return part
+
+
+@torch.library.custom_op("fusion_compiler::run_partition", mutates_args=())
+def run_partition(key: str, inputs: List[torch.Tensor]) -> List[torch.Tensor]:
+    """Runs the registered partition `key` on `inputs`: its outputs."""
+    return list(_partition_of(key).run(*inputs))
+
+
+@run_partition.register_fake
+def _(key: str, inputs: List[torch.Tensor]) -> List[torch.Tensor]:
+    part = _partition_of(key)
+    device = inputs[0].device if inputs else torch.device("cpu")
+    return [torch.empty(shape, dtype=spec.dtype, device=device)
+            for shape, spec in zip(part.output_shapes(inputs), part.program.outputs)]

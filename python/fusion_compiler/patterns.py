@@ -75,6 +75,8 @@ def _cast_target(node) -> Optional[torch.dtype]:
         return node.kwargs.get("dtype")
     if _is_call(node, aten.to.dtype_layout) and set(node.kwargs) <= {"dtype"}:
         return node.kwargs.get("dtype")
+    if _is_call(node, torch.ops.prims.convert_element_type.default):  # Inductor's casts
+        return node.args[1]
     return None
 
 

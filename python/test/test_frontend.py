@@ -276,13 +276,31 @@ class FrontEndTest(unittest.TestCase):
         cfg = BertConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4)
         m = randomize_norms(BertSelfOutput(cfg).bfloat16().eval())
         x, r = torch.randn(2, 9, 64).bfloat16(), torch.randn(2, 9, 64).bfloat16()
+        for inductor in (True, False):
+            # Inductor compiles the rest of the graph (here: nothing but the
+            # views around the partition) or it runs eagerly.
+            torch._dynamo.reset()
+            compiled = torch.compile(
+                m, backend=lambda gm, inputs: fc.backend(gm, inputs, inductor=inductor))
+            before = CompiledPartition.calls
+            with torch.no_grad():
+                y = compiled(x, r)
+            self.assertEqual(CompiledPartition.calls, before + 1)
+            self.check_close(m, (x, r), y)
+
+    def test_torch_compile_backend_training_step(self):
+        # With gradients: the forward's forms are saved for the backward and
+        # stay whole in Inductor's graphs; the step matches eager autograd.
+        m = PreNorm().float()
+        x = torch.randn(2, 3, 64, requires_grad=True)
         torch._dynamo.reset()
         compiled = torch.compile(m, backend=fc.backend)
-        before = CompiledPartition.calls
-        with torch.no_grad():
-            y = compiled(x, r)
-        self.assertGreater(CompiledPartition.calls, before)
-        self.check_close(m, (x, r), y)
+        y = compiled(x)
+        y.square().sum().backward()
+        grad = x.grad.clone()
+        x.grad = None
+        m(x).square().sum().backward()
+        self.assertTrue(torch.allclose(grad, x.grad, atol=1e-5, rtol=1e-4))
 
     def test_pip_installs_the_package(self):
         import subprocess
