@@ -187,7 +187,13 @@ def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
             entry.name = f"{entry.name} ({program.name})"
             entry.ops, entry.mlir = program.ops, program.mlir_with_locations
             if report:
-                entry.remarks = fusion_report(program.mlir_with_locations, tools)
+                try:
+                    entry.remarks = fusion_report(program.mlir_with_locations, tools)
+                except (FusionCompileError, OSError) as error:
+                    # The report is information: a machine where the
+                    # libraries come from the cache may not run fusion-opt.
+                    first = str(error).splitlines()
+                    entry.remarks = [f"?: remark: no fusion report ({first[-1] if first else error})"]
             if compile_now:
                 lib = compile_library(program.mlir, target, tools=tools)
                 entry.library = lib.path
@@ -263,6 +269,32 @@ def build(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, *,
     return _partition(gm, target, True, strict, False, load=False)[1]
 
 
+def _inline(fused, node, sub) -> None:
+    """Puts partition `sub`, called by `node`, back in place of the call, in
+    ATen ops again (its front-end ops traced through their PyTorch code)."""
+    from torch._guards import detect_fake_mode
+    from torch._inductor.decomposition import select_decomp_table
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    values = [a.meta.get("val") for a in node.args]
+    mode = detect_fake_mode(values)
+    if mode is not None:
+        with mode:
+            sub = make_fx(sub, decomposition_table=select_decomp_table())(*values)
+    graph = fused.graph
+    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    with graph.inserting_before(node):
+        out = graph.graph_copy(sub.graph, dict(zip(placeholders, node.args)))
+    if isinstance(out, (tuple, list)):
+        for user in list(node.users):  # getitem(node, i)
+            user.replace_all_uses_with(out[user.args[1]])
+            graph.erase_node(user)
+    else:
+        node.replace_all_uses_with(out)
+    graph.erase_node(node)
+    fused.delete_submodule(node.target)
+
+
 def _as_operator_calls(fused) -> None:
     """Replaces each call of a CompiledPartition module in `fused` by a call
     of the operator fusion_compiler::run_partition, with its metadata, so
@@ -278,6 +310,9 @@ def _as_operator_calls(fused) -> None:
         if node.op != "call_module":
             continue
         part = fused.get_submodule(node.target)
+        if isinstance(part, torch.fx.GraphModule) and str(node.target).startswith("fusion_rows"):
+            _inline(fused, node, part)  # a partition left in PyTorch: Inductor's again
+            continue
         if not isinstance(part, CompiledPartition):
             continue
         key = register(part)
@@ -303,7 +338,8 @@ def _as_operator_calls(fused) -> None:
     fused.recompile()
 
 
-def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = True):
+def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = True,
+            load: bool = True):
     """A torch.compile backend: `torch.compile(model, backend=fusion_compiler.backend)`.
 
     Inductor's own pipeline runs (Dynamo's graph through AOTAutograd, with
@@ -311,7 +347,8 @@ def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = T
     partitions become calls of our libraries (target: sm_90a where the
     inputs are on a CUDA device, else cpu) and Inductor compiles everything
     else, the backward graphs included. inductor=False runs the rest in
-    PyTorch's eager kernels instead."""
+    PyTorch's eager kernels instead. load=False only builds the libraries
+    into the cache (like `build`; the graph then runs without them)."""
     torch = _torch()
     if target is None:
         on_cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in example_inputs)
@@ -321,7 +358,7 @@ def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = T
         from torch._dynamo.backends.common import aot_autograd
 
         def forward_compiler(graph_module, inputs):
-            return _partition(graph_module, target, True, False, False)[0]
+            return _partition(graph_module, target, True, False, False, load)[0]
         return aot_autograd(fw_compiler=forward_compiler,
                             bw_compiler=lambda graph_module, inputs: graph_module)(
             gm, example_inputs)
@@ -335,7 +372,7 @@ def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = T
 
     def inner_compile(graph_module, inputs, **kwargs):
         if not kwargs.get("is_backward", False):
-            fused = _partition(graph_module, target, True, False, False)[0]
+            fused = _partition(graph_module, target, True, False, False, load)[0]
             _as_operator_calls(fused)
             graph_module = fused
         return compile_fx_inner(graph_module, inputs, **kwargs)

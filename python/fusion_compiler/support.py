@@ -47,6 +47,25 @@ def binary_operands(node: fx.Node):
     return node.args[0], node.args[1]
 
 
+_GEMMS = (ops.linear, ops.matmul)
+_NORMS = (ops.rms_norm, ops.layer_norm)
+
+
+def _absorbable(node: fx.Node, pair) -> bool:
+    """Whether the fusion passes can take an add or mul into a kernel: an
+    add of a GEMM's output (its bias or a residual, in the GEMM's epilogue)
+    or into a norm's input (the residual sum of an epilogue norm); a mul of a
+    norm's output by a vector (its weight). Any other element-wise op is
+    better left where it can fuse with its PyTorch neighbours."""
+    a, b = pair
+    if BINARY[node.target] == "add":
+        if any(isinstance(x, fx.Node) and x.target in _GEMMS for x in (a, b)):
+            return True
+        return any(u.target in _NORMS and u.args[0] is node for u in node.users)
+    return isinstance(a, fx.Node) and a.target in _NORMS and _tensor(b) is not None and \
+        _tensor(b).dim() == 1
+
+
 def reason(node: fx.Node) -> Optional[str]:
     """None where the node is supported, else why it stays in PyTorch."""
     if node.op != "call_function":
@@ -82,13 +101,22 @@ def reason(node: fx.Node) -> Optional[str]:
         if tuple(b.shape) != tuple(a.shape) and tuple(b.shape) != (a.shape[-1],):
             return (f"{name}: shapes {list(a.shape)} and {list(b.shape)}; the dialect "
                     f"broadcasts a [features] vector or takes equal shapes")
+        if not _absorbable(node, pair):
+            return (f"{name}: nothing to fuse it into (a GEMM's bias or residual, a norm's "
+                    f"input or weight); PyTorch's kernel, or Inductor's fusion with its "
+                    f"neighbours, serves it as well")
         return None
     if node.target in VIEWS:
         src, out = _tensor(node.args[0]), out
-        if src is not None and out is not None and src.dim() >= 2 and out.dim() >= 2 and \
-                _static(src) and _static(out) and src.shape[-1] == out.shape[-1]:
-            return None
-        return f"{name}: a view that does not keep the features dimension"
+        if not (src is not None and out is not None and src.dim() >= 2 and out.dim() >= 2 and
+                _static(src) and _static(out) and src.shape[-1] == out.shape[-1]):
+            return f"{name}: a view that does not keep the features dimension"
+        # A view of a computed value (a GEMM's [tokens, n] back to [b, s, n]);
+        # a view of an input stays outside, where it costs nothing either.
+        source = node.args[0]
+        if not (isinstance(source, fx.Node) and is_compute(source) and reason(source) is None):
+            return f"{name}: a view of a value computed outside"
+        return None
     return f"{name}: no dialect op for it"
 
 
