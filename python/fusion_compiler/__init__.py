@@ -211,14 +211,56 @@ def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
     return fused, Explanation(target, reports, left)
 
 
-class CompiledModule:
-    """A captured model whose supported partitions call compiled libraries."""
+def _lean(graph_module):
+    """The graph without export's input checks and pytree wrapping: takes
+    the flat tensors and returns the flat outputs. (Export's checks of every
+    input cost more host time per call than a small layer's kernels; the
+    partitions check their own inputs, and the graph's other ops fail on
+    shapes they cannot take.)"""
+    import copy
 
-    def __init__(self, graph_module, explanation: Explanation):
+    import torch
+    from torch.fx.graph import CodeGen
+
+    from .patterns import _CHECKS
+    graph = copy.deepcopy(graph_module.graph)
+    for node in list(graph.nodes):
+        if (node.op == "call_module" and node.target == "_guards_fn") or \
+                (node.op == "call_function" and node.target in _CHECKS):
+            if not node.users:
+                graph.erase_node(node)
+    graph._codegen = CodeGen()
+    return torch.fx.GraphModule(graph_module, graph)
+
+
+class CompiledModule:
+    """A captured model whose supported partitions call compiled libraries.
+
+    A call with the example's structure (positional tensors, no keywords)
+    runs the graph without export's per-call input checks; any other call
+    runs the exported module as it is."""
+
+    def __init__(self, graph_module, explanation: Explanation, example_inputs=()):
+        import torch.utils._pytree as pytree
         self.graph_module = graph_module
         self.explanation = explanation
+        self._fast = None
+        in_spec = getattr(graph_module, "_in_spec", None)
+        out_spec = getattr(graph_module, "_out_spec", None)
+        if in_spec is not None and out_spec is not None and \
+                in_spec == pytree.tree_structure((tuple(example_inputs), {})):
+            self._fast = _lean(graph_module)
+            self._count = len(example_inputs)
+            self._out_spec = out_spec
+            self._single = out_spec == pytree.tree_structure(0)
 
     def __call__(self, *args, **kwargs):
+        if self._fast is not None and not kwargs and len(args) == self._count:
+            out = self._fast(*args)
+            if self._single:
+                return out[0]
+            import torch.utils._pytree as pytree
+            return pytree.tree_unflatten(out, self._out_spec)
         return self.graph_module(*args, **kwargs)
 
     def explain(self) -> Explanation:
@@ -240,7 +282,7 @@ def compile(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, 
     _check_target(target)
     gm = _capture(model, example_inputs, example_kwargs)
     fused, explanation = _partition(gm, target, True, strict, report)
-    return CompiledModule(fused, explanation)
+    return CompiledModule(fused, explanation, example_inputs if not example_kwargs else ())
 
 
 def explain(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, *,
@@ -304,7 +346,7 @@ def _as_operator_calls(fused) -> None:
     import torch
     from torch._guards import detect_fake_mode
 
-    from .calls import CompiledPartition, register, run_partition
+    from .calls import CompiledPartition, register
     graph = fused.graph
     for node in list(graph.nodes):
         if node.op != "call_module":
@@ -323,7 +365,7 @@ def _as_operator_calls(fused) -> None:
         mode = detect_fake_mode(values)
         if mode is not None:
             with mode:
-                call.meta["val"] = run_partition(key, values)
+                call.meta["val"] = torch.ops.fusion_compiler.run_partition.default(key, values)
         if part.program.single_output:
             with graph.inserting_after(call):
                 first = graph.call_function(operator.getitem, (call, 0))

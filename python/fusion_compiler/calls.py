@@ -42,7 +42,9 @@ class _CpuFunction:
         words: List[int] = []
         for t in tensors:
             words += _memref_words(t)
-        self._fn(*(ctypes.c_int64(w) for w in words))
+        if self._fn.argtypes is None:
+            self._fn.argtypes = [ctypes.c_int64] * len(words)
+        self._fn(*words)
 
 
 def _gpu_function(path: str, name: str, runtime_library: Optional[str]):
@@ -61,6 +63,7 @@ class CompiledPartition(torch.nn.Module):
         self.library_path = library_path
         self.target = target
         self.runtime_library = runtime_library
+        self._plans: Dict[tuple, tuple] = {}
         self._fn = (_CpuFunction(library_path, program.name) if target == "cpu"
                     else _gpu_function(library_path, program.name, runtime_library))
         # An output's leading (token) dimensions: those of the first
@@ -117,29 +120,56 @@ class CompiledPartition(torch.nn.Module):
         return outs[0] if self.program.single_output else outs
 
     def run(self, *args: torch.Tensor):
-        """The library's call: a tuple of outputs in their model shapes."""
+        """The library's call: a tuple of outputs in their model shapes.
+
+        The first call with given shapes, dtypes and devices checks every
+        input and keeps a plan (the flattened views, the outputs' sizes);
+        a repeated call only makes views, allocates the outputs and calls."""
+        try:
+            key = tuple((t.shape, t.dtype, t.device) for t in args)
+            plan = self._plans.get(key)
+        except (AttributeError, TypeError):
+            key, plan = None, None
+        if plan is None:
+            plan = self._plan(args)
+            if key is not None:
+                if len(self._plans) >= 64:
+                    self._plans.clear()
+                self._plans[key] = plan
+        features, allocs, shapes, device = plan
+        flat = []
+        for t, f in zip(args, features):
+            if f is not None:
+                t = t.reshape(-1, f)
+            if not t.is_contiguous():
+                t = t.contiguous()
+            if t.data_ptr() & (ALIGNMENT_BYTES - 1):
+                t = t.clone()
+            flat.append(t)
+        outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in allocs]
+        self._fn(*flat, *outs)
+        CompiledPartition.calls += 1
+        return tuple(out.view(shape) for out, shape in zip(outs, shapes))
+
+    def _plan(self, args):
         prog = self.program
-        flat: List[torch.Tensor] = []
+        if len(args) != len(prog.inputs):
+            raise TypeError(f"{prog.name}: expected {len(prog.inputs)} inputs, got {len(args)}")
         tokens = None
         for i, (t, spec) in enumerate(zip(args, prog.inputs)):
             self._check(i, t)
             if spec.activation:
-                t = t.reshape(-1, spec.features)
+                count = t.numel() // spec.features
                 if tokens is None:
-                    tokens = t.shape[0]
-                elif t.shape[0] != tokens:
-                    raise ValueError(f"{prog.name}: input {i} has {t.shape[0]} tokens, "
+                    tokens = count
+                elif count != tokens:
+                    raise ValueError(f"{prog.name}: input {i} has {count} tokens, "
                                      f"another {tokens}")
-            t = t.contiguous()
-            if t.data_ptr() % ALIGNMENT_BYTES:
-                t = t.clone()
-            flat.append(t)
-        device = flat[0].device if flat else torch.device("cpu")
-        outs = [torch.empty((tokens, o.features) if o.activation else o.shape,
-                            dtype=o.dtype, device=device) for o in prog.outputs]
-        self._fn(*flat, *outs)
-        CompiledPartition.calls += 1
-        return tuple(out.view(shape) for out, shape in zip(outs, self.output_shapes(args)))
+        features = tuple(spec.features if spec.activation else None for spec in prog.inputs)
+        allocs = tuple(((tokens, o.features) if o.activation else tuple(o.shape), o.dtype)
+                       for o in prog.outputs)
+        device = args[0].device if args else torch.device("cpu")
+        return features, allocs, tuple(self.output_shapes(args)), device
 
     def extra_repr(self) -> str:
         ops = ", ".join(op for op, _ in self.program.ops)
@@ -182,13 +212,23 @@ def _partition_of(key: str) -> CompiledPartition:
     return part
 
 
-@torch.library.custom_op("fusion_compiler::run_partition", mutates_args=())
+# A plain operator (torch.library.Library rather than custom_op: one Python
+# call per call, without custom_op's autograd and device wrappers, which cost
+# more host time than a small layer's kernels). It has no autograd formula:
+# it is called inside AOTAutograd's forward graphs, on detached inputs.
+_LIBRARY = torch.library.Library("fusion_compiler", "DEF")
+_LIBRARY.define("run_partition(str key, Tensor[] inputs) -> Tensor[]")
+
+
 def run_partition(key: str, inputs: List[torch.Tensor]) -> List[torch.Tensor]:
     """Runs the registered partition `key` on `inputs`: its outputs."""
     return list(_partition_of(key).run(*inputs))
 
 
-@run_partition.register_fake
+_LIBRARY.impl("run_partition", run_partition, "CompositeExplicitAutograd")
+
+
+@torch.library.register_fake("fusion_compiler::run_partition")
 def _(key: str, inputs: List[torch.Tensor]) -> List[torch.Tensor]:
     part = _partition_of(key)
     device = inputs[0].device if inputs else torch.device("cpu")
