@@ -280,7 +280,16 @@ def compile(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, 
     compiled instead of leaving it in PyTorch. report=False skips the
     fusion report (`explain`) for a faster compile."""
     _check_target(target)
-    gm = _capture(model, example_inputs, example_kwargs)
+    try:
+        gm = _capture(model, example_inputs, example_kwargs)
+    except Exception as error:  # torch.export's refusals are many and version-dependent
+        if strict:
+            raise
+        # The model stays PyTorch's, whole; explain says why.
+        first = str(error).strip().splitlines()
+        why = f"torch.export could not capture the model: {type(error).__name__}: " + \
+            (first[0] if first else "")
+        return CompiledModule(model, Explanation(target, [], [("model", why, "?")]))
     fused, explanation = _partition(gm, target, True, strict, report)
     return CompiledModule(fused, explanation, example_inputs if not example_kwargs else ())
 

@@ -191,6 +191,20 @@ class FrontEndTest(unittest.TestCase):
         self.assertEqual(compiled.explain().partitions, [])
         self.assertTrue(torch.equal(compiled(x), f(x)))
 
+    def test_uncapturable_model_runs_in_pytorch(self):
+        def f(x):
+            if x.sum() > 0:  # data-dependent control flow: torch.export refuses it
+                return x * 2
+            return x - 1
+        x = torch.ones(4, 8)
+        compiled = fc.compile(f, (x,), target="cpu")
+        left = compiled.explain().left_in_pytorch
+        self.assertIn("torch.export could not capture the model", left[0][1])
+        self.assertTrue(torch.equal(compiled(x), f(x)))
+        self.assertTrue(torch.equal(compiled(-x), f(-x)))
+        with self.assertRaises(Exception):
+            fc.compile(f, (x,), target="cpu", strict=True)
+
     def test_gradients_fall_back_to_pytorch(self):
         m = PreNorm().float()
         x = torch.randn(2, 3, 64, requires_grad=True)
