@@ -14,6 +14,11 @@
 // RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s
 // RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
+// The same kernels byte for byte as recorded (ptx-golden-sm90a.mlir):
+// RUN: %if gcc-host %{ %python %S/Inputs/ptx_digest.py < %t.isa.mlir > %t.cluster.digest %}
+// RUN: %if gcc-host %{ diff %S/Inputs/ptx-golden/cluster.digest %t.cluster.digest %}
+// RUN: %if gcc-host %{ grep -c _kernel0 %t.cluster.digest | FileCheck --check-prefix=CLUSTER %s %}
+// CLUSTER: {{^}}13{{$}}
 // CHECK-DAG: ptxas ok: rms_512_kernel0 registers=168 spills=0
 // CHECK-DAG: ptxas ok: rms_1024_kernel0 registers=168 spills=0
 // CHECK-DAG: ptxas ok: rms_2048_f32_kernel0 registers=168 spills=0

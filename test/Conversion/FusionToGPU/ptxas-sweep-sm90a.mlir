@@ -8,6 +8,12 @@
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s
 // The PTX is embedded MLIR-escaped (\09 is a tab):
 // RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
+// The same kernels byte for byte as recorded (ptx-golden-sm90a.mlir says why
+// only on a GCC host):
+// RUN: %if gcc-host %{ %python %S/Inputs/ptx_digest.py < %t.isa.mlir > %t.grid.digest %}
+// RUN: %if gcc-host %{ diff %S/Inputs/ptx-golden/grid.digest %t.grid.digest %}
+// RUN: %if gcc-host %{ grep -c _kernel0 %t.grid.digest | FileCheck --check-prefix=GRID %s %}
+// GRID: {{^}}96{{$}}
 // CHECK-COUNT-96: ptxas ok: v_n{{[0-9]+}}_{{.*}}_kernel0 registers={{[0-9]+}} spills=0
 // CHECK-NOT: FAILED
 // PTX-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
