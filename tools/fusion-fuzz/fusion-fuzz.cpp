@@ -52,6 +52,7 @@
 #include "llvm/ADT/Hashing.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
+#include "fusion/Tools/UpstreamParserGuard.h"
 #include "llvm/Support/TargetSelect.h"
 
 #include <cstdint>
@@ -123,6 +124,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   MLIRContext context(registry(), MLIRContext::Threading::DISABLED);
   ScopedDiagnosticHandler swallow(&context, [](Diagnostic &) { return success(); });
 
+  // What our tools refuse before parsing, as libMLIR's parser would crash
+  // on it (fusion/Tools/UpstreamParserGuard.h).
+  StringRef text(reinterpret_cast<const char *>(data), size);
+  if (fusion::findUpstreamParserHazard(text))
+    return 0;
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(

@@ -62,6 +62,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
+#include "fusion/Tools/UpstreamParserGuard.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -227,6 +228,15 @@ parseInputFile(StringRef filename, MLIRContext &context,
   if (!buffer) {
     reportError("cannot open input file '" + filename +
                 "': " + buffer.getError().message());
+    return failure();
+  }
+  if (auto hazard = fusion::findUpstreamParserHazard((*buffer)->getBuffer())) {
+    // What libMLIR's parser would crash on (fusion/Tools/UpstreamParserGuard.h).
+    llvm::SourceMgr sourceMgr;
+    const char *at = (*buffer)->getBufferStart() + hazard->offset;
+    sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+    sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(at),
+                           llvm::SourceMgr::DK_Error, hazard->message);
     return failure();
   }
   sourceMgrs.push_back(std::make_unique<llvm::SourceMgr>());

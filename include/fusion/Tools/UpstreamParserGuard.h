@@ -1,0 +1,34 @@
+//===- UpstreamParserGuard.h - inputs libMLIR's parsers crash on -*- C++ -*-===//
+//
+// libMLIR 22.1.8's custom parsers of linalg.broadcast and linalg.transpose
+// report a malformed `dimensions = [...]` / `permutation = [...]` list and
+// then segfault (they add the null attribute the failed parse left; Debian's
+// mlir-opt dies the same way; test/fuzz/README.md). Our tools check their
+// input for that before they parse it, so that such an input ends in a
+// diagnostic, never in a crash: where upstream aborts, our code must not feed
+// it. Remove this when the LLVM the project builds on has the fix
+// (test/fuzz/regressions-diagnostics.test's canary says when).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_TOOLS_UPSTREAMPARSERGUARD_H
+#define FUSION_TOOLS_UPSTREAMPARSERGUARD_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::fusion {
+
+/// Where and why `text` would crash libMLIR 22's parser: the byte offset of
+/// the offending list and a message, or nothing when it would not.
+struct UpstreamParserHazard {
+  size_t offset;
+  std::string message;
+};
+std::optional<UpstreamParserHazard> findUpstreamParserHazard(llvm::StringRef text);
+
+} // namespace mlir::fusion
+
+#endif // FUSION_TOOLS_UPSTREAMPARSERGUARD_H

@@ -1,0 +1,255 @@
+//===- UpstreamParserGuard.cpp - inputs libMLIR's parsers crash on --------===//
+//
+// A scan of the text, not a parse: for each linalg.broadcast / .transpose in
+// the custom form, its first `dimensions` / `permutation` keyword at
+// nesting depth 0 followed by `=` must be followed by what the attribute
+// parser accepts, `[` integers that fit in 64 bits, comma-separated, `]`.
+// Anything else is what the upstream parser reports and then crashes on.
+// The scan of an op ends at its next top-level `%`, `"` or `}` (the next op,
+// or the end of the region): a form that ends before the keyword fails in
+// the upstream parser before the attribute, which it survives.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fusion/Tools/UpstreamParserGuard.h"
+
+#include "llvm/ADT/APInt.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+using llvm::StringRef;
+
+namespace {
+class Scanner {
+public:
+  Scanner(StringRef text, size_t pos) : text(text), pos(pos) {}
+
+  bool atEnd() const { return pos >= text.size(); }
+  char peek() const { return atEnd() ? '\0' : text[pos]; }
+
+  /// Skips white space and `//` comments.
+  void skipSpace() {
+    while (!atEnd()) {
+      if (llvm::isSpace(peek())) {
+        ++pos;
+      } else if (text.substr(pos).starts_with("//")) {
+        size_t eol = text.find('\n', pos);
+        pos = eol == StringRef::npos ? text.size() : eol + 1;
+      } else {
+        return;
+      }
+    }
+  }
+
+  /// Skips a string literal starting at `pos` (on its quote).
+  void skipString() {
+    for (++pos; !atEnd(); ++pos) {
+      if (peek() == '\\') {
+        ++pos;
+      } else if (peek() == '"') {
+        ++pos;
+        return;
+      }
+    }
+  }
+
+  /// An integer the attribute parser takes as a 64-bit value: an optional
+  /// '-', then decimal digits or 0x and hex digits.
+  bool integer() {
+    bool negative = false;
+    if (peek() == '-') {
+      negative = true;
+      ++pos;
+    }
+    size_t start = pos;
+    unsigned radix = 10;
+    if (text.substr(pos).starts_with("0x")) {
+      radix = 16;
+      pos += 2;
+      start = pos;
+    }
+    while (!atEnd() && (radix == 16 ? llvm::isHexDigit(peek()) : llvm::isDigit(peek())))
+      ++pos;
+    if (pos == start)
+      return false;
+    llvm::APInt value;
+    if (text.slice(start, pos).getAsInteger(radix, value))
+      return false;
+    // The magnitude must fit: INT64_MAX, or 2^63 when negative.
+    unsigned bits = value.getActiveBits();
+    if (bits > 64)
+      return false;
+    uint64_t magnitude = value.getZExtValue();
+    return negative ? magnitude <= (uint64_t(1) << 63)
+                    : magnitude <= uint64_t(INT64_MAX);
+  }
+
+  /// `[` integers `]` (possibly empty).
+  bool integerList() {
+    if (peek() != '[')
+      return false;
+    ++pos;
+    skipSpace();
+    if (peek() == ']')
+      return true;
+    while (true) {
+      skipSpace();
+      if (!integer())
+        return false;
+      skipSpace();
+      if (peek() == ']')
+        return true;
+      if (peek() != ',')
+        return false;
+      ++pos;
+    }
+  }
+
+  StringRef text;
+  size_t pos;
+};
+} // namespace
+
+/// The hazard of the op whose name ends at `pos`, if any.
+static std::optional<UpstreamParserHazard>
+checkOp(StringRef text, size_t pos, StringRef op, StringRef keyword) {
+  Scanner s(text, pos);
+  int depth = 0;
+  while (!s.atEnd()) {
+    char c = s.peek();
+    if (c == '/' && text.substr(s.pos).starts_with("//")) {
+      s.skipSpace();
+      continue;
+    }
+    if (c == '"') {
+      if (depth == 0)
+        return std::nullopt;
+      s.skipString();
+      continue;
+    }
+    if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ')' || c == ']' || c == '}') {
+      if (depth == 0)
+        return std::nullopt;
+      --depth;
+    } else if (depth == 0 && c == '%') {
+      return std::nullopt;
+    } else if (depth == 0 && (llvm::isAlpha(c) || c == '_')) {
+      size_t start = s.pos;
+      while (!s.atEnd() && (llvm::isAlnum(s.peek()) || s.peek() == '_' ||
+                            s.peek() == '.' || s.peek() == '$'))
+        ++s.pos;
+      StringRef word = text.slice(start, s.pos);
+      if (word != keyword)
+        continue;
+      s.skipSpace();
+      if (s.peek() != '=')
+        return std::nullopt; // fails before the attribute: survived
+      ++s.pos;
+      s.skipSpace();
+      size_t listStart = s.pos;
+      if (s.integerList())
+        return std::nullopt;
+      return UpstreamParserHazard{
+          listStart,
+          (op + "'s '" + keyword +
+           "' must be a bracketed list of 64-bit integers, e.g. " + keyword +
+           " = [0, 1]; refused before parsing, because libMLIR 22's parser "
+           "crashes on a malformed one (an upstream bug)")
+              .str()};
+    }
+    ++s.pos;
+  }
+  return std::nullopt;
+}
+
+/// The text inside the balanced parentheses opening at `open`, or "".
+static StringRef group(StringRef text, size_t open) {
+  if (open >= text.size() || text[open] != '(')
+    return "";
+  int depth = 0;
+  for (size_t i = open; i < text.size(); ++i) {
+    if (text[i] == '(')
+      ++depth;
+    else if (text[i] == ')' && --depth == 0)
+      return text.slice(open + 1, i);
+  }
+  return "";
+}
+
+/// Whether the types after the last ':' of an ins(...)/outs(...) group use
+/// `index` elements (`...xindex>`, `<index>`).
+static bool usesIndex(StringRef operands) {
+  StringRef types = operands.substr(operands.rfind(':') + 1);
+  return types.contains("xindex>") || types.contains("<index>");
+}
+
+/// A linalg named op in the custom form whose ins and outs mix `index`
+/// elements with others: libMLIR 22's region builders of some named ops
+/// (linalg.batch_matmul, for one) fail to cast between them and crash.
+static std::optional<UpstreamParserHazard> checkNamedOpTypes(StringRef text) {
+  for (size_t at = text.find("linalg."); at != StringRef::npos;
+       at = text.find("linalg.", at + 7)) {
+    if (at > 0 && (text[at - 1] == '"' || llvm::isAlnum(text[at - 1]) ||
+                   text[at - 1] == '_' || text[at - 1] == '.'))
+      continue;
+    size_t end = at + 7;
+    while (end < text.size() && (llvm::isAlnum(text[end]) || text[end] == '_'))
+      ++end;
+    StringRef name = text.slice(at, end);
+    if (name == "linalg.generic" || name == "linalg.yield" || name == "linalg.index")
+      continue;
+    Scanner s(text, end);
+    s.skipSpace();
+    if (!text.substr(s.pos).starts_with("ins"))
+      continue;
+    s.pos += 3;
+    s.skipSpace();
+    StringRef ins = group(text, s.pos);
+    if (ins.empty())
+      continue;
+    s.pos += ins.size() + 2;
+    s.skipSpace();
+    if (!text.substr(s.pos).starts_with("outs"))
+      continue;
+    s.pos += 4;
+    s.skipSpace();
+    StringRef outs = group(text, s.pos);
+    if (outs.empty() || usesIndex(ins) == usesIndex(outs))
+      continue;
+    return UpstreamParserHazard{
+        at, (name + " mixes index elements with others between its ins and "
+                    "outs; refused before parsing, because libMLIR 22's "
+                    "region builders of linalg named ops crash on casts they "
+                    "cannot make (an upstream bug)")
+                .str()};
+  }
+  return std::nullopt;
+}
+
+std::optional<UpstreamParserHazard>
+mlir::fusion::findUpstreamParserHazard(StringRef text) {
+  if (auto hazard = checkNamedOpTypes(text))
+    return hazard;
+  static const std::pair<StringRef, StringRef> ops[] = {
+      {"linalg.broadcast", "dimensions"}, {"linalg.transpose", "permutation"}};
+  for (auto [op, keyword] : ops) {
+    for (size_t at = text.find(op); at != StringRef::npos;
+         at = text.find(op, at + op.size())) {
+      size_t end = at + op.size();
+      // The custom form: not quoted (the generic form parses the attribute
+      // generically), not part of a longer name.
+      if (at > 0 && (text[at - 1] == '"' || llvm::isAlnum(text[at - 1]) ||
+                     text[at - 1] == '_' || text[at - 1] == '.'))
+        continue;
+      if (end < text.size() && (llvm::isAlnum(text[end]) || text[end] == '_' ||
+                                text[end] == '.' || text[end] == '"'))
+        continue;
+      if (auto hazard = checkOp(text, end, op, keyword))
+        return hazard;
+    }
+  }
+  return std::nullopt;
+}
