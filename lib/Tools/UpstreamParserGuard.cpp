@@ -20,6 +20,20 @@ using namespace mlir;
 using namespace mlir::fusion;
 using llvm::StringRef;
 
+/// The text inside the balanced parentheses opening at `open`, or "".
+static StringRef group(StringRef text, size_t open) {
+  if (open >= text.size() || text[open] != '(')
+    return "";
+  int depth = 0;
+  for (size_t i = open; i < text.size(); ++i) {
+    if (text[i] == '(')
+      ++depth;
+    else if (text[i] == ')' && --depth == 0)
+      return text.slice(open + 1, i);
+  }
+  return "";
+}
+
 namespace {
 class Scanner {
 public:
@@ -83,6 +97,20 @@ public:
     uint64_t magnitude = value.getZExtValue();
     return negative ? magnitude <= (uint64_t(1) << 63)
                     : magnitude <= uint64_t(INT64_MAX);
+  }
+
+  /// After white space, `keyword` and a parenthesized group: the group's
+  /// text, the scan past it; or "" (the scan where it failed).
+  StringRef keywordGroup(StringRef keyword) {
+    skipSpace();
+    if (!text.substr(pos).starts_with(keyword))
+      return "";
+    pos += keyword.size();
+    skipSpace();
+    StringRef inside = group(text, pos);
+    if (!inside.empty())
+      pos += inside.size() + 2;
+    return inside;
   }
 
   /// `[` integers `]` (possibly empty).
@@ -165,20 +193,6 @@ checkOp(StringRef text, size_t pos, StringRef op, StringRef keyword) {
   return std::nullopt;
 }
 
-/// The text inside the balanced parentheses opening at `open`, or "".
-static StringRef group(StringRef text, size_t open) {
-  if (open >= text.size() || text[open] != '(')
-    return "";
-  int depth = 0;
-  for (size_t i = open; i < text.size(); ++i) {
-    if (text[i] == '(')
-      ++depth;
-    else if (text[i] == ')' && --depth == 0)
-      return text.slice(open + 1, i);
-  }
-  return "";
-}
-
 /// Whether the types after the last ':' of an ins(...)/outs(...) group use
 /// `index` elements (`...xindex>`, `<index>`).
 static bool usesIndex(StringRef operands) {
@@ -202,21 +216,8 @@ static std::optional<UpstreamParserHazard> checkNamedOpTypes(StringRef text) {
     if (name == "linalg.generic" || name == "linalg.yield" || name == "linalg.index")
       continue;
     Scanner s(text, end);
-    s.skipSpace();
-    if (!text.substr(s.pos).starts_with("ins"))
-      continue;
-    s.pos += 3;
-    s.skipSpace();
-    StringRef ins = group(text, s.pos);
-    if (ins.empty())
-      continue;
-    s.pos += ins.size() + 2;
-    s.skipSpace();
-    if (!text.substr(s.pos).starts_with("outs"))
-      continue;
-    s.pos += 4;
-    s.skipSpace();
-    StringRef outs = group(text, s.pos);
+    StringRef ins = s.keywordGroup("ins");
+    StringRef outs = ins.empty() ? StringRef() : s.keywordGroup("outs");
     if (outs.empty() || usesIndex(ins) == usesIndex(outs))
       continue;
     return UpstreamParserHazard{
