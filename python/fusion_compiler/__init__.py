@@ -139,7 +139,7 @@ def _regroup(partitions, support):
             part.remove_node(node)
             source.add_node(node)
             owner[node] = source
-    anchors = (ops.linear, ops.matmul, ops.rms_norm, ops.layer_norm)
+    anchors = (ops.linear, ops.matmul, ops.rms_norm, ops.layer_norm, ops.gdpa)
     return [p for p in partitions if any(n.target in anchors for n in p.nodes)]
 
 

@@ -98,6 +98,8 @@ def _weights(graph: fx.Graph) -> set:
             static.update(a for a in node.args[1:3] if isinstance(a, fx.Node))
         elif node.target in (ops.rms_norm, ops.layer_norm):
             static.update(a for a in node.args[1:3] if isinstance(a, fx.Node))
+        elif node.target is ops.gdpa:  # [B, L, H, D] as they are
+            static.update(a for a in node.args[:3] if isinstance(a, fx.Node))
         elif node.target in BINARY:
             pair = binary_operands(node)
             if pair is not None and _tensor(pair[1]).dim() < _tensor(pair[0]).dim():
@@ -168,7 +170,7 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str) -
             continue
         result = f"%v{count}"
         count += 1
-        out = spec(node, True)
+        out = spec(node, node.target is not ops.gdpa)
         loc = _loc(node)
         where = source_line(node)
         if node.target in (ops.linear, ops.matmul):
@@ -193,6 +195,13 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str) -
                         f"{weight}{bias} {{epsilon = {float(eps):.9e} : f32}} : {ty(x)} -> "
                         f"{out.mlir_type()}, {stat}, {stat}", loc))
             op = "layer_norm"
+        elif node.target is ops.gdpa:
+            q, k, v, activation, scale = node.args
+            body.append((f"{result} = fusion.gdpa {operand(q)}, {operand(k)}, {operand(v)} "
+                         f"{{activation = #fusion.activation<{activation}>, "
+                         f"scale = {float(scale):.9e} : f32}} : {ty(q)}, {ty(k)}, {ty(v)} -> "
+                         f"{out.mlir_type()}", loc))
+            op = "gdpa"
         elif node.target in BINARY:
             a, b = binary_operands(node)
             types_text = ty(a) if ty(a) == ty(b) else f"{ty(a)}, {ty(b)}"

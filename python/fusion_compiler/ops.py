@@ -52,4 +52,23 @@ def matmul(x: torch.Tensor, weight: torch.Tensor,
     return y if bias is None else y + bias
 
 
-FRONTEND_OPS = (rms_norm, layer_norm, linear, matmul)
+_ACTIVATIONS = {
+    "identity": lambda s: s,
+    "relu": torch.relu,
+    "gelu": torch.nn.functional.gelu,
+    "gelu_tanh": lambda s: torch.nn.functional.gelu(s, approximate="tanh"),
+    "silu": torch.nn.functional.silu,
+}
+
+
+def gdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, activation: str,
+         scale: float) -> torch.Tensor:
+    """Generalized dot-product attention, `act(scale * q k^T) v` per batch and
+    head, without softmax (HSTU's attention): `fusion.gdpa`. q [B, Lq, H, D],
+    k [B, Lkv, H, D], v [B, Lkv, H, Dv] -> [B, Lq, H, Dv]; float32 inside."""
+    s = torch.einsum("bihd,bjhd->bhij", q.float(), k.float()) * scale
+    out = torch.einsum("bhij,bjhd->bihd", _ACTIVATIONS[activation](s), v.float())
+    return out.to(q.dtype)
+
+
+FRONTEND_OPS = (rms_norm, layer_norm, linear, matmul, gdpa)

@@ -11,6 +11,9 @@ function of `ops.py`, and drops the nodes that are identities in inference
   weight on either side; `aten.rms_norm`.
 - LayerNorm: `aten.layer_norm`, `aten.native_layer_norm` whose statistics
   are unused.
+- GDPA (HSTU's attention, `fusion.gdpa`): `act(scale * q k^T) v` on [B, L, H, D]
+  tensors with silu, relu or gelu (exact or tanh), written with `einsum` or with
+  `matmul`s of heads-first transposes (torch.export's graphs).
 - Linear: `aten.linear`; `aten.addmm(b, x, w.t())` and `aten.mm(x, w.t())`
   (nn.Linear after AOTAutograd); `addmm`/`mm` with an untransposed weight.
 
@@ -91,14 +94,22 @@ def _replace(graph: fx.Graph, root: fx.Node, target, args, trace_from: fx.Node) 
 
 
 def _drop_dead(graph: fx.Graph, nodes) -> None:
-    """Erases `nodes` (and their checks) once nothing uses them, last first."""
-    for node in reversed(list(nodes)):
-        if node.graph is not graph:
-            continue
-        for check in [u for u in node.users if u.target in _CHECKS]:
-            graph.erase_node(check)
-        if not node.users:
-            graph.erase_node(node)
+    """Erases those of `nodes` (and their checks) that nothing uses any more,
+    in any order: until none is left to erase."""
+    pending = [n for n in dict.fromkeys(nodes) if isinstance(n, fx.Node)]
+    progress = True
+    while progress:
+        progress = False
+        for node in list(pending):
+            if node.graph is not graph or node.op in ("placeholder", "get_attr", "output"):
+                pending.remove(node)
+                continue
+            for check in [u for u in node.users if u.target in _CHECKS]:
+                graph.erase_node(check)
+            if not node.users:
+                graph.erase_node(node)
+                pending.remove(node)
+                progress = True
 
 
 def _match_rms_norm(graph: fx.Graph, rsqrt: fx.Node) -> bool:
@@ -217,6 +228,100 @@ def _match_linear(graph: fx.Graph, node: fx.Node) -> bool:
     return True
 
 
+_ACTIVATION_OPS = {aten.silu.default: "silu", aten.relu.default: "relu"}
+
+
+def _activation(node) -> Optional[str]:
+    if not isinstance(node, fx.Node) or node.op != "call_function":
+        return None
+    if node.target in _ACTIVATION_OPS:
+        return _ACTIVATION_OPS[node.target]
+    if node.target is aten.gelu.default:
+        approximate = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1 else "none")
+        return {"none": "gelu", "tanh": "gelu_tanh"}.get(approximate)
+    return None
+
+
+def _einsum_is(node, spec: str) -> bool:
+    """Whether `node` is einsum(spec) up to the renaming of its letters."""
+    if not _is_call(node, aten.einsum.default):
+        return False
+    given = node.args[0].replace(" ", "")
+    if len(given) != len(spec):
+        return False
+    mapping = {}
+    for a, b in zip(given, spec):
+        if (a.isalpha() != b.isalpha()) or (not a.isalpha() and a != b):
+            return False
+        if a.isalpha() and mapping.setdefault(a, b) != b:
+            return False
+    return len(set(mapping.values())) == len(mapping)
+
+
+def _swap12(node) -> Optional[fx.Node]:
+    """x where `node` is x.transpose(1, 2) of a rank-4 x."""
+    if _is_call(node, aten.transpose.int) and sorted(node.args[1:3]) == [1, 2] and \
+            len(_shape(node.args[0]) or ()) == 4:
+        return node.args[0]
+    if _is_call(node, aten.permute.default) and list(node.args[1]) == [0, 2, 1, 3]:
+        return node.args[0]
+    return None
+
+
+def _last_two_swapped(node) -> Optional[fx.Node]:
+    if _is_call(node, aten.transpose.int) and sorted(a % 4 for a in node.args[1:3]) == [2, 3]:
+        return node.args[0]
+    return None
+
+
+def _match_gdpa(graph: fx.Graph, act_node: fx.Node) -> bool:
+    """act(scale * q k^T) v on [B, L, H, D] tensors, written with einsum or
+    with matmuls of heads-first transposes (the HSTU form)."""
+    activation = _activation(act_node)
+    scaled, scale = act_node.args[0], 1.0
+    chain = []
+    if _is_call(scaled, aten.mul.Tensor) and isinstance(scaled.args[1], (int, float)):
+        scores, scale = scaled.args[0], float(scaled.args[1])
+        chain.append(scaled)
+    elif _is_call(scaled, aten.div.Tensor) and isinstance(scaled.args[1], (int, float)) \
+            and scaled.args[1] != 0:
+        scores, scale = scaled.args[0], 1.0 / float(scaled.args[1])
+        chain.append(scaled)
+    else:
+        scores = scaled
+    if _einsum_is(scores, "bihd,bjhd->bhij"):
+        q, k = scores.args[1]
+    elif _is_call(scores, aten.matmul.default):
+        q = _swap12(scores.args[0])
+        kt = _last_two_swapped(scores.args[1])
+        k = _swap12(kt) if kt is not None else None
+        if q is None or k is None:
+            return False
+        chain = [scores.args[0], scores.args[1], kt] + chain  # kt: k.transpose(1, 2)
+    else:
+        return False
+    chain = [scores] + chain
+    out = _only_user(act_node)
+    if _einsum_is(out, "bhij,bjhd->bihd") and out.args[1][0] is act_node:
+        v, root = out.args[1][1], out
+    elif _is_call(out, aten.matmul.default) and out.args[0] is act_node:
+        v = _swap12(out.args[1])
+        root = _only_user(out)
+        if v is None or _swap12(root) is not out:
+            return False
+        chain += [out.args[1], out]
+    else:
+        return False
+    if any(_only_user(n) is None for n in chain + [act_node]):
+        return False
+    shapes = [_shape(t) for t in (q, k, v)]
+    if any(s is None or len(s) != 4 for s in shapes) or _dtype(root) != _dtype(q):
+        return False
+    _replace(graph, root, ops.gdpa, (q, k, v, activation, scale), act_node)
+    _drop_dead(graph, chain + [act_node, out, root])
+    return True
+
+
 def _drop_identities(graph: fx.Graph) -> None:
     for node in list(graph.nodes):
         source = None
@@ -234,7 +339,7 @@ def _drop_identities(graph: fx.Graph) -> None:
 def recognize(gm: fx.GraphModule) -> Dict[str, int]:
     """Rewrites `gm`'s graph in place; returns how many of each form it found."""
     graph = gm.graph
-    found = {"rms_norm": 0, "layer_norm": 0, "linear": 0}
+    found = {"rms_norm": 0, "layer_norm": 0, "linear": 0, "gdpa": 0}
     _drop_identities(graph)
     for node in list(graph.nodes):
         if node.graph is not graph:
@@ -255,6 +360,8 @@ def recognize(gm: fx.GraphModule) -> Dict[str, int]:
         elif _is_call(node, aten.linear.default, aten.addmm.default, aten.mm.default) and \
                 _match_linear(graph, node):
             found["linear"] += 1
+        elif _activation(node) is not None and _match_gdpa(graph, node):
+            found["gdpa"] += 1
     graph.lint()
     gm.recompile()
     return found

@@ -87,6 +87,8 @@ def reason(node: fx.Node) -> Optional[str]:
             return f"{name}: symbolic sizes"
         if node.target in (ops.linear, ops.matmul) and tensors[1].dim() != 2:
             return f"{name}: a rank-{tensors[1].dim()} weight"
+        if node.target is ops.gdpa and any(t.dim() != 4 for t in tensors):
+            return f"{name}: expected q, k, v as [batch, tokens, heads, dim]"
         return None
     if node.target in BINARY:
         pair = binary_operands(node)
@@ -121,6 +123,7 @@ def reason(node: fx.Node) -> Optional[str]:
 
 
 def is_compute(node: fx.Node) -> bool:
+    """A node that computes (not a view): an op of ops.py, an add or a mul."""
     return node.target in ops.FRONTEND_OPS or node.target in BINARY
 
 

@@ -183,6 +183,35 @@ class FrontEndTest(unittest.TestCase):
             y = compiled(x)
         self.check_close(m, (x,), y)
 
+    def test_gdpa_forms(self):
+        # HSTU-style attention without softmax, as its users write it.
+        class Einsum(torch.nn.Module):
+            def forward(self, q, k, v):
+                s = torch.einsum("bihd,bjhd->bhij", q, k) * 0.125
+                return torch.einsum("bhij,bjhd->bihd", torch.nn.functional.silu(s), v)
+
+        class Matmul(torch.nn.Module):
+            def forward(self, q, k, v):
+                s = q.transpose(1, 2) @ k.transpose(1, 2).transpose(-1, -2)
+                a = torch.nn.functional.gelu(s / 8, approximate="tanh")
+                return (a @ v.transpose(1, 2)).transpose(1, 2)
+
+        q = torch.randn(2, 5, 2, 16).bfloat16()
+        k, v = torch.randn(2, 7, 2, 16).bfloat16(), torch.randn(2, 7, 2, 24).bfloat16()
+        for model, activation, scale in ((Einsum(), "silu", "1.25"), (Matmul(), "gelu_tanh", "1.25")):
+            compiled = fc.compile(model, (q, k, v), target="cpu")
+            report = compiled.explain()
+            self.assertEqual(report.left_in_pytorch, [])
+            part = report.partitions[0]
+            self.assertTrue(part.compiled, part.why_not)
+            self.assertIn(f"fusion.gdpa %arg0, %arg1, %arg2 {{activation = "
+                          f"#fusion.activation<{activation}>, scale = {scale}", part.mlir)
+            self.assertIn("tensor<2x5x2x16xbf16>, tensor<2x7x2x16xbf16>, tensor<2x7x2x24xbf16> "
+                          "-> tensor<2x5x2x24xbf16>", part.mlir)
+            with torch.no_grad():
+                y = compiled(q, k, v)
+            self.check_close(model, (q, k, v), y)
+
     def test_unsupported_model_runs_in_pytorch(self):
         def f(x):
             return torch.sin(x) * 2
