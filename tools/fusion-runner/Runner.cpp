@@ -6,6 +6,8 @@
 
 #include "Runner.h"
 
+#include "fusion/Conversion/LibraryABI/LibraryABI.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -303,6 +305,9 @@ LogicalResult mlir::fusion_runner::lowerToLLVM(ModuleOp module,
 
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   std::string errorMessage;
+  // What libMLIR's bufferization would crash on (LibraryABI.h).
+  if (failed(fusion::checkReshapeIndices(module)))
+    return failure();
   if (failed(parseModulePipeline(kLoweringPipeline, pm, errorMessage))) {
     // Only reachable if a pass is missing from the registry.
     module.emitError() << "cannot build the lowering pipeline: "

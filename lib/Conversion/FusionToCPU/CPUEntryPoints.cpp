@@ -60,7 +60,8 @@ struct FusionCPUEntryPointsPass
     : fusion::impl::FusionCPUEntryPointsPassBase<FusionCPUEntryPointsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (failed(checkLibrarySymbols(module, kCPULibrary)))
+    if (failed(checkReshapeIndices(module)) ||
+        failed(checkLibrarySymbols(module, kCPULibrary)))
       return signalPassFailure();
     SmallVector<std::pair<func::FuncOp, std::string>> entries;
     for (auto f : module.getOps<func::FuncOp>()) {

@@ -300,7 +300,7 @@ struct ConvertFusionToGPUPass
     }
     if (funcs.empty())
       return;
-    if (failed(checkSymbols(module, others)))
+    if (failed(checkReshapeIndices(module)) || failed(checkSymbols(module, others)))
       return signalPassFailure();
     auto targetAttr =
         module->getAttrOfType<TargetAttr>(TargetAttr::getModuleAttrName());

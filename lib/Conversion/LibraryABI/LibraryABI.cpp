@@ -8,6 +8,7 @@
 #include "fusion/Conversion/LibraryABI/LibraryABI.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -165,5 +166,34 @@ LogicalResult mlir::fusion::checkLibrarySymbols(ModuleOp module,
       ok = false;
     }
   }
+  return success(ok);
+}
+
+LogicalResult mlir::fusion::checkReshapeIndices(Operation *root) {
+  bool ok = true;
+  auto check = [&](Operation *op, ArrayAttr reassociation, int64_t rank,
+                   StringRef grouped) {
+    for (Attribute group : reassociation)
+      for (Attribute index : cast<ArrayAttr>(group)) {
+        int64_t i = cast<IntegerAttr>(index).getValue().getSExtValue();
+        if (i >= 0 && i < rank)
+          continue;
+        op->emitOpError() << "has the reassociation index " << i << ", but its "
+                          << grouped << " has rank " << rank
+                          << " (refused before lowering: libMLIR 22's verifier "
+                             "compares these indices as 32-bit values, and its "
+                             "bufferization crashes on this one)";
+        ok = false;
+        return;
+      }
+  };
+  root->walk([&](Operation *op) {
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op))
+      check(op, collapse.getReassociation(), collapse.getSrcType().getRank(),
+            "source");
+    else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op))
+      check(op, expand.getReassociation(), expand.getResultType().getRank(),
+            "result");
+  });
   return success(ok);
 }

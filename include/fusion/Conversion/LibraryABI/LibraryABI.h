@@ -55,6 +55,14 @@ FailureOr<std::string> describeFunction(func::FuncOp func,
 /// `__fusion_signature_<name>` at the end of `module`.
 void emitDescription(ModuleOp module, StringRef name, StringRef description);
 
+/// Refuses, with an error on the op, each tensor.collapse_shape and
+/// tensor.expand_shape under `root` whose reassociation holds an index
+/// outside the dimensions it groups: libMLIR 22's verifiers compare the
+/// indices as 32-bit values (2^32 passes as 0), and its bufferization then
+/// reads past the shape and crashes (an upstream bug). Run before a
+/// lowering of user IR.
+LogicalResult checkReshapeIndices(Operation *root);
+
 } // namespace mlir::fusion
 
 #endif // FUSION_CONVERSION_LIBRARYABI_LIBRARYABI_H
