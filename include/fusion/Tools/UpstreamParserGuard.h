@@ -3,10 +3,12 @@
 // libMLIR 22.1.8's custom parsers of linalg.broadcast and linalg.transpose
 // report a malformed `dimensions = [...]` / `permutation = [...]` list and
 // then segfault (they add the null attribute the failed parse left; Debian's
-// mlir-opt dies the same way; test/fuzz/README.md). Our tools check their
-// input for that before they parse it, so that such an input ends in a
-// diagnostic, never in a crash: where upstream aborts, our code must not feed
-// it. Remove this when the LLVM the project builds on has the fix
+// mlir-opt dies the same way; test/fuzz/README.md); the region builders of
+// some linalg named ops crash on ins and outs mixing index elements; the
+// parser of tensor.from_elements aborts on a type of 2^32 elements or more.
+// Our tools check their input for these before they parse it, so that such
+// an input ends in a diagnostic, never in a crash: where upstream aborts, our
+// code must not feed it. Remove this when the LLVM the project builds on has the fix
 // (test/fuzz/regressions-diagnostics.test's canary says when).
 //
 //===----------------------------------------------------------------------===//

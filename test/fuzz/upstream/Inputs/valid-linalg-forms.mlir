@@ -12,5 +12,7 @@ func.func @f(%v: tensor<4xf32>, %e: tensor<4x8xf32>, %x: tensor<4x8xf32>, %t: te
     linalg.yield %in : f32
   }) : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
   %m = linalg.copy ins(%i : tensor<4x4xindex>) outs(%j : tensor<4x4xindex>) -> tensor<4x4xindex>
+  %c = arith.constant 1.0 : f32
+  %fe = tensor.from_elements %c, %c : tensor<2xf32>
   return %b, %p, %g, %m : tensor<4x8xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<4x4xindex>
 }
