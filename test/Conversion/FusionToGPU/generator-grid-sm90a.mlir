@@ -5,9 +5,9 @@
 // our code in seconds; ptxas-sweep-sm90a.mlir and ptxas-cluster-sm90a.mlir
 // take the same kernels on to PTX and ptxas.
 // RUN: %python %S/Inputs/gen_variant_grid.py > %t.mlir
-// RUN: fusion-opt %t.mlir --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s --check-prefix=GRID
-// RUN: fusion-opt %S/ptxas-cluster-sm90a.mlir --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s --check-prefix=CLUSTER
-// GRID-COUNT-96: gpu.func @v_n{{[0-9]+}}_{{.*}}_kernel0({{.*}} kernel
-// GRID-NOT: gpu.func
-// CLUSTER-COUNT-13: gpu.func @{{.*}}_kernel0({{.*}} kernel
-// CLUSTER-NOT: gpu.func
+// RUN: fusion-opt %t.mlir --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s
+// RUN: fusion-opt %S/ptxas-cluster-sm90a.mlir --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s --check-prefix=CHECK-CLUSTER
+// CHECK-COUNT-96: gpu.func @v_n{{[0-9]+}}_{{.*}}_kernel0({{.*}} kernel
+// CHECK-NOT: gpu.func
+// CHECK-CLUSTER-COUNT-13: gpu.func @{{.*}}_kernel0({{.*}} kernel
+// CHECK-CLUSTER-NOT: gpu.func

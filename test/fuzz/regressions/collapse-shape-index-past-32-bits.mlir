@@ -5,3 +5,5 @@ func.func @f(%q: tensor<2x8x2x64xf32>) -> tensor<2x8x128xf32> {
   return %y : tensor<2x8x128xf32>
 }
 }
+// A fuzzer reproducer, not a lit test: test/fuzz/regressions-diagnostics.test checks its
+// diagnostic (RESHAPE) through fusion-runner, fusion-to-cpu and fusion-to-gpu.

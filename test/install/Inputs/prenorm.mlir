@@ -5,3 +5,4 @@ func.func @prenorm(%x: tensor<?x128xbf16>, %w: tensor<128x256xbf16>) -> tensor<?
   %y = fusion.matmul %n, %w : tensor<?x128xbf16>, tensor<128x256xbf16> -> tensor<?x256xbf16>
   return %y : tensor<?x256xbf16>
 }
+// Not a lit test: test/install/run.sh checks that each installed tool fuses it.

@@ -16,3 +16,4 @@ func.func @f(%v: tensor<4xf32>, %e: tensor<4x8xf32>, %x: tensor<4x8xf32>, %t: te
   %fe = tensor.from_elements %c, %c : tensor<2xf32>
   return %b, %p, %g, %m : tensor<4x8xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<4x4xindex>
 }
+// Not a lit test: test/fuzz/regressions-diagnostics.test checks that fusion-opt parses it.
