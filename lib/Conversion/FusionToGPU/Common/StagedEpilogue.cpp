@@ -10,6 +10,8 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace mlir::fusion;
 
@@ -75,7 +77,7 @@ void StagedEpilogue::loadResidualOf(Value tile) {
 ///      mean and rstd, write the statistics (the CTA of the first columns),
 ///      and the row's scale and shift into shared memory;
 ///   3. phase B: lane q holds the tile's 8-column piece q (and its norm
-///      weight and bias) and normalizes it in place in the warp's rows, two
+///      weight and bias) and normalizes it in place in the warp's rows, four
 ///      rows at a time: a warp's 16-byte accesses cover a whole row, 4
 ///      swizzled 128-byte rows of the staging buffers, conflict-free;
 ///   4. a barrier over the epilogue warps; the first TMA-stores the tile,
@@ -239,16 +241,36 @@ void StagedEpilogue::rowStatistics(Value blockRow, Value blockCol,
   });
 }
 
-/// 3. Phase B, two rows at a time (the second past the tile for the last
-/// row of an odd count: read again from the first, not written).
+/// 3. Phase B, kPhaseBRows rows at a time (rows past the tile in the last
+/// step read the step's first row again and are not written). Each 8-column
+/// piece is split into its even and odd columns: a bf16 pair word widens to
+/// f32 by one integer op per element (the low half shifted up, the high half
+/// masked), where arith.extf costs a byte permute and a shift for the high
+/// half; the parameters are split the same way once per tile, and the
+/// normalized halves are interleaved again (register renaming) before the
+/// paired round to the output type. Four independent rows per step give
+/// the warp, alone on its scheduler, the loads of the next rows to overlap
+/// with the arithmetic of the first.
 void StagedEpilogue::normalizeTile(Value blockCol, Value tileCount) {
+  constexpr int64_t kPhaseBRows = 2;
   Type f32 = b.getF32Type();
+  auto f32x4 = VectorType::get({4}, f32);
   auto f32x8 = VectorType::get({8}, f32);
+  auto i32x4 = VectorType::get({4}, b.getI32Type());
   auto outx8 = VectorType::get({8}, shape.outType);
-  auto splat8 = [&](Value v) { return vector::BroadcastOp::create(b, f32x8, v); };
+  auto splat4 = [&](Value v) { return vector::BroadcastOp::create(b, f32x4, v); };
+  auto splatI32 = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(i32x4, b.getI32IntegerAttr(v)));
+  };
+  // f32x8 -> its even and odd columns (lowered to register renaming).
+  auto split = [&](Value v) -> std::pair<Value, Value> {
+    return {vector::ShuffleOp::create(b, v, v, ArrayRef<int64_t>{0, 2, 4, 6}),
+            vector::ShuffleOp::create(b, v, v, ArrayRef<int64_t>{1, 3, 5, 7})};
+  };
   NVVM::SyncWarpOp::create(b, i32(-1));
   Value rowScales = rowScaleView(tileCount);
-  Value weight, bias;
+  std::pair<Value, Value> weight, bias;
   Value tile = smemView(idx(shape.storeStagingOffset),
                         {segments, shape.tileM, kStoreChunkN}, shape.outType);
   Value pieceSegment = div(q, 8);
@@ -256,54 +278,84 @@ void StagedEpilogue::normalizeTile(Value blockCol, Value tileCount) {
   auto column = [&](Value r) {
     return mul(arith::XOrIOp::create(b, pieceInSegment, rem(r, 8)), idx(8));
   };
-  auto normalized = [&](Value r) -> Value {
-    Value v = arith::ExtFOp::create(
-        b, f32x8,
-        vector::LoadOp::create(b, outx8, tile,
-                               ValueRange{pieceSegment, r, column(r)},
-                               /*nontemporal=*/false, llvm::MaybeAlign(16))
-            .getResult());
-    Value scale = splat8(memref::LoadOp::create(b, rowScales, ValueRange{idx(0), r}));
-    Value y;
-    if (shape.layerNorm)
-      y = math::FmaOp::create(
-          b, v, scale,
-          splat8(memref::LoadOp::create(b, rowScales, ValueRange{idx(1), r})));
-    else
-      y = arith::MulFOp::create(b, v, scale);
-    if (weight && bias)
-      return math::FmaOp::create(b, y, weight, bias);
-    if (weight)
-      return arith::MulFOp::create(b, y, weight);
-    if (bias)
-      return arith::AddFOp::create(b, y, bias);
+  auto loadPiece = [&](Value r) -> std::pair<Value, Value> {
+    Value v = vector::LoadOp::create(b, outx8, tile,
+                                     ValueRange{pieceSegment, r, column(r)},
+                                     /*nontemporal=*/false, llvm::MaybeAlign(16));
+    if (!shape.outType.isBF16())
+      return split(arith::ExtFOp::create(b, f32x8, v));
+    Value words = vector::BitCastOp::create(b, i32x4, v);
+    return {vector::BitCastOp::create(b, f32x4,
+                                      arith::ShLIOp::create(b, words, splatI32(16))),
+            vector::BitCastOp::create(
+                b, f32x4, arith::AndIOp::create(b, words, splatI32(0xffff0000)))};
+  };
+  auto normalizeHalf = [&](Value v, Value scale, Value shift, Value w,
+                           Value bi) -> Value {
+    Value y = shift ? math::FmaOp::create(b, v, scale, shift).getResult()
+                    : arith::MulFOp::create(b, v, scale).getResult();
+    if (w && bi)
+      return math::FmaOp::create(b, y, w, bi);
+    if (w)
+      return arith::MulFOp::create(b, y, w);
+    if (bi)
+      return arith::AddFOp::create(b, y, bi);
     return y;
   };
-  auto write = [&](Value r, Value y) {
-    vector::StoreOp::create(b, arith::TruncFOp::create(b, outx8, y), tile,
+  auto normalized = [&](Value r) -> std::pair<Value, Value> {
+    auto [even, odd] = loadPiece(r);
+    Value scale = splat4(memref::LoadOp::create(b, rowScales, ValueRange{idx(0), r}));
+    Value shift =
+        shape.layerNorm
+            ? splat4(memref::LoadOp::create(b, rowScales, ValueRange{idx(1), r}))
+            : Value();
+    return {normalizeHalf(even, scale, shift, weight.first, bias.first),
+            normalizeHalf(odd, scale, shift, weight.second, bias.second)};
+  };
+  auto write = [&](Value r, std::pair<Value, Value> y) {
+    Value interleaved = vector::ShuffleOp::create(
+        b, y.first, y.second, ArrayRef<int64_t>{0, 4, 1, 5, 2, 6, 3, 7});
+    vector::StoreOp::create(b, arith::TruncFOp::create(b, outx8, interleaved), tile,
                             ValueRange{pieceSegment, r, column(r)},
                             /*nontemporal=*/false, llvm::MaybeAlign(16));
   };
   Value pieceCol = add(blockCol, mul(q, idx(8)));
   ifThen(both(ult(q, idx(piecesPerRow)), ult(pieceCol, x.n)), [&] {
     // The piece's parameters: loaded here, not held across phase A.
-    auto load = [&](Value mem, Type elem) -> Value {
+    auto load = [&](Value mem, Type elem) -> std::pair<Value, Value> {
       Value v = vector::LoadOp::create(
           b, VectorType::get({8}, elem), mem, ValueRange{pieceCol},
           /*nontemporal=*/false,
           llvm::MaybeAlign(std::min<int64_t>(elem.getIntOrFloatBitWidth(), 16)));
-      return elem.isF32() ? v : arith::ExtFOp::create(b, f32x8, v).getResult();
+      return split(elem.isF32() ? v : arith::ExtFOp::create(b, f32x8, v).getResult());
     };
-    weight = ops.weight ? load(ops.weight, shape.weightType) : Value();
-    bias = ops.bias ? load(ops.bias, shape.biasType) : Value();
-    forLoop(pieceRow0, idx(shape.tileM), idx(2 * pieceRowStride), ValueRange{},
-            [&](Value r, ValueRange) {
-              Value next = add(r, idx(pieceRowStride));
-              Value second = ult(next, idx(shape.tileM));
-              Value y0 = normalized(r);
-              Value y1 = normalized(arith::SelectOp::create(b, second, next, r));
-              write(r, y0);
-              ifThen(second, [&] { write(next, y1); });
+    if (ops.weight)
+      weight = load(ops.weight, shape.weightType);
+    if (ops.bias)
+      bias = load(ops.bias, shape.biasType);
+    forLoop(pieceRow0, idx(shape.tileM), idx(kPhaseBRows * pieceRowStride),
+            ValueRange{}, [&](Value r, ValueRange) {
+              SmallVector<Value> rows{r}, inTile{Value()};
+              SmallVector<std::pair<Value, Value>> ys;
+              for (int64_t j = 1; j < kPhaseBRows; ++j) {
+                Value next = add(r, idx(j * pieceRowStride));
+                inTile.push_back(ult(next, idx(shape.tileM)));
+                rows.push_back(arith::SelectOp::create(b, inTile[j], next, r));
+              }
+              for (Value row : rows)
+                ys.push_back(normalized(row));
+              write(r, ys[0]);
+              // Rows leave the tile in order: row j + 1 is in it only if
+              // row j is.
+              std::function<void(int64_t)> writeFrom = [&](int64_t j) {
+                if (j == kPhaseBRows)
+                  return;
+                ifThen(inTile[j], [&] {
+                  write(rows[j], ys[j]);
+                  writeFrom(j + 1);
+                });
+              };
+              writeFrom(1);
               return SmallVector<Value>{};
             });
   });
