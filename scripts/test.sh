@@ -34,7 +34,7 @@ fi
 ctest --test-dir "$build/python" --output-on-failure
 # The installed package as other projects use it (test/install/run.sh).
 ctest --test-dir "$build/test/install" --output-on-failure
-# The sanitizer and fuzzing half (scripts/sanitize.sh, about 25 minutes on
+# The sanitizer and fuzzing half (scripts/sanitize.sh, about 9 minutes on
 # 2 cores), in BUILD-san.
 if [ "${FUSION_SANITIZE:-0}" = 1 ]; then
   "$root/scripts/sanitize.sh" "$build-san"

@@ -21,6 +21,8 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
   add_rowbias_h{H}            y = x + b       ([M, H] + [H])
   add_h{H}                    y = x + r       ([M, H] + [M, H])
   mul_col_h{H}                y = x * c       ([M, H] bf16 * [M, 1] f32)
+  rms_norm_grad_h{H}          dx, dg = RMSNorm's backward (dy, x, saved rstd, weight g)
+  layer_norm_grad_h{H}        dx, dgamma, dbeta = LayerNorm's backward (dy, x, mean, rstd, gamma)
 
 build/gpu/layers/lib<name>.so is <name>.mlir compiled by fusion-compile's
 default pipeline (fusion-fuse, then the kernels), lib<name>_unfused.so is
@@ -113,6 +115,27 @@ def layer_norm(h):
                     f" {{epsilon = {LN_EPS:e} : f32}} : {x} -> {x}, {stat}, {stat}"], eps=LN_EPS)
 
 
+def rms_norm_grad(h):
+    x, g, stat, pg = ty(("M", h)), ty((h,)), ty(("M",), "f32"), ty((h,), "f32")
+    return program(f"rms_norm_grad_h{h}", "rms_norm_grad", h,
+                   [("dy", "bf16", ("M", h)), ("x", "bf16", ("M", h)), ("rstd", "f32", ("M",)),
+                    ("g", "bf16", (h,))],
+                   [("dx", "bf16", ("M", h)), ("dg", "f32", (h,))],
+                   [f"%dx, %dg = fusion.rms_norm_grad %dy, %x, %rstd weight(%g : {g})"
+                    f" : {x}, {x}, {stat} -> {x}, {pg}"], eps=RMS_EPS)
+
+
+def layer_norm_grad(h):
+    x, v, stat, pg = ty(("M", h)), ty((h,)), ty(("M",), "f32"), ty((h,), "f32")
+    return program(f"layer_norm_grad_h{h}", "layer_norm_grad", h,
+                   [("dy", "bf16", ("M", h)), ("x", "bf16", ("M", h)), ("mean", "f32", ("M",)),
+                    ("rstd", "f32", ("M",)), ("gamma", "bf16", (h,))],
+                   [("dx", "bf16", ("M", h)), ("dgamma", "f32", (h,)), ("dbeta", "f32", (h,))],
+                   [f"%dx, %dgamma, %dbeta = fusion.layer_norm_grad %dy, %x, %mean, %rstd"
+                    f" weight(%gamma : {v}) {{with_bias_grad}}"
+                    f" : {x}, {x}, {stat}, {stat} -> {x}, {pg}, {pg}"], eps=LN_EPS)
+
+
 def elementwise(kind, h):
     x = ty(("M", h))
     rhs = {"add_rowbias": ("b", "bf16", (h,)), "add": ("r", "bf16", ("M", h)),
@@ -129,7 +152,7 @@ def programs():
         out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True),
                 bert_postnorm(h), bert_postnorm(h, add_bias=True)]
     for h in ROW_H:
-        out += [rms_norm(h), layer_norm(h)] + [elementwise(k, h)
+        out += [rms_norm(h), layer_norm(h), rms_norm_grad(h), layer_norm_grad(h)] + [elementwise(k, h)
                                                for k in ("add_rowbias", "add", "mul_col")]
     return out
 

@@ -135,8 +135,8 @@ LogicalResult FunctionLowering::check() {
       return op.emitOpError()
              << "cannot be lowered to the GPU: a function lowered by "
                 "convert-fusion-to-gpu may hold fusion.fused_matmul, "
-                "fusion.rms_norm, fusion.layer_norm, fusion.add and fusion.mul "
-                "ops, tensor reshapes and index arithmetic (run fusion-fuse "
+                "fusion.rms_norm, fusion.layer_norm, their grads, fusion.add "
+                "and fusion.mul ops, tensor reshapes and index arithmetic (run fusion-fuse "
                 "and fusion-plan-kernels first)";
     std::string why;
     if (failed(family->check(&op, target, why)))

@@ -2,7 +2,10 @@
 //
 // The row family of convert-fusion-to-gpu (RowSpec.h): fusion.rms_norm,
 // fusion.layer_norm, fusion.add and fusion.mul that no fusion pass absorbed
-// each become one kernel (RowKernels.cpp) and its launch. Operands are
+// each become one kernel (RowKernels.cpp) and its launch; a
+// fusion.rms_norm_grad or fusion.layer_norm_grad becomes the dx kernel and,
+// with parameter gradients, the kernel summing their partial rows (in a
+// buffer from the stream-ordered pool, freed after it). Operands are
 // passed flat (memref.reinterpret_cast of the contiguous buffers), with the
 // row count: the product of the leading dimensions, dynamic ones included.
 //
@@ -23,7 +26,8 @@ class RowKernelFamily : public KernelFamily {
 public:
   StringRef name() const override { return "row"; }
   bool matches(Operation *op) const override {
-    return isa<RMSNormOp, LayerNormOp, AddOp, MulOp>(op);
+    return isa<RMSNormOp, LayerNormOp, RMSNormGradOp, LayerNormGradOp, AddOp,
+               MulOp>(op);
   }
   LogicalResult check(Operation *op, const TargetInfo &,
                       std::string &whyNot) const override {
@@ -31,6 +35,10 @@ public:
   }
   void lower(HostLowering &host, Operation *op, const TargetInfo &target,
              StringRef kernelName) const override;
+
+private:
+  void lowerNormGrad(HostLowering &host, Operation *op,
+                     const RowKernelSpec &spec, StringRef kernelName) const;
 };
 
 /// The number of elements of device memref `mem`, and the product of its
@@ -62,6 +70,8 @@ void RowKernelFamily::lower(HostLowering &host, Operation *op,
   ImplicitLocOpBuilder &b = host.b;
   std::string why;
   RowKernelSpec spec = *getRowKernelSpec(op, why);
+  if (spec.isNormGrad())
+    return lowerNormGrad(host, op, spec, kernelName);
   gpu::GPUFuncOp kernel =
       buildRowKernel(b, b.getLoc(), host.kernels, kernelName, spec);
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
@@ -108,6 +118,82 @@ void RowKernelFamily::lower(HostLowering &host, Operation *op,
       smem, operands, gpu::AsyncTokenType::get(b.getContext()),
       ValueRange{host.chain.current()});
   host.chain.advance(launch.getAsyncToken());
+}
+/// A norm gradient: the dx kernel on a persistent grid of G = min(row
+/// groups, kMaxGradBlocks) CTAs (at least one), writing partial rows of the
+/// parameter gradients into a pooled buffer, then the kernel that sums them.
+void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
+                                    const RowKernelSpec &spec,
+                                    StringRef kernelName) const {
+  ImplicitLocOpBuilder &b = host.b;
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
+  auto flat = [&](Value tensor) {
+    return flatView(b, host.map.lookup(tensor));
+  };
+  auto tokenType = gpu::AsyncTokenType::get(b.getContext());
+  Value rows = countOf(b, host.map.lookup(op->getOperand(1))).second;
+  Value blocks = arith::MinUIOp::create(
+      b, arith::CeilDivUIOp::create(b, rows, idx(spec.rowsPerBlock)),
+      idx(RowKernelSpec::kMaxGradBlocks));
+  blocks = arith::MaxUIOp::create(b, blocks, idx(1));
+  Value units = arith::MulIOp::create(b, blocks, idx(spec.rowsPerBlock));
+
+  SmallVector<Value> operands{flat(op->getOperand(0)), flat(op->getOperand(1))};
+  Value dx, weightGrad, biasGrad;
+  if (auto rms = dyn_cast<RMSNormGradOp>(op)) {
+    operands.push_back(flat(rms.getRstd()));
+    if (rms.getWeight())
+      operands.push_back(flat(rms.getWeight()));
+    dx = rms.getInputGrad();
+    weightGrad = rms.getWeightGrad();
+  } else {
+    auto ln = cast<LayerNormGradOp>(op);
+    operands.push_back(flat(ln.getMean()));
+    operands.push_back(flat(ln.getRstd()));
+    if (ln.getWeight())
+      operands.push_back(flat(ln.getWeight()));
+    dx = ln.getInputGrad();
+    weightGrad = ln.getWeightGrad();
+    biasGrad = ln.getBiasGrad();
+  }
+  operands.push_back(flat(dx));
+  Value partials;
+  if (spec.paramGrads()) {
+    Value count = arith::MulIOp::create(
+        b, arith::MulIOp::create(b, units, idx(spec.n)), idx(spec.paramGrads()));
+    partials = host.chain.alloc(
+        MemRefType::get({ShapedType::kDynamic}, b.getF32Type()), {count});
+    operands.push_back(partials);
+  }
+  operands.push_back(rows);
+  gpu::GPUFuncOp kernel =
+      buildRowKernel(b, b.getLoc(), host.kernels, kernelName, spec);
+  auto smem = [&](int64_t bytes) {
+    return arith::ConstantOp::create(b, b.getI32IntegerAttr(static_cast<int32_t>(bytes)));
+  };
+  auto launch = gpu::LaunchFuncOp::create(
+      b, kernel, {blocks, idx(1), idx(1)}, {idx(spec.blockThreads()), idx(1), idx(1)},
+      smem(spec.sharedMemoryBytes()), operands, tokenType,
+      ValueRange{host.chain.current()});
+  host.chain.advance(launch.getAsyncToken());
+  if (!partials)
+    return;
+
+  gpu::GPUFuncOp reduce = buildParamGradReduceKernel(
+      b, b.getLoc(), host.kernels, (kernelName + "_params").str(), spec);
+  SmallVector<Value> reduceOperands{partials};
+  for (Value grad : {weightGrad, biasGrad})
+    if (grad)
+      reduceOperands.push_back(flat(grad));
+  reduceOperands.push_back(units);
+  int64_t columnBlocks = llvm::divideCeil(spec.n, RowKernelSpec::kReduceColumns);
+  auto sum = gpu::LaunchFuncOp::create(
+      b, reduce, {idx(columnBlocks), idx(spec.paramGrads()), idx(1)},
+      {idx(32 * RowKernelSpec::kReduceWarps), idx(1), idx(1)},
+      smem(RowKernelSpec::kReduceWarps * RowKernelSpec::kReduceColumns * 4 + 16),
+      reduceOperands, tokenType, ValueRange{host.chain.current()});
+  host.chain.advance(sum.getAsyncToken());
+  host.chain.free(partials);
 }
 } // namespace
 

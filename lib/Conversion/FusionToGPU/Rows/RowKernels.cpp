@@ -13,6 +13,16 @@
 // all of them see the same statistics). Every thread reaches the barriers;
 // a group past the last row only skips its loads and stores.
 //
+// Norm gradient: the same groups, persistent: row group u (of units =
+// gridDim.x * rowsPerBlock) takes rows u, u + units, ..., every group the
+// same number of steps (rows past the end skip their loads and stores, so
+// every thread reaches the barriers). Per row: x_hat from x and the saved
+// statistics, g = dy * weight, the group sums of g * x_hat (and of g for
+// LayerNorm), dx = rstd (g - sum(g) / N - x_hat sum(g x_hat) / N); each
+// thread adds dy * x_hat (dweight) and dy (dbias) of its columns into
+// registers and finally writes them as partial row u. The reduction kernel
+// sums the partial rows of a column in a fixed order.
+//
 // Element-wise: thread t of CTA c handles vectors (c * 4 + u) * 256 + t,
 // u < 4, of lhs viewed flat; rhs is read at the same place, at its column
 // (a row vector), at its row (a column) or once.
@@ -34,6 +44,8 @@ public:
       : KernelBuilder(b), s(s), args(func.getArguments()) {}
 
   void emitNorm();
+  void emitNormGrad();
+  void emitParamGradReduce();
   void emitElementwise();
 
 private:
@@ -195,6 +207,188 @@ void RowKernelEmitter::emitNorm() {
     });
 }
 
+void RowKernelEmitter::emitNormGrad() {
+  bool layerNorm = s.isLayerNorm();
+  unsigned next = 0;
+  Value dyMem = args[next++], xMem = args[next++];
+  Value meanMem = layerNorm ? args[next++] : Value();
+  Value rstdMem = args[next++];
+  Value weight = s.weightElem ? args[next++] : Value();
+  Value dxMem = args[next++];
+  Value partials = s.paramGrads() ? args[next++] : Value();
+  Value rows = args[next++];
+  if (s.sharedMemoryBytes())
+    initSharedMemory(16);
+
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  rowInBlock = div(tid, s.threadsPerRow);
+  lane = rem(tid, s.threadsPerRow);
+  Value units = mul(gpu::GridDimOp::create(b, gpu::Dimension::x),
+                    idx(s.rowsPerBlock));
+  Value unit = add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x),
+                       idx(s.rowsPerBlock)),
+                   rowInBlock);
+  SmallVector<Value> inRow, column, w;
+  bool ragged = s.chunks() % s.threadsPerRow != 0;
+  for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+    Value chunk = add(lane, idx(i * s.threadsPerRow));
+    inRow.push_back(ragged ? ult(chunk, idx(s.chunks()))
+                           : arith::ConstantOp::create(b, b.getBoolAttr(true)));
+    column.push_back(mul(chunk, idx(s.vec)));
+    if (weight)
+      w.push_back(loadIf(inRow[i], weight, column[i]));
+  }
+  Value nF = cstF32(static_cast<double>(s.n));
+  // A scalar of `mem` at `at` when `cond`, else 0.
+  auto scalarIf = [&](Value cond, Value mem, Value at) -> Value {
+    auto ifOp = scf::IfOp::create(
+        b, cond,
+        [&](OpBuilder &, Location) {
+          scf::YieldOp::create(b, memref::LoadOp::create(b, mem, ValueRange{at})
+                                      .getResult());
+        },
+        [&](OpBuilder &, Location) { scf::YieldOp::create(b, cstF32(0.0)); });
+    return ifOp.getResult(0);
+  };
+
+  int64_t params = s.paramGrads();
+  SmallVector<Value> inits(params * s.vecsPerThread, zeros());
+  Value steps = arith::CeilDivUIOp::create(b, rows, units);
+  ValueRange sums = forLoop(
+      idx(0), steps, idx(1), inits, [&](Value step, ValueRange acc) {
+        Value row = add(unit, mul(step, units));
+        Value rowValid = ult(row, rows);
+        Value rowBase = mul(row, idx(s.n));
+        Value rstd = scalarIf(rowValid, rstdMem, row);
+        Value mean = layerNorm ? scalarIf(rowValid, meanMem, row) : Value();
+        SmallVector<Value> dy, xHat, g;
+        Value sumGX = cstF32(0.0), sumG = cstF32(0.0);
+        for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+          Value ok = both(inRow[i], rowValid);
+          Value x = loadIf(ok, xMem, add(rowBase, column[i]));
+          dy.push_back(loadIf(ok, dyMem, add(rowBase, column[i])));
+          Value centered = x;
+          if (layerNorm) {
+            // Lanes past the row stay 0 (x - mean would not).
+            centered = arith::SubFOp::create(b, x, splat(mean));
+            if (ragged)
+              centered = arith::SelectOp::create(b, inRow[i], centered, zeros());
+          }
+          xHat.push_back(arith::MulFOp::create(b, centered, splat(rstd)));
+          g.push_back(weight ? arith::MulFOp::create(b, dy[i], w[i]).getResult()
+                             : dy[i]);
+          sumGX = arith::AddFOp::create(
+              b, sumGX, horizontalSum(arith::MulFOp::create(b, g[i], xHat[i])));
+          if (layerNorm)
+            sumG = arith::AddFOp::create(b, sumG, horizontalSum(g[i]));
+        }
+        Value c2 = arith::DivFOp::create(b, groupSum(sumGX, 0), nF);
+        Value c1 = layerNorm ? arith::DivFOp::create(b, groupSum(sumG, 1), nF)
+                                   .getResult()
+                             : Value();
+        SmallVector<Value> next;
+        for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+          ifThen(both(inRow[i], rowValid), [&] {
+            Value t = arith::SubFOp::create(
+                b, g[i], arith::MulFOp::create(b, xHat[i], splat(c2)));
+            if (c1)
+              t = arith::SubFOp::create(b, t, splat(c1));
+            store(arith::MulFOp::create(b, t, splat(rstd)), dxMem,
+                  add(rowBase, column[i]));
+          });
+        }
+        // dweight += dy x_hat, dbias += dy (0 past the rows).
+        int64_t p = 0;
+        if (s.weightGrad) {
+          for (int64_t i = 0; i < s.vecsPerThread; ++i)
+            next.push_back(math::FmaOp::create(b, dy[i], xHat[i],
+                                               acc[p * s.vecsPerThread + i]));
+          ++p;
+        }
+        if (s.biasGrad)
+          for (int64_t i = 0; i < s.vecsPerThread; ++i)
+            next.push_back(
+                arith::AddFOp::create(b, acc[p * s.vecsPerThread + i], dy[i]));
+        // The next step's group sums reuse the shared-memory slots.
+        if (s.sharedMemoryBytes())
+          gpu::BarrierOp::create(b);
+        return next;
+      });
+  // Partial row `unit` of each parameter gradient: [params][units][n].
+  for (int64_t p = 0; p < params; ++p) {
+    Value base = mul(add(mul(idx(p), units), unit), idx(s.n));
+    for (int64_t i = 0; i < s.vecsPerThread; ++i)
+      ifThen(inRow[i], [&] {
+        vector::StoreOp::create(b, sums[p * s.vecsPerThread + i], partials,
+                                ValueRange{add(base, column[i])});
+      });
+  }
+}
+
+void RowKernelEmitter::emitParamGradReduce() {
+  constexpr int64_t kCols = RowKernelSpec::kReduceColumns,
+                    kWarps = RowKernelSpec::kReduceWarps, kUnroll = 4;
+  Value partials = args[0];
+  SmallVector<Value> outs{args[1]};
+  if (s.paramGrads() == 2)
+    outs.push_back(args[2]);
+  Value units = args[outs.size() + 1];
+  initSharedMemory(16);
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value warp = div(tid, 32), lane32 = rem(tid, 32);
+  Value col = add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kCols)),
+                  lane32);
+  Value param = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  Value colValid = ult(col, idx(s.n));
+  Value base = mul(param, mul(units, idx(s.n)));
+  // Warp w sums partial rows w, w + 8, ... into kUnroll accumulators (row
+  // w + 8 (kUnroll q + a) into accumulator a), in order.
+  SmallVector<Value> inits(kUnroll, cstF32(0.0));
+  ValueRange acc = forLoop(
+      warp, units, idx(kWarps * kUnroll), inits, [&](Value r, ValueRange acc) {
+        SmallVector<Value> next;
+        for (int64_t a = 0; a < kUnroll; ++a) {
+          Value pr = add(r, idx(a * kWarps));
+          Value ok = both(ult(pr, units), colValid);
+          auto ifOp = scf::IfOp::create(
+              b, ok,
+              [&](OpBuilder &, Location) {
+                scf::YieldOp::create(
+                    b, memref::LoadOp::create(
+                           b, partials,
+                           ValueRange{add(base, add(mul(pr, idx(s.n)), col))})
+                           .getResult());
+              },
+              [&](OpBuilder &, Location) { scf::YieldOp::create(b, cstF32(0.0)); });
+          next.push_back(arith::AddFOp::create(b, acc[a], ifOp.getResult(0)));
+        }
+        return next;
+      });
+  Value sum = arith::AddFOp::create(b, arith::AddFOp::create(b, acc[0], acc[1]),
+                                    arith::AddFOp::create(b, acc[2], acc[3]));
+  Value slots = smemView(idx(0), {kWarps, kCols}, b.getF32Type());
+  memref::StoreOp::create(b, sum, slots, ValueRange{warp, lane32});
+  gpu::BarrierOp::create(b);
+  ifThen(both(eq(warp, 0), colValid), [&] {
+    Value total = cstF32(0.0);
+    for (int64_t w = 0; w < kWarps; ++w)
+      total = arith::AddFOp::create(
+          b, total, memref::LoadOp::create(b, slots, ValueRange{idx(w), lane32}));
+    if (outs.size() == 1) {
+      memref::StoreOp::create(b, total, outs[0], ValueRange{col});
+      return;
+    }
+    auto ifOp = scf::IfOp::create(b, eq(param, 0), /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      memref::StoreOp::create(b, total, outs[0], ValueRange{col});
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      memref::StoreOp::create(b, total, outs[1], ValueRange{col});
+    }
+  });
+}
+
 void RowKernelEmitter::emitElementwise() {
   Value lhs = args[0], rhs = args[1], output = args[2], rows = args[3];
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
@@ -245,7 +439,17 @@ gpu::GPUFuncOp mlir::fusion::buildRowKernel(OpBuilder &builder, Location loc,
   };
   Type f32 = builder.getF32Type();
   SmallVector<Type> types;
-  if (s.isNorm()) {
+  if (s.isNormGrad()) {
+    types = {flat(s.elem), flat(s.elem)};
+    if (s.isLayerNorm())
+      types.push_back(flat(f32));
+    types.push_back(flat(f32));
+    if (s.weightElem)
+      types.push_back(flat(s.weightElem));
+    types.push_back(flat(s.elem));
+    if (s.paramGrads())
+      types.push_back(flat(f32));
+  } else if (s.isNorm()) {
     types = {flat(s.elem), flat(s.elem)};
     if (s.weightElem)
       types.push_back(flat(s.weightElem));
@@ -268,10 +472,33 @@ gpu::GPUFuncOp mlir::fusion::buildRowKernel(OpBuilder &builder, Location loc,
   builder.setInsertionPointToStart(&func.getBody().front());
   ImplicitLocOpBuilder b(loc, builder);
   RowKernelEmitter emitter(b, s, func);
-  if (s.isNorm())
+  if (s.isNormGrad())
+    emitter.emitNormGrad();
+  else if (s.isNorm())
     emitter.emitNorm();
   else
     emitter.emitElementwise();
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+gpu::GPUFuncOp mlir::fusion::buildParamGradReduceKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    const RowKernelSpec &s) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(module.getBody());
+  auto flatF32 = MemRefType::get({ShapedType::kDynamic}, builder.getF32Type());
+  SmallVector<Type> types(1 + s.paramGrads(), flatF32);
+  types.push_back(builder.getIndexType());
+  auto func = gpu::GPUFuncOp::create(builder, loc, name,
+                                     builder.getFunctionType(types, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
+  auto threads = static_cast<int32_t>(32 * RowKernelSpec::kReduceWarps);
+  func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({threads, 1, 1}));
+  func->setAttr("nvvm.maxntid", builder.getDenseI32ArrayAttr({threads, 1, 1}));
+  builder.setInsertionPointToStart(&func.getBody().front());
+  ImplicitLocOpBuilder b(loc, builder);
+  RowKernelEmitter(b, s, func).emitParamGradReduce();
   gpu::ReturnOp::create(b);
   return func;
 }

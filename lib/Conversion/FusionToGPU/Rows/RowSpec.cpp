@@ -14,6 +14,8 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <type_traits>
+
 using namespace mlir;
 using namespace mlir::fusion;
 
@@ -54,8 +56,11 @@ int64_t vectorWidth(Type elem, int64_t n) {
 
 /// The rows of a norm: threads per row and vectors per thread.
 LogicalResult shapeNorm(RowKernelSpec &s, std::string &why) {
-  constexpr int64_t kMaxThreads = 1024, kPreferredVectors = 4,
-                    kMaxVectors = 16;
+  // A gradient holds dy, x and the parameter gradients' accumulators per
+  // vector: two vectors per thread keep its registers low enough for four
+  // CTAs of 128 threads per SM.
+  const int64_t kPreferredVectors = s.isNormGrad() ? 2 : 4;
+  constexpr int64_t kMaxThreads = 1024, kMaxVectors = 16;
   int64_t chunks = s.chunks();
   s.threadsPerRow = 32;
   while (llvm::divideCeil(chunks, s.threadsPerRow) > kPreferredVectors &&
@@ -134,6 +139,28 @@ FailureOr<RowKernelSpec> mlir::fusion::getRowKernelSpec(Operation *op,
             s.epsilon = norm.getEpsilon().convertToDouble();
             s.mean = s.rstd = true;
             s.output = !norm.getOutput().use_empty();
+            return shapeNorm(s, why);
+          })
+          .Case<RMSNormGradOp, LayerNormGradOp>([&](auto grad) {
+            s.kind = isa<RMSNormGradOp>(op) ? RowOpKind::RMSNormGrad
+                                            : RowOpKind::LayerNormGrad;
+            s.weightElem = elementOf(grad.getWeight());
+            s.weightGrad = static_cast<bool>(grad.getWeight());
+            if constexpr (std::is_same_v<decltype(grad), LayerNormGradOp>)
+              s.biasGrad = grad.getWithBiasGrad();
+            // dy, x and dx share one element type (one vector width).
+            for (auto [name, v] :
+                 {std::pair<StringRef, Value>{"the input", grad.getInput()},
+                  {"input_grad", grad.getInputGrad()}})
+              if (elementOf(v) != s.elem) {
+                std::string got, want;
+                llvm::raw_string_ostream(got) << elementOf(v);
+                llvm::raw_string_ostream(want) << s.elem;
+                why = ("expected " + name + " of the gradient's element type " +
+                       want + ", but got " + got)
+                          .str();
+                return failure();
+              }
             return shapeNorm(s, why);
           })
           .Case<AddOp, MulOp>([&](auto binary) {

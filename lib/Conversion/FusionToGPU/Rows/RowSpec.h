@@ -8,6 +8,13 @@
 //     as 16-byte vectors, the row sums reduced by warp shuffles and, across
 //     the warps of a group, through shared memory; LayerNorm's variance is
 //     the centered second pass over the registers;
+//   - fusion.rms_norm_grad and fusion.layer_norm_grad (the backward ops the
+//     fusion passes leave standing): the same row groups compute dx from
+//     dy, x and the saved statistics, and accumulate each thread's columns
+//     of dweight / dbias over the rows it visits; a persistent grid of at
+//     most kMaxGradBlocks CTAs writes one partial row per row group, and a
+//     second kernel sums the partial rows of each column in a fixed order
+//     (the parameter gradients are bitwise the same run to run);
 //   - fusion.add and fusion.mul with rhs broadcast (same shape, a row vector,
 //     a column, one value): a flat element-wise kernel, 16-byte vectors.
 // Every operand is viewed as [rows, n]: the leading dimensions flattened,
@@ -28,7 +35,7 @@
 
 namespace mlir::fusion {
 
-enum class RowOpKind { RMSNorm, LayerNorm, Add, Mul };
+enum class RowOpKind { RMSNorm, LayerNorm, RMSNormGrad, LayerNormGrad, Add, Mul };
 
 /// How a binary op's rhs covers lhs viewed as [rows, n].
 enum class Broadcast {
@@ -52,6 +59,8 @@ struct RowKernelSpec {
   /// as its row_scale, see fusion-plan-kernels) reads its rows once and
   /// writes one value per row.
   bool output = true;
+  /// Norm gradients: dweight (a weight is given) and dbias are results.
+  bool weightGrad = false, biasGrad = false;
   Broadcast broadcast = Broadcast::Same;
 
   // Norms: a group of threadsPerRow threads per row, each holding
@@ -59,10 +68,25 @@ struct RowKernelSpec {
   int64_t threadsPerRow = 32, vecsPerThread = 1, rowsPerBlock = 1;
   // Element-wise: vectors per thread (coalesced, blockThreads apart).
   static constexpr int64_t kVectorsPerThread = 4;
+  // Norm gradients: the persistent grid's size limit (a constant, so the
+  // partial rows and their sums do not depend on the device), and the
+  // reduction kernel's shape: columns per CTA, warps splitting the partial
+  // rows.
+  static constexpr int64_t kMaxGradBlocks = 512, kReduceColumns = 32,
+                           kReduceWarps = 8;
 
   bool isNorm() const {
-    return kind == RowOpKind::RMSNorm || kind == RowOpKind::LayerNorm;
+    return kind == RowOpKind::RMSNorm || kind == RowOpKind::LayerNorm ||
+           isNormGrad();
   }
+  bool isNormGrad() const {
+    return kind == RowOpKind::RMSNormGrad || kind == RowOpKind::LayerNormGrad;
+  }
+  bool isLayerNorm() const {
+    return kind == RowOpKind::LayerNorm || kind == RowOpKind::LayerNormGrad;
+  }
+  /// Norm gradients: the parameter gradients computed (0, 1 or 2).
+  int64_t paramGrads() const { return weightGrad + biasGrad; }
   int64_t chunks() const { return n / vec; }
   int64_t blockThreads() const {
     return isNorm() ? threadsPerRow * rowsPerBlock : 256;
@@ -83,10 +107,22 @@ FailureOr<RowKernelSpec> getRowKernelSpec(Operation *op, std::string &why);
 /// Builds the kernel `name` in `module`. Arguments, all device memrefs viewed
 /// flat (memref<?xT>), then the row count (index):
 ///   norms:   input, output, [weight], [bias], [mean], [rstd], rows
+///   grads:   dy, x, [mean], rstd, [weight], dx, [partials], rows
 ///   binary:  lhs, rhs, output, rows
+/// A norm gradient's partials are [paramGrads][units][n] f32, units =
+/// gridDim.x * rowsPerBlock (row group u visits rows u, u + units, ...).
 gpu::GPUFuncOp buildRowKernel(OpBuilder &builder, Location loc,
                               gpu::GPUModuleOp module, StringRef name,
                               const RowKernelSpec &spec);
+
+/// Builds the kernel `name` that sums a norm gradient's partial rows:
+/// arguments partials, dweight and/or dbias ([n] f32), units (index); CTA
+/// (x, y) sums columns [32 x, 32 x + 32) of parameter y, each of its 8 warps
+/// every 8th partial row in order, then the warps' sums in order.
+gpu::GPUFuncOp buildParamGradReduceKernel(OpBuilder &builder, Location loc,
+                                          gpu::GPUModuleOp module,
+                                          StringRef name,
+                                          const RowKernelSpec &spec);
 
 } // namespace mlir::fusion
 

@@ -33,31 +33,11 @@ namespace {
 /// diagnostic on an op left over; empty for ops no pass absorbs.
 StringRef absorbingPasses(Operation *op) {
   return llvm::TypeSwitch<Operation *, StringRef>(op)
-      .Case<RMSNormGradOp, LayerNormGradOp>([](auto) {
-        return "fusion-regroup-backward fuses a norm grad into the epilogue "
-               "of the dgrad GEMM producing its incoming gradient";
-      })
       .Case<GDPAOp, GDPAGradOp>([](auto) {
         return "fusion-form-norm-attention fuses a gdpa and its grad into "
                "the FlashNormAttention block";
       })
       .Default([](Operation *) { return StringRef(); });
-}
-
-/// Why no GEMM epilogue on the module's target can take the rows of norm
-/// gradient `op` (too wide for every strategy, a dynamic or empty N), or
-/// nothing when one can (or the module has no target).
-std::optional<std::string> whyNoEpilogueFits(Operation *op) {
-  if (!isa<RMSNormGradOp, LayerNormGradOp>(op))
-    return std::nullopt;
-  std::optional<TargetInfo> target = lookupTargetInfo(op);
-  if (!target)
-    return std::nullopt;
-  auto input = cast<RankedTensorType>(op->getOperand(1).getType());
-  std::string whyNot;
-  if (succeeded(planEpilogueNorm(*target, input.getShape().back(), whyNot)))
-    return std::nullopt;
-  return whyNot;
 }
 
 /// Emits the error for a fusion op that has no kernel of its own (not a GEMM,
@@ -66,15 +46,6 @@ void emitNoKernel(Operation *op) {
   if (isa<NormAttentionOp, NormAttentionGradOp>(op)) {
     op->emitOpError("has no GPU kernel yet; fusion-plan-kernels plans "
                     "fusion.fused_matmul only");
-    return;
-  }
-  // A norm gradient runs only in a GEMM epilogue: when its rows fit none,
-  // that is the reason, whatever the fusion passes matched.
-  if (std::optional<std::string> whyNot = whyNoEpilogueFits(op)) {
-    op->emitOpError() << "expected rows that a GEMM epilogue can normalize "
-                         "(a norm gradient runs on the GPU only in the "
-                         "epilogue of the dgrad GEMM), but "
-                      << *whyNot;
     return;
   }
   StringRef passes = absorbingPasses(op);
@@ -142,7 +113,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
       return;
     }
     // Standalone row kernels (convert-fusion-to-gpu): nothing to plan.
-    if (isa<RMSNormOp, LayerNormOp, AddOp, MulOp>(op))
+    if (isa<RMSNormOp, LayerNormOp, RMSNormGradOp, LayerNormGradOp, AddOp,
+            MulOp>(op))
       return;
     emitNoKernel(op);
     ok = false;

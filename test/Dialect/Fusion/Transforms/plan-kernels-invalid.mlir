@@ -11,18 +11,6 @@ func.func @no_target(%a: tensor<256x64xbf16>, %b: tensor<64x128xbf16>) -> tensor
 
 // -----
 
-// Test that a norm grad no fusion pass absorbed is refused.
-module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @norm_grad_left(%dy: tensor<256x512xbf16>, %x: tensor<256x512xbf16>, %rstd: tensor<256xf32>) -> tensor<256x512xbf16> {
-  // expected-error @below {{'fusion.rms_norm_grad' op has no GPU kernel; it runs on the GPU only inside a fused op, and no fusion pass absorbed it (fusion-regroup-backward fuses a norm grad into the epilogue of the dgrad GEMM producing its incoming gradient)}}
-  %dx = fusion.rms_norm_grad %dy, %x, %rstd
-      : tensor<256x512xbf16>, tensor<256x512xbf16>, tensor<256xf32> -> tensor<256x512xbf16>
-  return %dx : tensor<256x512xbf16>
-}
-}
-
-// -----
-
 // Test that a gdpa outside the FlashNormAttention block is refused.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @gdpa_left(%q: tensor<2x64x4x32xbf16>, %k: tensor<2x16x4x32xbf16>, %v: tensor<2x16x4x32xbf16>) -> tensor<2x64x4x32xbf16> {
@@ -190,15 +178,3 @@ func.func @m_huge(%a: tensor<1099511627776x64xbf16>, %b: tensor<64x128xbf16>) ->
 }
 }
 
-// -----
-
-// Test that a norm grad whose rows no GEMM epilogue can take is refused
-// with that reason, not the generic one.
-module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @norm_grad_too_wide(%dy: tensor<256x8192xbf16>, %x: tensor<256x8192xbf16>, %rstd: tensor<256xf32>) -> tensor<256x8192xbf16> {
-  // expected-error @below {{'fusion.rms_norm_grad' op expected rows that a GEMM epilogue can normalize (a norm gradient runs on the GPU only in the epilogue of the dgrad GEMM), but N = 8192 needs 32 CTAs of at most 256 columns, more than the 16 a row may span on sm_90a}}
-  %dx = fusion.rms_norm_grad %dy, %x, %rstd
-      : tensor<256x8192xbf16>, tensor<256x8192xbf16>, tensor<256xf32> -> tensor<256x8192xbf16>
-  return %dx : tensor<256x8192xbf16>
-}
-}
