@@ -6,11 +6,11 @@
 #
 #   COMMIT=abc1234 OUT=/tmp/out bash bench/layers/run_layers_h200.sh
 #
-# About 8 minutes when every library is built (tests 1 + 1, benchmarks 3 + 1.5).
+# About 10 minutes when every library is built (tests 1 + 1 + 0.5, benchmarks 3 + 1.5 + 1.5).
 set -uo pipefail
 export PYTHONUNBUFFERED=1 FUSION_GPU_ARTIFACTS=${FUSION_GPU_ARTIFACTS:-build/gpu}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-for t in layers rows; do
+for t in layers rows norm_grads; do
   timeout 240 python3 -m pytest -v -s -rs "test/gpu/test_${t}_gpu.py" > "$OUT/${t}_tests.txt" 2>&1
   echo "== test_${t}_gpu.py: exit $?"
   grep -E "FAILED|Error|^SKIPPED" "$OUT/${t}_tests.txt" | cut -c1-240 | head -30
@@ -22,3 +22,7 @@ for b in layers norms; do
   echo "== bench_$b.py: exit $?"
   sed -n '/^| /p' "$OUT/bench_${b}_log.txt"
 done
+timeout 300 python3 bench/bench_norm_grads.py --out "$OUT/bench_norm_grads.json" \
+  --commit "${COMMIT:-unknown}" > "$OUT/bench_norm_grads_log.txt" 2>&1
+echo "== bench_norm_grads.py: exit $?"
+sed -n '/^| /p' "$OUT/bench_norm_grads_log.txt"
