@@ -64,6 +64,9 @@ while [ $SECONDS -lt $deadline ]; do
     -rss_limit_mb=4096 -max_len=32768 -artifact_prefix="$work/artifacts/" \
     -print_final_stats=1 "$@" > "$work/fuzz-$round.log" 2>&1 || true
   n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz-$round.log" | tail -n 1)
+  # -fork=N prints no final stats: its last progress line counts every job's
+  # inputs ("#N<tab>pulse ..." / "#N<tab>DONE ...").
+  [ -n "$n" ] || n=$(grep -oE '^#[0-9]+' "$work/fuzz-$round.log" | tail -n 1 | tr -d '#')
   runs=$((runs + ${n:-0}))
   grep -E "^#[0-9]+ +(DONE|INITED)" "$work/fuzz-$round.log" | tail -n 1 || true
   found=("$work"/artifacts/*)
