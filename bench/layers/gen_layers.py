@@ -23,6 +23,7 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
   mul_col_h{H}                y = x * c       ([M, H] bf16 * [M, 1] f32)
   rms_norm_grad_h{H}          dx, dg = RMSNorm's backward (dy, x, saved rstd, weight g)
   layer_norm_grad_h{H}        dx, dgamma, dbeta = LayerNorm's backward (dy, x, mean, rstd, gamma)
+  linear_wgrad_h{H}           dW = dy^T x, nn.Linear's weight gradient ([H, H] from [M, H] x 2)
 
 build/gpu/layers/lib<name>.so is <name>.mlir compiled by fusion-compile's
 default pipeline (fusion-fuse, then the kernels), lib<name>_unfused.so is
@@ -136,6 +137,14 @@ def layer_norm_grad(h):
                     f" : {x}, {x}, {stat}, {stat} -> {x}, {pg}, {pg}"], eps=LN_EPS)
 
 
+def linear_wgrad(h):
+    x, w = ty(("M", h)), ty((h, h))
+    return program(f"linear_wgrad_h{h}", "linear_wgrad", h,
+                   [("dy", "bf16", ("M", h)), ("x", "bf16", ("M", h))],
+                   [("dw", "bf16", (h, h))],
+                   [f"%dw = fusion.matmul %dy, %x {{transpose_lhs}} : {x}, {x} -> {w}"])
+
+
 def elementwise(kind, h):
     x = ty(("M", h))
     rhs = {"add_rowbias": ("b", "bf16", (h,)), "add": ("r", "bf16", ("M", h)),
@@ -149,7 +158,7 @@ def elementwise(kind, h):
 def programs():
     out = []
     for h in LAYER_H:
-        out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True),
+        out += [linear_wgrad(h), llama_prenorm(h), llama_prenorm(h, mul_weight=True),
                 bert_postnorm(h), bert_postnorm(h, add_bias=True)]
     for h in ROW_H:
         out += [rms_norm(h), layer_norm(h), rms_norm_grad(h), layer_norm_grad(h)] + [elementwise(k, h)

@@ -10,7 +10,7 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1 FUSION_GPU_ARTIFACTS=${FUSION_GPU_ARTIFACTS:-build/gpu}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-for t in layers rows norm_grads; do
+for t in layers rows norm_grads weight_grad; do
   timeout 240 python3 -m pytest -v -s -rs "test/gpu/test_${t}_gpu.py" > "$OUT/${t}_tests.txt" 2>&1
   echo "== test_${t}_gpu.py: exit $?"
   grep -E "FAILED|Error|^SKIPPED" "$OUT/${t}_tests.txt" | cut -c1-240 | head -30
@@ -22,6 +22,10 @@ for b in layers norms; do
   echo "== bench_$b.py: exit $?"
   sed -n '/^| /p' "$OUT/bench_${b}_log.txt"
 done
+timeout 240 python3 bench/bench_weight_grad.py --out "$OUT/bench_weight_grad.json" \
+  --commit "${COMMIT:-unknown}" > "$OUT/bench_weight_grad_log.txt" 2>&1
+echo "== bench_weight_grad.py: exit $?"
+sed -n '/^| /p' "$OUT/bench_weight_grad_log.txt"
 timeout 300 python3 bench/bench_norm_grads.py --out "$OUT/bench_norm_grads.json" \
   --commit "${COMMIT:-unknown}" > "$OUT/bench_norm_grads_log.txt" 2>&1
 echo "== bench_norm_grads.py: exit $?"

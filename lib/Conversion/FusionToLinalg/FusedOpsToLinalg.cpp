@@ -31,7 +31,9 @@ Value buildFusedAccumulator(TensorMath &m, FusedMatmulOp op) {
   Type f32 = m.builder().getF32Type();
   Value a = op.getLhs(), b = op.getRhs();
   bool tb = op.getTransposeRhs();
-  Value acc = m.matmul(a, b, /*transposeA=*/false, tb);
+  // The verifier allows transpose_lhs only without a prologue (which reads
+  // A's rows).
+  Value acc = m.matmul(a, b, op.getTransposeLhs(), tb);
 
   switch (op.getPrologue()) {
   case PrologueKind::none:

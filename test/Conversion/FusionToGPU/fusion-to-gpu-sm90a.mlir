@@ -379,3 +379,28 @@ func.func @ln_cluster_residual(%a: tensor<512x256xbf16>, %b: tensor<256x1024xbf1
   return %y : tensor<512x1024xbf16>
 }
 }
+
+// -----
+
+// A weight gradient, transpose_lhs (dW = dy^T x, lhs [K, M] with the token
+// count K dynamic): A arrives as two M-major boxes of [64 K rows, 64 M
+// columns] per stage, one per consumer group, and the four wgmma of a K
+// step take A column-major ("col") and the row-major B N-major ("row"),
+// each descriptor stepping 16 K rows (128 units of 16 bytes) per k16.
+// CHECK-LABEL: func.func @wgrad
+// CHECK: %[[K:.*]] = memref.dim %arg0, %c0{{.*}} : memref<?x256xbf16>
+// CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%c64{{.*}}, %c64{{.*}}] : memref<*xbf16> -> <tensor = memref<64x64xbf16, 3>
+// CHECK-LABEL: gpu.func @wgrad_kernel0
+// CHECK-COUNT-6: nvgpu.tma.async.load %{{.*}}[%{{.*}}, %[[K0:.*]]], %{{.*}} to %{{.*}} : <tensor = memref<64x64xbf16, 3>
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// CHECK: %[[S:.*]] = llvm.mlir.constant(128 : i64) : i64
+// CHECK: llvm.add %{{.*}}, %[[S]] : i64
+// CHECK: llvm.add %{{.*}}, %[[S]] : i64
+// CHECK: nvvm.wgmma.mma_async
+// CHECK-NOT: nvgpu.warpgroup.mma
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @wgrad(%dy: tensor<?x256xbf16>, %x: tensor<?x512xbf16>) -> tensor<256x512xbf16> {
+  %dw = fusion.matmul %dy, %x {transpose_lhs} : tensor<?x256xbf16>, tensor<?x512xbf16> -> tensor<256x512xbf16>
+  return %dw : tensor<256x512xbf16>
+}
+}

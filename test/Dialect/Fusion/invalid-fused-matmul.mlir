@@ -91,6 +91,16 @@ func.func @fused_missing_prologue_epsilon(%a: tensor<64x32xf32>, %b: tensor<32x1
 
 // -----
 
+// A prologue normalizes A's rows: no transpose_lhs with it.
+func.func @fused_prologue_transpose_lhs(%a: tensor<32x64xbf16>, %b: tensor<32x16xbf16>) {
+  // expected-error @below {{unexpected transpose_lhs with prologue rms_norm (the prologue normalizes the rows of A, which transpose_lhs stores as columns of lhs)}}
+  %y = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-05 : f32, transpose_lhs}
+      : tensor<32x64xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
 // prologue_epsilon is only meaningful with a prologue.
 func.func @fused_unexpected_prologue_epsilon(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
   // expected-error @below {{unexpected prologue_epsilon without a prologue}}

@@ -23,7 +23,7 @@ using namespace mlir::fusion;
 namespace {
 
 MmaShape mmaShapeOf(const GemmKernelSpec &s) {
-  return MmaShape{s.tileN, s.tileK, s.abType, s.transposeB};
+  return MmaShape{s.tileN, s.tileK, s.abType, s.transposeA, s.transposeB};
 }
 
 class GemmKernelFamily : public KernelFamily {
@@ -71,8 +71,9 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   Value a = host.map.lookup(op.getLhs()), bMat = host.map.lookup(op.getRhs());
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
   DenseMap<GemmArg, Value> args;
-  Value m = memref::DimOp::create(b, a, 0);
-  Value k = memref::DimOp::create(b, a, 1);
+  // A is [M, K], or [K, M] with transpose_lhs.
+  Value m = memref::DimOp::create(b, a, spec.transposeA ? 1 : 0);
+  Value k = memref::DimOp::create(b, a, spec.transposeA ? 0 : 1);
   // B is [K, N], or [N, K] with transpose_rhs.
   Value n = memref::DimOp::create(b, bMat, spec.transposeB ? 0 : 1);
 
@@ -87,8 +88,10 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
     return UnrealizedConversionCastOp::create(b, LLVM::LLVMPointerType::get(ctx), map)
         .getResult(0);
   };
-  args[GemmArg::TmaA] =
-      descriptor(a, getTensorMapTypeA(ctx, spec), {spec.tileM, spec.tileK});
+  args[GemmArg::TmaA] = descriptor(
+      a, getTensorMapTypeA(ctx, spec),
+      spec.transposeA ? SmallVector<int64_t>{spec.tileK, kSwizzleCols}
+                      : SmallVector<int64_t>{spec.tileM, spec.tileK});
   // Boxes of 64 x 64: [64 K rows, 64 columns] of a row-major B, [64 rows,
   // 64 K columns] of a transposed one.
   args[GemmArg::TmaB] =

@@ -18,15 +18,28 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
   nvgpu::MBarrierArriveExpectTxOp::create(
       b, ring.full, idx(s.aTileBytes() + s.bTileBytes()), stage, Value());
   Value k0 = mul(kTile, idx(s.tileK));
-  // A tile [tile_m, 64] at (row blockRow, col k0); coordinates innermost first.
-  Value aTile = smemView(aOff, {s.tileM, s.tileK}, s.abType);
-  nvgpu::TmaAsyncLoadOp::create(b, aTile, ring.full, tmaA, ValueRange{k0, blockRow},
-                                stage, Value(), Value());
+  int64_t boxBytes = s.tileK * kSwizzleCols * s.abType.getIntOrFloatBitWidth() / 8;
+  // A tile [tile_m, 64] at (row blockRow, col k0); coordinates innermost
+  // first. transpose_lhs, lhs [K, M]: tile_m / 64 boxes of [64 K rows, 64 M
+  // columns], box g holding consumer group g's rows (M-major), each at the
+  // offset a K-major group's [64, 64] rows would take.
+  if (s.transposeA) {
+    for (int64_t g = 0; g < s.tileM / kSwizzleCols; ++g) {
+      Value box = smemView(add(aOff, idx(g * boxBytes)), {s.tileK, kSwizzleCols},
+                           s.abType);
+      nvgpu::TmaAsyncLoadOp::create(b, box, ring.full, tmaA,
+                                    ValueRange{add(blockRow, idx(g * kSwizzleCols)), k0},
+                                    stage, Value(), Value());
+    }
+  } else {
+    Value aTile = smemView(aOff, {s.tileM, s.tileK}, s.abType);
+    nvgpu::TmaAsyncLoadOp::create(b, aTile, ring.full, tmaA,
+                                  ValueRange{k0, blockRow}, stage, Value(), Value());
+  }
   // B in tile_n / 64 boxes of [64, 64]. Row-major B [K, N]: the tile
   // [64, tile_n] as 64-column halves (N-major, wgmma's transposed B).
   // transpose_rhs, B [N, K]: the tile [tile_n, 64] as 64-row blocks, which
   // stack into one K-major tile with 128-byte rows, laid out like A.
-  int64_t boxBytes = s.tileK * kSwizzleCols * s.abType.getIntOrFloatBitWidth() / 8;
   for (int64_t h = 0; h < s.tileN / kSwizzleCols; ++h) {
     Value box = smemView(add(bOff, idx(h * boxBytes)), {kSwizzleCols, s.tileK},
                          s.abType);

@@ -111,6 +111,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   s.stagedResidual = config.getStagedResidual();
   s.abType = lhsType.getElementType();
   s.outType = cast<RankedTensorType>(op.getOutput().getType()).getElementType();
+  s.transposeA = op.getTransposeLhs();
   s.transposeB = op.getTransposeRhs();
   s.prologue = op.getPrologue();
   s.epilogue = op.getEpilogue();
@@ -159,6 +160,9 @@ static Type tensorMapType(MLIRContext *ctx, ArrayRef<int64_t> box, Type elem) {
 }
 
 Type mlir::fusion::getTensorMapTypeA(MLIRContext *ctx, const GemmKernelSpec &s) {
+  // transpose_lhs: boxes of [64 K rows, 64 M columns] of lhs [K, M].
+  if (s.transposeA)
+    return tensorMapType(ctx, {s.tileK, kSwizzleCols}, s.abType);
   return tensorMapType(ctx, {s.tileM, s.tileK}, s.abType);
 }
 Type mlir::fusion::getTensorMapTypeB(MLIRContext *ctx, const GemmKernelSpec &s) {

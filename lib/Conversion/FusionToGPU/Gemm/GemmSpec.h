@@ -40,7 +40,8 @@ struct GemmKernelSpec {
   /// global rows, epilogue warps, staged residual.
   bool globalRows = false, epilogueWarps = false, stagedResidual = false;
   Type abType, outType;
-  bool transposeB;
+  /// A stored [K, M] (transpose_lhs: M-major), B stored [N, K] (transpose_rhs).
+  bool transposeA = false, transposeB = false;
   PrologueKind prologue;
   EpilogueKind epilogue;
   double prologueEpsilon = 0, epsilon = 0;

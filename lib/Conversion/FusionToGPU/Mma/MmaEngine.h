@@ -37,7 +37,9 @@ namespace mlir::fusion {
 struct MmaShape {
   int64_t tileN = 0, tileK = 0;
   Type abType;
-  bool transposeB = false;
+  /// transposeA: the group's A tile is [tileK, groupRows], M-major (a
+  /// weight gradient's lhs [K, M] as TMA wrote it).
+  bool transposeA = false, transposeB = false;
 };
 
 /// Registers per thread: the launch budget (.maxnreg) and what setmaxnreg

@@ -113,8 +113,8 @@ public:
         kb.b, swizzled({64, shape.tileK}), aTile, tmaA);
     Value dB = nvgpu::WarpgroupGenerateDescriptorOp::create(kb.b, swizzled(bShape),
                                                             bTile, tmaB);
-    if (shape.transposeB)
-      return kMajorMma(kb, dA, dB, acc);
+    if (shape.transposeA || shape.transposeB)
+      return explicitMma(kb, dA, dB, acc);
     return nvgpu::WarpgroupMmaOp::create(kb.b, accType(ctx), dA, dB,
                                          IntegerAttr(), UnitAttr(),
                                          kb.b.getUnitAttr(), acc);
@@ -141,18 +141,21 @@ private:
     return nvgpu::WarpgroupAccumulatorType::get(
         ctx, VectorType::get({64, shape.tileN}, Float32Type::get(ctx)));
   }
-  Value kMajorMma(KernelBuilder &kb, Value descA, Value descB, Value acc);
+  Value explicitMma(KernelBuilder &kb, Value descA, Value descB, Value acc);
 
   MmaShape shape;
 };
 
-/// One K step (64) of a K-major B (transpose_rhs): the four m64nNk16 wgmma of
-/// the step as NVVM ops, in one commit group like nvgpu.warpgroup.mma. The
-/// nvgpu lowering steps B's descriptor by K rows of an N-major tile only; a
-/// K-major operand steps by 16 elements (32 bytes: 2 in the descriptor's
-/// 16-byte units) inside its 128-byte swizzled rows, for A and B alike.
-Value Sm90WgmmaEngine::kMajorMma(KernelBuilder &kb, Value descA, Value descB,
-                                 Value acc) {
+/// One K step (64) of a K-major B (transpose_rhs) or an M-major A
+/// (transpose_lhs): the four m64nNk16 wgmma of the step as NVVM ops, in one
+/// commit group like nvgpu.warpgroup.mma, whose lowering takes K-major A and
+/// N-major B only. Each operand's descriptor steps by k16 in its own major:
+/// a K-major tile by 16 elements (32 bytes: 2 in the descriptor's 16-byte
+/// units) inside its 128-byte swizzled rows, an M- or N-major tile by 16 of
+/// its 128-byte K rows (2048 bytes: 128 units; the descriptor's leading
+/// offset reaches B's further 64-column boxes).
+Value Sm90WgmmaEngine::explicitMma(KernelBuilder &kb, Value descA, Value descB,
+                                   Value acc) {
   ImplicitLocOpBuilder &b = kb.b;
   MLIRContext *ctx = kb.ctx;
   Type i64 = b.getI64Type();
@@ -170,17 +173,31 @@ Value Sm90WgmmaEngine::kMajorMma(KernelBuilder &kb, Value descA, Value descB,
   };
   auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
   NVVM::WgmmaFenceAlignedOp::create(b);
+  const int64_t kMajorStep = 2, mnMajorStep = 128;
+  int64_t stepA = shape.transposeA ? mnMajorStep : kMajorStep;
+  int64_t stepB = shape.transposeB ? kMajorStep : mnMajorStep;
+  auto constant = [&](int64_t units) -> Value {
+    return LLVM::ConstantOp::create(b, i64, b.getI64IntegerAttr(units));
+  };
+  // A [M, K] row-major is K-major ("row"), M-major with transpose_lhs
+  // ("col"); B [N, K] (transpose_rhs) is K-major ("col"), [K, N] N-major.
+  auto layoutA = shape.transposeA ? NVVM::MMALayout::col : NVVM::MMALayout::row;
+  auto layoutB = shape.transposeB ? NVVM::MMALayout::col : NVVM::MMALayout::row;
   for (int64_t k = 0; k < shape.tileK / 16; ++k) {
-    Value step = LLVM::ConstantOp::create(b, i64, b.getI64IntegerAttr(2 * k));
-    Value dA = k ? LLVM::AddOp::create(b, a0, step).getResult() : a0;
-    Value dB = k ? LLVM::AddOp::create(b, b0, step).getResult() : b0;
+    Value dA = a0, dB = b0;
+    if (k) {
+      // One constant where both operands step alike (K-major A and B).
+      Value offA = constant(k * stepA);
+      Value offB = stepB == stepA ? offA : constant(k * stepB);
+      dA = LLVM::AddOp::create(b, a0, offA);
+      dB = LLVM::AddOp::create(b, b0, offB);
+    }
     d = NVVM::WgmmaMmaAsyncOp::create(
         b, frag, d, dA, dB, NVVM::MMAShapeAttr::get(ctx, 64, shape.tileN, 16),
         wgmmaType(shape.abType), wgmmaType(shape.abType),
         NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
         NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), one, one,
-        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
+        NVVM::MMALayoutAttr::get(ctx, layoutA), NVVM::MMALayoutAttr::get(ctx, layoutB),
         NVVM::MMAIntOverflowAttr());
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b);

@@ -610,7 +610,7 @@ unsigned FusedMatmulOp::getExpectedNumExtras() {
 LogicalResult FusedMatmulOp::verify() {
   FailureOr<std::array<int64_t, 3>> mkn =
       verifyMatmulShapes(*this, getLhs(), getRhs(), getOutput(),
-                         /*transposeLhs=*/false, getTransposeRhs(),
+                         getTransposeLhs(), getTransposeRhs(),
                          /*resultName=*/"output");
   if (failed(mkn))
     return failure();
@@ -653,6 +653,11 @@ LogicalResult FusedMatmulOp::verify() {
   if (hasPrologue && !getPrologueEpsilonAttr())
     return emitOpError() << "expected prologue_epsilon with prologue "
                          << stringifyPrologueKind(getPrologue());
+  if (hasPrologue && getTransposeLhs())
+    return emitOpError() << "unexpected transpose_lhs with prologue "
+                         << stringifyPrologueKind(getPrologue())
+                         << " (the prologue normalizes the rows of A, which "
+                            "transpose_lhs stores as columns of lhs)";
   if (!hasPrologue && getPrologueEpsilonAttr())
     return emitOpError("unexpected prologue_epsilon without a prologue");
   if (fwdNorm && !getEpsilonAttr())

@@ -19,7 +19,8 @@ FusedMatmulOp mlir::fusion::buildFusedMatmul(OpBuilder &b, Location loc,
       s.colBias, s.normWeight, s.normBias, s.normInput, s.mean, s.rstd,
       PrologueKindAttr::get(b.getContext(), s.prologue),
       EpilogueKindAttr::get(b.getContext(), s.epilogue),
-      f32Attr(s.prologueEpsilon), f32Attr(s.epsilon), unit(s.transposeRhs),
+      f32Attr(s.prologueEpsilon), f32Attr(s.epsilon), unit(s.transposeLhs),
+      unit(s.transposeRhs),
       unit(s.saveStats), unit(s.withBiasGrad), unit(s.normalizedInput));
 }
 

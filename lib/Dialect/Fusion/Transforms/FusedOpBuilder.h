@@ -17,7 +17,7 @@ namespace mlir::fusion {
 
 struct FusedMatmulSpec {
   Value lhs, rhs;
-  bool transposeRhs = false;
+  bool transposeLhs = false, transposeRhs = false;
   Value residual, rowScale, colBias, normWeight, normBias, normInput, mean, rstd;
   PrologueKind prologue = PrologueKind::none;
   EpilogueKind epilogue = EpilogueKind::none;

@@ -148,9 +148,9 @@ LogicalResult checkTmaDim(const TargetInfo &target, StringRef name,
 FailureOr<KernelConfigAttr>
 mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                               std::string &why) {
-  // Step 1: what the kernel needs. A is [M, K] row-major; B is [K, N], or
-  // [N, K] with transpose_rhs; the output is [M, N]. M may be dynamic: it
-  // only sets the number of row blocks.
+  // Step 1: what the kernel needs. A is [M, K] row-major, or stored [K, M]
+  // with transpose_lhs; B is [K, N], or [N, K] with transpose_rhs; the output
+  // is [M, N]. M may be dynamic where it only sets the number of row blocks.
   if (failed(checkElementTypes(op, why)))
     return failure();
   Type elementType = getElementTypeOrSelf(op.getLhs().getType());
@@ -161,18 +161,26 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
       cast<RankedTensorType>(op.getRhs().getType()).getShape();
   ArrayRef<int64_t> outShape =
       cast<RankedTensorType>(op.getOutput().getType()).getShape();
-  bool transposeRhs = op.getTransposeRhs();
-  int64_t k = lhsShape[1];
+  bool transposeLhs = op.getTransposeLhs(), transposeRhs = op.getTransposeRhs();
+  int64_t k = lhsShape[transposeLhs ? 0 : 1];
   if (ShapedType::isDynamic(k))
     k = transposeRhs ? rhsShape[1] : rhsShape[0];
   int64_t n = outShape[1];
   if (ShapedType::isDynamic(n))
     n = transposeRhs ? rhsShape[0] : rhsShape[1];
-  int64_t m = lhsShape[0];
+  int64_t m = lhsShape[transposeLhs ? 1 : 0];
   if (ShapedType::isDynamic(m))
     m = outShape[0];
-  if (failed(checkLaunchDim(target, "M", m, why)) ||
-      failed(checkTmaDim(target, "K", k, elementBytes, why)) ||
+  // The innermost dimension of each operand is a TMA row and must be static;
+  // with transpose_lhs (a weight gradient dy^T x) that is M for lhs [K, M],
+  // and K, the token count there, may stay dynamic when rhs is [K, N] too.
+  bool kInnermost = !transposeLhs || transposeRhs;
+  auto checkDim = [&](StringRef name, int64_t size, bool innermost) {
+    return innermost ? checkTmaDim(target, name, size, elementBytes, why)
+                     : checkLaunchDim(target, name, size, why);
+  };
+  if (failed(checkDim("M", m, transposeLhs)) ||
+      failed(checkDim("K", k, kInnermost)) ||
       failed(checkTmaDim(target, "N", n, elementBytes, why)))
     return failure();
 

@@ -160,20 +160,13 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
     }
 
     // A plain matmul is a fused_matmul without prologue or epilogue, its
-    // bias the column bias, except for transpose_lhs, which the kernel does
-    // not do (it loads A as [M, K] rows).
+    // bias the column bias (transpose_lhs too: a weight gradient dy^T x,
+    // whose A the kernel loads M-major).
     auto matmul = cast<MatmulOp>(op);
-    if (matmul.getTransposeLhs()) {
-      matmul.emitOpError()
-          << "expected lhs as [M, K] (the GEMM kernel loads A by rows), but "
-             "got transpose_lhs with lhs of type "
-          << matmul.getLhs().getType();
-      ok = false;
-      continue;
-    }
     FusedMatmulSpec spec;
     spec.lhs = matmul.getLhs();
     spec.rhs = matmul.getRhs();
+    spec.transposeLhs = matmul.getTransposeLhs();
     spec.transposeRhs = matmul.getTransposeRhs();
     spec.colBias = matmul.getBias();
     spec.outputType = matmul.getResult().getType();

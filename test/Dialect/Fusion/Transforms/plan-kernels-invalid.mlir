@@ -38,12 +38,24 @@ func.func @norm_attention_left(%q: tensor<2x128x2x64xbf16>, %k: tensor<2x128x2x6
 
 // -----
 
-// Test that a matmul with transpose_lhs (the weight-gradient GEMM) is refused.
+// Test that a weight gradient (transpose_lhs: lhs [K, M], M its TMA rows)
+// needs a static M, while its K, the token count, may be dynamic.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @transpose_lhs(%x: tensor<4096x512xbf16>, %dy: tensor<4096x256xbf16>) -> tensor<512x256xf32> {
-  // expected-error @below {{'fusion.matmul' op expected lhs as [M, K] (the GEMM kernel loads A by rows), but got transpose_lhs with lhs of type 'tensor<4096x512xbf16>'}}
-  %dw = fusion.matmul %x, %dy {transpose_lhs} : tensor<4096x512xbf16>, tensor<4096x256xbf16> -> tensor<512x256xf32>
-  return %dw : tensor<512x256xf32>
+func.func @transpose_lhs_dynamic_m(%x: tensor<4096x?xbf16>, %dy: tensor<4096x256xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @below {{'fusion.matmul' op expected a static M (the TMA descriptors and the tiling are planned for it), but got M = ?}}
+  %dw = fusion.matmul %x, %dy {transpose_lhs} : tensor<4096x?xbf16>, tensor<4096x256xbf16> -> tensor<?x256xbf16>
+  return %dw : tensor<?x256xbf16>
+}
+}
+
+// -----
+
+// Test that a weight gradient's M must make 16-byte TMA rows.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @transpose_lhs_odd_m(%x: tensor<?x500xbf16>, %dy: tensor<?x256xbf16>) -> tensor<500x256xbf16> {
+  // expected-error @below {{'fusion.matmul' op expected M to be a multiple of 8 (TMA needs 16-byte row strides: M x 2 bytes), but got M = 500}}
+  %dw = fusion.matmul %x, %dy {transpose_lhs} : tensor<?x500xbf16>, tensor<?x256xbf16> -> tensor<500x256xbf16>
+  return %dw : tensor<500x256xbf16>
 }
 }
 

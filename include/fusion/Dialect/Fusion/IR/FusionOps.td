@@ -360,8 +360,9 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
   let summary = "matmul with a fused normalization prologue and/or epilogue";
   let description = [{
     The output of the fusion passes for one GEMM and the norm beside it. With
-    `A` = `lhs` [M, K] and `B` = `rhs` [K, N] (`rhs` is [N, K] when
-    `transpose_rhs` is set), all in f32:
+    `A` = `lhs` [M, K] and `B` = `rhs` [K, N] (`lhs` is [K, M] when
+    `transpose_lhs` is set, as in a weight gradient `dy^T x`; `rhs` is [N, K]
+    when `transpose_rhs` is set), all in f32:
 
         acc = A @ B
         prologue rms_norm:   r_i = 1/sqrt(sum_k A[i,k]^2 / K + prologue_epsilon)
@@ -372,7 +373,8 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
         epilogue row_scale:  acc = row_scale * acc               (row_scale [M])
         acc += col_bias                                          (col_bias [N])
 
-    so the prologues compute `norm(A) @ B` without an affine transform (the
+    so the prologues compute `norm(A) @ B` without an affine transform (a
+    prologue normalizes A's rows, so it takes no `transpose_lhs`; the
     fusion passes fold a norm weight g into `B` as diag(g) B and a LayerNorm
     bias beta into `col_bias` as beta B). Then the epilogue:
 
@@ -420,6 +422,7 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     DefaultValuedAttr<Fusion_EpilogueKindAttr, "EpilogueKind::none">:$epilogue,
     OptionalAttr<F32Attr>:$prologue_epsilon,
     OptionalAttr<F32Attr>:$epsilon,
+    UnitAttr:$transpose_lhs,
     UnitAttr:$transpose_rhs,
     UnitAttr:$save_stats,
     UnitAttr:$with_bias_grad,
