@@ -24,6 +24,8 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
   rms_norm_grad_h{H}          dx, dg = RMSNorm's backward (dy, x, saved rstd, weight g)
   layer_norm_grad_h{H}        dx, dgamma, dbeta = LayerNorm's backward (dy, x, mean, rstd, gamma)
   linear_wgrad_h{H}           dW = dy^T x, nn.Linear's weight gradient ([H, H] from [M, H] x 2)
+  train_step_rms_h{H}         a training step of Linear -> RMSNorm (weight g) -> Linear, given
+                              the output gradient dy: y, dx, dW1, dg, dW2 in one function
 
 build/gpu/layers/lib<name>.so is <name>.mlir compiled by fusion-compile's
 default pipeline (fusion-fuse, then the kernels), lib<name>_unfused.so is
@@ -145,6 +147,26 @@ def linear_wgrad(h):
                    [f"%dw = fusion.matmul %dy, %x {{transpose_lhs}} : {x}, {x} -> {w}"])
 
 
+def train_step_rms(h):
+    x, w, g, stat, gf = ty(("M", h)), ty((h, h)), ty((h,)), ty(("M",), "f32"), ty((h,), "f32")
+    body = [
+        f"%h = fusion.matmul %x, %w1 {{transpose_rhs}} : {x}, {w} -> {x}",
+        f"%n, %rstd = fusion.rms_norm %h weight(%g : {g}) {{epsilon = {LLAMA_EPS:e} : f32}}"
+        f" : {x} -> {x}, {stat}",
+        f"%y = fusion.matmul %n, %w2 {{transpose_rhs}} : {x}, {w} -> {x}",
+        f"%dn = fusion.matmul %dy, %w2 : {x}, {w} -> {x}",
+        f"%dw2 = fusion.matmul %dy, %n {{transpose_lhs}} : {x}, {x} -> {w}",
+        f"%dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : {g})"
+        f" : {x}, {x}, {stat} -> {x}, {gf}",
+        f"%dx = fusion.matmul %dh, %w1 : {x}, {w} -> {x}",
+        f"%dw1 = fusion.matmul %dh, %x {{transpose_lhs}} : {x}, {x} -> {w}"]
+    return program(f"train_step_rms_h{h}", "train_step_rms", h,
+                   [("x", "bf16", ("M", h)), ("w1", "bf16", (h, h)), ("g", "bf16", (h,)),
+                    ("w2", "bf16", (h, h)), ("dy", "bf16", ("M", h))],
+                   [("y", "bf16", ("M", h)), ("dx", "bf16", ("M", h)), ("dw1", "bf16", (h, h)),
+                    ("dg", "f32", (h,)), ("dw2", "bf16", (h, h))], body, eps=LLAMA_EPS)
+
+
 def elementwise(kind, h):
     x = ty(("M", h))
     rhs = {"add_rowbias": ("b", "bf16", (h,)), "add": ("r", "bf16", ("M", h)),
@@ -158,7 +180,7 @@ def elementwise(kind, h):
 def programs():
     out = []
     for h in LAYER_H:
-        out += [linear_wgrad(h), llama_prenorm(h), llama_prenorm(h, mul_weight=True),
+        out += [linear_wgrad(h), train_step_rms(h), llama_prenorm(h), llama_prenorm(h, mul_weight=True),
                 bert_postnorm(h), bert_postnorm(h, add_bias=True)]
     for h in ROW_H:
         out += [rms_norm(h), layer_norm(h), rms_norm_grad(h), layer_norm_grad(h)] + [elementwise(k, h)

@@ -6,11 +6,11 @@
 #
 #   COMMIT=abc1234 OUT=/tmp/out bash bench/layers/run_layers_h200.sh
 #
-# About 10 minutes when every library is built (tests 1 + 1 + 0.5, benchmarks 3 + 1.5 + 1.5).
+# About 14 minutes when every library is built (run it in two calls if need be).
 set -uo pipefail
 export PYTHONUNBUFFERED=1 FUSION_GPU_ARTIFACTS=${FUSION_GPU_ARTIFACTS:-build/gpu}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-for t in layers rows norm_grads weight_grad; do
+for t in layers rows norm_grads weight_grad train_step; do
   timeout 240 python3 -m pytest -v -s -rs "test/gpu/test_${t}_gpu.py" > "$OUT/${t}_tests.txt" 2>&1
   echo "== test_${t}_gpu.py: exit $?"
   grep -E "FAILED|Error|^SKIPPED" "$OUT/${t}_tests.txt" | cut -c1-240 | head -30
@@ -26,6 +26,10 @@ timeout 240 python3 bench/bench_weight_grad.py --out "$OUT/bench_weight_grad.jso
   --commit "${COMMIT:-unknown}" > "$OUT/bench_weight_grad_log.txt" 2>&1
 echo "== bench_weight_grad.py: exit $?"
 sed -n '/^| /p' "$OUT/bench_weight_grad_log.txt"
+timeout 300 python3 bench/bench_train_step.py --out "$OUT/bench_train_step.json" \
+  --commit "${COMMIT:-unknown}" > "$OUT/bench_train_step_log.txt" 2>&1
+echo "== bench_train_step.py: exit $?"
+sed -n '/^| /p' "$OUT/bench_train_step_log.txt"
 timeout 300 python3 bench/bench_norm_grads.py --out "$OUT/bench_norm_grads.json" \
   --commit "${COMMIT:-unknown}" > "$OUT/bench_norm_grads_log.txt" 2>&1
 echo "== bench_norm_grads.py: exit $?"

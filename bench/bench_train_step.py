@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""A training step of Linear -> RMSNorm (weight) -> Linear at M = 65536
+tokens (bench/layers/gen_layers.py train_step_rms_h{H}): our one library
+call (forward and backward, given dy) against the same nn.Module's forward +
+backward in eager mode and under torch.compile, and against the ideal of
+its six GEMMs in cuBLAS alone. do_bench medians of the whole step,
+interleaved rounds (bench_util.run_rounds), JSON with date, GPU and commit.
+
+    FUSION_GPU_ARTIFACTS=build/gpu python3 bench/bench_train_step.py --out step.json --commit abc1234
+"""
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "layers"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "runtime", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "test", "gpu"))
+HS = (1024, 2048, 4096)
+TIMING = ("ours_ms: do_bench median of our library call (y, dx, dW1, dg, dW2 from x, W1, g, W2, "
+          "dy); eager_ms / compile_ms: forward + y.backward(dy) of the nn.Module (eager / "
+          "torch.compile, fresh); six_gemm_ms: the step's six cuBLAS GEMMs alone; the mean of "
+          "interleaved rounds (bench_util.run_rounds)")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--commit", default="unknown")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--m", type=int, default=65536)
+    a = p.parse_args()
+    import torch
+
+    import bench_util as bu
+    import layers_ref as lr
+    from test_train_step_gpu import Block, make_case
+
+    art = lr.artifacts_dir()
+    programs = lr.load_manifest(art)
+    libs = lr.Libraries(art)
+    rows = []
+    for h in HS:
+        prog = programs[f"train_step_rms_h{h}"]
+        row = dict(name=prog["name"], h=h, m=a.m, errors={})
+        inputs = make_case(h, a.m, 11)
+        outs = lr.make_outputs(prog, a.m)
+        fn = libs.function(prog, "fused")
+        x, dy, w1, w2 = inputs["x"], inputs["dy"], inputs["w1"], inputs["w2"]
+
+        def module_step(compiled):
+            block = Block(h, prog["eps"], torch.bfloat16)
+            with torch.no_grad():
+                block.fc1.weight.copy_(w1)
+                block.norm.weight.copy_(inputs["g"])
+                block.fc2.weight.copy_(w2)
+            f = bu.compile_fresh(block) if compiled else block
+            xg = x.clone().requires_grad_()
+
+            def step():
+                y = f(xg)
+                y.backward(dy)
+            return step
+
+        n = torch.empty_like(x)
+
+        def six_gemms():
+            torch.matmul(x, w1.T, out=n)
+            torch.matmul(n, w2.T)
+            torch.matmul(dy, w2)
+            torch.matmul(dy.T, n)
+            torch.matmul(n, w1)
+            torch.matmul(n.T, x)
+
+        mean, spread, _ = bu.run_rounds(a.rounds, [
+            ("ours_ms", bu.bench_ms, lambda: fn(*inputs.values(), *outs.values())),
+            ("eager_ms", bu.bench_ms, module_step(False)),
+            ("compile_ms", bu.bench_ms, module_step(True)),
+            ("six_gemm_ms", bu.bench_ms, six_gemms),
+        ], row["errors"])
+        row.update(mean)
+        row["spread"] = spread
+        if "ours_ms" in row:
+            for k in ("compile_ms", "six_gemm_ms"):
+                if k in row:
+                    row[k.replace("_ms", "_over_ours")] = row[k] / row["ours_ms"]
+        rows.append(row)
+        print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()
+               if k != "spread"}, flush=True)
+    bu.write_json(a.out, a, rows, TIMING, complete=True)
+    print(bu.markdown_table([("H", "h", "{}"), ("ours ms", "ours_ms", "{:.3f}"),
+                             ("eager ms", "eager_ms", "{:.3f}"),
+                             ("torch.compile ms", "compile_ms", "{:.3f}"),
+                             ("six GEMMs ms", "six_gemm_ms", "{:.3f}"),
+                             ("compile / ours", "compile_over_ours", "{:.2f}x"),
+                             ("six GEMMs / ours", "six_gemm_over_ours", "{:.2f}")], rows))
+
+
+if __name__ == "__main__":
+    main()
