@@ -69,6 +69,7 @@ void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
                                             const FusionToGPUOptions &options) {
   FusionPlanKernelsPassOptions plan;
   plan.lazyRowStats = options.lazyRowStats;
+  plan.splitK = options.splitK;
   pm.addPass(createFusionPlanKernelsPass(plan));
   pm.addPass(createConvertFusionToGPUPass());
   // Common: host and device.

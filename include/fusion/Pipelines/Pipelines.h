@@ -38,6 +38,11 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
                      "Pre-Norm GEMM's row statistics are computed (auto, "
                      "in-kernel, kernel)"),
       llvm::cl::init("auto")};
+  PassOptions::Option<bool> splitK{
+      *this, "split-k",
+      llvm::cl::desc("fusion-plan-kernels' split-k: split K for small weight "
+                     "gradients (off until run on the H200)"),
+      llvm::cl::init(false)};
 };
 
 /// fusion-to-gpu: fusion-plan-kernels, convert-fusion-to-gpu, then the passes

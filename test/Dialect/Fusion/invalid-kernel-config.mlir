@@ -63,3 +63,21 @@ func.func @smem_over_target(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) 
   return %c : tensor<256x256xbf16>
 }
 }
+
+// -----
+
+// split_k counts K ranges: at least one.
+func.func @split_k_zero(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{expected split_k >= 1, but got 0}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144, split_k = 0>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+
+// -----
+
+// A norm's row needs all of K: no split-K with a norm epilogue's cluster.
+func.func @split_k_with_cluster(%a: tensor<256x512xbf16>, %b: tensor<512x1024xbf16>) -> tensor<256x1024xbf16> {
+  // expected-error @below {{expected split_k = 1 with a norm epilogue's cluster_n, epilogue_warps or global_rows (a norm needs whole rows of K), but got split_k = 2}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 4, consumers = 2, smem_bytes = 198144, split_k = 2>} : tensor<256x512xbf16>, tensor<512x1024xbf16> -> tensor<256x1024xbf16>
+  return %c : tensor<256x1024xbf16>
+}

@@ -63,6 +63,10 @@ struct TargetInfo {
   /// shared memory: the sm_90a kernel does; the sm_100a one is planned with
   /// the register epilogue's layout.
   bool normEpilogueWarps;
+  /// SMs of the chip's full part (H100/H200 SXM 132, B200 148), for the
+  /// planner's split-K choice only: the grid itself takes the device's count
+  /// at run time.
+  int64_t multiprocessors = 132;
   /// Elements one dimension of a TMA tensor map spans (cuTensorMapEncodeTiled:
   /// globalDim[i] <= 2^32), the bound on every GEMM dimension.
   int64_t maxTmaDimSize = int64_t(1) << 32;
@@ -84,7 +88,7 @@ inline std::optional<TargetInfo> getTargetInfo(llvm::StringRef chip) {
                       /*normEpilogueWarps=*/true};
   if (chip == "sm_100a")
     return TargetInfo{"sm_100a", "+ptx86", MmaKind::Tcgen05, kSmem227KiB, kSmem228KiB, 1024, 8, 16, 512, 16, 16,
-                      /*normEpilogueWarps=*/false};
+                      /*normEpilogueWarps=*/false, /*multiprocessors=*/148};
   return std::nullopt;
 }
 

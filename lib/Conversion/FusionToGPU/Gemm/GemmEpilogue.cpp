@@ -368,8 +368,10 @@ void TileEpilogue::storeFromRegisters() {
     for (int64_t h = 0; h < 2; ++h) {
       Value o = finalPair(h, j, w, nb);
       Value ok = checkColumns ? both(inRow[h], inCol(j)) : inRow[h];
+      // Split-K: the work item's rows of the workspace [splitK x M, N].
+      Value row = e.outRowOffset ? e.add(gm[h], e.outRowOffset) : gm[h];
       ifThen(ok, [&] {
-        vector::StoreOp::create(b, o, out, ValueRange{gm[h], colOf(j)},
+        vector::StoreOp::create(b, o, out, ValueRange{row, colOf(j)},
                                 /*nontemporal=*/false,
                                 llvm::MaybeAlign(2 * outBytes));
       });

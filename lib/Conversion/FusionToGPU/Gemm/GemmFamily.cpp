@@ -4,11 +4,15 @@
 // fusion.fused_matmul becomes one persistent kernel (GemmKernel.cpp) and its
 // host launch: TMA descriptors encoded on the host, the global rows'
 // workspace from the stream-ordered pool, and the grid (and cluster) shape.
+// With split-K the kernel writes each K range's f32 partial sums into a
+// pooled workspace [split_k x M, N] and a second kernel (splitKSumKernel)
+// adds the ranges in order into the output.
 // The arguments follow GemmKernelAbi, the same list the kernel is built
 // from.
 //
 //===----------------------------------------------------------------------===//
 
+#include "../Common/KernelBuilder.h"
 #include "../KernelFamily.h"
 #include "../Mma/MmaEngine.h"
 #include "GemmSpec.h"
@@ -21,6 +25,63 @@ using namespace mlir;
 using namespace mlir::fusion;
 
 namespace {
+
+/// Split-K's second kernel: out[i] = sum over ranges r < splits of
+/// partials[r x count + i], in order, rounded once to the output type; 256
+/// threads per CTA, 4 consecutive elements per thread (count, M x N, is a
+/// multiple of 8: N is). Arguments: partials (f32, flat), out (flat),
+/// count, splits.
+class SplitKSumEmitter : public KernelBuilder {
+public:
+  static constexpr int64_t kThreads = 256, kVector = 4;
+  using KernelBuilder::KernelBuilder;
+
+  void emit(ValueRange args, Type outType) {
+    Value partials = args[0], out = args[1], count = args[2], splits = args[3];
+    auto f32x4 = VectorType::get({kVector}, b.getF32Type());
+    Value at = mul(add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x),
+                           idx(kThreads)),
+                       gpu::ThreadIdOp::create(b, gpu::Dimension::x)),
+                   idx(kVector));
+    ifThen(ult(at, count), [&] {
+      Value zeros = arith::ConstantOp::create(
+          b, DenseElementsAttr::get(f32x4, b.getF32FloatAttr(0.0)));
+      Value sum = forLoop(idx(0), splits, idx(1), ValueRange{zeros},
+                          [&](Value r, ValueRange acc) {
+                            Value v = vector::LoadOp::create(
+                                b, f32x4, partials, ValueRange{add(mul(r, count), at)},
+                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+                            return SmallVector<Value>{
+                                arith::AddFOp::create(b, acc[0], v)};
+                          })[0];
+      if (!outType.isF32())
+        sum = arith::TruncFOp::create(b, VectorType::get({kVector}, outType), sum);
+      vector::StoreOp::create(b, sum, out, ValueRange{at}, /*nontemporal=*/false,
+                              llvm::MaybeAlign(kVector * outType.getIntOrFloatBitWidth() / 8));
+    });
+  }
+};
+
+gpu::GPUFuncOp buildSplitKSumKernel(ImplicitLocOpBuilder &host,
+                                    gpu::GPUModuleOp module, StringRef name,
+                                    Type outType) {
+  OpBuilder builder(host.getContext());
+  builder.setInsertionPointToEnd(module.getBody());
+  auto flat = [&](Type e) { return MemRefType::get({ShapedType::kDynamic}, e); };
+  Type index = builder.getIndexType();
+  auto func = gpu::GPUFuncOp::create(
+      builder, host.getLoc(), name,
+      builder.getFunctionType({flat(builder.getF32Type()), flat(outType), index, index}, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
+  auto threads = static_cast<int32_t>(SplitKSumEmitter::kThreads);
+  func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({threads, 1, 1}));
+  func->setAttr("nvvm.maxntid", builder.getDenseI32ArrayAttr({threads, 1, 1}));
+  builder.setInsertionPointToStart(&func.getBody().front());
+  ImplicitLocOpBuilder b(host.getLoc(), builder);
+  SplitKSumEmitter(b).emit(func.getArguments(), outType);
+  gpu::ReturnOp::create(b);
+  return func;
+}
 
 MmaShape mmaShapeOf(const GemmKernelSpec &s) {
   return MmaShape{s.tileN, s.tileK, s.abType, s.transposeA, s.transposeB};
@@ -52,7 +113,8 @@ private:
     std::optional<gpu::KernelDim3> cluster;
   };
   LaunchShape launchShape(HostLowering &host, const GemmKernelSpec &spec,
-                          StringRef kernelName, Value m, Value n) const;
+                          StringRef kernelName, Value m, Value n,
+                          Value splits) const;
 };
 
 void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
@@ -99,7 +161,21 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   args[GemmArg::M] = m;
   args[GemmArg::N] = n;
   args[GemmArg::K] = k;
-  args[GemmArg::Output] = host.dynamicMemref(op.getOutput());
+  // Split-K: the K ranges that have steps (the kernel counts them the same
+  // way), and their partial sums' workspace in place of the output.
+  Value splits, partialSums;
+  if (spec.splitK > 1) {
+    Value numK = arith::CeilDivUIOp::create(b, k, idx(spec.tileK));
+    Value perSplit = arith::MaxUIOp::create(
+        b, arith::CeilDivUIOp::create(b, numK, idx(spec.splitK)), idx(1));
+    splits = arith::CeilDivUIOp::create(b, numK, perSplit);
+    partialSums = host.chain.alloc(
+        MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type()),
+        {arith::MulIOp::create(b, m, idx(spec.splitK)), n});
+    args[GemmArg::Output] = partialSums;
+  } else {
+    args[GemmArg::Output] = host.dynamicMemref(op.getOutput());
+  }
   auto optional = [&](GemmArg arg, Value v) {
     if (v)
       args[arg] = host.dynamicMemref(v);
@@ -150,7 +226,7 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   for (GemmArg arg : abi.args())
     operands.push_back(args.lookup(arg));
 
-  LaunchShape shape = launchShape(host, spec, kernelName, m, n);
+  LaunchShape shape = launchShape(host, spec, kernelName, m, n, splits);
   auto launchOp = gpu::LaunchFuncOp::create(
       b, kernel, {shape.gridX, idx(1), idx(1)},
       {idx(spec.threads()), idx(1), idx(1)}, shape.smemBytes, operands,
@@ -159,6 +235,29 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   host.chain.advance(launchOp.getAsyncToken());
   for (Value buffer : workspace)
     host.chain.free(buffer);
+  if (!partialSums)
+    return;
+  auto flat = [&](Value mem) {
+    return memref::CollapseShapeOp::create(
+        b, mem, ArrayRef<ReassociationIndices>{ReassociationIndices{0, 1}});
+  };
+  Value count = arith::MulIOp::create(b, m, n);
+  gpu::GPUFuncOp sumKernel = buildSplitKSumKernel(
+      b, host.kernels, (kernelName + "_splitk").str(), spec.finalType);
+  Value grid = arith::MaxUIOp::create(
+      b,
+      arith::CeilDivUIOp::create(
+          b, count, idx(SplitKSumEmitter::kThreads * SplitKSumEmitter::kVector)),
+      idx(1));
+  auto sum = gpu::LaunchFuncOp::create(
+      b, sumKernel, {grid, idx(1), idx(1)},
+      {idx(SplitKSumEmitter::kThreads), idx(1), idx(1)},
+      arith::ConstantOp::create(b, b.getI32IntegerAttr(0)),
+      ValueRange{flat(partialSums), flat(host.dynamicMemref(op.getOutput())), count,
+                 splits},
+      gpu::AsyncTokenType::get(ctx), ValueRange{host.chain.current()});
+  host.chain.advance(sum.getAsyncToken());
+  host.chain.free(partialSums);
 }
 
 /// Persistent kernel: min(tiles, SMs) CTAs, at least one (M may be 0).
@@ -174,7 +273,8 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
 /// refuses the launch otherwise).
 GemmKernelFamily::LaunchShape
 GemmKernelFamily::launchShape(HostLowering &host, const GemmKernelSpec &spec,
-                              StringRef kernelName, Value m, Value n) const {
+                              StringRef kernelName, Value m, Value n,
+                              Value splits) const {
   ImplicitLocOpBuilder &b = host.b;
   MLIRContext *ctx = b.getContext();
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
@@ -214,6 +314,9 @@ GemmKernelFamily::launchShape(HostLowering &host, const GemmKernelSpec &spec,
                                arith::IndexCastOp::create(b, i32, tilesN)})
                   : callIndex("fusionrtMultiprocessorCount", {}, {});
   Value tiles = arith::MulIOp::create(b, tilesN, rowBlocks);
+  // Split-K: one work item per tile and K range.
+  if (splits)
+    tiles = arith::MulIOp::create(b, tiles, splits);
   shape.gridX =
       arith::MaxUIOp::create(b, arith::MinUIOp::create(b, tiles, sms), idx(1));
   return shape;

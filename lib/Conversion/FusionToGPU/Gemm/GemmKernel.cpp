@@ -97,6 +97,15 @@ void GemmKernelEmitter::emit() {
   rank = rem(gpu::BlockIdOp::create(b, gpu::Dimension::x), s.clusterN);
   scheduler = TileScheduler(s.tileM, s.tileN, s.clusterN, m, numTiles,
                             numTilesN, rank);
+  if (s.splitK > 1) {
+    // K steps per range: ceil(numK / splitK) (at least 1), so that every one
+    // of the ceil(numK / that) ranges has a step; the reduction kernel counts
+    // the ranges the same way.
+    kPerSplit = arith::MaxUIOp::create(
+        b, arith::CeilDivUIOp::create(b, numK, idx(s.splitK)), idx(1));
+    scheduler.workItems =
+        mul(numTiles, arith::CeilDivUIOp::create(b, numK, kPerSplit));
+  }
 
   // full[s]: the slot's TMA bytes landed. empty[s]: every consumer thread
   // is done reading it (the MMA and, with Lazy Pre-Norm, the row sums).

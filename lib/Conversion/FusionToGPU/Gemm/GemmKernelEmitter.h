@@ -98,6 +98,17 @@ public:
   Value tileFull, tileEmpty, residualFull, tmaA, tmaB, tmaC, tmaR, m, n, k, wg,
       tid, rank;
   Value numK, numTiles, numTilesN;
+  /// Split-K: the K steps of a range (all but the last range's), and the
+  /// current work item's first workspace row (split x M; null without).
+  Value kPerSplit, outRowOffset;
+  /// The K steps of work item `split` (all of them without split-K): its
+  /// first step and count.
+  std::pair<Value, Value> kRange(Value split) {
+    if (!split)
+      return {Value(), numK};
+    Value first = mul(split, kPerSplit);
+    return {first, arith::MinUIOp::create(b, kPerSplit, sub(numK, first))};
+  }
 };
 
 } // namespace mlir::fusion

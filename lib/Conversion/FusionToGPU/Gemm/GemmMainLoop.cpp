@@ -58,15 +58,16 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
 void GemmKernelEmitter::producer() {
   Value residual = s.stagedResidual ? Value() : arg(GemmArg::Residual);
   scheduler.tileLoop(*this, {idx(0)}, [&](Value blockRow, Value blockCol,
-                                          ValueRange iters) {
+                                          Value split, ValueRange iters) {
     if (residual)
       prefetchResidual(residual, blockRow, blockCol);
+    auto [kFirst, kCount] = kRange(split);
     ValueRange done = forLoop(
-        idx(0), numK, idx(1), iters, [&](Value kk, ValueRange it) {
+        idx(0), kCount, idx(1), iters, [&](Value kk, ValueRange it) {
           Value stage = ring.stageOf(*this, it[0]);
           // A fresh barrier counts as released in the phase before its first.
           ring.acquire(*this, stage, it[0]);
-          issueLoad(kk, stage, blockRow, blockCol);
+          issueLoad(kFirst ? add(kFirst, kk) : kk, stage, blockRow, blockCol);
           return SmallVector<Value>{ring.nextPos(*this, it[0])};
         });
     return SmallVector<Value>(done);
@@ -173,7 +174,10 @@ void GemmKernelEmitter::consumer() {
   Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
 
   scheduler.tileLoop(*this, {idx(0), idx(0)}, [&](Value blockRow, Value blockCol,
-                                                  ValueRange iters) {
+                                                  Value split, ValueRange iters) {
+    auto [kFirst, kCount] = kRange(split);
+    // Split-K: this range's partial sums go to workspace rows split x M + ...
+    outRowOffset = split ? mul(split, m) : Value();
     Value acc0 = engine.initAccumulator(*this);
     SmallVector<Value> inits = {acc0, iters[0]};
     if (lazy)
@@ -181,7 +185,7 @@ void GemmKernelEmitter::consumer() {
           b, DenseElementsAttr::get(VectorType::get({4}, f32),
                                     b.getF32FloatAttr(0.0))));
     ValueRange loop = forLoop(
-        idx(0), numK, idx(1), inits,
+        idx(0), kCount, idx(1), inits,
         [&](Value kk, ValueRange it) {
           Value stage = ring.stageOf(*this, it[1]);
           ring.waitFull(*this, stage, it[1]);

@@ -39,6 +39,15 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
     why = "the LayerNorm prologue is not handled by this generator yet";
     return failure();
   }
+  if (s.splitK > 1 &&
+      (s.prologue != PrologueKind::none || s.epilogue != EpilogueKind::none ||
+       op.getResidual() || op.getRowScale() || op.getColBias())) {
+    why = "split_k = " + std::to_string(s.splitK) +
+          " is for a plain GEMM (its partial sums are added by a second "
+          "kernel), but the op has a prologue, an epilogue, a residual or a "
+          "bias";
+    return failure();
+  }
   if (op.isGradEpilogue()) {
     why = "grad epilogues are not handled by this generator yet";
     return failure();
@@ -109,8 +118,10 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   s.globalRows = config.getGlobalRows();
   s.epilogueWarps = config.getEpilogueWarps();
   s.stagedResidual = config.getStagedResidual();
+  s.splitK = config.getSplitK();
   s.abType = lhsType.getElementType();
-  s.outType = cast<RankedTensorType>(op.getOutput().getType()).getElementType();
+  s.finalType = cast<RankedTensorType>(op.getOutput().getType()).getElementType();
+  s.outType = s.splitK > 1 ? Float32Type::get(op.getContext()) : s.finalType;
   s.transposeA = op.getTransposeLhs();
   s.transposeB = op.getTransposeRhs();
   s.prologue = op.getPrologue();

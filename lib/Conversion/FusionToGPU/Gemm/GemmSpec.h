@@ -39,6 +39,11 @@ struct GemmKernelSpec {
   /// The epilogue strategy the planner recorded (GemmEpilogueStrategy):
   /// global rows, epilogue warps, staged residual.
   bool globalRows = false, epilogueWarps = false, stagedResidual = false;
+  /// Split-K ranges (1: none). With more, the kernel's output is the f32
+  /// workspace [splitK x M, N] of partial sums (outType f32) and the op's
+  /// output type is finalType; a second kernel adds the partials.
+  int64_t splitK = 1;
+  Type finalType;
   Type abType, outType;
   /// A stored [K, M] (transpose_lhs: M-major), B stored [N, K] (transpose_rhs).
   bool transposeA = false, transposeB = false;

@@ -183,7 +183,7 @@ KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          int64_t tileM, int64_t tileN, int64_t tileK,
                          int64_t stages, int64_t clusterN, int64_t consumers,
                          int64_t smemBytes, bool epilogueWarps,
-                         bool globalRows, bool stagedResidual) {
+                         bool globalRows, bool stagedResidual, int64_t splitK) {
   for (auto [name, v] : {std::pair<StringRef, int64_t>{"tile_m", tileM},
                          {"tile_n", tileN},
                          {"tile_k", tileK},
@@ -213,5 +213,12 @@ KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "expected cluster_n > 1 or global_rows with "
                           "epilogue_warps (they finish rows spread over "
                           "several CTAs), but got cluster_n = 1";
+  if (splitK < 1)
+    return emitError() << "expected split_k >= 1, but got " << splitK;
+  if (splitK > 1 && (clusterN != 1 || epilogueWarps || globalRows))
+    return emitError() << "expected split_k = 1 with a norm epilogue's "
+                          "cluster_n, epilogue_warps or global_rows (a norm "
+                          "needs whole rows of K), but got split_k = "
+                       << splitK;
   return success();
 }

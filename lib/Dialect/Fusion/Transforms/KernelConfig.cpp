@@ -143,11 +143,37 @@ LogicalResult checkTmaDim(const TargetInfo &target, StringRef name,
   }
   return success();
 }
+/// Split-K: a weight gradient (transpose_lhs, dy^T x: K is the token count)
+/// without prologue, epilogue, residual or bias, whose output tiles cover at
+/// most half the SMs (an [H, H] weight with H <= 1024), splits K into up to
+/// 8 ranges, one work item per tile and range, so that the SMs fill; the
+/// partial sums go to an f32 workspace that a second kernel adds in order.
+/// At least two K steps per range where K is static; a dynamic K is split
+/// at run time into at most split_k non-empty ranges. (Other small GEMMs
+/// would gain too; they keep their measured kernels for now.)
+int64_t chooseSplitK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
+                     int64_t n, int64_t k, int64_t tileN, int64_t clusterN) {
+  constexpr int64_t kMaxSplits = 8, kMinStepsPerSplit = 2;
+  if (!op.getTransposeLhs() || op.getPrologue() != PrologueKind::none ||
+      op.getEpilogue() != EpilogueKind::none || op.getResidual() ||
+      op.getRowScale() || op.getColBias() || clusterN != 1 ||
+      ShapedType::isDynamic(m) || ShapedType::isDynamic(n))
+    return 1;
+  int64_t tiles = static_cast<int64_t>(llvm::divideCeil(m, GemmTiling::kTileM) *
+                                       llvm::divideCeil(n, tileN));
+  if (2 * tiles > target.multiprocessors)
+    return 1;
+  int64_t splits = std::min(kMaxSplits, target.multiprocessors / tiles);
+  if (!ShapedType::isDynamic(k))
+    splits = std::min<int64_t>(
+        splits, llvm::divideCeil(k, GemmTiling::kTileK) / kMinStepsPerSplit);
+  return std::max<int64_t>(1, splits);
+}
 } // namespace
 
 FailureOr<KernelConfigAttr>
 mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
-                              std::string &why) {
+                              std::string &why, bool allowSplitK) {
   // Step 1: what the kernel needs. A is [M, K] row-major, or stored [K, M]
   // with transpose_lhs; B is [K, N], or [N, K] with transpose_rhs; the output
   // is [M, N]. M may be dynamic where it only sets the number of row blocks.
@@ -279,8 +305,18 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     return failure();
   }
 
+  // Split-K's kernel writes f32 partial sums from registers: no staging.
+  int64_t splitK =
+      allowSplitK ? chooseSplitK(op, target, m, n, k, tileN, clusterN) : 1;
+  if (splitK > 1) {
+    params.outputElementBytes = 4;
+    if (std::optional<GemmSmemLayout> f32Layout = deepestFit(budget, params))
+      layout = f32Layout;
+    else
+      splitK = 1;
+  }
   return KernelConfigAttr::get(
       op.getContext(), K::kTileM, tileN, K::kTileK, layout->stages, clusterN,
       K::kConsumers, layout->totalBytes, params.strategy.epilogueWarps,
-      params.strategy.globalRows, params.strategy.stagedResidual);
+      params.strategy.globalRows, params.strategy.stagedResidual, splitK);
 }

@@ -58,7 +58,7 @@ struct FusionPlanKernelsPass
           << lazyRowStats << "'";
       return signalPassFailure();
     }
-    if (failed(planKernels(getOperation(), lazyRowStats)))
+    if (failed(planKernels(getOperation(), lazyRowStats, splitK)))
       signalPassFailure();
   }
 };

@@ -101,7 +101,7 @@ FusedMatmulOp splitLazyRowStats(IRRewriter &rewriter, FusedMatmulOp op) {
 } // namespace
 
 LogicalResult mlir::fusion::planKernels(ModuleOp module,
-                                        StringRef lazyRowStats) {
+                                        StringRef lazyRowStats, bool splitK) {
   // Collect first: the matmuls are replaced while planning.
   SmallVector<Operation *> gemms;
   bool ok = true;
@@ -139,7 +139,7 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
     std::string why;
     if (auto fused = dyn_cast<FusedMatmulOp>(op)) {
       FailureOr<KernelConfigAttr> config =
-          planFusedMatmul(fused, *target, why);
+          planFusedMatmul(fused, *target, why, splitK);
       if (failed(config)) {
         fused.emitOpError() << why;
         ok = false;
@@ -172,7 +172,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
     spec.outputType = matmul.getResult().getType();
     rewriter.setInsertionPoint(matmul);
     FusedMatmulOp fused = buildFusedMatmul(rewriter, matmul.getLoc(), spec);
-    FailureOr<KernelConfigAttr> config = planFusedMatmul(fused, *target, why);
+    FailureOr<KernelConfigAttr> config =
+        planFusedMatmul(fused, *target, why, splitK);
     if (failed(config)) {
       // Report on the op the user wrote, and leave it in place.
       matmul.emitOpError() << why;

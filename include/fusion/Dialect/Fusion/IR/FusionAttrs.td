@@ -148,11 +148,14 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
     |                  | partial statistics go through global memory                    |
     | `staged_residual`| with `epilogue_warps`, the residual (of the output's type) is  |
     |                  | TMA-loaded into the staging buffers by the epilogue warps      |
+    | `split_k`        | a plain GEMM whose few output tiles would leave SMs idle (a    |
+    |                  | weight gradient): K in split_k ranges, each tile's f32 partial |
+    |                  | sums in a workspace, summed in order by a second kernel        |
 
-    The last three are the epilogue strategy the planner chose
-    (`chooseGemmEpilogueStrategy` in `fusion/Target/NVPTX/GemmKernelLayout.h`);
-    the generator reads them, it does not re-derive them. They are printed
-    only when set.
+    `epilogue_warps`, `global_rows` and `staged_residual` are the epilogue
+    strategy the planner chose (`chooseGemmEpilogueStrategy` in
+    `fusion/Target/NVPTX/GemmKernelLayout.h`); the generator reads them, it
+    does not re-derive them. They and `split_k` are printed only when set.
 
     Example:
     ```mlir
@@ -168,7 +171,8 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
                         "int64_t":$consumers, "int64_t":$smem_bytes,
                         DefaultValuedParameter<"bool", "false">:$epilogue_warps,
                         DefaultValuedParameter<"bool", "false">:$global_rows,
-                        DefaultValuedParameter<"bool", "false">:$staged_residual);
+                        DefaultValuedParameter<"bool", "false">:$staged_residual,
+                        DefaultValuedParameter<"int64_t", "1">:$split_k);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

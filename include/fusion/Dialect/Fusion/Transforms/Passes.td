@@ -381,6 +381,11 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     #### Options
     - `lazy-row-stats` (`auto`, `in-kernel`, `kernel`): where a Lazy
       Pre-Norm GEMM's row statistics are computed (above). Default `auto`.
+    - `split-k` (default off): a weight gradient (`transpose_lhs`) whose
+      output tiles would fill at most half the SMs splits K into up to 8
+      ranges (`split_k` in `fusion.kernel`): f32 partial sums, then a kernel
+      adding them in order. Off until the kernels have run on the H200
+      (lowered and assembled in CI).
 
     #### Target requirements
     Reads `fusion.target`. sm_90a: the rules above (wgmma, TMA, clusters up
@@ -394,7 +399,10 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
            "where a Lazy Pre-Norm GEMM's row statistics are computed: auto "
            "(the cost model), in-kernel (from the A tiles, once per output "
            "tile) or kernel (a stats-only fusion.rms_norm before the GEMM, "
-           "applied as its row_scale)">
+           "applied as its row_scale)">,
+    Option<"splitK", "split-k", "bool", /*default=*/"false",
+           "split K for weight gradients whose output tiles would leave most "
+           "SMs idle (f32 partial sums added by a second kernel)">
   ];
 }
 

@@ -83,12 +83,14 @@ FailureOr<EpilogueNormPlan> planEpilogueNorm(const TargetInfo &target,
 ///      (fusion/Target/NVPTX/GemmKernelLayout.h) fits
 ///      target.smemPerBlockOptin; smem_bytes = its total;
 ///   5. the epilogue strategy (chooseGemmEpilogueStrategy), recorded in the
-///      configuration for the generator.
+///      configuration for the generator;
+///   6. with `allowSplitK`, split-K for a small weight gradient.
 /// On failure returns the reason, phrased to follow "'fusion.fused_matmul'
 /// op " (lowercase, "expected X, but got Y").
 FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
                                             const TargetInfo &target,
-                                            std::string &why);
+                                            std::string &why,
+                                            bool allowSplitK = false);
 
 /// fusion-plan-kernels: rewrites every fusion.matmul into a fusion.fused_matmul
 /// without prologue or epilogue (a bias becomes its col_bias), and attaches
@@ -106,7 +108,9 @@ FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
 /// tile), "kernel" (a stats-only fusion.rms_norm before it, whose rstd the
 /// GEMM applies as its row_scale: A is read once more from HBM, but once per
 /// row instead of once per column tile) or "auto" (lazyRowStatsInKernel).
-LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto");
+/// `splitK`: whether small weight gradients may split K (chooseSplitK).
+LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
+                          bool splitK = false);
 
 /// The cost model's choice for a Lazy Pre-Norm GEMM of `columnTiles` output
 /// tiles per row: true to sum the rows in the kernel, false for a row
