@@ -10,8 +10,6 @@
 
 #include "llvm/Support/MathExtras.h"
 
-#include <functional>
-
 using namespace mlir;
 using namespace mlir::fusion;
 
@@ -345,17 +343,8 @@ void StagedEpilogue::normalizeTile(Value blockCol, Value tileCount) {
               for (Value row : rows)
                 ys.push_back(normalized(row));
               write(r, ys[0]);
-              // Rows leave the tile in order: row j + 1 is in it only if
-              // row j is.
-              std::function<void(int64_t)> writeFrom = [&](int64_t j) {
-                if (j == kPhaseBRows)
-                  return;
-                ifThen(inTile[j], [&] {
-                  write(rows[j], ys[j]);
-                  writeFrom(j + 1);
-                });
-              };
-              writeFrom(1);
+              for (int64_t j = 1; j < kPhaseBRows; ++j)
+                ifThen(inTile[j], [&] { write(rows[j], ys[j]); });
               return SmallVector<Value>{};
             });
   });

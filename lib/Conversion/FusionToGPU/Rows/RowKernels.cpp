@@ -94,6 +94,25 @@ private:
   }
   /// The sum of `partial` over the thread group of a row.
   Value groupSum(Value partial, int64_t reduction);
+  /// Shared memory for the group sums, and the thread's row group in the CTA
+  /// (rowInBlock) and place in it (lane).
+  void setUpGroup() {
+    if (s.sharedMemoryBytes())
+      initSharedMemory(16);
+    Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+    rowInBlock = div(tid, s.threadsPerRow);
+    lane = rem(tid, s.threadsPerRow);
+  }
+  bool ragged() const { return s.chunks() % s.threadsPerRow != 0; }
+  /// Vector i of this thread: chunk lane + i x threadsPerRow of the row, its
+  /// first column and whether it is inside the row.
+  std::pair<Value, Value> rowVector(int64_t i) {
+    Value chunk = add(lane, idx(i * s.threadsPerRow));
+    Value col = mul(chunk, idx(s.vec));
+    Value ok = ragged() ? ult(chunk, idx(s.chunks()))
+                        : arith::ConstantOp::create(b, b.getBoolAttr(true)).getResult();
+    return {col, ok};
+  }
 
   const RowKernelSpec &s;
   ValueRange args;
@@ -139,25 +158,15 @@ void RowKernelEmitter::emitNorm() {
   Value meanOut = s.mean ? args[next++] : Value();
   Value rstdOut = s.rstd ? args[next++] : Value();
   Value rows = args[next++];
-  if (s.sharedMemoryBytes())
-    initSharedMemory(16);
-
-  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  rowInBlock = div(tid, s.threadsPerRow);
-  lane = rem(tid, s.threadsPerRow);
+  setUpGroup();
   Value row = add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x),
                       idx(s.rowsPerBlock)),
                   rowInBlock);
   Value rowValid = ult(row, rows);
   Value rowBase = mul(row, idx(s.n));
-  // Vector i of this thread: chunk lane + i * threadsPerRow of the row.
   SmallVector<Value> inRow, column, x, w, bv;
-  bool ragged = s.chunks() % s.threadsPerRow != 0;
   for (int64_t i = 0; i < s.vecsPerThread; ++i) {
-    Value chunk = add(lane, idx(i * s.threadsPerRow));
-    Value col = mul(chunk, idx(s.vec));
-    Value ok = ragged ? ult(chunk, idx(s.chunks()))
-                      : arith::ConstantOp::create(b, b.getBoolAttr(true));
+    auto [col, ok] = rowVector(i);
     inRow.push_back(ok);
     column.push_back(col);
     x.push_back(loadIf(both(ok, rowValid), input, add(rowBase, col)));
@@ -176,8 +185,8 @@ void RowKernelEmitter::emitNorm() {
     // Centered values; the lanes past the row stay 0.
     for (int64_t i = 0; i < s.vecsPerThread; ++i) {
       Value d = arith::SubFOp::create(b, x[i], splat(mean));
-      x[i] = ragged ? arith::SelectOp::create(b, inRow[i], d, zeros()).getResult()
-                    : d;
+      x[i] = ragged() ? arith::SelectOp::create(b, inRow[i], d, zeros()).getResult()
+                      : d;
     }
   }
   Value sq = cstF32(0.0);
@@ -217,24 +226,17 @@ void RowKernelEmitter::emitNormGrad() {
   Value dxMem = args[next++];
   Value partials = s.paramGrads() ? args[next++] : Value();
   Value rows = args[next++];
-  if (s.sharedMemoryBytes())
-    initSharedMemory(16);
-
-  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  rowInBlock = div(tid, s.threadsPerRow);
-  lane = rem(tid, s.threadsPerRow);
+  setUpGroup();
   Value units = mul(gpu::GridDimOp::create(b, gpu::Dimension::x),
                     idx(s.rowsPerBlock));
   Value unit = add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x),
                        idx(s.rowsPerBlock)),
                    rowInBlock);
   SmallVector<Value> inRow, column, w;
-  bool ragged = s.chunks() % s.threadsPerRow != 0;
   for (int64_t i = 0; i < s.vecsPerThread; ++i) {
-    Value chunk = add(lane, idx(i * s.threadsPerRow));
-    inRow.push_back(ragged ? ult(chunk, idx(s.chunks()))
-                           : arith::ConstantOp::create(b, b.getBoolAttr(true)));
-    column.push_back(mul(chunk, idx(s.vec)));
+    auto [col, ok] = rowVector(i);
+    inRow.push_back(ok);
+    column.push_back(col);
     if (weight)
       w.push_back(loadIf(inRow[i], weight, column[i]));
   }
@@ -271,7 +273,7 @@ void RowKernelEmitter::emitNormGrad() {
           if (layerNorm) {
             // Lanes past the row stay 0 (x - mean would not).
             centered = arith::SubFOp::create(b, x, splat(mean));
-            if (ragged)
+            if (ragged())
               centered = arith::SelectOp::create(b, inRow[i], centered, zeros());
           }
           xHat.push_back(arith::MulFOp::create(b, centered, splat(rstd)));
