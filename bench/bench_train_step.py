@@ -16,7 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "layers"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "runtime", "python"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "test", "gpu"))
-HS = (1024, 2048, 4096)
+HS = (512, 768, 1024, 2048, 4096)
 TIMING = ("ours_ms: do_bench median of our library call (y, dx, dW1, dg, dW2 from x, W1, g, W2, "
           "dy); eager_ms / compile_ms: forward + y.backward(dy) of the nn.Module (eager / "
           "torch.compile, fresh); six_gemm_ms: the step's six cuBLAS GEMMs alone; the mean of "

@@ -14,7 +14,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "layers"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "runtime", "python"))
-HS = (768, 1024, 2048, 4096)
+HS = (512, 768, 1024, 2048, 4096)
 TIMING = ("ours_ms / cublas_ms / compile_ms: do_bench medians (L2 flushed) of our library call, "
           "torch.matmul(dy.T, x) and torch.compile of it (fresh, static), the mean of "
           "interleaved rounds (bench_util.run_rounds); *_tflops = 2 M H^2 / time")

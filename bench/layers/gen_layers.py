@@ -38,6 +38,7 @@ import os
 
 LAYER_H = (768, 1024, 2048, 4096)
 ROW_H = LAYER_H + (1000, 1001)  # 1001: rows that are not a multiple of 16 bytes
+TRAIN_H = (512,) + LAYER_H  # the training step and its weight gradient (issue 16's d = 512 too)
 LLAMA_EPS = 1e-5
 RMS_EPS = 1e-6
 LN_EPS = 1e-12  # BERT's LayerNorm
@@ -179,9 +180,10 @@ def elementwise(kind, h):
 
 def programs():
     out = []
+    out += [p for h in TRAIN_H for p in (linear_wgrad(h), train_step_rms(h))]
     for h in LAYER_H:
-        out += [linear_wgrad(h), train_step_rms(h), llama_prenorm(h), llama_prenorm(h, mul_weight=True),
-                bert_postnorm(h), bert_postnorm(h, add_bias=True)]
+        out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True), bert_postnorm(h),
+                bert_postnorm(h, add_bias=True)]
     for h in ROW_H:
         out += [rms_norm(h), layer_norm(h), rms_norm_grad(h), layer_norm_grad(h)] + [elementwise(k, h)
                                                for k in ("add_rowbias", "add", "mul_col")]

@@ -85,8 +85,8 @@ def run(name, m, seed=1):
     return prog, fn, inputs, outs
 
 
-@pytest.mark.parametrize("name,m", [(f"train_step_rms_h{h}", m) for h in (1024, 2048, 4096)
-                                    for m in (65536, 4097)] + [("train_step_rms_h1024", 7)])
+@pytest.mark.parametrize("name,m", [(f"train_step_rms_h{h}", m) for h in (512, 768, 1024, 2048, 4096)
+                                    for m in (65536, 4097)] + [("train_step_rms_h1024", 7), ("train_step_rms_h768", 1), ("train_step_rms_h512", 100)])
 def test_train_step(name, m):
     prog, fn, inputs, outs = run(name, m)
     ref64, _, _ = autograd_step(inputs, prog["h"], prog["eps"], torch.float64)
