@@ -41,8 +41,8 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
   PassOptions::Option<bool> splitK{
       *this, "split-k",
       llvm::cl::desc("fusion-plan-kernels' split-k: split K for small weight "
-                     "gradients (off until run on the H200)"),
-      llvm::cl::init(false)};
+                     "gradients (on by default)"),
+      llvm::cl::init(true)};
 };
 
 /// fusion-to-gpu: fusion-plan-kernels, convert-fusion-to-gpu, then the passes

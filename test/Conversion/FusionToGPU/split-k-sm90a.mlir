@@ -14,14 +14,14 @@
 // PTXAS-DAG: ptxas ok: wgrad_kernel0_splitk registers={{[0-9]+}} spills=0
 // PTXAS-NOT: FAILED
 
-// 256 x 512: 2 x 2 tiles, 8 ranges.
+// 256 x 512: 2 x 2 tiles, 16 ranges (min(16, 132 / 4)).
 // CHECK-LABEL: func.func @wgrad
 // CHECK: %[[K:.*]] = memref.dim %arg0, %c0
 // CHECK: %[[STEPS:.*]] = arith.ceildivui %[[K]], %c64
-// CHECK: %[[PER:.*]] = arith.ceildivui %[[STEPS]], %c8
+// CHECK: %[[PER:.*]] = arith.ceildivui %[[STEPS]], %c16
 // CHECK: %[[PER1:.*]] = arith.maxui %[[PER]], %c1
 // CHECK: %[[SPLITS:.*]] = arith.ceildivui %[[STEPS]], %[[PER1]]
-// CHECK: %[[P:.*]], %{{.*}} = gpu.alloc async [%{{.*}}] (%c2048, %c512) : memref<?x?xf32>
+// CHECK: %[[P:.*]], %{{.*}} = gpu.alloc async [%{{.*}}] (%c4096, %c512) : memref<?x?xf32>
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@wgrad_kernel0 {{.*}} args({{.*}}%[[P]] : memref<?x?xf32>
 // CHECK: %[[FLAT:.*]] = memref.collapse_shape %[[P]] {{\[\[}}0, 1]]
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@wgrad_kernel0_splitk blocks in (%c128, %c1, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c0_i32 args(%[[FLAT]] : memref<?xf32>, %{{.*}} : memref<?xbf16>, %c131072 : index, %[[SPLITS]] : index)

@@ -146,14 +146,15 @@ LogicalResult checkTmaDim(const TargetInfo &target, StringRef name,
 /// Split-K: a weight gradient (transpose_lhs, dy^T x: K is the token count)
 /// without prologue, epilogue, residual or bias, whose output tiles cover at
 /// most half the SMs (an [H, H] weight with H <= 1024), splits K into up to
-/// 8 ranges, one work item per tile and range, so that the SMs fill; the
+/// 16 ranges, one work item per tile and range, so that the SMs fill (on 132
+/// SMs: H = 512, 8 tiles x 16 ranges; 768, 18 x 7; 1024, 32 x 4); the
 /// partial sums go to an f32 workspace that a second kernel adds in order.
 /// At least two K steps per range where K is static; a dynamic K is split
 /// at run time into at most split_k non-empty ranges. (Other small GEMMs
 /// would gain too; they keep their measured kernels for now.)
 int64_t chooseSplitK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
                      int64_t n, int64_t k, int64_t tileN, int64_t clusterN) {
-  constexpr int64_t kMaxSplits = 8, kMinStepsPerSplit = 2;
+  constexpr int64_t kMaxSplits = 16, kMinStepsPerSplit = 2;
   if (!op.getTransposeLhs() || op.getPrologue() != PrologueKind::none ||
       op.getEpilogue() != EpilogueKind::none || op.getResidual() ||
       op.getRowScale() || op.getColBias() || clusterN != 1 ||

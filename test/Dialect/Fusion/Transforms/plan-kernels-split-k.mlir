@@ -1,13 +1,20 @@
 // fusion-plan-kernels splits K for a weight gradient (transpose_lhs) whose
-// output tiles would leave most SMs idle: split_k = min(8, 132 / tiles),
+// output tiles would leave most SMs idle: split_k = min(16, 132 / tiles),
 // at least two K steps per range where K is static; the kernel writes f32
 // partial sums (no staging: a smaller smem_bytes). Larger outputs, and
 // GEMMs that are not weight gradients, keep split_k = 1 (not printed).
-// RUN: fusion-opt %s -fusion-plan-kernels=split-k=true | FileCheck %s
-// Off by default (until the kernels have run on the H200):
-// RUN: fusion-opt %s -fusion-plan-kernels | FileCheck %s --check-prefix=OFF
+// On by default; split-k=false turns it off:
+// RUN: fusion-opt %s -fusion-plan-kernels | FileCheck %s
+// RUN: fusion-opt %s -fusion-plan-kernels=split-k=false | FileCheck %s --check-prefix=OFF
 // OFF-NOT: split_k
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// 512 x 512: 4 x 2 tiles -> 16 ranges.
+// CHECK-LABEL: func.func @wgrad_512
+// CHECK: split_k = 16>
+func.func @wgrad_512(%dy: tensor<?x512xbf16>, %x: tensor<?x512xbf16>) -> tensor<512x512xbf16> {
+  %dw = fusion.matmul %dy, %x {transpose_lhs} : tensor<?x512xbf16>, tensor<?x512xbf16> -> tensor<512x512xbf16>
+  return %dw : tensor<512x512xbf16>
+}
 // 768 x 768: 6 x 3 tiles -> 7 ranges of the dynamic token count.
 // CHECK-LABEL: func.func @wgrad_768
 // CHECK: split_k = 7>

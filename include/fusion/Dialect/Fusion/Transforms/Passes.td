@@ -400,7 +400,7 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
            "(the cost model), in-kernel (from the A tiles, once per output "
            "tile) or kernel (a stats-only fusion.rms_norm before the GEMM, "
            "applied as its row_scale)">,
-    Option<"splitK", "split-k", "bool", /*default=*/"false",
+    Option<"splitK", "split-k", "bool", /*default=*/"true",
            "split K for weight gradients whose output tiles would leave most "
            "SMs idle (f32 partial sums added by a second kernel)">
   ];
