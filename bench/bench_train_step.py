@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""A training step of Linear -> RMSNorm (weight) -> Linear at M = 65536
-tokens (bench/layers/gen_layers.py train_step_rms_h{H}): our one library
+"""A training step of Linear -> RMSNorm (weight) -> Linear, and of Linear ->
+LayerNorm (weight, bias) -> Linear, at M = 65536 tokens
+(bench/layers/gen_layers.py train_step_rms_h{H}, train_step_ln_h{H}): our one library
 call (forward and backward, given dy) against the same nn.Module's forward +
 backward in eager mode and under torch.compile, and against the ideal of
 its six GEMMs in cuBLAS alone. do_bench medians of the whole step,
@@ -18,7 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "runtime", "python"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "test", "gpu"))
 HS = (512, 768, 1024, 2048, 4096)
 TIMING = ("ours_ms: do_bench median of our library call (y, dx, dW1, dg, dW2 from x, W1, g, W2, "
-          "dy); eager_ms / compile_ms: forward + y.backward(dy) of the nn.Module (eager / "
+          "dy; LayerNorm: dgamma, dbeta from gamma, beta); eager_ms / compile_ms: forward + y.backward(dy) of the nn.Module (eager / "
           "torch.compile, fresh); six_gemm_ms: the step's six cuBLAS GEMMs alone; the mean of "
           "interleaved rounds (bench_util.run_rounds)")
 
@@ -29,31 +30,31 @@ def main():
     p.add_argument("--commit", default="unknown")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--m", type=int, default=65536)
+    p.add_argument("--norms", default="rms,ln", help="which steps: rms, ln or both")
     a = p.parse_args()
     import torch
 
     import bench_util as bu
     import layers_ref as lr
-    from test_train_step_gpu import Block, make_case
+    from test_train_step_gpu import make_block, make_case
 
     art = lr.artifacts_dir()
     programs = lr.load_manifest(art)
     libs = lr.Libraries(art)
     rows = []
-    for h in HS:
-        prog = programs[f"train_step_rms_h{h}"]
-        row = dict(name=prog["name"], h=h, m=a.m, errors={})
-        inputs = make_case(h, a.m, 11)
+    for norm, h in [(norm, h) for norm in a.norms.split(",") for h in HS]:
+        prog = programs.get(f"train_step_{norm}_h{h}")
+        if prog is None or libs.function(prog, "fused") is None:
+            print(f"train_step_{norm}_h{h}: not built, skipped", flush=True)
+            continue
+        row = dict(name=prog["name"], norm=norm, h=h, m=a.m, errors={})
+        inputs = make_case(h, a.m, 11, norm)
         outs = lr.make_outputs(prog, a.m)
         fn = libs.function(prog, "fused")
         x, dy, w1, w2 = inputs["x"], inputs["dy"], inputs["w1"], inputs["w2"]
 
         def module_step(compiled):
-            block = Block(h, prog["eps"], torch.bfloat16)
-            with torch.no_grad():
-                block.fc1.weight.copy_(w1)
-                block.norm.weight.copy_(inputs["g"])
-                block.fc2.weight.copy_(w2)
+            block = make_block(inputs, h, prog["eps"], torch.bfloat16, norm)
             f = bu.compile_fresh(block) if compiled else block
             xg = x.clone().requires_grad_()
 
@@ -88,7 +89,7 @@ def main():
         print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()
                if k != "spread"}, flush=True)
     bu.write_json(a.out, a, rows, TIMING, complete=True)
-    print(bu.markdown_table([("H", "h", "{}"), ("ours ms", "ours_ms", "{:.3f}"),
+    print(bu.markdown_table([("norm", "norm", "{}"), ("H", "h", "{}"), ("ours ms", "ours_ms", "{:.3f}"),
                              ("eager ms", "eager_ms", "{:.3f}"),
                              ("torch.compile ms", "compile_ms", "{:.3f}"),
                              ("six GEMMs ms", "six_gemm_ms", "{:.3f}"),

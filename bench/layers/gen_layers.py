@@ -24,6 +24,8 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
   rms_norm_grad_h{H}          dx, dg = RMSNorm's backward (dy, x, saved rstd, weight g)
   layer_norm_grad_h{H}        dx, dgamma, dbeta = LayerNorm's backward (dy, x, mean, rstd, gamma)
   linear_wgrad_h{H}           dW = dy^T x, nn.Linear's weight gradient ([H, H] from [M, H] x 2)
+  train_step_ln_h{H}          the same with LayerNorm (weight gamma, bias beta): y, dx, dW1,
+                              dgamma, dbeta, dW2
   train_step_rms_h{H}         a training step of Linear -> RMSNorm (weight g) -> Linear, given
                               the output gradient dy: y, dx, dW1, dg, dW2 in one function
 
@@ -168,6 +170,30 @@ def train_step_rms(h):
                     ("dg", "f32", (h,)), ("dw2", "bf16", (h, h))], body, eps=LLAMA_EPS)
 
 
+def train_step_ln(h):
+    """The same step with nn.LayerNorm (weight gamma, bias beta) between the
+    linears: the forward norm saves mean and rstd; its gradient returns
+    dgamma and dbeta."""
+    x, w, v, stat, gf = ty(("M", h)), ty((h, h)), ty((h,)), ty(("M",), "f32"), ty((h,), "f32")
+    body = [
+        f"%h = fusion.matmul %x, %w1 {{transpose_rhs}} : {x}, {w} -> {x}",
+        f"%n, %mean, %rstd = fusion.layer_norm %h weight(%gamma : {v}) bias(%beta : {v})"
+        f" {{epsilon = {LN_EPS:e} : f32}} : {x} -> {x}, {stat}, {stat}",
+        f"%y = fusion.matmul %n, %w2 {{transpose_rhs}} : {x}, {w} -> {x}",
+        f"%dn = fusion.matmul %dy, %w2 : {x}, {w} -> {x}",
+        f"%dw2 = fusion.matmul %dy, %n {{transpose_lhs}} : {x}, {x} -> {w}",
+        f"%dh, %dgamma, %dbeta = fusion.layer_norm_grad %dn, %h, %mean, %rstd"
+        f" weight(%gamma : {v}) {{with_bias_grad}} : {x}, {x}, {stat}, {stat} -> {x}, {gf}, {gf}",
+        f"%dx = fusion.matmul %dh, %w1 : {x}, {w} -> {x}",
+        f"%dw1 = fusion.matmul %dh, %x {{transpose_lhs}} : {x}, {x} -> {w}"]
+    return program(f"train_step_ln_h{h}", "train_step_ln", h,
+                   [("x", "bf16", ("M", h)), ("w1", "bf16", (h, h)), ("gamma", "bf16", (h,)),
+                    ("beta", "bf16", (h,)), ("w2", "bf16", (h, h)), ("dy", "bf16", ("M", h))],
+                   [("y", "bf16", ("M", h)), ("dx", "bf16", ("M", h)), ("dw1", "bf16", (h, h)),
+                    ("dgamma", "f32", (h,)), ("dbeta", "f32", (h,)), ("dw2", "bf16", (h, h))],
+                   body, eps=LN_EPS)
+
+
 def elementwise(kind, h):
     x = ty(("M", h))
     rhs = {"add_rowbias": ("b", "bf16", (h,)), "add": ("r", "bf16", ("M", h)),
@@ -180,7 +206,7 @@ def elementwise(kind, h):
 
 def programs():
     out = []
-    out += [p for h in TRAIN_H for p in (linear_wgrad(h), train_step_rms(h))]
+    out += [p for h in TRAIN_H for p in (linear_wgrad(h), train_step_rms(h), train_step_ln(h))]
     for h in LAYER_H:
         out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True), bert_postnorm(h),
                 bert_postnorm(h, add_bias=True)]
