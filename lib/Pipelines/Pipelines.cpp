@@ -6,7 +6,8 @@
 //      or norm weight written as a separate add or mul into the layer (a
 //      linear's bias then rides in its GEMM's col_bias);
 //   2. form FlashNormAttention first: it swallows whole attention blocks;
-//   3. regroup forward+backward pairs before either side is fused alone;
+//   3. regroup forward+backward pairs before either side is fused alone
+//      (with regroup-backward: grad epilogues have no GPU kernel yet);
 //   4. epilogue norms (the norm disappears with the GEMM producing its input);
 //   5. Lazy Pre-Norm for the remaining pre-norms (no producing GEMM).
 //
@@ -54,7 +55,10 @@ void mlir::fusion::buildFusionFusePipeline(OpPassManager &pm,
   bool report = options.report;
   pm.addPass(createFusionRaiseLinalgPass());
   pm.addPass(createFusionFormNormAttentionPass({report}));
-  pm.addPass(createFusionRegroupBackwardPass({report}));
+  // Off by default (only its remarks): what it produces, grad epilogues, has
+  // no GPU kernel yet, and fusion-fuse must not turn a program the GPU runs
+  // into one it refuses.
+  pm.addPass(createFusionRegroupBackwardPass({report, options.regroupBackward}));
   pm.addPass(createFusionEpilogueNormPass({report}));
   pm.addPass(createFusionLazyPrenormPass({options.lazyLayerNorm, report}));
   pm.addPass(createCanonicalizerPass());

@@ -19,11 +19,18 @@ struct FusionFuseOptions : public PassPipelineOptions<FusionFuseOptions> {
       *this, "lazy-layer-norm",
       llvm::cl::desc("let Lazy Pre-Norm defer LayerNorm too"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> regroupBackward{
+      *this, "regroup-backward",
+      llvm::cl::desc("let fusion-regroup-backward rewrite: a weightless norm "
+                     "and its gradient into the GEMM epilogues on both sides "
+                     "(off by default, only its remarks: the GPU kernels have "
+                     "no grad epilogue yet; the CPU pipeline runs them)"),
+      llvm::cl::init(false)};
 };
 
 /// fusion-fuse: fusion-raise-linalg, fusion-form-norm-attention,
-/// fusion-regroup-backward, fusion-epilogue-norm, fusion-lazy-prenorm, then
-/// canonicalize and cse.
+/// fusion-regroup-backward (rewriting only with regroup-backward), fusion-epilogue-norm,
+/// fusion-lazy-prenorm, then canonicalize and cse.
 void buildFusionFusePipeline(OpPassManager &pm, const FusionFuseOptions &options);
 
 struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {

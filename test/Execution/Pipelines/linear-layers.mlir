@@ -12,11 +12,12 @@
 // RUN: fusion-runner %s -e bert_postnorm_broadcast --after-passes=fusion-fuse --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e ln_prenorm_linear_bias --after-passes='fusion-fuse{lazy-layer-norm=true}' --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e ln_prenorm_linear_bias_bf16 --after-passes='fusion-fuse{lazy-layer-norm=true}' --atol=5e-2 --rtol=5e-2 | FileCheck %s
-// RUN: fusion-runner %s -e train_step_bias --after-passes=fusion-fuse --atol=1e-4 --rtol=1e-4 | FileCheck %s
+// RUN: fusion-runner %s -e train_step_bias --after-passes='fusion-fuse{regroup-backward=true}' --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // What fusion-fuse made of them: no unfused norm, add or layer matmul is left,
 // and every bias went into a col_bias.
 // RUN: fusion-opt %s -fusion-fuse | FileCheck %s --check-prefix=IR
 // RUN: fusion-opt %s '-fusion-fuse=lazy-layer-norm=true' | FileCheck %s --check-prefix=LN
+// RUN: fusion-opt %s '-fusion-fuse=regroup-backward=true' | FileCheck %s --check-prefix=REGROUP
 // CHECK: PASS
 
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
@@ -191,12 +192,13 @@ func.func @ln_prenorm_linear_bias_bf16(%x: tensor<32x64xbf16>, %g: tensor<64xbf1
 }
 
 // Linear with bias -> RMSNorm -> linear, forward and backward: regrouping
-// keeps the first linear's bias as the forward fused op's col_bias.
-// IR-LABEL: func.func @train_step_bias(
-// IR: fusion.fused_matmul {{.*}}col_bias(%{{.*}} : tensor<256xf32>) {epilogue = #fusion.epilogue<rms_norm>
-// IR: fusion.fused_matmul {{.*}}epilogue = #fusion.epilogue<rms_norm_grad>
-// IR-NOT: fusion.rms_norm
-// IR: return
+// (fusion-fuse{regroup-backward=true}) keeps the first linear's bias as the
+// forward fused op's col_bias.
+// REGROUP-LABEL: func.func @train_step_bias(
+// REGROUP: fusion.fused_matmul {{.*}}col_bias(%{{.*}} : tensor<256xf32>) {epilogue = #fusion.epilogue<rms_norm>
+// REGROUP: fusion.fused_matmul {{.*}}epilogue = #fusion.epilogue<rms_norm_grad>
+// REGROUP-NOT: fusion.rms_norm
+// REGROUP: return
 func.func @train_step_bias(%x: tensor<32x48xf32>, %w1: tensor<256x48xf32>, %b1: tensor<256xf32>, %w2: tensor<256x16xf32>, %dy: tensor<32x16xf32>)
     -> (tensor<32x16xf32>, tensor<32x48xf32>) {
   %z = fusion.matmul %x, %w1 bias(%b1 : tensor<256xf32>) {transpose_rhs} : tensor<32x48xf32>, tensor<256x48xf32> -> tensor<32x256xf32>

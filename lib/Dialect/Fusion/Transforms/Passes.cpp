@@ -78,7 +78,7 @@ struct FusionRegroupBackwardPass
     : fusion::impl::FusionRegroupBackwardPassBase<FusionRegroupBackwardPass> {
   using Base::Base;
   void runOnOperation() override {
-    applyRegroupBackward(getOperation(), report);
+    applyRegroupBackward(getOperation(), report, apply);
   }
 };
 } // namespace

@@ -88,7 +88,8 @@ FailureOr<Regroup> match(Operation *norm, std::string &why) {
 }
 } // namespace
 
-void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report) {
+void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report,
+                                        bool apply) {
   SmallVector<Operation *> norms = collectNorms(module);
   std::optional<TargetInfo> target = lookupTargetInfo(module);
   IRRewriter rewriter(module.getContext());
@@ -111,6 +112,15 @@ void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report) {
     FailureOr<EpilogueNormPlan> plan = planEpilogueNorm(*target, n, why);
     if (failed(plan)) {
       remark(report, norm, "not regrouped: " + why);
+      continue;
+    }
+
+    if (!apply) {
+      remark(report, norm,
+             "not regrouped: regrouping is off in fusion-fuse until the GPU "
+             "kernels have grad epilogues (fusion-fuse{regroup-backward=true} "
+             "applies it, for the CPU pipeline; " +
+                 plan->describe() + ")");
       continue;
     }
 

@@ -530,6 +530,11 @@ def FusionRegroupBackwardPass
 
     #### Options
     - `report`: emit a remark per norm: regrouped, or why not.
+    - `apply` (default true): rewrite. `fusion-fuse` runs the pass with
+      `apply=false` unless `fusion-fuse{regroup-backward=true}`: the sm_90a
+      GEMM kernels have no grad epilogue yet, so a regrouped program runs on
+      the CPU pipeline only; with `apply=false` a norm that would be
+      regrouped is left alone with a remark saying so.
 
     #### Target requirements
     Reads `fusion.target` like `fusion-epilogue-norm`; leaves the IR
@@ -538,6 +543,9 @@ def FusionRegroupBackwardPass
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",
            "emit a remark per norm: regrouped, or why not">,
+    Option<"apply", "apply", "bool", /*default=*/"true",
+           "rewrite (false: only the remarks, for fusion-fuse while the GPU "
+           "kernels have no grad epilogue)">,
   ];
 }
 

@@ -140,7 +140,9 @@ void applyEpilogueNorm(ModuleOp module, bool report);
 
 /// Backward regrouping (fusion-regroup-backward): a weightless norm fed by a
 /// matmul and its *_grad fed by a dgrad matmul both become GEMM epilogues.
-void applyRegroupBackward(ModuleOp module, bool report);
+/// Without `apply`, only the remarks (a norm that would be regrouped says
+/// that it was not, and why).
+void applyRegroupBackward(ModuleOp module, bool report, bool apply = true);
 
 /// FlashNormAttention formation (fusion-form-norm-attention).
 void applyFormNormAttention(ModuleOp module, bool report);
