@@ -16,7 +16,6 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "layers"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "runtime", "python"))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "test", "gpu"))
 HS = (512, 768, 1024, 2048, 4096)
 TIMING = ("ours_ms: do_bench median of our library call (y, dx, dW1, dg, dW2 from x, W1, g, W2, "
           "dy; LayerNorm: dgamma, dbeta from gamma, beta); eager_ms / compile_ms: forward + y.backward(dy) of the nn.Module (eager / "
@@ -36,7 +35,6 @@ def main():
 
     import bench_util as bu
     import layers_ref as lr
-    from test_train_step_gpu import make_block, make_case
 
     art = lr.artifacts_dir()
     programs = lr.load_manifest(art)
@@ -48,13 +46,13 @@ def main():
             print(f"train_step_{norm}_h{h}: not built, skipped", flush=True)
             continue
         row = dict(name=prog["name"], norm=norm, h=h, m=a.m, errors={})
-        inputs = make_case(h, a.m, 11, norm)
+        inputs = lr.make_train_case(h, a.m, 11, norm)
         outs = lr.make_outputs(prog, a.m)
         fn = libs.function(prog, "fused")
         x, dy, w1, w2 = inputs["x"], inputs["dy"], inputs["w1"], inputs["w2"]
 
         def module_step(compiled):
-            block = make_block(inputs, h, prog["eps"], torch.bfloat16, norm)
+            block = lr.make_train_block(inputs, h, prog["eps"], torch.bfloat16, norm)
             f = bu.compile_fresh(block) if compiled else block
             xg = x.clone().requires_grad_()
 

@@ -121,6 +121,65 @@ MODULES = {
 }
 
 
+class TrainBlock(nn.Module):
+    """The training-step programs (train_step_rms_h{H}, train_step_ln_h{H}):
+    Linear (no bias) -> RMSNorm (weight) or LayerNorm (weight, bias) ->
+    Linear, as a PyTorch user writes them."""
+
+    def __init__(self, h, eps, dtype, norm="rms", device="cuda"):
+        super().__init__()
+        self.fc1 = nn.Linear(h, h, bias=False, device=device, dtype=dtype)
+        kind = nn.RMSNorm if norm == "rms" else nn.LayerNorm
+        self.norm = kind(h, eps=eps, device=device, dtype=dtype)
+        self.fc2 = nn.Linear(h, h, bias=False, device=device, dtype=dtype)
+
+    def forward(self, x):
+        return self.fc2(self.norm(self.fc1(x)))
+
+
+def train_norm(prog):
+    """"rms" or "ln": the norm of a training-step program."""
+    return "ln" if prog["kind"] == "train_step_ln" else "rms"
+
+
+def make_train_case(h, m, seed, norm="rms", device="cuda"):
+    """A training step's inputs in call order: x, W1, the norm's weight (g;
+    or gamma, beta), W2, dy."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    rnd = lambda *s: torch.randn(*s, generator=gen, device=device)  # noqa: E731
+    case = {"x": rnd(m, h).bfloat16(), "w1": (rnd(h, h) * h ** -0.5).bfloat16()}
+    if norm == "rms":
+        case["g"] = (1.0 + 0.5 * rnd(h)).bfloat16()
+    else:
+        case["gamma"], case["beta"] = (1.0 + 0.5 * rnd(h)).bfloat16(), (0.5 * rnd(h)).bfloat16()
+    case.update(w2=(rnd(h, h) * h ** -0.5).bfloat16(), dy=rnd(m, h).bfloat16())
+    return case
+
+
+def make_train_block(inputs, h, eps, dtype, norm="rms"):
+    """The module with the case's weights, in dtype, on the inputs' device."""
+    block = TrainBlock(h, eps, dtype, norm, device=inputs["x"].device)
+    with torch.no_grad():
+        block.fc1.weight.copy_(inputs["w1"])
+        block.norm.weight.copy_(inputs["g" if norm == "rms" else "gamma"])
+        if norm == "ln":
+            block.norm.bias.copy_(inputs["beta"])
+        block.fc2.weight.copy_(inputs["w2"])
+    return block
+
+
+def train_reference(inputs, h, eps, dtype, norm="rms"):
+    """The training-step program's outputs computed by autograd of the module
+    in dtype: (y, dx, dW1, dg, dW2), with LayerNorm (y, dx, dW1, dgamma,
+    dbeta, dW2)."""
+    block = make_train_block(inputs, h, eps, dtype, norm)
+    x = inputs["x"].to(dtype).requires_grad_()
+    y = block(x)
+    y.backward(inputs["dy"].to(dtype))
+    params = (block.norm.weight.grad,) + ((block.norm.bias.grad,) if norm == "ln" else ())
+    return (y.detach(), x.grad, block.fc1.weight.grad) + params + (block.fc2.weight.grad,)
+
+
 def build_module(prog, x, dtype=torch.bfloat16):
     """The program as the nn.Module a user writes, its parameters taken from
     the input dict x, in dtype, without gradients. Returns (module, the
