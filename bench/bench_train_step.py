@@ -30,6 +30,7 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--m", type=int, default=65536)
     p.add_argument("--norms", default="rms,ln", help="which steps: rms, ln or both")
+    p.add_argument("--hs", default=",".join(map(str, HS)), help="hidden sizes, comma-separated")
     a = p.parse_args()
     import torch
 
@@ -40,7 +41,8 @@ def main():
     programs = lr.load_manifest(art)
     libs = lr.Libraries(art)
     rows = []
-    for norm, h in [(norm, h) for norm in a.norms.split(",") for h in HS]:
+    hs = [int(h) for h in a.hs.split(",")]
+    for norm, h in [(norm, h) for norm in a.norms.split(",") for h in hs]:
         prog = programs.get(f"train_step_{norm}_h{h}")
         if prog is None or libs.function(prog, "fused") is None:
             print(f"train_step_{norm}_h{h}: not built, skipped", flush=True)

@@ -65,6 +65,12 @@ private:
   void rmsNorm();
   void layerNorm(ArrayRef<int64_t> hs);
   void clusterLayerNorm();
+  void normGrad();
+  Value gradXHat(int64_t h, int64_t j);
+  Value gradWeight(int64_t j);
+  std::array<Value, 2> gradOutputs(int64_t j);
+  std::array<Value, 2> outputPairs(int64_t j);
+  void storeColumnPartial(int64_t param, int64_t j, Value pair);
   Value finalPair(int64_t h, int64_t j, Value w, Value nb);
   std::pair<Value, Value> normParams(int64_t j);
   void storeFromRegisters();
@@ -84,6 +90,9 @@ private:
   SmallVector<Value> v[2];
   Value rs[2] = {Value(), Value()};
   Value isQuadLeader;
+  // Grad epilogues: the rows' saved statistics, and mean(a x_hat) (and
+  // mean(a)), from normGrad for gradOutputs.
+  Value gradRstd[2], gradMean[2], gradDot[2], gradSum[2];
 };
 
 /// Column-indexed loads: unconditional in full tiles; predicated in the
@@ -115,6 +124,10 @@ Value TileEpilogue::loadCol(Value mem, Value row, int64_t j, Type elem) {
 void TileEpilogue::loadRows() {
   Value rowScale = e.arg(GemmArg::RowScale), colBias = e.arg(GemmArg::ColBias),
         residual = e.arg(GemmArg::Residual);
+  // A grad epilogue adds the residual (the skip connection's gradient) to
+  // its result (normGrad), not to the incoming gradient.
+  if (s.gradEpilogue())
+    residual = Value();
   for (int64_t h = 0; h < 2; ++h) {
     gm[h] = add(row0, idx(view.rowOffset(h)));
     inRow[h] = ult(gm[h], e.m);
@@ -352,6 +365,9 @@ Value TileEpilogue::finalPair(int64_t h, int64_t j, Value w, Value nb) {
 }
 
 std::pair<Value, Value> TileEpilogue::normParams(int64_t j) {
+  // A grad epilogue's weight scales the incoming gradient (normGrad).
+  if (s.gradEpilogue())
+    return {Value(), Value()};
   Value weight = e.arg(GemmArg::NormWeight), bias = e.arg(GemmArg::NormBias);
   return std::pair<Value, Value>{
       weight ? loadCol(weight, Value(), j, s.normWeightType) : Value(),
@@ -364,9 +380,9 @@ void TileEpilogue::storeFromRegisters() {
   Value out = e.arg(GemmArg::Output);
   unsigned outBytes = s.outType.getIntOrFloatBitWidth() / 8;
   for (int64_t j = 0; j < groups; ++j) {
-    auto [w, nb] = normParams(j);
+    std::array<Value, 2> pairs = outputPairs(j);
     for (int64_t h = 0; h < 2; ++h) {
-      Value o = finalPair(h, j, w, nb);
+      Value o = pairs[h];
       Value ok = checkColumns ? both(inRow[h], inCol(j)) : inRow[h];
       // Split-K: the work item's rows of the workspace [splitK x M, N].
       Value row = e.outRowOffset ? e.add(gm[h], e.outRowOffset) : gm[h];
@@ -404,11 +420,11 @@ void TileEpilogue::storeThroughStaging() {
     e.consumerBarrier();
     for (int64_t g = 0; g < groupsPerChunk; ++g) {
       int64_t j = c * groupsPerChunk + g;
-      auto [w, nb] = normParams(j);
+      std::array<Value, 2> pairs = outputPairs(j);
       Value swizzled = arith::XOrIOp::create(b, idx(g), rowPhase);
       Value col = add(mul(swizzled, idx(8)), view.pairColumn());
       for (int64_t h = 0; h < 2; ++h)
-        vector::StoreOp::create(b, finalPair(h, j, w, nb), staging,
+        vector::StoreOp::create(b, pairs[h], staging,
                                 ValueRange{add(rowInTile, idx(8 * h)), col},
                                 /*nontemporal=*/false, llvm::MaybeAlign(4));
     }
@@ -424,6 +440,142 @@ void TileEpilogue::storeThroughStaging() {
       NVVM::CpAsyncBulkCommitGroupOp::create(b);
     });
   }
+}
+
+/// The norm's backward on the incoming gradient v = dh (docs/SEED.md
+/// section 3.1; fusion.rms_norm_grad / layer_norm_grad), per row with
+/// a = dh * weight and x_hat = (x - mean) * rstd (RMSNorm: x * rstd; with
+/// normalized_input the loaded norm_input itself):
+///   RMSNorm:   dx = rstd * (a - x_hat * mean(a x_hat))
+///   LayerNorm: dx = rstd * (a - mean(a) - x_hat * mean(a x_hat))
+/// then + residual. normGrad is the first pass, the row sums (exchanged
+/// like a forward norm's); gradOutputs the second, per column group as the
+/// store takes it, x_hat reloaded there (keeping the first pass's loads, or
+/// computing every output before the store, spills). dweight = sum_rows
+/// dh x_hat and dbias = sum_rows dh: each warp's column sums over its rows
+/// (rows past M masked) become one partial row, which a second kernel adds
+/// in a fixed order (GemmFamily.cpp).
+void TileEpilogue::normGrad() {
+  bool ln = s.epilogue == EpilogueKind::layer_norm_grad;
+  Value meanArg = e.arg(GemmArg::StatMean), rstdArg = e.arg(GemmArg::StatRstd);
+  for (int64_t h = 0; h < 2; ++h) {
+    gradRstd[h] = memref::LoadOp::create(b, rstdArg, ValueRange{rowClamped[h]});
+    gradMean[h] = meanArg ? memref::LoadOp::create(b, meanArg, ValueRange{rowClamped[h]})
+                                .getResult()
+                          : Value();
+  }
+  Value zero = splat(cstF32(0.0));
+  // Columns past N hold 0 in v and in the loads, so they add nothing.
+  Value dotAcc[2] = {zero, zero}, sumAcc[2] = {zero, zero};
+  for (int64_t j = 0; j < groups; ++j) {
+    Value w = gradWeight(j);
+    for (int64_t h = 0; h < 2; ++h) {
+      Value a = w ? arith::MulFOp::create(b, v[h][j], w).getResult() : v[h][j];
+      dotAcc[h] = arith::AddFOp::create(
+          b, dotAcc[h], arith::MulFOp::create(b, a, gradXHat(h, j)));
+      if (ln)
+        sumAcc[h] = arith::AddFOp::create(b, sumAcc[h], a);
+    }
+  }
+  auto rowTotal = [&](Value acc[2], int64_t round, Value total[2]) {
+    for (int64_t h = 0; h < 2; ++h)
+      total[h] = view.rowReduce(
+          vector::ReductionOp::create(b, vector::CombiningKind::ADD, acc[h]));
+    if (s.clusterN > 1) {
+      Value partial[2] = {total[0], total[1]};
+      e.exchange->clusterRowSums(partial, rowInTile, tileCount, round, total);
+    }
+  };
+  Value dot[2], sum[2];
+  rowTotal(dotAcc, /*round=*/0, dot);
+  if (ln)
+    rowTotal(sumAcc, /*round=*/1, sum);
+  for (int64_t h = 0; h < 2; ++h) {
+    gradDot[h] = arith::DivFOp::create(b, dot[h], nF);
+    gradSum[h] = ln ? arith::DivFOp::create(b, sum[h], nF).getResult() : Value();
+  }
+}
+
+Value TileEpilogue::gradXHat(int64_t h, int64_t j) {
+  Value x = loadCol(e.arg(GemmArg::NormInput), rowClamped[h], j, s.normInputType);
+  if (s.normalizedInput)
+    return x;
+  if (gradMean[h])
+    x = arith::SubFOp::create(b, x, splat(gradMean[h]));
+  return arith::MulFOp::create(b, x, splat(gradRstd[h]));
+}
+
+Value TileEpilogue::gradWeight(int64_t j) {
+  Value weight = e.arg(GemmArg::NormWeight);
+  return weight ? loadCol(weight, Value(), j, s.normWeightType) : Value();
+}
+
+/// Both rows' dx pairs of column group j (rounded to the output type), and
+/// the group's dweight / dbias column partials.
+std::array<Value, 2> TileEpilogue::gradOutputs(int64_t j) {
+  Value residual = e.arg(GemmArg::Residual);
+  Value zero = splat(cstF32(0.0));
+  Value w = gradWeight(j);
+  Value dwCol = zero, dbCol = zero;
+  std::array<Value, 2> out;
+  for (int64_t h = 0; h < 2; ++h) {
+    Value xh = gradXHat(h, j);
+    Value dh = v[h][j];
+    Value a = w ? arith::MulFOp::create(b, dh, w).getResult() : dh;
+    if (s.weightGrad)
+      dwCol = arith::AddFOp::create(
+          b, dwCol,
+          arith::SelectOp::create(b, inRow[h], arith::MulFOp::create(b, dh, xh), zero));
+    if (s.biasGrad)
+      dbCol = arith::AddFOp::create(b, dbCol,
+                                    arith::SelectOp::create(b, inRow[h], dh, zero));
+    Value d = arith::SubFOp::create(b, a, arith::MulFOp::create(b, xh, splat(gradDot[h])));
+    if (gradSum[h])
+      d = arith::SubFOp::create(b, d, splat(gradSum[h]));
+    d = arith::MulFOp::create(b, d, splat(gradRstd[h]));
+    if (residual)
+      d = arith::AddFOp::create(b, d, loadCol(residual, rowClamped[h], j, s.residualType));
+    out[h] = s.outType.isF32()
+                 ? d
+                 : arith::TruncFOp::create(b, VectorType::get({2}, s.outType), d)
+                       .getResult();
+  }
+  int64_t param = 0;
+  if (s.weightGrad)
+    storeColumnPartial(param++, j, dwCol);
+  if (s.biasGrad)
+    storeColumnPartial(param, j, dbCol);
+  return out;
+}
+
+/// Both rows' output pairs of column group j, as the store writes them.
+std::array<Value, 2> TileEpilogue::outputPairs(int64_t j) {
+  if (s.gradEpilogue())
+    return gradOutputs(j);
+  auto [w, nb] = normParams(j);
+  return {finalPair(0, j, w, nb), finalPair(1, j, w, nb)};
+}
+
+/// This warp's column sums of group j (both fragment rows already added)
+/// into partial row (parameter, unit) of ParamPartials [params][units][N],
+/// unit = row block x units per row block + the warp's 16-row slice.
+void TileEpilogue::storeColumnPartial(int64_t param, int64_t j, Value pair) {
+  SmallVector<Value> sums;
+  for (int64_t i = 0; i < 2; ++i)
+    sums.push_back(view.columnReduce(vector::ExtractOp::create(b, pair, i)));
+  Value sum = vector::FromElementsOp::create(b, pairType(), sums);
+  Value perBlock = idx(s.gradUnitsPerRowBlock());
+  Value units = mul(arith::CeilDivUIOp::create(b, e.m, idx(s.tileM)), perBlock);
+  Value unit = add(mul(div(blockRow, s.tileM), perBlock),
+                   div(rowInTile, GemmKernelSpec::kGradRowsPerWarp));
+  Value at = add(mul(add(mul(idx(param), units), unit), e.n), colOf(j));
+  Value ok = view.isColumnLeader();
+  if (checkColumns)
+    ok = both(ok, inCol(j));
+  ifThen(ok, [&] {
+    vector::StoreOp::create(b, sum, e.arg(GemmArg::ParamPartials), ValueRange{at},
+                            /*nontemporal=*/false, llvm::MaybeAlign(8));
+  });
 }
 
 void TileEpilogue::run() {
@@ -446,6 +598,8 @@ void TileEpilogue::run() {
       layerNorm({0});
       layerNorm({1});
     }
+  } else if (s.gradEpilogue()) {
+    normGrad();
   }
   if (!s.tmaStore())
     storeFromRegisters();

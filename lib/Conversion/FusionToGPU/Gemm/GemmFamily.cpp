@@ -6,7 +6,10 @@
 // workspace from the stream-ordered pool, and the grid (and cluster) shape.
 // With split-K the kernel writes each K range's f32 partial sums into a
 // pooled workspace [split_k x M, N] and a second kernel (splitKSumKernel)
-// adds the ranges in order into the output.
+// adds the ranges in order into the output. A grad epilogue's parameter
+// gradients (dweight, dbias) leave the kernel as per-warp column partials
+// in a pooled workspace, summed in order by the row family's reduction
+// kernel (<kernel>_params).
 // The arguments follow GemmKernelAbi, the same list the kernel is built
 // from.
 //
@@ -15,6 +18,7 @@
 #include "../Common/KernelBuilder.h"
 #include "../KernelFamily.h"
 #include "../Mma/MmaEngine.h"
+#include "../Rows/RowSpec.h"
 #include "GemmSpec.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -115,7 +119,47 @@ private:
   LaunchShape launchShape(HostLowering &host, const GemmKernelSpec &spec,
                           StringRef kernelName, Value m, Value n,
                           Value splits) const;
+  /// A grad epilogue's dweight / dbias: the row family's kernel summing the
+  /// partial rows in a fixed order (<kernel>_params), then the workspace
+  /// freed.
+  void reduceParamGrads(HostLowering &host, FusedMatmulOp op,
+                        const GemmKernelSpec &spec, StringRef kernelName,
+                        Value partials, Value units) const;
 };
+
+void GemmKernelFamily::reduceParamGrads(HostLowering &host, FusedMatmulOp op,
+                                        const GemmKernelSpec &spec,
+                                        StringRef kernelName, Value partials,
+                                        Value units) const {
+  ImplicitLocOpBuilder &b = host.b;
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
+  RowKernelSpec rows;
+  rows.kind = spec.epilogue == EpilogueKind::layer_norm_grad
+                  ? RowOpKind::LayerNormGrad
+                  : RowOpKind::RMSNormGrad;
+  rows.elem = spec.outType;
+  rows.n = cast<RankedTensorType>(op.getOutput().getType()).getDimSize(1);
+  rows.weightGrad = spec.weightGrad;
+  rows.biasGrad = spec.biasGrad;
+  gpu::GPUFuncOp reduce = buildParamGradReduceKernel(
+      b, b.getLoc(), host.kernels, (kernelName + "_params").str(), rows);
+  SmallVector<Value> operands{partials};
+  for (Value grad : op.getExtras())
+    operands.push_back(host.dynamicMemref(grad));
+  operands.push_back(units);
+  int64_t columnBlocks = llvm::divideCeil(rows.n, RowKernelSpec::kReduceColumns);
+  auto sum = gpu::LaunchFuncOp::create(
+      b, reduce, {idx(columnBlocks), idx(rows.paramGrads()), idx(1)},
+      {idx(32 * RowKernelSpec::kReduceWarps), idx(1), idx(1)},
+      arith::ConstantOp::create(
+          b, b.getI32IntegerAttr(RowKernelSpec::kReduceWarps *
+                                     RowKernelSpec::kReduceColumns * 4 +
+                                 16)),
+      operands, gpu::AsyncTokenType::get(b.getContext()),
+      ValueRange{host.chain.current()});
+  host.chain.advance(sum.getAsyncToken());
+  host.chain.free(partials);
+}
 
 void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
                              const TargetInfo &target,
@@ -185,12 +229,35 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   optional(GemmArg::ColBias, op.getColBias());
   optional(GemmArg::NormWeight, op.getNormWeight());
   optional(GemmArg::NormBias, op.getNormBias());
-  // The statistics: (mean, rstd) of a LayerNorm, (rstd) of an RMSNorm.
-  ValueRange stats = op.getExtras();
-  if (stats.size() == 2)
-    args[GemmArg::StatMean] = host.dynamicMemref(stats[0]);
-  if (!stats.empty())
-    args[GemmArg::StatRstd] = host.dynamicMemref(stats.back());
+  optional(GemmArg::NormInput, op.getNormInput());
+  // The statistics: (mean, rstd) of a LayerNorm, (rstd) of an RMSNorm;
+  // written by a forward norm (its extra results), read by a grad epilogue.
+  if (spec.gradEpilogue()) {
+    if (spec.numStats == 2)
+      args[GemmArg::StatMean] = host.dynamicMemref(op.getMean());
+    args[GemmArg::StatRstd] = host.dynamicMemref(op.getRstd());
+  } else {
+    ValueRange stats = op.getExtras();
+    if (stats.size() == 2)
+      args[GemmArg::StatMean] = host.dynamicMemref(stats[0]);
+    if (!stats.empty())
+      args[GemmArg::StatRstd] = host.dynamicMemref(stats.back());
+  }
+  // A grad epilogue's dweight / dbias partial rows: [params][units][N],
+  // units = tile_m / 16 per row block (one per warp), at least one.
+  Value paramPartials, gradUnits;
+  if (spec.paramGrads()) {
+    gradUnits = arith::MulIOp::create(
+        b,
+        arith::MaxUIOp::create(b, arith::CeilDivUIOp::create(b, m, idx(spec.tileM)),
+                               idx(1)),
+        idx(spec.gradUnitsPerRowBlock()));
+    Value count = arith::MulIOp::create(
+        b, arith::MulIOp::create(b, gradUnits, n), idx(spec.paramGrads()));
+    paramPartials = host.chain.alloc(
+        MemRefType::get({ShapedType::kDynamic}, b.getF32Type()), {count});
+    args[GemmArg::ParamPartials] = paramPartials;
+  }
   SmallVector<Value> workspace;
   if (spec.globalRows) {
     // Row statistics through global memory: 2 f32 partials per row and
@@ -235,6 +302,8 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   host.chain.advance(launchOp.getAsyncToken());
   for (Value buffer : workspace)
     host.chain.free(buffer);
+  if (paramPartials)
+    reduceParamGrads(host, op, spec, kernelName, paramPartials, gradUnits);
   if (!partialSums)
     return;
   auto flat = [&](Value mem) {

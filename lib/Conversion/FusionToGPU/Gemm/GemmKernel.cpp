@@ -165,7 +165,7 @@ void GemmKernelEmitter::setUpBarriers(Value leader) {
 /// The row exchange of a norm epilogue over several CTAs (its slots follow
 /// the layout; the store leader is the consumers').
 void GemmKernelEmitter::setUpRowExchange() {
-  if (!s.normEpilogue())
+  if (!s.rowReduction())
     return;
   Value slotBars = exchange ? exchange->slotBars : Value();
   exchange.emplace(*this, RowExchangeShape{s.tileM, s.tileN, s.clusterN,

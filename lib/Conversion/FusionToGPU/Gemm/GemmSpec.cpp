@@ -48,11 +48,20 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
           "bias";
     return failure();
   }
-  if (op.isGradEpilogue()) {
-    why = "grad epilogues are not handled by this generator yet";
+  if (s.gradEpilogue() && (s.globalRows || s.epilogueWarps)) {
+    why = "a grad epilogue whose row is wider than one cluster (global_rows) "
+          "is not handled by this generator yet: rows up to " +
+          std::to_string(target.maxEpilogueClusterSize * target.maxEpilogueTileN) +
+          " columns";
     return failure();
   }
-  if (s.clusterN != 1 && !s.normEpilogue()) {
+  int64_t outN = cast<RankedTensorType>(op.getOutput().getType()).getDimSize(1);
+  if (s.gradEpilogue() && ShapedType::isDynamic(outN)) {
+    why = "a grad epilogue needs a static N (its parameter gradients' "
+          "reduction is shaped by it), but N is dynamic";
+    return failure();
+  }
+  if (s.clusterN != 1 && !s.rowReduction()) {
     why = "cluster_n = " + std::to_string(s.clusterN) +
           " is for the RMSNorm/LayerNorm epilogues, but the epilogue is " +
           stringifyEpilogueKind(s.epilogue).str();
@@ -66,7 +75,7 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
   }
   int64_t staticN =
       cast<RankedTensorType>(op.getOutput().getType()).getDimSize(1);
-  if (s.normEpilogue() && !s.globalRows && !ShapedType::isDynamic(staticN) &&
+  if (s.rowReduction() && !s.globalRows && !ShapedType::isDynamic(staticN) &&
       s.tileN * s.clusterN < staticN) {
     why = "a norm row of N = " + std::to_string(staticN) +
           " columns must be covered by the CTAs that share it, but tile_n x "
@@ -91,7 +100,8 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
     why = "staged_residual needs a residual of the output's element type";
     return failure();
   }
-  if ((s.clusterN > 1 || s.globalRows) && s.tmaStore() && !s.epilogueWarps) {
+  if (s.normEpilogue() && (s.clusterN > 1 || s.globalRows) && s.tmaStore() &&
+      !s.epilogueWarps) {
     why = "a 16-bit norm row over several CTAs is finished by the epilogue "
           "warps here, but the configuration has epilogue_warps = false";
     return failure();
@@ -139,6 +149,13 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   s.normWeightType = elemOf(op.getNormWeight());
   s.normBiasType = elemOf(op.getNormBias());
   s.numStats = op.getExtras().size();
+  if (s.gradEpilogue()) {
+    s.normInputType = elemOf(op.getNormInput());
+    s.normalizedInput = op.getNormalizedInput();
+    s.weightGrad = static_cast<bool>(op.getNormWeight());
+    s.biasGrad = op.getWithBiasGrad();
+    s.numStats = op.getMean() && !s.normalizedInput ? 2 : 1;
+  }
   if (failed(checkHandled(s, op, target, why)))
     return failure();
 
@@ -204,10 +221,12 @@ GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   take(GemmArg::ColBias, bool(s.colBiasType));
   take(GemmArg::NormWeight, bool(s.normWeightType));
   take(GemmArg::NormBias, bool(s.normBiasType));
+  take(GemmArg::NormInput, bool(s.normInputType));
   take(GemmArg::StatMean, s.numStats == 2);
   take(GemmArg::StatRstd, s.numStats >= 1);
   take(GemmArg::Partials, s.globalRows);
   take(GemmArg::Counters, s.globalRows);
+  take(GemmArg::ParamPartials, s.paramGrads() > 0);
   take(GemmArg::TmaOutput, s.tmaStore());
   take(GemmArg::TmaResidual, s.stagedResidual);
 }
@@ -259,9 +278,13 @@ SmallVector<Type> GemmKernelAbi::types(MLIRContext *ctx) const {
     case GemmArg::NormBias:
       types.push_back(dyn1(s.normBiasType));
       break;
+    case GemmArg::NormInput:
+      types.push_back(dyn2(s.normInputType));
+      break;
     case GemmArg::StatMean:
     case GemmArg::StatRstd:
     case GemmArg::Partials:
+    case GemmArg::ParamPartials:
       types.push_back(dyn1(f32));
       break;
     case GemmArg::Counters:

@@ -51,9 +51,16 @@ struct GemmKernelSpec {
   EpilogueKind epilogue;
   double prologueEpsilon = 0, epsilon = 0;
   /// Optional operands, in kernel-argument order (null when absent).
-  Type residualType, rowScaleType, colBiasType, normWeightType, normBiasType;
-  /// Number of f32 statistics written (0, 1 for rms_norm, 2 for layer_norm).
+  Type residualType, rowScaleType, colBiasType, normWeightType, normBiasType,
+      normInputType;
+  /// Number of f32 statistics: written by a forward norm (1 for rms_norm, 2
+  /// for layer_norm), read by a grad epilogue (rstd, and the mean of a
+  /// layer_norm_grad whose norm_input is not normalized).
   unsigned numStats = 0;
+  /// Grad epilogues: norm_input holds x_hat; dweight (a norm_weight is
+  /// given) and dbias (with_bias_grad) are results, summed from per-warp
+  /// column partials by a second kernel.
+  bool normalizedInput = false, weightGrad = false, biasGrad = false;
   /// Where the buffers live in shared memory.
   GemmSmemLayout layout;
 
@@ -70,9 +77,13 @@ struct GemmKernelSpec {
   int64_t storeStagingOffset() const { return layout.storeStagingOffset; }
   int64_t storeStagingBytes() const { return layout.storeStagingBytes; }
   int64_t rowStatsOffset() const { return layout.rowStatsOffset; }
-  /// Cluster epilogue: exchange rounds (LayerNorm 2, RMSNorm 1).
+  /// Cluster epilogue: exchange rounds (LayerNorm 2, RMSNorm 1; their
+  /// gradients the same: the sums of dy x_hat and of dy).
   int64_t exchangeRounds() const {
-    return epilogue == EpilogueKind::layer_norm ? 2 : 1;
+    return epilogue == EpilogueKind::layer_norm ||
+                   epilogue == EpilogueKind::layer_norm_grad
+               ? 2
+               : 1;
   }
   int64_t clusterSlotBytes() const { return layout.clusterSlotBytes; }
   int64_t clusterSlotsOffset() const { return layout.clusterSlotsOffset; }
@@ -82,6 +93,17 @@ struct GemmKernelSpec {
     return epilogue == EpilogueKind::rms_norm ||
            epilogue == EpilogueKind::layer_norm;
   }
+  bool gradEpilogue() const {
+    return epilogue == EpilogueKind::rms_norm_grad ||
+           epilogue == EpilogueKind::layer_norm_grad;
+  }
+  /// Whether the epilogue reduces whole rows (the row exchange).
+  bool rowReduction() const { return normEpilogue() || gradEpilogue(); }
+  int64_t paramGrads() const { return weightGrad + biasGrad; }
+  /// Grad epilogues: each warp of a tile writes the column sums of its rows
+  /// as one partial row, so a row block has tile_m / kGradRowsPerWarp.
+  static constexpr int64_t kGradRowsPerWarp = 16;
+  int64_t gradUnitsPerRowBlock() const { return tileM / kGradRowsPerWarp; }
 };
 
 /// Reads the spec off a planned op for `target`; on failure returns why (a
@@ -109,10 +131,12 @@ enum class GemmArg {
   ColBias,    ///< memref<?xT>
   NormWeight, ///< memref<?xT>
   NormBias,   ///< memref<?xT>
-  StatMean,   ///< memref<?xf32> (layer_norm statistics)
+  NormInput,  ///< grad epilogues: memref<?x?xT>, the forward's x or x_hat
+  StatMean,   ///< memref<?xf32> (layer_norm statistics; a grad's input)
   StatRstd,   ///< memref<?xf32>
   Partials,   ///< global rows: memref<?xf32>, 2 per row and column tile
   Counters,   ///< global rows: memref<?xi32>, one per row block, zeroed
+  ParamPartials, ///< grad epilogues: memref<?xf32>, [paramGrads][units][N]
   TmaOutput,  ///< 16-bit outputs: the output's tensor map (!llvm.ptr)
   TmaResidual ///< stagedResidual: the residual's tensor map (!llvm.ptr)
 };

@@ -74,6 +74,11 @@ public:
   virtual Value rowPhase() = 0;
   /// `partial` summed over the threads that share this thread's rows.
   virtual Value rowReduce(Value partial) = 0;
+  /// `partial` (f32) summed over the threads of this warp that hold this
+  /// thread's columns (a column sum over the warp's rows), and whether this
+  /// thread is the one of them that writes it.
+  virtual Value columnReduce(Value partial) = 0;
+  virtual Value isColumnLeader() = 0;
   /// Whether this thread holds the first pair of its rows (it writes the
   /// rows' per-row results once); `fresh` as for pairIndex.
   virtual Value isRowLeader(bool fresh = false) = 0;

@@ -63,6 +63,16 @@ public:
     return v;
   }
   Value isRowLeader(bool fresh) override { return kb.eq(pairIndex(fresh), 0); }
+  /// Lanes 4 apart hold the same columns of the warp's 8 (x 2) rows.
+  Value columnReduce(Value v) override {
+    for (int64_t offset : {4, 8, 16}) {
+      auto shfl = gpu::ShuffleOp::create(kb.b, v, kb.i32(offset), kb.i32(32),
+                                         gpu::ShuffleMode::XOR);
+      v = arith::AddFOp::create(kb.b, v, shfl.getShuffleResult());
+    }
+    return v;
+  }
+  Value isColumnLeader() override { return kb.ult(kb.rem(tid, 32), kb.idx(4)); }
 
 private:
   KernelBuilder &kb;

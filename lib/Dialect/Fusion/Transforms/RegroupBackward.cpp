@@ -6,6 +6,10 @@
 // backward norm in the epilogue of dy @ W2^T. A weightless norm's output h is
 // x_hat, so the backward reads h (normalized_input) and z disappears. A
 // matmul's bias (z = x @ W1 + b) rides along as that fused op's col_bias.
+// A norm with an affine weight or bias has an output that is not x_hat: only
+// its backward is regrouped, reading z and the saved statistics (the forward
+// norm stays, whatever else fuses it), with dweight / dbias reduced in the
+// dgrad GEMM's epilogue.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +29,8 @@ namespace {
 struct Regroup {
   Operation *norm, *grad;
   MatmulOp forwardGemm, dgradGemm;
+  /// Only the backward: the norm has an affine weight or bias.
+  bool backwardOnly = false;
 };
 
 /// The *_grad op consuming `norm`'s input and statistics, if any.
@@ -52,21 +58,25 @@ FailureOr<Regroup> match(Operation *norm, std::string &why) {
     why = "no norm gradient reads its input and statistics";
     return failure();
   }
-  bool affine = isa<RMSNormOp>(norm) ? static_cast<bool>(cast<RMSNormOp>(norm).getWeight())
-                                     : cast<LayerNormOp>(norm).getWeight() ||
-                                           cast<LayerNormOp>(norm).getBias();
-  if (affine) {
-    why = "the norm has an affine weight or bias, so its output is not the "
-          "normalized input the backward needs";
+  Value weight = isa<RMSNormOp>(norm) ? cast<RMSNormOp>(norm).getWeight()
+                                      : cast<LayerNormOp>(norm).getWeight();
+  bool affine = weight || (isa<LayerNormOp>(norm) && cast<LayerNormOp>(norm).getBias());
+  Value gradWeight = isa<RMSNormGradOp>(grad) ? cast<RMSNormGradOp>(grad).getWeight()
+                                              : cast<LayerNormGradOp>(grad).getWeight();
+  if (gradWeight != weight) {
+    why = weight ? "the norm gradient does not take the forward norm's weight"
+                 : "the norm gradient takes a weight the forward norm does not have";
     return failure();
   }
-  bool gradWeight = isa<RMSNormGradOp>(grad)
-                        ? static_cast<bool>(cast<RMSNormGradOp>(grad).getWeight())
-                        : static_cast<bool>(cast<LayerNormGradOp>(grad).getWeight());
-  if (gradWeight) {
-    why = "the norm gradient takes a weight the forward norm does not have";
+  Value dh = grad->getOperand(0);
+  auto dgrad = dh.getDefiningOp<MatmulOp>();
+  if (!dgrad || dgrad.getTransposeLhs() || !dh.hasOneUse()) {
+    why = "the incoming gradient is not a fusion.matmul result used only by "
+          "the norm gradient";
     return failure();
   }
+  if (affine)
+    return Regroup{norm, grad, MatmulOp(), dgrad, /*backwardOnly=*/true};
   auto fwd = z.getDefiningOp<MatmulOp>();
   if (!fwd || fwd.getTransposeLhs() || cast<RankedTensorType>(z.getType()).getRank() != 2) {
     why = "its input is not a 2-D fusion.matmul result";
@@ -75,13 +85,6 @@ FailureOr<Regroup> match(Operation *norm, std::string &why) {
   if (llvm::any_of(z.getUsers(),
                    [&](Operation *u) { return u != norm && u != grad; })) {
     why = "the GEMM result has users besides the norm and its gradient";
-    return failure();
-  }
-  Value dh = grad->getOperand(0);
-  auto dgrad = dh.getDefiningOp<MatmulOp>();
-  if (!dgrad || dgrad.getTransposeLhs() || !dh.hasOneUse()) {
-    why = "the incoming gradient is not a fusion.matmul result used only by "
-          "the norm gradient";
     return failure();
   }
   return Regroup{norm, grad, fwd, dgrad};
@@ -109,9 +112,19 @@ void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report,
       continue;
     }
     int64_t n = cast<RankedTensorType>(norm->getOperand(0).getType()).getDimSize(1);
-    FailureOr<EpilogueNormPlan> plan = planEpilogueNorm(*target, n, why);
+    bool wideOutput = getElementTypeOrSelf(r->grad->getResult(0).getType())
+                          .getIntOrFloatBitWidth() > 16;
+    FailureOr<EpilogueNormPlan> plan = planEpilogueNorm(*target, n, why, wideOutput);
     if (failed(plan)) {
       remark(report, norm, "not regrouped: " + why);
+      continue;
+    }
+    if (plan->throughGlobalMemory) {
+      remark(report, norm,
+             "not regrouped: the grad epilogue exchanges a row's sums within "
+             "a cluster only, and a row of N = " +
+                 std::to_string(n) + " needs the global-memory exchange (" +
+                 plan->describe() + ")");
       continue;
     }
 
@@ -124,8 +137,44 @@ void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report,
       continue;
     }
 
-    // Forward: the norm in the epilogue of x @ W1, statistics saved.
     bool rms = isa<RMSNormOp>(norm);
+    if (r->backwardOnly) {
+      // The gradient in the epilogue of dy @ W2^T, reading the norm's input
+      // z and its saved statistics; dweight / dbias as the extra results.
+      FusedMatmulSpec bwd;
+      bwd.lhs = r->dgradGemm.getLhs();
+      bwd.rhs = r->dgradGemm.getRhs();
+      bwd.transposeRhs = r->dgradGemm.getTransposeRhs();
+      bwd.colBias = r->dgradGemm.getBias();
+      bwd.epilogue = rms ? EpilogueKind::rms_norm_grad : EpilogueKind::layer_norm_grad;
+      bwd.normInput = norm->getOperand(0);
+      if (auto lg = dyn_cast<LayerNormGradOp>(r->grad)) {
+        bwd.mean = lg.getMean();
+        bwd.rstd = lg.getRstd();
+        bwd.normWeight = lg.getWeight();
+        bwd.withBiasGrad = lg.getWithBiasGrad();
+      } else {
+        auto rg = cast<RMSNormGradOp>(r->grad);
+        bwd.rstd = rg.getRstd();
+        bwd.normWeight = rg.getWeight();
+      }
+      bwd.outputType = r->grad->getResult(0).getType();
+      for (Value g : r->grad->getResults().drop_front())
+        bwd.extraTypes.push_back(g.getType());
+      rewriter.setInsertionPoint(r->grad);
+      FusedMatmulOp fusedGrad = buildFusedMatmul(rewriter, r->grad->getLoc(), bwd);
+      remark(report, norm,
+             "regrouped (backward only): the norm has an affine weight or "
+             "bias, so its output is not x_hat; its gradient went into the "
+             "epilogue of the dgrad GEMM producing its incoming gradient, "
+             "reading its input and saved statistics; " +
+                 plan->describe());
+      rewriter.replaceOp(r->grad, fusedGrad->getResults());
+      rewriter.eraseOp(r->dgradGemm);
+      continue;
+    }
+
+    // Forward: the norm in the epilogue of x @ W1, statistics saved.
     FusedMatmulSpec fwd;
     fwd.lhs = r->forwardGemm.getLhs();
     fwd.rhs = r->forwardGemm.getRhs();

@@ -52,19 +52,78 @@ func.func @ln_step(%x: tensor<64x32xf32>, %w1: tensor<32x512xf32>, %w2: tensor<5
 
 // -----
 
-// Not regrouped: an affine weight makes the norm's output differ from x_hat.
+// An affine weight makes the norm's output differ from x_hat: only the
+// backward is regrouped, its gradient in the epilogue of the dgrad GEMM
+// reading the norm's input z, its rstd and its weight, and returning dg;
+// the forward norm stays.
 // CHECK-LABEL: func.func @affine
-// CHECK: fusion.rms_norm
-// CHECK: fusion.rms_norm_grad
-// CHECK-NOT: fusion.fused_matmul
+// CHECK-SAME: (%[[X:.*]]: tensor<64x32xf32>, %[[W1:.*]]: tensor<32x256xf32>, %[[G:.*]]: tensor<256xf32>, %[[W2:.*]]: tensor<256x16xf32>, %[[DY:.*]]: tensor<64x16xf32>)
+// CHECK: %[[Z:.*]] = fusion.matmul %[[X]], %[[W1]]
+// CHECK: %[[H:.*]], %[[RSTD:.*]] = fusion.rms_norm %[[Z]] weight(%[[G]]
+// CHECK: %[[DZ:.*]], %[[DG:.*]] = fusion.fused_matmul %[[DY]], %[[W2]] norm_weight(%[[G]] : tensor<256xf32>) norm_input(%[[Z]] : tensor<64x256xf32>) rstd(%[[RSTD]] : tensor<64xf32>)
+// CHECK-SAME: epilogue = #fusion.epilogue<rms_norm_grad>, transpose_rhs
+// CHECK-NOT: normalized_input
+// CHECK-NOT: fusion.rms_norm_grad
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @affine(%x: tensor<64x32xf32>, %w1: tensor<32x256xf32>, %g: tensor<256xf32>, %dh: tensor<64x256xf32>)
+func.func @affine(%x: tensor<64x32xf32>, %w1: tensor<32x256xf32>, %g: tensor<256xf32>, %w2: tensor<256x16xf32>, %dy: tensor<64x16xf32>)
     -> (tensor<64x256xf32>, tensor<64x256xf32>, tensor<256xf32>) {
   %z = fusion.matmul %x, %w1 : tensor<64x32xf32>, tensor<32x256xf32> -> tensor<64x256xf32>
-  // expected-remark @below {{fusion.rms_norm not regrouped: the norm has an affine weight or bias, so its output is not the normalized input the backward needs}}
+  // expected-remark @below {{fusion.rms_norm regrouped (backward only): the norm has an affine weight or bias, so its output is not x_hat; its gradient went into the epilogue of the dgrad GEMM producing its incoming gradient, reading its input and saved statistics; one CTA holds the whole row (N = 256)}}
   %h, %rstd = fusion.rms_norm %z weight(%g : tensor<256xf32>) {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>, tensor<64xf32>
+  %dh = fusion.matmul %dy, %w2 {transpose_rhs} : tensor<64x16xf32>, tensor<256x16xf32> -> tensor<64x256xf32>
   %dz, %dg = fusion.rms_norm_grad %dh, %z, %rstd weight(%g : tensor<256xf32>) : tensor<64x256xf32>, tensor<64x256xf32>, tensor<64xf32> -> tensor<64x256xf32>, tensor<256xf32>
   return %h, %dz, %dg : tensor<64x256xf32>, tensor<64x256xf32>, tensor<256xf32>
+}
+}
+
+// -----
+
+// LayerNorm with weight and bias (bf16, N = 1024: a cluster of 4): mean and
+// rstd read, dgamma and dbeta returned.
+// CHECK-LABEL: func.func @affine_ln
+// CHECK: fusion.layer_norm
+// CHECK: %{{.*}}, %{{.*}}:2 = fusion.fused_matmul {{.*}}norm_weight({{.*}}) norm_input({{.*}}) mean({{.*}}) rstd({{.*}}) {epilogue = #fusion.epilogue<layer_norm_grad>, with_bias_grad}
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @affine_ln(%z: tensor<64x1024xbf16>, %g: tensor<1024xbf16>, %beta: tensor<1024xbf16>, %w2: tensor<16x1024xbf16>, %dy: tensor<64x16xbf16>)
+    -> (tensor<64x1024xbf16>, tensor<64x1024xbf16>, tensor<1024xf32>, tensor<1024xf32>) {
+  // expected-remark @below {{fusion.layer_norm regrouped (backward only): the norm has an affine weight or bias, so its output is not x_hat; its gradient went into the epilogue of the dgrad GEMM producing its incoming gradient, reading its input and saved statistics; a cluster of 4 CTAs along N, 256 columns each, exchanging partial sums through DSMEM}}
+  %h, %m, %r = fusion.layer_norm %z weight(%g : tensor<1024xbf16>) bias(%beta : tensor<1024xbf16>) {epsilon = 1.0e-05 : f32} : tensor<64x1024xbf16> -> tensor<64x1024xbf16>, tensor<64xf32>, tensor<64xf32>
+  %dh = fusion.matmul %dy, %w2 : tensor<64x16xbf16>, tensor<16x1024xbf16> -> tensor<64x1024xbf16>
+  %dz, %dg, %db = fusion.layer_norm_grad %dh, %z, %m, %r weight(%g : tensor<1024xbf16>) {with_bias_grad} : tensor<64x1024xbf16>, tensor<64x1024xbf16>, tensor<64xf32>, tensor<64xf32> -> tensor<64x1024xbf16>, tensor<1024xf32>, tensor<1024xf32>
+  return %h, %dz, %dg, %db : tensor<64x1024xbf16>, tensor<64x1024xbf16>, tensor<1024xf32>, tensor<1024xf32>
+}
+}
+
+// -----
+
+// Not regrouped: a bf16 row of 2048 columns exchanges its sums through
+// global memory, which the grad epilogue does not have.
+// CHECK-LABEL: func.func @too_wide
+// CHECK: fusion.rms_norm_grad
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @too_wide(%z: tensor<64x2048xbf16>, %g: tensor<2048xbf16>, %w2: tensor<16x2048xbf16>, %dy: tensor<64x16xbf16>)
+    -> (tensor<64x2048xbf16>, tensor<64x2048xbf16>, tensor<2048xf32>) {
+  // expected-remark @below {{fusion.rms_norm not regrouped: the grad epilogue exchanges a row's sums within a cluster only, and a row of N = 2048 needs the global-memory exchange (CTAs of 256 columns each, exchanging partial statistics through global memory (each tile waits in shared memory until its row block's statistics are complete))}}
+  %h, %r = fusion.rms_norm %z weight(%g : tensor<2048xbf16>) {epsilon = 1.0e-05 : f32} : tensor<64x2048xbf16> -> tensor<64x2048xbf16>, tensor<64xf32>
+  %dh = fusion.matmul %dy, %w2 : tensor<64x16xbf16>, tensor<16x2048xbf16> -> tensor<64x2048xbf16>
+  %dz, %dg = fusion.rms_norm_grad %dh, %z, %r weight(%g : tensor<2048xbf16>) : tensor<64x2048xbf16>, tensor<64x2048xbf16>, tensor<64xf32> -> tensor<64x2048xbf16>, tensor<2048xf32>
+  return %h, %dz, %dg : tensor<64x2048xbf16>, tensor<64x2048xbf16>, tensor<2048xf32>
+}
+}
+
+// -----
+
+// Not regrouped: the gradient does not take the forward norm's weight.
+// CHECK-LABEL: func.func @weight_mismatch
+// CHECK: fusion.rms_norm_grad
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @weight_mismatch(%z: tensor<64x256xf32>, %g: tensor<256xf32>, %w2: tensor<256x16xf32>, %dy: tensor<64x16xf32>)
+    -> (tensor<64x256xf32>, tensor<64x256xf32>) {
+  // expected-remark @below {{fusion.rms_norm not regrouped: the norm gradient does not take the forward norm's weight}}
+  %h, %r = fusion.rms_norm %z weight(%g : tensor<256xf32>) {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>, tensor<64xf32>
+  %dh = fusion.matmul %dy, %w2 {transpose_rhs} : tensor<64x16xf32>, tensor<256x16xf32> -> tensor<64x256xf32>
+  %dz = fusion.rms_norm_grad %dh, %z, %r : tensor<64x256xf32>, tensor<64x256xf32>, tensor<64xf32> -> tensor<64x256xf32>
+  return %h, %dz : tensor<64x256xf32>, tensor<64x256xf32>
 }
 }
 
