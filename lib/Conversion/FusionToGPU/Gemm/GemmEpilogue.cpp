@@ -69,7 +69,6 @@ private:
   Value gradXHat(int64_t h, int64_t j);
   Value gradWeight(int64_t j);
   std::array<Value, 2> gradOutputs(int64_t j);
-  std::array<Value, 2> outputPairs(int64_t j);
   void storeColumnPartial(int64_t param, int64_t j, Value pair);
   Value finalPair(int64_t h, int64_t j, Value w, Value nb);
   std::pair<Value, Value> normParams(int64_t j);
@@ -380,9 +379,14 @@ void TileEpilogue::storeFromRegisters() {
   Value out = e.arg(GemmArg::Output);
   unsigned outBytes = s.outType.getIntOrFloatBitWidth() / 8;
   for (int64_t j = 0; j < groups; ++j) {
-    std::array<Value, 2> pairs = outputPairs(j);
+    std::array<Value, 2> grads;
+    Value w, nb;
+    if (s.gradEpilogue())
+      grads = gradOutputs(j);
+    else
+      std::tie(w, nb) = normParams(j);
     for (int64_t h = 0; h < 2; ++h) {
-      Value o = pairs[h];
+      Value o = s.gradEpilogue() ? grads[h] : finalPair(h, j, w, nb);
       Value ok = checkColumns ? both(inRow[h], inCol(j)) : inRow[h];
       // Split-K: the work item's rows of the workspace [splitK x M, N].
       Value row = e.outRowOffset ? e.add(gm[h], e.outRowOffset) : gm[h];
@@ -420,11 +424,16 @@ void TileEpilogue::storeThroughStaging() {
     e.consumerBarrier();
     for (int64_t g = 0; g < groupsPerChunk; ++g) {
       int64_t j = c * groupsPerChunk + g;
-      std::array<Value, 2> pairs = outputPairs(j);
+      std::array<Value, 2> grads;
+      Value w, nb;
+      if (s.gradEpilogue())
+        grads = gradOutputs(j);
+      else
+        std::tie(w, nb) = normParams(j);
       Value swizzled = arith::XOrIOp::create(b, idx(g), rowPhase);
       Value col = add(mul(swizzled, idx(8)), view.pairColumn());
       for (int64_t h = 0; h < 2; ++h)
-        vector::StoreOp::create(b, pairs[h], staging,
+        vector::StoreOp::create(b, s.gradEpilogue() ? grads[h] : finalPair(h, j, w, nb), staging,
                                 ValueRange{add(rowInTile, idx(8 * h)), col},
                                 /*nontemporal=*/false, llvm::MaybeAlign(4));
     }
@@ -546,14 +555,6 @@ std::array<Value, 2> TileEpilogue::gradOutputs(int64_t j) {
   if (s.biasGrad)
     storeColumnPartial(param, j, dbCol);
   return out;
-}
-
-/// Both rows' output pairs of column group j, as the store writes them.
-std::array<Value, 2> TileEpilogue::outputPairs(int64_t j) {
-  if (s.gradEpilogue())
-    return gradOutputs(j);
-  auto [w, nb] = normParams(j);
-  return {finalPair(0, j, w, nb), finalPair(1, j, w, nb)};
 }
 
 /// This warp's column sums of group j (both fragment rows already added)
