@@ -492,7 +492,7 @@ def FusionRaiseLinalgPass : Pass<"fusion-raise-linalg", "::mlir::ModuleOp"> {
 
 def FusionRegroupBackwardPass
     : Pass<"fusion-regroup-backward", "::mlir::ModuleOp"> {
-  let summary = "fuse a norm and its backward into the GEMM epilogues on both sides";
+  let summary = "fuse a norm's backward (and a weightless norm itself) into GEMM epilogues";
   let description = [{
     Backward regrouping (`docs/SEED.md` section 3.1). In a program holding
     `z = x @ W1; h = norm(z); y = h @ W2` and its backward
@@ -518,14 +518,28 @@ def FusionRegroupBackwardPass
         {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, transpose_rhs} : ...
     ```
 
+    A norm with an affine weight or bias has an output that is not x_hat:
+    only its backward is regrouped, the grad epilogue reading z, the saved
+    statistics and the weight, and returning dweight (and dbias with
+    `with_bias_grad`); the forward norm stays:
+    ```mlir
+    %dz, %dg = fusion.fused_matmul %dy, %w2 norm_weight(%g : ...)
+        norm_input(%z : ...) rstd(%rstd : ...)
+        {epilogue = #fusion.epilogue<rms_norm_grad>, transpose_rhs} : ...
+    ```
+
     #### Input invariants
-    - The norm has no affine weight or bias (its output is then x_hat).
-    - z is used only by the norm and its grad; dh only by the grad.
-    - The row fits the target as in `fusion-epilogue-norm`.
+    - The grad takes the forward norm's weight (both or neither).
+    - dh is a `fusion.matmul` result used only by the grad; without an
+      affine transform, z is a `fusion.matmul` result used only by the norm
+      and its grad.
+    - The row fits the target as in `fusion-epilogue-norm`, within a
+      cluster: rows that need the global-memory exchange are not regrouped.
 
     #### Output IR
-    Two `fusion.fused_matmul` ops (forward `rms_norm`/`layer_norm` epilogue
-    with `save_stats`; backward `*_grad` epilogue with `normalized_input`).
+    Without an affine transform, two `fusion.fused_matmul` ops (forward
+    `rms_norm`/`layer_norm` epilogue with `save_stats`; backward `*_grad`
+    epilogue with `normalized_input`); with one, the backward fused op only.
     A matmul's bias becomes its fused op's `col_bias`.
 
     #### Options
