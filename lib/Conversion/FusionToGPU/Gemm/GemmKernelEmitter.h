@@ -67,9 +67,6 @@ public:
   // GemmMainLoop.cpp.
   void producer();
   void prefetchResidual(Value residual, Value blockRow, Value blockCol);
-  /// The [tile_m, tile_n] tile of the row-major `mem` at (blockRow,
-  /// blockCol) into L2, one bulk prefetch per row.
-  void prefetchTileRows(Value mem, Type elemType, Value blockRow, Value blockCol);
   void issueLoad(Value kTile, Value stage, Value blockRow, Value blockCol);
   Value sumSquaresOfHalfRow(Value stage, Value c, Value acc);
   void consumer();

@@ -54,17 +54,13 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
 /// Thread 0: for every K step of every tile, waits until the consumers (and
 /// the row-sum threads) have released the slot, then refills it by TMA.
 /// With a residual, each tile starts by prefetching the tile's residual rows
-/// into L2, so that the epilogue's loads hit L2 instead of waiting on DRAM;
-/// a grad epilogue's norm_input rows likewise.
+/// into L2, so that the epilogue's loads hit L2 instead of waiting on DRAM.
 void GemmKernelEmitter::producer() {
   Value residual = s.stagedResidual ? Value() : arg(GemmArg::Residual);
-  Value normInput = arg(GemmArg::NormInput);
   scheduler.tileLoop(*this, {idx(0)}, [&](Value blockRow, Value blockCol,
                                           Value split, ValueRange iters) {
     if (residual)
       prefetchResidual(residual, blockRow, blockCol);
-    if (normInput)
-      prefetchTileRows(normInput, s.normInputType, blockRow, blockCol);
     auto [kFirst, kCount] = kRange(split);
     ValueRange done = forLoop(
         idx(0), kCount, idx(1), iters, [&](Value kk, ValueRange it) {
@@ -86,15 +82,10 @@ void GemmKernelEmitter::producer() {
 /// otherwise wait for a free stage.
 void GemmKernelEmitter::prefetchResidual(Value residual, Value blockRow,
                                          Value blockCol) {
-  prefetchTileRows(residual, s.residualType, blockRow, blockCol);
-}
-
-void GemmKernelEmitter::prefetchTileRows(Value mem, Type elemType,
-                                         Value blockRow, Value blockCol) {
-  unsigned elemBytes = elemType.getIntOrFloatBitWidth() / 8;
+  unsigned elemBytes = s.residualType.getIntOrFloatBitWidth() / 8;
   Value base = arith::IndexCastOp::create(
       b, b.getI64Type(),
-      memref::ExtractAlignedPointerAsIndexOp::create(b, mem));
+      memref::ExtractAlignedPointerAsIndexOp::create(b, residual));
   Value cols = arith::MinUIOp::create(b, idx(s.tileN), sub(n, blockCol));
   Value bytes = arith::IndexCastOp::create(b, b.getI32Type(),
                                            mul(cols, idx(elemBytes)));
