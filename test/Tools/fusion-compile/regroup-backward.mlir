@@ -7,10 +7,9 @@
 // dg kernels); with the flag it rides in the dgrad GEMM's epilogue (ten:
 // its dg partial rows are summed by <kernel>_params).
 // Both libraries build.
-// RUN: fusion-compile %s -o %t.so --keep-temps %t.default
-// RUN: FileCheck %s --check-prefix=DEFAULT < %t.default/host.mlir
-// RUN: fusion-compile %s -o %t-regroup.so --regroup-backward --keep-temps %t.regroup
-// RUN: FileCheck %s --check-prefix=REGROUP < %t.regroup/host.mlir
+// RUN: fusion-compile %s -o %t.so --keep-temps %t.default && FileCheck %s --check-prefix=DEFAULT < %t.default/host.mlir
+// RUN: fusion-compile %s -o %t-regroup.so --regroup-backward --keep-temps %t.regroup && FileCheck %s --check-prefix=REGROUP < %t.regroup/host.mlir
+// RUN: llvm-nm -D --defined-only %t.so | FileCheck %s --check-prefix=NM
 // RUN: llvm-nm -D --defined-only %t-regroup.so | FileCheck %s --check-prefix=NM
 // DEFAULT-COUNT-11: gpu.launch_func
 // DEFAULT-NOT: gpu.launch_func
