@@ -16,6 +16,8 @@
 
 #include "GemmKernelEmitter.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace mlir::fusion;
 
@@ -69,6 +71,7 @@ private:
   Value gradXHat(int64_t h, int64_t j);
   Value gradWeight(int64_t j);
   std::array<Value, 2> gradOutputs(int64_t j);
+  std::function<Value(int64_t)> groupOutputs(int64_t j);
   void storeColumnPartial(int64_t param, int64_t j, Value pair);
   Value finalPair(int64_t h, int64_t j, Value w, Value nb);
   std::pair<Value, Value> normParams(int64_t j);
@@ -379,14 +382,9 @@ void TileEpilogue::storeFromRegisters() {
   Value out = e.arg(GemmArg::Output);
   unsigned outBytes = s.outType.getIntOrFloatBitWidth() / 8;
   for (int64_t j = 0; j < groups; ++j) {
-    std::array<Value, 2> grads;
-    Value w, nb;
-    if (s.gradEpilogue())
-      grads = gradOutputs(j);
-    else
-      std::tie(w, nb) = normParams(j);
+    std::function<Value(int64_t)> output = groupOutputs(j);
     for (int64_t h = 0; h < 2; ++h) {
-      Value o = s.gradEpilogue() ? grads[h] : finalPair(h, j, w, nb);
+      Value o = output(h);
       Value ok = checkColumns ? both(inRow[h], inCol(j)) : inRow[h];
       // Split-K: the work item's rows of the workspace [splitK x M, N].
       Value row = e.outRowOffset ? e.add(gm[h], e.outRowOffset) : gm[h];
@@ -424,16 +422,11 @@ void TileEpilogue::storeThroughStaging() {
     e.consumerBarrier();
     for (int64_t g = 0; g < groupsPerChunk; ++g) {
       int64_t j = c * groupsPerChunk + g;
-      std::array<Value, 2> grads;
-      Value w, nb;
-      if (s.gradEpilogue())
-        grads = gradOutputs(j);
-      else
-        std::tie(w, nb) = normParams(j);
+      std::function<Value(int64_t)> output = groupOutputs(j);
       Value swizzled = arith::XOrIOp::create(b, idx(g), rowPhase);
       Value col = add(mul(swizzled, idx(8)), view.pairColumn());
       for (int64_t h = 0; h < 2; ++h)
-        vector::StoreOp::create(b, s.gradEpilogue() ? grads[h] : finalPair(h, j, w, nb), staging,
+        vector::StoreOp::create(b, output(h), staging,
                                 ValueRange{add(rowInTile, idx(8 * h)), col},
                                 /*nontemporal=*/false, llvm::MaybeAlign(4));
     }
@@ -555,6 +548,19 @@ std::array<Value, 2> TileEpilogue::gradOutputs(int64_t j) {
   if (s.biasGrad)
     storeColumnPartial(param, j, dbCol);
   return out;
+}
+
+/// Row h's output pair of column group j, as the stores take it: a grad
+/// epilogue computes both rows (and its column partials) here; the other
+/// epilogues load the group's norm parameters here and build each row's
+/// pair when asked.
+std::function<Value(int64_t)> TileEpilogue::groupOutputs(int64_t j) {
+  if (s.gradEpilogue())
+    return [pairs = gradOutputs(j)](int64_t h) { return pairs[h]; };
+  std::pair<Value, Value> params = normParams(j);
+  return [this, j, params](int64_t h) {
+    return finalPair(h, j, params.first, params.second);
+  };
 }
 
 /// This warp's column sums of group j (both fragment rows already added)

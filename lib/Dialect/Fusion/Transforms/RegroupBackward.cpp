@@ -89,6 +89,33 @@ FailureOr<Regroup> match(Operation *norm, std::string &why) {
   }
   return Regroup{norm, grad, fwd, dgrad};
 }
+
+/// The grad epilogue on the dgrad GEMM dy @ W2^T: its operands and bias, the
+/// norm gradient's kind, results and bias gradient. The caller adds what the
+/// epilogue reads (norm_input and the statistics).
+FusedMatmulSpec gradSpec(Regroup r) {
+  FusedMatmulSpec bwd;
+  bwd.lhs = r.dgradGemm.getLhs();
+  bwd.rhs = r.dgradGemm.getRhs();
+  bwd.transposeRhs = r.dgradGemm.getTransposeRhs();
+  bwd.colBias = r.dgradGemm.getBias();
+  auto lg = dyn_cast<LayerNormGradOp>(r.grad);
+  bwd.epilogue = lg ? EpilogueKind::layer_norm_grad : EpilogueKind::rms_norm_grad;
+  bwd.withBiasGrad = lg && lg.getWithBiasGrad();
+  bwd.outputType = r.grad->getResult(0).getType();
+  for (Value g : r.grad->getResults().drop_front())
+    bwd.extraTypes.push_back(g.getType());
+  return bwd;
+}
+
+/// Replaces the norm gradient by the fused op built from `bwd`, and erases
+/// the dgrad GEMM it absorbed.
+void replaceGrad(IRRewriter &rewriter, Regroup r, const FusedMatmulSpec &bwd) {
+  rewriter.setInsertionPoint(r.grad);
+  FusedMatmulOp fused = buildFusedMatmul(rewriter, r.grad->getLoc(), bwd);
+  rewriter.replaceOp(r.grad, fused->getResults());
+  rewriter.eraseOp(r.dgradGemm);
+}
 } // namespace
 
 void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report,
@@ -141,36 +168,24 @@ void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report,
     if (r->backwardOnly) {
       // The gradient in the epilogue of dy @ W2^T, reading the norm's input
       // z and its saved statistics; dweight / dbias as the extra results.
-      FusedMatmulSpec bwd;
-      bwd.lhs = r->dgradGemm.getLhs();
-      bwd.rhs = r->dgradGemm.getRhs();
-      bwd.transposeRhs = r->dgradGemm.getTransposeRhs();
-      bwd.colBias = r->dgradGemm.getBias();
-      bwd.epilogue = rms ? EpilogueKind::rms_norm_grad : EpilogueKind::layer_norm_grad;
+      FusedMatmulSpec bwd = gradSpec(*r);
       bwd.normInput = norm->getOperand(0);
       if (auto lg = dyn_cast<LayerNormGradOp>(r->grad)) {
         bwd.mean = lg.getMean();
         bwd.rstd = lg.getRstd();
         bwd.normWeight = lg.getWeight();
-        bwd.withBiasGrad = lg.getWithBiasGrad();
       } else {
         auto rg = cast<RMSNormGradOp>(r->grad);
         bwd.rstd = rg.getRstd();
         bwd.normWeight = rg.getWeight();
       }
-      bwd.outputType = r->grad->getResult(0).getType();
-      for (Value g : r->grad->getResults().drop_front())
-        bwd.extraTypes.push_back(g.getType());
-      rewriter.setInsertionPoint(r->grad);
-      FusedMatmulOp fusedGrad = buildFusedMatmul(rewriter, r->grad->getLoc(), bwd);
+      replaceGrad(rewriter, *r, bwd);
       remark(report, norm,
              "regrouped (backward only): the norm has an affine weight or "
              "bias, so its output is not x_hat; its gradient went into the "
              "epilogue of the dgrad GEMM producing its incoming gradient, "
              "reading its input and saved statistics; " +
                  plan->describe());
-      rewriter.replaceOp(r->grad, fusedGrad->getResults());
-      rewriter.eraseOp(r->dgradGemm);
       continue;
     }
 
@@ -194,30 +209,17 @@ void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report,
 
     // Backward: the norm gradient in the epilogue of dy @ W2^T, reading the
     // forward's normalized output and saved rstd.
-    FusedMatmulSpec bwd;
-    bwd.lhs = r->dgradGemm.getLhs();
-    bwd.rhs = r->dgradGemm.getRhs();
-    bwd.transposeRhs = r->dgradGemm.getTransposeRhs();
-    bwd.colBias = r->dgradGemm.getBias();
-    bwd.epilogue = rms ? EpilogueKind::rms_norm_grad : EpilogueKind::layer_norm_grad;
+    FusedMatmulSpec bwd = gradSpec(*r);
     bwd.normInput = fused.getOutput();
     bwd.normalizedInput = true;
     bwd.rstd = fused.getExtras().back();
-    if (auto lg = dyn_cast<LayerNormGradOp>(r->grad))
-      bwd.withBiasGrad = lg.getWithBiasGrad();
-    bwd.outputType = r->grad->getResult(0).getType();
-    for (Value g : r->grad->getResults().drop_front())
-      bwd.extraTypes.push_back(g.getType());
-    rewriter.setInsertionPoint(r->grad);
-    FusedMatmulOp fusedGrad = buildFusedMatmul(rewriter, r->grad->getLoc(), bwd);
+    replaceGrad(rewriter, *r, bwd);
 
     remark(report, norm,
            "regrouped: forward fused into the epilogue of the GEMM producing its "
            "input, backward into the epilogue of the dgrad GEMM producing its "
            "incoming gradient; " +
                plan->describe());
-    rewriter.replaceOp(r->grad, fusedGrad->getResults());
-    rewriter.eraseOp(r->dgradGemm);
     rewriter.eraseOp(norm);
     rewriter.eraseOp(r->forwardGemm);
   }
