@@ -20,3 +20,10 @@ ls -l "$out"
 # program, fused and unfused, under $out/layers; a program the compiler
 # refuses is skipped with its error.
 bench/layers/build_layers.sh "$build"
+# Issue 17's attention programs (bench/attention/gen_attention.py): one
+# library per program under $out/attention.
+python3 bench/attention/gen_attention.py "$out"
+for f in "$out"/attention/*.mlir; do
+  name=$(basename "$f" .mlir)
+  "$build/bin/fusion-compile" "$f" -o "$out/attention/lib$name.so"
+done

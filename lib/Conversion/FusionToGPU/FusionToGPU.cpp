@@ -25,6 +25,9 @@
 //                     accumulator view); Sm90Wgmma.cpp
 //   Gemm/             the fused-GEMM family: spec and ABI, kernel set-up,
 //                     main loop, epilogue, host launch
+//   Rows/             standalone norms, their grads, element-wise ops
+//   Attention/        fusion.gdpa: two MMAs per tile, keys and values
+//                     whole in shared memory
 //
 //===----------------------------------------------------------------------===//
 
@@ -135,8 +138,8 @@ LogicalResult FunctionLowering::check() {
       return op.emitOpError()
              << "cannot be lowered to the GPU: a function lowered by "
                 "convert-fusion-to-gpu may hold fusion.fused_matmul, "
-                "fusion.rms_norm, fusion.layer_norm, their grads, fusion.add "
-                "and fusion.mul ops, tensor reshapes and index arithmetic (run fusion-fuse "
+                "fusion.rms_norm, fusion.layer_norm, their grads, fusion.add, "
+                "fusion.mul and fusion.gdpa ops, tensor reshapes and index arithmetic (run fusion-fuse "
                 "and fusion-plan-kernels first)";
     std::string why;
     if (failed(family->check(&op, target, why)))
@@ -282,6 +285,7 @@ struct ConvertFusionToGPUPass
     SmallVector<std::unique_ptr<KernelFamily>> families;
     families.push_back(createGemmKernelFamily());
     families.push_back(createRowKernelFamily());
+    families.push_back(createAttentionKernelFamily());
     auto isKernelOp = [&](Operation &op) {
       return llvm::any_of(families, [&](auto &f) { return f->matches(&op); });
     };

@@ -42,6 +42,8 @@ public:
 std::unique_ptr<KernelFamily> createGemmKernelFamily();
 /// Standalone norms and element-wise ops (Rows/).
 std::unique_ptr<KernelFamily> createRowKernelFamily();
+/// fusion.gdpa with short keys and values (Attention/).
+std::unique_ptr<KernelFamily> createAttentionKernelFamily();
 
 } // namespace mlir::fusion
 

@@ -15,6 +15,7 @@
 #include "AttentionMath.h"
 
 #include "fusion/Conversion/FusionToLinalg/FusionToLinalg.h"
+#include "fusion/Dialect/Fusion/IR/ActivationMath.h"
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -23,95 +24,10 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 
-#include <cmath>
-
 using namespace mlir;
 using namespace mlir::fusion;
 
-//===----------------------------------------------------------------------===//
-// Activations and their derivatives (scalar f32)
-//===----------------------------------------------------------------------===//
-
 namespace {
-constexpr double kGeluTanhCoeff = 0.044715;
-
-/// sigmoid(x) = 1 / (1 + exp(-x)).
-Value sigmoid(OpBuilder &b, Location l, Value x) {
-  Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
-  return arith::DivFOp::create(b, l, f32Constant(b, l, 1.0),
-                               add(b, l, f32Constant(b, l, 1.0), e));
-}
-
-/// tanh(sqrt(2/pi) (x + 0.044715 x^3)).
-Value geluTanhInner(OpBuilder &b, Location l, Value x) {
-  Value x3 = mul(b, l, mul(b, l, x, x), x);
-  Value u = add(b, l, x, mul(b, l, f32Constant(b, l, kGeluTanhCoeff), x3));
-  return math::TanhOp::create(
-      b, l, mul(b, l, f32Constant(b, l, std::sqrt(2.0 / M_PI)), u));
-}
-
-/// act(x), see the Activation attribute's table.
-Value applyActivation(OpBuilder &b, Location l, Activation act, Value x) {
-  Value half = f32Constant(b, l, 0.5), one = f32Constant(b, l, 1.0);
-  switch (act) {
-  case Activation::identity:
-    return x;
-  case Activation::relu:
-    return arith::MaximumFOp::create(b, l, x, f32Constant(b, l, 0.0));
-  case Activation::gelu: {
-    Value e =
-        math::ErfOp::create(b, l, mul(b, l, x, f32Constant(b, l, M_SQRT1_2)));
-    return mul(b, l, mul(b, l, half, x), add(b, l, one, e));
-  }
-  case Activation::gelu_tanh:
-    return mul(b, l, mul(b, l, half, x),
-               add(b, l, one, geluTanhInner(b, l, x)));
-  case Activation::silu:
-    return mul(b, l, x, sigmoid(b, l, x));
-  }
-  return x;
-}
-
-/// d act(x) / dx.
-Value applyActivationGrad(OpBuilder &b, Location l, Activation act, Value x) {
-  Value half = f32Constant(b, l, 0.5), one = f32Constant(b, l, 1.0),
-        zero = f32Constant(b, l, 0.0);
-  switch (act) {
-  case Activation::identity:
-    return one;
-  case Activation::relu: {
-    Value pos = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, x, zero);
-    return arith::SelectOp::create(b, l, pos, one, zero);
-  }
-  case Activation::gelu: {
-    // 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi)
-    Value e =
-        math::ErfOp::create(b, l, mul(b, l, x, f32Constant(b, l, M_SQRT1_2)));
-    Value cdf = mul(b, l, half, add(b, l, one, e));
-    Value g = math::ExpOp::create(
-        b, l, mul(b, l, f32Constant(b, l, -0.5), mul(b, l, x, x)));
-    Value pdf = mul(b, l, g, f32Constant(b, l, 1.0 / std::sqrt(2.0 * M_PI)));
-    return add(b, l, cdf, mul(b, l, x, pdf));
-  }
-  case Activation::gelu_tanh: {
-    // 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
-    Value t = geluTanhInner(b, l, x);
-    Value first = mul(b, l, half, add(b, l, one, t));
-    Value dt = sub(b, l, one, mul(b, l, t, t));
-    Value du = mul(
-        b, l, f32Constant(b, l, std::sqrt(2.0 / M_PI)),
-        add(b, l, one,
-            mul(b, l, f32Constant(b, l, 3 * kGeluTanhCoeff), mul(b, l, x, x))));
-    return add(b, l, first, mul(b, l, mul(b, l, half, x), mul(b, l, dt, du)));
-  }
-  case Activation::silu: {
-    // s (1 + x (1 - s))
-    Value s = sigmoid(b, l, x);
-    return mul(b, l, s, add(b, l, one, mul(b, l, x, sub(b, l, one, s))));
-  }
-  }
-  return one;
-}
 
 //===----------------------------------------------------------------------===//
 // Batch slicing
@@ -265,7 +181,7 @@ Value applyToValues(TensorMath &m, Value p, Value v) {
 Value activate(TensorMath &m, Value a, Activation act) {
   return m.map({{a}}, m.builder().getF32Type(),
                [&](OpBuilder &b, Location l, ValueRange x) {
-                 return applyActivation(b, l, act, x[0]);
+                 return buildActivation(b, l, act, x[0]);
                });
 }
 } // namespace
@@ -354,7 +270,7 @@ AttentionGrads mlir::fusion::buildAttentionGrad(TensorMath &m, Value dout,
         Value scaleV = bm.f32(p.scale);
         Value ds = bm.map({{dp}, {a}}, f32,
                           [&](OpBuilder &nb, Location nl, ValueRange s) {
-                            Value g = applyActivationGrad(nb, nl, p.activation, s[1]);
+                            Value g = buildActivationGrad(nb, nl, p.activation, s[1]);
                             return mul(nb, nl, mul(nb, nl, s[0], g), scaleV);
                           });
         // dq[i, h, d] = sum_j dS[h, i, j] k[j, h, d]   dims (i, h, d, j)

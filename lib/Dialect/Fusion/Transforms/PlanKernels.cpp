@@ -6,7 +6,7 @@
 // prologue or epilogue (its bias, if any, as col_bias), since one kernel
 // family covers both. Standalone fusion.rms_norm, fusion.layer_norm,
 // fusion.add and fusion.mul are left in place: convert-fusion-to-gpu gives
-// them row kernels of their own. A Lazy Pre-Norm GEMM whose rows span many
+// them row kernels of their own; fusion.gdpa too (the attention kernel). A Lazy Pre-Norm GEMM whose rows span many
 // output tiles gets its row statistics from a stats-only fusion.rms_norm
 // instead of summing them once per tile (lazy-row-stats; splitLazyRowStats).
 // Whatever else has no GPU kernel, or does not
@@ -33,7 +33,7 @@ namespace {
 /// diagnostic on an op left over; empty for ops no pass absorbs.
 StringRef absorbingPasses(Operation *op) {
   return llvm::TypeSwitch<Operation *, StringRef>(op)
-      .Case<GDPAOp, GDPAGradOp>([](auto) {
+      .Case<GDPAGradOp>([](auto) {
         return "fusion-form-norm-attention fuses a gdpa and its grad into "
                "the FlashNormAttention block";
       })
@@ -112,9 +112,10 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
       gemms.push_back(op);
       return;
     }
-    // Standalone row kernels (convert-fusion-to-gpu): nothing to plan.
+    // Standalone row and attention kernels (convert-fusion-to-gpu):
+    // nothing to plan.
     if (isa<RMSNormOp, LayerNormOp, RMSNormGradOp, LayerNormGradOp, AddOp,
-            MulOp>(op))
+            MulOp, GDPAOp>(op))
       return;
     emitNoKernel(op);
     ok = false;

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Standalone fusion.gdpa on the H200 (issue 17) against PyTorch: the
+compiled library called through the loader (the user-visible time: do_bench
+over the call, L2 flushed) and our kernel's own time (profiler), against
+torch.compile (Inductor) and eager PyTorch of the same function
+act(scale q k^T) v, written as HSTU-style users write it (two einsums and
+the activation). Interleaved rounds after a settle (bench/layers/bench_util.py,
+docs/PERF.md). Reports ms, TFLOP/s and HBM bandwidth (q, k, v read once,
+the output written once) and writes JSON.
+
+    FUSION_GPU_ARTIFACTS=build/gpu python3 bench/bench_attention.py --out r.json --commit SHA
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(HERE, "layers"))
+sys.path.insert(0, os.path.join(REPO, "test", "gpu"))
+
+import torch  # noqa: E402
+
+import bench_util as bu  # noqa: E402
+import fusion_runtime as fr  # noqa: E402
+
+CASES = [("gdpa_kunlun_h2", 768, 512), ("gdpa_kunlun_h4", 768, 1024)]
+
+
+def activation(name, x):
+    if name == "gelu_tanh":
+        return torch.nn.functional.gelu(x, approximate="tanh")
+    if name == "silu":
+        return torch.nn.functional.silu(x)
+    if name == "relu":
+        return torch.relu(x)
+    if name == "gelu":
+        return torch.nn.functional.gelu(x)
+    return x
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--commit", default="unknown")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    artifacts = os.environ.get("FUSION_GPU_ARTIFACTS", os.path.join(REPO, "build", "gpu"))
+    with open(os.path.join(artifacts, "attention", "attention.json")) as f:
+        programs = {p["name"]: p for p in json.load(f)}
+    rt_path = os.path.join(artifacts, "libfusion_runtime.so")
+    runtime = fr.Runtime.find(rt_path if os.path.exists(rt_path) else None)
+    rows = []
+    for name, batch, lq in CASES:
+        prog = programs[name]
+        fn = fr.Library(os.path.join(artifacts, "attention", f"lib{name}.so"),
+                        runtime=runtime).function(name, prog["signature"])
+        h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
+        act, scale = prog["activation"], prog["scale"]
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        spread = (d * scale ** 2) ** -0.25
+        q = (spread * torch.randn(batch, lq, h, d, generator=gen, device="cuda")).bfloat16()
+        k = (spread * torch.randn(batch, kv, h, d, generator=gen, device="cuda")).bfloat16()
+        v = torch.randn(batch, kv, h, dv, generator=gen, device="cuda").bfloat16()
+        out = torch.empty(batch, lq, h, dv, dtype=torch.bfloat16, device="cuda")
+
+        def module(q, k, v):
+            s = torch.einsum("bihd,bjhd->bhij", q, k) * scale
+            return torch.einsum("bhij,bjhe->bihe", activation(act, s), v)
+
+        compiled = bu.compile_fresh(module)
+        compiled(q, k, v)
+        errors = {}
+        ours = lambda: fn(q, k, v, out)  # noqa: E731
+        measurements = [("ours_call_ms", bu.bench_ms, ours),
+                        ("ours_kernel_ms", bu.kernel_ms, ours),
+                        ("torch_compile_ms", bu.bench_ms, lambda: compiled(q, k, v)),
+                        ("eager_ms", bu.bench_ms, lambda: module(q, k, v))]
+        mean, spread_ms, rounds = bu.run_rounds(args.rounds, measurements, errors)
+        ours_err = (out.double() - module(q.double(), k.double(), v.double())).norm().item()
+        flops = 2.0 * batch * h * lq * kv * (d + dv)
+        nbytes = 2 * (q.numel() + k.numel() + v.numel() + out.numel())
+        row = dict(case=name, batch=batch, lq=lq, heads=h, d=d, dv=dv, kv=kv, activation=act,
+                   errors=errors, spread_ms=spread_ms, rounds=rounds, **mean)
+        row["ours_abs_err_norm"] = ours_err
+        if "ours_call_ms" in mean:
+            t = mean["ours_call_ms"]
+            row["ours_tflops"] = flops / t / 1e9
+            row["ours_tbps"] = nbytes / t / 1e9
+            if "torch_compile_ms" in mean:
+                row["speedup_vs_compile"] = mean["torch_compile_ms"] / t
+            if "eager_ms" in mean:
+                row["speedup_vs_eager"] = mean["eager_ms"] / t
+        rows.append(row)
+        bu.write_json(args.out, args, rows, "do_bench median, L2 flushed; mean of rounds", False)
+        print(json.dumps({k: v for k, v in row.items() if k != "rounds"}, default=str))
+    bu.write_json(args.out, args, rows, "do_bench median, L2 flushed; mean of rounds", True)
+    print(bu.markdown_table(
+        [("case", "case", None), ("B", "batch", None), ("Lq", "lq", None),
+         ("ours call ms", "ours_call_ms", "{:.3f}"), ("ours kernel ms", "ours_kernel_ms", "{:.3f}"),
+         ("torch.compile ms", "torch_compile_ms", "{:.3f}"), ("eager ms", "eager_ms", "{:.3f}"),
+         ("vs compile", "speedup_vs_compile", "{:.2f}x"), ("TFLOP/s", "ours_tflops", "{:.0f}"),
+         ("TB/s", "ours_tbps", "{:.2f}")], rows))
+
+
+if __name__ == "__main__":
+    main()

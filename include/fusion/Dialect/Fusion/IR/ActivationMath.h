@@ -1,0 +1,32 @@
+//===- ActivationMath.h - GDPA's activations as scalar f32 ops --*- C++ -*-===//
+//
+// The element-wise activations of fusion.gdpa (the Activation attribute) and
+// their derivatives, built from arith and math ops on one f32 value: one
+// definition for every lowering, the CPU one (FusionToLinalg) and the GPU
+// kernels (FusionToGPU/Attention), so that both compute the same formula.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_DIALECT_FUSION_IR_ACTIVATIONMATH_H
+#define FUSION_DIALECT_FUSION_IR_ACTIVATIONMATH_H
+
+#include "fusion/Dialect/Fusion/IR/FusionAttrs.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::fusion {
+
+/// act(x) for f32 `x`:
+///   identity  x
+///   relu      max(x, 0)
+///   gelu      0.5 x (1 + erf(x / sqrt 2))
+///   gelu_tanh 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+///   silu      x sigmoid(x) = x / (1 + exp(-x))
+Value buildActivation(OpBuilder &b, Location l, Activation act, Value x);
+
+/// d act(x) / dx for f32 `x`.
+Value buildActivationGrad(OpBuilder &b, Location l, Activation act, Value x);
+
+} // namespace mlir::fusion
+
+#endif // FUSION_DIALECT_FUSION_IR_ACTIVATIONMATH_H

@@ -1,0 +1,77 @@
+//===- AttentionSpec.cpp - what the attention kernel takes ----------------===//
+
+#include "AttentionSpec.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+static std::string typeName(Type t) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  t.print(os);
+  return text;
+}
+
+FailureOr<AttentionKernelSpec>
+mlir::fusion::getAttentionKernelSpec(GDPAOp op, const TargetInfo &target,
+                                     std::string &whyNot) {
+  auto fail = [&](std::string why) -> FailureOr<AttentionKernelSpec> {
+    whyNot = std::move(why);
+    return failure();
+  };
+  if (op.getOffsets())
+    return fail("jagged query (offsets) is not supported by the GPU kernel "
+                "yet; expected a dense query [B, Lq, H, D]");
+  auto q = cast<RankedTensorType>(op.getQuery().getType());
+  auto k = cast<RankedTensorType>(op.getKey().getType());
+  auto v = cast<RankedTensorType>(op.getValue().getType());
+  auto out = cast<RankedTensorType>(op.getOutput().getType());
+  Type elem = q.getElementType();
+  if (!elem.isBF16() && !elem.isF16())
+    return fail(llvm::formatv("expected bf16 or f16 query, key, value and "
+                              "output, but got query of {0}",
+                              typeName(elem)));
+  for (auto [name, t] : {std::pair<StringRef, RankedTensorType>{"key", k},
+                         {"value", v},
+                         {"output", out}})
+    if (t.getElementType() != elem)
+      return fail(llvm::formatv("expected {0} of {1} (the query's element "
+                                "type), but got {2}",
+                                name, typeName(elem),
+                                typeName(t.getElementType())));
+  AttentionKernelSpec s;
+  s.elemType = elem;
+  s.headDim = q.getDimSize(3);
+  s.valueDim = v.getDimSize(3);
+  s.kvLen = k.getDimSize(1);
+  for (auto [name, d] : {std::pair<StringRef, int64_t>{"head dimension D", s.headDim},
+                         {"value head dimension Dv", s.valueDim}})
+    if (ShapedType::isDynamic(d) || d % 64 != 0 || d > 256 || d == 0)
+      return fail(llvm::formatv(
+          "expected a static {0} that is a multiple of 64 up to 256 (the "
+          "kernel's 128-byte swizzled boxes and its 64 x N accumulators), "
+          "but got {1}",
+          name, ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d)));
+  if (ShapedType::isDynamic(s.kvLen) || s.kvLen < 1 || s.kvLen > 256)
+    return fail(llvm::formatv(
+        "expected a static key/value length from 1 to 256 (keys and values "
+        "are held whole in shared memory), but got {0}",
+        ShapedType::isDynamic(s.kvLen) ? std::string("?")
+                                       : std::to_string(s.kvLen)));
+  s.kvTile = llvm::alignTo(s.kvLen, 64);
+  s.activation = op.getActivation();
+  s.scale = op.getScale().convertToDouble();
+  s.stages = 2;
+  if (s.sharedMemoryBytes() > target.smemPerBlockOptin)
+    s.stages = 1;
+  if (s.sharedMemoryBytes() > target.smemPerBlockOptin)
+    return fail(llvm::formatv(
+        "needs {0} bytes of shared memory for D = {1}, Dv = {2} and a "
+        "key/value length of {3} (one stage of q, k, v and the P tiles), but "
+        "{4} has {5}",
+        s.sharedMemoryBytes(), s.headDim, s.valueDim, s.kvLen, target.chip,
+        target.smemPerBlockOptin));
+  return s;
+}

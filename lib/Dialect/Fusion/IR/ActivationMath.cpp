@@ -1,0 +1,93 @@
+//===- ActivationMath.cpp - GDPA's activations as scalar f32 ops ----------===//
+
+#include "fusion/Dialect/Fusion/IR/ActivationMath.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+constexpr double kGeluTanhCoeff = 0.044715;
+
+struct F32 {
+  OpBuilder &b;
+  Location l;
+  Value c(double v) { return arith::ConstantOp::create(b, l, b.getF32FloatAttr(v)); }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, l, x, y); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, l, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, l, x, y); }
+
+  /// sigmoid(x) = 1 / (1 + exp(-x)).
+  Value sigmoid(Value x) {
+    Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
+    return arith::DivFOp::create(b, l, c(1.0), add(c(1.0), e));
+  }
+  /// tanh(sqrt(2/pi) (x + 0.044715 x^3)).
+  Value geluTanhInner(Value x) {
+    Value u = add(x, mul(c(kGeluTanhCoeff), mul(mul(x, x), x)));
+    return math::TanhOp::create(b, l, mul(c(std::sqrt(2.0 / M_PI)), u));
+  }
+};
+} // namespace
+
+Value mlir::fusion::buildActivation(OpBuilder &b, Location l, Activation act,
+                                    Value x) {
+  F32 f{b, l};
+  switch (act) {
+  case Activation::identity:
+    return x;
+  case Activation::relu:
+    return arith::MaximumFOp::create(b, l, x, f.c(0.0));
+  case Activation::gelu: {
+    Value e = math::ErfOp::create(b, l, f.mul(x, f.c(M_SQRT1_2)));
+    return f.mul(f.mul(f.c(0.5), x), f.add(f.c(1.0), e));
+  }
+  case Activation::gelu_tanh:
+    return f.mul(f.mul(f.c(0.5), x), f.add(f.c(1.0), f.geluTanhInner(x)));
+  case Activation::silu:
+    return f.mul(x, f.sigmoid(x));
+  }
+  return x;
+}
+
+Value mlir::fusion::buildActivationGrad(OpBuilder &b, Location l,
+                                        Activation act, Value x) {
+  F32 f{b, l};
+  Value half = f.c(0.5), one = f.c(1.0);
+  switch (act) {
+  case Activation::identity:
+    return one;
+  case Activation::relu: {
+    Value pos =
+        arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, x, f.c(0.0));
+    return arith::SelectOp::create(b, l, pos, one, f.c(0.0));
+  }
+  case Activation::gelu: {
+    // 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi)
+    Value e = math::ErfOp::create(b, l, f.mul(x, f.c(M_SQRT1_2)));
+    Value cdf = f.mul(half, f.add(one, e));
+    Value g = math::ExpOp::create(b, l, f.mul(f.c(-0.5), f.mul(x, x)));
+    Value pdf = f.mul(g, f.c(1.0 / std::sqrt(2.0 * M_PI)));
+    return f.add(cdf, f.mul(x, pdf));
+  }
+  case Activation::gelu_tanh: {
+    // 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+    Value t = f.geluTanhInner(x);
+    Value first = f.mul(half, f.add(one, t));
+    Value dt = f.sub(one, f.mul(t, t));
+    Value du = f.mul(f.c(std::sqrt(2.0 / M_PI)),
+                     f.add(one, f.mul(f.c(3 * kGeluTanhCoeff), f.mul(x, x))));
+    return f.add(first, f.mul(f.mul(half, x), f.mul(dt, du)));
+  }
+  case Activation::silu: {
+    // s (1 + x (1 - s))
+    Value s = f.sigmoid(x);
+    return f.mul(s, f.add(one, f.mul(x, f.sub(one, s))));
+  }
+  }
+  return one;
+}

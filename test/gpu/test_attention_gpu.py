@@ -1,0 +1,138 @@
+"""fusion.gdpa on the H200 (issue 17): the attention programs of
+bench/attention/gen_attention.py, compiled by fusion-compile into
+$FUSION_GPU_ARTIFACTS/attention/ (bench/build_gpu_artifacts.sh), called
+through the Python loader on fresh random inputs with the output poisoned
+(NaN), against PyTorch in float64: relative error at most 2x PyTorch's own
+bf16 (f16) error + 1e-3. Dense q [B, L_q, H, D]; L_q not a multiple of the
+kernel's 128-token tile (1, 7, 300), batches of 1 to 768, every
+activation, key lengths not a multiple of 64 (1, 72, 100), D != Dv; and
+one library called for several shapes in a row.
+
+    FUSION_GPU_ARTIFACTS=build/gpu python3 -m pytest -v -s test/gpu/test_attention_gpu.py
+"""
+import json
+import math
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "runtime", "python"))
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU: the attention libraries run only on the H200",
+                allow_module_level=True)
+
+import fusion_runtime as fr  # noqa: E402
+
+ARTIFACTS = os.environ.get("FUSION_GPU_ARTIFACTS", os.path.join(REPO, "build", "gpu"))
+MANIFEST = os.path.join(ARTIFACTS, "attention", "attention.json")
+if not os.path.exists(MANIFEST):
+    pytest.skip(f"{MANIFEST} not built (bench/build_gpu_artifacts.sh)", allow_module_level=True)
+with open(MANIFEST) as f:
+    PROGRAMS = {p["name"]: p for p in json.load(f)}
+_runtime_path = os.path.join(ARTIFACTS, "libfusion_runtime.so")
+RUNTIME = fr.Runtime.find(_runtime_path if os.path.exists(_runtime_path) else None)
+FLOOR = 1e-3
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
+_loaded = {}
+
+
+def function(name):
+    if name not in PROGRAMS:
+        pytest.skip(f"{name} is not in {MANIFEST}")
+    path = os.path.join(ARTIFACTS, "attention", f"lib{name}.so")
+    if not os.path.exists(path):
+        pytest.skip(f"{path} not built (the compiler refused it)")
+    if path not in _loaded:
+        _loaded[path] = fr.Library(path, runtime=RUNTIME).function(name, PROGRAMS[name]["signature"])
+    return _loaded[path]
+
+
+def activation(name, x):
+    if name == "identity":
+        return x
+    if name == "relu":
+        return torch.relu(x)
+    if name == "gelu":
+        return 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
+    if name == "gelu_tanh":
+        return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    if name == "silu":
+        return x * torch.sigmoid(x)
+    raise ValueError(name)
+
+
+def gdpa(q, k, v, act, scale):
+    """act(scale q k^T) v per batch and head, in q's dtype."""
+    s = torch.einsum("bihd,bjhd->bhij", q, k) * scale
+    return torch.einsum("bhij,bjhe->bihe", activation(act, s), v)
+
+
+def make_case(prog, batch, lq, seed):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    dt = DTYPES[prog["dtype"]]
+    h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
+    # Scores of order 1 after the scale, as attention sees them.
+    spread = (d * prog["scale"] ** 2) ** -0.25
+    q = (spread * torch.randn(batch, lq, h, d, generator=gen, device="cuda")).to(dt)
+    k = (spread * torch.randn(batch, kv, h, d, generator=gen, device="cuda")).to(dt)
+    v = torch.randn(batch, kv, h, dv, generator=gen, device="cuda").to(dt)
+    return q, k, v
+
+
+def run_case(name, batch, lq, seed=1):
+    prog = PROGRAMS.get(name)
+    fn = function(name)
+    q, k, v = make_case(prog, batch, lq, seed * 7919 + batch * 31 + lq)
+    out = torch.full((batch, lq, prog["heads"], prog["dv"]), float("nan"),
+                     dtype=q.dtype, device="cuda")
+    fn(q, k, v, out)
+    torch.cuda.synchronize()
+    ref64 = gdpa(q.double(), k.double(), v.double(), prog["activation"], prog["scale"])
+    ref16 = gdpa(q, k, v, prog["activation"], prog["scale"])
+    return out, ref64, ref16
+
+
+def rel_error(got, ref):
+    got, ref = got.double(), ref.double()
+    return ((got - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+CASES = [
+    ("gdpa_kunlun_h2", 768, 512), ("gdpa_kunlun_h2", 3, 300), ("gdpa_kunlun_h2", 2, 1),
+    ("gdpa_kunlun_h2", 5, 7), ("gdpa_kunlun_h4", 64, 1024), ("gdpa_kunlun_h4", 1, 129),
+    ("gdpa_silu_d64", 16, 512), ("gdpa_silu_d64", 3, 77), ("gdpa_relu_kv256", 8, 384),
+    ("gdpa_relu_kv256", 2, 65), ("gdpa_gelu_kv1", 4, 256), ("gdpa_gelu_kv1", 3, 5),
+    ("gdpa_identity_dv256", 8, 256), ("gdpa_identity_dv256", 1, 1000),
+    ("gdpa_gelu_tanh_f16", 8, 512), ("gdpa_gelu_tanh_f16", 2, 3),
+]
+
+
+@pytest.mark.parametrize("name,batch,lq", CASES)
+def test_gdpa(name, batch, lq):
+    out, ref64, ref16 = run_case(name, batch, lq)
+    assert not torch.isnan(out).any(), f"{int(torch.isnan(out).sum())} NaN left (outputs not written)"
+    ours, theirs = rel_error(out, ref64), rel_error(ref16, ref64)
+    print(f"{name} B={batch} Lq={lq}: rel err {ours:.2e} (torch {PROGRAMS[name]['dtype']} {theirs:.2e})")
+    assert ours <= 2 * theirs + FLOOR, f"rel err {ours:.3e} > 2 x {theirs:.3e} + {FLOOR}"
+
+
+def test_empty_batch_and_query():
+    """B = 0 or L_q = 0: nothing to compute, no error."""
+    fn = function("gdpa_kunlun_h2")
+    for batch, lq in ((0, 512), (2, 0)):
+        q = torch.zeros(batch, lq, 2, 128, dtype=torch.bfloat16, device="cuda")
+        kv = torch.zeros(batch, 128, 2, 128, dtype=torch.bfloat16, device="cuda")
+        out = torch.empty(batch, lq, 2, 128, dtype=torch.bfloat16, device="cuda")
+        fn(q, kv, kv, out)
+    torch.cuda.synchronize()
+
+
+def test_deterministic():
+    """The same inputs give bitwise the same output (no atomics)."""
+    a, _, _ = run_case("gdpa_kunlun_h2", 32, 512, seed=5)
+    b, _, _ = run_case("gdpa_kunlun_h2", 32, 512, seed=5)
+    assert torch.equal(a, b)
