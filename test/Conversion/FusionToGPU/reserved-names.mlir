@@ -165,9 +165,9 @@ func.func @f(%x: tensor<4x1024xbf16>) -> tensor<*xbf16> {
 // A function whose only fusion op no kernel family takes is lowered, so its
 // op is refused (it is not left on tensors for mlir-translate to fail on).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @attention(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>) -> tensor<1x8x2x4xf32> {
-  // expected-error @below {{'fusion.gdpa' op cannot be lowered to the GPU: a function lowered by convert-fusion-to-gpu may hold}}
-  %a = fusion.gdpa %q, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.25 : f32} : tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>
-  return %a : tensor<1x8x2x4xf32>
+func.func @attention(%do: tensor<1x8x2x4xf32>, %q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>) {
+  // expected-error @below {{'fusion.gdpa_grad' op cannot be lowered to the GPU: a function lowered by convert-fusion-to-gpu may hold}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.25 : f32} : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>
+  return %dq, %dk, %dv : tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>
 }
 }

@@ -4,7 +4,8 @@
 // becomes one persistent kernel (AttentionKernel.cpp) and its launch: the
 // tensor maps of q, k, v and the output as 4-D [B, L, H, D] maps encoded on
 // the host, and a grid of min(work items, SMs) CTAs, one per SM (the
-// kernel's shared memory takes the SM).
+// kernel's shared memory takes the SM); without work items, no tensor maps
+// and one CTA that returns.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace mlir::fusion;
@@ -73,28 +75,43 @@ public:
     Value batch = memref::DimOp::create(b, q, 0);
     Value queryLen = memref::DimOp::create(b, q, 1);
     Value heads = memref::DimOp::create(b, q, 2);
-    SmallVector<Value> operands = {
-        descriptor(op.getQuery(), Spec::kTileM), descriptor(op.getKey(), 64),
-        descriptor(op.getValue(), 64),
-        descriptor(op.getOutput(), Spec::kGroupRows), batch, queryLen, heads};
-    // Persistent: min(work items, SMs) CTAs, at least one (B or L_q may be
-    // 0: the CTA finds no work).
     Value items = arith::MulIOp::create(
         b, arith::MulIOp::create(b, batch, heads),
         arith::CeilDivUIOp::create(b, queryLen, idx(Spec::kTileM)));
+    // No work (B, L_q or H is 0): no tensor maps, which an empty tensor's
+    // null address cannot have; the kernel's one CTA finds no item and
+    // touches none of them.
+    Value any = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, items, idx(0));
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    auto maps = scf::IfOp::create(b, SmallVector<Type>(4, ptr), any,
+                                  /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&maps.getThenRegion().front());
+      scf::YieldOp::create(
+          b, ValueRange{descriptor(op.getQuery(), Spec::kTileM),
+                        descriptor(op.getKey(), 64), descriptor(op.getValue(), 64),
+                        descriptor(op.getOutput(), Spec::kGroupRows)});
+      b.setInsertionPointToStart(&maps.getElseRegion().front());
+      Value null = LLVM::ZeroOp::create(b, ptr);
+      scf::YieldOp::create(b, ValueRange{null, null, null, null});
+    }
+    SmallVector<Value> operands(maps.getResults());
+    operands.append({batch, queryLen, heads});
+    // Persistent: min(work items, SMs) CTAs, at least one.
     Type i32 = b.getI32Type();
     func::FuncOp smCount = host.getRuntimeFunction(
         "fusionrtMultiprocessorCount", b.getFunctionType({}, {i32}));
     Value sms = arith::IndexCastOp::create(
-        b, b.getIndexType(), func::CallOp::create(b, smCount, ValueRange{}).getResult(0));
+        b, b.getIndexType(),
+        func::CallOp::create(b, smCount, ValueRange{}).getResult(0));
     Value grid = arith::MaxUIOp::create(
         b, arith::MinUIOp::create(b, items, sms), idx(1));
     auto launch = gpu::LaunchFuncOp::create(
         b, kernel, {grid, idx(1), idx(1)}, {idx(spec.threads()), idx(1), idx(1)},
         arith::ConstantOp::create(
             b, b.getI32IntegerAttr(static_cast<int32_t>(spec.sharedMemoryBytes()))),
-        operands, gpu::AsyncTokenType::get(ctx),
-        ValueRange{host.chain.current()});
+        operands, gpu::AsyncTokenType::get(ctx), ValueRange{host.chain.current()});
     host.chain.advance(launch.getAsyncToken());
   }
 };

@@ -159,8 +159,10 @@ void AttentionKernelEmitter::emit() {
   ring = TmaRing(*this, s.stages);
   Value leader = eq(threadId, 0);
   ring.init(*this, 128 * Spec::kConsumers, leader);
+  // Without work items the maps are null (AttentionFamily.cpp).
+  Value prefetch = both(leader, ult(idx(0), numItems));
   for (Value map : {tmaQ, tmaK, tmaV, tmaOut})
-    nvgpu::TmaPrefetchOp::create(b, map, leader);
+    nvgpu::TmaPrefetchOp::create(b, map, prefetch);
   gpu::BarrierOp::create(b);
   roles();
   gpu::ReturnOp::create(b);

@@ -1,0 +1,97 @@
+// What the attention kernel family refuses, one case per message: the op
+// is valid (the CPU lowering takes it) but the sm_90a kernel cannot run it.
+// RUN: fusion-opt %s -split-input-file -convert-fusion-to-gpu -verify-diagnostics
+
+// Jagged q (offsets).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @jagged(%q: tensor<256x2x128xbf16>, %k: tensor<2x128x2x128xbf16>, %v: tensor<2x128x2x128xbf16>, %off: tensor<3xi32>) -> tensor<256x2x128xbf16> {
+  // expected-error @below {{'fusion.gdpa' op cannot generate an sm_90a attention kernel: jagged query (offsets) is not supported by the GPU kernel yet; expected a dense query [B, Lq, H, D]}}
+  %o = fusion.gdpa %q, %k, %v offsets(%off : tensor<3xi32>) {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<256x2x128xbf16>, tensor<2x128x2x128xbf16>, tensor<2x128x2x128xbf16> -> tensor<256x2x128xbf16>
+  return %o : tensor<256x2x128xbf16>
+}
+}
+
+// -----
+
+// f32 attention.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @f32(%q: tensor<2x64x2x64xf32>, %k: tensor<2x64x2x64xf32>, %v: tensor<2x64x2x64xf32>) -> tensor<2x64x2x64xf32> {
+  // expected-error @below {{'fusion.gdpa' op cannot generate an sm_90a attention kernel: expected bf16 or f16 query, key, value and output, but got query of f32}}
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<2x64x2x64xf32>, tensor<2x64x2x64xf32>, tensor<2x64x2x64xf32> -> tensor<2x64x2x64xf32>
+  return %o : tensor<2x64x2x64xf32>
+}
+}
+
+// -----
+
+// Mixed element types.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @mixed(%q: tensor<2x64x2x64xbf16>, %k: tensor<2x64x2x64xf16>, %v: tensor<2x64x2x64xbf16>) -> tensor<2x64x2x64xbf16> {
+  // expected-error @below {{'fusion.gdpa' op cannot generate an sm_90a attention kernel: expected key of bf16 (the query's element type), but got f16}}
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<2x64x2x64xbf16>, tensor<2x64x2x64xf16>, tensor<2x64x2x64xbf16> -> tensor<2x64x2x64xbf16>
+  return %o : tensor<2x64x2x64xbf16>
+}
+}
+
+// -----
+
+// A head dimension that is no multiple of 64.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @head_dim(%q: tensor<2x64x4x32xbf16>, %k: tensor<2x16x4x32xbf16>, %v: tensor<2x16x4x64xbf16>) -> tensor<2x64x4x64xbf16> {
+  // expected-error @below {{'fusion.gdpa' op cannot generate an sm_90a attention kernel: expected a static head dimension D that is a multiple of 64 up to 256 (the kernel's 128-byte swizzled boxes and its 64 x N accumulators), but got 32}}
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<identity>, scale = 0.125 : f32}
+      : tensor<2x64x4x32xbf16>, tensor<2x16x4x32xbf16>, tensor<2x16x4x64xbf16> -> tensor<2x64x4x64xbf16>
+  return %o : tensor<2x64x4x64xbf16>
+}
+}
+
+// -----
+
+// A value head dimension over 256.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @value_dim(%q: tensor<2x64x1x64xbf16>, %k: tensor<2x16x1x64xbf16>, %v: tensor<2x16x1x320xbf16>) -> tensor<2x64x1x320xbf16> {
+  // expected-error @below {{'fusion.gdpa' op cannot generate an sm_90a attention kernel: expected a static value head dimension Dv that is a multiple of 64 up to 256 (the kernel's 128-byte swizzled boxes and its 64 x N accumulators), but got 320}}
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<identity>, scale = 0.125 : f32}
+      : tensor<2x64x1x64xbf16>, tensor<2x16x1x64xbf16>, tensor<2x16x1x320xbf16> -> tensor<2x64x1x320xbf16>
+  return %o : tensor<2x64x1x320xbf16>
+}
+}
+
+// -----
+
+// Keys and values too long to hold whole.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @long_kv(%q: tensor<2x64x1x64xbf16>, %k: tensor<2x512x1x64xbf16>, %v: tensor<2x512x1x64xbf16>) -> tensor<2x64x1x64xbf16> {
+  // expected-error @below {{'fusion.gdpa' op cannot generate an sm_90a attention kernel: expected a static key/value length from 1 to 256 (keys and values are held whole in shared memory), but got 512}}
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<relu>, scale = 0.125 : f32}
+      : tensor<2x64x1x64xbf16>, tensor<2x512x1x64xbf16>, tensor<2x512x1x64xbf16> -> tensor<2x64x1x64xbf16>
+  return %o : tensor<2x64x1x64xbf16>
+}
+}
+
+// -----
+
+// One stage of q, k and v plus the P tiles over the shared memory.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @too_big(%q: tensor<2x64x1x256xbf16>, %k: tensor<2x256x1x256xbf16>, %v: tensor<2x256x1x256xbf16>) -> tensor<2x64x1x256xbf16> {
+  // expected-error @below {{'fusion.gdpa' op cannot generate an sm_90a attention kernel: needs 394240 bytes of shared memory for D = 256, Dv = 256 and a key/value length of 256 (one stage of q, k, v and the P tiles), but sm_90a has 232448}}
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<relu>, scale = 0.125 : f32}
+      : tensor<2x64x1x256xbf16>, tensor<2x256x1x256xbf16>, tensor<2x256x1x256xbf16> -> tensor<2x64x1x256xbf16>
+  return %o : tensor<2x64x1x256xbf16>
+}
+}
+
+// -----
+
+// No engine for the target yet.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @blackwell(%q: tensor<2x64x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %v: tensor<2x64x2x64xbf16>) -> tensor<2x64x2x64xbf16> {
+  // expected-error @below {{'fusion.gdpa' op cannot generate an sm_100a attention kernel: no MMA engine for sm_100a: the tcgen05 engine (tcgen05.mma into tensor memory) is not implemented yet}}
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16> -> tensor<2x64x2x64xbf16>
+  return %o : tensor<2x64x2x64xbf16>
+}
+}

@@ -1,0 +1,73 @@
+// The attention kernel family: a dense fusion.gdpa becomes one persistent
+// kernel (a TMA producer warp and two wgmma consumer warpgroups: S = Q K^T,
+// P = act(scale S) through shared memory, O = P V, TMA stores) launched on
+// the function's stream with 4-D tensor maps; without work items, no maps.
+// RUN: fusion-opt %s --convert-fusion-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
+// RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
+// RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
+// REQUIRES: ptxas
+
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+
+// Kunlun's attention: D = Dv = L_kv = 128, two stages of (Q, K, V) in 225 KB.
+// CHECK-LABEL: func.func @kunlun(
+// CHECK-SAME: %[[Q:.*]]: memref<?x?x2x128xbf16>, %[[K:.*]]: memref<?x128x2x128xbf16>, %[[V:.*]]: memref<?x128x2x128xbf16>, %[[O:.*]]: memref<?x?x2x128xbf16>)
+// CHECK-DAG: %[[B:.*]] = memref.dim %[[Q]], %c0
+// CHECK-DAG: %[[L:.*]] = memref.dim %[[Q]], %c1
+// CHECK: %[[TILES:.*]] = arith.ceildivui %[[L]], %c128
+// CHECK: %[[ITEMS:.*]] = arith.muli %{{.*}}, %[[TILES]]
+// CHECK: %[[ANY:.*]] = arith.cmpi ne, %[[ITEMS]], %c0
+// CHECK: %[[MAPS:.*]]:4 = scf.if %[[ANY]] -> (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%c1, %c128, %c1, %c64] : memref<*xbf16> -> <tensor = memref<1x128x1x64xbf16, 3>, swizzle = swizzle_128b
+// CHECK: nvgpu.tma.create.descriptor %{{.*}} box[%c1, %c64, %c1, %c64]
+// CHECK: } else {
+// CHECK: %[[GRID:.*]] = arith.maxui %{{.*}}, %c1
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@kunlun_kernel0 blocks in (%[[GRID]], %c1, %c1) threads in (%c384, %c1, %c1) {{ *}}dynamic_shared_memory_size %c230400_i32 args(%[[MAPS]]#0 : !llvm.ptr, %[[MAPS]]#1 : !llvm.ptr, %[[MAPS]]#2 : !llvm.ptr, %[[MAPS]]#3 : !llvm.ptr, %[[B]] : index, %[[L]] : index, %c2 : index)
+func.func @kunlun(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: tensor<?x128x2x128xbf16>) -> tensor<?x?x2x128xbf16> {
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+      : tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16> -> tensor<?x?x2x128xbf16>
+  return %o : tensor<?x?x2x128xbf16>
+}
+
+// L_kv = 200 padded to 256, D = 128, Dv = 64: one stage (128 KB of Q, K, V
+// and 64 KB of P tiles); S is 64 x 256, O is 64 x 64.
+// CHECK-LABEL: func.func @long_kv(
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@long_kv_kernel0 {{.*}} threads in (%c384, %c1, %c1) {{ *}}dynamic_shared_memory_size %c197632_i32
+func.func @long_kv(%q: tensor<?x512x1x128xf16>, %k: tensor<?x200x1x128xf16>, %v: tensor<?x200x1x64xf16>) -> tensor<?x512x1x64xf16> {
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<?x512x1x128xf16>, tensor<?x200x1x128xf16>, tensor<?x200x1x64xf16> -> tensor<?x512x1x64xf16>
+  return %o : tensor<?x512x1x64xf16>
+}
+
+}
+
+// The kernels: Kunlun's S accumulator 64 x 128, then the activation
+// (gelu_tanh's tanh), P made visible to the async proxy, O = P V, the TMA
+// store; the long key/value one's S 64 x 256 and O 64 x 64.
+// CHECK-LABEL: gpu.module @fusion_kernels
+// CHECK: gpu.func @kunlun_kernel0({{.*}}) kernel attributes {known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32, nvvm.maxntid = array<i32: 384, 1, 1>}
+// CHECK: nvgpu.warpgroup.mma.init.accumulator -> <fragmented = vector<64x128xf32>>
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: math.tanh
+// CHECK: nvvm.fence.proxy
+// CHECK: nvgpu.warpgroup.mma
+// CHECK: nvgpu.tma.async.store
+// CHECK: gpu.func @long_kv_kernel0(
+// CHECK: nvgpu.warpgroup.mma.init.accumulator -> <fragmented = vector<64x256xf32>>
+// CHECK: nvgpu.warpgroup.mma.init.accumulator -> <fragmented = vector<64x64xf32>>
+
+// Both kernels assemble for sm_90a without spills.
+// PTXAS-DAG: ptxas ok: kunlun_kernel0 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: long_kv_kernel0 registers={{[0-9]+}} spills=0
+
+// Per kernel: setmaxnreg both ways, 4-D TMA loads and stores, wgmma of
+// S (m64n128, K = D in 8 steps of 16) and O.
+// PTX-DAG: setmaxnreg.dec.sync.aligned.u32
+// PTX-DAG: setmaxnreg.inc.sync.aligned.u32
+// PTX-DAG: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX-DAG: cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
+// PTX-DAG: fence.proxy.async.shared::cta
