@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Standalone fusion.gdpa on the H200 (issue 17) against PyTorch: the
+"""fusion.gdpa on the H200 (issue 17), standalone and in the Kunlun
+attention block (LayerNorm(q) -> gdpa -> + ln_q -> RMSNorm -> + q, the
+block's programs in bench/attention/gen_attention.py), against PyTorch: the
 compiled library called through the loader (the user-visible time: do_bench
 over the call, L2 flushed) and our kernel's own time (profiler), against
 torch.compile (Inductor) and eager PyTorch of the same function
@@ -26,7 +28,8 @@ import torch  # noqa: E402
 import bench_util as bu  # noqa: E402
 import fusion_runtime as fr  # noqa: E402
 
-CASES = [("gdpa_kunlun_h2", 768, 512), ("gdpa_kunlun_h4", 768, 1024)]
+CASES = [("gdpa_kunlun_h2", 768, 512), ("gdpa_kunlun_h4", 768, 1024),
+         ("block_kunlun_h2", 768, 512), ("block_kunlun_h4", 768, 1024)]
 
 
 def activation(name, x):
@@ -60,31 +63,52 @@ def main():
         h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
         act, scale = prog["activation"], prog["scale"]
         gen = torch.Generator(device="cuda").manual_seed(0)
-        spread = (d * scale ** 2) ** -0.25
+        spread = (d * scale ** 2) ** -0.25 if not prog.get("block") else 1.0
         q = (spread * torch.randn(batch, lq, h, d, generator=gen, device="cuda")).bfloat16()
-        k = (spread * torch.randn(batch, kv, h, d, generator=gen, device="cuda")).bfloat16()
+        kscale = spread if not prog.get("block") else d ** -0.5
+        k = (kscale * torch.randn(batch, kv, h, d, generator=gen, device="cuda")).bfloat16()
         v = torch.randn(batch, kv, h, dv, generator=gen, device="cuda").bfloat16()
         out = torch.empty(batch, lq, h, dv, dtype=torch.bfloat16, device="cuda")
+        hd = h * d
+        params = []
+        if prog.get("block"):
+            params = [(1 + 0.1 * torch.randn(hd, generator=gen, device="cuda")).bfloat16(),
+                      (0.1 * torch.randn(hd, generator=gen, device="cuda")).bfloat16(),
+                      (1 + 0.1 * torch.randn(hd, generator=gen, device="cuda")).bfloat16()]
 
-        def module(q, k, v):
+        def attention(q, k, v):
             s = torch.einsum("bihd,bjhd->bhij", q, k) * scale
             return torch.einsum("bhij,bjhe->bihe", activation(act, s), v)
 
+        def module(q, k, v, *p):
+            if not p:
+                return attention(q, k, v)
+            eps = prog["eps"]
+            b_, l_ = q.shape[0], q.shape[1]
+            ln = torch.nn.functional.layer_norm(q.reshape(b_, l_, hd), (hd,), p[0], p[1], eps)
+            ln = ln.reshape(q.shape)
+            y = torch.nn.functional.rms_norm((attention(ln, k, v) + ln).reshape(b_, l_, hd),
+                                             (hd,), p[2], eps)
+            return y.reshape(q.shape) + q
+
         compiled = bu.compile_fresh(module)
-        compiled(q, k, v)
+        compiled(q, k, v, *params)
         errors = {}
-        ours = lambda: fn(q, k, v, out)  # noqa: E731
+        ours = lambda: fn(q, k, v, *params, out)  # noqa: E731
         measurements = [("ours_call_ms", bu.bench_ms, ours),
                         ("ours_kernel_ms", bu.kernel_ms, ours),
-                        ("torch_compile_ms", bu.bench_ms, lambda: compiled(q, k, v)),
-                        ("eager_ms", bu.bench_ms, lambda: module(q, k, v))]
+                        ("torch_compile_ms", bu.bench_ms, lambda: compiled(q, k, v, *params)),
+                        ("eager_ms", bu.bench_ms, lambda: module(q, k, v, *params))]
         mean, spread_ms, rounds = bu.run_rounds(args.rounds, measurements, errors)
-        ours_err = (out.double() - module(q.double(), k.double(), v.double())).norm().item()
+        ours()
+        torch.cuda.synchronize()
+        ref = module(q.double(), k.double(), v.double(), *(p.double() for p in params))
+        ours_err = ((out.double() - ref).norm() / ref.norm()).item()
         flops = 2.0 * batch * h * lq * kv * (d + dv)
         nbytes = 2 * (q.numel() + k.numel() + v.numel() + out.numel())
         row = dict(case=name, batch=batch, lq=lq, heads=h, d=d, dv=dv, kv=kv, activation=act,
                    errors=errors, spread_ms=spread_ms, rounds=rounds, **mean)
-        row["ours_abs_err_norm"] = ours_err
+        row["ours_rel_err"] = ours_err
         if "ours_call_ms" in mean:
             t = mean["ours_call_ms"]
             row["ours_tflops"] = flops / t / 1e9

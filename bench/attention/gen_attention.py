@@ -43,6 +43,41 @@ func.func @{name}(%q: {q}, %k: {k}, %v: {v}) -> {o} {{
 """
 
 
+# The Kunlun PFFN attention block, written with unfused ops as in
+# test/Pipelines/attention-block-sm90a.mlir: name: (heads, D, L_kv).
+BLOCKS = {"block_kunlun_h2": (2, 128, 128), "block_kunlun_h4": (4, 128, 128)}
+BLOCK_EPS = 1e-5
+
+
+def block_program(name, heads, d, kv):
+    hd = heads * d
+    q = f"tensor<?x?x{heads}x{d}xbf16>"
+    flat = f"tensor<?x?x{hd}xbf16>"
+    kvt = f"tensor<?x{kv}x{heads}x{d}xbf16>"
+    w = f"tensor<{hd}xbf16>"
+    stats = "tensor<?x?xf32>"
+    return f"""// {name}: LayerNorm(q) -> gdpa(gelu_tanh) -> + ln_q -> RMSNorm -> + q, both norms over H x D (bench/attention/gen_attention.py)
+module attributes {{fusion.target = #fusion.target<"sm_90a">}} {{
+func.func @{name}(%q: {q}, %k: {kvt}, %v: {kvt}, %lnw: {w}, %lnb: {w}, %rmsw: {w}) -> {q} {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %q, %c0 : {q}
+  %l = tensor.dim %q, %c1 : {q}
+  %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : {q} into {flat}
+  %lnf, %m, %r = fusion.layer_norm %qf weight(%lnw : {w}) bias(%lnb : {w}) {{epsilon = {BLOCK_EPS:.1e} : f32}} : {flat} -> {flat}, {stats}, {stats}
+  %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [%b, %l, {heads}, {d}] : {flat} into {q}
+  %a = fusion.gdpa %ln, %k, %v {{activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}} : {q}, {kvt}, {kvt} -> {q}
+  %h = fusion.add %a, %ln : {q}
+  %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : {q} into {flat}
+  %yf, %rr = fusion.rms_norm %hf weight(%rmsw : {w}) {{epsilon = {BLOCK_EPS:.1e} : f32}} : {flat} -> {flat}, {stats}
+  %y = tensor.expand_shape %yf [[0], [1], [2, 3]] output_shape [%b, %l, {heads}, {d}] : {flat} into {q}
+  %out = fusion.add %y, %q : {q}
+  return %out : {q}
+}}
+}}
+"""
+
+
 def main():
     out = os.path.join(sys.argv[1], "attention")
     os.makedirs(out, exist_ok=True)
@@ -55,6 +90,17 @@ def main():
             "activation": act, "scale": scale, "dtype": dtype,
             "signature": (f"q: {dtype}[B,L,{heads},{d}]; k: {dtype}[B,{kv},{heads},{d}]; "
                           f"v: {dtype}[B,{kv},{heads},{dv}]; out: {dtype}[B,L,{heads},{dv}]"),
+        })
+    for name, (heads, d, kv) in BLOCKS.items():
+        with open(os.path.join(out, name + ".mlir"), "w") as f:
+            f.write(block_program(name, heads, d, kv))
+        hd = heads * d
+        manifest.append({
+            "name": name, "block": True, "heads": heads, "d": d, "dv": d, "kv": kv,
+            "activation": "gelu_tanh", "scale": 1.0, "dtype": "bf16", "eps": BLOCK_EPS,
+            "signature": (f"q: bf16[B,L,{heads},{d}]; k: bf16[B,{kv},{heads},{d}]; "
+                          f"v: bf16[B,{kv},{heads},{d}]; lnw: bf16[{hd}]; lnb: bf16[{hd}]; "
+                          f"rmsw: bf16[{hd}]; out: bf16[B,L,{heads},{d}]"),
         })
     with open(os.path.join(out, "attention.json"), "w") as f:
         json.dump(manifest, f, indent=1)

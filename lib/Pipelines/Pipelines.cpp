@@ -5,7 +5,9 @@
 //   1. raise linalg, so that frontend IR takes part, and fold a layer's bias
 //      or norm weight written as a separate add or mul into the layer (a
 //      linear's bias then rides in its GEMM's col_bias);
-//   2. form FlashNormAttention first: it swallows whole attention blocks;
+//   2. form FlashNormAttention first: it swallows whole attention blocks
+//      (with norm-attention: fusion.norm_attention has no GPU kernel yet,
+//      the block's layer_norm, gdpa, add and rms_norm have);
 //   3. regroup forward+backward pairs before either side is fused alone
 //      (with regroup-backward: grad epilogues have no GPU kernel yet);
 //   4. epilogue norms (the norm disappears with the GEMM producing its input);
@@ -54,7 +56,7 @@ void mlir::fusion::buildFusionFusePipeline(OpPassManager &pm,
                                            const FusionFuseOptions &options) {
   bool report = options.report;
   pm.addPass(createFusionRaiseLinalgPass());
-  pm.addPass(createFusionFormNormAttentionPass({report}));
+  pm.addPass(createFusionFormNormAttentionPass({report, options.normAttention}));
   // Off by default (only its remarks): what it produces, grad epilogues, has
   // no GPU kernel yet, and fusion-fuse must not turn a program the GPU runs
   // into one it refuses.

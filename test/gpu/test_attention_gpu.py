@@ -1,4 +1,6 @@
-"""fusion.gdpa on the H200 (issue 17): the attention programs of
+"""fusion.gdpa on the H200 (issue 17), alone and in the Kunlun attention
+block as users write it (LayerNorm(q) -> gdpa -> + ln_q -> RMSNorm -> + q,
+with the norms' weights; five kernels): the attention programs of
 bench/attention/gen_attention.py, compiled by fusion-compile into
 $FUSION_GPU_ARTIFACTS/attention/ (bench/build_gpu_artifacts.sh), called
 through the Python loader on fresh random inputs with the output poisoned
@@ -117,6 +119,47 @@ def test_gdpa(name, batch, lq):
     assert not torch.isnan(out).any(), f"{int(torch.isnan(out).sum())} NaN left (outputs not written)"
     ours, theirs = rel_error(out, ref64), rel_error(ref16, ref64)
     print(f"{name} B={batch} Lq={lq}: rel err {ours:.2e} (torch {PROGRAMS[name]['dtype']} {theirs:.2e})")
+    assert ours <= 2 * theirs + FLOOR, f"rel err {ours:.3e} > 2 x {theirs:.3e} + {FLOOR}"
+
+
+def block(q, k, v, lnw, lnb, rmsw, eps):
+    """The Kunlun block in q's dtype, both norms over H x D."""
+    import torch.nn.functional as F
+    b, lq, h, d = q.shape
+    ln = F.layer_norm(q.reshape(b, lq, h * d), (h * d,), lnw, lnb, eps).reshape(b, lq, h, d)
+    a = gdpa(ln, k, v, "gelu_tanh", 1.0)
+    y = F.rms_norm((a + ln).reshape(b, lq, h * d), (h * d,), rmsw, eps).reshape(b, lq, h, d)
+    return y + q
+
+
+def make_block_case(prog, batch, lq, seed):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    h, d, kv = prog["heads"], prog["d"], prog["kv"]
+
+    def randn(*shape, scale=1.0, shift=0.0):
+        return (shift + scale * torch.randn(*shape, generator=gen, device="cuda")).bfloat16()
+    q = randn(batch, lq, h, d)
+    k = randn(batch, kv, h, d, scale=d ** -0.5)
+    v = randn(batch, kv, h, d)
+    return q, k, v, randn(h * d, scale=0.1, shift=1.0), randn(h * d, scale=0.1), \
+        randn(h * d, scale=0.1, shift=1.0)
+
+
+@pytest.mark.parametrize("name,batch,lq", [
+    ("block_kunlun_h2", 768, 512), ("block_kunlun_h2", 3, 300), ("block_kunlun_h2", 1, 1),
+    ("block_kunlun_h4", 64, 1024), ("block_kunlun_h4", 2, 7)])
+def test_block(name, batch, lq):
+    prog = PROGRAMS.get(name)
+    fn = function(name)
+    inputs = make_block_case(prog, batch, lq, 1000 + batch * 31 + lq)
+    out = torch.full_like(inputs[0], float("nan"))
+    fn(*inputs, out)
+    torch.cuda.synchronize()
+    assert not torch.isnan(out).any(), f"{int(torch.isnan(out).sum())} NaN left"
+    ref64 = block(*(t.double() for t in inputs), prog["eps"])
+    ref16 = block(*inputs, prog["eps"])
+    ours, theirs = rel_error(out, ref64), rel_error(ref16, ref64)
+    print(f"{name} B={batch} Lq={lq}: rel err {ours:.2e} (torch bf16 {theirs:.2e})")
     assert ours <= 2 * theirs + FLOOR, f"rel err {ours:.3e} > 2 x {theirs:.3e} + {FLOOR}"
 
 

@@ -26,9 +26,17 @@ struct FusionFuseOptions : public PassPipelineOptions<FusionFuseOptions> {
                      "(off by default, only its remarks: the GPU kernels have "
                      "no grad epilogue yet; the CPU pipeline runs them)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> normAttention{
+      *this, "norm-attention",
+      llvm::cl::desc("let fusion-form-norm-attention rewrite: an attention "
+                     "block into fusion.norm_attention (off by default, only "
+                     "its remarks: the op has no GPU kernel yet, the block's "
+                     "ops do; the CPU pipeline runs both)"),
+      llvm::cl::init(false)};
 };
 
-/// fusion-fuse: fusion-raise-linalg, fusion-form-norm-attention,
+/// fusion-fuse: fusion-raise-linalg, fusion-form-norm-attention (rewriting
+/// only with norm-attention),
 /// fusion-regroup-backward (rewriting only with regroup-backward), fusion-epilogue-norm,
 /// fusion-lazy-prenorm, then canonicalize and cse.
 void buildFusionFusePipeline(OpPassManager &pm, const FusionFuseOptions &options);

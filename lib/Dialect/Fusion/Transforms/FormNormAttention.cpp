@@ -268,7 +268,8 @@ void buildBackward(IRRewriter &rewriter, Forward &f, Backward &b,
 
 } // namespace
 
-void mlir::fusion::applyFormNormAttention(ModuleOp module, bool report) {
+void mlir::fusion::applyFormNormAttention(ModuleOp module, bool report,
+                                          bool apply) {
   SmallVector<GDPAOp> gdpas;
   module.walk([&](GDPAOp op) { gdpas.push_back(op); });
   DominanceInfo dom(module);
@@ -310,6 +311,15 @@ void mlir::fusion::applyFormNormAttention(ModuleOp module, bool report) {
     if (failed(placeChains(dom, *f, b ? &*b : nullptr, chainOps, forwardPoint,
                            backwardPoint, why))) {
       notFormed(why);
+      continue;
+    }
+
+    if (!apply) {
+      notFormed("forming is off in fusion-fuse until fusion.norm_attention "
+                "has a GPU kernel (fusion-fuse{norm-attention=true} forms it, "
+                "for the CPU pipeline); the block runs as its layer_norm, "
+                "gdpa, add and rms_norm kernels" +
+                Twine(b ? ", and its backward as its grad ops" : ""));
       continue;
     }
 

@@ -34,7 +34,7 @@ struct FusionFormNormAttentionPass
           FusionFormNormAttentionPass> {
   using Base::Base;
   void runOnOperation() override {
-    applyFormNormAttention(getOperation(), report);
+    applyFormNormAttention(getOperation(), report, apply);
   }
 };
 

@@ -153,6 +153,12 @@ def FusionFormNormAttentionPass
 
     #### Options
     - `report`: emit a remark per gdpa considered.
+    - `apply` (default true): rewrite. `fusion-fuse` runs the pass with
+      `apply=false` unless `fusion-fuse{norm-attention=true}`:
+      `fusion.norm_attention` has no GPU kernel yet, while the block's own
+      ops do (`fusion.layer_norm`, `fusion.gdpa`, `fusion.add`,
+      `fusion.rms_norm`); the CPU pipeline runs either. With `apply=false`
+      a block that would be formed is reported as not formed, and why.
 
     #### Target requirements
     None at this level (the kernel needs clusters of H CTAs: checked by the
@@ -161,6 +167,8 @@ def FusionFormNormAttentionPass
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",
            "emit a remark per gdpa: formed, or why not">,
+    Option<"apply", "apply", "bool", /*default=*/"true",
+           "rewrite (false: only the remarks)">,
   ];
 }
 

@@ -144,8 +144,10 @@ void applyEpilogueNorm(ModuleOp module, bool report);
 /// that it was not, and why).
 void applyRegroupBackward(ModuleOp module, bool report, bool apply = true);
 
-/// FlashNormAttention formation (fusion-form-norm-attention).
-void applyFormNormAttention(ModuleOp module, bool report);
+/// FlashNormAttention formation (fusion-form-norm-attention). Without
+/// `apply`, only the remarks (a block that would be formed says that it was
+/// not, and why).
+void applyFormNormAttention(ModuleOp module, bool report, bool apply = true);
 
 /// Patterns raising linalg norms and matmuls to fusion ops, and absorbing a
 /// bias add after a matmul into fusion.matmul's bias (fusion-raise-linalg).
