@@ -43,13 +43,13 @@ func.func @long_kv(%q: tensor<?x512x1x128xf16>, %k: tensor<?x200x1x128xf16>, %v:
 }
 
 // The kernels: Kunlun's S accumulator 64 x 128, then the activation
-// (gelu_tanh's tanh), P made visible to the async proxy, O = P V, the TMA
+// (gelu_tanh's tanh as llvm.tanh with afn: tanh.approx.f32), P made visible to the async proxy, O = P V, the TMA
 // store; the long key/value one's S 64 x 256 and O 64 x 64.
 // CHECK-LABEL: gpu.module @fusion_kernels
 // CHECK: gpu.func @kunlun_kernel0({{.*}}) kernel attributes {known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32, nvvm.maxntid = array<i32: 384, 1, 1>}
 // CHECK: nvgpu.warpgroup.mma.init.accumulator -> <fragmented = vector<64x128xf32>>
 // CHECK: nvvm.wgmma.mma_async
-// CHECK: math.tanh
+// CHECK: llvm.intr.tanh(%{{.*}}) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32
 // CHECK: nvvm.fence.proxy
 // CHECK: nvgpu.warpgroup.mma
 // CHECK: nvgpu.tma.async.store
@@ -71,3 +71,4 @@ func.func @long_kv(%q: tensor<?x512x1x128xf16>, %k: tensor<?x200x1x128xf16>, %v:
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
 // PTX-DAG: fence.proxy.async.shared::cta
+// PTX-DAG: tanh.approx.f32

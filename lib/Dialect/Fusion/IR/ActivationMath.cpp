@@ -26,16 +26,19 @@ struct F32 {
     Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
     return arith::DivFOp::create(b, l, c(1.0), add(c(1.0), e));
   }
-  /// tanh(sqrt(2/pi) (x + 0.044715 x^3)).
-  Value geluTanhInner(Value x) {
-    Value u = add(x, mul(c(kGeluTanhCoeff), mul(mul(x, x), x)));
-    return math::TanhOp::create(b, l, mul(c(std::sqrt(2.0 / M_PI)), u));
+  /// tanh(sqrt(2/pi) (x + 0.044715 x^3)), by `tanh` when given.
+  Value geluTanhInner(
+      Value x, function_ref<Value(OpBuilder &, Location, Value)> tanh = nullptr) {
+    Value u = mul(c(std::sqrt(2.0 / M_PI)),
+                  add(x, mul(c(kGeluTanhCoeff), mul(mul(x, x), x))));
+    return tanh ? tanh(b, l, u) : math::TanhOp::create(b, l, u).getResult();
   }
 };
 } // namespace
 
-Value mlir::fusion::buildActivation(OpBuilder &b, Location l, Activation act,
-                                    Value x) {
+Value mlir::fusion::buildActivation(
+    OpBuilder &b, Location l, Activation act, Value x,
+    function_ref<Value(OpBuilder &, Location, Value)> tanh) {
   F32 f{b, l};
   switch (act) {
   case Activation::identity:
@@ -47,7 +50,7 @@ Value mlir::fusion::buildActivation(OpBuilder &b, Location l, Activation act,
     return f.mul(f.mul(f.c(0.5), x), f.add(f.c(1.0), e));
   }
   case Activation::gelu_tanh:
-    return f.mul(f.mul(f.c(0.5), x), f.add(f.c(1.0), f.geluTanhInner(x)));
+    return f.mul(f.mul(f.c(0.5), x), f.add(f.c(1.0), f.geluTanhInner(x, tanh)));
   case Activation::silu:
     return f.mul(x, f.sigmoid(x));
   }

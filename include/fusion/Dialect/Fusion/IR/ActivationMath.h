@@ -22,7 +22,11 @@ namespace mlir::fusion {
 ///   gelu      0.5 x (1 + erf(x / sqrt 2))
 ///   gelu_tanh 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 ///   silu      x sigmoid(x) = x / (1 + exp(-x))
-Value buildActivation(OpBuilder &b, Location l, Activation act, Value x);
+/// `tanh`, when given, builds gelu_tanh's tanh instead of math.tanh (a GPU
+/// kernel's hardware approximation, say).
+Value buildActivation(
+    OpBuilder &b, Location l, Activation act, Value x,
+    function_ref<Value(OpBuilder &, Location, Value)> tanh = nullptr);
 
 /// d act(x) / dx for f32 `x`.
 Value buildActivationGrad(OpBuilder &b, Location l, Activation act, Value x);
