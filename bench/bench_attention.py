@@ -28,8 +28,11 @@ import torch  # noqa: E402
 import bench_util as bu  # noqa: E402
 import fusion_runtime as fr  # noqa: E402
 
-CASES = [("gdpa_kunlun_h2", 768, 512), ("gdpa_kunlun_h4", 768, 1024),
-         ("block_kunlun_h2", 768, 512), ("block_kunlun_h4", 768, 1024)]
+# (program, library variant, B, L_q): a block fused (FlashNormAttention) and
+# "_unfused" (its five kernels).
+CASES = [("gdpa_kunlun_h2", "", 768, 512), ("gdpa_kunlun_h4", "", 768, 1024),
+         ("block_kunlun_h2", "", 768, 512), ("block_kunlun_h4", "", 768, 1024),
+         ("block_kunlun_h2", "_unfused", 768, 512), ("block_kunlun_h4", "_unfused", 768, 1024)]
 
 
 def activation(name, x):
@@ -56,10 +59,13 @@ def main():
     rt_path = os.path.join(artifacts, "libfusion_runtime.so")
     runtime = fr.Runtime.find(rt_path if os.path.exists(rt_path) else None)
     rows = []
-    for name, batch, lq in CASES:
+    for name, variant, batch, lq in CASES:
         prog = programs[name]
-        fn = fr.Library(os.path.join(artifacts, "attention", f"lib{name}.so"),
-                        runtime=runtime).function(name, prog["signature"])
+        path = os.path.join(artifacts, "attention", f"lib{name}{variant}.so")
+        if not os.path.exists(path):
+            print(f"skipped: {path} not built")
+            continue
+        fn = fr.Library(path, runtime=runtime).function(name, prog["signature"])
         h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
         act, scale = prog["activation"], prog["scale"]
         gen = torch.Generator(device="cuda").manual_seed(0)
@@ -106,7 +112,7 @@ def main():
         ours_err = ((out.double() - ref).norm() / ref.norm()).item()
         flops = 2.0 * batch * h * lq * kv * (d + dv)
         nbytes = 2 * (q.numel() + k.numel() + v.numel() + out.numel())
-        row = dict(case=name, batch=batch, lq=lq, heads=h, d=d, dv=dv, kv=kv, activation=act,
+        row = dict(case=name + variant, batch=batch, lq=lq, heads=h, d=d, dv=dv, kv=kv, activation=act,
                    errors=errors, spread_ms=spread_ms, rounds=rounds, **mean)
         row["ours_rel_err"] = ours_err
         if "ours_call_ms" in mean:

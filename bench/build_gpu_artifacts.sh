@@ -23,7 +23,15 @@ bench/layers/build_layers.sh "$build"
 # Issue 17's attention programs (bench/attention/gen_attention.py): one
 # library per program under $out/attention.
 python3 bench/attention/gen_attention.py "$out"
+# The attention blocks twice: lib<name>.so with fusion.norm_attention (the
+# FlashNormAttention kernel, fusion-compile --norm-attention) and
+# lib<name>_unfused.so as fusion-fuse leaves them by default (five kernels).
 for f in "$out"/attention/*.mlir; do
   name=$(basename "$f" .mlir)
-  "$build/bin/fusion-compile" "$f" -o "$out/attention/lib$name.so"
+  if [[ $name == block_* ]]; then
+    "$build/bin/fusion-compile" "$f" -o "$out/attention/lib$name.so" --norm-attention
+    "$build/bin/fusion-compile" "$f" -o "$out/attention/lib${name}_unfused.so"
+  else
+    "$build/bin/fusion-compile" "$f" -o "$out/attention/lib$name.so"
+  fi
 done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The H200 run of the attention kernel (issue 17): the correctness tests,
 # compute-sanitizer (memcheck, racecheck, synccheck) on a 2-stage and a
-# 1-stage program, and the benchmark; logs and JSON under OUT. Each step
+# 1-stage gdpa program and the FlashNormAttention kernel (clusters of 2 and
+# 4), and the benchmark; logs and JSON under OUT. Each step
 # has a time limit, so a hang costs its step only.
 #
 #   FUSION_GPU_ARTIFACTS=build/gpu bench/attention/run_attention_h200.sh OUT COMMIT [PHASES]
@@ -15,7 +16,7 @@ if [[ $phases == *tests* ]]; then
 fi
 if [[ $phases == *sanitize* ]]; then
   for tool in memcheck racecheck synccheck; do
-    for c in "gdpa_kunlun_h2 4 300" "gdpa_relu_kv256 2 65"; do
+    for c in "gdpa_kunlun_h2 4 300" "gdpa_relu_kv256 2 65" "block_kunlun_h2 4 300" "block_kunlun_h4 2 129"; do
       echo "== $tool $c" >> "$out/attention_sanitize.txt"
       timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
         python3 test/gpu/run_one_attention.py $c >> "$out/attention_sanitize.txt" 2>&1

@@ -19,11 +19,12 @@ import fusion_runtime as fr  # noqa: E402
 
 def main():
     name, batch, lq = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    variant = sys.argv[4] if len(sys.argv) > 4 else ""  # "_unfused": a block's five kernels
     artifacts = os.environ.get("FUSION_GPU_ARTIFACTS", os.path.join(REPO, "build", "gpu"))
     with open(os.path.join(artifacts, "attention", "attention.json")) as f:
         prog = {p["name"]: p for p in json.load(f)}[name]
     rt = os.path.join(artifacts, "libfusion_runtime.so")
-    fn = fr.Library(os.path.join(artifacts, "attention", f"lib{name}.so"),
+    fn = fr.Library(os.path.join(artifacts, "attention", f"lib{name}{variant}.so"),
                     runtime=fr.Runtime.find(rt if os.path.exists(rt) else None)
                     ).function(name, prog["signature"])
     dt = torch.bfloat16 if prog["dtype"] == "bf16" else torch.float16
@@ -32,7 +33,8 @@ def main():
     k = torch.rand(batch, kv, h, d, device="cuda").to(dt)
     v = torch.rand(batch, kv, h, dv, device="cuda").to(dt)
     out = torch.full((batch, lq, h, dv), float("nan"), dtype=dt, device="cuda")
-    fn(q, k, v, out)
+    params = [torch.rand(h * d, device="cuda").to(dt) for _ in range(3)] if prog.get("block") else []
+    fn(q, k, v, *params, out)
     torch.cuda.synchronize()
     bad = int(torch.isnan(out).sum())
     print(f"{name} B={batch} Lq={lq}: {'ok' if bad == 0 else f'{bad} NaN left'}")

@@ -42,10 +42,12 @@ DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 _loaded = {}
 
 
-def function(name):
+def function(name, variant=""):
+    """The compiled function; variant "_unfused": a block's library without
+    fusion.norm_attention (its five kernels)."""
     if name not in PROGRAMS:
         pytest.skip(f"{name} is not in {MANIFEST}")
-    path = os.path.join(ARTIFACTS, "attention", f"lib{name}.so")
+    path = os.path.join(ARTIFACTS, "attention", f"lib{name}{variant}.so")
     if not os.path.exists(path):
         pytest.skip(f"{path} not built (the compiler refused it)")
     if path not in _loaded:
@@ -145,12 +147,15 @@ def make_block_case(prog, batch, lq, seed):
         randn(h * d, scale=0.1, shift=1.0)
 
 
+@pytest.mark.parametrize("variant", ["", "_unfused"])
 @pytest.mark.parametrize("name,batch,lq", [
     ("block_kunlun_h2", 768, 512), ("block_kunlun_h2", 3, 300), ("block_kunlun_h2", 1, 1),
     ("block_kunlun_h4", 64, 1024), ("block_kunlun_h4", 2, 7)])
-def test_block(name, batch, lq):
+def test_block(name, batch, lq, variant):
+    """The block fused (one FlashNormAttention kernel, a cluster of the
+    heads) and unfused (five kernels)."""
     prog = PROGRAMS.get(name)
-    fn = function(name)
+    fn = function(name, variant)
     inputs = make_block_case(prog, batch, lq, 1000 + batch * 31 + lq)
     out = torch.full_like(inputs[0], float("nan"))
     fn(*inputs, out)
@@ -159,7 +164,7 @@ def test_block(name, batch, lq):
     ref64 = block(*(t.double() for t in inputs), prog["eps"])
     ref16 = block(*inputs, prog["eps"])
     ours, theirs = rel_error(out, ref64), rel_error(ref16, ref64)
-    print(f"{name} B={batch} Lq={lq}: rel err {ours:.2e} (torch bf16 {theirs:.2e})")
+    print(f"{name}{variant} B={batch} Lq={lq}: rel err {ours:.2e} (torch bf16 {theirs:.2e})")
     assert ours <= 2 * theirs + FLOOR, f"rel err {ours:.3e} > 2 x {theirs:.3e} + {FLOOR}"
 
 

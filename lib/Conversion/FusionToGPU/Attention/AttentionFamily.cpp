@@ -28,23 +28,32 @@ using Spec = AttentionKernelSpec;
 class AttentionKernelFamily : public KernelFamily {
 public:
   StringRef name() const override { return "attention"; }
-  bool matches(Operation *op) const override { return isa<GDPAOp>(op); }
+  bool matches(Operation *op) const override {
+    return isa<GDPAOp, NormAttentionOp>(op);
+  }
+
+  static FailureOr<Spec> specOf(Operation *op, const TargetInfo &target,
+                                std::string &whyNot) {
+    if (auto gdpa = dyn_cast<GDPAOp>(op))
+      return getAttentionKernelSpec(gdpa, target, whyNot);
+    return getNormAttentionKernelSpec(cast<NormAttentionOp>(op), target, whyNot);
+  }
 
   LogicalResult check(Operation *op, const TargetInfo &target,
                       std::string &whyNot) const override {
     if (!createMmaEngine(target, MmaShape{}, whyNot))
       return failure();
-    return success(
-        succeeded(getAttentionKernelSpec(cast<GDPAOp>(op), target, whyNot)));
+    return success(succeeded(specOf(op, target, whyNot)));
   }
 
   void lower(HostLowering &host, Operation *operation, const TargetInfo &target,
              StringRef kernelName) const override {
-    auto op = cast<GDPAOp>(operation);
     ImplicitLocOpBuilder &b = host.b;
     MLIRContext *ctx = b.getContext();
     std::string why;
-    Spec spec = *getAttentionKernelSpec(op, target, why);
+    Spec spec = *specOf(operation, target, why);
+    Value query = operation->getOperand(0), key = operation->getOperand(1),
+          value = operation->getOperand(2), output = operation->getResult(0);
     gpu::GPUFuncOp kernel =
         buildAttentionKernel(b, b.getLoc(), host.kernels, kernelName, spec, target);
     auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
@@ -71,12 +80,14 @@ public:
                                                 map)
           .getResult(0);
     };
-    Value q = host.map.lookup(op.getQuery());
+    Value q = host.map.lookup(query);
     Value batch = memref::DimOp::create(b, q, 0);
     Value queryLen = memref::DimOp::create(b, q, 1);
     Value heads = memref::DimOp::create(b, q, 2);
+    // Work items: (b, h, query tile); with the norms (b, query tile), each
+    // taken by a cluster of the H heads' CTAs.
     Value items = arith::MulIOp::create(
-        b, arith::MulIOp::create(b, batch, heads),
+        b, spec.norms ? batch : arith::MulIOp::create(b, batch, heads).getResult(),
         arith::CeilDivUIOp::create(b, queryLen, idx(Spec::kTileM)));
     // No work (B, L_q or H is 0): no tensor maps, which an empty tensor's
     // null address cannot have; the kernel's one CTA finds no item and
@@ -89,29 +100,79 @@ public:
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&maps.getThenRegion().front());
       scf::YieldOp::create(
-          b, ValueRange{descriptor(op.getQuery(), Spec::kTileM),
-                        descriptor(op.getKey(), 64), descriptor(op.getValue(), 64),
-                        descriptor(op.getOutput(), Spec::kGroupRows)});
+          b, ValueRange{descriptor(query, Spec::kTileM), descriptor(key, 64),
+                        descriptor(value, 64),
+                        descriptor(output, Spec::kGroupRows)});
       b.setInsertionPointToStart(&maps.getElseRegion().front());
       Value null = LLVM::ZeroOp::create(b, ptr);
       scf::YieldOp::create(b, ValueRange{null, null, null, null});
     }
-    SmallVector<Value> operands(maps.getResults());
-    operands.append({batch, queryLen, heads});
-    // Persistent: min(work items, SMs) CTAs, at least one.
+    SmallVector<Value> operands;
+    for (AttentionArg a : attentionArgs(spec)) {
+      switch (a) {
+      case AttentionArg::TmaQ:
+      case AttentionArg::TmaK:
+      case AttentionArg::TmaV:
+      case AttentionArg::TmaOut:
+        operands.push_back(maps.getResult(static_cast<unsigned>(a)));
+        break;
+      case AttentionArg::Batch:
+        operands.push_back(batch);
+        break;
+      case AttentionArg::QueryLen:
+        operands.push_back(queryLen);
+        break;
+      case AttentionArg::Heads:
+        operands.push_back(heads);
+        break;
+      default: {
+        auto op = cast<NormAttentionOp>(operation);
+        Value v = a == AttentionArg::LnWeight    ? op.getLnWeight()
+                  : a == AttentionArg::LnBias    ? op.getLnBias()
+                  : a == AttentionArg::RmsWeight ? op.getRmsWeight()
+                  : a == AttentionArg::LnMean    ? op.getLnMean()
+                  : a == AttentionArg::LnRstd    ? op.getLnRstd()
+                                                 : op.getRmsRstd();
+        operands.push_back(host.dynamicMemref(v));
+      }
+      }
+    }
+    // Persistent: min(work items, SMs) CTAs, at least one; with the norms,
+    // min(work items, co-resident clusters) clusters of H CTAs (the count
+    // the runtime gets from the driver: GPCs hold whole clusters only).
     Type i32 = b.getI32Type();
-    func::FuncOp smCount = host.getRuntimeFunction(
-        "fusionrtMultiprocessorCount", b.getFunctionType({}, {i32}));
-    Value sms = arith::IndexCastOp::create(
-        b, b.getIndexType(),
-        func::CallOp::create(b, smCount, ValueRange{}).getResult(0));
-    Value grid = arith::MaxUIOp::create(
-        b, arith::MinUIOp::create(b, items, sms), idx(1));
+    auto i32Const = [&](int64_t v) {
+      return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
+    };
+    Value smem = i32Const(spec.sharedMemoryBytes());
+    Value slots;
+    std::optional<gpu::KernelDim3> cluster;
+    if (spec.norms && spec.heads > 1) {
+      func::FuncOp maxClusters = host.getRuntimeFunction(
+          "fusionrtMaxActiveClusters",
+          b.getFunctionType({LLVM::LLVMPointerType::get(ctx), i32, i32, i32}, {i32}));
+      slots = func::CallOp::create(
+                  b, maxClusters,
+                  ValueRange{host.getKernelName(kernelName), i32Const(spec.heads),
+                             i32Const(spec.threads()), smem})
+                  .getResult(0);
+      cluster = gpu::KernelDim3{idx(spec.heads), idx(1), idx(1)};
+    } else {
+      func::FuncOp smCount = host.getRuntimeFunction(
+          "fusionrtMultiprocessorCount", b.getFunctionType({}, {i32}));
+      slots = func::CallOp::create(b, smCount, ValueRange{}).getResult(0);
+    }
+    Value groupsOfCtas = arith::MaxUIOp::create(
+        b,
+        arith::MinUIOp::create(
+            b, items, arith::IndexCastOp::create(b, b.getIndexType(), slots)),
+        idx(1));
+    Value grid = spec.norms ? arith::MulIOp::create(b, groupsOfCtas, idx(spec.heads)).getResult()
+                            : groupsOfCtas;
     auto launch = gpu::LaunchFuncOp::create(
         b, kernel, {grid, idx(1), idx(1)}, {idx(spec.threads()), idx(1), idx(1)},
-        arith::ConstantOp::create(
-            b, b.getI32IntegerAttr(static_cast<int32_t>(spec.sharedMemoryBytes()))),
-        operands, gpu::AsyncTokenType::get(ctx), ValueRange{host.chain.current()});
+        smem, operands, gpu::AsyncTokenType::get(ctx),
+        ValueRange{host.chain.current()}, cluster);
     host.chain.advance(launch.getAsyncToken());
   }
 };

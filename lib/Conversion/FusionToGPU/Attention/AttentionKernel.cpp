@@ -37,6 +37,7 @@
 
 #include "AttentionKernel.h"
 
+#include "../Common/RowExchange.h"
 #include "../Common/TmaPipeline.h"
 
 #include "fusion/Dialect/Fusion/IR/ActivationMath.h"
@@ -69,24 +70,38 @@ public:
   void emit();
 
 private:
+  /// The kernel argument `a`, or null when `s` does not take it.
   Value arg(AttentionArg a) {
-    return func.getArgument(static_cast<unsigned>(a));
+    SmallVector<AttentionArg> args = attentionArgs(s);
+    auto it = llvm::find(args, a);
+    return it == args.end() ? Value()
+                            : func.getArgument(std::distance(args.begin(), it));
   }
   /// The work item's batch, head and first query row.
   struct Item {
     Value batch, head, row;
   };
+  /// Work items: (b, h, query tile) flattened; with the norms (b, query
+  /// tile), the head being the CTA's rank in its cluster.
   Item decode(Value item) {
     Value tile = arith::RemUIOp::create(b, item, qTiles);
-    Value bh = arith::DivUIOp::create(b, item, qTiles);
-    return {arith::DivUIOp::create(b, bh, heads),
-            arith::RemUIOp::create(b, bh, heads), mul(tile, idx(Spec::kTileM))};
+    Value rest = arith::DivUIOp::create(b, item, qTiles);
+    if (s.norms)
+      return {rest, rank, mul(tile, idx(Spec::kTileM))};
+    return {arith::DivUIOp::create(b, rest, heads),
+            arith::RemUIOp::create(b, rest, heads), mul(tile, idx(Spec::kTileM))};
   }
-  /// Loops over this CTA's work items, carrying `inits`.
+  /// Loops over this CTA's work items (a cluster's, with the norms: all
+  /// its CTAs take the same items), carrying `inits`.
   ValueRange itemLoop(ValueRange inits,
                       function_ref<SmallVector<Value>(Item, ValueRange)> body) {
-    return forLoop(gpu::BlockIdOp::create(b, gpu::Dimension::x), numItems,
-                   gpu::GridDimOp::create(b, gpu::Dimension::x), inits,
+    Value first = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+    Value step = gpu::GridDimOp::create(b, gpu::Dimension::x);
+    if (s.norms) {
+      first = div(first, s.heads);
+      step = div(step, s.heads);
+    }
+    return forLoop(first, numItems, step, inits,
                    [&](Value item, ValueRange it) { return body(decode(item), it); });
   }
   Value stageOffset(Value stage) { return mul(stage, idx(s.stageBytes())); }
@@ -111,11 +126,22 @@ private:
   /// swizzled rows.
   void writeSwizzled(Value offset, int64_t groups, AccumulatorView &view,
                      Value rowInGroup,
-                     function_ref<Value(int64_t, int64_t)> pairs);
+                     function_ref<Value(int64_t, int64_t)> pairs,
+                     int64_t blockStride = Spec::kBoxBytes);
+  /// The element pair at row h, group j of this thread's fragment positions
+  /// in blocks laid out as writeSwizzled writes them.
+  Value readSwizzled(Value offset, int64_t groups, AccumulatorView &view,
+                     Value rowInGroup, int64_t h, int64_t j,
+                     int64_t blockStride);
+  /// A norm parameter's pair at columns col, col + 1 of this head's slice
+  /// (h D + col), as vector<2xf32>; `none` (a splat) when absent.
+  Value paramPair(AttentionArg a, Type elem, Value col, double none);
 
   void roles();
   void producer();
   void consumer();
+  /// FlashNormAttention's consumer (norms).
+  void normConsumer();
 
   /// The target's engine for `shape` (the family checked that it has one).
   std::unique_ptr<MmaEngine> engine(const MmaShape &shape) {
@@ -129,7 +155,8 @@ private:
   RegisterBudget regs;
   TmaRing ring;
   Value tmaQ, tmaK, tmaV, tmaOut, operandMap;
-  Value heads, qTiles, numItems, wg, tid;
+  Value heads, qTiles, numItems, wg, tid, rank;
+  std::optional<RowExchange> exchange;
 };
 
 void AttentionKernelEmitter::emit() {
@@ -151,7 +178,12 @@ void AttentionKernelEmitter::emit() {
   heads = arg(AttentionArg::Heads);
   qTiles = arith::CeilDivUIOp::create(b, arg(AttentionArg::QueryLen),
                                       idx(Spec::kTileM));
-  numItems = mul(mul(arg(AttentionArg::Batch), heads), qTiles);
+  numItems = mul(arg(AttentionArg::Batch), qTiles);
+  if (!s.norms)
+    numItems = mul(numItems, heads);
+  // The norms: the CTA's head is its rank in the cluster of H (clusters run
+  // along x).
+  rank = rem(gpu::BlockIdOp::create(b, gpu::Dimension::x), s.heads);
   Value threadId = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   wg = div(threadId, 128);
   tid = rem(threadId, 128);
@@ -163,7 +195,28 @@ void AttentionKernelEmitter::emit() {
   Value prefetch = both(leader, ult(idx(0), numItems));
   for (Value map : {tmaQ, tmaK, tmaV, tmaOut})
     nvgpu::TmaPrefetchOp::create(b, map, prefetch);
+  if (s.norms) {
+    // The row exchange across the heads' CTAs: [3 rounds x 2 item
+    // parities] slot barriers, armed by the store leader, completed by the
+    // peers' st.async bytes.
+    Value slotBars = createBarrierGroup(*this, 2 * Spec::kExchangeRounds);
+    for (int64_t i = 0; i < 2 * Spec::kExchangeRounds; ++i)
+      nvgpu::MBarrierInitOp::create(b, slotBars, idx(1), idx(i), leader);
+    exchange.emplace(*this, RowExchangeShape{Spec::kTileM, s.headDim, s.heads,
+                                             s.slotsOffset(), s.slotBytes(),
+                                             /*layerNorm=*/false});
+    exchange->slotBars = slotBars;
+    exchange->rank = rank;
+    exchange->isStoreLeader = [this] { return both(eq(wg, 1), eq(tid, 0)); };
+    exchange->isRowLeader = [this] { return eq(rem(rem(tid, 32), 4), 0); };
+  }
   gpu::BarrierOp::create(b);
+  if (s.norms && s.heads > 1) {
+    // No peer may st.async into this CTA's slots before its barriers exist.
+    ifThen(leader, [&] { NVVM::FenceMbarrierInitOp::create(b); });
+    NVVM::ClusterArriveOp::create(b, b.getUnitAttr());
+    NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
+  }
   roles();
   gpu::ReturnOp::create(b);
 }
@@ -184,7 +237,10 @@ void AttentionKernelEmitter::roles() {
       },
       [&](OpBuilder &, Location) {
         setMaxRegisters(regs.consumer, NVVM::SetMaxRegisterAction::increase);
-        consumer();
+        if (s.norms)
+          normConsumer();
+        else
+          consumer();
         scf::YieldOp::create(b);
       });
 }
@@ -229,20 +285,47 @@ void AttentionKernelEmitter::producer() {
 
 void AttentionKernelEmitter::writeSwizzled(
     Value offset, int64_t groups, AccumulatorView &view, Value rowInGroup,
-    function_ref<Value(int64_t, int64_t)> pairs) {
-  int64_t blocks = groups / 8;
-  Value buffer = smemView(offset, {blocks * 64, Spec::kBoxCols}, s.elemType);
+    function_ref<Value(int64_t, int64_t)> pairs, int64_t blockStride) {
   Value rowPhase = view.rowPhase();
   for (int64_t j = 0; j < groups; ++j) {
+    Value block = smemView(add(offset, idx((j / 8) * blockStride)),
+                           {64, Spec::kBoxCols}, s.elemType);
     // 16-byte chunk j % 8 of the row sits at position (j % 8) ^ (row % 8).
     Value chunk = arith::XOrIOp::create(b, idx(j % 8), rowPhase);
     Value col = add(mul(chunk, idx(8)), view.pairColumn());
     for (int64_t h = 0; h < view.rowsPerThread(); ++h) {
-      Value row = add(idx((j / 8) * 64 + view.rowOffset(h)), rowInGroup);
-      vector::StoreOp::create(b, pairs(h, j), buffer, ValueRange{row, col},
+      Value row = add(idx(view.rowOffset(h)), rowInGroup);
+      vector::StoreOp::create(b, pairs(h, j), block, ValueRange{row, col},
                               /*nontemporal=*/false, llvm::MaybeAlign(4));
     }
   }
+}
+
+Value AttentionKernelEmitter::readSwizzled(Value offset, int64_t groups,
+                                           AccumulatorView &view,
+                                           Value rowInGroup, int64_t h,
+                                           int64_t j, int64_t blockStride) {
+  Value block = smemView(add(offset, idx((j / 8) * blockStride)),
+                         {64, Spec::kBoxCols}, s.elemType);
+  Value chunk = arith::XOrIOp::create(b, idx(j % 8), view.rowPhase());
+  Value col = add(mul(chunk, idx(8)), view.pairColumn());
+  Value row = add(idx(view.rowOffset(h)), rowInGroup);
+  return vector::LoadOp::create(b, VectorType::get({2}, s.elemType), block,
+                                ValueRange{row, col}, /*nontemporal=*/false,
+                                llvm::MaybeAlign(4));
+}
+
+Value AttentionKernelEmitter::paramPair(AttentionArg a, Type elem, Value col,
+                                        double none) {
+  auto f32x2 = VectorType::get({2}, b.getF32Type());
+  Value param = arg(a);
+  if (!param)
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(f32x2, b.getF32FloatAttr(none)));
+  Value at = add(mul(rank, idx(s.headDim)), col);
+  Value pair = vector::LoadOp::create(b, VectorType::get({2}, elem), param,
+                                      ValueRange{at});
+  return elem.isF32() ? pair : arith::ExtFOp::create(b, f32x2, pair).getResult();
 }
 
 /// Consumer warpgroup c: query rows [64 c, 64 c + 64) of each item.
@@ -352,6 +435,228 @@ void AttentionKernelEmitter::consumer() {
          [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
 }
 
+/// FlashNormAttention, consumer warpgroup c: query rows [64 c, 64 c + 64)
+/// of each item, the CTA's head's D columns of them; the whole H x D row's
+/// sums cross the cluster through the row exchange (docs/SEED.md section 4):
+///
+///   ln_q = (q - mean) rstd w + b     LayerNorm over H x D: two rounds, the
+///                                    sum, then the centered sum of squares
+///   S = ln_q K^T, P = act(scale S), O = P V
+///   h = O + ln_q, out = h rms_rstd g + q    RMSNorm over H x D: one round
+///
+/// q and ln_q of this thread's fragment positions stay in registers (16-bit
+/// pairs). The group's rows of the stage's Q take ln_q (the first MMA's A),
+/// then P (the second's), then the output (the TMA store's source); the
+/// stage goes back to the producer once the store has read it. Rank 0
+/// writes the statistics of the rows inside L_q.
+void AttentionKernelEmitter::normConsumer() {
+  std::unique_ptr<MmaEngine> scores = engine(
+      MmaShape{s.kvTile, Spec::kBoxCols, s.elemType, false, /*transposeB=*/true});
+  std::unique_ptr<MmaEngine> values =
+      engine(MmaShape{s.valueDim, Spec::kBoxCols, s.elemType, false, false});
+  Value c = sub(wg, idx(1));
+  Value rowInGroup = scores->firstRow(*this, idx(0), tid);
+  Value rowInTile = add(mul(c, idx(Spec::kGroupRows)), rowInGroup);
+  Value isGroupLeader = eq(tid, 0);
+  Type f32 = b.getF32Type();
+  auto f32x2 = VectorType::get({2}, f32);
+  auto pairType = VectorType::get({2}, s.elemType);
+  Value scale = cstF32(s.scale);
+  Value invWidth = cstF32(1.0 / static_cast<double>(s.heads * s.headDim));
+  const int64_t groups = s.headDim / 8;
+  // Box kc of Q is [128 rows, 64] at kc x 16 KB; the group's rows at
+  // c x 8 KB inside each.
+  const int64_t qStride = Spec::kTileM * 128;
+  // The thread's fragment positions (the layout of an accumulator of
+  // [64, D], whose values are not used).
+  std::unique_ptr<AccumulatorView> layout =
+      values->view(*this, values->initAccumulator(*this), tid);
+  auto widen = [&](Value pair) -> Value {
+    return arith::ExtFOp::create(b, f32x2, pair);
+  };
+  auto splat = [&](Value x) -> Value {
+    return vector::BroadcastOp::create(b, f32x2, x);
+  };
+  auto fastTanh = [](OpBuilder &builder, Location loc, Value u) -> Value {
+    return LLVM::TanhOp::create(
+        builder, loc, u,
+        LLVM::FastmathFlagsAttr::get(builder.getContext(),
+                                     LLVM::FastmathFlags::afn));
+  };
+  // The quad's sum, per row h, of term(h, j)'s two elements over j.
+  auto rowSums = [&](function_ref<Value(int64_t, int64_t)> term,
+                     Value out[2]) {
+    for (int64_t h = 0; h < 2; ++h) {
+      Value acc = cstF32(0.0);
+      for (int64_t j = 0; j < groups; ++j) {
+        Value v = term(h, j);
+        for (int64_t e = 0; e < 2; ++e)
+          acc = arith::AddFOp::create(
+              b, acc, vector::ExtractOp::create(b, v, ArrayRef<int64_t>{e}));
+      }
+      out[h] = layout->rowReduce(acc);
+    }
+  };
+  auto column = [&](int64_t j) {
+    return add(idx(8 * j), layout->pairColumn());
+  };
+  auto saveStats = [&](Item it, AttentionArg a, Value stat[2]) {
+    Value out = arg(a);
+    ifThen(both(eq(rank, 0), layout->isRowLeader(/*fresh=*/true)), [&] {
+      for (int64_t h = 0; h < 2; ++h) {
+        Value row = add(add(it.row, rowInTile), idx(8 * h));
+        ifThen(ult(row, arg(AttentionArg::QueryLen)), [&] {
+          memref::StoreOp::create(b, stat[h], out, ValueRange{it.batch, row});
+        });
+      }
+    });
+  };
+
+  itemLoop({idx(0), idx(0)}, [&](Item it, ValueRange iters) {
+    Value pos = iters[0], count = iters[1];
+    Value stage = ring.stageOf(*this, pos);
+    ring.waitFull(*this, stage, pos);
+    Value base = stageOffset(stage);
+    Value mine = add(base, mul(c, idx(Spec::kGroupRows * 128)));
+
+    SmallVector<SmallVector<Value>> q(2);
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t j = 0; j < groups; ++j)
+        q[h].push_back(readSwizzled(mine, groups, *layout, rowInGroup, h, j, qStride));
+
+    // The LayerNorm's statistics over H x D.
+    Value part[2], total[2], mean[2], rstd[2];
+    rowSums([&](int64_t h, int64_t j) { return widen(q[h][j]); }, part);
+    exchange->clusterRowSums(part, rowInTile, count, 0, total);
+    for (int64_t h = 0; h < 2; ++h)
+      mean[h] = arith::MulFOp::create(b, total[h], invWidth);
+    rowSums(
+        [&](int64_t h, int64_t j) -> Value {
+          Value d = arith::SubFOp::create(b, widen(q[h][j]), splat(mean[h]));
+          return arith::MulFOp::create(b, d, d);
+        },
+        part);
+    exchange->clusterRowSums(part, rowInTile, count, 1, total);
+    for (int64_t h = 0; h < 2; ++h)
+      rstd[h] = rsqrt(arith::AddFOp::create(
+          b, arith::MulFOp::create(b, total[h], invWidth), cstF32(s.lnEpsilon)));
+    saveStats(it, AttentionArg::LnMean, mean);
+    saveStats(it, AttentionArg::LnRstd, rstd);
+
+    // ln_q into the group's Q rows.
+    SmallVector<SmallVector<Value>> ln(2, SmallVector<Value>(groups));
+    for (int64_t j = 0; j < groups; ++j) {
+      Value w = paramPair(AttentionArg::LnWeight, s.lnWeightType, column(j), 1.0);
+      Value bias = paramPair(AttentionArg::LnBias, s.lnBiasType, column(j), 0.0);
+      for (int64_t h = 0; h < 2; ++h) {
+        Value x = arith::MulFOp::create(
+            b, arith::SubFOp::create(b, widen(q[h][j]), splat(mean[h])),
+            splat(rstd[h]));
+        ln[h][j] = arith::TruncFOp::create(
+            b, pairType, math::FmaOp::create(b, x, w, bias));
+      }
+    }
+    writeSwizzled(mine, groups, *layout, rowInGroup,
+                  [&](int64_t h, int64_t j) { return ln[h][j]; }, qStride);
+    fenceAsyncShared();
+    groupBarrier(c);
+
+    // S = ln_q K^T over D.
+    Value acc = scores->initAccumulator(*this);
+    for (int64_t kc = 0; kc < s.headDim / Spec::kBoxCols; ++kc) {
+      Value a = smemView(add(mine, idx(kc * qStride)),
+                         {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
+      Value k = smemView(add(base, idx(s.qBytes() + kc * s.kvTile * 128)),
+                         {s.kvTile, Spec::kBoxCols}, s.elemType);
+      acc = scores->issue(*this, a, k, operandMap, operandMap, acc);
+    }
+    scores->waitPending(*this, 0);
+    // Every MMA read of ln_q is done before P takes its place.
+    groupBarrier(c);
+    std::unique_ptr<AccumulatorView> sView = scores->view(*this, acc, tid);
+    writeSwizzled(
+        mine, s.kvTile / 8, *sView, rowInGroup,
+        [&](int64_t h, int64_t j) {
+          Value pair = sView->pair(h, j);
+          SmallVector<Value> p;
+          for (int64_t e = 0; e < 2; ++e)
+            p.push_back(buildActivation(
+                b, b.getLoc(), s.activation,
+                arith::MulFOp::create(
+                    b, vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{e}),
+                    scale),
+                fastTanh));
+          return arith::TruncFOp::create(
+                     b, pairType, vector::FromElementsOp::create(b, f32x2, p))
+              .getResult();
+        },
+        qStride);
+    fenceAsyncShared();
+    groupBarrier(c);
+
+    // O = P V over the keys.
+    Value o = values->initAccumulator(*this);
+    for (int64_t r = 0; r < s.kvTile / 64; ++r) {
+      Value p = smemView(add(mine, idx(r * qStride)),
+                         {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
+      Value v = smemView(
+          add(base, idx(s.qBytes() + s.kBytes() + r * s.valueDim * 128)),
+          {64, s.valueDim}, s.elemType);
+      o = values->issue(*this, p, v, operandMap, operandMap, o);
+    }
+    values->waitPending(*this, 0);
+    groupBarrier(c);
+
+    // h = O + ln_q, the RMSNorm over H x D, + q.
+    std::unique_ptr<AccumulatorView> oView = values->view(*this, o, tid);
+    SmallVector<SmallVector<Value>> hv(2, SmallVector<Value>(groups));
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t j = 0; j < groups; ++j)
+        hv[h][j] = arith::AddFOp::create(b, oView->pair(h, j), widen(ln[h][j]));
+    rowSums([&](int64_t h, int64_t j) -> Value {
+      return arith::MulFOp::create(b, hv[h][j], hv[h][j]);
+    }, part);
+    exchange->clusterRowSums(part, rowInTile, count, 2, total);
+    Value rms[2];
+    for (int64_t h = 0; h < 2; ++h)
+      rms[h] = rsqrt(arith::AddFOp::create(
+          b, arith::MulFOp::create(b, total[h], invWidth), cstF32(s.rmsEpsilon)));
+    saveStats(it, AttentionArg::RmsRstd, rms);
+    SmallVector<Value> g;
+    for (int64_t j = 0; j < groups; ++j)
+      g.push_back(paramPair(AttentionArg::RmsWeight, s.rmsWeightType, column(j), 1.0));
+    writeSwizzled(
+        mine, groups, *oView, rowInGroup,
+        [&](int64_t h, int64_t j) {
+          Value y = arith::MulFOp::create(b, hv[h][j], splat(rms[h]));
+          y = math::FmaOp::create(b, y, g[j], widen(q[h][j]));
+          return arith::TruncFOp::create(b, pairType, y).getResult();
+        },
+        qStride);
+    fenceAsyncShared();
+    groupBarrier(c);
+    ifThen(isGroupLeader, [&] {
+      Value row = add(it.row, mul(c, idx(Spec::kGroupRows)));
+      for (int64_t e = 0; e < s.valueDim / Spec::kBoxCols; ++e) {
+        Value src = smemView(add(mine, idx(e * qStride)),
+                             {1, Spec::kGroupRows, 1, Spec::kBoxCols}, s.elemType);
+        nvgpu::TmaAsyncStoreOp::create(
+            b, src, tmaOut,
+            ValueRange{idx(e * Spec::kBoxCols), it.head, row, it.batch}, Value());
+      }
+      NVVM::CpAsyncBulkCommitGroupOp::create(b);
+      // The stage goes back once the store has read it.
+      NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
+    });
+    ring.release(*this, pos);
+    return SmallVector<Value>{ring.nextPos(*this, pos), add(count, idx(1))};
+  });
+  // A CTA leaves only after its last item's slots arrived from every peer
+  // (the peers' last sends to it are done), as in the GEMM's exchange.
+  ifThen(isGroupLeader,
+         [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
+}
+
 } // namespace
 
 gpu::GPUFuncOp mlir::fusion::buildAttentionKernel(OpBuilder &builder,
@@ -365,9 +670,43 @@ gpu::GPUFuncOp mlir::fusion::buildAttentionKernel(OpBuilder &builder,
   MLIRContext *ctx = builder.getContext();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   Type index = builder.getIndexType();
-  auto func = gpu::GPUFuncOp::create(
-      builder, loc, name,
-      builder.getFunctionType({ptr, ptr, ptr, ptr, index, index, index}, {}));
+  SmallVector<Type> types;
+  auto vec = [](Type elem) {
+    return MemRefType::get({ShapedType::kDynamic}, elem);
+  };
+  auto stats = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                               builder.getF32Type());
+  for (AttentionArg a : attentionArgs(s)) {
+    switch (a) {
+    case AttentionArg::TmaQ:
+    case AttentionArg::TmaK:
+    case AttentionArg::TmaV:
+    case AttentionArg::TmaOut:
+      types.push_back(ptr);
+      break;
+    case AttentionArg::Batch:
+    case AttentionArg::QueryLen:
+    case AttentionArg::Heads:
+      types.push_back(index);
+      break;
+    case AttentionArg::LnWeight:
+      types.push_back(vec(s.lnWeightType));
+      break;
+    case AttentionArg::LnBias:
+      types.push_back(vec(s.lnBiasType));
+      break;
+    case AttentionArg::RmsWeight:
+      types.push_back(vec(s.rmsWeightType));
+      break;
+    case AttentionArg::LnMean:
+    case AttentionArg::LnRstd:
+    case AttentionArg::RmsRstd:
+      types.push_back(stats);
+      break;
+    }
+  }
+  auto func = gpu::GPUFuncOp::create(builder, loc, name,
+                                     builder.getFunctionType(types, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
   auto threads = static_cast<int32_t>(s.threads());
   func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({threads, 1, 1}));

@@ -75,3 +75,101 @@ mlir::fusion::getAttentionKernelSpec(GDPAOp op, const TargetInfo &target,
         target.smemPerBlockOptin));
   return s;
 }
+
+FailureOr<AttentionKernelSpec>
+mlir::fusion::getNormAttentionKernelSpec(NormAttentionOp op,
+                                         const TargetInfo &target,
+                                         std::string &whyNot) {
+  auto fail = [&](std::string why) -> FailureOr<AttentionKernelSpec> {
+    whyNot = std::move(why);
+    return failure();
+  };
+  if (op.getOffsets())
+    return fail("jagged query (offsets) is not supported by the GPU kernel "
+                "yet; expected a dense query [B, Lq, H, D]");
+  auto q = cast<RankedTensorType>(op.getQuery().getType());
+  auto k = cast<RankedTensorType>(op.getKey().getType());
+  auto v = cast<RankedTensorType>(op.getValue().getType());
+  auto out = cast<RankedTensorType>(op.getOutput().getType());
+  Type elem = q.getElementType();
+  if (!elem.isBF16() && !elem.isF16())
+    return fail(llvm::formatv("expected bf16 or f16 query, key, value and "
+                              "output, but got query of {0}",
+                              typeName(elem)));
+  for (auto [name, t] : {std::pair<StringRef, RankedTensorType>{"key", k},
+                         {"value", v},
+                         {"output", out}})
+    if (t.getElementType() != elem)
+      return fail(llvm::formatv("expected {0} of {1} (the query's element "
+                                "type), but got {2}",
+                                name, typeName(elem),
+                                typeName(t.getElementType())));
+  AttentionKernelSpec s;
+  s.norms = true;
+  s.elemType = elem;
+  s.heads = q.getDimSize(2);
+  s.headDim = s.valueDim = q.getDimSize(3);
+  s.kvLen = k.getDimSize(1);
+  if (ShapedType::isDynamic(s.heads) || s.heads < 1 ||
+      s.heads > target.maxEpilogueClusterSize)
+    return fail(llvm::formatv(
+        "expected a static head count from 1 to {0} (one CTA per head, the "
+        "heads of a token in one cluster, whose norms exchange their row "
+        "sums), but got {1}",
+        target.maxEpilogueClusterSize,
+        ShapedType::isDynamic(s.heads) ? std::string("?")
+                                       : std::to_string(s.heads)));
+  if (ShapedType::isDynamic(s.headDim) || (s.headDim != 64 && s.headDim != 128))
+    return fail(llvm::formatv(
+        "expected a static head dimension of 64 or 128 (the kernel keeps q "
+        "and ln_q of its rows in registers beside both accumulators), but "
+        "got {0}",
+        ShapedType::isDynamic(s.headDim) ? std::string("?")
+                                         : std::to_string(s.headDim)));
+  if (ShapedType::isDynamic(s.kvLen) || s.kvLen < 1 || s.kvLen > s.headDim)
+    return fail(llvm::formatv(
+        "expected a static key/value length from 1 to the head dimension "
+        "{0} (P takes the place of the group's ln_q rows), but got {1}",
+        s.headDim,
+        ShapedType::isDynamic(s.kvLen) ? std::string("?")
+                                       : std::to_string(s.kvLen)));
+  s.kvTile = llvm::alignTo(s.kvLen, 64);
+  s.activation = op.getActivation();
+  s.scale = op.getScale().convertToDouble();
+  s.lnEpsilon = op.getLnEpsilon().convertToDouble();
+  s.rmsEpsilon = op.getRmsEpsilon().convertToDouble();
+  auto elemOf = [](Value v) {
+    return v ? cast<ShapedType>(v.getType()).getElementType() : Type();
+  };
+  s.lnWeightType = elemOf(op.getLnWeight());
+  s.lnBiasType = elemOf(op.getLnBias());
+  s.rmsWeightType = elemOf(op.getRmsWeight());
+  s.stages = 2;
+  if (s.sharedMemoryBytes() > target.smemPerBlockOptin)
+    s.stages = 1;
+  if (s.sharedMemoryBytes() > target.smemPerBlockOptin)
+    return fail(llvm::formatv(
+        "needs {0} bytes of shared memory for D = {1} and a key/value length "
+        "of {2}, but {3} has {4}",
+        s.sharedMemoryBytes(), s.headDim, s.kvLen, target.chip,
+        target.smemPerBlockOptin));
+  return s;
+}
+
+SmallVector<AttentionArg>
+mlir::fusion::attentionArgs(const AttentionKernelSpec &s) {
+  SmallVector<AttentionArg> args = {
+      AttentionArg::TmaQ,  AttentionArg::TmaK,     AttentionArg::TmaV,
+      AttentionArg::TmaOut, AttentionArg::Batch, AttentionArg::QueryLen,
+      AttentionArg::Heads};
+  if (!s.norms)
+    return args;
+  if (s.lnWeightType)
+    args.push_back(AttentionArg::LnWeight);
+  if (s.lnBiasType)
+    args.push_back(AttentionArg::LnBias);
+  if (s.rmsWeightType)
+    args.push_back(AttentionArg::RmsWeight);
+  args.append({AttentionArg::LnMean, AttentionArg::LnRstd, AttentionArg::RmsRstd});
+  return args;
+}

@@ -18,6 +18,12 @@
 //                      blocks [64, 64] (K-major A of the second MMA); the
 //                      output tile [64, Dv] reuses it, Dv / 64 blocks
 //
+// FlashNormAttention (norms): no group buffers (the group's rows of the
+// stage's Q take ln_q, then P, then the output), and the row exchange's
+// slots instead: 3 rounds (the LayerNorm's sum and centered sum of
+// squares, the RMSNorm's sum of squares) x 2 item parities of
+// [H][128] f32.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FUSION_LIB_CONVERSION_FUSIONTOGPU_ATTENTION_ATTENTIONSPEC_H
@@ -52,18 +58,33 @@ struct AttentionKernelSpec {
   /// this one's MMAs and activation.
   int64_t stages = 2;
 
+  /// fusion.norm_attention: one CTA per head, the H CTAs of a token's
+  /// heads in a cluster (H <= the target's epilogue cluster); the norms'
+  /// epsilons and their parameters' element types (null when absent).
+  bool norms = false;
+  int64_t heads = 1;
+  double lnEpsilon = 0, rmsEpsilon = 0;
+  Type lnWeightType, lnBiasType, rmsWeightType;
+  static constexpr int64_t kExchangeRounds = 3;
+
   int64_t threads() const { return 128 * (1 + kConsumers); }
   int64_t qBytes() const { return kTileM * headDim * 2; }
   int64_t kBytes() const { return kvTile * headDim * 2; }
   int64_t vBytes() const { return kvTile * valueDim * 2; }
   int64_t stageBytes() const { return qBytes() + kBytes() + vBytes(); }
   int64_t groupBufferBytes() const {
-    return kGroupRows * std::max(kvTile, valueDim) * 2;
+    return norms ? 0 : kGroupRows * std::max(kvTile, valueDim) * 2;
   }
   int64_t groupBufferOffset() const { return stages * stageBytes(); }
+  /// The row exchange's slots (norms): one round and parity's [H][128] f32.
+  int64_t slotBytes() const { return heads * kTileM * 4; }
+  int64_t slotsOffset() const {
+    return groupBufferOffset() + kConsumers * groupBufferBytes();
+  }
   /// The dynamic shared memory the launch asks for (with the alignment pad).
   int64_t sharedMemoryBytes() const {
-    return groupBufferOffset() + kConsumers * groupBufferBytes() + kAlignment;
+    return slotsOffset() + (norms ? 2 * kExchangeRounds * slotBytes() : 0) +
+           kAlignment;
   }
 };
 
@@ -73,10 +94,21 @@ FailureOr<AttentionKernelSpec> getAttentionKernelSpec(GDPAOp op,
                                                       const TargetInfo &target,
                                                       std::string &whyNot);
 
-/// The kernel's arguments, in order: the tensor maps of q, k, v (loads) and
-/// the output (stores), then batch, query length and heads (index).
-enum class AttentionArg { TmaQ, TmaK, TmaV, TmaOut, Batch, QueryLen, Heads };
-inline constexpr unsigned kAttentionArgs = 7;
+/// The spec of a fusion.norm_attention (the FlashNormAttention forward).
+FailureOr<AttentionKernelSpec>
+getNormAttentionKernelSpec(NormAttentionOp op, const TargetInfo &target,
+                           std::string &whyNot);
+
+/// The kernel's arguments: the tensor maps of q, k, v (loads) and the
+/// output (stores), batch, query length and heads (index); with the norms,
+/// the parameters present (memref<?xT>) and the saved statistics
+/// (memref<?x?xf32>, [B, L_q]).
+enum class AttentionArg {
+  TmaQ, TmaK, TmaV, TmaOut, Batch, QueryLen, Heads,
+  LnWeight, LnBias, RmsWeight, LnMean, LnRstd, RmsRstd
+};
+/// The arguments `s` takes, in order.
+SmallVector<AttentionArg> attentionArgs(const AttentionKernelSpec &s);
 
 } // namespace mlir::fusion
 

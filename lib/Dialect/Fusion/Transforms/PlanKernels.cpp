@@ -43,7 +43,7 @@ StringRef absorbingPasses(Operation *op) {
 /// Emits the error for a fusion op that has no kernel of its own (not a GEMM,
 /// and not one of the ops with a standalone row kernel).
 void emitNoKernel(Operation *op) {
-  if (isa<NormAttentionOp, NormAttentionGradOp>(op)) {
+  if (isa<NormAttentionGradOp>(op)) {
     op->emitOpError("has no GPU kernel yet; fusion-plan-kernels plans "
                     "fusion.fused_matmul only");
     return;
@@ -115,7 +115,7 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
     // Standalone row and attention kernels (convert-fusion-to-gpu):
     // nothing to plan.
     if (isa<RMSNormOp, LayerNormOp, RMSNormGradOp, LayerNormGradOp, AddOp,
-            MulOp, GDPAOp>(op))
+            MulOp, GDPAOp, NormAttentionOp>(op))
       return;
     emitNoKernel(op);
     ok = false;
