@@ -524,22 +524,47 @@ void AttentionKernelEmitter::normConsumer() {
       for (int64_t j = 0; j < groups; ++j)
         q[h].push_back(readSwizzled(mine, groups, *layout, rowInGroup, h, j, qStride));
 
-    // The LayerNorm's statistics over H x D.
-    Value part[2], total[2], mean[2], rstd[2];
+    // The LayerNorm's statistics over H x D: each head's slice mean and
+    // centered sum of squares, both sent before either is awaited (one
+    // round trip), merged for slices of equal width D:
+    //   mean = avg_r mean_r,  M2 = sum_r (M2_r + D (mean_r - mean)^2).
+    Value part[2], total[2], mean[2], rstd[2], sliceMean[2], sliceM2[2];
+    Value invD = cstF32(1.0 / static_cast<double>(s.headDim));
     rowSums([&](int64_t h, int64_t j) { return widen(q[h][j]); }, part);
-    exchange->clusterRowSums(part, rowInTile, count, 0, total);
     for (int64_t h = 0; h < 2; ++h)
-      mean[h] = arith::MulFOp::create(b, total[h], invWidth);
+      sliceMean[h] = arith::MulFOp::create(b, part[h], invD);
     rowSums(
         [&](int64_t h, int64_t j) -> Value {
-          Value d = arith::SubFOp::create(b, widen(q[h][j]), splat(mean[h]));
+          Value d = arith::SubFOp::create(b, widen(q[h][j]), splat(sliceMean[h]));
           return arith::MulFOp::create(b, d, d);
         },
-        part);
-    exchange->clusterRowSums(part, rowInTile, count, 1, total);
-    for (int64_t h = 0; h < 2; ++h)
+        sliceM2);
+    exchange->send(sliceMean, rowInTile, count, 0);
+    exchange->send(sliceM2, rowInTile, count, 1);
+    Value means = exchange->wait(count, 0);
+    Value centered = exchange->wait(count, 1);
+    for (int64_t h = 0; h < 2; ++h) {
+      Value row = add(rowInTile, idx(8 * h));
+      SmallVector<Value> ms, m2s;
+      for (int64_t r = 0; r < s.heads; ++r) {
+        ms.push_back(memref::LoadOp::create(b, means, ValueRange{idx(r), row}));
+        m2s.push_back(memref::LoadOp::create(b, centered, ValueRange{idx(r), row}));
+      }
+      Value sum = cstF32(0.0), m2 = cstF32(0.0);
+      for (int64_t r = 0; r < s.heads; ++r) {
+        sum = arith::AddFOp::create(b, sum, ms[r]);
+        m2 = arith::AddFOp::create(b, m2, m2s[r]);
+      }
+      mean[h] = arith::MulFOp::create(b, sum, cstF32(1.0 / s.heads));
+      Value spread = cstF32(0.0);
+      for (int64_t r = 0; r < s.heads; ++r) {
+        Value d = arith::SubFOp::create(b, ms[r], mean[h]);
+        spread = math::FmaOp::create(b, d, d, spread);
+      }
+      m2 = math::FmaOp::create(b, spread, cstF32(static_cast<double>(s.headDim)), m2);
       rstd[h] = rsqrt(arith::AddFOp::create(
-          b, arith::MulFOp::create(b, total[h], invWidth), cstF32(s.lnEpsilon)));
+          b, arith::MulFOp::create(b, m2, invWidth), cstF32(s.lnEpsilon)));
+    }
     saveStats(it, AttentionArg::LnMean, mean);
     saveStats(it, AttentionArg::LnRstd, rstd);
 
