@@ -24,13 +24,13 @@ bench/layers/build_layers.sh "$build"
 # library per program under $out/attention.
 python3 bench/attention/gen_attention.py "$out"
 # The attention blocks twice: lib<name>.so with fusion.norm_attention (the
-# FlashNormAttention kernel, fusion-compile --norm-attention) and
-# lib<name>_unfused.so as fusion-fuse leaves them by default (five kernels).
+# FlashNormAttention kernel, fusion-fuse's default) and lib<name>_unfused.so
+# without it (fusion-compile --no-norm-attention: its five kernels).
 for f in "$out"/attention/*.mlir; do
   name=$(basename "$f" .mlir)
   if [[ $name == block_* ]]; then
-    "$build/bin/fusion-compile" "$f" -o "$out/attention/lib$name.so" --norm-attention
-    "$build/bin/fusion-compile" "$f" -o "$out/attention/lib${name}_unfused.so"
+    "$build/bin/fusion-compile" "$f" -o "$out/attention/lib$name.so"
+    "$build/bin/fusion-compile" "$f" -o "$out/attention/lib${name}_unfused.so" --no-norm-attention
   else
     "$build/bin/fusion-compile" "$f" -o "$out/attention/lib$name.so"
   fi

@@ -6,8 +6,7 @@
 //      or norm weight written as a separate add or mul into the layer (a
 //      linear's bias then rides in its GEMM's col_bias);
 //   2. form FlashNormAttention first: it swallows whole attention blocks
-//      (with norm-attention: fusion.norm_attention has no GPU kernel yet,
-//      the block's layer_norm, gdpa, add and rms_norm have);
+//      (for a GPU target, those its FlashNormAttention kernel takes);
 //   3. regroup forward+backward pairs before either side is fused alone
 //      (with regroup-backward: grad epilogues have no GPU kernel yet);
 //   4. epilogue norms (the norm disappears with the GEMM producing its input);

@@ -1,29 +1,35 @@
 // The seed's Kunlun PFFN attention block as its users write it, with the
 // norms' weights: LayerNorm(q) over all heads -> gdpa -> + ln_q -> RMSNorm
-// -> + q. fusion-fuse leaves it unfused by default (fusion.norm_attention
-// has no GPU kernel yet), reporting why, and the GPU lowering runs it whole
-// as five kernels: the LayerNorm row kernel, the attention kernel, the
-// add, the RMSNorm row kernel, the add. With norm-attention=true the block
-// is formed (for the CPU pipeline).
-// RUN: fusion-opt %s --fusion-fuse=report=true 2>&1 | FileCheck %s --check-prefix=FUSE
+// -> + q. fusion-fuse forms it into fusion.norm_attention, which the GPU
+// lowering runs as one FlashNormAttention kernel (a cluster of the two
+// heads' CTAs). With norm-attention=false the block stays as its ops,
+// reporting why, and runs whole as five kernels: the LayerNorm row kernel,
+// the attention kernel, the add, the RMSNorm row kernel, the add.
+// RUN: fusion-opt %s --fusion-fuse=report=true 2>&1 | FileCheck %s --check-prefix=FORMED
 // RUN: fusion-opt %s --fusion-fuse --convert-fusion-to-gpu | FileCheck %s
-// RUN: fusion-opt %s "--fusion-fuse=norm-attention=true" | FileCheck %s --check-prefix=FORMED
+// RUN: fusion-opt %s "--fusion-fuse=norm-attention=false report=true" 2>&1 | FileCheck %s --check-prefix=OFF
+// RUN: fusion-opt %s "--fusion-fuse=norm-attention=false" --convert-fusion-to-gpu | FileCheck %s --check-prefix=UNFUSED
 
-// FUSE: remark: fusion.gdpa not formed into fusion.norm_attention: forming is off in fusion-fuse until fusion.norm_attention has a GPU kernel (fusion-fuse{norm-attention=true} forms it, for the CPU pipeline); the block runs as its layer_norm, gdpa, add and rms_norm kernels
-// FUSE: fusion.layer_norm
-// FUSE: fusion.gdpa
-// FUSE: fusion.rms_norm
-
-// CHECK-LABEL: func.func @kunlun_block(
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@kunlun_block_kernel0
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@kunlun_block_kernel1 {{.*}} threads in (%{{.*}}384
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@kunlun_block_kernel2
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@kunlun_block_kernel3
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@kunlun_block_kernel4
-// CHECK-NOT: gpu.launch_func
-
+// FORMED: remark: fusion.gdpa formed into fusion.norm_attention
 // FORMED: fusion.norm_attention
 // FORMED-NOT: fusion.gdpa
+
+// CHECK-LABEL: func.func @kunlun_block(
+// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@kunlun_block_kernel0 clusters in (%{{.*}}, %{{.*}}, %{{.*}}) blocks in {{.*}} threads in (%{{.*}}384
+// CHECK-NOT: gpu.launch_func
+
+// OFF: remark: fusion.gdpa not formed into fusion.norm_attention: forming is off (fusion-fuse{norm-attention=false}); the block runs as its layer_norm, gdpa, add and rms_norm ops
+// OFF: fusion.layer_norm
+// OFF: fusion.gdpa
+// OFF: fusion.rms_norm
+
+// UNFUSED-LABEL: func.func @kunlun_block(
+// UNFUSED: gpu.launch_func async {{.*}} @fusion_kernels::@kunlun_block_kernel0
+// UNFUSED: gpu.launch_func async {{.*}} @fusion_kernels::@kunlun_block_kernel1 {{.*}} threads in (%{{.*}}384
+// UNFUSED: gpu.launch_func async {{.*}} @fusion_kernels::@kunlun_block_kernel2
+// UNFUSED: gpu.launch_func async {{.*}} @fusion_kernels::@kunlun_block_kernel3
+// UNFUSED: gpu.launch_func async {{.*}} @fusion_kernels::@kunlun_block_kernel4
+// UNFUSED-NOT: gpu.launch_func
 
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @kunlun_block(%q: tensor<?x512x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: tensor<?x128x2x128xbf16>,

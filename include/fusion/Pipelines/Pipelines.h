@@ -28,15 +28,15 @@ struct FusionFuseOptions : public PassPipelineOptions<FusionFuseOptions> {
       llvm::cl::init(false)};
   PassOptions::Option<bool> normAttention{
       *this, "norm-attention",
-      llvm::cl::desc("let fusion-form-norm-attention rewrite: an attention "
-                     "block into fusion.norm_attention (off by default, only "
-                     "its remarks: the op has no GPU kernel yet, the block's "
-                     "ops do; the CPU pipeline runs both)"),
-      llvm::cl::init(false)};
+      llvm::cl::desc("let fusion-form-norm-attention rewrite an attention "
+                     "block into fusion.norm_attention (for a GPU target only "
+                     "where its FlashNormAttention kernel takes the block); "
+                     "false: only its remarks, the block stays as its ops"),
+      llvm::cl::init(true)};
 };
 
 /// fusion-fuse: fusion-raise-linalg, fusion-form-norm-attention (rewriting
-/// only with norm-attention),
+/// unless norm-attention=false),
 /// fusion-regroup-backward (rewriting only with regroup-backward), fusion-epilogue-norm,
 /// fusion-lazy-prenorm, then canonicalize and cse.
 void buildFusionFusePipeline(OpPassManager &pm, const FusionFuseOptions &options);

@@ -95,3 +95,59 @@ func.func @blackwell(%q: tensor<2x64x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %v:
   return %o : tensor<2x64x2x64xbf16>
 }
 }
+
+// -----
+
+// FlashNormAttention: more heads than a norm cluster holds.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @na_heads(%q: tensor<2x128x8x64xbf16>, %k: tensor<2x64x8x64xbf16>, %v: tensor<2x64x8x64xbf16>) -> tensor<2x128x8x64xbf16> {
+  // expected-error @below {{'fusion.norm_attention' op cannot generate an sm_90a attention kernel: expected a static head count from 1 to 4 (one CTA per head, the heads of a token in one cluster, whose norms exchange their row sums), but got 8}}
+  %o, %m, %r, %rr = fusion.norm_attention %q, %k, %v
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
+      : tensor<2x128x8x64xbf16>, tensor<2x64x8x64xbf16>, tensor<2x64x8x64xbf16>
+      -> tensor<2x128x8x64xbf16>, tensor<2x128xf32>, tensor<2x128xf32>, tensor<2x128xf32>
+  return %o : tensor<2x128x8x64xbf16>
+}
+}
+
+// -----
+
+// FlashNormAttention: a head dimension other than 64 or 128.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @na_head_dim(%q: tensor<2x128x2x256xbf16>, %k: tensor<2x64x2x256xbf16>, %v: tensor<2x64x2x256xbf16>) -> tensor<2x128x2x256xbf16> {
+  // expected-error @below {{'fusion.norm_attention' op cannot generate an sm_90a attention kernel: expected a static head dimension of 64 or 128 (the kernel keeps q and ln_q of its rows in registers beside both accumulators), but got 256}}
+  %o, %m, %r, %rr = fusion.norm_attention %q, %k, %v
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
+      : tensor<2x128x2x256xbf16>, tensor<2x64x2x256xbf16>, tensor<2x64x2x256xbf16>
+      -> tensor<2x128x2x256xbf16>, tensor<2x128xf32>, tensor<2x128xf32>, tensor<2x128xf32>
+  return %o : tensor<2x128x2x256xbf16>
+}
+}
+
+// -----
+
+// FlashNormAttention: more keys than the head dimension.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @na_kv(%q: tensor<2x128x2x64xbf16>, %k: tensor<2x100x2x64xbf16>, %v: tensor<2x100x2x64xbf16>) -> tensor<2x128x2x64xbf16> {
+  // expected-error @below {{'fusion.norm_attention' op cannot generate an sm_90a attention kernel: expected a static key/value length from 1 to the head dimension 64 (P takes the place of the group's ln_q rows), but got 100}}
+  %o, %m, %r, %rr = fusion.norm_attention %q, %k, %v
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
+      : tensor<2x128x2x64xbf16>, tensor<2x100x2x64xbf16>, tensor<2x100x2x64xbf16>
+      -> tensor<2x128x2x64xbf16>, tensor<2x128xf32>, tensor<2x128xf32>, tensor<2x128xf32>
+  return %o : tensor<2x128x2x64xbf16>
+}
+}
+
+// -----
+
+// FlashNormAttention in f32.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @na_f32(%q: tensor<2x128x2x64xf32>, %k: tensor<2x64x2x64xf32>, %v: tensor<2x64x2x64xf32>) -> tensor<2x128x2x64xf32> {
+  // expected-error @below {{'fusion.norm_attention' op cannot generate an sm_90a attention kernel: expected bf16 or f16 query, key, value and output, but got query of f32}}
+  %o, %m, %r, %rr = fusion.norm_attention %q, %k, %v
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
+      : tensor<2x128x2x64xf32>, tensor<2x64x2x64xf32>, tensor<2x64x2x64xf32>
+      -> tensor<2x128x2x64xf32>, tensor<2x128xf32>, tensor<2x128xf32>, tensor<2x128xf32>
+  return %o : tensor<2x128x2x64xf32>
+}
+}

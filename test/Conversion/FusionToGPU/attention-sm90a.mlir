@@ -40,6 +40,23 @@ func.func @long_kv(%q: tensor<?x512x1x128xf16>, %k: tensor<?x200x1x128xf16>, %v:
   return %o : tensor<?x512x1x64xf16>
 }
 
+// FlashNormAttention (fusion.norm_attention, formed by fusion-fuse from the
+// block as written: test/Pipelines/attention-block-sm90a.mlir): a cluster
+// of the 4 heads' CTAs, one item per cluster = 128 tokens; the parameters
+// and the statistics follow the tensor maps.
+// CHECK-LABEL: func.func @flash_norm(
+// CHECK: call @fusionrtMaxActiveClusters
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@flash_norm_kernel0 clusters in (%c4, %c1, %c1) blocks in (%{{.*}}, %c1, %c1) threads in (%c384, %c1, %c1) {{ *}}dynamic_shared_memory_size %c209920_i32 args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?x?xf32>, {{.*}} : memref<?x?xf32>, {{.*}} : memref<?x?xf32>)
+func.func @flash_norm(%q: tensor<?x?x4x128xbf16>, %k: tensor<?x128x4x128xbf16>, %v: tensor<?x128x4x128xbf16>,
+                      %lnw: tensor<512xbf16>, %lnb: tensor<512xbf16>, %rmsw: tensor<512xbf16>)
+    -> (tensor<?x?x4x128xbf16>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>) {
+  %o, %m, %r, %rr = fusion.norm_attention %q, %k, %v ln_weight(%lnw : tensor<512xbf16>) ln_bias(%lnb : tensor<512xbf16>) rms_weight(%rmsw : tensor<512xbf16>)
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
+      : tensor<?x?x4x128xbf16>, tensor<?x128x4x128xbf16>, tensor<?x128x4x128xbf16>
+      -> tensor<?x?x4x128xbf16>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>
+  return %o, %m, %r, %rr : tensor<?x?x4x128xbf16>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>
+}
+
 }
 
 // The kernels: Kunlun's S accumulator 64 x 128, then the activation
@@ -57,9 +74,12 @@ func.func @long_kv(%q: tensor<?x512x1x128xf16>, %k: tensor<?x200x1x128xf16>, %v:
 // CHECK: nvgpu.warpgroup.mma.init.accumulator -> <fragmented = vector<64x256xf32>>
 // CHECK: nvgpu.warpgroup.mma.init.accumulator -> <fragmented = vector<64x64xf32>>
 
-// Both kernels assemble for sm_90a without spills.
+// The kernels assemble for sm_90a, the gdpa ones without spills; the
+// FlashNormAttention kernel keeps q and ln_q (32 registers each) beside both
+// accumulators, a few dozen bytes over.
 // PTXAS-DAG: ptxas ok: kunlun_kernel0 registers={{[0-9]+}} spills=0
 // PTXAS-DAG: ptxas ok: long_kv_kernel0 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: flash_norm_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[0-5][0-9]$}}
 
 // Per kernel: setmaxnreg both ways, 4-D TMA loads and stores, wgmma of
 // S (m64n128, K = D in 8 steps of 16) and O.
@@ -72,3 +92,6 @@ func.func @long_kv(%q: tensor<?x512x1x128xf16>, %k: tensor<?x200x1x128xf16>, %v:
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
 // PTX-DAG: fence.proxy.async.shared::cta
 // PTX-DAG: tanh.approx.f32
+// The FlashNormAttention kernel's row exchange: st.async into the peers' slots.
+// PTX-DAG: st.async.shared::cluster.mbarrier::complete_tx::bytes.u32
+// PTX-DAG: barrier.cluster.arrive

@@ -2,6 +2,8 @@
 
 #include "AttentionSpec.h"
 
+#include "fusion/Target/NVPTX/AttentionKernelLimits.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -110,29 +112,10 @@ mlir::fusion::getNormAttentionKernelSpec(NormAttentionOp op,
   s.heads = q.getDimSize(2);
   s.headDim = s.valueDim = q.getDimSize(3);
   s.kvLen = k.getDimSize(1);
-  if (ShapedType::isDynamic(s.heads) || s.heads < 1 ||
-      s.heads > target.maxEpilogueClusterSize)
-    return fail(llvm::formatv(
-        "expected a static head count from 1 to {0} (one CTA per head, the "
-        "heads of a token in one cluster, whose norms exchange their row "
-        "sums), but got {1}",
-        target.maxEpilogueClusterSize,
-        ShapedType::isDynamic(s.heads) ? std::string("?")
-                                       : std::to_string(s.heads)));
-  if (ShapedType::isDynamic(s.headDim) || (s.headDim != 64 && s.headDim != 128))
-    return fail(llvm::formatv(
-        "expected a static head dimension of 64 or 128 (the kernel keeps q "
-        "and ln_q of its rows in registers beside both accumulators), but "
-        "got {0}",
-        ShapedType::isDynamic(s.headDim) ? std::string("?")
-                                         : std::to_string(s.headDim)));
-  if (ShapedType::isDynamic(s.kvLen) || s.kvLen < 1 || s.kvLen > s.headDim)
-    return fail(llvm::formatv(
-        "expected a static key/value length from 1 to the head dimension "
-        "{0} (P takes the place of the group's ln_q rows), but got {1}",
-        s.headDim,
-        ShapedType::isDynamic(s.kvLen) ? std::string("?")
-                                       : std::to_string(s.kvLen)));
+  std::string why = whyNoNormAttentionKernel(
+      target, NormAttentionShape{elem, false, s.heads, s.headDim, s.kvLen});
+  if (!why.empty())
+    return fail(why);
   s.kvTile = llvm::alignTo(s.kvLen, 64);
   s.activation = op.getActivation();
   s.scale = op.getScale().convertToDouble();

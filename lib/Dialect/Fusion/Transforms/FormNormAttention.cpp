@@ -21,6 +21,7 @@
 #include "FusedOpBuilder.h"
 
 #include "fusion/Dialect/Fusion/Transforms/Transforms.h"
+#include "fusion/Target/NVPTX/AttentionKernelLimits.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Dominance.h"
@@ -266,12 +267,26 @@ void buildBackward(IRRewriter &rewriter, Forward &f, Backward &b,
       rewriter.replaceAllUsesWith(old, now);
 }
 
+/// The block as the FlashNormAttention kernel sees it.
+NormAttentionShape shapeOf(Forward &f) {
+  auto q = tensorType(f.q), k = tensorType(f.k), v = tensorType(f.v),
+       out = tensorType(f.outerAdd.getResult());
+  Type elem = q.getElementType();
+  bool same = k.getElementType() == elem && v.getElementType() == elem &&
+              out.getElementType() == elem;
+  bool jagged = static_cast<bool>(f.offsets);
+  return NormAttentionShape{same ? elem : Type(), jagged,
+                            q.getDimSize(q.getRank() - 2),
+                            q.getDimSize(q.getRank() - 1), k.getDimSize(1)};
+}
+
 } // namespace
 
 void mlir::fusion::applyFormNormAttention(ModuleOp module, bool report,
                                           bool apply) {
   SmallVector<GDPAOp> gdpas;
   module.walk([&](GDPAOp op) { gdpas.push_back(op); });
+  std::optional<TargetInfo> target = lookupTargetInfo(module);
   DominanceInfo dom(module);
   IRRewriter rewriter(module.getContext());
   for (GDPAOp gdpa : gdpas) {
@@ -315,12 +330,25 @@ void mlir::fusion::applyFormNormAttention(ModuleOp module, bool report,
     }
 
     if (!apply) {
-      notFormed("forming is off in fusion-fuse until fusion.norm_attention "
-                "has a GPU kernel (fusion-fuse{norm-attention=true} forms it, "
-                "for the CPU pipeline); the block runs as its layer_norm, "
-                "gdpa, add and rms_norm kernels" +
+      notFormed("forming is off (fusion-fuse{norm-attention=false}); the "
+                "block runs as its layer_norm, gdpa, add and rms_norm ops" +
                 Twine(b ? ", and its backward as its grad ops" : ""));
       continue;
+    }
+    // For a GPU target, only what its FlashNormAttention kernel takes: the
+    // rest runs as the block's own ops, which have kernels.
+    if (target) {
+      std::string whyNot =
+          b ? std::string("its backward, fusion.norm_attention_grad, has no "
+                          "GPU kernel yet")
+            : whyNoNormAttentionKernel(*target, shapeOf(*f));
+      if (!whyNot.empty()) {
+        notFormed("the " + target->chip + " FlashNormAttention kernel cannot " +
+                  "take it: " + whyNot +
+                  "; the block runs as its layer_norm, gdpa, add and rms_norm "
+                  "kernels");
+        continue;
+      }
     }
 
     NormAttentionOp fused = buildForward(rewriter, *f, forwardPoint);

@@ -25,16 +25,17 @@ func.func @gdpa_grad_left(%do: tensor<2x64x4x32xbf16>, %q: tensor<2x64x4x32xbf16
 
 // -----
 
-// Test that fusion.norm_attention, which has no kernel yet, is refused.
+// Test that fusion.norm_attention_grad, which has no kernel yet, is refused
+// (the forward has one: attention-sm90a.mlir).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @norm_attention_left(%q: tensor<2x128x2x64xbf16>, %k: tensor<2x128x2x64xbf16>, %v: tensor<2x128x2x64xbf16>) -> tensor<2x128x2x64xbf16> {
-  // expected-error @below {{'fusion.norm_attention' op has no GPU kernel yet; fusion-plan-kernels plans fusion.fused_matmul only}}
-  %out, %m, %r, %rr = fusion.norm_attention %q, %k, %v
-      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32,
-       ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
-      : tensor<2x128x2x64xbf16>, tensor<2x128x2x64xbf16>, tensor<2x128x2x64xbf16>
-      -> tensor<2x128x2x64xbf16>, tensor<2x128xf32>, tensor<2x128xf32>, tensor<2x128xf32>
-  return %out : tensor<2x128x2x64xbf16>
+func.func @norm_attention_grad_left(%do: tensor<2x128x2x64xbf16>, %q: tensor<2x128x2x64xbf16>, %k: tensor<2x128x2x64xbf16>, %v: tensor<2x128x2x64xbf16>, %m: tensor<2x128xf32>, %r: tensor<2x128xf32>, %rr: tensor<2x128xf32>) -> tensor<2x128x2x64xbf16> {
+  // expected-error @below {{'fusion.norm_attention_grad' op has no GPU kernel yet; fusion-plan-kernels plans fusion.fused_matmul only}}
+  %dq, %dk, %dv = fusion.norm_attention_grad %do, %q, %k, %v, %m, %r, %rr
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+      : tensor<2x128x2x64xbf16>, tensor<2x128x2x64xbf16>, tensor<2x128x2x64xbf16>,
+        tensor<2x128x2x64xbf16>, tensor<2x128xf32>, tensor<2x128xf32>, tensor<2x128xf32>
+      -> tensor<2x128x2x64xbf16>, tensor<2x128x2x64xbf16>, tensor<2x128x2x64xbf16>
+  return %dq : tensor<2x128x2x64xbf16>
 }
 }
 

@@ -153,16 +153,20 @@ def FusionFormNormAttentionPass
 
     #### Options
     - `report`: emit a remark per gdpa considered.
-    - `apply` (default true): rewrite. `fusion-fuse` runs the pass with
-      `apply=false` unless `fusion-fuse{norm-attention=true}`:
-      `fusion.norm_attention` has no GPU kernel yet, while the block's own
-      ops do (`fusion.layer_norm`, `fusion.gdpa`, `fusion.add`,
-      `fusion.rms_norm`); the CPU pipeline runs either. With `apply=false`
-      a block that would be formed is reported as not formed, and why.
+    - `apply` (default true): rewrite (`fusion-fuse{norm-attention=false}`
+      runs the pass with `apply=false`: a block that would be formed is
+      reported as not formed, and why).
 
     #### Target requirements
-    None at this level (the kernel needs clusters of H CTAs: checked by the
-    planner).
+    With a `fusion.target`, a block is formed only where the target's
+    FlashNormAttention kernel takes it (`whyNoNormAttentionKernel`,
+    `fusion/Target/NVPTX/AttentionKernelLimits.h`: dense bf16/f16 q,
+    H <= 4 heads in a cluster, D = 64 or 128, L_kv <= D; no backward, which
+    has no GPU kernel yet); elsewhere the block stays as its ops
+    (`fusion.layer_norm`, `fusion.gdpa`, `fusion.add`, `fusion.rms_norm`),
+    which have kernels, and the remark says why. Without a target every
+    matching block is formed (the CPU pipeline runs `fusion.norm_attention`
+    by its reference lowering).
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",
