@@ -567,6 +567,9 @@ void AttentionKernelEmitter::normConsumer() {
     }
     saveStats(it, AttentionArg::LnMean, mean);
     saveStats(it, AttentionArg::LnRstd, rstd);
+    // Both groups are past this item's waits (the stage's and the
+    // exchange's) before either overwrites its Q rows.
+    namedBarrier(3, 128 * Spec::kConsumers);
 
     // ln_q into the group's Q rows.
     SmallVector<SmallVector<Value>> ln(2, SmallVector<Value>(groups));
@@ -647,6 +650,7 @@ void AttentionKernelEmitter::normConsumer() {
       rms[h] = rsqrt(arith::AddFOp::create(
           b, arith::MulFOp::create(b, total[h], invWidth), cstF32(s.rmsEpsilon)));
     saveStats(it, AttentionArg::RmsRstd, rms);
+    namedBarrier(3, 128 * Spec::kConsumers);
     SmallVector<Value> g;
     for (int64_t j = 0; j < groups; ++j)
       g.push_back(paramPair(AttentionArg::RmsWeight, s.rmsWeightType, column(j), 1.0));
