@@ -1,0 +1,59 @@
+"""Prints a module of attention kernel variants for the ptxas sweep
+(attention-ptxas-sweep-sm90a.mlir): fusion.gdpa over head dimensions D and
+Dv of 64 to 256, key lengths 1 to 256 (padded to 64), every activation,
+bf16 and f16 (the stages follow from the shared memory: one where two do
+not fit), named gdpa_<i>; then fusion.norm_attention over 1 to 4 heads,
+D = 64 and 128, key lengths up to D, with and without the norms'
+parameters, named flash_<i>.
+
+    python3 gen_attention_grid.py > grid.mlir
+"""
+import itertools
+
+ACTS = ["identity", "relu", "gelu", "gelu_tanh", "silu"]
+
+
+def gdpa(i, d, dv, kv, act, dt):
+    q, k = f"tensor<?x?x2x{d}x{dt}>", f"tensor<?x{kv}x2x{d}x{dt}>"
+    v, o = f"tensor<?x{kv}x2x{dv}x{dt}>", f"tensor<?x?x2x{dv}x{dt}>"
+    return (f"func.func @gdpa_{i}(%q: {q}, %k: {k}, %v: {v}) -> {o} {{\n"
+            f"  %o = fusion.gdpa %q, %k, %v {{activation = #fusion.activation<{act}>, scale = 0.125 : f32}}"
+            f" : {q}, {k}, {v} -> {o}\n  return %o : {o}\n}}\n")
+
+
+def flash(i, h, d, kv, params, dt):
+    q, k = f"tensor<?x?x{h}x{d}x{dt}>", f"tensor<?x{kv}x{h}x{d}x{dt}>"
+    w = f"tensor<{h * d}x{dt}>"
+    s = "tensor<?x?xf32>"
+    args = f"%q: {q}, %k: {k}, %v: {k}" + (f", %a: {w}, %b: {w}, %g: {w}" if params else "")
+    opt = (f" ln_weight(%a : {w}) ln_bias(%b : {w}) rms_weight(%g : {w})" if params else "")
+    return (f"func.func @flash_{i}({args}) -> ({q}, {s}, {s}, {s}) {{\n"
+            f"  %o, %m, %r, %rr = fusion.norm_attention %q, %k, %v{opt} "
+            f"{{activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, "
+            f"ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}}"
+            f" : {q}, {k}, {k} -> {q}, {s}, {s}, {s}\n"
+            f"  return %o, %m, %r, %rr : {q}, {s}, {s}, {s}\n}}\n")
+
+
+def fits(d, dv, kv):
+    """Whether one stage of q, k, v and the P tiles fits sm_90a's 227 KB
+    (AttentionSpec.h's layout); larger combinations are refused."""
+    t = -(-kv // 64) * 64
+    return 128 * d * 2 + t * d * 2 + t * dv * 2 + 2 * 64 * max(t, dv) * 2 + 1024 <= 227 * 1024
+
+
+def main():
+    print('module attributes {fusion.target = #fusion.target<"sm_90a">} {')
+    kvs = [1, 64, 100, 128, 200, 256]
+    for i, (d, dv) in enumerate(itertools.product([64, 128, 192, 256], [64, 128, 256])):
+        kv = next(k for k in kvs[i % len(kvs)::-1] if fits(d, dv, k))
+        print(gdpa(i, d, dv, kv, ACTS[i % len(ACTS)], "bf16" if i % 3 else "f16"))
+    cases = [(1, 128, 128, True), (2, 128, 128, True), (3, 64, 64, False), (4, 128, 128, True),
+             (2, 64, 40, True), (4, 64, 64, False), (2, 128, 72, False), (3, 128, 128, True)]
+    for i, (h, d, kv, params) in enumerate(cases):
+        print(flash(i, h, d, kv, params, "f16" if i == 5 else "bf16"))
+    print("}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+// REQUIRES: ptxas
+// Test that every attention kernel variant (Inputs/gen_attention_grid.py:
+// fusion.gdpa over D, Dv = 64..256, key lengths 1..256, every activation,
+// bf16 and f16, two stages or one; fusion.norm_attention over 1-4 heads,
+// D = 64 and 128, with and without the norms' parameters) goes through
+// fusion-to-gpu and assembles with ptxas for sm_90a: the gdpa kernels
+// without spilling, the FlashNormAttention ones within 64 bytes (q and ln_q
+// of the thread's positions in registers beside both accumulators).
+// RUN: %python %S/Inputs/gen_attention_grid.py > %t.mlir
+// RUN: fusion-opt %t.mlir --fusion-to-gpu=format=isa > %t.isa.mlir
+// RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s
+// RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
+// CHECK-DAG: ptxas ok: gdpa_0_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: gdpa_1_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: gdpa_2_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: gdpa_3_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: gdpa_4_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: gdpa_5_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: gdpa_6_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: gdpa_7_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: gdpa_8_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: gdpa_9_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: gdpa_10_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: gdpa_11_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: flash_0_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-5][0-9]$|6[0-4]$}}
+// CHECK-DAG: ptxas ok: flash_1_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-5][0-9]$|6[0-4]$}}
+// CHECK-DAG: ptxas ok: flash_2_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-5][0-9]$|6[0-4]$}}
+// CHECK-DAG: ptxas ok: flash_3_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-5][0-9]$|6[0-4]$}}
+// CHECK-DAG: ptxas ok: flash_4_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-5][0-9]$|6[0-4]$}}
+// CHECK-DAG: ptxas ok: flash_5_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-5][0-9]$|6[0-4]$}}
+// CHECK-DAG: ptxas ok: flash_6_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-5][0-9]$|6[0-4]$}}
+// CHECK-DAG: ptxas ok: flash_7_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-5][0-9]$|6[0-4]$}}
+
+// Every MMA shape the grid needs: S of 64 x L_kv (padded) and O of 64 x Dv.
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
+// PTX-DAG: st.async.shared::cluster.mbarrier::complete_tx::bytes.u32
