@@ -206,7 +206,7 @@ def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
         except (EmitError, FusionCompileError, OSError) as error:
             if strict:
                 raise
-            entry.why_not = str(error).splitlines()[0] if str(error) else type(error).__name__
+            entry.why_not = _reason(error)
     fused.recompile()
     return fused, Explanation(target, reports, left)
 
@@ -318,6 +318,17 @@ def build(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, *,
     _check_target(target)
     gm = _capture(model, example_inputs, example_kwargs)
     return _partition(gm, target, True, strict, False, load=False)[1]
+
+
+def _reason(error: Exception) -> str:
+    """Why a partition stays in PyTorch, in a line: the compiler's first
+    diagnostic where it gave one ("'fusion.gdpa' op cannot generate ..."),
+    else the error's first line."""
+    lines = str(error).splitlines()
+    for line in lines[1:]:
+        if "error: " in line:
+            return line.split("error: ", 1)[1].strip()
+    return lines[0] if lines else type(error).__name__
 
 
 def _inline(fused, node, sub) -> None:

@@ -212,6 +212,28 @@ class FrontEndTest(unittest.TestCase):
                 y = compiled(q, k, v)
             self.check_close(model, (q, k, v), y)
 
+    def test_gdpa_builds_for_the_gpu(self):
+        # The same attention, built ahead of time for the H200: its partition
+        # becomes the sm_90a attention kernel (no GPU needed to build);
+        # head dimensions the kernel does not take stay in PyTorch, saying why.
+        class Einsum(torch.nn.Module):
+            def forward(self, q, k, v):
+                s = torch.einsum("bihd,bjhd->bhij", q, k) * 0.125
+                return torch.einsum("bhij,bjhd->bihd", torch.nn.functional.silu(s), v)
+
+        q = torch.randn(2, 130, 2, 64).bfloat16()
+        k, v = torch.randn(2, 100, 2, 64).bfloat16(), torch.randn(2, 100, 2, 128).bfloat16()
+        report = fc.build(Einsum(), (q, k, v), target="sm_90a")
+        part = report.partitions[0]
+        self.assertTrue(part.compiled, part.why_not)
+        self.assertIn("fusion.gdpa", part.mlir)
+        self.assertTrue(os.path.exists(part.library), part.library)
+        small = (torch.randn(2, 5, 2, 16).bfloat16(), torch.randn(2, 7, 2, 16).bfloat16(),
+                 torch.randn(2, 7, 2, 16).bfloat16())
+        report = fc.build(Einsum(), small, target="sm_90a", strict=False)
+        self.assertFalse(report.partitions[0].compiled)
+        self.assertIn("a multiple of 64", report.partitions[0].why_not)
+
     def test_unsupported_model_runs_in_pytorch(self):
         def f(x):
             return torch.sin(x) * 2
