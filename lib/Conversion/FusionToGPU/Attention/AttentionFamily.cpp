@@ -11,6 +11,7 @@
 
 #include "AttentionKernel.h"
 
+#include "../Common/TmaPipeline.h"
 #include "../KernelFamily.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -64,13 +65,7 @@ public:
       Value unranked = memref::CastOp::create(
           b, UnrankedMemRefType::get(spec.elemType, 0), mem);
       SmallVector<int64_t> box = {1, rows, 1, Spec::kBoxCols};
-      auto tile = MemRefType::get(box, spec.elemType, MemRefLayoutAttrInterface{},
-                                  IntegerAttr::get(IntegerType::get(ctx, 64), 3));
-      auto mapType = nvgpu::TensorMapDescriptorType::get(
-          ctx, tile, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
-          nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
-          nvgpu::TensorMapOOBKind::OOB_ZERO,
-          nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+      Type mapType = swizzledTensorMapType(ctx, box, spec.elemType);
       SmallVector<Value> boxValues;
       for (int64_t d : box)
         boxValues.push_back(idx(d));

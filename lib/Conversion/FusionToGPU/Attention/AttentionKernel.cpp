@@ -49,17 +49,6 @@ namespace {
 
 using Spec = AttentionKernelSpec;
 
-/// The 128-byte swizzled tensor map type of a box of `shape`.
-Type tensorMapType(MLIRContext *ctx, ArrayRef<int64_t> shape, Type elem) {
-  auto tile = MemRefType::get(shape, elem, MemRefLayoutAttrInterface{},
-                              IntegerAttr::get(IntegerType::get(ctx, 64), 3));
-  return nvgpu::TensorMapDescriptorType::get(
-      ctx, tile, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
-      nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
-      nvgpu::TensorMapOOBKind::OOB_ZERO,
-      nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
-}
-
 class AttentionKernelEmitter : public KernelBuilder {
 public:
   AttentionKernelEmitter(ImplicitLocOpBuilder &b, const Spec &s,
@@ -162,7 +151,7 @@ private:
 void AttentionKernelEmitter::emit() {
   auto cast = [&](AttentionArg a, ArrayRef<int64_t> box) {
     return UnrealizedConversionCastOp::create(
-               b, tensorMapType(ctx, box, s.elemType), arg(a))
+               b, swizzledTensorMapType(ctx, box, s.elemType), arg(a))
         .getResult(0);
   };
   // Loads and stores go through 4-D maps [B, L, H, D] (coordinates

@@ -8,6 +8,8 @@
 
 #include "GemmSpec.h"
 
+#include "../Common/TmaPipeline.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
@@ -178,13 +180,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
 }
 
 static Type tensorMapType(MLIRContext *ctx, ArrayRef<int64_t> box, Type elem) {
-  auto tile = MemRefType::get(box, elem, MemRefLayoutAttrInterface{},
-                              IntegerAttr::get(IntegerType::get(ctx, 64), 3));
-  return nvgpu::TensorMapDescriptorType::get(
-      ctx, tile, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
-      nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
-      nvgpu::TensorMapOOBKind::OOB_ZERO,
-      nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+  return swizzledTensorMapType(ctx, box, elem);
 }
 
 Type mlir::fusion::getTensorMapTypeA(MLIRContext *ctx, const GemmKernelSpec &s) {
