@@ -135,8 +135,9 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     extra memref argument that the caller allocates on the device), which
     encodes the TMA descriptors (`nvgpu.tma.create.descriptor`) and launches
     one kernel per fused op, built by the op's kernel family (the fused GEMM,
-    `Gemm/`) around the MMA engine of the module's target (`Mma/`: wgmma on
-    sm_90a), from the arch-neutral pieces of `Common/`. The kernels go into a
+    `Gemm/`; the row ops, `Rows/`; `fusion.gdpa` and `fusion.norm_attention`,
+    `Attention/`) around the MMA engine of the module's target (`Mma/`:
+    wgmma on sm_90a), from the arch-neutral pieces of `Common/`. The kernels go into a
     `gpu.module` carrying the target's `#nvvm.target` (from `TargetInfo`:
     `chip = "sm_90a"`, `features = "+ptx81"`); each is a persistent, warp-specialized
     kernel built from NVGPU/NVVM ops, launched on min(tiles, SMs) CTAs (the

@@ -375,11 +375,11 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     #### Input invariants
     - The module (or an enclosing one) carries `fusion.target` whenever it
       holds a GEMM.
-    - The only fusion ops left are `fusion.matmul` (without `transpose_lhs`),
-      `fusion.fused_matmul` and the row ops (`fusion.rms_norm`,
-      `fusion.layer_norm`, `fusion.add`, `fusion.mul`): the norm grads and
-      `fusion.gdpa` (+ grad) must have been absorbed by a fusion pass
-      (`fusion.norm_attention` has no kernel yet).
+    - The only fusion ops left are `fusion.matmul`, `fusion.fused_matmul`,
+      the row ops (`fusion.rms_norm`, `fusion.layer_norm`, their grads,
+      `fusion.add`, `fusion.mul`) and the attention ops with a kernel
+      (`fusion.gdpa`, `fusion.norm_attention`): `fusion.gdpa_grad` and
+      `fusion.norm_attention_grad` have no kernel yet.
     - lhs and rhs are bf16 or f16, of one element type; K and N are static
       multiples of 8 (TMA needs 16-byte row strides); M may be dynamic.
     - A norm or grad epilogue's row splits as `planEpilogueNorm` requires.
