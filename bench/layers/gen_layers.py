@@ -150,48 +150,42 @@ def linear_wgrad(h):
                    [f"%dw = fusion.matmul %dy, %x {{transpose_lhs}} : {x}, {x} -> {w}"])
 
 
-def train_step_rms(h):
-    x, w, g, stat, gf = ty(("M", h)), ty((h, h)), ty((h,)), ty(("M",), "f32"), ty((h,), "f32")
-    body = [
-        f"%h = fusion.matmul %x, %w1 {{transpose_rhs}} : {x}, {w} -> {x}",
-        f"%n, %rstd = fusion.rms_norm %h weight(%g : {g}) {{epsilon = {LLAMA_EPS:e} : f32}}"
-        f" : {x} -> {x}, {stat}",
-        f"%y = fusion.matmul %n, %w2 {{transpose_rhs}} : {x}, {w} -> {x}",
-        f"%dn = fusion.matmul %dy, %w2 : {x}, {w} -> {x}",
-        f"%dw2 = fusion.matmul %dy, %n {{transpose_lhs}} : {x}, {x} -> {w}",
-        f"%dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : {g})"
-        f" : {x}, {x}, {stat} -> {x}, {gf}",
-        f"%dx = fusion.matmul %dh, %w1 : {x}, {w} -> {x}",
-        f"%dw1 = fusion.matmul %dh, %x {{transpose_lhs}} : {x}, {x} -> {w}"]
-    return program(f"train_step_rms_h{h}", "train_step_rms", h,
-                   [("x", "bf16", ("M", h)), ("w1", "bf16", (h, h)), ("g", "bf16", (h,)),
-                    ("w2", "bf16", (h, h)), ("dy", "bf16", ("M", h))],
-                   [("y", "bf16", ("M", h)), ("dx", "bf16", ("M", h)), ("dw1", "bf16", (h, h)),
-                    ("dg", "f32", (h,)), ("dw2", "bf16", (h, h))], body, eps=LLAMA_EPS)
-
-
-def train_step_ln(h):
-    """The same step with nn.LayerNorm (weight gamma, bias beta) between the
-    linears: the forward norm saves mean and rstd; its gradient returns
-    dgamma and dbeta."""
+def train_step(h, norm):
+    """A training step linear -> norm -> linear (nn.Linear weights, no
+    biases), forward and backward from one function. norm "rms": LlamaRMSNorm
+    (weight g; the forward saves rstd, its gradient returns dg); "ln":
+    nn.LayerNorm (weight gamma, bias beta; saves mean and rstd, returns
+    dgamma and dbeta)."""
     x, w, v, stat, gf = ty(("M", h)), ty((h, h)), ty((h,)), ty(("M",), "f32"), ty((h,), "f32")
+    if norm == "rms":
+        params, grads, eps = ("g",), ("dg",), LLAMA_EPS
+        forward = (f"%n, %rstd = fusion.rms_norm %h weight(%g : {v}) {{epsilon = {eps:e} : f32}}"
+                   f" : {x} -> {x}, {stat}")
+        backward = (f"%dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : {v})"
+                    f" : {x}, {x}, {stat} -> {x}, {gf}")
+    else:
+        params, grads, eps = ("gamma", "beta"), ("dgamma", "dbeta"), LN_EPS
+        forward = (f"%n, %mean, %rstd = fusion.layer_norm %h weight(%gamma : {v}) bias(%beta : {v})"
+                   f" {{epsilon = {eps:e} : f32}} : {x} -> {x}, {stat}, {stat}")
+        backward = (f"%dh, %dgamma, %dbeta = fusion.layer_norm_grad %dn, %h, %mean, %rstd"
+                    f" weight(%gamma : {v}) {{with_bias_grad}} : {x}, {x}, {stat}, {stat} -> {x}, {gf}, {gf}")
     body = [
         f"%h = fusion.matmul %x, %w1 {{transpose_rhs}} : {x}, {w} -> {x}",
-        f"%n, %mean, %rstd = fusion.layer_norm %h weight(%gamma : {v}) bias(%beta : {v})"
-        f" {{epsilon = {LN_EPS:e} : f32}} : {x} -> {x}, {stat}, {stat}",
+        forward,
         f"%y = fusion.matmul %n, %w2 {{transpose_rhs}} : {x}, {w} -> {x}",
         f"%dn = fusion.matmul %dy, %w2 : {x}, {w} -> {x}",
         f"%dw2 = fusion.matmul %dy, %n {{transpose_lhs}} : {x}, {x} -> {w}",
-        f"%dh, %dgamma, %dbeta = fusion.layer_norm_grad %dn, %h, %mean, %rstd"
-        f" weight(%gamma : {v}) {{with_bias_grad}} : {x}, {x}, {stat}, {stat} -> {x}, {gf}, {gf}",
+        backward,
         f"%dx = fusion.matmul %dh, %w1 : {x}, {w} -> {x}",
         f"%dw1 = fusion.matmul %dh, %x {{transpose_lhs}} : {x}, {x} -> {w}"]
-    return program(f"train_step_ln_h{h}", "train_step_ln", h,
-                   [("x", "bf16", ("M", h)), ("w1", "bf16", (h, h)), ("gamma", "bf16", (h,)),
-                    ("beta", "bf16", (h,)), ("w2", "bf16", (h, h)), ("dy", "bf16", ("M", h))],
-                   [("y", "bf16", ("M", h)), ("dx", "bf16", ("M", h)), ("dw1", "bf16", (h, h)),
-                    ("dgamma", "f32", (h,)), ("dbeta", "f32", (h,)), ("dw2", "bf16", (h, h))],
-                   body, eps=LN_EPS)
+    kind = f"train_step_{norm}"
+    return program(f"{kind}_h{h}", kind, h,
+                   [("x", "bf16", ("M", h)), ("w1", "bf16", (h, h))]
+                   + [(p, "bf16", (h,)) for p in params]
+                   + [("w2", "bf16", (h, h)), ("dy", "bf16", ("M", h))],
+                   [("y", "bf16", ("M", h)), ("dx", "bf16", ("M", h)), ("dw1", "bf16", (h, h))]
+                   + [(g, "f32", (h,)) for g in grads] + [("dw2", "bf16", (h, h))],
+                   body, eps=eps)
 
 
 def elementwise(kind, h):
@@ -206,7 +200,8 @@ def elementwise(kind, h):
 
 def programs():
     out = []
-    out += [p for h in TRAIN_H for p in (linear_wgrad(h), train_step_rms(h), train_step_ln(h))]
+    out += [p for h in TRAIN_H
+            for p in (linear_wgrad(h), train_step(h, "rms"), train_step(h, "ln"))]
     for h in LAYER_H:
         out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True), bert_postnorm(h),
                 bert_postnorm(h, add_bias=True)]
