@@ -33,8 +33,8 @@ KINDS = {
     "add": lambda h: gen_layers.elementwise("add", h),
     "mul_col": lambda h: gen_layers.elementwise("mul_col", h),
     "linear_wgrad": gen_layers.linear_wgrad,
-    "train_step_rms": gen_layers.train_step_rms,
-    "train_step_ln": gen_layers.train_step_ln,
+    "train_step_rms": lambda h: gen_layers.train_step(h, "rms"),
+    "train_step_ln": lambda h: gen_layers.train_step(h, "ln"),
 }
 
 
