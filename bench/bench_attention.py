@@ -14,7 +14,6 @@ the output written once) and writes JSON.
 """
 import argparse
 import json
-import math
 import os
 import sys
 
@@ -25,8 +24,8 @@ sys.path.insert(0, os.path.join(REPO, "test", "gpu"))
 
 import torch  # noqa: E402
 
+import attention_programs as ap  # noqa: E402
 import bench_util as bu  # noqa: E402
-import fusion_runtime as fr  # noqa: E402
 
 # (program, library variant, B, L_q): a block fused (FlashNormAttention) and
 # "_unfused" (its five kernels).
@@ -48,24 +47,20 @@ def activation(name, x):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--commit", default="unknown")
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
-    artifacts = os.environ.get("FUSION_GPU_ARTIFACTS", os.path.join(REPO, "build", "gpu"))
-    with open(os.path.join(artifacts, "attention", "attention.json")) as f:
-        programs = {p["name"]: p for p in json.load(f)}
-    rt_path = os.path.join(artifacts, "libfusion_runtime.so")
-    runtime = fr.Runtime.find(rt_path if os.path.exists(rt_path) else None)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--commit", default="unknown")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    programs = ap.programs()
     rows = []
     for name, variant, batch, lq in CASES:
         prog = programs[name]
-        path = os.path.join(artifacts, "attention", f"lib{name}{variant}.so")
+        path = ap.library_path(name, variant)
         if not os.path.exists(path):
             print(f"skipped: {path} not built")
             continue
-        fn = fr.Library(path, runtime=runtime).function(name, prog["signature"])
+        fn = ap.function(prog, variant)
         h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
         act, scale = prog["activation"], prog["scale"]
         gen = torch.Generator(device="cuda").manual_seed(0)

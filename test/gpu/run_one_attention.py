@@ -5,28 +5,18 @@ compute-sanitizer runner for the attention kernel.
     FUSION_GPU_ARTIFACTS=build/gpu compute-sanitizer --tool racecheck \\
         python3 test/gpu/run_one_attention.py gdpa_kunlun_h2 4 300
 """
-import json
-import os
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "runtime", "python"))
+import torch
 
-import torch  # noqa: E402
-
-import fusion_runtime as fr  # noqa: E402
+import attention_programs as ap
 
 
 def main():
     name, batch, lq = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     variant = sys.argv[4] if len(sys.argv) > 4 else ""  # "_unfused": a block's five kernels
-    artifacts = os.environ.get("FUSION_GPU_ARTIFACTS", os.path.join(REPO, "build", "gpu"))
-    with open(os.path.join(artifacts, "attention", "attention.json")) as f:
-        prog = {p["name"]: p for p in json.load(f)}[name]
-    rt = os.path.join(artifacts, "libfusion_runtime.so")
-    fn = fr.Library(os.path.join(artifacts, "attention", f"lib{name}{variant}.so"),
-                    runtime=fr.Runtime.find(rt if os.path.exists(rt) else None)
-                    ).function(name, prog["signature"])
+    prog = ap.programs()[name]
+    fn = ap.function(prog, variant)
     dt = torch.bfloat16 if prog["dtype"] == "bf16" else torch.float16
     h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
     q = torch.rand(batch, lq, h, d, device="cuda").to(dt)

@@ -4,28 +4,18 @@ kernel shows up as a differing or poisoned call.
 
     FUSION_GPU_ARTIFACTS=build/gpu python3 test/gpu/stress_attention.py block_kunlun_h2 768 512 200
 """
-import json
-import os
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "runtime", "python"))
+import torch
 
-import torch  # noqa: E402
-
-import fusion_runtime as fr  # noqa: E402
+import attention_programs as ap
 
 
 def main():
     name, batch, lq, calls = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     variant = sys.argv[5] if len(sys.argv) > 5 else ""
-    artifacts = os.environ.get("FUSION_GPU_ARTIFACTS", os.path.join(REPO, "build", "gpu"))
-    with open(os.path.join(artifacts, "attention", "attention.json")) as f:
-        prog = {p["name"]: p for p in json.load(f)}[name]
-    rt = os.path.join(artifacts, "libfusion_runtime.so")
-    fn = fr.Library(os.path.join(artifacts, "attention", f"lib{name}{variant}.so"),
-                    runtime=fr.Runtime.find(rt if os.path.exists(rt) else None)
-                    ).function(name, prog["signature"])
+    prog = ap.programs()[name]
+    fn = ap.function(prog, variant)
     h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
     g = torch.Generator(device="cuda").manual_seed(7)
     q = torch.randn(batch, lq, h, d, device="cuda", generator=g).bfloat16()

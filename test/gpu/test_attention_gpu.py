@@ -12,47 +12,37 @@ one library called for several shapes in a row.
 
     FUSION_GPU_ARTIFACTS=build/gpu python3 -m pytest -v -s test/gpu/test_attention_gpu.py
 """
-import json
 import math
 import os
 import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "runtime", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU: the attention libraries run only on the H200",
                 allow_module_level=True)
 
-import fusion_runtime as fr  # noqa: E402
+import attention_programs as ap  # noqa: E402
 
-ARTIFACTS = os.environ.get("FUSION_GPU_ARTIFACTS", os.path.join(REPO, "build", "gpu"))
-MANIFEST = os.path.join(ARTIFACTS, "attention", "attention.json")
-if not os.path.exists(MANIFEST):
-    pytest.skip(f"{MANIFEST} not built (bench/build_gpu_artifacts.sh)", allow_module_level=True)
-with open(MANIFEST) as f:
-    PROGRAMS = {p["name"]: p for p in json.load(f)}
-_runtime_path = os.path.join(ARTIFACTS, "libfusion_runtime.so")
-RUNTIME = fr.Runtime.find(_runtime_path if os.path.exists(_runtime_path) else None)
+PROGRAMS = ap.programs()
+if PROGRAMS is None:
+    pytest.skip(f"{ap.MANIFEST} not built (bench/build_gpu_artifacts.sh)", allow_module_level=True)
 FLOOR = 1e-3
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
-_loaded = {}
 
 
 def function(name, variant=""):
     """The compiled function; variant "_unfused": a block's library without
     fusion.norm_attention (its five kernels)."""
     if name not in PROGRAMS:
-        pytest.skip(f"{name} is not in {MANIFEST}")
-    path = os.path.join(ARTIFACTS, "attention", f"lib{name}{variant}.so")
+        pytest.skip(f"{name} is not in {ap.MANIFEST}")
+    path = ap.library_path(name, variant)
     if not os.path.exists(path):
         pytest.skip(f"{path} not built (the compiler refused it)")
-    if path not in _loaded:
-        _loaded[path] = fr.Library(path, runtime=RUNTIME).function(name, PROGRAMS[name]["signature"])
-    return _loaded[path]
+    return ap.function(PROGRAMS[name], variant)
 
 
 def activation(name, x):

@@ -126,6 +126,19 @@ private:
   /// (h D + col), as vector<2xf32>; `none` (a splat) when absent.
   Value paramPair(AttentionArg a, Type elem, Value col, double none);
 
+  /// S = A K^T over D for the group's A rows: D / 64 blocks [64, 64] at
+  /// `rows` + kc x `stride`, K from the stage at `base`.
+  Value scores(MmaEngine &engine, Value base, Value rows, int64_t stride);
+  /// O = P V over the keys: P in kvTile / 64 blocks [64, 64] at `rows` +
+  /// r x `stride`, V from the stage at `base`.
+  Value values(MmaEngine &engine, Value base, Value rows, int64_t stride);
+  /// P = act(scale S) of the pair at row h, group j of `view`, rounded to
+  /// the element type.
+  Value activatedPair(AccumulatorView &view, int64_t h, int64_t j);
+  /// The group's output rows (Dv / 64 blocks [64, 64] at `rows` + e x
+  /// `stride`) TMA-stored at the item's rows 64 c, in one bulk group.
+  void storeGroupRows(Item it, Value c, Value rows, int64_t stride);
+
   void roles();
   void producer();
   void consumer();
@@ -317,18 +330,37 @@ Value AttentionKernelEmitter::paramPair(AttentionArg a, Type elem, Value col,
   return elem.isF32() ? pair : arith::ExtFOp::create(b, f32x2, pair).getResult();
 }
 
-/// Consumer warpgroup c: query rows [64 c, 64 c + 64) of each item.
-void AttentionKernelEmitter::consumer() {
-  std::unique_ptr<MmaEngine> scores = engine(
-      MmaShape{s.kvTile, Spec::kBoxCols, s.elemType, false, /*transposeB=*/true});
-  std::unique_ptr<MmaEngine> values =
-      engine(MmaShape{s.valueDim, Spec::kBoxCols, s.elemType, false, false});
-  Value c = sub(wg, idx(1));
-  Value rowInGroup = scores->firstRow(*this, idx(0), tid);
-  Value buffer = add(idx(s.groupBufferOffset()), mul(c, idx(s.groupBufferBytes())));
-  Value isGroupLeader = eq(tid, 0);
-  auto pairType = VectorType::get({2}, s.elemType);
-  Value scale = cstF32(s.scale);
+Value AttentionKernelEmitter::scores(MmaEngine &engine, Value base, Value rows,
+                                     int64_t stride) {
+  Value acc = engine.initAccumulator(*this);
+  for (int64_t kc = 0; kc < s.headDim / Spec::kBoxCols; ++kc) {
+    Value a = smemView(add(rows, idx(kc * stride)),
+                       {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
+    Value k = smemView(add(base, idx(s.qBytes() + kc * s.kvTile * 128)),
+                       {s.kvTile, Spec::kBoxCols}, s.elemType);
+    acc = engine.issue(*this, a, k, operandMap, operandMap, acc);
+  }
+  engine.waitPending(*this, 0);
+  return acc;
+}
+
+Value AttentionKernelEmitter::values(MmaEngine &engine, Value base, Value rows,
+                                     int64_t stride) {
+  Value acc = engine.initAccumulator(*this);
+  for (int64_t r = 0; r < s.kvTile / 64; ++r) {
+    Value p = smemView(add(rows, idx(r * stride)),
+                       {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
+    Value v = smemView(
+        add(base, idx(s.qBytes() + s.kBytes() + r * s.valueDim * 128)),
+        {64, s.valueDim}, s.elemType);
+    acc = engine.issue(*this, p, v, operandMap, operandMap, acc);
+  }
+  engine.waitPending(*this, 0);
+  return acc;
+}
+
+Value AttentionKernelEmitter::activatedPair(AccumulatorView &view, int64_t h,
+                                            int64_t j) {
   // gelu_tanh's tanh as tanh.approx.f32 (llvm.tanh with afn; relative
   // error about 2^-11, below the rounding of P to 16 bits), one MUFU
   // instruction instead of libdevice's tanhf: the activation is on every
@@ -339,66 +371,74 @@ void AttentionKernelEmitter::consumer() {
         LLVM::FastmathFlagsAttr::get(builder.getContext(),
                                      LLVM::FastmathFlags::afn));
   };
-  auto activate = [&](Value x) {
-    return buildActivation(b, b.getLoc(), s.activation,
-                           arith::MulFOp::create(b, x, scale), fastTanh);
-  };
+  Value pair = view.pair(h, j);
+  SmallVector<Value> p;
+  for (int64_t e = 0; e < 2; ++e)
+    p.push_back(buildActivation(
+        b, b.getLoc(), s.activation,
+        arith::MulFOp::create(
+            b, vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{e}),
+            cstF32(s.scale)),
+        fastTanh));
+  Value f = vector::FromElementsOp::create(
+      b, VectorType::get({2}, b.getF32Type()), p);
+  return arith::TruncFOp::create(b, VectorType::get({2}, s.elemType), f);
+}
+
+void AttentionKernelEmitter::storeGroupRows(Item it, Value c, Value rows,
+                                            int64_t stride) {
+  Value row = add(it.row, mul(c, idx(Spec::kGroupRows)));
+  for (int64_t e = 0; e < s.valueDim / Spec::kBoxCols; ++e) {
+    Value src = smemView(add(rows, idx(e * stride)),
+                         {1, Spec::kGroupRows, 1, Spec::kBoxCols}, s.elemType);
+    nvgpu::TmaAsyncStoreOp::create(
+        b, src, tmaOut,
+        ValueRange{idx(e * Spec::kBoxCols), it.head, row, it.batch}, Value());
+  }
+  NVVM::CpAsyncBulkCommitGroupOp::create(b);
+}
+
+/// Consumer warpgroup c: query rows [64 c, 64 c + 64) of each item.
+void AttentionKernelEmitter::consumer() {
+  std::unique_ptr<MmaEngine> scoreEngine = engine(
+      MmaShape{s.kvTile, Spec::kBoxCols, s.elemType, false, /*transposeB=*/true});
+  std::unique_ptr<MmaEngine> valueEngine =
+      engine(MmaShape{s.valueDim, Spec::kBoxCols, s.elemType, false, false});
+  Value c = sub(wg, idx(1));
+  Value rowInGroup = scoreEngine->firstRow(*this, idx(0), tid);
+  Value buffer = add(idx(s.groupBufferOffset()), mul(c, idx(s.groupBufferBytes())));
+  Value isGroupLeader = eq(tid, 0);
+  auto pairType = VectorType::get({2}, s.elemType);
+  // The group's Q rows: block kc [128, 64] of Q at kc x 16 KB, the group's
+  // 64 rows at c x 8 KB inside it.
+  const int64_t qStride = Spec::kTileM * 128;
 
   itemLoop({idx(0)}, [&](Item it, ValueRange iters) {
     Value pos = iters[0];
     Value stage = ring.stageOf(*this, pos);
     ring.waitFull(*this, stage, pos);
     Value base = stageOffset(stage);
+    Value mine = add(base, mul(c, idx(Spec::kGroupRows * 128)));
 
-    // S = Q K^T over D.
-    Value acc = scores->initAccumulator(*this);
-    for (int64_t kc = 0; kc < s.headDim / Spec::kBoxCols; ++kc) {
-      Value q = smemView(add(base, add(idx(kc * Spec::kTileM * 128),
-                                       mul(c, idx(Spec::kGroupRows * 128)))),
-                         {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
-      Value k = smemView(add(base, idx(s.qBytes() + kc * s.kvTile * 128)),
-                         {s.kvTile, Spec::kBoxCols}, s.elemType);
-      acc = scores->issue(*this, q, k, operandMap, operandMap, acc);
-    }
-    scores->waitPending(*this, 0);
-
+    Value acc = scores(*scoreEngine, base, mine, qStride);
     // The previous item's output stores must have read the buffer.
     ifThen(isGroupLeader, [&] {
       NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
     });
     groupBarrier(c);
-    std::unique_ptr<AccumulatorView> sView = scores->view(*this, acc, tid);
+    std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, acc, tid);
     writeSwizzled(buffer, s.kvTile / 8, *sView, rowInGroup,
-                  [&](int64_t h, int64_t j) {
-                    Value pair = sView->pair(h, j);
-                    SmallVector<Value> p;
-                    for (int64_t e = 0; e < 2; ++e)
-                      p.push_back(activate(vector::ExtractOp::create(
-                          b, pair, ArrayRef<int64_t>{e})));
-                    Value f = vector::FromElementsOp::create(
-                        b, VectorType::get({2}, b.getF32Type()), p);
-                    return arith::TruncFOp::create(b, pairType, f).getResult();
-                  });
+                  [&](int64_t h, int64_t j) { return activatedPair(*sView, h, j); });
     fenceAsyncShared();
     groupBarrier(c);
 
-    // O = P V over the keys.
-    Value out = values->initAccumulator(*this);
-    for (int64_t r = 0; r < s.kvTile / 64; ++r) {
-      Value p = smemView(add(buffer, idx(r * Spec::kBoxBytes)),
-                         {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
-      Value v = smemView(
-          add(base, idx(s.qBytes() + s.kBytes() + r * s.valueDim * 128)),
-          {64, s.valueDim}, s.elemType);
-      out = values->issue(*this, p, v, operandMap, operandMap, out);
-    }
-    values->waitPending(*this, 0);
+    Value out = values(*valueEngine, base, buffer, Spec::kBoxBytes);
     // Q, K and V of this stage are read; P too (every thread of the group
     // waited for its MMAs).
     ring.release(*this, pos);
     groupBarrier(c);
 
-    std::unique_ptr<AccumulatorView> oView = values->view(*this, out, tid);
+    std::unique_ptr<AccumulatorView> oView = valueEngine->view(*this, out, tid);
     writeSwizzled(buffer, s.valueDim / 8, *oView, rowInGroup,
                   [&](int64_t h, int64_t j) {
                     return arith::TruncFOp::create(b, pairType, oView->pair(h, j))
@@ -406,17 +446,7 @@ void AttentionKernelEmitter::consumer() {
                   });
     fenceAsyncShared();
     groupBarrier(c);
-    ifThen(isGroupLeader, [&] {
-      Value row = add(it.row, mul(c, idx(Spec::kGroupRows)));
-      for (int64_t e = 0; e < s.valueDim / Spec::kBoxCols; ++e) {
-        Value src = smemView(add(buffer, idx(e * Spec::kBoxBytes)),
-                             {1, Spec::kGroupRows, 1, Spec::kBoxCols}, s.elemType);
-        nvgpu::TmaAsyncStoreOp::create(
-            b, src, tmaOut,
-            ValueRange{idx(e * Spec::kBoxCols), it.head, row, it.batch}, Value());
-      }
-      NVVM::CpAsyncBulkCommitGroupOp::create(b);
-    });
+    ifThen(isGroupLeader, [&] { storeGroupRows(it, c, buffer, Spec::kBoxBytes); });
     return SmallVector<Value>{ring.nextPos(*this, pos)};
   });
   // Shared memory must outlive the last stores that read it.
@@ -428,8 +458,9 @@ void AttentionKernelEmitter::consumer() {
 /// of each item, the CTA's head's D columns of them; the whole H x D row's
 /// sums cross the cluster through the row exchange (docs/SEED.md section 4):
 ///
-///   ln_q = (q - mean) rstd w + b     LayerNorm over H x D: two rounds, the
-///                                    sum, then the centered sum of squares
+///   ln_q = (q - mean) rstd w + b     LayerNorm over H x D: each head's
+///                                    slice mean and centered sum of
+///                                    squares, exchanged together
 ///   S = ln_q K^T, P = act(scale S), O = P V
 ///   h = O + ln_q, out = h rms_rstd g + q    RMSNorm over H x D: one round
 ///
@@ -439,18 +470,17 @@ void AttentionKernelEmitter::consumer() {
 /// stage goes back to the producer once the store has read it. Rank 0
 /// writes the statistics of the rows inside L_q.
 void AttentionKernelEmitter::normConsumer() {
-  std::unique_ptr<MmaEngine> scores = engine(
+  std::unique_ptr<MmaEngine> scoreEngine = engine(
       MmaShape{s.kvTile, Spec::kBoxCols, s.elemType, false, /*transposeB=*/true});
-  std::unique_ptr<MmaEngine> values =
+  std::unique_ptr<MmaEngine> valueEngine =
       engine(MmaShape{s.valueDim, Spec::kBoxCols, s.elemType, false, false});
   Value c = sub(wg, idx(1));
-  Value rowInGroup = scores->firstRow(*this, idx(0), tid);
+  Value rowInGroup = scoreEngine->firstRow(*this, idx(0), tid);
   Value rowInTile = add(mul(c, idx(Spec::kGroupRows)), rowInGroup);
   Value isGroupLeader = eq(tid, 0);
   Type f32 = b.getF32Type();
   auto f32x2 = VectorType::get({2}, f32);
   auto pairType = VectorType::get({2}, s.elemType);
-  Value scale = cstF32(s.scale);
   Value invWidth = cstF32(1.0 / static_cast<double>(s.heads * s.headDim));
   const int64_t groups = s.headDim / 8;
   // Box kc of Q is [128 rows, 64] at kc x 16 KB; the group's rows at
@@ -459,18 +489,12 @@ void AttentionKernelEmitter::normConsumer() {
   // The thread's fragment positions (the layout of an accumulator of
   // [64, D], whose values are not used).
   std::unique_ptr<AccumulatorView> layout =
-      values->view(*this, values->initAccumulator(*this), tid);
+      valueEngine->view(*this, valueEngine->initAccumulator(*this), tid);
   auto widen = [&](Value pair) -> Value {
     return arith::ExtFOp::create(b, f32x2, pair);
   };
   auto splat = [&](Value x) -> Value {
     return vector::BroadcastOp::create(b, f32x2, x);
-  };
-  auto fastTanh = [](OpBuilder &builder, Location loc, Value u) -> Value {
-    return LLVM::TanhOp::create(
-        builder, loc, u,
-        LLVM::FastmathFlagsAttr::get(builder.getContext(),
-                                     LLVM::FastmathFlags::afn));
   };
   // The quad's sum, per row h, of term(h, j)'s two elements over j.
   auto rowSums = [&](function_ref<Value(int64_t, int64_t)> term,
@@ -578,54 +602,21 @@ void AttentionKernelEmitter::normConsumer() {
     fenceAsyncShared();
     groupBarrier(c);
 
-    // S = ln_q K^T over D.
-    Value acc = scores->initAccumulator(*this);
-    for (int64_t kc = 0; kc < s.headDim / Spec::kBoxCols; ++kc) {
-      Value a = smemView(add(mine, idx(kc * qStride)),
-                         {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
-      Value k = smemView(add(base, idx(s.qBytes() + kc * s.kvTile * 128)),
-                         {s.kvTile, Spec::kBoxCols}, s.elemType);
-      acc = scores->issue(*this, a, k, operandMap, operandMap, acc);
-    }
-    scores->waitPending(*this, 0);
+    Value acc = scores(*scoreEngine, base, mine, qStride);
     // Every MMA read of ln_q is done before P takes its place.
     groupBarrier(c);
-    std::unique_ptr<AccumulatorView> sView = scores->view(*this, acc, tid);
+    std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, acc, tid);
     writeSwizzled(
         mine, s.kvTile / 8, *sView, rowInGroup,
-        [&](int64_t h, int64_t j) {
-          Value pair = sView->pair(h, j);
-          SmallVector<Value> p;
-          for (int64_t e = 0; e < 2; ++e)
-            p.push_back(buildActivation(
-                b, b.getLoc(), s.activation,
-                arith::MulFOp::create(
-                    b, vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{e}),
-                    scale),
-                fastTanh));
-          return arith::TruncFOp::create(
-                     b, pairType, vector::FromElementsOp::create(b, f32x2, p))
-              .getResult();
-        },
-        qStride);
+        [&](int64_t h, int64_t j) { return activatedPair(*sView, h, j); }, qStride);
     fenceAsyncShared();
     groupBarrier(c);
 
-    // O = P V over the keys.
-    Value o = values->initAccumulator(*this);
-    for (int64_t r = 0; r < s.kvTile / 64; ++r) {
-      Value p = smemView(add(mine, idx(r * qStride)),
-                         {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
-      Value v = smemView(
-          add(base, idx(s.qBytes() + s.kBytes() + r * s.valueDim * 128)),
-          {64, s.valueDim}, s.elemType);
-      o = values->issue(*this, p, v, operandMap, operandMap, o);
-    }
-    values->waitPending(*this, 0);
+    Value o = values(*valueEngine, base, mine, qStride);
     groupBarrier(c);
 
     // h = O + ln_q, the RMSNorm over H x D, + q.
-    std::unique_ptr<AccumulatorView> oView = values->view(*this, o, tid);
+    std::unique_ptr<AccumulatorView> oView = valueEngine->view(*this, o, tid);
     SmallVector<SmallVector<Value>> hv(2, SmallVector<Value>(groups));
     for (int64_t h = 0; h < 2; ++h)
       for (int64_t j = 0; j < groups; ++j)
@@ -654,15 +645,7 @@ void AttentionKernelEmitter::normConsumer() {
     fenceAsyncShared();
     groupBarrier(c);
     ifThen(isGroupLeader, [&] {
-      Value row = add(it.row, mul(c, idx(Spec::kGroupRows)));
-      for (int64_t e = 0; e < s.valueDim / Spec::kBoxCols; ++e) {
-        Value src = smemView(add(mine, idx(e * qStride)),
-                             {1, Spec::kGroupRows, 1, Spec::kBoxCols}, s.elemType);
-        nvgpu::TmaAsyncStoreOp::create(
-            b, src, tmaOut,
-            ValueRange{idx(e * Spec::kBoxCols), it.head, row, it.batch}, Value());
-      }
-      NVVM::CpAsyncBulkCommitGroupOp::create(b);
+      storeGroupRows(it, c, mine, qStride);
       // The stage goes back once the store has read it.
       NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
     });

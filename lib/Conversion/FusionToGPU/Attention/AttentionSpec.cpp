@@ -16,6 +16,30 @@ static std::string typeName(Type t) {
   return text;
 }
 
+/// What both attention kernels require of the op's operands: a dense query,
+/// q, k, v and the output of one 16-bit float type. Empty when they do,
+/// else why not.
+template <typename OpTy> static std::string checkOperands(OpTy op) {
+  if (op.getOffsets())
+    return "jagged query (offsets) is not supported by the GPU kernel yet; "
+           "expected a dense query [B, Lq, H, D]";
+  Type elem = cast<ShapedType>(op.getQuery().getType()).getElementType();
+  if (!elem.isBF16() && !elem.isF16())
+    return llvm::formatv("expected bf16 or f16 query, key, value and output, "
+                         "but got query of {0}",
+                         typeName(elem));
+  for (auto [name, t] : {std::pair<StringRef, Value>{"key", op.getKey()},
+                         {"value", op.getValue()},
+                         {"output", op.getOutput()}}) {
+    Type other = cast<ShapedType>(t.getType()).getElementType();
+    if (other != elem)
+      return llvm::formatv("expected {0} of {1} (the query's element type), "
+                           "but got {2}",
+                           name, typeName(elem), typeName(other));
+  }
+  return "";
+}
+
 FailureOr<AttentionKernelSpec>
 mlir::fusion::getAttentionKernelSpec(GDPAOp op, const TargetInfo &target,
                                      std::string &whyNot) {
@@ -23,26 +47,13 @@ mlir::fusion::getAttentionKernelSpec(GDPAOp op, const TargetInfo &target,
     whyNot = std::move(why);
     return failure();
   };
-  if (op.getOffsets())
-    return fail("jagged query (offsets) is not supported by the GPU kernel "
-                "yet; expected a dense query [B, Lq, H, D]");
   auto q = cast<RankedTensorType>(op.getQuery().getType());
   auto k = cast<RankedTensorType>(op.getKey().getType());
   auto v = cast<RankedTensorType>(op.getValue().getType());
-  auto out = cast<RankedTensorType>(op.getOutput().getType());
+  std::string why = checkOperands(op);
+  if (!why.empty())
+    return fail(why);
   Type elem = q.getElementType();
-  if (!elem.isBF16() && !elem.isF16())
-    return fail(llvm::formatv("expected bf16 or f16 query, key, value and "
-                              "output, but got query of {0}",
-                              typeName(elem)));
-  for (auto [name, t] : {std::pair<StringRef, RankedTensorType>{"key", k},
-                         {"value", v},
-                         {"output", out}})
-    if (t.getElementType() != elem)
-      return fail(llvm::formatv("expected {0} of {1} (the query's element "
-                                "type), but got {2}",
-                                name, typeName(elem),
-                                typeName(t.getElementType())));
   AttentionKernelSpec s;
   s.elemType = elem;
   s.headDim = q.getDimSize(3);
@@ -86,33 +97,19 @@ mlir::fusion::getNormAttentionKernelSpec(NormAttentionOp op,
     whyNot = std::move(why);
     return failure();
   };
-  if (op.getOffsets())
-    return fail("jagged query (offsets) is not supported by the GPU kernel "
-                "yet; expected a dense query [B, Lq, H, D]");
   auto q = cast<RankedTensorType>(op.getQuery().getType());
   auto k = cast<RankedTensorType>(op.getKey().getType());
-  auto v = cast<RankedTensorType>(op.getValue().getType());
-  auto out = cast<RankedTensorType>(op.getOutput().getType());
+  std::string why = checkOperands(op);
+  if (!why.empty())
+    return fail(why);
   Type elem = q.getElementType();
-  if (!elem.isBF16() && !elem.isF16())
-    return fail(llvm::formatv("expected bf16 or f16 query, key, value and "
-                              "output, but got query of {0}",
-                              typeName(elem)));
-  for (auto [name, t] : {std::pair<StringRef, RankedTensorType>{"key", k},
-                         {"value", v},
-                         {"output", out}})
-    if (t.getElementType() != elem)
-      return fail(llvm::formatv("expected {0} of {1} (the query's element "
-                                "type), but got {2}",
-                                name, typeName(elem),
-                                typeName(t.getElementType())));
   AttentionKernelSpec s;
   s.norms = true;
   s.elemType = elem;
   s.heads = q.getDimSize(2);
   s.headDim = s.valueDim = q.getDimSize(3);
   s.kvLen = k.getDimSize(1);
-  std::string why = whyNoNormAttentionKernel(
+  why = whyNoNormAttentionKernel(
       target, NormAttentionShape{elem, false, s.heads, s.headDim, s.kvLen});
   if (!why.empty())
     return fail(why);

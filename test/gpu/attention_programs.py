@@ -1,0 +1,43 @@
+"""The attention programs of bench/attention/gen_attention.py as the H200
+scripts call them: the manifest and the compiled functions under
+$FUSION_GPU_ARTIFACTS/attention (bench/build_gpu_artifacts.sh), loaded
+once each with the runtime copied beside them. No torch needed to import."""
+import json
+import os
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "runtime", "python"))
+
+import fusion_runtime as fr  # noqa: E402
+
+ARTIFACTS = os.environ.get("FUSION_GPU_ARTIFACTS", os.path.join(REPO, "build", "gpu"))
+MANIFEST = os.path.join(ARTIFACTS, "attention", "attention.json")
+_functions = {}
+_runtime = None
+
+
+def programs():
+    """{name: program} from the manifest, or None when it was not built."""
+    if not os.path.exists(MANIFEST):
+        return None
+    with open(MANIFEST) as f:
+        return {p["name"]: p for p in json.load(f)}
+
+
+def library_path(name, variant=""):
+    """lib<name>.so, or lib<name>_unfused.so for a block's five kernels."""
+    return os.path.join(ARTIFACTS, "attention", f"lib{name}{variant}.so")
+
+
+def function(prog, variant=""):
+    """The compiled function of `prog` (a manifest entry), loaded once."""
+    global _runtime
+    path = library_path(prog["name"], variant)
+    if path not in _functions:
+        if _runtime is None:
+            copy = os.path.join(ARTIFACTS, "libfusion_runtime.so")
+            _runtime = fr.Runtime.find(copy if os.path.exists(copy) else None)
+        _functions[path] = fr.Library(path, runtime=_runtime).function(
+            prog["name"], prog["signature"])
+    return _functions[path]
