@@ -126,9 +126,9 @@ private:
   /// (h D + col), as vector<2xf32>; `none` (a splat) when absent.
   Value paramPair(AttentionArg a, Type elem, Value col, double none);
 
-  /// S = A K^T over D for the group's A rows: D / 64 blocks [64, 64] at
-  /// `rows` + kc x `stride`, K from the stage at `base`.
-  Value scores(MmaEngine &engine, Value base, Value rows, int64_t stride);
+  /// S = A K^T over D for the group's A rows: D / 64 blocks [64, 64], block
+  /// kc at byte offset aBlock(kc); K from the stage at `base`.
+  Value scores(MmaEngine &engine, Value base, function_ref<Value(int64_t)> aBlock);
   /// O = P V over the keys: P in kvTile / 64 blocks [64, 64] at `rows` +
   /// r x `stride`, V from the stage at `base`.
   Value values(MmaEngine &engine, Value base, Value rows, int64_t stride);
@@ -330,12 +330,11 @@ Value AttentionKernelEmitter::paramPair(AttentionArg a, Type elem, Value col,
   return elem.isF32() ? pair : arith::ExtFOp::create(b, f32x2, pair).getResult();
 }
 
-Value AttentionKernelEmitter::scores(MmaEngine &engine, Value base, Value rows,
-                                     int64_t stride) {
+Value AttentionKernelEmitter::scores(MmaEngine &engine, Value base,
+                                     function_ref<Value(int64_t)> aBlock) {
   Value acc = engine.initAccumulator(*this);
   for (int64_t kc = 0; kc < s.headDim / Spec::kBoxCols; ++kc) {
-    Value a = smemView(add(rows, idx(kc * stride)),
-                       {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
+    Value a = smemView(aBlock(kc), {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
     Value k = smemView(add(base, idx(s.qBytes() + kc * s.kvTile * 128)),
                        {s.kvTile, Spec::kBoxCols}, s.elemType);
     acc = engine.issue(*this, a, k, operandMap, operandMap, acc);
@@ -418,9 +417,10 @@ void AttentionKernelEmitter::consumer() {
     Value stage = ring.stageOf(*this, pos);
     ring.waitFull(*this, stage, pos);
     Value base = stageOffset(stage);
-    Value mine = add(base, mul(c, idx(Spec::kGroupRows * 128)));
 
-    Value acc = scores(*scoreEngine, base, mine, qStride);
+    Value acc = scores(*scoreEngine, base, [&](int64_t kc) {
+      return add(base, add(idx(kc * qStride), mul(c, idx(Spec::kGroupRows * 128))));
+    });
     // The previous item's output stores must have read the buffer.
     ifThen(isGroupLeader, [&] {
       NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
@@ -602,7 +602,8 @@ void AttentionKernelEmitter::normConsumer() {
     fenceAsyncShared();
     groupBarrier(c);
 
-    Value acc = scores(*scoreEngine, base, mine, qStride);
+    Value acc = scores(*scoreEngine, base,
+                       [&](int64_t kc) { return add(mine, idx(kc * qStride)); });
     // Every MMA read of ln_q is done before P takes its place.
     groupBarrier(c);
     std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, acc, tid);
