@@ -668,7 +668,6 @@ gpu::GPUFuncOp mlir::fusion::buildAttentionKernel(OpBuilder &builder,
                                                   const AttentionKernelSpec &s,
                                                   const TargetInfo &target) {
   OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToEnd(module.getBody());
   MLIRContext *ctx = builder.getContext();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   Type index = builder.getIndexType();
@@ -707,20 +706,12 @@ gpu::GPUFuncOp mlir::fusion::buildAttentionKernel(OpBuilder &builder,
       break;
     }
   }
-  auto func = gpu::GPUFuncOp::create(builder, loc, name,
-                                     builder.getFunctionType(types, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
-  auto threads = static_cast<int32_t>(s.threads());
-  func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({threads, 1, 1}));
-  // setmaxnreg needs both .maxntid and .maxnreg (docs/MLIR22-NOTES.md 5.7).
   std::string whyNot;
   std::unique_ptr<MmaEngine> engine = createMmaEngine(target, MmaShape{}, whyNot);
   RegisterBudget regs =
       engine->registerBudget(s.threads(), Spec::kConsumers, /*producerWorks=*/false);
-  func->setAttr("nvvm.maxntid", builder.getDenseI32ArrayAttr({threads, 1, 1}));
-  func->setAttr("nvvm.maxnreg",
-                builder.getI32IntegerAttr(static_cast<int32_t>(regs.launch)));
-  builder.setInsertionPointToStart(&func.getBody().front());
+  gpu::GPUFuncOp func =
+      createKernelFunc(builder, loc, module, name, types, s.threads(), regs.launch);
   ImplicitLocOpBuilder b(loc, builder);
   AttentionKernelEmitter(b, s, func, target, regs).emit();
   return func;

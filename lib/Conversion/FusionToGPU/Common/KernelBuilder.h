@@ -32,6 +32,29 @@ inline Attribute sharedSpace(MLIRContext *ctx) {
   return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
 }
 
+/// A kernel `name` taking `argTypes`, at the end of `module`, launched with
+/// `threads` threads per CTA (its known block size and .maxntid) and, when
+/// given, at most `maxRegisters` registers per thread (.maxnreg: with
+/// .maxntid what setmaxnreg needs, docs/MLIR22-NOTES.md section 5.7).
+/// `builder` is left in its body.
+inline gpu::GPUFuncOp createKernelFunc(OpBuilder &builder, Location loc,
+                                       gpu::GPUModuleOp module, StringRef name,
+                                       TypeRange argTypes, int64_t threads,
+                                       std::optional<int64_t> maxRegisters = {}) {
+  builder.setInsertionPointToEnd(module.getBody());
+  auto func = gpu::GPUFuncOp::create(builder, loc, name,
+                                     builder.getFunctionType(argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
+  auto block = builder.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1});
+  func.setKnownBlockSizeAttr(block);
+  func->setAttr("nvvm.maxntid", block);
+  if (maxRegisters)
+    func->setAttr("nvvm.maxnreg",
+                  builder.getI32IntegerAttr(static_cast<int32_t>(*maxRegisters)));
+  builder.setInsertionPointToStart(&func.getBody().front());
+  return func;
+}
+
 class KernelBuilder {
 public:
   explicit KernelBuilder(ImplicitLocOpBuilder &b) : b(b), ctx(b.getContext()) {}

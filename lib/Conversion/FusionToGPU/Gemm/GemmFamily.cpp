@@ -70,17 +70,12 @@ gpu::GPUFuncOp buildSplitKSumKernel(ImplicitLocOpBuilder &host,
                                     gpu::GPUModuleOp module, StringRef name,
                                     Type outType) {
   OpBuilder builder(host.getContext());
-  builder.setInsertionPointToEnd(module.getBody());
   auto flat = [&](Type e) { return MemRefType::get({ShapedType::kDynamic}, e); };
   Type index = builder.getIndexType();
-  auto func = gpu::GPUFuncOp::create(
-      builder, host.getLoc(), name,
-      builder.getFunctionType({flat(builder.getF32Type()), flat(outType), index, index}, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
-  auto threads = static_cast<int32_t>(SplitKSumEmitter::kThreads);
-  func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({threads, 1, 1}));
-  func->setAttr("nvvm.maxntid", builder.getDenseI32ArrayAttr({threads, 1, 1}));
-  builder.setInsertionPointToStart(&func.getBody().front());
+  gpu::GPUFuncOp func = createKernelFunc(
+      builder, host.getLoc(), module, name,
+      {flat(builder.getF32Type()), flat(outType), index, index},
+      SplitKSumEmitter::kThreads);
   ImplicitLocOpBuilder b(host.getLoc(), builder);
   SplitKSumEmitter(b).emit(func.getArguments(), outType);
   gpu::ReturnOp::create(b);

@@ -249,22 +249,11 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,
                                              const GemmKernelSpec &s,
                                              MmaEngine &engine) {
   OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToEnd(module.getBody());
-  auto func = gpu::GPUFuncOp::create(
-      builder, loc, name,
-      builder.getFunctionType(GemmKernelAbi(s).types(builder.getContext()), {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
-  func.setKnownBlockSizeAttr(
-      builder.getDenseI32ArrayAttr({static_cast<int32_t>(s.threads()), 1, 1}));
-  // setmaxnreg takes effect only when ptxas knows the register count at
-  // entry: both .maxntid and .maxnreg (docs/MLIR22-NOTES.md, section 5.7).
   RegisterBudget regs =
       engine.registerBudget(s.threads(), s.consumers, s.epilogueWarps);
-  func->setAttr("nvvm.maxntid", builder.getDenseI32ArrayAttr(
-                                    {static_cast<int32_t>(s.threads()), 1, 1}));
-  func->setAttr("nvvm.maxnreg",
-                builder.getI32IntegerAttr(static_cast<int32_t>(regs.launch)));
-  builder.setInsertionPointToStart(&func.getBody().front());
+  gpu::GPUFuncOp func = createKernelFunc(
+      builder, loc, module, name, GemmKernelAbi(s).types(builder.getContext()),
+      s.threads(), regs.launch);
   ImplicitLocOpBuilder b(loc, builder);
   GemmKernelEmitter(b, s, func, engine, regs).emit();
   return func;

@@ -435,7 +435,6 @@ gpu::GPUFuncOp mlir::fusion::buildRowKernel(OpBuilder &builder, Location loc,
                                             StringRef name,
                                             const RowKernelSpec &s) {
   OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToEnd(module.getBody());
   auto flat = [&](Type elem) {
     return MemRefType::get({ShapedType::kDynamic}, elem);
   };
@@ -465,13 +464,8 @@ gpu::GPUFuncOp mlir::fusion::buildRowKernel(OpBuilder &builder, Location loc,
     types = {flat(s.elem), flat(s.rhsElem), flat(s.elem)};
   }
   types.push_back(builder.getIndexType());
-  auto func = gpu::GPUFuncOp::create(builder, loc, name,
-                                     builder.getFunctionType(types, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
-  auto threads = static_cast<int32_t>(s.blockThreads());
-  func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({threads, 1, 1}));
-  func->setAttr("nvvm.maxntid", builder.getDenseI32ArrayAttr({threads, 1, 1}));
-  builder.setInsertionPointToStart(&func.getBody().front());
+  gpu::GPUFuncOp func =
+      createKernelFunc(builder, loc, module, name, types, s.blockThreads());
   ImplicitLocOpBuilder b(loc, builder);
   RowKernelEmitter emitter(b, s, func);
   if (s.isNormGrad())
@@ -488,17 +482,11 @@ gpu::GPUFuncOp mlir::fusion::buildParamGradReduceKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     const RowKernelSpec &s) {
   OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToEnd(module.getBody());
   auto flatF32 = MemRefType::get({ShapedType::kDynamic}, builder.getF32Type());
   SmallVector<Type> types(1 + s.paramGrads(), flatF32);
   types.push_back(builder.getIndexType());
-  auto func = gpu::GPUFuncOp::create(builder, loc, name,
-                                     builder.getFunctionType(types, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
-  auto threads = static_cast<int32_t>(32 * RowKernelSpec::kReduceWarps);
-  func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({threads, 1, 1}));
-  func->setAttr("nvvm.maxntid", builder.getDenseI32ArrayAttr({threads, 1, 1}));
-  builder.setInsertionPointToStart(&func.getBody().front());
+  gpu::GPUFuncOp func = createKernelFunc(builder, loc, module, name, types,
+                                         32 * RowKernelSpec::kReduceWarps);
   ImplicitLocOpBuilder b(loc, builder);
   RowKernelEmitter(b, s, func).emitParamGradReduce();
   gpu::ReturnOp::create(b);
