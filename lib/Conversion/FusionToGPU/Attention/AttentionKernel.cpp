@@ -95,13 +95,7 @@ private:
   }
   Value stageOffset(Value stage) { return mul(stage, idx(s.stageBytes())); }
   /// Named barrier 1 + c over consumer warpgroup c.
-  void groupBarrier(Value c) {
-    NVVM::BarrierOp::create(
-        b, Type(),
-        arith::AddIOp::create(b, i32(1),
-                              arith::IndexCastOp::create(b, b.getI32Type(), c)),
-        i32(128), NVVM::BarrierReductionAttr(), Value());
-  }
+  void groupBarrier(Value c) { namedBarrier(1, c, 128); }
   /// The generic-proxy writes to shared memory made visible to the async
   /// proxy (the MMA's and the TMA's reads).
   void fenceAsyncShared() {

@@ -122,6 +122,15 @@ public:
     NVVM::BarrierOp::create(b, Type(), i32(id), i32(threads),
                             NVVM::BarrierReductionAttr(), Value());
   }
+  /// Named barrier `first + index` (index: a Value, a group's number) over
+  /// `threads` threads.
+  void namedBarrier(int64_t first, Value index, int64_t threads) {
+    NVVM::BarrierOp::create(
+        b, Type(),
+        arith::AddIOp::create(b, i32(first),
+                              arith::IndexCastOp::create(b, b.getI32Type(), index)),
+        i32(threads), NVVM::BarrierReductionAttr(), Value());
+  }
 
   /// Sets up the kernel's dynamic shared memory: `smem` as bytes, and the
   /// padding that aligns its base to `alignment`. The 128-byte swizzle (TMA

@@ -45,13 +45,7 @@ public:
   /// warpgroup's idle threads have exited).
   void consumerBarrier() { namedBarrier(1, 128 * s.consumers); }
   /// Named barrier 2 + c over consumer warpgroup c.
-  void warpgroupBarrier(Value c) {
-    NVVM::BarrierOp::create(
-        b, Type(),
-        arith::AddIOp::create(b, i32(2),
-                              arith::IndexCastOp::create(b, b.getI32Type(), c)),
-        i32(128), NVVM::BarrierReductionAttr(), Value());
-  }
+  void warpgroupBarrier(Value c) { namedBarrier(2, c, 128); }
   /// Named barrier 4 over the epilogue warps.
   void epilogueBarrier() { namedBarrier(4, kEpilogueThreads); }
   /// Whether this thread is the consumers' store leader (thread 0 of
