@@ -6,6 +6,7 @@
 // RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
 // RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
+// RUN: FileCheck %s --check-prefix=PARAMS < %t.isa.mlir
 // REQUIRES: ptxas
 
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
@@ -46,7 +47,7 @@ func.func @long_kv(%q: tensor<?x512x1x128xf16>, %k: tensor<?x200x1x128xf16>, %v:
 // and the statistics follow the tensor maps.
 // CHECK-LABEL: func.func @flash_norm(
 // CHECK: call @fusionrtMaxActiveClusters
-// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@flash_norm_kernel0 clusters in (%c4, %c1, %c1) blocks in (%{{.*}}, %c1, %c1) threads in (%c384, %c1, %c1) {{ *}}dynamic_shared_memory_size %c209920_i32 args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?x?xf32>, {{.*}} : memref<?x?xf32>, {{.*}} : memref<?x?xf32>)
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@flash_norm_kernel0 clusters in (%c4, %c1, %c1) blocks in (%{{.*}}, %c1, %c1) threads in (%c384, %c1, %c1) {{ *}}dynamic_shared_memory_size %c211456_i32 args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?x?xf32>, {{.*}} : memref<?x?xf32>, {{.*}} : memref<?x?xf32>)
 func.func @flash_norm(%q: tensor<?x?x4x128xbf16>, %k: tensor<?x128x4x128xbf16>, %v: tensor<?x128x4x128xbf16>,
                       %lnw: tensor<512xbf16>, %lnb: tensor<512xbf16>, %rmsw: tensor<512xbf16>)
     -> (tensor<?x?x4x128xbf16>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>) {
@@ -95,3 +96,9 @@ func.func @flash_norm(%q: tensor<?x?x4x128xbf16>, %k: tensor<?x128x4x128xbf16>, 
 // The FlashNormAttention kernel's row exchange: st.async into the peers' slots.
 // PTX-DAG: st.async.shared::cluster.mbarrier::complete_tx::bytes.u32
 // PTX-DAG: barrier.cluster.arrive
+
+// The FlashNormAttention kernel widens its norm parameters into shared memory
+// once per CTA and reads them as f32 pairs there; no item reloads them from
+// global memory 16 bits at a time.
+// PARAMS: ld.shared.v2.b32
+// PARAMS-NOT: ld.global.b16

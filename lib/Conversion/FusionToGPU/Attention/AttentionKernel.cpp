@@ -116,9 +116,13 @@ private:
   Value readSwizzled(Value offset, int64_t groups, AccumulatorView &view,
                      Value rowInGroup, int64_t h, int64_t j,
                      int64_t blockStride);
-  /// A norm parameter's pair at columns col, col + 1 of this head's slice
-  /// (h D + col), as vector<2xf32>; `none` (a splat) when absent.
-  Value paramPair(AttentionArg a, Type elem, Value col, double none);
+  /// The norms' parameters of this CTA's head (columns h D .. h D + D of
+  /// each), widened to f32 into shared memory by the consumer threads; the
+  /// caller synchronizes them before the first paramPair.
+  void stageParams();
+  /// A norm parameter's pair at columns col, col + 1 of this head's slice,
+  /// as vector<2xf32> from the staged copy; `none` (a splat) when absent.
+  Value paramPair(AttentionArg a, Value col, double none);
 
   /// S = A K^T over D for the group's A rows: D / 64 blocks [64, 64], block
   /// kc at byte offset aBlock(kc); K from the stage at `base`.
@@ -311,17 +315,42 @@ Value AttentionKernelEmitter::readSwizzled(Value offset, int64_t groups,
                                 llvm::MaybeAlign(4));
 }
 
-Value AttentionKernelEmitter::paramPair(AttentionArg a, Type elem, Value col,
-                                        double none) {
+/// The staged parameters, in order; index p of the [3][D] f32 block.
+static constexpr std::array<AttentionArg, 3> kNormParams = {
+    AttentionArg::LnWeight, AttentionArg::LnBias, AttentionArg::RmsWeight};
+
+void AttentionKernelEmitter::stageParams() {
+  Value consumerThread = sub(gpu::ThreadIdOp::create(b, gpu::Dimension::x), idx(128));
+  for (auto [p, a] : llvm::enumerate(kNormParams)) {
+    Value param = arg(a);
+    if (!param)
+      continue;
+    Type elem = cast<MemRefType>(param.getType()).getElementType();
+    Value staged = smemView(idx(s.paramsOffset() + p * s.headDim * 4), {s.headDim},
+                            b.getF32Type());
+    for (int64_t first = 0; first < s.headDim; first += 128 * Spec::kConsumers) {
+      Value col = add(consumerThread, idx(first));
+      ifThen(ult(col, idx(s.headDim)), [&] {
+        Value v = memref::LoadOp::create(b, param,
+                                         ValueRange{add(mul(rank, idx(s.headDim)), col)});
+        if (!elem.isF32())
+          v = arith::ExtFOp::create(b, b.getF32Type(), v);
+        memref::StoreOp::create(b, v, staged, ValueRange{col});
+      });
+    }
+  }
+}
+
+Value AttentionKernelEmitter::paramPair(AttentionArg a, Value col, double none) {
   auto f32x2 = VectorType::get({2}, b.getF32Type());
-  Value param = arg(a);
-  if (!param)
+  if (!arg(a))
     return arith::ConstantOp::create(
         b, DenseElementsAttr::get(f32x2, b.getF32FloatAttr(none)));
-  Value at = add(mul(rank, idx(s.headDim)), col);
-  Value pair = vector::LoadOp::create(b, VectorType::get({2}, elem), param,
-                                      ValueRange{at});
-  return elem.isF32() ? pair : arith::ExtFOp::create(b, f32x2, pair).getResult();
+  int64_t p = std::distance(kNormParams.begin(), llvm::find(kNormParams, a));
+  Value staged = smemView(idx(s.paramsOffset() + p * s.headDim * 4), {s.headDim},
+                          b.getF32Type());
+  return vector::LoadOp::create(b, f32x2, staged, ValueRange{col},
+                                /*nontemporal=*/false, llvm::MaybeAlign(8));
 }
 
 Value AttentionKernelEmitter::scores(MmaEngine &engine, Value base,
@@ -490,18 +519,22 @@ void AttentionKernelEmitter::normConsumer() {
   auto splat = [&](Value x) -> Value {
     return vector::BroadcastOp::create(b, f32x2, x);
   };
-  // The quad's sum, per row h, of term(h, j)'s two elements over j.
-  auto rowSums = [&](function_ref<Value(int64_t, int64_t)> term,
+  // The quad's sum, per row h, of term(h, j)'s two elements over j (or of
+  // their squares, as FMAs), in two chains (even and odd columns) so that
+  // the adds of the two rows and chains overlap.
+  auto rowSums = [&](function_ref<Value(int64_t, int64_t)> term, bool squares,
                      Value out[2]) {
     for (int64_t h = 0; h < 2; ++h) {
-      Value acc = cstF32(0.0);
+      Value acc[2] = {cstF32(0.0), cstF32(0.0)};
       for (int64_t j = 0; j < groups; ++j) {
         Value v = term(h, j);
-        for (int64_t e = 0; e < 2; ++e)
-          acc = arith::AddFOp::create(
-              b, acc, vector::ExtractOp::create(b, v, ArrayRef<int64_t>{e}));
+        for (int64_t e = 0; e < 2; ++e) {
+          Value x = vector::ExtractOp::create(b, v, ArrayRef<int64_t>{e});
+          acc[e] = squares ? math::FmaOp::create(b, x, x, acc[e]).getResult()
+                           : arith::AddFOp::create(b, acc[e], x).getResult();
+        }
       }
-      out[h] = layout->rowReduce(acc);
+      out[h] = layout->rowReduce(arith::AddFOp::create(b, acc[0], acc[1]));
     }
   };
   auto column = [&](int64_t j) {
@@ -518,6 +551,10 @@ void AttentionKernelEmitter::normConsumer() {
       }
     });
   };
+
+  // The parameters once per CTA, visible to both groups before any use.
+  stageParams();
+  namedBarrier(3, 128 * Spec::kConsumers);
 
   itemLoop({idx(0), idx(0)}, [&](Item it, ValueRange iters) {
     Value pos = iters[0], count = iters[1];
@@ -537,15 +574,14 @@ void AttentionKernelEmitter::normConsumer() {
     //   mean = avg_r mean_r,  M2 = sum_r (M2_r + D (mean_r - mean)^2).
     Value part[2], total[2], mean[2], rstd[2], sliceMean[2], sliceM2[2];
     Value invD = cstF32(1.0 / static_cast<double>(s.headDim));
-    rowSums([&](int64_t h, int64_t j) { return widen(q[h][j]); }, part);
+    rowSums([&](int64_t h, int64_t j) { return widen(q[h][j]); }, false, part);
     for (int64_t h = 0; h < 2; ++h)
       sliceMean[h] = arith::MulFOp::create(b, part[h], invD);
     rowSums(
         [&](int64_t h, int64_t j) -> Value {
-          Value d = arith::SubFOp::create(b, widen(q[h][j]), splat(sliceMean[h]));
-          return arith::MulFOp::create(b, d, d);
+          return arith::SubFOp::create(b, widen(q[h][j]), splat(sliceMean[h]));
         },
-        sliceM2);
+        true, sliceM2);
     exchange->send(sliceMean, rowInTile, count, 0);
     exchange->send(sliceM2, rowInTile, count, 1);
     Value means = exchange->wait(count, 0);
@@ -578,15 +614,18 @@ void AttentionKernelEmitter::normConsumer() {
     // exchange's) before either overwrites its Q rows.
     namedBarrier(3, 128 * Spec::kConsumers);
 
-    // ln_q into the group's Q rows.
+    // ln_q = (q rstd - mean rstd) w + b into the group's Q rows: two FMAs
+    // per element.
+    Value shift[2];
+    for (int64_t h = 0; h < 2; ++h)
+      shift[h] = arith::NegFOp::create(b, arith::MulFOp::create(b, mean[h], rstd[h]));
     SmallVector<SmallVector<Value>> ln(2, SmallVector<Value>(groups));
     for (int64_t j = 0; j < groups; ++j) {
-      Value w = paramPair(AttentionArg::LnWeight, s.lnWeightType, column(j), 1.0);
-      Value bias = paramPair(AttentionArg::LnBias, s.lnBiasType, column(j), 0.0);
+      Value w = paramPair(AttentionArg::LnWeight, column(j), 1.0);
+      Value bias = paramPair(AttentionArg::LnBias, column(j), 0.0);
       for (int64_t h = 0; h < 2; ++h) {
-        Value x = arith::MulFOp::create(
-            b, arith::SubFOp::create(b, widen(q[h][j]), splat(mean[h])),
-            splat(rstd[h]));
+        Value x = math::FmaOp::create(b, widen(q[h][j]), splat(rstd[h]),
+                                      splat(shift[h]));
         ln[h][j] = arith::TruncFOp::create(
             b, pairType, math::FmaOp::create(b, x, w, bias));
       }
@@ -616,9 +655,7 @@ void AttentionKernelEmitter::normConsumer() {
     for (int64_t h = 0; h < 2; ++h)
       for (int64_t j = 0; j < groups; ++j)
         hv[h][j] = arith::AddFOp::create(b, oView->pair(h, j), widen(ln[h][j]));
-    rowSums([&](int64_t h, int64_t j) -> Value {
-      return arith::MulFOp::create(b, hv[h][j], hv[h][j]);
-    }, part);
+    rowSums([&](int64_t h, int64_t j) { return hv[h][j]; }, true, part);
     exchange->clusterRowSums(part, rowInTile, count, 2, total);
     Value rms[2];
     for (int64_t h = 0; h < 2; ++h)
@@ -628,7 +665,7 @@ void AttentionKernelEmitter::normConsumer() {
     namedBarrier(3, 128 * Spec::kConsumers);
     SmallVector<Value> g;
     for (int64_t j = 0; j < groups; ++j)
-      g.push_back(paramPair(AttentionArg::RmsWeight, s.rmsWeightType, column(j), 1.0));
+      g.push_back(paramPair(AttentionArg::RmsWeight, column(j), 1.0));
     writeSwizzled(
         mine, groups, *oView, rowInGroup,
         [&](int64_t h, int64_t j) {

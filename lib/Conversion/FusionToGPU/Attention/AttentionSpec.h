@@ -81,10 +81,15 @@ struct AttentionKernelSpec {
   int64_t slotsOffset() const {
     return groupBufferOffset() + kConsumers * groupBufferBytes();
   }
+  /// The norms' parameters of the CTA's head (LayerNorm weight and bias,
+  /// RMSNorm weight), widened to f32 once per CTA: [3][D].
+  int64_t paramsOffset() const {
+    return slotsOffset() + (norms ? 2 * kExchangeRounds * slotBytes() : 0);
+  }
+  int64_t paramsBytes() const { return norms ? 3 * headDim * 4 : 0; }
   /// The dynamic shared memory the launch asks for (with the alignment pad).
   int64_t sharedMemoryBytes() const {
-    return slotsOffset() + (norms ? 2 * kExchangeRounds * slotBytes() : 0) +
-           kAlignment;
+    return paramsOffset() + paramsBytes() + kAlignment;
   }
 };
 
