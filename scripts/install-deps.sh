@@ -5,6 +5,11 @@
 # and clang-22 with its sanitizer and libFuzzer runtimes (scripts/sanitize.sh).
 # Runs apt-get only for the packages that are missing.
 #
+# Then cuobjdump and nvdisasm from PyPI (nvidia-cuda-cuobjdump and
+# nvidia-cuda-nvdisasm, a few MB), into the same virtual environment, for the
+# SASS test of the sm_100a kernels (test/lit.cfg.py finds them there; the
+# test is skipped without them).
+#
 # Then torch and transformers, for the Python loader's tests
 # (runtime/test/python) and the front end's (python/test: Hugging Face
 # modules), from PyPI into a virtual environment of the checkout, .venv, which
@@ -39,6 +44,15 @@ if [ "${FUSION_TORCH:-1}" = 0 ]; then
   exit 0
 fi
 venv=${FUSION_VENV:-"$root/.venv"}
+[ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
+sass_spec="nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37"
+if compgen -G "$venv/lib/python3*/site-packages/nvidia/cu*/bin/cuobjdump" >/dev/null; then
+  echo "install-deps: cuobjdump present in $venv"
+else
+  echo "install-deps: installing $sass_spec from PyPI into $venv"
+  "$venv/bin/python3" -m pip install -q --no-cache-dir --disable-pip-version-check \
+    --progress-bar off $sass_spec
+fi
 spec=${FUSION_TORCH_SPEC:-torch==2.15.0 transformers==5.24.0}
 if [ -x "$venv/bin/python3" ] && "$venv/bin/python3" -c "import torch, transformers" >/dev/null 2>&1; then
   echo "install-deps: torch and transformers present in $venv"

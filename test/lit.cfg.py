@@ -35,6 +35,31 @@ if ptxas:
     # kernels) through the toolkit root.
     config.environment["CUDA_HOME"] = os.path.dirname(os.path.dirname(os.path.realpath(ptxas)))
 
+# cuobjdump (SASS and ELF attributes of a cubin, for the sm_100a SASS test):
+# on PATH, in the CUDA toolkit, or from PyPI's nvidia-cuda-cuobjdump in the
+# checkout's virtual environment (scripts/install-deps.sh; $FUSION_VENV,
+# default <source>/.venv).
+def find_cuobjdump():
+    import glob
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    candidates = []
+    if ptxas:
+        candidates.append(os.path.join(os.path.dirname(os.path.realpath(ptxas)), "cuobjdump"))
+    for venv in (os.environ.get("FUSION_VENV"),
+                 os.path.join(os.path.dirname(config.test_source_root), ".venv")):
+        if venv:
+            candidates += sorted(glob.glob(os.path.join(
+                venv, "lib", "python3*", "site-packages", "nvidia", "cu*", "bin", "cuobjdump")))
+    return next((c for c in candidates if os.access(c, os.X_OK)), None)
+
+
+cuobjdump = find_cuobjdump()
+if cuobjdump:
+    config.available_features.add("cuobjdump")
+    config.substitutions.append(("%cuobjdump", cuobjdump))
+
 # runtime/'s unit-test binary (runtime/test/cpp/, built only when cuda.h was
 # found), for test/Runtime/.
 fusion_runtime_tests = os.path.join(config.fusion_tools_dir, "fusion-runtime-tests")

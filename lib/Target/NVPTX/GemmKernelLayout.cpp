@@ -10,6 +10,8 @@
 
 #include "fusion/Target/NVPTX/TargetInfo.h"
 
+#include <algorithm>
+
 using namespace mlir::fusion;
 
 using T = GemmTiling;
@@ -27,6 +29,48 @@ GemmEpilogueStrategy mlir::fusion::chooseGemmEpilogueStrategy(
                     (clusterN > 1 || s.globalRows) && outputBits == 16;
   s.stagedResidual = s.epilogueWarps && residualLikeOutput;
   return s;
+}
+
+int64_t mlir::fusion::gemmConsumerGroups(const TargetInfo &target) {
+  return target.tensorMemoryColumns > 0 ? T::kTmemEpilogueGroups
+                                        : T::kConsumers;
+}
+
+int64_t mlir::fusion::gemmMaxElementwiseTileN(const TargetInfo &target) {
+  if (target.tensorMemoryColumns == 0)
+    return target.maxEpilogueTileN;
+  return std::min(target.maxEpilogueTileN,
+                  target.tensorMemoryColumns / T::kTmemAccumulatorStages);
+}
+
+std::optional<GemmTensorMemory>
+mlir::fusion::planGemmTensorMemory(const TargetInfo &target, int64_t tileM,
+                                   int64_t tileN, std::string &why) {
+  GemmTensorMemory t;
+  if (target.tensorMemoryColumns == 0)
+    return t;
+  // A 128-row accumulator of cta_group::1 puts row i in lane i: tile_m / 128
+  // of them side by side in the columns.
+  int64_t blocks = std::max<int64_t>(1, (tileM + 127) / 128);
+  t.columnsPerStage = saturatingMul(blocks, tileN);
+  if (t.columnsPerStage > target.tensorMemoryColumns) {
+    why = "expected the f32 accumulator of a " + std::to_string(tileM) + "x" +
+          std::to_string(tileN) + " tile to fit the " +
+          std::to_string(target.tensorMemoryColumns) +
+          " tensor-memory columns of " + target.chip.str() +
+          " (one accumulator stage of " + std::to_string(blocks) +
+          " x tile_n columns, two where they fit), but one stage needs " +
+          std::to_string(t.columnsPerStage);
+    return std::nullopt;
+  }
+  t.stages = saturatingMul(T::kTmemAccumulatorStages, t.columnsPerStage) <=
+                     target.tensorMemoryColumns
+                 ? T::kTmemAccumulatorStages
+                 : 1;
+  t.allocColumns = 32;
+  while (t.allocColumns < t.stages * t.columnsPerStage)
+    t.allocColumns *= 2;
+  return t;
 }
 
 GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {

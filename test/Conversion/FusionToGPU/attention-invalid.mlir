@@ -86,10 +86,10 @@ func.func @too_big(%q: tensor<2x64x1x256xbf16>, %k: tensor<2x256x1x256xbf16>, %v
 
 // -----
 
-// No engine for the target yet.
+// No attention kernel around sm_100a's tensor-memory engine yet.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 func.func @blackwell(%q: tensor<2x64x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %v: tensor<2x64x2x64xbf16>) -> tensor<2x64x2x64xbf16> {
-  // expected-error @below {{'fusion.gdpa' op cannot generate an sm_100a attention kernel: no MMA engine for sm_100a: the tcgen05 engine (tcgen05.mma into tensor memory) is not implemented yet}}
+  // expected-error @below {{'fusion.gdpa' op cannot generate an sm_100a attention kernel: no register-accumulator MMA engine for sm_100a: its tcgen05 engine accumulates in tensor memory, which this kernel family is not written for yet}}
   %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<silu>, scale = 1.0 : f32}
       : tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16> -> tensor<2x64x2x64xbf16>
   return %o : tensor<2x64x2x64xbf16>

@@ -191,18 +191,6 @@ func.func @no_target(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tens
 
 // -----
 
-// A target without an MMA engine: one diagnostic naming the chip and the
-// missing engine (the planner accepts sm_100a; the generator cannot emit it).
-module attributes {fusion.target = #fusion.target<"sm_100a">} {
-func.func @sm100(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: no MMA engine for sm_100a: the tcgen05 engine (tcgen05.mma into tensor memory) is not implemented yet}}
-  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
-  return %c : tensor<256x256xbf16>
-}
-}
-
-// -----
-
 // A norm row spread over CTAs without a cluster (statistics through global
 // memory) with an f32 output: the tile would not fit shared memory.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {

@@ -15,6 +15,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <string>
 
 namespace mlir::fusion {
 
@@ -36,7 +38,8 @@ inline int64_t saturatingMul(int64_t a, int64_t b) {
 struct TargetInfo;
 
 /// The fixed part of the fused-GEMM kernel family (a warp-specialized TMA +
-/// MMA GEMM: wgmma on sm_90a; tcgen05 on sm_100a, planned only for now).
+/// MMA GEMM: wgmma on sm_90a; tcgen05 on sm_100a, the plain GEMM only for
+/// now).
 struct GemmTiling {
   /// Rows of a CTA tile: two consumer warpgroups of 64 rows each (a wgmma
   /// instruction covers 64 rows).
@@ -68,7 +71,43 @@ struct GemmTiling {
   /// The epilogue warps: warps 1-3 of the producer warpgroup.
   static constexpr int64_t kEpilogueWarps = 3;
   static constexpr int64_t kEpilogueThreads = 32 * kEpilogueWarps;
+  /// sm_100a (tcgen05): accumulator stages in tensor memory, so that the
+  /// epilogue of one tile overlaps the MMA of the next, where they fit
+  /// (2 x tile_n columns); and the one epilogue warpgroup (128 threads, a
+  /// tile row each: a 128-row tcgen05 accumulator puts row i in lane i).
+  static constexpr int64_t kTmemAccumulatorStages = 2;
+  static constexpr int64_t kTmemEpilogueGroups = 1;
 };
+
+/// The consumer warpgroups of `target`'s GEMM kernel (recorded as
+/// `consumers` in #fusion.kernel_config): the two wgmma warpgroups of 64
+/// rows on sm_90a; the one epilogue warpgroup reading tensor memory on
+/// sm_100a (the MMA is issued by one thread of the producer warpgroup).
+int64_t gemmConsumerGroups(const TargetInfo &target);
+
+/// The widest tile_n of a GEMM whose epilogue is independent per element:
+/// what one CTA's accumulator holds (TargetInfo::maxEpilogueTileN), and on
+/// a target accumulating in tensor memory no more than
+/// kTmemAccumulatorStages stages of it fill (256 on sm_100a: one
+/// tcgen05.mma of N = 256 per k16, two stages in 512 columns).
+int64_t gemmMaxElementwiseTileN(const TargetInfo &target);
+
+/// The tensor memory of one CTA of the fused-GEMM kernel on a target whose
+/// MMA accumulates there: `stages` f32 accumulators of tile_m / 128 x tile_n
+/// columns (tile_m rows on 128 lanes), two where they fit; tcgen05.alloc
+/// takes a power of two of at least 32 columns.
+struct GemmTensorMemory {
+  int64_t stages = 0, columnsPerStage = 0, allocColumns = 0;
+};
+
+/// The tensor memory of a tile_m x tile_n tile on `target`, or nothing with
+/// `why` set (phrased to follow "'fusion.fused_matmul' op ") when even one
+/// accumulator stage exceeds target.tensorMemoryColumns. Nothing to check
+/// (zero stages) on a target without tensor memory.
+std::optional<GemmTensorMemory> planGemmTensorMemory(const TargetInfo &target,
+                                                     int64_t tileM,
+                                                     int64_t tileN,
+                                                     std::string &why);
 
 /// How a norm epilogue's rows are finished; the planner's choice, recorded
 /// in #fusion.kernel_config and read back by the generator (never

@@ -53,9 +53,9 @@ struct TargetInfo {
   /// clusters of 2 on all 132 SMs, of 4 and 8 on 120, of 16 on only 112
   /// (cuOccupancyMaxActiveClusters), so sm_90a stops at 4.
   int64_t maxEpilogueClusterSize;
-  /// The unit tile_n (and an epilogue's N slice) is a multiple of. On sm_90a
-  /// 64: the kernel stages B in 64-column swizzled TMA boxes (wgmma itself
-  /// takes multiples of 8); on sm_100a the tcgen05 N granularity, 16.
+  /// The unit tile_n (and an epilogue's N slice) is a multiple of: 64 on
+  /// both, since the GEMM kernels stage B in 64-column swizzled TMA boxes
+  /// (wgmma itself takes multiples of 8, tcgen05 with M = 128 of 16).
   int64_t tileNGranularity;
   /// Whether a forward norm epilogue over several CTAs (a cluster, or a row
   /// through global memory; 16-bit output) runs in epilogue warps,
@@ -70,6 +70,10 @@ struct TargetInfo {
   /// Elements one dimension of a TMA tensor map spans (cuTensorMapEncodeTiled:
   /// globalDim[i] <= 2^32), the bound on every GEMM dimension.
   int64_t maxTmaDimSize = int64_t(1) << 32;
+  /// Tensor-memory columns of an SM (32-bit cells, 128 lanes each) where the
+  /// MMA accumulates there: 512 on sm_100a (tcgen05), 0 on sm_90a (wgmma
+  /// accumulates in registers). One CTA per SM owns all of them.
+  int64_t tensorMemoryColumns = 0;
 };
 
 /// The limits of `chip`, or nothing for a chip this compiler does not know.
@@ -80,15 +84,19 @@ struct TargetInfo {
 /// per block opt-in: 227 KB on 9.0 and 10.0, 228 KB per SM with 1 KB
 /// reserved per resident block; portable cluster size 8, up to 16 with the
 /// non-portable attribute), PTX ISA "wgmma.mma_async" (N up to 256 in
-/// multiples of 8) and "tcgen05.mma" (up to 512 TMEM columns).
+/// multiples of 8) and "tcgen05.mma" / "Tensor Memory" (512 columns of 128
+/// lanes per SM).
 inline std::optional<TargetInfo> getTargetInfo(llvm::StringRef chip) {
   constexpr int64_t kSmem227KiB = 227 * 1024, kSmem228KiB = 228 * 1024;
   if (chip == "sm_90a")
     return TargetInfo{"sm_90a", "+ptx81", MmaKind::Wgmma, kSmem227KiB, kSmem228KiB, 1024, 8, 16, 256, 4, 64,
                       /*normEpilogueWarps=*/true};
-  if (chip == "sm_100a")
-    return TargetInfo{"sm_100a", "+ptx86", MmaKind::Tcgen05, kSmem227KiB, kSmem228KiB, 1024, 8, 16, 512, 16, 16,
-                      /*normEpilogueWarps=*/false, /*multiprocessors=*/148};
+  if (chip == "sm_100a") {
+    TargetInfo t{"sm_100a", "+ptx86", MmaKind::Tcgen05, kSmem227KiB, kSmem228KiB, 1024, 8, 16, 512, 16, 64,
+                 /*normEpilogueWarps=*/false, /*multiprocessors=*/148};
+    t.tensorMemoryColumns = 512;
+    return t;
+  }
   return std::nullopt;
 }
 

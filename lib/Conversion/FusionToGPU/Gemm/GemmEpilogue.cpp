@@ -620,7 +620,7 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
                                  Value blockCol, Value tileCount,
                                  ArrayRef<Value> prologueSumSq) {
   Value row0 = add(blockRow, rowInTile);
-  std::unique_ptr<AccumulatorView> view = engine.view(*this, acc, tid);
+  std::unique_ptr<AccumulatorView> view = engine->view(*this, acc, tid);
   if (exchange)
     exchange->isRowLeader = [&] { return view->isRowLeader(/*fresh=*/true); };
   Value colBase = add(blockCol, view->pairColumn());

@@ -93,6 +93,14 @@ public:
 
   LogicalResult check(Operation *op, const TargetInfo &target,
                       std::string &whyNot) const override {
+    // sm_100a: the kernel around the tensor-memory engine (its spec first:
+    // the engine depends on the shape).
+    if (target.mma == MmaKind::Tcgen05) {
+      FailureOr<GemmKernelSpec> spec =
+          getGemmKernelSpec(cast<FusedMatmulOp>(op), target, whyNot);
+      return success(succeeded(spec) &&
+                     createTensorMemoryMmaEngine(target, mmaShapeOf(*spec), whyNot));
+    }
     // The engine first: without one, nothing else about the op matters.
     if (!createMmaEngine(target, MmaShape{}, whyNot))
       return failure();
@@ -164,10 +172,18 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   MLIRContext *ctx = b.getContext();
   std::string why;
   GemmKernelSpec spec = *getGemmKernelSpec(op, target, why);
-  std::unique_ptr<MmaEngine> engine =
-      createMmaEngine(target, mmaShapeOf(spec), why);
-  gpu::GPUFuncOp kernel =
-      buildGemmKernel(b, b.getLoc(), host.kernels, kernelName, spec, *engine);
+  gpu::GPUFuncOp kernel;
+  if (target.mma == MmaKind::Tcgen05) {
+    std::unique_ptr<TensorMemoryMmaEngine> engine =
+        createTensorMemoryMmaEngine(target, mmaShapeOf(spec), why);
+    kernel = buildGemmKernel(b, b.getLoc(), host.kernels, kernelName, spec,
+                             *engine);
+  } else {
+    std::unique_ptr<MmaEngine> engine =
+        createMmaEngine(target, mmaShapeOf(spec), why);
+    kernel = buildGemmKernel(b, b.getLoc(), host.kernels, kernelName, spec,
+                             *engine);
+  }
 
   Value a = host.map.lookup(op.getLhs()), bMat = host.map.lookup(op.getRhs());
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };

@@ -68,7 +68,7 @@
 using namespace mlir;
 using namespace mlir::fusion;
 
-void GemmKernelEmitter::emit() {
+void GemmKernelEmitter::setUpOperands() {
   tmaA = UnrealizedConversionCastOp::create(b, getTensorMapTypeA(ctx, s),
                                             arg(GemmArg::TmaA))
              .getResult(0);
@@ -89,7 +89,7 @@ void GemmKernelEmitter::emit() {
   numK = arith::CeilDivUIOp::create(b, k, idx(s.tileK));
   numTilesN = arith::CeilDivUIOp::create(b, n, idx(s.tileN));
   numTiles = mul(arith::CeilDivUIOp::create(b, m, idx(s.tileM)), numTilesN);
-  Value threadId = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  threadId = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   wg = div(threadId, 128);
   tid = rem(threadId, 128); // thread in warpgroup
   initSharedMemory(kSmemAlignment);
@@ -106,12 +106,19 @@ void GemmKernelEmitter::emit() {
     scheduler.workItems =
         mul(numTiles, arith::CeilDivUIOp::create(b, numK, kPerSplit));
   }
+}
 
+void GemmKernelEmitter::emit() {
+  setUpOperands();
+  if (tmem) {
+    emitTensorMemoryKernel();
+    return;
+  }
   // full[s]: the slot's TMA bytes landed. empty[s]: every consumer thread
   // is done reading it (the MMA and, with Lazy Pre-Norm, the row sums).
   ring = TmaRing(*this, s.stages);
   Value leader = eq(threadId, 0);
-  ring.init(*this, engine.groupThreads() * s.consumers, leader);
+  ring.init(*this, engine->groupThreads() * s.consumers, leader);
   setUpBarriers(leader);
   setUpRowExchange();
   nvgpu::TmaPrefetchOp::create(b, tmaA, leader);

@@ -27,11 +27,19 @@ namespace mlir::fusion {
 
 class GemmKernelEmitter : public KernelBuilder {
 public:
+  /// The kernel around a register-accumulator engine (wgmma, sm_90a).
   GemmKernelEmitter(ImplicitLocOpBuilder &b, const GemmKernelSpec &s,
                     gpu::GPUFuncOp func, MmaEngine &engine, RegisterBudget regs)
-      : KernelBuilder(b), s(s), abi(s), func(func), engine(engine), regs(regs) {}
+      : KernelBuilder(b), s(s), abi(s), func(func), engine(&engine), regs(regs) {}
+  /// The kernel around a tensor-memory engine (tcgen05, sm_100a).
+  GemmKernelEmitter(ImplicitLocOpBuilder &b, const GemmKernelSpec &s,
+                    gpu::GPUFuncOp func, TensorMemoryMmaEngine &tmem)
+      : KernelBuilder(b), s(s), abi(s), func(func), tmem(&tmem) {}
 
   void emit();
+  /// What both kernels start with: the tensor maps, the sizes, the thread's
+  /// place, the shared memory and the tile scheduler.
+  void setUpOperands();
 
   /// The kernel argument `a`, or null when the kernel does not take it.
   Value arg(GemmArg a) {
@@ -58,6 +66,13 @@ public:
   void roles();
   void runStagedEpilogue();
 
+  // GemmTcgen05Kernel.cpp: the sm_100a kernel's set-up and roles.
+  void emitTensorMemoryKernel();
+  void mmaWarp(Value tmemBase);
+  void tensorMemoryEpilogue(Value tmemBase);
+  void storeChunk(Value chunkValues[], int64_t chunk, Value row, Value inRow,
+                  Value blockRow, Value blockCol, Value tileCount);
+
   // GemmMainLoop.cpp.
   void producer();
   void prefetchResidual(Value residual, Value blockRow, Value blockCol);
@@ -82,7 +97,9 @@ public:
   const GemmKernelSpec &s;
   GemmKernelAbi abi;
   gpu::GPUFuncOp func;
-  MmaEngine &engine;
+  /// The MMA engine: one of the two.
+  MmaEngine *engine = nullptr;
+  TensorMemoryMmaEngine *tmem = nullptr;
   /// The engine's register budgets for this kernel (the launch's .maxnreg
   /// and each role's setmaxnreg).
   RegisterBudget regs;
@@ -90,7 +107,11 @@ public:
   TileScheduler scheduler;
   std::optional<RowExchange> exchange;
   Value tileFull, tileEmpty, residualFull, tmaA, tmaB, tmaC, tmaR, m, n, k, wg,
-      tid, rank;
+      tid, rank, threadId;
+  /// sm_100a: the tensor-memory accumulator stages' barriers (tmemFull[a]:
+  /// the MMAs of the stage's tile completed, a commit; tmemEmpty[a]: every
+  /// epilogue thread has read it).
+  Value tmemFull, tmemEmpty;
   Value numK, numTiles, numTilesN;
   /// Split-K: the K steps of a range (all but the last range's), and the
   /// current work item's first workspace row (split x M; null without).

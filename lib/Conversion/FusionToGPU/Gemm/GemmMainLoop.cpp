@@ -162,7 +162,7 @@ Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc) {
 /// loads the next tile.
 void GemmKernelEmitter::consumer() {
   Type f32 = b.getF32Type();
-  int64_t rows = engine.groupRows();
+  int64_t rows = engine->groupRows();
   Value c = sub(wg, idx(1));
   // B as the engine reads it: [K, N] row-major or, with transpose_rhs,
   // [N, K] (K-major, like A).
@@ -170,7 +170,7 @@ void GemmKernelEmitter::consumer() {
                                     ? SmallVector<int64_t>{s.tileN, s.tileK}
                                     : SmallVector<int64_t>{s.tileK, s.tileN};
   bool lazy = s.prologue == PrologueKind::rms_norm;
-  Value row0 = engine.firstRow(*this, c, tid);
+  Value row0 = engine->firstRow(*this, c, tid);
   Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
 
   scheduler.tileLoop(*this, {idx(0), idx(0)}, [&](Value blockRow, Value blockCol,
@@ -178,7 +178,7 @@ void GemmKernelEmitter::consumer() {
     auto [kFirst, kCount] = kRange(split);
     // Split-K: this range's partial sums go to workspace rows split x M + ...
     outRowOffset = split ? mul(split, m) : Value();
-    Value acc0 = engine.initAccumulator(*this);
+    Value acc0 = engine->initAccumulator(*this);
     SmallVector<Value> inits = {acc0, iters[0]};
     if (lazy)
       inits.push_back(arith::ConstantOp::create(
@@ -193,18 +193,18 @@ void GemmKernelEmitter::consumer() {
           Value aMine = smemView(add(off, mul(c, idx(rows * s.tileK * 2))),
                                  {rows, s.tileK}, s.abType);
           Value bTile = smemView(add(off, idx(s.aTileBytes())), bShape, s.abType);
-          Value acc = engine.issue(*this, aMine, bTile, tmaA, tmaB, it[0]);
+          Value acc = engine->issue(*this, aMine, bTile, tmaA, tmaB, it[0]);
           SmallVector<Value> next = {acc, ring.nextPos(*this, it[1])};
           if (lazy)
             next.push_back(sumSquaresOfHalfRow(stage, c, it[2]));
           // Keep this MMA in flight; the previous step's is now done, so its
           // slot goes back to the producer.
-          engine.waitPending(*this, 1);
+          engine->waitPending(*this, 1);
           ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ne, kk, idx(0)),
                  [&] { ring.release(*this, ring.prevPos(*this, it[1])); });
           return next;
         });
-    engine.waitPending(*this, 0);
+    engine->waitPending(*this, 0);
     ring.release(*this, ring.prevPos(*this, loop[1]));
     SmallVector<Value> sumSq;
     if (lazy) {

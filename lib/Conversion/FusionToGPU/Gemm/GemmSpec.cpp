@@ -16,6 +16,43 @@
 using namespace mlir;
 using namespace mlir::fusion;
 
+/// What the sm_100a (tcgen05) kernel handles today: the plain GEMM with the
+/// element-wise epilogue pieces (row_scale, col_bias, residual) and split-K,
+/// 128-row tiles, one epilogue warpgroup, its accumulator stages in tensor
+/// memory. The norm epilogues, Lazy Pre-Norm and clusters are refused.
+static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
+                                         const TargetInfo &target,
+                                         std::string &why) {
+  // The tensor memory first: a configuration whose accumulator does not fit
+  // is wrong whatever the kernel could emit.
+  if (!planGemmTensorMemory(target, s.tileM, s.tileN, why))
+    return failure();
+  if (s.prologue == PrologueKind::rms_norm) {
+    why = "Lazy Pre-Norm (prologue rms_norm) is not emitted for " +
+          target.chip.str() +
+          " yet (its row sums of squares need a reader of the A tiles beside "
+          "the tcgen05 MMA thread)";
+    return failure();
+  }
+  if (s.rowReduction()) {
+    why = "the " + stringifyEpilogueKind(s.epilogue).str() +
+          " epilogue is not emitted for " + target.chip.str() +
+          " yet (its kernel has the element-wise epilogue pieces only: "
+          "row_scale, col_bias, residual)";
+    return failure();
+  }
+  if (s.tileM != GemmTiling::kTileM ||
+      s.consumers != GemmTiling::kTmemEpilogueGroups) {
+    why = "tile_m = " + std::to_string(s.tileM) + " with consumers = " +
+          std::to_string(s.consumers) + " is not what the " +
+          target.chip.str() +
+          " kernel computes: 128-row tiles (tcgen05.mma with M = 128) read "
+          "back by one epilogue warpgroup (consumers = 1)";
+    return failure();
+  }
+  return success();
+}
+
 /// What the generator handles today; the rest is refused, not miscompiled.
 static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
                                   const TargetInfo &target, std::string &why) {
@@ -27,7 +64,10 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
     why = "tile_k must be 64 (one 128-byte swizzle span)";
     return failure();
   }
-  if (s.tileM != 64 * s.consumers) {
+  if (target.mma == MmaKind::Tcgen05) {
+    if (failed(checkHandledTcgen05(s, target, why)))
+      return failure();
+  } else if (s.tileM != 64 * s.consumers) {
     why = "tile_m must be 64 rows per consumer warpgroup";
     return failure();
   }
@@ -170,6 +210,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   params.exchangeRounds = s.exchangeRounds();
   params.strategy = {s.epilogueWarps, s.globalRows, s.stagedResidual};
   s.layout = getGemmSmemLayout(params);
+  s.tmem = *planGemmTensorMemory(target, s.tileM, s.tileN, why);
   if (s.sharedMemoryBytes() > config.getSmemBytes()) {
     why = "the kernel needs " + std::to_string(s.sharedMemoryBytes()) +
           " bytes of shared memory, more than the planned " +

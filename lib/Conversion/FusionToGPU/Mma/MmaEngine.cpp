@@ -14,9 +14,26 @@ std::unique_ptr<MmaEngine> mlir::fusion::createMmaEngine(const TargetInfo &targe
   case MmaKind::Tcgen05:
     break;
   }
-  whyNot = ("no MMA engine for " + target.chip + ": the " +
-            stringifyMmaKind(target.mma) +
-            " engine (tcgen05.mma into tensor memory) is not implemented yet")
+  whyNot = ("no register-accumulator MMA engine for " + target.chip +
+            ": its " + stringifyMmaKind(target.mma) +
+            " engine accumulates in tensor memory, which this kernel family "
+            "is not written for yet")
+               .str();
+  return nullptr;
+}
+
+std::unique_ptr<TensorMemoryMmaEngine>
+mlir::fusion::createTensorMemoryMmaEngine(const TargetInfo &target,
+                                          const MmaShape &shape,
+                                          std::string &whyNot) {
+  switch (target.mma) {
+  case MmaKind::Tcgen05:
+    return createSm100Tcgen05Engine(shape, whyNot);
+  case MmaKind::Wgmma:
+    break;
+  }
+  whyNot = ("no tensor-memory MMA engine for " + target.chip + ": its " +
+            stringifyMmaKind(target.mma) + " engine accumulates in registers")
                .str();
   return nullptr;
 }

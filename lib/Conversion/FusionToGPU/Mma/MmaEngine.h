@@ -13,9 +13,17 @@
 //              the threads that share a row.
 //
 // Sm90Wgmma.cpp implements it with wgmma (accumulator fragments in
-// registers, a quad of lanes per row); an sm_100a engine (tcgen05 into
-// tensor memory, tcgen05.ld one row per thread) goes beside it.
-// createMmaEngine picks the engine from the module's target (TargetInfo).
+// registers, a quad of lanes per row). createMmaEngine picks the engine from
+// the module's target (TargetInfo).
+//
+// sm_100a's tcgen05 does not fit that shape: one thread issues the MMA, the
+// accumulator lives in tensor memory (TMEM), completion is signalled to an
+// mbarrier (tcgen05.commit) rather than waited for, and the epilogue reads
+// the accumulator back itself (tcgen05.ld, a row per thread). It has its own
+// interface below, TensorMemoryMmaEngine (Sm100Tcgen05.cpp); a family that
+// has a tensor-memory variant (the GEMM, so far) builds it from
+// createTensorMemoryMmaEngine, the others keep asking createMmaEngine, which
+// refuses sm_100a with the reason.
 //
 //===----------------------------------------------------------------------===//
 
@@ -114,13 +122,71 @@ public:
                                                 Value tid) = 0;
 };
 
-/// The engine of `target` for `shape`, or null with `whyNot` set ("the
-/// tcgen05 engine (sm_100a) is not implemented yet").
+/// The tensor-memory MMA (tcgen05, sm_100a), cta_group::1: one thread
+/// issues M = 128 x N = tileN x K = 16 MMAs from 128-byte swizzled
+/// shared-memory tiles into an f32 accumulator in tensor memory (row i in
+/// lane i, column j in column j), and commits them to an mbarrier; warps
+/// read the accumulator back 32 columns at a time, a lane a row. Which
+/// thread may call what is part of the contract (PTX ISA, "tcgen05"):
+///   warp-wide (.sync.aligned: every lane, warp-uniform control flow):
+///     allocate, relinquish, deallocate, load, waitLoads;
+///   one thread: issue, commit;
+///   fenceBefore / fenceAfter: around every thread synchronization (a
+///   barrier or an mbarrier) that orders tcgen05 operations of different
+///   threads, after the wait / before the arrive.
+class TensorMemoryMmaEngine {
+public:
+  virtual ~TensorMemoryMmaEngine() = default;
+  virtual StringRef name() const = 0;
+
+  /// Allocates `columns` tensor-memory columns (a power of two >= 32) and
+  /// writes their base address to `slot` (a shared-memory i32, as an index
+  /// byte address), then gives up the right to allocate more (one CTA per
+  /// SM owns the tensor memory; a relinquished CTA lets the next one's
+  /// allocation proceed as soon as this one frees). The base, read back by
+  /// every thread after a barrier: `loadBase`.
+  virtual void allocate(KernelBuilder &kb, Value slot, int64_t columns) = 0;
+  virtual Value loadBase(KernelBuilder &kb, Value slot) = 0;
+  virtual void deallocate(KernelBuilder &kb, Value base, int64_t columns) = 0;
+  virtual void fenceBefore(KernelBuilder &kb) = 0;
+  virtual void fenceAfter(KernelBuilder &kb) = 0;
+
+  /// The address `columns` columns (a Value, index) after `base`.
+  virtual Value columnOffset(KernelBuilder &kb, Value base, Value columns) = 0;
+  /// One K step (tileK) of MMAs: A [128, tileK] at shared-memory byte
+  /// address `aAddr`, B at `bAddr` (index), into the accumulator at `acc`;
+  /// `accumulate` (i1) false: the first k16 overwrites it.
+  virtual void issue(KernelBuilder &kb, Value aAddr, Value bAddr, Value acc,
+                     Value accumulate) = 0;
+  /// mbarrier `id` of `group` completes one arrival once every MMA this
+  /// thread issued before has completed (reading its operands included).
+  virtual void commit(KernelBuilder &kb, Value group, Value id) = 0;
+  /// This thread's row of the accumulator at `acc` (lane 32 (warp % 4) +
+  /// lane), columns column0 .. column0 + 31, as vector<32xf32>; valid after
+  /// waitLoads.
+  virtual Value load(KernelBuilder &kb, Value acc, Value warp,
+                     int64_t column0) = 0;
+  virtual void waitLoads(KernelBuilder &kb) = 0;
+  /// The 32-bit instruction descriptor the MMAs carry (MmaDescriptors.h).
+  virtual uint32_t instrDescriptor() const = 0;
+};
+
+/// The engine of `target` for `shape`, or null with `whyNot` set (sm_100a:
+/// its engine is the tensor-memory one).
 std::unique_ptr<MmaEngine> createMmaEngine(const TargetInfo &target,
                                            const MmaShape &shape,
                                            std::string &whyNot);
 /// The sm_90a engine.
 std::unique_ptr<MmaEngine> createSm90WgmmaEngine(const MmaShape &shape);
+/// The sm_100a engine, or null with `whyNot` (a shape tcgen05 lacks).
+std::unique_ptr<TensorMemoryMmaEngine>
+createSm100Tcgen05Engine(const MmaShape &shape, std::string &whyNot);
+/// The tensor-memory engine of `target` for `shape`, or null with `whyNot`
+/// set (a target whose MMA accumulates in registers, or a shape tcgen05
+/// does not have).
+std::unique_ptr<TensorMemoryMmaEngine>
+createTensorMemoryMmaEngine(const TargetInfo &target, const MmaShape &shape,
+                            std::string &whyNot);
 
 } // namespace mlir::fusion
 

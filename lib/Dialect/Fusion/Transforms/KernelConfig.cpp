@@ -8,10 +8,11 @@
 // too, so it builds exactly the kernel the planner budgeted.
 //
 // The kernel (docs/design.md, "Kernel designs"): a producer warp streams A and
-// B tiles by TMA into a ring of `stages` swizzled shared-memory buffers, two
-// consumer warpgroups issue the MMA (wgmma on sm_90a; tcgen05 on sm_100a,
-// planned only for now), and the epilogue applies the norm to the
-// accumulator registers and stores them. CTAs are persistent: one per SM,
+// B tiles by TMA into a ring of `stages` swizzled shared-memory buffers; on
+// sm_90a two consumer warpgroups issue wgmma and the epilogue applies the
+// norm to the accumulator registers; on sm_100a one thread issues tcgen05.mma
+// into two tensor-memory accumulator stages and one epilogue warpgroup
+// reads them back (the plain GEMM only, so far). CTAs are persistent: one per SM,
 // looping over output tiles. Rows wider than one CTA's slice are normalized
 // by a cluster along N exchanging partial sums through DSMEM.
 //
@@ -242,7 +243,7 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     tileN = plan->sliceN;
     clusterN = plan->clusterSize;
   } else {
-    tileN = std::min(target.maxEpilogueTileN,
+    tileN = std::min(gemmMaxElementwiseTileN(target),
                      static_cast<int64_t>(
                          llvm::alignTo(n, target.tileNGranularity)));
     clusterN = 1;
@@ -306,6 +307,14 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     return failure();
   }
 
+  // Step 4b: on sm_100a the accumulator lives in tensor memory: tile_n
+  // columns per stage (two stages where they fit) of the 512 an SM has.
+  std::string tmemWhy;
+  if (!planGemmTensorMemory(target, K::kTileM, tileN, tmemWhy)) {
+    why = tmemWhy;
+    return failure();
+  }
+
   // Split-K's kernel writes f32 partial sums from registers: no staging.
   int64_t splitK =
       allowSplitK ? chooseSplitK(op, target, m, n, k, tileN, clusterN) : 1;
@@ -318,6 +327,6 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   }
   return KernelConfigAttr::get(
       op.getContext(), K::kTileM, tileN, K::kTileK, layout->stages, clusterN,
-      K::kConsumers, layout->totalBytes, params.strategy.epilogueWarps,
+      gemmConsumerGroups(target), layout->totalBytes, params.strategy.epilogueWarps,
       params.strategy.globalRows, params.strategy.stagedResidual, splitK);
 }

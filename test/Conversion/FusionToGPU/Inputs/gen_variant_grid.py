@@ -9,7 +9,20 @@ The kernel code depends on M and K only at run time, so this covers every
 variant the generator can produce today.
 
     python3 gen_variant_grid.py > grid.mlir
+
+With the argument sm_100a, the grid of the sm_100a (tcgen05) generator
+instead, which emits the plain GEMM and its element-wise epilogue pieces
+only: each tile_n (64, 128, 192, 256) x epilogue pieces (none; row_scale +
+col_bias; row_scale + col_bias + a bf16 residual) x output (bf16, f32) x B
+(row-major [K, N]: N-major operand; transpose_rhs [N, K]: K-major), and f16
+operands at tile_n 256; then weight gradients (transpose_lhs, an M-major A)
+for each tile_n with either B, as the planner sizes them: M = 1024 takes
+split-K (an f32 workspace kernel and its _splitk sum kernel), M = 16384 does
+not (68 GEMM kernels, 8 sum kernels).
+
+    python3 gen_variant_grid.py sm_100a > grid-sm100a.mlir
 """
+import sys
 
 EPILOGUES = {
     "none": ("", "", []),
@@ -24,6 +37,58 @@ EPILOGUES = {
                    ["%r: tensor<1000x{n}xbf16>", "%w: tensor<{n}xbf16>", "%nb: tensor<{n}xbf16>"]),
 }
 STATS = {"none": 0, "row_scale": 0, "rms_norm": 1, "layer_norm": 2}
+
+SM100_PIECES = {
+    "none": ("", "", []),
+    "scale_bias": (" row_scale(%s : tensor<1000xf32>) col_bias(%cb : tensor<{n}xbf16>)",
+                   "epilogue = #fusion.epilogue<row_scale>",
+                   ["%s: tensor<1000xf32>", "%cb: tensor<{n}xbf16>"]),
+    "residual": (" residual(%r : tensor<1000x{n}xbf16>) row_scale(%s : tensor<1000xf32>) col_bias(%cb : tensor<{n}xbf16>)",
+                 "epilogue = #fusion.epilogue<row_scale>",
+                 ["%r: tensor<1000x{n}xbf16>", "%s: tensor<1000xf32>", "%cb: tensor<{n}xbf16>"]),
+}
+
+
+def sm100_grid():
+    print('module attributes {fusion.target = #fusion.target<"sm_100a">} {')
+    cases = [(n, pieces, out, transposed, "bf16")
+             for n in (64, 128, 192, 256) for pieces in SM100_PIECES
+             for out in ("bf16", "f32") for transposed in (False, True)]
+    cases += [(256, pieces, "bf16", transposed, "f16")
+              for pieces in ("none", "scale_bias") for transposed in (False, True)]
+    for n, pieces, out, transposed, ab in cases:
+        operands, attrs, args = SM100_PIECES[pieces]
+        if ab == "f16":
+            operands = operands.replace("bf16", "f16")
+            args = [x.replace("bf16", "f16") for x in args]
+        name = f"t_n{n}_{pieces}_{out}_{ab}" + ("_nk" if transposed else "")
+        attr = [a for a in [attrs] if a] + (["transpose_rhs"] if transposed else [])
+        b = f"tensor<{n}x512x{ab}>" if transposed else f"tensor<512x{n}x{ab}>"
+        res = f"tensor<1000x{n}x{out}>"
+        sig = ", ".join([f"%a: tensor<1000x512x{ab}>", f"%b: {b}"] +
+                        [x.format(n=n) for x in args])
+        print(f"func.func @{name}({sig}) -> {res} {{")
+        print(f"  %y = fusion.fused_matmul %a, %b{operands.format(n=n)} {{{', '.join(attr)}}}")
+        print(f"      : tensor<1000x512x{ab}>, {b} -> {res}")
+        print(f"  return %y : {res}\n}}")
+    # Weight gradients dy^T x: lhs [K, M] (transpose_lhs), K = 2048 tokens.
+    for n in (64, 128, 192, 256):
+        for m in (1024, 16384):
+            for transposed in (False, True):
+                name = f"t_wgrad_m{m}_n{n}" + ("_nk" if transposed else "")
+                b = f"tensor<{n}x2048xbf16>" if transposed else f"tensor<2048x{n}xbf16>"
+                attr = "transpose_lhs" + (", transpose_rhs" if transposed else "")
+                res = f"tensor<{m}x{n}xf32>"
+                print(f"func.func @{name}(%a: tensor<2048x{m}xbf16>, %b: {b}) -> {res} {{")
+                print(f"  %y = fusion.fused_matmul %a, %b {{{attr}}}")
+                print(f"      : tensor<2048x{m}xbf16>, {b} -> {res}")
+                print(f"  return %y : {res}\n}}")
+    print("}")
+
+
+if sys.argv[1:] == ["sm_100a"]:
+    sm100_grid()
+    sys.exit(0)
 
 print('module attributes {fusion.target = #fusion.target<"sm_90a">} {')
 for n in (64, 128, 192, 256):

@@ -1,12 +1,15 @@
 """Extracts the PTX that `fusion-opt --fusion-to-gpu=format=isa` embeds in
 its gpu.binary (the `assembly = "..."` string, MLIR-escaped), assembles it
-with ptxas for sm_90a, and prints one line per kernel:
+with ptxas for the architecture (-arch, sm_90a by default), and prints one
+line per kernel:
 
     ptxas ok: <kernel> registers=<n> spills=<bytes>
 
-or the ptxas error. Exit code 1 if anything failed.
+or the ptxas error. Exit code 1 if anything failed. With --sass CUOBJDUMP,
+each module's SASS (cuobjdump -sass) and its ELF attributes
+(cuobjdump -elf, the EIATTR_ lines) follow its kernels' lines.
 
-    python3 ptxas_check.py PTXAS < lowered.mlir
+    python3 ptxas_check.py PTXAS [-arch=sm_100a] [--sass CUOBJDUMP] < lowered.mlir
 """
 import os
 import re
@@ -34,7 +37,18 @@ def unescape(s):
 
 
 def main():
-    ptxas = sys.argv[1]
+    args = sys.argv[1:]
+    ptxas, arch, cuobjdump = args[0], "sm_90a", None
+    rest = args[1:]
+    while rest:
+        a = rest.pop(0)
+        if a.startswith("-arch="):
+            arch = a[len("-arch="):]
+        elif a == "--sass":
+            cuobjdump = rest.pop(0)
+        else:
+            print(f"unknown option {a}")
+            return 1
     text = sys.stdin.read()
     blobs = re.findall(r'assembly = "((?:[^"\\]|\\.)*)"', text)
     if not blobs:
@@ -46,7 +60,7 @@ def main():
             ptx = unescape(blob)
             path = os.path.join(tmp, f"k{n}.ptx")
             open(path, "w").write(ptx)
-            r = subprocess.run([ptxas, "-arch=sm_90a", "-v", path, "-o", path + ".cubin"],
+            r = subprocess.run([ptxas, f"-arch={arch}", "-v", path, "-o", path + ".cubin"],
                                capture_output=True, text=True)
             if r.returncode != 0:
                 print(f"ptxas FAILED:\n{r.stderr}")
@@ -59,6 +73,18 @@ def main():
                 spill = re.search(r"(\d+) bytes spill stores", sec)
                 print(f"ptxas ok: {kernel} registers={regs.group(1) if regs else '?'} "
                       f"spills={spill.group(1) if spill else '?'}")
+            if cuobjdump:
+                for what in ("-sass", "-elf"):
+                    d = subprocess.run([cuobjdump, what, path + ".cubin"],
+                                       capture_output=True, text=True)
+                    if d.returncode != 0:
+                        print(f"cuobjdump FAILED:\n{d.stderr}")
+                        failed = True
+                        continue
+                    lines = d.stdout.splitlines()
+                    if what == "-elf":
+                        lines = [l for l in lines if "ATTR_" in l]
+                    print("\n".join(lines))
     return 1 if failed else 0
 
 

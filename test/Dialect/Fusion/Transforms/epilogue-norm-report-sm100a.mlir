@@ -26,12 +26,13 @@ func.func @cluster16(%a: tensor<64x64xbf16>, %b: tensor<64x8192xbf16>) -> tensor
 // -----
 
 // N = 1032 needs 3 slices of at most 512 (3 stays 3, CostModel.cpp), of
-// ceil(1032 / 3) = 344 columns, rounded up to 352 (a multiple of 16, the
-// tcgen05 N granularity): the last CTA holds 328.
+// ceil(1032 / 3) = 344 columns, rounded up to 384 (a multiple of 64: the
+// kernel stages B in 64-column TMA boxes, as on sm_90a): the last CTA holds
+// 264.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 func.func @granularity(%a: tensor<64x64xbf16>, %b: tensor<64x1032xbf16>) -> tensor<64x1032xbf16> {
   %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x1032xbf16> -> tensor<64x1032xbf16>
-  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: a cluster of 3 CTAs along N, 352 columns each (the last 328), exchanging partial sums through DSMEM}}
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: a cluster of 3 CTAs along N, 384 columns each (the last 264), exchanging partial sums through DSMEM}}
   %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x1032xbf16> -> tensor<64x1032xbf16>
   return %y : tensor<64x1032xbf16>
 }

@@ -1,22 +1,26 @@
 // RUN: fusion-opt %s -split-input-file -fusion-plan-kernels | FileCheck %s
 
-// sm_100a is planned with the sm_90a skeleton (planned only: no lowering
-// yet): tile_n up to 512 (TargetInfo::maxEpilogueTileN, the TMEM columns of
-// one lane) in multiples of 16 (tcgen05 N granularity), the same 232448-byte
-// budget and the same shared-memory formula (the epilogue works on the
-// accumulator registers; 16-bit outputs add 32768 bytes of TMA-store
-// staging), so a 512-column tile fits with 2 stages.
+// sm_100a is planned for its tcgen05 kernel (Gemm/GemmTcgen05Kernel.cpp):
+// 128-row tiles read back from tensor memory by one epilogue warpgroup
+// (consumers = 1); an element-wise epilogue takes tile_n up to 256, so that
+// two accumulator stages fit the 512 tensor-memory columns
+// (gemmMaxElementwiseTileN), in multiples of 64 (B is staged in 64-column
+// TMA boxes, as on sm_90a); the same 232448-byte budget and the same
+// shared-memory formula as sm_90a (16-bit outputs add 32768 bytes of
+// TMA-store staging). Row-reducing epilogues keep their whole row on one
+// CTA up to 512 columns (one accumulator stage), planned only: the kernel
+// refuses them for now.
 
-// Test that a plain matmul with a wide N selects tile_n = 512 with 2 stages:
-// 2 * (128 + 512) * 64 * 2 + 32768 + 512 + 1024 = 198144 (3 stages would
-// need 280064).
+// Test that a plain matmul with a wide N selects tile_n = 256 (two 256-column
+// accumulator stages) with 4 stages:
+// 4 * (128 + 256) * 64 * 2 + 32768 + 512 + 1024 = 230912.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
-// CHECK-LABEL: func.func @matmul_halved
+// CHECK-LABEL: func.func @matmul_wide
 // CHECK-SAME: (%[[A:.*]]: tensor<8192x1024xbf16>, %[[B:.*]]: tensor<1024x1024xbf16>)
-func.func @matmul_halved(%a: tensor<8192x1024xbf16>, %b: tensor<1024x1024xbf16>) -> tensor<8192x1024xbf16> {
+func.func @matmul_wide(%a: tensor<8192x1024xbf16>, %b: tensor<1024x1024xbf16>) -> tensor<8192x1024xbf16> {
   // CHECK-NOT: fusion.matmul
   // CHECK: %[[C:.*]] = fusion.fused_matmul %[[A]], %[[B]]
-  // CHECK-SAME: {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 512, tile_k = 64, stages = 2, cluster_n = 1, consumers = 2, smem_bytes = 198144>}
+  // CHECK-SAME: {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 1, smem_bytes = 230912>}
   // CHECK: return %[[C]]
   %c = fusion.matmul %a, %b : tensor<8192x1024xbf16>, tensor<1024x1024xbf16> -> tensor<8192x1024xbf16>
   return %c : tensor<8192x1024xbf16>
@@ -25,14 +29,13 @@ func.func @matmul_halved(%a: tensor<8192x1024xbf16>, %b: tensor<1024x1024xbf16>)
 
 // -----
 
-// Test that a row-independent epilogue over N = 200 with a long K loop selects
-// N rounded up to the tcgen05 granularity of 16: tile_n = 208,
-// 4 * (128 + 208) * 64 * 2 + 32768 + 512 + 1024 = 206336.
+// Test that a row-independent epilogue over N = 200 selects N rounded up to
+// the granularity of 64: tile_n = 256, 4 stages (230912 bytes).
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
-// CHECK-LABEL: func.func @row_scale_granularity16
-func.func @row_scale_granularity16(%a: tensor<4096x1024xf16>, %b: tensor<1024x200xf16>, %s: tensor<4096xf32>) -> tensor<4096x200xf16> {
+// CHECK-LABEL: func.func @row_scale_granularity
+func.func @row_scale_granularity(%a: tensor<4096x1024xf16>, %b: tensor<1024x200xf16>, %s: tensor<4096xf32>) -> tensor<4096x200xf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 208, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 206336>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 1, smem_bytes = 230912>
   %y = fusion.fused_matmul %a, %b row_scale(%s : tensor<4096xf32>)
       {epilogue = #fusion.epilogue<row_scale>}
       : tensor<4096x1024xf16>, tensor<1024x200xf16> -> tensor<4096x200xf16>
@@ -42,17 +45,19 @@ func.func @row_scale_granularity16(%a: tensor<4096x1024xf16>, %b: tensor<1024x20
 
 // -----
 
-// Test that an rms_norm epilogue over N = 256 selects one CTA of 256 columns
-// (planEpilogueNorm on sm_100a) with 4 stages: 230912.
+// Test that an rms_norm epilogue over N = 512 selects one CTA of 512 columns
+// (planEpilogueNorm on sm_100a: one accumulator stage of all 512 tensor-memory
+// columns) with 2 stages: 2 * (128 + 512) * 64 * 2 + 32768 + 512 + 1024 =
+// 198144.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 // CHECK-LABEL: func.func @rms_norm_single_cta
-func.func @rms_norm_single_cta(%a: tensor<4096x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<4096x256xbf16> {
+func.func @rms_norm_single_cta(%a: tensor<4096x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<4096x512xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 512, tile_k = 64, stages = 2, cluster_n = 1, consumers = 1, smem_bytes = 198144>
   %y = fusion.fused_matmul %a, %b
       {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
-      : tensor<4096x512xbf16>, tensor<512x256xbf16> -> tensor<4096x256xbf16>
-  return %y : tensor<4096x256xbf16>
+      : tensor<4096x512xbf16>, tensor<512x512xbf16> -> tensor<4096x512xbf16>
+  return %y : tensor<4096x512xbf16>
 }
 }
 
@@ -64,7 +69,7 @@ module attributes {fusion.target = #fusion.target<"sm_100a">} {
 // CHECK-LABEL: func.func @matmul_narrow
 func.func @matmul_narrow(%a: tensor<?x4096xbf16>, %b: tensor<4096x64xbf16>) -> tensor<?x64xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181760>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 1, smem_bytes = 181760>
   %c = fusion.matmul %a, %b : tensor<?x4096xbf16>, tensor<4096x64xbf16> -> tensor<?x64xbf16>
   return %c : tensor<?x64xbf16>
 }

@@ -72,16 +72,19 @@ FailureOr<EpilogueNormPlan> planEpilogueNorm(const TargetInfo &target,
 ///   1. checks what the kernel needs: bf16 or f16 operands of one element
 ///      type, static K and N, both multiples of 8 (TMA row strides of 16
 ///      bytes); M may be dynamic;
-///   2. tile_m = 128 (2 consumer warpgroups), tile_k = 64;
+///   2. tile_m = 128, tile_k = 64; consumers = gemmConsumerGroups(target)
+///      (2 wgmma warpgroups on sm_90a, 1 epilogue warpgroup on sm_100a);
 ///   3. tile_n and cluster_n: forward norm and grad epilogues reduce over
 ///      the whole row, so the cluster covers it as planEpilogueNorm decides
 ///      (cluster_n = clusterSize, tile_n = sliceN); the other epilogues take
-///      tile_n = min(target.maxEpilogueTileN, N rounded up to
+///      tile_n = min(gemmMaxElementwiseTileN(target), N rounded up to
 ///      target.tileNGranularity), halved while even 2 stages do not fit, and
 ///      cluster_n = 1; the last column block may extend past N;
 ///   4. stages = the deepest in [2, 6] whose getGemmSmemLayout
 ///      (fusion/Target/NVPTX/GemmKernelLayout.h) fits
-///      target.smemPerBlockOptin; smem_bytes = its total;
+///      target.smemPerBlockOptin; smem_bytes = its total; on a target
+///      accumulating in tensor memory, the accumulator must fit it
+///      (planGemmTensorMemory: tile_n columns per stage, at most 512);
 ///   5. the epilogue strategy (chooseGemmEpilogueStrategy), recorded in the
 ///      configuration for the generator;
 ///   6. with `allowSplitK`, split-K for a small weight gradient.

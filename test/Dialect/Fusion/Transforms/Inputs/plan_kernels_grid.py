@@ -19,11 +19,17 @@ EPILOGUES = ["none", "row_scale", "rms_norm", "layer_norm", "rms_norm_grad",
              "layer_norm_grad"]
 
 # What the planner may read from TargetInfo (lib/Target/NVPTX/TargetInfo.cpp).
+# max_elementwise_tile_n: the widest tile of a row-independent epilogue (on
+# sm_100a two accumulator stages in the 512 tensor-memory columns);
+# consumers: the consumer warpgroups (sm_100a: one epilogue warpgroup);
+# tmem: tensor-memory columns (an accumulator stage is tile_n of them).
 TARGETS = {
-    "sm_90a": dict(smem=232448, max_tile_n=256, granularity=64, max_cluster=16,
-                   max_epilogue_cluster=4),
-    "sm_100a": dict(smem=232448, max_tile_n=512, granularity=16, max_cluster=16,
-                    max_epilogue_cluster=16),
+    "sm_90a": dict(smem=232448, max_tile_n=256, max_elementwise_tile_n=256,
+                   granularity=64, max_cluster=16, max_epilogue_cluster=4,
+                   consumers=2, tmem=0),
+    "sm_100a": dict(smem=232448, max_tile_n=512, max_elementwise_tile_n=256,
+                    granularity=64, max_cluster=16, max_epilogue_cluster=16,
+                    consumers=1, tmem=512),
 }
 ELEMENT_BYTES = 2  # bf16
 ROW_REDUCTION = {"rms_norm", "layer_norm", "rms_norm_grad", "layer_norm_grad"}
@@ -150,8 +156,12 @@ def main():
         if total != smem(tm, tn, tk, stages, cn, grad, rounds, split, ew):
             violation(f"{key}: smem_bytes = {total}, the formula gives "
                       f"{smem(tm, tn, tk, stages, cn, grad, rounds, split, ew)}")
-        if (tm, tk, c["consumers"]) != (128, 64, 2):
-            violation(f"{key}: expected tile_m 128, tile_k 64, 2 consumers")
+        if (tm, tk, c["consumers"]) != (128, 64, target["consumers"]):
+            violation(f"{key}: expected tile_m 128, tile_k 64, "
+                      f"{target['consumers']} consumers")
+        if target["tmem"] and tn > target["tmem"]:
+            violation(f"{key}: tile_n = {tn}: an accumulator stage exceeds "
+                      f"{target['tmem']} tensor-memory columns")
         if not 2 <= stages <= 6:
             violation(f"{key}: stages = {stages} outside [2, 6]")
         if stages < 6 and smem(tm, tn, tk, stages + 1, cn, grad, rounds, split, ew) <= target["smem"]:
@@ -159,7 +169,7 @@ def main():
         # Row-independent epilogues take the widest tile the target allows
         # (halved only when even 2 stages do not fit).
         g = target["granularity"]
-        widest = min(target["max_tile_n"], round_up(n, g))
+        widest = min(target["max_elementwise_tile_n"], round_up(n, g))
         if epi not in ROW_REDUCTION and tn < widest \
                 and smem(tm, widest, tk, 2, 1, grad) <= target["smem"]:
             violation(f"{key}: tile_n = {tn} but a wider tile fits")

@@ -1,0 +1,69 @@
+// REQUIRES: ptxas, cuobjdump
+// Test that the sm_100a GEMM kernels assemble into the tcgen05 machine code
+// the design names (cuobjdump -sass of ptxas -arch=sm_100a's cubin): the
+// tensor-memory allocation (UTCATOMSWS.FIND_AND_SET.ALIGN in its retry
+// loop), the relinquish (UVIRTCOUNT.DEALLOC.SMPOOL) and one deallocation
+// (UTCATOMSWS.AND); four UTCHMMA per K step (64 = 4 x k16), the first one
+// predicated on "accumulate" and the others always accumulating; UTCBAR
+// (tcgen05.commit to an mbarrier); LDTM.x32 (tcgen05.ld 32x32b.x32) in the
+// epilogue; TMA loads and stores; no local-memory traffic; the ELF's
+// EIATTR_TCGEN05_1CTA_USED. And end to end, the encoders' constants
+// (fusion/Target/NVPTX/MmaDescriptors.h, docs/SM100A.md section 2): the
+// instruction descriptor as a UMOV immediate (M = 128, N = 256, bf16 -> f32,
+// A K-major, B N-major: 0x08410490; with transpose_rhs and N = 128, both
+// K-major: 0x08200490) and the shared-memory descriptors' high word
+// 0x40004040 (SBO 1024 bytes, version 1, 128-byte swizzle). cuobjdump comes
+// from PyPI's nvidia-cuda-cuobjdump (scripts/install-deps.sh). Never
+// executed: no B200 here.
+// RUN: fusion-opt %s -split-input-file --fusion-to-gpu=format=isa > %t.isa.mlir
+// RUN: %python %S/Inputs/ptxas_check.py %ptxas -arch=sm_100a --sass %cuobjdump < %t.isa.mlir | FileCheck %s
+// RUN: %python %S/Inputs/ptxas_check.py %ptxas -arch=sm_100a --sass %cuobjdump < %t.isa.mlir | FileCheck %s --check-prefix=NOLOCAL
+
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @plain(%a: tensor<1000x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<1000x256xbf16> {
+  %c = fusion.matmul %a, %b : tensor<1000x512xbf16>, tensor<512x256xbf16> -> tensor<1000x256xbf16>
+  return %c : tensor<1000x256xbf16>
+}
+}
+
+// -----
+
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @nk(%a: tensor<1000x512xbf16>, %b: tensor<128x512xbf16>) -> tensor<1000x128xbf16> {
+  %c = fusion.fused_matmul %a, %b {transpose_rhs} : tensor<1000x512xbf16>, tensor<128x512xbf16> -> tensor<1000x128xbf16>
+  return %c : tensor<1000x128xbf16>
+}
+}
+
+// CHECK: ptxas ok: plain_kernel0 registers={{[0-9]+}} spills=0
+// CHECK: Function : plain_kernel0
+// CHECK: UTCATOMSWS.FIND_AND_SET.ALIGN
+// CHECK: UVIRTCOUNT.DEALLOC.SMPOOL
+// CHECK: UTMALDG.2D
+// CHECK-DAG: 0x40004040
+// CHECK-DAG: UMOV UR{{[0-9]+}}, 0x8410490 ;
+// CHECK: UTCHMMA gdesc[UR{{[0-9]+}}], gdesc[UR{{[0-9]+}}], tmem[UR{{[0-9]+}}], tmem[UR{{[0-9]+}}], idesc[UR{{[0-9]+}}], UP{{[0-6]}} ;
+// CHECK-COUNT-3: UTCHMMA gdesc[UR{{[0-9]+}}], gdesc[UR{{[0-9]+}}], tmem[UR{{[0-9]+}}], tmem[UR{{[0-9]+}}], idesc[UR{{[0-9]+}}], UPT ;
+// CHECK-NOT: UTCHMMA
+// CHECK: UTCBAR
+// CHECK: UTCBAR
+// CHECK: UTCATOMSWS.AND
+// CHECK: LDTM.x32
+// CHECK: UTMASTG.2D
+// CHECK-NOT: UTCHMMA
+// CHECK: EIATTR_TCGEN05_1CTA_USED
+
+// CHECK: ptxas ok: nk_kernel0 registers={{[0-9]+}} spills=0
+// CHECK: Function : nk_kernel0
+// CHECK: UTCATOMSWS.FIND_AND_SET.ALIGN
+// CHECK-DAG: 0x40004040
+// CHECK-DAG: UMOV UR{{[0-9]+}}, 0x8200490 ;
+// CHECK-COUNT-4: UTCHMMA
+// CHECK-NOT: UTCHMMA
+// CHECK: UTCBAR
+// CHECK: UTCATOMSWS.AND
+// CHECK: LDTM.x32
+// CHECK: EIATTR_TCGEN05_1CTA_USED
+
+// NOLOCAL-NOT: {{LDL|STL}}
+// NOLOCAL-NOT: WGMMA
