@@ -52,14 +52,14 @@ def main():
     parser.add_argument("--commit", default="unknown")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--extra-variant", action="append", default=[],
-                        help="also time the fused blocks from lib<name><SUFFIX>.so (e.g. a "
-                             "library of the previous compiler, for an A/B in the same run)")
+                        help="also time the programs from lib<name><SUFFIX>.so where built "
+                             "(e.g. a library of the previous compiler, for an A/B in the "
+                             "same run)")
     args = parser.parse_args()
     programs = ap.programs()
     rows = []
     cases = CASES + [(name, suffix, batch, lq) for suffix in args.extra_variant
-                     for name, variant, batch, lq in CASES
-                     if name.startswith("block_") and variant == ""]
+                     for name, variant, batch, lq in CASES if variant == ""]
     for name, variant, batch, lq in cases:
         prog = programs[name]
         path = ap.library_path(name, variant)

@@ -102,3 +102,10 @@ func.func @flash_norm(%q: tensor<?x?x4x128xbf16>, %k: tensor<?x128x4x128xbf16>, 
 // global memory 16 bits at a time.
 // PARAMS: ld.shared.v2.b32
 // PARAMS-NOT: ld.global.b16
+
+// Every 16-bit pair the kernels write (P, ln_q, the outputs) is rounded by
+// one packed conversion, never as two scalar ones.
+// RUN: FileCheck %s --check-prefix=PACKED < %t.isa.mlir
+// PACKED-NOT: cvt.rn.{{(bf16|f16)}}.f32
+// PACKED: cvt.rn.{{(bf16|f16)}}x2.f32
+// PACKED-NOT: cvt.rn.{{(bf16|f16)}}.f32

@@ -130,6 +130,8 @@ private:
   /// O = P V over the keys: P in kvTile / 64 blocks [64, 64] at `rows` +
   /// r x `stride`, V from the stage at `base`.
   Value values(MmaEngine &engine, Value base, Value rows, int64_t stride);
+  /// (lo, hi) rounded to the element type, as vector<2xelem>.
+  Value packPair(Value lo, Value hi);
   /// P = act(scale S) of the pair at row h, group j of `view`, rounded to
   /// the element type.
   Value activatedPair(AccumulatorView &view, int64_t h, int64_t j);
@@ -396,15 +398,25 @@ Value AttentionKernelEmitter::activatedPair(AccumulatorView &view, int64_t h,
   Value pair = view.pair(h, j);
   SmallVector<Value> p;
   for (int64_t e = 0; e < 2; ++e)
-    p.push_back(buildActivation(
+    p.push_back(buildScaledActivation(
         b, b.getLoc(), s.activation,
-        arith::MulFOp::create(
-            b, vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{e}),
-            cstF32(s.scale)),
+        vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{e}), s.scale,
         fastTanh));
-  Value f = vector::FromElementsOp::create(
-      b, VectorType::get({2}, b.getF32Type()), p);
-  return arith::TruncFOp::create(b, VectorType::get({2}, s.elemType), f);
+  return packPair(p[0], p[1]);
+}
+
+Value AttentionKernelEmitter::packPair(Value lo, Value hi) {
+  // One cvt.rn.{bf16,f16}x2.f32 per pair (a truncf of vector<2xf32> becomes
+  // two scalar conversions and a byte permute where LLVM also sees the
+  // elements used one by one).
+  auto rn = NVVM::FPRoundingModeAttr::get(ctx, NVVM::FPRoundingMode::RN);
+  auto type = VectorType::get({2}, s.elemType);
+  if (s.elemType.isBF16())
+    return NVVM::ConvertF32x2ToBF16x2Op::create(b, type, hi, lo, Value(), rn,
+                                                NVVM::SaturationModeAttr(),
+                                                BoolAttr());
+  return NVVM::ConvertF32x2ToF16x2Op::create(b, type, hi, lo, Value(), rn,
+                                             NVVM::SaturationModeAttr(), BoolAttr());
 }
 
 void AttentionKernelEmitter::storeGroupRows(Item it, Value c, Value rows,
@@ -626,8 +638,9 @@ void AttentionKernelEmitter::normConsumer() {
       for (int64_t h = 0; h < 2; ++h) {
         Value x = math::FmaOp::create(b, widen(q[h][j]), splat(rstd[h]),
                                       splat(shift[h]));
-        ln[h][j] = arith::TruncFOp::create(
-            b, pairType, math::FmaOp::create(b, x, w, bias));
+        Value y = math::FmaOp::create(b, x, w, bias);
+        ln[h][j] = packPair(vector::ExtractOp::create(b, y, ArrayRef<int64_t>{0}),
+                            vector::ExtractOp::create(b, y, ArrayRef<int64_t>{1}));
       }
     }
     writeSwizzled(mine, groups, *layout, rowInGroup,

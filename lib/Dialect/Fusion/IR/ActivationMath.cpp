@@ -57,6 +57,21 @@ Value mlir::fusion::buildActivation(
   return x;
 }
 
+Value mlir::fusion::buildScaledActivation(
+    OpBuilder &b, Location l, Activation act, Value x, double scale,
+    function_ref<Value(OpBuilder &, Location, Value)> tanh) {
+  F32 f{b, l};
+  if (act != Activation::gelu_tanh)
+    return buildActivation(b, l, act, f.mul(x, f.c(scale)), tanh);
+  double k = std::sqrt(2.0 / M_PI) * scale;
+  Value poly = math::FmaOp::create(b, l, f.mul(x, x),
+                                   f.c(kGeluTanhCoeff * k * scale * scale), f.c(k));
+  Value u = f.mul(x, poly);
+  Value t = tanh ? tanh(b, l, u) : math::TanhOp::create(b, l, u).getResult();
+  Value h = f.mul(x, f.c(0.5 * scale));
+  return math::FmaOp::create(b, l, h, t, h);
+}
+
 Value mlir::fusion::buildActivationGrad(OpBuilder &b, Location l,
                                         Activation act, Value x) {
   F32 f{b, l};
