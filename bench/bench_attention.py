@@ -6,7 +6,7 @@ compiled library called through the loader (the user-visible time: do_bench
 over the call, L2 flushed) and our kernel's own time (profiler), against
 torch.compile (Inductor) and eager PyTorch of the same function
 act(scale q k^T) v, written as HSTU-style users write it (two einsums and
-the activation). Interleaved rounds after a settle (bench/layers/bench_util.py,
+the activation; jagged q through a padded dense tensor). Interleaved rounds after a settle (bench/layers/bench_util.py,
 docs/PERF.md). Reports ms, TFLOP/s and HBM bandwidth (q, k, v read once,
 the output written once) and writes JSON.
 
@@ -127,6 +127,7 @@ def main():
         rows.append(row)
         bu.write_json(args.out, args, rows, "do_bench median, L2 flushed; mean of rounds", False)
         print(json.dumps({k: v for k, v in row.items() if k != "rounds"}, default=str))
+    bench_jagged(args, programs, rows)
     bu.write_json(args.out, args, rows, "do_bench median, L2 flushed; mean of rounds", True)
     print(bu.markdown_table(
         [("case", "case", None), ("B", "batch", None), ("Lq", "lq", None),
@@ -134,6 +135,75 @@ def main():
          ("torch.compile ms", "torch_compile_ms", "{:.3f}"), ("eager ms", "eager_ms", "{:.3f}"),
          ("vs compile", "speedup_vs_compile", "{:.2f}x"), ("TFLOP/s", "ours_tflops", "{:.0f}"),
          ("TB/s", "ours_tbps", "{:.2f}")], rows))
+
+
+# Jagged q as HSTU-style recommenders hold it: B sequences of lengths drawn
+# uniformly from [L/2, 3L/2] concatenated, keys and values dense per
+# sequence. PyTorch's way (what those users write without a jagged kernel):
+# scatter q into a zero-padded [B, L_max, H, D], the dense attention, gather
+# the sequences' rows back (indices computed once, outside the timing).
+JAGGED_CASES = [("gdpa_jagged_kunlun", 768, 512)]
+
+
+def bench_jagged(args, programs, rows):
+    for name, batch, mean_len in JAGGED_CASES:
+        prog = programs.get(name)
+        if prog is None or not os.path.exists(ap.library_path(name)):
+            print(f"skipped: {name} not built")
+            continue
+        fn = ap.function(prog)
+        h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
+        act, scale = prog["activation"], prog["scale"]
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        lengths = torch.randint(mean_len // 2, 3 * mean_len // 2 + 1, (batch,), generator=gen,
+                                device="cuda")
+        offsets = torch.zeros(batch + 1, dtype=torch.int32, device="cuda")
+        offsets[1:] = lengths.cumsum(0)
+        tokens, lmax = int(offsets[-1]), int(lengths.max())
+        spread = (d * scale ** 2) ** -0.25
+        q = (spread * torch.randn(tokens, h, d, generator=gen, device="cuda")).bfloat16()
+        k = (spread * torch.randn(batch, kv, h, d, generator=gen, device="cuda")).bfloat16()
+        v = torch.randn(batch, kv, h, dv, generator=gen, device="cuda").bfloat16()
+        out = torch.empty(tokens, h, dv, dtype=torch.bfloat16, device="cuda")
+        seq = torch.repeat_interleave(torch.arange(batch, device="cuda"), lengths)
+        pos = torch.arange(tokens, device="cuda") - offsets[:-1].long()[seq]
+
+        def padded(q, k, v):
+            dense = q.new_zeros(batch, lmax, h, d)
+            dense[seq, pos] = q
+            s_ = torch.einsum("bihd,bjhd->bhij", dense, k) * scale
+            o = torch.einsum("bhij,bjhe->bihe", activation(act, s_), v)
+            return o[seq, pos]
+
+        compiled = bu.compile_fresh(padded)
+        compiled(q, k, v)
+        errors = {}
+        ours = lambda: fn(q, k, v, offsets, out)  # noqa: E731
+        measurements = [("ours_call_ms", bu.bench_ms, ours),
+                        ("ours_kernel_ms", bu.kernel_ms, ours),
+                        ("torch_compile_ms", bu.bench_ms, lambda: compiled(q, k, v)),
+                        ("eager_ms", bu.bench_ms, lambda: padded(q, k, v))]
+        mean, spread_ms, rounds = bu.run_rounds(args.rounds, measurements, errors)
+        ours()
+        torch.cuda.synchronize()
+        ref = padded(q.double(), k.double(), v.double())
+        flops = 2.0 * tokens * h * kv * (d + dv)
+        nbytes = 2 * (q.numel() + k.numel() + v.numel() + out.numel())
+        row = dict(case=name, batch=batch, lq=f"{mean_len // 2}..{3 * mean_len // 2} (T {tokens})",
+                   heads=h, d=d, dv=dv, kv=kv, activation=act, errors=errors,
+                   spread_ms=spread_ms, rounds=rounds, **mean)
+        row["ours_rel_err"] = ((out.double() - ref).norm() / ref.norm()).item()
+        if "ours_call_ms" in mean:
+            t = mean["ours_call_ms"]
+            row["ours_tflops"] = flops / t / 1e9
+            row["ours_tbps"] = nbytes / t / 1e9
+            if "torch_compile_ms" in mean:
+                row["speedup_vs_compile"] = mean["torch_compile_ms"] / t
+            if "eager_ms" in mean:
+                row["speedup_vs_eager"] = mean["eager_ms"] / t
+        rows.append(row)
+        bu.write_json(args.out, args, rows, "do_bench median, L2 flushed; mean of rounds", False)
+        print(json.dumps({k_: v_ for k_, v_ in row.items() if k_ != "rounds"}, default=str))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,32 @@ func.func @{name}(%q: {q}, %k: {k}, %v: {v}) -> {o} {{
 """
 
 
+# Jagged q (HSTU's layout: the tokens of all sequences concatenated, batch b
+# owning offsets[b] .. offsets[b + 1]), keys and values dense per batch:
+# name: (heads, D, Dv, L_kv, activation, scale, dtype, offsets dtype).
+JAGGED = {
+    "gdpa_jagged_kunlun": (2, 128, 128, 128, "gelu_tanh", 1.0, "bf16", "i32"),
+    "gdpa_jagged_silu_i64": (4, 64, 128, 100, "silu", 0.125, "bf16", "i64"),
+}
+
+
+def jagged_program(name, heads, d, dv, kv, act, scale, dtype, odt):
+    q = f"tensor<?x{heads}x{d}x{dtype}>"
+    k = f"tensor<?x{kv}x{heads}x{d}x{dtype}>"
+    v = f"tensor<?x{kv}x{heads}x{dv}x{dtype}>"
+    o = f"tensor<?x{heads}x{dv}x{dtype}>"
+    off = f"tensor<?x{odt}>"
+    return f"""// {name}: out = {act}({scale} q k^T) v per sequence and head, q jagged by offsets (bench/attention/gen_attention.py)
+module attributes {{fusion.target = #fusion.target<"sm_90a">}} {{
+func.func @{name}(%q: {q}, %k: {k}, %v: {v}, %offsets: {off}) -> {o} {{
+  %o = fusion.gdpa %q, %k, %v offsets(%offsets : {off}) {{activation = #fusion.activation<{act}>, scale = {scale!r} : f32}}
+      : {q}, {k}, {v} -> {o}
+  return %o : {o}
+}}
+}}
+"""
+
+
 # The Kunlun PFFN attention block, written with unfused ops as in
 # test/Pipelines/attention-block-sm90a.mlir: name: (heads, D, L_kv).
 BLOCKS = {"block_kunlun_h2": (2, 128, 128), "block_kunlun_h4": (4, 128, 128)}
@@ -90,6 +116,16 @@ def main():
             "activation": act, "scale": scale, "dtype": dtype,
             "signature": (f"q: {dtype}[B,L,{heads},{d}]; k: {dtype}[B,{kv},{heads},{d}]; "
                           f"v: {dtype}[B,{kv},{heads},{dv}]; out: {dtype}[B,L,{heads},{dv}]"),
+        })
+    for name, (heads, d, dv, kv, act, scale, dtype, odt) in JAGGED.items():
+        with open(os.path.join(out, name + ".mlir"), "w") as f:
+            f.write(jagged_program(name, heads, d, dv, kv, act, scale, dtype, odt))
+        manifest.append({
+            "name": name, "jagged": True, "offsets_dtype": odt, "heads": heads, "d": d,
+            "dv": dv, "kv": kv, "activation": act, "scale": scale, "dtype": dtype,
+            "signature": (f"q: {dtype}[T,{heads},{d}]; k: {dtype}[B,{kv},{heads},{d}]; "
+                          f"v: {dtype}[B,{kv},{heads},{dv}]; offsets: {odt}[B1]; "
+                          f"out: {dtype}[T,{heads},{dv}]"),
         })
     for name, (heads, d, kv) in BLOCKS.items():
         with open(os.path.join(out, name + ".mlir"), "w") as f:

@@ -19,12 +19,24 @@ def main():
     fn = ap.function(prog, variant)
     dt = torch.bfloat16 if prog["dtype"] == "bf16" else torch.float16
     h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
-    q = torch.rand(batch, lq, h, d, device="cuda").to(dt)
     k = torch.rand(batch, kv, h, d, device="cuda").to(dt)
     v = torch.rand(batch, kv, h, dv, device="cuda").to(dt)
-    out = torch.full((batch, lq, h, dv), float("nan"), dtype=dt, device="cuda")
-    params = [torch.rand(h * d, device="cuda").to(dt) for _ in range(3)] if prog.get("block") else []
-    fn(q, k, v, *params, out)
+    if prog.get("jagged"):
+        # `batch` sequences of lengths around L_q (some shorter than a
+        # window, some empty), 19 tokens past the last offset.
+        bounds = [0]
+        for b in range(batch):
+            bounds.append(bounds[-1] + (0 if b % 5 == 3 else lq // 2 if b % 2 else lq + 37))
+        odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
+        offsets = torch.tensor(bounds, dtype=odt, device="cuda")
+        q = torch.rand(bounds[-1] + 19, h, d, device="cuda").to(dt)
+        out = torch.full((bounds[-1] + 19, h, dv), float("nan"), dtype=dt, device="cuda")
+        fn(q, k, v, offsets, out)
+    else:
+        q = torch.rand(batch, lq, h, d, device="cuda").to(dt)
+        out = torch.full((batch, lq, h, dv), float("nan"), dtype=dt, device="cuda")
+        params = [torch.rand(h * d, device="cuda").to(dt) for _ in range(3)] if prog.get("block") else []
+        fn(q, k, v, *params, out)
     torch.cuda.synchronize()
     bad = int(torch.isnan(out).sum())
     print(f"{name} B={batch} Lq={lq}: {'ok' if bad == 0 else f'{bad} NaN left'}")

@@ -114,6 +114,65 @@ def test_gdpa(name, batch, lq):
     assert ours <= 2 * theirs + FLOOR, f"rel err {ours:.3e} > 2 x {theirs:.3e} + {FLOOR}"
 
 
+def jagged_reference(q, k, v, offsets, act, scale):
+    """Per sequence b, gdpa of its tokens offsets[b] .. offsets[b + 1]; the
+    tokens past offsets[B] zero."""
+    out = torch.zeros(q.shape[0], q.shape[1], v.shape[3], dtype=q.dtype, device=q.device)
+    bounds = offsets.tolist()
+    for b in range(len(bounds) - 1):
+        lo, hi = bounds[b], bounds[b + 1]
+        if hi > lo:
+            out[lo:hi] = gdpa(q[lo:hi][None], k[b:b + 1], v[b:b + 1], act, scale)[0]
+    return out
+
+
+# (program, sequence lengths, extra tokens past offsets[B]): empty sequences,
+# lengths not a multiple of the 128-token window, windows shared by several
+# sequences (short ones), one long sequence, tokens past the last offset,
+# no sequences at all.
+JAGGED_CASES = [
+    ("gdpa_jagged_kunlun", [300, 0, 128, 1, 77, 512, 5], 0),
+    ("gdpa_jagged_kunlun", [3, 9, 1, 40, 2, 100, 30, 17, 0, 64], 45),
+    ("gdpa_jagged_kunlun", [1000], 7),
+    ("gdpa_jagged_kunlun", [0, 0], 130),
+    ("gdpa_jagged_kunlun", [], 20),
+    ("gdpa_jagged_silu_i64", [129, 0, 255, 64, 65, 7], 3),
+]
+
+
+@pytest.mark.parametrize("name,lengths,extra", JAGGED_CASES)
+def test_gdpa_jagged(name, lengths, extra):
+    prog = PROGRAMS.get(name)
+    fn = function(name)
+    dt = DTYPES[prog["dtype"]]
+    h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
+    gen = torch.Generator(device="cuda").manual_seed(sum(lengths) * 13 + extra)
+    odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
+    bounds = [0]
+    for n in lengths:
+        bounds.append(bounds[-1] + n)
+    offsets = torch.tensor(bounds, dtype=odt, device="cuda")
+    batch, tokens = len(lengths), bounds[-1] + extra
+    spread = (d * prog["scale"] ** 2) ** -0.25
+    q = (spread * torch.randn(tokens, h, d, generator=gen, device="cuda")).to(dt)
+    k = (spread * torch.randn(batch, kv, h, d, generator=gen, device="cuda")).to(dt)
+    v = torch.randn(batch, kv, h, dv, generator=gen, device="cuda").to(dt)
+    out = torch.full((tokens, h, dv), float("nan"), dtype=dt, device="cuda")
+    fn(q, k, v, offsets, out)
+    torch.cuda.synchronize()
+    assert not torch.isnan(out).any(), f"{int(torch.isnan(out).sum())} NaN left (outputs not written)"
+    past = int(offsets[-1])
+    assert bool((out[past:] == 0).all()), "tokens past offsets[B] are not zero"
+    if past == 0:
+        return
+    ref64 = jagged_reference(q.double(), k.double(), v.double(), offsets, prog["activation"],
+                             prog["scale"])
+    ref16 = jagged_reference(q, k, v, offsets, prog["activation"], prog["scale"])
+    ours, theirs = rel_error(out[:past], ref64[:past]), rel_error(ref16[:past], ref64[:past])
+    print(f"{name} lengths={lengths} +{extra}: rel err {ours:.2e} (torch {theirs:.2e})")
+    assert ours <= 2 * theirs + FLOOR, f"rel err {ours:.3e} > 2 x {theirs:.3e} + {FLOOR}"
+
+
 def block(q, k, v, lnw, lnb, rmsw, eps):
     """The Kunlun block in q's dtype, both norms over H x D."""
     import torch.nn.functional as F

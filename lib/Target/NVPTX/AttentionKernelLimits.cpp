@@ -19,8 +19,9 @@ std::string mlir::fusion::whyNoNormAttentionKernel(const TargetInfo &target,
                          "implemented yet",
                          target.chip, stringifyMmaKind(target.mma));
   if (s.jagged)
-    return "jagged query (offsets) is not supported by the GPU kernel yet; "
-           "expected a dense query [B, Lq, H, D]";
+    return "jagged query (offsets) is not supported by the FlashNormAttention "
+           "kernel yet (the gdpa kernel takes it); expected a dense query "
+           "[B, Lq, H, D]";
   if (!s.elem || (!s.elem.isBF16() && !s.elem.isF16()))
     return "expected bf16 or f16 query, key, value and output of one type";
   if (ShapedType::isDynamic(s.heads) || s.heads < 1 ||

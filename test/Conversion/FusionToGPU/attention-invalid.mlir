@@ -2,13 +2,16 @@
 // is valid (the CPU lowering takes it) but the sm_90a kernel cannot run it.
 // RUN: fusion-opt %s -split-input-file -convert-fusion-to-gpu -verify-diagnostics
 
-// Jagged q (offsets).
+// Jagged q (offsets) in FlashNormAttention (the gdpa kernel takes it:
+// attention-sm90a.mlir).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @jagged(%q: tensor<256x2x128xbf16>, %k: tensor<2x128x2x128xbf16>, %v: tensor<2x128x2x128xbf16>, %off: tensor<3xi32>) -> tensor<256x2x128xbf16> {
-  // expected-error @below {{'fusion.gdpa' op cannot generate an sm_90a attention kernel: jagged query (offsets) is not supported by the GPU kernel yet; expected a dense query [B, Lq, H, D]}}
-  %o = fusion.gdpa %q, %k, %v offsets(%off : tensor<3xi32>) {activation = #fusion.activation<silu>, scale = 1.0 : f32}
-      : tensor<256x2x128xbf16>, tensor<2x128x2x128xbf16>, tensor<2x128x2x128xbf16> -> tensor<256x2x128xbf16>
-  return %o : tensor<256x2x128xbf16>
+func.func @na_jagged(%q: tensor<256x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %v: tensor<2x64x2x64xbf16>, %off: tensor<3xi32>) -> tensor<256x2x64xbf16> {
+  // expected-error @below {{'fusion.norm_attention' op cannot generate an sm_90a attention kernel: jagged query (offsets) is not supported by the FlashNormAttention kernel yet (the gdpa kernel takes it); expected a dense query [B, Lq, H, D]}}
+  %o, %m, %r, %rr = fusion.norm_attention %q, %k, %v offsets(%off : tensor<3xi32>)
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
+      : tensor<256x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>
+      -> tensor<256x2x64xbf16>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>
+  return %o : tensor<256x2x64xbf16>
 }
 }
 

@@ -62,6 +62,18 @@ public:
     // swizzled, zero fill out of bounds), encoded on the host.
     auto descriptor = [&](Value v, int64_t rows) -> Value {
       Value mem = host.dynamicMemref(v);
+      // Jagged q and output [T, H, D]: one batch of T tokens to the TMA.
+      if (cast<MemRefType>(mem.getType()).getRank() == 3) {
+        auto type = cast<MemRefType>(mem.getType());
+        SmallVector<int64_t> shape = {1};
+        llvm::append_range(shape, type.getShape());
+        SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
+        for (int64_t d = 0; d < 3; ++d)
+          sizes.push_back(memref::DimOp::create(b, mem, d).getResult());
+        mem = memref::ExpandShapeOp::create(
+            b, MemRefType::get(shape, type.getElementType()), mem,
+            ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}}, sizes);
+      }
       Value unranked = memref::CastOp::create(
           b, UnrankedMemRefType::get(spec.elemType, 0), mem);
       SmallVector<int64_t> box = {1, rows, 1, Spec::kBoxCols};
@@ -76,18 +88,51 @@ public:
           .getResult(0);
     };
     Value q = host.map.lookup(query);
-    Value batch = memref::DimOp::create(b, q, 0);
-    Value queryLen = memref::DimOp::create(b, q, 1);
-    Value heads = memref::DimOp::create(b, q, 2);
-    // Work items: (b, h, query tile); with the norms (b, query tile), each
-    // taken by a cluster of the H heads' CTAs.
-    Value items = arith::MulIOp::create(
-        b, spec.norms ? batch : arith::MulIOp::create(b, batch, heads).getResult(),
-        arith::CeilDivUIOp::create(b, queryLen, idx(Spec::kTileM)));
+    Value batch, queryLen, heads, items, any, windowBatch;
+    auto nonZero = [&](Value v) {
+      return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, v, idx(0)).getResult();
+    };
+    if (spec.jagged) {
+      // q [T, H, D]: (128-token window, head) units; the windows' first
+      // batches from the window kernel, into a pooled buffer.
+      Value offsets = host.dynamicMemref(cast<GDPAOp>(operation).getOffsets());
+      // B = len(offsets) - 1 (an empty offsets tensor: no batch).
+      batch = arith::SubIOp::create(
+          b, arith::MaxUIOp::create(b, memref::DimOp::create(b, offsets, 0), idx(1)),
+          idx(1));
+      queryLen = memref::DimOp::create(b, q, 0);
+      heads = memref::DimOp::create(b, q, 1);
+      Value windows = arith::CeilDivUIOp::create(b, queryLen, idx(Spec::kTileM));
+      items = arith::MulIOp::create(b, windows, heads);
+      // Without batches, every row is past offsets[B]: no loads, no maps.
+      any = arith::AndIOp::create(b, nonZero(items), nonZero(batch));
+      windowBatch = host.chain.alloc(
+          MemRefType::get({ShapedType::kDynamic}, b.getI32Type()),
+          {arith::MaxUIOp::create(b, windows, idx(1)).getResult()});
+      gpu::GPUFuncOp windowKernel = buildWindowBatchKernel(
+          b, b.getLoc(), host.kernels, (kernelName + "_windows").str(), spec.offsetsType);
+      Value ctas = arith::CeilDivUIOp::create(
+          b, arith::AddIOp::create(b, batch, idx(1)), idx(kWindowThreads));
+      auto fill = gpu::LaunchFuncOp::create(
+          b, windowKernel, {ctas, idx(1), idx(1)}, {idx(kWindowThreads), idx(1), idx(1)},
+          arith::ConstantOp::create(b, b.getI32IntegerAttr(0)),
+          ValueRange{offsets, windowBatch, batch, queryLen},
+          gpu::AsyncTokenType::get(ctx), ValueRange{host.chain.current()});
+      host.chain.advance(fill.getAsyncToken());
+    } else {
+      batch = memref::DimOp::create(b, q, 0);
+      queryLen = memref::DimOp::create(b, q, 1);
+      heads = memref::DimOp::create(b, q, 2);
+      // Work items: (b, h, query tile); with the norms (b, query tile),
+      // each taken by a cluster of the H heads' CTAs.
+      items = arith::MulIOp::create(
+          b, spec.norms ? batch : arith::MulIOp::create(b, batch, heads).getResult(),
+          arith::CeilDivUIOp::create(b, queryLen, idx(Spec::kTileM)));
+      any = nonZero(items);
+    }
     // No work (B, L_q or H is 0): no tensor maps, which an empty tensor's
     // null address cannot have; the kernel's one CTA finds no item and
     // touches none of them.
-    Value any = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, items, idx(0));
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     auto maps = scf::IfOp::create(b, SmallVector<Type>(4, ptr), any,
                                   /*withElse=*/true);
@@ -120,6 +165,23 @@ public:
       case AttentionArg::Heads:
         operands.push_back(heads);
         break;
+      case AttentionArg::Offsets:
+        operands.push_back(host.dynamicMemref(cast<GDPAOp>(operation).getOffsets()));
+        break;
+      case AttentionArg::WindowBatch:
+        operands.push_back(windowBatch);
+        break;
+      case AttentionArg::Output: {
+        Value out = host.dynamicMemref(output);
+        Value count = idx(1);
+        for (int64_t d = 0; d < 3; ++d)
+          count = arith::MulIOp::create(b, count, memref::DimOp::create(b, out, d));
+        operands.push_back(memref::ReinterpretCastOp::create(
+            b, MemRefType::get({ShapedType::kDynamic}, spec.elemType), out,
+            OpFoldResult(b.getIndexAttr(0)), ArrayRef<OpFoldResult>{count},
+            ArrayRef<OpFoldResult>{b.getIndexAttr(1)}));
+        break;
+      }
       default: {
         auto op = cast<NormAttentionOp>(operation);
         Value v = a == AttentionArg::LnWeight    ? op.getLnWeight()
@@ -169,6 +231,8 @@ public:
         smem, operands, gpu::AsyncTokenType::get(ctx),
         ValueRange{host.chain.current()}, cluster);
     host.chain.advance(launch.getAsyncToken());
+    if (windowBatch)
+      host.chain.free(windowBatch);
   }
 };
 

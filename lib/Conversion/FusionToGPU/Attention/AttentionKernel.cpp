@@ -49,6 +49,22 @@ namespace {
 
 using Spec = AttentionKernelSpec;
 
+/// offsets[i] clamped to [0, tokens], or `tokens` where i is past the end.
+Value clampedOffset(ImplicitLocOpBuilder &b, Value offsets, Value i, Value tokens) {
+  Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
+                                       memref::DimOp::create(b, offsets, 0));
+  auto ifOp = scf::IfOp::create(b, b.getIndexType(), inside, /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  Value v = memref::LoadOp::create(b, offsets, ValueRange{i});
+  v = arith::IndexCastOp::create(b, b.getIndexType(), v);
+  v = arith::MaxSIOp::create(b, v, arith::ConstantIndexOp::create(b, 0));
+  scf::YieldOp::create(b, arith::MinSIOp::create(b, v, tokens).getResult());
+  b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+  scf::YieldOp::create(b, tokens);
+  return ifOp.getResult(0);
+}
+
 class AttentionKernelEmitter : public KernelBuilder {
 public:
   AttentionKernelEmitter(ImplicitLocOpBuilder &b, const Spec &s,
@@ -66,9 +82,13 @@ private:
     return it == args.end() ? Value()
                             : func.getArgument(std::distance(args.begin(), it));
   }
-  /// The work item's batch, head and first query row.
+  /// The work item's batch, head and first query row (the TMA coordinates
+  /// of q and the output), and the batch of k and v: `batch` when dense;
+  /// jagged, batch is 0 (q and the output are one [1, T, H, D] batch to the
+  /// TMA), row the first token of a 128-token window, and the item the
+  /// window's rows [lo, hi) that belong to kvBatch.
   struct Item {
-    Value batch, head, row;
+    Value batch, head, row, kvBatch, lo, hi;
   };
   /// Work items: (b, h, query tile) flattened; with the norms (b, query
   /// tile), the head being the CTA's rank in its cluster.
@@ -76,22 +96,103 @@ private:
     Value tile = arith::RemUIOp::create(b, item, qTiles);
     Value rest = arith::DivUIOp::create(b, item, qTiles);
     if (s.norms)
-      return {rest, rank, mul(tile, idx(Spec::kTileM))};
-    return {arith::DivUIOp::create(b, rest, heads),
-            arith::RemUIOp::create(b, rest, heads), mul(tile, idx(Spec::kTileM))};
+      return {rest, rank, mul(tile, idx(Spec::kTileM)), rest, {}, {}};
+    Value batch = arith::DivUIOp::create(b, rest, heads);
+    return {batch, arith::RemUIOp::create(b, rest, heads),
+            mul(tile, idx(Spec::kTileM)), batch, {}, {}};
   }
   /// Loops over this CTA's work items (a cluster's, with the norms: all
-  /// its CTAs take the same items), carrying `inits`.
+  /// its CTAs take the same items), carrying `inits`. Jagged, the CTA takes
+  /// (window, head) units; a unit's items are the batches its window
+  /// overlaps, from the window's first batch (the window kernel's), each
+  /// given the rows it owns; then, where the window reaches past
+  /// offsets[B], `tail` is called for those rows (they belong to no batch).
   ValueRange itemLoop(ValueRange inits,
-                      function_ref<SmallVector<Value>(Item, ValueRange)> body) {
+                      function_ref<SmallVector<Value>(Item, ValueRange)> body,
+                      function_ref<void(Item)> tail = nullptr) {
     Value first = gpu::BlockIdOp::create(b, gpu::Dimension::x);
     Value step = gpu::GridDimOp::create(b, gpu::Dimension::x);
     if (s.norms) {
       first = div(first, s.heads);
       step = div(step, s.heads);
     }
-    return forLoop(first, numItems, step, inits,
-                   [&](Value item, ValueRange it) { return body(decode(item), it); });
+    if (!s.jagged)
+      return forLoop(first, numItems, step, inits,
+                     [&](Value item, ValueRange it) { return body(decode(item), it); });
+    return forLoop(first, numItems, step, inits, [&](Value unit, ValueRange it) {
+      Value window = arith::DivUIOp::create(b, unit, heads);
+      Value head = arith::RemUIOp::create(b, unit, heads);
+      Value batches = arg(AttentionArg::Batch), tokens = arg(AttentionArg::QueryLen);
+      Value winLo = mul(window, idx(Spec::kTileM));
+      Value winHi = arith::MinUIOp::create(b, add(winLo, idx(Spec::kTileM)), tokens);
+      Value firstBatch = arith::IndexCastUIOp::create(
+          b, b.getIndexType(),
+          memref::LoadOp::create(b, arg(AttentionArg::WindowBatch), ValueRange{window}));
+      firstBatch = arith::MinUIOp::create(b, firstBatch, batches);
+      SmallVector<Type> types{b.getIndexType()};
+      llvm::append_range(types, TypeRange(inits));
+      SmallVector<Value> start{firstBatch};
+      llvm::append_range(start, it);
+      auto loop = scf::WhileOp::create(
+          b, types, start,
+          [&](OpBuilder &, Location, ValueRange args) {
+            Value batch = args[0];
+            Value more = both(ult(batch, batches), ult(tokenOffset(batch), winHi));
+            scf::ConditionOp::create(b, more, args);
+          },
+          [&](OpBuilder &, Location, ValueRange args) {
+            Value batch = args[0];
+            Value lo = arith::MaxUIOp::create(b, tokenOffset(batch), winLo);
+            Value hi = arith::MinUIOp::create(b, tokenOffset(add(batch, idx(1))), winHi);
+            // An empty batch, or one the window only touches, has no rows.
+            auto ifOp = scf::IfOp::create(b, TypeRange(inits), ult(lo, hi),
+                                          /*withElseRegion=*/true);
+            {
+              OpBuilder::InsertionGuard guard(b);
+              b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+              scf::YieldOp::create(
+                  b, body(Item{idx(0), head, winLo, batch, lo, hi}, args.drop_front()));
+              b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+              scf::YieldOp::create(b, args.drop_front());
+            }
+            SmallVector<Value> next{add(batch, idx(1))};
+            llvm::append_range(next, ifOp.getResults());
+            scf::YieldOp::create(b, next);
+          });
+      if (tail) {
+        Value lo = arith::MaxUIOp::create(b, tokenOffset(batches), winLo);
+        ifThen(ult(lo, winHi),
+               [&] { tail(Item{idx(0), head, winLo, batches, lo, winHi}); });
+      }
+      return SmallVector<Value>(loop.getResults().drop_front());
+    });
+  }
+  /// offsets[i] as a token index, clamped to [0, T] (offsets outside it
+  /// select no rows rather than rows of another tensor); T past the
+  /// offsets' end (an empty offsets tensor has no batch).
+  Value tokenOffset(Value i) {
+    return clampedOffset(b, arg(AttentionArg::Offsets), i, arg(AttentionArg::QueryLen));
+  }
+  /// Jagged: for the group's 16-byte chunks of its 64 rows [64 c, 64 c +
+  /// 64) of the item's window (Dv / 8 chunks a row, consecutive threads on
+  /// consecutive chunks), fn(token, row in the group, chunk) where the
+  /// token is in [lo, hi).
+  void groupRowChunks(Item it, Value c,
+                      function_ref<void(Value, Value, Value)> fn) {
+    int64_t chunks = s.valueDim / 8;
+    Value first = add(it.row, mul(c, idx(Spec::kGroupRows)));
+    for (int64_t k = 0; k < Spec::kGroupRows * chunks / 128; ++k) {
+      Value i = add(tid, idx(128 * k));
+      Value r = div(i, chunks), chunk = rem(i, chunks);
+      Value token = add(first, r);
+      ifThen(both(arith::CmpIOp::create(b, arith::CmpIPredicate::uge, token, it.lo),
+                  ult(token, it.hi)),
+             [&] { fn(token, r, chunk); });
+    }
+  }
+  /// The flat output index of element `col` of `token`'s row of `head`.
+  Value outputIndex(Value token, Value head, Value col) {
+    return add(mul(add(mul(token, heads), head), idx(s.valueDim)), col);
   }
   Value stageOffset(Value stage) { return mul(stage, idx(s.stageBytes())); }
   /// Named barrier 1 + c over consumer warpgroup c.
@@ -180,8 +281,9 @@ void AttentionKernelEmitter::emit() {
   heads = arg(AttentionArg::Heads);
   qTiles = arith::CeilDivUIOp::create(b, arg(AttentionArg::QueryLen),
                                       idx(Spec::kTileM));
-  numItems = mul(arg(AttentionArg::Batch), qTiles);
-  if (!s.norms)
+  // Jagged: (128-token window, head) units over the T tokens.
+  numItems = s.jagged ? mul(qTiles, heads) : mul(arg(AttentionArg::Batch), qTiles);
+  if (!s.norms && !s.jagged)
     numItems = mul(numItems, heads);
   // The norms: the CTA's head is its rank in the cluster of H (clusters run
   // along x).
@@ -193,8 +295,11 @@ void AttentionKernelEmitter::emit() {
   ring = TmaRing(*this, s.stages);
   Value leader = eq(threadId, 0);
   ring.init(*this, 128 * Spec::kConsumers, leader);
-  // Without work items the maps are null (AttentionFamily.cpp).
+  // Without work items (jagged: or without batches) the maps are null
+  // (AttentionFamily.cpp).
   Value prefetch = both(leader, ult(idx(0), numItems));
+  if (s.jagged)
+    prefetch = both(prefetch, ult(idx(0), arg(AttentionArg::Batch)));
   for (Value map : {tmaQ, tmaK, tmaV, tmaOut})
     nvgpu::TmaPrefetchOp::create(b, map, prefetch);
   if (s.norms) {
@@ -258,10 +363,10 @@ void AttentionKernelEmitter::producer() {
                                             stage, Value());
     Value base = stageOffset(stage);
     auto load = [&](Value map, int64_t offset, ArrayRef<int64_t> shape,
-                    int64_t col, Value row) {
+                    int64_t col, Value row, Value batch) {
       Value dst = smemView(add(base, idx(offset)), shape, s.elemType);
       nvgpu::TmaAsyncLoadOp::create(b, dst, ring.full, map,
-                                    ValueRange{idx(col), it.head, row, it.batch},
+                                    ValueRange{idx(col), it.head, row, batch},
                                     stage, Value(), Value());
     };
     int64_t dChunks = s.headDim / Spec::kBoxCols;
@@ -269,18 +374,18 @@ void AttentionKernelEmitter::producer() {
     // Q: D / 64 boxes [128 tokens, 64].
     for (int64_t c = 0; c < dChunks; ++c)
       load(tmaQ, c * Spec::kTileM * 128, {1, Spec::kTileM, 1, Spec::kBoxCols},
-           c * Spec::kBoxCols, it.row);
+           c * Spec::kBoxCols, it.row, it.batch);
     // K: per 64 columns of D, the [kvTile, 64] block of all keys.
     for (int64_t c = 0; c < dChunks; ++c)
       for (int64_t r = 0; r < kvSteps; ++r)
         load(tmaK, s.qBytes() + c * s.kvTile * 128 + r * Spec::kBoxBytes, box,
-             c * Spec::kBoxCols, idx(64 * r));
+             c * Spec::kBoxCols, idx(64 * r), it.kvBatch);
     // V: per 64 keys (a K step of O = P V), Dv / 64 boxes [64 keys, 64].
     for (int64_t r = 0; r < kvSteps; ++r)
       for (int64_t e = 0; e < s.valueDim / Spec::kBoxCols; ++e)
         load(tmaV,
              s.qBytes() + s.kBytes() + r * s.valueDim * 128 + e * Spec::kBoxBytes,
-             box, e * Spec::kBoxCols, idx(64 * r));
+             box, e * Spec::kBoxCols, idx(64 * r), it.kvBatch);
     return SmallVector<Value>{ring.nextPos(*this, pos)};
   });
 }
@@ -481,8 +586,54 @@ void AttentionKernelEmitter::consumer() {
                   });
     fenceAsyncShared();
     groupBarrier(c);
-    ifThen(isGroupLeader, [&] { storeGroupRows(it, c, buffer, Spec::kBoxBytes); });
+    auto bulkStore = [&] {
+      ifThen(isGroupLeader, [&] { storeGroupRows(it, c, buffer, Spec::kBoxBytes); });
+    };
+    if (!s.jagged) {
+      bulkStore();
+      return SmallVector<Value>{ring.nextPos(*this, pos)};
+    }
+    // Jagged: a group whose 64 rows are all this batch's stores them by
+    // TMA; else the group stores the rows of this batch from the buffer,
+    // 16 bytes a thread (the next item's barrier orders these reads before
+    // the buffer's next writes).
+    Value groupLo = add(it.row, mul(c, idx(Spec::kGroupRows)));
+    Value whole = both(
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ule, it.lo, groupLo),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
+                              add(groupLo, idx(Spec::kGroupRows)), it.hi));
+    scf::IfOp::create(
+        b, whole,
+        [&](OpBuilder &, Location) {
+          bulkStore();
+          scf::YieldOp::create(b);
+        },
+        [&](OpBuilder &, Location) {
+          auto chunkType = VectorType::get({8}, s.elemType);
+          groupRowChunks(it, c, [&](Value token, Value r, Value chunk) {
+            Value block = smemView(add(buffer, mul(div(chunk, 8), idx(Spec::kBoxBytes))),
+                                   {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
+            Value phys = arith::XOrIOp::create(b, rem(chunk, 8), rem(r, 8));
+            Value v = vector::LoadOp::create(b, chunkType, block,
+                                             ValueRange{r, mul(phys, idx(8))});
+            vector::StoreOp::create(b, v, arg(AttentionArg::Output),
+                                    ValueRange{outputIndex(token, it.head,
+                                                           mul(chunk, idx(8)))},
+                                    /*nontemporal=*/false, llvm::MaybeAlign(16));
+          });
+          scf::YieldOp::create(b);
+        });
     return SmallVector<Value>{ring.nextPos(*this, pos)};
+  }, [&](Item it) {
+    // Rows past offsets[B]: zeros.
+    auto chunkType = VectorType::get({8}, s.elemType);
+    Value zeros = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(chunkType, b.getFloatAttr(s.elemType, 0.0)));
+    groupRowChunks(it, c, [&](Value token, Value, Value chunk) {
+      vector::StoreOp::create(b, zeros, arg(AttentionArg::Output),
+                              ValueRange{outputIndex(token, it.head, mul(chunk, idx(8)))},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+    });
   });
   // Shared memory must outlive the last stores that read it.
   ifThen(isGroupLeader,
@@ -734,6 +885,15 @@ gpu::GPUFuncOp mlir::fusion::buildAttentionKernel(OpBuilder &builder,
     case AttentionArg::Heads:
       types.push_back(index);
       break;
+    case AttentionArg::Offsets:
+      types.push_back(vec(s.offsetsType));
+      break;
+    case AttentionArg::WindowBatch:
+      types.push_back(vec(builder.getI32Type()));
+      break;
+    case AttentionArg::Output:
+      types.push_back(vec(s.elemType));
+      break;
     case AttentionArg::LnWeight:
       types.push_back(vec(s.lnWeightType));
       break;
@@ -758,5 +918,55 @@ gpu::GPUFuncOp mlir::fusion::buildAttentionKernel(OpBuilder &builder,
       createKernelFunc(builder, loc, module, name, types, s.threads(), regs.launch);
   ImplicitLocOpBuilder b(loc, builder);
   AttentionKernelEmitter(b, s, func, target, regs).emit();
+  return func;
+}
+
+gpu::GPUFuncOp mlir::fusion::buildWindowBatchKernel(OpBuilder &builder,
+                                                    Location loc,
+                                                    gpu::GPUModuleOp module,
+                                                    StringRef name,
+                                                    Type offsetsType) {
+  OpBuilder::InsertionGuard guard(builder);
+  auto vec = [](Type elem) {
+    return MemRefType::get({ShapedType::kDynamic}, elem);
+  };
+  Type index = builder.getIndexType();
+  gpu::GPUFuncOp func = createKernelFunc(
+      builder, loc, module, name,
+      {vec(offsetsType), vec(builder.getI32Type()), index, index}, kWindowThreads);
+  ImplicitLocOpBuilder b(loc, builder);
+  KernelBuilder k(b);
+  Value offsets = func.getArgument(0), windowBatch = func.getArgument(1),
+        batches = func.getArgument(2), tokens = func.getArgument(3);
+  Value batch = k.add(k.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x),
+                            k.idx(kWindowThreads)),
+                      gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+  Value windows = arith::CeilDivUIOp::create(b, tokens, k.idx(AttentionKernelSpec::kTileM));
+  // The first window starting at or after offsets[i] (clamped to [0, T]).
+  auto firstWindow = [&](Value i) {
+    return arith::CeilDivUIOp::create(b, clampedOffset(b, offsets, i, tokens),
+                                      k.idx(AttentionKernelSpec::kTileM))
+        .getResult();
+  };
+  k.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ule, batch, batches), [&] {
+    // Batch 0 also takes the windows before offsets[0] (which should be 0),
+    // so that every window has a batch.
+    Value start = arith::SelectOp::create(b, k.eq(batch, 0), k.idx(0), firstWindow(batch));
+    auto end = scf::IfOp::create(b, index, k.ult(batch, batches), /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&end.getThenRegion().front());
+      scf::YieldOp::create(b, firstWindow(k.add(batch, k.idx(1))));
+      b.setInsertionPointToStart(&end.getElseRegion().front());
+      scf::YieldOp::create(b, windows);
+    }
+    Value value = arith::IndexCastOp::create(b, b.getI32Type(), batch);
+    k.forLoop(start, end.getResult(0), k.idx(1), ValueRange{},
+              [&](Value w, ValueRange) {
+                memref::StoreOp::create(b, value, windowBatch, ValueRange{w});
+                return SmallVector<Value>{};
+              });
+  });
+  gpu::ReturnOp::create(b);
   return func;
 }

@@ -16,13 +16,10 @@ static std::string typeName(Type t) {
   return text;
 }
 
-/// What both attention kernels require of the op's operands: a dense query,
-/// q, k, v and the output of one 16-bit float type. Empty when they do,
+/// What both attention kernels require of the op's operands: q, k, v and
+/// the output of one 16-bit float type. Empty when they do,
 /// else why not.
 template <typename OpTy> static std::string checkOperands(OpTy op) {
-  if (op.getOffsets())
-    return "jagged query (offsets) is not supported by the GPU kernel yet; "
-           "expected a dense query [B, Lq, H, D]";
   Type elem = cast<ShapedType>(op.getQuery().getType()).getElementType();
   if (!elem.isBF16() && !elem.isF16())
     return llvm::formatv("expected bf16 or f16 query, key, value and output, "
@@ -56,7 +53,11 @@ mlir::fusion::getAttentionKernelSpec(GDPAOp op, const TargetInfo &target,
   Type elem = q.getElementType();
   AttentionKernelSpec s;
   s.elemType = elem;
-  s.headDim = q.getDimSize(3);
+  if (Value offsets = op.getOffsets()) {
+    s.jagged = true;
+    s.offsetsType = cast<ShapedType>(offsets.getType()).getElementType();
+  }
+  s.headDim = q.getDimSize(q.getRank() - 1);
   s.valueDim = v.getDimSize(3);
   s.kvLen = k.getDimSize(1);
   for (auto [name, d] : {std::pair<StringRef, int64_t>{"head dimension D", s.headDim},
@@ -110,7 +111,8 @@ mlir::fusion::getNormAttentionKernelSpec(NormAttentionOp op,
   s.headDim = s.valueDim = q.getDimSize(3);
   s.kvLen = k.getDimSize(1);
   why = whyNoNormAttentionKernel(
-      target, NormAttentionShape{elem, false, s.heads, s.headDim, s.kvLen});
+      target, NormAttentionShape{elem, op.getOffsets() != nullptr, s.heads,
+                                 s.headDim, s.kvLen});
   if (!why.empty())
     return fail(why);
   s.kvTile = llvm::alignTo(s.kvLen, 64);
@@ -142,6 +144,8 @@ mlir::fusion::attentionArgs(const AttentionKernelSpec &s) {
       AttentionArg::TmaQ,  AttentionArg::TmaK,     AttentionArg::TmaV,
       AttentionArg::TmaOut, AttentionArg::Batch, AttentionArg::QueryLen,
       AttentionArg::Heads};
+  if (s.jagged)
+    args.append({AttentionArg::Offsets, AttentionArg::WindowBatch, AttentionArg::Output});
   if (!s.norms)
     return args;
   if (s.lnWeightType)

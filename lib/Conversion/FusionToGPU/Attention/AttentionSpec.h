@@ -57,6 +57,11 @@ struct AttentionKernelSpec {
   /// Stages of (Q, K, V) in the ring: the next work item's loads overlap
   /// this one's MMAs and activation.
   int64_t stages = 2;
+  /// Jagged query (fusion.gdpa with offsets): q and the output are
+  /// [T, H, D], batch b owning tokens offsets[b] .. offsets[b + 1]; k and v
+  /// stay dense. offsetsType: the offsets' element type (i32 or i64).
+  bool jagged = false;
+  Type offsetsType;
 
   /// fusion.norm_attention: one CTA per head, the H CTAs of a token's
   /// heads in a cluster (H <= the target's epilogue cluster); the norms'
@@ -108,8 +113,13 @@ getNormAttentionKernelSpec(NormAttentionOp op, const TargetInfo &target,
 /// output (stores), batch, query length and heads (index); with the norms,
 /// the parameters present (memref<?xT>) and the saved statistics
 /// (memref<?x?xf32>, [B, L_q]).
+/// Batch is B, QueryLen L_q (dense) or the token count T (jagged).
+/// Jagged: the offsets, each 128-token window's first batch (computed by
+/// the window kernel) and the output as a flat memref (the masked stores of
+/// windows that are not one batch's alone).
 enum class AttentionArg {
   TmaQ, TmaK, TmaV, TmaOut, Batch, QueryLen, Heads,
+  Offsets, WindowBatch, Output,
   LnWeight, LnBias, RmsWeight, LnMean, LnRstd, RmsRstd
 };
 /// The arguments `s` takes, in order.

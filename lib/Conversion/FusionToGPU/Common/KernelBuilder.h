@@ -74,8 +74,9 @@ public:
   Value ult(Value x, Value y) {
     return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, x, y);
   }
-  Value eq(Value x, int64_t y) {
-    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, x, idx(y));
+  Value eq(Value x, int64_t y) { return eq(x, idx(y)); }
+  Value eq(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, x, y);
   }
   Value both(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
   Value flip(Value parity) {
