@@ -54,8 +54,10 @@ func.func @plain(%a: tensor<1000x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<
 // CHECK: %[[WARP:.*]] = arith.divui %thread_id_x, %c32 : index
 // CHECK: %[[IS_WARP1:.*]] = arith.cmpi eq, %[[WARP]], %c1{{.*}} : index
 // CHECK-NEXT: scf.if %[[IS_WARP1]] {
+// CHECK-NEXT: arith.index_cast
+// CHECK-NEXT: %[[SLOT:.*]] = llvm.inttoptr
 // CHECK-NEXT: %[[COLS:.*]] = llvm.mlir.constant(512 : i32) : i32
-// CHECK: nvvm.tcgen05.alloc %{{.*}}, %[[COLS]] : !llvm.ptr<3>, i32
+// CHECK-NEXT: nvvm.tcgen05.alloc %[[SLOT]], %[[COLS]] : !llvm.ptr<3>, i32
 // CHECK-NEXT: nvvm.tcgen05.relinquish_alloc_permit
 // CHECK-NEXT: }
 // CHECK-NEXT: nvvm.tcgen05.fence <before>

@@ -55,10 +55,12 @@ public:
   StringRef name() const override { return "tcgen05"; }
 
   void allocate(KernelBuilder &kb, Value slot, int64_t columns) override {
-    NVVM::Tcgen05AllocOp::create(
-        kb.b, sharedPointer(kb, slot),
-        LLVM::ConstantOp::create(kb.b, kb.b.getI32Type(),
-                                 kb.b.getI32IntegerAttr(columns)));
+    // Operands built in a fixed order (not as call arguments, whose order
+    // of evaluation differs between host compilers).
+    Value address = sharedPointer(kb, slot);
+    Value count = LLVM::ConstantOp::create(kb.b, kb.b.getI32Type(),
+                                           kb.b.getI32IntegerAttr(columns));
+    NVVM::Tcgen05AllocOp::create(kb.b, address, count);
     NVVM::Tcgen05RelinquishAllocPermitOp::create(kb.b);
   }
 
