@@ -146,12 +146,14 @@ JAGGED_CASES = [("gdpa_jagged_kunlun", 768, 512)]
 
 
 def bench_jagged(args, programs, rows):
-    for name, batch, mean_len in JAGGED_CASES:
+    cases = [(name, variant, batch, mean_len) for name, batch, mean_len in JAGGED_CASES
+             for variant in [""] + args.extra_variant]
+    for name, variant, batch, mean_len in cases:
         prog = programs.get(name)
-        if prog is None or not os.path.exists(ap.library_path(name)):
-            print(f"skipped: {name} not built")
+        if prog is None or not os.path.exists(ap.library_path(name, variant)):
+            print(f"skipped: {name}{variant} not built")
             continue
-        fn = ap.function(prog)
+        fn = ap.function(prog, variant)
         h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
         act, scale = prog["activation"], prog["scale"]
         gen = torch.Generator(device="cuda").manual_seed(0)
@@ -189,7 +191,8 @@ def bench_jagged(args, programs, rows):
         ref = padded(q.double(), k.double(), v.double())
         flops = 2.0 * tokens * h * kv * (d + dv)
         nbytes = 2 * (q.numel() + k.numel() + v.numel() + out.numel())
-        row = dict(case=name, batch=batch, lq=f"{mean_len // 2}..{3 * mean_len // 2} (T {tokens})",
+        row = dict(case=name + variant, batch=batch,
+                   lq=f"{mean_len // 2}..{3 * mean_len // 2} (T {tokens})",
                    heads=h, d=d, dv=dv, kv=kv, activation=act, errors=errors,
                    spread_ms=spread_ms, rounds=rounds, **mean)
         row["ours_rel_err"] = ((out.double() - ref).norm() / ref.norm()).item()
