@@ -74,9 +74,11 @@ private:
 
   void setUpRow();
   /// Chunk c's columns (c: index) as 8 groups of 8 (two loads, wait::ld;
-  /// zeros without a K step); after the tile's last loads the stage is
-  /// released: `last` (i1), or always with `lastAlways`.
-  void loadChunk(Value c, Value groups[], Value last, bool lastAlways = false);
+  /// `accumulator`: the MMA's, zeros without a K step, rather than a row
+  /// written back); after the tile's last loads the stage is released:
+  /// `last` (i1), or always with `lastAlways`.
+  void loadChunk(Value c, Value groups[], bool accumulator, Value last,
+                 bool lastAlways = false);
   /// row_scale, then col_bias and the residual, on chunk c's groups.
   void applyPieces(Value groups[], Value c);
   /// Writes chunk c's groups back into the stage (tcgen05.st).
@@ -128,8 +130,8 @@ void TmemTileEpilogue::release() {
   arrive(e.tmemEmpty, accStage);
 }
 
-void TmemTileEpilogue::loadChunk(Value c, Value groups[], Value last,
-                                 bool lastAlways) {
+void TmemTileEpilogue::loadChunk(Value c, Value groups[], bool accumulator,
+                                 Value last, bool lastAlways) {
   Value halves[2];
   // A constant chunk's column goes into the loads' immediate offsets.
   std::optional<int64_t> constant = getConstantIntValue(c);
@@ -143,11 +145,15 @@ void TmemTileEpilogue::loadChunk(Value c, Value groups[], Value last,
     release();
   else if (last)
     ifThen(last, [&] { release(); });
-  auto zeros = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(VectorType::get({kLoadColumns}, f32()),
-                                b.getF32FloatAttr(0.0)));
-  for (Value &half : halves)
-    half = arith::SelectOp::create(b, noSteps, zeros, half);
+  // Without a K step no MMA wrote the accumulator: zeros. (A row written
+  // back holds what pass 1 made of those.)
+  if (accumulator) {
+    auto zeros = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(VectorType::get({kLoadColumns}, f32()),
+                                  b.getF32FloatAttr(0.0)));
+    for (Value &half : halves)
+      half = arith::SelectOp::create(b, noSteps, zeros, half);
+  }
   for (int64_t g = 0; g < kGroups; ++g) {
     SmallVector<int64_t> columns;
     for (int64_t i = 0; i < 8; ++i)
@@ -206,7 +212,8 @@ Value TmemTileEpilogue::quadTotal(Value t[]) {
 void TmemTileEpilogue::elementwise() {
   for (int64_t c = 0; c < chunks; ++c) {
     Value groups[kGroups];
-    loadChunk(idx(c), groups, Value(), /*lastAlways=*/c == chunks - 1);
+    loadChunk(idx(c), groups, /*accumulator=*/true, Value(),
+              /*lastAlways=*/c == chunks - 1);
     applyPieces(groups, idx(c));
     e.storeChunk(groups, idx(c), row, inRow, blockRow, blockCol, tileCount);
   }
@@ -255,7 +262,7 @@ void TmemTileEpilogue::norm() {
   // squares (RMSNorm) or sum (LayerNorm); columns past N hold 0.
   Value total = rowSum(
       [&](Value c, Value groups[]) {
-        loadChunk(c, groups, Value());
+        loadChunk(c, groups, /*accumulator=*/true, Value());
         applyPieces(groups, c);
         if (pieces)
           storeBack(groups, c);
@@ -274,7 +281,8 @@ void TmemTileEpilogue::norm() {
     mean = arith::DivFOp::create(b, total, nF);
     Value zeros = splat(zero);
     Value centered =
-        rowSum([&](Value c, Value groups[]) { loadChunk(c, groups, Value()); },
+        rowSum([&](Value c,
+                   Value groups[]) { loadChunk(c, groups, !pieces, Value()); },
                [&](Value c, int64_t g, Value x) -> Value {
                  Value d = arith::SubFOp::create(b, x, splat(mean));
                  d = arith::SelectOp::create(b, inCol(c, g), d, zeros);
@@ -296,7 +304,7 @@ void TmemTileEpilogue::norm() {
   Value weight = e.arg(GemmArg::NormWeight), bias = e.arg(GemmArg::NormBias);
   forLoop(idx(0), idx(chunks), idx(1), ValueRange{}, [&](Value c, ValueRange) {
     Value groups[kGroups];
-    loadChunk(c, groups, eq(c, chunks - 1));
+    loadChunk(c, groups, /*accumulator=*/!pieces, eq(c, chunks - 1));
     for (int64_t g = 0; g < kGroups; ++g) {
       Value col = add(chunkColumn(c), idx(8 * g));
       Value x = groups[g];
