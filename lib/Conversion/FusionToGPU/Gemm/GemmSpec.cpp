@@ -19,9 +19,10 @@ using namespace mlir::fusion;
 /// What the sm_100a (tcgen05) kernel handles today: the plain GEMM with the
 /// element-wise epilogue pieces (row_scale, col_bias, residual) and split-K,
 /// and the RMSNorm / LayerNorm epilogues over a row one CTA holds (tile_n up
-/// to the 512 tensor-memory columns); 128-row tiles, one epilogue
-/// warpgroup, its accumulator stages in tensor memory. Lazy Pre-Norm, the
-/// grad epilogues, and norm rows over several CTAs are refused.
+/// to the 512 tensor-memory columns) or a cluster along N shares (DSMEM);
+/// 128-row tiles, one epilogue warpgroup, its accumulator stages in tensor
+/// memory. Lazy Pre-Norm, the grad epilogues, and norm rows through global
+/// memory are refused.
 static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
                                          const TargetInfo &target,
                                          std::string &why) {
@@ -40,19 +41,28 @@ static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
     why = "the " + stringifyEpilogueKind(s.epilogue).str() +
           " epilogue is not emitted for " + target.chip.str() +
           " yet (its kernel has the element-wise epilogue pieces and the "
-          "forward rms_norm / layer_norm over a row one CTA holds)";
+          "forward rms_norm / layer_norm epilogues)";
     return failure();
   }
-  // (epilogue_warps and staged_residual, the sm_90a kernel's finishing of
-  // such rows, come only with them: the attribute's verifier.)
-  if (s.normEpilogue() && (s.clusterN > 1 || s.globalRows)) {
+  if (s.normEpilogue() && s.globalRows) {
     why = "the " + stringifyEpilogueKind(s.epilogue).str() +
-          " epilogue over a row shared by several CTAs (" +
-          (s.globalRows ? std::string("global_rows")
-                        : "cluster_n = " + std::to_string(s.clusterN)) +
-          ") is not emitted for " + target.chip.str() +
-          " yet (one CTA per row: tile_n up to " +
-          std::to_string(target.tensorMemoryColumns) + ")";
+          " epilogue over a row through global memory (global_rows) is not "
+          "emitted for " +
+          target.chip.str() +
+          " yet (a row is held by one CTA or shared by a cluster: up to " +
+          std::to_string(target.maxClusterSize) + " x " +
+          std::to_string(target.tensorMemoryColumns) + " columns)";
+    return failure();
+  }
+  // (The sm_90a kernel finishes a 16-bit row over a cluster in its epilogue
+  // warps; here the epilogue warpgroup does, from the tensor memory.)
+  if (s.epilogueWarps) {
+    why = "epilogue_warps is the sm_90a kernel's way to finish a norm row "
+          "over several CTAs; the " +
+          target.chip.str() +
+          " kernel's epilogue warpgroup finishes it from the tensor memory "
+          "(re-run fusion-plan-kernels for " +
+          target.chip.str() + ")";
     return failure();
   }
   if (s.tileM != GemmTiling::kTileM ||
@@ -170,8 +180,8 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
     why = "staged_residual needs a residual of the output's element type";
     return failure();
   }
-  if (s.normEpilogue() && (s.clusterN > 1 || s.globalRows) && s.tmaStore() &&
-      !s.epilogueWarps) {
+  if (target.mma != MmaKind::Tcgen05 && s.normEpilogue() &&
+      (s.clusterN > 1 || s.globalRows) && s.tmaStore() && !s.epilogueWarps) {
     why = "a 16-bit norm row over several CTAs is finished by the epilogue "
           "warps here, but the configuration has epilogue_warps = false";
     return failure();

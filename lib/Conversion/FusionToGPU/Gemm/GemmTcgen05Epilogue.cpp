@@ -103,6 +103,10 @@ private:
 
   void elementwise();
   void norm();
+  /// LayerNorm over a cluster: the row's mean and centered sum of squares
+  /// from this slice's and the peers'.
+  std::pair<Value, Value> clusterMerge(RowExchange &x, Value sliceMean,
+                                       Value sliceM2, Value nF);
 
   GemmKernelEmitter &e;
   const GemmKernelSpec &s;
@@ -271,28 +275,54 @@ void TmemTileEpilogue::norm() {
         return ln ? x : arith::MulFOp::create(b, x, x).getResult();
       },
       /*stores=*/pieces);
+  // A cluster: this CTA holds a tile_n slice of the row; its partials go
+  // to every peer through DSMEM (Common/RowExchange, a row per thread).
+  RowExchange *exchange = s.clusterN > 1 ? &*e.exchange : nullptr;
+  Value rowInTile = e.tid;
   Value mean, rstd;
   if (!ln) {
+    if (exchange) {
+      Value partial[1] = {total}, sum[1];
+      exchange->clusterRowSums(partial, rowInTile, tileCount, /*round=*/0,
+                               sum);
+      total = sum[0];
+    }
     rstd = rsqrt(arith::AddFOp::create(b, arith::DivFOp::create(b, total, nF),
                                        cstF32(s.epsilon)));
   } else {
-    // Pass 2: the centered sum of squares; columns past N hold 0, not the
-    // mean: kept out.
-    mean = arith::DivFOp::create(b, total, nF);
+    // Pass 2: the centered sum of squares around the row's mean (one CTA)
+    // or the slice's (a cluster: its columns inside N); columns past N hold
+    // 0, not the mean: kept out.
+    Value sliceMean;
+    if (exchange)
+      sliceMean = arith::DivFOp::create(
+          b, total,
+          arith::MaximumFOp::create(b, exchange->columnsInN(blockCol),
+                                    cstF32(1.0)));
+    else
+      sliceMean = arith::DivFOp::create(b, total, nF);
     Value zeros = splat(zero);
     Value centered =
         rowSum([&](Value c,
                    Value groups[]) { loadChunk(c, groups, !pieces, Value()); },
                [&](Value c, int64_t g, Value x) -> Value {
-                 Value d = arith::SubFOp::create(b, x, splat(mean));
+                 Value d = arith::SubFOp::create(b, x, splat(sliceMean));
                  d = arith::SelectOp::create(b, inCol(c, g), d, zeros);
                  return arith::MulFOp::create(b, d, d);
                },
                /*stores=*/false);
+    if (exchange) {
+      std::tie(mean, centered) =
+          clusterMerge(*exchange, sliceMean, centered, nF);
+    } else {
+      mean = sliceMean;
+    }
     Value var = arith::DivFOp::create(b, centered, nF);
     rstd = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
   }
-  ifThen(inRow, [&] {
+  // Statistics: once per row (rank 0 of a cluster).
+  Value writesStats = exchange ? both(inRow, eq(e.rank, 0)) : inRow;
+  ifThen(writesStats, [&] {
     if (Value statMean = e.arg(GemmArg::StatMean))
       memref::StoreOp::create(b, mean, statMean, ValueRange{row});
     if (Value statRstd = e.arg(GemmArg::StatRstd))
@@ -322,6 +352,49 @@ void TmemTileEpilogue::norm() {
     e.storeChunk(groups, c, row, inRow, blockRow, blockCol, tileCount);
     return SmallVector<Value>{};
   });
+}
+
+/// LayerNorm over a cluster, as the sm_90a kernel's clusterLayerNorm: the
+/// slice's mean and centered sum of squares go to every peer (two rounds in
+/// flight at once); the row's mean is the peers' means weighted by their
+/// columns inside N, and its centered sum of squares adds each peer's and
+/// its columns x (its mean - the row's)^2 (Chan), in rank order.
+std::pair<Value, Value> TmemTileEpilogue::clusterMerge(RowExchange &x,
+                                                       Value sliceMean,
+                                                       Value sliceM2,
+                                                       Value nF) {
+  Value rowInTile = e.tid;
+  Value localMean[1] = {sliceMean}, localM2[1] = {sliceM2};
+  x.send(localMean, rowInTile, tileCount, /*round=*/0);
+  x.send(localM2, rowInTile, tileCount, /*round=*/1);
+  Value means = x.wait(tileCount, /*round=*/0);
+  Value m2s = x.wait(tileCount, /*round=*/1);
+  Value clusterCol = sub(blockCol, mul(e.rank, idx(s.tileN)));
+  auto peerCount = [&](Value peer) {
+    return x.columnsInN(add(clusterCol, mul(peer, idx(s.tileN))));
+  };
+  auto slot = [&](Value slots, Value peer) -> Value {
+    return memref::LoadOp::create(b, slots, ValueRange{peer, rowInTile});
+  };
+  ValueRange weighted = forLoop(
+      idx(0), idx(s.clusterN), idx(1), ValueRange{cstF32(0.0)},
+      [&](Value peer, ValueRange acc) {
+        Value c = peerCount(peer);
+        return SmallVector<Value>{arith::AddFOp::create(
+            b, acc[0], arith::MulFOp::create(b, c, slot(means, peer)))};
+      });
+  Value mean = arith::DivFOp::create(b, weighted[0], nF);
+  ValueRange m2 = forLoop(
+      idx(0), idx(s.clusterN), idx(1), ValueRange{cstF32(0.0)},
+      [&](Value peer, ValueRange acc) {
+        Value c = peerCount(peer);
+        Value delta = arith::SubFOp::create(b, slot(means, peer), mean);
+        Value spread =
+            arith::MulFOp::create(b, c, arith::MulFOp::create(b, delta, delta));
+        return SmallVector<Value>{arith::AddFOp::create(
+            b, acc[0], arith::AddFOp::create(b, slot(m2s, peer), spread))};
+      });
+  return {mean, m2[0]};
 }
 
 void TmemTileEpilogue::run() {

@@ -47,9 +47,14 @@
 // allocation is published to every thread by the set-up barrier between
 // fence::before and fence::after.
 //
+// A norm row over a cluster along N (cluster_n CTAs of tile_n columns):
+// the same kernel per CTA, each with its own tensor memory; the epilogue
+// warpgroup exchanges its rows' partial statistics with the peers through
+// DSMEM (Common/RowExchange, one row per thread) between its passes, as the
+// sm_90a register epilogue does.
+//
 // Not yet here (refused by checkHandled in GemmSpec.cpp): Lazy Pre-Norm,
-// the grad epilogues, norm rows over several CTAs (clusters, global rows),
-// cta_group::2.
+// the grad epilogues, norm rows through global memory, cta_group::2.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,6 +75,16 @@ void GemmKernelEmitter::emitTensorMemoryKernel() {
     nvgpu::MBarrierInitOp::create(b, tmemFull, idx(1), idx(a), leader);
     nvgpu::MBarrierInitOp::create(b, tmemEmpty, idx(128), idx(a), leader);
   }
+  // A norm row over a cluster: the DSMEM slots' barriers and the exchange,
+  // a row per thread of the epilogue warpgroup (its thread 0 arms them).
+  setUpBarriers(leader);
+  setUpRowExchange();
+  if (s.clusterN > 1) {
+    exchange->shape.rowOffsets = {0};
+    exchange->isRowLeader = [this] {
+      return arith::ConstantOp::create(b, b.getBoolAttr(true)).getResult();
+    };
+  }
   nvgpu::TmaPrefetchOp::create(b, tmaA, leader);
   nvgpu::TmaPrefetchOp::create(b, tmaB, leader);
   if (tmaC)
@@ -83,6 +98,14 @@ void GemmKernelEmitter::emitTensorMemoryKernel() {
   tmem->fenceBefore(*this);
   gpu::BarrierOp::create(b);
   tmem->fenceAfter(*this);
+  if (s.clusterN > 1) {
+    // No peer may st.async into this CTA's slots before its barriers exist
+    // (as on sm_90a): the inits made visible cluster-wide, then a cluster
+    // barrier (every thread of every CTA, before any exits).
+    ifThen(leader, [&] { NVVM::FenceMbarrierInitOp::create(b); });
+    NVVM::ClusterArriveOp::create(b, b.getUnitAttr());
+    NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
+  }
   Value base = tmem->loadBase(*this, slot);
 
   ifThen(leader, [&] { producer(); });
@@ -150,11 +173,14 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,
                                              const GemmKernelSpec &s,
                                              TensorMemoryMmaEngine &engine) {
   OpBuilder::InsertionGuard guard(builder);
-  // 256 threads, one CTA per SM: up to 255 registers each without a limit
-  // (no setmaxnreg: no role needs more than the even share).
+  // 256 threads, one CTA per SM: up to 255 registers each (no setmaxnreg:
+  // no role needs more than the even share). Said to ptxas as
+  // .minnctapersm 1: without a launch bound it sizes the registers for
+  // several CTAs per SM (80 for 3, and spilled the cluster epilogue).
   gpu::GPUFuncOp func = createKernelFunc(
       builder, loc, module, name, GemmKernelAbi(s).types(builder.getContext()),
       s.threads());
+  func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(1));
   ImplicitLocOpBuilder b(loc, builder);
   GemmKernelEmitter(b, s, func, engine).emit();
   return func;

@@ -27,6 +27,10 @@ weight + saved rstd; layer_norm + residual + weight + bias + saved
 mean/rstd) x output (bf16, f32); transpose_rhs at N 320 and 512 (the MMA
 split with a K-major B); rms_norm with col_bias and a residual (pass 1
 writes the row back into tensor memory) at N 256 and 512; f16 operands at N 256 and 512 (40 norm kernels).
+And the norm rows a cluster shares (DSMEM), as the planner splits them:
+N = 640 (2 x 320), 1032 (3 x 384, the last CTA 264 columns), 2048 (4 x 512),
+8192 (16 x 512) x (rms_norm, layer_norm as above) x output (bf16, f32)
+(16 cluster kernels).
 
     python3 gen_variant_grid.py sm_100a > grid-sm100a.mlir
 """
@@ -112,6 +116,8 @@ def sm100_norm_grid():
     cases += [(n, epi, "bf16", True, "bf16") for n in (320, 512) for epi in ("rms", "ln")]
     cases += [(n, "rms_pieces", "bf16", False, "bf16") for n in (256, 512)]
     cases += [(n, "ln", "bf16", False, "f16") for n in (256, 512)]
+    cases += [(n, epi, out, False, "bf16") for n in (640, 1032, 2048, 8192)
+              for epi in ("rms", "ln") for out in ("bf16", "f32")]
     for n, epi, out, transposed, ab in cases:
         operands, attrs, args = SM100_NORMS[epi]
         if ab == "f16":

@@ -14,7 +14,8 @@
 // CTA up to 512 columns (tile_n = N rounded up to 64: two accumulator
 // stages up to 256, one past it), which the kernel's norm epilogue
 // (Gemm/GemmTcgen05Epilogue.cpp) reads in passes; wider rows take a
-// cluster (planned; the kernel refuses those for now).
+// cluster of CTAs exchanging partials through DSMEM (epilogue_warps = false:
+// the epilogue warpgroup finishes them from the tensor memory).
 
 // Test that a plain matmul with a wide N selects tile_n = 256 (two 256-column
 // accumulator stages) with 4 stages:
@@ -114,9 +115,28 @@ func.func @layer_norm_f32(%a: tensor<4096x512xbf16>, %b: tensor<512x448xbf16>, %
 }
 }
 
+// -----
+
+// Test that an rms_norm epilogue over N = 1024 selects a cluster of 2 CTAs of
+// 512 columns, without epilogue warps, one TMA-store buffer (a cluster
+// finishing in registers), 2 stages: 2 * (128 + 512) * 64 * 2 + 16384 +
+// 512 + 2 parities x 2 x 128 x 4 + 1024 = 183808.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+// CHECK-LABEL: func.func @rms_norm_cluster
+func.func @rms_norm_cluster(%a: tensor<4096x512xbf16>, %b: tensor<512x1024xbf16>) -> tensor<4096x1024xbf16> {
+  // CHECK: fusion.fused_matmul
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 512, tile_k = 64, stages = 2, cluster_n = 2, consumers = 1, smem_bytes = 183808>
+  %y = fusion.fused_matmul %a, %b
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<4096x512xbf16>, tensor<512x1024xbf16> -> tensor<4096x1024xbf16>
+  return %y : tensor<4096x1024xbf16>
+}
+}
+
 // GEN: gpu.func @matmul_wide_kernel0
 // GEN: gpu.func @row_scale_granularity_kernel0
 // GEN: gpu.func @rms_norm_single_cta_kernel0
 // GEN: gpu.func @matmul_narrow_kernel0
 // GEN: gpu.func @rms_norm_two_stages_kernel0
 // GEN: gpu.func @layer_norm_f32_kernel0
+// GEN: gpu.func @rms_norm_cluster_kernel0
