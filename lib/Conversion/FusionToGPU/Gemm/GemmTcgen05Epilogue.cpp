@@ -11,19 +11,30 @@
 // loads.
 //
 // RMSNorm / LayerNorm over a row the CTA holds whole (tile_n >= N, up to the
-// 512 tensor-memory columns): the tensor memory is the staging, read in
-// passes, each chunk's loads followed by wait::ld:
+// 512 tensor-memory columns) or its slice of a row: the tensor memory is the
+// staging, read in passes, each chunk's loads followed by wait::ld:
 //   pass 1  x = acc x row_scale + col_bias + residual (the sm_90a order);
 //           where there is such a piece, x goes back into the stage
 //           (tcgen05.st, each chunk's followed by wait::st), so that
 //           the later passes reload neither the residual nor col_bias;
 //           the row's sum of squares (RMSNorm) or sum (LayerNorm);
 //   pass 2  LayerNorm only: the centered sum of squares sum (x - mean)^2
-//           over the columns inside N;
+//           over the columns inside N (a cluster: around the slice mean);
 //   last    x (LayerNorm: x - mean) x rstd x weight + bias, rounded, stored
 //           as the element-wise epilogue stores; the stage is released
 //           after this pass's last loads.
 // rstd (and LayerNorm's mean) are written once per row, by its thread.
+// Each pass is an scf.for over the chunks (unrolled, ptxas hoisted the next
+// chunks' global loads and spilled at 512 columns).
+//
+// A row over a cluster along N (cluster_n CTAs of tile_n columns): between
+// the passes the row's partials go to every peer through DSMEM
+// (Common/RowExchange, one row per thread) and come back merged as in the
+// sm_90a register epilogue: RMSNorm the sums of squares added in rank
+// order; LayerNorm each slice's mean (over its columns inside N) and
+// centered sum of squares, both rounds in one exchange, merged with Chan's
+// formula (TileEpilogue::clusterLayerNorm). Rank 0 writes the statistics.
+// The stage stays held across the exchange.
 //
 // Numerics: the sm_90a kernel's (GemmEpilogue.cpp, TileEpilogue), operation
 // for operation. There a row's 8-column group j is spread over a quad of 4
