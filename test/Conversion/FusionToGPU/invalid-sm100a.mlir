@@ -2,7 +2,9 @@
 // Test that every fused GEMM the sm_100a (tcgen05) generator cannot emit yet
 // is refused with a diagnostic that names what is missing (one case per
 // message). What it emits: the plain GEMM with row_scale, col_bias and
-// residual, split-K (fusion-to-gpu-sm100a.mlir, ptxas-sweep-sm100a.mlir).
+// residual, split-K, and the rms_norm / layer_norm epilogues over a row one
+// CTA holds or a cluster shares (fusion-to-gpu-sm100a.mlir,
+// norm-epilogue-sm100a.mlir, ptxas-sweep-sm100a.mlir).
 
 // An accumulator stage wider than the 512 tensor-memory columns (the
 // planner never plans one: planGemmTensorMemory, which it shares).
@@ -27,13 +29,46 @@ func.func @lazy(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<25
 
 // -----
 
-// The norm epilogues (forward and grad; their clusters and global rows with
-// them).
+// The grad epilogues.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
-func.func @rms_norm(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: the rms_norm epilogue is not emitted for sm_100a yet (its kernel has the element-wise epilogue pieces only: row_scale, col_bias, residual)}}
-  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 1, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+func.func @rms_norm_grad(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %x: tensor<256x256xbf16>, %r: tensor<256xf32>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: the rms_norm_grad epilogue is not emitted for sm_100a yet (its kernel has the element-wise epilogue pieces and the forward rms_norm / layer_norm epilogues)}}
+  %c = fusion.fused_matmul %a, %b norm_input(%x : tensor<256x256xbf16>) rstd(%r : tensor<256xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 2, cluster_n = 1, consumers = 1, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// The sm_90a kernel's epilogue warps for a norm row over a cluster.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @epilogue_warps(%a: tensor<256x512xbf16>, %b: tensor<512x1024xbf16>) -> tensor<256x1024xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: epilogue_warps is the sm_90a kernel's way to finish a norm row over several CTAs; the sm_100a kernel's epilogue warpgroup finishes it from the tensor memory (re-run fusion-plan-kernels for sm_100a)}}
+  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 512, tile_k = 64, stages = 2, cluster_n = 2, consumers = 1, smem_bytes = 230912, epilogue_warps = true>} : tensor<256x512xbf16>, tensor<512x1024xbf16> -> tensor<256x1024xbf16>
+  return %c : tensor<256x1024xbf16>
+}
+}
+
+// -----
+
+// A norm row through global memory (the planner never plans one on sm_100a:
+// rows up to 16 CTAs of 512 columns take a cluster).
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @layer_norm_global_rows(%a: tensor<256x512xbf16>, %b: tensor<512x2048xbf16>) -> tensor<256x2048xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: the layer_norm epilogue over a row through global memory (global_rows) is not emitted for sm_100a yet (a row is held by one CTA or shared by a cluster: up to 16 x 512 columns)}}
+  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 1, smem_bytes = 215552, global_rows = true>} : tensor<256x512xbf16>, tensor<512x2048xbf16> -> tensor<256x2048xbf16>
+  return %c : tensor<256x2048xbf16>
+}
+}
+
+// -----
+
+// A norm row's tile_n past 256 that is not made of 64-column boxes.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @norm_granularity(%a: tensor<256x512xbf16>, %b: tensor<512x288xbf16>) -> tensor<256x288xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: tile_n = 288 must be a multiple of 64 and at most 512 (B is staged in 64-column swizzled boxes; a norm row's accumulator is one stage of the tensor memory)}}
+  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 288, tile_k = 64, stages = 2, cluster_n = 1, consumers = 1, smem_bytes = 198144>} : tensor<256x512xbf16>, tensor<512x288xbf16> -> tensor<256x288xbf16>
+  return %c : tensor<256x288xbf16>
 }
 }
 
@@ -51,7 +86,7 @@ func.func @consumers(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tens
 // -----
 
 // A tile_n the planner gives only a norm row (one 512-column stage): the
-// element-wise kernel stages B in 64-column boxes, up to 256.
+// element-wise kernel keeps two accumulator stages, tile_n up to 256.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 func.func @wide(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<256x512xbf16> {
   // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: tile_n = 512 must be a multiple of 64 and at most 256 (B is staged in 64-column swizzled halves)}}

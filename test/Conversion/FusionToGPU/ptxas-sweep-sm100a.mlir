@@ -1,8 +1,12 @@
 // REQUIRES: ptxas
 // Test that every kernel variant the sm_100a (tcgen05) generator emits (each
 // tile_n x element-wise epilogue pieces x output type x B major, f16
-// operands, and weight gradients with and without split-K;
-// Inputs/gen_variant_grid.py sm_100a: 68 GEMM kernels and 8 split-K sums)
+// operands, and weight gradients with and without split-K; the rms_norm and
+// layer_norm epilogues over a row one CTA holds, N = 64 .. 512 (past 256:
+// one accumulator stage, two MMAs per k16), x output type, with a K-major
+// B, with col_bias and a residual (written back into tensor memory), f16;
+// and over a cluster of 2, 3, 4 and 16 CTAs (DSMEM);
+// Inputs/gen_variant_grid.py sm_100a: 124 GEMM kernels and 8 split-K sums)
 // goes through fusion-to-gpu and assembles with ptxas for sm_100a without
 // spilling, and that no wgmma or setmaxnreg reaches an sm_100a module (the
 // verifier rejects wgmma's fence/commit/wait there; the others are checked
@@ -14,12 +18,16 @@
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas -arch=sm_100a < %t.isa.mlir | FileCheck %s
 // The PTX is embedded MLIR-escaped (\09 is a tab):
 // RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
-// CHECK-COUNT-76: ptxas ok: t_{{.*}}_kernel0{{(_splitk)?}} registers={{[0-9]+}} spills=0
+// CHECK-COUNT-132: ptxas ok: t_{{.*}}_kernel0{{(_splitk)?}} registers={{[0-9]+}} spills=0
 // CHECK-NOT: FAILED
 // CHECK-NOT: spills={{[1-9]}}
 // PTX-DAG: tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32
 // PTX-DAG: tcgen05.mma.cta_group::1.kind::f16
 // PTX-DAG: tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64
 // PTX-DAG: tcgen05.ld.sync.aligned.32x32b.x32.b32
+// PTX-DAG: tcgen05.st.sync.aligned.32x32b.x32.b32
+// PTX-DAG: tcgen05.wait::st.sync.aligned
+// PTX-DAG: st.async.shared::cluster.mbarrier::complete_tx::bytes.u32
+// PTX-DAG: barrier.cluster.wait.aligned
 // PTX-DAG: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
 // RUN: not grep -E 'wgmma|setmaxnreg' %t.isa.mlir

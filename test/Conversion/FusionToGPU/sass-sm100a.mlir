@@ -7,7 +7,9 @@
 // predicated on "accumulate" and the others always accumulating; UTCBAR
 // (tcgen05.commit to an mbarrier); LDTM.x32 (tcgen05.ld 32x32b.x32) in the
 // epilogue; TMA loads and stores; no local-memory traffic; the ELF's
-// EIATTR_TCGEN05_1CTA_USED. And end to end, the encoders' constants
+// EIATTR_TCGEN05_1CTA_USED; a norm epilogue's kernel (N = 512: two UTCHMMA
+// per k16, LDTM / STTM passes over tensor memory), and a cluster's
+// (UCGABAR, STAS: the DSMEM exchange). And end to end, the encoders' constants
 // (fusion/Target/NVPTX/MmaDescriptors.h, docs/SM100A.md section 2): the
 // instruction descriptor as a UMOV immediate (M = 128, N = 256, bf16 -> f32,
 // A K-major, B N-major: 0x08410490; with transpose_rhs and N = 128, both
@@ -32,6 +34,28 @@ module attributes {fusion.target = #fusion.target<"sm_100a">} {
 func.func @nk(%a: tensor<1000x512xbf16>, %b: tensor<128x512xbf16>) -> tensor<1000x128xbf16> {
   %c = fusion.fused_matmul %a, %b {transpose_rhs} : tensor<1000x512xbf16>, tensor<128x512xbf16> -> tensor<1000x128xbf16>
   return %c : tensor<1000x128xbf16>
+}
+}
+
+// -----
+
+// A layer_norm epilogue with a residual over N = 512 (one 512-column
+// accumulator stage, Gemm/GemmTcgen05Epilogue.cpp).
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @ln(%a: tensor<1000x512xbf16>, %b: tensor<512x512xbf16>, %r: tensor<1000x512xbf16>, %w: tensor<512xbf16>, %nb: tensor<512xbf16>) -> (tensor<1000x512xbf16>, tensor<1000xf32>, tensor<1000xf32>) {
+  %y, %m, %s = fusion.fused_matmul %a, %b residual(%r : tensor<1000x512xbf16>) norm_weight(%w : tensor<512xbf16>) norm_bias(%nb : tensor<512xbf16>) {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32, save_stats}
+      : tensor<1000x512xbf16>, tensor<512x512xbf16> -> tensor<1000x512xbf16>, tensor<1000xf32>, tensor<1000xf32>
+  return %y, %m, %s : tensor<1000x512xbf16>, tensor<1000xf32>, tensor<1000xf32>
+}
+}
+
+// -----
+
+// An rms_norm epilogue over a cluster of 2 CTAs of 512 columns (N = 1024).
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @rms_cluster(%a: tensor<1000x512xbf16>, %b: tensor<512x1024xbf16>) -> tensor<1000x1024xbf16> {
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32} : tensor<1000x512xbf16>, tensor<512x1024xbf16> -> tensor<1000x1024xbf16>
+  return %y : tensor<1000x1024xbf16>
 }
 }
 
@@ -63,6 +87,49 @@ func.func @nk(%a: tensor<1000x512xbf16>, %b: tensor<128x512xbf16>) -> tensor<100
 // CHECK: UTCBAR
 // CHECK: UTCATOMSWS.AND
 // CHECK: LDTM.x32
+// CHECK: EIATTR_TCGEN05_1CTA_USED
+
+// The norm kernel: per K step eight UTCHMMA (two of N = 256 per k16, both
+// with the N = 256 idesc; the first two on the K step's first k16); in the
+// epilogue the passes' LDTM.x32 pairs (their
+// column offsets folded: +0x20), pass 1's STTM.x32 (the residual-added row
+// written back), the rsqrt, the TMA store.
+// CHECK: ptxas ok: ln_kernel0 registers={{[0-9]+}} spills=0
+// CHECK: Function : ln_kernel0
+// CHECK: UTCATOMSWS.FIND_AND_SET.ALIGN
+// CHECK: UMOV UR{{[0-9]+}}, 0x8410490 ;
+// CHECK: UTCHMMA gdesc[UR{{[0-9]+}}], gdesc[UR{{[0-9]+}}], tmem[UR{{[0-9]+}}], tmem[UR{{[0-9]+}}], idesc[UR[[ID:[0-9]+]]], UP{{[0-6]}} ;
+// CHECK-NOT: UTCHMMA
+// CHECK: UTCHMMA gdesc[UR{{[0-9]+}}], gdesc[UR{{[0-9]+}}], tmem[UR{{[0-9]+}}], tmem[UR{{[0-9]+}}], idesc[UR[[ID]]], UP{{[0-6]}} ;
+// CHECK-COUNT-6: UTCHMMA gdesc[UR{{[0-9]+}}], gdesc[UR{{[0-9]+}}], tmem[UR{{[0-9]+}}], tmem[UR{{[0-9]+}}], idesc[UR[[ID]]], UPT ;
+// CHECK-NOT: UTCHMMA
+// CHECK: UTCBAR
+// CHECK: UTCBAR
+// CHECK: UTCATOMSWS.AND
+// CHECK-DAG: LDTM.x32 R{{[0-9]+}}, tmem[UR{{[0-9]+}}+0x20] ;
+// CHECK-DAG: STTM.x32 tmem[UR{{[0-9]+}}], R{{[0-9]+}} ;
+// CHECK-DAG: STTM.x32 tmem[UR{{[0-9]+}}+0x20], R{{[0-9]+}} ;
+// CHECK-DAG: MUFU.RSQ
+// CHECK-DAG: UTMASTG.2D
+// CHECK-NOT: UTCHMMA
+// CHECK: EIATTR_TCGEN05_1CTA_USED
+
+// The cluster kernel: the cluster barrier (UCGABAR) before the roles, the
+// MMAs as above, and in the epilogue the st.async of the row partials to
+// the peers (STAS), the passes' LDTM.x32, the rsqrt.
+// CHECK: ptxas ok: rms_cluster_kernel0 registers={{[0-9]+}} spills=0
+// CHECK: Function : rms_cluster_kernel0
+// CHECK: UTCATOMSWS.FIND_AND_SET.ALIGN
+// CHECK: UCGABAR_ARV
+// CHECK: UCGABAR_WAIT
+// CHECK-COUNT-8: UTCHMMA
+// CHECK-NOT: UTCHMMA
+// CHECK: UTCATOMSWS.AND
+// CHECK-DAG: LDTM.x32
+// CHECK-DAG: STAS
+// CHECK-DAG: MUFU.RSQ
+// CHECK-DAG: UTMASTG.2D
+// CHECK-NOT: UTCHMMA
 // CHECK: EIATTR_TCGEN05_1CTA_USED
 
 // NOLOCAL-NOT: {{LDL|STL}}

@@ -10,8 +10,8 @@
 using namespace mlir;
 using namespace mlir::fusion;
 
-void RowExchange::send(Value partial[2], Value rowInTile, Value tileCount,
-                       int64_t round) {
+void RowExchange::send(ArrayRef<Value> partial, Value rowInTile,
+                       Value tileCount, int64_t round) {
   Value buffer = add(idx(2 * round), rem(tileCount, 2));
   Value storeLeader = isStoreLeader();
   nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(shape.slotBytes),
@@ -22,11 +22,11 @@ void RowExchange::send(Value partial[2], Value rowInTile, Value tileCount,
     Value barAddr =
         nvgpu::MBarrierGetOp::create(b, b.getI32Type(), slotBars, buffer);
     Value bar = LLVM::IntToPtrOp::create(b, shared, ValueRange{barAddr});
-    for (int64_t h = 0; h < 2; ++h) {
+    for (auto [h, rowOffset] : llvm::enumerate(shape.rowOffsets)) {
       Value byte = add(
           add(smemBase, idx(shape.slotsOffset)),
           mul(add(mul(add(mul(buffer, idx(shape.clusterN)), rank), idx(shape.tileM)),
-                  add(rowInTile, idx(8 * h))),
+                  add(rowInTile, idx(rowOffset))),
               idx(4)));
       Value slotAddr = arith::IndexCastOp::create(b, b.getI64Type(), byte);
       Value slot = LLVM::IntToPtrOp::create(b, shared, ValueRange{slotAddr});
@@ -61,24 +61,27 @@ Value RowExchange::wait(Value tileCount, int64_t round) {
       {shape.clusterN, shape.tileM}, b.getF32Type());
 }
 
-void RowExchange::clusterRowSums(Value partial[2], Value rowInTile,
+void RowExchange::clusterRowSums(ArrayRef<Value> partial, Value rowInTile,
                                  Value tileCount, int64_t round,
-                                 Value total[2]) {
+                                 MutableArrayRef<Value> total) {
   send(partial, rowInTile, tileCount, round);
   Value slots = wait(tileCount, round);
+  SmallVector<Value, 2> zeros;
+  for (size_t h = 0; h < shape.rowOffsets.size(); ++h)
+    zeros.push_back(cstF32(0.0));
   ValueRange sums = forLoop(
-      idx(0), idx(shape.clusterN), idx(1), ValueRange{cstF32(0.0), cstF32(0.0)},
+      idx(0), idx(shape.clusterN), idx(1), zeros,
       [&](Value peer, ValueRange acc) {
         SmallVector<Value> next;
-        for (int64_t h = 0; h < 2; ++h)
+        for (auto [h, rowOffset] : llvm::enumerate(shape.rowOffsets))
           next.push_back(arith::AddFOp::create(
               b, acc[h],
               memref::LoadOp::create(
-                  b, slots, ValueRange{peer, add(rowInTile, idx(8 * h))})));
+                  b, slots, ValueRange{peer, add(rowInTile, idx(rowOffset))})));
         return next;
       });
-  total[0] = sums[0];
-  total[1] = sums[1];
+  for (size_t h = 0; h < shape.rowOffsets.size(); ++h)
+    total[h] = sums[h];
 }
 
 void RowExchange::publishTile(Value blockRow, Value counters,

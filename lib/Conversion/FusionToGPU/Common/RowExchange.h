@@ -37,6 +37,11 @@ struct RowExchangeShape {
   /// LayerNorm (mean and centered sum of squares) rather than RMSNorm (the
   /// sum of squares).
   bool layerNorm = false;
+  /// The tile rows a thread holds, from its row rowInTile: the wgmma
+  /// fragment's rows rowInTile and rowInTile + 8 (sm_90a), or its one row
+  /// (tcgen05.ld 32x32b, sm_100a: {0}). send and clusterRowSums take and
+  /// give a value per row.
+  SmallVector<int64_t, 2> rowOffsets = {0, 8};
 };
 
 class RowExchange : public KernelBuilder {
@@ -49,19 +54,21 @@ public:
   /// Round `round` of tile `tileCount`: buffer 2 round + tileCount % 2 of
   /// [clusterN][tile_m] slots in every CTA of the cluster, with its mbarrier.
   /// The store leader arms the local barrier for clusterN x tile_m x 4 bytes;
-  /// each row leader st.async's its rows' partials (rows rowInTile and
-  /// rowInTile + 8) into slot [rank][row] of every peer (itself included),
+  /// each row leader st.async's its rows' partials (rows rowInTile +
+  /// rowOffsets[h]) into slot [rank][row] of every peer (itself included),
   /// completing the bytes on the peer's barrier. A buffer is reused two
   /// tiles later, which a peer reaches only after this CTA sent it the next
   /// tile's partials, i.e. after this CTA read this tile's slots.
-  void send(Value partial[2], Value rowInTile, Value tileCount, int64_t round);
+  void send(ArrayRef<Value> partial, Value rowInTile, Value tileCount,
+            int64_t round);
   /// Waits until round `round` of tile `tileCount` has arrived from every
   /// peer; returns its slots, [clusterN][tile_m] f32.
   Value wait(Value tileCount, int64_t round);
   /// The whole-row sums: one round, then the clusterN slots of the rows
-  /// rowInTile and rowInTile + 8 added.
-  void clusterRowSums(Value partial[2], Value rowInTile, Value tileCount,
-                      int64_t round, Value total[2]);
+  /// rowInTile + rowOffsets[h] added, in rank order from 0.
+  void clusterRowSums(ArrayRef<Value> partial, Value rowInTile,
+                      Value tileCount, int64_t round,
+                      MutableArrayRef<Value> total);
 
   //===--- Global rows -------------------------------------------------===//
 

@@ -243,7 +243,8 @@ void TileEpilogue::rowSums(ArrayRef<int64_t> hs,
     total[h] = sumPairs(perRow[h]);
   if (s.clusterN > 1) {
     Value partial[2] = {total[0], total[1]};
-    e.exchange->clusterRowSums(partial, rowInTile, tileCount, round, total);
+    e.exchange->clusterRowSums(partial, rowInTile, tileCount, round,
+                               MutableArrayRef<Value>(total, 2));
   }
 }
 
@@ -485,7 +486,8 @@ void TileEpilogue::normGrad() {
           vector::ReductionOp::create(b, vector::CombiningKind::ADD, acc[h]));
     if (s.clusterN > 1) {
       Value partial[2] = {total[0], total[1]};
-      e.exchange->clusterRowSums(partial, rowInTile, tileCount, round, total);
+      e.exchange->clusterRowSums(partial, rowInTile, tileCount, round,
+                                 MutableArrayRef<Value>(total, 2));
     }
   };
   Value dot[2], sum[2];

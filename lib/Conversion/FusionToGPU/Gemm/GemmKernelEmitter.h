@@ -69,8 +69,12 @@ public:
   // GemmTcgen05Kernel.cpp: the sm_100a kernel's set-up and roles.
   void emitTensorMemoryKernel();
   void mmaWarp(Value tmemBase);
+  // GemmTcgen05Epilogue.cpp: its epilogue warpgroup (a row per thread).
   void tensorMemoryEpilogue(Value tmemBase);
-  void storeChunk(Value chunkValues[], int64_t chunk, Value row, Value inRow,
+  Value loadColumnGroup(Value mem, ValueRange indices, Type elem);
+  void addColumnPieces(Value chunkValues[], Value chunkColumn,
+                       Value rowClamped);
+  void storeChunk(Value chunkValues[], Value chunk, Value row, Value inRow,
                   Value blockRow, Value blockCol, Value tileCount);
 
   // GemmMainLoop.cpp.

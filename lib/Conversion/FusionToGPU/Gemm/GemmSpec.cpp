@@ -18,8 +18,11 @@ using namespace mlir::fusion;
 
 /// What the sm_100a (tcgen05) kernel handles today: the plain GEMM with the
 /// element-wise epilogue pieces (row_scale, col_bias, residual) and split-K,
+/// and the RMSNorm / LayerNorm epilogues over a row one CTA holds (tile_n up
+/// to the 512 tensor-memory columns) or a cluster along N shares (DSMEM);
 /// 128-row tiles, one epilogue warpgroup, its accumulator stages in tensor
-/// memory. The norm epilogues, Lazy Pre-Norm and clusters are refused.
+/// memory. Lazy Pre-Norm, the grad epilogues, and norm rows through global
+/// memory are refused.
 static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
                                          const TargetInfo &target,
                                          std::string &why) {
@@ -34,11 +37,32 @@ static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
           "the tcgen05 MMA thread)";
     return failure();
   }
-  if (s.rowReduction()) {
+  if (s.gradEpilogue()) {
     why = "the " + stringifyEpilogueKind(s.epilogue).str() +
           " epilogue is not emitted for " + target.chip.str() +
-          " yet (its kernel has the element-wise epilogue pieces only: "
-          "row_scale, col_bias, residual)";
+          " yet (its kernel has the element-wise epilogue pieces and the "
+          "forward rms_norm / layer_norm epilogues)";
+    return failure();
+  }
+  if (s.normEpilogue() && s.globalRows) {
+    why = "the " + stringifyEpilogueKind(s.epilogue).str() +
+          " epilogue over a row through global memory (global_rows) is not "
+          "emitted for " +
+          target.chip.str() +
+          " yet (a row is held by one CTA or shared by a cluster: up to " +
+          std::to_string(target.maxClusterSize) + " x " +
+          std::to_string(target.tensorMemoryColumns) + " columns)";
+    return failure();
+  }
+  // (The sm_90a kernel finishes a 16-bit row over a cluster in its epilogue
+  // warps; here the epilogue warpgroup does, from the tensor memory.)
+  if (s.epilogueWarps) {
+    why = "epilogue_warps is the sm_90a kernel's way to finish a norm row "
+          "over several CTAs; the " +
+          target.chip.str() +
+          " kernel's epilogue warpgroup finishes it from the tensor memory "
+          "(re-run fusion-plan-kernels for " +
+          target.chip.str() + ")";
     return failure();
   }
   if (s.tileM != GemmTiling::kTileM ||
@@ -48,6 +72,17 @@ static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
           target.chip.str() +
           " kernel computes: 128-row tiles (tcgen05.mma with M = 128) read "
           "back by one epilogue warpgroup (consumers = 1)";
+    return failure();
+  }
+  // A norm row one CTA holds: up to the tensor memory's columns (one
+  // accumulator stage; two tcgen05.mma per k16 past 256).
+  if (s.normEpilogue() && s.tileN > 256 &&
+      (s.tileN % kSwizzleCols != 0 || s.tileN > target.tensorMemoryColumns)) {
+    why = "tile_n = " + std::to_string(s.tileN) +
+          " must be a multiple of 64 and at most " +
+          std::to_string(target.tensorMemoryColumns) +
+          " (B is staged in 64-column swizzled boxes; a norm row's "
+          "accumulator is one stage of the tensor memory)";
     return failure();
   }
   return success();
@@ -71,7 +106,10 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
     why = "tile_m must be 64 rows per consumer warpgroup";
     return failure();
   }
-  if (s.tileN % kSwizzleCols != 0 || s.tileN > 256) {
+  // (sm_100a's norm rows past 256 columns: checkHandledTcgen05.)
+  bool wideTmemRow = target.mma == MmaKind::Tcgen05 && s.normEpilogue() &&
+                     s.tileN > 256;
+  if (!wideTmemRow && (s.tileN % kSwizzleCols != 0 || s.tileN > 256)) {
     why = "tile_n = " + std::to_string(s.tileN) +
           " must be a multiple of 64 and at most 256 (B is staged in "
           "64-column swizzled halves)";
@@ -142,8 +180,8 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
     why = "staged_residual needs a residual of the output's element type";
     return failure();
   }
-  if (s.normEpilogue() && (s.clusterN > 1 || s.globalRows) && s.tmaStore() &&
-      !s.epilogueWarps) {
+  if (target.mma != MmaKind::Tcgen05 && s.normEpilogue() &&
+      (s.clusterN > 1 || s.globalRows) && s.tmaStore() && !s.epilogueWarps) {
     why = "a 16-bit norm row over several CTAs is finished by the epilogue "
           "warps here, but the configuration has epilogue_warps = false";
     return failure();

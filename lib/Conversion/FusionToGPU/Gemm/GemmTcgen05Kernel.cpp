@@ -30,10 +30,13 @@
 //                     row_scale, col_bias, residual, rounded to the output
 //                     type, into a 128-byte swizzled staging buffer and out
 //                     by TMA store (16-bit outputs; two buffers), or stored
-//                     from registers (f32 outputs).
+//                     from registers (f32 outputs). The norm epilogues read
+//                     the stage in two or three passes (row sums, then the
+//                     output); GemmTcgen05Epilogue.cpp.
 //
 // Two accumulator stages of tile_n columns each where 2 x tile_n <= 512
 // (GemmTensorMemory): the epilogue of tile t overlaps the MMA of tile t + 1.
+// A norm row of more than 256 columns has one stage (two MMAs per k16).
 //
 // Ordering across threads, tensor memory: every mbarrier wait that precedes
 // tcgen05 operations (full[s] before the MMAs, tmemEmpty before the MMA
@@ -44,8 +47,14 @@
 // allocation is published to every thread by the set-up barrier between
 // fence::before and fence::after.
 //
-// Not yet here (refused by checkHandled in GemmSpec.cpp): the norm
-// epilogues, Lazy Pre-Norm, clusters, cta_group::2.
+// A norm row over a cluster along N (cluster_n CTAs of tile_n columns):
+// the same kernel per CTA, each with its own tensor memory; the epilogue
+// warpgroup exchanges its rows' partial statistics with the peers through
+// DSMEM (Common/RowExchange, one row per thread) between its passes, as the
+// sm_90a register epilogue does.
+//
+// Not yet here (refused by checkHandled in GemmSpec.cpp): Lazy Pre-Norm,
+// the grad epilogues, norm rows through global memory, cta_group::2.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,11 +62,6 @@
 
 using namespace mlir;
 using namespace mlir::fusion;
-
-/// Named barrier 1 over the epilogue warpgroup (its staging buffers).
-static constexpr int64_t kEpilogueBarrier = 1;
-/// Columns one tcgen05.ld 32x32b.x32 reads per thread.
-static constexpr int64_t kLoadColumns = 32;
 
 void GemmKernelEmitter::emitTensorMemoryKernel() {
   // full[s]: the slot's TMA bytes landed. empty[s]: the MMAs that read it
@@ -70,6 +74,16 @@ void GemmKernelEmitter::emitTensorMemoryKernel() {
   for (int64_t a = 0; a < s.tmem.stages; ++a) {
     nvgpu::MBarrierInitOp::create(b, tmemFull, idx(1), idx(a), leader);
     nvgpu::MBarrierInitOp::create(b, tmemEmpty, idx(128), idx(a), leader);
+  }
+  // A norm row over a cluster: the DSMEM slots' barriers and the exchange,
+  // a row per thread of the epilogue warpgroup (its thread 0 arms them).
+  setUpBarriers(leader);
+  setUpRowExchange();
+  if (s.clusterN > 1) {
+    exchange->shape.rowOffsets = {0};
+    exchange->isRowLeader = [this] {
+      return arith::ConstantOp::create(b, b.getBoolAttr(true)).getResult();
+    };
   }
   nvgpu::TmaPrefetchOp::create(b, tmaA, leader);
   nvgpu::TmaPrefetchOp::create(b, tmaB, leader);
@@ -84,6 +98,14 @@ void GemmKernelEmitter::emitTensorMemoryKernel() {
   tmem->fenceBefore(*this);
   gpu::BarrierOp::create(b);
   tmem->fenceAfter(*this);
+  if (s.clusterN > 1) {
+    // No peer may st.async into this CTA's slots before its barriers exist
+    // (as on sm_90a): the inits made visible cluster-wide, then a cluster
+    // barrier (every thread of every CTA, before any exits).
+    ifThen(leader, [&] { NVVM::FenceMbarrierInitOp::create(b); });
+    NVVM::ClusterArriveOp::create(b, b.getUnitAttr());
+    NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
+  }
   Value base = tmem->loadBase(*this, slot);
 
   ifThen(leader, [&] { producer(); });
@@ -145,179 +167,20 @@ void GemmKernelEmitter::mmaWarp(Value tmemBase) {
   tmem->deallocate(*this, tmemBase, s.tmem.allocColumns);
 }
 
-/// The epilogue warpgroup: thread `tid` owns tile row `tid`.
-void GemmKernelEmitter::tensorMemoryEpilogue(Value tmemBase) {
-  Type f32 = b.getF32Type();
-  int64_t stages = s.tmem.stages;
-  int64_t chunks = s.tileN / kStoreChunkN;
-  Value warp = div(tid, 32);
-  Value rowScale = arg(GemmArg::RowScale);
-  scheduler.tileLoop(
-      *this, {idx(0)},
-      [&](Value blockRow, Value blockCol, Value split, ValueRange iters) {
-        Value tileCount = iters[0];
-        auto [kFirst, kCount] = kRange(split);
-        // Split-K: this range's partial sums go to workspace rows split x M.
-        outRowOffset = split ? mul(split, m) : Value();
-        Value accStage = rem(tileCount, stages);
-        wait(tmemFull, accStage, tileParity(div(tileCount, stages)));
-        tmem->fenceAfter(*this);
-        Value acc = tmem->columnOffset(*this, tmemBase,
-                                       mul(accStage, idx(s.tmem.columnsPerStage)));
-        Value row = add(blockRow, tid);
-        Value inRow = ult(row, m);
-        Value rowClamped = arith::MinUIOp::create(b, row, sub(m, idx(1)));
-        Value factor;
-        if (rowScale) {
-          factor = memref::LoadOp::create(b, rowScale, ValueRange{rowClamped});
-          if (!s.rowScaleType.isF32())
-            factor = arith::ExtFOp::create(b, f32, factor);
-        }
-        // Without a K step (K = 0) no MMA wrote the accumulator: zeros.
-        Value noSteps = eq(kCount, 0);
-        auto zeros = arith::ConstantOp::create(
-            b, DenseElementsAttr::get(VectorType::get({kLoadColumns}, f32),
-                                      b.getF32FloatAttr(0.0)));
-        for (int64_t c = 0; c < chunks; ++c) {
-          Value halves[2];
-          for (int64_t h = 0; h < 2; ++h)
-            halves[h] = tmem->load(*this, acc, warp,
-                                   c * kStoreChunkN + h * kLoadColumns);
-          tmem->waitLoads(*this);
-          if (c == chunks - 1) {
-            // The tile's last loads are done: the stage may take tile t + 2.
-            tmem->fenceBefore(*this);
-            arrive(tmemEmpty, accStage);
-          }
-          for (Value &half : halves)
-            half = arith::SelectOp::create(b, noSteps, zeros, half);
-          Value rowValues[8];
-          for (int64_t g = 0; g < 8; ++g) {
-            SmallVector<int64_t> columns;
-            for (int64_t i = 0; i < 8; ++i)
-              columns.push_back(8 * (g % 4) + i);
-            rowValues[g] = vector::ShuffleOp::create(b, halves[g / 4],
-                                                     halves[g / 4], columns);
-          }
-          if (factor)
-            for (Value &x : rowValues)
-              x = arith::MulFOp::create(
-                  b, x,
-                  vector::BroadcastOp::create(b, VectorType::get({8}, f32), factor));
-          storeChunk(rowValues, c, row, inRow, blockRow, blockCol, tileCount);
-        }
-        return SmallVector<Value>{add(tileCount, idx(1))};
-      });
-  // The staging buffers must outlive the last TMA stores that read them.
-  if (s.tmaStore())
-    ifThen(eq(tid, 0),
-           [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
-}
-
-/// Chunk `chunk` (64 columns) of this thread's row, as 8 groups of 8
-/// columns: col_bias and the residual added (loads of columns past N
-/// skipped: N is a multiple of 8, so a group is all in or all out), then
-/// stored. 16-bit outputs: the thread writes its row's 128 bytes into the
-/// chunk's staging buffer as 16-byte pieces at the 128-byte swizzle's
-/// positions (piece g of row r at g ^ (r % 8): the 8 threads of a quarter
-/// warp hit 8 different bank groups), and thread 0 TMA-stores the buffer
-/// (clipped to M and N). f32 outputs: 8 columns per store, predicated on M
-/// and N.
-void GemmKernelEmitter::storeChunk(Value rowValues[], int64_t chunk, Value row,
-                                   Value inRow, Value blockRow, Value blockCol,
-                                   Value tileCount) {
-  Type f32 = b.getF32Type();
-  auto group = VectorType::get({8}, f32);
-  Value colBias = arg(GemmArg::ColBias), residual = arg(GemmArg::Residual);
-  Value rowClamped = arith::MinUIOp::create(b, row, sub(m, idx(1)));
-  auto loadGroup = [&](Value mem, ValueRange indices, Type elem) -> Value {
-    auto guarded = scf::IfOp::create(
-        b, ult(indices.back(), n),
-        [&](OpBuilder &, Location) {
-          Value v = vector::LoadOp::create(b, VectorType::get({8}, elem), mem,
-                                           indices, /*nontemporal=*/false,
-                                           llvm::MaybeAlign(16));
-          if (!elem.isF32())
-            v = arith::ExtFOp::create(b, group, v);
-          scf::YieldOp::create(b, v);
-        },
-        [&](OpBuilder &, Location) {
-          scf::YieldOp::create(
-              b, ValueRange{arith::ConstantOp::create(
-                     b, DenseElementsAttr::get(group, b.getF32FloatAttr(0.0)))});
-        });
-    return guarded.getResult(0);
-  };
-  for (int64_t g = 0; g < 8; ++g) {
-    Value col = add(blockCol, idx(chunk * kStoreChunkN + 8 * g));
-    if (colBias)
-      rowValues[g] = arith::AddFOp::create(
-          b, rowValues[g], loadGroup(colBias, ValueRange{col}, s.colBiasType));
-    if (residual)
-      rowValues[g] = arith::AddFOp::create(
-          b, rowValues[g],
-          loadGroup(residual, ValueRange{rowClamped, col}, s.residualType));
-  }
-
-  if (!s.tmaStore()) {
-    Value out = arg(GemmArg::Output);
-    // Split-K: the work item's rows of the workspace [splitK x M, N].
-    Value outRow = outRowOffset ? add(row, outRowOffset) : row;
-    for (int64_t g = 0; g < 8; ++g) {
-      Value col = add(blockCol, idx(chunk * kStoreChunkN + 8 * g));
-      ifThen(both(inRow, ult(col, n)), [&] {
-        vector::StoreOp::create(b, rowValues[g], out, ValueRange{outRow, col},
-                                /*nontemporal=*/false, llvm::MaybeAlign(16));
-      });
-    }
-    return;
-  }
-
-  int64_t chunks = s.tileN / kStoreChunkN;
-  Value isStoreLeader = eq(tid, 0);
-  Value buffer =
-      rem(add(mul(tileCount, idx(chunks)), idx(chunk)), s.storeBuffers());
-  Value staging = smemView(
-      add(idx(s.storeStagingOffset()), mul(buffer, idx(s.storeChunkBytes()))),
-      {s.tileM, kStoreChunkN}, s.outType);
-  // The buffer was last read by the store `storeBuffers` chunks ago.
-  ifThen(isStoreLeader, [&] {
-    NVVM::CpAsyncBulkWaitGroupOp::create(b, s.storeBuffers() - 1,
-                                         b.getUnitAttr());
-  });
-  namedBarrier(kEpilogueBarrier, 128);
-  auto outGroup = VectorType::get({8}, s.outType);
-  Value rowPhase = rem(tid, 8);
-  for (int64_t g = 0; g < 8; ++g) {
-    Value piece = arith::XOrIOp::create(b, idx(g), rowPhase);
-    vector::StoreOp::create(b, arith::TruncFOp::create(b, outGroup, rowValues[g]),
-                            staging, ValueRange{tid, mul(piece, idx(8))},
-                            /*nontemporal=*/false, llvm::MaybeAlign(16));
-  }
-  // The generic-proxy writes must be visible to the TMA (async proxy).
-  NVVM::FenceProxyOp::create(
-      b, NVVM::ProxyKind::async_shared,
-      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-  namedBarrier(kEpilogueBarrier, 128);
-  ifThen(isStoreLeader, [&] {
-    nvgpu::TmaAsyncStoreOp::create(
-        b, staging, tmaC,
-        ValueRange{add(blockCol, idx(chunk * kStoreChunkN)), blockRow}, Value());
-    NVVM::CpAsyncBulkCommitGroupOp::create(b);
-  });
-}
-
 gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,
                                              gpu::GPUModuleOp module,
                                              StringRef name,
                                              const GemmKernelSpec &s,
                                              TensorMemoryMmaEngine &engine) {
   OpBuilder::InsertionGuard guard(builder);
-  // 256 threads, one CTA per SM: up to 255 registers each without a limit
-  // (no setmaxnreg: no role needs more than the even share).
+  // 256 threads, one CTA per SM: up to 255 registers each (no setmaxnreg:
+  // no role needs more than the even share). Said to ptxas as
+  // .minnctapersm 1: without a launch bound it sizes the registers for
+  // several CTAs per SM (80 for 3, and spilled the cluster epilogue).
   gpu::GPUFuncOp func = createKernelFunc(
       builder, loc, module, name, GemmKernelAbi(s).types(builder.getContext()),
       s.threads());
+  func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(1));
   ImplicitLocOpBuilder b(loc, builder);
   GemmKernelEmitter(b, s, func, engine).emit();
   return func;

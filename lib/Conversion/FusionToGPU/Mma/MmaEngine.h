@@ -123,13 +123,14 @@ public:
 };
 
 /// The tensor-memory MMA (tcgen05, sm_100a), cta_group::1: one thread
-/// issues M = 128 x N = tileN x K = 16 MMAs from 128-byte swizzled
-/// shared-memory tiles into an f32 accumulator in tensor memory (row i in
-/// lane i, column j in column j), and commits them to an mbarrier; warps
-/// read the accumulator back 32 columns at a time, a lane a row. Which
-/// thread may call what is part of the contract (PTX ISA, "tcgen05"):
+/// issues M = 128 x N = tileN x K = 16 MMAs (two per k16 where tileN > 256)
+/// from 128-byte swizzled shared-memory tiles into an f32 accumulator in
+/// tensor memory (row i in lane i, column j in column j), and commits them
+/// to an mbarrier; warps read the accumulator back 32 columns at a time, a
+/// lane a row, and may write such a row back. Which thread may call what is
+/// part of the contract (PTX ISA, "tcgen05"):
 ///   warp-wide (.sync.aligned: every lane, warp-uniform control flow):
-///     allocate, relinquish, deallocate, load, waitLoads;
+///     allocate, relinquish, deallocate, load, waitLoads, store, waitStores;
 ///   one thread: issue, commit;
 ///   fenceBefore / fenceAfter: around every thread synchronization (a
 ///   barrier or an mbarrier) that orders tcgen05 operations of different
@@ -167,7 +168,14 @@ public:
   virtual Value load(KernelBuilder &kb, Value acc, Value warp,
                      int64_t column0) = 0;
   virtual void waitLoads(KernelBuilder &kb) = 0;
-  /// The 32-bit instruction descriptor the MMAs carry (MmaDescriptors.h).
+  /// Writes `values` (vector<32xf32>) into this thread's row of the
+  /// accumulator at `acc`, columns column0 .. column0 + 31; complete (and
+  /// visible to this thread's later loads) after waitStores.
+  virtual void store(KernelBuilder &kb, Value acc, Value warp, int64_t column0,
+                     Value values) = 0;
+  virtual void waitStores(KernelBuilder &kb) = 0;
+  /// The 32-bit instruction descriptor the MMAs carry (MmaDescriptors.h; the
+  /// first one's where a k16 takes two).
   virtual uint32_t instrDescriptor() const = 0;
 };
 

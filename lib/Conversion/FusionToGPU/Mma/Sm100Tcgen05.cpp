@@ -3,8 +3,13 @@
 // Blackwell's fifth-generation tensor core, cta_group::1. One thread issues
 // tcgen05.mma kind::f16 with M = 128 and N = tile_n (a multiple of 16 up to
 // 256) from the 128-byte swizzled tiles TMA wrote, into an f32 accumulator
-// in tensor memory: 128 lanes (row i in lane i) x tile_n columns. Per K step
-// (64) the four k16 MMAs of the step go out back to back; tcgen05.commit
+// in tensor memory: 128 lanes (row i in lane i) x tile_n columns. A wider
+// tile (a norm row of up to 512 columns, one accumulator stage) takes two
+// MMAs per k16, split at a 64-column box of B: columns [0, n0) and
+// [n0, tile_n), n0 = 64 x ceil(boxes / 2), the second one's B operand
+// n0 x 128 bytes further (n0 / 64 boxes of an N-major B, n0 rows of a
+// K-major one) and its accumulator n0 columns further. Per K step (64) the
+// k16 MMAs of the step go out back to back; tcgen05.commit
 // then makes an mbarrier arrive once they (and every MMA before them) have
 // completed, which is how the issuing thread hands a ring slot back to the
 // producer and a finished accumulator to the epilogue, without waiting.
@@ -22,7 +27,9 @@
 // Reading back (tcgen05.ld.sync.aligned.32x32b.x32): warp w may access
 // lanes 32 (w % 4) .. + 31 only, and lane l of the warp receives lane
 // 32 (w % 4) + l, 32 consecutive columns as 32 registers: one accumulator
-// row per thread. A TMEM address is lane << 16 | column.
+// row per thread. A TMEM address is lane << 16 | column. tcgen05.st
+// 32x32b.x32 writes such a row back (the norm epilogue keeps its
+// element-wise result there between its passes).
 //
 // Everything is an NVVM op of MLIR 22 (nvvm.tcgen05.*); no inline PTX.
 //
@@ -48,8 +55,21 @@ public:
     f.aMajor = shape.transposeA ? OperandMajor::MN : OperandMajor::K;
     f.bMajor = shape.transposeB ? OperandMajor::K : OperandMajor::MN;
     f.m = kRows;
-    f.n = shape.tileN;
-    idesc = tcgen05InstrDescriptor(f);
+    for (auto [column0, columns] : mmaParts(shape.tileN)) {
+      f.n = columns;
+      parts.push_back({column0, tcgen05InstrDescriptor(f)});
+    }
+  }
+
+  /// The MMAs of one k16 over a tile of `tileN` columns: (first column,
+  /// columns) each; one where tcgen05 takes the whole tile (N <= 256), else
+  /// two split at a 64-column box.
+  static SmallVector<std::pair<int64_t, int64_t>, 2> mmaParts(int64_t tileN) {
+    if (tileN <= kMaxMmaN)
+      return {{0, tileN}};
+    int64_t boxes = (tileN + kBoxColumns - 1) / kBoxColumns;
+    int64_t first = kBoxColumns * ((boxes + 1) / 2);
+    return {{0, first}, {first, tileN - first}};
   }
 
   StringRef name() const override { return "tcgen05"; }
@@ -102,21 +122,34 @@ public:
     const int64_t kMajorStep = 2, mnMajorStep = 128;
     int64_t stepA = shape.transposeA ? mnMajorStep : kMajorStep;
     int64_t stepB = shape.transposeB ? kMajorStep : mnMajorStep;
-    Value instr = LLVM::ConstantOp::create(
-        b, b.getI32Type(), b.getI32IntegerAttr(static_cast<int32_t>(idesc)));
+    SmallVector<Value, 2> instr, partB, partAcc;
+    for (auto [i, part] : llvm::enumerate(parts)) {
+      instr.push_back(LLVM::ConstantOp::create(
+          b, b.getI32Type(),
+          b.getI32IntegerAttr(static_cast<int32_t>(part.second))));
+      // The part's B columns start column0 x 128 bytes further (both
+      // majors), its accumulator column0 columns further.
+      partB.push_back(i ? LLVM::AddOp::create(
+                              b, descB, i64(kb, part.first * kRowBytes / 16))
+                              .getResult()
+                        : descB);
+      partAcc.push_back(i ? columnOffset(kb, acc, kb.idx(part.first)) : acc);
+    }
     Value yes = LLVM::ConstantOp::create(b, b.getI1Type(), b.getBoolAttr(true));
     for (int64_t k = 0; k < shape.tileK / 16; ++k) {
-      Value dA = descA, dB = descB;
-      if (k) {
-        dA = LLVM::AddOp::create(b, descA, i64(kb, k * stepA));
-        dB = LLVM::AddOp::create(b, descB, i64(kb, k * stepB));
+      for (size_t p = 0; p < parts.size(); ++p) {
+        Value dA = descA, dB = partB[p];
+        if (k) {
+          dA = LLVM::AddOp::create(b, descA, i64(kb, k * stepA));
+          dB = LLVM::AddOp::create(b, partB[p], i64(kb, k * stepB));
+        }
+        // Only the step's first k16 may start the accumulator afresh.
+        NVVM::Tcgen05MMAOp::create(
+            b, NVVM::Tcgen05MMAKind::F16, NVVM::CTAGroupKind::CTA_1,
+            NVVM::Tcgen05MMACollectorOp::DISCARD, /*aShift=*/false, partAcc[p],
+            dA, dB, instr[p], k ? yes : accumulate, /*scaleInputD=*/Value(),
+            /*disableOutputLane=*/Value());
       }
-      // Only the step's first k16 may start the accumulator afresh.
-      NVVM::Tcgen05MMAOp::create(
-          b, NVVM::Tcgen05MMAKind::F16, NVVM::CTAGroupKind::CTA_1,
-          NVVM::Tcgen05MMACollectorOp::DISCARD, /*aShift=*/false, acc, dA, dB,
-          instr, k ? yes : accumulate, /*scaleInputD=*/Value(),
-          /*disableOutputLane=*/Value());
     }
   }
 
@@ -132,11 +165,7 @@ public:
   Value load(KernelBuilder &kb, Value acc, Value warp,
              int64_t column0) override {
     ImplicitLocOpBuilder &b = kb.b;
-    // Lane 32 (warp % 4) in the high half, the column in the low one.
-    Value lanes = kb.mul(kb.rem(warp, 4), kb.idx(32 << 16));
-    Value offset = kb.add(lanes, kb.idx(column0));
-    Value address = addToAddress(
-        kb, acc, arith::IndexCastOp::create(b, b.getI32Type(), offset));
+    Value address = rowAddress(kb, acc, warp, column0);
     auto words = VectorType::get({kColumnsPerLoad}, b.getI32Type());
     Value v = NVVM::Tcgen05LdOp::create(b, words, /*pack=*/false,
                                         NVVM::Tcgen05LdStShape::SHAPE_32X32B,
@@ -149,11 +178,38 @@ public:
     NVVM::Tcgen05WaitOp::create(kb.b, NVVM::Tcgen05WaitKind::LOAD);
   }
 
-  uint32_t instrDescriptor() const override { return idesc; }
+  void store(KernelBuilder &kb, Value acc, Value warp, int64_t column0,
+             Value values) override {
+    ImplicitLocOpBuilder &b = kb.b;
+    Value words = vector::BitCastOp::create(
+        b, VectorType::get({kColumnsPerLoad}, b.getI32Type()), values);
+    NVVM::Tcgen05StOp::create(b, /*unpack=*/false,
+                              NVVM::Tcgen05LdStShape::SHAPE_32X32B,
+                              rowAddress(kb, acc, warp, column0), words,
+                              /*offset=*/Value());
+  }
+
+  void waitStores(KernelBuilder &kb) override {
+    NVVM::Tcgen05WaitOp::create(kb.b, NVVM::Tcgen05WaitKind::STORE);
+  }
+
+  uint32_t instrDescriptor() const override { return parts.front().second; }
 
 private:
   static constexpr int64_t kRows = 128, kRowBytes = 128,
-                           kBoxBytes = 64 * kRowBytes, kColumnsPerLoad = 32;
+                           kBoxBytes = 64 * kRowBytes, kColumnsPerLoad = 32,
+                           kBoxColumns = 64, kMaxMmaN = 256;
+
+  /// This warp's 32 lanes of the accumulator at `acc`, from column
+  /// `column0`: lane 32 (warp % 4) in the high half, the column in the low
+  /// one.
+  static Value rowAddress(KernelBuilder &kb, Value acc, Value warp,
+                          int64_t column0) {
+    Value lanes = kb.mul(kb.rem(warp, 4), kb.idx(32 << 16));
+    Value offset = kb.add(lanes, kb.idx(column0));
+    return addToAddress(
+        kb, acc, arith::IndexCastOp::create(kb.b, kb.b.getI32Type(), offset));
+  }
 
   static Value i64(KernelBuilder &kb, int64_t v) {
     return LLVM::ConstantOp::create(kb.b, kb.b.getI64Type(),
@@ -189,7 +245,8 @@ private:
   }
 
   MmaShape shape;
-  uint32_t idesc = 0;
+  /// The MMAs of a k16: (first column, instruction descriptor).
+  SmallVector<std::pair<int64_t, uint32_t>, 2> parts;
 };
 
 } // namespace
@@ -205,10 +262,12 @@ mlir::fusion::createSm100Tcgen05Engine(const MmaShape &shape,
   }
   Tcgen05InstrFields f;
   f.m = 128;
-  f.n = shape.tileN;
-  if (std::optional<std::string> why = checkTcgen05Instr(f)) {
-    whyNot = *why;
-    return nullptr;
+  for (auto part : Sm100Tcgen05Engine::mmaParts(shape.tileN)) {
+    f.n = part.second;
+    if (std::optional<std::string> why = checkTcgen05Instr(f)) {
+      whyNot = *why;
+      return nullptr;
+    }
   }
   return std::make_unique<Sm100Tcgen05Engine>(shape);
 }

@@ -11,8 +11,9 @@
 // B tiles by TMA into a ring of `stages` swizzled shared-memory buffers; on
 // sm_90a two consumer warpgroups issue wgmma and the epilogue applies the
 // norm to the accumulator registers; on sm_100a one thread issues tcgen05.mma
-// into two tensor-memory accumulator stages and one epilogue warpgroup
-// reads them back (the plain GEMM only, so far). CTAs are persistent: one per SM,
+// into two tensor-memory accumulator stages (one for a norm row past 256
+// columns) and one epilogue warpgroup reads them back (the plain GEMM and the
+// one-CTA norm epilogues, so far). CTAs are persistent: one per SM,
 // looping over output tiles. Rows wider than one CTA's slice are normalized
 // by a cluster along N exchanging partial sums through DSMEM.
 //

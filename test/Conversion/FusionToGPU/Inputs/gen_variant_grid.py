@@ -20,6 +20,18 @@ for each tile_n with either B, as the planner sizes them: M = 1024 takes
 split-K (an f32 workspace kernel and its _splitk sum kernel), M = 16384 does
 not (68 GEMM kernels, 8 sum kernels).
 
+Then the norm epilogues over a row one CTA holds, as the planner sizes them
+(tile_n = N up to the 512 tensor-memory columns; past 256 one accumulator
+stage and two MMAs per k16): each N in 64..512 (step 64) x (rms_norm +
+weight + saved rstd; layer_norm + residual + weight + bias + saved
+mean/rstd) x output (bf16, f32); transpose_rhs at N 320 and 512 (the MMA
+split with a K-major B); rms_norm with col_bias and a residual (pass 1
+writes the row back into tensor memory) at N 256 and 512; f16 operands at N 256 and 512 (40 norm kernels).
+And the norm rows a cluster shares (DSMEM), as the planner splits them:
+N = 640 (2 x 320), 1032 (3 x 384, the last CTA 264 columns), 2048 (4 x 512),
+8192 (16 x 512) x (rms_norm, layer_norm as above) x output (bf16, f32)
+(16 cluster kernels).
+
     python3 gen_variant_grid.py sm_100a > grid-sm100a.mlir
 """
 import sys
@@ -83,7 +95,46 @@ def sm100_grid():
                 print(f"  %y = fusion.fused_matmul %a, %b {{{attr}}}")
                 print(f"      : tensor<2048x{m}xbf16>, {b} -> {res}")
                 print(f"  return %y : {res}\n}}")
+    sm100_norm_grid()
     print("}")
+
+
+SM100_NORMS = {
+    "rms": EPILOGUES["rms_norm"],
+    "ln": EPILOGUES["layer_norm"],
+    "rms_pieces": (" residual(%r : tensor<1000x{n}xbf16>) col_bias(%cb : tensor<{n}xbf16>) norm_weight(%w : tensor<{n}xbf16>)",
+                   "epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, save_stats",
+                   ["%r: tensor<1000x{n}xbf16>", "%cb: tensor<{n}xbf16>", "%w: tensor<{n}xbf16>"]),
+}
+SM100_NORM_STATS = {"rms": 1, "ln": 2, "rms_pieces": 1}
+
+
+def sm100_norm_grid():
+    """The norm epilogues of the sm_100a kernel (see the module docstring)."""
+    cases = [(n, epi, out, False, "bf16") for n in range(64, 513, 64)
+             for epi in ("rms", "ln") for out in ("bf16", "f32")]
+    cases += [(n, epi, "bf16", True, "bf16") for n in (320, 512) for epi in ("rms", "ln")]
+    cases += [(n, "rms_pieces", "bf16", False, "bf16") for n in (256, 512)]
+    cases += [(n, "ln", "bf16", False, "f16") for n in (256, 512)]
+    cases += [(n, epi, out, False, "bf16") for n in (640, 1032, 2048, 8192)
+              for epi in ("rms", "ln") for out in ("bf16", "f32")]
+    for n, epi, out, transposed, ab in cases:
+        operands, attrs, args = SM100_NORMS[epi]
+        if ab == "f16":
+            operands = operands.replace("bf16", "f16")
+            args = [x.replace("bf16", "f16") for x in args]
+        name = f"t_norm_n{n}_{epi}_{out}_{ab}" + ("_nk" if transposed else "")
+        attr = [attrs] + (["transpose_rhs"] if transposed else [])
+        b = f"tensor<{n}x512x{ab}>" if transposed else f"tensor<512x{n}x{ab}>"
+        results = [f"tensor<1000x{n}x{out}>"] + ["tensor<1000xf32>"] * SM100_NORM_STATS[epi]
+        res = ", ".join(results)
+        sig = ", ".join([f"%a: tensor<1000x512x{ab}>", f"%b: {b}"] +
+                        [x.format(n=n) for x in args])
+        names = ", ".join(f"%y{i}" for i in range(len(results)))
+        print(f"func.func @{name}({sig}) -> ({res}) {{")
+        print(f"  {names} = fusion.fused_matmul %a, %b{operands.format(n=n)} {{{', '.join(attr)}}}")
+        print(f"      : tensor<1000x512x{ab}>, {b} -> {res}")
+        print(f"  return {names} : {res}\n}}")
 
 
 if sys.argv[1:] == ["sm_100a"]:

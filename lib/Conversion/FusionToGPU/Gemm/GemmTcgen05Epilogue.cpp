@@ -1,0 +1,546 @@
+//===- GemmTcgen05Epilogue.cpp - the sm_100a kernel's epilogue warpgroup --===//
+//
+// The epilogue warpgroup of the tensor-memory GEMM kernel
+// (GemmTcgen05Kernel.cpp): thread t of the warpgroup owns tile row t, whose
+// f32 accumulator it reads from tensor memory (tcgen05.ld 32x32b.x32, 32
+// columns a load; warp 4 + w reads lanes 32 w .. 32 w + 31), 64 columns (a
+// store chunk, 8 groups of 8 columns) at a time.
+//
+// Element-wise epilogues (none, row_scale, col_bias, residual): one pass,
+// the stage released (fence::before + tmemEmpty[a]) after the last chunk's
+// loads.
+//
+// RMSNorm / LayerNorm over a row the CTA holds whole (tile_n >= N, up to the
+// 512 tensor-memory columns) or its slice of a row: the tensor memory is the
+// staging, read in passes, each chunk's loads followed by wait::ld:
+//   pass 1  x = acc x row_scale + col_bias + residual (the sm_90a order);
+//           where there is such a piece, x goes back into the stage
+//           (tcgen05.st, each chunk's followed by wait::st), so that
+//           the later passes reload neither the residual nor col_bias;
+//           the row's sum of squares (RMSNorm) or sum (LayerNorm);
+//   pass 2  LayerNorm only: the centered sum of squares sum (x - mean)^2
+//           over the columns inside N (a cluster: around the slice mean);
+//   last    x (LayerNorm: x - mean) x rstd x weight + bias, rounded, stored
+//           as the element-wise epilogue stores; the stage is released
+//           after this pass's last loads.
+// rstd (and LayerNorm's mean) are written once per row, by its thread.
+// Each pass is an scf.for over the chunks (unrolled, ptxas hoisted the next
+// chunks' global loads and spilled at 512 columns).
+//
+// A row over a cluster along N (cluster_n CTAs of tile_n columns): between
+// the passes the row's partials go to every peer through DSMEM
+// (Common/RowExchange, one row per thread) and come back merged as in the
+// sm_90a register epilogue: RMSNorm the sums of squares added in rank
+// order; LayerNorm each slice's mean (over its columns inside N) and
+// centered sum of squares, both rounds in one exchange, merged with Chan's
+// formula (TileEpilogue::clusterLayerNorm). Rank 0 writes the statistics.
+// The stage stays held across the exchange.
+//
+// Numerics: the sm_90a kernel's (GemmEpilogue.cpp, TileEpilogue), operation
+// for operation. There a row's 8-column group j is spread over a quad of 4
+// threads, thread q holding columns 8 j + 2 q and + 1; each sums its pairs
+// (vector.reduction of the pair, added to a total from 0) and the quad adds
+// the four totals by XOR shuffles, (t0 + t1) + (t2 + t3). Here one thread
+// keeps the four totals itself and adds them in that order, so that a row's
+// sums are the same f32 operations in the same order as on sm_90a (the same
+// tile_n: the same groups, zeros past N included). Expected to round alike;
+// unverified, nothing here has run on a B200.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmKernelEmitter.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+/// Named barrier 1 over the epilogue warpgroup (its staging buffers).
+static constexpr int64_t kEpilogueBarrier = 1;
+/// Columns one tcgen05.ld 32x32b.x32 reads per thread.
+static constexpr int64_t kLoadColumns = 32;
+/// 8-column groups of a 64-column chunk.
+static constexpr int64_t kGroups = kStoreChunkN / 8;
+/// The threads of a wgmma quad that share a row on sm_90a.
+static constexpr int64_t kQuad = 4;
+
+namespace {
+
+/// One tile of the epilogue warpgroup, this thread's row.
+class TmemTileEpilogue : public KernelBuilder {
+public:
+  TmemTileEpilogue(GemmKernelEmitter &e, Value acc, Value accStage,
+                   Value blockRow, Value blockCol, Value tileCount,
+                   Value kCount)
+      : KernelBuilder(e), e(e), s(e.s), acc(acc), accStage(accStage),
+        blockRow(blockRow), blockCol(blockCol), tileCount(tileCount),
+        kCount(kCount), chunks(s.tileN / kStoreChunkN) {}
+
+  void run();
+
+private:
+  Type f32() { return b.getF32Type(); }
+  VectorType groupType() { return VectorType::get({8}, f32()); }
+  Value splat(Value x) {
+    return vector::BroadcastOp::create(b, groupType(), x);
+  }
+
+  void setUpRow();
+  /// Chunk c's columns (c: index) as 8 groups of 8 (two loads, wait::ld;
+  /// `accumulator`: the MMA's, zeros without a K step, rather than a row
+  /// written back); after the tile's last loads the stage is released:
+  /// `last` (i1), or always with `lastAlways`.
+  void loadChunk(Value c, Value groups[], bool accumulator, Value last,
+                 bool lastAlways = false);
+  /// row_scale, then col_bias and the residual, on chunk c's groups.
+  void applyPieces(Value groups[], Value c);
+  /// Writes chunk c's groups back into the stage (tcgen05.st).
+  void storeBack(Value groups[], Value c);
+  /// The stage's columns of chunk c.
+  Value chunkAcc(Value c) {
+    return e.tmem->columnOffset(e, acc, mul(c, idx(kStoreChunkN)));
+  }
+  /// The first column of chunk c.
+  Value chunkColumn(Value c) {
+    return add(blockCol, mul(c, idx(kStoreChunkN)));
+  }
+  /// Adds chunk c's groups' terms into the quad totals t[4] (term(group)
+  /// maps a group to the values summed).
+  void accumulate(Value t[], Value groups[],
+                  function_ref<Value(int64_t g, Value group)> term);
+  Value quadTotal(Value t[]);
+  void release();
+  Value inCol(Value c, int64_t g) {
+    return ult(add(chunkColumn(c), idx(8 * g)), e.n);
+  }
+
+  void elementwise();
+  void norm();
+  /// LayerNorm over a cluster: the row's mean and centered sum of squares
+  /// from this slice's and the peers'.
+  std::pair<Value, Value> clusterMerge(RowExchange &x, Value sliceMean,
+                                       Value sliceM2, Value nF);
+
+  GemmKernelEmitter &e;
+  const GemmKernelSpec &s;
+  Value acc, accStage, blockRow, blockCol, tileCount, kCount;
+  int64_t chunks;
+  Value warp, row, inRow, rowClamped, factor, noSteps;
+};
+
+void TmemTileEpilogue::setUpRow() {
+  warp = div(e.tid, 32);
+  row = add(blockRow, e.tid);
+  inRow = ult(row, e.m);
+  rowClamped = arith::MinUIOp::create(b, row, sub(e.m, idx(1)));
+  if (Value rowScale = e.arg(GemmArg::RowScale)) {
+    factor = memref::LoadOp::create(b, rowScale, ValueRange{rowClamped});
+    if (!s.rowScaleType.isF32())
+      factor = arith::ExtFOp::create(b, f32(), factor);
+  }
+  // Without a K step (K = 0) no MMA wrote the accumulator: zeros.
+  noSteps = eq(kCount, 0);
+}
+
+void TmemTileEpilogue::release() {
+  e.tmem->fenceBefore(e);
+  arrive(e.tmemEmpty, accStage);
+}
+
+void TmemTileEpilogue::loadChunk(Value c, Value groups[], bool accumulator,
+                                 Value last, bool lastAlways) {
+  Value halves[2];
+  // A constant chunk's column goes into the loads' immediate offsets.
+  std::optional<int64_t> constant = getConstantIntValue(c);
+  Value at = constant ? acc : chunkAcc(c);
+  int64_t column0 = constant ? *constant * kStoreChunkN : 0;
+  for (int64_t h = 0; h < 2; ++h)
+    halves[h] = e.tmem->load(e, at, warp, column0 + h * kLoadColumns);
+  e.tmem->waitLoads(e);
+  // The tile's last loads are done: the stage may take tile t + 2.
+  if (lastAlways)
+    release();
+  else if (last)
+    ifThen(last, [&] { release(); });
+  // Without a K step no MMA wrote the accumulator: zeros. (A row written
+  // back holds what pass 1 made of those.)
+  if (accumulator) {
+    auto zeros = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(VectorType::get({kLoadColumns}, f32()),
+                                  b.getF32FloatAttr(0.0)));
+    for (Value &half : halves)
+      half = arith::SelectOp::create(b, noSteps, zeros, half);
+  }
+  for (int64_t g = 0; g < kGroups; ++g) {
+    SmallVector<int64_t> columns;
+    for (int64_t i = 0; i < 8; ++i)
+      columns.push_back(8 * (g % 4) + i);
+    groups[g] =
+        vector::ShuffleOp::create(b, halves[g / 4], halves[g / 4], columns);
+  }
+}
+
+void TmemTileEpilogue::applyPieces(Value groups[], Value c) {
+  if (factor)
+    for (int64_t g = 0; g < kGroups; ++g)
+      groups[g] = arith::MulFOp::create(b, groups[g], splat(factor));
+  e.addColumnPieces(groups, chunkColumn(c), rowClamped);
+}
+
+void TmemTileEpilogue::storeBack(Value groups[], Value c) {
+  Value at = chunkAcc(c);
+  for (int64_t h = 0; h < 2; ++h) {
+    Value quarter[2];
+    for (int64_t q = 0; q < 2; ++q) {
+      SmallVector<int64_t> both16;
+      for (int64_t i = 0; i < 16; ++i)
+        both16.push_back(i);
+      quarter[q] = vector::ShuffleOp::create(b, groups[4 * h + 2 * q],
+                                             groups[4 * h + 2 * q + 1], both16);
+    }
+    SmallVector<int64_t> both32;
+    for (int64_t i = 0; i < 32; ++i)
+      both32.push_back(i);
+    Value half = vector::ShuffleOp::create(b, quarter[0], quarter[1], both32);
+    e.tmem->store(e, at, warp, h * kLoadColumns, half);
+  }
+}
+
+void TmemTileEpilogue::accumulate(
+    Value t[], Value groups[],
+    function_ref<Value(int64_t g, Value group)> term) {
+  for (int64_t g = 0; g < kGroups; ++g) {
+    Value x = term(g, groups[g]);
+    for (int64_t q = 0; q < kQuad; ++q) {
+      Value pair = vector::ShuffleOp::create(
+          b, x, x, ArrayRef<int64_t>{2 * q, 2 * q + 1});
+      t[q] = arith::AddFOp::create(
+          b, t[q],
+          vector::ReductionOp::create(b, vector::CombiningKind::ADD, pair));
+    }
+  }
+}
+
+Value TmemTileEpilogue::quadTotal(Value t[]) {
+  return arith::AddFOp::create(b, arith::AddFOp::create(b, t[0], t[1]),
+                               arith::AddFOp::create(b, t[2], t[3]));
+}
+
+void TmemTileEpilogue::elementwise() {
+  for (int64_t c = 0; c < chunks; ++c) {
+    Value groups[kGroups];
+    loadChunk(idx(c), groups, /*accumulator=*/true, Value(),
+              /*lastAlways=*/c == chunks - 1);
+    applyPieces(groups, idx(c));
+    e.storeChunk(groups, idx(c), row, inRow, blockRow, blockCol, tileCount);
+  }
+}
+
+/// The passes are scf.for loops over the chunks (not unrolled as the
+/// element-wise epilogue's one pass is): unrolled, ptxas hoists the next
+/// chunks' global loads (residual, col_bias, weight, bias) above the current
+/// chunk's work and spills at 512 columns.
+void TmemTileEpilogue::norm() {
+  bool ln = s.epilogue == EpilogueKind::layer_norm;
+  // Whether pass 1 changes the accumulator's values (they then go back into
+  // the stage for the later passes).
+  bool pieces = factor || e.arg(GemmArg::ColBias) || e.arg(GemmArg::Residual);
+  Value nF = arith::UIToFPOp::create(
+      b, f32(), arith::IndexCastOp::create(b, b.getI64Type(), e.n));
+  Value zero = cstF32(0.0);
+  SmallVector<Value> freshTotals(kQuad, zero);
+  // Sums over the row's chunks: `term` per group, into the quad totals;
+  // `stores`: chunkBody writes the chunk back into the stage.
+  auto rowSum = [&](function_ref<void(Value c, Value groups[])> chunkBody,
+                    function_ref<Value(Value c, int64_t g, Value x)> term,
+                    bool stores) {
+    ValueRange totals = forLoop(
+        idx(0), idx(chunks), idx(1), freshTotals, [&](Value c, ValueRange it) {
+          Value groups[kGroups];
+          chunkBody(c, groups);
+          Value t[kQuad];
+          for (int64_t q = 0; q < kQuad; ++q)
+            t[q] = it[q];
+          accumulate(t, groups,
+                     [&](int64_t g, Value x) { return term(c, g, x); });
+          // The stores complete before a later pass reads them back; and
+          // their source registers are free only then.
+          if (stores)
+            e.tmem->waitStores(e);
+          return SmallVector<Value>(t, t + kQuad);
+        });
+    Value t[kQuad];
+    for (int64_t q = 0; q < kQuad; ++q)
+      t[q] = totals[q];
+    return quadTotal(t);
+  };
+
+  // Pass 1: the element-wise pieces (written back), the row's sum of
+  // squares (RMSNorm) or sum (LayerNorm); columns past N hold 0.
+  Value total = rowSum(
+      [&](Value c, Value groups[]) {
+        loadChunk(c, groups, /*accumulator=*/true, Value());
+        applyPieces(groups, c);
+        if (pieces)
+          storeBack(groups, c);
+      },
+      [&](Value, int64_t, Value x) -> Value {
+        return ln ? x : arith::MulFOp::create(b, x, x).getResult();
+      },
+      /*stores=*/pieces);
+  // A cluster: this CTA holds a tile_n slice of the row; its partials go
+  // to every peer through DSMEM (Common/RowExchange, a row per thread).
+  RowExchange *exchange = s.clusterN > 1 ? &*e.exchange : nullptr;
+  Value rowInTile = e.tid;
+  Value mean, rstd;
+  if (!ln) {
+    if (exchange) {
+      Value partial[1] = {total}, sum[1];
+      exchange->clusterRowSums(partial, rowInTile, tileCount, /*round=*/0,
+                               sum);
+      total = sum[0];
+    }
+    rstd = rsqrt(arith::AddFOp::create(b, arith::DivFOp::create(b, total, nF),
+                                       cstF32(s.epsilon)));
+  } else {
+    // Pass 2: the centered sum of squares around the row's mean (one CTA)
+    // or the slice's (a cluster: its columns inside N); columns past N hold
+    // 0, not the mean: kept out.
+    Value sliceMean;
+    if (exchange)
+      sliceMean = arith::DivFOp::create(
+          b, total,
+          arith::MaximumFOp::create(b, exchange->columnsInN(blockCol),
+                                    cstF32(1.0)));
+    else
+      sliceMean = arith::DivFOp::create(b, total, nF);
+    Value zeros = splat(zero);
+    Value centered =
+        rowSum([&](Value c,
+                   Value groups[]) { loadChunk(c, groups, !pieces, Value()); },
+               [&](Value c, int64_t g, Value x) -> Value {
+                 Value d = arith::SubFOp::create(b, x, splat(sliceMean));
+                 d = arith::SelectOp::create(b, inCol(c, g), d, zeros);
+                 return arith::MulFOp::create(b, d, d);
+               },
+               /*stores=*/false);
+    if (exchange) {
+      std::tie(mean, centered) =
+          clusterMerge(*exchange, sliceMean, centered, nF);
+    } else {
+      mean = sliceMean;
+    }
+    Value var = arith::DivFOp::create(b, centered, nF);
+    rstd = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
+  }
+  // Statistics: once per row (rank 0 of a cluster).
+  Value writesStats = exchange ? both(inRow, eq(e.rank, 0)) : inRow;
+  ifThen(writesStats, [&] {
+    if (Value statMean = e.arg(GemmArg::StatMean))
+      memref::StoreOp::create(b, mean, statMean, ValueRange{row});
+    if (Value statRstd = e.arg(GemmArg::StatRstd))
+      memref::StoreOp::create(b, rstd, statRstd, ValueRange{row});
+  });
+
+  // The last pass: normalize, weight, bias; the stage released after its
+  // last loads.
+  Value weight = e.arg(GemmArg::NormWeight), bias = e.arg(GemmArg::NormBias);
+  forLoop(idx(0), idx(chunks), idx(1), ValueRange{}, [&](Value c, ValueRange) {
+    Value groups[kGroups];
+    loadChunk(c, groups, /*accumulator=*/!pieces, eq(c, chunks - 1));
+    for (int64_t g = 0; g < kGroups; ++g) {
+      Value col = add(chunkColumn(c), idx(8 * g));
+      Value x = groups[g];
+      if (ln)
+        x = arith::SubFOp::create(b, x, splat(mean));
+      x = arith::MulFOp::create(b, x, splat(rstd));
+      if (weight)
+        x = arith::MulFOp::create(
+            b, x, e.loadColumnGroup(weight, ValueRange{col}, s.normWeightType));
+      if (bias)
+        x = arith::AddFOp::create(
+            b, x, e.loadColumnGroup(bias, ValueRange{col}, s.normBiasType));
+      groups[g] = x;
+    }
+    e.storeChunk(groups, c, row, inRow, blockRow, blockCol, tileCount);
+    return SmallVector<Value>{};
+  });
+}
+
+/// LayerNorm over a cluster, as the sm_90a kernel's clusterLayerNorm: the
+/// slice's mean and centered sum of squares go to every peer (two rounds in
+/// flight at once); the row's mean is the peers' means weighted by their
+/// columns inside N, and its centered sum of squares adds each peer's and
+/// its columns x (its mean - the row's)^2 (Chan), in rank order.
+std::pair<Value, Value> TmemTileEpilogue::clusterMerge(RowExchange &x,
+                                                       Value sliceMean,
+                                                       Value sliceM2,
+                                                       Value nF) {
+  Value rowInTile = e.tid;
+  Value localMean[1] = {sliceMean}, localM2[1] = {sliceM2};
+  x.send(localMean, rowInTile, tileCount, /*round=*/0);
+  x.send(localM2, rowInTile, tileCount, /*round=*/1);
+  Value means = x.wait(tileCount, /*round=*/0);
+  Value m2s = x.wait(tileCount, /*round=*/1);
+  Value clusterCol = sub(blockCol, mul(e.rank, idx(s.tileN)));
+  auto peerCount = [&](Value peer) {
+    return x.columnsInN(add(clusterCol, mul(peer, idx(s.tileN))));
+  };
+  auto slot = [&](Value slots, Value peer) -> Value {
+    return memref::LoadOp::create(b, slots, ValueRange{peer, rowInTile});
+  };
+  ValueRange weighted = forLoop(
+      idx(0), idx(s.clusterN), idx(1), ValueRange{cstF32(0.0)},
+      [&](Value peer, ValueRange acc) {
+        Value c = peerCount(peer);
+        return SmallVector<Value>{arith::AddFOp::create(
+            b, acc[0], arith::MulFOp::create(b, c, slot(means, peer)))};
+      });
+  Value mean = arith::DivFOp::create(b, weighted[0], nF);
+  ValueRange m2 = forLoop(
+      idx(0), idx(s.clusterN), idx(1), ValueRange{cstF32(0.0)},
+      [&](Value peer, ValueRange acc) {
+        Value c = peerCount(peer);
+        Value delta = arith::SubFOp::create(b, slot(means, peer), mean);
+        Value spread =
+            arith::MulFOp::create(b, c, arith::MulFOp::create(b, delta, delta));
+        return SmallVector<Value>{arith::AddFOp::create(
+            b, acc[0], arith::AddFOp::create(b, slot(m2s, peer), spread))};
+      });
+  return {mean, m2[0]};
+}
+
+void TmemTileEpilogue::run() {
+  setUpRow();
+  if (s.normEpilogue())
+    norm();
+  else
+    elementwise();
+}
+
+} // namespace
+
+/// The epilogue warpgroup: thread `tid` owns tile row `tid`.
+void GemmKernelEmitter::tensorMemoryEpilogue(Value tmemBase) {
+  int64_t stages = s.tmem.stages;
+  scheduler.tileLoop(
+      *this, {idx(0)},
+      [&](Value blockRow, Value blockCol, Value split, ValueRange iters) {
+        Value tileCount = iters[0];
+        auto [kFirst, kCount] = kRange(split);
+        // Split-K: this range's partial sums go to workspace rows split x M.
+        outRowOffset = split ? mul(split, m) : Value();
+        Value accStage = rem(tileCount, stages);
+        wait(tmemFull, accStage, tileParity(div(tileCount, stages)));
+        tmem->fenceAfter(*this);
+        Value acc = tmem->columnOffset(
+            *this, tmemBase, mul(accStage, idx(s.tmem.columnsPerStage)));
+        TmemTileEpilogue(*this, acc, accStage, blockRow, blockCol, tileCount,
+                         kCount)
+            .run();
+        return SmallVector<Value>{add(tileCount, idx(1))};
+      });
+  // The staging buffers must outlive the last TMA stores that read them.
+  if (s.tmaStore())
+    ifThen(eq(tid, 0),
+           [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
+}
+
+/// Eight columns of `mem` at `indices` (the last one the column) as
+/// vector<8xf32>; zeros past N (N is a multiple of 8: a group is all in or
+/// all out).
+Value GemmKernelEmitter::loadColumnGroup(Value mem, ValueRange indices,
+                                         Type elem) {
+  auto group = VectorType::get({8}, b.getF32Type());
+  auto guarded = scf::IfOp::create(
+      b, ult(indices.back(), n),
+      [&](OpBuilder &, Location) {
+        Value v =
+            vector::LoadOp::create(b, VectorType::get({8}, elem), mem, indices,
+                                   /*nontemporal=*/false, llvm::MaybeAlign(16));
+        if (!elem.isF32())
+          v = arith::ExtFOp::create(b, group, v);
+        scf::YieldOp::create(b, v);
+      },
+      [&](OpBuilder &, Location) {
+        scf::YieldOp::create(
+            b, ValueRange{arith::ConstantOp::create(
+                   b, DenseElementsAttr::get(group, b.getF32FloatAttr(0.0)))});
+      });
+  return guarded.getResult(0);
+}
+
+/// col_bias and the residual added to the 64 columns from `chunkColumn` (as
+/// 8 groups of 8) of the row `rowClamped`.
+void GemmKernelEmitter::addColumnPieces(Value rowValues[], Value chunkColumn,
+                                        Value rowClamped) {
+  Value colBias = arg(GemmArg::ColBias), residual = arg(GemmArg::Residual);
+  for (int64_t g = 0; g < kGroups; ++g) {
+    Value col = add(chunkColumn, idx(8 * g));
+    if (colBias)
+      rowValues[g] = arith::AddFOp::create(
+          b, rowValues[g],
+          loadColumnGroup(colBias, ValueRange{col}, s.colBiasType));
+    if (residual)
+      rowValues[g] = arith::AddFOp::create(
+          b, rowValues[g],
+          loadColumnGroup(residual, ValueRange{rowClamped, col},
+                          s.residualType));
+  }
+}
+
+/// Chunk `chunk` (64 columns) of this thread's row, as 8 groups of 8
+/// columns (f32), stored. 16-bit outputs: the thread writes its row's 128
+/// bytes into the chunk's staging buffer as 16-byte pieces at the 128-byte
+/// swizzle's positions (piece g of row r at g ^ (r % 8): the 8 threads of a
+/// quarter warp hit 8 different bank groups), and thread 0 TMA-stores the
+/// buffer (clipped to M and N). f32 outputs: 8 columns per store,
+/// predicated on M and N.
+void GemmKernelEmitter::storeChunk(Value rowValues[], Value chunk, Value row,
+                                   Value inRow, Value blockRow, Value blockCol,
+                                   Value tileCount) {
+  Value chunkColumn = add(blockCol, mul(chunk, idx(kStoreChunkN)));
+  if (!s.tmaStore()) {
+    Value out = arg(GemmArg::Output);
+    // Split-K: the work item's rows of the workspace [splitK x M, N].
+    Value outRow = outRowOffset ? add(row, outRowOffset) : row;
+    for (int64_t g = 0; g < kGroups; ++g) {
+      Value col = add(chunkColumn, idx(8 * g));
+      ifThen(both(inRow, ult(col, n)), [&] {
+        vector::StoreOp::create(b, rowValues[g], out, ValueRange{outRow, col},
+                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+      });
+    }
+    return;
+  }
+
+  int64_t chunks = s.tileN / kStoreChunkN;
+  Value isStoreLeader = eq(tid, 0);
+  Value buffer = rem(add(mul(tileCount, idx(chunks)), chunk), s.storeBuffers());
+  Value staging = smemView(
+      add(idx(s.storeStagingOffset()), mul(buffer, idx(s.storeChunkBytes()))),
+      {s.tileM, kStoreChunkN}, s.outType);
+  // The buffer was last read by the store `storeBuffers` chunks ago.
+  ifThen(isStoreLeader, [&] {
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, s.storeBuffers() - 1,
+                                         b.getUnitAttr());
+  });
+  namedBarrier(kEpilogueBarrier, 128);
+  auto outGroup = VectorType::get({8}, s.outType);
+  Value rowPhase = rem(tid, 8);
+  for (int64_t g = 0; g < kGroups; ++g) {
+    Value piece = arith::XOrIOp::create(b, idx(g), rowPhase);
+    vector::StoreOp::create(b,
+                            arith::TruncFOp::create(b, outGroup, rowValues[g]),
+                            staging, ValueRange{tid, mul(piece, idx(8))},
+                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+  }
+  // The generic-proxy writes must be visible to the TMA (async proxy).
+  NVVM::FenceProxyOp::create(
+      b, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  namedBarrier(kEpilogueBarrier, 128);
+  ifThen(isStoreLeader, [&] {
+    nvgpu::TmaAsyncStoreOp::create(b, staging, tmaC,
+                                   ValueRange{chunkColumn, blockRow}, Value());
+    NVVM::CpAsyncBulkCommitGroupOp::create(b);
+  });
+}
