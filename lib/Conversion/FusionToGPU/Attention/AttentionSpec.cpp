@@ -104,6 +104,9 @@ mlir::fusion::getNormAttentionKernelSpec(NormAttentionOp op,
   if (!why.empty())
     return fail(why);
   Type elem = q.getElementType();
+  // Jagged q [T, H, D]: refused before its dimensions are read as dense.
+  if (op.getOffsets())
+    return fail(whyNoNormAttentionKernel(target, NormAttentionShape{elem, true}));
   AttentionKernelSpec s;
   s.norms = true;
   s.elemType = elem;
@@ -111,8 +114,7 @@ mlir::fusion::getNormAttentionKernelSpec(NormAttentionOp op,
   s.headDim = s.valueDim = q.getDimSize(3);
   s.kvLen = k.getDimSize(1);
   why = whyNoNormAttentionKernel(
-      target, NormAttentionShape{elem, op.getOffsets() != nullptr, s.heads,
-                                 s.headDim, s.kvLen});
+      target, NormAttentionShape{elem, false, s.heads, s.headDim, s.kvLen});
   if (!why.empty())
     return fail(why);
   s.kvTile = llvm::alignTo(s.kvLen, 64);
