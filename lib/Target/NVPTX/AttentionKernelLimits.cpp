@@ -44,3 +44,37 @@ std::string mlir::fusion::whyNoNormAttentionKernel(const TargetInfo &target,
         s.headDim, sizeText(s.kvLen));
   return "";
 }
+
+AttentionLayout mlir::fusion::planAttentionLayout(const TargetInfo &target,
+                                                  AttentionLayout layout) {
+  layout.stages = 2;
+  if (layout.sharedMemoryBytes() > target.smemPerBlockOptin)
+    layout.stages = 1;
+  return layout;
+}
+
+std::string mlir::fusion::describeAttentionLayout(const TargetInfo &target,
+                                                  const AttentionLayout &l,
+                                                  int64_t kvLen, bool jagged) {
+  std::string text = llvm::formatv(
+      "attention kernel on {0}: work items of {1} query tokens ({2} consumer "
+      "warpgroups of {3} rows)",
+      target.chip, l.kTileM, l.kConsumers, l.kGroupRows);
+  text += l.norms ? llvm::formatv(" over (batch, token tile), each taken by a "
+                                  "cluster of {0} CTAs, one per head (the "
+                                  "norms' row sums through DSMEM)",
+                                  l.heads)
+                        .str()
+                  : jagged ? std::string(" over (128-token window, head), one item per "
+                                         "sequence the window overlaps (a window kernel "
+                                         "finds each window's first sequence)")
+                           : std::string(" over (batch, head, token tile)");
+  text += llvm::formatv("; keys and values whole in shared memory (L_kv {0} "
+                        "padded to {1}); {2} stage{3} of Q, K, V: {4} bytes of "
+                        "shared memory of {5}; a persistent grid of min(items, ",
+                        kvLen, l.kvTile, l.stages, l.stages == 1 ? "" : "s",
+                        l.sharedMemoryBytes(), target.smemPerBlockOptin)
+              .str();
+  text += l.norms ? "co-resident clusters) clusters" : "SMs) CTAs";
+  return text;
+}

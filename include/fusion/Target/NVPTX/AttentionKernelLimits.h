@@ -15,9 +15,70 @@
 
 #include "mlir/IR/Types.h"
 
+#include <algorithm>
 #include <string>
 
 namespace mlir::fusion {
+
+/// The attention kernel's shared-memory layout, from the 1024-byte aligned
+/// base (every block a multiple of 1024 bytes, as the 128-byte swizzle
+/// needs): per stage Q [128 tokens, D], K [kvTile, D], V [kvTile, Dv]
+/// (16-bit); gdpa: per consumer group a P / output buffer [64, max(kvTile,
+/// Dv)]; FlashNormAttention (norms): the row exchange's slots (3 rounds x 2
+/// item parities of [H][128] f32) and the norm parameters [3][D] f32. One
+/// definition for the kernel (lib/Conversion/FusionToGPU/Attention/) and for
+/// what fusion-plan-kernels reports (planAttentionLayout).
+struct AttentionLayout {
+  /// Query tokens per work item: two consumer warpgroups of 64 rows.
+  static constexpr int64_t kTileM = 128, kConsumers = 2, kGroupRows = 64;
+  static constexpr int64_t kAlignment = 1024, kExchangeRounds = 3;
+
+  /// D (q, k), Dv (v, output) and the key/value length rounded up to 64
+  /// (the TMA zero-fills the rest).
+  int64_t headDim = 0, valueDim = 0, kvTile = 0;
+  /// FlashNormAttention: one CTA per head, the H CTAs of a token's heads in
+  /// a cluster.
+  bool norms = false;
+  int64_t heads = 1;
+  /// Stages of (Q, K, V) in the ring: the next work item's loads overlap
+  /// this one's MMAs.
+  int64_t stages = 2;
+
+  int64_t qBytes() const { return kTileM * headDim * 2; }
+  int64_t kBytes() const { return kvTile * headDim * 2; }
+  int64_t vBytes() const { return kvTile * valueDim * 2; }
+  int64_t stageBytes() const { return qBytes() + kBytes() + vBytes(); }
+  int64_t groupBufferBytes() const {
+    return norms ? 0 : kGroupRows * std::max(kvTile, valueDim) * 2;
+  }
+  int64_t groupBufferOffset() const { return stages * stageBytes(); }
+  /// The row exchange's slots (norms): one round and parity's [H][128] f32.
+  int64_t slotBytes() const { return heads * kTileM * 4; }
+  int64_t slotsOffset() const {
+    return groupBufferOffset() + kConsumers * groupBufferBytes();
+  }
+  /// The norm parameters of the CTA's head (LayerNorm weight and bias,
+  /// RMSNorm weight), widened to f32 once per CTA: [3][D].
+  int64_t paramsOffset() const {
+    return slotsOffset() + (norms ? 2 * kExchangeRounds * slotBytes() : 0);
+  }
+  int64_t paramsBytes() const { return norms ? 3 * headDim * 4 : 0; }
+  /// The dynamic shared memory the launch asks for (with the alignment pad).
+  int64_t sharedMemoryBytes() const {
+    return paramsOffset() + paramsBytes() + kAlignment;
+  }
+};
+
+/// `layout` with the most stages (two, else one) whose shared memory fits
+/// `target`; with one stage over the limit, that one (the caller refuses it:
+/// sharedMemoryBytes() > target.smemPerBlockOptin).
+AttentionLayout planAttentionLayout(const TargetInfo &target, AttentionLayout layout);
+
+/// What fusion-plan-kernels{report=true} says of an attention kernel's plan:
+/// items, stages and shared memory, the grid (and the cluster with norms).
+std::string describeAttentionLayout(const TargetInfo &target,
+                                    const AttentionLayout &layout, int64_t kvLen,
+                                    bool jagged = false);
 
 /// A FlashNormAttention block as the kernel sees it: q, k, v and the output
 /// of one 16-bit type (`elem`; null when they differ), dense or jagged q,

@@ -77,9 +77,7 @@ mlir::fusion::getAttentionKernelSpec(GDPAOp op, const TargetInfo &target,
   s.kvTile = llvm::alignTo(s.kvLen, 64);
   s.activation = op.getActivation();
   s.scale = op.getScale().convertToDouble();
-  s.stages = 2;
-  if (s.sharedMemoryBytes() > target.smemPerBlockOptin)
-    s.stages = 1;
+  static_cast<AttentionLayout &>(s) = planAttentionLayout(target, s);
   if (s.sharedMemoryBytes() > target.smemPerBlockOptin)
     return fail(llvm::formatv(
         "needs {0} bytes of shared memory for D = {1}, Dv = {2} and a "
@@ -128,9 +126,7 @@ mlir::fusion::getNormAttentionKernelSpec(NormAttentionOp op,
   s.lnWeightType = elemOf(op.getLnWeight());
   s.lnBiasType = elemOf(op.getLnBias());
   s.rmsWeightType = elemOf(op.getRmsWeight());
-  s.stages = 2;
-  if (s.sharedMemoryBytes() > target.smemPerBlockOptin)
-    s.stages = 1;
+  static_cast<AttentionLayout &>(s) = planAttentionLayout(target, s);
   if (s.sharedMemoryBytes() > target.smemPerBlockOptin)
     return fail(llvm::formatv(
         "needs {0} bytes of shared memory for D = {1} and a key/value length "

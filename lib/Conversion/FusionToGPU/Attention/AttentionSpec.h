@@ -30,6 +30,7 @@
 #define FUSION_LIB_CONVERSION_FUSIONTOGPU_ATTENTION_ATTENTIONSPEC_H
 
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
+#include "fusion/Target/NVPTX/AttentionKernelLimits.h"
 #include "fusion/Target/NVPTX/TargetInfo.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -39,63 +40,27 @@
 
 namespace mlir::fusion {
 
-struct AttentionKernelSpec {
-  /// Query tokens per CTA work item: two consumer warpgroups of 64 rows.
-  static constexpr int64_t kTileM = 128, kConsumers = 2, kGroupRows = 64;
+struct AttentionKernelSpec : AttentionLayout {
   /// Columns of one 128-byte swizzled box of 16-bit elements.
   static constexpr int64_t kBoxCols = 64, kBoxBytes = 64 * 128;
-  static constexpr int64_t kAlignment = 1024;
 
   /// q, k, v and the output: bf16 or f16.
   Type elemType;
-  /// D (q, k), Dv (v, output): multiples of 64 up to 256; the key/value
-  /// length L_kv (up to 256) and it rounded up to 64 (TMA zero-fills the
-  /// rest: zero keys and values add nothing).
-  int64_t headDim = 0, valueDim = 0, kvLen = 0, kvTile = 0;
+  /// The key/value length L_kv (up to 256; kvTile rounds it up to 64).
+  int64_t kvLen = 0;
   Activation activation = Activation::identity;
   double scale = 1.0;
-  /// Stages of (Q, K, V) in the ring: the next work item's loads overlap
-  /// this one's MMAs and activation.
-  int64_t stages = 2;
   /// Jagged query (fusion.gdpa with offsets): q and the output are
   /// [T, H, D], batch b owning tokens offsets[b] .. offsets[b + 1]; k and v
   /// stay dense. offsetsType: the offsets' element type (i32 or i64).
   bool jagged = false;
   Type offsetsType;
-
-  /// fusion.norm_attention: one CTA per head, the H CTAs of a token's
-  /// heads in a cluster (H <= the target's epilogue cluster); the norms'
-  /// epsilons and their parameters' element types (null when absent).
-  bool norms = false;
-  int64_t heads = 1;
+  /// fusion.norm_attention: the norms' epsilons and their parameters'
+  /// element types (null when absent).
   double lnEpsilon = 0, rmsEpsilon = 0;
   Type lnWeightType, lnBiasType, rmsWeightType;
-  static constexpr int64_t kExchangeRounds = 3;
 
   int64_t threads() const { return 128 * (1 + kConsumers); }
-  int64_t qBytes() const { return kTileM * headDim * 2; }
-  int64_t kBytes() const { return kvTile * headDim * 2; }
-  int64_t vBytes() const { return kvTile * valueDim * 2; }
-  int64_t stageBytes() const { return qBytes() + kBytes() + vBytes(); }
-  int64_t groupBufferBytes() const {
-    return norms ? 0 : kGroupRows * std::max(kvTile, valueDim) * 2;
-  }
-  int64_t groupBufferOffset() const { return stages * stageBytes(); }
-  /// The row exchange's slots (norms): one round and parity's [H][128] f32.
-  int64_t slotBytes() const { return heads * kTileM * 4; }
-  int64_t slotsOffset() const {
-    return groupBufferOffset() + kConsumers * groupBufferBytes();
-  }
-  /// The norms' parameters of the CTA's head (LayerNorm weight and bias,
-  /// RMSNorm weight), widened to f32 once per CTA: [3][D].
-  int64_t paramsOffset() const {
-    return slotsOffset() + (norms ? 2 * kExchangeRounds * slotBytes() : 0);
-  }
-  int64_t paramsBytes() const { return norms ? 3 * headDim * 4 : 0; }
-  /// The dynamic shared memory the launch asks for (with the alignment pad).
-  int64_t sharedMemoryBytes() const {
-    return paramsOffset() + paramsBytes() + kAlignment;
-  }
 };
 
 /// The spec of `op` on `target`, or failure with `whyNot` (a message that

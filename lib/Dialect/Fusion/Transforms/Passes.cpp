@@ -58,7 +58,7 @@ struct FusionPlanKernelsPass
           << lazyRowStats << "'";
       return signalPassFailure();
     }
-    if (failed(planKernels(getOperation(), lazyRowStats, splitK)))
+    if (failed(planKernels(getOperation(), lazyRowStats, splitK, report)))
       signalPassFailure();
   }
 };

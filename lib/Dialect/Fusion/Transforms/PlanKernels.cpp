@@ -19,6 +19,7 @@
 
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 #include "fusion/Dialect/Fusion/Transforms/Transforms.h"
+#include "fusion/Target/NVPTX/AttentionKernelLimits.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -98,10 +99,40 @@ FusedMatmulOp splitLazyRowStats(IRRewriter &rewriter, FusedMatmulOp op) {
   rewriter.replaceOp(op, scaled.getOutput());
   return scaled;
 }
+
+/// The attention kernel's plan for `op` (fusion.gdpa or
+/// fusion.norm_attention) on its module's target, as a remark; nothing for
+/// shapes the kernel's spec refuses anyway (dynamic D, Dv or L_kv).
+void reportAttentionPlan(Operation *op) {
+  std::optional<TargetInfo> target = lookupTargetInfo(op);
+  if (!target)
+    return;
+  auto type = [&](unsigned i) {
+    return cast<RankedTensorType>(op->getOperand(i).getType());
+  };
+  AttentionLayout layout;
+  layout.headDim = type(0).getShape().back();
+  layout.valueDim = type(2).getShape().back();
+  int64_t kvLen = type(1).getDimSize(1);
+  if (ShapedType::isDynamic(layout.headDim) || ShapedType::isDynamic(layout.valueDim) ||
+      ShapedType::isDynamic(kvLen))
+    return;
+  layout.kvTile = llvm::alignTo(kvLen, 64);
+  if (isa<NormAttentionOp>(op)) {
+    layout.norms = true;
+    layout.heads = type(0).getDimSize(type(0).getRank() - 2);
+  }
+  bool jagged = false;
+  if (auto gdpa = dyn_cast<GDPAOp>(op))
+    jagged = static_cast<bool>(gdpa.getOffsets());
+  op->emitRemark(describeAttentionLayout(*target, planAttentionLayout(*target, layout),
+                                         kvLen, jagged));
+}
 } // namespace
 
 LogicalResult mlir::fusion::planKernels(ModuleOp module,
-                                        StringRef lazyRowStats, bool splitK) {
+                                        StringRef lazyRowStats, bool splitK,
+                                        bool report) {
   // Collect first: the matmuls are replaced while planning.
   SmallVector<Operation *> gemms;
   bool ok = true;
@@ -112,6 +143,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
       gemms.push_back(op);
       return;
     }
+    if (report && isa<GDPAOp, NormAttentionOp>(op))
+      reportAttentionPlan(op);
     // Standalone row and attention kernels (convert-fusion-to-gpu):
     // nothing to plan.
     if (isa<RMSNormOp, LayerNormOp, RMSNormGradOp, LayerNormGradOp, AddOp,
@@ -157,6 +190,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
         fused = scaled;
       }
       fused->setAttr(KernelConfigAttr::getAttrName(), *config);
+      if (report)
+        fused.emitRemark() << "GEMM kernel on " << target->chip << ": " << *config;
       continue;
     }
 
@@ -183,6 +218,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
       continue;
     }
     fused->setAttr(KernelConfigAttr::getAttrName(), *config);
+    if (report)
+      matmul.emitRemark() << "GEMM kernel on " << target->chip << ": " << *config;
     rewriter.replaceOp(matmul, fused.getOutput());
   }
   return success(ok);

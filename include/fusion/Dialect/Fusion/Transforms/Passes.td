@@ -400,13 +400,30 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       kernel adding them in order (deterministic). `split-k=false` keeps one
       work item per output tile (0.09-0.33x cuBLAS at those sizes, against
       0.91-0.99x split, on the H200).
+    - `report`: a remark per planned kernel: each GEMM's `fusion.kernel`
+      configuration, and for `fusion.gdpa` / `fusion.norm_attention` the
+      attention kernel's plan (`describeAttentionLayout`,
+      `fusion/Target/NVPTX/AttentionKernelLimits.h`, the layout the kernel
+      is built with): 128-token items over (batch, head), or over batch
+      taken by a cluster of the H heads' CTAs with the norms; stages of
+      Q, K, V and the shared memory they take; the persistent grid. E.g.
+      ```
+      remark: attention kernel on sm_90a: work items of 128 query tokens
+        (2 consumer warpgroups of 64 rows) over (batch, token tile), each
+        taken by a cluster of 2 CTAs, one per head (the norms' row sums
+        through DSMEM); keys and values whole in shared memory (L_kv 128
+        padded to 128); 2 stages of Q, K, V: 205312 bytes of shared memory
+        of 232448; a persistent grid of min(items, co-resident clusters)
+        clusters
+      ```
 
     #### Target requirements
     Reads `fusion.target`. sm_90a: the rules above (wgmma, TMA, clusters up
     to 16 CTAs with the non-portable attribute). sm_100a: planned with the
-    same skeleton but `tile_n` up to 512 (the TMEM columns of one lane), and
-    for `none`/`row_scale` halved while even 2 stages do not fit; planned
-    only, no lowering yet. Fails on a module holding a GEMM but no target.
+    same skeleton but `tile_n` up to 512 (the TMEM columns of one lane);
+    lowered for the plain GEMM and the one-CTA and cluster norm epilogues
+    (assembled, never executed). Fails on a module holding a GEMM but no
+    target.
   }];
   let options = [
     Option<"lazyRowStats", "lazy-row-stats", "std::string", /*default=*/"\"auto\"",
@@ -416,7 +433,10 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
            "applied as its row_scale)">,
     Option<"splitK", "split-k", "bool", /*default=*/"true",
            "split K for weight gradients whose output tiles would leave most "
-           "SMs idle (f32 partial sums added by a second kernel)">
+           "SMs idle (f32 partial sums added by a second kernel)">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit a remark per planned kernel: the GEMM's configuration, the "
+           "attention kernel's items, stages, shared memory and grid">
   ];
 }
 

@@ -112,8 +112,11 @@ FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
 /// GEMM applies as its row_scale: A is read once more from HBM, but once per
 /// row instead of once per column tile) or "auto" (lazyRowStatsInKernel).
 /// `splitK`: whether small weight gradients may split K (chooseSplitK).
+/// `report`: a remark per planned kernel (the GEMM's fusion.kernel
+/// configuration; the attention kernel's items, stages, shared memory and
+/// grid, describeAttentionLayout).
 LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
-                          bool splitK = false);
+                          bool splitK = false, bool report = false);
 
 /// The cost model's choice for a Lazy Pre-Norm GEMM of `columnTiles` output
 /// tiles per row: true to sum the rows in the kernel, false for a row

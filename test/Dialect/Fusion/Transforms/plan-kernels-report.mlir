@@ -1,0 +1,60 @@
+// fusion-plan-kernels{report=true}: a remark per planned kernel, saying what
+// it chose: the GEMM's configuration (the fusion.kernel it attaches), and
+// the attention kernel's plan (the layout convert-fusion-to-gpu builds:
+// items, stages and shared memory, the grid; a cluster of the heads with the
+// norms).
+// RUN: fusion-opt %s -split-input-file "--fusion-plan-kernels=report=true" -verify-diagnostics -o /dev/null
+
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @linear(%x: tensor<?x512xbf16>, %w: tensor<1024x512xbf16>) -> tensor<?x1024xbf16> {
+  // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>}}
+  %y = fusion.matmul %x, %w {transpose_rhs} : tensor<?x512xbf16>, tensor<1024x512xbf16> -> tensor<?x1024xbf16>
+  return %y : tensor<?x1024xbf16>
+}
+}
+
+// -----
+
+// Dense gdpa: two stages fit (Kunlun's D = L_kv = 128); a key length of 200
+// (padded to 256) with D = 128 leaves room for one.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @gdpa(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: tensor<?x128x2x128xbf16>) -> tensor<?x?x2x128xbf16> {
+  // expected-remark @below {{attention kernel on sm_90a: work items of 128 query tokens (2 consumer warpgroups of 64 rows) over (batch, head, token tile); keys and values whole in shared memory (L_kv 128 padded to 128); 2 stages of Q, K, V: 230400 bytes of shared memory of 232448; a persistent grid of min(items, SMs) CTAs}}
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+      : tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16> -> tensor<?x?x2x128xbf16>
+  return %o : tensor<?x?x2x128xbf16>
+}
+func.func @long_kv(%q: tensor<?x512x1x128xf16>, %k: tensor<?x200x1x128xf16>, %v: tensor<?x200x1x64xf16>) -> tensor<?x512x1x64xf16> {
+  // expected-remark @below {{(L_kv 200 padded to 256); 1 stage of Q, K, V: 197632 bytes}}
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<?x512x1x128xf16>, tensor<?x200x1x128xf16>, tensor<?x200x1x64xf16> -> tensor<?x512x1x64xf16>
+  return %o : tensor<?x512x1x64xf16>
+}
+}
+
+// -----
+
+// Jagged q: (window, head) units.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: tensor<?x128x2x128xbf16>, %off: tensor<?xi32>) -> tensor<?x2x128xbf16> {
+  // expected-remark @below {{over (128-token window, head), one item per sequence the window overlaps (a window kernel finds each window's first sequence)}}
+  %o = fusion.gdpa %q, %k, %v offsets(%off : tensor<?xi32>) {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16> -> tensor<?x2x128xbf16>
+  return %o : tensor<?x2x128xbf16>
+}
+}
+
+// -----
+
+// FlashNormAttention: a cluster of the 2 heads' CTAs; the slots and the
+// staged norm parameters beside two stages.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @block(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: tensor<?x128x2x128xbf16>) -> tensor<?x?x2x128xbf16> {
+  // expected-remark @below {{attention kernel on sm_90a: work items of 128 query tokens (2 consumer warpgroups of 64 rows) over (batch, token tile), each taken by a cluster of 2 CTAs, one per head (the norms' row sums through DSMEM); keys and values whole in shared memory (L_kv 128 padded to 128); 2 stages of Q, K, V: 205312 bytes of shared memory of 232448; a persistent grid of min(items, co-resident clusters) clusters}}
+  %o, %m, %r, %rr = fusion.norm_attention %q, %k, %v
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
+      : tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16>
+      -> tensor<?x?x2x128xbf16>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>
+  return %o : tensor<?x?x2x128xbf16>
+}
+}
