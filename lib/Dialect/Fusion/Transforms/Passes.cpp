@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fusion/Dialect/Fusion/IR/FusionAttrs.h"
 #include "fusion/Dialect/Fusion/Transforms/Passes.h"
 #include "fusion/Dialect/Fusion/Transforms/Transforms.h"
 
@@ -16,6 +17,7 @@ namespace mlir::fusion {
 #define GEN_PASS_DEF_FUSIONPLANKERNELSPASS
 #define GEN_PASS_DEF_FUSIONRAISELINALGPASS
 #define GEN_PASS_DEF_FUSIONREGROUPBACKWARDPASS
+#define GEN_PASS_DEF_FUSIONSETTARGETPASS
 #include "fusion/Dialect/Fusion/Transforms/Passes.h.inc"
 } // namespace mlir::fusion
 
@@ -23,6 +25,19 @@ using namespace mlir;
 using namespace mlir::fusion;
 
 namespace {
+struct FusionSetTargetPass
+    : fusion::impl::FusionSetTargetPassBase<FusionSetTargetPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto emitError = [&] { return module.emitError() << "fusion-set-target: "; };
+    if (failed(TargetAttr::verify(emitError, chip)))
+      return signalPassFailure();
+    module->setAttr(TargetAttr::getModuleAttrName(),
+                    TargetAttr::get(module.getContext(), chip));
+  }
+};
+
 struct FusionEpilogueNormPass
     : fusion::impl::FusionEpilogueNormPassBase<FusionEpilogueNormPass> {
   using Base::Base;

@@ -596,3 +596,37 @@ def FusionRegroupBackwardPass
 }
 
 #endif // FUSION_DIALECT_FUSION_TRANSFORMS_PASSES
+
+//===----------------------------------------------------------------------===//
+// FusionSetTarget
+//===----------------------------------------------------------------------===//
+
+def FusionSetTargetPass : Pass<"fusion-set-target", "::mlir::ModuleOp"> {
+  let summary = "set the module's fusion.target (the GPU the kernels are planned and built for)";
+  let description = [{
+    Sets `fusion.target = #fusion.target<"chip">` on the module, replacing
+    one the module already has: the same program built for another GPU
+    without editing it (`fusion-compile --target sm_100a`). Every pass that
+    plans for a target (fusion-epilogue-norm, fusion-form-norm-attention,
+    fusion-plan-kernels, convert-fusion-to-gpu) reads this attribute, so the
+    pass runs first.
+
+    Before:
+    ```mlir
+    module attributes {fusion.target = #fusion.target<"sm_90a">} { ... }
+    ```
+    After `fusion-set-target{chip=sm_100a}`:
+    ```mlir
+    module attributes {fusion.target = #fusion.target<"sm_100a">} { ... }
+    ```
+
+    #### Options
+    - `chip` (required): one of the known chips (`sm_90a`, `sm_100a`); an
+      unknown or empty one fails the pass with the list.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"\"",
+           "the target chip: sm_90a or sm_100a">
+  ];
+}
+
