@@ -84,6 +84,56 @@ void RowExchange::clusterRowSums(ArrayRef<Value> partial, Value rowInTile,
     total[h] = sums[h];
 }
 
+void RowExchange::clusterSliceStats(ArrayRef<Value> sliceMean,
+                                    ArrayRef<Value> sliceM2, Value rowInTile,
+                                    Value tileCount, Value blockCol, Value nF,
+                                    MutableArrayRef<Value> mean,
+                                    MutableArrayRef<Value> m2) {
+  size_t rows = shape.rowOffsets.size();
+  send(sliceMean, rowInTile, tileCount, /*round=*/0);
+  send(sliceM2, rowInTile, tileCount, /*round=*/1);
+  Value means = wait(tileCount, /*round=*/0);
+  Value m2s = wait(tileCount, /*round=*/1);
+  Value clusterCol = sub(blockCol, mul(rank, idx(shape.tileN)));
+  auto peerCount = [&](Value peer) {
+    return columnsInN(add(clusterCol, mul(peer, idx(shape.tileN))));
+  };
+  auto slot = [&](Value slots, Value peer, size_t h) -> Value {
+    return memref::LoadOp::create(
+        b, slots, ValueRange{peer, add(rowInTile, idx(shape.rowOffsets[h]))});
+  };
+  SmallVector<Value, 2> zeros(rows, cstF32(0.0));
+  ValueRange weighted = forLoop(
+      idx(0), idx(shape.clusterN), idx(1), zeros,
+      [&](Value peer, ValueRange acc) {
+        Value c = peerCount(peer);
+        SmallVector<Value> next;
+        for (size_t h = 0; h < rows; ++h)
+          next.push_back(arith::AddFOp::create(
+              b, acc[h], arith::MulFOp::create(b, c, slot(means, peer, h))));
+        return next;
+      });
+  for (size_t h = 0; h < rows; ++h)
+    mean[h] = arith::DivFOp::create(b, weighted[h], nF);
+  SmallVector<Value, 2> zeros2(rows, cstF32(0.0));
+  ValueRange sums = forLoop(
+      idx(0), idx(shape.clusterN), idx(1), zeros2,
+      [&](Value peer, ValueRange acc) {
+        Value c = peerCount(peer);
+        SmallVector<Value> next;
+        for (size_t h = 0; h < rows; ++h) {
+          Value delta = arith::SubFOp::create(b, slot(means, peer, h), mean[h]);
+          Value spread = arith::MulFOp::create(
+              b, c, arith::MulFOp::create(b, delta, delta));
+          next.push_back(arith::AddFOp::create(
+              b, acc[h], arith::AddFOp::create(b, slot(m2s, peer, h), spread)));
+        }
+        return next;
+      });
+  for (size_t h = 0; h < rows; ++h)
+    m2[h] = sums[h];
+}
+
 void RowExchange::publishTile(Value blockRow, Value counters,
                               function_ref<void()> barrier) {
   LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "device");

@@ -69,6 +69,16 @@ public:
   void clusterRowSums(ArrayRef<Value> partial, Value rowInTile,
                       Value tileCount, int64_t round,
                       MutableArrayRef<Value> total);
+  /// LayerNorm over the cluster: each row's slice mean and centered sum of
+  /// squares go to every peer (rounds 0 and 1, both in flight before either
+  /// is awaited); the row's mean is the peers' means weighted by their
+  /// slices' columns inside N (the CTA's slice starts at column blockCol),
+  /// its centered sum of squares adds each peer's and its columns x (its
+  /// mean - the row's)^2 (Chan), in rank order; one value per row offset.
+  void clusterSliceStats(ArrayRef<Value> sliceMean, ArrayRef<Value> sliceM2,
+                         Value rowInTile, Value tileCount, Value blockCol,
+                         Value nF, MutableArrayRef<Value> mean,
+                         MutableArrayRef<Value> m2);
 
   //===--- Global rows -------------------------------------------------===//
 

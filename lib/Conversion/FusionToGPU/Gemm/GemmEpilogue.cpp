@@ -304,44 +304,9 @@ void TileEpilogue::clusterLayerNorm() {
   Value statMean = e.arg(GemmArg::StatMean), statRstd = e.arg(GemmArg::StatRstd);
   Value localMean[2], localM2[2];
   slicePartials(localMean, localM2);
-  x.send(localMean, rowInTile, tileCount, /*round=*/0);
-  x.send(localM2, rowInTile, tileCount, /*round=*/1);
-  Value means = x.wait(tileCount, /*round=*/0);
-  Value m2s = x.wait(tileCount, /*round=*/1);
-  Value clusterCol = sub(blockCol, mul(e.rank, idx(s.tileN)));
-  auto peerCount = [&](Value peer) {
-    return x.columnsInN(add(clusterCol, mul(peer, idx(s.tileN))));
-  };
-  auto slot = [&](Value slots, Value peer, int64_t h) -> Value {
-    return memref::LoadOp::create(b, slots,
-                                  ValueRange{peer, add(rowInTile, idx(8 * h))});
-  };
-  ValueRange weighted = forLoop(
-      idx(0), idx(s.clusterN), idx(1), ValueRange{cstF32(0.0), cstF32(0.0)},
-      [&](Value peer, ValueRange acc) {
-        Value c = peerCount(peer);
-        SmallVector<Value> next;
-        for (int64_t h = 0; h < 2; ++h)
-          next.push_back(arith::AddFOp::create(
-              b, acc[h], arith::MulFOp::create(b, c, slot(means, peer, h))));
-        return next;
-      });
-  Value mean[2] = {arith::DivFOp::create(b, weighted[0], nF),
-                   arith::DivFOp::create(b, weighted[1], nF)};
-  ValueRange m2 = forLoop(
-      idx(0), idx(s.clusterN), idx(1), ValueRange{cstF32(0.0), cstF32(0.0)},
-      [&](Value peer, ValueRange acc) {
-        Value c = peerCount(peer);
-        SmallVector<Value> next;
-        for (int64_t h = 0; h < 2; ++h) {
-          Value delta = arith::SubFOp::create(b, slot(means, peer, h), mean[h]);
-          Value spread = arith::MulFOp::create(
-              b, c, arith::MulFOp::create(b, delta, delta));
-          next.push_back(arith::AddFOp::create(
-              b, acc[h], arith::AddFOp::create(b, slot(m2s, peer, h), spread)));
-        }
-        return next;
-      });
+  Value mean[2], m2[2];
+  x.clusterSliceStats(localMean, localM2, rowInTile, tileCount, blockCol, nF,
+                      mean, m2);
   for (int64_t h = 0; h < 2; ++h) {
     // Columns past N are clipped from the store: no mask needed here.
     for (int64_t j = 0; j < groups; ++j)

@@ -33,7 +33,7 @@
 // sm_90a register epilogue: RMSNorm the sums of squares added in rank
 // order; LayerNorm each slice's mean (over its columns inside N) and
 // centered sum of squares, both rounds in one exchange, merged with Chan's
-// formula (TileEpilogue::clusterLayerNorm). Rank 0 writes the statistics.
+// formula (RowExchange::clusterSliceStats, as the sm_90a kernel). Rank 0 writes the statistics.
 // The stage stays held across the exchange.
 //
 // Numerics: the sm_90a kernel's (GemmEpilogue.cpp, TileEpilogue), operation
@@ -114,10 +114,6 @@ private:
 
   void elementwise();
   void norm();
-  /// LayerNorm over a cluster: the row's mean and centered sum of squares
-  /// from this slice's and the peers'.
-  std::pair<Value, Value> clusterMerge(RowExchange &x, Value sliceMean,
-                                       Value sliceM2, Value nF);
 
   GemmKernelEmitter &e;
   const GemmKernelSpec &s;
@@ -323,8 +319,9 @@ void TmemTileEpilogue::norm() {
                },
                /*stores=*/false);
     if (exchange) {
-      std::tie(mean, centered) =
-          clusterMerge(*exchange, sliceMean, centered, nF);
+      Value sliceM2 = centered;
+      exchange->clusterSliceStats(sliceMean, sliceM2, e.tid, tileCount, blockCol,
+                                  nF, mean, centered);
     } else {
       mean = sliceMean;
     }
@@ -363,49 +360,6 @@ void TmemTileEpilogue::norm() {
     e.storeChunk(groups, c, row, inRow, blockRow, blockCol, tileCount);
     return SmallVector<Value>{};
   });
-}
-
-/// LayerNorm over a cluster, as the sm_90a kernel's clusterLayerNorm: the
-/// slice's mean and centered sum of squares go to every peer (two rounds in
-/// flight at once); the row's mean is the peers' means weighted by their
-/// columns inside N, and its centered sum of squares adds each peer's and
-/// its columns x (its mean - the row's)^2 (Chan), in rank order.
-std::pair<Value, Value> TmemTileEpilogue::clusterMerge(RowExchange &x,
-                                                       Value sliceMean,
-                                                       Value sliceM2,
-                                                       Value nF) {
-  Value rowInTile = e.tid;
-  Value localMean[1] = {sliceMean}, localM2[1] = {sliceM2};
-  x.send(localMean, rowInTile, tileCount, /*round=*/0);
-  x.send(localM2, rowInTile, tileCount, /*round=*/1);
-  Value means = x.wait(tileCount, /*round=*/0);
-  Value m2s = x.wait(tileCount, /*round=*/1);
-  Value clusterCol = sub(blockCol, mul(e.rank, idx(s.tileN)));
-  auto peerCount = [&](Value peer) {
-    return x.columnsInN(add(clusterCol, mul(peer, idx(s.tileN))));
-  };
-  auto slot = [&](Value slots, Value peer) -> Value {
-    return memref::LoadOp::create(b, slots, ValueRange{peer, rowInTile});
-  };
-  ValueRange weighted = forLoop(
-      idx(0), idx(s.clusterN), idx(1), ValueRange{cstF32(0.0)},
-      [&](Value peer, ValueRange acc) {
-        Value c = peerCount(peer);
-        return SmallVector<Value>{arith::AddFOp::create(
-            b, acc[0], arith::MulFOp::create(b, c, slot(means, peer)))};
-      });
-  Value mean = arith::DivFOp::create(b, weighted[0], nF);
-  ValueRange m2 = forLoop(
-      idx(0), idx(s.clusterN), idx(1), ValueRange{cstF32(0.0)},
-      [&](Value peer, ValueRange acc) {
-        Value c = peerCount(peer);
-        Value delta = arith::SubFOp::create(b, slot(means, peer), mean);
-        Value spread =
-            arith::MulFOp::create(b, c, arith::MulFOp::create(b, delta, delta));
-        return SmallVector<Value>{arith::AddFOp::create(
-            b, acc[0], arith::AddFOp::create(b, slot(m2s, peer), spread))};
-      });
-  return {mean, m2[0]};
 }
 
 void TmemTileEpilogue::run() {
