@@ -251,6 +251,14 @@ private:
     std::string whyNot;
     return createMmaEngine(target, shape, whyNot);
   }
+  /// S = Q K^T (K [L_kv, D] as a transposed B) and O = P V (V row-major).
+  std::unique_ptr<MmaEngine> scoreMma() {
+    return engine(
+        MmaShape{s.kvTile, Spec::kBoxCols, s.elemType, false, /*transposeB=*/true});
+  }
+  std::unique_ptr<MmaEngine> valueMma() {
+    return engine(MmaShape{s.valueDim, Spec::kBoxCols, s.elemType, false, false});
+  }
 
   const Spec &s;
   gpu::GPUFuncOp func;
@@ -539,10 +547,7 @@ void AttentionKernelEmitter::storeGroupRows(Item it, Value c, Value rows,
 
 /// Consumer warpgroup c: query rows [64 c, 64 c + 64) of each item.
 void AttentionKernelEmitter::consumer() {
-  std::unique_ptr<MmaEngine> scoreEngine = engine(
-      MmaShape{s.kvTile, Spec::kBoxCols, s.elemType, false, /*transposeB=*/true});
-  std::unique_ptr<MmaEngine> valueEngine =
-      engine(MmaShape{s.valueDim, Spec::kBoxCols, s.elemType, false, false});
+  std::unique_ptr<MmaEngine> scoreEngine = scoreMma(), valueEngine = valueMma();
   Value c = sub(wg, idx(1));
   Value rowInGroup = scoreEngine->firstRow(*this, idx(0), tid);
   Value buffer = add(idx(s.groupBufferOffset()), mul(c, idx(s.groupBufferBytes())));
@@ -656,10 +661,7 @@ void AttentionKernelEmitter::consumer() {
 /// stage goes back to the producer once the store has read it. Rank 0
 /// writes the statistics of the rows inside L_q.
 void AttentionKernelEmitter::normConsumer() {
-  std::unique_ptr<MmaEngine> scoreEngine = engine(
-      MmaShape{s.kvTile, Spec::kBoxCols, s.elemType, false, /*transposeB=*/true});
-  std::unique_ptr<MmaEngine> valueEngine =
-      engine(MmaShape{s.valueDim, Spec::kBoxCols, s.elemType, false, false});
+  std::unique_ptr<MmaEngine> scoreEngine = scoreMma(), valueEngine = valueMma();
   Value c = sub(wg, idx(1));
   Value rowInGroup = scoreEngine->firstRow(*this, idx(0), tid);
   Value rowInTile = add(mul(c, idx(Spec::kGroupRows)), rowInGroup);

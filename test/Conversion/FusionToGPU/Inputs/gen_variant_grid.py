@@ -51,14 +51,23 @@ EPILOGUES = {
 STATS = {"none": 0, "row_scale": 0, "rms_norm": 1, "layer_norm": 2}
 
 SM100_PIECES = {
-    "none": ("", "", []),
-    "scale_bias": (" row_scale(%s : tensor<1000xf32>) col_bias(%cb : tensor<{n}xbf16>)",
-                   "epilogue = #fusion.epilogue<row_scale>",
-                   ["%s: tensor<1000xf32>", "%cb: tensor<{n}xbf16>"]),
+    "none": EPILOGUES["none"],
+    "scale_bias": EPILOGUES["row_scale"],
     "residual": (" residual(%r : tensor<1000x{n}xbf16>) row_scale(%s : tensor<1000xf32>) col_bias(%cb : tensor<{n}xbf16>)",
                  "epilogue = #fusion.epilogue<row_scale>",
                  ["%r: tensor<1000x{n}xbf16>", "%s: tensor<1000xf32>", "%cb: tensor<{n}xbf16>"]),
 }
+
+
+def emit(name, lhs, b, operands, attr, args, n, results):
+    """func @name(%a: lhs, %b: b, args...) -> (results): one fused_matmul."""
+    res = ", ".join(results)
+    sig = ", ".join([f"%a: {lhs}", f"%b: {b}"] + [x.format(n=n) for x in args])
+    names = ", ".join(f"%y{i}" for i in range(len(results)))
+    print(f"func.func @{name}({sig}) -> ({res}) {{")
+    print(f"  {names} = fusion.fused_matmul %a, %b{operands.format(n=n)} {{{', '.join(attr)}}}")
+    print(f"      : {lhs}, {b} -> {res}")
+    print(f"  return {names} : {res}\n}}")
 
 
 def sm100_grid():
@@ -76,13 +85,8 @@ def sm100_grid():
         name = f"t_n{n}_{pieces}_{out}_{ab}" + ("_nk" if transposed else "")
         attr = [a for a in [attrs] if a] + (["transpose_rhs"] if transposed else [])
         b = f"tensor<{n}x512x{ab}>" if transposed else f"tensor<512x{n}x{ab}>"
-        res = f"tensor<1000x{n}x{out}>"
-        sig = ", ".join([f"%a: tensor<1000x512x{ab}>", f"%b: {b}"] +
-                        [x.format(n=n) for x in args])
-        print(f"func.func @{name}({sig}) -> {res} {{")
-        print(f"  %y = fusion.fused_matmul %a, %b{operands.format(n=n)} {{{', '.join(attr)}}}")
-        print(f"      : tensor<1000x512x{ab}>, {b} -> {res}")
-        print(f"  return %y : {res}\n}}")
+        emit(name, f"tensor<1000x512x{ab}>", b, operands, attr, args, n,
+             [f"tensor<1000x{n}x{out}>"])
     # Weight gradients dy^T x: lhs [K, M] (transpose_lhs), K = 2048 tokens.
     for n in (64, 128, 192, 256):
         for m in (1024, 16384):
@@ -90,11 +94,8 @@ def sm100_grid():
                 name = f"t_wgrad_m{m}_n{n}" + ("_nk" if transposed else "")
                 b = f"tensor<{n}x2048xbf16>" if transposed else f"tensor<2048x{n}xbf16>"
                 attr = "transpose_lhs" + (", transpose_rhs" if transposed else "")
-                res = f"tensor<{m}x{n}xf32>"
-                print(f"func.func @{name}(%a: tensor<2048x{m}xbf16>, %b: {b}) -> {res} {{")
-                print(f"  %y = fusion.fused_matmul %a, %b {{{attr}}}")
-                print(f"      : tensor<2048x{m}xbf16>, {b} -> {res}")
-                print(f"  return %y : {res}\n}}")
+                emit(name, f"tensor<2048x{m}xbf16>", b, "", [attr], [], n,
+                     [f"tensor<{m}x{n}xf32>"])
     sm100_norm_grid()
     print("}")
 
@@ -127,39 +128,34 @@ def sm100_norm_grid():
         attr = [attrs] + (["transpose_rhs"] if transposed else [])
         b = f"tensor<{n}x512x{ab}>" if transposed else f"tensor<512x{n}x{ab}>"
         results = [f"tensor<1000x{n}x{out}>"] + ["tensor<1000xf32>"] * SM100_NORM_STATS[epi]
-        res = ", ".join(results)
-        sig = ", ".join([f"%a: tensor<1000x512x{ab}>", f"%b: {b}"] +
-                        [x.format(n=n) for x in args])
-        names = ", ".join(f"%y{i}" for i in range(len(results)))
-        print(f"func.func @{name}({sig}) -> ({res}) {{")
-        print(f"  {names} = fusion.fused_matmul %a, %b{operands.format(n=n)} {{{', '.join(attr)}}}")
-        print(f"      : tensor<1000x512x{ab}>, {b} -> {res}")
-        print(f"  return {names} : {res}\n}}")
+        emit(name, f"tensor<1000x512x{ab}>", b, operands, attr, args, n, results)
 
 
-if sys.argv[1:] == ["sm_100a"]:
-    sm100_grid()
-    sys.exit(0)
+def sm90_grid():
+    print('module attributes {fusion.target = #fusion.target<"sm_90a">} {')
+    for n in (64, 128, 192, 256):
+        for prologue in ("none", "rms_norm"):
+            for epi, (operands, attrs, args) in EPILOGUES.items():
+                for out, transposed in (("bf16", False), ("f32", False), ("bf16", True)):
+                    name = f"v_n{n}_{prologue}_{epi}_{out}" + ("_nk" if transposed else "")
+                    attr = [a for a in [attrs] if a]
+                    if prologue != "none":
+                        attr.insert(0, "prologue = #fusion.prologue<rms_norm>, "
+                                       "prologue_epsilon = 1.0e-06 : f32")
+                    if transposed:
+                        attr.append("transpose_rhs")
+                    b = f"tensor<{n}x512xbf16>" if transposed else f"tensor<512x{n}xbf16>"
+                    emit(name, "tensor<1000x512xbf16>", b, operands, attr, args, n,
+                         [f"tensor<1000x{n}x{out}>"] + ["tensor<1000xf32>"] * STATS[epi])
+    print("}")
 
-print('module attributes {fusion.target = #fusion.target<"sm_90a">} {')
-for n in (64, 128, 192, 256):
-    for prologue in ("none", "rms_norm"):
-        for epi, (operands, attrs, args) in EPILOGUES.items():
-            for out, transposed in (("bf16", False), ("f32", False), ("bf16", True)):
-                name = f"v_n{n}_{prologue}_{epi}_{out}" + ("_nk" if transposed else "")
-                attr = [a for a in [attrs] if a]
-                if prologue != "none":
-                    attr.insert(0, "prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32")
-                if transposed:
-                    attr.append("transpose_rhs")
-                b = f"tensor<{n}x512xbf16>" if transposed else f"tensor<512x{n}xbf16>"
-                results = [f"tensor<1000x{n}x{out}>"] + ["tensor<1000xf32>"] * STATS[epi]
-                res = ", ".join(results)
-                sig = ", ".join(["%a: tensor<1000x512xbf16>", f"%b: {b}"] +
-                                [x.format(n=n) for x in args])
-                names = ", ".join(f"%y{i}" for i in range(len(results)))
-                print(f"func.func @{name}({sig}) -> ({res}) {{")
-                print(f"  {names} = fusion.fused_matmul %a, %b{operands.format(n=n)} {{{', '.join(attr)}}}")
-                print(f"      : tensor<1000x512xbf16>, {b} -> {res}")
-                print(f"  return {names} : {res}\n}}")
-print("}")
+
+def main():
+    if sys.argv[1:] == ["sm_100a"]:
+        sm100_grid()
+    else:
+        sm90_grid()
+
+
+if __name__ == "__main__":
+    main()
