@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the standalone attention programs (fusion.gdpa, issue 17) that the
+"""Writes the standalone attention programs (fusion.gdpa, issue 17, and its
+backward fusion.gdpa_grad) that the
 H200 tests and benchmarks call: one .mlir per program in OUT/attention and
 the manifest attention.json (name, shapes, activation, scale, signature).
 Batch and query length are dynamic (`?`): one library serves every B and
@@ -69,6 +70,36 @@ func.func @{name}(%q: {q}, %k: {k}, %v: {v}, %offsets: {off}) -> {o} {{
 """
 
 
+# The backward, fusion.gdpa_grad (dq, dk, dv of the same gdpa): name:
+# (heads, D, Dv, L_kv, activation, scale, dtype). The kernel takes D, Dv of
+# 64 or 128 and L_kv up to 128.
+GRADS = {
+    "gdpa_grad_kunlun_h2": (2, 128, 128, 128, "gelu_tanh", 1.0, "bf16"),
+    "gdpa_grad_kunlun_h4": (4, 128, 128, 128, "gelu_tanh", 1.0, "bf16"),
+    "gdpa_grad_silu_d64": (4, 64, 128, 100, "silu", 0.125, "bf16"),
+    "gdpa_grad_relu_kv64": (1, 128, 64, 64, "relu", 0.0625, "bf16"),
+    "gdpa_grad_gelu_kv1": (3, 64, 64, 1, "gelu", 0.5, "bf16"),
+    "gdpa_grad_identity_d64": (2, 64, 64, 128, "identity", 0.125, "bf16"),
+    "gdpa_grad_gelu_tanh_f16": (2, 128, 128, 72, "gelu_tanh", 0.125, "f16"),
+}
+
+
+def grad_program(name, heads, d, dv, kv, act, scale, dtype):
+    q = f"tensor<?x?x{heads}x{d}x{dtype}>"
+    k = f"tensor<?x{kv}x{heads}x{d}x{dtype}>"
+    v = f"tensor<?x{kv}x{heads}x{dv}x{dtype}>"
+    o = f"tensor<?x?x{heads}x{dv}x{dtype}>"
+    return f"""// {name}: dq, dk, dv of out = {act}({scale} q k^T) v given d out (bench/attention/gen_attention.py)
+module attributes {{fusion.target = #fusion.target<"sm_90a">}} {{
+func.func @{name}(%do: {o}, %q: {q}, %k: {k}, %v: {v}) -> ({q}, {k}, {v}) {{
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {{activation = #fusion.activation<{act}>, scale = {scale!r} : f32}}
+      : {o}, {q}, {k}, {v} -> {q}, {k}, {v}
+  return %dq, %dk, %dv : {q}, {k}, {v}
+}}
+}}
+"""
+
+
 # The Kunlun PFFN attention block, written with unfused ops as in
 # test/Pipelines/attention-block-sm90a.mlir: name: (heads, D, L_kv).
 BLOCKS = {"block_kunlun_h2": (2, 128, 128), "block_kunlun_h4": (4, 128, 128)}
@@ -126,6 +157,17 @@ def main():
             "signature": (f"q: {dtype}[T,{heads},{d}]; k: {dtype}[B,{kv},{heads},{d}]; "
                           f"v: {dtype}[B,{kv},{heads},{dv}]; offsets: {odt}[B1]; "
                           f"out: {dtype}[T,{heads},{dv}]"),
+        })
+    for name, (heads, d, dv, kv, act, scale, dtype) in GRADS.items():
+        with open(os.path.join(out, name + ".mlir"), "w") as f:
+            f.write(grad_program(name, heads, d, dv, kv, act, scale, dtype))
+        manifest.append({
+            "name": name, "grad": True, "heads": heads, "d": d, "dv": dv, "kv": kv,
+            "activation": act, "scale": scale, "dtype": dtype,
+            "signature": (f"do: {dtype}[B,L,{heads},{dv}]; q: {dtype}[B,L,{heads},{d}]; "
+                          f"k: {dtype}[B,{kv},{heads},{d}]; v: {dtype}[B,{kv},{heads},{dv}]; "
+                          f"dq: {dtype}[B,L,{heads},{d}]; dk: {dtype}[B,{kv},{heads},{d}]; "
+                          f"dv: {dtype}[B,{kv},{heads},{dv}]"),
         })
     for name, (heads, d, kv) in BLOCKS.items():
         with open(os.path.join(out, name + ".mlir"), "w") as f:

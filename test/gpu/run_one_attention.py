@@ -1,6 +1,7 @@
 """Runs one attention program once on random inputs, without PyTorch's
 kernels in the process beyond the inputs' creation (no cuBLAS): the
-compute-sanitizer runner for the attention kernel.
+compute-sanitizer runner for the attention kernels (gdpa_grad_* programs:
+the backward).
 
     FUSION_GPU_ARTIFACTS=build/gpu compute-sanitizer --tool racecheck \\
         python3 test/gpu/run_one_attention.py gdpa_kunlun_h2 4 300
@@ -21,6 +22,16 @@ def main():
     h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
     k = torch.rand(batch, kv, h, d, device="cuda").to(dt)
     v = torch.rand(batch, kv, h, dv, device="cuda").to(dt)
+    if prog.get("grad"):
+        # The backward: dq, dk, dv poisoned, do of the output's shape.
+        q = torch.rand(batch, lq, h, d, device="cuda").to(dt)
+        do = torch.rand(batch, lq, h, dv, device="cuda").to(dt)
+        grads = [torch.full_like(t, float("nan")) for t in (q, k, v)]
+        fn(do, q, k, v, *grads)
+        torch.cuda.synchronize()
+        bad = sum(int(torch.isnan(g).sum()) for g in grads)
+        print(f"{name} B={batch} Lq={lq}: {'ok' if bad == 0 else f'{bad} NaN left'}")
+        sys.exit(1 if bad else 0)
     if prog.get("jagged"):
         # `batch` sequences of lengths around L_q (some shorter than a
         # window, some empty), 19 tokens past the last offset.

@@ -27,7 +27,8 @@
 //                     main loop, epilogue, host launch
 //   Rows/             standalone norms, their grads, element-wise ops
 //   Attention/        fusion.gdpa: two MMAs per tile, keys and values
-//                     whole in shared memory
+//                     whole in shared memory; fusion.gdpa_grad: five MMAs
+//                     per query tile, dK and dV in registers per unit
 //
 //===----------------------------------------------------------------------===//
 
@@ -139,7 +140,7 @@ LogicalResult FunctionLowering::check() {
              << "cannot be lowered to the GPU: a function lowered by "
                 "convert-fusion-to-gpu may hold fusion.fused_matmul, "
                 "fusion.rms_norm, fusion.layer_norm, their grads, fusion.add, "
-                "fusion.mul, fusion.gdpa and fusion.norm_attention ops, tensor reshapes and index arithmetic (run fusion-fuse "
+                "fusion.mul, fusion.gdpa, fusion.gdpa_grad and fusion.norm_attention ops, tensor reshapes and index arithmetic (run fusion-fuse "
                 "and fusion-plan-kernels first)";
     std::string why;
     if (failed(family->check(&op, target, why)))
@@ -286,6 +287,7 @@ struct ConvertFusionToGPUPass
     families.push_back(createGemmKernelFamily());
     families.push_back(createRowKernelFamily());
     families.push_back(createAttentionKernelFamily());
+    families.push_back(createAttentionGradKernelFamily());
     auto isKernelOp = [&](Operation &op) {
       return llvm::any_of(families, [&](auto &f) { return f->matches(&op); });
     };

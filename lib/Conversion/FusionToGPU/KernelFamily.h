@@ -44,6 +44,8 @@ std::unique_ptr<KernelFamily> createGemmKernelFamily();
 std::unique_ptr<KernelFamily> createRowKernelFamily();
 /// fusion.gdpa with short keys and values (Attention/).
 std::unique_ptr<KernelFamily> createAttentionKernelFamily();
+/// fusion.gdpa_grad with short keys and values (Attention/).
+std::unique_ptr<KernelFamily> createAttentionGradKernelFamily();
 
 } // namespace mlir::fusion
 

@@ -78,3 +78,53 @@ std::string mlir::fusion::describeAttentionLayout(const TargetInfo &target,
   text += l.norms ? "co-resident clusters) clusters" : "SMs) CTAs";
   return text;
 }
+
+std::string mlir::fusion::whyNoAttentionGradKernel(const TargetInfo &target,
+                                                   const AttentionGradShape &s) {
+  if (target.mma != MmaKind::Wgmma)
+    return llvm::formatv("no MMA engine for {0}: the {1} engine is not "
+                         "implemented yet",
+                         target.chip, stringifyMmaKind(target.mma));
+  if (s.jagged)
+    return "jagged query (offsets) is not supported by the attention backward "
+           "kernel yet; expected a dense query [B, Lq, H, D]";
+  for (auto [name, d] : {std::pair<const char *, int64_t>{"head dimension D", s.headDim},
+                         {"value head dimension Dv", s.valueDim}})
+    if (d != 64 && d != 128)
+      return llvm::formatv(
+          "expected a static {0} of 64 or 128 (the backward keeps dK and dV "
+          "of its 64 keys in registers over all query tiles), but got {1}",
+          name, sizeText(d));
+  if (ShapedType::isDynamic(s.kvLen) || s.kvLen < 1 || s.kvLen > 128)
+    return llvm::formatv(
+        "expected a static key/value length from 1 to 128 for the backward "
+        "(one consumer warpgroup of 64 keys per 64, K and V whole in shared "
+        "memory), but got {0}",
+        sizeText(s.kvLen));
+  return "";
+}
+
+AttentionGradLayout
+mlir::fusion::planAttentionGradLayout(const TargetInfo &target,
+                                      AttentionGradLayout layout) {
+  for (layout.stages = AttentionGradLayout::kMaxStages; layout.stages > 1;
+       --layout.stages)
+    if (layout.sharedMemoryBytes() <= target.smemPerBlockOptin)
+      break;
+  return layout;
+}
+
+std::string mlir::fusion::describeAttentionGradLayout(const TargetInfo &target,
+                                                      const AttentionGradLayout &l,
+                                                      int64_t kvLen) {
+  return llvm::formatv(
+      "attention backward kernel on {0}: units (batch, head) with K, V whole "
+      "in shared memory (L_kv {1} padded to {2}), {3} consumer warpgroup{4} "
+      "of {5} keys (dK, dV in registers over the unit's query tiles of {6} "
+      "tokens, dQ through dS in shared memory); {7} stage{8} of Q, dO: {9} "
+      "bytes of shared memory of {10}; a persistent grid of min(units, SMs) "
+      "CTAs",
+      target.chip, kvLen, l.kvTile, l.consumers(), l.consumers() == 1 ? "" : "s",
+      l.kGroupKeys, l.kTileQ, l.stages, l.stages == 1 ? "" : "s",
+      l.sharedMemoryBytes(), target.smemPerBlockOptin);
+}

@@ -80,6 +80,76 @@ std::string describeAttentionLayout(const TargetInfo &target,
                                     const AttentionLayout &layout, int64_t kvLen,
                                     bool jagged = false);
 
+/// The attention backward kernel's (fusion.gdpa_grad) shared-memory layout,
+/// from the 1024-byte aligned base, every block [64, 64] 16-bit elements
+/// with 128-byte swizzled rows (8 KB):
+///   K [kvTile, D], V [kvTile, Dv]  per 64 keys r, D / 64 (Dv / 64) blocks
+///                                  [64 keys, 64] (the unit's, loaded once)
+///   stage s < stages               Q [64 tokens, D], dO [64 tokens, Dv]
+///   consumer group c               P^T [64 keys, 64 tokens], dS^T of two
+///                                  tile parities, the output staging
+///                                  [64, max(D, Dv)] (dQ's blocks, then the
+///                                  unit's dV and dK)
+/// One consumer warpgroup per 64 keys (kvTile / 64 of them). One definition
+/// for the kernel (AttentionGradKernel.cpp) and fusion-plan-kernels' report.
+struct AttentionGradLayout {
+  /// Query tokens per tile; keys per consumer warpgroup.
+  static constexpr int64_t kTileQ = 64, kGroupKeys = 64;
+  static constexpr int64_t kAlignment = 1024, kBlockBytes = 64 * 128;
+  /// The most stages of (Q, dO) planned.
+  static constexpr int64_t kMaxStages = 3;
+
+  int64_t headDim = 0, valueDim = 0, kvTile = 0;
+  int64_t stages = 2;
+
+  int64_t consumers() const { return kvTile / kGroupKeys; }
+  int64_t threads() const { return 128 * (1 + consumers()); }
+  int64_t kBytes() const { return kvTile * headDim * 2; }
+  int64_t vBytes() const { return kvTile * valueDim * 2; }
+  int64_t qBytes() const { return kTileQ * headDim * 2; }
+  int64_t doBytes() const { return kTileQ * valueDim * 2; }
+  int64_t stageBytes() const { return qBytes() + doBytes(); }
+  int64_t stagesOffset() const { return kBytes() + vBytes(); }
+  /// Per consumer group: P^T, dS^T (2 parities), the output staging.
+  int64_t pOffset() const { return 0; }
+  int64_t dsOffset(int64_t parity) const { return (1 + parity) * kBlockBytes; }
+  int64_t outOffset() const { return 3 * kBlockBytes; }
+  int64_t groupBytes() const {
+    return outOffset() + std::max(headDim, valueDim) * 128;
+  }
+  int64_t groupsOffset() const { return stagesOffset() + stages * stageBytes(); }
+  int64_t sharedMemoryBytes() const {
+    return groupsOffset() + consumers() * groupBytes() + kAlignment;
+  }
+};
+
+/// `layout` with the most stages (up to kMaxStages, at least one) whose
+/// shared memory fits `target`.
+AttentionGradLayout planAttentionGradLayout(const TargetInfo &target,
+                                            AttentionGradLayout layout);
+
+/// What fusion-plan-kernels{report=true} says of a gdpa_grad kernel's plan.
+std::string describeAttentionGradLayout(const TargetInfo &target,
+                                        const AttentionGradLayout &layout,
+                                        int64_t kvLen);
+
+/// A fusion.gdpa_grad as the backward kernel sees it: do, q, k, v and the
+/// three gradients of one 16-bit type (`elem`; null when they differ),
+/// dense or jagged q, D, Dv and L_kv (ShapedType::kDynamic where not
+/// static).
+struct AttentionGradShape {
+  Type elem;
+  bool jagged = false;
+  int64_t headDim = 0, valueDim = 0, kvLen = 0;
+};
+
+/// Empty when `target` has an attention backward kernel for `s`, else why
+/// not (a message that follows "cannot generate an <chip> attention
+/// kernel: "). The element types are checked by the caller (which names
+/// the operand that differs).
+std::string whyNoAttentionGradKernel(const TargetInfo &target,
+                                     const AttentionGradShape &s);
+
 /// A FlashNormAttention block as the kernel sees it: q, k, v and the output
 /// of one 16-bit type (`elem`; null when they differ), dense or jagged q,
 /// the heads H, head dimension D and key/value length (ShapedType::kDynamic

@@ -109,3 +109,36 @@ Value mlir::fusion::buildActivationGrad(OpBuilder &b, Location l,
   }
   return one;
 }
+
+std::pair<Value, Value> mlir::fusion::buildActivationAndGrad(
+    OpBuilder &b, Location l, Activation act, Value x,
+    function_ref<Value(OpBuilder &, Location, Value)> tanh) {
+  F32 f{b, l};
+  Value half = f.c(0.5), one = f.c(1.0);
+  switch (act) {
+  case Activation::identity:
+    return {x, one};
+  case Activation::relu:
+    return {buildActivation(b, l, act, x), buildActivationGrad(b, l, act, x)};
+  case Activation::gelu: {
+    Value e = math::ErfOp::create(b, l, f.mul(x, f.c(M_SQRT1_2)));
+    Value cdf = f.mul(half, f.add(one, e));
+    Value g = math::ExpOp::create(b, l, f.mul(f.c(-0.5), f.mul(x, x)));
+    Value pdf = f.mul(g, f.c(1.0 / std::sqrt(2.0 * M_PI)));
+    return {f.mul(x, cdf), f.add(cdf, f.mul(x, pdf))};
+  }
+  case Activation::gelu_tanh: {
+    Value t = f.geluTanhInner(x, tanh);
+    Value first = f.mul(half, f.add(one, t));
+    Value dt = f.sub(one, f.mul(t, t));
+    Value du = f.mul(f.c(std::sqrt(2.0 / M_PI)),
+                     f.add(one, f.mul(f.c(3 * kGeluTanhCoeff), f.mul(x, x))));
+    return {f.mul(x, first), f.add(first, f.mul(f.mul(half, x), f.mul(dt, du)))};
+  }
+  case Activation::silu: {
+    Value s = f.sigmoid(x);
+    return {f.mul(x, s), f.mul(s, f.add(one, f.mul(x, f.sub(one, s))))};
+  }
+  }
+  return {x, one};
+}

@@ -6,7 +6,8 @@
 // prologue or epilogue (its bias, if any, as col_bias), since one kernel
 // family covers both. Standalone fusion.rms_norm, fusion.layer_norm,
 // fusion.add and fusion.mul are left in place: convert-fusion-to-gpu gives
-// them row kernels of their own; fusion.gdpa too (the attention kernel). A Lazy Pre-Norm GEMM whose rows span many
+// them row kernels of their own; fusion.gdpa too (the attention kernel),
+// and fusion.gdpa_grad (the attention backward kernel). A Lazy Pre-Norm GEMM whose rows span many
 // output tiles gets its row statistics from a stats-only fusion.rms_norm
 // instead of summing them once per tile (lazy-row-stats; splitLazyRowStats).
 // Whatever else has no GPU kernel, or does not
@@ -33,12 +34,8 @@ namespace {
 /// Which fusion pass would have absorbed `op` into a kernel, for the
 /// diagnostic on an op left over; empty for ops no pass absorbs.
 StringRef absorbingPasses(Operation *op) {
-  return llvm::TypeSwitch<Operation *, StringRef>(op)
-      .Case<GDPAGradOp>([](auto) {
-        return "fusion-form-norm-attention fuses a gdpa and its grad into "
-               "the FlashNormAttention block";
-      })
-      .Default([](Operation *) { return StringRef(); });
+  return llvm::TypeSwitch<Operation *, StringRef>(op).Default(
+      [](Operation *) { return StringRef(); });
 }
 
 /// Emits the error for a fusion op that has no kernel of its own (not a GEMM,
@@ -128,6 +125,33 @@ void reportAttentionPlan(Operation *op) {
   op->emitRemark(describeAttentionLayout(*target, planAttentionLayout(*target, layout),
                                          kvLen, jagged));
 }
+
+/// The attention backward kernel's plan for a gdpa_grad, as a remark; the
+/// reason instead where the kernel does not take it (the conversion
+/// refuses it with the same words).
+void reportAttentionGradPlan(GDPAGradOp op) {
+  std::optional<TargetInfo> target = lookupTargetInfo(op);
+  if (!target)
+    return;
+  auto q = cast<RankedTensorType>(op.getQuery().getType());
+  auto k = cast<RankedTensorType>(op.getKey().getType());
+  auto v = cast<RankedTensorType>(op.getValue().getType());
+  AttentionGradShape shape{q.getElementType(), static_cast<bool>(op.getOffsets()),
+                           q.getShape().back(), v.getShape().back(),
+                           k.getDimSize(1)};
+  std::string why = whyNoAttentionGradKernel(*target, shape);
+  if (!why.empty()) {
+    op.emitRemark() << "no attention backward kernel on " << target->chip
+                    << ": " << why;
+    return;
+  }
+  AttentionGradLayout layout;
+  layout.headDim = shape.headDim;
+  layout.valueDim = shape.valueDim;
+  layout.kvTile = llvm::alignTo(shape.kvLen, 64);
+  op.emitRemark(describeAttentionGradLayout(
+      *target, planAttentionGradLayout(*target, layout), shape.kvLen));
+}
 } // namespace
 
 LogicalResult mlir::fusion::planKernels(ModuleOp module,
@@ -145,10 +169,12 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
     }
     if (report && isa<GDPAOp, NormAttentionOp>(op))
       reportAttentionPlan(op);
+    if (report && isa<GDPAGradOp>(op))
+      reportAttentionGradPlan(cast<GDPAGradOp>(op));
     // Standalone row and attention kernels (convert-fusion-to-gpu):
     // nothing to plan.
     if (isa<RMSNormOp, LayerNormOp, RMSNormGradOp, LayerNormGradOp, AddOp,
-            MulOp, GDPAOp, NormAttentionOp>(op))
+            MulOp, GDPAOp, GDPAGradOp, NormAttentionOp>(op))
       return;
     emitNoKernel(op);
     ok = false;

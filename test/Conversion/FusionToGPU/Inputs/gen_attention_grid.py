@@ -4,7 +4,9 @@ Dv of 64 to 256, key lengths 1 to 256 (padded to 64), every activation,
 bf16 and f16 (the stages follow from the shared memory: one where two do
 not fit), named gdpa_<i>; then fusion.norm_attention over 1 to 4 heads,
 D = 64 and 128, key lengths up to D, with and without the norms'
-parameters, named flash_<i>.
+parameters, named flash_<i>; then fusion.gdpa_grad (the backward kernel)
+over D, Dv of 64 and 128, key lengths 1 to 128, every activation, bf16 and
+f16, named grad_<i>.
 
     python3 gen_attention_grid.py > grid.mlir
 """
@@ -35,6 +37,14 @@ def flash(i, h, d, kv, params, dt):
             f"  return %o, %m, %r, %rr : {q}, {s}, {s}, {s}\n}}\n")
 
 
+def grad(i, d, dv, kv, act, dt):
+    q, k = f"tensor<?x?x2x{d}x{dt}>", f"tensor<?x{kv}x2x{d}x{dt}>"
+    v, o = f"tensor<?x{kv}x2x{dv}x{dt}>", f"tensor<?x?x2x{dv}x{dt}>"
+    return (f"func.func @grad_{i}(%do: {o}, %q: {q}, %k: {k}, %v: {v}) -> ({q}, {k}, {v}) {{\n"
+            f"  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {{activation = #fusion.activation<{act}>, scale = 0.125 : f32}}"
+            f" : {o}, {q}, {k}, {v} -> {q}, {k}, {v}\n  return %dq, %dk, %dv : {q}, {k}, {v}\n}}\n")
+
+
 def fits(d, dv, kv):
     """Whether one stage of q, k, v and the P tiles fits sm_90a's 227 KB
     (AttentionSpec.h's layout); larger combinations are refused."""
@@ -52,6 +62,11 @@ def main():
              (2, 64, 40, True), (4, 64, 64, False), (2, 128, 72, False), (3, 128, 128, True)]
     for i, (h, d, kv, params) in enumerate(cases):
         print(flash(i, h, d, kv, params, "f16" if i == 5 else "bf16"))
+    grads = [(128, 128, 128), (128, 128, 100), (64, 64, 128), (64, 128, 64),
+             (128, 64, 128), (64, 64, 1), (128, 128, 64), (64, 128, 128),
+             (128, 128, 128), (128, 64, 40)]
+    for i, (d, dv, kv) in enumerate(grads):
+        print(grad(i, d, dv, kv, ACTS[i % len(ACTS)], "f16" if i % 4 == 3 else "bf16"))
     print("}")
 
 

@@ -14,6 +14,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <utility>
+
 namespace mlir::fusion {
 
 /// act(x) for f32 `x`:
@@ -41,6 +43,14 @@ Value buildScaledActivation(
 
 /// d act(x) / dx for f32 `x`.
 Value buildActivationGrad(OpBuilder &b, Location l, Activation act, Value x);
+
+/// act(x) and d act(x) / dx for f32 `x` together, the formulas of
+/// buildActivation and buildActivationGrad sharing their transcendental
+/// (gelu_tanh's tanh, built by `tanh` when given; silu's sigmoid; gelu's
+/// erf): what a backward kernel needs of every score.
+std::pair<Value, Value> buildActivationAndGrad(
+    OpBuilder &b, Location l, Activation act, Value x,
+    function_ref<Value(OpBuilder &, Location, Value)> tanh = nullptr);
 
 } // namespace mlir::fusion
 

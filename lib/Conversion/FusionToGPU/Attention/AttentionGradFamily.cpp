@@ -1,0 +1,125 @@
+//===- AttentionGradFamily.cpp - the attention backward kernel family -----===//
+//
+// The attention backward of convert-fusion-to-gpu: a dense fusion.gdpa_grad
+// becomes one persistent kernel (AttentionGradKernel.cpp) and its launch:
+// 4-D [B, L, H, D] tensor maps of do, q, k, v and of the three gradients,
+// encoded on the host, and a grid of min(units (b, h), SMs) CTAs. Without
+// units (B or H is 0) no map at all; without query tokens (L_q = 0) none of
+// do, q, dq (the kernel still writes dk = dv = 0); one CTA at least.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionGradKernel.h"
+
+#include "../Common/TmaPipeline.h"
+#include "../KernelFamily.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+
+using Spec = AttentionGradKernelSpec;
+
+class AttentionGradKernelFamily : public KernelFamily {
+public:
+  StringRef name() const override { return "attention"; }
+  bool matches(Operation *op) const override { return isa<GDPAGradOp>(op); }
+
+  LogicalResult check(Operation *op, const TargetInfo &target,
+                      std::string &whyNot) const override {
+    if (!createMmaEngine(target, MmaShape{}, whyNot))
+      return failure();
+    return success(
+        succeeded(getAttentionGradKernelSpec(cast<GDPAGradOp>(op), target, whyNot)));
+  }
+
+  void lower(HostLowering &host, Operation *operation, const TargetInfo &target,
+             StringRef kernelName) const override {
+    ImplicitLocOpBuilder &b = host.b;
+    MLIRContext *ctx = b.getContext();
+    auto op = cast<GDPAGradOp>(operation);
+    std::string why;
+    Spec spec = *getAttentionGradKernelSpec(op, target, why);
+    gpu::GPUFuncOp kernel =
+        buildAttentionGradKernel(b, b.getLoc(), host.kernels, kernelName, spec, target);
+    auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    // A 4-D map of `v` [B, L, H, D] with boxes [1, 64, 1, 64] (128-byte
+    // swizzled, zero fill out of bounds), encoded on the host.
+    auto descriptor = [&](Value v) -> Value {
+      Value unranked = memref::CastOp::create(
+          b, UnrankedMemRefType::get(spec.elemType, 0), host.dynamicMemref(v));
+      SmallVector<int64_t> box = {1, 64, 1, 64};
+      Type mapType = swizzledTensorMapType(ctx, box, spec.elemType);
+      SmallVector<Value> boxValues;
+      for (int64_t d : box)
+        boxValues.push_back(idx(d));
+      Value map =
+          nvgpu::TmaCreateDescriptorOp::create(b, mapType, unranked, boxValues);
+      return UnrealizedConversionCastOp::create(b, ptr, map).getResult(0);
+    };
+    // The maps of `values` where `cond` holds, else null pointers (the
+    // kernel does not touch them).
+    auto mapsIf = [&](Value cond, ArrayRef<Value> values) {
+      auto ifOp = scf::IfOp::create(b, SmallVector<Type>(values.size(), ptr), cond,
+                                    /*withElse=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      SmallVector<Value> made;
+      for (Value v : values)
+        made.push_back(descriptor(v));
+      scf::YieldOp::create(b, made);
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      Value null = LLVM::ZeroOp::create(b, ptr);
+      scf::YieldOp::create(b, SmallVector<Value>(values.size(), null));
+      return ifOp.getResults();
+    };
+    auto nonZero = [&](Value v) {
+      return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, v, idx(0)).getResult();
+    };
+    Value q = host.map.lookup(op.getQuery());
+    Value batch = memref::DimOp::create(b, q, 0);
+    Value queryLen = memref::DimOp::create(b, q, 1);
+    Value heads = memref::DimOp::create(b, q, 2);
+    Value units = arith::MulIOp::create(b, batch, heads);
+    Value anyUnit = nonZero(units);
+    Value anyTile = arith::AndIOp::create(b, anyUnit, nonZero(queryLen));
+    ValueRange tileMaps =
+        mapsIf(anyTile, {op.getGrad(), op.getQuery(), op.getQueryGrad()});
+    ValueRange unitMaps = mapsIf(anyUnit, {op.getKey(), op.getValue(),
+                                           op.getKeyGrad(), op.getValueGrad()});
+    // In AttentionGradArg's order.
+    SmallVector<Value> operands = {tileMaps[0], tileMaps[1], unitMaps[0],
+                                   unitMaps[1], tileMaps[2], unitMaps[2],
+                                   unitMaps[3], batch,       queryLen,
+                                   heads};
+    // Persistent: min(units, SMs) CTAs, at least one.
+    func::FuncOp smCount = host.getRuntimeFunction("fusionrtMultiprocessorCount",
+                                                   b.getFunctionType({}, {b.getI32Type()}));
+    Value slots = func::CallOp::create(b, smCount, ValueRange{}).getResult(0);
+    Value grid = arith::MaxUIOp::create(
+        b,
+        arith::MinUIOp::create(
+            b, units, arith::IndexCastOp::create(b, b.getIndexType(), slots)),
+        idx(1));
+    Value smem = arith::ConstantOp::create(
+        b, b.getI32IntegerAttr(static_cast<int32_t>(spec.sharedMemoryBytes())));
+    auto launch = gpu::LaunchFuncOp::create(
+        b, kernel, {grid, idx(1), idx(1)}, {idx(spec.threads()), idx(1), idx(1)},
+        smem, operands, gpu::AsyncTokenType::get(ctx),
+        ValueRange{host.chain.current()});
+    host.chain.advance(launch.getAsyncToken());
+  }
+};
+
+} // namespace
+
+std::unique_ptr<KernelFamily> mlir::fusion::createAttentionGradKernelFamily() {
+  return std::make_unique<AttentionGradKernelFamily>();
+}

@@ -1,0 +1,495 @@
+//===- AttentionGradKernel.cpp - the gdpa backward: five MMAs per tile ----===//
+//
+// fusion.gdpa_grad on the GPU for short keys and values held whole in
+// shared memory (FlashAttention-3's backward, adapted to an L_kv that one
+// CTA holds): with s = scale q k^T, p = act(s) and the output gradient do,
+//
+//   dv = p^T do,  dp = do v^T,  ds = dp act'(s) scale,  dq = ds k,  dk = ds^T q
+//
+// A persistent, warp-specialized kernel over units (batch b, head h),
+// unit = b H + h, written against the MmaEngine like the forward
+// (AttentionKernel.cpp), with kvTile / 64 consumer warpgroups, each owning
+// 64 keys (rows [64 c, 64 c + 64) of K and V):
+//
+//   warpgroup 0 (producer, setmaxnreg down)
+//     thread 0      per unit: wait kvEmpty, TMA K [kvTile, D] and
+//                   V [kvTile, Dv] of (b, h) (completing kvFull); then per
+//                   query tile of 64 tokens: wait empty[s], TMA Q [64, D]
+//                   and dO [64, Dv] into stage s (completing full[s])
+//   warpgroup 1 + c (consumers, setmaxnreg up), per query tile:
+//     S^T  = K_c Q^T          [64 keys, 64 tokens], K-major A (K's rows),
+//     dP^T = V_c dO^T         Q and dO as K-major (transposed) B
+//     P^T  = act(S^T),  dS^T = dP^T act'(S^T) scale    (s = scale x,
+//                             on the accumulators; ActivationMath.h)
+//                             rounded and written 128-byte swizzled into
+//                             the group's P^T and dS^T buffers (dS^T by
+//                             tile parity), then a named barrier over all
+//                             consumers (every group's dS^T is written)
+//     dV += P^T dO,  dK += dS^T Q    accumulators in registers over the
+//                             unit's tiles (Q, dO as N-major B)
+//     dQ = dS K               over all keys: A = every group's dS^T read
+//                             M-major (wgmma's transposed A), B = K's
+//                             blocks N-major; group c computes D's 64-column
+//                             blocks e = c, c + groups, ..., rounded into
+//                             its staging buffer and TMA-stored (clipped at
+//                             L_q)
+//     release the stage; after the unit's last tile release K, V, then
+//     round dV and dK into the staging buffer and TMA-store the group's 64
+//     keys (clipped at L_kv). Deterministic: no atomics, each output
+//     element is written once.
+//
+// Why dS^T has two buffers: the other groups read a group's dS^T (dQ's A)
+// until their own MMAs of the tile finish, which the next tile's barrier
+// proves; the tile after next reuses the buffer. Padding: keys past L_kv
+// and tokens past L_q are zero-filled by the TMA; a padded key's dP^T row
+// is 0 (V's row is 0), so its dS^T row is 0 and adds nothing to dQ; a
+// padded token's dO row is 0 (so it adds nothing to dV) and its dS^T
+// column is 0 (nothing to dK). Their own rows of dK, dV, dQ are not stored.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionGradKernel.h"
+
+#include "../Common/TmaPipeline.h"
+
+#include "fusion/Dialect/Fusion/IR/ActivationMath.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+
+using Spec = AttentionGradKernelSpec;
+using Arg = AttentionGradArg;
+
+class AttentionGradEmitter : public KernelBuilder {
+public:
+  AttentionGradEmitter(ImplicitLocOpBuilder &b, const Spec &s,
+                       gpu::GPUFuncOp func, const TargetInfo &target,
+                       RegisterBudget regs)
+      : KernelBuilder(b), s(s), func(func), target(target), regs(regs) {}
+
+  void emit();
+
+private:
+  Value arg(Arg a) { return func.getArgument(static_cast<unsigned>(a)); }
+  Value map(Arg a) { return maps[static_cast<unsigned>(a)]; }
+
+  /// Byte offsets from the aligned base: K's block [64 keys, 64] of key
+  /// block r and column block c; V's; stage `stage`'s Q and dO blocks; group
+  /// g's buffers.
+  Value kBlock(Value r, Value c) {
+    return add(mul(r, idx(s.headDim * 128)), mul(c, idx(Spec::kBlockBytes)));
+  }
+  Value vBlock(Value r, int64_t e) {
+    return add(idx(s.kBytes() + e * Spec::kBlockBytes), mul(r, idx(s.valueDim * 128)));
+  }
+  Value stageBase(Value stage) {
+    return add(idx(s.stagesOffset()), mul(stage, idx(s.stageBytes())));
+  }
+  Value groupBase(Value g) {
+    return add(idx(s.groupsOffset()), mul(g, idx(s.groupBytes())));
+  }
+  /// Group g's dS^T buffer of tile parity `parity` (0 or 1, index).
+  Value dsBuffer(Value g, Value parity) {
+    return add(add(groupBase(g), idx(s.dsOffset(0))),
+               mul(parity, idx(Spec::kBlockBytes)));
+  }
+  Value block(Value offset, ArrayRef<int64_t> shape) {
+    return smemView(offset, shape, s.elemType);
+  }
+
+  /// Named barrier 1 + c over consumer warpgroup c; 3 over all consumers.
+  void groupBarrier(Value c) { namedBarrier(1, c, 128); }
+  void consumersBarrier() { namedBarrier(3, 128 * s.consumers()); }
+  void fenceAsyncShared() {
+    NVVM::FenceProxyOp::create(
+        b, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  }
+  /// (lo, hi) rounded to the element type, one cvt.rn.{bf16,f16}x2.f32.
+  Value packPair(Value lo, Value hi) {
+    auto rn = NVVM::FPRoundingModeAttr::get(ctx, NVVM::FPRoundingMode::RN);
+    auto type = VectorType::get({2}, s.elemType);
+    if (s.elemType.isBF16())
+      return NVVM::ConvertF32x2ToBF16x2Op::create(b, type, hi, lo, Value(), rn,
+                                                  NVVM::SaturationModeAttr(),
+                                                  BoolAttr());
+    return NVVM::ConvertF32x2ToF16x2Op::create(b, type, hi, lo, Value(), rn,
+                                               NVVM::SaturationModeAttr(),
+                                               BoolAttr());
+  }
+  Value packPair(Value pair) {
+    return packPair(vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{0}),
+                    vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{1}));
+  }
+  /// Writes `pairs(h, j)` (row h, 8-column group j of this thread's
+  /// fragment) into blocks [64, 64] at `offset` + (j / 8) x 8 KB, 128-byte
+  /// swizzled: the K-major A (and M-major A, and TMA box) layout.
+  void writeSwizzled(Value offset, int64_t groups, AccumulatorView &view,
+                     Value rowInGroup, function_ref<Value(int64_t, int64_t)> pairs) {
+    Value rowPhase = view.rowPhase();
+    for (int64_t j = 0; j < groups; ++j) {
+      Value dst = block(add(offset, idx((j / 8) * Spec::kBlockBytes)), {64, 64});
+      // 16-byte chunk j % 8 of the row sits at position (j % 8) ^ (row % 8).
+      Value chunk = arith::XOrIOp::create(b, idx(j % 8), rowPhase);
+      Value col = add(mul(chunk, idx(8)), view.pairColumn());
+      for (int64_t h = 0; h < view.rowsPerThread(); ++h) {
+        Value row = add(idx(view.rowOffset(h)), rowInGroup);
+        vector::StoreOp::create(b, pairs(h, j), dst, ValueRange{row, col},
+                                /*nontemporal=*/false, llvm::MaybeAlign(4));
+      }
+    }
+  }
+  /// The blocks [64, 64] at `offset` + e x 8 KB TMA-stored through `tma` at
+  /// column 64 e, row `row` of (batch, head), in one bulk group.
+  void storeBlocks(Value tma, Value offset, int64_t blocks, Value batch,
+                   Value head, Value row) {
+    for (int64_t e = 0; e < blocks; ++e) {
+      Value src = block(add(offset, idx(e * Spec::kBlockBytes)), {1, 64, 1, 64});
+      nvgpu::TmaAsyncStoreOp::create(b, src, tma,
+                                     ValueRange{idx(e * 64), head, row, batch},
+                                     Value());
+    }
+    NVVM::CpAsyncBulkCommitGroupOp::create(b);
+  }
+  /// The group's store leader waits until its earlier bulk stores have read
+  /// their shared memory; then the group may overwrite it.
+  void waitStoresRead(Value isLeader, Value c) {
+    ifThen(isLeader, [&] {
+      NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
+    });
+    groupBarrier(c);
+  }
+
+  /// Loops over this CTA's units (b, h), carrying `inits`.
+  ValueRange unitLoop(ValueRange inits,
+                      function_ref<SmallVector<Value>(Value, Value, ValueRange)> body) {
+    Value first = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+    Value step = gpu::GridDimOp::create(b, gpu::Dimension::x);
+    return forLoop(first, units, step, inits, [&](Value unit, ValueRange it) {
+      Value batch = arith::DivUIOp::create(b, unit, heads);
+      Value head = arith::RemUIOp::create(b, unit, heads);
+      return body(batch, head, it);
+    });
+  }
+
+  void roles();
+  void producer();
+  void consumer();
+
+  std::unique_ptr<MmaEngine> engine(const MmaShape &shape) {
+    std::string whyNot;
+    return createMmaEngine(target, shape, whyNot);
+  }
+
+  const Spec &s;
+  gpu::GPUFuncOp func;
+  const TargetInfo &target;
+  RegisterBudget regs;
+  TmaRing ring, kvRing;
+  SmallVector<Value> maps;
+  Value operandMap, heads, qTiles, units, wg, tid;
+};
+
+void AttentionGradEmitter::emit() {
+  // Every map is 4-D [B, L, H, D] with boxes [1, 64, 1, 64] (coordinates
+  // innermost first: column, head, token, batch): the TMA clips at L_q and
+  // L_kv and zero-fills past them.
+  for (int64_t a = 0; a < kAttentionGradMaps; ++a)
+    maps.push_back(UnrealizedConversionCastOp::create(
+                       b, swizzledTensorMapType(ctx, {1, 64, 1, 64}, s.elemType),
+                       func.getArgument(a))
+                       .getResult(0));
+  // The MMA descriptors take the swizzle (and an N-major B's box distance)
+  // from a 2-D map type of [64, 64] boxes.
+  operandMap = UnrealizedConversionCastOp::create(
+                   b, swizzledTensorMapType(ctx, {64, 64}, s.elemType),
+                   arg(Arg::TmaK))
+                   .getResult(0);
+  heads = arg(Arg::Heads);
+  qTiles = arith::CeilDivUIOp::create(b, arg(Arg::QueryLen), idx(Spec::kTileQ));
+  units = mul(arg(Arg::Batch), heads);
+  Value threadId = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  wg = div(threadId, 128);
+  tid = rem(threadId, 128);
+  initSharedMemory(Spec::kAlignment);
+  ring = TmaRing(*this, s.stages);
+  kvRing = TmaRing(*this, 1);
+  Value leader = eq(threadId, 0);
+  ring.init(*this, 128 * s.consumers(), leader);
+  kvRing.init(*this, 128 * s.consumers(), leader);
+  // Without units the maps are null; without query tiles, those of q, do
+  // and dq (AttentionGradFamily.cpp).
+  Value anyUnit = both(leader, ult(idx(0), units));
+  Value anyTile = both(anyUnit, ult(idx(0), qTiles));
+  for (Arg a : {Arg::TmaK, Arg::TmaV, Arg::TmaDk, Arg::TmaDv})
+    nvgpu::TmaPrefetchOp::create(b, map(a), anyUnit);
+  for (Arg a : {Arg::TmaDo, Arg::TmaQ, Arg::TmaDq})
+    nvgpu::TmaPrefetchOp::create(b, map(a), anyTile);
+  gpu::BarrierOp::create(b);
+  roles();
+  gpu::ReturnOp::create(b);
+}
+
+/// setmaxnreg is warpgroup-wide, so it comes before the producer
+/// warpgroup's split; its idle threads exit.
+void AttentionGradEmitter::roles() {
+  auto setMaxRegisters = [&](int64_t count, NVVM::SetMaxRegisterAction a) {
+    NVVM::SetMaxRegisterOp::create(b, b.getI32IntegerAttr(count),
+                                   NVVM::SetMaxRegisterActionAttr::get(ctx, a));
+  };
+  scf::IfOp::create(
+      b, eq(wg, 0),
+      [&](OpBuilder &, Location) {
+        setMaxRegisters(regs.producer, NVVM::SetMaxRegisterAction::decrease);
+        ifThen(eq(tid, 0), [&] { producer(); });
+        scf::YieldOp::create(b);
+      },
+      [&](OpBuilder &, Location) {
+        setMaxRegisters(regs.consumer, NVVM::SetMaxRegisterAction::increase);
+        consumer();
+        scf::YieldOp::create(b);
+      });
+}
+
+/// Thread 0: per unit K and V, then its query tiles' Q and dO.
+void AttentionGradEmitter::producer() {
+  auto load = [&](Value tma, Value barriers, Value stage, Value offset, int64_t col,
+                  Value head, Value row, Value batch) {
+    nvgpu::TmaAsyncLoadOp::create(b, block(offset, {1, 64, 1, 64}), barriers, tma,
+                                  ValueRange{idx(col), head, row, batch}, stage,
+                                  Value(), Value());
+  };
+  const int64_t dBlocks = s.headDim / 64, dvBlocks = s.valueDim / 64;
+  Value zero = idx(0);
+  unitLoop({idx(0), idx(0)}, [&](Value batch, Value head, ValueRange iters) {
+    Value pos = iters[0], kvPos = iters[1];
+    kvRing.acquire(*this, zero, kvPos);
+    nvgpu::MBarrierArriveExpectTxOp::create(b, kvRing.full,
+                                            idx(s.kBytes() + s.vBytes()), zero,
+                                            Value());
+    for (int64_t r = 0; r < s.consumers(); ++r) {
+      for (int64_t c = 0; c < dBlocks; ++c)
+        load(map(Arg::TmaK), kvRing.full, zero, kBlock(idx(r), idx(c)), 64 * c,
+             head, idx(64 * r), batch);
+      for (int64_t e = 0; e < dvBlocks; ++e)
+        load(map(Arg::TmaV), kvRing.full, zero, vBlock(idx(r), e), 64 * e, head,
+             idx(64 * r), batch);
+    }
+    ValueRange after = forLoop(
+        idx(0), qTiles, idx(1), ValueRange{pos}, [&](Value t, ValueRange it) {
+          Value p = it[0];
+          Value stage = ring.stageOf(*this, p);
+          ring.acquire(*this, stage, p);
+          nvgpu::MBarrierArriveExpectTxOp::create(b, ring.full, idx(s.stageBytes()),
+                                                  stage, Value());
+          Value base = stageBase(stage);
+          Value row = mul(t, idx(Spec::kTileQ));
+          for (int64_t c = 0; c < dBlocks; ++c)
+            load(map(Arg::TmaQ), ring.full, stage,
+                 add(base, idx(c * Spec::kBlockBytes)), 64 * c, head, row, batch);
+          for (int64_t e = 0; e < dvBlocks; ++e)
+            load(map(Arg::TmaDo), ring.full, stage,
+                 add(base, idx(s.qBytes() + e * Spec::kBlockBytes)), 64 * e, head,
+                 row, batch);
+          return SmallVector<Value>{ring.nextPos(*this, p)};
+        });
+    return SmallVector<Value>{after[0], kvRing.nextPos(*this, kvPos)};
+  });
+}
+
+/// Consumer warpgroup c: keys [64 c, 64 c + 64) of each unit.
+void AttentionGradEmitter::consumer() {
+  Type e16 = s.elemType;
+  // S^T and dP^T: [64 keys, 64 tokens] over D (Dv), Q (dO) as transposed
+  // B; dV, dK: [64 keys, Dv (D)] over the tile's 64 tokens, dO (Q) as
+  // N-major B; dQ: [64 tokens, 64 columns] over the keys, dS^T as M-major A.
+  std::unique_ptr<MmaEngine> scoreEngine =
+      engine(MmaShape{Spec::kTileQ, 64, e16, false, /*transposeB=*/true});
+  std::unique_ptr<MmaEngine> dvEngine =
+      engine(MmaShape{s.valueDim, Spec::kTileQ, e16, false, false});
+  std::unique_ptr<MmaEngine> dkEngine =
+      engine(MmaShape{s.headDim, Spec::kTileQ, e16, false, false});
+  std::unique_ptr<MmaEngine> dqEngine =
+      engine(MmaShape{64, Spec::kGroupKeys, e16, /*transposeA=*/true, false});
+  Value c = sub(wg, idx(1));
+  Value rowInGroup = scoreEngine->firstRow(*this, idx(0), tid);
+  Value isGroupLeader = eq(tid, 0);
+  Value mine = groupBase(c);
+  Value pBuffer = add(mine, idx(s.pOffset()));
+  Value out = add(mine, idx(s.outOffset()));
+  Value zero = idx(0);
+  const int64_t dBlocks = s.headDim / 64, dvBlocks = s.valueDim / 64;
+  // dQ's column blocks per group: e = c + i x groups, i < dqSlots.
+  const int64_t dqSlots = llvm::divideCeil(dBlocks, s.consumers());
+  const bool dqGuard = dBlocks % s.consumers() != 0;
+  auto fastTanh = [](OpBuilder &builder, Location loc, Value u) -> Value {
+    // tanh.approx.f32, as the forward's gelu_tanh (relative error about
+    // 2^-11, below the rounding of P and dS to 16 bits).
+    return LLVM::TanhOp::create(
+        builder, loc, u,
+        LLVM::FastmathFlagsAttr::get(builder.getContext(), LLVM::FastmathFlags::afn));
+  };
+  Value scaleF = cstF32(s.scale);
+
+  unitLoop({idx(0), idx(0), idx(0)}, [&](Value batch, Value head, ValueRange iters) {
+    Value pos = iters[0], kvPos = iters[1], count = iters[2];
+    kvRing.waitFull(*this, zero, kvPos);
+    SmallVector<Value> inits = {pos, count, dvEngine->initAccumulator(*this),
+                                dkEngine->initAccumulator(*this)};
+    ValueRange tiles = forLoop(
+        idx(0), qTiles, idx(1), inits, [&](Value t, ValueRange it) {
+          Value p = it[0], tileCount = it[1], dV = it[2], dK = it[3];
+          Value stage = ring.stageOf(*this, p);
+          ring.waitFull(*this, stage, p);
+          Value base = stageBase(stage);
+
+          // S^T = K_c Q^T, dP^T = V_c dO^T.
+          Value sT = scoreEngine->initAccumulator(*this);
+          for (int64_t kc = 0; kc < dBlocks; ++kc) {
+            Value a = block(kBlock(c, idx(kc)), {64, 64});
+            Value q = block(add(base, idx(kc * Spec::kBlockBytes)), {64, 64});
+            sT = scoreEngine->issue(*this, a, q, operandMap, operandMap, sT);
+          }
+          Value dpT = scoreEngine->initAccumulator(*this);
+          for (int64_t e = 0; e < dvBlocks; ++e) {
+            Value a = block(vBlock(c, e), {64, 64});
+            Value dO = block(add(base, idx(s.qBytes() + e * Spec::kBlockBytes)),
+                             {64, 64});
+            dpT = scoreEngine->issue(*this, a, dO, operandMap, operandMap, dpT);
+          }
+          scoreEngine->waitPending(*this, 0);
+
+          // P^T = act(s), dS^T = dP^T act'(s) scale, s = scale S^T, rounded
+          // into the group's buffers.
+          std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, sT, tid);
+          std::unique_ptr<AccumulatorView> dpView = scoreEngine->view(*this, dpT, tid);
+          SmallVector<SmallVector<Value>> pPairs(2), dsPairs(2);
+          for (int64_t h = 0; h < 2; ++h)
+            for (int64_t j = 0; j < Spec::kTileQ / 8; ++j) {
+              Value x = sView->pair(h, j), dp = dpView->pair(h, j);
+              Value pv[2], dsv[2];
+              for (int64_t e = 0; e < 2; ++e) {
+                Value sc = arith::MulFOp::create(
+                    b, vector::ExtractOp::create(b, x, ArrayRef<int64_t>{e}), scaleF);
+                auto [act, grad] =
+                    buildActivationAndGrad(b, b.getLoc(), s.activation, sc, fastTanh);
+                pv[e] = act;
+                Value d = vector::ExtractOp::create(b, dp, ArrayRef<int64_t>{e});
+                dsv[e] = arith::MulFOp::create(b, arith::MulFOp::create(b, d, grad),
+                                               scaleF);
+              }
+              pPairs[h].push_back(packPair(pv[0], pv[1]));
+              dsPairs[h].push_back(packPair(dsv[0], dsv[1]));
+            }
+          Value parity = rem(tileCount, 2);
+          Value ds = dsBuffer(c, parity);
+          writeSwizzled(pBuffer, Spec::kTileQ / 8, *sView, rowInGroup,
+                        [&](int64_t h, int64_t j) { return pPairs[h][j]; });
+          writeSwizzled(ds, Spec::kTileQ / 8, *sView, rowInGroup,
+                        [&](int64_t h, int64_t j) { return dsPairs[h][j]; });
+          fenceAsyncShared();
+          // Every group's dS^T of this tile is written (dQ reads them all).
+          consumersBarrier();
+
+          // dV += P^T dO, dK += dS^T Q.
+          Value dO = block(add(base, idx(s.qBytes())), {Spec::kTileQ, s.valueDim});
+          dV = dvEngine->issue(*this, block(pBuffer, {64, 64}), dO, operandMap,
+                               operandMap, dV);
+          Value q = block(base, {Spec::kTileQ, s.headDim});
+          dK = dkEngine->issue(*this, block(ds, {64, 64}), q, operandMap, operandMap, dK);
+
+          // dQ's column blocks of this group: dS (every group's dS^T,
+          // M-major) times K's blocks of those columns.
+          Value row = mul(t, idx(Spec::kTileQ));
+          for (int64_t i = 0; i < dqSlots; ++i) {
+            Value e = add(c, idx(i * s.consumers()));
+            auto dqBlock = [&] {
+              Value dq = dqEngine->initAccumulator(*this);
+              for (int64_t r = 0; r < s.consumers(); ++r) {
+                Value a = block(dsBuffer(idx(r), parity), {64, 64});
+                Value k = block(kBlock(idx(r), e), {64, 64});
+                dq = dqEngine->issue(*this, a, k, operandMap, operandMap, dq);
+              }
+              dqEngine->waitPending(*this, 0);
+              std::unique_ptr<AccumulatorView> dqView = dqEngine->view(*this, dq, tid);
+              // Slot i of the staging buffer; the previous tile's stores
+              // must have read it.
+              Value staging = add(out, idx(i * Spec::kBlockBytes));
+              if (i == 0)
+                waitStoresRead(isGroupLeader, c);
+              writeSwizzled(staging, 8, *dqView, rowInGroup, [&](int64_t h, int64_t j) {
+                return packPair(dqView->pair(h, j));
+              });
+              fenceAsyncShared();
+              groupBarrier(c);
+              ifThen(isGroupLeader, [&] {
+                Value src = block(staging, {1, 64, 1, 64});
+                nvgpu::TmaAsyncStoreOp::create(
+                    b, src, map(Arg::TmaDq),
+                    ValueRange{mul(e, idx(64)), head, row, batch}, Value());
+                NVVM::CpAsyncBulkCommitGroupOp::create(b);
+              });
+            };
+            if (dqGuard)
+              ifThen(ult(e, idx(dBlocks)), dqBlock);
+            else
+              dqBlock();
+          }
+          // dV and dK's MMAs too: Q and dO of the stage are read.
+          dvEngine->waitPending(*this, 0);
+          ring.release(*this, p);
+          return SmallVector<Value>{ring.nextPos(*this, p), add(tileCount, idx(1)),
+                                    dV, dK};
+        });
+    // K and V are read (every group's dQ MMAs of the last tile included:
+    // each thread arrives after its own waits).
+    kvRing.release(*this, kvPos);
+
+    // The group's 64 keys of dV, then dK, through the staging buffer.
+    Value keyRow = mul(c, idx(Spec::kGroupKeys));
+    auto storeAccumulator = [&](MmaEngine &engine, Value acc, int64_t width, Arg tma) {
+      std::unique_ptr<AccumulatorView> view = engine.view(*this, acc, tid);
+      waitStoresRead(isGroupLeader, c);
+      writeSwizzled(out, width / 8, *view, rowInGroup,
+                    [&](int64_t h, int64_t j) { return packPair(view->pair(h, j)); });
+      fenceAsyncShared();
+      groupBarrier(c);
+      ifThen(isGroupLeader, [&] {
+        storeBlocks(map(tma), out, width / 64, batch, head, keyRow);
+      });
+    };
+    storeAccumulator(*dvEngine, tiles[2], s.valueDim, Arg::TmaDv);
+    storeAccumulator(*dkEngine, tiles[3], s.headDim, Arg::TmaDk);
+    return SmallVector<Value>{tiles[0], kvRing.nextPos(*this, kvPos), tiles[1]};
+  });
+  // Shared memory must outlive the last stores that read it.
+  ifThen(isGroupLeader,
+         [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
+}
+
+} // namespace
+
+gpu::GPUFuncOp mlir::fusion::buildAttentionGradKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    const AttentionGradKernelSpec &s, const TargetInfo &target) {
+  OpBuilder::InsertionGuard guard(builder);
+  auto ptr = LLVM::LLVMPointerType::get(builder.getContext());
+  SmallVector<Type> types(kAttentionGradMaps, ptr);
+  types.append(kAttentionGradArgs - kAttentionGradMaps, builder.getIndexType());
+  std::string whyNot;
+  std::unique_ptr<MmaEngine> engine = createMmaEngine(target, MmaShape{}, whyNot);
+  RegisterBudget regs =
+      engine->registerBudget(s.threads(), s.consumers(), /*producerWorks=*/false);
+  // The producer thread only issues TMA: setmaxnreg's least (24) leaves the
+  // consumers 8 more registers each (dK and dV take (D + Dv) / 2).
+  regs.producer = 24;
+  regs.consumer = std::min<int64_t>(
+      256, (s.threads() * regs.launch - 128 * regs.producer) / (128 * s.consumers()) / 8 * 8);
+  gpu::GPUFuncOp func =
+      createKernelFunc(builder, loc, module, name, types, s.threads(), regs.launch);
+  ImplicitLocOpBuilder b(loc, builder);
+  AttentionGradEmitter(b, s, func, target, regs).emit();
+  return func;
+}

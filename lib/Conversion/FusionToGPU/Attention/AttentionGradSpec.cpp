@@ -1,0 +1,61 @@
+//===- AttentionGradSpec.cpp - what the attention backward takes ----------===//
+
+#include "AttentionGradSpec.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+static std::string typeName(Type t) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  t.print(os);
+  return text;
+}
+
+FailureOr<AttentionGradKernelSpec>
+mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target,
+                                         std::string &whyNot) {
+  auto fail = [&](std::string why) -> FailureOr<AttentionGradKernelSpec> {
+    whyNot = std::move(why);
+    return failure();
+  };
+  auto elemOf = [](Value v) { return cast<ShapedType>(v.getType()).getElementType(); };
+  Type elem = elemOf(op.getQuery());
+  if (!elem.isBF16() && !elem.isF16())
+    return fail(llvm::formatv("expected bf16 or f16 grad, query, key, value and "
+                              "gradients, but got query of {0}",
+                              typeName(elem)));
+  for (auto [name, v] : {std::pair<StringRef, Value>{"grad", op.getGrad()},
+                         {"key", op.getKey()},
+                         {"value", op.getValue()},
+                         {"query_grad", op.getQueryGrad()},
+                         {"key_grad", op.getKeyGrad()},
+                         {"value_grad", op.getValueGrad()}})
+    if (elemOf(v) != elem)
+      return fail(llvm::formatv("expected {0} of {1} (the query's element type), "
+                                "but got {2}",
+                                name, typeName(elem), typeName(elemOf(v))));
+  auto q = cast<RankedTensorType>(op.getQuery().getType());
+  auto k = cast<RankedTensorType>(op.getKey().getType());
+  auto v = cast<RankedTensorType>(op.getValue().getType());
+  AttentionGradShape shape{elem, static_cast<bool>(op.getOffsets()),
+                           q.getShape().back(), v.getShape().back(),
+                           k.getDimSize(1)};
+  std::string why = whyNoAttentionGradKernel(target, shape);
+  if (!why.empty())
+    return fail(why);
+  AttentionGradKernelSpec s;
+  s.elemType = elem;
+  s.headDim = shape.headDim;
+  s.valueDim = shape.valueDim;
+  s.kvLen = shape.kvLen;
+  s.kvTile = llvm::alignTo(s.kvLen, 64);
+  s.activation = op.getActivation();
+  s.scale = op.getScale().convertToDouble();
+  // At most 209 KB (D = Dv = L_kv = 128, one stage 177 KB): the limits
+  // above keep one stage inside every Hopper's 227 KB.
+  static_cast<AttentionGradLayout &>(s) = planAttentionGradLayout(target, s);
+  return s;
+}

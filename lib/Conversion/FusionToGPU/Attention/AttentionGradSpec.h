@@ -1,0 +1,48 @@
+//===- AttentionGradSpec.h - the attention backward's spec and ABI -*- C++ -*-===//
+//
+// What the attention backward kernel (AttentionGradKernel.cpp) is built
+// from: the element type, the static head dimensions and key/value length,
+// the activation and scale of a fusion.gdpa_grad, and the shared-memory
+// layout that follows from them (AttentionGradLayout,
+// Target/NVPTX/AttentionKernelLimits.h); and the kernel's argument list,
+// shared by the kernel and its launch (AttentionGradFamily.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FUSION_LIB_CONVERSION_FUSIONTOGPU_ATTENTION_ATTENTIONGRADSPEC_H
+#define FUSION_LIB_CONVERSION_FUSIONTOGPU_ATTENTION_ATTENTIONGRADSPEC_H
+
+#include "fusion/Dialect/Fusion/IR/FusionOps.h"
+#include "fusion/Target/NVPTX/AttentionKernelLimits.h"
+#include "fusion/Target/NVPTX/TargetInfo.h"
+
+#include <string>
+
+namespace mlir::fusion {
+
+struct AttentionGradKernelSpec : AttentionGradLayout {
+  /// do, q, k, v and the three gradients: bf16 or f16.
+  Type elemType;
+  /// L_kv (up to 128; kvTile rounds it up to 64).
+  int64_t kvLen = 0;
+  Activation activation = Activation::identity;
+  double scale = 1.0;
+};
+
+/// The spec of `op` on `target`, or failure with `whyNot` (a message that
+/// follows "cannot generate an <chip> attention kernel: ").
+FailureOr<AttentionGradKernelSpec>
+getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target,
+                           std::string &whyNot);
+
+/// The kernel's arguments, in order: the 4-D tensor maps [B, L, H, D] of
+/// the loads (do, q, k, v) and of the stores (dq, dk, dv), all with boxes
+/// [1, 64, 1, 64]; batch, query length and heads (index).
+enum class AttentionGradArg {
+  TmaDo, TmaQ, TmaK, TmaV, TmaDq, TmaDk, TmaDv, Batch, QueryLen, Heads
+};
+constexpr int64_t kAttentionGradMaps = 7, kAttentionGradArgs = 10;
+
+} // namespace mlir::fusion
+
+#endif // FUSION_LIB_CONVERSION_FUSIONTOGPU_ATTENTION_ATTENTIONGRADSPEC_H

@@ -1,0 +1,98 @@
+// What the attention backward kernel (fusion.gdpa_grad) refuses, one case
+// per message: the op is valid (the CPU lowering takes it) but the sm_90a
+// kernel cannot run it.
+// RUN: fusion-opt %s -split-input-file -convert-fusion-to-gpu -verify-diagnostics
+
+// No attention backward around sm_100a's tensor-memory engine yet.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @sm100(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %v: tensor<2x64x2x64xbf16>) -> tensor<2x64x2x64xbf16> {
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_100a attention kernel: no register-accumulator MMA engine for sm_100a: its tcgen05 engine accumulates in tensor memory, which this kernel family is not written for yet}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16> -> tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>
+  return %dq : tensor<2x64x2x64xbf16>
+}
+}
+
+// -----
+
+// Jagged q (offsets): the stretch goal, not done yet.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @jagged(%do: tensor<256x2x64xbf16>, %q: tensor<256x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %v: tensor<2x64x2x64xbf16>, %off: tensor<3xi32>) -> tensor<256x2x64xbf16> {
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: jagged query (offsets) is not supported by the attention backward kernel yet; expected a dense query [B, Lq, H, D]}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v offsets(%off : tensor<3xi32>) {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<256x2x64xbf16>, tensor<256x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16> -> tensor<256x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>
+  return %dq : tensor<256x2x64xbf16>
+}
+}
+
+// -----
+
+// f32 backward.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @f32(%do: tensor<2x64x2x64xf32>, %q: tensor<2x64x2x64xf32>, %k: tensor<2x64x2x64xf32>, %v: tensor<2x64x2x64xf32>) -> tensor<2x64x2x64xf32> {
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: expected bf16 or f16 grad, query, key, value and gradients, but got query of f32}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<2x64x2x64xf32>, tensor<2x64x2x64xf32>, tensor<2x64x2x64xf32>, tensor<2x64x2x64xf32> -> tensor<2x64x2x64xf32>, tensor<2x64x2x64xf32>, tensor<2x64x2x64xf32>
+  return %dq : tensor<2x64x2x64xf32>
+}
+}
+
+// -----
+
+// Mixed element types: an f16 key beside a bf16 query.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @mixed(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x64xbf16>, %k: tensor<2x64x2x64xf16>, %v: tensor<2x64x2x64xbf16>) -> tensor<2x64x2x64xbf16> {
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: expected key of bf16 (the query's element type), but got f16}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xf16>, tensor<2x64x2x64xbf16> -> tensor<2x64x2x64xbf16>, tensor<2x64x2x64xf16>, tensor<2x64x2x64xbf16>
+  return %dq : tensor<2x64x2x64xbf16>
+}
+}
+
+// -----
+
+// D = 256: dK would not fit in registers beside dV.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @head_dim(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x256xbf16>, %k: tensor<2x64x2x256xbf16>, %v: tensor<2x64x2x64xbf16>) -> tensor<2x64x2x256xbf16> {
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: expected a static head dimension D of 64 or 128 (the backward keeps dK and dV of its 64 keys in registers over all query tiles), but got 256}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<2x64x2x64xbf16>, tensor<2x64x2x256xbf16>, tensor<2x64x2x256xbf16>, tensor<2x64x2x64xbf16> -> tensor<2x64x2x256xbf16>, tensor<2x64x2x256xbf16>, tensor<2x64x2x64xbf16>
+  return %dq : tensor<2x64x2x256xbf16>
+}
+}
+
+// -----
+
+// Dv = 192.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @value_dim(%do: tensor<2x64x2x192xbf16>, %q: tensor<2x64x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %v: tensor<2x64x2x192xbf16>) -> tensor<2x64x2x64xbf16> {
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: expected a static value head dimension Dv of 64 or 128 (the backward keeps dK and dV of its 64 keys in registers over all query tiles), but got 192}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<2x64x2x192xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x192xbf16> -> tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x192xbf16>
+  return %dq : tensor<2x64x2x64xbf16>
+}
+}
+
+// -----
+
+// L_kv = 200: more than two consumer warpgroups of 64 keys.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @long_kv(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x64xbf16>, %k: tensor<2x200x2x64xbf16>, %v: tensor<2x200x2x64xbf16>) -> tensor<2x64x2x64xbf16> {
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: expected a static key/value length from 1 to 128 for the backward (one consumer warpgroup of 64 keys per 64, K and V whole in shared memory), but got 200}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x200x2x64xbf16>, tensor<2x200x2x64xbf16> -> tensor<2x64x2x64xbf16>, tensor<2x200x2x64xbf16>, tensor<2x200x2x64xbf16>
+  return %dq : tensor<2x64x2x64xbf16>
+}
+}
+
+// -----
+
+// A dynamic key/value length.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @dynamic_kv(%do: tensor<?x?x2x64xbf16>, %q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>) -> tensor<?x?x2x64xbf16> {
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: expected a static key/value length from 1 to 128 for the backward (one consumer warpgroup of 64 keys per 64, K and V whole in shared memory), but got ?}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16> -> tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>
+  return %dq : tensor<?x?x2x64xbf16>
+}
+}
