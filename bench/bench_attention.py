@@ -8,7 +8,9 @@ torch.compile (Inductor) and eager PyTorch of the same function
 act(scale q k^T) v, written as HSTU-style users write it (two einsums and
 the activation; jagged q through a padded dense tensor). Interleaved rounds after a settle (bench/layers/bench_util.py,
 docs/PERF.md). Reports ms, TFLOP/s and HBM bandwidth (q, k, v read once,
-the output written once) and writes JSON.
+the output written once) and writes JSON. The backward (fusion.gdpa_grad,
+dq, dk, dv) against torch.compile's and eager autograd's backward of the
+same function (bench_grad).
 
     FUSION_GPU_ARTIFACTS=build/gpu python3 bench/bench_attention.py --out r.json --commit SHA
 """
@@ -134,6 +136,7 @@ def main():
         bu.write_json(args.out, args, rows, "do_bench median, L2 flushed; mean of rounds", False)
         print(json.dumps({k: v for k, v in row.items() if k != "rounds"}, default=str))
     bench_jagged(args, programs, rows)
+    bench_grad(args, programs, rows)
     bu.write_json(args.out, args, rows, "do_bench median, L2 flushed; mean of rounds", True)
     print(bu.markdown_table(
         [("case", "case", None), ("B", "batch", None), ("Lq", "lq", None),
@@ -202,6 +205,66 @@ def bench_jagged(args, programs, rows):
                    heads=h, d=d, dv=dv, kv=kv, activation=act, errors=errors,
                    spread_ms=spread_ms, rounds=rounds, **mean)
         row["ours_rel_err"] = ((out.double() - ref).norm() / ref.norm()).item()
+        add_rates(row, mean, flops, nbytes)
+        rows.append(row)
+        bu.write_json(args.out, args, rows, "do_bench median, L2 flushed; mean of rounds", False)
+        print(json.dumps({k_: v_ for k_, v_ in row.items() if k_ != "rounds"}, default=str))
+
+
+# The backward (fusion.gdpa_grad): dq, dk, dv of the same function given
+# d out, against the backward torch.compile (AOTAutograd + Inductor) and
+# eager autograd generate for act(scale q k^T) v; only the backward is
+# timed (autograd.grad over one retained forward graph).
+GRAD_CASES = [("gdpa_grad_kunlun_h2", 768, 512), ("gdpa_grad_kunlun_h4", 768, 1024)]
+
+
+def bench_grad(args, programs, rows):
+    cases = [(name, variant, batch, lq) for name, batch, lq in GRAD_CASES
+             for variant in [""] + args.extra_variant]
+    for name, variant, batch, lq in cases:
+        prog = programs.get(name)
+        if prog is None or not os.path.exists(ap.library_path(name, variant)):
+            print(f"skipped: {name}{variant} not built")
+            continue
+        fn = ap.function(prog, variant)
+        h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
+        act, scale = prog["activation"], prog["scale"]
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        spread = (d * scale ** 2) ** -0.25
+        do = torch.randn(batch, lq, h, dv, generator=gen, device="cuda").bfloat16()
+        q = (spread * torch.randn(batch, lq, h, d, generator=gen, device="cuda")).bfloat16()
+        k = (spread * torch.randn(batch, kv, h, d, generator=gen, device="cuda")).bfloat16()
+        v = torch.randn(batch, kv, h, dv, generator=gen, device="cuda").bfloat16()
+        grads = [torch.empty_like(t) for t in (q, k, v)]
+
+        def attention(q, k, v):
+            s_ = torch.einsum("bihd,bjhd->bhij", q, k) * scale
+            return torch.einsum("bhij,bjhe->bihe", activation(act, s_), v)
+
+        leaves = [t.detach().clone().requires_grad_(True) for t in (q, k, v)]
+        compiled = bu.compile_fresh(attention)
+        out_compiled = compiled(*leaves)
+        out_eager = attention(*leaves)
+        errors = {}
+        ours = lambda: fn(do, q, k, v, *grads)  # noqa: E731
+        measurements = [
+            ("ours_call_ms", bu.bench_ms, ours),
+            ("ours_kernel_ms", bu.kernel_ms, ours),
+            ("torch_compile_ms", bu.bench_ms,
+             lambda: torch.autograd.grad(out_compiled, leaves, do, retain_graph=True)),
+            ("eager_ms", bu.bench_ms,
+             lambda: torch.autograd.grad(out_eager, leaves, do, retain_graph=True))]
+        mean, spread_ms, rounds = bu.run_rounds(args.rounds, measurements, errors)
+        ours()
+        torch.cuda.synchronize()
+        leaves64 = [t.detach().double().requires_grad_(True) for t in (q, k, v)]
+        refs = torch.autograd.grad(attention(*leaves64), leaves64, do.double())
+        flops = 2.0 * batch * h * lq * kv * (3 * d + 2 * dv)
+        nbytes = 2 * (do.numel() + 2 * (q.numel() + k.numel() + v.numel()))
+        row = dict(case=name + variant, batch=batch, lq=lq, heads=h, d=d, dv=dv, kv=kv,
+                   activation=act, errors=errors, spread_ms=spread_ms, rounds=rounds, **mean)
+        for label, got, ref in zip(("dq", "dk", "dv"), grads, refs):
+            row[f"ours_rel_err_{label}"] = ((got.double() - ref).norm() / ref.norm()).item()
         add_rates(row, mean, flops, nbytes)
         rows.append(row)
         bu.write_json(args.out, args, rows, "do_bench median, L2 flushed; mean of rounds", False)

@@ -165,9 +165,13 @@ func.func @f(%x: tensor<4x1024xbf16>) -> tensor<*xbf16> {
 // A function whose only fusion op no kernel family takes is lowered, so its
 // op is refused (it is not left on tensors for mlir-translate to fail on).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @attention(%do: tensor<1x8x2x4xf32>, %q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>) {
-  // expected-error @below {{'fusion.gdpa_grad' op cannot be lowered to the GPU: a function lowered by convert-fusion-to-gpu may hold}}
-  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.25 : f32} : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>
-  return %dq, %dk, %dv : tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>
+func.func @attention(%do: tensor<2x128x2x64xbf16>, %q: tensor<2x128x2x64xbf16>, %k: tensor<2x128x2x64xbf16>, %v: tensor<2x128x2x64xbf16>, %m: tensor<2x128xf32>, %r: tensor<2x128xf32>, %rr: tensor<2x128xf32>) -> tensor<2x128x2x64xbf16> {
+  // expected-error @below {{'fusion.norm_attention_grad' op cannot be lowered to the GPU: a function lowered by convert-fusion-to-gpu may hold}}
+  %dq, %dk, %dv = fusion.norm_attention_grad %do, %q, %k, %v, %m, %r, %rr
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+      : tensor<2x128x2x64xbf16>, tensor<2x128x2x64xbf16>, tensor<2x128x2x64xbf16>,
+        tensor<2x128x2x64xbf16>, tensor<2x128xf32>, tensor<2x128xf32>, tensor<2x128xf32>
+      -> tensor<2x128x2x64xbf16>, tensor<2x128x2x64xbf16>, tensor<2x128x2x64xbf16>
+  return %dq : tensor<2x128x2x64xbf16>
 }
 }

@@ -362,12 +362,19 @@ void AttentionGradEmitter::consumer() {
           scoreEngine->waitPending(*this, 0);
 
           // P^T = act(s), dS^T = dP^T act'(s) scale, s = scale S^T, rounded
-          // into the group's buffers.
+          // into the group's buffers (128-byte swizzled [64 keys, 64 tokens],
+          // the layout writeSwizzled writes), pair by pair.
           std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, sT, tid);
           std::unique_ptr<AccumulatorView> dpView = scoreEngine->view(*this, dpT, tid);
-          SmallVector<SmallVector<Value>> pPairs(2), dsPairs(2);
-          for (int64_t h = 0; h < 2; ++h)
-            for (int64_t j = 0; j < Spec::kTileQ / 8; ++j) {
+          Value parity = rem(tileCount, 2);
+          Value ds = dsBuffer(c, parity);
+          Value pTile = block(pBuffer, {64, 64}), dsTile = block(ds, {64, 64});
+          Value rowPhase = sView->rowPhase();
+          for (int64_t j = 0; j < Spec::kTileQ / 8; ++j) {
+            // 16-byte chunk j of the row sits at position j ^ (row % 8).
+            Value chunk = arith::XOrIOp::create(b, idx(j), rowPhase);
+            Value col = add(mul(chunk, idx(8)), sView->pairColumn());
+            for (int64_t h = 0; h < 2; ++h) {
               Value x = sView->pair(h, j), dp = dpView->pair(h, j);
               Value pv[2], dsv[2];
               for (int64_t e = 0; e < 2; ++e) {
@@ -380,15 +387,13 @@ void AttentionGradEmitter::consumer() {
                 dsv[e] = arith::MulFOp::create(b, arith::MulFOp::create(b, d, grad),
                                                scaleF);
               }
-              pPairs[h].push_back(packPair(pv[0], pv[1]));
-              dsPairs[h].push_back(packPair(dsv[0], dsv[1]));
+              Value row = add(idx(sView->rowOffset(h)), rowInGroup);
+              vector::StoreOp::create(b, packPair(pv[0], pv[1]), pTile,
+                                      ValueRange{row, col}, false, llvm::MaybeAlign(4));
+              vector::StoreOp::create(b, packPair(dsv[0], dsv[1]), dsTile,
+                                      ValueRange{row, col}, false, llvm::MaybeAlign(4));
             }
-          Value parity = rem(tileCount, 2);
-          Value ds = dsBuffer(c, parity);
-          writeSwizzled(pBuffer, Spec::kTileQ / 8, *sView, rowInGroup,
-                        [&](int64_t h, int64_t j) { return pPairs[h][j]; });
-          writeSwizzled(ds, Spec::kTileQ / 8, *sView, rowInGroup,
-                        [&](int64_t h, int64_t j) { return dsPairs[h][j]; });
+          }
           fenceAsyncShared();
           // Every group's dS^T of this tile is written (dQ reads them all).
           consumersBarrier();

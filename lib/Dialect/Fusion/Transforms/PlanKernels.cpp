@@ -25,19 +25,11 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/SmallPtrSet.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::fusion;
 
 namespace {
-/// Which fusion pass would have absorbed `op` into a kernel, for the
-/// diagnostic on an op left over; empty for ops no pass absorbs.
-StringRef absorbingPasses(Operation *op) {
-  return llvm::TypeSwitch<Operation *, StringRef>(op).Default(
-      [](Operation *) { return StringRef(); });
-}
-
 /// Emits the error for a fusion op that has no kernel of its own (not a GEMM,
 /// and not one of the ops with a standalone row kernel).
 void emitNoKernel(Operation *op) {
@@ -46,12 +38,8 @@ void emitNoKernel(Operation *op) {
                     "fusion.fused_matmul only");
     return;
   }
-  StringRef passes = absorbingPasses(op);
-  InFlightDiagnostic diag =
-      op->emitOpError("has no GPU kernel; it runs on the GPU only inside a "
-                      "fused op, and no fusion pass absorbed it");
-  if (!passes.empty())
-    diag << " (" << passes << ")";
+  op->emitOpError("has no GPU kernel; it runs on the GPU only inside a "
+                  "fused op, and no fusion pass absorbed it");
 }
 /// Whether Lazy Pre-Norm GEMM `op`, planned as `config`, should take its row
 /// statistics from a row kernel (`mode`: auto, in-kernel or kernel).

@@ -11,20 +11,6 @@ func.func @no_target(%a: tensor<256x64xbf16>, %b: tensor<64x128xbf16>) -> tensor
 
 // -----
 
-// Test that a gdpa_grad outside the FlashNormAttention block is refused (a
-// forward gdpa has a kernel of its own: attention-sm90a.mlir).
-module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @gdpa_grad_left(%do: tensor<2x64x4x32xbf16>, %q: tensor<2x64x4x32xbf16>, %k: tensor<2x16x4x32xbf16>, %v: tensor<2x16x4x32xbf16>) -> tensor<2x64x4x32xbf16> {
-  // expected-error @below {{'fusion.gdpa_grad' op has no GPU kernel; it runs on the GPU only inside a fused op, and no fusion pass absorbed it (fusion-form-norm-attention fuses a gdpa and its grad into the FlashNormAttention block)}}
-  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<identity>, scale = 0.125 : f32}
-      : tensor<2x64x4x32xbf16>, tensor<2x64x4x32xbf16>, tensor<2x16x4x32xbf16>, tensor<2x16x4x32xbf16>
-      -> tensor<2x64x4x32xbf16>, tensor<2x16x4x32xbf16>, tensor<2x16x4x32xbf16>
-  return %dq : tensor<2x64x4x32xbf16>
-}
-}
-
-// -----
-
 // Test that fusion.norm_attention_grad, which has no kernel yet, is refused
 // (the forward has one: attention-sm90a.mlir).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {

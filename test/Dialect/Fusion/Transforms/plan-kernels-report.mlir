@@ -58,3 +58,29 @@ func.func @block(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: t
   return %o : tensor<?x?x2x128xbf16>
 }
 }
+
+// -----
+
+// The attention backward (fusion.gdpa_grad): Kunlun's D = Dv = L_kv = 128
+// takes two consumer warpgroups and two stages of (Q, dO); L_kv = 64 one
+// group and three stages; one the kernel does not take says why.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @gdpa_grad(%do: tensor<?x?x2x128xbf16>, %q: tensor<?x?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: tensor<?x128x2x128xbf16>) -> tensor<?x?x2x128xbf16> {
+  // expected-remark @below {{attention backward kernel on sm_90a: units (batch, head) with K, V whole in shared memory (L_kv 128 padded to 128), 2 consumer warpgroups of 64 keys (dK, dV in registers over the unit's query tiles of 64 tokens, dQ through dS in shared memory); 2 stages of Q, dO: 214016 bytes of shared memory of 232448; a persistent grid of min(units, SMs) CTAs}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+      : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16> -> tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16>
+  return %dq : tensor<?x?x2x128xbf16>
+}
+func.func @gdpa_grad_kv64(%do: tensor<?x?x1x128xf16>, %q: tensor<?x?x1x128xf16>, %k: tensor<?x64x1x128xf16>, %v: tensor<?x64x1x128xf16>) -> tensor<?x?x1x128xf16> {
+  // expected-remark @below {{(L_kv 64 padded to 64), 1 consumer warpgroup of 64 keys (dK, dV in registers over the unit's query tiles of 64 tokens, dQ through dS in shared memory); 3 stages of Q, dO: 173056 bytes}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<relu>, scale = 0.0625 : f32}
+      : tensor<?x?x1x128xf16>, tensor<?x?x1x128xf16>, tensor<?x64x1x128xf16>, tensor<?x64x1x128xf16> -> tensor<?x?x1x128xf16>, tensor<?x64x1x128xf16>, tensor<?x64x1x128xf16>
+  return %dq : tensor<?x?x1x128xf16>
+}
+func.func @gdpa_grad_long(%do: tensor<?x?x2x64xbf16>, %q: tensor<?x?x2x64xbf16>, %k: tensor<?x256x2x64xbf16>, %v: tensor<?x256x2x64xbf16>) -> tensor<?x?x2x64xbf16> {
+  // expected-remark @below {{no attention backward kernel on sm_90a: expected a static key/value length from 1 to 128 for the backward (one consumer warpgroup of 64 keys per 64, K and V whole in shared memory), but got 256}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x256x2x64xbf16>, tensor<?x256x2x64xbf16> -> tensor<?x?x2x64xbf16>, tensor<?x256x2x64xbf16>, tensor<?x256x2x64xbf16>
+  return %dq : tensor<?x?x2x64xbf16>
+}
+}

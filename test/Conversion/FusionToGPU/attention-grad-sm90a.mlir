@@ -1,0 +1,93 @@
+// The attention backward (fusion.gdpa_grad) on sm_90a: one persistent
+// kernel over (batch, head) units (a TMA producer warp and a wgmma consumer
+// warpgroup per 64 keys: S^T, dP^T, dV += P^T dO, dK += dS^T Q, dQ = dS K
+// through every group's dS^T in shared memory), launched on the function's
+// stream with 4-D tensor maps: those of do, q and dq only with query
+// tokens, the others only with units.
+// RUN: fusion-opt %s --convert-fusion-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
+// RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
+// RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
+// REQUIRES: ptxas
+
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+
+// Kunlun's backward: D = Dv = L_kv = 128, two consumer warpgroups (384
+// threads), two stages of (Q, dO): 209 KB.
+// CHECK-LABEL: func.func @kunlun(
+// CHECK-SAME: %[[DO:[^:]*]]: memref<?x?x2x128xbf16>, %[[Q:[^:]*]]: memref<?x?x2x128xbf16>, %[[K:[^:]*]]: memref<?x128x2x128xbf16>, %[[V:[^:]*]]: memref<?x128x2x128xbf16>, %[[DQ:[^:]*]]: memref<?x?x2x128xbf16>, %[[DK:[^:]*]]: memref<?x128x2x128xbf16>, %[[DV:[^:]*]]: memref<?x128x2x128xbf16>)
+// CHECK-DAG: %[[B:.*]] = memref.dim %[[Q]], %c0
+// CHECK-DAG: %[[L:.*]] = memref.dim %[[Q]], %c1
+// CHECK: %[[UNITS:.*]] = arith.muli %[[B]], %c2
+// CHECK: %[[ANYUNIT:.*]] = arith.cmpi ne, %[[UNITS]], %c0
+// CHECK: %[[ANYTOKEN:.*]] = arith.cmpi ne, %[[L]], %c0
+// CHECK: %[[ANYTILE:.*]] = arith.andi %[[ANYUNIT]], %[[ANYTOKEN]]
+// CHECK: %[[TILEMAPS:.*]]:3 = scf.if %[[ANYTILE]] -> (!llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-COUNT-3: nvgpu.tma.create.descriptor %{{.*}} box[%c1, %c64, %c1, %c64] : memref<*xbf16> -> <tensor = memref<1x64x1x64xbf16, 3>, swizzle = swizzle_128b
+// CHECK: } else {
+// CHECK: %[[UNITMAPS:.*]]:4 = scf.if %[[ANYUNIT]] -> (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-COUNT-4: nvgpu.tma.create.descriptor
+// CHECK: } else {
+// CHECK: call @fusionrtMultiprocessorCount
+// CHECK: %[[GRID:.*]] = arith.maxui %{{.*}}, %c1
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@kunlun_kernel0 blocks in (%[[GRID]], %c1, %c1) threads in (%c384, %c1, %c1) {{ *}}dynamic_shared_memory_size %c214016_i32 args(%[[TILEMAPS]]#0 : !llvm.ptr, %[[TILEMAPS]]#1 : !llvm.ptr, %[[UNITMAPS]]#0 : !llvm.ptr, %[[UNITMAPS]]#1 : !llvm.ptr, %[[TILEMAPS]]#2 : !llvm.ptr, %[[UNITMAPS]]#2 : !llvm.ptr, %[[UNITMAPS]]#3 : !llvm.ptr, %[[B]] : index, %[[L]] : index, %c2 : index)
+func.func @kunlun(%do: tensor<?x?x2x128xbf16>, %q: tensor<?x?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: tensor<?x128x2x128xbf16>) -> (tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16>) {
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+      : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16> -> tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16>
+  return %dq, %dk, %dv : tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16>
+}
+
+// L_kv = 100 padded to 128, D = 64, Dv = 128: three stages.
+// CHECK-LABEL: func.func @silu_d64(
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@silu_d64_kernel0 {{.*}} threads in (%c384, %c1, %c1) {{ *}}dynamic_shared_memory_size %c205824_i32
+func.func @silu_d64(%do: tensor<?x?x4x128xbf16>, %q: tensor<?x?x4x64xbf16>, %k: tensor<?x100x4x64xbf16>, %v: tensor<?x100x4x128xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x100x4x64xbf16>, tensor<?x100x4x128xbf16>) {
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<?x?x4x128xbf16>, tensor<?x?x4x64xbf16>, tensor<?x100x4x64xbf16>, tensor<?x100x4x128xbf16> -> tensor<?x?x4x64xbf16>, tensor<?x100x4x64xbf16>, tensor<?x100x4x128xbf16>
+  return %dq, %dk, %dv : tensor<?x?x4x64xbf16>, tensor<?x100x4x64xbf16>, tensor<?x100x4x128xbf16>
+}
+
+// L_kv = 64: one consumer warpgroup (256 threads) computes all of dQ's
+// column blocks; f16.
+// CHECK-LABEL: func.func @one_group(
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@one_group_kernel0 {{.*}} threads in (%c256, %c1, %c1) {{ *}}dynamic_shared_memory_size %c173056_i32
+func.func @one_group(%do: tensor<?x?x1x128xf16>, %q: tensor<?x?x1x128xf16>, %k: tensor<?x64x1x128xf16>, %v: tensor<?x64x1x128xf16>) -> (tensor<?x?x1x128xf16>, tensor<?x64x1x128xf16>, tensor<?x64x1x128xf16>) {
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<relu>, scale = 0.0625 : f32}
+      : tensor<?x?x1x128xf16>, tensor<?x?x1x128xf16>, tensor<?x64x1x128xf16>, tensor<?x64x1x128xf16> -> tensor<?x?x1x128xf16>, tensor<?x64x1x128xf16>, tensor<?x64x1x128xf16>
+  return %dq, %dk, %dv : tensor<?x?x1x128xf16>, tensor<?x64x1x128xf16>, tensor<?x64x1x128xf16>
+}
+
+}
+
+// The kernels follow the host functions: launch bounds of 384 threads and
+// 168 registers, setmaxnreg (the producer down to 24, the consumers up to
+// 240).
+// CHECK-LABEL: gpu.func @kunlun_kernel0(
+// CHECK-SAME: nvvm.maxnreg = 168 : i32, nvvm.maxntid = array<i32: 384, 1, 1>
+// CHECK: nvvm.setmaxregister decrease 24
+// CHECK: nvvm.setmaxregister increase 240
+
+// ptxas accepts every kernel. Spills: D = Dv = 128 keeps dK and dV (128
+// registers) beside S^T and dP^T (64) in the consumers' 240; the loop-
+// invariant MMA descriptors LLVM hoists out of the tile loop spill (at most
+// 176 bytes, reloaded from L1 once per tile); see the ptxas sweep.
+// PTXAS-DAG: ptxas ok: kunlun_kernel0 registers=168 spills={{[0-9]$|[0-9][0-9]$|1[0-7][0-9]$}}
+// PTXAS-DAG: ptxas ok: silu_d64_kernel0 registers=168 spills={{[0-9]$|[0-9][0-9]$|1[0-7][0-9]$}}
+// PTXAS-DAG: ptxas ok: one_group_kernel0 registers=248 spills={{[0-9]$|[0-9][0-9]$|1[0-7][0-9]$}}
+
+// The five MMAs: S^T and dP^T with Q and dO as K-major (transposed) B,
+// dV and dK with dO and Q as N-major B [64 tokens, Dv / D], dQ with dS^T
+// as M-major (transposed) A (imm-trans-a and -b set); tanh.approx for gelu_tanh; the producer's TMA
+// loads, the consumers' TMA stores and their named barriers (3 over all
+// consumers, before dQ reads every group's dS^T).
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
+// PTX-DAG: p, 1,  1, 1,  1;
+// PTX-DAG: tanh.approx.f32
+// PTX-DAG: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX-DAG: cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group
+// PTX-DAG: bar.sync \093, 256;
+// PTX-DAG: fence.proxy.async.shared::cta
+// PTX-DAG: setmaxnreg.dec.sync.aligned.u32 \0924;
+// PTX-DAG: setmaxnreg.inc.sync.aligned.u32 \09240;
