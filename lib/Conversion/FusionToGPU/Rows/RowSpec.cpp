@@ -75,8 +75,15 @@ LogicalResult shapeNorm(RowKernelSpec &s, std::string &why) {
               .str();
     return failure();
   }
-  // Small rows: several groups per CTA, 128 threads at least.
-  s.rowsPerBlock = std::max<int64_t>(1, 128 / s.threadsPerRow);
+  // A thread holding three vectors or more needs about 48 registers or more,
+  // so registers already keep its SM at about 32 warps: then one row per CTA
+  // (a one-warp CTA for rows of up to 1024 bf16, as Triton's persistent
+  // reductions do) frees each row's slot as soon as that row is done, which
+  // measured 1-3% faster than four rows per CTA at 768 and 1024 columns on
+  // the H200. Smaller rows: several groups per CTA, 128 threads at least.
+  s.rowsPerBlock = s.vecsPerThread >= 3
+                       ? 1
+                       : std::max<int64_t>(1, 128 / s.threadsPerRow);
   return success();
 }
 
