@@ -10,7 +10,8 @@ the activation; jagged q through a padded dense tensor). Interleaved rounds afte
 docs/PERF.md). Reports ms, TFLOP/s and HBM bandwidth (q, k, v read once,
 the output written once) and writes JSON. The backward (fusion.gdpa_grad,
 dq, dk, dv) against torch.compile's and eager autograd's backward of the
-same function (bench_grad).
+same function (bench_grad); the Kunlun block's backward and training step
+against torch.compile's of the same block (bench_block_grad).
 
     FUSION_GPU_ARTIFACTS=build/gpu python3 bench/bench_attention.py --out r.json --commit SHA
 """
@@ -66,6 +67,9 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--commit", default="unknown")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", action="append", default=[],
+                        choices=["forward", "jagged", "grad", "block_grad"],
+                        help="run only these parts (default: all)")
     parser.add_argument("--extra-variant", action="append", default=[],
                         help="also time the programs from lib<name><SUFFIX>.so where built "
                              "(e.g. a library of the previous compiler, for an A/B in the "
@@ -75,7 +79,8 @@ def main():
     rows = []
     cases = CASES + [(name, suffix, batch, lq) for suffix in args.extra_variant
                      for name, variant, batch, lq in CASES if variant == ""]
-    for name, variant, batch, lq in cases:
+    parts = set(args.only or ["forward", "jagged", "grad", "block_grad"])
+    for name, variant, batch, lq in cases if "forward" in parts else []:
         prog = programs[name]
         path = ap.library_path(name, variant)
         if not os.path.exists(path):
@@ -135,14 +140,20 @@ def main():
         rows.append(row)
         bu.write_json(args.out, args, rows, "do_bench median, L2 flushed; mean of rounds", False)
         print(json.dumps({k: v for k, v in row.items() if k != "rounds"}, default=str))
-    bench_jagged(args, programs, rows)
-    bench_grad(args, programs, rows)
+    for part, bench in (("jagged", bench_jagged), ("grad", bench_grad),
+                        ("block_grad", bench_block_grad)):
+        if part in parts:
+            bench(args, programs, rows)
     bu.write_json(args.out, args, rows, "do_bench median, L2 flushed; mean of rounds", True)
     print(bu.markdown_table(
         [("case", "case", None), ("B", "batch", None), ("Lq", "lq", None),
          ("ours call ms", "ours_call_ms", "{:.3f}"), ("ours kernel ms", "ours_kernel_ms", "{:.3f}"),
          ("torch.compile ms", "torch_compile_ms", "{:.3f}"), ("eager ms", "eager_ms", "{:.3f}"),
-         ("vs compile", "speedup_vs_compile", "{:.2f}x"), ("TFLOP/s", "ours_tflops", "{:.0f}"),
+         ("vs compile", "speedup_vs_compile", "{:.2f}x"),
+         ("ours fwd+bwd ms", "ours_train_ms", "{:.3f}"),
+         ("compile fwd+bwd ms", "torch_compile_train_ms", "{:.3f}"),
+         ("fwd+bwd vs compile", "train_speedup_vs_compile", "{:.2f}x"),
+         ("TFLOP/s", "ours_tflops", "{:.0f}"),
          ("TB/s", "ours_tbps", "{:.2f}")], rows))
 
 
@@ -266,6 +277,121 @@ def bench_grad(args, programs, rows):
         for label, got, ref in zip(("dq", "dk", "dv"), grads, refs):
             row[f"ours_rel_err_{label}"] = ((got.double() - ref).norm() / ref.norm()).item()
         add_rates(row, mean, flops, nbytes)
+        rows.append(row)
+        bu.write_json(args.out, args, rows, "do_bench median, L2 flushed; mean of rounds", False)
+        print(json.dumps({k_: v_ for k_, v_ in row.items() if k_ != "rounds"}, default=str))
+
+
+# The Kunlun block's backward (kunlun_backward_*: rms_norm_grad, gdpa_grad,
+# add, layer_norm_grad, add from what the forward saved) against the
+# backward torch.compile (AOTAutograd + Inductor) and eager autograd
+# generate for the same PyTorch block (autograd.grad over one retained
+# forward graph), and the training step (kunlun_train_*: forward and
+# backward in one call) against torch.compile's forward + backward.
+# (backward program, training-step program, B, L_q)
+BLOCK_GRAD_CASES = [("kunlun_backward_h2", "kunlun_train_h2", 768, 512),
+                    ("kunlun_backward_h4", "kunlun_train_h4", 768, 1024)]
+
+
+def block_saved(q, k, v, lnw, lnb, eps, gdpa):
+    """ln_q, h (bf16) and the LayerNorm mean, rstd and RMSNorm rstd (f32)
+    of the block's forward, as our forward saves them."""
+    b_, l_, h_, d_ = q.shape
+    qf = q.float().reshape(b_, l_, h_ * d_)
+    mean = qf.mean(-1)
+    rstd = torch.rsqrt(qf.var(-1, unbiased=False) + eps)
+    ln = ((qf - mean[..., None]) * rstd[..., None] * lnw.float() + lnb.float())
+    ln = ln.bfloat16().reshape(q.shape)
+    hsum = (gdpa(ln, k, v).float() + ln.float()).bfloat16()
+    rms_rstd = torch.rsqrt(hsum.float().reshape(b_, l_, h_ * d_).pow(2).mean(-1) + eps)
+    return ln, hsum, mean, rstd, rms_rstd
+
+
+def bench_block_grad(args, programs, rows):
+    cases = [(bwd, train, variant, batch, lq) for bwd, train, batch, lq in BLOCK_GRAD_CASES
+             for variant in [""] + args.extra_variant]
+    for bwd_name, train_name, variant, batch, lq in cases:
+        prog = programs.get(bwd_name)
+        if prog is None or not os.path.exists(ap.library_path(bwd_name, variant)):
+            print(f"skipped: {bwd_name}{variant} not built")
+            continue
+        fn = ap.function(prog, variant)
+        train_prog = programs.get(train_name)
+        train_fn = None
+        if train_prog is not None and os.path.exists(ap.library_path(train_name, variant)):
+            train_fn = ap.function(train_prog, variant)
+        h, d, kv, eps = prog["heads"], prog["d"], prog["kv"], prog["eps"]
+        hd = h * d
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        q = torch.randn(batch, lq, h, d, generator=gen, device="cuda").bfloat16()
+        k = (d ** -0.5 * torch.randn(batch, kv, h, d, generator=gen, device="cuda")).bfloat16()
+        v = torch.randn(batch, kv, h, d, generator=gen, device="cuda").bfloat16()
+        lnw = (1 + 0.1 * torch.randn(hd, generator=gen, device="cuda")).bfloat16()
+        lnb = (0.1 * torch.randn(hd, generator=gen, device="cuda")).bfloat16()
+        rmsw = (1 + 0.1 * torch.randn(hd, generator=gen, device="cuda")).bfloat16()
+        dout = torch.randn(batch, lq, h, d, generator=gen, device="cuda").bfloat16()
+
+        def attention(q, k, v):
+            s_ = torch.einsum("bihd,bjhd->bhij", q, k)
+            return torch.einsum("bhij,bjhe->bihe", activation("gelu_tanh", s_), v)
+
+        def module(q, k, v, lnw, lnb, rmsw):
+            b_, l_ = q.shape[0], q.shape[1]
+            ln = torch.nn.functional.layer_norm(q.reshape(b_, l_, hd), (hd,), lnw, lnb, eps)
+            ln = ln.reshape(q.shape)
+            y = torch.nn.functional.rms_norm((attention(ln, k, v) + ln).reshape(b_, l_, hd),
+                                             (hd,), rmsw, eps)
+            return y.reshape(q.shape) + q
+
+        inputs = (q, k, v, lnw, lnb, rmsw)
+        saved = block_saved(q, k, v, lnw, lnb, eps, attention)
+        grads = [torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)] + \
+            [torch.empty(hd, device="cuda") for _ in range(3)]
+        out = torch.empty_like(q)
+        leaves = [t.detach().clone().requires_grad_(True) for t in inputs]
+        compiled = bu.compile_fresh(module)
+        out_compiled = compiled(*leaves)
+        out_eager = module(*leaves)
+        errors = {}
+        ours = lambda: fn(dout, q, k, v, lnw, rmsw, *saved, *grads)  # noqa: E731
+        measurements = [
+            ("ours_call_ms", bu.bench_ms, ours),
+            ("ours_kernel_ms", bu.kernel_ms, ours),
+            ("torch_compile_ms", bu.bench_ms,
+             lambda: torch.autograd.grad(out_compiled, leaves, dout, retain_graph=True)),
+            ("eager_ms", bu.bench_ms,
+             lambda: torch.autograd.grad(out_eager, leaves, dout, retain_graph=True)),
+            ("torch_compile_train_ms", bu.bench_ms,
+             lambda: torch.autograd.grad(compiled(*leaves), leaves, dout))]
+        if train_fn is not None:
+            measurements.append(("ours_train_ms", bu.bench_ms,
+                                 lambda: train_fn(*inputs, dout, out, *grads)))
+        mean, spread_ms, rounds = bu.run_rounds(args.rounds, measurements, errors)
+        ours()
+        torch.cuda.synchronize()
+        ours_grads = [g.clone() for g in grads]
+        leaves64 = [t.detach().double().requires_grad_(True) for t in inputs]
+        refs = torch.autograd.grad(module(*leaves64), leaves64, dout.double())
+        labels = ("dq", "dk", "dv", "dlnw", "dlnb", "drmsw")
+        row = dict(case=bwd_name + variant, batch=batch, lq=lq, heads=h, d=d, dv=d, kv=kv,
+                   activation="gelu_tanh", errors=errors, spread_ms=spread_ms, rounds=rounds,
+                   **mean)
+        for label, got, ref in zip(labels, ours_grads, refs):
+            row[f"ours_rel_err_{label}"] = ((got.double() - ref).norm() / ref.norm()).item()
+        if train_fn is not None:
+            train_fn(*inputs, dout, out, *grads)
+            torch.cuda.synchronize()
+            for label, got, ref in zip(labels, grads, refs):
+                row[f"train_rel_err_{label}"] = ((got.double() - ref).norm() / ref.norm()).item()
+        del refs, leaves64
+        # The backward's bytes, about: dout, q, ln_q, h, k, v read, dq, dk,
+        # dv written, the intermediates (dh, dq1, d ln_q, the LayerNorm
+        # gradient) written and read.
+        flops = 2.0 * batch * h * lq * kv * 5 * d
+        nbytes = 2 * (10 * q.numel() + 4 * k.numel())
+        add_rates(row, mean, flops, nbytes)
+        if "ours_train_ms" in mean and "torch_compile_train_ms" in mean:
+            row["train_speedup_vs_compile"] = mean["torch_compile_train_ms"] / mean["ours_train_ms"]
         rows.append(row)
         bu.write_json(args.out, args, rows, "do_bench median, L2 flushed; mean of rounds", False)
         print(json.dumps({k_: v_ for k_, v_ in row.items() if k_ != "rounds"}, default=str))

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the standalone attention programs (fusion.gdpa, issue 17, and its
-backward fusion.gdpa_grad) that the
+backward fusion.gdpa_grad; the Kunlun block, its training step and its
+backward) that the
 H200 tests and benchmarks call: one .mlir per program in OUT/attention and
 the manifest attention.json (name, shapes, activation, scale, signature).
 Batch and query length are dynamic (`?`): one library serves every B and
@@ -135,6 +136,90 @@ func.func @{name}(%q: {q}, %k: {kvt}, %v: {kvt}, %lnw: {w}, %lnb: {w}, %rmsw: {w
 """
 
 
+# The block's training step (forward and backward in one function, the
+# backward written with the dialect's grad ops given d out) and its backward
+# alone (from what the forward saves: ln_q, h and the norms' statistics):
+# name: (heads, D, L_kv). fusion-fuse leaves both as their ops on sm_90a
+# (no kernel takes fusion.norm_attention_grad yet): ten kernels for the
+# step, five for the backward.
+TRAINS = {"kunlun_train_h2": (2, 128, 128), "kunlun_train_h4": (4, 128, 128)}
+BLOCK_GRADS = {"kunlun_backward_h2": (2, 128, 128), "kunlun_backward_h4": (4, 128, 128)}
+
+
+def block_types(heads, d, kv):
+    hd = heads * d
+    return dict(q=f"tensor<?x?x{heads}x{d}xbf16>", flat=f"tensor<?x?x{hd}xbf16>",
+                kv=f"tensor<?x{kv}x{heads}x{d}xbf16>", w=f"tensor<{hd}xbf16>",
+                pg=f"tensor<{hd}xf32>", stats="tensor<?x?xf32>")
+
+
+def block_backward_lines(heads, d, kv):
+    """The backward given %dout, %q, %qf, %ln, %hf, %m, %r, %rr, %k, %v,
+    %lnw, %rmsw, %b, %l: defines %dq, %dk, %dv, %dlw, %dlb, %drw."""
+    t = block_types(heads, d, kv)
+    q, flat, kvt, w, pg, st = t["q"], t["flat"], t["kv"], t["w"], t["pg"], t["stats"]
+    shape = f"output_shape [%b, %l, {heads}, {d}]"
+    return f"""  %doutf = tensor.collapse_shape %dout [[0], [1], [2, 3]] : {q} into {flat}
+  %dhf, %drw = fusion.rms_norm_grad %doutf, %hf, %rr weight(%rmsw : {w}) : {flat}, {flat}, {st} -> {flat}, {pg}
+  %dh = tensor.expand_shape %dhf [[0], [1], [2, 3]] {shape} : {flat} into {q}
+  %dq1, %dk, %dv = fusion.gdpa_grad %dh, %ln, %k, %v {{activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}}
+      : {q}, {q}, {kvt}, {kvt} -> {q}, {kvt}, {kvt}
+  %dlnq = fusion.add %dh, %dq1 : {q}
+  %dlnqf = tensor.collapse_shape %dlnq [[0], [1], [2, 3]] : {q} into {flat}
+  %dqlnf, %dlw, %dlb = fusion.layer_norm_grad %dlnqf, %qf, %m, %r weight(%lnw : {w}) {{with_bias_grad}}
+      : {flat}, {flat}, {st}, {st} -> {flat}, {pg}, {pg}
+  %dqln = tensor.expand_shape %dqlnf [[0], [1], [2, 3]] {shape} : {flat} into {q}
+  %dq = fusion.add %dqln, %dout : {q}
+"""
+
+
+def train_program(name, heads, d, kv):
+    t = block_types(heads, d, kv)
+    q, flat, kvt, w, pg, st = t["q"], t["flat"], t["kv"], t["w"], t["pg"], t["stats"]
+    results = f"{q}, {q}, {kvt}, {kvt}, {pg}, {pg}, {pg}"
+    return f"""// {name}: the Kunlun block's training step, forward and backward given d out (bench/attention/gen_attention.py)
+module attributes {{fusion.target = #fusion.target<"sm_90a">}} {{
+func.func @{name}(%q: {q}, %k: {kvt}, %v: {kvt}, %lnw: {w}, %lnb: {w}, %rmsw: {w}, %dout: {q})
+    -> ({results}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %q, %c0 : {q}
+  %l = tensor.dim %q, %c1 : {q}
+  %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : {q} into {flat}
+  %lnf, %m, %r = fusion.layer_norm %qf weight(%lnw : {w}) bias(%lnb : {w}) {{epsilon = {BLOCK_EPS:.1e} : f32}} : {flat} -> {flat}, {st}, {st}
+  %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [%b, %l, {heads}, {d}] : {flat} into {q}
+  %a = fusion.gdpa %ln, %k, %v {{activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}} : {q}, {kvt}, {kvt} -> {q}
+  %h = fusion.add %a, %ln : {q}
+  %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : {q} into {flat}
+  %yf, %rr = fusion.rms_norm %hf weight(%rmsw : {w}) {{epsilon = {BLOCK_EPS:.1e} : f32}} : {flat} -> {flat}, {st}
+  %y = tensor.expand_shape %yf [[0], [1], [2, 3]] output_shape [%b, %l, {heads}, {d}] : {flat} into {q}
+  %out = fusion.add %y, %q : {q}
+{block_backward_lines(heads, d, kv)}  return %out, %dq, %dk, %dv, %dlw, %dlb, %drw : {results}
+}}
+}}
+"""
+
+
+def block_grad_program(name, heads, d, kv):
+    t = block_types(heads, d, kv)
+    q, flat, kvt, w, pg, st = t["q"], t["flat"], t["kv"], t["w"], t["pg"], t["stats"]
+    results = f"{q}, {kvt}, {kvt}, {pg}, {pg}, {pg}"
+    return f"""// {name}: the Kunlun block's backward given d out and what its forward saved (ln_q, h, LayerNorm mean and rstd, RMSNorm rstd) (bench/attention/gen_attention.py)
+module attributes {{fusion.target = #fusion.target<"sm_90a">}} {{
+func.func @{name}(%dout: {q}, %q: {q}, %k: {kvt}, %v: {kvt}, %lnw: {w}, %rmsw: {w}, %ln: {q}, %h: {q},
+    %m: {st}, %r: {st}, %rr: {st}) -> ({results}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %q, %c0 : {q}
+  %l = tensor.dim %q, %c1 : {q}
+  %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : {q} into {flat}
+  %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : {q} into {flat}
+{block_backward_lines(heads, d, kv)}  return %dq, %dk, %dv, %dlw, %dlb, %drw : {results}
+}}
+}}
+"""
+
+
 def main():
     out = os.path.join(sys.argv[1], "attention")
     os.makedirs(out, exist_ok=True)
@@ -180,6 +265,27 @@ def main():
                           f"v: bf16[B,{kv},{heads},{d}]; lnw: bf16[{hd}]; lnb: bf16[{hd}]; "
                           f"rmsw: bf16[{hd}]; out: bf16[B,L,{heads},{d}]"),
         })
+    for kind, table, writer in (("train", TRAINS, train_program),
+                                ("block_grad", BLOCK_GRADS, block_grad_program)):
+        for name, (heads, d, kv) in table.items():
+            with open(os.path.join(out, name + ".mlir"), "w") as f:
+                f.write(writer(name, heads, d, kv))
+            hd = heads * d
+            qs, kvs = f"bf16[B,L,{heads},{d}]", f"bf16[B,{kv},{heads},{d}]"
+            grads = (f"dq: {qs}; dk: {kvs}; dv: {kvs}; dlnw: f32[{hd}]; dlnb: f32[{hd}]; "
+                     f"drmsw: f32[{hd}]")
+            if kind == "train":
+                sig = (f"q: {qs}; k: {kvs}; v: {kvs}; lnw: bf16[{hd}]; lnb: bf16[{hd}]; "
+                       f"rmsw: bf16[{hd}]; dout: {qs}; out: {qs}; {grads}")
+            else:
+                sig = (f"dout: {qs}; q: {qs}; k: {kvs}; v: {kvs}; lnw: bf16[{hd}]; "
+                       f"rmsw: bf16[{hd}]; ln: {qs}; h: {qs}; mean: f32[B,L]; rstd: f32[B,L]; "
+                       f"rms_rstd: f32[B,L]; {grads}")
+            manifest.append({
+                "name": name, kind: True, "heads": heads, "d": d, "dv": d, "kv": kv,
+                "activation": "gelu_tanh", "scale": 1.0, "dtype": "bf16", "eps": BLOCK_EPS,
+                "signature": sig,
+            })
     with open(os.path.join(out, "attention.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     print(f"gen_attention: {len(manifest)} programs in {out}")

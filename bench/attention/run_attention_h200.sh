@@ -4,12 +4,14 @@
 # 1-stage gdpa program and the FlashNormAttention kernel (clusters of 2 and
 # 4), and the benchmark; the backward (fusion.gdpa_grad) in phases
 # gradtests and gradsanitize (a 2-group, a 1-group and a D != Dv program),
-# its benchmark within bench; logs and JSON under OUT. Each step
+# its benchmark within bench; the Kunlun block's training step and backward
+# (kunlun_train_*, kunlun_backward_*) in phases blockgradtests and
+# blockgradsanitize; logs and JSON under OUT. Each step
 # has a time limit, so a hang costs its step only.
 #
 #   FUSION_GPU_ARTIFACTS=build/gpu bench/attention/run_attention_h200.sh OUT COMMIT [PHASES]
 set -uo pipefail
-out=$1 commit=$2 phases=${3:-tests,sanitize,gradtests,gradsanitize,bench}
+out=$1 commit=$2 phases=${3:-tests,sanitize,gradtests,gradsanitize,blockgradtests,blockgradsanitize,bench}
 export FUSION_GPU_ARTIFACTS=${FUSION_GPU_ARTIFACTS:-build/gpu}
 mkdir -p "$out"
 if [[ ,$phases, == *,tests,* ]]; then
@@ -41,6 +43,21 @@ if [[ ,$phases, == *,gradsanitize,* ]]; then
     done
   done
   grep -E "^==|rc=|ERROR SUMMARY|RACECHECK SUMMARY" "$out/attention_grad_sanitize.txt"
+fi
+if [[ ,$phases, == *,blockgradtests,* ]]; then
+  timeout 300 python3 -m pytest -q -s test/gpu/test_attention_block_grad_gpu.py > "$out/attention_block_grad_tests.txt" 2>&1
+  echo "block grad tests rc=$?" | tee -a "$out/attention_block_grad_tests.txt"
+fi
+if [[ ,$phases, == *,blockgradsanitize,* ]]; then
+  for tool in memcheck racecheck; do
+    for c in "kunlun_train_h2 3 300" "kunlun_backward_h4 2 77"; do
+      echo "== $tool $c" >> "$out/attention_block_grad_sanitize.txt"
+      timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
+        python3 test/gpu/run_one_attention.py $c >> "$out/attention_block_grad_sanitize.txt" 2>&1
+      echo "rc=$?" >> "$out/attention_block_grad_sanitize.txt"
+    done
+  done
+  grep -E "^==|rc=|ERROR SUMMARY|RACECHECK SUMMARY" "$out/attention_block_grad_sanitize.txt"
 fi
 if [[ ,$phases, == *,bench,* ]]; then
   timeout 400 python3 bench/bench_attention.py --out "$out/bench_attention.json" --commit "$commit" \

@@ -1,7 +1,8 @@
 """Runs one attention program once on random inputs, without PyTorch's
 kernels in the process beyond the inputs' creation (no cuBLAS): the
 compute-sanitizer runner for the attention kernels (gdpa_grad_* programs:
-the backward).
+the backward; kunlun_train_* and kunlun_backward_*: the block's training
+step and backward).
 
     FUSION_GPU_ARTIFACTS=build/gpu compute-sanitizer --tool racecheck \\
         python3 test/gpu/run_one_attention.py gdpa_kunlun_h2 4 300
@@ -22,6 +23,26 @@ def main():
     h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
     k = torch.rand(batch, kv, h, d, device="cuda").to(dt)
     v = torch.rand(batch, kv, h, dv, device="cuda").to(dt)
+    if prog.get("train") or prog.get("block_grad"):
+        # The Kunlun block's training step (out and six gradients) or its
+        # backward alone (six gradients, from random saved tensors), every
+        # output poisoned.
+        q = torch.rand(batch, lq, h, d, device="cuda").to(dt)
+        dout = torch.rand(batch, lq, h, d, device="cuda").to(dt)
+        w = [torch.rand(h * d, device="cuda").to(dt) for _ in range(3)]
+        outs = [torch.full_like(t, float("nan")) for t in (q, q, k, v)]
+        outs += [torch.full((h * d,), float("nan"), device="cuda") for _ in range(3)]
+        if prog.get("train"):
+            fn(q, k, v, *w, dout, *outs)
+        else:
+            outs = outs[1:]
+            saved = [torch.rand_like(q), torch.rand_like(q)]
+            saved += [torch.rand(batch, lq, device="cuda") + 0.5 for _ in range(3)]
+            fn(dout, q, k, v, w[0], w[2], *saved, *outs)
+        torch.cuda.synchronize()
+        bad = sum(int(torch.isnan(t).sum()) for t in outs)
+        print(f"{name} B={batch} Lq={lq}: {'ok' if bad == 0 else f'{bad} NaN left'}")
+        sys.exit(1 if bad else 0)
     if prog.get("grad"):
         # The backward: dq, dk, dv poisoned, do of the output's shape.
         q = torch.rand(batch, lq, h, d, device="cuda").to(dt)

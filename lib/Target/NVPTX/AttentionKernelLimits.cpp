@@ -45,6 +45,16 @@ std::string mlir::fusion::whyNoNormAttentionKernel(const TargetInfo &target,
   return "";
 }
 
+std::string
+mlir::fusion::whyNoNormAttentionGradKernel(const TargetInfo &target,
+                                           const NormAttentionShape &s) {
+  std::string forward = whyNoNormAttentionKernel(target, s);
+  if (target.mma != MmaKind::Wgmma)
+    return forward;
+  return "the fused backward of the block (its row statistics through "
+         "DSMEM like the forward's) is not implemented yet";
+}
+
 AttentionLayout mlir::fusion::planAttentionLayout(const TargetInfo &target,
                                                   AttentionLayout layout) {
   layout.stages = 2;

@@ -7,10 +7,11 @@
 // without spilling, the FlashNormAttention ones within 64 bytes (q and ln_q
 // of the thread's positions in registers beside both accumulators); then
 // fusion.gdpa_grad (the backward) over D, Dv of 64 and 128, key lengths 1
-// to 128, every activation, bf16 and f16: within 179 bytes (dK and dV stay
+// to 128, every activation, bf16 and f16: within 24 bytes (dK and dV stay
 // in registers beside S^T and dP^T: at D = Dv = 128, 192 of the consumers'
-// 240; what spills are the MMA descriptors LLVM hoists out of the tile loop,
-// reloaded once per tile).
+// 240; K's and V's MMA descriptors are rebuilt per tile from an opaque zero,
+// which LLVM cannot hoist out of the tile loop: they spilled 152-160 bytes
+// at D = Dv = 128 when hoisted; D = 64 with erf gelu still spills 16-20).
 // RUN: %python %S/Inputs/gen_attention_grid.py > %t.mlir
 // RUN: fusion-opt %t.mlir --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s
@@ -35,16 +36,16 @@
 // CHECK-DAG: ptxas ok: flash_5_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-5][0-9]$|6[0-4]$}}
 // CHECK-DAG: ptxas ok: flash_6_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-5][0-9]$|6[0-4]$}}
 // CHECK-DAG: ptxas ok: flash_7_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-5][0-9]$|6[0-4]$}}
-// CHECK-DAG: ptxas ok: grad_0_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[0-9][0-9]$|1[0-7][0-9]$}}
-// CHECK-DAG: ptxas ok: grad_1_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[0-9][0-9]$|1[0-7][0-9]$}}
-// CHECK-DAG: ptxas ok: grad_2_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[0-9][0-9]$|1[0-7][0-9]$}}
-// CHECK-DAG: ptxas ok: grad_3_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[0-9][0-9]$|1[0-7][0-9]$}}
-// CHECK-DAG: ptxas ok: grad_4_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[0-9][0-9]$|1[0-7][0-9]$}}
-// CHECK-DAG: ptxas ok: grad_5_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[0-9][0-9]$|1[0-7][0-9]$}}
-// CHECK-DAG: ptxas ok: grad_6_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[0-9][0-9]$|1[0-7][0-9]$}}
-// CHECK-DAG: ptxas ok: grad_7_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[0-9][0-9]$|1[0-7][0-9]$}}
-// CHECK-DAG: ptxas ok: grad_8_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[0-9][0-9]$|1[0-7][0-9]$}}
-// CHECK-DAG: ptxas ok: grad_9_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[0-9][0-9]$|1[0-7][0-9]$}}
+// CHECK-DAG: ptxas ok: grad_0_kernel0 registers={{[0-9]+}} spills={{[0-9]$|1[0-9]$|2[0-4]$}}
+// CHECK-DAG: ptxas ok: grad_1_kernel0 registers={{[0-9]+}} spills={{[0-9]$|1[0-9]$|2[0-4]$}}
+// CHECK-DAG: ptxas ok: grad_2_kernel0 registers={{[0-9]+}} spills={{[0-9]$|1[0-9]$|2[0-4]$}}
+// CHECK-DAG: ptxas ok: grad_3_kernel0 registers={{[0-9]+}} spills={{[0-9]$|1[0-9]$|2[0-4]$}}
+// CHECK-DAG: ptxas ok: grad_4_kernel0 registers={{[0-9]+}} spills={{[0-9]$|1[0-9]$|2[0-4]$}}
+// CHECK-DAG: ptxas ok: grad_5_kernel0 registers={{[0-9]+}} spills={{[0-9]$|1[0-9]$|2[0-4]$}}
+// CHECK-DAG: ptxas ok: grad_6_kernel0 registers={{[0-9]+}} spills={{[0-9]$|1[0-9]$|2[0-4]$}}
+// CHECK-DAG: ptxas ok: grad_7_kernel0 registers={{[0-9]+}} spills={{[0-9]$|1[0-9]$|2[0-4]$}}
+// CHECK-DAG: ptxas ok: grad_8_kernel0 registers={{[0-9]+}} spills={{[0-9]$|1[0-9]$|2[0-4]$}}
+// CHECK-DAG: ptxas ok: grad_9_kernel0 registers={{[0-9]+}} spills={{[0-9]$|1[0-9]$|2[0-4]$}}
 
 // Every MMA shape the grid needs: S of 64 x L_kv (padded) and O of 64 x Dv.
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16

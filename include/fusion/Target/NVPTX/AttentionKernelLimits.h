@@ -166,6 +166,15 @@ struct NormAttentionShape {
 std::string whyNoNormAttentionKernel(const TargetInfo &target,
                                      const NormAttentionShape &s);
 
+/// Empty when `target` has a kernel for the block's backward
+/// (fusion.norm_attention_grad) of `s`, else why not. No target has one yet:
+/// fusion-form-norm-attention then leaves a block with its backward as its
+/// ops (the backward reads ln_q and h, which disappear with a fused
+/// forward), whose kernels (rms_norm_grad, gdpa_grad, add, layer_norm_grad)
+/// run it.
+std::string whyNoNormAttentionGradKernel(const TargetInfo &target,
+                                         const NormAttentionShape &s);
+
 } // namespace mlir::fusion
 
 #endif // FUSION_TARGET_NVPTX_ATTENTIONKERNELLIMITS_H

@@ -95,6 +95,20 @@ private:
     return add(add(groupBase(g), idx(s.dsOffset(0))),
                mul(parity, idx(Spec::kBlockBytes)));
   }
+  /// 0, opaque to LLVM (an inline-asm move with side effects): K's and V's
+  /// block offsets plus this, taken once per query tile, keep LLVM from
+  /// hoisting their MMA descriptors (64-bit each, unit-invariant) out of the
+  /// tile loop, where they held registers across the whole loop and
+  /// spilled; rebuilt per tile they live from their MMA's start.
+  Value opaqueZero() {
+    Value zero = LLVM::InlineAsmOp::create(
+                     b, b.getI32Type(), ValueRange{}, "mov.u32 $0, 0;", "=r",
+                     /*has_side_effects=*/true, /*is_align_stack=*/false,
+                     LLVM::tailcallkind::TailCallKind::None,
+                     LLVM::AsmDialectAttr(), ArrayAttr())
+                     .getRes();
+    return arith::IndexCastUIOp::create(b, b.getIndexType(), zero);
+  }
   Value block(Value offset, ArrayRef<int64_t> shape) {
     return smemView(offset, shape, s.elemType);
   }
@@ -344,17 +358,18 @@ void AttentionGradEmitter::consumer() {
           Value stage = ring.stageOf(*this, p);
           ring.waitFull(*this, stage, p);
           Value base = stageBase(stage);
+          Value kv = opaqueZero();
 
           // S^T = K_c Q^T, dP^T = V_c dO^T.
           Value sT = scoreEngine->initAccumulator(*this);
           for (int64_t kc = 0; kc < dBlocks; ++kc) {
-            Value a = block(kBlock(c, idx(kc)), {64, 64});
+            Value a = block(add(kBlock(c, idx(kc)), kv), {64, 64});
             Value q = block(add(base, idx(kc * Spec::kBlockBytes)), {64, 64});
             sT = scoreEngine->issue(*this, a, q, operandMap, operandMap, sT);
           }
           Value dpT = scoreEngine->initAccumulator(*this);
           for (int64_t e = 0; e < dvBlocks; ++e) {
-            Value a = block(vBlock(c, e), {64, 64});
+            Value a = block(add(vBlock(c, e), kv), {64, 64});
             Value dO = block(add(base, idx(s.qBytes() + e * Spec::kBlockBytes)),
                              {64, 64});
             dpT = scoreEngine->issue(*this, a, dO, operandMap, operandMap, dpT);
@@ -414,7 +429,7 @@ void AttentionGradEmitter::consumer() {
               Value dq = dqEngine->initAccumulator(*this);
               for (int64_t r = 0; r < s.consumers(); ++r) {
                 Value a = block(dsBuffer(idx(r), parity), {64, 64});
-                Value k = block(kBlock(idx(r), e), {64, 64});
+                Value k = block(add(kBlock(idx(r), e), kv), {64, 64});
                 dq = dqEngine->issue(*this, a, k, operandMap, operandMap, dq);
               }
               dqEngine->waitPending(*this, 0);

@@ -335,18 +335,34 @@ void mlir::fusion::applyFormNormAttention(ModuleOp module, bool report,
                 Twine(b ? ", and its backward as its grad ops" : ""));
       continue;
     }
-    // For a GPU target, only what its FlashNormAttention kernel takes: the
-    // rest runs as the block's own ops, which have kernels.
+    // For a GPU target, only what its FlashNormAttention kernels take: the
+    // rest runs as the block's own ops, which have kernels. With a backward
+    // both must: the backward reads ln_q and h, which a fused forward
+    // leaves unmaterialized.
     if (target) {
-      std::string whyNot =
-          b ? std::string("its backward, fusion.norm_attention_grad, has no "
-                          "GPU kernel yet")
-            : whyNoNormAttentionKernel(*target, shapeOf(*f));
+      NormAttentionShape shape = shapeOf(*f);
+      if (b) {
+        std::string whyNot = whyNoNormAttentionGradKernel(*target, shape);
+        if (!whyNot.empty()) {
+          notFormed("no " + target->chip +
+                    " kernel takes its backward, "
+                    "fusion.norm_attention_grad: " +
+                    whyNot +
+                    "; the block runs as its layer_norm, gdpa, add and "
+                    "rms_norm kernels, and its backward as its "
+                    "rms_norm_grad, gdpa_grad, add and layer_norm_grad "
+                    "kernels");
+          continue;
+        }
+      }
+      std::string whyNot = whyNoNormAttentionKernel(*target, shape);
       if (!whyNot.empty()) {
         notFormed("the " + target->chip + " FlashNormAttention kernel cannot " +
                   "take it: " + whyNot +
                   "; the block runs as its layer_norm, gdpa, add and rms_norm "
-                  "kernels");
+                  "kernels" +
+                  Twine(b ? ", and its backward as its grad ops' kernels"
+                          : ""));
         continue;
       }
     }

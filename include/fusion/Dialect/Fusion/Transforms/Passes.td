@@ -161,10 +161,12 @@ def FusionFormNormAttentionPass
     With a `fusion.target`, a block is formed only where the target's
     FlashNormAttention kernel takes it (`whyNoNormAttentionKernel`,
     `fusion/Target/NVPTX/AttentionKernelLimits.h`: dense bf16/f16 q,
-    H <= 4 heads in a cluster, D = 64 or 128, L_kv <= D; no backward, which
-    has no GPU kernel yet); elsewhere the block stays as its ops
-    (`fusion.layer_norm`, `fusion.gdpa`, `fusion.add`, `fusion.rms_norm`),
-    which have kernels, and the remark says why. Without a target every
+    H <= 4 heads in a cluster, D = 64 or 128, L_kv <= D), and a block with
+    its backward only where a kernel takes `fusion.norm_attention_grad`
+    (`whyNoNormAttentionGradKernel`: none yet); elsewhere the block stays as
+    its ops (`fusion.layer_norm`, `fusion.gdpa`, `fusion.add`,
+    `fusion.rms_norm`, and the backward's grad ops and adds), which have
+    kernels, and the remark says why. Without a target every
     matching block is formed (the CPU pipeline runs `fusion.norm_attention`
     by its reference lowering).
   }];
