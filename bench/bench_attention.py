@@ -293,20 +293,6 @@ BLOCK_GRAD_CASES = [("kunlun_backward_h2", "kunlun_train_h2", 768, 512),
                     ("kunlun_backward_h4", "kunlun_train_h4", 768, 1024)]
 
 
-def block_saved(q, k, v, lnw, lnb, eps, gdpa):
-    """ln_q, h (bf16) and the LayerNorm mean, rstd and RMSNorm rstd (f32)
-    of the block's forward, as our forward saves them."""
-    b_, l_, h_, d_ = q.shape
-    qf = q.float().reshape(b_, l_, h_ * d_)
-    mean = qf.mean(-1)
-    rstd = torch.rsqrt(qf.var(-1, unbiased=False) + eps)
-    ln = ((qf - mean[..., None]) * rstd[..., None] * lnw.float() + lnb.float())
-    ln = ln.bfloat16().reshape(q.shape)
-    hsum = (gdpa(ln, k, v).float() + ln.float()).bfloat16()
-    rms_rstd = torch.rsqrt(hsum.float().reshape(b_, l_, h_ * d_).pow(2).mean(-1) + eps)
-    return ln, hsum, mean, rstd, rms_rstd
-
-
 def bench_block_grad(args, programs, rows):
     cases = [(bwd, train, variant, batch, lq) for bwd, train, batch, lq in BLOCK_GRAD_CASES
              for variant in [""] + args.extra_variant]
@@ -344,7 +330,7 @@ def bench_block_grad(args, programs, rows):
             return y.reshape(q.shape) + q
 
         inputs = (q, k, v, lnw, lnb, rmsw)
-        saved = block_saved(q, k, v, lnw, lnb, eps, attention)
+        saved = ap.block_saved(q, k, v, lnw, lnb, eps, attention)
         grads = [torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)] + \
             [torch.empty(hd, device="cuda") for _ in range(3)]
         out = torch.empty_like(q)

@@ -41,3 +41,19 @@ def function(prog, variant=""):
         _functions[path] = fr.Library(path, runtime=_runtime).function(
             prog["name"], prog["signature"])
     return _functions[path]
+
+
+def block_saved(q, k, v, lnw, lnb, eps, gdpa):
+    """What the Kunlun block's forward saves for its backward, as our forward
+    computes it: ln_q and h = gdpa(ln_q, k, v) + ln_q in bf16, the LayerNorm
+    mean and rstd and the RMSNorm rstd in f32 per token. Contiguous, as the
+    compiled backward takes them."""
+    b, lq, h, d = q.shape
+    qf = q.float().reshape(b, lq, h * d)
+    mean = qf.mean(-1)
+    rstd = (qf.var(-1, unbiased=False) + eps).rsqrt()
+    ln = ((qf - mean[..., None]) * rstd[..., None] * lnw.float() + lnb.float())
+    ln = ln.bfloat16().reshape(q.shape).contiguous()
+    hsum = (gdpa(ln, k, v).float() + ln.float()).bfloat16().contiguous()
+    rms_rstd = (hsum.float().reshape(b, lq, h * d).pow(2).mean(-1) + eps).rsqrt()
+    return ln, hsum, mean, rstd, rms_rstd

@@ -81,19 +81,8 @@ def call_train(name, inputs, dout):
 
 
 def saved(prog, q, k, v, lnw, lnb, rmsw):
-    """What the block's forward saves for its backward, as our forward
-    computes it: ln_q and h in bf16, the LayerNorm mean and rstd and the
-    RMSNorm rstd in f32 per token."""
-    eps = prog["eps"]
-    b, lq, h, d = q.shape
-    qf = q.float().reshape(b, lq, h * d)
-    mean = qf.mean(-1)
-    rstd = torch.rsqrt(qf.var(-1, unbiased=False) + eps)
-    ln = ((qf - mean[..., None]) * rstd[..., None] * lnw.float() + lnb.float()).bfloat16()
-    ln = ln.reshape(q.shape)
-    hsum = (gdpa(ln, k, v, "gelu_tanh", 1.0).float() + ln.float()).bfloat16()
-    rms_rstd = torch.rsqrt(hsum.float().reshape(b, lq, h * d).pow(2).mean(-1) + eps)
-    return ln, hsum, mean, rstd, rms_rstd
+    return ap.block_saved(q, k, v, lnw, lnb, prog["eps"],
+                          lambda ln, k_, v_: gdpa(ln, k_, v_, "gelu_tanh", 1.0))
 
 
 def check(name, batch, lq, labels, got, ref64, ref16):
