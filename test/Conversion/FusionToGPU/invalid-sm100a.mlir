@@ -2,9 +2,10 @@
 // Test that every fused GEMM the sm_100a (tcgen05) generator cannot emit yet
 // is refused with a diagnostic that names what is missing (one case per
 // message). What it emits: the plain GEMM with row_scale, col_bias and
-// residual, split-K, and the rms_norm / layer_norm epilogues over a row one
-// CTA holds or a cluster shares (fusion-to-gpu-sm100a.mlir,
-// norm-epilogue-sm100a.mlir, ptxas-sweep-sm100a.mlir).
+// residual, split-K, the rms_norm / layer_norm epilogues over a row one
+// CTA holds or a cluster shares, and Lazy Pre-Norm (fusion-to-gpu-sm100a.mlir,
+// norm-epilogue-sm100a.mlir, lazy-prenorm-sm100a.mlir,
+// ptxas-sweep-sm100a.mlir).
 
 // An accumulator stage wider than the 512 tensor-memory columns (the
 // planner never plans one: planGemmTensorMemory, which it shares).
@@ -13,17 +14,6 @@ func.func @tmem_budget(%a: tensor<256x512xbf16>, %b: tensor<512x576xbf16>) -> te
   // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: expected the f32 accumulator of a 128x576 tile to fit the 512 tensor-memory columns of sm_100a (one accumulator stage of 1 x tile_n columns, two where they fit), but one stage needs 576}}
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 576, tile_k = 64, stages = 2, cluster_n = 1, consumers = 1, smem_bytes = 214528>} : tensor<256x512xbf16>, tensor<512x576xbf16> -> tensor<256x576xbf16>
   return %c : tensor<256x576xbf16>
-}
-}
-
-// -----
-
-// Lazy Pre-Norm.
-module attributes {fusion.target = #fusion.target<"sm_100a">} {
-func.func @lazy(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: Lazy Pre-Norm (prologue rms_norm) is not emitted for sm_100a yet (its row sums of squares need a reader of the A tiles beside the tcgen05 MMA thread)}}
-  %c = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 1, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
-  return %c : tensor<256x256xbf16>
 }
 }
 

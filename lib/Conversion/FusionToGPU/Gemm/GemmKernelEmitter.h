@@ -69,6 +69,7 @@ public:
   // GemmTcgen05Kernel.cpp: the sm_100a kernel's set-up and roles.
   void emitTensorMemoryKernel();
   void mmaWarp(Value tmemBase);
+  void lazyRowSumWarps();
   // GemmTcgen05Epilogue.cpp: its epilogue warpgroup (a row per thread).
   void tensorMemoryEpilogue(Value tmemBase);
   Value loadColumnGroup(Value mem, ValueRange indices, Type elem);
@@ -81,7 +82,8 @@ public:
   void producer();
   void prefetchResidual(Value residual, Value blockRow, Value blockCol);
   void issueLoad(Value kTile, Value stage, Value blockRow, Value blockCol);
-  Value sumSquaresOfHalfRow(Value stage, Value c, Value acc);
+  Value sumSquaresOfHalfRow(Value stage, Value c, Value acc, Value reader,
+                            int64_t groupRows);
   void consumer();
 
   // GemmEpilogue.cpp.

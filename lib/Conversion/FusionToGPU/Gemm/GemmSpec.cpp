@@ -21,8 +21,8 @@ using namespace mlir::fusion;
 /// and the RMSNorm / LayerNorm epilogues over a row one CTA holds (tile_n up
 /// to the 512 tensor-memory columns) or a cluster along N shares (DSMEM);
 /// 128-row tiles, one epilogue warpgroup, its accumulator stages in tensor
-/// memory. Lazy Pre-Norm, the grad epilogues, and norm rows through global
-/// memory are refused.
+/// memory; Lazy Pre-Norm (its row sums read by warps 2-3). The grad
+/// epilogues and norm rows through global memory are refused.
 static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
                                          const TargetInfo &target,
                                          std::string &why) {
@@ -30,13 +30,6 @@ static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
   // is wrong whatever the kernel could emit.
   if (!planGemmTensorMemory(target, s.tileM, s.tileN, why))
     return failure();
-  if (s.prologue == PrologueKind::rms_norm) {
-    why = "Lazy Pre-Norm (prologue rms_norm) is not emitted for " +
-          target.chip.str() +
-          " yet (its row sums of squares need a reader of the A tiles beside "
-          "the tcgen05 MMA thread)";
-    return failure();
-  }
   if (s.gradEpilogue()) {
     why = "the " + stringifyEpilogueKind(s.epilogue).str() +
           " epilogue is not emitted for " + target.chip.str() +

@@ -6,6 +6,10 @@
 // columns a load; warp 4 + w reads lanes 32 w .. 32 w + 31), 64 columns (a
 // store chunk, 8 groups of 8 columns) at a time.
 //
+// Lazy Pre-Norm's row scale rsqrt(sum of squares / K + eps) (the sums from
+// the row-sum warps, GemmTcgen05Kernel.cpp) multiplies the accumulator
+// first, with row_scale, as on sm_90a.
+//
 // Element-wise epilogues (none, row_scale, col_bias, residual): one pass,
 // the stage released (fence::before + tmemEmpty[a]) after the last chunk's
 // loads.
@@ -127,10 +131,22 @@ void TmemTileEpilogue::setUpRow() {
   row = add(blockRow, e.tid);
   inRow = ult(row, e.m);
   rowClamped = arith::MinUIOp::create(b, row, sub(e.m, idx(1)));
+  // Lazy Pre-Norm: the row's rstd from the sum of squares the row-sum warps
+  // left in shared memory (complete with tmemFull), then row_scale: the
+  // sm_90a factor, operation for operation.
+  if (s.prologue == PrologueKind::rms_norm) {
+    Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32());
+    Value sumSq = memref::LoadOp::create(b, rowSums, ValueRange{e.tid});
+    Value kF = arith::UIToFPOp::create(
+        b, f32(), arith::IndexCastOp::create(b, b.getI64Type(), e.k));
+    Value ms = arith::DivFOp::create(b, sumSq, kF);
+    factor = rsqrt(arith::AddFOp::create(b, ms, cstF32(s.prologueEpsilon)));
+  }
   if (Value rowScale = e.arg(GemmArg::RowScale)) {
-    factor = memref::LoadOp::create(b, rowScale, ValueRange{rowClamped});
+    Value sc = memref::LoadOp::create(b, rowScale, ValueRange{rowClamped});
     if (!s.rowScaleType.isF32())
-      factor = arith::ExtFOp::create(b, f32(), factor);
+      sc = arith::ExtFOp::create(b, f32(), sc);
+    factor = factor ? arith::MulFOp::create(b, factor, sc).getResult() : sc;
   }
   // Without a K step (K = 0) no MMA wrote the accumulator: zeros.
   noSteps = eq(kCount, 0);

@@ -31,6 +31,10 @@ And the norm rows a cluster shares (DSMEM), as the planner splits them:
 N = 640 (2 x 320), 1032 (3 x 384, the last CTA 264 columns), 2048 (4 x 512),
 8192 (16 x 512) x (rms_norm, layer_norm as above) x output (bf16, f32)
 (16 cluster kernels).
+And Lazy Pre-Norm (prologue rms_norm, its row sums read by warps 2-3): each
+tile_n x (none; row_scale + col_bias) x output (bf16, f32), a K-major B and
+f16 operands at 256; with an rms_norm / layer_norm epilogue at N = 256,
+512 and a cluster of 4 (N = 2048) (21 Lazy kernels).
 
     python3 gen_variant_grid.py sm_100a > grid-sm100a.mlir
 """
@@ -97,6 +101,7 @@ def sm100_grid():
                 emit(name, f"tensor<2048x{m}xbf16>", b, "", [attr], [], n,
                      [f"tensor<{m}x{n}xf32>"])
     sm100_norm_grid()
+    sm100_lazy_grid()
     print("}")
 
 
@@ -129,6 +134,33 @@ def sm100_norm_grid():
         b = f"tensor<{n}x512x{ab}>" if transposed else f"tensor<512x{n}x{ab}>"
         results = [f"tensor<1000x{n}x{out}>"] + ["tensor<1000xf32>"] * SM100_NORM_STATS[epi]
         emit(name, f"tensor<1000x512x{ab}>", b, operands, attr, args, n, results)
+
+
+LAZY = "prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32"
+
+
+def sm100_lazy_grid():
+    """Lazy Pre-Norm on the sm_100a kernel (see the module docstring)."""
+    cases = [(n, pieces, out, False, "bf16") for n in (64, 128, 192, 256)
+             for pieces in ("none", "scale_bias") for out in ("bf16", "f32")]
+    cases += [(256, "none", "bf16", True, "bf16"), (256, "scale_bias", "bf16", False, "f16")]
+    for n, pieces, out, transposed, ab in cases:
+        operands, attrs, args = SM100_PIECES[pieces]
+        if ab == "f16":
+            operands = operands.replace("bf16", "f16")
+            args = [x.replace("bf16", "f16") for x in args]
+        name = f"t_lazy_n{n}_{pieces}_{out}_{ab}" + ("_nk" if transposed else "")
+        attr = [LAZY] + [a for a in [attrs] if a] + (["transpose_rhs"] if transposed else [])
+        b = f"tensor<{n}x512x{ab}>" if transposed else f"tensor<512x{n}x{ab}>"
+        emit(name, f"tensor<1000x512x{ab}>", b, operands, attr, args, n,
+             [f"tensor<1000x{n}x{out}>"])
+    # With a norm epilogue: one CTA (N = 512: one accumulator stage), and a
+    # cluster of 4.
+    for n, epi in ((256, "ln"), (512, "rms"), (2048, "rms")):
+        operands, attrs, args = SM100_NORMS[epi]
+        results = [f"tensor<1000x{n}xbf16>"] + ["tensor<1000xf32>"] * SM100_NORM_STATS[epi]
+        emit(f"t_lazy_norm_n{n}_{epi}", "tensor<1000x512xbf16>", f"tensor<512x{n}xbf16>",
+             operands, [LAZY, attrs], args, n, results)
 
 
 def sm90_grid():
