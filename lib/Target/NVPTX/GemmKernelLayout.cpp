@@ -95,9 +95,11 @@ GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {
   // would otherwise cost a ring stage), the whole tile when it waits there
   // for its row statistics. f32 outputs are stored from registers.
   const GemmEpilogueStrategy &s = p.strategy;
-  l.storeBuffers = s.globalRows || s.epilogueWarps ? p.tileN / T::kStoreChunkN
-                   : p.clusterN > 1                ? 1
-                                                   : 2;
+  bool tileWaitsInStaging =
+      s.epilogueWarps || (s.globalRows && !p.accumulatorInTensorMemory);
+  l.storeBuffers = tileWaitsInStaging ? p.tileN / T::kStoreChunkN
+                   : p.clusterN > 1   ? 1
+                                      : 2;
   l.storeChunkBytes = mul(T::kTileM, T::kStoreChunkN, p.outputElementBytes);
   l.storeStagingOffset = l.ringBytes();
   l.storeStagingBytes =
@@ -114,7 +116,9 @@ GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {
   // and rstd there.
   l.clusterSlotBytes = mul(p.clusterN, T::kTileM, T::kPartialBytes);
   l.clusterSlotsOffset = add(l.normInputOffset, l.normInputBytes);
-  l.clusterSlotsBytes = s.globalRows ? 2 * T::kTileM * T::kPartialBytes
+  l.clusterSlotsBytes = s.globalRows ? (p.accumulatorInTensorMemory
+                                            ? 0
+                                            : 2 * T::kTileM * T::kPartialBytes)
                         : p.clusterN > 1
                             ? mul(2, p.exchangeRounds, l.clusterSlotBytes)
                             : 0;

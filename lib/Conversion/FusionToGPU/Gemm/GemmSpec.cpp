@@ -21,8 +21,8 @@ using namespace mlir::fusion;
 /// and the RMSNorm / LayerNorm epilogues over a row one CTA holds (tile_n up
 /// to the 512 tensor-memory columns) or a cluster along N shares (DSMEM);
 /// 128-row tiles, one epilogue warpgroup, its accumulator stages in tensor
-/// memory; Lazy Pre-Norm (its row sums read by warps 2-3). The grad
-/// epilogues and norm rows through global memory are refused.
+/// memory, or spans through global memory (global rows); Lazy Pre-Norm (its
+/// row sums read by warps 2-3). The grad epilogues are refused.
 static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
                                          const TargetInfo &target,
                                          std::string &why) {
@@ -35,16 +35,6 @@ static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
           " epilogue is not emitted for " + target.chip.str() +
           " yet (its kernel has the element-wise epilogue pieces and the "
           "forward rms_norm / layer_norm epilogues)";
-    return failure();
-  }
-  if (s.normEpilogue() && s.globalRows) {
-    why = "the " + stringifyEpilogueKind(s.epilogue).str() +
-          " epilogue over a row through global memory (global_rows) is not "
-          "emitted for " +
-          target.chip.str() +
-          " yet (a row is held by one CTA or shared by a cluster: up to " +
-          std::to_string(target.maxClusterSize) + " x " +
-          std::to_string(target.tensorMemoryColumns) + " columns)";
     return failure();
   }
   // (The sm_90a kernel finishes a 16-bit row over a cluster in its epilogue
@@ -158,7 +148,8 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
           "fusion-plan-kernels)";
     return failure();
   }
-  if (s.globalRows && !s.tmaStore()) {
+  // (On sm_100a such a tile waits in tensor memory, whatever its output.)
+  if (s.globalRows && !s.tmaStore() && target.mma != MmaKind::Tcgen05) {
     why = "a norm row spread over CTAs without a cluster needs a 16-bit "
           "output (the tile waits in shared memory), but the output is f32";
     return failure();
@@ -240,6 +231,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   params.outputElementBytes = s.outType.getIntOrFloatBitWidth() / 8;
   params.exchangeRounds = s.exchangeRounds();
   params.strategy = {s.epilogueWarps, s.globalRows, s.stagedResidual};
+  params.accumulatorInTensorMemory = target.tensorMemoryColumns > 0;
   s.layout = getGemmSmemLayout(params);
   s.tmem = *planGemmTensorMemory(target, s.tileM, s.tileN, why);
   if (s.sharedMemoryBytes() > config.getSmemBytes()) {

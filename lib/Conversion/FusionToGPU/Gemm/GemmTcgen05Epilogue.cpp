@@ -40,6 +40,18 @@
 // formula (RowExchange::clusterSliceStats, as the sm_90a kernel). Rank 0 writes the statistics.
 // The stage stays held across the exchange.
 //
+// A row through global memory (global rows: tile_n columns of the row per
+// tile, cluster_n = 1): the same partials go to slot (row, tile column) of
+// a global buffer, the tile is published (a device fence, the warpgroup's
+// barrier, thread 0 bumps the row block's counter), thread 0 polls the
+// counter until every tile of the row block is there, and each thread
+// merges its row's partials over the tiles in column order
+// (RowExchange::globalRowStats: sums; Chan's formula for LayerNorm's slice
+// means and centered sums of squares). The sm_90a epilogue warps merge
+// with several lanes per row and shuffles, so the two may round the row's
+// statistics differently. The tile of the first columns writes the
+// statistics; the stage is held while the row block completes.
+//
 // Numerics: the sm_90a kernel's (GemmEpilogue.cpp, TileEpilogue), operation
 // for operation. There a row's 8-column group j is spread over a quad of 4
 // threads, thread q holding columns 8 j + 2 q and + 1; each sums its pairs
@@ -111,6 +123,7 @@ private:
   void accumulate(Value t[], Value groups[],
                   function_ref<Value(int64_t g, Value group)> term);
   Value quadTotal(Value t[]);
+  std::pair<Value, Value> globalRowStats(Value first, Value second);
   void release();
   Value inCol(Value c, int64_t g) {
     return ult(add(chunkColumn(c), idx(8 * g)), e.n);
@@ -231,6 +244,34 @@ void TmemTileEpilogue::accumulate(
   }
 }
 
+/// Global rows: publishes this tile's partials of the row (RMSNorm: the sum
+/// of squares and 0; LayerNorm: the slice's mean and centered sum of
+/// squares) in slot (row, tile column) of the partials, bumps the row
+/// block's counter, waits until every tile of the row block is published,
+/// and merges them (RowExchange::globalRowStats, the sm_90a formulas; here
+/// one thread merges its row's tiles in column order). Returns the row's
+/// mean (LayerNorm) and its (centered) sum of squares.
+std::pair<Value, Value> TmemTileEpilogue::globalRowStats(Value first,
+                                                         Value second) {
+  RowExchange &x = *e.exchange;
+  Value partials = e.arg(GemmArg::Partials),
+        counters = e.arg(GemmArg::Counters);
+  ifThen(inRow, [&] {
+    Value tileCol = arith::DivUIOp::create(b, blockCol, idx(s.tileN));
+    Value slot = mul(add(mul(row, e.numTilesN), tileCol), idx(2));
+    vector::StoreOp::create(
+        b,
+        vector::FromElementsOp::create(b, VectorType::get({2}, f32()),
+                                       ValueRange{first, second}),
+        partials, ValueRange{slot}, /*nontemporal=*/false, llvm::MaybeAlign(8));
+  });
+  auto barrier = [&] { namedBarrier(kEpilogueBarrier, 128); };
+  x.publishTile(blockRow, counters, barrier);
+  x.waitRowBlock(
+      blockRow, counters, [&] { return eq(e.tid, 0); }, barrier);
+  return x.globalRowStats(partials, row, idx(0), /*lanes=*/1, /*stride=*/1);
+}
+
 Value TmemTileEpilogue::quadTotal(Value t[]) {
   return arith::AddFOp::create(b, arith::AddFOp::create(b, t[0], t[1]),
                                arith::AddFOp::create(b, t[2], t[3]));
@@ -300,7 +341,9 @@ void TmemTileEpilogue::norm() {
       /*stores=*/pieces);
   // A cluster: this CTA holds a tile_n slice of the row; its partials go
   // to every peer through DSMEM (Common/RowExchange, a row per thread).
+  // Global rows: to the row block's partials in global memory.
   RowExchange *exchange = s.clusterN > 1 ? &*e.exchange : nullptr;
+  RowExchange *global = s.globalRows ? &*e.exchange : nullptr;
   Value rowInTile = e.tid;
   Value mean, rstd;
   if (!ln) {
@@ -310,6 +353,8 @@ void TmemTileEpilogue::norm() {
                                sum);
       total = sum[0];
     }
+    if (global)
+      total = globalRowStats(total, cstF32(0.0)).second;
     rstd = rsqrt(arith::AddFOp::create(b, arith::DivFOp::create(b, total, nF),
                                        cstF32(s.epsilon)));
   } else {
@@ -317,10 +362,10 @@ void TmemTileEpilogue::norm() {
     // or the slice's (a cluster: its columns inside N); columns past N hold
     // 0, not the mean: kept out.
     Value sliceMean;
-    if (exchange)
+    if (exchange || global)
       sliceMean = arith::DivFOp::create(
           b, total,
-          arith::MaximumFOp::create(b, exchange->columnsInN(blockCol),
+          arith::MaximumFOp::create(b, e.exchange->columnsInN(blockCol),
                                     cstF32(1.0)));
     else
       sliceMean = arith::DivFOp::create(b, total, nF);
@@ -338,14 +383,19 @@ void TmemTileEpilogue::norm() {
       Value sliceM2 = centered;
       exchange->clusterSliceStats(sliceMean, sliceM2, e.tid, tileCount, blockCol,
                                   nF, mean, centered);
+    } else if (global) {
+      std::tie(mean, centered) = globalRowStats(sliceMean, centered);
     } else {
       mean = sliceMean;
     }
     Value var = arith::DivFOp::create(b, centered, nF);
     rstd = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
   }
-  // Statistics: once per row (rank 0 of a cluster).
-  Value writesStats = exchange ? both(inRow, eq(e.rank, 0)) : inRow;
+  // Statistics: once per row (rank 0 of a cluster, the CTA of the first
+  // columns of a row through global memory).
+  Value writesStats = exchange ? both(inRow, eq(e.rank, 0))
+                      : global ? both(inRow, eq(blockCol, 0))
+                               : inRow;
   ifThen(writesStats, [&] {
     if (Value statMean = e.arg(GemmArg::StatMean))
       memref::StoreOp::create(b, mean, statMean, ValueRange{row});

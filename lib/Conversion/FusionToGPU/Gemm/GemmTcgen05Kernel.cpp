@@ -64,8 +64,15 @@
 // DSMEM (Common/RowExchange, one row per thread) between its passes, as the
 // sm_90a register epilogue does.
 //
+// A norm row wider than a cluster (global rows, cluster_n = 1, tile_n < N):
+// the epilogue warpgroup publishes its rows' partials in global memory and
+// waits for its row block's other tiles (Common/RowExchange) while the
+// tile waits in tensor memory; the launch keeps a row block's tiles on
+// distinct CTAs (fusionrtCooperativeGridLimit), and nothing but the
+// epilogue waits on another CTA, so every tile of a row block is reached.
+//
 // Not yet here (refused by checkHandled in GemmSpec.cpp): the grad
-// epilogues, norm rows through global memory, cta_group::2.
+// epilogues, cta_group::2.
 //
 //===----------------------------------------------------------------------===//
 

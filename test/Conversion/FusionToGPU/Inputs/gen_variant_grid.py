@@ -30,11 +30,14 @@ writes the row back into tensor memory) at N 256 and 512; f16 operands at N 256 
 And the norm rows a cluster shares (DSMEM), as the planner splits them:
 N = 640 (2 x 320), 1032 (3 x 384, the last CTA 264 columns), 2048 (4 x 512),
 8192 (16 x 512) x (rms_norm, layer_norm as above) x output (bf16, f32)
-(16 cluster kernels).
+(16 cluster kernels). And the rows wider than a cluster of 16, through
+global memory in tiles of 512: N = 8704 (17 tiles), 12288 (24), 16384 (32)
+x (rms_norm, layer_norm) x output (bf16, f32) (12 kernels).
 And Lazy Pre-Norm (prologue rms_norm, its row sums read by warps 2-3): each
 tile_n x (none; row_scale + col_bias) x output (bf16, f32), a K-major B and
 f16 operands at 256; with an rms_norm / layer_norm epilogue at N = 256,
-512 and a cluster of 4 (N = 2048) (21 Lazy kernels).
+512, a cluster of 4 (N = 2048) and global rows (N = 12288) (22 Lazy
+kernels).
 
     python3 gen_variant_grid.py sm_100a > grid-sm100a.mlir
 """
@@ -124,6 +127,8 @@ def sm100_norm_grid():
     cases += [(n, "ln", "bf16", False, "f16") for n in (256, 512)]
     cases += [(n, epi, out, False, "bf16") for n in (640, 1032, 2048, 8192)
               for epi in ("rms", "ln") for out in ("bf16", "f32")]
+    cases += [(n, epi, out, False, "bf16") for n in (8704, 12288, 16384)
+              for epi in ("rms", "ln") for out in ("bf16", "f32")]
     for n, epi, out, transposed, ab in cases:
         operands, attrs, args = SM100_NORMS[epi]
         if ab == "f16":
@@ -156,7 +161,7 @@ def sm100_lazy_grid():
              [f"tensor<1000x{n}x{out}>"])
     # With a norm epilogue: one CTA (N = 512: one accumulator stage), and a
     # cluster of 4.
-    for n, epi in ((256, "ln"), (512, "rms"), (2048, "rms")):
+    for n, epi in ((256, "ln"), (512, "rms"), (2048, "rms"), (12288, "ln")):
         operands, attrs, args = SM100_NORMS[epi]
         results = [f"tensor<1000x{n}xbf16>"] + ["tensor<1000xf32>"] * SM100_NORM_STATS[epi]
         emit(f"t_lazy_norm_n{n}_{epi}", "tensor<1000x512xbf16>", f"tensor<512x{n}xbf16>",
