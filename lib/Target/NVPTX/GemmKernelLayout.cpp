@@ -109,7 +109,11 @@ GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {
   l.rowStatsBytes = T::kTileM * T::kPartialBytes;
   // Grad epilogues read the forward's norm_input tile next to the gradient.
   l.normInputOffset = add(l.rowStatsOffset, l.rowStatsBytes);
-  l.normInputBytes = mul(T::kTileM, p.tileN, p.normInputElementBytes);
+  // (The sm_100a kernel reads norm_input from global memory, a row per
+  // thread: no tile.)
+  l.normInputBytes = p.accumulatorInTensorMemory
+                         ? 0
+                         : mul(T::kTileM, p.tileN, p.normInputElementBytes);
   // A cluster exchanges `exchangeRounds` partials per row with every peer,
   // double-buffered (tile parity) for the persistent loop; global rows keep
   // the rows' scale and shift (epilogue warps) or the pending tile's mean

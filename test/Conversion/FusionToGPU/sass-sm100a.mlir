@@ -10,7 +10,8 @@
 // EIATTR_TCGEN05_1CTA_USED; a norm epilogue's kernel (N = 512: two UTCHMMA
 // per k16, LDTM / STTM passes over tensor memory), and a cluster's
 // (UCGABAR, STAS: the DSMEM exchange); Lazy Pre-Norm's (LDS.128 of the A
-// tiles by the row-sum warps, SHFL.BFLY). And end to end, the encoders' constants
+// tiles by the row-sum warps, SHFL.BFLY); a grad epilogue's (LDTM per
+// half chunk, the column sums' SHFL.BFLY butterfly). And end to end, the encoders' constants
 // (fusion/Target/NVPTX/MmaDescriptors.h, docs/SM100A.md section 2): the
 // instruction descriptor as a UMOV immediate (M = 128, N = 256, bf16 -> f32,
 // A K-major, B N-major: 0x08410490; with transpose_rhs and N = 128, both
@@ -67,6 +68,17 @@ module attributes {fusion.target = #fusion.target<"sm_100a">} {
 func.func @lazy(%a: tensor<1000x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<1000x256xbf16> {
   %c = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32} : tensor<1000x512xbf16>, tensor<512x256xbf16> -> tensor<1000x256xbf16>
   return %c : tensor<1000x256xbf16>
+}
+}
+
+// -----
+
+// An rms_norm_grad epilogue with dweight (N = 512: one CTA,
+// Gemm/GemmTcgen05GradEpilogue.cpp).
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @rms_grad(%dy: tensor<1000x512xbf16>, %w: tensor<512x512xbf16>, %x: tensor<1000x512xbf16>, %r: tensor<1000xf32>, %g: tensor<512xbf16>) -> (tensor<1000x512xbf16>, tensor<512xf32>) {
+  %dx, %dg = fusion.fused_matmul %dy, %w norm_weight(%g : tensor<512xbf16>) norm_input(%x : tensor<1000x512xbf16>) rstd(%r : tensor<1000xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>} : tensor<1000x512xbf16>, tensor<512x512xbf16> -> tensor<1000x512xbf16>, tensor<512xf32>
+  return %dx, %dg : tensor<1000x512xbf16>, tensor<512xf32>
 }
 }
 
@@ -163,6 +175,24 @@ func.func @lazy(%a: tensor<1000x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<1
 // CHECK-DAG: LDTM.x32
 // CHECK-DAG: MUFU.RSQ
 // CHECK-NOT: UTCHMMA
+// CHECK: EIATTR_TCGEN05_1CTA_USED
+
+// The grad kernel: its passes' half-chunk LDTM.x32 (pass 1, the column
+// sums, pass 2: six sites), the column sums' butterfly (SHFL.BFLY 8, 1, 2,
+// 4 apart) and their 16-byte stores, dx's TMA store.
+// CHECK: ptxas ok: rms_grad_kernel0 registers={{[0-9]+}} spills=0
+// CHECK: Function : rms_grad_kernel0
+// CHECK-COUNT-8: UTCHMMA
+// CHECK-NOT: UTCHMMA
+// CHECK-COUNT-4: LDTM.x32
+// CHECK: SHFL.BFLY PT, R{{[0-9]+}}, R{{[0-9]+}}, 0x8, 0x1f ;
+// CHECK: SHFL.BFLY PT, R{{[0-9]+}}, R{{[0-9]+}}, 0x1, 0x1f ;
+// CHECK: SHFL.BFLY PT, R{{[0-9]+}}, R{{[0-9]+}}, 0x2, 0x1f ;
+// CHECK: SHFL.BFLY PT, R{{[0-9]+}}, R{{[0-9]+}}, 0x4, 0x1f ;
+// CHECK: STG.E.128
+// CHECK-COUNT-2: LDTM.x32
+// CHECK-NOT: LDTM
+// CHECK: UTMASTG.2D
 // CHECK: EIATTR_TCGEN05_1CTA_USED
 
 // NOLOCAL-NOT: {{LDL|STL}}

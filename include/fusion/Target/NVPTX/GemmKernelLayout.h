@@ -171,7 +171,8 @@ struct GemmSmemParams {
 ///   +--------------------------------------------+ rowStatsOffset
 ///   | Lazy Pre-Norm row sums of squares, f32     |  tile_m x 4
 ///   +--------------------------------------------+ normInputOffset
-///   | norm_input tile (grad epilogues)           |  tile_m x tile_n x e
+///   | norm_input tile (grad epilogues; none on   |  tile_m x tile_n x e
+///   | sm_100a)                                   |
 ///   +--------------------------------------------+ clusterSlotsOffset
 ///   | cluster: R rounds x 2 tile parities x      |  (the epilogue warps reuse
 ///   |   [cluster_n][tile_m] f32 partials         |   round 0 for the rows'

@@ -70,11 +70,22 @@ public:
   void emitTensorMemoryKernel();
   void mmaWarp(Value tmemBase);
   void lazyRowSumWarps();
-  // GemmTcgen05Epilogue.cpp: its epilogue warpgroup (a row per thread).
+  // GemmTcgen05Epilogue.cpp: its epilogue warpgroup (a row per thread;
+  // the grad epilogues in GemmTcgen05GradEpilogue.cpp).
   void tensorMemoryEpilogue(Value tmemBase);
   Value loadColumnGroup(Value mem, ValueRange indices, Type elem);
   void addColumnPieces(Value chunkValues[], Value chunkColumn,
-                       Value rowClamped);
+                       Value rowClamped, bool withResidual = true);
+  /// A chunk's store in three steps (storeChunk does all three): its first
+  /// column, and with a 16-bit output its staging buffer (waited for) and
+  /// the row's swizzle phase.
+  struct ChunkStore {
+    Value column, staging, rowPhase;
+  };
+  ChunkStore beginChunkStore(Value chunk, Value blockCol, Value tileCount);
+  void storeChunkGroup(const ChunkStore &store, int64_t g, Value values,
+                       Value row, Value inRow);
+  void endChunkStore(const ChunkStore &store, Value blockRow);
   void storeChunk(Value chunkValues[], Value chunk, Value row, Value inRow,
                   Value blockRow, Value blockCol, Value tileCount);
 

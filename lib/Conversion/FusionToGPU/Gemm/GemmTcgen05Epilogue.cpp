@@ -64,80 +64,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GemmKernelEmitter.h"
+#include "TmemTileEpilogue.h"
 
 using namespace mlir;
 using namespace mlir::fusion;
 
-/// Named barrier 1 over the epilogue warpgroup (its staging buffers).
-static constexpr int64_t kEpilogueBarrier = 1;
-/// Columns one tcgen05.ld 32x32b.x32 reads per thread.
-static constexpr int64_t kLoadColumns = 32;
-/// 8-column groups of a 64-column chunk.
-static constexpr int64_t kGroups = kStoreChunkN / 8;
-/// The threads of a wgmma quad that share a row on sm_90a.
-static constexpr int64_t kQuad = 4;
-
-namespace {
-
-/// One tile of the epilogue warpgroup, this thread's row.
-class TmemTileEpilogue : public KernelBuilder {
-public:
-  TmemTileEpilogue(GemmKernelEmitter &e, Value acc, Value accStage,
-                   Value blockRow, Value blockCol, Value tileCount,
-                   Value kCount)
-      : KernelBuilder(e), e(e), s(e.s), acc(acc), accStage(accStage),
-        blockRow(blockRow), blockCol(blockCol), tileCount(tileCount),
-        kCount(kCount), chunks(s.tileN / kStoreChunkN) {}
-
-  void run();
-
-private:
-  Type f32() { return b.getF32Type(); }
-  VectorType groupType() { return VectorType::get({8}, f32()); }
-  Value splat(Value x) {
-    return vector::BroadcastOp::create(b, groupType(), x);
-  }
-
-  void setUpRow();
-  /// Chunk c's columns (c: index) as 8 groups of 8 (two loads, wait::ld;
-  /// `accumulator`: the MMA's, zeros without a K step, rather than a row
-  /// written back); after the tile's last loads the stage is released:
-  /// `last` (i1), or always with `lastAlways`.
-  void loadChunk(Value c, Value groups[], bool accumulator, Value last,
-                 bool lastAlways = false);
-  /// row_scale, then col_bias and the residual, on chunk c's groups.
-  void applyPieces(Value groups[], Value c);
-  /// Writes chunk c's groups back into the stage (tcgen05.st).
-  void storeBack(Value groups[], Value c);
-  /// The stage's columns of chunk c.
-  Value chunkAcc(Value c) {
-    return e.tmem->columnOffset(e, acc, mul(c, idx(kStoreChunkN)));
-  }
-  /// The first column of chunk c.
-  Value chunkColumn(Value c) {
-    return add(blockCol, mul(c, idx(kStoreChunkN)));
-  }
-  /// Adds chunk c's groups' terms into the quad totals t[4] (term(group)
-  /// maps a group to the values summed).
-  void accumulate(Value t[], Value groups[],
-                  function_ref<Value(int64_t g, Value group)> term);
-  Value quadTotal(Value t[]);
-  std::pair<Value, Value> globalRowStats(Value first, Value second);
-  void release();
-  Value inCol(Value c, int64_t g) {
-    return ult(add(chunkColumn(c), idx(8 * g)), e.n);
-  }
-
-  void elementwise();
-  void norm();
-
-  GemmKernelEmitter &e;
-  const GemmKernelSpec &s;
-  Value acc, accStage, blockRow, blockCol, tileCount, kCount;
-  int64_t chunks;
-  Value warp, row, inRow, rowClamped, factor, noSteps;
-};
+namespace mlir::fusion {
 
 void TmemTileEpilogue::setUpRow() {
   warp = div(e.tid, 32);
@@ -171,14 +103,15 @@ void TmemTileEpilogue::release() {
 }
 
 void TmemTileEpilogue::loadChunk(Value c, Value groups[], bool accumulator,
-                                 Value last, bool lastAlways) {
+                                 Value last, bool lastAlways, int64_t onlyHalf) {
   Value halves[2];
   // A constant chunk's column goes into the loads' immediate offsets.
   std::optional<int64_t> constant = getConstantIntValue(c);
   Value at = constant ? acc : chunkAcc(c);
   int64_t column0 = constant ? *constant * kStoreChunkN : 0;
   for (int64_t h = 0; h < 2; ++h)
-    halves[h] = e.tmem->load(e, at, warp, column0 + h * kLoadColumns);
+    if (onlyHalf < 0 || h == onlyHalf)
+      halves[h] = e.tmem->load(e, at, warp, column0 + h * kLoadColumns);
   e.tmem->waitLoads(e);
   // The tile's last loads are done: the stage may take tile t + 2.
   if (lastAlways)
@@ -192,9 +125,12 @@ void TmemTileEpilogue::loadChunk(Value c, Value groups[], bool accumulator,
         b, DenseElementsAttr::get(VectorType::get({kLoadColumns}, f32()),
                                   b.getF32FloatAttr(0.0)));
     for (Value &half : halves)
-      half = arith::SelectOp::create(b, noSteps, zeros, half);
+      if (half)
+        half = arith::SelectOp::create(b, noSteps, zeros, half);
   }
   for (int64_t g = 0; g < kGroups; ++g) {
+    if (!halves[g / 4])
+      continue;
     SmallVector<int64_t> columns;
     for (int64_t i = 0; i < 8; ++i)
       columns.push_back(8 * (g % 4) + i);
@@ -204,15 +140,20 @@ void TmemTileEpilogue::loadChunk(Value c, Value groups[], bool accumulator,
 }
 
 void TmemTileEpilogue::applyPieces(Value groups[], Value c) {
+  // (Groups a half load left out are null.)
   if (factor)
     for (int64_t g = 0; g < kGroups; ++g)
-      groups[g] = arith::MulFOp::create(b, groups[g], splat(factor));
-  e.addColumnPieces(groups, chunkColumn(c), rowClamped);
+      if (groups[g])
+        groups[g] = arith::MulFOp::create(b, groups[g], splat(factor));
+  e.addColumnPieces(groups, chunkColumn(c), rowClamped,
+                    /*withResidual=*/!s.gradEpilogue());
 }
 
-void TmemTileEpilogue::storeBack(Value groups[], Value c) {
+void TmemTileEpilogue::storeBack(Value groups[], Value c, int64_t onlyHalf) {
   Value at = chunkAcc(c);
   for (int64_t h = 0; h < 2; ++h) {
+    if (onlyHalf >= 0 && h != onlyHalf)
+      continue;
     Value quarter[2];
     for (int64_t q = 0; q < 2; ++q) {
       SmallVector<int64_t> both16;
@@ -432,11 +373,13 @@ void TmemTileEpilogue::run() {
   setUpRow();
   if (s.normEpilogue())
     norm();
+  else if (s.gradEpilogue())
+    normGrad();
   else
     elementwise();
 }
 
-} // namespace
+} // namespace mlir::fusion
 
 /// The epilogue warpgroup: thread `tid` owns tile row `tid`.
 void GemmKernelEmitter::tensorMemoryEpilogue(Value tmemBase) {
@@ -489,11 +432,15 @@ Value GemmKernelEmitter::loadColumnGroup(Value mem, ValueRange indices,
 }
 
 /// col_bias and the residual added to the 64 columns from `chunkColumn` (as
-/// 8 groups of 8) of the row `rowClamped`.
+/// 8 groups of 8; null ones, left out by a half load, skipped) of the row
+/// `rowClamped`.
 void GemmKernelEmitter::addColumnPieces(Value rowValues[], Value chunkColumn,
-                                        Value rowClamped) {
-  Value colBias = arg(GemmArg::ColBias), residual = arg(GemmArg::Residual);
+                                        Value rowClamped, bool withResidual) {
+  Value colBias = arg(GemmArg::ColBias);
+  Value residual = withResidual ? arg(GemmArg::Residual) : Value();
   for (int64_t g = 0; g < kGroups; ++g) {
+    if (!rowValues[g])
+      continue;
     Value col = add(chunkColumn, idx(8 * g));
     if (colBias)
       rowValues[g] = arith::AddFOp::create(
@@ -508,8 +455,9 @@ void GemmKernelEmitter::addColumnPieces(Value rowValues[], Value chunkColumn,
 }
 
 /// Chunk `chunk` (64 columns) of this thread's row, as 8 groups of 8
-/// columns (f32), stored. 16-bit outputs: the thread writes its row's 128
-/// bytes into the chunk's staging buffer as 16-byte pieces at the 128-byte
+/// columns (f32), stored: beginChunkStore, storeChunkGroup for each group,
+/// endChunkStore. 16-bit outputs: the thread writes its row's 128 bytes
+/// into the chunk's staging buffer as 16-byte pieces at the 128-byte
 /// swizzle's positions (piece g of row r at g ^ (r % 8): the 8 threads of a
 /// quarter warp hit 8 different bank groups), and thread 0 TMA-stores the
 /// buffer (clipped to M and N). f32 outputs: 8 columns per store,
@@ -517,25 +465,23 @@ void GemmKernelEmitter::addColumnPieces(Value rowValues[], Value chunkColumn,
 void GemmKernelEmitter::storeChunk(Value rowValues[], Value chunk, Value row,
                                    Value inRow, Value blockRow, Value blockCol,
                                    Value tileCount) {
-  Value chunkColumn = add(blockCol, mul(chunk, idx(kStoreChunkN)));
-  if (!s.tmaStore()) {
-    Value out = arg(GemmArg::Output);
-    // Split-K: the work item's rows of the workspace [splitK x M, N].
-    Value outRow = outRowOffset ? add(row, outRowOffset) : row;
-    for (int64_t g = 0; g < kGroups; ++g) {
-      Value col = add(chunkColumn, idx(8 * g));
-      ifThen(both(inRow, ult(col, n)), [&] {
-        vector::StoreOp::create(b, rowValues[g], out, ValueRange{outRow, col},
-                                /*nontemporal=*/false, llvm::MaybeAlign(16));
-      });
-    }
-    return;
-  }
+  ChunkStore store = beginChunkStore(chunk, blockCol, tileCount);
+  for (int64_t g = 0; g < kGroups; ++g)
+    storeChunkGroup(store, g, rowValues[g], row, inRow);
+  endChunkStore(store, blockRow);
+}
 
+GemmKernelEmitter::ChunkStore
+GemmKernelEmitter::beginChunkStore(Value chunk, Value blockCol,
+                                   Value tileCount) {
+  ChunkStore store;
+  store.column = add(blockCol, mul(chunk, idx(kStoreChunkN)));
+  if (!s.tmaStore())
+    return store;
   int64_t chunks = s.tileN / kStoreChunkN;
   Value isStoreLeader = eq(tid, 0);
   Value buffer = rem(add(mul(tileCount, idx(chunks)), chunk), s.storeBuffers());
-  Value staging = smemView(
+  store.staging = smemView(
       add(idx(s.storeStagingOffset()), mul(buffer, idx(s.storeChunkBytes()))),
       {s.tileM, kStoreChunkN}, s.outType);
   // The buffer was last read by the store `storeBuffers` chunks ago.
@@ -544,23 +490,41 @@ void GemmKernelEmitter::storeChunk(Value rowValues[], Value chunk, Value row,
                                          b.getUnitAttr());
   });
   namedBarrier(kEpilogueBarrier, 128);
-  auto outGroup = VectorType::get({8}, s.outType);
-  Value rowPhase = rem(tid, 8);
-  for (int64_t g = 0; g < kGroups; ++g) {
-    Value piece = arith::XOrIOp::create(b, idx(g), rowPhase);
-    vector::StoreOp::create(b,
-                            arith::TruncFOp::create(b, outGroup, rowValues[g]),
-                            staging, ValueRange{tid, mul(piece, idx(8))},
-                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+  store.rowPhase = rem(tid, 8);
+  return store;
+}
+
+void GemmKernelEmitter::storeChunkGroup(const ChunkStore &store, int64_t g,
+                                        Value values, Value row, Value inRow) {
+  if (!store.staging) {
+    Value out = arg(GemmArg::Output);
+    // Split-K: the work item's rows of the workspace [splitK x M, N].
+    Value outRow = outRowOffset ? add(row, outRowOffset) : row;
+    Value col = add(store.column, idx(8 * g));
+    ifThen(both(inRow, ult(col, n)), [&] {
+      vector::StoreOp::create(b, values, out, ValueRange{outRow, col},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+    });
+    return;
   }
+  auto outGroup = VectorType::get({8}, s.outType);
+  Value piece = arith::XOrIOp::create(b, idx(g), store.rowPhase);
+  vector::StoreOp::create(b, arith::TruncFOp::create(b, outGroup, values),
+                          store.staging, ValueRange{tid, mul(piece, idx(8))},
+                          /*nontemporal=*/false, llvm::MaybeAlign(16));
+}
+
+void GemmKernelEmitter::endChunkStore(const ChunkStore &store, Value blockRow) {
+  if (!store.staging)
+    return;
   // The generic-proxy writes must be visible to the TMA (async proxy).
   NVVM::FenceProxyOp::create(
       b, NVVM::ProxyKind::async_shared,
       NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
   namedBarrier(kEpilogueBarrier, 128);
-  ifThen(isStoreLeader, [&] {
-    nvgpu::TmaAsyncStoreOp::create(b, staging, tmaC,
-                                   ValueRange{chunkColumn, blockRow}, Value());
+  ifThen(eq(tid, 0), [&] {
+    nvgpu::TmaAsyncStoreOp::create(b, store.staging, tmaC,
+                                   ValueRange{store.column, blockRow}, Value());
     NVVM::CpAsyncBulkCommitGroupOp::create(b);
   });
 }

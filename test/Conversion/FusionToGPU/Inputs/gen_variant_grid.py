@@ -33,6 +33,11 @@ N = 640 (2 x 320), 1032 (3 x 384, the last CTA 264 columns), 2048 (4 x 512),
 (16 cluster kernels). And the rows wider than a cluster of 16, through
 global memory in tiles of 512: N = 8704 (17 tiles), 12288 (24), 16384 (32)
 x (rms_norm, layer_norm) x output (bf16, f32) (12 kernels).
+And the grad epilogues (rms_norm_grad with x_hat; rms_norm_grad with x, the
+weight and dweight; layer_norm_grad with x, mean, the weight, dweight,
+dbias and a residual) over a row one CTA holds (N = 256, 384, 512) or a
+cluster shares (1024, 2048, 8192) x output (bf16, f32), and with Lazy
+Pre-Norm and col_bias at N = 512 (27 kernels, 19 parameter sums).
 And Lazy Pre-Norm (prologue rms_norm, its row sums read by warps 2-3): each
 tile_n x (none; row_scale + col_bias) x output (bf16, f32), a K-major B and
 f16 operands at 256; with an rms_norm / layer_norm epilogue at N = 256,
@@ -105,6 +110,7 @@ def sm100_grid():
                      [f"tensor<{m}x{n}xf32>"])
     sm100_norm_grid()
     sm100_lazy_grid()
+    sm100_grad_grid()
     print("}")
 
 
@@ -166,6 +172,40 @@ def sm100_lazy_grid():
         results = [f"tensor<1000x{n}xbf16>"] + ["tensor<1000xf32>"] * SM100_NORM_STATS[epi]
         emit(f"t_lazy_norm_n{n}_{epi}", "tensor<1000x512xbf16>", f"tensor<512x{n}xbf16>",
              operands, [LAZY, attrs], args, n, results)
+
+
+SM100_GRADS = {
+    # x_hat given (normalized_input), no parameter gradient.
+    "rms_xhat": (" norm_input(%x : tensor<1000x{n}xbf16>) rstd(%r : tensor<1000xf32>)",
+                 "epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input",
+                 ["%x: tensor<1000x{n}xbf16>", "%r: tensor<1000xf32>"], 0),
+    # x, the weight and its gradient.
+    "rms_weight": (" norm_weight(%g : tensor<{n}xbf16>) norm_input(%x : tensor<1000x{n}xbf16>) rstd(%r : tensor<1000xf32>)",
+                   "epilogue = #fusion.epilogue<rms_norm_grad>",
+                   ["%g: tensor<{n}xbf16>", "%x: tensor<1000x{n}xbf16>", "%r: tensor<1000xf32>"], 1),
+    # x, mean, the weight, the bias gradient and a residual.
+    "ln_full": (" residual(%res : tensor<1000x{n}xbf16>) norm_weight(%g : tensor<{n}xbf16>) norm_input(%x : tensor<1000x{n}xbf16>) mean(%m : tensor<1000xf32>) rstd(%r : tensor<1000xf32>)",
+                "epilogue = #fusion.epilogue<layer_norm_grad>, with_bias_grad",
+                ["%res: tensor<1000x{n}xbf16>", "%g: tensor<{n}xbf16>", "%x: tensor<1000x{n}xbf16>", "%m: tensor<1000xf32>", "%r: tensor<1000xf32>"], 2),
+    # Lazy Pre-Norm's row scale and col_bias on dh (written back into
+    # tensor memory), the weight and its gradient.
+    "rms_pieces": (" col_bias(%cb : tensor<{n}xbf16>) norm_weight(%g : tensor<{n}xbf16>) norm_input(%x : tensor<1000x{n}xbf16>) rstd(%r : tensor<1000xf32>)",
+                   LAZY + ", epilogue = #fusion.epilogue<rms_norm_grad>",
+                   ["%cb: tensor<{n}xbf16>", "%g: tensor<{n}xbf16>", "%x: tensor<1000x{n}xbf16>", "%r: tensor<1000xf32>"], 1),
+}
+
+
+def sm100_grad_grid():
+    """The grad epilogues of the sm_100a kernel (see the module docstring)."""
+    cases = [(n, grad, out) for n in (256, 512, 1024, 8192)
+             for grad in ("rms_xhat", "rms_weight", "ln_full") for out in ("bf16", "f32")]
+    cases += [(n, "ln_full", "bf16") for n in (384, 2048)]
+    cases += [(512, "rms_pieces", "bf16")]
+    for n, grad, out in cases:
+        operands, attrs, args, params = SM100_GRADS[grad]
+        results = [f"tensor<1000x{n}x{out}>"] + [f"tensor<{n}xf32>"] * params
+        emit(f"t_grad_n{n}_{grad}_{out}", "tensor<1000x512xbf16>", f"tensor<512x{n}xbf16>",
+             operands, [attrs], args, n, results)
 
 
 def sm90_grid():

@@ -154,6 +154,25 @@ func.func @layer_norm_global_rows(%a: tensor<4096x512xbf16>, %b: tensor<512x1228
 }
 }
 
+// -----
+
+// Test that an rms_norm_grad epilogue over N = 512 selects one CTA of 512
+// columns with 2 stages and no norm_input tile (the sm_100a kernel reads
+// norm_input from global memory, a row per thread): 2 * (128 + 512) * 64 *
+// 2 + 32768 + 512 + 1024 = 198144.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+// CHECK-LABEL: func.func @rms_norm_grad_single_cta
+func.func @rms_norm_grad_single_cta(%dy: tensor<4096x512xbf16>, %w: tensor<512x512xbf16>,
+    %x: tensor<4096x512xbf16>, %rstd: tensor<4096xf32>) -> tensor<4096x512xbf16> {
+  // CHECK: fusion.fused_matmul
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 512, tile_k = 64, stages = 2, cluster_n = 1, consumers = 1, smem_bytes = 198144>
+  %dx = fusion.fused_matmul %dy, %w norm_input(%x : tensor<4096x512xbf16>) rstd(%rstd : tensor<4096xf32>)
+      {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, transpose_rhs}
+      : tensor<4096x512xbf16>, tensor<512x512xbf16> -> tensor<4096x512xbf16>
+  return %dx : tensor<4096x512xbf16>
+}
+}
+
 // GEN: gpu.func @matmul_wide_kernel0
 // GEN: gpu.func @row_scale_granularity_kernel0
 // GEN: gpu.func @rms_norm_single_cta_kernel0
@@ -162,3 +181,4 @@ func.func @layer_norm_global_rows(%a: tensor<4096x512xbf16>, %b: tensor<512x1228
 // GEN: gpu.func @layer_norm_f32_kernel0
 // GEN: gpu.func @rms_norm_cluster_kernel0
 // GEN: gpu.func @layer_norm_global_rows_kernel0
+// GEN: gpu.func @rms_norm_grad_single_cta_kernel0
