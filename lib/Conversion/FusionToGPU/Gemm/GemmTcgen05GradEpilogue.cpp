@@ -68,6 +68,21 @@ Value TmemTileEpilogue::gradXHat(Value c, int64_t g) {
   return arith::MulFOp::create(b, x, splat(gradRstd));
 }
 
+void TmemTileEpilogue::forEachGroupByHalves(
+    Value c, bool accumulator, Value last,
+    function_ref<void(Value groups[], int64_t h)> prepare,
+    function_ref<void(int64_t g, Value dh)> body) {
+  for (int64_t h = 0; h < 2; ++h) {
+    Value groups[kGroups];
+    loadChunk(c, groups, accumulator, h == 1 ? last : Value(),
+              /*lastAlways=*/false, h);
+    if (prepare)
+      prepare(groups, h);
+    for (int64_t g = 4 * h; g < 4 * h + 4; ++g)
+      body(g, groups[g]);
+  }
+}
+
 void TmemTileEpilogue::normGrad() {
   bool ln = s.epilogue == EpilogueKind::layer_norm_grad;
   // Whether pass 1 changes dh (it then goes back into the stage).
@@ -88,25 +103,23 @@ void TmemTileEpilogue::normGrad() {
   ValueRange sums = forLoop(
       idx(0), idx(chunks), idx(1), inits, [&](Value c, ValueRange it) {
         SmallVector<Value> next(it.begin(), it.end());
-        for (int64_t h = 0; h < 2; ++h) {
-          Value groups[kGroups];
-          loadChunk(c, groups, /*accumulator=*/true, Value(),
-                    /*lastAlways=*/false, h);
-          if (pieces) {
-            applyPieces(groups, c);
-            storeBack(groups, c, h);
-          }
-          for (int64_t g = 4 * h; g < 4 * h + 4; ++g) {
-            Value dh = groups[g];
-            Value w = gradWeight(c, g);
-            Value a = w ? arith::MulFOp::create(b, dh, w).getResult() : dh;
-            Value xh = gradXHat(c, g);
-            next[0] = arith::AddFOp::create(b, next[0],
-                                            arith::MulFOp::create(b, a, xh));
-            if (ln)
-              next[1] = arith::AddFOp::create(b, next[1], a);
-          }
-        }
+        forEachGroupByHalves(
+            c, /*accumulator=*/true, Value(),
+            [&](Value groups[], int64_t h) {
+              if (pieces) {
+                applyPieces(groups, c);
+                storeBack(groups, c, h);
+              }
+            },
+            [&](int64_t g, Value dh) {
+              Value w = gradWeight(c, g);
+              Value a = w ? arith::MulFOp::create(b, dh, w).getResult() : dh;
+              Value xh = gradXHat(c, g);
+              next[0] = arith::AddFOp::create(b, next[0],
+                                              arith::MulFOp::create(b, a, xh));
+              if (ln)
+                next[1] = arith::AddFOp::create(b, next[1], a);
+            });
         if (pieces)
           e.tmem->waitStores(e);
         return next;
@@ -118,24 +131,20 @@ void TmemTileEpilogue::normGrad() {
     forLoop(idx(0), idx(chunks), idx(1), ValueRange{},
             [&](Value c, ValueRange) {
               ColumnSums dw, db;
-              for (int64_t h = 0; h < 2; ++h) {
-                Value groups[kGroups];
-                loadChunk(c, groups, /*accumulator=*/!pieces, Value(),
-                          /*lastAlways=*/false, h);
-                for (int64_t g = 4 * h; g < 4 * h + 4; ++g) {
-                  Value dh = groups[g];
-                  // The steps as soon as their operands exist.
-                  if (s.weightGrad)
-                    addColumnGroup(
-                        dw, arith::SelectOp::create(
-                                b, inRow,
-                                arith::MulFOp::create(b, dh, gradXHat(c, g)),
-                                zeros));
-                  if (s.biasGrad)
-                    addColumnGroup(
-                        db, arith::SelectOp::create(b, inRow, dh, zeros));
-                }
-              }
+              forEachGroupByHalves(
+                  c, /*accumulator=*/!pieces, Value(), nullptr,
+                  [&](int64_t g, Value dh) {
+                    // The steps as soon as their operands exist.
+                    if (s.weightGrad)
+                      addColumnGroup(
+                          dw, arith::SelectOp::create(
+                                  b, inRow,
+                                  arith::MulFOp::create(b, dh, gradXHat(c, g)),
+                                  zeros));
+                    if (s.biasGrad)
+                      addColumnGroup(
+                          db, arith::SelectOp::create(b, inRow, dh, zeros));
+                  });
               int64_t param = 0;
               if (s.weightGrad)
                 storeColumnPartials(param++, c, dw);
@@ -169,30 +178,26 @@ void TmemTileEpilogue::normGrad() {
   forLoop(idx(0), idx(chunks), idx(1), ValueRange{}, [&](Value c, ValueRange) {
     GemmKernelEmitter::ChunkStore store =
         e.beginChunkStore(c, blockCol, tileCount);
-    for (int64_t h = 0; h < 2; ++h) {
-      Value groups[kGroups];
-      loadChunk(c, groups, /*accumulator=*/!pieces,
-                h == 1 ? eq(c, chunks - 1) : Value(), /*lastAlways=*/false, h);
-      for (int64_t g = 4 * h; g < 4 * h + 4; ++g) {
-        Value w = gradWeight(c, g);
-        Value xh = gradXHat(c, g);
-        Value a = w ? arith::MulFOp::create(b, groups[g], w).getResult()
-                    : groups[g];
-        Value d = arith::SubFOp::create(
-            b, a, arith::MulFOp::create(b, xh, splat(gradDot)));
-        if (gradSum)
-          d = arith::SubFOp::create(b, d, splat(gradSum));
-        d = arith::MulFOp::create(b, d, splat(gradRstd));
-        if (residual)
-          d = arith::AddFOp::create(
-              b, d,
-              e.loadColumnGroup(residual,
-                                ValueRange{rowClamped,
-                                           add(chunkColumn(c), idx(8 * g))},
-                                s.residualType));
-        e.storeChunkGroup(store, g, d, row, inRow);
-      }
-    }
+    forEachGroupByHalves(
+        c, /*accumulator=*/!pieces, eq(c, chunks - 1), nullptr,
+        [&](int64_t g, Value dh) {
+          Value w = gradWeight(c, g);
+          Value xh = gradXHat(c, g);
+          Value a = w ? arith::MulFOp::create(b, dh, w).getResult() : dh;
+          Value d = arith::SubFOp::create(
+              b, a, arith::MulFOp::create(b, xh, splat(gradDot)));
+          if (gradSum)
+            d = arith::SubFOp::create(b, d, splat(gradSum));
+          d = arith::MulFOp::create(b, d, splat(gradRstd));
+          if (residual)
+            d = arith::AddFOp::create(
+                b, d,
+                e.loadColumnGroup(residual,
+                                  ValueRange{rowClamped,
+                                             add(chunkColumn(c), idx(8 * g))},
+                                  s.residualType));
+          e.storeChunkGroup(store, g, d, row, inRow);
+        });
     e.endChunkStore(store, blockRow);
     return SmallVector<Value>{};
   });

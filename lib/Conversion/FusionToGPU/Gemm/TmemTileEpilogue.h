@@ -78,6 +78,13 @@ private:
   void norm();
   // GemmTcgen05GradEpilogue.cpp.
   void normGrad();
+  /// Chunk c read a 32-column half at a time (loadChunk's `accumulator`;
+  /// the stage released after the second half's loads with `last`):
+  /// `prepare` on each half's groups (may be null), then `body` on each of
+  /// its 4 groups.
+  void forEachGroupByHalves(Value c, bool accumulator, Value last,
+                            function_ref<void(Value groups[], int64_t h)> prepare,
+                            function_ref<void(int64_t g, Value dh)> body);
   /// Column pieces of a grad epilogue's pass: weight, x_hat of chunk c's
   /// group g (norm_input, centered and scaled unless normalized).
   Value gradWeight(Value c, int64_t g);

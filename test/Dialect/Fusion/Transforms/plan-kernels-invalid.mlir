@@ -144,6 +144,19 @@ func.func @row_too_wide(%a: tensor<256x64xbf16>, %b: tensor<64x8192xbf16>) -> te
 
 // -----
 
+// Test that on sm_100a a row through global memory may span at most 32 CTAs
+// of 512 columns (TargetInfo::maxGlobalRowCTAs): N = 16896 needs 33.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @row_too_wide_sm100a(%a: tensor<256x64xbf16>, %b: tensor<64x16896xbf16>) -> tensor<256x16896xf32> {
+  // expected-error @below {{'fusion.fused_matmul' op expected the CTAs of a row block to cover a row of the layer_norm epilogue, but N = 16896 needs 33 CTAs of at most 512 columns, more than the 32 a row may span on sm_100a}}
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<256x64xbf16>, tensor<64x16896xbf16> -> tensor<256x16896xf32>
+  return %y : tensor<256x16896xf32>
+}
+}
+
+// -----
+
 // Test that a configuration whose shared memory does not fit even with 2
 // stages is refused, naming the bytes, the budget and where they go: on
 // sm_90a an rms_norm_grad epilogue over N = 256 with an f32 norm_input,
