@@ -199,7 +199,8 @@ std::pair<Value, Value> TmemTileEpilogue::globalRowStats(Value first,
         counters = e.arg(GemmArg::Counters);
   ifThen(inRow, [&] {
     Value tileCol = arith::DivUIOp::create(b, blockCol, idx(s.tileN));
-    Value slot = mul(add(mul(row, e.numTilesN), tileCol), idx(2));
+    Value rowSlots = add(mul(row, e.numTilesN), tileCol);
+    Value slot = mul(rowSlots, idx(2));
     vector::StoreOp::create(
         b,
         vector::FromElementsOp::create(b, VectorType::get({2}, f32()),
@@ -351,7 +352,7 @@ void TmemTileEpilogue::norm() {
     Value groups[kGroups];
     loadChunk(c, groups, /*accumulator=*/!pieces, eq(c, chunks - 1));
     for (int64_t g = 0; g < kGroups; ++g) {
-      Value col = add(chunkColumn(c), idx(8 * g));
+      Value col = groupColumn(c, g);
       Value x = groups[g];
       if (ln)
         x = arith::SubFOp::create(b, x, splat(mean));
@@ -481,9 +482,12 @@ GemmKernelEmitter::beginChunkStore(Value chunk, Value blockCol,
   int64_t chunks = s.tileN / kStoreChunkN;
   Value isStoreLeader = eq(tid, 0);
   Value buffer = rem(add(mul(tileCount, idx(chunks)), chunk), s.storeBuffers());
-  store.staging = smemView(
-      add(idx(s.storeStagingOffset()), mul(buffer, idx(s.storeChunkBytes()))),
-      {s.tileM, kStoreChunkN}, s.outType);
+  // (Operands in a fixed order: host compilers evaluate call arguments in
+  // different orders.)
+  Value stagingBase = idx(s.storeStagingOffset());
+  Value bufferOffset = mul(buffer, idx(s.storeChunkBytes()));
+  store.staging = smemView(add(stagingBase, bufferOffset),
+                           {s.tileM, kStoreChunkN}, s.outType);
   // The buffer was last read by the store `storeBuffers` chunks ago.
   ifThen(isStoreLeader, [&] {
     NVVM::CpAsyncBulkWaitGroupOp::create(b, s.storeBuffers() - 1,
@@ -509,8 +513,9 @@ void GemmKernelEmitter::storeChunkGroup(const ChunkStore &store, int64_t g,
   }
   auto outGroup = VectorType::get({8}, s.outType);
   Value piece = arith::XOrIOp::create(b, idx(g), store.rowPhase);
-  vector::StoreOp::create(b, arith::TruncFOp::create(b, outGroup, values),
-                          store.staging, ValueRange{tid, mul(piece, idx(8))},
+  Value rounded = arith::TruncFOp::create(b, outGroup, values);
+  Value col = mul(piece, idx(8));
+  vector::StoreOp::create(b, rounded, store.staging, ValueRange{tid, col},
                           /*nontemporal=*/false, llvm::MaybeAlign(16));
 }
 

@@ -53,12 +53,12 @@ Value TmemTileEpilogue::gradWeight(Value c, int64_t g) {
   Value weight = e.arg(GemmArg::NormWeight);
   if (!weight)
     return Value();
-  Value col = add(chunkColumn(c), idx(8 * g));
+  Value col = groupColumn(c, g);
   return e.loadColumnGroup(weight, ValueRange{col}, s.normWeightType);
 }
 
 Value TmemTileEpilogue::gradXHat(Value c, int64_t g) {
-  Value col = add(chunkColumn(c), idx(8 * g));
+  Value col = groupColumn(c, g);
   Value x = e.loadColumnGroup(e.arg(GemmArg::NormInput),
                               ValueRange{rowClamped, col}, s.normInputType);
   if (s.normalizedInput)
@@ -189,13 +189,12 @@ void TmemTileEpilogue::normGrad() {
           if (gradSum)
             d = arith::SubFOp::create(b, d, splat(gradSum));
           d = arith::MulFOp::create(b, d, splat(gradRstd));
-          if (residual)
-            d = arith::AddFOp::create(
-                b, d,
-                e.loadColumnGroup(residual,
-                                  ValueRange{rowClamped,
-                                             add(chunkColumn(c), idx(8 * g))},
-                                  s.residualType));
+          if (residual) {
+            Value col = groupColumn(c, g);
+            Value res = e.loadColumnGroup(residual, ValueRange{rowClamped, col},
+                                          s.residualType);
+            d = arith::AddFOp::create(b, d, res);
+          }
           e.storeChunkGroup(store, g, d, row, inRow);
         });
     e.endChunkStore(store, blockRow);
@@ -207,21 +206,30 @@ void TmemTileEpilogue::normGrad() {
 /// of 4-column pieces, the lane with bit `offset` keeps the second, its
 /// partner (lane ^ offset) the first; each adds the partner's copy of the
 /// piece it keeps. The kept piece's index in the pair is the lane's bit.
+/// Whether `lane` has bit `offset` set. (Operands are built in a fixed order
+/// throughout: host compilers evaluate call arguments in different orders.)
+static Value laneBit(KernelBuilder &kb, Value lane, int64_t offset) {
+  Value mask = kb.idx(offset);
+  Value bit = arith::AndIOp::create(kb.b, lane, mask);
+  Value zero = kb.idx(0);
+  return arith::CmpIOp::create(kb.b, arith::CmpIPredicate::ne, bit, zero);
+}
+
 static Value butterflyStep(KernelBuilder &kb, Value lane, int64_t offset,
                            Value first, Value second) {
   ImplicitLocOpBuilder &b = kb.b;
-  Value upper = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ne,
-      arith::AndIOp::create(b, lane, kb.idx(offset)), kb.idx(0));
+  Value upper = laneBit(kb, lane, offset);
   Value mine = arith::SelectOp::create(b, upper, second, first);
   Value other = arith::SelectOp::create(b, upper, first, second);
   auto type = cast<VectorType>(first.getType());
   SmallVector<Value> received;
   for (int64_t k = 0; k < type.getNumElements(); ++k) {
     Value x = vector::ExtractOp::create(b, other, ArrayRef<int64_t>{k});
-    received.push_back(gpu::ShuffleOp::create(b, x, kb.i32(offset), kb.i32(32),
-                                              gpu::ShuffleMode::XOR)
-                           .getShuffleResult());
+    Value distance = kb.i32(offset);
+    Value width = kb.i32(32);
+    received.push_back(
+        gpu::ShuffleOp::create(b, x, distance, width, gpu::ShuffleMode::XOR)
+            .getShuffleResult());
   }
   Value theirs = vector::FromElementsOp::create(b, type, received);
   return arith::AddFOp::create(b, mine, theirs);
@@ -262,18 +270,20 @@ void TmemTileEpilogue::storeColumnPartials(int64_t param, Value c,
   Value lane = rem(e.tid, GemmKernelSpec::kGradRowsPerWarp);
   Value piece = idx(0);
   for (int64_t step = 0; step < 4; ++step) {
-    Value upper = arith::CmpIOp::create(
-        b, arith::CmpIPredicate::ne,
-        arith::AndIOp::create(b, lane, idx(kUnitSteps[step])), idx(0));
-    piece = add(piece, arith::SelectOp::create(b, upper, idx(1 << step), idx(0)));
+    Value upper = laneBit(*this, lane, kUnitSteps[step]);
+    Value weight = idx(1 << step);
+    Value none = idx(0);
+    piece = add(piece, arith::SelectOp::create(b, upper, weight, none));
   }
   // Partial row (param, unit) of [params][units][N]: unit = the row
   // block's first unit + this 16-row half warp.
-  Value column = add(chunkColumn(c), mul(piece, idx(4)));
+  Value first = chunkColumn(c);
+  Value column = add(first, mul(piece, idx(4)));
   Value perBlock = idx(s.gradUnitsPerRowBlock());
   Value units = mul(arith::CeilDivUIOp::create(b, e.m, idx(s.tileM)), perBlock);
-  Value unit = add(mul(div(blockRow, s.tileM), perBlock),
-                   div(e.tid, GemmKernelSpec::kGradRowsPerWarp));
+  Value blockUnit = mul(div(blockRow, s.tileM), perBlock);
+  Value unit =
+      add(blockUnit, div(e.tid, GemmKernelSpec::kGradRowsPerWarp));
   Value at = add(mul(add(mul(idx(param), units), unit), e.n), column);
   ifThen(ult(column, e.n), [&] {
     vector::StoreOp::create(b, sums.front().second,

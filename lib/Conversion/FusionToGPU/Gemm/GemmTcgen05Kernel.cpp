@@ -96,10 +96,15 @@ void GemmKernelEmitter::emitTensorMemoryKernel() {
   ring.init(*this, /*consumerThreads=*/1 + readers, leader);
   tmemFull = createBarrierGroup(*this, s.tmem.stages);
   tmemEmpty = createBarrierGroup(*this, s.tmem.stages);
+  // (Operands in a fixed order: host compilers evaluate call arguments in
+  // different orders.)
   for (int64_t a = 0; a < s.tmem.stages; ++a) {
-    nvgpu::MBarrierInitOp::create(b, tmemFull, idx(1 + readers), idx(a),
-                                  leader);
-    nvgpu::MBarrierInitOp::create(b, tmemEmpty, idx(128), idx(a), leader);
+    Value fullCount = idx(1 + readers);
+    Value fullId = idx(a);
+    nvgpu::MBarrierInitOp::create(b, tmemFull, fullCount, fullId, leader);
+    Value emptyCount = idx(128);
+    Value emptyId = idx(a);
+    nvgpu::MBarrierInitOp::create(b, tmemEmpty, emptyCount, emptyId, leader);
   }
   // A norm row over a cluster: the DSMEM slots' barriers and the exchange,
   // a row per thread of the epilogue warpgroup (its thread 0 arms them).
@@ -238,7 +243,9 @@ void GemmKernelEmitter::lazyRowSumWarps() {
         for (int64_t g = 0; g < groups; ++g) {
           Value half = vector::ReductionOp::create(
               b, vector::CombiningKind::ADD, loop[1 + g]);
-          auto other = gpu::ShuffleOp::create(b, half, i32(1), i32(32),
+          Value distance = i32(1);
+          Value width = i32(32);
+          auto other = gpu::ShuffleOp::create(b, half, distance, width,
                                               gpu::ShuffleMode::XOR);
           totals.push_back(
               arith::AddFOp::create(b, half, other.getShuffleResult()));
@@ -247,13 +254,15 @@ void GemmKernelEmitter::lazyRowSumWarps() {
         // released that tile's stage (the wait the MMA warp makes before
         // tile + stages - 1).
         Value previous = add(tileCount, idx(stages - 1));
-        wait(tmemEmpty, rem(previous, stages),
-             flip(tileParity(div(previous, stages))));
+        Value previousStage = rem(previous, stages);
+        Value released = flip(tileParity(div(previous, stages)));
+        wait(tmemEmpty, previousStage, released);
         ifThen(eq(rem(reader, 2), 0), [&] {
-          for (int64_t g = 0; g < groups; ++g)
-            memref::StoreOp::create(
-                b, totals[g], rowSums,
-                ValueRange{add(idx(g * kLazyThreads / 2), div(reader, 2))});
+          Value rowInGroup = div(reader, 2);
+          for (int64_t g = 0; g < groups; ++g) {
+            Value tileRow = add(rowInGroup, idx(g * kLazyThreads / 2));
+            memref::StoreOp::create(b, totals[g], rowSums, ValueRange{tileRow});
+          }
         });
         arrive(tmemFull, rem(tileCount, stages));
         return SmallVector<Value>{loop[0], add(tileCount, idx(1))};

@@ -70,9 +70,13 @@ private:
   Value quadTotal(Value t[]);
   std::pair<Value, Value> globalRowStats(Value first, Value second);
   void release();
-  Value inCol(Value c, int64_t g) {
-    return ult(add(chunkColumn(c), idx(8 * g)), e.n);
+  /// The first column of chunk c's group g (operands built in a fixed
+  /// order: host compilers evaluate call arguments in different orders).
+  Value groupColumn(Value c, int64_t g) {
+    Value first = chunkColumn(c);
+    return add(first, idx(8 * g));
   }
+  Value inCol(Value c, int64_t g) { return ult(groupColumn(c, g), e.n); }
 
   void elementwise();
   void norm();
