@@ -16,6 +16,10 @@
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas -arch=sm_100a < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
 // RUN: %python %S/Inputs/ptx_text.py < %t.isa.mlir > %t.ptx
 // RUN: not grep -E 'wgmma|setmaxnreg' %t.ptx
+// One allocation and one deallocation site per GEMM kernel (three):
+// RUN: grep -c 'tcgen05.alloc' %t.ptx | FileCheck %s --check-prefix=THREE
+// RUN: grep -c 'tcgen05.dealloc' %t.ptx | FileCheck %s --check-prefix=THREE
+// THREE: {{^}}3{{$}}
 // PTXAS-DAG: ptxas ok: rms_normalized_kernel0 registers={{[0-9]+}} spills=0
 // PTXAS-DAG: ptxas ok: rms_weight_kernel0 registers={{[0-9]+}} spills=0
 // PTXAS-DAG: ptxas ok: rms_weight_kernel0_params registers={{[0-9]+}} spills=0
