@@ -95,9 +95,11 @@ GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {
   // would otherwise cost a ring stage), the whole tile when it waits there
   // for its row statistics. f32 outputs are stored from registers.
   const GemmEpilogueStrategy &s = p.strategy;
-  l.storeBuffers = s.globalRows || s.epilogueWarps ? p.tileN / T::kStoreChunkN
-                   : p.clusterN > 1                ? 1
-                                                   : 2;
+  bool tileWaitsInStaging =
+      s.epilogueWarps || (s.globalRows && !p.accumulatorInTensorMemory);
+  l.storeBuffers = tileWaitsInStaging ? p.tileN / T::kStoreChunkN
+                   : p.clusterN > 1   ? 1
+                                      : 2;
   l.storeChunkBytes = mul(T::kTileM, T::kStoreChunkN, p.outputElementBytes);
   l.storeStagingOffset = l.ringBytes();
   l.storeStagingBytes =
@@ -107,14 +109,20 @@ GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {
   l.rowStatsBytes = T::kTileM * T::kPartialBytes;
   // Grad epilogues read the forward's norm_input tile next to the gradient.
   l.normInputOffset = add(l.rowStatsOffset, l.rowStatsBytes);
-  l.normInputBytes = mul(T::kTileM, p.tileN, p.normInputElementBytes);
+  // (The sm_100a kernel reads norm_input from global memory, a row per
+  // thread: no tile.)
+  l.normInputBytes = p.accumulatorInTensorMemory
+                         ? 0
+                         : mul(T::kTileM, p.tileN, p.normInputElementBytes);
   // A cluster exchanges `exchangeRounds` partials per row with every peer,
   // double-buffered (tile parity) for the persistent loop; global rows keep
   // the rows' scale and shift (epilogue warps) or the pending tile's mean
   // and rstd there.
   l.clusterSlotBytes = mul(p.clusterN, T::kTileM, T::kPartialBytes);
   l.clusterSlotsOffset = add(l.normInputOffset, l.normInputBytes);
-  l.clusterSlotsBytes = s.globalRows ? 2 * T::kTileM * T::kPartialBytes
+  l.clusterSlotsBytes = s.globalRows ? (p.accumulatorInTensorMemory
+                                            ? 0
+                                            : 2 * T::kTileM * T::kPartialBytes)
                         : p.clusterN > 1
                             ? mul(2, p.exchangeRounds, l.clusterSlotBytes)
                             : 0;

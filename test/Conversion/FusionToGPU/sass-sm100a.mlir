@@ -9,7 +9,9 @@
 // epilogue; TMA loads and stores; no local-memory traffic; the ELF's
 // EIATTR_TCGEN05_1CTA_USED; a norm epilogue's kernel (N = 512: two UTCHMMA
 // per k16, LDTM / STTM passes over tensor memory), and a cluster's
-// (UCGABAR, STAS: the DSMEM exchange). And end to end, the encoders' constants
+// (UCGABAR, STAS: the DSMEM exchange); Lazy Pre-Norm's (LDS.128 of the A
+// tiles by the row-sum warps, SHFL.BFLY); a grad epilogue's (LDTM per
+// half chunk, the column sums' SHFL.BFLY butterfly). And end to end, the encoders' constants
 // (fusion/Target/NVPTX/MmaDescriptors.h, docs/SM100A.md section 2): the
 // instruction descriptor as a UMOV immediate (M = 128, N = 256, bf16 -> f32,
 // A K-major, B N-major: 0x08410490; with transpose_rhs and N = 128, both
@@ -56,6 +58,27 @@ module attributes {fusion.target = #fusion.target<"sm_100a">} {
 func.func @rms_cluster(%a: tensor<1000x512xbf16>, %b: tensor<512x1024xbf16>) -> tensor<1000x1024xbf16> {
   %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32} : tensor<1000x512xbf16>, tensor<512x1024xbf16> -> tensor<1000x1024xbf16>
   return %y : tensor<1000x1024xbf16>
+}
+}
+
+// -----
+
+// Lazy Pre-Norm (warps 2-3 read the A tiles' row sums, GemmTcgen05Kernel.cpp).
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @lazy(%a: tensor<1000x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<1000x256xbf16> {
+  %c = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32} : tensor<1000x512xbf16>, tensor<512x256xbf16> -> tensor<1000x256xbf16>
+  return %c : tensor<1000x256xbf16>
+}
+}
+
+// -----
+
+// An rms_norm_grad epilogue with dweight (N = 512: one CTA,
+// Gemm/GemmTcgen05GradEpilogue.cpp).
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @rms_grad(%dy: tensor<1000x512xbf16>, %w: tensor<512x512xbf16>, %x: tensor<1000x512xbf16>, %r: tensor<1000xf32>, %g: tensor<512xbf16>) -> (tensor<1000x512xbf16>, tensor<512xf32>) {
+  %dx, %dg = fusion.fused_matmul %dy, %w norm_weight(%g : tensor<512xbf16>) norm_input(%x : tensor<1000x512xbf16>) rstd(%r : tensor<1000xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>} : tensor<1000x512xbf16>, tensor<512x512xbf16> -> tensor<1000x512xbf16>, tensor<512xf32>
+  return %dx, %dg : tensor<1000x512xbf16>, tensor<512xf32>
 }
 }
 
@@ -130,6 +153,46 @@ func.func @rms_cluster(%a: tensor<1000x512xbf16>, %b: tensor<512x1024xbf16>) -> 
 // CHECK-DAG: MUFU.RSQ
 // CHECK-DAG: UTMASTG.2D
 // CHECK-NOT: UTCHMMA
+// CHECK: EIATTR_TCGEN05_1CTA_USED
+
+// The Lazy kernel: the MMAs as in the plain one; the row-sum warps' sixteen
+// 16-byte shared loads per K step (4 row groups x 4 chunks, the groups
+// 0x1000 bytes = 32 rows apart) then their arrival on empty[s], the row
+// halves' butterfly shuffles; the epilogue's rsqrt.
+// CHECK: ptxas ok: lazy_kernel0 registers={{[0-9]+}} spills=0
+// CHECK: Function : lazy_kernel0
+// CHECK: UTCATOMSWS.FIND_AND_SET.ALIGN
+// CHECK-COUNT-4: UTCHMMA
+// CHECK-NOT: UTCHMMA
+// CHECK: UTCBAR
+// CHECK: UTCATOMSWS.AND
+// CHECK: SYNCS.PHASECHK.TRANS64.TRYWAIT
+// CHECK-COUNT-16: LDS.128 R{{[0-9]+}}, [R{{[0-9]+}}{{(\+0x[123]000)?}}] ;
+// CHECK-NOT: LDS.128
+// CHECK: SYNCS.ARRIVE.TRANS64
+// CHECK-COUNT-4: SHFL.BFLY PT, R{{[0-9]+}}, R{{[0-9]+}}, 0x1, 0x1f ;
+// CHECK: SYNCS.ARRIVE.TRANS64
+// CHECK-DAG: LDTM.x32
+// CHECK-DAG: MUFU.RSQ
+// CHECK-NOT: UTCHMMA
+// CHECK: EIATTR_TCGEN05_1CTA_USED
+
+// The grad kernel: its passes' half-chunk LDTM.x32 (pass 1, the column
+// sums, pass 2: six sites), the column sums' butterfly (SHFL.BFLY 8, 1, 2,
+// 4 apart) and their 16-byte stores, dx's TMA store.
+// CHECK: ptxas ok: rms_grad_kernel0 registers={{[0-9]+}} spills=0
+// CHECK: Function : rms_grad_kernel0
+// CHECK-COUNT-8: UTCHMMA
+// CHECK-NOT: UTCHMMA
+// CHECK-COUNT-4: LDTM.x32
+// CHECK: SHFL.BFLY PT, R{{[0-9]+}}, R{{[0-9]+}}, 0x8, 0x1f ;
+// CHECK: SHFL.BFLY PT, R{{[0-9]+}}, R{{[0-9]+}}, 0x1, 0x1f ;
+// CHECK: SHFL.BFLY PT, R{{[0-9]+}}, R{{[0-9]+}}, 0x2, 0x1f ;
+// CHECK: SHFL.BFLY PT, R{{[0-9]+}}, R{{[0-9]+}}, 0x4, 0x1f ;
+// CHECK: STG.E.128
+// CHECK-COUNT-2: LDTM.x32
+// CHECK-NOT: LDTM
+// CHECK: UTMASTG.2D
 // CHECK: EIATTR_TCGEN05_1CTA_USED
 
 // NOLOCAL-NOT: {{LDL|STL}}

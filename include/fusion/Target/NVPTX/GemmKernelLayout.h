@@ -150,6 +150,9 @@ struct GemmSmemParams {
   /// slice means, then the centered sums of squares), 1 otherwise.
   int64_t exchangeRounds = 1;
   GemmEpilogueStrategy strategy;
+  /// The accumulator lives in tensor memory (sm_100a): a tile waiting for
+  /// its row statistics (global rows) waits there, not in shared memory.
+  bool accumulatorInTensorMemory = false;
 };
 
 /// Where each buffer of a fused-GEMM kernel lives in its dynamic shared
@@ -163,15 +166,18 @@ struct GemmSmemParams {
 ///   | output staging [tile_m x 64] (16-bit       |  (128-byte swizzle, TMA store)
 ///   | outputs): 2 buffers; 1 with a cluster in   |
 ///   | registers; tile_n / 64 with epilogue warps |
-///   | or global rows (the tile waits there)      |
+///   | or global rows (the tile waits there; not  |
+///   | on sm_100a: it waits in tensor memory)     |
 ///   +--------------------------------------------+ rowStatsOffset
 ///   | Lazy Pre-Norm row sums of squares, f32     |  tile_m x 4
 ///   +--------------------------------------------+ normInputOffset
-///   | norm_input tile (grad epilogues)           |  tile_m x tile_n x e
+///   | norm_input tile (grad epilogues; none on   |  tile_m x tile_n x e
+///   | sm_100a)                                   |
 ///   +--------------------------------------------+ clusterSlotsOffset
 ///   | cluster: R rounds x 2 tile parities x      |  (the epilogue warps reuse
 ///   |   [cluster_n][tile_m] f32 partials         |   round 0 for the rows'
 ///   | global rows: [2][tile_m] f32 scale, shift  |   scale and shift)
+///   |   (none on sm_100a)                        |
 ///   +--------------------------------------------+ totalBytes - kSmemAlignment
 ///
 /// No region is shared with the ring, so a persistent CTA's producer

@@ -74,6 +74,13 @@ struct TargetInfo {
   /// MMA accumulates there: 512 on sm_100a (tcgen05), 0 on sm_90a (wgmma
   /// accumulates in registers). One CTA per SM owns all of them.
   int64_t tensorMemoryColumns = 0;
+  /// Most CTAs a norm row may span through global memory (rows wider than
+  /// maxEpilogueClusterSize CTAs; each CTA of the persistent grid must hold
+  /// at most one tile of a row block, which the launch checks:
+  /// fusionrtCooperativeGridLimit). sm_90a: 16 (its epilogue warps defer a
+  /// tile, so twice the grid must exceed it); sm_100a: 32 (N up to 16384 in
+  /// tiles of 512: rows wider than its 16-CTA clusters).
+  int64_t maxGlobalRowCTAs = 16;
 };
 
 /// The limits of `chip`, or nothing for a chip this compiler does not know.
@@ -95,6 +102,7 @@ inline std::optional<TargetInfo> getTargetInfo(llvm::StringRef chip) {
     TargetInfo t{"sm_100a", "+ptx86", MmaKind::Tcgen05, kSmem227KiB, kSmem228KiB, 1024, 8, 16, 512, 16, 64,
                  /*normEpilogueWarps=*/false, /*multiprocessors=*/148};
     t.tensorMemoryColumns = 512;
+    t.maxGlobalRowCTAs = 32;
     return t;
   }
   return std::nullopt;

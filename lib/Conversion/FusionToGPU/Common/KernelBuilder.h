@@ -120,17 +120,22 @@ public:
   }
   /// Named barrier `id` over `threads` threads.
   void namedBarrier(int64_t id, int64_t threads) {
-    NVVM::BarrierOp::create(b, Type(), i32(id), i32(threads),
+    // Operands built in a fixed order (host compilers evaluate call
+    // arguments in different orders).
+    Value barrierId = i32(id);
+    Value count = i32(threads);
+    NVVM::BarrierOp::create(b, Type(), barrierId, count,
                             NVVM::BarrierReductionAttr(), Value());
   }
   /// Named barrier `first + index` (index: a Value, a group's number) over
   /// `threads` threads.
   void namedBarrier(int64_t first, Value index, int64_t threads) {
-    NVVM::BarrierOp::create(
-        b, Type(),
-        arith::AddIOp::create(b, i32(first),
-                              arith::IndexCastOp::create(b, b.getI32Type(), index)),
-        i32(threads), NVVM::BarrierReductionAttr(), Value());
+    Value firstId = i32(first);
+    Value offset = arith::IndexCastOp::create(b, b.getI32Type(), index);
+    Value barrierId = arith::AddIOp::create(b, firstId, offset);
+    Value count = i32(threads);
+    NVVM::BarrierOp::create(b, Type(), barrierId, count,
+                            NVVM::BarrierReductionAttr(), Value());
   }
 
   /// Sets up the kernel's dynamic shared memory: `smem` as bytes, and the

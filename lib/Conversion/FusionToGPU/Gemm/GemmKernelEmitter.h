@@ -69,11 +69,23 @@ public:
   // GemmTcgen05Kernel.cpp: the sm_100a kernel's set-up and roles.
   void emitTensorMemoryKernel();
   void mmaWarp(Value tmemBase);
-  // GemmTcgen05Epilogue.cpp: its epilogue warpgroup (a row per thread).
+  void lazyRowSumWarps();
+  // GemmTcgen05Epilogue.cpp: its epilogue warpgroup (a row per thread;
+  // the grad epilogues in GemmTcgen05GradEpilogue.cpp).
   void tensorMemoryEpilogue(Value tmemBase);
   Value loadColumnGroup(Value mem, ValueRange indices, Type elem);
   void addColumnPieces(Value chunkValues[], Value chunkColumn,
-                       Value rowClamped);
+                       Value rowClamped, bool withResidual = true);
+  /// A chunk's store in three steps (storeChunk does all three): its first
+  /// column, and with a 16-bit output its staging buffer (waited for) and
+  /// the row's swizzle phase.
+  struct ChunkStore {
+    Value column, staging, rowPhase;
+  };
+  ChunkStore beginChunkStore(Value chunk, Value blockCol, Value tileCount);
+  void storeChunkGroup(const ChunkStore &store, int64_t g, Value values,
+                       Value row, Value inRow);
+  void endChunkStore(const ChunkStore &store, Value blockRow);
   void storeChunk(Value chunkValues[], Value chunk, Value row, Value inRow,
                   Value blockRow, Value blockCol, Value tileCount);
 
@@ -81,7 +93,8 @@ public:
   void producer();
   void prefetchResidual(Value residual, Value blockRow, Value blockCol);
   void issueLoad(Value kTile, Value stage, Value blockRow, Value blockCol);
-  Value sumSquaresOfHalfRow(Value stage, Value c, Value acc);
+  Value sumSquaresOfHalfRow(Value stage, Value c, Value acc, Value reader,
+                            int64_t groupRows);
   void consumer();
 
   // GemmEpilogue.cpp.

@@ -102,15 +102,19 @@ void GemmKernelEmitter::prefetchResidual(Value residual, Value blockRow,
 }
 
 /// Lazy Pre-Norm: adds the squares of this thread's half of its A row in
-/// `stage` to the four accumulators `acc` (row 64c + tid / 2, four of its
-/// eight 16-byte chunks). Issued between the wgmma and its wait, it overlaps the
-/// tensor cores; the slot is released one K step later, after these reads.
+/// `stage` to the four accumulators `acc` (row groupRows c + reader / 2, four
+/// of its eight 16-byte chunks; `reader` the thread among the 2 groupRows
+/// that read group c, the consumer warpgroup's tid on sm_90a). On sm_90a,
+/// issued between the wgmma and its wait, it overlaps the tensor cores; the
+/// slot is released one K step later, after these reads. On sm_100a the
+/// Lazy warps (GemmTcgen05Kernel.cpp) take four groups of 32 rows.
 /// The 128-byte swizzle permutes the 16-byte chunks of a 128-byte row (chunk
 /// c of row r lives at position c ^ (r % 8)), so the two threads of a row
 /// together read exactly that row whichever positions they take; they take
 /// positions whose XOR with r % 8 spreads a quarter warp (4 rows x 2
 /// halves) over 8 different chunk positions: no bank conflicts.
-Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc) {
+Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc,
+                                             Value reader, int64_t groupRows) {
   Type f32 = b.getF32Type();
   auto vecType = VectorType::get({8}, s.abType);
   auto f32Vec = VectorType::get({8}, f32);
@@ -121,8 +125,8 @@ Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc) {
         b, DenseElementsAttr::get(i32Vec, b.getI32IntegerAttr(v)));
   };
   Value aTile = smemView(stageOffset(stage), {s.tileM, s.tileK}, s.abType);
-  Value row = add(mul(c, idx(64)), div(tid, 2));
-  Value firstChunk = mul(rem(tid, 2), idx(4));
+  Value row = add(mul(c, idx(groupRows)), div(reader, 2));
+  Value firstChunk = mul(rem(reader, 2), idx(4));
   Value rowPhase = rem(row, 8);
   for (int64_t j = 0; j < 4; ++j) {
     // Physical 16-byte chunk (4 (tid % 2) + j) XOR (row % 8): the threads of
@@ -196,7 +200,7 @@ void GemmKernelEmitter::consumer() {
           Value acc = engine->issue(*this, aMine, bTile, tmaA, tmaB, it[0]);
           SmallVector<Value> next = {acc, ring.nextPos(*this, it[1])};
           if (lazy)
-            next.push_back(sumSquaresOfHalfRow(stage, c, it[2]));
+            next.push_back(sumSquaresOfHalfRow(stage, c, it[2], tid, 64));
           // Keep this MMA in flight; the previous step's is now done, so its
           // slot goes back to the producer.
           engine->waitPending(*this, 1);

@@ -21,8 +21,9 @@ using namespace mlir::fusion;
 /// and the RMSNorm / LayerNorm epilogues over a row one CTA holds (tile_n up
 /// to the 512 tensor-memory columns) or a cluster along N shares (DSMEM);
 /// 128-row tiles, one epilogue warpgroup, its accumulator stages in tensor
-/// memory. Lazy Pre-Norm, the grad epilogues, and norm rows through global
-/// memory are refused.
+/// memory, or spans through global memory (global rows); the grad
+/// epilogues over a row one CTA holds or a cluster shares; Lazy Pre-Norm
+/// (its row sums read by warps 2-3).
 static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
                                          const TargetInfo &target,
                                          std::string &why) {
@@ -30,30 +31,6 @@ static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
   // is wrong whatever the kernel could emit.
   if (!planGemmTensorMemory(target, s.tileM, s.tileN, why))
     return failure();
-  if (s.prologue == PrologueKind::rms_norm) {
-    why = "Lazy Pre-Norm (prologue rms_norm) is not emitted for " +
-          target.chip.str() +
-          " yet (its row sums of squares need a reader of the A tiles beside "
-          "the tcgen05 MMA thread)";
-    return failure();
-  }
-  if (s.gradEpilogue()) {
-    why = "the " + stringifyEpilogueKind(s.epilogue).str() +
-          " epilogue is not emitted for " + target.chip.str() +
-          " yet (its kernel has the element-wise epilogue pieces and the "
-          "forward rms_norm / layer_norm epilogues)";
-    return failure();
-  }
-  if (s.normEpilogue() && s.globalRows) {
-    why = "the " + stringifyEpilogueKind(s.epilogue).str() +
-          " epilogue over a row through global memory (global_rows) is not "
-          "emitted for " +
-          target.chip.str() +
-          " yet (a row is held by one CTA or shared by a cluster: up to " +
-          std::to_string(target.maxClusterSize) + " x " +
-          std::to_string(target.tensorMemoryColumns) + " columns)";
-    return failure();
-  }
   // (The sm_90a kernel finishes a 16-bit row over a cluster in its epilogue
   // warps; here the epilogue warpgroup does, from the tensor memory.)
   if (s.epilogueWarps) {
@@ -76,7 +53,7 @@ static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
   }
   // A norm row one CTA holds: up to the tensor memory's columns (one
   // accumulator stage; two tcgen05.mma per k16 past 256).
-  if (s.normEpilogue() && s.tileN > 256 &&
+  if (s.rowReduction() && s.tileN > 256 &&
       (s.tileN % kSwizzleCols != 0 || s.tileN > target.tensorMemoryColumns)) {
     why = "tile_n = " + std::to_string(s.tileN) +
           " must be a multiple of 64 and at most " +
@@ -107,7 +84,7 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
     return failure();
   }
   // (sm_100a's norm rows past 256 columns: checkHandledTcgen05.)
-  bool wideTmemRow = target.mma == MmaKind::Tcgen05 && s.normEpilogue() &&
+  bool wideTmemRow = target.mma == MmaKind::Tcgen05 && s.rowReduction() &&
                      s.tileN > 256;
   if (!wideTmemRow && (s.tileN % kSwizzleCols != 0 || s.tileN > 256)) {
     why = "tile_n = " + std::to_string(s.tileN) +
@@ -165,7 +142,8 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
           "fusion-plan-kernels)";
     return failure();
   }
-  if (s.globalRows && !s.tmaStore()) {
+  // (On sm_100a such a tile waits in tensor memory, whatever its output.)
+  if (s.globalRows && !s.tmaStore() && target.mma != MmaKind::Tcgen05) {
     why = "a norm row spread over CTAs without a cluster needs a 16-bit "
           "output (the tile waits in shared memory), but the output is f32";
     return failure();
@@ -247,6 +225,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   params.outputElementBytes = s.outType.getIntOrFloatBitWidth() / 8;
   params.exchangeRounds = s.exchangeRounds();
   params.strategy = {s.epilogueWarps, s.globalRows, s.stagedResidual};
+  params.accumulatorInTensorMemory = target.tensorMemoryColumns > 0;
   s.layout = getGemmSmemLayout(params);
   s.tmem = *planGemmTensorMemory(target, s.tileM, s.tileN, why);
   if (s.sharedMemoryBytes() > config.getSmemBytes()) {

@@ -80,9 +80,9 @@ struct GemmKernelSpec {
   int64_t storeStagingBytes() const { return layout.storeStagingBytes; }
   int64_t rowStatsOffset() const { return layout.rowStatsOffset; }
   /// sm_100a: the shared-memory word tcgen05.alloc writes the tensor-memory
-  /// base address to. The first word of the Lazy Pre-Norm row sums, which
-  /// the sm_100a kernel does not have yet (checkHandled refuses Lazy
-  /// Pre-Norm there): move it when it does.
+  /// base address to: the first word of the Lazy Pre-Norm row sums, which
+  /// are written only after a CTA barrier that follows every thread's read
+  /// of the base (GemmTcgen05Kernel.cpp).
   int64_t tmemSlotOffset() const { return layout.rowStatsOffset; }
   /// Cluster epilogue: exchange rounds (LayerNorm 2, RMSNorm 1; their
   /// gradients the same: the sums of dy x_hat and of dy).

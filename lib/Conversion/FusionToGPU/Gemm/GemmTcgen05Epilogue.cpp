@@ -6,6 +6,10 @@
 // columns a load; warp 4 + w reads lanes 32 w .. 32 w + 31), 64 columns (a
 // store chunk, 8 groups of 8 columns) at a time.
 //
+// Lazy Pre-Norm's row scale rsqrt(sum of squares / K + eps) (the sums from
+// the row-sum warps, GemmTcgen05Kernel.cpp) multiplies the accumulator
+// first, with row_scale, as on sm_90a.
+//
 // Element-wise epilogues (none, row_scale, col_bias, residual): one pass,
 // the stage released (fence::before + tmemEmpty[a]) after the last chunk's
 // loads.
@@ -36,6 +40,18 @@
 // formula (RowExchange::clusterSliceStats, as the sm_90a kernel). Rank 0 writes the statistics.
 // The stage stays held across the exchange.
 //
+// A row through global memory (global rows: tile_n columns of the row per
+// tile, cluster_n = 1): the same partials go to slot (row, tile column) of
+// a global buffer, the tile is published (a device fence, the warpgroup's
+// barrier, thread 0 bumps the row block's counter), thread 0 polls the
+// counter until every tile of the row block is there, and each thread
+// merges its row's partials over the tiles in column order
+// (RowExchange::globalRowStats: sums; Chan's formula for LayerNorm's slice
+// means and centered sums of squares). The sm_90a epilogue warps merge
+// with several lanes per row and shuffles, so the two may round the row's
+// statistics differently. The tile of the first columns writes the
+// statistics; the stage is held while the row block completes.
+//
 // Numerics: the sm_90a kernel's (GemmEpilogue.cpp, TileEpilogue), operation
 // for operation. There a row's 8-column group j is spread over a quad of 4
 // threads, thread q holding columns 8 j + 2 q and + 1; each sums its pairs
@@ -48,89 +64,34 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GemmKernelEmitter.h"
+#include "TmemTileEpilogue.h"
 
 using namespace mlir;
 using namespace mlir::fusion;
 
-/// Named barrier 1 over the epilogue warpgroup (its staging buffers).
-static constexpr int64_t kEpilogueBarrier = 1;
-/// Columns one tcgen05.ld 32x32b.x32 reads per thread.
-static constexpr int64_t kLoadColumns = 32;
-/// 8-column groups of a 64-column chunk.
-static constexpr int64_t kGroups = kStoreChunkN / 8;
-/// The threads of a wgmma quad that share a row on sm_90a.
-static constexpr int64_t kQuad = 4;
-
-namespace {
-
-/// One tile of the epilogue warpgroup, this thread's row.
-class TmemTileEpilogue : public KernelBuilder {
-public:
-  TmemTileEpilogue(GemmKernelEmitter &e, Value acc, Value accStage,
-                   Value blockRow, Value blockCol, Value tileCount,
-                   Value kCount)
-      : KernelBuilder(e), e(e), s(e.s), acc(acc), accStage(accStage),
-        blockRow(blockRow), blockCol(blockCol), tileCount(tileCount),
-        kCount(kCount), chunks(s.tileN / kStoreChunkN) {}
-
-  void run();
-
-private:
-  Type f32() { return b.getF32Type(); }
-  VectorType groupType() { return VectorType::get({8}, f32()); }
-  Value splat(Value x) {
-    return vector::BroadcastOp::create(b, groupType(), x);
-  }
-
-  void setUpRow();
-  /// Chunk c's columns (c: index) as 8 groups of 8 (two loads, wait::ld;
-  /// `accumulator`: the MMA's, zeros without a K step, rather than a row
-  /// written back); after the tile's last loads the stage is released:
-  /// `last` (i1), or always with `lastAlways`.
-  void loadChunk(Value c, Value groups[], bool accumulator, Value last,
-                 bool lastAlways = false);
-  /// row_scale, then col_bias and the residual, on chunk c's groups.
-  void applyPieces(Value groups[], Value c);
-  /// Writes chunk c's groups back into the stage (tcgen05.st).
-  void storeBack(Value groups[], Value c);
-  /// The stage's columns of chunk c.
-  Value chunkAcc(Value c) {
-    return e.tmem->columnOffset(e, acc, mul(c, idx(kStoreChunkN)));
-  }
-  /// The first column of chunk c.
-  Value chunkColumn(Value c) {
-    return add(blockCol, mul(c, idx(kStoreChunkN)));
-  }
-  /// Adds chunk c's groups' terms into the quad totals t[4] (term(group)
-  /// maps a group to the values summed).
-  void accumulate(Value t[], Value groups[],
-                  function_ref<Value(int64_t g, Value group)> term);
-  Value quadTotal(Value t[]);
-  void release();
-  Value inCol(Value c, int64_t g) {
-    return ult(add(chunkColumn(c), idx(8 * g)), e.n);
-  }
-
-  void elementwise();
-  void norm();
-
-  GemmKernelEmitter &e;
-  const GemmKernelSpec &s;
-  Value acc, accStage, blockRow, blockCol, tileCount, kCount;
-  int64_t chunks;
-  Value warp, row, inRow, rowClamped, factor, noSteps;
-};
+namespace mlir::fusion {
 
 void TmemTileEpilogue::setUpRow() {
   warp = div(e.tid, 32);
   row = add(blockRow, e.tid);
   inRow = ult(row, e.m);
   rowClamped = arith::MinUIOp::create(b, row, sub(e.m, idx(1)));
+  // Lazy Pre-Norm: the row's rstd from the sum of squares the row-sum warps
+  // left in shared memory (complete with tmemFull), then row_scale: the
+  // sm_90a factor, operation for operation.
+  if (s.prologue == PrologueKind::rms_norm) {
+    Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32());
+    Value sumSq = memref::LoadOp::create(b, rowSums, ValueRange{e.tid});
+    Value kF = arith::UIToFPOp::create(
+        b, f32(), arith::IndexCastOp::create(b, b.getI64Type(), e.k));
+    Value ms = arith::DivFOp::create(b, sumSq, kF);
+    factor = rsqrt(arith::AddFOp::create(b, ms, cstF32(s.prologueEpsilon)));
+  }
   if (Value rowScale = e.arg(GemmArg::RowScale)) {
-    factor = memref::LoadOp::create(b, rowScale, ValueRange{rowClamped});
+    Value sc = memref::LoadOp::create(b, rowScale, ValueRange{rowClamped});
     if (!s.rowScaleType.isF32())
-      factor = arith::ExtFOp::create(b, f32(), factor);
+      sc = arith::ExtFOp::create(b, f32(), sc);
+    factor = factor ? arith::MulFOp::create(b, factor, sc).getResult() : sc;
   }
   // Without a K step (K = 0) no MMA wrote the accumulator: zeros.
   noSteps = eq(kCount, 0);
@@ -142,14 +103,15 @@ void TmemTileEpilogue::release() {
 }
 
 void TmemTileEpilogue::loadChunk(Value c, Value groups[], bool accumulator,
-                                 Value last, bool lastAlways) {
+                                 Value last, bool lastAlways, int64_t onlyHalf) {
   Value halves[2];
   // A constant chunk's column goes into the loads' immediate offsets.
   std::optional<int64_t> constant = getConstantIntValue(c);
   Value at = constant ? acc : chunkAcc(c);
   int64_t column0 = constant ? *constant * kStoreChunkN : 0;
   for (int64_t h = 0; h < 2; ++h)
-    halves[h] = e.tmem->load(e, at, warp, column0 + h * kLoadColumns);
+    if (onlyHalf < 0 || h == onlyHalf)
+      halves[h] = e.tmem->load(e, at, warp, column0 + h * kLoadColumns);
   e.tmem->waitLoads(e);
   // The tile's last loads are done: the stage may take tile t + 2.
   if (lastAlways)
@@ -163,9 +125,12 @@ void TmemTileEpilogue::loadChunk(Value c, Value groups[], bool accumulator,
         b, DenseElementsAttr::get(VectorType::get({kLoadColumns}, f32()),
                                   b.getF32FloatAttr(0.0)));
     for (Value &half : halves)
-      half = arith::SelectOp::create(b, noSteps, zeros, half);
+      if (half)
+        half = arith::SelectOp::create(b, noSteps, zeros, half);
   }
   for (int64_t g = 0; g < kGroups; ++g) {
+    if (!halves[g / 4])
+      continue;
     SmallVector<int64_t> columns;
     for (int64_t i = 0; i < 8; ++i)
       columns.push_back(8 * (g % 4) + i);
@@ -175,15 +140,20 @@ void TmemTileEpilogue::loadChunk(Value c, Value groups[], bool accumulator,
 }
 
 void TmemTileEpilogue::applyPieces(Value groups[], Value c) {
+  // (Groups a half load left out are null.)
   if (factor)
     for (int64_t g = 0; g < kGroups; ++g)
-      groups[g] = arith::MulFOp::create(b, groups[g], splat(factor));
-  e.addColumnPieces(groups, chunkColumn(c), rowClamped);
+      if (groups[g])
+        groups[g] = arith::MulFOp::create(b, groups[g], splat(factor));
+  e.addColumnPieces(groups, chunkColumn(c), rowClamped,
+                    /*withResidual=*/!s.gradEpilogue());
 }
 
-void TmemTileEpilogue::storeBack(Value groups[], Value c) {
+void TmemTileEpilogue::storeBack(Value groups[], Value c, int64_t onlyHalf) {
   Value at = chunkAcc(c);
   for (int64_t h = 0; h < 2; ++h) {
+    if (onlyHalf >= 0 && h != onlyHalf)
+      continue;
     Value quarter[2];
     for (int64_t q = 0; q < 2; ++q) {
       SmallVector<int64_t> both16;
@@ -213,6 +183,35 @@ void TmemTileEpilogue::accumulate(
           vector::ReductionOp::create(b, vector::CombiningKind::ADD, pair));
     }
   }
+}
+
+/// Global rows: publishes this tile's partials of the row (RMSNorm: the sum
+/// of squares and 0; LayerNorm: the slice's mean and centered sum of
+/// squares) in slot (row, tile column) of the partials, bumps the row
+/// block's counter, waits until every tile of the row block is published,
+/// and merges them (RowExchange::globalRowStats, the sm_90a formulas; here
+/// one thread merges its row's tiles in column order). Returns the row's
+/// mean (LayerNorm) and its (centered) sum of squares.
+std::pair<Value, Value> TmemTileEpilogue::globalRowStats(Value first,
+                                                         Value second) {
+  RowExchange &x = *e.exchange;
+  Value partials = e.arg(GemmArg::Partials),
+        counters = e.arg(GemmArg::Counters);
+  ifThen(inRow, [&] {
+    Value tileCol = arith::DivUIOp::create(b, blockCol, idx(s.tileN));
+    Value rowSlots = add(mul(row, e.numTilesN), tileCol);
+    Value slot = mul(rowSlots, idx(2));
+    vector::StoreOp::create(
+        b,
+        vector::FromElementsOp::create(b, VectorType::get({2}, f32()),
+                                       ValueRange{first, second}),
+        partials, ValueRange{slot}, /*nontemporal=*/false, llvm::MaybeAlign(8));
+  });
+  auto barrier = [&] { namedBarrier(kEpilogueBarrier, 128); };
+  x.publishTile(blockRow, counters, barrier);
+  x.waitRowBlock(
+      blockRow, counters, [&] { return eq(e.tid, 0); }, barrier);
+  return x.globalRowStats(partials, row, idx(0), /*lanes=*/1, /*stride=*/1);
 }
 
 Value TmemTileEpilogue::quadTotal(Value t[]) {
@@ -284,7 +283,9 @@ void TmemTileEpilogue::norm() {
       /*stores=*/pieces);
   // A cluster: this CTA holds a tile_n slice of the row; its partials go
   // to every peer through DSMEM (Common/RowExchange, a row per thread).
+  // Global rows: to the row block's partials in global memory.
   RowExchange *exchange = s.clusterN > 1 ? &*e.exchange : nullptr;
+  RowExchange *global = s.globalRows ? &*e.exchange : nullptr;
   Value rowInTile = e.tid;
   Value mean, rstd;
   if (!ln) {
@@ -294,6 +295,8 @@ void TmemTileEpilogue::norm() {
                                sum);
       total = sum[0];
     }
+    if (global)
+      total = globalRowStats(total, cstF32(0.0)).second;
     rstd = rsqrt(arith::AddFOp::create(b, arith::DivFOp::create(b, total, nF),
                                        cstF32(s.epsilon)));
   } else {
@@ -301,10 +304,10 @@ void TmemTileEpilogue::norm() {
     // or the slice's (a cluster: its columns inside N); columns past N hold
     // 0, not the mean: kept out.
     Value sliceMean;
-    if (exchange)
+    if (exchange || global)
       sliceMean = arith::DivFOp::create(
           b, total,
-          arith::MaximumFOp::create(b, exchange->columnsInN(blockCol),
+          arith::MaximumFOp::create(b, e.exchange->columnsInN(blockCol),
                                     cstF32(1.0)));
     else
       sliceMean = arith::DivFOp::create(b, total, nF);
@@ -322,14 +325,19 @@ void TmemTileEpilogue::norm() {
       Value sliceM2 = centered;
       exchange->clusterSliceStats(sliceMean, sliceM2, e.tid, tileCount, blockCol,
                                   nF, mean, centered);
+    } else if (global) {
+      std::tie(mean, centered) = globalRowStats(sliceMean, centered);
     } else {
       mean = sliceMean;
     }
     Value var = arith::DivFOp::create(b, centered, nF);
     rstd = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
   }
-  // Statistics: once per row (rank 0 of a cluster).
-  Value writesStats = exchange ? both(inRow, eq(e.rank, 0)) : inRow;
+  // Statistics: once per row (rank 0 of a cluster, the CTA of the first
+  // columns of a row through global memory).
+  Value writesStats = exchange ? both(inRow, eq(e.rank, 0))
+                      : global ? both(inRow, eq(blockCol, 0))
+                               : inRow;
   ifThen(writesStats, [&] {
     if (Value statMean = e.arg(GemmArg::StatMean))
       memref::StoreOp::create(b, mean, statMean, ValueRange{row});
@@ -344,7 +352,7 @@ void TmemTileEpilogue::norm() {
     Value groups[kGroups];
     loadChunk(c, groups, /*accumulator=*/!pieces, eq(c, chunks - 1));
     for (int64_t g = 0; g < kGroups; ++g) {
-      Value col = add(chunkColumn(c), idx(8 * g));
+      Value col = groupColumn(c, g);
       Value x = groups[g];
       if (ln)
         x = arith::SubFOp::create(b, x, splat(mean));
@@ -366,11 +374,13 @@ void TmemTileEpilogue::run() {
   setUpRow();
   if (s.normEpilogue())
     norm();
+  else if (s.gradEpilogue())
+    normGrad();
   else
     elementwise();
 }
 
-} // namespace
+} // namespace mlir::fusion
 
 /// The epilogue warpgroup: thread `tid` owns tile row `tid`.
 void GemmKernelEmitter::tensorMemoryEpilogue(Value tmemBase) {
@@ -423,11 +433,15 @@ Value GemmKernelEmitter::loadColumnGroup(Value mem, ValueRange indices,
 }
 
 /// col_bias and the residual added to the 64 columns from `chunkColumn` (as
-/// 8 groups of 8) of the row `rowClamped`.
+/// 8 groups of 8; null ones, left out by a half load, skipped) of the row
+/// `rowClamped`.
 void GemmKernelEmitter::addColumnPieces(Value rowValues[], Value chunkColumn,
-                                        Value rowClamped) {
-  Value colBias = arg(GemmArg::ColBias), residual = arg(GemmArg::Residual);
+                                        Value rowClamped, bool withResidual) {
+  Value colBias = arg(GemmArg::ColBias);
+  Value residual = withResidual ? arg(GemmArg::Residual) : Value();
   for (int64_t g = 0; g < kGroups; ++g) {
+    if (!rowValues[g])
+      continue;
     Value col = add(chunkColumn, idx(8 * g));
     if (colBias)
       rowValues[g] = arith::AddFOp::create(
@@ -442,8 +456,9 @@ void GemmKernelEmitter::addColumnPieces(Value rowValues[], Value chunkColumn,
 }
 
 /// Chunk `chunk` (64 columns) of this thread's row, as 8 groups of 8
-/// columns (f32), stored. 16-bit outputs: the thread writes its row's 128
-/// bytes into the chunk's staging buffer as 16-byte pieces at the 128-byte
+/// columns (f32), stored: beginChunkStore, storeChunkGroup for each group,
+/// endChunkStore. 16-bit outputs: the thread writes its row's 128 bytes
+/// into the chunk's staging buffer as 16-byte pieces at the 128-byte
 /// swizzle's positions (piece g of row r at g ^ (r % 8): the 8 threads of a
 /// quarter warp hit 8 different bank groups), and thread 0 TMA-stores the
 /// buffer (clipped to M and N). f32 outputs: 8 columns per store,
@@ -451,50 +466,70 @@ void GemmKernelEmitter::addColumnPieces(Value rowValues[], Value chunkColumn,
 void GemmKernelEmitter::storeChunk(Value rowValues[], Value chunk, Value row,
                                    Value inRow, Value blockRow, Value blockCol,
                                    Value tileCount) {
-  Value chunkColumn = add(blockCol, mul(chunk, idx(kStoreChunkN)));
-  if (!s.tmaStore()) {
-    Value out = arg(GemmArg::Output);
-    // Split-K: the work item's rows of the workspace [splitK x M, N].
-    Value outRow = outRowOffset ? add(row, outRowOffset) : row;
-    for (int64_t g = 0; g < kGroups; ++g) {
-      Value col = add(chunkColumn, idx(8 * g));
-      ifThen(both(inRow, ult(col, n)), [&] {
-        vector::StoreOp::create(b, rowValues[g], out, ValueRange{outRow, col},
-                                /*nontemporal=*/false, llvm::MaybeAlign(16));
-      });
-    }
-    return;
-  }
+  ChunkStore store = beginChunkStore(chunk, blockCol, tileCount);
+  for (int64_t g = 0; g < kGroups; ++g)
+    storeChunkGroup(store, g, rowValues[g], row, inRow);
+  endChunkStore(store, blockRow);
+}
 
+GemmKernelEmitter::ChunkStore
+GemmKernelEmitter::beginChunkStore(Value chunk, Value blockCol,
+                                   Value tileCount) {
+  ChunkStore store;
+  store.column = add(blockCol, mul(chunk, idx(kStoreChunkN)));
+  if (!s.tmaStore())
+    return store;
   int64_t chunks = s.tileN / kStoreChunkN;
   Value isStoreLeader = eq(tid, 0);
   Value buffer = rem(add(mul(tileCount, idx(chunks)), chunk), s.storeBuffers());
-  Value staging = smemView(
-      add(idx(s.storeStagingOffset()), mul(buffer, idx(s.storeChunkBytes()))),
-      {s.tileM, kStoreChunkN}, s.outType);
+  // (Operands in a fixed order: host compilers evaluate call arguments in
+  // different orders.)
+  Value stagingBase = idx(s.storeStagingOffset());
+  Value bufferOffset = mul(buffer, idx(s.storeChunkBytes()));
+  store.staging = smemView(add(stagingBase, bufferOffset),
+                           {s.tileM, kStoreChunkN}, s.outType);
   // The buffer was last read by the store `storeBuffers` chunks ago.
   ifThen(isStoreLeader, [&] {
     NVVM::CpAsyncBulkWaitGroupOp::create(b, s.storeBuffers() - 1,
                                          b.getUnitAttr());
   });
   namedBarrier(kEpilogueBarrier, 128);
-  auto outGroup = VectorType::get({8}, s.outType);
-  Value rowPhase = rem(tid, 8);
-  for (int64_t g = 0; g < kGroups; ++g) {
-    Value piece = arith::XOrIOp::create(b, idx(g), rowPhase);
-    vector::StoreOp::create(b,
-                            arith::TruncFOp::create(b, outGroup, rowValues[g]),
-                            staging, ValueRange{tid, mul(piece, idx(8))},
-                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+  store.rowPhase = rem(tid, 8);
+  return store;
+}
+
+void GemmKernelEmitter::storeChunkGroup(const ChunkStore &store, int64_t g,
+                                        Value values, Value row, Value inRow) {
+  if (!store.staging) {
+    Value out = arg(GemmArg::Output);
+    // Split-K: the work item's rows of the workspace [splitK x M, N].
+    Value outRow = outRowOffset ? add(row, outRowOffset) : row;
+    Value col = add(store.column, idx(8 * g));
+    ifThen(both(inRow, ult(col, n)), [&] {
+      vector::StoreOp::create(b, values, out, ValueRange{outRow, col},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+    });
+    return;
   }
+  auto outGroup = VectorType::get({8}, s.outType);
+  Value piece = arith::XOrIOp::create(b, idx(g), store.rowPhase);
+  Value rounded = arith::TruncFOp::create(b, outGroup, values);
+  Value col = mul(piece, idx(8));
+  vector::StoreOp::create(b, rounded, store.staging, ValueRange{tid, col},
+                          /*nontemporal=*/false, llvm::MaybeAlign(16));
+}
+
+void GemmKernelEmitter::endChunkStore(const ChunkStore &store, Value blockRow) {
+  if (!store.staging)
+    return;
   // The generic-proxy writes must be visible to the TMA (async proxy).
   NVVM::FenceProxyOp::create(
       b, NVVM::ProxyKind::async_shared,
       NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
   namedBarrier(kEpilogueBarrier, 128);
-  ifThen(isStoreLeader, [&] {
-    nvgpu::TmaAsyncStoreOp::create(b, staging, tmaC,
-                                   ValueRange{chunkColumn, blockRow}, Value());
+  ifThen(eq(tid, 0), [&] {
+    nvgpu::TmaAsyncStoreOp::create(b, store.staging, tmaC,
+                                   ValueRange{store.column, blockRow}, Value());
     NVVM::CpAsyncBulkCommitGroupOp::create(b);
   });
 }

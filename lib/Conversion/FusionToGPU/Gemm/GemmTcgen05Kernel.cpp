@@ -19,7 +19,18 @@
 //                     -> tmemFull[a]. At the end the warp waits until the
 //                     epilogue has read every stage, then frees the tensor
 //                     memory;
-//   warps 2-3         idle (they exit);
+//   warps 2-3         idle (they exit); with Lazy Pre-Norm the row-sum
+//                     readers: per K step wait full[s], add the squares of
+//                     the A tile's rows (thread r: half of rows r / 2,
+//                     32 + r / 2, 64 + r / 2, 96 + r / 2, the sm_90a
+//                     consumers' reads, GemmMainLoop.cpp) and release the
+//                     slot (empty[s] counts the commit and these 64
+//                     threads); after the tile's last step they write the
+//                     rows' sums of squares into shared memory and arrive on
+//                     tmemFull[a] (which then counts the MMA's commit and
+//                     them), once the epilogue released the previous tile
+//                     (it read the sums of that tile first). The epilogue
+//                     scales row i by rsqrt(sum_i / K + eps), as on sm_90a;
 //   warpgroup 1       the epilogue, a tile row per thread (warp 4 + w reads
 //                     lanes 32 w .. 32 w + 31, thread t of the warpgroup row
 //                     t): per tile wait tmemFull[a], then per 64-column
@@ -53,8 +64,15 @@
 // DSMEM (Common/RowExchange, one row per thread) between its passes, as the
 // sm_90a register epilogue does.
 //
-// Not yet here (refused by checkHandled in GemmSpec.cpp): Lazy Pre-Norm,
-// the grad epilogues, norm rows through global memory, cta_group::2.
+// A norm row wider than a cluster (global rows, cluster_n = 1, tile_n < N):
+// the epilogue warpgroup publishes its rows' partials in global memory and
+// waits for its row block's other tiles (Common/RowExchange) while the
+// tile waits in tensor memory; the launch keeps a row block's tiles on
+// distinct CTAs (fusionrtCooperativeGridLimit), and nothing but the
+// epilogue waits on another CTA, so every tile of a row block is reached.
+//
+// Not yet here (refused by checkHandled in GemmSpec.cpp): the grad
+// epilogues, cta_group::2.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,17 +81,30 @@
 using namespace mlir;
 using namespace mlir::fusion;
 
+/// The Lazy Pre-Norm row-sum warps (2-3): 64 threads, two per row of a
+/// 32-row group, four groups per 128-row tile.
+static constexpr int64_t kLazyThreads = 64;
+
 void GemmKernelEmitter::emitTensorMemoryKernel() {
   // full[s]: the slot's TMA bytes landed. empty[s]: the MMAs that read it
   // completed (one tcgen05.commit).
+  // With Lazy Pre-Norm both also count the row-sum warps' 64 threads.
+  bool lazy = s.prologue == PrologueKind::rms_norm;
+  int64_t readers = lazy ? kLazyThreads : 0;
   ring = TmaRing(*this, s.stages);
   Value leader = eq(threadId, 0);
-  ring.init(*this, /*consumerThreads=*/1, leader);
+  ring.init(*this, /*consumerThreads=*/1 + readers, leader);
   tmemFull = createBarrierGroup(*this, s.tmem.stages);
   tmemEmpty = createBarrierGroup(*this, s.tmem.stages);
+  // (Operands in a fixed order: host compilers evaluate call arguments in
+  // different orders.)
   for (int64_t a = 0; a < s.tmem.stages; ++a) {
-    nvgpu::MBarrierInitOp::create(b, tmemFull, idx(1), idx(a), leader);
-    nvgpu::MBarrierInitOp::create(b, tmemEmpty, idx(128), idx(a), leader);
+    Value fullCount = idx(1 + readers);
+    Value fullId = idx(a);
+    nvgpu::MBarrierInitOp::create(b, tmemFull, fullCount, fullId, leader);
+    Value emptyCount = idx(128);
+    Value emptyId = idx(a);
+    nvgpu::MBarrierInitOp::create(b, tmemEmpty, emptyCount, emptyId, leader);
   }
   // A norm row over a cluster: the DSMEM slots' barriers and the exchange,
   // a row per thread of the epilogue warpgroup (its thread 0 arms them).
@@ -107,9 +138,15 @@ void GemmKernelEmitter::emitTensorMemoryKernel() {
     NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
   }
   Value base = tmem->loadBase(*this, slot);
+  // The slot is the first word of the Lazy row sums: every thread has read
+  // the base before a row-sum warp writes a sum there.
+  if (lazy)
+    gpu::BarrierOp::create(b);
 
   ifThen(leader, [&] { producer(); });
   ifThen(eq(warp, 1), [&] { mmaWarp(base); });
+  if (lazy)
+    ifThen(eq(div(threadId, kLazyThreads), 1), [&] { lazyRowSumWarps(); });
   ifThen(eq(wg, 1), [&] { tensorMemoryEpilogue(base); });
   gpu::ReturnOp::create(b);
 }
@@ -165,6 +202,71 @@ void GemmKernelEmitter::mmaWarp(Value tmemBase) {
   }
   tmem->fenceAfter(*this);
   tmem->deallocate(*this, tmemBase, s.tmem.allocColumns);
+}
+
+/// Warps 2-3 with Lazy Pre-Norm: thread r = threadId - 64 sums the squares
+/// of half of rows 32 g + r / 2 (g = 0..3) of every A tile the MMA reads,
+/// reading each slot after full[s] and releasing it (the MMA's commit is
+/// the other arrival empty[s] waits for); per tile the rows' sums go to
+/// shared memory, then one arrival each on tmemFull[a].
+void GemmKernelEmitter::lazyRowSumWarps() {
+  Type f32 = b.getF32Type();
+  int64_t stages = s.tmem.stages;
+  int64_t groups = s.tileM / (kLazyThreads / 2);
+  Value reader = sub(threadId, idx(kLazyThreads));
+  Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
+  scheduler.tileLoop(
+      *this, {idx(0), idx(0)},
+      [&](Value blockRow, Value blockCol, Value split, ValueRange iters) {
+        auto [kFirst, kCount] = kRange(split);
+        Value tileCount = iters[1];
+        SmallVector<Value> inits = {iters[0]};
+        for (int64_t g = 0; g < groups; ++g)
+          inits.push_back(arith::ConstantOp::create(
+              b, DenseElementsAttr::get(VectorType::get({4}, f32),
+                                        b.getF32FloatAttr(0.0))));
+        ValueRange loop = forLoop(
+            idx(0), kCount, idx(1), inits, [&](Value, ValueRange it) {
+              Value stage = ring.stageOf(*this, it[0]);
+              ring.waitFull(*this, stage, it[0]);
+              SmallVector<Value> next = {ring.nextPos(*this, it[0])};
+              for (int64_t g = 0; g < groups; ++g)
+                next.push_back(sumSquaresOfHalfRow(stage, idx(g), it[1 + g],
+                                                   reader, kLazyThreads / 2));
+              // Its loads are done (their values are in registers): the
+              // slot may be refilled once the MMAs have read it too.
+              ring.release(*this, it[0]);
+              return next;
+            });
+        // Lanes 2i and 2i + 1 hold the halves of a row (the sm_90a sum).
+        SmallVector<Value> totals;
+        for (int64_t g = 0; g < groups; ++g) {
+          Value half = vector::ReductionOp::create(
+              b, vector::CombiningKind::ADD, loop[1 + g]);
+          Value distance = i32(1);
+          Value width = i32(32);
+          auto other = gpu::ShuffleOp::create(b, half, distance, width,
+                                              gpu::ShuffleMode::XOR);
+          totals.push_back(
+              arith::AddFOp::create(b, half, other.getShuffleResult()));
+        }
+        // The previous tile's sums were read by the epilogue before it
+        // released that tile's stage (the wait the MMA warp makes before
+        // tile + stages - 1).
+        Value previous = add(tileCount, idx(stages - 1));
+        Value previousStage = rem(previous, stages);
+        Value released = flip(tileParity(div(previous, stages)));
+        wait(tmemEmpty, previousStage, released);
+        ifThen(eq(rem(reader, 2), 0), [&] {
+          Value rowInGroup = div(reader, 2);
+          for (int64_t g = 0; g < groups; ++g) {
+            Value tileRow = add(rowInGroup, idx(g * kLazyThreads / 2));
+            memref::StoreOp::create(b, totals[g], rowSums, ValueRange{tileRow});
+          }
+        });
+        arrive(tmemFull, rem(tileCount, stages));
+        return SmallVector<Value>{loop[0], add(tileCount, idx(1))};
+      });
 }
 
 gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,

@@ -11,6 +11,8 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::fusion;
 
@@ -18,8 +20,9 @@ std::string EpilogueNormPlan::describe() const {
   if (throughGlobalMemory)
     return ("CTAs of " + Twine(sliceN) +
             " columns each, exchanging partial statistics through global "
-            "memory (each tile waits in shared memory until its row block's "
-            "statistics are complete)")
+            "memory (each tile waits in " +
+            (tileInTensorMemory ? "tensor" : "shared") +
+            " memory until its row block's statistics are complete)")
         .str();
   if (clusterSize == 1)
     return ("one CTA holds the whole row (N = " + Twine(n) +
@@ -57,21 +60,28 @@ mlir::fusion::planEpilogueNorm(const TargetInfo &target, int64_t n,
   // the tile_n granularity; then CTAs left without any column are dropped,
   // so the last CTA's slice may end past N but is never empty.
   // Rows wider than target.maxEpilogueClusterSize CTAs exchange their
-  // statistics through global memory instead (16-bit outputs: the tile
-  // waits in shared memory for them), up to target.maxClusterSize CTAs
-  // per row as well: the kernel's deferred tiles are deadlock-free while
-  // twice its grid exceeds the CTAs per row.
+  // statistics through global memory instead, where the tile can wait for
+  // them: in shared memory as 16-bit outputs on sm_90a, in tensor memory
+  // (any output) on sm_100a; up to target.maxGlobalRowCTAs CTAs per row
+  // (the launch checks that the persistent grid holds a row block's tiles
+  // on distinct CTAs). Other rows take a cluster of up to
+  // target.maxClusterSize.
   int64_t needed = llvm::divideCeil(n, target.maxEpilogueTileN);
-  if (needed > target.maxClusterSize) {
+  bool tileWaits = !wideOutput || target.tensorMemoryColumns > 0;
+  int64_t widest = tileWaits ? std::max(target.maxGlobalRowCTAs,
+                                        target.maxClusterSize)
+                             : target.maxClusterSize;
+  if (needed > widest) {
     whyNot = ("N = " + Twine(n) + " needs " + Twine(needed) + " CTAs of at most " +
               Twine(target.maxEpilogueTileN) + " columns, more than the " +
-              Twine(target.maxClusterSize) + " a row may span on " + target.chip)
+              Twine(widest) + " a row may span on " + target.chip)
                  .str();
     return failure();
   }
-  if (needed > target.maxEpilogueClusterSize && !wideOutput) {
+  if (needed > target.maxEpilogueClusterSize && tileWaits) {
     EpilogueNormPlan plan{1, target.maxEpilogueTileN, n, true};
     plan.throughGlobalMemory = true;
+    plan.tileInTensorMemory = target.tensorMemoryColumns > 0;
     return plan;
   }
   // Three CTAs stay three: a cluster of 3 packs the GPCs better than one of

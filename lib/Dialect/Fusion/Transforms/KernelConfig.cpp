@@ -270,6 +270,7 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   params.elementBytes = elementBytes;
   params.normInputElementBytes = normInputElementBytes;
   params.outputElementBytes = outputElementBytes;
+  params.accumulatorInTensorMemory = target.tensorMemoryColumns > 0;
   params.exchangeRounds = (epilogue == EpilogueKind::layer_norm ||
                            epilogue == EpilogueKind::layer_norm_grad)
                               ? 2

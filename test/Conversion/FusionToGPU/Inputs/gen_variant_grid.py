@@ -30,7 +30,19 @@ writes the row back into tensor memory) at N 256 and 512; f16 operands at N 256 
 And the norm rows a cluster shares (DSMEM), as the planner splits them:
 N = 640 (2 x 320), 1032 (3 x 384, the last CTA 264 columns), 2048 (4 x 512),
 8192 (16 x 512) x (rms_norm, layer_norm as above) x output (bf16, f32)
-(16 cluster kernels).
+(16 cluster kernels). And the rows wider than a cluster of 16, through
+global memory in tiles of 512: N = 8704 (17 tiles), 12288 (24), 16384 (32)
+x (rms_norm, layer_norm) x output (bf16, f32) (12 kernels).
+And the grad epilogues (rms_norm_grad with x_hat; rms_norm_grad with x, the
+weight and dweight; layer_norm_grad with x, mean, the weight, dweight,
+dbias and a residual) over a row one CTA holds (N = 256, 384, 512) or a
+cluster shares (1024, 2048, 8192) x output (bf16, f32), and with Lazy
+Pre-Norm and col_bias at N = 512 (27 kernels, 19 parameter sums).
+And Lazy Pre-Norm (prologue rms_norm, its row sums read by warps 2-3): each
+tile_n x (none; row_scale + col_bias) x output (bf16, f32), a K-major B and
+f16 operands at 256; with an rms_norm / layer_norm epilogue at N = 256,
+512, a cluster of 4 (N = 2048) and global rows (N = 12288) (22 Lazy
+kernels).
 
     python3 gen_variant_grid.py sm_100a > grid-sm100a.mlir
 """
@@ -97,6 +109,8 @@ def sm100_grid():
                 emit(name, f"tensor<2048x{m}xbf16>", b, "", [attr], [], n,
                      [f"tensor<{m}x{n}xf32>"])
     sm100_norm_grid()
+    sm100_lazy_grid()
+    sm100_grad_grid()
     print("}")
 
 
@@ -119,6 +133,8 @@ def sm100_norm_grid():
     cases += [(n, "ln", "bf16", False, "f16") for n in (256, 512)]
     cases += [(n, epi, out, False, "bf16") for n in (640, 1032, 2048, 8192)
               for epi in ("rms", "ln") for out in ("bf16", "f32")]
+    cases += [(n, epi, out, False, "bf16") for n in (8704, 12288, 16384)
+              for epi in ("rms", "ln") for out in ("bf16", "f32")]
     for n, epi, out, transposed, ab in cases:
         operands, attrs, args = SM100_NORMS[epi]
         if ab == "f16":
@@ -129,6 +145,67 @@ def sm100_norm_grid():
         b = f"tensor<{n}x512x{ab}>" if transposed else f"tensor<512x{n}x{ab}>"
         results = [f"tensor<1000x{n}x{out}>"] + ["tensor<1000xf32>"] * SM100_NORM_STATS[epi]
         emit(name, f"tensor<1000x512x{ab}>", b, operands, attr, args, n, results)
+
+
+LAZY = "prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32"
+
+
+def sm100_lazy_grid():
+    """Lazy Pre-Norm on the sm_100a kernel (see the module docstring)."""
+    cases = [(n, pieces, out, False, "bf16") for n in (64, 128, 192, 256)
+             for pieces in ("none", "scale_bias") for out in ("bf16", "f32")]
+    cases += [(256, "none", "bf16", True, "bf16"), (256, "scale_bias", "bf16", False, "f16")]
+    for n, pieces, out, transposed, ab in cases:
+        operands, attrs, args = SM100_PIECES[pieces]
+        if ab == "f16":
+            operands = operands.replace("bf16", "f16")
+            args = [x.replace("bf16", "f16") for x in args]
+        name = f"t_lazy_n{n}_{pieces}_{out}_{ab}" + ("_nk" if transposed else "")
+        attr = [LAZY] + [a for a in [attrs] if a] + (["transpose_rhs"] if transposed else [])
+        b = f"tensor<{n}x512x{ab}>" if transposed else f"tensor<512x{n}x{ab}>"
+        emit(name, f"tensor<1000x512x{ab}>", b, operands, attr, args, n,
+             [f"tensor<1000x{n}x{out}>"])
+    # With a norm epilogue: one CTA (N = 512: one accumulator stage), and a
+    # cluster of 4.
+    for n, epi in ((256, "ln"), (512, "rms"), (2048, "rms"), (12288, "ln")):
+        operands, attrs, args = SM100_NORMS[epi]
+        results = [f"tensor<1000x{n}xbf16>"] + ["tensor<1000xf32>"] * SM100_NORM_STATS[epi]
+        emit(f"t_lazy_norm_n{n}_{epi}", "tensor<1000x512xbf16>", f"tensor<512x{n}xbf16>",
+             operands, [LAZY, attrs], args, n, results)
+
+
+SM100_GRADS = {
+    # x_hat given (normalized_input), no parameter gradient.
+    "rms_xhat": (" norm_input(%x : tensor<1000x{n}xbf16>) rstd(%r : tensor<1000xf32>)",
+                 "epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input",
+                 ["%x: tensor<1000x{n}xbf16>", "%r: tensor<1000xf32>"], 0),
+    # x, the weight and its gradient.
+    "rms_weight": (" norm_weight(%g : tensor<{n}xbf16>) norm_input(%x : tensor<1000x{n}xbf16>) rstd(%r : tensor<1000xf32>)",
+                   "epilogue = #fusion.epilogue<rms_norm_grad>",
+                   ["%g: tensor<{n}xbf16>", "%x: tensor<1000x{n}xbf16>", "%r: tensor<1000xf32>"], 1),
+    # x, mean, the weight, the bias gradient and a residual.
+    "ln_full": (" residual(%res : tensor<1000x{n}xbf16>) norm_weight(%g : tensor<{n}xbf16>) norm_input(%x : tensor<1000x{n}xbf16>) mean(%m : tensor<1000xf32>) rstd(%r : tensor<1000xf32>)",
+                "epilogue = #fusion.epilogue<layer_norm_grad>, with_bias_grad",
+                ["%res: tensor<1000x{n}xbf16>", "%g: tensor<{n}xbf16>", "%x: tensor<1000x{n}xbf16>", "%m: tensor<1000xf32>", "%r: tensor<1000xf32>"], 2),
+    # Lazy Pre-Norm's row scale and col_bias on dh (written back into
+    # tensor memory), the weight and its gradient.
+    "rms_pieces": (" col_bias(%cb : tensor<{n}xbf16>) norm_weight(%g : tensor<{n}xbf16>) norm_input(%x : tensor<1000x{n}xbf16>) rstd(%r : tensor<1000xf32>)",
+                   LAZY + ", epilogue = #fusion.epilogue<rms_norm_grad>",
+                   ["%cb: tensor<{n}xbf16>", "%g: tensor<{n}xbf16>", "%x: tensor<1000x{n}xbf16>", "%r: tensor<1000xf32>"], 1),
+}
+
+
+def sm100_grad_grid():
+    """The grad epilogues of the sm_100a kernel (see the module docstring)."""
+    cases = [(n, grad, out) for n in (256, 512, 1024, 8192)
+             for grad in ("rms_xhat", "rms_weight", "ln_full") for out in ("bf16", "f32")]
+    cases += [(n, "ln_full", "bf16") for n in (384, 2048)]
+    cases += [(512, "rms_pieces", "bf16")]
+    for n, grad, out in cases:
+        operands, attrs, args, params = SM100_GRADS[grad]
+        results = [f"tensor<1000x{n}x{out}>"] + [f"tensor<{n}xf32>"] * params
+        emit(f"t_grad_n{n}_{grad}_{out}", "tensor<1000x512xbf16>", f"tensor<512x{n}xbf16>",
+             operands, [attrs], args, n, results)
 
 
 def sm90_grid():

@@ -37,3 +37,30 @@ func.func @granularity(%a: tensor<64x64xbf16>, %b: tensor<64x1032xbf16>) -> tens
   return %y : tensor<64x1032xbf16>
 }
 }
+
+// -----
+
+// N = 12288 needs 24 CTAs of 512 columns, more than a cluster of 16: the
+// row statistics go through global memory, the tile waiting in tensor
+// memory (so an f32 output takes it too, unlike on sm_90a).
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @global_rows(%a: tensor<64x64xbf16>, %b: tensor<64x12288xbf16>) -> tensor<64x12288xf32> {
+  %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x12288xbf16> -> tensor<64x12288xf32>
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul: CTAs of 512 columns each, exchanging partial statistics through global memory (each tile waits in tensor memory until its row block's statistics are complete)}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x12288xf32> -> tensor<64x12288xf32>
+  return %y : tensor<64x12288xf32>
+}
+}
+
+// -----
+
+// N = 16896 needs 33 CTAs of 512 columns, more than a row may span through
+// global memory on sm_100a (TargetInfo::maxGlobalRowCTAs).
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @too_wide(%a: tensor<64x64xbf16>, %b: tensor<64x16896xbf16>) -> tensor<64x16896xbf16> {
+  %c = fusion.matmul %a, %b : tensor<64x64xbf16>, tensor<64x16896xbf16> -> tensor<64x16896xbf16>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: N = 16896 needs 33 CTAs of at most 512 columns, more than the 32 a row may span on sm_100a}}
+  %y = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x16896xbf16> -> tensor<64x16896xbf16>
+  return %y : tensor<64x16896xbf16>
+}
+}

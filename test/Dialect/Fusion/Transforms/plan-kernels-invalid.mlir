@@ -130,19 +130,33 @@ func.func @row_too_wide(%a: tensor<256x64xbf16>, %b: tensor<64x8192xbf16>) -> te
 
 // -----
 
+// Test that on sm_100a a row through global memory may span at most 32 CTAs
+// of 512 columns (TargetInfo::maxGlobalRowCTAs): N = 16896 needs 33.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @row_too_wide_sm100a(%a: tensor<256x64xbf16>, %b: tensor<64x16896xbf16>) -> tensor<256x16896xf32> {
+  // expected-error @below {{'fusion.fused_matmul' op expected the CTAs of a row block to cover a row of the layer_norm epilogue, but N = 16896 needs 33 CTAs of at most 512 columns, more than the 32 a row may span on sm_100a}}
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<256x64xbf16>, tensor<64x16896xbf16> -> tensor<256x16896xf32>
+  return %y : tensor<256x16896xf32>
+}
+}
+
+// -----
+
 // Test that a configuration whose shared memory does not fit even with 2
 // stages is refused, naming the bytes, the budget and where they go: on
-// sm_100a an rms_norm_grad epilogue over N = 512 is one CTA of 512 columns,
-// whose bf16 norm_input tile (128 * 512 * 2 = 131072) comes on top of the
-// ring: 2 * (128 + 512) * 64 * 2 + 32768 + 512 + 131072 + 1024 = 329216.
-module attributes {fusion.target = #fusion.target<"sm_100a">} {
-func.func @smem_overflow(%dy: tensor<4096x512xbf16>, %w: tensor<512x512xbf16>,
-    %x: tensor<4096x512xbf16>, %rstd: tensor<4096xf32>) -> tensor<4096x512xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op expected at most 232448 bytes of shared memory (the sm_100a opt-in limit per CTA), but a 128x512x64 tile with 2 stages and cluster_n = 1 needs 329216 (96768 over; A/B ring 163840, row sums 512, output staging 32768, norm_input tile 131072, alignment 1024)}}
-  %dx = fusion.fused_matmul %dy, %w norm_input(%x : tensor<4096x512xbf16>) rstd(%rstd : tensor<4096xf32>)
+// sm_90a an rms_norm_grad epilogue over N = 256 with an f32 norm_input,
+// whose tile (128 * 256 * 4 = 131072) comes on top of the ring:
+// 2 * (128 + 256) * 64 * 2 + 32768 + 512 + 131072 + 1024 = 263680. (On
+// sm_100a the kernel reads norm_input from global memory: no tile.)
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @smem_overflow(%dy: tensor<4096x512xbf16>, %w: tensor<256x512xbf16>,
+    %x: tensor<4096x256xf32>, %rstd: tensor<4096xf32>) -> tensor<4096x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected at most 232448 bytes of shared memory (the sm_90a opt-in limit per CTA), but a 128x256x64 tile with 2 stages and cluster_n = 1 needs 263680 (31232 over; A/B ring 98304, row sums 512, output staging 32768, norm_input tile 131072, alignment 1024)}}
+  %dx = fusion.fused_matmul %dy, %w norm_input(%x : tensor<4096x256xf32>) rstd(%rstd : tensor<4096xf32>)
       {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, transpose_rhs}
-      : tensor<4096x512xbf16>, tensor<512x512xbf16> -> tensor<4096x512xbf16>
-  return %dx : tensor<4096x512xbf16>
+      : tensor<4096x512xbf16>, tensor<256x512xbf16> -> tensor<4096x256xbf16>
+  return %dx : tensor<4096x256xbf16>
 }
 }
 

@@ -15,7 +15,9 @@
 // stages up to 256, one past it), which the kernel's norm epilogue
 // (Gemm/GemmTcgen05Epilogue.cpp) reads in passes; wider rows take a
 // cluster of CTAs exchanging partials through DSMEM (epilogue_warps = false:
-// the epilogue warpgroup finishes them from the tensor memory).
+// the epilogue warpgroup finishes them from the tensor memory), up to 16;
+// rows wider still (up to 32 tiles of 512) exchange them through global
+// memory, the tile waiting in tensor memory.
 
 // Test that a plain matmul with a wide N selects tile_n = 256 (two 256-column
 // accumulator stages) with 4 stages:
@@ -133,6 +135,44 @@ func.func @rms_norm_cluster(%a: tensor<4096x512xbf16>, %b: tensor<512x1024xbf16>
 }
 }
 
+// -----
+
+// Test that a layer_norm epilogue over N = 12288 (24 tiles of 512, wider
+// than a cluster of 16) selects global rows with an f32 output (the tile
+// waits in tensor memory, not in shared memory: no whole-tile staging, no
+// scale/shift slots; f32 is stored from registers), 2 stages:
+// 2 * (128 + 512) * 64 * 2 + 512 + 1024 = 165376.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+// CHECK-LABEL: func.func @layer_norm_global_rows
+func.func @layer_norm_global_rows(%a: tensor<4096x512xbf16>, %b: tensor<512x12288xbf16>) -> tensor<4096x12288xf32> {
+  // CHECK: fusion.fused_matmul
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 512, tile_k = 64, stages = 2, cluster_n = 1, consumers = 1, smem_bytes = 165376, global_rows = true>
+  %y = fusion.fused_matmul %a, %b
+      {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<4096x512xbf16>, tensor<512x12288xbf16> -> tensor<4096x12288xf32>
+  return %y : tensor<4096x12288xf32>
+}
+}
+
+// -----
+
+// Test that an rms_norm_grad epilogue over N = 512 selects one CTA of 512
+// columns with 2 stages and no norm_input tile (the sm_100a kernel reads
+// norm_input from global memory, a row per thread): 2 * (128 + 512) * 64 *
+// 2 + 32768 + 512 + 1024 = 198144.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+// CHECK-LABEL: func.func @rms_norm_grad_single_cta
+func.func @rms_norm_grad_single_cta(%dy: tensor<4096x512xbf16>, %w: tensor<512x512xbf16>,
+    %x: tensor<4096x512xbf16>, %rstd: tensor<4096xf32>) -> tensor<4096x512xbf16> {
+  // CHECK: fusion.fused_matmul
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 512, tile_k = 64, stages = 2, cluster_n = 1, consumers = 1, smem_bytes = 198144>
+  %dx = fusion.fused_matmul %dy, %w norm_input(%x : tensor<4096x512xbf16>) rstd(%rstd : tensor<4096xf32>)
+      {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, transpose_rhs}
+      : tensor<4096x512xbf16>, tensor<512x512xbf16> -> tensor<4096x512xbf16>
+  return %dx : tensor<4096x512xbf16>
+}
+}
+
 // GEN: gpu.func @matmul_wide_kernel0
 // GEN: gpu.func @row_scale_granularity_kernel0
 // GEN: gpu.func @rms_norm_single_cta_kernel0
@@ -140,3 +180,5 @@ func.func @rms_norm_cluster(%a: tensor<4096x512xbf16>, %b: tensor<512x1024xbf16>
 // GEN: gpu.func @rms_norm_two_stages_kernel0
 // GEN: gpu.func @layer_norm_f32_kernel0
 // GEN: gpu.func @rms_norm_cluster_kernel0
+// GEN: gpu.func @layer_norm_global_rows_kernel0
+// GEN: gpu.func @rms_norm_grad_single_cta_kernel0

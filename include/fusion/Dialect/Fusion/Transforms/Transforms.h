@@ -38,9 +38,10 @@ struct EpilogueNormPlan {
   bool portable;
   /// Rows wider than the largest efficient cluster: CTAs of sliceN columns
   /// (clusterSize 1) publish partial statistics in global memory and keep
-  /// their tile in shared memory until the row block's statistics are
-  /// complete.
+  /// their tile in shared memory (sm_90a) or tensor memory (sm_100a:
+  /// `tileInTensorMemory`) until the row block's statistics are complete.
   bool throughGlobalMemory = false;
+  bool tileInTensorMemory = false;
   /// "one CTA holds the whole row (N = 256)" or "a cluster of 4 CTAs along N,
   /// 256 columns each, exchanging partial sums through DSMEM".
   std::string describe() const;

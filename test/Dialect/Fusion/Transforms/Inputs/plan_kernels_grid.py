@@ -41,20 +41,22 @@ ALLOWED_REFUSALS = ("expected the CTAs of a row block to cover a row",
 
 
 def smem(tile_m, tile_n, tile_k, stages, cluster_n, grad, rounds=1, split=False,
-         epilogue_warps=False):
+         epilogue_warps=False, tmem=False):
     ring = stages * (tile_m * tile_k + tile_n * tile_k) * ELEMENT_BYTES
     # bf16 outputs leave by TMA store through two [tile_m, 64] buffers (one
     # with a cluster; the whole tile when a row's statistics go through
     # global memory, or when a forward norm over several CTAs runs in the
-    # epilogue warps: the tile waits there for them).
-    buffers = (tile_n // 64 if split or epilogue_warps else
+    # epilogue warps: the tile waits there for them; on sm_100a (`tmem`) it
+    # waits in tensor memory).
+    buffers = (tile_n // 64 if (split and not tmem) or epilogue_warps else
                1 if cluster_n > 1 else 2)
     store_staging = buffers * tile_m * 64 * ELEMENT_BYTES
-    norm_input = tile_m * tile_n * ELEMENT_BYTES if grad else 0
+    # (The sm_100a kernel reads norm_input from global memory: no tile.)
+    norm_input = tile_m * tile_n * ELEMENT_BYTES if grad and not tmem else 0
     # DSMEM slots: exchange rounds (LayerNorm 2) x tile parity x peers; with
     # the global-memory exchange, the rows' scale and shift (mean and rstd
-    # without epilogue warps).
-    slots = (2 * tile_m * 4 if split else
+    # without epilogue warps; none on sm_100a).
+    slots = ((0 if tmem else 2 * tile_m * 4) if split else
              rounds * 2 * tile_m * cluster_n * 4 if cluster_n > 1 else 0)
     return ring + store_staging + tile_m * 4 + norm_input + slots + 1024
 
@@ -153,9 +155,10 @@ def main():
             violation(f"{key}: epilogue_warps = {c.get('epilogue_warps', False)}, the rule gives {ew}")
         if total > target["smem"]:
             violation(f"{key}: smem_bytes = {total} > {target['smem']}")
-        if total != smem(tm, tn, tk, stages, cn, grad, rounds, split, ew):
+        tmem = target["tmem"] > 0
+        if total != smem(tm, tn, tk, stages, cn, grad, rounds, split, ew, tmem):
             violation(f"{key}: smem_bytes = {total}, the formula gives "
-                      f"{smem(tm, tn, tk, stages, cn, grad, rounds, split, ew)}")
+                      f"{smem(tm, tn, tk, stages, cn, grad, rounds, split, ew, tmem)}")
         if (tm, tk, c["consumers"]) != (128, 64, target["consumers"]):
             violation(f"{key}: expected tile_m 128, tile_k 64, "
                       f"{target['consumers']} consumers")
@@ -164,14 +167,14 @@ def main():
                       f"{target['tmem']} tensor-memory columns")
         if not 2 <= stages <= 6:
             violation(f"{key}: stages = {stages} outside [2, 6]")
-        if stages < 6 and smem(tm, tn, tk, stages + 1, cn, grad, rounds, split, ew) <= target["smem"]:
+        if stages < 6 and smem(tm, tn, tk, stages + 1, cn, grad, rounds, split, ew, tmem) <= target["smem"]:
             violation(f"{key}: {stages + 1} stages would fit too")
         # Row-independent epilogues take the widest tile the target allows
         # (halved only when even 2 stages do not fit).
         g = target["granularity"]
         widest = min(target["max_elementwise_tile_n"], round_up(n, g))
         if epi not in ROW_REDUCTION and tn < widest \
-                and smem(tm, widest, tk, 2, 1, grad) <= target["smem"]:
+                and smem(tm, widest, tk, 2, 1, grad, tmem=tmem) <= target["smem"]:
             violation(f"{key}: tile_n = {tn} but a wider tile fits")
         if tn % g or tn > target["max_tile_n"]:
             violation(f"{key}: tile_n = {tn}")
