@@ -21,28 +21,13 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available():
-    pytest.skip("no CUDA GPU: the attention libraries run only on the H200",
-                allow_module_level=True)
-
+# The checks that skip the module (no torch, no CUDA GPU, no manifest) and
+# the compiled functions are test_attention_gpu's.
 import attention_programs as ap  # noqa: E402
-from test_attention_gpu import FLOOR, block, gdpa, make_block_case, rel_error  # noqa: E402
-
-PROGRAMS = ap.programs()
-if PROGRAMS is None:
-    pytest.skip(f"{ap.MANIFEST} not built (bench/build_gpu_artifacts.sh)", allow_module_level=True)
+from test_attention_gpu import (  # noqa: E402
+    FLOOR, PROGRAMS, block, function, gdpa, make_block_case, rel_error, torch)
 
 GRAD_LABELS = ("dq", "dk", "dv", "dlnw", "dlnb", "drmsw")
-
-
-def function(name):
-    if name not in PROGRAMS:
-        pytest.skip(f"{name} is not in {ap.MANIFEST}")
-    path = ap.library_path(name)
-    if not os.path.exists(path):
-        pytest.skip(f"{path} not built (the compiler refused it)")
-    return ap.function(PROGRAMS[name])
 
 
 def make_train_case(prog, batch, lq, seed):

@@ -18,26 +18,10 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available():
-    pytest.skip("no CUDA GPU: the attention libraries run only on the H200",
-                allow_module_level=True)
-
-import attention_programs as ap  # noqa: E402
-from test_attention_gpu import DTYPES, FLOOR, gdpa, rel_error  # noqa: E402
-
-PROGRAMS = ap.programs()
-if PROGRAMS is None:
-    pytest.skip(f"{ap.MANIFEST} not built (bench/build_gpu_artifacts.sh)", allow_module_level=True)
-
-
-def function(name):
-    if name not in PROGRAMS:
-        pytest.skip(f"{name} is not in {ap.MANIFEST}")
-    path = ap.library_path(name)
-    if not os.path.exists(path):
-        pytest.skip(f"{path} not built (the compiler refused it)")
-    return ap.function(PROGRAMS[name])
+# The checks that skip the module (no torch, no CUDA GPU, no manifest) and
+# the compiled functions are test_attention_gpu's.
+from test_attention_gpu import (  # noqa: E402
+    DTYPES, FLOOR, PROGRAMS, function, gdpa, rel_error, torch)
 
 
 def make_case(prog, batch, lq, seed):
