@@ -60,7 +60,10 @@ struct AttentionKernelSpec : AttentionLayout {
   double lnEpsilon = 0, rmsEpsilon = 0;
   Type lnWeightType, lnBiasType, rmsWeightType;
 
-  int64_t threads() const { return 128 * (1 + kConsumers); }
+  /// sm_90a: a producer warpgroup and the consumer groups; sm_100a: a
+  /// producer warp, the MMA warp, two idle warps and the epilogue
+  /// warpgroup.
+  int64_t threads() const { return tensorMemory ? 256 : 128 * (1 + kConsumers); }
 };
 
 /// The spec of `op` on `target`, or failure with `whyNot` (a message that
