@@ -24,6 +24,11 @@
 // squares, the RMSNorm's sum of squares) x 2 item parities of
 // [H][128] f32.
 //
+// sm_100a (tensorMemory): the same blocks; gdpa's P is kvTile / 64 blocks
+// [128, 64] over the two group buffers (the output staging stays two 64-row
+// halves), and 16 bytes after the parameters receive the tensor-memory
+// address (AttentionLayout).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FUSION_LIB_CONVERSION_FUSIONTOGPU_ATTENTION_ATTENTIONSPEC_H

@@ -64,13 +64,16 @@ void AttentionKernelEmitter::initTensorMemoryBarriers(Value leader) {
   sFull = createBarrierGroup(*this, 1);
   pFull = createBarrierGroup(*this, 1);
   oFull = createBarrierGroup(*this, 1);
-  nvgpu::MBarrierInitOp::create(b, sFull, idx(1), idx(0), leader);
-  nvgpu::MBarrierInitOp::create(b, pFull, idx(128), idx(0), leader);
-  nvgpu::MBarrierInitOp::create(b, oFull, idx(1), idx(0), leader);
+  // Operands into locals first (one op-creating argument per call: the
+  // host compilers evaluate arguments in different orders).
+  Value first = idx(0), one = idx(1), all = idx(128);
+  nvgpu::MBarrierInitOp::create(b, sFull, one, first, leader);
+  nvgpu::MBarrierInitOp::create(b, pFull, all, first, leader);
+  nvgpu::MBarrierInitOp::create(b, oFull, one, first, leader);
   if (s.norms) {
     // lnFull: the epilogue's 128 threads wrote ln_q over the stage's Q.
     lnFull = createBarrierGroup(*this, 1);
-    nvgpu::MBarrierInitOp::create(b, lnFull, idx(128), idx(0), leader);
+    nvgpu::MBarrierInitOp::create(b, lnFull, all, first, leader);
   }
 }
 
@@ -102,6 +105,15 @@ void AttentionKernelEmitter::tensorMemoryRoles() {
   });
 }
 
+Value AttentionKernelEmitter::chunkOfPairs(ArrayRef<Value> pairs) {
+  Value lo = vector::ShuffleOp::create(b, pairs[0], pairs[1],
+                                       ArrayRef<int64_t>{0, 1, 2, 3});
+  Value hi = vector::ShuffleOp::create(b, pairs[2], pairs[3],
+                                       ArrayRef<int64_t>{0, 1, 2, 3});
+  return vector::ShuffleOp::create(b, lo, hi,
+                                   ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+}
+
 /// Warp 1: lane 0 issues the MMAs and the commits, the whole warp waits on
 /// the barriers (mbarrier waits are per thread and harmless), so that it
 /// stays converged for the final deallocation.
@@ -121,7 +133,8 @@ void AttentionKernelEmitter::mmaWarp(Value tmemBase) {
     Value no = arith::ConstantOp::create(b, b.getBoolAttr(false));
     if (s.norms) {
       // The norms: S's A is ln_q, which the epilogue writes over Q.
-      wait(lnFull, idx(0), tileParity(count));
+      Value parity = tileParity(count);
+      wait(lnFull, idx(0), parity);
       scoreEngine->fenceAfter(*this);
     }
     ifThen(isIssuer, [&] {
@@ -136,7 +149,8 @@ void AttentionKernelEmitter::mmaWarp(Value tmemBase) {
       scoreEngine->commit(*this, sFull, idx(0));
     });
     // P is written, S and the previous item's O are read.
-    wait(pFull, idx(0), tileParity(count));
+    Value parity = tileParity(count);
+    wait(pFull, idx(0), parity);
     valueEngine->fenceAfter(*this);
     ifThen(isIssuer, [&] {
       for (int64_t r = 0; r < s.kvTile / 64; ++r) {
@@ -172,21 +186,13 @@ void AttentionKernelEmitter::tensorMemoryConsumer(Value tmemBase) {
   Value oAcc = valueEngine->columnOffset(*this, tmemBase, idx(s.kvTile));
   Value isGroupLeader = eq(tid, 0);
   Value group = idx(0);
-  // Eight columns (four rounded pairs) as one 16-byte chunk.
-  auto chunkOf = [&](ArrayRef<Value> pairs) -> Value {
-    Value lo = vector::ShuffleOp::create(b, pairs[0], pairs[1],
-                                         ArrayRef<int64_t>{0, 1, 2, 3});
-    Value hi = vector::ShuffleOp::create(b, pairs[2], pairs[3],
-                                         ArrayRef<int64_t>{0, 1, 2, 3});
-    return vector::ShuffleOp::create(b, lo, hi,
-                                     ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
-  };
   // Row `row` of a [rows, 64] block of 128-byte swizzled rows at `offset`:
   // chunk j (of 8) at position j ^ (row % 8).
   auto storeChunk = [&](Value offset, int64_t rows, Value row, int64_t j,
                         Value chunk) {
     Value block = smemView(offset, {rows, Spec::kBoxCols}, s.elemType);
-    Value phys = arith::XOrIOp::create(b, idx(j), rem(row, 8));
+    Value position = idx(j);
+    Value phys = arith::XOrIOp::create(b, position, rem(row, 8));
     vector::StoreOp::create(b, chunk, block, ValueRange{row, mul(phys, idx(8))},
                             /*nontemporal=*/false, llvm::MaybeAlign(16));
   };
@@ -235,8 +241,9 @@ void AttentionKernelEmitter::tensorMemoryConsumer(Value tmemBase) {
           Value hi = activated(element(v, e + 1));
           pairs.push_back(packPair(lo, hi));
         }
+        Value chunk = chunkOfPairs(pairs);
         storeChunk(add(buffer, idx((j / 8) * pStride)), Spec::kTileM, tid, j % 8,
-                   chunkOf(pairs));
+                   chunk);
       }
     });
     // P visible to the MMA (async proxy); S read (wait::ld) before the
@@ -250,17 +257,22 @@ void AttentionKernelEmitter::tensorMemoryConsumer(Value tmemBase) {
     rowChunks(*valueEngine, oAcc, s.valueDim, [&](int64_t c0, Value v) {
       for (int64_t j = c0 / 8; j < c0 / 8 + 4; ++j) {
         SmallVector<Value, 4> pairs;
-        for (int64_t e = 8 * j - c0; e < 8 * j - c0 + 8; e += 2)
-          pairs.push_back(packPair(element(v, e), element(v, e + 1)));
+        for (int64_t e = 8 * j - c0; e < 8 * j - c0 + 8; e += 2) {
+          Value lo = element(v, e);
+          Value hi = element(v, e + 1);
+          pairs.push_back(packPair(lo, hi));
+        }
+        Value chunk = chunkOfPairs(pairs);
         storeChunk(add(halfBuffer, idx((j / 8) * Spec::kBoxBytes)),
-                   Spec::kGroupRows, rowInHalf, j % 8, chunkOf(pairs));
+                   Spec::kGroupRows, rowInHalf, j % 8, chunk);
       }
     });
     fenceAsyncShared();
     groupBarrier(group);
-    for (int64_t c = 0; c < Spec::kConsumers; ++c)
-      storeGroupOutput(it, idx(c), add(buffer, idx(c * s.groupBufferBytes())),
-                       isGroupLeader);
+    for (int64_t c = 0; c < Spec::kConsumers; ++c) {
+      Value rows = add(buffer, idx(c * s.groupBufferBytes()));
+      storeGroupOutput(it, idx(c), rows, isGroupLeader);
+    }
     return SmallVector<Value>{add(count, idx(1))};
   }, [&](Item it) {
     perItemRow();

@@ -56,7 +56,8 @@ void AttentionKernelEmitter::tensorMemoryNormConsumer(Value tmemBase) {
   auto chunkView = [&](Value base, int64_t j, Value &block, SmallVector<Value, 2> &at) {
     block = smemView(add(base, idx((j / 8) * qStride)), {Spec::kTileM, Spec::kBoxCols},
                      s.elemType);
-    Value phys = arith::XOrIOp::create(b, idx(j % 8), rem(tid, 8));
+    Value position = idx(j % 8);
+    Value phys = arith::XOrIOp::create(b, position, rem(tid, 8));
     at = {tid, mul(phys, idx(8))};
   };
   auto loadChunk = [&](Value base, int64_t j) -> Value {
@@ -82,14 +83,12 @@ void AttentionKernelEmitter::tensorMemoryNormConsumer(Value tmemBase) {
   // Eight f32 rounded to the element type, as four cvt.rn pairs.
   auto round8 = [&](Value v) -> Value {
     SmallVector<Value, 4> pairs;
-    for (int64_t e = 0; e < 8; e += 2)
-      pairs.push_back(packPair(element(v, e), element(v, e + 1)));
-    Value lo = vector::ShuffleOp::create(b, pairs[0], pairs[1],
-                                         ArrayRef<int64_t>{0, 1, 2, 3});
-    Value hi = vector::ShuffleOp::create(b, pairs[2], pairs[3],
-                                         ArrayRef<int64_t>{0, 1, 2, 3});
-    return vector::ShuffleOp::create(b, lo, hi,
-                                     ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+    for (int64_t e = 0; e < 8; e += 2) {
+      Value lo = element(v, e);
+      Value hi = element(v, e + 1);
+      pairs.push_back(packPair(lo, hi));
+    }
+    return chunkOfPairs(pairs);
   };
   // `count` consecutive elements of `v` from `first` (vector.shuffle: the
   // strided-slice ops have no lowering in this pipeline).
@@ -136,7 +135,9 @@ void AttentionKernelEmitter::tensorMemoryNormConsumer(Value tmemBase) {
   };
   auto saveStat = [&](Item it, AttentionArg a, Value stat) {
     Value row = add(it.row, tid);
-    ifThen(both(eq(rank, 0), ult(row, arg(AttentionArg::QueryLen))), [&] {
+    Value first = eq(rank, 0);
+    Value inside = ult(row, arg(AttentionArg::QueryLen));
+    ifThen(both(first, inside), [&] {
       memref::StoreOp::create(b, stat, arg(a), ValueRange{it.batch, row});
     });
   };
@@ -171,10 +172,11 @@ void AttentionKernelEmitter::tensorMemoryNormConsumer(Value tmemBase) {
       sum = sum8(widen(loadChunk(base, j)), sum, false);
     Value sliceMean = arith::MulFOp::create(b, sum, invD);
     Value sliceM2 = cstF32(0.0);
-    for (int64_t j = 0; j < d / 8; ++j)
-      sliceM2 = sum8(arith::SubFOp::create(b, widen(loadChunk(base, j)),
-                                           splat8(sliceMean)),
-                     sliceM2, true);
+    for (int64_t j = 0; j < d / 8; ++j) {
+      Value x = widen(loadChunk(base, j));
+      Value m = splat8(sliceMean);
+      sliceM2 = sum8(arith::SubFOp::create(b, x, m), sliceM2, true);
+    }
     Value mean[1], rstd[1];
     layerNormRowStats(sliceMean, sliceM2, tid, count, invWidth, mean, rstd);
     saveStat(it, AttentionArg::LnMean, mean[0]);
@@ -189,7 +191,10 @@ void AttentionKernelEmitter::tensorMemoryNormConsumer(Value tmemBase) {
         Value q = loadChunk(base, j);
         Value w = paramVector(AttentionArg::LnWeight, idx(8 * j), 8, 1.0);
         Value bias = paramVector(AttentionArg::LnBias, idx(8 * j), 8, 0.0);
-        Value x = math::FmaOp::create(b, widen(q), splat8(rstd[0]), splat8(shift));
+        Value wide = widen(q);
+        Value scale = splat8(rstd[0]);
+        Value offset = splat8(shift);
+        Value x = math::FmaOp::create(b, wide, scale, offset);
         Value ln = round8(math::FmaOp::create(b, x, w, bias));
         storeChunk(base, j, ln);
         qChunks.push_back(q);
@@ -229,19 +234,23 @@ void AttentionKernelEmitter::tensorMemoryNormConsumer(Value tmemBase) {
     Value squares = cstF32(0.0);
     rowGroups(false, [&](int64_t, Value o[2], Value ln, Value) {
       for (int64_t i = 0; i < 8; ++i) {
-        Value h = arith::AddFOp::create(b, slice8(o[i / 4], i % 4), fromWords(ln, i));
-        squares = sum8(h, squares, true);
+        Value acc = slice8(o[i / 4], i % 4);
+        Value lnq = fromWords(ln, i);
+        squares = sum8(arith::AddFOp::create(b, acc, lnq), squares, true);
       }
     });
     Value total[1];
     exchange->clusterRowSums(squares, tid, count, 2, total);
-    Value rms = rsqrt(arith::AddFOp::create(
-        b, arith::MulFOp::create(b, total[0], invWidth), cstF32(s.rmsEpsilon)));
+    Value meanSquare = arith::MulFOp::create(b, total[0], invWidth);
+    Value eps = cstF32(s.rmsEpsilon);
+    Value rms = rsqrt(arith::AddFOp::create(b, meanSquare, eps));
     saveStat(it, AttentionArg::RmsRstd, rms);
     // out = h rms g + q over the row's P (read by the second MMA: oFull).
     rowGroups(true, [&](int64_t g, Value o[2], Value ln, Value q) {
       for (int64_t i = 0; i < 8; ++i) {
-        Value h = arith::AddFOp::create(b, slice8(o[i / 4], i % 4), fromWords(ln, i));
+        Value acc = slice8(o[i / 4], i % 4);
+        Value lnq = fromWords(ln, i);
+        Value h = arith::AddFOp::create(b, acc, lnq);
         Value gw = paramVector(AttentionArg::RmsWeight, idx(64 * g + 8 * i), 8, 1.0);
         Value y = arith::MulFOp::create(b, h, splat8(rms));
         y = math::FmaOp::create(b, y, gw, fromWords(q, i));
@@ -251,8 +260,10 @@ void AttentionKernelEmitter::tensorMemoryNormConsumer(Value tmemBase) {
     fenceAsyncShared();
     groupBarrier(idx(0));
     ifThen(isGroupLeader, [&] {
-      for (int64_t c = 0; c < Spec::kConsumers; ++c)
-        storeGroupRows(it, idx(c), add(base, idx(c * Spec::kGroupRows * 128)), qStride);
+      for (int64_t c = 0; c < Spec::kConsumers; ++c) {
+        Value rows = add(base, idx(c * Spec::kGroupRows * 128));
+        storeGroupRows(it, idx(c), rows, qStride);
+      }
       // The stage goes back once the stores have read it.
       NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
       ring.release(*this, pos);
