@@ -75,11 +75,11 @@ std::string mlir::fusion::describeAttentionLayout(const TargetInfo &target,
   std::string text =
       l.tensorMemory
           ? llvm::formatv("attention kernel on {0}: work items of {1} query "
-                          "tokens (tcgen05: S and O in {2} of {3} tensor-memory "
-                          "columns, a producer thread, an MMA warp and an "
-                          "epilogue warpgroup of a row per thread)",
-                          target.chip, l.kTileM, l.tmemColumns(),
-                          target.tensorMemoryColumns)
+                          "tokens (tcgen05: S and O{2} in {3} of {4} "
+                          "tensor-memory columns, a producer thread, an MMA "
+                          "warp and an epilogue warpgroup of a row per thread)",
+                          target.chip, l.kTileM, l.norms ? ", q and ln_q" : "",
+                          l.tmemColumns(), target.tensorMemoryColumns)
                 .str()
           : llvm::formatv("attention kernel on {0}: work items of {1} query "
                           "tokens ({2} consumer warpgroups of {3} rows)",

@@ -131,9 +131,9 @@ void AttentionKernelEmitter::mmaWarp(Value tmemBase) {
     scoreEngine->fenceAfter(*this);
     Value base = add(smemBase, stageOffset(stage));
     Value no = arith::ConstantOp::create(b, b.getBoolAttr(false));
+    Value parity = tileParity(count);
     if (s.norms) {
       // The norms: S's A is ln_q, which the epilogue writes over Q.
-      Value parity = tileParity(count);
       wait(lnFull, idx(0), parity);
       scoreEngine->fenceAfter(*this);
     }
@@ -149,7 +149,6 @@ void AttentionKernelEmitter::mmaWarp(Value tmemBase) {
       scoreEngine->commit(*this, sFull, idx(0));
     });
     // P is written, S and the previous item's O are read.
-    Value parity = tileParity(count);
     wait(pFull, idx(0), parity);
     valueEngine->fenceAfter(*this);
     ifThen(isIssuer, [&] {
