@@ -14,10 +14,6 @@ static std::string sizeText(int64_t v) {
 
 std::string mlir::fusion::whyNoNormAttentionKernel(const TargetInfo &target,
                                                    const NormAttentionShape &s) {
-  if (target.mma != MmaKind::Wgmma)
-    return llvm::formatv("no MMA engine for {0}: the {1} engine is not "
-                         "implemented yet",
-                         target.chip, stringifyMmaKind(target.mma));
   if (s.jagged)
     return "jagged query (offsets) is not supported by the FlashNormAttention "
            "kernel yet (the gdpa kernel takes it); expected a dense query "
@@ -48,28 +44,47 @@ std::string mlir::fusion::whyNoNormAttentionKernel(const TargetInfo &target,
 std::string
 mlir::fusion::whyNoNormAttentionGradKernel(const TargetInfo &target,
                                            const NormAttentionShape &s) {
-  std::string forward = whyNoNormAttentionKernel(target, s);
-  if (target.mma != MmaKind::Wgmma)
-    return forward;
+  // sm_90a and sm_100a alike (both have the forward).
   return "the fused backward of the block (its row statistics through "
          "DSMEM like the forward's) is not implemented yet";
 }
 
 AttentionLayout mlir::fusion::planAttentionLayout(const TargetInfo &target,
                                                   AttentionLayout layout) {
+  layout.tensorMemory = target.tensorMemoryColumns > 0;
   layout.stages = 2;
   if (layout.sharedMemoryBytes() > target.smemPerBlockOptin)
     layout.stages = 1;
   return layout;
 }
 
+std::string mlir::fusion::whyNoAttentionTensorMemory(const TargetInfo &target,
+                                                     const AttentionLayout &l) {
+  if (!l.tensorMemory || l.tmemColumns() <= target.tensorMemoryColumns)
+    return "";
+  return llvm::formatv(
+      "expected the f32 accumulators S [128, {0}] and O [128, {1}] to fit the "
+      "{2} tensor-memory columns of {3}, but they need {4}",
+      l.kvTile, l.valueDim, target.tensorMemoryColumns, target.chip,
+      l.tmemColumns());
+}
+
 std::string mlir::fusion::describeAttentionLayout(const TargetInfo &target,
                                                   const AttentionLayout &l,
                                                   int64_t kvLen, bool jagged) {
-  std::string text = llvm::formatv(
-      "attention kernel on {0}: work items of {1} query tokens ({2} consumer "
-      "warpgroups of {3} rows)",
-      target.chip, l.kTileM, l.kConsumers, l.kGroupRows);
+  std::string text =
+      l.tensorMemory
+          ? llvm::formatv("attention kernel on {0}: work items of {1} query "
+                          "tokens (tcgen05: S and O{2} in {3} of {4} "
+                          "tensor-memory columns, a producer thread, an MMA "
+                          "warp and an epilogue warpgroup of a row per thread)",
+                          target.chip, l.kTileM, l.norms ? ", q and ln_q" : "",
+                          l.tmemColumns(), target.tensorMemoryColumns)
+                .str()
+          : llvm::formatv("attention kernel on {0}: work items of {1} query "
+                          "tokens ({2} consumer warpgroups of {3} rows)",
+                          target.chip, l.kTileM, l.kConsumers, l.kGroupRows)
+                .str();
   text += l.norms ? llvm::formatv(" over (batch, token tile), each taken by a "
                                   "cluster of {0} CTAs, one per head (the "
                                   "norms' row sums through DSMEM)",

@@ -89,18 +89,6 @@ func.func @too_big(%q: tensor<2x64x1x256xbf16>, %k: tensor<2x256x1x256xbf16>, %v
 
 // -----
 
-// No attention kernel around sm_100a's tensor-memory engine yet.
-module attributes {fusion.target = #fusion.target<"sm_100a">} {
-func.func @blackwell(%q: tensor<2x64x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %v: tensor<2x64x2x64xbf16>) -> tensor<2x64x2x64xbf16> {
-  // expected-error @below {{'fusion.gdpa' op cannot generate an sm_100a attention kernel: no register-accumulator MMA engine for sm_100a: its tcgen05 engine accumulates in tensor memory, which this kernel family is not written for yet}}
-  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<silu>, scale = 1.0 : f32}
-      : tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16> -> tensor<2x64x2x64xbf16>
-  return %o : tensor<2x64x2x64xbf16>
-}
-}
-
-// -----
-
 // FlashNormAttention: more heads than a norm cluster holds.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @na_heads(%q: tensor<2x128x8x64xbf16>, %k: tensor<2x64x8x64xbf16>, %v: tensor<2x64x8x64xbf16>) -> tensor<2x128x8x64xbf16> {

@@ -43,6 +43,23 @@ struct AttentionLayout {
   /// Stages of (Q, K, V) in the ring: the next work item's loads overlap
   /// this one's MMAs.
   int64_t stages = 2;
+  /// sm_100a (tcgen05): S [128, kvTile] and O [128, Dv] as f32 accumulators
+  /// in tensor memory, side by side (S in columns [0, kvTile), O after it),
+  /// one 128-row warpgroup reading them a row per thread; the P buffer is
+  /// then kvTile / 64 blocks [128, 64] over the two groups' buffers, and a
+  /// 16-byte slot after the parameters receives the allocation's address.
+  bool tensorMemory = false;
+
+  /// S and O; with the norms also q and ln_q of the thread's row as 16-bit
+  /// pairs (D / 2 columns each).
+  int64_t tmemColumns() const { return kvTile + valueDim + (norms ? headDim : 0); }
+  /// What tcgen05.alloc takes: a power of two >= 32 columns.
+  int64_t tmemAllocColumns() const {
+    int64_t columns = 32;
+    while (columns < tmemColumns())
+      columns *= 2;
+    return columns;
+  }
 
   int64_t qBytes() const { return kTileM * headDim * 2; }
   int64_t kBytes() const { return kvTile * headDim * 2; }
@@ -63,16 +80,24 @@ struct AttentionLayout {
     return slotsOffset() + (norms ? 2 * kExchangeRounds * slotBytes() : 0);
   }
   int64_t paramsBytes() const { return norms ? 3 * headDim * 4 : 0; }
+  int64_t tmemSlotOffset() const { return paramsOffset() + paramsBytes(); }
   /// The dynamic shared memory the launch asks for (with the alignment pad).
   int64_t sharedMemoryBytes() const {
-    return paramsOffset() + paramsBytes() + kAlignment;
+    return tmemSlotOffset() + (tensorMemory ? 16 : 0) + kAlignment;
   }
 };
 
 /// `layout` with the most stages (two, else one) whose shared memory fits
 /// `target`; with one stage over the limit, that one (the caller refuses it:
 /// sharedMemoryBytes() > target.smemPerBlockOptin).
+/// On a target with tensor memory, the tcgen05 layout (tensorMemory).
 AttentionLayout planAttentionLayout(const TargetInfo &target, AttentionLayout layout);
+
+/// Empty when `layout`'s accumulators fit `target`'s tensor memory (or it
+/// has none), else why not (a message that follows "cannot generate an
+/// <chip> attention kernel: ").
+std::string whyNoAttentionTensorMemory(const TargetInfo &target,
+                                       const AttentionLayout &layout);
 
 /// What fusion-plan-kernels{report=true} says of an attention kernel's plan:
 /// items, stages and shared memory, the grid (and the cluster with norms).

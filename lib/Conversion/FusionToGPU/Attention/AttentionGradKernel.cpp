@@ -95,20 +95,6 @@ private:
     return add(add(groupBase(g), idx(s.dsOffset(0))),
                mul(parity, idx(Spec::kBlockBytes)));
   }
-  /// 0, opaque to LLVM (an inline-asm move with side effects): K's and V's
-  /// block offsets plus this, taken once per query tile, keep LLVM from
-  /// hoisting their MMA descriptors (64-bit each, unit-invariant) out of the
-  /// tile loop, where they held registers across the whole loop and
-  /// spilled; rebuilt per tile they live from their MMA's start.
-  Value opaqueZero() {
-    Value zero = LLVM::InlineAsmOp::create(
-                     b, b.getI32Type(), ValueRange{}, "mov.u32 $0, 0;", "=r",
-                     /*has_side_effects=*/true, /*is_align_stack=*/false,
-                     LLVM::tailcallkind::TailCallKind::None,
-                     LLVM::AsmDialectAttr(), ArrayAttr())
-                     .getRes();
-    return arith::IndexCastUIOp::create(b, b.getIndexType(), zero);
-  }
   Value block(Value offset, ArrayRef<int64_t> shape) {
     return smemView(offset, shape, s.elemType);
   }

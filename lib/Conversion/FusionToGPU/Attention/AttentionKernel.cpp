@@ -35,22 +35,18 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "AttentionKernel.h"
-
-#include "../Common/RowExchange.h"
-#include "../Common/TmaPipeline.h"
+#include "AttentionKernelEmitter.h"
 
 #include "fusion/Dialect/Fusion/IR/ActivationMath.h"
 
 using namespace mlir;
 using namespace mlir::fusion;
 
-namespace {
-
 using Spec = AttentionKernelSpec;
 
 /// offsets[i] clamped to [0, tokens], or `tokens` where i is past the end.
-Value clampedOffset(ImplicitLocOpBuilder &b, Value offsets, Value i, Value tokens) {
+Value mlir::fusion::clampedOffset(ImplicitLocOpBuilder &b, Value offsets,
+                                  Value i, Value tokens) {
   Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
                                        memref::DimOp::create(b, offsets, 0));
   auto ifOp = scf::IfOp::create(b, b.getIndexType(), inside, /*withElse=*/true);
@@ -64,211 +60,6 @@ Value clampedOffset(ImplicitLocOpBuilder &b, Value offsets, Value i, Value token
   scf::YieldOp::create(b, tokens);
   return ifOp.getResult(0);
 }
-
-class AttentionKernelEmitter : public KernelBuilder {
-public:
-  AttentionKernelEmitter(ImplicitLocOpBuilder &b, const Spec &s,
-                         gpu::GPUFuncOp func, const TargetInfo &target,
-                         RegisterBudget regs)
-      : KernelBuilder(b), s(s), func(func), target(target), regs(regs) {}
-
-  void emit();
-
-private:
-  /// The kernel argument `a`, or null when `s` does not take it.
-  Value arg(AttentionArg a) {
-    SmallVector<AttentionArg> args = attentionArgs(s);
-    auto it = llvm::find(args, a);
-    return it == args.end() ? Value()
-                            : func.getArgument(std::distance(args.begin(), it));
-  }
-  /// The work item's batch, head and first query row (the TMA coordinates
-  /// of q and the output), and the batch of k and v: `batch` when dense;
-  /// jagged, batch is 0 (q and the output are one [1, T, H, D] batch to the
-  /// TMA), row the first token of a 128-token window, and the item the
-  /// window's rows [lo, hi) that belong to kvBatch.
-  struct Item {
-    Value batch, head, row, kvBatch, lo, hi;
-  };
-  /// Work items: (b, h, query tile) flattened; with the norms (b, query
-  /// tile), the head being the CTA's rank in its cluster.
-  Item decode(Value item) {
-    Value tile = arith::RemUIOp::create(b, item, qTiles);
-    Value rest = arith::DivUIOp::create(b, item, qTiles);
-    if (s.norms)
-      return {rest, rank, mul(tile, idx(Spec::kTileM)), rest, {}, {}};
-    Value batch = arith::DivUIOp::create(b, rest, heads);
-    return {batch, arith::RemUIOp::create(b, rest, heads),
-            mul(tile, idx(Spec::kTileM)), batch, {}, {}};
-  }
-  /// Loops over this CTA's work items (a cluster's, with the norms: all
-  /// its CTAs take the same items), carrying `inits`. Jagged, the CTA takes
-  /// (window, head) units; a unit's items are the batches its window
-  /// overlaps, from the window's first batch (the window kernel's), each
-  /// given the rows it owns; then, where the window reaches past
-  /// offsets[B], `tail` is called for those rows (they belong to no batch).
-  ValueRange itemLoop(ValueRange inits,
-                      function_ref<SmallVector<Value>(Item, ValueRange)> body,
-                      function_ref<void(Item)> tail = nullptr) {
-    Value first = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-    Value step = gpu::GridDimOp::create(b, gpu::Dimension::x);
-    if (s.norms) {
-      first = div(first, s.heads);
-      step = div(step, s.heads);
-    }
-    if (!s.jagged)
-      return forLoop(first, numItems, step, inits,
-                     [&](Value item, ValueRange it) { return body(decode(item), it); });
-    return forLoop(first, numItems, step, inits, [&](Value unit, ValueRange it) {
-      Value window = arith::DivUIOp::create(b, unit, heads);
-      Value head = arith::RemUIOp::create(b, unit, heads);
-      Value batches = arg(AttentionArg::Batch), tokens = arg(AttentionArg::QueryLen);
-      Value winLo = mul(window, idx(Spec::kTileM));
-      Value winHi = arith::MinUIOp::create(b, add(winLo, idx(Spec::kTileM)), tokens);
-      Value firstBatch = arith::IndexCastUIOp::create(
-          b, b.getIndexType(),
-          memref::LoadOp::create(b, arg(AttentionArg::WindowBatch), ValueRange{window}));
-      firstBatch = arith::MinUIOp::create(b, firstBatch, batches);
-      SmallVector<Type> types{b.getIndexType()};
-      llvm::append_range(types, TypeRange(inits));
-      SmallVector<Value> start{firstBatch};
-      llvm::append_range(start, it);
-      auto loop = scf::WhileOp::create(
-          b, types, start,
-          [&](OpBuilder &, Location, ValueRange args) {
-            Value batch = args[0];
-            Value more = both(ult(batch, batches), ult(tokenOffset(batch), winHi));
-            scf::ConditionOp::create(b, more, args);
-          },
-          [&](OpBuilder &, Location, ValueRange args) {
-            Value batch = args[0];
-            Value lo = arith::MaxUIOp::create(b, tokenOffset(batch), winLo);
-            Value hi = arith::MinUIOp::create(b, tokenOffset(add(batch, idx(1))), winHi);
-            // An empty batch, or one the window only touches, has no rows.
-            auto ifOp = scf::IfOp::create(b, TypeRange(inits), ult(lo, hi),
-                                          /*withElseRegion=*/true);
-            {
-              OpBuilder::InsertionGuard guard(b);
-              b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-              scf::YieldOp::create(
-                  b, body(Item{idx(0), head, winLo, batch, lo, hi}, args.drop_front()));
-              b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-              scf::YieldOp::create(b, args.drop_front());
-            }
-            SmallVector<Value> next{add(batch, idx(1))};
-            llvm::append_range(next, ifOp.getResults());
-            scf::YieldOp::create(b, next);
-          });
-      if (tail) {
-        Value lo = arith::MaxUIOp::create(b, tokenOffset(batches), winLo);
-        ifThen(ult(lo, winHi),
-               [&] { tail(Item{idx(0), head, winLo, batches, lo, winHi}); });
-      }
-      return SmallVector<Value>(loop.getResults().drop_front());
-    });
-  }
-  /// offsets[i] as a token index, clamped to [0, T] (offsets outside it
-  /// select no rows rather than rows of another tensor); T past the
-  /// offsets' end (an empty offsets tensor has no batch).
-  Value tokenOffset(Value i) {
-    return clampedOffset(b, arg(AttentionArg::Offsets), i, arg(AttentionArg::QueryLen));
-  }
-  /// Jagged: for the group's 16-byte chunks of its 64 rows [64 c, 64 c +
-  /// 64) of the item's window (Dv / 8 chunks a row, consecutive threads on
-  /// consecutive chunks), fn(token, row in the group, chunk) where the
-  /// token is in [lo, hi).
-  void groupRowChunks(Item it, Value c,
-                      function_ref<void(Value, Value, Value)> fn) {
-    int64_t chunks = s.valueDim / 8;
-    Value first = add(it.row, mul(c, idx(Spec::kGroupRows)));
-    for (int64_t k = 0; k < Spec::kGroupRows * chunks / 128; ++k) {
-      Value i = add(tid, idx(128 * k));
-      Value r = div(i, chunks), chunk = rem(i, chunks);
-      Value token = add(first, r);
-      ifThen(both(arith::CmpIOp::create(b, arith::CmpIPredicate::uge, token, it.lo),
-                  ult(token, it.hi)),
-             [&] { fn(token, r, chunk); });
-    }
-  }
-  /// The flat output index of element `col` of `token`'s row of `head`.
-  Value outputIndex(Value token, Value head, Value col) {
-    return add(mul(add(mul(token, heads), head), idx(s.valueDim)), col);
-  }
-  Value stageOffset(Value stage) { return mul(stage, idx(s.stageBytes())); }
-  /// Named barrier 1 + c over consumer warpgroup c.
-  void groupBarrier(Value c) { namedBarrier(1, c, 128); }
-  /// The generic-proxy writes to shared memory made visible to the async
-  /// proxy (the MMA's and the TMA's reads).
-  void fenceAsyncShared() {
-    NVVM::FenceProxyOp::create(
-        b, NVVM::ProxyKind::async_shared,
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-  }
-  /// Writes `pairs(h, j)` (vector<2xelem>, row h and 8-column group j of this
-  /// thread's accumulator fragment) into the group's buffer at `offset`:
-  /// `groups` 8-column groups as blocks of [64 rows, 64] with 128-byte
-  /// swizzled rows.
-  void writeSwizzled(Value offset, int64_t groups, AccumulatorView &view,
-                     Value rowInGroup,
-                     function_ref<Value(int64_t, int64_t)> pairs,
-                     int64_t blockStride = Spec::kBoxBytes);
-  /// The element pair at row h, group j of this thread's fragment positions
-  /// in blocks laid out as writeSwizzled writes them.
-  Value readSwizzled(Value offset, int64_t groups, AccumulatorView &view,
-                     Value rowInGroup, int64_t h, int64_t j,
-                     int64_t blockStride);
-  /// The norms' parameters of this CTA's head (columns h D .. h D + D of
-  /// each), widened to f32 into shared memory by the consumer threads; the
-  /// caller synchronizes them before the first paramPair.
-  void stageParams();
-  /// A norm parameter's pair at columns col, col + 1 of this head's slice,
-  /// as vector<2xf32> from the staged copy; `none` (a splat) when absent.
-  Value paramPair(AttentionArg a, Value col, double none);
-
-  /// S = A K^T over D for the group's A rows: D / 64 blocks [64, 64], block
-  /// kc at byte offset aBlock(kc); K from the stage at `base`.
-  Value scores(MmaEngine &engine, Value base, function_ref<Value(int64_t)> aBlock);
-  /// O = P V over the keys: P in kvTile / 64 blocks [64, 64] at `rows` +
-  /// r x `stride`, V from the stage at `base`.
-  Value values(MmaEngine &engine, Value base, Value rows, int64_t stride);
-  /// (lo, hi) rounded to the element type, as vector<2xelem>.
-  Value packPair(Value lo, Value hi);
-  /// P = act(scale S) of the pair at row h, group j of `view`, rounded to
-  /// the element type.
-  Value activatedPair(AccumulatorView &view, int64_t h, int64_t j);
-  /// The group's output rows (Dv / 64 blocks [64, 64] at `rows` + e x
-  /// `stride`) TMA-stored at the item's rows 64 c, in one bulk group.
-  void storeGroupRows(Item it, Value c, Value rows, int64_t stride);
-
-  void roles();
-  void producer();
-  void consumer();
-  /// FlashNormAttention's consumer (norms).
-  void normConsumer();
-
-  /// The target's engine for `shape` (the family checked that it has one).
-  std::unique_ptr<MmaEngine> engine(const MmaShape &shape) {
-    std::string whyNot;
-    return createMmaEngine(target, shape, whyNot);
-  }
-  /// S = Q K^T (K [L_kv, D] as a transposed B) and O = P V (V row-major).
-  std::unique_ptr<MmaEngine> scoreMma() {
-    return engine(
-        MmaShape{s.kvTile, Spec::kBoxCols, s.elemType, false, /*transposeB=*/true});
-  }
-  std::unique_ptr<MmaEngine> valueMma() {
-    return engine(MmaShape{s.valueDim, Spec::kBoxCols, s.elemType, false, false});
-  }
-
-  const Spec &s;
-  gpu::GPUFuncOp func;
-  const TargetInfo &target;
-  RegisterBudget regs;
-  TmaRing ring;
-  Value tmaQ, tmaK, tmaV, tmaOut, operandMap;
-  Value heads, qTiles, numItems, wg, tid, rank;
-  std::optional<RowExchange> exchange;
-};
 
 void AttentionKernelEmitter::emit() {
   auto cast = [&](AttentionArg a, ArrayRef<int64_t> box) {
@@ -302,7 +93,11 @@ void AttentionKernelEmitter::emit() {
   initSharedMemory(Spec::kAlignment);
   ring = TmaRing(*this, s.stages);
   Value leader = eq(threadId, 0);
-  ring.init(*this, 128 * Spec::kConsumers, leader);
+  // empty[s]: the consumer warpgroups' threads (sm_90a), or one
+  // tcgen05.commit after the MMAs that read the stage (sm_100a).
+  ring.init(*this, s.tensorMemory ? 1 : 128 * Spec::kConsumers, leader);
+  if (s.tensorMemory)
+    initTensorMemoryBarriers(leader);
   // Without work items (jagged: or without batches) the maps are null
   // (AttentionFamily.cpp).
   Value prefetch = both(leader, ult(idx(0), numItems));
@@ -324,15 +119,29 @@ void AttentionKernelEmitter::emit() {
     exchange->rank = rank;
     exchange->isStoreLeader = [this] { return both(eq(wg, 1), eq(tid, 0)); };
     exchange->isRowLeader = [this] { return eq(rem(rem(tid, 32), 4), 0); };
+    if (s.tensorMemory) {
+      // sm_100a: a row per thread (tcgen05.ld 32x32b), each its row's
+      // leader.
+      exchange->shape.rowOffsets = {0};
+      exchange->isRowLeader = [this] {
+        return arith::ConstantOp::create(b, b.getBoolAttr(true)).getResult();
+      };
+    }
   }
-  gpu::BarrierOp::create(b);
+  if (s.tensorMemory)
+    allocateTensorMemory();
+  else
+    gpu::BarrierOp::create(b);
   if (s.norms && s.heads > 1) {
     // No peer may st.async into this CTA's slots before its barriers exist.
     ifThen(leader, [&] { NVVM::FenceMbarrierInitOp::create(b); });
     NVVM::ClusterArriveOp::create(b, b.getUnitAttr());
     NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
   }
-  roles();
+  if (s.tensorMemory)
+    tensorMemoryRoles();
+  else
+    roles();
   gpu::ReturnOp::create(b);
 }
 
@@ -456,16 +265,55 @@ void AttentionKernelEmitter::stageParams() {
   }
 }
 
+void AttentionKernelEmitter::layerNormRowStats(ArrayRef<Value> sliceMean,
+                                               ArrayRef<Value> sliceM2,
+                                               Value rowInTile, Value count,
+                                               Value invWidth,
+                                               MutableArrayRef<Value> mean,
+                                               MutableArrayRef<Value> rstd) {
+  exchange->send(sliceMean, rowInTile, count, 0);
+  exchange->send(sliceM2, rowInTile, count, 1);
+  Value means = exchange->wait(count, 0);
+  Value centered = exchange->wait(count, 1);
+  for (auto [h, rowOffset] : llvm::enumerate(exchange->shape.rowOffsets)) {
+    Value row = add(rowInTile, idx(rowOffset));
+    SmallVector<Value> ms, m2s;
+    for (int64_t r = 0; r < s.heads; ++r) {
+      ms.push_back(memref::LoadOp::create(b, means, ValueRange{idx(r), row}));
+      m2s.push_back(memref::LoadOp::create(b, centered, ValueRange{idx(r), row}));
+    }
+    Value sum = cstF32(0.0), m2 = cstF32(0.0);
+    for (int64_t r = 0; r < s.heads; ++r) {
+      sum = arith::AddFOp::create(b, sum, ms[r]);
+      m2 = arith::AddFOp::create(b, m2, m2s[r]);
+    }
+    mean[h] = arith::MulFOp::create(b, sum, cstF32(1.0 / s.heads));
+    Value spread = cstF32(0.0);
+    for (int64_t r = 0; r < s.heads; ++r) {
+      Value d = arith::SubFOp::create(b, ms[r], mean[h]);
+      spread = math::FmaOp::create(b, d, d, spread);
+    }
+    m2 = math::FmaOp::create(b, spread, cstF32(static_cast<double>(s.headDim)), m2);
+    rstd[h] = rsqrt(arith::AddFOp::create(
+        b, arith::MulFOp::create(b, m2, invWidth), cstF32(s.lnEpsilon)));
+  }
+}
+
 Value AttentionKernelEmitter::paramPair(AttentionArg a, Value col, double none) {
-  auto f32x2 = VectorType::get({2}, b.getF32Type());
+  return paramVector(a, col, 2, none);
+}
+
+Value AttentionKernelEmitter::paramVector(AttentionArg a, Value col, int64_t width,
+                                          double none) {
+  auto type = VectorType::get({width}, b.getF32Type());
   if (!arg(a))
     return arith::ConstantOp::create(
-        b, DenseElementsAttr::get(f32x2, b.getF32FloatAttr(none)));
+        b, DenseElementsAttr::get(type, b.getF32FloatAttr(none)));
   int64_t p = std::distance(kNormParams.begin(), llvm::find(kNormParams, a));
   Value staged = smemView(idx(s.paramsOffset() + p * s.headDim * 4), {s.headDim},
                           b.getF32Type());
-  return vector::LoadOp::create(b, f32x2, staged, ValueRange{col},
-                                /*nontemporal=*/false, llvm::MaybeAlign(8));
+  return vector::LoadOp::create(b, type, staged, ValueRange{col},
+                                /*nontemporal=*/false, llvm::MaybeAlign(4 * width));
 }
 
 Value AttentionKernelEmitter::scores(MmaEngine &engine, Value base,
@@ -496,8 +344,7 @@ Value AttentionKernelEmitter::values(MmaEngine &engine, Value base, Value rows,
   return acc;
 }
 
-Value AttentionKernelEmitter::activatedPair(AccumulatorView &view, int64_t h,
-                                            int64_t j) {
+Value AttentionKernelEmitter::activated(Value x) {
   // gelu_tanh's tanh as tanh.approx.f32 (llvm.tanh with afn; relative
   // error about 2^-11, below the rounding of P to 16 bits), one MUFU
   // instruction instead of libdevice's tanhf: the activation is on every
@@ -508,13 +355,15 @@ Value AttentionKernelEmitter::activatedPair(AccumulatorView &view, int64_t h,
         LLVM::FastmathFlagsAttr::get(builder.getContext(),
                                      LLVM::FastmathFlags::afn));
   };
+  return buildScaledActivation(b, b.getLoc(), s.activation, x, s.scale, fastTanh);
+}
+
+Value AttentionKernelEmitter::activatedPair(AccumulatorView &view, int64_t h,
+                                            int64_t j) {
   Value pair = view.pair(h, j);
   SmallVector<Value> p;
   for (int64_t e = 0; e < 2; ++e)
-    p.push_back(buildScaledActivation(
-        b, b.getLoc(), s.activation,
-        vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{e}), s.scale,
-        fastTanh));
+    p.push_back(activated(vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{e})));
   return packPair(p[0], p[1]);
 }
 
@@ -543,6 +392,58 @@ void AttentionKernelEmitter::storeGroupRows(Item it, Value c, Value rows,
         ValueRange{idx(e * Spec::kBoxCols), it.head, row, it.batch}, Value());
   }
   NVVM::CpAsyncBulkCommitGroupOp::create(b);
+}
+
+void AttentionKernelEmitter::storeGroupOutput(Item it, Value c, Value buffer,
+                                              Value isGroupLeader) {
+  auto bulkStore = [&] {
+    ifThen(isGroupLeader, [&] { storeGroupRows(it, c, buffer, Spec::kBoxBytes); });
+  };
+  if (!s.jagged) {
+    bulkStore();
+    return;
+  }
+  // Jagged: a group whose 64 rows are all this batch's stores them by
+  // TMA; else the group stores the rows of this batch from the buffer,
+  // 16 bytes a thread (the next item's barrier orders these reads before
+  // the buffer's next writes).
+  Value groupLo = add(it.row, mul(c, idx(Spec::kGroupRows)));
+  Value whole = both(
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ule, it.lo, groupLo),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
+                            add(groupLo, idx(Spec::kGroupRows)), it.hi));
+  scf::IfOp::create(
+      b, whole,
+      [&](OpBuilder &, Location) {
+        bulkStore();
+        scf::YieldOp::create(b);
+      },
+      [&](OpBuilder &, Location) {
+        auto chunkType = VectorType::get({8}, s.elemType);
+        groupRowChunks(it, c, [&](Value token, Value r, Value chunk) {
+          Value block = smemView(add(buffer, mul(div(chunk, 8), idx(Spec::kBoxBytes))),
+                                 {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
+          Value phys = arith::XOrIOp::create(b, rem(chunk, 8), rem(r, 8));
+          Value v = vector::LoadOp::create(b, chunkType, block,
+                                           ValueRange{r, mul(phys, idx(8))});
+          vector::StoreOp::create(b, v, arg(AttentionArg::Output),
+                                  ValueRange{outputIndex(token, it.head,
+                                                         mul(chunk, idx(8)))},
+                                  /*nontemporal=*/false, llvm::MaybeAlign(16));
+        });
+        scf::YieldOp::create(b);
+      });
+}
+
+void AttentionKernelEmitter::zeroRowsPastOffsets(Item it, Value c) {
+  auto chunkType = VectorType::get({8}, s.elemType);
+  Value zeros = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(chunkType, b.getFloatAttr(s.elemType, 0.0)));
+  groupRowChunks(it, c, [&](Value token, Value, Value chunk) {
+    vector::StoreOp::create(b, zeros, arg(AttentionArg::Output),
+                            ValueRange{outputIndex(token, it.head, mul(chunk, idx(8)))},
+                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+  });
 }
 
 /// Consumer warpgroup c: query rows [64 c, 64 c + 64) of each item.
@@ -591,55 +492,9 @@ void AttentionKernelEmitter::consumer() {
                   });
     fenceAsyncShared();
     groupBarrier(c);
-    auto bulkStore = [&] {
-      ifThen(isGroupLeader, [&] { storeGroupRows(it, c, buffer, Spec::kBoxBytes); });
-    };
-    if (!s.jagged) {
-      bulkStore();
-      return SmallVector<Value>{ring.nextPos(*this, pos)};
-    }
-    // Jagged: a group whose 64 rows are all this batch's stores them by
-    // TMA; else the group stores the rows of this batch from the buffer,
-    // 16 bytes a thread (the next item's barrier orders these reads before
-    // the buffer's next writes).
-    Value groupLo = add(it.row, mul(c, idx(Spec::kGroupRows)));
-    Value whole = both(
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ule, it.lo, groupLo),
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
-                              add(groupLo, idx(Spec::kGroupRows)), it.hi));
-    scf::IfOp::create(
-        b, whole,
-        [&](OpBuilder &, Location) {
-          bulkStore();
-          scf::YieldOp::create(b);
-        },
-        [&](OpBuilder &, Location) {
-          auto chunkType = VectorType::get({8}, s.elemType);
-          groupRowChunks(it, c, [&](Value token, Value r, Value chunk) {
-            Value block = smemView(add(buffer, mul(div(chunk, 8), idx(Spec::kBoxBytes))),
-                                   {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
-            Value phys = arith::XOrIOp::create(b, rem(chunk, 8), rem(r, 8));
-            Value v = vector::LoadOp::create(b, chunkType, block,
-                                             ValueRange{r, mul(phys, idx(8))});
-            vector::StoreOp::create(b, v, arg(AttentionArg::Output),
-                                    ValueRange{outputIndex(token, it.head,
-                                                           mul(chunk, idx(8)))},
-                                    /*nontemporal=*/false, llvm::MaybeAlign(16));
-          });
-          scf::YieldOp::create(b);
-        });
+    storeGroupOutput(it, c, buffer, isGroupLeader);
     return SmallVector<Value>{ring.nextPos(*this, pos)};
-  }, [&](Item it) {
-    // Rows past offsets[B]: zeros.
-    auto chunkType = VectorType::get({8}, s.elemType);
-    Value zeros = arith::ConstantOp::create(
-        b, DenseElementsAttr::get(chunkType, b.getFloatAttr(s.elemType, 0.0)));
-    groupRowChunks(it, c, [&](Value token, Value, Value chunk) {
-      vector::StoreOp::create(b, zeros, arg(AttentionArg::Output),
-                              ValueRange{outputIndex(token, it.head, mul(chunk, idx(8)))},
-                              /*nontemporal=*/false, llvm::MaybeAlign(16));
-    });
-  });
+  }, [&](Item it) { zeroRowsPastOffsets(it, c); });
   // Shared memory must outlive the last stores that read it.
   ifThen(isGroupLeader,
          [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
@@ -747,32 +602,7 @@ void AttentionKernelEmitter::normConsumer() {
           return arith::SubFOp::create(b, widen(q[h][j]), splat(sliceMean[h]));
         },
         true, sliceM2);
-    exchange->send(sliceMean, rowInTile, count, 0);
-    exchange->send(sliceM2, rowInTile, count, 1);
-    Value means = exchange->wait(count, 0);
-    Value centered = exchange->wait(count, 1);
-    for (int64_t h = 0; h < 2; ++h) {
-      Value row = add(rowInTile, idx(8 * h));
-      SmallVector<Value> ms, m2s;
-      for (int64_t r = 0; r < s.heads; ++r) {
-        ms.push_back(memref::LoadOp::create(b, means, ValueRange{idx(r), row}));
-        m2s.push_back(memref::LoadOp::create(b, centered, ValueRange{idx(r), row}));
-      }
-      Value sum = cstF32(0.0), m2 = cstF32(0.0);
-      for (int64_t r = 0; r < s.heads; ++r) {
-        sum = arith::AddFOp::create(b, sum, ms[r]);
-        m2 = arith::AddFOp::create(b, m2, m2s[r]);
-      }
-      mean[h] = arith::MulFOp::create(b, sum, cstF32(1.0 / s.heads));
-      Value spread = cstF32(0.0);
-      for (int64_t r = 0; r < s.heads; ++r) {
-        Value d = arith::SubFOp::create(b, ms[r], mean[h]);
-        spread = math::FmaOp::create(b, d, d, spread);
-      }
-      m2 = math::FmaOp::create(b, spread, cstF32(static_cast<double>(s.headDim)), m2);
-      rstd[h] = rsqrt(arith::AddFOp::create(
-          b, arith::MulFOp::create(b, m2, invWidth), cstF32(s.lnEpsilon)));
-    }
+    layerNormRowStats(sliceMean, sliceM2, rowInTile, count, invWidth, mean, rstd);
     saveStats(it, AttentionArg::LnMean, mean);
     saveStats(it, AttentionArg::LnRstd, rstd);
     // Both groups are past this item's waits (the stage's and the
@@ -856,8 +686,6 @@ void AttentionKernelEmitter::normConsumer() {
          [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
 }
 
-} // namespace
-
 gpu::GPUFuncOp mlir::fusion::buildAttentionKernel(OpBuilder &builder,
                                                   Location loc,
                                                   gpu::GPUModuleOp module,
@@ -911,6 +739,17 @@ gpu::GPUFuncOp mlir::fusion::buildAttentionKernel(OpBuilder &builder,
       types.push_back(stats);
       break;
     }
+  }
+  if (s.tensorMemory) {
+    // 256 threads, one CTA per SM (the tensor memory's 512 columns and the
+    // shared memory are the SM's): up to 255 registers each, no setmaxnreg.
+    // Said to ptxas as .minnctapersm 1, as the sm_100a GEMM does.
+    gpu::GPUFuncOp func =
+        createKernelFunc(builder, loc, module, name, types, s.threads());
+    func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(1));
+    ImplicitLocOpBuilder b(loc, builder);
+    AttentionKernelEmitter(b, s, func, target, RegisterBudget{}).emit();
+    return func;
   }
   std::string whyNot;
   std::unique_ptr<MmaEngine> engine = createMmaEngine(target, MmaShape{}, whyNot);

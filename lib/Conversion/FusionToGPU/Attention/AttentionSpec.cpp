@@ -78,6 +78,9 @@ mlir::fusion::getAttentionKernelSpec(GDPAOp op, const TargetInfo &target,
   s.activation = op.getActivation();
   s.scale = op.getScale().convertToDouble();
   static_cast<AttentionLayout &>(s) = planAttentionLayout(target, s);
+  why = whyNoAttentionTensorMemory(target, s);
+  if (!why.empty())
+    return fail(why);
   if (s.sharedMemoryBytes() > target.smemPerBlockOptin)
     return fail(llvm::formatv(
         "needs {0} bytes of shared memory for D = {1}, Dv = {2} and a "
@@ -127,6 +130,9 @@ mlir::fusion::getNormAttentionKernelSpec(NormAttentionOp op,
   s.lnBiasType = elemOf(op.getLnBias());
   s.rmsWeightType = elemOf(op.getRmsWeight());
   static_cast<AttentionLayout &>(s) = planAttentionLayout(target, s);
+  why = whyNoAttentionTensorMemory(target, s);
+  if (!why.empty())
+    return fail(why);
   if (s.sharedMemoryBytes() > target.smemPerBlockOptin)
     return fail(llvm::formatv(
         "needs {0} bytes of shared memory for D = {1} and a key/value length "

@@ -24,6 +24,11 @@
 // squares, the RMSNorm's sum of squares) x 2 item parities of
 // [H][128] f32.
 //
+// sm_100a (tensorMemory): the same blocks; gdpa's P is kvTile / 64 blocks
+// [128, 64] over the two group buffers (the output staging stays two 64-row
+// halves), and 16 bytes after the parameters receive the tensor-memory
+// address (AttentionLayout).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FUSION_LIB_CONVERSION_FUSIONTOGPU_ATTENTION_ATTENTIONSPEC_H
@@ -60,7 +65,10 @@ struct AttentionKernelSpec : AttentionLayout {
   double lnEpsilon = 0, rmsEpsilon = 0;
   Type lnWeightType, lnBiasType, rmsWeightType;
 
-  int64_t threads() const { return 128 * (1 + kConsumers); }
+  /// sm_90a: a producer warpgroup and the consumer groups; sm_100a: a
+  /// producer warp, the MMA warp, two idle warps and the epilogue
+  /// warpgroup.
+  int64_t threads() const { return tensorMemory ? 256 : 128 * (1 + kConsumers); }
 };
 
 /// The spec of `op` on `target`, or failure with `whyNot` (a message that

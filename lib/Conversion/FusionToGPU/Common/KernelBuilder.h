@@ -118,6 +118,21 @@ public:
     return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, rem(tileCount, 2),
                                  idx(0));
   }
+  /// 0, opaque to LLVM (an inline-asm move with side effects). Added to a
+  /// loop-invariant value once per iteration, it keeps LLVM from hoisting
+  /// what is computed from that value (MMA descriptors, swizzled addresses)
+  /// out of the loop, where it would hold registers across the whole loop;
+  /// rebuilt per iteration, each lives from its use's start (the attention
+  /// backward's K and V descriptors spilled when hoisted).
+  Value opaqueZero() {
+    Value zero = LLVM::InlineAsmOp::create(
+                     b, b.getI32Type(), ValueRange{}, "mov.u32 $0, 0;", "=r",
+                     /*has_side_effects=*/true, /*is_align_stack=*/false,
+                     LLVM::tailcallkind::TailCallKind::None,
+                     LLVM::AsmDialectAttr(), ArrayAttr())
+                     .getRes();
+    return arith::IndexCastUIOp::create(b, b.getIndexType(), zero);
+  }
   /// Named barrier `id` over `threads` threads.
   void namedBarrier(int64_t id, int64_t threads) {
     // Operands built in a fixed order (host compilers evaluate call

@@ -8,9 +8,16 @@ parameters, named flash_<i>; then fusion.gdpa_grad (the backward kernel)
 over D, Dv of 64 and 128, key lengths 1 to 128, every activation, bf16 and
 f16, named grad_<i>.
 
-    python3 gen_attention_grid.py > grid.mlir
+With the argument sm_100a, the variants the sm_100a (tcgen05) attention
+kernels take (attention-ptxas-sweep-sm100a.mlir): the same fusion.gdpa grid
+(S and O in kvTile + Dv <= 512 tensor-memory columns), jagged fusion.gdpa
+(i32 and i64 offsets) over D, Dv and key lengths, named jagged_<i>, and the
+same fusion.norm_attention cases (no backward yet).
+
+    python3 gen_attention_grid.py [sm_100a] > grid.mlir
 """
 import itertools
+import sys
 
 ACTS = ["identity", "relu", "gelu", "gelu_tanh", "silu"]
 
@@ -45,6 +52,15 @@ def grad(i, d, dv, kv, act, dt):
             f" : {o}, {q}, {k}, {v} -> {q}, {k}, {v}\n  return %dq, %dk, %dv : {q}, {k}, {v}\n}}\n")
 
 
+def jagged(i, d, dv, kv, act, dt, off):
+    q, k = f"tensor<?x2x{d}x{dt}>", f"tensor<?x{kv}x2x{d}x{dt}>"
+    v, o = f"tensor<?x{kv}x2x{dv}x{dt}>", f"tensor<?x2x{dv}x{dt}>"
+    return (f"func.func @jagged_{i}(%q: {q}, %k: {k}, %v: {v}, %off: tensor<?x{off}>) -> {o} {{\n"
+            f"  %o = fusion.gdpa %q, %k, %v offsets(%off : tensor<?x{off}>) "
+            f"{{activation = #fusion.activation<{act}>, scale = 0.125 : f32}}"
+            f" : {q}, {k}, {v} -> {o}\n  return %o : {o}\n}}\n")
+
+
 def fits(d, dv, kv):
     """Whether one stage of q, k, v and the P tiles fits sm_90a's 227 KB
     (AttentionSpec.h's layout); larger combinations are refused."""
@@ -53,15 +69,25 @@ def fits(d, dv, kv):
 
 
 def main():
-    print('module attributes {fusion.target = #fusion.target<"sm_90a">} {')
+    sm100 = sys.argv[1:] == ["sm_100a"]
+    chip = "sm_100a" if sm100 else "sm_90a"
+    print(f'module attributes {{fusion.target = #fusion.target<"{chip}">}} {{')
     kvs = [1, 64, 100, 128, 200, 256]
     for i, (d, dv) in enumerate(itertools.product([64, 128, 192, 256], [64, 128, 256])):
         kv = next(k for k in kvs[i % len(kvs)::-1] if fits(d, dv, k))
         print(gdpa(i, d, dv, kv, ACTS[i % len(ACTS)], "bf16" if i % 3 else "f16"))
+    if sm100:
+        shapes = [(128, 128, 128), (64, 256, 100), (256, 64, 64), (128, 64, 1)]
+        for i, (d, dv, kv) in enumerate(shapes):
+            print(jagged(i, d, dv, kv, ACTS[(i + 1) % len(ACTS)], "bf16" if i % 2 else "f16",
+                         "i64" if i % 2 else "i32"))
     cases = [(1, 128, 128, True), (2, 128, 128, True), (3, 64, 64, False), (4, 128, 128, True),
              (2, 64, 40, True), (4, 64, 64, False), (2, 128, 72, False), (3, 128, 128, True)]
     for i, (h, d, kv, params) in enumerate(cases):
         print(flash(i, h, d, kv, params, "f16" if i == 5 else "bf16"))
+    if sm100:
+        print("}")
+        return
     grads = [(128, 128, 128), (128, 128, 100), (64, 64, 128), (64, 128, 64),
              (128, 64, 128), (64, 64, 1), (128, 128, 64), (64, 128, 128),
              (128, 128, 128), (128, 64, 40)]
