@@ -232,25 +232,9 @@ void AttentionGradEmitter::emit() {
   gpu::ReturnOp::create(b);
 }
 
-/// setmaxnreg is warpgroup-wide, so it comes before the producer
-/// warpgroup's split; its idle threads exit.
 void AttentionGradEmitter::roles() {
-  auto setMaxRegisters = [&](int64_t count, NVVM::SetMaxRegisterAction a) {
-    NVVM::SetMaxRegisterOp::create(b, b.getI32IntegerAttr(count),
-                                   NVVM::SetMaxRegisterActionAttr::get(ctx, a));
-  };
-  scf::IfOp::create(
-      b, eq(wg, 0),
-      [&](OpBuilder &, Location) {
-        setMaxRegisters(regs.producer, NVVM::SetMaxRegisterAction::decrease);
-        ifThen(eq(tid, 0), [&] { producer(); });
-        scf::YieldOp::create(b);
-      },
-      [&](OpBuilder &, Location) {
-        setMaxRegisters(regs.consumer, NVVM::SetMaxRegisterAction::increase);
-        consumer();
-        scf::YieldOp::create(b);
-      });
+  warpgroupRoles(wg, tid, regs.producer, regs.consumer, [&] { producer(); },
+                 [&] { consumer(); });
 }
 
 /// Thread 0: per unit K and V, then its query tiles' Q and dO.

@@ -1,18 +1,12 @@
 //===- AttentionGradSpec.cpp - what the attention backward takes ----------===//
 
 #include "AttentionGradSpec.h"
+#include "AttentionSpec.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace mlir::fusion;
-
-static std::string typeName(Type t) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  t.print(os);
-  return text;
-}
 
 FailureOr<AttentionGradKernelSpec>
 mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target,

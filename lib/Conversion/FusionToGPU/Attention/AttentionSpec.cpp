@@ -9,7 +9,7 @@
 using namespace mlir;
 using namespace mlir::fusion;
 
-static std::string typeName(Type t) {
+std::string mlir::fusion::typeName(Type t) {
   std::string text;
   llvm::raw_string_ostream os(text);
   t.print(os);

@@ -98,6 +98,9 @@ enum class AttentionArg {
 /// The arguments `s` takes, in order.
 SmallVector<AttentionArg> attentionArgs(const AttentionKernelSpec &s);
 
+/// `t` as MLIR prints it, for the attention families' diagnostics.
+std::string typeName(Type t);
+
 } // namespace mlir::fusion
 
 #endif // FUSION_LIB_CONVERSION_FUSIONTOGPU_ATTENTION_ATTENTIONSPEC_H

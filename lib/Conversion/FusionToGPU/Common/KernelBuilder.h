@@ -133,6 +133,32 @@ public:
                      .getRes();
     return arith::IndexCastUIOp::create(b, b.getIndexType(), zero);
   }
+  /// Warp specialization by warpgroup: warpgroup 0 (`warpgroup` is the
+  /// thread's) gives registers back (setmaxnreg down to `producerRegs`) and
+  /// its thread 0 (`tid`, the thread in its warpgroup) runs `produce`; the
+  /// other warpgroups take `consumerRegs` and run `consume`. setmaxnreg is
+  /// warpgroup-wide, so it comes before the producer warpgroup's split; that
+  /// warpgroup's other threads exit.
+  void warpgroupRoles(Value warpgroup, Value tid, int64_t producerRegs,
+                      int64_t consumerRegs, function_ref<void()> produce,
+                      function_ref<void()> consume) {
+    auto setMaxRegisters = [&](int64_t count, NVVM::SetMaxRegisterAction a) {
+      NVVM::SetMaxRegisterOp::create(b, b.getI32IntegerAttr(count),
+                                     NVVM::SetMaxRegisterActionAttr::get(ctx, a));
+    };
+    scf::IfOp::create(
+        b, eq(warpgroup, 0),
+        [&](OpBuilder &, Location) {
+          setMaxRegisters(producerRegs, NVVM::SetMaxRegisterAction::decrease);
+          ifThen(eq(tid, 0), produce);
+          scf::YieldOp::create(b);
+        },
+        [&](OpBuilder &, Location) {
+          setMaxRegisters(consumerRegs, NVVM::SetMaxRegisterAction::increase);
+          consume();
+          scf::YieldOp::create(b);
+        });
+  }
   /// Named barrier `id` over `threads` threads.
   void namedBarrier(int64_t id, int64_t threads) {
     // Operands built in a fixed order (host compilers evaluate call
