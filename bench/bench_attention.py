@@ -62,6 +62,17 @@ def activation(name, x):
     return x
 
 
+def built(programs, name, variant, say=True):
+    """(program, compiled function) of lib<name><variant>.so, or None where
+    the program or its library is missing (said when `say`)."""
+    prog = programs.get(name)
+    if prog is None or not os.path.exists(ap.library_path(name, variant)):
+        if say:
+            print(f"skipped: {name}{variant} not built")
+        return None
+    return prog, ap.function(prog, variant)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
@@ -81,12 +92,10 @@ def main():
                      for name, variant, batch, lq in CASES if variant == ""]
     parts = set(args.only or ["forward", "jagged", "grad", "block_grad"])
     for name, variant, batch, lq in cases if "forward" in parts else []:
-        prog = programs[name]
-        path = ap.library_path(name, variant)
-        if not os.path.exists(path):
-            print(f"skipped: {path} not built")
+        found = built(programs, name, variant)
+        if found is None:
             continue
-        fn = ap.function(prog, variant)
+        prog, fn = found
         h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
         act, scale = prog["activation"], prog["scale"]
         gen = torch.Generator(device="cuda").manual_seed(0)
@@ -169,11 +178,10 @@ def bench_jagged(args, programs, rows):
     cases = [(name, variant, batch, mean_len) for name, batch, mean_len in JAGGED_CASES
              for variant in [""] + args.extra_variant]
     for name, variant, batch, mean_len in cases:
-        prog = programs.get(name)
-        if prog is None or not os.path.exists(ap.library_path(name, variant)):
-            print(f"skipped: {name}{variant} not built")
+        found = built(programs, name, variant)
+        if found is None:
             continue
-        fn = ap.function(prog, variant)
+        prog, fn = found
         h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
         act, scale = prog["activation"], prog["scale"]
         gen = torch.Generator(device="cuda").manual_seed(0)
@@ -233,11 +241,10 @@ def bench_grad(args, programs, rows):
     cases = [(name, variant, batch, lq) for name, batch, lq in GRAD_CASES
              for variant in [""] + args.extra_variant]
     for name, variant, batch, lq in cases:
-        prog = programs.get(name)
-        if prog is None or not os.path.exists(ap.library_path(name, variant)):
-            print(f"skipped: {name}{variant} not built")
+        found = built(programs, name, variant)
+        if found is None:
             continue
-        fn = ap.function(prog, variant)
+        prog, fn = found
         h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
         act, scale = prog["activation"], prog["scale"]
         gen = torch.Generator(device="cuda").manual_seed(0)
@@ -297,15 +304,12 @@ def bench_block_grad(args, programs, rows):
     cases = [(bwd, train, variant, batch, lq) for bwd, train, batch, lq in BLOCK_GRAD_CASES
              for variant in [""] + args.extra_variant]
     for bwd_name, train_name, variant, batch, lq in cases:
-        prog = programs.get(bwd_name)
-        if prog is None or not os.path.exists(ap.library_path(bwd_name, variant)):
-            print(f"skipped: {bwd_name}{variant} not built")
+        found = built(programs, bwd_name, variant)
+        if found is None:
             continue
-        fn = ap.function(prog, variant)
-        train_prog = programs.get(train_name)
-        train_fn = None
-        if train_prog is not None and os.path.exists(ap.library_path(train_name, variant)):
-            train_fn = ap.function(train_prog, variant)
+        prog, fn = found
+        train = built(programs, train_name, variant, say=False)
+        train_fn = train[1] if train else None
         h, d, kv, eps = prog["heads"], prog["d"], prog["kv"], prog["eps"]
         hd = h * d
         gen = torch.Generator(device="cuda").manual_seed(0)

@@ -107,17 +107,9 @@ private:
         b, NVVM::ProxyKind::async_shared,
         NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
   }
-  /// (lo, hi) rounded to the element type, one cvt.rn.{bf16,f16}x2.f32.
+  /// (lo, hi) rounded to the element type (KernelBuilder::packPair).
   Value packPair(Value lo, Value hi) {
-    auto rn = NVVM::FPRoundingModeAttr::get(ctx, NVVM::FPRoundingMode::RN);
-    auto type = VectorType::get({2}, s.elemType);
-    if (s.elemType.isBF16())
-      return NVVM::ConvertF32x2ToBF16x2Op::create(b, type, hi, lo, Value(), rn,
-                                                  NVVM::SaturationModeAttr(),
-                                                  BoolAttr());
-    return NVVM::ConvertF32x2ToF16x2Op::create(b, type, hi, lo, Value(), rn,
-                                               NVVM::SaturationModeAttr(),
-                                               BoolAttr());
+    return KernelBuilder::packPair(s.elemType, lo, hi);
   }
   Value packPair(Value pair) {
     return packPair(vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{0}),

@@ -354,17 +354,7 @@ Value AttentionKernelEmitter::activatedPair(AccumulatorView &view, int64_t h,
 }
 
 Value AttentionKernelEmitter::packPair(Value lo, Value hi) {
-  // One cvt.rn.{bf16,f16}x2.f32 per pair (a truncf of vector<2xf32> becomes
-  // two scalar conversions and a byte permute where LLVM also sees the
-  // elements used one by one).
-  auto rn = NVVM::FPRoundingModeAttr::get(ctx, NVVM::FPRoundingMode::RN);
-  auto type = VectorType::get({2}, s.elemType);
-  if (s.elemType.isBF16())
-    return NVVM::ConvertF32x2ToBF16x2Op::create(b, type, hi, lo, Value(), rn,
-                                                NVVM::SaturationModeAttr(),
-                                                BoolAttr());
-  return NVVM::ConvertF32x2ToF16x2Op::create(b, type, hi, lo, Value(), rn,
-                                             NVVM::SaturationModeAttr(), BoolAttr());
+  return KernelBuilder::packPair(s.elemType, lo, hi);
 }
 
 void AttentionKernelEmitter::storeGroupRows(Item it, Value c, Value rows,

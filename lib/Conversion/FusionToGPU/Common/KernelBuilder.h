@@ -133,6 +133,21 @@ public:
                      .getRes();
     return arith::IndexCastUIOp::create(b, b.getIndexType(), zero);
   }
+  /// (lo, hi) rounded to the 16-bit `elem` (bf16 or f16) by one
+  /// cvt.rn.{bf16,f16}x2.f32 (a truncf of vector<2xf32> becomes two scalar
+  /// conversions and a byte permute where LLVM also sees the elements used
+  /// one by one).
+  Value packPair(Type elem, Value lo, Value hi) {
+    auto rn = NVVM::FPRoundingModeAttr::get(ctx, NVVM::FPRoundingMode::RN);
+    auto type = VectorType::get({2}, elem);
+    if (elem.isBF16())
+      return NVVM::ConvertF32x2ToBF16x2Op::create(b, type, hi, lo, Value(), rn,
+                                                  NVVM::SaturationModeAttr(),
+                                                  BoolAttr());
+    return NVVM::ConvertF32x2ToF16x2Op::create(b, type, hi, lo, Value(), rn,
+                                               NVVM::SaturationModeAttr(),
+                                               BoolAttr());
+  }
   /// Warp specialization by warpgroup: warpgroup 0 (`warpgroup` is the
   /// thread's) gives registers back (setmaxnreg down to `producerRegs`) and
   /// its thread 0 (`tid`, the thread in its warpgroup) runs `produce`; the
