@@ -101,6 +101,31 @@ func.func @{name}(%do: {o}, %q: {q}, %k: {k}, %v: {v}) -> ({q}, {k}, {v}) {{
 """
 
 
+# The jagged backward (q, do, dq [T, H, D] by offsets): name: (heads, D, Dv,
+# L_kv, activation, scale, dtype, offsets dtype).
+JAGGED_GRADS = {
+    "gdpa_grad_jagged_kunlun": (2, 128, 128, 128, "gelu_tanh", 1.0, "bf16", "i32"),
+    "gdpa_grad_jagged_silu_i64": (4, 64, 128, 100, "silu", 0.125, "bf16", "i64"),
+}
+
+
+def jagged_grad_program(name, heads, d, dv, kv, act, scale, dtype, odt):
+    q = f"tensor<?x{heads}x{d}x{dtype}>"
+    k = f"tensor<?x{kv}x{heads}x{d}x{dtype}>"
+    v = f"tensor<?x{kv}x{heads}x{dv}x{dtype}>"
+    o = f"tensor<?x{heads}x{dv}x{dtype}>"
+    off = f"tensor<?x{odt}>"
+    return f"""// {name}: dq, dk, dv of out = {act}({scale} q k^T) v per sequence and head, q jagged by offsets (bench/attention/gen_attention.py)
+module attributes {{fusion.target = #fusion.target<"sm_90a">}} {{
+func.func @{name}(%do: {o}, %q: {q}, %k: {k}, %v: {v}, %offsets: {off}) -> ({q}, {k}, {v}) {{
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v offsets(%offsets : {off}) {{activation = #fusion.activation<{act}>, scale = {scale!r} : f32}}
+      : {o}, {q}, {k}, {v} -> {q}, {k}, {v}
+  return %dq, %dk, %dv : {q}, {k}, {v}
+}}
+}}
+"""
+
+
 # The Kunlun PFFN attention block, written with unfused ops as in
 # test/Pipelines/attention-block-sm90a.mlir: name: (heads, D, L_kv).
 BLOCKS = {"block_kunlun_h2": (2, 128, 128), "block_kunlun_h4": (4, 128, 128)}
@@ -253,6 +278,17 @@ def main():
                           f"k: {dtype}[B,{kv},{heads},{d}]; v: {dtype}[B,{kv},{heads},{dv}]; "
                           f"dq: {dtype}[B,L,{heads},{d}]; dk: {dtype}[B,{kv},{heads},{d}]; "
                           f"dv: {dtype}[B,{kv},{heads},{dv}]"),
+        })
+    for name, (heads, d, dv, kv, act, scale, dtype, odt) in JAGGED_GRADS.items():
+        with open(os.path.join(out, name + ".mlir"), "w") as f:
+            f.write(jagged_grad_program(name, heads, d, dv, kv, act, scale, dtype, odt))
+        manifest.append({
+            "name": name, "grad": True, "jagged": True, "offsets_dtype": odt, "heads": heads,
+            "d": d, "dv": dv, "kv": kv, "activation": act, "scale": scale, "dtype": dtype,
+            "signature": (f"do: {dtype}[T,{heads},{dv}]; q: {dtype}[T,{heads},{d}]; "
+                          f"k: {dtype}[B,{kv},{heads},{d}]; v: {dtype}[B,{kv},{heads},{dv}]; "
+                          f"offsets: {odt}[B1]; dq: {dtype}[T,{heads},{d}]; "
+                          f"dk: {dtype}[B,{kv},{heads},{d}]; dv: {dtype}[B,{kv},{heads},{dv}]"),
         })
     for name, (heads, d, kv) in BLOCKS.items():
         with open(os.path.join(out, name + ".mlir"), "w") as f:

@@ -35,7 +35,7 @@ if [[ ,$phases, == *,gradtests,* ]]; then
 fi
 if [[ ,$phases, == *,gradsanitize,* ]]; then
   for tool in memcheck racecheck synccheck; do
-    for c in "gdpa_grad_kunlun_h2 3 300" "gdpa_grad_relu_kv64 2 65" "gdpa_grad_silu_d64 2 77"; do
+    for c in "gdpa_grad_kunlun_h2 3 300" "gdpa_grad_relu_kv64 2 65" "gdpa_grad_silu_d64 2 77" "gdpa_grad_jagged_kunlun 7 200"; do
       echo "== $tool $c" >> "$out/attention_grad_sanitize.txt"
       timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
         python3 test/gpu/run_one_attention.py $c >> "$out/attention_grad_sanitize.txt" 2>&1

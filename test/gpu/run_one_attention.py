@@ -1,7 +1,7 @@
 """Runs one attention program once on random inputs, without PyTorch's
 kernels in the process beyond the inputs' creation (no cuBLAS): the
 compute-sanitizer runner for the attention kernels (gdpa_grad_* programs:
-the backward; kunlun_train_* and kunlun_backward_*: the block's training
+the backward, dense or jagged; kunlun_train_* and kunlun_backward_*: the block's training
 step and backward).
 
     FUSION_GPU_ARTIFACTS=build/gpu compute-sanitizer --tool racecheck \\
@@ -43,16 +43,6 @@ def main():
         bad = sum(int(torch.isnan(t).sum()) for t in outs)
         print(f"{name} B={batch} Lq={lq}: {'ok' if bad == 0 else f'{bad} NaN left'}")
         sys.exit(1 if bad else 0)
-    if prog.get("grad"):
-        # The backward: dq, dk, dv poisoned, do of the output's shape.
-        q = torch.rand(batch, lq, h, d, device="cuda").to(dt)
-        do = torch.rand(batch, lq, h, dv, device="cuda").to(dt)
-        grads = [torch.full_like(t, float("nan")) for t in (q, k, v)]
-        fn(do, q, k, v, *grads)
-        torch.cuda.synchronize()
-        bad = sum(int(torch.isnan(g).sum()) for g in grads)
-        print(f"{name} B={batch} Lq={lq}: {'ok' if bad == 0 else f'{bad} NaN left'}")
-        sys.exit(1 if bad else 0)
     if prog.get("jagged"):
         # `batch` sequences of lengths around L_q (some shorter than a
         # window, some empty), 19 tokens past the last offset.
@@ -61,8 +51,21 @@ def main():
             bounds.append(bounds[-1] + (0 if b % 5 == 3 else lq // 2 if b % 2 else lq + 37))
         odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
         offsets = torch.tensor(bounds, dtype=odt, device="cuda")
-        q = torch.rand(bounds[-1] + 19, h, d, device="cuda").to(dt)
-        out = torch.full((bounds[-1] + 19, h, dv), float("nan"), dtype=dt, device="cuda")
+        tokens = bounds[-1] + 19
+    if prog.get("grad"):
+        # The backward: dq, dk, dv poisoned, do of the output's shape.
+        lead = (tokens,) if prog.get("jagged") else (batch, lq)
+        q = torch.rand(*lead, h, d, device="cuda").to(dt)
+        do = torch.rand(*lead, h, dv, device="cuda").to(dt)
+        grads = [torch.full_like(t, float("nan")) for t in (q, k, v)]
+        fn(do, q, k, v, *([offsets] if prog.get("jagged") else []), *grads)
+        torch.cuda.synchronize()
+        bad = sum(int(torch.isnan(g).sum()) for g in grads)
+        print(f"{name} B={batch} Lq={lq}: {'ok' if bad == 0 else f'{bad} NaN left'}")
+        sys.exit(1 if bad else 0)
+    if prog.get("jagged"):
+        q = torch.rand(tokens, h, d, device="cuda").to(dt)
+        out = torch.full((tokens, h, dv), float("nan"), dtype=dt, device="cuda")
         fn(q, k, v, offsets, out)
     else:
         q = torch.rand(batch, lq, h, d, device="cuda").to(dt)

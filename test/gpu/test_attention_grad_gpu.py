@@ -7,7 +7,10 @@ poisoned (NaN), against float64 autograd of the same PyTorch code
 own bf16 (f16) autograd error + 1e-3. L_q not a multiple of the kernel's
 64-token tile (1, 3, 7, 65, 77, 129, 300, 1000), batches of 1 to 768, every
 activation, key lengths 1, 64, 72, 100, 128, D and Dv of 64 and 128
-(D != Dv); L_q = 0 (dk = dv = 0) and B = 0; bitwise determinism.
+(D != Dv); L_q = 0 (dk = dv = 0) and B = 0; bitwise determinism. Jagged
+q (gdpa_grad_jagged_*: q, do, dq [T, H, D] by offsets, i32 and i64) against
+autograd sequence by sequence: lengths not a multiple of the tile, empty
+sequences, tokens past offsets[B] (dq zero), no sequences.
 
     FUSION_GPU_ARTIFACTS=build/gpu python3 -m pytest -v -s test/gpu/test_attention_grad_gpu.py
 """
@@ -104,3 +107,69 @@ def test_deterministic():
     inputs = make_case(prog, 32, 512, 5)
     a, b = call("gdpa_grad_kunlun_h2", *inputs), call("gdpa_grad_kunlun_h2", *inputs)
     assert all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def jagged_reference(prog, do, q, k, v, bounds):
+    """(dq, dk, dv) of the jagged gdpa by autograd, sequence by sequence: dq
+    of the tokens outside every sequence zero, dk = dv = 0 for an empty
+    sequence."""
+    dq = torch.zeros_like(q)
+    dk, dv = torch.zeros_like(k), torch.zeros_like(v)
+    for b in range(len(bounds) - 1):
+        lo, hi = bounds[b], bounds[b + 1]
+        if hi > lo:
+            g = reference(prog, do[lo:hi][None], q[lo:hi][None], k[b:b + 1], v[b:b + 1])
+            dq[lo:hi], dk[b], dv[b] = g[0][0], g[1][0], g[2][0]
+    return dq, dk, dv
+
+
+# (program, sequence lengths, extra tokens past offsets[B]): lengths not a
+# multiple of the 64-token tile (a last tile that also loads the next
+# sequence's tokens), empty sequences, short sequences sharing a tile, one
+# long sequence, tokens past the last offset (dq zero), no sequences.
+JAGGED_CASES = [
+    ("gdpa_grad_jagged_kunlun", [300, 0, 128, 1, 77, 512, 5], 0),
+    ("gdpa_grad_jagged_kunlun", [3, 9, 1, 40, 2, 100, 30, 17, 0, 64], 45),
+    ("gdpa_grad_jagged_kunlun", [1000], 7),
+    ("gdpa_grad_jagged_kunlun", [0, 0], 130),
+    ("gdpa_grad_jagged_kunlun", [], 20),
+    ("gdpa_grad_jagged_silu_i64", [129, 0, 255, 64, 65, 7], 3),
+]
+
+
+@pytest.mark.parametrize("name,lengths,extra", JAGGED_CASES)
+def test_gdpa_grad_jagged(name, lengths, extra):
+    prog = PROGRAMS.get(name)
+    if prog is None:
+        pytest.skip(f"{name} is not in {ap.MANIFEST}")
+    dt = DTYPES[prog["dtype"]]
+    h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
+    gen = torch.Generator(device="cuda").manual_seed(sum(lengths) * 17 + extra)
+    bounds = [0]
+    for n in lengths:
+        bounds.append(bounds[-1] + n)
+    odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
+    offsets = torch.tensor(bounds, dtype=odt, device="cuda")
+    batch, tokens = len(lengths), bounds[-1] + extra
+    spread = (d * prog["scale"] ** 2) ** -0.25
+    do = torch.randn(tokens, h, dv, generator=gen, device="cuda").to(dt)
+    q = (spread * torch.randn(tokens, h, d, generator=gen, device="cuda")).to(dt)
+    k = (spread * torch.randn(batch, kv, h, d, generator=gen, device="cuda")).to(dt)
+    v = torch.randn(batch, kv, h, dv, generator=gen, device="cuda").to(dt)
+    ours = [torch.full_like(t, float("nan")) for t in (q, k, v)]
+    function(name)(do, q, k, v, offsets, *ours)
+    torch.cuda.synchronize()
+    ref64 = jagged_reference(prog, *(t.double() for t in (do, q, k, v)), bounds)
+    ref16 = jagged_reference(prog, do, q, k, v, bounds)
+    assert bool((ours[0][bounds[-1]:] == 0).all()), "dq past offsets[B] is not zero"
+    for label, got, r64, r16 in zip(("dq", "dk", "dv"), ours, ref64, ref16):
+        assert not torch.isnan(got).any(), \
+            f"{label}: {int(torch.isnan(got).sum())} NaN left (not written)"
+        if r64.numel() == 0 or not bool(r64.abs().sum() > 0):
+            assert bool((got == 0).all()), f"{label}: expected zeros"
+            continue
+        mine, theirs = rel_error(got, r64), rel_error(r16, r64)
+        print(f"{name} lengths={lengths} +{extra} {label}: rel err {mine:.2e} "
+              f"(torch {prog['dtype']} {theirs:.2e})")
+        assert mine <= 2 * theirs + FLOOR, \
+            f"{label}: rel err {mine:.3e} > 2 x {theirs:.3e} + {FLOOR}"

@@ -110,9 +110,6 @@ std::string mlir::fusion::whyNoAttentionGradKernel(const TargetInfo &target,
     return llvm::formatv("no MMA engine for {0}: the {1} engine is not "
                          "implemented yet",
                          target.chip, stringifyMmaKind(target.mma));
-  if (s.jagged)
-    return "jagged query (offsets) is not supported by the attention backward "
-           "kernel yet; expected a dense query [B, Lq, H, D]";
   for (auto [name, d] : {std::pair<const char *, int64_t>{"head dimension D", s.headDim},
                          {"value head dimension Dv", s.valueDim}})
     if (d != 64 && d != 128)

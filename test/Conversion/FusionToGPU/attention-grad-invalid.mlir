@@ -15,18 +15,6 @@ func.func @sm100(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x64xbf16>, %k: te
 
 // -----
 
-// Jagged q (offsets): the stretch goal, not done yet.
-module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @jagged(%do: tensor<256x2x64xbf16>, %q: tensor<256x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %v: tensor<2x64x2x64xbf16>, %off: tensor<3xi32>) -> tensor<256x2x64xbf16> {
-  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: jagged query (offsets) is not supported by the attention backward kernel yet; expected a dense query [B, Lq, H, D]}}
-  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v offsets(%off : tensor<3xi32>) {activation = #fusion.activation<silu>, scale = 0.125 : f32}
-      : tensor<256x2x64xbf16>, tensor<256x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16> -> tensor<256x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>
-  return %dq : tensor<256x2x64xbf16>
-}
-}
-
-// -----
-
 // f32 backward.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @f32(%do: tensor<2x64x2x64xf32>, %q: tensor<2x64x2x64xf32>, %k: tensor<2x64x2x64xf32>, %v: tensor<2x64x2x64xf32>) -> tensor<2x64x2x64xf32> {

@@ -56,6 +56,25 @@ func.func @one_group(%do: tensor<?x?x1x128xf16>, %q: tensor<?x?x1x128xf16>, %k: 
   return %dq, %dk, %dv : tensor<?x?x1x128xf16>, tensor<?x64x1x128xf16>, tensor<?x64x1x128xf16>
 }
 
+// Jagged q (offsets, i32): q, do and dq [T, H, D] go to the maps as one
+// batch [1, T, H, D]; B = len(offsets) - 1; the kernel also takes the
+// offsets and dq viewed flat (a sequence's last tile's rows, the rows
+// outside every sequence).
+// CHECK-LABEL: func.func @jagged(
+// CHECK-SAME: %[[JQ:[^:]*]]: memref<?x2x128xbf16>, %{{[^:]*}}: memref<?x128x2x128xbf16>, %{{[^:]*}}: memref<?x128x2x128xbf16>, %[[OFF:[^:]*]]: memref<?xi32>, %[[JDQ:[^:]*]]: memref<?x2x128xbf16>
+// CHECK: %[[N:.*]] = memref.dim %[[OFF]], %c0
+// CHECK: %[[N1:.*]] = arith.maxui %[[N]], %c1
+// CHECK: %[[JB:.*]] = arith.subi %[[N1]], %c1
+// CHECK: %[[T:.*]] = memref.dim %[[JQ]], %c0
+// CHECK: memref.expand_shape %{{.*}} {{\[\[}}0, 1], [2], [3]] output_shape [1, %{{.*}}, 2, 128] : memref<?x2x128xbf16> into memref<1x?x2x128xbf16>
+// CHECK: %[[FLAT:.*]] = memref.reinterpret_cast %[[JDQ]] to offset: [0], sizes: [%{{.*}}], strides: [1] : memref<?x2x128xbf16> to memref<?xbf16>
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@jagged_kernel0 {{.*}} threads in (%c384, %c1, %c1) {{.*}} %[[JB]] : index, %[[T]] : index, %c2 : index, %[[OFF]] : memref<?xi32>, %[[FLAT]] : memref<?xbf16>)
+func.func @jagged(%do: tensor<?x2x128xbf16>, %q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: tensor<?x128x2x128xbf16>, %off: tensor<?xi32>) -> (tensor<?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16>) {
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v offsets(%off : tensor<?xi32>) {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+      : tensor<?x2x128xbf16>, tensor<?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16> -> tensor<?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16>
+  return %dq, %dk, %dv : tensor<?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16>
+}
+
 }
 
 // The kernels follow the host functions: launch bounds of 384 threads and
@@ -73,6 +92,9 @@ func.func @one_group(%do: tensor<?x?x1x128xf16>, %q: tensor<?x?x1x128xf16>, %k: 
 // PTXAS-DAG: ptxas ok: kunlun_kernel0 registers=168 spills=0
 // PTXAS-DAG: ptxas ok: silu_d64_kernel0 registers=168 spills=0
 // PTXAS-DAG: ptxas ok: one_group_kernel0 registers=248 spills=0
+// The jagged kernel spills (64 bytes): the unit's token range, the tile's
+// tokens left and the partial tile's 16-byte dq stores beside dK and dV.
+// PTXAS-DAG: ptxas ok: jagged_kernel0 registers=168 spills={{[0-9]|[1-5][0-9]|6[0-4]}}{{$}}
 
 // The five MMAs: S^T and dP^T with Q and dO as K-major (transposed) B,
 // dV and dK with dO and Q as N-major B [64 tokens, Dv / D], dQ with dS^T

@@ -62,19 +62,8 @@ public:
     // A 4-D map of `v` [B, L, H, D] with boxes [1, rows, 1, 64] (128-byte
     // swizzled, zero fill out of bounds), encoded on the host.
     auto descriptor = [&](Value v, int64_t rows) -> Value {
-      Value mem = host.dynamicMemref(v);
       // Jagged q and output [T, H, D]: one batch of T tokens to the TMA.
-      if (cast<MemRefType>(mem.getType()).getRank() == 3) {
-        auto type = cast<MemRefType>(mem.getType());
-        SmallVector<int64_t> shape = {1};
-        llvm::append_range(shape, type.getShape());
-        SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
-        for (int64_t d = 0; d < 3; ++d)
-          sizes.push_back(memref::DimOp::create(b, mem, d).getResult());
-        mem = memref::ExpandShapeOp::create(
-            b, MemRefType::get(shape, type.getElementType()), mem,
-            ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}}, sizes);
-      }
+      Value mem = asBatchOfOne(b, host.dynamicMemref(v));
       Value unranked = memref::CastOp::create(
           b, UnrankedMemRefType::get(spec.elemType, 0), mem);
       SmallVector<int64_t> box = {1, rows, 1, Spec::kBoxCols};

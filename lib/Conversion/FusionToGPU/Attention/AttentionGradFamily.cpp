@@ -6,10 +6,14 @@
 // encoded on the host, and a grid of min(units (b, h), SMs) CTAs. Without
 // units (B or H is 0) no map at all; without query tokens (L_q = 0) none of
 // do, q, dq (the kernel still writes dk = dv = 0); one CTA at least.
+// Jagged q (offsets): q, do, dq [T, H, D] are one batch [1, T, H, D] to the
+// maps, B = len(offsets) - 1, and the kernel also takes the offsets and dq
+// viewed flat.
 //
 //===----------------------------------------------------------------------===//
 
 #include "AttentionGradKernel.h"
+#include "AttentionSpec.h"
 
 #include "../Common/TmaPipeline.h"
 #include "../KernelFamily.h"
@@ -54,7 +58,8 @@ public:
     // swizzled, zero fill out of bounds), encoded on the host.
     auto descriptor = [&](Value v) -> Value {
       Value unranked = memref::CastOp::create(
-          b, UnrankedMemRefType::get(spec.elemType, 0), host.dynamicMemref(v));
+          b, UnrankedMemRefType::get(spec.elemType, 0),
+          asBatchOfOne(b, host.dynamicMemref(v)));
       SmallVector<int64_t> box = {1, 64, 1, 64};
       Type mapType = swizzledTensorMapType(ctx, box, spec.elemType);
       SmallVector<Value> boxValues;
@@ -84,9 +89,20 @@ public:
       return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, v, idx(0)).getResult();
     };
     Value q = host.map.lookup(op.getQuery());
-    Value batch = memref::DimOp::create(b, q, 0);
-    Value queryLen = memref::DimOp::create(b, q, 1);
-    Value heads = memref::DimOp::create(b, q, 2);
+    Value batch, queryLen, heads, offsets;
+    if (spec.jagged) {
+      offsets = host.dynamicMemref(op.getOffsets());
+      // B = len(offsets) - 1 (an empty offsets tensor: no sequence).
+      batch = arith::SubIOp::create(
+          b, arith::MaxUIOp::create(b, memref::DimOp::create(b, offsets, 0), idx(1)),
+          idx(1));
+      queryLen = memref::DimOp::create(b, q, 0);
+      heads = memref::DimOp::create(b, q, 1);
+    } else {
+      batch = memref::DimOp::create(b, q, 0);
+      queryLen = memref::DimOp::create(b, q, 1);
+      heads = memref::DimOp::create(b, q, 2);
+    }
     Value units = arith::MulIOp::create(b, batch, heads);
     Value anyUnit = nonZero(units);
     Value anyTile = arith::AndIOp::create(b, anyUnit, nonZero(queryLen));
@@ -99,6 +115,17 @@ public:
                                    unitMaps[1], tileMaps[2], unitMaps[2],
                                    unitMaps[3], batch,       queryLen,
                                    heads};
+    if (spec.jagged) {
+      Value dq = host.dynamicMemref(op.getQueryGrad());
+      Value count = idx(1);
+      for (int64_t d = 0; d < 3; ++d)
+        count = arith::MulIOp::create(b, count, memref::DimOp::create(b, dq, d));
+      operands.push_back(offsets);
+      operands.push_back(memref::ReinterpretCastOp::create(
+          b, MemRefType::get({ShapedType::kDynamic}, spec.elemType), dq,
+          OpFoldResult(b.getIndexAttr(0)), ArrayRef<OpFoldResult>{count},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1)}));
+    }
     // Persistent: min(units, SMs) CTAs, at least one.
     func::FuncOp smCount = host.getRuntimeFunction("fusionrtMultiprocessorCount",
                                                    b.getFunctionType({}, {b.getI32Type()}));

@@ -46,9 +46,22 @@
 // padded token's dO row is 0 (so it adds nothing to dV) and its dS^T
 // column is 0 (nothing to dK). Their own rows of dK, dV, dQ are not stored.
 //
+// Jagged q (offsets [B + 1]; q, do, dq [T, H, D], one batch [1, T, H, D] to
+// the TMA): unit (b, h) takes the tokens [lo, hi) = [offsets[b],
+// offsets[b + 1]) (clamped to [0, T], hi >= lo) in tiles of 64 from lo. A
+// sequence's last tile also loads the next sequence's first tokens: their
+// P^T and dS^T columns are zeroed before they are written (they add nothing
+// to dV, dK, and their dQ rows are not stored), and that tile's dQ goes out
+// 16 bytes a thread from the staging buffer, only rows below hi (a TMA
+// store would overwrite the next sequence's rows). After the units, every
+// consumer thread of every CTA zero-fills the dq rows that belong to no
+// sequence, [0, offsets[0]) and [offsets[B], T). An empty sequence has no
+// tile: its dK and dV are zeros.
+//
 //===----------------------------------------------------------------------===//
 
 #include "AttentionGradKernel.h"
+#include "AttentionSpec.h"
 
 #include "../Common/TmaPipeline.h"
 
@@ -154,21 +167,55 @@ private:
     groupBarrier(c);
   }
 
+  /// A unit's query tokens: its tiles, the token (row coordinate) of tile
+  /// 0, the end of its tokens and the TMA's batch coordinate. Dense: all
+  /// L_q tokens of batch b; jagged: [offsets[b], offsets[b + 1]) of the one
+  /// batch [1, T].
+  struct UnitTokens {
+    Value tiles, first, end, batchCoord;
+  };
+  UnitTokens unitTokens(Value batch) {
+    if (!s.jagged)
+      return {qTiles, idx(0), arg(Arg::QueryLen), batch};
+    Value lo = tokenOffset(batch);
+    Value hi = arith::MaxUIOp::create(b, lo, tokenOffset(add(batch, idx(1))));
+    return {arith::CeilDivUIOp::create(b, sub(hi, lo), idx(Spec::kTileQ)), lo, hi,
+            idx(0)};
+  }
+  Value tokenOffset(Value i) {
+    return clampedOffset(b, arg(Arg::Offsets), i, arg(Arg::QueryLen));
+  }
   /// Loops over this CTA's units (b, h), carrying `inits`.
-  ValueRange unitLoop(ValueRange inits,
-                      function_ref<SmallVector<Value>(Value, Value, ValueRange)> body) {
+  ValueRange unitLoop(
+      ValueRange inits,
+      function_ref<SmallVector<Value>(Value, Value, const UnitTokens &, ValueRange)>
+          body) {
     Value first = gpu::BlockIdOp::create(b, gpu::Dimension::x);
     Value step = gpu::GridDimOp::create(b, gpu::Dimension::x);
     return forLoop(first, units, step, inits, [&](Value unit, ValueRange it) {
       Value batch = arith::DivUIOp::create(b, unit, heads);
       Value head = arith::RemUIOp::create(b, unit, heads);
-      return body(batch, head, it);
+      UnitTokens tokens = unitTokens(batch);
+      return body(batch, head, tokens, it);
     });
   }
+  /// Jagged: dq's rows outside every sequence, [0, offsets[0]) and
+  /// [offsets[B], T), zeroed by every consumer thread of the grid (16 bytes
+  /// each step; a row is H x D elements, a multiple of 8).
+  void zeroRowsOutsideSequences(Value consumerThread);
 
   void roles();
   void producer();
   void consumer();
+  /// Jagged: the first `rows` rows of the staging block [64 tokens, 64]
+  /// (128-byte swizzled) to dq's rows `row`, ... of `head`, columns
+  /// `column` + [0, 64), 16 bytes a thread of the group.
+  void storeRowsBelow(Value staging, Value rows, Value row, Value head,
+                      Value column);
+  /// Jagged: rows [first, 64) of the `blocks` blocks [64, 64] at `offset`
+  /// set to 0, 16 bytes a step, by every consumer thread (`thread` of
+  /// 128 x consumers).
+  void zeroRowsFrom(Value offset, int64_t blocks, Value first, Value thread);
 
   std::unique_ptr<MmaEngine> engine(const MmaShape &shape) {
     std::string whyNot;
@@ -239,7 +286,8 @@ void AttentionGradEmitter::producer() {
   };
   const int64_t dBlocks = s.headDim / 64, dvBlocks = s.valueDim / 64;
   Value zero = idx(0);
-  unitLoop({idx(0), idx(0)}, [&](Value batch, Value head, ValueRange iters) {
+  unitLoop({idx(0), idx(0)}, [&](Value batch, Value head, const UnitTokens &tokens,
+                                  ValueRange iters) {
     Value pos = iters[0], kvPos = iters[1];
     kvRing.acquire(*this, zero, kvPos);
     nvgpu::MBarrierArriveExpectTxOp::create(b, kvRing.full,
@@ -254,21 +302,22 @@ void AttentionGradEmitter::producer() {
              idx(64 * r), batch);
     }
     ValueRange after = forLoop(
-        idx(0), qTiles, idx(1), ValueRange{pos}, [&](Value t, ValueRange it) {
+        idx(0), tokens.tiles, idx(1), ValueRange{pos}, [&](Value t, ValueRange it) {
           Value p = it[0];
           Value stage = ring.stageOf(*this, p);
           ring.acquire(*this, stage, p);
           nvgpu::MBarrierArriveExpectTxOp::create(b, ring.full, idx(s.stageBytes()),
                                                   stage, Value());
           Value base = stageBase(stage);
-          Value row = mul(t, idx(Spec::kTileQ));
+          Value row = add(tokens.first, mul(t, idx(Spec::kTileQ)));
           for (int64_t c = 0; c < dBlocks; ++c)
             load(map(Arg::TmaQ), ring.full, stage,
-                 add(base, idx(c * Spec::kBlockBytes)), 64 * c, head, row, batch);
+                 add(base, idx(c * Spec::kBlockBytes)), 64 * c, head, row,
+                 tokens.batchCoord);
           for (int64_t e = 0; e < dvBlocks; ++e)
             load(map(Arg::TmaDo), ring.full, stage,
                  add(base, idx(s.qBytes() + e * Spec::kBlockBytes)), 64 * e, head,
-                 row, batch);
+                 row, tokens.batchCoord);
           return SmallVector<Value>{ring.nextPos(*this, p)};
         });
     return SmallVector<Value>{after[0], kvRing.nextPos(*this, kvPos)};
@@ -309,18 +358,36 @@ void AttentionGradEmitter::consumer() {
   };
   Value scaleF = cstF32(s.scale);
 
-  unitLoop({idx(0), idx(0), idx(0)}, [&](Value batch, Value head, ValueRange iters) {
+  unitLoop({idx(0), idx(0), idx(0)}, [&](Value batch, Value head,
+                                         const UnitTokens &tokens, ValueRange iters) {
     Value pos = iters[0], kvPos = iters[1], count = iters[2];
     kvRing.waitFull(*this, zero, kvPos);
     SmallVector<Value> inits = {pos, count, dvEngine->initAccumulator(*this),
                                 dkEngine->initAccumulator(*this)};
     ValueRange tiles = forLoop(
-        idx(0), qTiles, idx(1), inits, [&](Value t, ValueRange it) {
+        idx(0), tokens.tiles, idx(1), inits, [&](Value t, ValueRange it) {
           Value p = it[0], tileCount = it[1], dV = it[2], dK = it[3];
           Value stage = ring.stageOf(*this, p);
           ring.waitFull(*this, stage, p);
           Value base = stageBase(stage);
           Value kv = opaqueZero();
+          // The tile's first token (dense: built below, where the dQ store
+          // needs it, as before jagged q existed: same PTX).
+          Value row = s.jagged ? add(tokens.first, mul(t, idx(Spec::kTileQ))) : Value();
+          // Jagged: the tile's tokens of this sequence; a last tile's rows
+          // past them (the next sequence's tokens) get dO = 0 before any
+          // group's dP^T reads it: their dP^T and so dS^T columns are 0 and
+          // their P^T columns meet dO's zero rows, so they add nothing to
+          // dV, dK or the other rows of dQ (their own dQ rows are not
+          // stored).
+          Value tokensLeft = s.jagged ? sub(tokens.end, row) : Value();
+          if (s.jagged)
+            ifThen(ult(tokensLeft, idx(Spec::kTileQ)), [&] {
+              zeroRowsFrom(add(base, idx(s.qBytes())), s.valueDim / 64, tokensLeft,
+                           add(mul(c, idx(128)), tid));
+              fenceAsyncShared();
+              consumersBarrier();
+            });
 
           // S^T = K_c Q^T, dP^T = V_c dO^T.
           Value sT = scoreEngine->initAccumulator(*this);
@@ -364,11 +431,11 @@ void AttentionGradEmitter::consumer() {
                 dsv[e] = arith::MulFOp::create(b, arith::MulFOp::create(b, d, grad),
                                                scaleF);
               }
-              Value row = add(idx(sView->rowOffset(h)), rowInGroup);
+              Value keyRow = add(idx(sView->rowOffset(h)), rowInGroup);
               vector::StoreOp::create(b, packPair(pv[0], pv[1]), pTile,
-                                      ValueRange{row, col}, false, llvm::MaybeAlign(4));
+                                      ValueRange{keyRow, col}, false, llvm::MaybeAlign(4));
               vector::StoreOp::create(b, packPair(dsv[0], dsv[1]), dsTile,
-                                      ValueRange{row, col}, false, llvm::MaybeAlign(4));
+                                      ValueRange{keyRow, col}, false, llvm::MaybeAlign(4));
             }
           }
           fenceAsyncShared();
@@ -384,7 +451,8 @@ void AttentionGradEmitter::consumer() {
 
           // dQ's column blocks of this group: dS (every group's dS^T,
           // M-major) times K's blocks of those columns.
-          Value row = mul(t, idx(Spec::kTileQ));
+          if (!s.jagged)
+            row = mul(t, idx(Spec::kTileQ));
           for (int64_t i = 0; i < dqSlots; ++i) {
             Value e = add(c, idx(i * s.consumers()));
             auto dqBlock = [&] {
@@ -406,13 +474,32 @@ void AttentionGradEmitter::consumer() {
               });
               fenceAsyncShared();
               groupBarrier(c);
-              ifThen(isGroupLeader, [&] {
-                Value src = block(staging, {1, 64, 1, 64});
-                nvgpu::TmaAsyncStoreOp::create(
-                    b, src, map(Arg::TmaDq),
-                    ValueRange{mul(e, idx(64)), head, row, batch}, Value());
-                NVVM::CpAsyncBulkCommitGroupOp::create(b);
-              });
+              auto bulkStore = [&] {
+                ifThen(isGroupLeader, [&] {
+                  Value src = block(staging, {1, 64, 1, 64});
+                  nvgpu::TmaAsyncStoreOp::create(
+                      b, src, map(Arg::TmaDq),
+                      ValueRange{mul(e, idx(64)), head, row, tokens.batchCoord},
+                      Value());
+                  NVVM::CpAsyncBulkCommitGroupOp::create(b);
+                });
+              };
+              if (!s.jagged) {
+                bulkStore();
+                return;
+              }
+              // Jagged: a whole tile of this sequence by TMA; its last,
+              // partial tile 16 bytes a thread (rows below the end only).
+              scf::IfOp::create(
+                  b, ult(idx(Spec::kTileQ - 1), tokensLeft),
+                  [&](OpBuilder &, Location) {
+                    bulkStore();
+                    scf::YieldOp::create(b);
+                  },
+                  [&](OpBuilder &, Location) {
+                    storeRowsBelow(staging, tokensLeft, row, head, mul(e, idx(64)));
+                    scf::YieldOp::create(b);
+                  });
             };
             if (dqGuard)
               ifThen(ult(e, idx(dBlocks)), dqBlock);
@@ -446,9 +533,77 @@ void AttentionGradEmitter::consumer() {
     storeAccumulator(*dkEngine, tiles[3], s.headDim, Arg::TmaDk);
     return SmallVector<Value>{tiles[0], kvRing.nextPos(*this, kvPos), tiles[1]};
   });
+  if (s.jagged)
+    zeroRowsOutsideSequences(add(mul(c, idx(128)), tid));
   // Shared memory must outlive the last stores that read it.
   ifThen(isGroupLeader,
          [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
+}
+
+void AttentionGradEmitter::storeRowsBelow(Value staging, Value rows, Value row,
+                                          Value head, Value column) {
+  // 64 rows x 8 chunks of 16 bytes, consecutive threads on a row's chunks.
+  auto chunkType = VectorType::get({8}, s.elemType);
+  Value tile = block(staging, {64, 64});
+  for (int64_t k = 0; k < 64 * 8 / 128; ++k) {
+    Value i = add(tid, idx(128 * k));
+    Value r = div(i, 8), chunk = rem(i, 8);
+    ifThen(ult(r, rows), [&] {
+      Value phys = arith::XOrIOp::create(b, chunk, rem(r, 8));
+      Value v = vector::LoadOp::create(b, chunkType, tile,
+                                       ValueRange{r, mul(phys, idx(8))});
+      Value token = add(row, r);
+      Value at = add(mul(add(mul(token, heads), head), idx(s.headDim)),
+                     add(column, mul(chunk, idx(8))));
+      vector::StoreOp::create(b, v, arg(Arg::DqFlat), ValueRange{at},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+    });
+  }
+}
+
+void AttentionGradEmitter::zeroRowsFrom(Value offset, int64_t blocks,
+                                        Value first, Value thread) {
+  auto chunkType = VectorType::get({8}, s.elemType);
+  Value zeros = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(chunkType, b.getFloatAttr(s.elemType, 0.0)));
+  // Chunk i of the zeroed rows: row first + i / 8, 16-byte column i % 8
+  // (any of a row's chunks: the swizzle only permutes them).
+  Value chunks = mul(sub(idx(64), first), idx(8));
+  for (int64_t e = 0; e < blocks; ++e) {
+    Value tile = block(add(offset, idx(e * Spec::kBlockBytes)), {64, 64});
+    forLoop(thread, chunks, idx(128 * s.consumers()), ValueRange{},
+            [&](Value i, ValueRange) {
+              vector::StoreOp::create(b, zeros, tile,
+                                      ValueRange{add(first, div(i, 8)),
+                                                 mul(rem(i, 8), idx(8))});
+              return SmallVector<Value>{};
+            });
+  }
+}
+
+void AttentionGradEmitter::zeroRowsOutsideSequences(Value consumerThread) {
+  Value rowElems = mul(heads, idx(s.headDim));
+  Value tokens = arg(Arg::QueryLen);
+  Value first = tokenOffset(idx(0));
+  Value last = arith::MaxUIOp::create(b, first, tokenOffset(arg(Arg::Batch)));
+  auto chunkType = VectorType::get({8}, s.elemType);
+  Value zeros = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(chunkType, b.getFloatAttr(s.elemType, 0.0)));
+  Value threads = mul(gpu::GridDimOp::create(b, gpu::Dimension::x),
+                      idx(128 * s.consumers()));
+  Value start = add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x),
+                        idx(128 * s.consumers())),
+                    consumerThread);
+  for (auto [lo, hi] : {std::pair<Value, Value>{idx(0), first}, {last, tokens}}) {
+    Value base = mul(lo, rowElems);
+    Value chunks = div(mul(sub(hi, lo), rowElems), 8);
+    forLoop(start, chunks, threads, ValueRange{}, [&](Value i, ValueRange) {
+      vector::StoreOp::create(b, zeros, arg(Arg::DqFlat),
+                              ValueRange{add(base, mul(i, idx(8)))},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+      return SmallVector<Value>{};
+    });
+  }
 }
 
 } // namespace
@@ -459,7 +614,11 @@ gpu::GPUFuncOp mlir::fusion::buildAttentionGradKernel(
   OpBuilder::InsertionGuard guard(builder);
   auto ptr = LLVM::LLVMPointerType::get(builder.getContext());
   SmallVector<Type> types(kAttentionGradMaps, ptr);
-  types.append(kAttentionGradArgs - kAttentionGradMaps, builder.getIndexType());
+  types.append(kAttentionGradDenseArgs - kAttentionGradMaps, builder.getIndexType());
+  if (s.jagged) {
+    types.push_back(MemRefType::get({ShapedType::kDynamic}, s.offsetsType));
+    types.push_back(MemRefType::get({ShapedType::kDynamic}, s.elemType));
+  }
   std::string whyNot;
   std::unique_ptr<MmaEngine> engine = createMmaEngine(target, MmaShape{}, whyNot);
   RegisterBudget regs =

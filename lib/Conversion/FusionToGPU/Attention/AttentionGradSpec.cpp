@@ -48,6 +48,10 @@ mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target
   s.kvTile = llvm::alignTo(s.kvLen, 64);
   s.activation = op.getActivation();
   s.scale = op.getScale().convertToDouble();
+  if (Value offsets = op.getOffsets()) {
+    s.jagged = true;
+    s.offsetsType = elemOf(offsets);
+  }
   // At most 209 KB (D = Dv = L_kv = 128, one stage 177 KB): the limits
   // above keep one stage inside every Hopper's 227 KB.
   static_cast<AttentionGradLayout &>(s) = planAttentionGradLayout(target, s);

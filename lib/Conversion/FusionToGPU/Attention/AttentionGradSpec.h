@@ -27,6 +27,10 @@ struct AttentionGradKernelSpec : AttentionGradLayout {
   int64_t kvLen = 0;
   Activation activation = Activation::identity;
   double scale = 1.0;
+  /// Jagged q, do, dq [T, H, D] through offsets (i32 or i64) [B + 1]; k, v,
+  /// dk, dv stay dense [B, L_kv, H, D].
+  bool jagged = false;
+  Type offsetsType;
 };
 
 /// The spec of `op` on `target`, or failure with `whyNot` (a message that
@@ -37,11 +41,16 @@ getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target,
 
 /// The kernel's arguments, in order: the 4-D tensor maps [B, L, H, D] of
 /// the loads (do, q, k, v) and of the stores (dq, dk, dv), all with boxes
-/// [1, 64, 1, 64]; batch, query length and heads (index).
+/// [1, 64, 1, 64] (jagged: do, q, dq as one batch [1, T, H, D]); batch,
+/// query length (jagged: T) and heads (index); jagged only, the offsets
+/// (memref<?xi32|i64>) and dq viewed flat (memref<?xelem>), for the rows of
+/// a sequence's last tile and the rows outside every sequence.
 enum class AttentionGradArg {
-  TmaDo, TmaQ, TmaK, TmaV, TmaDq, TmaDk, TmaDv, Batch, QueryLen, Heads
+  TmaDo, TmaQ, TmaK, TmaV, TmaDq, TmaDk, TmaDv, Batch, QueryLen, Heads,
+  Offsets, DqFlat
 };
-constexpr int64_t kAttentionGradMaps = 7, kAttentionGradArgs = 10;
+constexpr int64_t kAttentionGradMaps = 7, kAttentionGradDenseArgs = 10,
+                  kAttentionGradJaggedArgs = 12;
 
 } // namespace mlir::fusion
 

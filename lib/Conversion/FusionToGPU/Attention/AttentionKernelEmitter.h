@@ -18,9 +18,6 @@
 
 namespace mlir::fusion {
 
-/// offsets[i] clamped to [0, tokens], or `tokens` where i is past the end.
-Value clampedOffset(ImplicitLocOpBuilder &b, Value offsets, Value i, Value tokens);
-
 class AttentionKernelEmitter : public KernelBuilder {
 public:
   using Spec = AttentionKernelSpec;

@@ -4,6 +4,10 @@
 
 #include "fusion/Target/NVPTX/AttentionKernelLimits.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -160,4 +164,18 @@ mlir::fusion::attentionArgs(const AttentionKernelSpec &s) {
     args.push_back(AttentionArg::RmsWeight);
   args.append({AttentionArg::LnMean, AttentionArg::LnRstd, AttentionArg::RmsRstd});
   return args;
+}
+
+Value mlir::fusion::asBatchOfOne(ImplicitLocOpBuilder &b, Value mem) {
+  auto type = cast<MemRefType>(mem.getType());
+  if (type.getRank() != 3)
+    return mem;
+  SmallVector<int64_t> shape = {1};
+  llvm::append_range(shape, type.getShape());
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
+  for (int64_t d = 0; d < 3; ++d)
+    sizes.push_back(memref::DimOp::create(b, mem, d).getResult());
+  return memref::ExpandShapeOp::create(
+      b, MemRefType::get(shape, type.getElementType()), mem,
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}}, sizes);
 }

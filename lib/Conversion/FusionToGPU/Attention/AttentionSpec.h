@@ -39,6 +39,7 @@
 #include "fusion/Target/NVPTX/TargetInfo.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <algorithm>
 #include <string>
@@ -100,6 +101,16 @@ SmallVector<AttentionArg> attentionArgs(const AttentionKernelSpec &s);
 
 /// `t` as MLIR prints it, for the attention families' diagnostics.
 std::string typeName(Type t);
+
+/// Jagged attention: offsets[i] as a token index, clamped to [0, tokens]
+/// (offsets outside it select no rows rather than rows of another tensor),
+/// or `tokens` where i is past the offsets' end (an empty offsets tensor has
+/// no batch). Device code (index type).
+Value clampedOffset(ImplicitLocOpBuilder &b, Value offsets, Value i, Value tokens);
+
+/// Host code: a jagged [T, H, D] memref as one batch [1, T, H, D] (the
+/// attention kernels' 4-D tensor maps); other memrefs as they are.
+Value asBatchOfOne(ImplicitLocOpBuilder &b, Value mem);
 
 } // namespace mlir::fusion
 
