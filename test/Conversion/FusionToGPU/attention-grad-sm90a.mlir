@@ -92,9 +92,10 @@ func.func @jagged(%do: tensor<?x2x128xbf16>, %q: tensor<?x2x128xbf16>, %k: tenso
 // PTXAS-DAG: ptxas ok: kunlun_kernel0 registers=168 spills=0
 // PTXAS-DAG: ptxas ok: silu_d64_kernel0 registers=168 spills=0
 // PTXAS-DAG: ptxas ok: one_group_kernel0 registers=248 spills=0
-// The jagged kernel spills (64 bytes): the unit's token range, the tile's
-// tokens left and the partial tile's 16-byte dq stores beside dK and dV.
-// PTXAS-DAG: ptxas ok: jagged_kernel0 registers=168 spills={{[0-9]|[1-5][0-9]|6[0-4]}}{{$}}
+// The jagged kernel spills (32 bytes): the unit's token range and the tile's
+// tokens left beside dK and dV (the partial tile's dq stores rebuild their
+// addresses from an opaque zero: 64 bytes without).
+// PTXAS-DAG: ptxas ok: jagged_kernel0 registers=168 spills={{[0-9]|[1-2][0-9]|3[0-2]}}{{$}}
 
 // The five MMAs: S^T and dP^T with Q and dO as K-major (transposed) B,
 // dV and dK with dO and Q as N-major B [64 tokens, Dv / D], dQ with dS^T

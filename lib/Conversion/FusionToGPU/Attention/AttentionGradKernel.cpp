@@ -545,8 +545,12 @@ void AttentionGradEmitter::storeRowsBelow(Value staging, Value rows, Value row,
   // 64 rows x 8 chunks of 16 bytes, consecutive threads on a row's chunks.
   auto chunkType = VectorType::get({8}, s.elemType);
   Value tile = block(staging, {64, 64});
+  // The thread's first index through an opaque zero: the addresses below
+  // are built here, not hoisted out of the tile loop (where they held
+  // registers beside dK and dV and spilled).
+  Value first = add(tid, opaqueZero());
   for (int64_t k = 0; k < 64 * 8 / 128; ++k) {
-    Value i = add(tid, idx(128 * k));
+    Value i = add(first, idx(128 * k));
     Value r = div(i, 8), chunk = rem(i, 8);
     ifThen(ult(r, rows), [&] {
       Value phys = arith::XOrIOp::create(b, chunk, rem(r, 8));
