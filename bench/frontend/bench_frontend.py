@@ -125,8 +125,38 @@ class PreNorm(torch.nn.Module):
         return self.q_proj(self.input_layernorm(x))
 
 
+class NormAttentionBlock(torch.nn.Module):
+    """The seed's Kunlun PFFN block (issue 17) as its users write it:
+    LayerNorm of q over all heads of a token, HSTU's attention (gelu_tanh,
+    no softmax, short keys), the residual, RMSNorm over all heads, the
+    residual of q. The front end makes it one partition, which fusion-fuse
+    forms into fusion.norm_attention (the FlashNormAttention kernel)."""
+
+    def __init__(self, heads, dim, eps=1e-5):
+        super().__init__()
+        self.heads, self.dim = heads, dim
+        self.ln = torch.nn.LayerNorm(heads * dim, eps=eps)
+        self.rms = torch.nn.RMSNorm(heads * dim, eps=eps)
+
+    def forward(self, q, k, v):
+        b, l = q.shape[0], q.shape[1]
+        ln = self.ln(q.reshape(b, l, self.heads * self.dim)).reshape(q.shape)
+        s = torch.einsum("bihd,bjhd->bhij", ln, k) * self.dim ** -0.5
+        a = torch.einsum("bhij,bjhe->bihe", torch.nn.functional.gelu(s, approximate="tanh"), v)
+        y = self.rms((a + ln).reshape(b, l, self.heads * self.dim))
+        return y.reshape(q.shape) + q
+
+
+# The attention block's shapes (static: its partition is compiled per
+# shape): the seed's Kunlun sizes for the benchmark, odd ones for the check.
+ATTENTION_SHAPES = {"bench": dict(batch=768, kv=128), "check": dict(batch=7, kv=128)}
+
+
 def cases():
     out = []
+    for heads, lq in ((2, 512), (4, 1024)):
+        out.append((f"norm_attention_kunlun_h{heads}_lq{lq}",
+                    lambda heads=heads: NormAttentionBlock(heads, 128), (heads, 128, lq), 3))
     for h in (1024, 2048, 4096):
         out.append((f"llama_prenorm_h{h}", lambda h=h: PreNorm(h), h, 1))
     for h in (768, 1024):
@@ -161,13 +191,25 @@ def make(factory, device):
     return m
 
 
-def inputs(h, count, tokens, device, seed):
+def inputs(h, count, tokens, device, seed, kind="check"):
+    """The inputs of a case: `count` activations [1, tokens, h]; for an
+    attention block (h = (heads, dim, lq)) q [B, lq, heads, dim] and k, v
+    [B, kv, heads, dim] at the ATTENTION_SHAPES of `kind`, lq odd for the
+    check."""
     g = torch.Generator(device=device).manual_seed(seed)
+    if isinstance(h, tuple):
+        heads, dim, lq = h
+        shape = ATTENTION_SHAPES[kind]
+        lq = lq if kind == "bench" else lq - 211
+        q = torch.randn(shape["batch"], lq, heads, dim, device=device, generator=g)
+        kv = [torch.randn(shape["batch"], shape["kv"], heads, dim, device=device, generator=g)
+              for _ in range(2)]
+        return tuple(t.bfloat16() for t in [q, *kv])
     return tuple(torch.randn(1, tokens, h, device=device, generator=g).bfloat16()
                  for _ in range(count))
 
 
-def prepare(directory):
+def prepare(directory, only=None):
     import fusion_compiler as fc
     tools = fc.find_tools()
     bindir = os.path.join(directory, "bin")
@@ -180,23 +222,33 @@ def prepare(directory):
     os.environ["FUSION_TOOLS_DIR"] = bindir
     os.environ["FUSION_CACHE_DIR"] = os.path.join(directory, "cache")
     for name, factory, h, count in cases():
+        if only and only not in name:
+            continue
         m = make(factory, "cpu")
-        report = fc.build(m, inputs(h, count, 8, "cpu", 0), target="sm_90a")
-        print(f"{name}: {len(report.partitions)} partition(s)")
-        print(report)
-        # The fusion decisions, recorded here (the GPU machine cannot run fusion-opt).
-        print(fc.explain(m, inputs(h, count, 8, "cpu", 0), target="sm_90a"))
-        # The libraries of the torch.compile backend's partitions (its graphs
-        # come through Inductor's decompositions).
-        with torch.no_grad():
-            through_backend(fc, m, target="sm_90a", load=False)(*inputs(h, count, 8, "cpu", 0))
+        # Token-count cases: one library serves every count; an attention
+        # block's partition is static: built for the check's and the
+        # benchmark's shapes.
+        kinds = ("check", "bench") if isinstance(h, tuple) else ("check",)
+        for kind in kinds:
+            x = inputs(h, count, 8, "cpu", 0, kind)
+            report = fc.build(m, x, target="sm_90a")
+            print(f"{name} ({kind}): {len(report.partitions)} partition(s)")
+            print(report)
+            # The fusion decisions, recorded here (the GPU machine cannot run fusion-opt).
+            print(fc.explain(m, x, target="sm_90a"))
+            # The libraries of the torch.compile backend's partitions (its graphs
+            # come through Inductor's decompositions).
+            if kind == "check":  # the backend's partitions take any token count
+                torch._dynamo.reset()
+                with torch.no_grad():
+                    through_backend(fc, m, target="sm_90a", load=False)(*x)
 
 
 def check(fc, m, h, count):
     """(our error, PyTorch's bf16 error) against float64, largest absolute,
     and how many library calls our forward made."""
     from fusion_compiler.calls import CompiledPartition
-    x = inputs(h, count, CHECK_M, "cuda", 1)
+    x = inputs(h, count, CHECK_M, "cuda", 1, "check")
     compiled = fc.compile(m, x, target="sm_90a", strict=True, report=False)
     before = CompiledPartition.calls
     with torch.no_grad():
@@ -219,6 +271,9 @@ def run(args):
         if args.only and args.only not in name:
             continue
         row = dict(case=name, tokens=M, h=h, modules=SOURCE)
+        if isinstance(h, tuple):
+            row.update(tokens=ATTENTION_SHAPES["bench"]["batch"] * h[2],
+                       h=h[0] * h[1], heads=h[0], lq=h[2], kv=ATTENTION_SHAPES["bench"]["kv"])
         rows.append(row)
         errors = row.setdefault("errors", {})
         try:
@@ -226,7 +281,7 @@ def run(args):
             ours_err, torch_err, calls = check(fc, m, h, count)
             row.update(err_ours=ours_err, err_torch_bf16=torch_err, library_calls=calls,
                        correct=ours_err <= 2 * torch_err + 2 ** -7)
-            x = inputs(h, count, M, "cuda", 2)
+            x = inputs(h, count, M, "cuda", 2, "bench")
             compiled = fc.compile(m, x, target="sm_90a", strict=True, report=False)
             row["partitions"] = [[op for op, _ in p.ops] for p in compiled.explain().partitions]
             inductor = compile_fresh(m)
@@ -283,7 +338,7 @@ def main():
     p.add_argument("--commit", default=os.environ.get("FUSION_COMMIT", "unknown"))
     args = p.parse_args()
     if args.prepare:
-        prepare(args.prepare)
+        prepare(args.prepare, args.only)
     else:
         run(args)
 

@@ -153,12 +153,13 @@ def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
     from .emit import EmitError, emit
 
     patterns.recognize(gm)
+    support.mark_attention_blocks(gm.graph)
     left = _left_in_pytorch(gm)
     # One partitioning per row count, so that a partition's activations
     # flatten alike (attention's [batch, heads, tokens, dim] tensors apart
-    # from the [batch, tokens, hidden] ones).
-    counts = sorted({support.rows(n) for n in gm.graph.nodes
-                     if support.is_compute(n) and support.reason(n) is None} - {None})
+    # from the [batch, tokens, hidden] ones), and one per attention block.
+    counts = sorted({support.group(n) for n in gm.graph.nodes
+                     if support.is_compute(n) and support.reason(n) is None} - {None}, key=str)
     fused = gm
     for count in counts:
         partitioner = CapabilityBasedPartitioner(fused, support.FusionOperatorSupport(count),
@@ -169,7 +170,8 @@ def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
             # fuse_partitions names every call fused_<i>: keep them apart.
             for node in fused.graph.nodes:
                 if node.op == "call_module" and str(node.target).startswith("fused_"):
-                    new = f"fusion_rows{count}_{node.target}"
+                    tag = count if isinstance(count, int) else f"{count[0]}{count[1]}"
+                    new = f"fusion_rows{tag}_{node.target}"
                     fused.add_submodule(new, fused.get_submodule(node.target))
                     fused.delete_submodule(node.target)
                     node.target = new
@@ -331,14 +333,16 @@ def _reason(error: Exception) -> str:
     return lines[0] if lines else type(error).__name__
 
 
-def _inline(fused, node, sub) -> None:
-    """Puts partition `sub`, called by `node`, back in place of the call, in
-    ATen ops again (its front-end ops traced through their PyTorch code)."""
+def _inline(fused, node, sub, inputs=None) -> None:
+    """Puts `sub` (a partition called by `node`, or a function of `inputs`,
+    the tensor operands of a front-end op `node`) back in place of the call,
+    in ATen ops again (front-end ops traced through their PyTorch code)."""
     from torch._guards import detect_fake_mode
     from torch._inductor.decomposition import select_decomp_table
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    values = [a.meta.get("val") for a in node.args]
+    inputs = list(node.args) if inputs is None else inputs
+    values = [a.meta.get("val") for a in inputs]
     mode = detect_fake_mode(values)
     if mode is not None:
         with mode:
@@ -346,7 +350,7 @@ def _inline(fused, node, sub) -> None:
     graph = fused.graph
     placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
     with graph.inserting_before(node):
-        out = graph.graph_copy(sub.graph, dict(zip(placeholders, node.args)))
+        out = graph.graph_copy(sub.graph, dict(zip(placeholders, inputs)))
     if isinstance(out, (tuple, list)):
         for user in list(node.users):  # getitem(node, i)
             user.replace_all_uses_with(out[user.args[1]])
@@ -354,7 +358,22 @@ def _inline(fused, node, sub) -> None:
     else:
         node.replace_all_uses_with(out)
     graph.erase_node(node)
-    fused.delete_submodule(node.target)
+    if node.op == "call_module":
+        fused.delete_submodule(node.target)
+
+
+def _inline_front_end_op(fused, node) -> None:
+    """A front-end op left outside every partition (recognized, but not
+    supported: mixed dtypes, say), back in ATen ops for Inductor."""
+    import torch.fx as fx
+
+    tensors = [a for a in node.args if isinstance(a, fx.Node)]
+
+    def op(*values):
+        it = iter(values)
+        return node.target(*[next(it) if isinstance(a, fx.Node) else a for a in node.args],
+                           **node.kwargs)
+    _inline(fused, node, op, tensors)
 
 
 def _as_operator_calls(fused) -> None:
@@ -367,8 +386,12 @@ def _as_operator_calls(fused) -> None:
     from torch._guards import detect_fake_mode
 
     from .calls import CompiledPartition, register
+    from . import ops
     graph = fused.graph
     for node in list(graph.nodes):
+        if node.op == "call_function" and node.target in ops.FRONTEND_OPS:
+            _inline_front_end_op(fused, node)
+            continue
         if node.op != "call_module":
             continue
         part = fused.get_submodule(node.target)

@@ -107,6 +107,32 @@ def _weights(graph: fx.Graph) -> set:
     return static
 
 
+def _statistics_type(x: TensorArg) -> str:
+    """The type of a norm's per-row statistics over `x`."""
+    if x.activation:
+        return "tensor<?xf32>"
+    return f"tensor<{''.join(f'{d}x' for d in x.shape[:-1])}f32>"
+
+
+def _heads_reshape(result: str, source: str, src: TensorArg, out: TensorArg) -> str:
+    """`tensor.collapse_shape` folding the heads of [..., H, D] into
+    [..., H * D], or `tensor.expand_shape` unfolding them (static shapes)."""
+    rank = min(len(src.shape), len(out.shape))
+    groups = [f"[{i}]" for i in range(rank - 1)] + [f"[{rank - 1}, {rank}]"]
+    reassociation = f"[{', '.join(groups)}]"
+    if len(src.shape) == len(out.shape) + 1 and src.shape[:-2] == out.shape[:-1] and \
+            src.shape[-2] * src.shape[-1] == out.shape[-1]:
+        return (f"{result} = tensor.collapse_shape {source} {reassociation} : "
+                f"{src.mlir_type()} into {out.mlir_type()}")
+    if len(out.shape) == len(src.shape) + 1 and out.shape[:-2] == src.shape[:-1] and \
+            out.shape[-2] * out.shape[-1] == src.shape[-1]:
+        return (f"{result} = tensor.expand_shape {source} {reassociation} output_shape "
+                f"[{', '.join(str(d) for d in out.shape)}] : {src.mlir_type()} into "
+                f"{out.mlir_type()}")
+    raise EmitError(f"a view from {list(src.shape)} to {list(out.shape)} inside an attention "
+                    f"partition; only folding or unfolding the heads is written")
+
+
 def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str) -> Program:
     """The dialect function computing partition `sub`, whose placeholders
     take values like `arg_values` (the parent's metadata). Its name is
@@ -118,6 +144,12 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str) -
     for p, v in zip(placeholders, arg_values):
         p.meta["val"] = v
     static = _weights(graph)
+    # A partition with attention (a gdpa, alone or in its block) keeps every
+    # tensor's model shape: the heads views between [B, L, H, D] and
+    # [B, L, H * D] become reshapes that fusion-fuse matches.
+    attention = any(n.target is ops.gdpa for n in graph.nodes)
+    if attention:
+        static.update(placeholders)
     names: Dict[fx.Node, str] = {}
     types: Dict[fx.Node, TensorArg] = {}
     tokens: Optional[int] = None
@@ -164,13 +196,21 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str) -
         if node.op != "call_function":
             raise EmitError(f"{node.name}: {node.op} inside a partition")
         if node.target in VIEWS:
-            names[node] = operand(node.args[0])
-            types[node] = TensorArg(types[node.args[0]].dtype, tuple(_tensor(node).shape),
-                                    types[node.args[0]].activation)
+            source = node.args[0]
+            view = TensorArg(types[source].dtype, tuple(_tensor(node).shape),
+                             types[source].activation)
+            if view.activation or view.shape == types[source].shape:
+                names[node], types[node] = operand(source), view
+                continue
+            result = f"%v{count}"
+            count += 1
+            body.append((_heads_reshape(result, operand(source), types[source], view),
+                         _loc(node)))
+            names[node], types[node] = result, view
             continue
         result = f"%v{count}"
         count += 1
-        out = spec(node, node.target is not ops.gdpa)
+        out = spec(node, not attention)
         loc = _loc(node)
         where = source_line(node)
         if node.target in (ops.linear, ops.matmul):
@@ -190,7 +230,7 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str) -
             x, w, b, eps = node.args
             weight = f" weight({operand(w)} : {ty(w)})" if w is not None else ""
             bias = f" bias({operand(b)} : {ty(b)})" if b is not None else ""
-            stat = "tensor<?xf32>"
+            stat = _statistics_type(types[x])
             body.append((f"{result}, %mean{count}, %rstd{count} = fusion.layer_norm {operand(x)}"
                         f"{weight}{bias} {{epsilon = {float(eps):.9e} : f32}} : {ty(x)} -> "
                         f"{out.mlir_type()}, {stat}, {stat}", loc))

@@ -66,10 +66,73 @@ def _absorbable(node: fx.Node, pair) -> bool:
         _tensor(b).dim() == 1
 
 
+# An attention block (FlashNormAttention's form: norms over all heads of a
+# token around a gdpa) holds tensors in two layouts, [B, L, H, D] for the
+# attention and [B, L, H * D] for the norms, joined by views that fold or
+# unfold the heads. `mark_attention_blocks` marks such a group with its
+# token count B * L; the group is partitioned on its own and written with
+# static shapes, so that fusion-fuse sees the chain whole.
+BLOCK = "fusion_attention_block"
+
+
+def heads_view(node: fx.Node) -> Optional[int]:
+    """The tokens of a view that folds [..., H, D] into [..., H * D] or
+    unfolds it back, keeping every leading dimension; else None."""
+    if node.op != "call_function" or node.target not in VIEWS:
+        return None
+    src, out = _tensor(node.args[0]), _tensor(node)
+    if src is None or out is None or not _static(src) or not _static(out):
+        return None
+    wide, narrow = (src, out) if src.dim() == out.dim() + 1 else (out, src)
+    if wide.dim() != narrow.dim() + 1 or narrow.dim() < 2 or \
+            tuple(wide.shape[:-2]) != tuple(narrow.shape[:-1]) or \
+            wide.shape[-2] * wide.shape[-1] != narrow.shape[-1]:
+        return None
+    return narrow.numel() // narrow.shape[-1] if narrow.shape[-1] else None
+
+
+def mark_attention_blocks(graph: fx.Graph) -> None:
+    """Marks (node.meta[BLOCK] = tokens) each gdpa that a heads view joins to
+    a norm over all heads of a token, with the nodes between: heads views,
+    those norms, and adds and muls of equal shapes. From the gdpa the walk
+    follows its query and its users only (k and v are inputs of the block)."""
+    for gdpa in [n for n in graph.nodes if n.target is ops.gdpa]:
+        q = _tensor(gdpa.args[0])
+        if q is None or q.dim() != 4 or not _static(q):
+            continue
+        tokens = q.shape[0] * q.shape[1]
+        group, todo = {gdpa}, [gdpa.args[0], *gdpa.users]
+        while todo:
+            node = todo.pop()
+            if not isinstance(node, fx.Node) or node in group or node.op != "call_function":
+                continue
+            t = _tensor(node)
+            if heads_view(node) == tokens:
+                pass
+            elif node.target in _NORMS and rows(node) == tokens:
+                pass
+            elif node.target in BINARY and t is not None and t.dim() >= 3 and \
+                    t.shape[0] * t.shape[1] == tokens and all(
+                        _tensor(a) is not None and tuple(_tensor(a).shape) == tuple(t.shape)
+                        for a in node.args[:2]):
+                pass
+            else:
+                continue
+            group.add(node)
+            todo += [a for a in node.args[:1 if node.target in _NORMS else 2]
+                     if isinstance(a, fx.Node)]
+            todo += list(node.users)
+        if any(n.target in _NORMS for n in group):
+            for n in group:
+                n.meta[BLOCK] = tokens
+
+
 def reason(node: fx.Node) -> Optional[str]:
     """None where the node is supported, else why it stays in PyTorch."""
     if node.op != "call_function":
         return "not an operation"
+    if BLOCK in node.meta and node.target in VIEWS:
+        return None  # a heads view inside an attention block
     out = _tensor(node)
     name = getattr(node.target, "__name__", str(node.target))
     if node.target in ops.FRONTEND_OPS:
@@ -103,7 +166,7 @@ def reason(node: fx.Node) -> Optional[str]:
         if tuple(b.shape) != tuple(a.shape) and tuple(b.shape) != (a.shape[-1],):
             return (f"{name}: shapes {list(a.shape)} and {list(b.shape)}; the dialect "
                     f"broadcasts a [features] vector or takes equal shapes")
-        if not _absorbable(node, pair):
+        if BLOCK not in node.meta and not _absorbable(node, pair):
             return (f"{name}: nothing to fuse it into (a GEMM's bias or residual, a norm's "
                     f"input or weight); PyTorch's kernel, or Inductor's fusion with its "
                     f"neighbours, serves it as well")
@@ -127,6 +190,12 @@ def is_compute(node: fx.Node) -> bool:
     return node.target in ops.FRONTEND_OPS or node.target in BINARY
 
 
+def group(node: fx.Node):
+    """The partitioning key of a node: ("block", tokens) inside an attention
+    block (`mark_attention_blocks`), else its row count."""
+    return ("block", node.meta[BLOCK]) if BLOCK in node.meta else rows(node)
+
+
 def rows(node: fx.Node) -> Optional[int]:
     """The number of rows (tokens) of a node's tensor: its elements over its
     last dimension. A partition holds nodes of one row count: its
@@ -138,13 +207,14 @@ def rows(node: fx.Node) -> Optional[int]:
 
 
 class FusionOperatorSupport(OperatorSupportBase):
-    """The supported nodes with `row_count` rows (all where None)."""
+    """The supported nodes of partitioning key `key` (`group`; all where
+    None)."""
 
-    def __init__(self, row_count: Optional[int] = None):
+    def __init__(self, key=None):
         super().__init__()
-        self.row_count = row_count
+        self.key = key
 
     def is_node_supported(self, submodules, node: fx.Node) -> bool:
         if reason(node) is not None:
             return False
-        return self.row_count is None or rows(node) == self.row_count
+        return self.key is None or group(node) == self.key

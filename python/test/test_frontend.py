@@ -100,6 +100,25 @@ if MISSING is None:
                              position_ids=pos)
             return out[0] if isinstance(out, tuple) else out
 
+    class NormAttentionBlock(torch.nn.Module):
+        """The seed's Kunlun PFFN block as its users write it: LayerNorm of q
+        over all heads of a token, HSTU's attention (gelu_tanh, no softmax),
+        the residual, RMSNorm over all heads, the residual of q."""
+
+        def __init__(self, heads, dim, eps=1e-5):
+            super().__init__()
+            self.heads, self.dim = heads, dim
+            self.ln = torch.nn.LayerNorm(heads * dim, eps=eps)
+            self.rms = torch.nn.RMSNorm(heads * dim, eps=eps)
+
+        def forward(self, q, k, v):
+            b, l = q.shape[0], q.shape[1]
+            ln = self.ln(q.reshape(b, l, self.heads * self.dim)).reshape(q.shape)
+            s = torch.einsum("bihd,bjhd->bhij", ln, k) * self.dim ** -0.5
+            a = torch.einsum("bhij,bjhe->bihe", torch.nn.functional.gelu(s, approximate="tanh"), v)
+            y = self.rms((a + ln).reshape(b, l, self.heads * self.dim))
+            return y.reshape(q.shape) + q
+
 
 @needs_torch
 class FrontEndTest(unittest.TestCase):
@@ -233,6 +252,51 @@ class FrontEndTest(unittest.TestCase):
         report = fc.build(Einsum(), small, target="sm_90a", strict=False)
         self.assertFalse(report.partitions[0].compiled)
         self.assertIn("a multiple of 64", report.partitions[0].why_not)
+
+    def test_norm_attention_block(self):
+        # The block becomes one partition, written with the heads views as
+        # reshapes, which fusion-fuse forms into fusion.norm_attention (the
+        # FlashNormAttention kernel on the GPU).
+        m = randomize_norms(NormAttentionBlock(2, 64).bfloat16())
+        q = torch.randn(2, 70, 2, 64).bfloat16()
+        k, v = (0.125 * torch.randn(2, 64, 2, 64)).bfloat16(), torch.randn(2, 64, 2, 64).bfloat16()
+        compiled = fc.compile(m, (q, k, v), target="cpu")
+        report = compiled.explain()
+        self.assertEqual(report.left_in_pytorch, [])
+        self.assertEqual(len(report.partitions), 1)
+        part = report.partitions[0]
+        self.assertTrue(part.compiled, part.why_not)
+        self.assertEqual([op for op, _ in part.ops],
+                         ["layer_norm", "gdpa", "add", "rms_norm", "add"])
+        self.assertIn("tensor.collapse_shape %arg0 [[0], [1], [2, 3]] : tensor<2x70x2x64xbf16> "
+                      "into tensor<2x70x128xbf16>", part.mlir)
+        self.assertTrue(any("formed into fusion.norm_attention" in r for r in part.remarks),
+                        part.remarks)
+        before = CompiledPartition.calls
+        with torch.no_grad():
+            y = compiled(q, k, v)
+        self.assertEqual(CompiledPartition.calls, before + 1)
+        self.check_close(m, (q, k, v), y)
+        # For the H200: the same block builds into the sm_90a kernel.
+        q, k, v = (torch.randn(2, 130, 2, 64).bfloat16(), torch.randn(2, 128, 2, 64).bfloat16(),
+                   torch.randn(2, 128, 2, 64).bfloat16())
+        report = fc.build(m, (q, k, v), target="sm_90a")
+        self.assertTrue(report.partitions[0].compiled, report.partitions[0].why_not)
+        self.assertTrue(os.path.exists(report.partitions[0].library))
+
+    def test_torch_compile_backend_leaves_unsupported_forms_to_inductor(self):
+        # Under the backend the block's forms arrive decomposed; a norm the
+        # kernels do not take (here: its input upcast to float32, its
+        # weight bf16) goes back to ATen ops for Inductor instead of
+        # reaching it as a front-end op.
+        m = randomize_norms(NormAttentionBlock(2, 32).bfloat16())
+        q = torch.randn(2, 9, 2, 32).bfloat16()
+        k, v = torch.randn(2, 5, 2, 32).bfloat16(), torch.randn(2, 5, 2, 32).bfloat16()
+        torch._dynamo.reset()
+        compiled = torch.compile(m, backend=fc.backend)
+        with torch.no_grad():
+            y = compiled(q, k, v)
+        self.check_close(m, (q, k, v), y)
 
     def test_unsupported_model_runs_in_pytorch(self):
         def f(x):
