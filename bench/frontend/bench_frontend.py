@@ -22,6 +22,7 @@ import argparse
 import copy
 import json
 import os
+import re
 import shutil
 import sys
 
@@ -222,7 +223,7 @@ def prepare(directory, only=None):
     os.environ["FUSION_TOOLS_DIR"] = bindir
     os.environ["FUSION_CACHE_DIR"] = os.path.join(directory, "cache")
     for name, factory, h, count in cases():
-        if only and only not in name:
+        if only and not re.search(only, name):
             continue
         m = make(factory, "cpu")
         # Token-count cases: one library serves every count; an attention
@@ -268,7 +269,7 @@ def run(args):
     os.environ["FUSION_CACHE_DIR"] = os.path.join(args.dir, "cache")
     rows = []
     for name, factory, h, count in cases():
-        if args.only and args.only not in name:
+        if args.only and not re.search(args.only, name):
             continue
         row = dict(case=name, tokens=M, h=h, modules=SOURCE)
         if isinstance(h, tuple):
@@ -334,7 +335,7 @@ def main():
     p.add_argument("--dir", default="build/frontend-gpu", help="the prepared DIR")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--only", help="run the cases whose name contains this")
+    p.add_argument("--only", help="run the cases whose name matches this regex")
     p.add_argument("--commit", default=os.environ.get("FUSION_COMMIT", "unknown"))
     args = p.parse_args()
     if args.prepare:
