@@ -18,14 +18,20 @@ import torch
 
 
 def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float,
-             upcast: bool, weight_first: bool) -> torch.Tensor:
+             upcast: bool, weight_first: bool, weight_in_float32: bool = False) -> torch.Tensor:
     """RMSNorm over the last dimension: `fusion.rms_norm` (with its weight).
 
     upcast: x is normalized in float32 and rounded back to its dtype before
-    the weight multiplies it (Hugging Face's LlamaRMSNorm); weight_first:
-    the product is written weight * x (which decides its dtype promotion)."""
+    the weight multiplies it (Hugging Face's LlamaRMSNorm), or after it
+    where weight_in_float32 (PyTorch's own rms_norm, decomposed);
+    weight_first: the product is written weight * x (which decides its
+    dtype promotion)."""
     xf = x.to(torch.float32) if upcast else x
     y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    if upcast and weight_in_float32:
+        if weight is not None:
+            y = weight * y if weight_first else y * weight
+        return y.to(x.dtype)
     if upcast:
         y = y.to(x.dtype)
     if weight is None:

@@ -140,25 +140,47 @@ def _match_rms_norm(graph: fx.Graph, rsqrt: fx.Node) -> bool:
     x, upcast, root = xf, False, scaled
     chain = [square, mean, add, rsqrt, scaled]
     source = xf.args[0] if _cast_target(xf) is not None else None
+    hidden = (_shape(xf) or (None,))[-1]
+
+    def weight_product(of):
+        """(weight, weight_first, product) where `of`'s only user multiplies it
+        by a [hidden] vector, else None."""
+        product = _only_user(of)
+        if not (_is_call(product, aten.mul.Tensor) and len(product.args) == 2):
+            return None
+        other = product.args[0] if product.args[1] is of else product.args[1]
+        if other is of or _shape(other) != (hidden,) or \
+                _dtype(other) not in (torch.bfloat16, torch.float16, torch.float32):
+            return None
+        return other, product.args[0] is other, product
+
+    found = None
+    in_float32 = False
     if source is not None and _cast_target(xf) == torch.float32 and _dtype(source) != torch.float32:
         back = _only_user(scaled)
         if _cast_target(back) == _dtype(source):
+            # Hugging Face's LlamaRMSNorm: rounded back, then the weight.
             x, upcast, root = source, True, back
             chain = [xf] + chain + [back]
+        elif weight_product(scaled) is not None and \
+                _cast_target(_only_user(weight_product(scaled)[2])) == _dtype(source):
+            # PyTorch's rms_norm decomposed (torch.compile's graphs): the
+            # weight in float32, one rounding at the end.
+            found = weight_product(scaled)
+            back = _only_user(found[2])
+            x, upcast, root, in_float32 = source, True, back, True
+            chain = [xf] + chain + [found[2], back]
     if _dtype(x) not in (torch.bfloat16, torch.float16, torch.float32) or len(_shape(x) or ()) < 2:
         return False
-    hidden = _shape(x)[-1]
-    weight, weight_first, product = None, False, _only_user(root)
-    if _is_call(product, aten.mul.Tensor) and len(product.args) == 2:
-        other = product.args[0] if product.args[1] is root else product.args[1]
-        if other is not root and _shape(other) == (hidden,) and \
-                _dtype(other) in (torch.bfloat16, torch.float16, torch.float32):
-            weight, weight_first = other, product.args[0] is other
-            root = product
-            chain.append(product)
+    weight, weight_first = (found[0], found[1]) if found else (None, False)
+    if not in_float32:
+        found = weight_product(root)
+        if found is not None:
+            weight, weight_first, root = found
+            chain.append(root)
     if _dtype(root) != _dtype(x):
         return False  # a promotion the dialect's op does not make
-    _replace(graph, root, ops.rms_norm, (x, weight, eps, upcast, weight_first), rsqrt)
+    _replace(graph, root, ops.rms_norm, (x, weight, eps, upcast, weight_first, in_float32), rsqrt)
     _drop_dead(graph, chain)
     return True
 

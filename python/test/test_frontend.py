@@ -284,19 +284,33 @@ class FrontEndTest(unittest.TestCase):
         self.assertTrue(report.partitions[0].compiled, report.partitions[0].why_not)
         self.assertTrue(os.path.exists(report.partitions[0].library))
 
-    def test_torch_compile_backend_leaves_unsupported_forms_to_inductor(self):
-        # Under the backend the block's forms arrive decomposed; a norm the
-        # kernels do not take (here: its input upcast to float32, its
-        # weight bf16) goes back to ATen ops for Inductor instead of
-        # reaching it as a front-end op.
+    def test_torch_compile_backend_norms_of_the_block(self):
+        # Under the backend the block arrives decomposed: the einsums as bmm
+        # (no pattern yet: Inductor's), nn.RMSNorm as float32 arithmetic
+        # with the weight applied before the one rounding, recognized.
         m = randomize_norms(NormAttentionBlock(2, 32).bfloat16())
         q = torch.randn(2, 9, 2, 32).bfloat16()
         k, v = torch.randn(2, 5, 2, 32).bfloat16(), torch.randn(2, 5, 2, 32).bfloat16()
         torch._dynamo.reset()
         compiled = torch.compile(m, backend=fc.backend)
+        before = CompiledPartition.calls
         with torch.no_grad():
             y = compiled(q, k, v)
+        self.assertEqual(CompiledPartition.calls, before + 2)  # the LayerNorm, the RMSNorm
         self.check_close(m, (q, k, v), y)
+
+    def test_torch_compile_backend_leaves_unsupported_forms_to_inductor(self):
+        # With symbolic sizes the recognized forms are not taken (the
+        # partitions need static feature sizes): they go back to ATen ops
+        # for Inductor instead of reaching it as front-end functions.
+        m = randomize_norms(PreNorm().bfloat16())
+        torch._dynamo.reset()
+        compiled = torch.compile(m, backend=fc.backend, dynamic=True)
+        for tokens in (5, 7):
+            x = torch.randn(2, tokens, 64).bfloat16()
+            with torch.no_grad():
+                y = compiled(x)
+            self.check_close(m, (x,), y)
 
     def test_unsupported_model_runs_in_pytorch(self):
         def f(x):
