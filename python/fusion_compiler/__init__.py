@@ -439,6 +439,9 @@ def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = T
         on_cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in example_inputs)
         target = DEFAULT_TARGET if on_cuda else "cpu"
     _check_target(target)
+    from .dynamo_forms import keep_attention_whole
+    if not torch.is_grad_enabled():
+        keep_attention_whole(gm)  # GDPA's einsums, whole through AOTAutograd
     if not inductor:
         from torch._dynamo.backends.common import aot_autograd
 

@@ -74,7 +74,7 @@ def gdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, activation: str,
     k [B, Lkv, H, D], v [B, Lkv, H, Dv] -> [B, Lq, H, Dv]; float32 inside."""
     s = torch.einsum("bihd,bjhd->bhij", q.float(), k.float()) * scale
     out = torch.einsum("bhij,bjhd->bihd", _ACTIVATIONS[activation](s), v.float())
-    return out.to(q.dtype)
+    return out.to(q.dtype).contiguous()  # the kernel's layout (and the operator's fake one)
 
 
 FRONTEND_OPS = (rms_norm, layer_norm, linear, matmul, gdpa)

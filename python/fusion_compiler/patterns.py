@@ -30,6 +30,7 @@ import torch
 import torch.fx as fx
 
 from . import ops
+from .dynamo_forms import GDPA, same_equation
 
 aten = torch.ops.aten
 
@@ -266,18 +267,7 @@ def _activation(node) -> Optional[str]:
 
 def _einsum_is(node, spec: str) -> bool:
     """Whether `node` is einsum(spec) up to the renaming of its letters."""
-    if not _is_call(node, aten.einsum.default):
-        return False
-    given = node.args[0].replace(" ", "")
-    if len(given) != len(spec):
-        return False
-    mapping = {}
-    for a, b in zip(given, spec):
-        if (a.isalpha() != b.isalpha()) or (not a.isalpha() and a != b):
-            return False
-        if a.isalpha() and mapping.setdefault(a, b) != b:
-            return False
-    return len(set(mapping.values())) == len(mapping)
+    return _is_call(node, aten.einsum.default) and same_equation(node.args[0], spec)
 
 
 def _swap12(node) -> Optional[fx.Node]:
@@ -383,6 +373,10 @@ def recognize(gm: fx.GraphModule) -> Dict[str, int]:
                 _match_linear(graph, node):
             found["linear"] += 1
         elif _activation(node) is not None and _match_gdpa(graph, node):
+            found["gdpa"] += 1
+        elif _is_call(node, GDPA):  # kept whole through AOTAutograd (dynamo_forms)
+            _replace(graph, node, ops.gdpa, tuple(node.args), node)
+            graph.erase_node(node)
             found["gdpa"] += 1
     graph.lint()
     gm.recompile()

@@ -284,10 +284,11 @@ class FrontEndTest(unittest.TestCase):
         self.assertTrue(report.partitions[0].compiled, report.partitions[0].why_not)
         self.assertTrue(os.path.exists(report.partitions[0].library))
 
-    def test_torch_compile_backend_norms_of_the_block(self):
-        # Under the backend the block arrives decomposed: the einsums as bmm
-        # (no pattern yet: Inductor's), nn.RMSNorm as float32 arithmetic
-        # with the weight applied before the one rounding, recognized.
+    def test_torch_compile_backend_norm_attention_block(self):
+        # Under the backend the block's einsums are kept whole through
+        # AOTAutograd (dynamo_forms) and nn.RMSNorm arrives as float32
+        # arithmetic with the weight before its one rounding: the block is
+        # again one partition, one library call.
         m = randomize_norms(NormAttentionBlock(2, 32).bfloat16())
         q = torch.randn(2, 9, 2, 32).bfloat16()
         k, v = torch.randn(2, 5, 2, 32).bfloat16(), torch.randn(2, 5, 2, 32).bfloat16()
@@ -296,8 +297,20 @@ class FrontEndTest(unittest.TestCase):
         before = CompiledPartition.calls
         with torch.no_grad():
             y = compiled(q, k, v)
-        self.assertEqual(CompiledPartition.calls, before + 2)  # the LayerNorm, the RMSNorm
+        self.assertEqual(CompiledPartition.calls, before + 1)
         self.check_close(m, (q, k, v), y)
+        # With gradients the einsums stay PyTorch's (the operator has no
+        # autograd formula): the step matches eager autograd.
+        leaves = [t.float().requires_grad_(True) for t in (q, k, v)]
+        model = copy.deepcopy(m).float()
+        torch._dynamo.reset()
+        torch.compile(model, backend=fc.backend)(*leaves).square().sum().backward()
+        grads = [t.grad.clone() for t in leaves]
+        for t in leaves:
+            t.grad = None
+        model(*leaves).square().sum().backward()
+        for ours, theirs in zip(grads, (t.grad for t in leaves)):
+            self.assertTrue(torch.allclose(ours, theirs, atol=1e-4, rtol=1e-4))
 
     def test_torch_compile_backend_leaves_unsupported_forms_to_inductor(self):
         # With symbolic sizes the recognized forms are not taken (the
