@@ -361,7 +361,9 @@ def recognize(gm: fx.GraphModule) -> Dict[str, int]:
         elif _is_call(node, aten.rms_norm.default) if hasattr(aten, "rms_norm") else False:
             x, shape = node.args[0], _shape(node.args[0])
             weight = node.args[2] if len(node.args) > 2 else None
-            eps = node.args[3] if len(node.args) > 3 else None
+            eps = node.args[3] if len(node.args) > 3 else node.kwargs.get("eps")
+            if eps is None and _dtype(x) in (torch.bfloat16, torch.float16, torch.float32):
+                eps = torch.finfo(torch.float32).eps  # PyTorch's default: its math type's
             if shape and len(shape) >= 2 and list(node.args[1]) == [shape[-1]] and eps is not None:
                 _replace(graph, node, ops.rms_norm, (x, weight, float(eps), False, False), node)
                 graph.erase_node(node)

@@ -22,7 +22,8 @@ aten = torch.ops.aten
 FLOAT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 MLIR_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
 BINARY = {aten.add.Tensor: "add", aten.mul.Tensor: "mul"}
-VIEWS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+VIEWS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default,
+         aten.flatten.using_ints, aten.unflatten.int)
 
 
 def _tensor(node) -> Optional[torch.Tensor]:

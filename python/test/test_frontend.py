@@ -119,6 +119,33 @@ if MISSING is None:
             y = self.rms((a + ln).reshape(b, l, self.heads * self.dim))
             return y.reshape(q.shape) + q
 
+    class NormAttentionVariants(torch.nn.Module):
+        """The same block written three other ways users write it."""
+
+        def __init__(self, form, heads=2, dim=64):
+            super().__init__()
+            self.form, self.heads, self.dim = form, heads, dim
+            self.ln = torch.nn.LayerNorm(heads * dim)
+            self.rms = torch.nn.RMSNorm(heads * dim)  # eps None: float32's
+
+        def forward(self, q, k, v):
+            b, l, h, d = q.shape
+            F = torch.nn.functional
+            if self.form == "view":  # views, other letters, residuals written the other way
+                ln = self.ln(q.view(b, l, -1)).view(b, l, h, d)
+                s = torch.einsum("blhd,bmhd->bhlm", ln, k) * 0.125
+                a = torch.einsum("bhlm,bmhd->blhd", F.silu(s), v)
+                return q + self.rms((ln + a).view(b, l, -1)).view(b, l, h, d)
+            if self.form == "matmul":  # heads-first matmuls (HSTU's reference form)
+                ln = self.ln(q.reshape(b, l, h * d)).reshape(b, l, h, d)
+                s = ln.transpose(1, 2) @ k.transpose(1, 2).transpose(-1, -2)
+                a = (F.gelu(s / 8, approximate="tanh") @ v.transpose(1, 2)).transpose(1, 2)
+                return self.rms((a + ln).reshape(b, l, h * d)).reshape(b, l, h, d) + q
+            ln = self.ln(q.flatten(2)).unflatten(2, (h, d))  # flatten / unflatten
+            a = torch.einsum("bihd,bjhd->bhij", ln, k) * 0.125
+            a = torch.einsum("bhij,bjhd->bihd", F.gelu(a), v)
+            return self.rms((a + ln).flatten(2)).unflatten(2, (h, d)) + q
+
 
 @needs_torch
 class FrontEndTest(unittest.TestCase):
@@ -283,6 +310,26 @@ class FrontEndTest(unittest.TestCase):
         report = fc.build(m, (q, k, v), target="sm_90a")
         self.assertTrue(report.partitions[0].compiled, report.partitions[0].why_not)
         self.assertTrue(os.path.exists(report.partitions[0].library))
+
+    def test_norm_attention_block_variants(self):
+        q = torch.randn(2, 70, 2, 64).bfloat16()
+        k, v = (0.125 * torch.randn(2, 64, 2, 64)).bfloat16(), torch.randn(2, 64, 2, 64).bfloat16()
+        for form in ("view", "matmul", "flatten"):
+            with self.subTest(form=form):
+                m = randomize_norms(NormAttentionVariants(form).bfloat16())
+                compiled = fc.compile(m, (q, k, v), target="cpu")
+                report = compiled.explain()
+                self.assertEqual(report.left_in_pytorch, [])
+                part = report.partitions[0]
+                self.assertEqual([op for op, _ in part.ops],
+                                 ["layer_norm", "gdpa", "add", "rms_norm", "add"])
+                self.assertTrue(any("formed into fusion.norm_attention" in r
+                                    for r in part.remarks), part.remarks)
+                # nn.RMSNorm's default eps is float32's epsilon.
+                self.assertIn("epsilon = 1.192092896e-07", part.mlir)
+                with torch.no_grad():
+                    y = compiled(q, k, v)
+                self.check_close(m, (q, k, v), y)
 
     def test_torch_compile_backend_norm_attention_block(self):
         # Under the backend the block's einsums are kept whole through
