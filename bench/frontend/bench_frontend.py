@@ -148,6 +148,20 @@ class NormAttentionBlock(torch.nn.Module):
         return y.reshape(q.shape) + q
 
 
+class HstuAttention(torch.nn.Module):
+    """HSTU's attention (generative recommenders) as its reference code
+    writes it, without softmax: silu(q k^T / sqrt(d)) v over [B, L, H, D],
+    short keys. The front end makes it one fusion.gdpa (its own kernel)."""
+
+    def __init__(self, heads, dim):
+        super().__init__()
+        self.scale = dim ** -0.5
+
+    def forward(self, q, k, v):
+        s = torch.einsum("bihd,bjhd->bhij", q, k) * self.scale
+        return torch.einsum("bhij,bjhd->bihd", torch.nn.functional.silu(s), v)
+
+
 # The attention block's shapes (static: its partition is compiled per
 # shape): the seed's Kunlun sizes for the benchmark, odd ones for the check.
 ATTENTION_SHAPES = {"bench": dict(batch=768, kv=128), "check": dict(batch=7, kv=128)}
@@ -158,6 +172,8 @@ def cases():
     for heads, lq in ((2, 512), (4, 1024)):
         out.append((f"norm_attention_kunlun_h{heads}_lq{lq}",
                     lambda heads=heads: NormAttentionBlock(heads, 128), (heads, 128, lq), 3))
+        out.append((f"gdpa_hstu_h{heads}_lq{lq}",
+                    lambda heads=heads: HstuAttention(heads, 128), (heads, 128, lq), 3))
     for h in (1024, 2048, 4096):
         out.append((f"llama_prenorm_h{h}", lambda h=h: PreNorm(h), h, 1))
     for h in (768, 1024):
