@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""A Hugging Face Llama pre-norm (LlamaRMSNorm with its weight, then q_proj)
-and a BERT post-norm (BertSelfOutput: dense with bias, residual, LayerNorm)
-through the Python front end: captured, fused, compiled and run, on the GPU
+"""A Hugging Face Llama pre-norm (LlamaRMSNorm with its weight, then q_proj),
+a BERT post-norm (BertSelfOutput: dense with bias, residual, LayerNorm) and
+a FlashNormAttention block (LayerNorm over the heads, HSTU's attention, the
+residuals, RMSNorm) through the Python front end: captured, fused, compiled and run, on the GPU
 where one is present (sm_90a), else on the CPU (the reference lowering).
 
     .venv/bin/python examples/frontend.py      # after scripts/quickstart.sh or test.sh
@@ -30,16 +31,36 @@ class LlamaPreNorm(torch.nn.Module):
         return self.q_proj(self.input_layernorm(x))
 
 
+class NormAttentionBlock(torch.nn.Module):
+    """LayerNorm(q) over all heads -> HSTU's attention act(q k^T / sqrt(d)) v
+    (no softmax, short keys) -> + LayerNorm(q) -> RMSNorm -> + q: one
+    fusion.norm_attention kernel."""
+
+    def __init__(self, heads=2, dim=128):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(heads * dim)
+        self.rms = torch.nn.RMSNorm(heads * dim)
+
+    def forward(self, q, k, v):
+        b, l, h, d = q.shape
+        ln = self.ln(q.reshape(b, l, h * d)).reshape(b, l, h, d)
+        s = torch.einsum("bihd,bjhd->bhij", ln, k) * d ** -0.5
+        a = torch.einsum("bhij,bjhd->bihd", torch.nn.functional.gelu(s, approximate="tanh"), v)
+        return self.rms((a + ln).reshape(b, l, h * d)).reshape(b, l, h, d) + q
+
+
 def main():
     device = "cuda" if torch.cuda.is_available() else "cpu"
     target = "sm_90a" if device == "cuda" else "cpu"
     torch.manual_seed(0)
     bert = BertSelfOutput(BertConfig(hidden_size=1024))
-    for name, model, count in (("Llama pre-norm", LlamaPreNorm(), 1),
-                               ("BERT post-norm", bert, 2)):
+    for name, model, shapes in (("Llama pre-norm", LlamaPreNorm(), [(2, 128, 1024)]),
+                                ("BERT post-norm", bert, [(2, 128, 1024)] * 2),
+                                ("FlashNormAttention block", NormAttentionBlock(),
+                                 [(4, 256, 2, 128), (4, 128, 2, 128), (4, 128, 2, 128)])):
         model = model.to(device=device, dtype=torch.bfloat16).eval()
-        inputs = tuple(torch.randn(2, 128, 1024, device=device, dtype=torch.bfloat16)
-                       for _ in range(count))
+        inputs = tuple(torch.randn(*shape, device=device, dtype=torch.bfloat16)
+                       for shape in shapes)
         compiled = fusion_compiler.compile(model, inputs, target=target)
         print(f"== {name} ({target})")
         print(compiled.explain())
