@@ -2,7 +2,10 @@
 //
 // fusion.gdpa_grad on the GPU for short keys and values held whole in
 // shared memory (FlashAttention-3's backward, adapted to an L_kv that one
-// CTA holds): with s = scale q k^T, p = act(s) and the output gradient do,
+// CTA holds); the emitter's skeleton (AttentionGradEmitter.h) and the
+// sm_90a consumers here, the sm_100a (tcgen05) roles in
+// AttentionGradTcgen05Kernel.cpp. With s = scale q k^T, p = act(s) and the
+// output gradient do,
 //
 //   dv = p^T do,  dp = do v^T,  ds = dp act'(s) scale,  dq = ds k,  dk = ds^T q
 //
