@@ -106,29 +106,53 @@ std::string mlir::fusion::describeAttentionLayout(const TargetInfo &target,
 
 std::string mlir::fusion::whyNoAttentionGradKernel(const TargetInfo &target,
                                                    const AttentionGradShape &s) {
-  if (target.mma != MmaKind::Wgmma)
+  const bool tmem = target.tensorMemoryColumns > 0;
+  if (!tmem && target.mma != MmaKind::Wgmma)
     return llvm::formatv("no MMA engine for {0}: the {1} engine is not "
                          "implemented yet",
                          target.chip, stringifyMmaKind(target.mma));
+  // sm_90a keeps dK and dV in registers, sm_100a in tensor memory beside
+  // S^T (then dQ) and dP^T (AttentionGradLayout): 256 + D + Dv columns.
+  const char *dimWhy =
+      tmem ? "(the backward keeps dK and dV of its 128 keys in tensor memory "
+             "beside S^T and dP^T: 256 + D + Dv columns)"
+           : "(the backward keeps dK and dV of its 64 keys in registers over "
+             "all query tiles)";
   for (auto [name, d] : {std::pair<const char *, int64_t>{"head dimension D", s.headDim},
                          {"value head dimension Dv", s.valueDim}})
     if (d != 64 && d != 128)
-      return llvm::formatv(
-          "expected a static {0} of 64 or 128 (the backward keeps dK and dV "
-          "of its 64 keys in registers over all query tiles), but got {1}",
-          name, sizeText(d));
+      return llvm::formatv("expected a static {0} of 64 or 128 {1}, but got {2}",
+                           name, dimWhy, sizeText(d));
   if (ShapedType::isDynamic(s.kvLen) || s.kvLen < 1 || s.kvLen > 128)
     return llvm::formatv(
         "expected a static key/value length from 1 to 128 for the backward "
-        "(one consumer warpgroup of 64 keys per 64, K and V whole in shared "
-        "memory), but got {0}",
+        "{0}, but got {1}",
+        tmem ? "(one M = 128 MMA over all keys, K and V whole in shared memory)"
+             : "(one consumer warpgroup of 64 keys per 64, K and V whole in "
+               "shared memory)",
         sizeText(s.kvLen));
+  if (tmem) {
+    AttentionGradLayout layout;
+    layout.headDim = s.headDim;
+    layout.valueDim = s.valueDim;
+    layout.tensorMemory = true;
+    if (layout.tmemColumns() > target.tensorMemoryColumns)
+      return llvm::formatv(
+          "expected S^T, dP^T [128, 128], dV [128, {0}] and dK [128, {1}] to "
+          "fit the {2} tensor-memory columns of {3}, but they need {4}",
+          s.valueDim, s.headDim, target.tensorMemoryColumns, target.chip,
+          layout.tmemColumns());
+  }
   return "";
 }
 
 AttentionGradLayout
 mlir::fusion::planAttentionGradLayout(const TargetInfo &target,
                                       AttentionGradLayout layout) {
+  if (target.tensorMemoryColumns > 0) {
+    layout.tensorMemory = true;
+    layout.kvTile = AttentionGradLayout::kTmemTile;
+  }
   for (layout.stages = AttentionGradLayout::kMaxStages; layout.stages > 1;
        --layout.stages)
     if (layout.sharedMemoryBytes() <= target.smemPerBlockOptin)
@@ -139,6 +163,17 @@ mlir::fusion::planAttentionGradLayout(const TargetInfo &target,
 std::string mlir::fusion::describeAttentionGradLayout(const TargetInfo &target,
                                                       const AttentionGradLayout &l,
                                                       int64_t kvLen) {
+  if (l.tensorMemory)
+    return llvm::formatv(
+        "attention backward kernel on {0}: units (batch, head) with K, V whole "
+        "in shared memory (L_kv {1} padded to {2}), query tiles of {3} tokens "
+        "(tcgen05: S^T then dQ, dP^T, dV and dK in {4} of {5} tensor-memory "
+        "columns, a producer thread, an MMA warp and an epilogue warpgroup of "
+        "a row per thread); {6} stage{7} of Q, dO: {8} bytes of shared memory "
+        "of {9}; a persistent grid of min(units, SMs) CTAs",
+        target.chip, kvLen, l.kvTile, l.tileQ(), l.tmemColumns(),
+        target.tensorMemoryColumns, l.stages, l.stages == 1 ? "" : "s",
+        l.sharedMemoryBytes(), target.smemPerBlockOptin);
   return llvm::formatv(
       "attention backward kernel on {0}: units (batch, head) with K, V whole "
       "in shared memory (L_kv {1} padded to {2}), {3} consumer warpgroup{4} "

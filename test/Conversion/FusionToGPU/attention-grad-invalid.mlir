@@ -3,12 +3,25 @@
 // kernel cannot run it.
 // RUN: fusion-opt %s -split-input-file -convert-fusion-to-gpu -verify-diagnostics
 
-// No attention backward around sm_100a's tensor-memory engine yet.
+// sm_100a: D = 256 (dK and dV of 128 keys beside S^T and dP^T would need
+// 256 + 256 + 64 > 512 tensor-memory columns).
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
-func.func @sm100(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %v: tensor<2x64x2x64xbf16>) -> tensor<2x64x2x64xbf16> {
-  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_100a attention kernel: no register-accumulator MMA engine for sm_100a: its tcgen05 engine accumulates in tensor memory, which this kernel family is not written for yet}}
+func.func @sm100_head_dim(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x256xbf16>, %k: tensor<2x64x2x256xbf16>, %v: tensor<2x64x2x64xbf16>) -> tensor<2x64x2x256xbf16> {
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_100a attention kernel: expected a static head dimension D of 64 or 128 (the backward keeps dK and dV of its 128 keys in tensor memory beside S^T and dP^T: 256 + D + Dv columns), but got 256}}
   %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
-      : tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16> -> tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>
+      : tensor<2x64x2x64xbf16>, tensor<2x64x2x256xbf16>, tensor<2x64x2x256xbf16>, tensor<2x64x2x64xbf16> -> tensor<2x64x2x256xbf16>, tensor<2x64x2x256xbf16>, tensor<2x64x2x64xbf16>
+  return %dq : tensor<2x64x2x256xbf16>
+}
+}
+
+// -----
+
+// sm_100a: L_kv = 200, more keys than one M = 128 MMA.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @sm100_long_kv(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x64xbf16>, %k: tensor<2x200x2x64xbf16>, %v: tensor<2x200x2x64xbf16>) -> tensor<2x64x2x64xbf16> {
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_100a attention kernel: expected a static key/value length from 1 to 128 for the backward (one M = 128 MMA over all keys, K and V whole in shared memory), but got 200}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x200x2x64xbf16>, tensor<2x200x2x64xbf16> -> tensor<2x64x2x64xbf16>, tensor<2x200x2x64xbf16>, tensor<2x200x2x64xbf16>
   return %dq : tensor<2x64x2x64xbf16>
 }
 }

@@ -5,7 +5,10 @@
 // the grid the sm_90a sweep assembles; and jagged fusion.gdpa with i32 and
 // i64 offsets over D, Dv and key lengths; fusion.norm_attention over 1-4
 // heads (clusters), D = 64 and 128, with and without the norms' parameters,
-// the sm_90a sweep's cases) goes through fusion-to-gpu and
+// the sm_90a sweep's cases; fusion.gdpa_grad, the sm_90a sweep's 10 backward
+// cases (D, Dv of 64 and 128, key lengths 1..128, every activation, bf16
+// and f16) and 6 jagged ones (i32 and i64 offsets)) goes through
+// fusion-to-gpu and
 // assembles with ptxas for sm_100a without spilling, and that no wgmma or
 // setmaxnreg reaches the module. Never executed (no B200 here): this and
 // attention-sm100a.mlir / attention-sass-sm100a.mlir are what checks them.
@@ -35,11 +38,28 @@
 // OTHERS-DAG: ptxas ok: flash_5_kernel0 registers={{[0-9]+}} spills=0
 // OTHERS-DAG: ptxas ok: flash_6_kernel0 registers={{[0-9]+}} spills=0
 // OTHERS-DAG: ptxas ok: flash_7_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: grad_0_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: grad_1_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: grad_2_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: grad_3_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: grad_4_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: grad_5_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: grad_6_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: grad_7_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: grad_8_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: grad_9_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: jgrad_0_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: jgrad_1_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: jgrad_2_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: jgrad_3_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: jgrad_4_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: jgrad_5_kernel0 registers={{[0-9]+}} spills=0
 // PTX-DAG: .target sm_100a
 // PTX-DAG: tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32
 // PTX-DAG: tcgen05.mma.cta_group::1.kind::f16
 // PTX-DAG: tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64
 // PTX-DAG: tcgen05.ld.sync.aligned.32x32b.x32.b32
+// PTX-DAG: tcgen05.ld.sync.aligned.32x32b.x16.b32
 // PTX-DAG: tcgen05.dealloc.cta_group::1.sync.aligned.b32
 // PTX-DAG: tcgen05.st.sync.aligned.32x32b.x32.b32
 // PTX-DAG: tcgen05.wait::st.sync.aligned

@@ -117,39 +117,90 @@ std::string describeAttentionLayout(const TargetInfo &target,
 ///                                  unit's dV and dK)
 /// One consumer warpgroup per 64 keys (kvTile / 64 of them). One definition
 /// for the kernel (AttentionGradKernel.cpp) and fusion-plan-kernels' report.
+///
+/// sm_100a (tensorMemory, AttentionGradTcgen05Kernel.cpp): the MMAs have
+/// M = 128, so the keys are always 128 (kvTile = 128; past L_kv the TMA
+/// zero-fills) and a query tile has 128 tokens:
+///   K, V                           per 64 columns c a block [128 keys, 64]
+///                                  (16 KB: the K-major A of M = 128)
+///   stage s                        Q [128 tokens, D], dO [128 tokens, Dv]
+///                                  as two halves of 64 tokens laid out as
+///                                  above (the N-major B of dK, dV)
+///   one epilogue warpgroup         P^T and dS^T [128 keys, 128 tokens] as
+///                                  two blocks [128 keys, 64 tokens] each,
+///                                  and the output staging [128, max(D, Dv)]
+///                                  as two halves of 64 rows
+/// and the tensor memory's address slot (16 bytes) after them. Tensor
+/// memory: S^T [128 keys, 128 tokens] in columns [0, 128) (dQ [128 tokens,
+/// D] takes them over once S^T is read), dP^T in [128, 256), dV [128 keys,
+/// Dv] and dK [128 keys, D] after them: 256 + Dv + D <= 512.
 struct AttentionGradLayout {
-  /// Query tokens per tile; keys per consumer warpgroup.
+  /// Query tokens per tile (sm_90a); keys per consumer warpgroup.
   static constexpr int64_t kTileQ = 64, kGroupKeys = 64;
   static constexpr int64_t kAlignment = 1024, kBlockBytes = 64 * 128;
   /// The most stages of (Q, dO) planned.
   static constexpr int64_t kMaxStages = 3;
+  /// sm_100a: keys and query tokens per tile (the MMAs' M = 128).
+  static constexpr int64_t kTmemTile = 128;
 
   int64_t headDim = 0, valueDim = 0, kvTile = 0;
   int64_t stages = 2;
+  /// sm_100a: the tcgen05 kernel's layout (above).
+  bool tensorMemory = false;
 
-  int64_t consumers() const { return kvTile / kGroupKeys; }
+  /// Query tokens per tile.
+  int64_t tileQ() const { return tensorMemory ? kTmemTile : kTileQ; }
+  /// sm_90a: a consumer warpgroup per 64 keys; sm_100a: one epilogue
+  /// warpgroup (beside the producer's and the MMA warp's).
+  int64_t consumers() const { return tensorMemory ? 1 : kvTile / kGroupKeys; }
   int64_t threads() const { return 128 * (1 + consumers()); }
   int64_t kBytes() const { return kvTile * headDim * 2; }
   int64_t vBytes() const { return kvTile * valueDim * 2; }
-  int64_t qBytes() const { return kTileQ * headDim * 2; }
-  int64_t doBytes() const { return kTileQ * valueDim * 2; }
+  int64_t qBytes() const { return tileQ() * headDim * 2; }
+  int64_t doBytes() const { return tileQ() * valueDim * 2; }
   int64_t stageBytes() const { return qBytes() + doBytes(); }
   int64_t stagesOffset() const { return kBytes() + vBytes(); }
-  /// Per consumer group: P^T, dS^T (2 parities), the output staging.
+  /// P^T (and each dS^T) buffer: [64 keys, 64 tokens]; sm_100a [128, 128].
+  int64_t pBytes() const {
+    return tensorMemory ? kTmemTile * kTmemTile * 2 : kBlockBytes;
+  }
+  /// Per consumer group: P^T, dS^T (2 parities; sm_100a one), the output
+  /// staging.
   int64_t pOffset() const { return 0; }
-  int64_t dsOffset(int64_t parity) const { return (1 + parity) * kBlockBytes; }
-  int64_t outOffset() const { return 3 * kBlockBytes; }
+  int64_t dsOffset(int64_t parity) const { return (1 + parity) * pBytes(); }
+  int64_t outOffset() const {
+    return tensorMemory ? 2 * pBytes() : 3 * kBlockBytes;
+  }
   int64_t groupBytes() const {
-    return outOffset() + std::max(headDim, valueDim) * 128;
+    return outOffset() + std::max(headDim, valueDim) * 2 * tileQ();
   }
   int64_t groupsOffset() const { return stagesOffset() + stages * stageBytes(); }
+  /// sm_100a: where tcgen05.alloc writes the tensor memory's address.
+  int64_t tmemSlotOffset() const {
+    return groupsOffset() + consumers() * groupBytes();
+  }
   int64_t sharedMemoryBytes() const {
-    return groupsOffset() + consumers() * groupBytes() + kAlignment;
+    return tmemSlotOffset() + (tensorMemory ? 16 : 0) + kAlignment;
+  }
+
+  /// sm_100a: the tensor-memory columns of S^T (then dQ), dP^T, dV and dK;
+  /// what tcgen05.alloc takes (a power of two >= 32).
+  int64_t tmemScoreColumn() const { return 0; }
+  int64_t tmemGradColumn() const { return kTmemTile; }
+  int64_t tmemValueColumn() const { return 2 * kTmemTile; }
+  int64_t tmemKeyColumn() const { return 2 * kTmemTile + valueDim; }
+  int64_t tmemColumns() const { return tmemKeyColumn() + headDim; }
+  int64_t tmemAllocColumns() const {
+    int64_t columns = 32;
+    while (columns < tmemColumns())
+      columns *= 2;
+    return columns;
   }
 };
 
 /// `layout` with the most stages (up to kMaxStages, at least one) whose
-/// shared memory fits `target`.
+/// shared memory fits `target`; on a target with tensor memory, the tcgen05
+/// layout (tensorMemory, kvTile 128).
 AttentionGradLayout planAttentionGradLayout(const TargetInfo &target,
                                             AttentionGradLayout layout);
 

@@ -1,7 +1,8 @@
 //===- AttentionGradFamily.cpp - the attention backward kernel family -----===//
 //
 // The attention backward of convert-fusion-to-gpu: a dense fusion.gdpa_grad
-// becomes one persistent kernel (AttentionGradKernel.cpp) and its launch:
+// becomes one persistent kernel (AttentionGradKernel.cpp; on sm_100a
+// AttentionGradTcgen05Kernel.cpp around the same skeleton) and its launch:
 // 4-D [B, L, H, D] tensor maps of do, q, k, v and of the three gradients,
 // encoded on the host, and a grid of min(units (b, h), SMs) CTAs. Without
 // units (B or H is 0) no map at all; without query tokens (L_q = 0) none of
@@ -37,7 +38,10 @@ public:
 
   LogicalResult check(Operation *op, const TargetInfo &target,
                       std::string &whyNot) const override {
-    if (!createMmaEngine(target, MmaShape{}, whyNot))
+    // sm_90a: the register-accumulator engine; sm_100a: the tensor-memory
+    // one (AttentionGradTcgen05Kernel.cpp); whyNoAttentionGradKernel names
+    // a target with neither.
+    if (target.tensorMemoryColumns == 0 && !createMmaEngine(target, MmaShape{}, whyNot))
       return failure();
     return success(
         succeeded(getAttentionGradKernelSpec(cast<GDPAGradOp>(op), target, whyNot)));

@@ -2,7 +2,10 @@
 //
 // fusion.gdpa_grad on the GPU for short keys and values held whole in
 // shared memory (FlashAttention-3's backward, adapted to an L_kv that one
-// CTA holds): with s = scale q k^T, p = act(s) and the output gradient do,
+// CTA holds); the emitter's skeleton (AttentionGradEmitter.h) and the
+// sm_90a consumers here, the sm_100a (tcgen05) roles in
+// AttentionGradTcgen05Kernel.cpp. With s = scale q k^T, p = act(s) and the
+// output gradient do,
 //
 //   dv = p^T do,  dp = do v^T,  ds = dp act'(s) scale,  dq = ds k,  dk = ds^T q
 //
@@ -60,176 +63,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "AttentionGradKernel.h"
+#include "AttentionGradEmitter.h"
 #include "AttentionSpec.h"
-
-#include "../Common/TmaPipeline.h"
 
 #include "fusion/Dialect/Fusion/IR/ActivationMath.h"
 
 using namespace mlir;
 using namespace mlir::fusion;
 
-namespace {
-
 using Spec = AttentionGradKernelSpec;
 using Arg = AttentionGradArg;
-
-class AttentionGradEmitter : public KernelBuilder {
-public:
-  AttentionGradEmitter(ImplicitLocOpBuilder &b, const Spec &s,
-                       gpu::GPUFuncOp func, const TargetInfo &target,
-                       RegisterBudget regs)
-      : KernelBuilder(b), s(s), func(func), target(target), regs(regs) {}
-
-  void emit();
-
-private:
-  Value arg(Arg a) { return func.getArgument(static_cast<unsigned>(a)); }
-  Value map(Arg a) { return maps[static_cast<unsigned>(a)]; }
-
-  /// Byte offsets from the aligned base: K's block [64 keys, 64] of key
-  /// block r and column block c; V's; stage `stage`'s Q and dO blocks; group
-  /// g's buffers.
-  Value kBlock(Value r, Value c) {
-    return add(mul(r, idx(s.headDim * 128)), mul(c, idx(Spec::kBlockBytes)));
-  }
-  Value vBlock(Value r, int64_t e) {
-    return add(idx(s.kBytes() + e * Spec::kBlockBytes), mul(r, idx(s.valueDim * 128)));
-  }
-  Value stageBase(Value stage) {
-    return add(idx(s.stagesOffset()), mul(stage, idx(s.stageBytes())));
-  }
-  Value groupBase(Value g) {
-    return add(idx(s.groupsOffset()), mul(g, idx(s.groupBytes())));
-  }
-  /// Group g's dS^T buffer of tile parity `parity` (0 or 1, index).
-  Value dsBuffer(Value g, Value parity) {
-    return add(add(groupBase(g), idx(s.dsOffset(0))),
-               mul(parity, idx(Spec::kBlockBytes)));
-  }
-  Value block(Value offset, ArrayRef<int64_t> shape) {
-    return smemView(offset, shape, s.elemType);
-  }
-
-  /// Named barrier 1 + c over consumer warpgroup c; 3 over all consumers.
-  void groupBarrier(Value c) { namedBarrier(1, c, 128); }
-  void consumersBarrier() { namedBarrier(3, 128 * s.consumers()); }
-  void fenceAsyncShared() {
-    NVVM::FenceProxyOp::create(
-        b, NVVM::ProxyKind::async_shared,
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-  }
-  /// (lo, hi) rounded to the element type (KernelBuilder::packPair).
-  Value packPair(Value lo, Value hi) {
-    return KernelBuilder::packPair(s.elemType, lo, hi);
-  }
-  Value packPair(Value pair) {
-    return packPair(vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{0}),
-                    vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{1}));
-  }
-  /// Writes `pairs(h, j)` (row h, 8-column group j of this thread's
-  /// fragment) into blocks [64, 64] at `offset` + (j / 8) x 8 KB, 128-byte
-  /// swizzled: the K-major A (and M-major A, and TMA box) layout.
-  void writeSwizzled(Value offset, int64_t groups, AccumulatorView &view,
-                     Value rowInGroup, function_ref<Value(int64_t, int64_t)> pairs) {
-    Value rowPhase = view.rowPhase();
-    for (int64_t j = 0; j < groups; ++j) {
-      Value dst = block(add(offset, idx((j / 8) * Spec::kBlockBytes)), {64, 64});
-      // 16-byte chunk j % 8 of the row sits at position (j % 8) ^ (row % 8).
-      Value chunk = arith::XOrIOp::create(b, idx(j % 8), rowPhase);
-      Value col = add(mul(chunk, idx(8)), view.pairColumn());
-      for (int64_t h = 0; h < view.rowsPerThread(); ++h) {
-        Value row = add(idx(view.rowOffset(h)), rowInGroup);
-        vector::StoreOp::create(b, pairs(h, j), dst, ValueRange{row, col},
-                                /*nontemporal=*/false, llvm::MaybeAlign(4));
-      }
-    }
-  }
-  /// The blocks [64, 64] at `offset` + e x 8 KB TMA-stored through `tma` at
-  /// column 64 e, row `row` of (batch, head), in one bulk group.
-  void storeBlocks(Value tma, Value offset, int64_t blocks, Value batch,
-                   Value head, Value row) {
-    for (int64_t e = 0; e < blocks; ++e) {
-      Value src = block(add(offset, idx(e * Spec::kBlockBytes)), {1, 64, 1, 64});
-      nvgpu::TmaAsyncStoreOp::create(b, src, tma,
-                                     ValueRange{idx(e * 64), head, row, batch},
-                                     Value());
-    }
-    NVVM::CpAsyncBulkCommitGroupOp::create(b);
-  }
-  /// The group's store leader waits until its earlier bulk stores have read
-  /// their shared memory; then the group may overwrite it.
-  void waitStoresRead(Value isLeader, Value c) {
-    ifThen(isLeader, [&] {
-      NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
-    });
-    groupBarrier(c);
-  }
-
-  /// A unit's query tokens: its tiles, the token (row coordinate) of tile
-  /// 0, the end of its tokens and the TMA's batch coordinate. Dense: all
-  /// L_q tokens of batch b; jagged: [offsets[b], offsets[b + 1]) of the one
-  /// batch [1, T].
-  struct UnitTokens {
-    Value tiles, first, end, batchCoord;
-  };
-  UnitTokens unitTokens(Value batch) {
-    if (!s.jagged)
-      return {qTiles, idx(0), arg(Arg::QueryLen), batch};
-    Value lo = tokenOffset(batch);
-    Value hi = arith::MaxUIOp::create(b, lo, tokenOffset(add(batch, idx(1))));
-    return {arith::CeilDivUIOp::create(b, sub(hi, lo), idx(Spec::kTileQ)), lo, hi,
-            idx(0)};
-  }
-  Value tokenOffset(Value i) {
-    return clampedOffset(b, arg(Arg::Offsets), i, arg(Arg::QueryLen));
-  }
-  /// Loops over this CTA's units (b, h), carrying `inits`.
-  ValueRange unitLoop(
-      ValueRange inits,
-      function_ref<SmallVector<Value>(Value, Value, const UnitTokens &, ValueRange)>
-          body) {
-    Value first = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-    Value step = gpu::GridDimOp::create(b, gpu::Dimension::x);
-    return forLoop(first, units, step, inits, [&](Value unit, ValueRange it) {
-      Value batch = arith::DivUIOp::create(b, unit, heads);
-      Value head = arith::RemUIOp::create(b, unit, heads);
-      UnitTokens tokens = unitTokens(batch);
-      return body(batch, head, tokens, it);
-    });
-  }
-  /// Jagged: dq's rows outside every sequence, [0, offsets[0]) and
-  /// [offsets[B], T), zeroed by every consumer thread of the grid (16 bytes
-  /// each step; a row is H x D elements, a multiple of 8).
-  void zeroRowsOutsideSequences(Value consumerThread);
-
-  void roles();
-  void producer();
-  void consumer();
-  /// Jagged: the first `rows` rows of the staging block [64 tokens, 64]
-  /// (128-byte swizzled) to dq's rows `row`, ... of `head`, columns
-  /// `column` + [0, 64), 16 bytes a thread of the group.
-  void storeRowsBelow(Value staging, Value rows, Value row, Value head,
-                      Value column);
-  /// Jagged: rows [first, 64) of the `blocks` blocks [64, 64] at `offset`
-  /// set to 0, 16 bytes a step, by every consumer thread (`thread` of
-  /// 128 x consumers).
-  void zeroRowsFrom(Value offset, int64_t blocks, Value first, Value thread);
-
-  std::unique_ptr<MmaEngine> engine(const MmaShape &shape) {
-    std::string whyNot;
-    return createMmaEngine(target, shape, whyNot);
-  }
-
-  const Spec &s;
-  gpu::GPUFuncOp func;
-  const TargetInfo &target;
-  RegisterBudget regs;
-  TmaRing ring, kvRing;
-  SmallVector<Value> maps;
-  Value operandMap, heads, qTiles, units, wg, tid;
-};
 
 void AttentionGradEmitter::emit() {
   // Every map is 4-D [B, L, H, D] with boxes [1, 64, 1, 64] (coordinates
@@ -247,7 +90,7 @@ void AttentionGradEmitter::emit() {
                    arg(Arg::TmaK))
                    .getResult(0);
   heads = arg(Arg::Heads);
-  qTiles = arith::CeilDivUIOp::create(b, arg(Arg::QueryLen), idx(Spec::kTileQ));
+  qTiles = arith::CeilDivUIOp::create(b, arg(Arg::QueryLen), idx(s.tileQ()));
   units = mul(arg(Arg::Batch), heads);
   Value threadId = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   wg = div(threadId, 128);
@@ -256,8 +99,13 @@ void AttentionGradEmitter::emit() {
   ring = TmaRing(*this, s.stages);
   kvRing = TmaRing(*this, 1);
   Value leader = eq(threadId, 0);
-  ring.init(*this, 128 * s.consumers(), leader);
-  kvRing.init(*this, 128 * s.consumers(), leader);
+  // The stages go back by every consumer thread's arrival (sm_90a) or by
+  // the MMA warp's tcgen05.commit (sm_100a).
+  const int64_t releases = s.tensorMemory ? 1 : 128 * s.consumers();
+  ring.init(*this, releases, leader);
+  kvRing.init(*this, releases, leader);
+  if (s.tensorMemory)
+    initTensorMemoryBarriers(leader);
   // Without units the maps are null; without query tiles, those of q, do
   // and dq (AttentionGradFamily.cpp).
   Value anyUnit = both(leader, ult(idx(0), units));
@@ -266,6 +114,13 @@ void AttentionGradEmitter::emit() {
     nvgpu::TmaPrefetchOp::create(b, map(a), anyUnit);
   for (Arg a : {Arg::TmaDo, Arg::TmaQ, Arg::TmaDq})
     nvgpu::TmaPrefetchOp::create(b, map(a), anyTile);
+  if (s.tensorMemory) {
+    // The allocation's set-up barrier publishes the barriers' inits too.
+    allocateTensorMemory();
+    tensorMemoryRoles();
+    gpu::ReturnOp::create(b);
+    return;
+  }
   gpu::BarrierOp::create(b);
   roles();
   gpu::ReturnOp::create(b);
@@ -293,7 +148,7 @@ void AttentionGradEmitter::producer() {
     nvgpu::MBarrierArriveExpectTxOp::create(b, kvRing.full,
                                             idx(s.kBytes() + s.vBytes()), zero,
                                             Value());
-    for (int64_t r = 0; r < s.consumers(); ++r) {
+    for (int64_t r = 0; r < keyBlocks(); ++r) {
       for (int64_t c = 0; c < dBlocks; ++c)
         load(map(Arg::TmaK), kvRing.full, zero, kBlock(idx(r), idx(c)), 64 * c,
              head, idx(64 * r), batch);
@@ -309,15 +164,21 @@ void AttentionGradEmitter::producer() {
           nvgpu::MBarrierArriveExpectTxOp::create(b, ring.full, idx(s.stageBytes()),
                                                   stage, Value());
           Value base = stageBase(stage);
-          Value row = add(tokens.first, mul(t, idx(Spec::kTileQ)));
-          for (int64_t c = 0; c < dBlocks; ++c)
-            load(map(Arg::TmaQ), ring.full, stage,
-                 add(base, idx(c * Spec::kBlockBytes)), 64 * c, head, row,
-                 tokens.batchCoord);
-          for (int64_t e = 0; e < dvBlocks; ++e)
-            load(map(Arg::TmaDo), ring.full, stage,
-                 add(base, idx(s.qBytes() + e * Spec::kBlockBytes)), 64 * e, head,
-                 row, tokens.batchCoord);
+          Value first = add(tokens.first, mul(t, idx(s.tileQ())));
+          // The tile's halves of 64 tokens (sm_90a: one), each D / 64 (Dv /
+          // 64) blocks [64 tokens, 64].
+          for (int64_t h = 0; h < s.tileQ() / 64; ++h) {
+            Value row = h ? add(first, idx(64 * h)) : first;
+            int64_t qHalf = h * s.headDim * 128, doHalf = h * s.valueDim * 128;
+            for (int64_t c = 0; c < dBlocks; ++c)
+              load(map(Arg::TmaQ), ring.full, stage,
+                   add(base, idx(qHalf + c * Spec::kBlockBytes)), 64 * c, head, row,
+                   tokens.batchCoord);
+            for (int64_t e = 0; e < dvBlocks; ++e)
+              load(map(Arg::TmaDo), ring.full, stage,
+                   add(base, idx(s.qBytes() + doHalf + e * Spec::kBlockBytes)), 64 * e,
+                   head, row, tokens.batchCoord);
+          }
           return SmallVector<Value>{ring.nextPos(*this, p)};
         });
     return SmallVector<Value>{after[0], kvRing.nextPos(*this, kvPos)};
@@ -349,13 +210,6 @@ void AttentionGradEmitter::consumer() {
   // dQ's column blocks per group: e = c + i x groups, i < dqSlots.
   const int64_t dqSlots = llvm::divideCeil(dBlocks, s.consumers());
   const bool dqGuard = dBlocks % s.consumers() != 0;
-  auto fastTanh = [](OpBuilder &builder, Location loc, Value u) -> Value {
-    // tanh.approx.f32, as the forward's gelu_tanh (relative error about
-    // 2^-11, below the rounding of P and dS to 16 bits).
-    return LLVM::TanhOp::create(
-        builder, loc, u,
-        LLVM::FastmathFlagsAttr::get(builder.getContext(), LLVM::FastmathFlags::afn));
-  };
   Value scaleF = cstF32(s.scale);
 
   unitLoop({idx(0), idx(0), idx(0)}, [&](Value batch, Value head,
@@ -384,7 +238,7 @@ void AttentionGradEmitter::consumer() {
           if (s.jagged)
             ifThen(ult(tokensLeft, idx(Spec::kTileQ)), [&] {
               zeroRowsFrom(add(base, idx(s.qBytes())), s.valueDim / 64, tokensLeft,
-                           add(mul(c, idx(128)), tid));
+                           add(mul(c, idx(128)), tid), 128 * s.consumers());
               fenceAsyncShared();
               consumersBarrier();
             });
@@ -421,16 +275,13 @@ void AttentionGradEmitter::consumer() {
             for (int64_t h = 0; h < 2; ++h) {
               Value x = sView->pair(h, j), dp = dpView->pair(h, j);
               Value pv[2], dsv[2];
-              for (int64_t e = 0; e < 2; ++e) {
-                Value sc = arith::MulFOp::create(
-                    b, vector::ExtractOp::create(b, x, ArrayRef<int64_t>{e}), scaleF);
-                auto [act, grad] =
-                    buildActivationAndGrad(b, b.getLoc(), s.activation, sc, fastTanh);
-                pv[e] = act;
-                Value d = vector::ExtractOp::create(b, dp, ArrayRef<int64_t>{e});
-                dsv[e] = arith::MulFOp::create(b, arith::MulFOp::create(b, d, grad),
-                                               scaleF);
-              }
+              for (int64_t e = 0; e < 2; ++e)
+                std::tie(pv[e], dsv[e]) = probabilityAndGrad(
+                    vector::ExtractOp::create(b, x, ArrayRef<int64_t>{e}),
+                    [&] {
+                      return vector::ExtractOp::create(b, dp, ArrayRef<int64_t>{e});
+                    },
+                    scaleF);
               Value keyRow = add(idx(sView->rowOffset(h)), rowInGroup);
               vector::StoreOp::create(b, packPair(pv[0], pv[1]), pTile,
                                       ValueRange{keyRow, col}, false, llvm::MaybeAlign(4));
@@ -540,6 +391,22 @@ void AttentionGradEmitter::consumer() {
          [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
 }
 
+std::pair<Value, Value>
+AttentionGradEmitter::probabilityAndGrad(Value x, function_ref<Value()> dp,
+                                         Value scale) {
+  auto fastTanh = [](OpBuilder &builder, Location loc, Value u) -> Value {
+    // tanh.approx.f32, as the forward's gelu_tanh (relative error about
+    // 2^-11, below the rounding of P and dS to 16 bits).
+    return LLVM::TanhOp::create(
+        builder, loc, u,
+        LLVM::FastmathFlagsAttr::get(builder.getContext(), LLVM::FastmathFlags::afn));
+  };
+  Value sc = arith::MulFOp::create(b, x, scale);
+  auto [act, grad] = buildActivationAndGrad(b, b.getLoc(), s.activation, sc, fastTanh);
+  Value d = dp();
+  return {act, arith::MulFOp::create(b, arith::MulFOp::create(b, d, grad), scale)};
+}
+
 void AttentionGradEmitter::storeRowsBelow(Value staging, Value rows, Value row,
                                           Value head, Value column) {
   // 64 rows x 8 chunks of 16 bytes, consecutive threads on a row's chunks.
@@ -566,7 +433,8 @@ void AttentionGradEmitter::storeRowsBelow(Value staging, Value rows, Value row,
 }
 
 void AttentionGradEmitter::zeroRowsFrom(Value offset, int64_t blocks,
-                                        Value first, Value thread) {
+                                        Value first, Value thread,
+                                        int64_t threads) {
   auto chunkType = VectorType::get({8}, s.elemType);
   Value zeros = arith::ConstantOp::create(
       b, DenseElementsAttr::get(chunkType, b.getFloatAttr(s.elemType, 0.0)));
@@ -575,7 +443,7 @@ void AttentionGradEmitter::zeroRowsFrom(Value offset, int64_t blocks,
   Value chunks = mul(sub(idx(64), first), idx(8));
   for (int64_t e = 0; e < blocks; ++e) {
     Value tile = block(add(offset, idx(e * Spec::kBlockBytes)), {64, 64});
-    forLoop(thread, chunks, idx(128 * s.consumers()), ValueRange{},
+    forLoop(thread, chunks, idx(threads), ValueRange{},
             [&](Value i, ValueRange) {
               vector::StoreOp::create(b, zeros, tile,
                                       ValueRange{add(first, div(i, 8)),
@@ -610,8 +478,6 @@ void AttentionGradEmitter::zeroRowsOutsideSequences(Value consumerThread) {
   }
 }
 
-} // namespace
-
 gpu::GPUFuncOp mlir::fusion::buildAttentionGradKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     const AttentionGradKernelSpec &s, const TargetInfo &target) {
@@ -622,6 +488,17 @@ gpu::GPUFuncOp mlir::fusion::buildAttentionGradKernel(
   if (s.jagged) {
     types.push_back(MemRefType::get({ShapedType::kDynamic}, s.offsetsType));
     types.push_back(MemRefType::get({ShapedType::kDynamic}, s.elemType));
+  }
+  if (s.tensorMemory) {
+    // 256 threads, one CTA per SM (the tensor memory's 512 columns and the
+    // shared memory are the SM's): up to 255 registers each, no setmaxnreg,
+    // .minnctapersm 1 (as the sm_100a forward).
+    gpu::GPUFuncOp func =
+        createKernelFunc(builder, loc, module, name, types, s.threads());
+    func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(1));
+    ImplicitLocOpBuilder b(loc, builder);
+    AttentionGradEmitter(b, s, func, target, RegisterBudget{}).emit();
+    return func;
   }
   std::string whyNot;
   std::unique_ptr<MmaEngine> engine = createMmaEngine(target, MmaShape{}, whyNot);

@@ -251,8 +251,6 @@ private:
     return tensorMemoryEngine(
         MmaShape{s.valueDim, Spec::kBoxCols, s.elemType, false, false});
   }
-  /// Four rounded pairs (vector<2xelem>) as one 16-byte chunk of 8.
-  Value chunkOfPairs(ArrayRef<Value> pairs);
   /// sFull, pFull, oFull (one each: S computed, P written, O computed).
   void initTensorMemoryBarriers(Value leader);
   /// Warp 1 allocates the columns; the set-up barrier publishes them.

@@ -105,15 +105,6 @@ void AttentionKernelEmitter::tensorMemoryRoles() {
   });
 }
 
-Value AttentionKernelEmitter::chunkOfPairs(ArrayRef<Value> pairs) {
-  Value lo = vector::ShuffleOp::create(b, pairs[0], pairs[1],
-                                       ArrayRef<int64_t>{0, 1, 2, 3});
-  Value hi = vector::ShuffleOp::create(b, pairs[2], pairs[3],
-                                       ArrayRef<int64_t>{0, 1, 2, 3});
-  return vector::ShuffleOp::create(b, lo, hi,
-                                   ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
-}
-
 /// Warp 1: lane 0 issues the MMAs and the commits, the whole warp waits on
 /// the barriers (mbarrier waits are per thread and harmless), so that it
 /// stays converged for the final deallocation.
@@ -190,10 +181,7 @@ void AttentionKernelEmitter::tensorMemoryConsumer(Value tmemBase) {
   auto storeChunk = [&](Value offset, int64_t rows, Value row, int64_t j,
                         Value chunk) {
     Value block = smemView(offset, {rows, Spec::kBoxCols}, s.elemType);
-    Value position = idx(j);
-    Value phys = arith::XOrIOp::create(b, position, rem(row, 8));
-    vector::StoreOp::create(b, chunk, block, ValueRange{row, mul(phys, idx(8))},
-                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+    storeSwizzledChunk(block, row, j, chunk);
   };
   // For every 32 columns of this thread's row of the accumulator at `acc`
   // (`columns` of them): fn(first column, the values).

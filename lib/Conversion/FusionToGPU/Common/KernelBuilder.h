@@ -148,6 +148,25 @@ public:
                                                NVVM::SaturationModeAttr(),
                                                BoolAttr());
   }
+  /// Four rounded pairs (vector<2xelem>) as one 16-byte chunk of 8 (the
+  /// tensor-memory epilogues' row chunks).
+  Value chunkOfPairs(ArrayRef<Value> pairs) {
+    Value lo = vector::ShuffleOp::create(b, pairs[0], pairs[1],
+                                         ArrayRef<int64_t>{0, 1, 2, 3});
+    Value hi = vector::ShuffleOp::create(b, pairs[2], pairs[3],
+                                         ArrayRef<int64_t>{0, 1, 2, 3});
+    return vector::ShuffleOp::create(b, lo, hi,
+                                     ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  }
+  /// Writes the 16-byte `chunk` as chunk j (of 8) of row `row` of `block`
+  /// (a view [rows, 64] of 16-bit elements in 128-byte swizzled rows): at
+  /// position j ^ (row % 8).
+  void storeSwizzledChunk(Value block, Value row, int64_t j, Value chunk) {
+    Value position = idx(j);
+    Value phys = arith::XOrIOp::create(b, position, rem(row, 8));
+    vector::StoreOp::create(b, chunk, block, ValueRange{row, mul(phys, idx(8))},
+                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+  }
   /// Warp specialization by warpgroup: warpgroup 0 (`warpgroup` is the
   /// thread's) gives registers back (setmaxnreg down to `producerRegs`) and
   /// its thread 0 (`tid`, the thread in its warpgroup) runs `produce`; the

@@ -48,6 +48,12 @@ struct MmaShape {
   /// transposeA: the group's A tile is [tileK, groupRows], M-major (a
   /// weight gradient's lhs [K, M] as TMA wrote it).
   bool transposeA = false, transposeB = false;
+  /// tcgen05 with transposeA: the bytes from one 64-row box of the M-major
+  /// A tile to the next (its descriptor's leading byte offset); 0: the
+  /// next box directly after (8192). The attention backward's dS, [128
+  /// tokens, 64 keys] as two boxes of [128 keys, 64 tokens] blocks, has
+  /// 16384.
+  int64_t aBoxBytes = 0;
 };
 
 /// Registers per thread: the launch budget (.maxnreg) and what setmaxnreg
@@ -167,6 +173,12 @@ public:
   /// waitLoads.
   virtual Value load(KernelBuilder &kb, Value acc, Value warp,
                      int64_t column0) = 0;
+  /// Likewise `columns` (8, 16 or 32) columns, as vector<columns x f32>: a
+  /// narrower load keeps fewer values live where each one takes long
+  /// element-wise work (the attention backward's erf gelu and its
+  /// derivative).
+  virtual Value loadColumns(KernelBuilder &kb, Value acc, Value warp,
+                            int64_t column0, int64_t columns) = 0;
   virtual void waitLoads(KernelBuilder &kb) = 0;
   /// Writes `values` (vector<32xf32>) into this thread's row of the
   /// accumulator at `acc`, columns column0 .. column0 + 31; complete (and

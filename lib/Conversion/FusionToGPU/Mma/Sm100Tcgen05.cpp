@@ -114,7 +114,9 @@ public:
     // Leading byte offsets as the sm_90a kernels' descriptors have them
     // (see the file comment); the stride is 8 rows of 128 bytes.
     SmemDescriptorFields fa, fb;
-    fa.leadingBytes = shape.transposeA ? kBoxBytes : kRows * kRowBytes;
+    fa.leadingBytes = shape.transposeA
+                          ? (shape.aBoxBytes ? shape.aBoxBytes : kBoxBytes)
+                          : kRows * kRowBytes;
     fb.leadingBytes = kBoxBytes;
     fa.strideBytes = fb.strideBytes = 8 * kRowBytes;
     Value descA = descriptor(kb, aAddr, tcgen05SmemDescriptor(fa));
@@ -164,14 +166,19 @@ public:
 
   Value load(KernelBuilder &kb, Value acc, Value warp,
              int64_t column0) override {
+    return loadColumns(kb, acc, warp, column0, kColumnsPerLoad);
+  }
+
+  Value loadColumns(KernelBuilder &kb, Value acc, Value warp, int64_t column0,
+                    int64_t columns) override {
     ImplicitLocOpBuilder &b = kb.b;
     Value address = rowAddress(kb, acc, warp, column0);
-    auto words = VectorType::get({kColumnsPerLoad}, b.getI32Type());
+    auto words = VectorType::get({columns}, b.getI32Type());
     Value v = NVVM::Tcgen05LdOp::create(b, words, /*pack=*/false,
                                         NVVM::Tcgen05LdStShape::SHAPE_32X32B,
                                         address, /*offset=*/Value());
     return vector::BitCastOp::create(
-        b, VectorType::get({kColumnsPerLoad}, b.getF32Type()), v);
+        b, VectorType::get({columns}, b.getF32Type()), v);
   }
 
   void waitLoads(KernelBuilder &kb) override {

@@ -12,7 +12,10 @@ With the argument sm_100a, the variants the sm_100a (tcgen05) attention
 kernels take (attention-ptxas-sweep-sm100a.mlir): the same fusion.gdpa grid
 (S and O in kvTile + Dv <= 512 tensor-memory columns), jagged fusion.gdpa
 (i32 and i64 offsets) over D, Dv and key lengths, named jagged_<i>, and the
-same fusion.norm_attention cases (no backward yet).
+same fusion.norm_attention cases, then fusion.gdpa_grad (the tcgen05 backward)
+over D, Dv of 64 and 128, key lengths 1 to 128, every activation, bf16 and
+f16, named grad_<i>, and jagged fusion.gdpa_grad (i32 and i64 offsets),
+named jgrad_<i>.
 
     python3 gen_attention_grid.py [sm_100a] > grid.mlir
 """
@@ -61,6 +64,15 @@ def jagged(i, d, dv, kv, act, dt, off):
             f" : {q}, {k}, {v} -> {o}\n  return %o : {o}\n}}\n")
 
 
+def jagged_grad(i, d, dv, kv, act, dt, off):
+    q, k = f"tensor<?x2x{d}x{dt}>", f"tensor<?x{kv}x2x{d}x{dt}>"
+    v, o = f"tensor<?x{kv}x2x{dv}x{dt}>", f"tensor<?x2x{dv}x{dt}>"
+    return (f"func.func @jgrad_{i}(%do: {o}, %q: {q}, %k: {k}, %v: {v}, %off: tensor<?x{off}>) -> ({q}, {k}, {v}) {{\n"
+            f"  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v offsets(%off : tensor<?x{off}>) "
+            f"{{activation = #fusion.activation<{act}>, scale = 0.125 : f32}}"
+            f" : {o}, {q}, {k}, {v} -> {q}, {k}, {v}\n  return %dq, %dk, %dv : {q}, {k}, {v}\n}}\n")
+
+
 def fits(d, dv, kv):
     """Whether one stage of q, k, v and the P tiles fits sm_90a's 227 KB
     (AttentionSpec.h's layout); larger combinations are refused."""
@@ -85,14 +97,17 @@ def main():
              (2, 64, 40, True), (4, 64, 64, False), (2, 128, 72, False), (3, 128, 128, True)]
     for i, (h, d, kv, params) in enumerate(cases):
         print(flash(i, h, d, kv, params, "f16" if i == 5 else "bf16"))
-    if sm100:
-        print("}")
-        return
     grads = [(128, 128, 128), (128, 128, 100), (64, 64, 128), (64, 128, 64),
              (128, 64, 128), (64, 64, 1), (128, 128, 64), (64, 128, 128),
              (128, 128, 128), (128, 64, 40)]
     for i, (d, dv, kv) in enumerate(grads):
         print(grad(i, d, dv, kv, ACTS[i % len(ACTS)], "f16" if i % 4 == 3 else "bf16"))
+    if sm100:
+        jgrads = [(128, 128, 128), (64, 64, 40), (64, 128, 100), (128, 64, 64),
+                  (128, 128, 1), (64, 64, 128)]
+        for i, (d, dv, kv) in enumerate(jgrads):
+            print(jagged_grad(i, d, dv, kv, ACTS[(i + 2) % len(ACTS)],
+                              "bf16" if i % 2 else "f16", "i64" if i % 2 else "i32"))
     print("}")
 
 
