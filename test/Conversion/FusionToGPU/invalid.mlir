@@ -127,10 +127,23 @@ func.func @smem(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<25
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @mixed(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
-  // expected-error @below {{'tensor.empty' op cannot be lowered to the GPU: a function lowered by convert-fusion-to-gpu may hold fusion.fused_matmul, fusion.rms_norm, fusion.layer_norm, their grads, fusion.add, fusion.mul, fusion.gdpa, fusion.gdpa_grad and fusion.norm_attention ops, tensor reshapes and index arithmetic (run fusion-fuse and fusion-plan-kernels first)}}
+  // expected-error @below {{'tensor.empty' op cannot be lowered to the GPU: a function lowered by convert-fusion-to-gpu may hold fusion.fused_matmul, fusion.rms_norm, fusion.layer_norm, their grads, fusion.add, fusion.mul, fusion.gdpa, fusion.gdpa_grad and fusion.norm_attention ops, tensor reshapes, splat float constants and index arithmetic (run fusion-fuse and fusion-plan-kernels first)}}
   %e = tensor.empty() : tensor<256x256xbf16>
   %d = fusion.add %c, %e : tensor<256x256xbf16>
   return %d : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// A tensor constant that is not a splat has no device buffer (a splat of
+// 16- or 32-bit floats is filled by a memset).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @dense_constant(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @below {{'arith.constant' op cannot be lowered to the GPU}}
+  %c = arith.constant dense<[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]> : tensor<2x4xf32>
+  %y = fusion.add %x, %c : tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
 }
 }
 
