@@ -15,15 +15,18 @@ DT = {"bf16": "bf16", "f32": "f32"}
 
 def case(name, m, k, n, prologue="none", epilogue="none", residual=False,
          row_scale=False, col_bias=False, weight=False, bias=False,
-         save_stats=False, out=None, dtype="bf16", transpose_rhs=False):
+         save_stats=False, out=None, dtype="bf16", transpose_rhs=False,
+         a_offset=0.0):
     """`dtype`: the 16-bit type of A, B and the other 16-bit operands;
     `out`: the output type (default `dtype`, or f32); `transpose_rhs`: B is
-    [N, K] (nn.Linear's weight layout)."""
+    [N, K] (nn.Linear's weight layout); `a_offset`: added to A's normal
+    values (rows whose mean is far from 0, where the LayerNorm prologue's
+    r (A B - m colsum(B)) cancels)."""
     return dict(name=name, m=m, k=k, n=n, prologue=prologue, epilogue=epilogue,
                 residual=residual, row_scale=row_scale, col_bias=col_bias,
                 weight=weight, bias=bias, save_stats=save_stats,
                 out=out or dtype, dtype=dtype, eps=1e-5, prologue_eps=1e-6,
-                transpose_rhs=transpose_rhs)
+                transpose_rhs=transpose_rhs, a_offset=a_offset)
 
 
 def suites():
@@ -158,6 +161,27 @@ def suites():
                             prologue="rms_norm", residual=True, col_bias=True))
     correctness.append(case("lazy_rms_stats_kernel_nk_n4096", 4097, 256, 4096,
                             prologue="rms_norm", transpose_rhs=True))
+    # The LayerNorm prologue (Lazy Pre-Norm of a LayerNorm: the kernel sums
+    # A's rows and squares, fusion-plan-kernels adds B's column sums as a
+    # 1-row GEMM of ones launched first): odd M, a partial column tile,
+    # nn.Linear's B with its bias, rows with a large mean (the deferred
+    # centering cancels: a CPU simulation of the f32 arithmetic stays within
+    # the bound at offsets up to 8), row_scale, f16, and tiles of 192 over
+    # N = 4096. Appended last (PTX labels carry module position).
+    correctness += [
+        case("lazy_ln_8192x512x512", 8192, 512, 512, prologue="layer_norm"),
+        case("lazy_ln_odd_m", 1000, 1024, 256, prologue="layer_norm"),
+        case("lazy_ln_n200", 1001, 512, 200, prologue="layer_norm"),
+        case("lazy_ln_nk_bias_4097x768x768", 4097, 768, 768, prologue="layer_norm",
+             col_bias=True, transpose_rhs=True),
+        case("lazy_ln_offset4_nk", 3000, 1024, 1024, prologue="layer_norm",
+             transpose_rhs=True, a_offset=4.0),
+        case("lazy_ln_rowscale_residual", 2000, 256, 384, prologue="layer_norm",
+             epilogue="row_scale", row_scale=True, col_bias=True, residual=True),
+        case("f16_lazy_ln_odd_m", 999, 512, 384, prologue="layer_norm", dtype="f16"),
+        case("lazy_ln_65536x1024x4096_nk", 65536, 1024, 4096, prologue="layer_norm",
+             transpose_rhs=True),
+    ]
     bench = []
     for d in (256, 512, 1024, 2048, 4096):
         bench.append(case(f"bench_gemm_{d}", 262144, d, d))

@@ -3,7 +3,8 @@
 # BUILD/gpu/layers: lib<name>.so by fusion-compile's default pipeline
 # (fusion-fuse, then the kernels) and lib<name>_unfused.so without
 # fusion-fuse (fusion-compile --no-fuse, where fusion-compile has it), from
-# a copy of the program whose function is named <name>_unfused. A
+# a copy of the program whose function is named <name>_unfused; for the
+# ln_prenorm programs also lib<name>_lazyln.so with --lazy-layer-norm. A
 # program the compiler refuses is skipped with a warning and the compiler's
 # error (whole in layers/<name>[_unfused].log); the layer tests and
 # benchmarks skip what was not built. Called by bench/build_gpu_artifacts.sh.
@@ -32,6 +33,11 @@ for f in "$out"/*.mlir; do
   if [[ "$name" == *_unfused ]]; then
     [[ "$variants" == *unfused* ]] || continue
     flags=(--no-fuse)
+  fi
+  # <name>_lazyln.mlir (ln_prenorm): the LayerNorm deferred into the GEMM.
+  if [[ "$name" == *_lazyln ]]; then
+    grep -q -- "--lazy-layer-norm" "$compile" || continue
+    flags=(--lazy-layer-norm)
   fi
   lib="$out/lib$name.so" log="$out/$name.log"
   rm -f "$lib" "$log"

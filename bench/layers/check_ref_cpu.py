@@ -27,6 +27,7 @@ KINDS = {
     "llama_prenorm_mulweight": lambda h: gen_layers.llama_prenorm(h, mul_weight=True),
     "bert_postnorm": lambda h: gen_layers.bert_postnorm(h),
     "bert_postnorm_addbias": lambda h: gen_layers.bert_postnorm(h, add_bias=True),
+    "ln_prenorm": gen_layers.ln_prenorm,
     "rms_norm": gen_layers.rms_norm,
     "layer_norm": gen_layers.layer_norm,
     "add_rowbias": lambda h: gen_layers.elementwise("add_rowbias", h),

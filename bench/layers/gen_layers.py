@@ -16,6 +16,8 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
   llama_prenorm_mulweight_h{H} the same with HF Llama's RMSNorm: weight * rms_norm(x) as a fusion.mul
   bert_postnorm_h{H}          y = LayerNorm(Linear(x, W, b) + residual) with gamma, beta
   bert_postnorm_addbias_h{H}  the same with the bias as a broadcasting fusion.add
+  ln_prenorm_h{H}             y = Linear(LayerNorm(x) with gamma, beta) with W [H, H] ([out, in])
+                              and bias b: nn.LayerNorm then nn.Linear
   rms_norm_h{H}               y, rstd = RMSNorm(x) with weight
   layer_norm_h{H}             y, mean, rstd = LayerNorm(x) with weight and bias
   add_rowbias_h{H}            y = x + b       ([M, H] + [H])
@@ -32,7 +34,11 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
 build/gpu/layers/lib<name>.so is <name>.mlir compiled by fusion-compile's
 default pipeline (fusion-fuse, then the kernels), lib<name>_unfused.so is
 <name>_unfused.mlir (the same program, its function named <name>_unfused)
-compiled without fusion-fuse (bench/layers/build_layers.sh).
+compiled without fusion-fuse (bench/layers/build_layers.sh). The ln_prenorm
+programs also get lib<name>_lazyln.so, from <name>_lazyln.mlir compiled with
+fusion-compile --lazy-layer-norm: the LayerNorm deferred into the GEMM (the
+Lazy Pre-Norm LayerNorm prologue; without the option the default pipeline
+keeps it a row kernel before the GEMM).
 """
 import argparse
 import json
@@ -44,6 +50,10 @@ TRAIN_H = (512,) + LAYER_H  # the training step and its weight gradient (issue 1
 LLAMA_EPS = 1e-5
 RMS_EPS = 1e-6
 LN_EPS = 1e-12  # BERT's LayerNorm
+PRE_LN_EPS = 1e-5  # nn.LayerNorm's default (a pre-LN block)
+
+# Kinds that also get a library compiled with --lazy-layer-norm (variant lazyln).
+LAZY_LN_KINDS = ("ln_prenorm",)
 
 HEADER = 'module attributes {fusion.target = #fusion.target<"sm_90a">} {\n'
 
@@ -101,6 +111,21 @@ def bert_postnorm(h, add_bias=False):
                    [("x", "bf16", ("M", h)), ("w", "bf16", (h, h)), ("b", "bf16", (h,)),
                     ("r", "bf16", ("M", h)), ("gamma", "bf16", (h,)), ("beta", "bf16", (h,))],
                    [("y", "bf16", ("M", h))], body, eps=LN_EPS)
+
+
+def ln_prenorm(h):
+    """nn.LayerNorm(H) (weight gamma, bias beta) then nn.Linear(H, H) (W as
+    stored, [out, in], and its bias b): Lazy Pre-Norm's LayerNorm prologue
+    with --lazy-layer-norm (gamma folded into W by a fusion.mul, beta W + b
+    the column bias, B's column sums a 1-row GEMM)."""
+    x, v, w, stat = ty(("M", h)), ty((h,)), ty((h, h)), ty(("M",), "f32")
+    body = [f"%n, %mean, %rstd = fusion.layer_norm %x weight(%gamma : {v}) bias(%beta : {v})"
+            f" {{epsilon = {PRE_LN_EPS:e} : f32}} : {x} -> {x}, {stat}, {stat}",
+            f"%y = fusion.matmul %n, %w bias(%b : {v}) {{transpose_rhs}} : {x}, {w} -> {x}"]
+    return program(f"ln_prenorm_h{h}", "ln_prenorm", h,
+                   [("x", "bf16", ("M", h)), ("gamma", "bf16", (h,)), ("beta", "bf16", (h,)),
+                    ("w", "bf16", (h, h)), ("b", "bf16", (h,))],
+                   [("y", "bf16", ("M", h))], body, eps=PRE_LN_EPS)
 
 
 def rms_norm(h):
@@ -204,7 +229,7 @@ def programs():
             for p in (linear_wgrad(h), train_step(h, "rms"), train_step(h, "ln"))]
     for h in LAYER_H:
         out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True), bert_postnorm(h),
-                bert_postnorm(h, add_bias=True)]
+                bert_postnorm(h, add_bias=True), ln_prenorm(h)]
     for h in ROW_H:
         out += [rms_norm(h), layer_norm(h), rms_norm_grad(h), layer_norm_grad(h)] + [elementwise(k, h)
                                                for k in ("add_rowbias", "add", "mul_col")]
@@ -228,7 +253,7 @@ def main():
         # The unfused library's copy has its own function name: both
         # libraries load into one process, and their symbols and kernel names
         # stay apart (bench_fused_matmul.kernel_ms finds kernels by name).
-        for suffix in ("", "_unfused"):
+        for suffix in ("", "_unfused") + (("_lazyln",) if q["kind"] in LAZY_LN_KINDS else ()):
             with open(os.path.join(a.outdir, q["name"] + suffix + ".mlir"), "w") as f:
                 f.write(q["mlir"].replace(f"@{q['name']}(", f"@{q['name']}{suffix}(", 1))
     manifest = [{k: v for k, v in q.items() if k != "mlir"} for q in progs]

@@ -18,7 +18,14 @@ def load_manifest(artifacts):
         return {p["name"]: p for p in json.load(f)}
 
 
+def variant_suffix(variant):
+    """The library's and its function's suffix: "" (fused), "_unfused",
+    "_lazyln" (fusion-compile --lazy-layer-norm)."""
+    return "" if variant == "fused" else "_" + variant
+
+
 def library_path(artifacts, name, variant):
-    """ARTIFACTS/layers/lib<name>.so (fused) or lib<name>_unfused.so."""
-    suffix = "" if variant == "fused" else "_unfused"
+    """ARTIFACTS/layers/lib<name>.so (fused), lib<name>_unfused.so or
+    lib<name>_lazyln.so."""
+    suffix = variant_suffix(variant)
     return os.path.join(artifacts, "layers", f"lib{name}{suffix}.so")

@@ -13,7 +13,7 @@ import os
 import torch
 import torch.nn as nn
 
-from layers_manifest import artifacts_dir, library_path, load_manifest  # noqa: F401 (re-exported)
+from layers_manifest import artifacts_dir, library_path, load_manifest, variant_suffix  # noqa: F401 (re-exported)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -83,6 +83,19 @@ class BertPostNorm(nn.Module):
         return self.norm(t + r)
 
 
+class LNPreNorm(nn.Module):
+    """A pre-LN projection: nn.Linear (with bias) of nn.LayerNorm (weight,
+    bias)."""
+
+    def __init__(self, h, eps, **kw):
+        super().__init__()
+        self.norm = nn.LayerNorm(h, eps=eps, **kw)
+        self.proj = nn.Linear(h, h, bias=True, **kw)
+
+    def forward(self, x):
+        return self.proj(self.norm(x))
+
+
 class RowBias(nn.Module):
     def __init__(self, h, **kw):
         super().__init__()
@@ -112,6 +125,8 @@ MODULES = {
     "bert_postnorm_addbias": (lambda h, eps, **kw: BertPostNorm(h, eps, add_bias=True, **kw),
                               {"w": "dense.weight", "b": "bias", "gamma": "norm.weight",
                                "beta": "norm.bias"}, ("x", "r")),
+    "ln_prenorm": (LNPreNorm, {"gamma": "norm.weight", "beta": "norm.bias",
+                               "w": "proj.weight", "b": "proj.bias"}, ("x",)),
     "rms_norm": (lambda h, eps, **kw: nn.RMSNorm(h, eps=eps, **kw), {"g": "weight"}, ("x",)),
     "layer_norm": (lambda h, eps, **kw: nn.LayerNorm(h, eps=eps, **kw),
                    {"gamma": "weight", "beta": "bias"}, ("x",)),
@@ -293,8 +308,8 @@ def check(prog, x, y, ref64=None, ref16=None):
 # --------------------------------------------------------------------------
 
 class Libraries:
-    """Loads ARTIFACTS/layers/lib<name>.so (fused) and lib<name>_unfused.so
-    once each, with the runtime copied into ARTIFACTS."""
+    """Loads ARTIFACTS/layers/lib<name>.so (fused), lib<name>_unfused.so and
+    lib<name>_lazyln.so once each, with the runtime copied into ARTIFACTS."""
 
     def __init__(self, artifacts):
         import fusion_runtime as fr  # runtime/python on sys.path (the callers put it there)
@@ -315,5 +330,5 @@ class Libraries:
             return None
         if path not in self.loaded:
             self.loaded[path] = self.fr.Library(path, runtime=self.runtime)
-        name = prog["name"] + ("" if variant == "fused" else "_unfused")
+        name = prog["name"] + variant_suffix(variant)
         return self.loaded[path].function(name, prog["signature"])

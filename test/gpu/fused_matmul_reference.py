@@ -19,7 +19,8 @@ def make_inputs(case, gen, device="cuda"):
         return (torch.randn(*shape, generator=gen, device=device) * scale).to(dtype)
 
     b_shape = (n, k) if case.get("transpose_rhs") else (k, n)
-    x = {"a": rnd(m, k), "b": rnd(*b_shape, scale=k ** -0.5)}
+    a = torch.randn(m, k, generator=gen, device=device) + case.get("a_offset", 0.0)
+    x = {"a": a.to(bf), "b": rnd(*b_shape, scale=k ** -0.5)}
     if case["residual"]:
         x["r"] = rnd(m, n)
     if case["row_scale"]:
@@ -56,6 +57,11 @@ def reference(case, x, dtype):
         a32 = x["a"].to(torch.float64 if dtype == torch.float64 else torch.float32)
         r = torch.rsqrt(a32.pow(2).mean(-1, keepdim=True) + case["prologue_eps"])
         a = (a32 * r).to(dtype)
+    elif case["prologue"] == "layer_norm":
+        a32 = x["a"].to(torch.float64 if dtype == torch.float64 else torch.float32)
+        mean = a32.mean(-1, keepdim=True)
+        var = (a32 - mean).pow(2).mean(-1, keepdim=True)
+        a = ((a32 - mean) * torch.rsqrt(var + case["prologue_eps"])).to(dtype)
     acc = a @ b
     if case["row_scale"]:
         acc = acc * x["s"].to(dtype)[:, None]

@@ -87,6 +87,26 @@ def test_dynamic_token_count(name, variant, m):
     run_and_check(name, variant, m)
 
 
+# nn.LayerNorm (weight, bias) then nn.Linear (bias): the default pipeline
+# (a LayerNorm row kernel, then the GEMM), unfused, and lazyln (fusion-compile
+# --lazy-layer-norm: the LayerNorm deferred into the GEMM, B's column sums
+# from a 1-row GEMM of ones; not yet run on the H200 when added).
+LN_PRENORM_VARIANTS = ("fused", "unfused", "lazyln")
+
+
+@pytest.mark.parametrize("name,variant", [(f"ln_prenorm_h{h}", v) for h in HS
+                                          for v in LN_PRENORM_VARIANTS])
+def test_ln_prenorm_layer(name, variant):
+    run_and_check(name, variant, M)
+
+
+@pytest.mark.parametrize("m", (1, 7, 1001, 262144))
+def test_ln_prenorm_lazy_dynamic_token_count(m):
+    """The deferred LayerNorm at any token count: a single row, fewer rows
+    than a tile, an odd count, and more rows than the benchmark's."""
+    run_and_check("ln_prenorm_h1024", "lazyln", m)
+
+
 SMALL_CASES = [(n, v) for n in ("llama_prenorm_h1024", "bert_postnorm_h1024") for v in VARIANTS]
 
 

@@ -128,11 +128,29 @@ static bool isHostOp(Operation &op) {
   return false;
 }
 
+/// The value of a splat tensor constant of 16- or 32-bit floats (the row of
+/// ones fusion-plan-kernels multiplies B by for a LayerNorm prologue's
+/// column sums), whose buffer is filled on the device by a memset of the
+/// value's bits; nothing for any other op.
+static std::optional<FloatAttr> deviceFillValue(Operation &op) {
+  auto c = dyn_cast<arith::ConstantOp>(op);
+  if (!c || !isa<RankedTensorType>(c.getType()))
+    return std::nullopt;
+  auto dense = dyn_cast<DenseFPElementsAttr>(c.getValue());
+  if (!dense || !dense.isSplat())
+    return std::nullopt;
+  unsigned bits = dense.getElementType().getIntOrFloatBitWidth();
+  if (bits != 16 && bits != 32)
+    return std::nullopt;
+  return FloatAttr::get(dense.getElementType(),
+                        dense.getSplatValue<APFloat>());
+}
+
 LogicalResult FunctionLowering::check() {
   if (failed(describeFunction(func, kGPULibrary)))
     return failure();
   for (Operation &op : func.getBody().front()) {
-    if (isa<func::ReturnOp>(op) || isHostOp(op))
+    if (isa<func::ReturnOp>(op) || isHostOp(op) || deviceFillValue(op))
       continue;
     const KernelFamily *family = familyOf(&op);
     if (!family)
@@ -140,7 +158,7 @@ LogicalResult FunctionLowering::check() {
              << "cannot be lowered to the GPU: a function lowered by "
                 "convert-fusion-to-gpu may hold fusion.fused_matmul, "
                 "fusion.rms_norm, fusion.layer_norm, their grads, fusion.add, "
-                "fusion.mul, fusion.gdpa, fusion.gdpa_grad and fusion.norm_attention ops, tensor reshapes and index arithmetic (run fusion-fuse "
+                "fusion.mul, fusion.gdpa, fusion.gdpa_grad and fusion.norm_attention ops, tensor reshapes, splat float constants and index arithmetic (run fusion-fuse "
                 "and fusion-plan-kernels first)";
     std::string why;
     if (failed(family->check(&op, target, why)))
@@ -229,6 +247,18 @@ LogicalResult FunctionLowering::run() {
   for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
     if (isHostOp(op)) {
       lowerHostOp(op, b, map, chain);
+      continue;
+    }
+    if (std::optional<FloatAttr> value = deviceFillValue(op)) {
+      // Into the caller's buffer when returned, else a temporary.
+      Value r = op.getResult(0);
+      Value buffer = map.lookupOrNull(r);
+      if (!buffer) {
+        buffer = chain.alloc(memrefFor(r.getType()), ValueRange{});
+        temporaries.push_back(buffer);
+        map.map(r, buffer);
+      }
+      chain.fill(buffer, arith::ConstantOp::create(b, *value));
       continue;
     }
     for (Value r : op.getResults()) {

@@ -36,10 +36,12 @@ public:
     token = op.getAsyncToken();
     return op.getMemref();
   }
-  void zero(Value buffer, Value zero) {
-    token = gpu::MemsetOp::create(b, tokenType(), ValueRange{token}, buffer, zero)
+  /// Sets every element of `buffer` to `value` (a memset of its bits).
+  void fill(Value buffer, Value value) {
+    token = gpu::MemsetOp::create(b, tokenType(), ValueRange{token}, buffer, value)
                 .getAsyncToken();
   }
+  void zero(Value buffer, Value zero) { fill(buffer, zero); }
   /// Copies `src` into `dst` (same shape), device to device.
   void copy(Value dst, Value src) {
     token = gpu::MemcpyOp::create(b, tokenType(), ValueRange{token}, dst, src)

@@ -46,12 +46,15 @@ Value buildFusedAccumulator(TensorMath &m, FusedMatmulOp op) {
     break;
   }
   case PrologueKind::layer_norm: {
-    // layer_norm(A) @ B = diag(rstd) (A @ B - mean colsum(B)).
+    // layer_norm(A) @ B = diag(rstd) (A @ B - mean colsum(B)), colsum(B)
+    // from the col_sum operand when given (the GPU kernel's input).
     LayerNormResult stats =
         buildLayerNorm(m, a, /*weight=*/{}, /*bias=*/{},
                        op.getPrologueEpsilon()->convertToDouble(), f32);
     auto identity = [](OpBuilder &, Location, ValueRange x) { return x[0]; };
-    Value colSum = tb ? m.sumRows({{b}}, identity) : m.sumCols({{b}}, identity);
+    Value colSum = op.getColSum();
+    if (!colSum)
+      colSum = tb ? m.sumRows({{b}}, identity) : m.sumCols({{b}}, identity);
     acc = m.map({{acc}, {stats.mean, Bcast::Row}, {stats.rstd, Bcast::Row},
                  {colSum, Bcast::Col}},
                 f32, [](OpBuilder &nb, Location l, ValueRange x) {

@@ -43,6 +43,13 @@ int64_t mlir::fusion::gemmMaxElementwiseTileN(const TargetInfo &target) {
                   target.tensorMemoryColumns / T::kTmemAccumulatorStages);
 }
 
+int64_t mlir::fusion::gemmMaxLayerNormPrologueTileN(const TargetInfo &target) {
+  constexpr int64_t kRegisterAccumulatorLimit = 192;
+  if (target.tensorMemoryColumns == 0)
+    return std::min(kRegisterAccumulatorLimit, gemmMaxElementwiseTileN(target));
+  return gemmMaxElementwiseTileN(target);
+}
+
 std::optional<GemmTensorMemory>
 mlir::fusion::planGemmTensorMemory(const TargetInfo &target, int64_t tileM,
                                    int64_t tileN, std::string &why) {
@@ -104,9 +111,10 @@ GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {
   l.storeStagingOffset = l.ringBytes();
   l.storeStagingBytes =
       p.outputElementBytes == 2 ? mul(l.storeBuffers, l.storeChunkBytes) : 0;
-  // Lazy Pre-Norm's per-row sums of squares outlive the K loop.
+  // Lazy Pre-Norm's per-row sums of squares (and LayerNorm's row sums,
+  // tile_m words further) outlive the K loop.
   l.rowStatsOffset = add(l.storeStagingOffset, l.storeStagingBytes);
-  l.rowStatsBytes = T::kTileM * T::kPartialBytes;
+  l.rowStatsBytes = mul(T::kTileM, T::kPartialBytes, p.prologueRowStats);
   // Grad epilogues read the forward's norm_input tile next to the gradient.
   l.normInputOffset = add(l.rowStatsOffset, l.rowStatsBytes);
   // (The sm_100a kernel reads norm_input from global memory, a row per

@@ -57,11 +57,24 @@ func.func @tile_n(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<
 
 // -----
 
-// The LayerNorm prologue.
+// The LayerNorm prologue without B's column sums (fusion-plan-kernels adds
+// them; this op was planned by hand).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @ln_prologue(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: the LayerNorm prologue is not handled by this generator yet}}
-  %c = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+func.func @ln_prologue(%a: tensor<256x512xbf16>, %b: tensor<512x192xbf16>) -> tensor<256x192xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: the LayerNorm prologue needs B's column sums as its col_sum operand (f32 [N]), but the op has none (fusion-plan-kernels adds them)}}
+  %c = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 192, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 231424>} : tensor<256x512xbf16>, tensor<512x192xbf16> -> tensor<256x192xbf16>
+  return %c : tensor<256x192xbf16>
+}
+}
+
+// -----
+
+// The LayerNorm prologue over 256-column tiles (here fixed by an RMSNorm
+// epilogue over N = 256): the sm_90a epilogue would spill.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @ln_prologue_wide(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %cs: tensor<256xf32>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: tile_n = 256 with the LayerNorm prologue is not handled by the sm_90a kernel: at most 192 columns (wider, its epilogue's registers spill; re-run fusion-plan-kernels, which takes it unless a norm epilogue fixes tile_n)}}
+  %c = fusion.fused_matmul %a, %b col_sum(%cs : tensor<256xf32>) {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32, epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 231424>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
 }
@@ -127,10 +140,23 @@ func.func @smem(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<25
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @mixed(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
-  // expected-error @below {{'tensor.empty' op cannot be lowered to the GPU: a function lowered by convert-fusion-to-gpu may hold fusion.fused_matmul, fusion.rms_norm, fusion.layer_norm, their grads, fusion.add, fusion.mul, fusion.gdpa, fusion.gdpa_grad and fusion.norm_attention ops, tensor reshapes and index arithmetic (run fusion-fuse and fusion-plan-kernels first)}}
+  // expected-error @below {{'tensor.empty' op cannot be lowered to the GPU: a function lowered by convert-fusion-to-gpu may hold fusion.fused_matmul, fusion.rms_norm, fusion.layer_norm, their grads, fusion.add, fusion.mul, fusion.gdpa, fusion.gdpa_grad and fusion.norm_attention ops, tensor reshapes, splat float constants and index arithmetic (run fusion-fuse and fusion-plan-kernels first)}}
   %e = tensor.empty() : tensor<256x256xbf16>
   %d = fusion.add %c, %e : tensor<256x256xbf16>
   return %d : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// A tensor constant that is not a splat has no device buffer (a splat of
+// 16- or 32-bit floats is filled by a memset).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @dense_constant(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @below {{'arith.constant' op cannot be lowered to the GPU}}
+  %c = arith.constant dense<[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]> : tensor<2x4xf32>
+  %y = fusion.add %x, %c : tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
 }
 }
 

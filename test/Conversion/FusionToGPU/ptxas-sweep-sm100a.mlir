@@ -9,8 +9,9 @@
 // memory (17, 24, 32 tiles of 512); the grad epilogues (rms_norm_grad,
 // layer_norm_grad with dweight, dbias and a residual) over a row one CTA
 // holds or a cluster shares; Lazy Pre-Norm over each tile_n, with and
-// without element-wise pieces and norm epilogues;
-// Inputs/gen_variant_grid.py sm_100a: 185 GEMM kernels, 8 split-K sums and
+// without element-wise pieces and norm epilogues, and the same cases with
+// the LayerNorm prologue (row sums and squares, B's column sums as col_sum);
+// Inputs/gen_variant_grid.py sm_100a: 207 GEMM kernels, 8 split-K sums and
 // 19 parameter-gradient sums)
 // goes through fusion-to-gpu and assembles with ptxas for sm_100a without
 // spilling, and that no wgmma or setmaxnreg reaches an sm_100a module (the
@@ -23,7 +24,7 @@
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas -arch=sm_100a < %t.isa.mlir | FileCheck %s
 // The PTX is embedded MLIR-escaped (\09 is a tab):
 // RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
-// CHECK-COUNT-212: ptxas ok: t_{{.*}}_kernel0{{(_splitk|_params)?}} registers={{[0-9]+}} spills=0
+// CHECK-COUNT-234: ptxas ok: t_{{.*}}_kernel0{{(_splitk|_params)?}} registers={{[0-9]+}} spills=0
 // CHECK-NOT: FAILED
 // CHECK-NOT: spills={{[1-9]}}
 // PTX-DAG: tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32

@@ -16,6 +16,18 @@
 // GRID: {{^}}96{{$}}
 // CHECK-COUNT-96: ptxas ok: v_n{{[0-9]+}}_{{.*}}_kernel0 registers={{[0-9]+}} spills=0
 // CHECK-NOT: FAILED
+// The LayerNorm prologue (Lazy Pre-Norm of a LayerNorm, B's column sums as
+// col_sum), a grid of its own (gen_variant_grid.py ln_prologue: 42 kernels,
+// tile_n up to 192) so that the 96 recorded kernels above stay as they are;
+// the consumers add A's values as well as their squares (two FMAs' worth
+// of the row sums per element), and the epilogue subtracts mean x col_sum
+// with an FMA:
+// RUN: %python %S/Inputs/gen_variant_grid.py ln_prologue > %t.ln.mlir
+// RUN: fusion-opt %t.ln.mlir --fusion-to-gpu=format=isa > %t.ln.isa.mlir
+// RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.ln.isa.mlir | FileCheck %s --check-prefix=LN
+// LN-COUNT-42: ptxas ok: ln_n{{[0-9]+}}_{{.*}}_kernel0 registers={{[0-9]+}} spills=0
+// LN-NOT: FAILED
+// LN-NOT: spills={{[1-9]}}
 // PTX-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX-DAG: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
 // PTX-DAG: cp.async.bulk.commit_group

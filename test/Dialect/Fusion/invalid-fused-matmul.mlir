@@ -454,3 +454,36 @@ func.func @fused_output_col_bias_disagree(%a: tensor<64x32xf32>, %b: tensor<32x?
       : tensor<64x32xf32>, tensor<32x?xf32> -> tensor<64x16xf32>
   return
 }
+
+// -----
+
+// col_sum holds colsum(B) for the layer_norm prologue only.
+func.func @fused_col_sum_rms_prologue(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %cs: tensor<16xf32>) {
+  // expected-error @below {{unexpected col_sum operand with prologue rms_norm (only the layer_norm prologue subtracts mean x colsum(B))}}
+  %y = fusion.fused_matmul %a, %b col_sum(%cs : tensor<16xf32>)
+      {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-05 : f32}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The col_sum is [N].
+func.func @fused_col_sum_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %cs: tensor<32xf32>) {
+  // expected-error @below {{expected col_sum of shape [16] ([N]), but got [32]}}
+  %y = fusion.fused_matmul %a, %b col_sum(%cs : tensor<32xf32>)
+      {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The col_sum is f32, whatever B's element type.
+func.func @fused_col_sum_type(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %cs: tensor<16xbf16>) {
+  // expected-error @below {{operand #2 must be ranked tensor of 32-bit float values, but got 'tensor<16xbf16>'}}
+  %y = fusion.fused_matmul %a, %b col_sum(%cs : tensor<16xbf16>)
+      {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}

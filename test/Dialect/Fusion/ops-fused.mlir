@@ -56,6 +56,20 @@ func.func @fused_prologue_layer_norm_col_bias(%a: tensor<64x32xbf16>, %b: tensor
   return %y : tensor<64x16xbf16>
 }
 
+// Prologue layer_norm with B's column sums given as col_sum (f32 [N]).
+// CHECK-LABEL: func.func @fused_prologue_layer_norm_col_sum
+// CHECK-SAME: (%[[A:.*]]: tensor<64x32xbf16>, %[[B:.*]]: tensor<32x16xbf16>, %[[CS:.*]]: tensor<16xf32>)
+func.func @fused_prologue_layer_norm_col_sum(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>,
+                                             %cs: tensor<16xf32>) -> tensor<64x16xbf16> {
+  // CHECK: fusion.fused_matmul %[[A]], %[[B]] col_sum(%[[CS]] : tensor<16xf32>)
+  // CHECK-SAME: prologue = #fusion.prologue<layer_norm>
+  // CHECK-SAME: : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  %y = fusion.fused_matmul %a, %b col_sum(%cs : tensor<16xf32>)
+      {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 0.5 : f32}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return %y : tensor<64x16xbf16>
+}
+
 // Epilogue row_scale takes an f32 row_scale of shape [M].
 // CHECK-LABEL: func.func @fused_epilogue_row_scale
 // CHECK-SAME: (%[[A:.*]]: tensor<64x32xbf16>, %[[B:.*]]: tensor<32x16xbf16>, %[[S:.*]]: tensor<64xf32>)

@@ -9,6 +9,9 @@
 // RUN: not fusion-runner %s -e unfused_ln_t_bias --compare=fused_ln_t_bias --input-offset=50 --atol=1e-2 --rtol=1e-4 | FileCheck %s --check-prefix=FAIL
 // RUN: not fusion-runner %s -e unfused_rms --compare=fused_rms_wrong_eps --atol=1e-5 --rtol=1e-5 | FileCheck %s --check-prefix=FAIL
 // RUN: not fusion-runner %s -e unfused_ln_t_bias --compare=fused_ln_no_bias --atol=1e-5 --rtol=1e-5 | FileCheck %s --check-prefix=FAIL
+// RUN: fusion-runner %s -e fused_ln_t_bias --compare=fused_ln_t_col_sum --atol=1e-5 --rtol=1e-5 | FileCheck %s
+// RUN: fusion-runner %s -e fused_ln_t_bias --compare=fused_ln_t_col_sum --input-offset=50 --atol=1e-4 --rtol=0 | FileCheck %s
+// RUN: not fusion-runner %s -e fused_ln_t_bias --compare=fused_ln_wrong_col_sum --atol=1e-5 --rtol=1e-5 | FileCheck %s --check-prefix=FAIL
 // CHECK: PASS
 // FAIL: FAIL
 
@@ -62,6 +65,28 @@ func.func @fused_ln_t_bias(%a: tensor<16x32xf32>, %b: tensor<24x32xf32>, %bias: 
 // Negative: col_bias must be added.
 func.func @fused_ln_no_bias(%a: tensor<16x32xf32>, %b: tensor<24x32xf32>, %bias: tensor<24xf32>) -> tensor<16x24xf32> {
   %c = fusion.fused_matmul %a, %b
+      {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32, transpose_rhs}
+      : tensor<16x32xf32>, tensor<24x32xf32> -> tensor<16x24xf32>
+  return %c : tensor<16x24xf32>
+}
+
+// The same with B's column sums given as col_sum, computed as the planner
+// does for the GPU (a 1-row matmul of ones with B, f32): the same values as
+// the op's own colsum(B) (observed max_abs_err 0), also with large means
+// (--input-offset=50, atol 1e-4 on outputs ~50), where a col_sum that is not
+// exactly the column sums of the B multiplied would not cancel.
+func.func @fused_ln_t_col_sum(%a: tensor<16x32xf32>, %b: tensor<24x32xf32>, %bias: tensor<24xf32>) -> tensor<16x24xf32> {
+  %ones = arith.constant dense<1.0> : tensor<1x32xf32>
+  %cs2 = fusion.matmul %ones, %b {transpose_rhs} : tensor<1x32xf32>, tensor<24x32xf32> -> tensor<1x24xf32>
+  %cs = tensor.collapse_shape %cs2 [[0, 1]] : tensor<1x24xf32> into tensor<24xf32>
+  %c = fusion.fused_matmul %a, %b col_bias(%bias : tensor<24xf32>) col_sum(%cs : tensor<24xf32>)
+      {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32, transpose_rhs}
+      : tensor<16x32xf32>, tensor<24x32xf32> -> tensor<16x24xf32>
+  return %c : tensor<16x24xf32>
+}
+// Negative: a given col_sum is used as is (here the bias, not colsum(B)).
+func.func @fused_ln_wrong_col_sum(%a: tensor<16x32xf32>, %b: tensor<24x32xf32>, %bias: tensor<24xf32>) -> tensor<16x24xf32> {
+  %c = fusion.fused_matmul %a, %b col_bias(%bias : tensor<24xf32>) col_sum(%bias : tensor<24xf32>)
       {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32, transpose_rhs}
       : tensor<16x32xf32>, tensor<24x32xf32> -> tensor<16x24xf32>
   return %c : tensor<16x24xf32>

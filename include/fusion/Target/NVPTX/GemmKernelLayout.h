@@ -92,6 +92,12 @@ int64_t gemmConsumerGroups(const TargetInfo &target);
 /// tcgen05.mma of N = 256 per k16, two stages in 512 columns).
 int64_t gemmMaxElementwiseTileN(const TargetInfo &target);
 
+/// The widest tile_n of a GEMM with the LayerNorm prologue: 192 where the
+/// accumulator is in registers (sm_90a: at 256 the epilogue's extra row
+/// mean and column sums spilled 8-132 bytes), else
+/// gemmMaxElementwiseTileN.
+int64_t gemmMaxLayerNormPrologueTileN(const TargetInfo &target);
+
 /// The tensor memory of one CTA of the fused-GEMM kernel on a target whose
 /// MMA accumulates there: `stages` f32 accumulators of tile_m / 128 x tile_n
 /// columns (tile_m rows on 128 lanes), two where they fit; tcgen05.alloc
@@ -149,6 +155,9 @@ struct GemmSmemParams {
   /// DSMEM exchanges of a cluster epilogue per tile: 2 for LayerNorm (the
   /// slice means, then the centered sums of squares), 1 otherwise.
   int64_t exchangeRounds = 1;
+  /// Lazy Pre-Norm's f32 row statistics per row: 1 (RMSNorm: the sum of
+  /// squares), 2 (LayerNorm: the sum, then the sum of squares).
+  int64_t prologueRowStats = 1;
   GemmEpilogueStrategy strategy;
   /// The accumulator lives in tensor memory (sm_100a): a tile waiting for
   /// its row statistics (global rows) waits there, not in shared memory.
@@ -169,7 +178,8 @@ struct GemmSmemParams {
 ///   | or global rows (the tile waits there; not  |
 ///   | on sm_100a: it waits in tensor memory)     |
 ///   +--------------------------------------------+ rowStatsOffset
-///   | Lazy Pre-Norm row sums of squares, f32     |  tile_m x 4
+///   | Lazy Pre-Norm row sums of squares, f32     |  tile_m x 4 (x 2 for the
+///   | (LayerNorm: the row sums, then the squares)|  LayerNorm prologue)
 ///   +--------------------------------------------+ normInputOffset
 ///   | norm_input tile (grad epilogues; none on   |  tile_m x tile_n x e
 ///   | sm_100a)                                   |

@@ -32,11 +32,12 @@ class TileEpilogue : public KernelBuilder {
 public:
   TileEpilogue(GemmKernelEmitter &e, AccumulatorView &view, Value row0,
                Value rowInTile, Value blockRow, Value blockCol, Value tileCount,
-               ArrayRef<Value> prologueSumSq, Value colBase, Value nF,
-               Value lastRow, bool checkColumns)
+               ArrayRef<Value> prologueSumSq, ArrayRef<Value> prologueSum,
+               Value colBase, Value nF, Value lastRow, bool checkColumns)
       : KernelBuilder(e), e(e), s(e.s), view(view), row0(row0),
         rowInTile(rowInTile), blockRow(blockRow), blockCol(blockCol),
-        tileCount(tileCount), prologueSumSq(prologueSumSq), colBase(colBase),
+        tileCount(tileCount), prologueSumSq(prologueSumSq),
+        prologueSum(prologueSum), colBase(colBase),
         nF(nF), lastRow(lastRow), checkColumns(checkColumns),
         groups(view.columnGroups()) {}
 
@@ -57,6 +58,7 @@ private:
   Value colOf(int64_t j) { return add(colBase, idx(8 * j)); }
   Value inCol(int64_t j) { return checkColumns ? ult(colOf(j), e.n) : Value(); }
   Value loadCol(Value mem, Value row, int64_t j, Type elem);
+  Value loadColSelect(Value mem, int64_t j, Type elem);
 
   void loadRows();
   void slicePartials(Value localMean[2], Value localM2[2]);
@@ -82,7 +84,7 @@ private:
   const GemmKernelSpec &s;
   AccumulatorView &view;
   Value row0, rowInTile, blockRow, blockCol, tileCount;
-  ArrayRef<Value> prologueSumSq;
+  ArrayRef<Value> prologueSumSq, prologueSum;
   Value colBase, nF, lastRow;
   bool checkColumns;
   int64_t groups;
@@ -119,8 +121,25 @@ Value TileEpilogue::loadCol(Value mem, Value row, int64_t j, Type elem) {
   return guarded.getResult(0);
 }
 
+/// A column-indexed load of group j that is not branched around: in the
+/// tiles that check their columns, from a column clamped into N and then
+/// zeroed past N by a select (an scf.if per group, as loadCol, spilled 4-40
+/// bytes at tile_n 256 for col_sum's f32 pairs).
+Value TileEpilogue::loadColSelect(Value mem, int64_t j, Type elem) {
+  if (!checkColumns)
+    return e.loadPair(mem, ValueRange{colOf(j)}, elem);
+  Value col = arith::MinUIOp::create(b, colOf(j), sub(e.n, idx(2)));
+  Value v = e.loadPair(mem, ValueRange{col}, elem);
+  Value zero = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(pairType(), b.getF32FloatAttr(0.0)));
+  return arith::SelectOp::create(b, inCol(j), v, zero);
+}
+
 /// The rows' values: the accumulator times the row factors (the Lazy
-/// Pre-Norm rstd and row_scale), plus col_bias and the residual. Both rows
+/// Pre-Norm rstd and row_scale), plus col_bias and the residual; with the
+/// LayerNorm prologue the accumulator first loses mean x colsum(B) (an FMA
+/// per element: acc - mean colsum, rounded once), the rstd from the one-pass
+/// variance sum(x^2) / K - mean^2, clamped at 0. Both rows
 /// advance together, so that each column-indexed load is issued once and
 /// used at once for both.
 void TileEpilogue::loadRows() {
@@ -136,8 +155,20 @@ void TileEpilogue::loadRows() {
     rowClamped[h] = arith::MinUIOp::create(b, gm[h], lastRow);
     v[h].resize(groups);
   }
-  Value factor[2] = {Value(), Value()};
+  // The LayerNorm prologue: rstd (acc - mean colsum(B)), mean and rstd
+  // from the row sums and sums of squares (the one-pass variance).
+  Value factor[2] = {Value(), Value()}, negMean[2] = {Value(), Value()};
   for (int64_t h = 0; h < 2; ++h) {
+    if (s.layerNormPrologue()) {
+      Value kF = arith::UIToFPOp::create(
+          b, f32(), arith::IndexCastOp::create(b, b.getI64Type(), e.k));
+      Value mean = arith::DivFOp::create(b, prologueSum[h], kF);
+      negMean[h] = arith::NegFOp::create(b, mean);
+      Value meanSq = arith::DivFOp::create(b, prologueSumSq[h], kF);
+      Value var = math::FmaOp::create(b, negMean[h], mean, meanSq);
+      var = arith::MaximumFOp::create(b, var, cstF32(0.0));
+      factor[h] = rsqrt(arith::AddFOp::create(b, var, cstF32(s.prologueEpsilon)));
+    }
     if (s.prologue == PrologueKind::rms_norm) {
       Value kF = arith::UIToFPOp::create(
           b, f32(), arith::IndexCastOp::create(b, b.getI64Type(), e.k));
@@ -151,10 +182,18 @@ void TileEpilogue::loadRows() {
       factor[h] = factor[h] ? arith::MulFOp::create(b, factor[h], sc) : sc;
     }
   }
+  // With col_sum, the column loads are not branched around
+  // (loadColSelect).
+  Value colSum = e.arg(GemmArg::ColSum);
   for (int64_t j = 0; j < groups; ++j) {
-    Value cb = colBias ? loadCol(colBias, Value(), j, s.colBiasType) : Value();
+    Value cs = colSum ? loadColSelect(colSum, j, s.colSumType) : Value();
+    Value cb = !colBias ? Value()
+               : colSum    ? loadColSelect(colBias, j, s.colBiasType)
+                           : loadCol(colBias, Value(), j, s.colBiasType);
     for (int64_t h = 0; h < 2; ++h) {
       Value x = view.pair(h, j);
+      if (cs)
+        x = math::FmaOp::create(b, splat(negMean[h]), cs, x);
       if (factor[h])
         x = arith::MulFOp::create(b, x, splat(factor[h]));
       if (cb)
@@ -585,7 +624,8 @@ void TileEpilogue::run() {
 
 void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
                                  Value blockCol, Value tileCount,
-                                 ArrayRef<Value> prologueSumSq) {
+                                 ArrayRef<Value> prologueSumSq,
+                                 ArrayRef<Value> prologueSum) {
   Value row0 = add(blockRow, rowInTile);
   std::unique_ptr<AccumulatorView> view = engine->view(*this, acc, tid);
   if (exchange)
@@ -606,7 +646,8 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
                                             add(blockCol, idx(s.tileN)), n);
   auto rows = [&](bool checkColumns) {
     TileEpilogue(*this, *view, row0, rowInTile, blockRow, blockCol, tileCount,
-                 prologueSumSq, colBase, nF, lastRow, checkColumns)
+                 prologueSumSq, prologueSum, colBase, nF, lastRow,
+                 checkColumns)
         .run();
     scf::YieldOp::create(b);
   };

@@ -238,6 +238,7 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   optional(GemmArg::Residual, op.getResidual());
   optional(GemmArg::RowScale, op.getRowScale());
   optional(GemmArg::ColBias, op.getColBias());
+  optional(GemmArg::ColSum, op.getColSum());
   optional(GemmArg::NormWeight, op.getNormWeight());
   optional(GemmArg::NormBias, op.getNormBias());
   optional(GemmArg::NormInput, op.getNormInput());

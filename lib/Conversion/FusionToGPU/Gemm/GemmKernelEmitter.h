@@ -94,12 +94,15 @@ public:
   void prefetchResidual(Value residual, Value blockRow, Value blockCol);
   void issueLoad(Value kTile, Value stage, Value blockRow, Value blockCol);
   Value sumSquaresOfHalfRow(Value stage, Value c, Value acc, Value reader,
-                            int64_t groupRows);
+                            int64_t groupRows, Value *sum = nullptr);
   void consumer();
 
   // GemmEpilogue.cpp.
+  /// `prologueSumSq` (Lazy Pre-Norm) and `prologueSum` (its LayerNorm): the
+  /// sums of A's squares and values over K of this thread's two rows.
   void epilogue(Value acc, Value blockRow, Value rowInTile, Value blockCol,
-                Value tileCount, ArrayRef<Value> prologueSumSq);
+                Value tileCount, ArrayRef<Value> prologueSumSq,
+                ArrayRef<Value> prologueSum);
   /// epilogueWarps: the consumers' side, after the MMA of a tile.
   void handOffTile(AccumulatorView &view, ArrayRef<SmallVector<Value>> v,
                    Value rowInTile, Value tileCount, ArrayRef<Value> partials);

@@ -104,7 +104,9 @@ void GemmKernelEmitter::prefetchResidual(Value residual, Value blockRow,
 /// Lazy Pre-Norm: adds the squares of this thread's half of its A row in
 /// `stage` to the four accumulators `acc` (row groupRows c + reader / 2, four
 /// of its eight 16-byte chunks; `reader` the thread among the 2 groupRows
-/// that read group c, the consumer warpgroup's tid on sm_90a). On sm_90a,
+/// that read group c, the consumer warpgroup's tid on sm_90a), and with
+/// `sum` (the LayerNorm prologue) the values themselves to `*sum`, from the
+/// same loads (then `acc` and `*sum` have 2 lanes each). On sm_90a,
 /// issued between the wgmma and its wait, it overlaps the tensor cores; the
 /// slot is released one K step later, after these reads. On sm_100a the
 /// Lazy warps (GemmTcgen05Kernel.cpp) take four groups of 32 rows.
@@ -114,7 +116,8 @@ void GemmKernelEmitter::prefetchResidual(Value residual, Value blockRow,
 /// positions whose XOR with r % 8 spreads a quarter warp (4 rows x 2
 /// halves) over 8 different chunk positions: no bank conflicts.
 Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc,
-                                             Value reader, int64_t groupRows) {
+                                             Value reader, int64_t groupRows,
+                                             Value *sum) {
   Type f32 = b.getF32Type();
   auto vecType = VectorType::get({8}, s.abType);
   auto f32Vec = VectorType::get({8}, f32);
@@ -154,8 +157,20 @@ Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc,
         halves.push_back(vector::ShuffleOp::create(
             b, vf, vf, ArrayRef<int64_t>{o, o + 1, o + 2, o + 3}));
     }
+    if (!sum) {
+      for (Value x : halves)
+        acc = math::FmaOp::create(b, x, x, acc);
+      continue;
+    }
+    // With the row sums, two accumulators of 2 for each (the registers of
+    // the RMSNorm reader's 4: at tile_n 256 eight more spilled), fed pair
+    // by pair.
     for (Value x : halves)
-      acc = math::FmaOp::create(b, x, x, acc);
+      for (int64_t o : {0, 2}) {
+        Value p = vector::ShuffleOp::create(b, x, x, ArrayRef<int64_t>{o, o + 1});
+        acc = math::FmaOp::create(b, p, p, acc);
+        *sum = arith::AddFOp::create(b, *sum, p);
+      }
   }
   return acc;
 }
@@ -173,9 +188,18 @@ void GemmKernelEmitter::consumer() {
   SmallVector<int64_t> bShape = s.transposeB
                                     ? SmallVector<int64_t>{s.tileN, s.tileK}
                                     : SmallVector<int64_t>{s.tileK, s.tileN};
-  bool lazy = s.prologue == PrologueKind::rms_norm;
+  bool lazy = s.lazyPrologue(), withSums = s.layerNormPrologue();
   Value row0 = engine->firstRow(*this, c, tid);
-  Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
+  // The rows' sums of squares, then (LayerNorm) their sums.
+  Value rowSums = smemView(idx(s.rowStatsOffset()),
+                           {s.tileM * (withSums ? 2 : 1)}, f32);
+  // The row sums' accumulators: 4 lanes, or 2 each with LayerNorm's sums
+  // (sumSquaresOfHalfRow).
+  auto zeros4 = [&]() -> Value {
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(VectorType::get({withSums ? 2 : 4}, f32),
+                                  b.getF32FloatAttr(0.0)));
+  };
 
   scheduler.tileLoop(*this, {idx(0), idx(0)}, [&](Value blockRow, Value blockCol,
                                                   Value split, ValueRange iters) {
@@ -185,9 +209,9 @@ void GemmKernelEmitter::consumer() {
     Value acc0 = engine->initAccumulator(*this);
     SmallVector<Value> inits = {acc0, iters[0]};
     if (lazy)
-      inits.push_back(arith::ConstantOp::create(
-          b, DenseElementsAttr::get(VectorType::get({4}, f32),
-                                    b.getF32FloatAttr(0.0))));
+      inits.push_back(zeros4());
+    if (withSums)
+      inits.push_back(zeros4());
     ValueRange loop = forLoop(
         idx(0), kCount, idx(1), inits,
         [&](Value kk, ValueRange it) {
@@ -199,8 +223,12 @@ void GemmKernelEmitter::consumer() {
           Value bTile = smemView(add(off, idx(s.aTileBytes())), bShape, s.abType);
           Value acc = engine->issue(*this, aMine, bTile, tmaA, tmaB, it[0]);
           SmallVector<Value> next = {acc, ring.nextPos(*this, it[1])};
+          Value sum = withSums ? it[3] : Value();
           if (lazy)
-            next.push_back(sumSquaresOfHalfRow(stage, c, it[2], tid, 64));
+            next.push_back(sumSquaresOfHalfRow(stage, c, it[2], tid, 64,
+                                               withSums ? &sum : nullptr));
+          if (withSums)
+            next.push_back(sum);
           // Keep this MMA in flight; the previous step's is now done, so its
           // slot goes back to the producer.
           engine->waitPending(*this, 1);
@@ -210,26 +238,38 @@ void GemmKernelEmitter::consumer() {
         });
     engine->waitPending(*this, 0);
     ring.release(*this, ring.prevPos(*this, loop[1]));
-    SmallVector<Value> sumSq;
+    SmallVector<Value> sumSq, sums;
     if (lazy) {
       // Lanes 2r and 2r + 1 hold the halves of a row; the epilogue needs the
-      // sums in the accumulator's rows: through shared memory.
-      Value half = vector::ReductionOp::create(b, vector::CombiningKind::ADD, loop[2]);
-      auto other = gpu::ShuffleOp::create(b, half, i32(1), i32(32),
-                                          gpu::ShuffleMode::XOR);
-      Value total = arith::AddFOp::create(b, half, other.getShuffleResult());
+      // sums in the accumulator's rows: through shared memory (LayerNorm's
+      // row sums tile_m words after the squares).
+      SmallVector<Value> totals;
+      for (int64_t a = 0; a < (withSums ? 2 : 1); ++a) {
+        Value half = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
+                                                 loop[2 + a]);
+        auto other = gpu::ShuffleOp::create(b, half, i32(1), i32(32),
+                                            gpu::ShuffleMode::XOR);
+        totals.push_back(arith::AddFOp::create(b, half, other.getShuffleResult()));
+      }
       ifThen(eq(rem(tid, 2), 0), [&] {
-        memref::StoreOp::create(b, total, rowSums,
-                                ValueRange{add(mul(c, idx(64)), div(tid, 2))});
+        Value tileRow = add(mul(c, idx(64)), div(tid, 2));
+        memref::StoreOp::create(b, totals[0], rowSums, ValueRange{tileRow});
+        if (withSums)
+          memref::StoreOp::create(b, totals[1], rowSums,
+                                  ValueRange{add(tileRow, idx(s.tileM))});
       });
       warpgroupBarrier(c);
-      for (int64_t h = 0; h < 2; ++h)
-        sumSq.push_back(memref::LoadOp::create(
-            b, rowSums, ValueRange{add(row0, idx(8 * h))}));
+      for (int64_t h = 0; h < 2; ++h) {
+        Value tileRow = add(row0, idx(8 * h));
+        sumSq.push_back(memref::LoadOp::create(b, rowSums, ValueRange{tileRow}));
+        if (withSums)
+          sums.push_back(memref::LoadOp::create(
+              b, rowSums, ValueRange{add(tileRow, idx(s.tileM))}));
+      }
       // The next tile's sums overwrite these only after every thread read.
       warpgroupBarrier(c);
     }
-    epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq);
+    epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq, sums);
     return SmallVector<Value>{loop[1], add(iters[1], idx(1))};
   });
   // The staging buffers must outlive the last TMA stores that read them

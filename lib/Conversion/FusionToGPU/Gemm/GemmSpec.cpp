@@ -22,8 +22,8 @@ using namespace mlir::fusion;
 /// to the 512 tensor-memory columns) or a cluster along N shares (DSMEM);
 /// 128-row tiles, one epilogue warpgroup, its accumulator stages in tensor
 /// memory, or spans through global memory (global rows); the grad
-/// epilogues over a row one CTA holds or a cluster shares; Lazy Pre-Norm
-/// (its row sums read by warps 2-3).
+/// epilogues over a row one CTA holds or a cluster shares; Lazy Pre-Norm,
+/// RMSNorm and LayerNorm (its row sums read by warps 2-3).
 static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
                                          const TargetInfo &target,
                                          std::string &why) {
@@ -92,8 +92,22 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
           "64-column swizzled halves)";
     return failure();
   }
-  if (s.prologue == PrologueKind::layer_norm) {
-    why = "the LayerNorm prologue is not handled by this generator yet";
+  // (Register accumulators only: on sm_100a a row per thread has room.)
+  if (s.layerNormPrologue() && target.mma != MmaKind::Tcgen05 &&
+      s.tileN > gemmMaxLayerNormPrologueTileN(target)) {
+    why = "tile_n = " + std::to_string(s.tileN) +
+          " with the LayerNorm prologue is not handled by the " +
+          target.chip.str() + " kernel: at most " +
+          std::to_string(gemmMaxLayerNormPrologueTileN(target)) +
+          " columns (wider, its epilogue's registers spill; re-run "
+          "fusion-plan-kernels, which takes it unless a norm epilogue "
+          "fixes tile_n)";
+    return failure();
+  }
+  if (s.layerNormPrologue() && !s.colSumType) {
+    why = "the LayerNorm prologue needs B's column sums as its col_sum "
+          "operand (f32 [N]), but the op has none (fusion-plan-kernels adds "
+          "them)";
     return failure();
   }
   if (s.splitK > 1 &&
@@ -204,6 +218,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   s.residualType = elemOf(op.getResidual());
   s.rowScaleType = elemOf(op.getRowScale());
   s.colBiasType = elemOf(op.getColBias());
+  s.colSumType = elemOf(op.getColSum());
   s.normWeightType = elemOf(op.getNormWeight());
   s.normBiasType = elemOf(op.getNormBias());
   s.numStats = op.getExtras().size();
@@ -224,6 +239,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   params.elementBytes = s.abType.getIntOrFloatBitWidth() / 8;
   params.outputElementBytes = s.outType.getIntOrFloatBitWidth() / 8;
   params.exchangeRounds = s.exchangeRounds();
+  params.prologueRowStats = s.prologue == PrologueKind::layer_norm ? 2 : 1;
   params.strategy = {s.epilogueWarps, s.globalRows, s.stagedResidual};
   params.accumulatorInTensorMemory = target.tensorMemoryColumns > 0;
   s.layout = getGemmSmemLayout(params);
@@ -273,6 +289,7 @@ GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   take(GemmArg::Residual, bool(s.residualType));
   take(GemmArg::RowScale, bool(s.rowScaleType));
   take(GemmArg::ColBias, bool(s.colBiasType));
+  take(GemmArg::ColSum, bool(s.colSumType));
   take(GemmArg::NormWeight, bool(s.normWeightType));
   take(GemmArg::NormBias, bool(s.normBiasType));
   take(GemmArg::NormInput, bool(s.normInputType));
@@ -325,6 +342,9 @@ SmallVector<Type> GemmKernelAbi::types(MLIRContext *ctx) const {
       break;
     case GemmArg::ColBias:
       types.push_back(dyn1(s.colBiasType));
+      break;
+    case GemmArg::ColSum:
+      types.push_back(dyn1(s.colSumType));
       break;
     case GemmArg::NormWeight:
       types.push_back(dyn1(s.normWeightType));

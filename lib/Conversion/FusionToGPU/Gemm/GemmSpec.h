@@ -51,8 +51,8 @@ struct GemmKernelSpec {
   EpilogueKind epilogue;
   double prologueEpsilon = 0, epsilon = 0;
   /// Optional operands, in kernel-argument order (null when absent).
-  Type residualType, rowScaleType, colBiasType, normWeightType, normBiasType,
-      normInputType;
+  Type residualType, rowScaleType, colBiasType, colSumType, normWeightType,
+      normBiasType, normInputType;
   /// Number of f32 statistics: written by a forward norm (1 for rms_norm, 2
   /// for layer_norm), read by a grad epilogue (rstd, and the mean of a
   /// layer_norm_grad whose norm_input is not normalized).
@@ -107,6 +107,10 @@ struct GemmKernelSpec {
   /// Whether the epilogue reduces whole rows (the row exchange).
   bool rowReduction() const { return normEpilogue() || gradEpilogue(); }
   int64_t paramGrads() const { return weightGrad + biasGrad; }
+  /// Lazy Pre-Norm: the reader threads sum A's rows from the shared-memory
+  /// tiles (the squares; LayerNorm also the values).
+  bool lazyPrologue() const { return prologue != PrologueKind::none; }
+  bool layerNormPrologue() const { return prologue == PrologueKind::layer_norm; }
   /// Grad epilogues: each warp of a tile writes the column sums of its rows
   /// as one partial row, so a row block has tile_m / kGradRowsPerWarp.
   static constexpr int64_t kGradRowsPerWarp = 16;
@@ -136,6 +140,7 @@ enum class GemmArg {
   Residual,   ///< memref<?x?xT>
   RowScale,   ///< memref<?xT>
   ColBias,    ///< memref<?xT>
+  ColSum,     ///< LayerNorm prologue: memref<?xf32>, colsum(B)
   NormWeight, ///< memref<?xT>
   NormBias,   ///< memref<?xT>
   NormInput,  ///< grad epilogues: memref<?x?xT>, the forward's x or x_hat

@@ -8,7 +8,9 @@
 //
 // Lazy Pre-Norm's row scale rsqrt(sum of squares / K + eps) (the sums from
 // the row-sum warps, GemmTcgen05Kernel.cpp) multiplies the accumulator
-// first, with row_scale, as on sm_90a.
+// first, with row_scale, as on sm_90a; the LayerNorm prologue's
+// rstd (acc - mean colsum(B)) likewise (mean and the one-pass variance from
+// the row sums and sums of squares, colsum(B) the col_sum operand).
 //
 // Element-wise epilogues (none, row_scale, col_bias, residual): one pass,
 // the stage released (fence::before + tmemEmpty[a]) after the last chunk's
@@ -79,6 +81,22 @@ void TmemTileEpilogue::setUpRow() {
   // Lazy Pre-Norm: the row's rstd from the sum of squares the row-sum warps
   // left in shared memory (complete with tmemFull), then row_scale: the
   // sm_90a factor, operation for operation.
+  if (s.layerNormPrologue()) {
+    // The LayerNorm prologue: mean and the one-pass variance (clamped at 0),
+    // as on sm_90a; applyPieces subtracts mean x colsum(B) first.
+    Value rowSums = smemView(idx(s.rowStatsOffset()), {2 * s.tileM}, f32());
+    Value sumSq = memref::LoadOp::create(b, rowSums, ValueRange{e.tid});
+    Value sum = memref::LoadOp::create(b, rowSums,
+                                       ValueRange{add(e.tid, idx(s.tileM))});
+    Value kF = arith::UIToFPOp::create(
+        b, f32(), arith::IndexCastOp::create(b, b.getI64Type(), e.k));
+    Value mean = arith::DivFOp::create(b, sum, kF);
+    negMean = arith::NegFOp::create(b, mean);
+    Value meanSq = arith::DivFOp::create(b, sumSq, kF);
+    Value var = math::FmaOp::create(b, negMean, mean, meanSq);
+    var = arith::MaximumFOp::create(b, var, cstF32(0.0));
+    factor = rsqrt(arith::AddFOp::create(b, var, cstF32(s.prologueEpsilon)));
+  }
   if (s.prologue == PrologueKind::rms_norm) {
     Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32());
     Value sumSq = memref::LoadOp::create(b, rowSums, ValueRange{e.tid});
@@ -141,6 +159,14 @@ void TmemTileEpilogue::loadChunk(Value c, Value groups[], bool accumulator,
 
 void TmemTileEpilogue::applyPieces(Value groups[], Value c) {
   // (Groups a half load left out are null.)
+  if (Value colSum = e.arg(GemmArg::ColSum))
+    for (int64_t g = 0; g < kGroups; ++g)
+      if (groups[g])
+        groups[g] = math::FmaOp::create(
+            b, splat(negMean),
+            e.loadColumnGroup(colSum, ValueRange{groupColumn(c, g)},
+                              s.colSumType),
+            groups[g]);
   if (factor)
     for (int64_t g = 0; g < kGroups; ++g)
       if (groups[g])

@@ -30,7 +30,10 @@
 //                     tmemFull[a] (which then counts the MMA's commit and
 //                     them), once the epilogue released the previous tile
 //                     (it read the sums of that tile first). The epilogue
-//                     scales row i by rsqrt(sum_i / K + eps), as on sm_90a;
+//                     scales row i by rsqrt(sum_i / K + eps), as on sm_90a
+//                     (the LayerNorm prologue: they also sum the values,
+//                     and the epilogue computes rstd_i (acc - mean_i
+//                     colsum(B)), as on sm_90a);
 //   warpgroup 1       the epilogue, a tile row per thread (warp 4 + w reads
 //                     lanes 32 w .. 32 w + 31, thread t of the warpgroup row
 //                     t): per tile wait tmemFull[a], then per 64-column
@@ -89,7 +92,7 @@ void GemmKernelEmitter::emitTensorMemoryKernel() {
   // full[s]: the slot's TMA bytes landed. empty[s]: the MMAs that read it
   // completed (one tcgen05.commit).
   // With Lazy Pre-Norm both also count the row-sum warps' 64 threads.
-  bool lazy = s.prologue == PrologueKind::rms_norm;
+  bool lazy = s.lazyPrologue();
   int64_t readers = lazy ? kLazyThreads : 0;
   ring = TmaRing(*this, s.stages);
   Value leader = eq(threadId, 0);
@@ -205,34 +208,47 @@ void GemmKernelEmitter::mmaWarp(Value tmemBase) {
 }
 
 /// Warps 2-3 with Lazy Pre-Norm: thread r = threadId - 64 sums the squares
+/// (and with the LayerNorm prologue the values, from the same loads)
 /// of half of rows 32 g + r / 2 (g = 0..3) of every A tile the MMA reads,
 /// reading each slot after full[s] and releasing it (the MMA's commit is
 /// the other arrival empty[s] waits for); per tile the rows' sums go to
-/// shared memory, then one arrival each on tmemFull[a].
+/// shared memory (LayerNorm's sums tile_m words after the squares), then one
+/// arrival each on tmemFull[a].
 void GemmKernelEmitter::lazyRowSumWarps() {
   Type f32 = b.getF32Type();
   int64_t stages = s.tmem.stages;
   int64_t groups = s.tileM / (kLazyThreads / 2);
+  bool withSums = s.layerNormPrologue();
+  // Accumulators per group: the squares, then (LayerNorm) the values.
+  int64_t perGroup = withSums ? 2 : 1;
   Value reader = sub(threadId, idx(kLazyThreads));
-  Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM}, f32);
+  Value rowSums = smemView(idx(s.rowStatsOffset()), {s.tileM * perGroup}, f32);
   scheduler.tileLoop(
       *this, {idx(0), idx(0)},
       [&](Value blockRow, Value blockCol, Value split, ValueRange iters) {
         auto [kFirst, kCount] = kRange(split);
         Value tileCount = iters[1];
         SmallVector<Value> inits = {iters[0]};
-        for (int64_t g = 0; g < groups; ++g)
+        // (2 lanes each with LayerNorm's sums: sumSquaresOfHalfRow.)
+        for (int64_t g = 0; g < groups * perGroup; ++g)
           inits.push_back(arith::ConstantOp::create(
-              b, DenseElementsAttr::get(VectorType::get({4}, f32),
+              b, DenseElementsAttr::get(VectorType::get({withSums ? 2 : 4}, f32),
                                         b.getF32FloatAttr(0.0))));
         ValueRange loop = forLoop(
             idx(0), kCount, idx(1), inits, [&](Value, ValueRange it) {
               Value stage = ring.stageOf(*this, it[0]);
               ring.waitFull(*this, stage, it[0]);
               SmallVector<Value> next = {ring.nextPos(*this, it[0])};
-              for (int64_t g = 0; g < groups; ++g)
-                next.push_back(sumSquaresOfHalfRow(stage, idx(g), it[1 + g],
-                                                   reader, kLazyThreads / 2));
+              SmallVector<Value> sums;
+              for (int64_t g = 0; g < groups; ++g) {
+                Value sum = withSums ? it[1 + groups + g] : Value();
+                next.push_back(sumSquaresOfHalfRow(
+                    stage, idx(g), it[1 + g], reader, kLazyThreads / 2,
+                    withSums ? &sum : nullptr));
+                if (withSums)
+                  sums.push_back(sum);
+              }
+              next.append(sums);
               // Its loads are done (their values are in registers): the
               // slot may be refilled once the MMAs have read it too.
               ring.release(*this, it[0]);
@@ -240,7 +256,7 @@ void GemmKernelEmitter::lazyRowSumWarps() {
             });
         // Lanes 2i and 2i + 1 hold the halves of a row (the sm_90a sum).
         SmallVector<Value> totals;
-        for (int64_t g = 0; g < groups; ++g) {
+        for (int64_t g = 0; g < groups * perGroup; ++g) {
           Value half = vector::ReductionOp::create(
               b, vector::CombiningKind::ADD, loop[1 + g]);
           Value distance = i32(1);
@@ -262,6 +278,9 @@ void GemmKernelEmitter::lazyRowSumWarps() {
           for (int64_t g = 0; g < groups; ++g) {
             Value tileRow = add(rowInGroup, idx(g * kLazyThreads / 2));
             memref::StoreOp::create(b, totals[g], rowSums, ValueRange{tileRow});
+            if (withSums)
+              memref::StoreOp::create(b, totals[groups + g], rowSums,
+                                      ValueRange{add(tileRow, idx(s.tileM))});
           }
         });
         arrive(tmemFull, rem(tileCount, stages));

@@ -110,6 +110,8 @@ private:
   Value acc, accStage, blockRow, blockCol, tileCount, kCount;
   int64_t chunks;
   Value warp, row, inRow, rowClamped, factor, noSteps;
+  /// The LayerNorm prologue: minus the row's mean.
+  Value negMean;
   /// Grad epilogues: the row's saved statistics (mean: LayerNorm without a
   /// normalized input), mean(a x_hat) and LayerNorm's mean(a).
   Value gradRstd, gradMean, gradDot, gradSum;

@@ -709,6 +709,11 @@ LogicalResult FusedMatmulOp::verify() {
   if (getNormWeight() && !fwdNorm && !grad)
     return emitOpError() << "unexpected norm_weight operand with epilogue "
                          << epiName;
+  if (getColSum() && getPrologue() != PrologueKind::layer_norm)
+    return emitOpError() << "unexpected col_sum operand with prologue "
+                         << stringifyPrologueKind(getPrologue())
+                         << " (only the layer_norm prologue subtracts mean x "
+                            "colsum(B))";
   if (getNormBias() && epi != EpilogueKind::layer_norm)
     return emitOpError() << "unexpected norm_bias operand with epilogue "
                          << epiName << " (only layer_norm takes a bias)";
@@ -717,6 +722,7 @@ LogicalResult FusedMatmulOp::verify() {
   if (failed(checkMN("residual", getResidual(), true, true)) ||
       failed(checkMN("row_scale", getRowScale(), true, false)) ||
       failed(checkMN("col_bias", getColBias(), false, true)) ||
+      failed(checkMN("col_sum", getColSum(), false, true)) ||
       failed(checkMN("norm_weight", getNormWeight(), false, true)) ||
       failed(checkMN("norm_bias", getNormBias(), false, true)) ||
       failed(checkMN("norm_input", getNormInput(), true, true)) ||

@@ -18,7 +18,7 @@ namespace mlir::fusion {
 struct FusedMatmulSpec {
   Value lhs, rhs;
   bool transposeLhs = false, transposeRhs = false;
-  Value residual, rowScale, colBias, normWeight, normBias, normInput, mean, rstd;
+  Value residual, rowScale, colBias, colSum, normWeight, normBias, normInput, mean, rstd;
   PrologueKind prologue = PrologueKind::none;
   EpilogueKind epilogue = EpilogueKind::none;
   std::optional<double> prologueEpsilon, epsilon;

@@ -244,7 +244,10 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     tileN = plan->sliceN;
     clusterN = plan->clusterSize;
   } else {
-    tileN = std::min(gemmMaxElementwiseTileN(target),
+    int64_t widest = op.getPrologue() == PrologueKind::layer_norm
+                         ? gemmMaxLayerNormPrologueTileN(target)
+                         : gemmMaxElementwiseTileN(target);
+    tileN = std::min(widest,
                      static_cast<int64_t>(
                          llvm::alignTo(n, target.tileNGranularity)));
     clusterN = 1;
@@ -271,6 +274,7 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   params.normInputElementBytes = normInputElementBytes;
   params.outputElementBytes = outputElementBytes;
   params.accumulatorInTensorMemory = target.tensorMemoryColumns > 0;
+  params.prologueRowStats = op.getPrologue() == PrologueKind::layer_norm ? 2 : 1;
   params.exchangeRounds = (epilogue == EpilogueKind::layer_norm ||
                            epilogue == EpilogueKind::layer_norm_grad)
                               ? 2

@@ -10,6 +10,9 @@
 // and fusion.gdpa_grad (the attention backward kernel). A Lazy Pre-Norm GEMM whose rows span many
 // output tiles gets its row statistics from a stats-only fusion.rms_norm
 // instead of summing them once per tile (lazy-row-stats; splitLazyRowStats).
+// A LayerNorm prologue gets B's column sums as its col_sum operand
+// (addColumnSums): a 1-row GEMM of ones with B per call, planned like any
+// other, or a constant when B is one.
 // Whatever else has no GPU kernel, or does not
 // fit the target, is refused with an error: planning is required for
 // correctness, so it fails loudly (docs/STYLE.md 2.5).
@@ -22,7 +25,10 @@
 #include "fusion/Dialect/Fusion/Transforms/Transforms.h"
 #include "fusion/Target/NVPTX/AttentionKernelLimits.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -83,6 +89,52 @@ FusedMatmulOp splitLazyRowStats(IRRewriter &rewriter, FusedMatmulOp op) {
   FusedMatmulOp scaled = buildFusedMatmul(rewriter, op.getLoc(), spec);
   rewriter.replaceOp(op, scaled.getOutput());
   return scaled;
+}
+
+/// LayerNorm-prologue GEMM `op` without col_sum gets B's column sums
+/// colsum(B)_j = sum_k B[k, j] (f32 [N]) as its col_sum, the B the kernel
+/// multiplies (a norm weight already folded in): a constant when B is one,
+/// else `fusion.matmul` of a [1, K] row of ones (B's element type, exact)
+/// with B into f32 [1, N], collapsed to [N]. Returns that matmul (null for a
+/// constant), which the caller plans like any other GEMM.
+MatmulOp addColumnSums(IRRewriter &rewriter, FusedMatmulOp op) {
+  rewriter.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  Value rhs = op.getRhs();
+  bool tb = op.getTransposeRhs();
+  auto rhsType = cast<RankedTensorType>(rhs.getType());
+  int64_t n = cast<RankedTensorType>(op.getOutput().getType()).getDimSize(1);
+  if (ShapedType::isDynamic(n))
+    n = rhsType.getDimSize(tb ? 0 : 1);
+  int64_t k = rhsType.getDimSize(tb ? 1 : 0);
+  Type f32 = rewriter.getF32Type();
+  auto sumType = RankedTensorType::get({n}, f32);
+  DenseElementsAttr constant;
+  if (rhsType.hasStaticShape() && matchPattern(rhs, m_Constant(&constant)) &&
+      isa<FloatType>(constant.getElementType())) {
+    SmallVector<double> sums(n, 0.0);
+    for (auto [i, x] : llvm::enumerate(constant.getValues<APFloat>()))
+      sums[tb ? i / k : i % n] += x.convertToDouble();
+    SmallVector<APFloat> values;
+    for (double x : sums)
+      values.push_back(APFloat(static_cast<float>(x)));
+    Value folded = arith::ConstantOp::create(
+        rewriter, loc, DenseElementsAttr::get(sumType, values));
+    op.getColSumMutable().assign(folded);
+    return MatmulOp();
+  }
+  auto onesType = RankedTensorType::get({1, k}, rhsType.getElementType());
+  Value ones = arith::ConstantOp::create(
+      rewriter, loc,
+      DenseElementsAttr::get(onesType, rewriter.getFloatAttr(
+                                           rhsType.getElementType(), 1.0)));
+  auto product = MatmulOp::create(rewriter, loc,
+                                  RankedTensorType::get({1, n}, f32), ones,
+                                  rhs, /*transposeLhs=*/false, tb);
+  Value sums = tensor::CollapseShapeOp::create(
+      rewriter, loc, product, SmallVector<ReassociationIndices>{{0, 1}});
+  op.getColSumMutable().assign(sums);
+  return product;
 }
 
 /// The attention kernel's plan for `op` (fusion.gdpa or
@@ -170,7 +222,9 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
 
   IRRewriter rewriter(module.getContext());
   SmallPtrSet<Operation *, 2> modulesWithoutTarget;
-  for (Operation *op : gemms) {
+  // (The column sums' GEMMs join the list while it is walked.)
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    Operation *op = gemms[i];
     std::optional<TargetInfo> target = lookupTargetInfo(op);
     if (!target) {
       // Once per module, on the module: the fix is there.
@@ -186,6 +240,17 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
 
     std::string why;
     if (auto fused = dyn_cast<FusedMatmulOp>(op)) {
+      if (fused.getPrologue() == PrologueKind::layer_norm &&
+          !fused.getColSum()) {
+        MatmulOp sums = addColumnSums(rewriter, fused);
+        if (sums)
+          gemms.push_back(sums);
+        if (report)
+          fused.emitRemark()
+              << "column sums of B for the LayerNorm prologue: "
+              << (sums ? "a 1-row GEMM of ones with B per call"
+                       : "computed at compile time (B is a constant)");
+      }
       FailureOr<KernelConfigAttr> config =
           planFusedMatmul(fused, *target, why, splitK);
       if (failed(config)) {

@@ -44,7 +44,20 @@ f16 operands at 256; with an rms_norm / layer_norm epilogue at N = 256,
 512, a cluster of 4 (N = 2048) and global rows (N = 12288) (22 Lazy
 kernels).
 
+And the LayerNorm prologue (Lazy Pre-Norm of a LayerNorm: row sums and
+sums of squares read by warps 2-3, B's column sums as col_sum) over the same
+cases as Lazy Pre-Norm's (22 kernels).
+
     python3 gen_variant_grid.py sm_100a > grid-sm100a.mlir
+
+With the argument ln_prologue, the sm_90a grid of the LayerNorm prologue
+(B's column sums given as col_sum [N] f32): each N x epilogue x output as
+in the sm_90a grid, but no norm epilogue at N = 256 (the kernel takes the
+LayerNorm prologue up to tile_n 192; N = 256 without a norm is planned as
+tiles of 192) (42 kernels), kept apart from the sm_90a grid so that its 96
+recorded kernels stay as they are.
+
+    python3 gen_variant_grid.py ln_prologue > grid-ln.mlir
 """
 import sys
 
@@ -110,6 +123,7 @@ def sm100_grid():
                      [f"tensor<{m}x{n}xf32>"])
     sm100_norm_grid()
     sm100_lazy_grid()
+    sm100_lazy_grid(LAZY_LN, "lazyln")
     sm100_grad_grid()
     print("}")
 
@@ -148,10 +162,26 @@ def sm100_norm_grid():
 
 
 LAZY = "prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32"
+LAZY_LN = "prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32"
+COL_SUM = (" col_sum(%cs : tensor<{n}xf32>)", "%cs: tensor<{n}xf32>")
 
 
-def sm100_lazy_grid():
+def with_col_sum(operands, args):
+    """The operands and arguments of a LayerNorm-prologue case: col_sum goes
+    after col_bias (the assembly format's order), before the norm's."""
+    cs, cs_arg = COL_SUM
+    if "col_bias(" in operands:
+        at = operands.index(")", operands.index("col_bias(")) + 1
+    elif "norm_weight(" in operands:
+        at = operands.index(" norm_weight(")
+    else:
+        at = len(operands)
+    return operands[:at] + cs + operands[at:], args + [cs_arg]
+
+
+def sm100_lazy_grid(prologue=LAZY, tag="lazy"):
     """Lazy Pre-Norm on the sm_100a kernel (see the module docstring)."""
+    ln = prologue == LAZY_LN
     cases = [(n, pieces, out, False, "bf16") for n in (64, 128, 192, 256)
              for pieces in ("none", "scale_bias") for out in ("bf16", "f32")]
     cases += [(256, "none", "bf16", True, "bf16"), (256, "scale_bias", "bf16", False, "f16")]
@@ -160,8 +190,10 @@ def sm100_lazy_grid():
         if ab == "f16":
             operands = operands.replace("bf16", "f16")
             args = [x.replace("bf16", "f16") for x in args]
-        name = f"t_lazy_n{n}_{pieces}_{out}_{ab}" + ("_nk" if transposed else "")
-        attr = [LAZY] + [a for a in [attrs] if a] + (["transpose_rhs"] if transposed else [])
+        if ln:
+            operands, args = with_col_sum(operands, args)
+        name = f"t_{tag}_n{n}_{pieces}_{out}_{ab}" + ("_nk" if transposed else "")
+        attr = [prologue] + [a for a in [attrs] if a] + (["transpose_rhs"] if transposed else [])
         b = f"tensor<{n}x512x{ab}>" if transposed else f"tensor<512x{n}x{ab}>"
         emit(name, f"tensor<1000x512x{ab}>", b, operands, attr, args, n,
              [f"tensor<1000x{n}x{out}>"])
@@ -169,9 +201,11 @@ def sm100_lazy_grid():
     # cluster of 4.
     for n, epi in ((256, "ln"), (512, "rms"), (2048, "rms"), (12288, "ln")):
         operands, attrs, args = SM100_NORMS[epi]
+        if ln:
+            operands, args = with_col_sum(operands, args)
         results = [f"tensor<1000x{n}xbf16>"] + ["tensor<1000xf32>"] * SM100_NORM_STATS[epi]
-        emit(f"t_lazy_norm_n{n}_{epi}", "tensor<1000x512xbf16>", f"tensor<512x{n}xbf16>",
-             operands, [LAZY, attrs], args, n, results)
+        emit(f"t_{tag}_norm_n{n}_{epi}", "tensor<1000x512xbf16>", f"tensor<512x{n}xbf16>",
+             operands, [prologue, attrs], args, n, results)
 
 
 SM100_GRADS = {
@@ -227,9 +261,32 @@ def sm90_grid():
     print("}")
 
 
+def sm90_ln_prologue_grid():
+    """The sm_90a LayerNorm prologue (see the module docstring)."""
+    print('module attributes {fusion.target = #fusion.target<"sm_90a">} {')
+    for n in (64, 128, 192, 256):
+        for epi, (operands, attrs, args) in EPILOGUES.items():
+            # (A norm epilogue fixes tile_n = N; at 256 the kernel refuses
+            # the LayerNorm prologue, invalid.mlir.)
+            if n == 256 and epi in ("rms_norm", "layer_norm"):
+                continue
+            operands, args = with_col_sum(operands, args)
+            for out, transposed in (("bf16", False), ("f32", False), ("bf16", True)):
+                name = f"ln_n{n}_{epi}_{out}" + ("_nk" if transposed else "")
+                attr = [LAZY_LN] + [a for a in [attrs] if a]
+                if transposed:
+                    attr.append("transpose_rhs")
+                b = f"tensor<{n}x512xbf16>" if transposed else f"tensor<512x{n}xbf16>"
+                emit(name, "tensor<1000x512xbf16>", b, operands, attr, args, n,
+                     [f"tensor<1000x{n}x{out}>"] + ["tensor<1000xf32>"] * STATS[epi])
+    print("}")
+
+
 def main():
     if sys.argv[1:] == ["sm_100a"]:
         sm100_grid()
+    elif sys.argv[1:] == ["ln_prologue"]:
+        sm90_ln_prologue_grid()
     else:
         sm90_grid()
 

@@ -266,3 +266,67 @@ func.func @row_ops_left(%x: tensor<256x512xbf16>, %v: tensor<512xbf16>, %w: tens
   return %y : tensor<256x256xbf16>
 }
 }
+
+// -----
+
+// Test that a LayerNorm-prologue GEMM (nn.Linear's transposed weight, N =
+// 1024) gets B's column sums as col_sum: a [1, K] splat of ones (B's type)
+// times B into f32 [1, N], itself planned as a GEMM (tile_n 256, f32 output:
+// 4 * 49152 + 512 + 1024 = 198144), collapsed to [N]; and that its own
+// tile_n is 192 (the sm_90a limit for the LayerNorm prologue), its row
+// statistics twice the RMSNorm's (sums and squares):
+// 4 * (128 + 192) * 64 * 2 + 32768 + 2 * 512 + 1024 = 198656.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @layer_norm_prologue_col_sum
+// CHECK-SAME: (%[[A:.*]]: tensor<4096x768xbf16>, %[[B:.*]]: tensor<1024x768xbf16>)
+func.func @layer_norm_prologue_col_sum(%a: tensor<4096x768xbf16>, %b: tensor<1024x768xbf16>) -> tensor<4096x1024xbf16> {
+  // CHECK: %[[ONES:.*]] = arith.constant dense<1.000000e+00> : tensor<1x768xbf16>
+  // CHECK: %[[SUMS:.*]] = fusion.fused_matmul %[[ONES]], %[[B]]
+  // CHECK-SAME: tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144
+  // CHECK-SAME: transpose_rhs
+  // CHECK-SAME: : tensor<1x768xbf16>, tensor<1024x768xbf16> -> tensor<1x1024xf32>
+  // CHECK: %[[CS:.*]] = tensor.collapse_shape %[[SUMS]] {{\[\[}}0, 1]] : tensor<1x1024xf32> into tensor<1024xf32>
+  // CHECK: %[[Y:.*]] = fusion.fused_matmul %[[A]], %[[B]] col_sum(%[[CS]] : tensor<1024xf32>)
+  // CHECK-SAME: tile_n = 192, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198656
+  // CHECK-SAME: prologue = #fusion.prologue<layer_norm>
+  // CHECK: return %[[Y]]
+  %y = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32, transpose_rhs}
+      : tensor<4096x768xbf16>, tensor<1024x768xbf16> -> tensor<4096x1024xbf16>
+  return %y : tensor<4096x1024xbf16>
+}
+}
+
+// -----
+
+// Test that with a constant B the column sums are a constant too (here B
+// [K, N] = [64, 64] of 0.5: 32 per column), and no GEMM is added.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @layer_norm_prologue_constant_b
+func.func @layer_norm_prologue_constant_b(%a: tensor<512x64xbf16>) -> tensor<512x64xbf16> {
+  // CHECK: %[[CS:.*]] = arith.constant dense<3.200000e+01> : tensor<64xf32>
+  // CHECK-NOT: fusion.matmul
+  // CHECK: fusion.fused_matmul %{{.*}}, %{{.*}} col_sum(%[[CS]] : tensor<64xf32>)
+  // CHECK-NOT: fusion.fused_matmul
+  %b = arith.constant dense<0.5> : tensor<64x64xbf16>
+  %y = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32}
+      : tensor<512x64xbf16>, tensor<64x64xbf16> -> tensor<512x64xbf16>
+  return %y : tensor<512x64xbf16>
+}
+}
+
+// -----
+
+// Test that a LayerNorm-prologue GEMM that has its col_sum keeps it: no
+// column-sum GEMM is added.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @layer_norm_prologue_given_col_sum
+// CHECK-SAME: %[[CS:[^:]*]]: tensor<128xf32>)
+func.func @layer_norm_prologue_given_col_sum(%a: tensor<512x256xbf16>, %b: tensor<256x128xbf16>, %cs: tensor<128xf32>) -> tensor<512x128xbf16> {
+  // CHECK-NOT: arith.constant
+  // CHECK: fusion.fused_matmul %{{.*}}, %{{.*}} col_sum(%[[CS]] : tensor<128xf32>)
+  // CHECK-NOT: fusion.fused_matmul
+  %y = fusion.fused_matmul %a, %b col_sum(%cs : tensor<128xf32>) {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32}
+      : tensor<512x256xbf16>, tensor<256x128xbf16> -> tensor<512x128xbf16>
+  return %y : tensor<512x128xbf16>
+}
+}

@@ -376,7 +376,12 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     so the prologues compute `norm(A) @ B` without an affine transform (a
     prologue normalizes A's rows, so it takes no `transpose_lhs`; the
     fusion passes fold a norm weight g into `B` as diag(g) B and a LayerNorm
-    bias beta into `col_bias` as beta B). Then the epilogue:
+    bias beta into `col_bias` as beta B). `colsum(B)_j = sum_k B[k,j]` is
+    computed from `rhs` unless the optional `col_sum` operand (f32 [N], only
+    with prologue `layer_norm`) gives it: then `col_sum` is used as is, and
+    must hold the column sums of `rhs` (the GPU kernel reads them instead of
+    summing B in every CTA; `fusion-plan-kernels` computes them once per
+    call, or at compile time for a constant B). Then the epilogue:
 
     | epilogue          | output                                               | extra results |
     |-------------------|------------------------------------------------------|---------------|
@@ -407,12 +412,20 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
         : tensor<8192x512xbf16>, tensor<512x512xbf16>
         -> tensor<8192x512xbf16>, tensor<8192xf32>
     ```
+
+    Example (Lazy Pre-Norm LayerNorm prologue, B's column sums given):
+    ```mlir
+    %y = fusion.fused_matmul %a, %b col_sum(%cs : tensor<512xf32>)
+        {prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32}
+        : tensor<8192x1024xbf16>, tensor<1024x512xbf16> -> tensor<8192x512xbf16>
+    ```
   }];
   let arguments = (ins
     Fusion_FloatTensor:$lhs, Fusion_FloatTensor:$rhs,
     Optional<Fusion_FloatTensor>:$residual,
     Optional<Fusion_F32Tensor>:$row_scale,
     Optional<Fusion_FloatTensor>:$col_bias,
+    Optional<Fusion_F32Tensor>:$col_sum,
     Optional<Fusion_FloatTensor>:$norm_weight,
     Optional<Fusion_FloatTensor>:$norm_bias,
     Optional<Fusion_FloatTensor>:$norm_input,
@@ -434,6 +447,7 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     (`residual` `(` $residual^ `:` type($residual) `)`)?
     (`row_scale` `(` $row_scale^ `:` type($row_scale) `)`)?
     (`col_bias` `(` $col_bias^ `:` type($col_bias) `)`)?
+    (`col_sum` `(` $col_sum^ `:` type($col_sum) `)`)?
     (`norm_weight` `(` $norm_weight^ `:` type($norm_weight) `)`)?
     (`norm_bias` `(` $norm_bias^ `:` type($norm_bias) `)`)?
     (`norm_input` `(` $norm_input^ `:` type($norm_input) `)`)?

@@ -389,8 +389,13 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     #### Output IR
     Every `fusion.matmul` disappears into a `fusion.fused_matmul` (bias ->
     `col_bias`); every `fusion.fused_matmul` carries `fusion.kernel`. An
-    existing `fusion.kernel` is replaced. The row ops are unchanged. On an
-    error the pass fails; the refused ops are unchanged.
+    existing `fusion.kernel` is replaced. A LayerNorm-prologue GEMM without
+    `col_sum` gets B's column sums as its `col_sum`: an `arith.constant`
+    splat of ones [1, K] (B's type), a planned `fusion.fused_matmul` of it
+    with B into f32 [1, N] and a `tensor.collapse_shape` to [N] (an f32
+    constant instead when B is a constant); its tile_n is at most 192 on
+    sm_90a. The row ops are unchanged. On an error the pass fails; the
+    refused ops are unchanged.
 
     #### Options
     - `lazy-row-stats` (`auto`, `in-kernel`, `kernel`): where a Lazy
