@@ -27,7 +27,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "layers"))
 
 DEFAULT_KINDS = ("llama_prenorm", "bert_postnorm", "bert_postnorm_addbias")
-ALL_KINDS = DEFAULT_KINDS + ("llama_prenorm_mulweight",)
+ALL_KINDS = DEFAULT_KINDS + ("llama_prenorm_mulweight", "ln_prenorm")
+# Libraries per program: fusion-compile's default, --no-fuse, and (ln_prenorm)
+# --lazy-layer-norm; a variant not built for a program is skipped.
+VARIANTS = ("fused", "unfused", "lazyln")
 HS = (768, 1024, 2048, 4096)
 TIMING = ("fused_call_ms / unfused_call_ms: do_bench median (warmup 25 ms, rep 200 ms, L2 "
           "flushed) of the loader call, asynchronous on the current stream; fused_kernel_ms / "
@@ -51,7 +54,7 @@ def bench_case(prog, libs, a, lr, bu):
     ref16 = lr.reference(prog, x, torch.bfloat16)
     row["torch_bf16_rel_err"] = lr.rel_error(ref16["y"], ref64["y"])
     measurements = []
-    for variant in ("fused", "unfused"):
+    for variant in VARIANTS:
         try:
             fn = libs.function(prog, variant)
             if fn is None:
@@ -91,6 +94,10 @@ def bench_case(prog, libs, a, lr, bu):
         for base in ("compile", "eager", "unfused_call"):
             if base in mean:
                 row[f"{base}_over_fused"] = mean[base] / ours
+    if "lazyln_call" in mean:
+        for base in ("compile", "fused_call"):
+            if base in mean:
+                row[f"{base}_over_lazyln"] = mean[base] / mean["lazyln_call"]
         if "cublas_linear" in mean:
             row["fused_over_cublas"] = ours / mean["cublas_linear"]
     if "compile" in mean and "unfused_call" in mean:
@@ -129,7 +136,7 @@ def main():
     names = [n for n in names if n in programs and re.search(a.only, n)]
     if a.dry_run:
         for n in names:
-            found = [v for v in ("fused", "unfused")
+            found = [v for v in VARIANTS
                      if os.path.exists(layers_manifest.library_path(a.artifacts, n, v))]
             print(f"{n}: M={a.m}, libraries: {', '.join(found) or 'none'}")
         return 0
@@ -156,7 +163,8 @@ def main():
     for r in rows:
         r["check"] = " ".join(
             f"{v}:{'ok' if r[v + '_ok'] else 'FAIL'}" if v + "_ok" in r else
-            f"{v}:{r.get(v + '_status', 'error')}" for v in ("fused", "unfused"))
+            f"{v}:{r.get(v + '_status', 'error')}" for v in VARIANTS
+            if v + "_ok" in r or v != "lazyln")
         r["error_keys"] = ",".join(r.get("errors", {})) or None
     print()
     print(bu.markdown_table([
@@ -166,6 +174,8 @@ def main():
         ("torch.compile ms", "compile_ms", "{:.3f}"),
         ("cuBLAS linear ms", "cublas_linear_ms", "{:.3f}"),
         ("compile / fused", "compile_over_fused", "{:.2f}x"),
+        ("lazyln call ms", "lazyln_call_ms", "{:.3f}"),
+        ("compile / lazyln", "compile_over_lazyln", "{:.2f}x"),
         ("fused / cuBLAS", "fused_over_cublas", "{:.2f}"),
         ("check vs float64", "check", None), ("errors", "error_keys", None)], rows))
     return 0
