@@ -363,7 +363,10 @@ def _inline(fused, node, sub, inputs=None) -> None:
 
 def _inline_front_end_op(fused, node) -> None:
     """A front-end op left outside every partition (recognized, but not
-    supported: mixed dtypes, say), back in ATen ops for Inductor."""
+    supported: mixed dtypes, say), back in ATen ops for Inductor; also an
+    ATen op the backend kept from Inductor's decompositions for the
+    partitions to find (native_layer_norm) that none took, decomposed as
+    Inductor would have (it only falls back to ATen's kernel for it)."""
     import torch.fx as fx
 
     tensors = [a for a in node.args if isinstance(a, fx.Node)]
@@ -373,6 +376,11 @@ def _inline_front_end_op(fused, node) -> None:
         return node.target(*[next(it) if isinstance(a, fx.Node) else a for a in node.args],
                            **node.kwargs)
     _inline(fused, node, op, tensors)
+
+
+def _kept_from_decomposition():
+    import torch
+    return (torch.ops.aten.native_layer_norm.default,)
 
 
 def _as_operator_calls(fused) -> None:
@@ -388,7 +396,8 @@ def _as_operator_calls(fused) -> None:
     from . import ops
     graph = fused.graph
     for node in list(graph.nodes):
-        if node.op == "call_function" and node.target in ops.FRONTEND_OPS:
+        if node.op == "call_function" and (node.target in ops.FRONTEND_OPS or
+                                           node.target in _kept_from_decomposition()):
             _inline_front_end_op(fused, node)
             continue
         if node.op != "call_module":
@@ -453,9 +462,10 @@ def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = T
     from torch._inductor.decomposition import select_decomp_table
 
     # Inductor's decompositions, but LayerNorm kept whole for the partitions
-    # to find (one left to Inductor becomes an extern call of ATen's kernel).
+    # to find (one no partition takes is decomposed afterwards,
+    # _as_operator_calls).
     decompositions = {op: fn for op, fn in select_decomp_table().items()
-                      if op is not torch.ops.aten.native_layer_norm.default}
+                      if op not in _kept_from_decomposition()}
 
     def inner_compile(graph_module, inputs, **kwargs):
         if not kwargs.get("is_backward", False):
