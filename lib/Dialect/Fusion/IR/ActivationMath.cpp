@@ -21,10 +21,19 @@ struct F32 {
   Value sub(Value x, Value y) { return arith::SubFOp::create(b, l, x, y); }
   Value mul(Value x, Value y) { return arith::MulFOp::create(b, l, x, y); }
 
-  /// sigmoid(x) = 1 / (1 + exp(-x)).
-  Value sigmoid(Value x) {
+  /// sigmoid(x) = 1 / (1 + exp(-x)), or 0.5 + 0.5 tanh(x / 2) by `tanh`
+  /// when given (a kernel's hardware tanh: one approximate instruction
+  /// instead of an exponential and an IEEE reciprocal).
+  Value sigmoid(Value x,
+                function_ref<Value(OpBuilder &, Location, Value)> tanh = nullptr) {
+    if (tanh)
+      return math::FmaOp::create(b, l, tanh(b, l, mul(x, c(0.5))), c(0.5), c(0.5));
     Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
     return arith::DivFOp::create(b, l, c(1.0), add(c(1.0), e));
+  }
+  /// h + h tanh(h), h = x / 2: x sigmoid(x) by `tanh`.
+  Value siluByTanh(Value h, function_ref<Value(OpBuilder &, Location, Value)> tanh) {
+    return math::FmaOp::create(b, l, h, tanh(b, l, h), h);
   }
   /// tanh(sqrt(2/pi) (x + 0.044715 x^3)), by `tanh` when given.
   Value geluTanhInner(
@@ -52,6 +61,8 @@ Value mlir::fusion::buildActivation(
   case Activation::gelu_tanh:
     return f.mul(f.mul(f.c(0.5), x), f.add(f.c(1.0), f.geluTanhInner(x, tanh)));
   case Activation::silu:
+    if (tanh)
+      return f.siluByTanh(f.mul(x, f.c(0.5)), tanh);
     return f.mul(x, f.sigmoid(x));
   }
   return x;
@@ -61,6 +72,8 @@ Value mlir::fusion::buildScaledActivation(
     OpBuilder &b, Location l, Activation act, Value x, double scale,
     function_ref<Value(OpBuilder &, Location, Value)> tanh) {
   F32 f{b, l};
+  if (act == Activation::silu && tanh)
+    return f.siluByTanh(f.mul(x, f.c(0.5 * scale)), tanh);
   if (act != Activation::gelu_tanh)
     return buildActivation(b, l, act, f.mul(x, f.c(scale)), tanh);
   double k = std::sqrt(2.0 / M_PI) * scale;
@@ -136,7 +149,7 @@ std::pair<Value, Value> mlir::fusion::buildActivationAndGrad(
     return {f.mul(x, first), f.add(first, f.mul(f.mul(half, x), f.mul(dt, du)))};
   }
   case Activation::silu: {
-    Value s = f.sigmoid(x);
+    Value s = f.sigmoid(x, tanh);
     return {f.mul(x, s), f.mul(s, f.add(one, f.mul(x, f.sub(one, s))))};
   }
   }

@@ -25,7 +25,9 @@ namespace mlir::fusion {
 ///   gelu_tanh 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 ///   silu      x sigmoid(x) = x / (1 + exp(-x))
 /// `tanh`, when given, builds gelu_tanh's tanh instead of math.tanh (a GPU
-/// kernel's hardware approximation, say).
+/// kernel's hardware approximation, say), and silu as h + h tanh(h) with
+/// h = x / 2 (sigmoid(x) = (1 + tanh(x / 2)) / 2: no exponential and no
+/// IEEE reciprocal).
 Value buildActivation(
     OpBuilder &b, Location l, Activation act, Value x,
     function_ref<Value(OpBuilder &, Location, Value)> tanh = nullptr);
@@ -36,7 +38,8 @@ Value buildActivation(
 ///   h + h tanh(x (a + b x^2)),  h = (scale / 2) x,
 ///   a = scale sqrt(2/pi),  b = 0.044715 scale^3 sqrt(2/pi)
 /// (two multiplies, two FMAs and the tanh instead of six multiplies and two
-/// adds); the others as buildActivation(scale x).
+/// adds); silu, given `tanh`, as h + h tanh(h) with h = (scale / 2) x; the
+/// others as buildActivation(scale x).
 Value buildScaledActivation(
     OpBuilder &b, Location l, Activation act, Value x, double scale,
     function_ref<Value(OpBuilder &, Location, Value)> tanh = nullptr);
@@ -46,8 +49,9 @@ Value buildActivationGrad(OpBuilder &b, Location l, Activation act, Value x);
 
 /// act(x) and d act(x) / dx for f32 `x` together, the formulas of
 /// buildActivation and buildActivationGrad sharing their transcendental
-/// (gelu_tanh's tanh, built by `tanh` when given; silu's sigmoid; gelu's
-/// erf): what a backward kernel needs of every score.
+/// (gelu_tanh's tanh, built by `tanh` when given; silu's sigmoid, by `tanh`
+/// as (1 + tanh(x / 2)) / 2 when given; gelu's erf): what a backward kernel
+/// needs of every score.
 std::pair<Value, Value> buildActivationAndGrad(
     OpBuilder &b, Location l, Activation act, Value x,
     function_ref<Value(OpBuilder &, Location, Value)> tanh = nullptr);
