@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the standalone attention programs (fusion.gdpa, issue 17, and its
-backward fusion.gdpa_grad; the Kunlun block, its training step and its
-backward) that the
+backward fusion.gdpa_grad; the Kunlun block, dense and jagged, its training
+step and its backward) that the
 H200 tests and benchmarks call: one .mlir per program in OUT/attention and
 the manifest attention.json (name, shapes, activation, scale, signature).
 Batch and query length are dynamic (`?`): one library serves every B and
@@ -161,6 +161,46 @@ func.func @{name}(%q: {q}, %k: {kvt}, %v: {kvt}, %lnw: {w}, %lnb: {w}, %rmsw: {w
 """
 
 
+# The block with jagged q (HSTU's layout: q and out [T, H, D], sequence b
+# owning tokens offsets[b] .. offsets[b + 1], k and v [B, L_kv, H, D]; the
+# norms over the [T, H * D] rows), as users write it: name: (heads, D, L_kv,
+# offsets type). fusion-fuse forms one fusion.norm_attention (jagged); the
+# tokens past offsets[B] get out = rms_norm(ln_q) + q (no attention term).
+JAGGED_BLOCKS = {
+    "block_jagged_kunlun_h2": (2, 128, 128, "i32"),
+    "block_jagged_kunlun_h4_i64": (4, 128, 128, "i64"),
+    "block_jagged_d64_kv40": (3, 64, 40, "i32"),
+}
+
+
+def jagged_block_program(name, heads, d, kv, odt):
+    hd = heads * d
+    q = f"tensor<?x{heads}x{d}xbf16>"
+    flat = f"tensor<?x{hd}xbf16>"
+    kvt = f"tensor<?x{kv}x{heads}x{d}xbf16>"
+    w = f"tensor<{hd}xbf16>"
+    off = f"tensor<?x{odt}>"
+    stats = "tensor<?xf32>"
+    return f"""// {name}: LayerNorm(q) -> gdpa(gelu_tanh) -> + ln_q -> RMSNorm -> + q, q jagged by offsets, both norms over H x D (bench/attention/gen_attention.py)
+module attributes {{fusion.target = #fusion.target<"sm_90a">}} {{
+func.func @{name}(%q: {q}, %k: {kvt}, %v: {kvt}, %offsets: {off}, %lnw: {w}, %lnb: {w}, %rmsw: {w}) -> {q} {{
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %q, %c0 : {q}
+  %qf = tensor.collapse_shape %q [[0], [1, 2]] : {q} into {flat}
+  %lnf, %m, %r = fusion.layer_norm %qf weight(%lnw : {w}) bias(%lnb : {w}) {{epsilon = {BLOCK_EPS:.1e} : f32}} : {flat} -> {flat}, {stats}, {stats}
+  %ln = tensor.expand_shape %lnf [[0], [1, 2]] output_shape [%t, {heads}, {d}] : {flat} into {q}
+  %a = fusion.gdpa %ln, %k, %v offsets(%offsets : {off}) {{activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}} : {q}, {kvt}, {kvt} -> {q}
+  %h = fusion.add %a, %ln : {q}
+  %hf = tensor.collapse_shape %h [[0], [1, 2]] : {q} into {flat}
+  %yf, %rr = fusion.rms_norm %hf weight(%rmsw : {w}) {{epsilon = {BLOCK_EPS:.1e} : f32}} : {flat} -> {flat}, {stats}
+  %y = tensor.expand_shape %yf [[0], [1, 2]] output_shape [%t, {heads}, {d}] : {flat} into {q}
+  %out = fusion.add %y, %q : {q}
+  return %out : {q}
+}}
+}}
+"""
+
+
 # The block's training step (forward and backward in one function, the
 # backward written with the dialect's grad ops given d out) and its backward
 # alone (from what the forward saves: ln_q, h and the norms' statistics):
@@ -300,6 +340,19 @@ def main():
             "signature": (f"q: bf16[B,L,{heads},{d}]; k: bf16[B,{kv},{heads},{d}]; "
                           f"v: bf16[B,{kv},{heads},{d}]; lnw: bf16[{hd}]; lnb: bf16[{hd}]; "
                           f"rmsw: bf16[{hd}]; out: bf16[B,L,{heads},{d}]"),
+        })
+    for name, (heads, d, kv, odt) in JAGGED_BLOCKS.items():
+        with open(os.path.join(out, name + ".mlir"), "w") as f:
+            f.write(jagged_block_program(name, heads, d, kv, odt))
+        hd = heads * d
+        manifest.append({
+            "name": name, "block": True, "jagged": True, "offsets_dtype": odt,
+            "heads": heads, "d": d, "dv": d, "kv": kv, "activation": "gelu_tanh",
+            "scale": 1.0, "dtype": "bf16", "eps": BLOCK_EPS,
+            "signature": (f"q: bf16[T,{heads},{d}]; k: bf16[B,{kv},{heads},{d}]; "
+                          f"v: bf16[B,{kv},{heads},{d}]; offsets: {odt}[B1]; "
+                          f"lnw: bf16[{hd}]; lnb: bf16[{hd}]; rmsw: bf16[{hd}]; "
+                          f"out: bf16[T,{heads},{d}]"),
         })
     for kind, table, writer in (("train", TRAINS, train_program),
                                 ("block_grad", BLOCK_GRADS, block_grad_program)):

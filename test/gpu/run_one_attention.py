@@ -1,8 +1,9 @@
 """Runs one attention program once on random inputs, without PyTorch's
 kernels in the process beyond the inputs' creation (no cuBLAS): the
 compute-sanitizer runner for the attention kernels (gdpa_grad_* programs:
-the backward, dense or jagged; kunlun_train_* and kunlun_backward_*: the block's training
-step and backward).
+the backward, dense or jagged; block_jagged_*: the block with jagged q;
+kunlun_train_* and kunlun_backward_*: the block's training step and
+backward).
 
     FUSION_GPU_ARTIFACTS=build/gpu compute-sanitizer --tool racecheck \\
         python3 test/gpu/run_one_attention.py gdpa_kunlun_h2 4 300
@@ -64,9 +65,12 @@ def main():
         print(f"{name} B={batch} Lq={lq}: {'ok' if bad == 0 else f'{bad} NaN left'}")
         sys.exit(1 if bad else 0)
     if prog.get("jagged"):
+        # gdpa, or the jagged block (block_jagged_*: the norms' parameters
+        # after the offsets).
         q = torch.rand(tokens, h, d, device="cuda").to(dt)
         out = torch.full((tokens, h, dv), float("nan"), dtype=dt, device="cuda")
-        fn(q, k, v, offsets, out)
+        params = [torch.rand(h * d, device="cuda").to(dt) for _ in range(3)] if prog.get("block") else []
+        fn(q, k, v, offsets, *params, out)
     else:
         q = torch.rand(batch, lq, h, d, device="cuda").to(dt)
         out = torch.full((batch, lq, h, dv), float("nan"), dtype=dt, device="cuda")

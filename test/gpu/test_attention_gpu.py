@@ -1,6 +1,6 @@
 """fusion.gdpa on the H200 (issue 17), alone and in the Kunlun attention
 block as users write it (LayerNorm(q) -> gdpa -> + ln_q -> RMSNorm -> + q,
-with the norms' weights; five kernels): the attention programs of
+with the norms' weights; five kernels), dense and jagged: the attention programs of
 bench/attention/gen_attention.py, compiled by fusion-compile into
 $FUSION_GPU_ARTIFACTS/attention/ (bench/build_gpu_artifacts.sh), called
 through the Python loader on fresh random inputs with the output poisoned
@@ -8,7 +8,9 @@ through the Python loader on fresh random inputs with the output poisoned
 bf16 (f16) error + 1e-3. Dense q [B, L_q, H, D]; L_q not a multiple of the
 kernel's 128-token tile (1, 7, 300), batches of 1 to 768, every
 activation, key lengths not a multiple of 64 (1, 72, 100), D != Dv; and
-one library called for several shapes in a row.
+one library called for several shapes in a row. Jagged q [T, H, D] by
+offsets (gdpa and the block): empty sequences, windows shared by several
+sequences, tokens past offsets[B], i32 and i64 offsets.
 
     FUSION_GPU_ARTIFACTS=build/gpu python3 -m pytest -v -s test/gpu/test_attention_gpu.py
 """
@@ -215,6 +217,101 @@ def test_block(name, batch, lq, variant):
     ours, theirs = rel_error(out, ref64), rel_error(ref16, ref64)
     print(f"{name}{variant} B={batch} Lq={lq}: rel err {ours:.2e} (torch bf16 {theirs:.2e})")
     assert ours <= 2 * theirs + FLOOR, f"rel err {ours:.3e} > 2 x {theirs:.3e} + {FLOOR}"
+
+
+def jagged_block(q, k, v, offsets, lnw, lnb, rmsw, eps):
+    """The jagged block in q's dtype: both norms over the H x D of every
+    token; the attention term per sequence, zero for the tokens past
+    offsets[B] (there out = rms_norm(ln_q) + q)."""
+    import torch.nn.functional as F
+    t, h, d = q.shape
+    ln = F.layer_norm(q.reshape(t, h * d), (h * d,), lnw, lnb, eps).reshape(t, h, d)
+    a = jagged_reference(ln, k, v, offsets, "gelu_tanh", 1.0)
+    y = F.rms_norm((a + ln).reshape(t, h * d), (h * d,), rmsw, eps).reshape(t, h, d)
+    return y + q
+
+
+# (program, sequence lengths, extra tokens past offsets[B]): empty
+# sequences, lengths not a multiple of 64 or 128, a window shared by many
+# short sequences (130 of one token: one window, 128 items), one long
+# sequence, tokens past the last offset (whole windows of them), no
+# sequences at all (B = 0: no keys, every token past offsets[B]), i32 and
+# i64 offsets, D = 64 with L_kv = 40, Kunlun's B = 768.
+JAGGED_BLOCK_CASES = [
+    ("block_jagged_kunlun_h2", [300, 0, 128, 1, 77, 512, 5], 0),
+    ("block_jagged_kunlun_h2", [3, 9, 1, 40, 2, 100, 30, 17, 0, 64], 45),
+    ("block_jagged_kunlun_h2", [1000], 7),
+    ("block_jagged_kunlun_h2", [0, 0], 130),
+    ("block_jagged_kunlun_h2", [], 20),
+    ("block_jagged_kunlun_h2", [(i * 37) % 512 + 1 for i in range(768)], 0),
+    ("block_jagged_kunlun_h4_i64", [129, 0, 255, 64, 65, 7], 3),
+    ("block_jagged_kunlun_h4_i64", [1] * 130, 200),
+    ("block_jagged_d64_kv40", [200, 33, 0, 57, 1], 11),
+]
+
+
+@pytest.mark.parametrize("variant", ["", "_unfused"])
+@pytest.mark.parametrize("name,lengths,extra", JAGGED_BLOCK_CASES,
+                         ids=lambda x: f"B{len(x)}" if isinstance(x, list) else None)
+def test_block_jagged(name, lengths, extra, variant):
+    """The jagged block fused (one FlashNormAttention kernel over 128-token
+    windows, an item per sequence a window overlaps and one for the tokens
+    past offsets[B]) and unfused (its five kernels), output poisoned."""
+    prog = PROGRAMS.get(name)
+    fn = function(name, variant)
+    h, d, kv = prog["heads"], prog["d"], prog["kv"]
+    odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
+    bounds = [0]
+    for n in lengths:
+        bounds.append(bounds[-1] + n)
+    offsets = torch.tensor(bounds, dtype=odt, device="cuda")
+    gen = torch.Generator(device="cuda").manual_seed(2000 + sum(lengths) * 13 + extra)
+
+    def randn(*shape, scale=1.0, shift=0.0):
+        return (shift + scale * torch.randn(*shape, generator=gen, device="cuda")).bfloat16()
+    batch, tokens = len(lengths), bounds[-1] + extra
+    q = randn(tokens, h, d)
+    k = randn(batch, kv, h, d, scale=d ** -0.5)
+    v = randn(batch, kv, h, d)
+    params = [randn(h * d, scale=0.1, shift=1.0), randn(h * d, scale=0.1),
+              randn(h * d, scale=0.1, shift=1.0)]
+    out = torch.full_like(q, float("nan"))
+    fn(q, k, v, offsets, *params, out)
+    torch.cuda.synchronize()
+    assert not torch.isnan(out).any(), f"{int(torch.isnan(out).sum())} NaN left (rows not written)"
+    if tokens == 0:
+        return
+    ref64 = jagged_block(q.double(), k.double(), v.double(), offsets,
+                         *(p.double() for p in params), prog["eps"])
+    ref16 = jagged_block(q, k, v, offsets, *params, prog["eps"])
+    ours, theirs = rel_error(out, ref64), rel_error(ref16, ref64)
+    past = bounds[-1]
+    tail = rel_error(out[past:], ref64[past:]) if extra else 0.0
+    print(f"{name}{variant} B={batch} T={tokens}: rel err {ours:.2e} (torch bf16 {theirs:.2e}), "
+          f"past offsets[B] {tail:.2e}")
+    assert ours <= 2 * theirs + FLOOR, f"rel err {ours:.3e} > 2 x {theirs:.3e} + {FLOOR}"
+    if extra:
+        their_tail = rel_error(ref16[past:], ref64[past:])
+        assert tail <= 2 * their_tail + FLOOR, \
+            f"past offsets[B]: rel err {tail:.3e} > 2 x {their_tail:.3e} + {FLOOR}"
+
+
+def test_block_jagged_matches_dense():
+    """One sequence of L_q tokens per batch, jagged, is the dense block's
+    output bit for bit (the same kernel items, the same rounding)."""
+    dense, jagged = PROGRAMS.get("block_kunlun_h2"), PROGRAMS.get("block_jagged_kunlun_h2")
+    fd, fj = function("block_kunlun_h2"), function("block_jagged_kunlun_h2")
+    batch, lq = 4, 256
+    q, k, v, *params = make_block_case(dense, batch, lq, 77)
+    out = torch.full_like(q, float("nan"))
+    fd(q, k, v, *params, out)
+    offsets = torch.arange(0, (batch + 1) * lq, lq, dtype=torch.int32, device="cuda")
+    qj = q.reshape(batch * lq, 2, 128).contiguous()
+    outj = torch.full_like(qj, float("nan"))
+    fj(qj, k, v, offsets, *params, outj)
+    torch.cuda.synchronize()
+    assert jagged["heads"] == dense["heads"]
+    assert torch.equal(out.reshape(batch * lq, 2, 128), outj)
 
 
 def test_empty_batch_and_query():

@@ -14,10 +14,9 @@ static std::string sizeText(int64_t v) {
 
 std::string mlir::fusion::whyNoNormAttentionKernel(const TargetInfo &target,
                                                    const NormAttentionShape &s) {
-  if (s.jagged)
-    return "jagged query (offsets) is not supported by the FlashNormAttention "
-           "kernel yet (the gdpa kernel takes it); expected a dense query "
-           "[B, Lq, H, D]";
+  // Dense [B, L_q, H, D] and jagged [T, H, D] q alike (sm_90a and sm_100a):
+  // jagged, a cluster takes a 128-token window, one item per sequence it
+  // overlaps and one for the tokens past offsets[B].
   if (!s.elem || (!s.elem.isBF16() && !s.elem.isF16()))
     return "expected bf16 or f16 query, key, value and output of one type";
   if (ShapedType::isDynamic(s.heads) || s.heads < 1 ||
@@ -85,9 +84,13 @@ std::string mlir::fusion::describeAttentionLayout(const TargetInfo &target,
                           "tokens ({2} consumer warpgroups of {3} rows)",
                           target.chip, l.kTileM, l.kConsumers, l.kGroupRows)
                 .str();
-  text += l.norms ? llvm::formatv(" over (batch, token tile), each taken by a "
-                                  "cluster of {0} CTAs, one per head (the "
+  text += l.norms ? llvm::formatv(" over {0}, each taken by a "
+                                  "cluster of {1} CTAs, one per head (the "
                                   "norms' row sums through DSMEM)",
+                                  jagged ? "128-token windows, one item per "
+                                           "sequence the window overlaps and "
+                                           "one for its tokens past offsets[B]"
+                                         : "(batch, token tile)",
                                   l.heads)
                         .str()
                   : jagged ? std::string(" over (128-token window, head), one item per "

@@ -2,14 +2,44 @@
 // is valid (the CPU lowering takes it) but the sm_90a kernel cannot run it.
 // RUN: fusion-opt %s -split-input-file -convert-fusion-to-gpu -verify-diagnostics
 
-// Jagged q (offsets) in FlashNormAttention (the gdpa kernel takes it:
-// attention-sm90a.mlir).
+// Jagged q (offsets) in FlashNormAttention with more heads than a norm
+// cluster takes (the jagged kernel's limits are the dense one's:
+// attention-norm-jagged-sm90a.mlir).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @na_jagged(%q: tensor<256x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %v: tensor<2x64x2x64xbf16>, %off: tensor<3xi32>) -> tensor<256x2x64xbf16> {
-  // expected-error @below {{'fusion.norm_attention' op cannot generate an sm_90a attention kernel: jagged query (offsets) is not supported by the FlashNormAttention kernel yet (the gdpa kernel takes it); expected a dense query [B, Lq, H, D]}}
+func.func @na_jagged_heads(%q: tensor<256x8x64xbf16>, %k: tensor<2x64x8x64xbf16>, %v: tensor<2x64x8x64xbf16>, %off: tensor<3xi32>) -> tensor<256x8x64xbf16> {
+  // expected-error @below {{'fusion.norm_attention' op cannot generate an sm_90a attention kernel: expected a static head count from 1 to 4 (one CTA per head, the heads of a token in one cluster, whose norms exchange their row sums), but got 8}}
   %o, %m, %r, %rr = fusion.norm_attention %q, %k, %v offsets(%off : tensor<3xi32>)
       {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
-      : tensor<256x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>
+      : tensor<256x8x64xbf16>, tensor<2x64x8x64xbf16>, tensor<2x64x8x64xbf16>
+      -> tensor<256x8x64xbf16>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>
+  return %o : tensor<256x8x64xbf16>
+}
+}
+
+// -----
+
+// Jagged q in FlashNormAttention with a dynamic head dimension.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @na_jagged_dynamic_d(%q: tensor<?x2x?xbf16>, %k: tensor<2x64x2x?xbf16>, %v: tensor<2x64x2x?xbf16>, %off: tensor<3xi64>) -> tensor<?x2x?xbf16> {
+  // expected-error @below {{'fusion.norm_attention' op cannot generate an sm_90a attention kernel: expected a static head dimension of 64 or 128 (the kernel keeps q and ln_q of its rows in registers beside both accumulators), but got ?}}
+  %o, %m, %r, %rr = fusion.norm_attention %q, %k, %v offsets(%off : tensor<3xi64>)
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
+      : tensor<?x2x?xbf16>, tensor<2x64x2x?xbf16>, tensor<2x64x2x?xbf16>
+      -> tensor<?x2x?xbf16>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>
+  return %o : tensor<?x2x?xbf16>
+}
+}
+
+// -----
+
+// Jagged q in FlashNormAttention with keys longer than D (P takes the
+// place of ln_q's rows).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @na_jagged_long_kv(%q: tensor<256x2x64xbf16>, %k: tensor<2x100x2x64xbf16>, %v: tensor<2x100x2x64xbf16>, %off: tensor<3xi32>) -> tensor<256x2x64xbf16> {
+  // expected-error @below {{'fusion.norm_attention' op cannot generate an sm_90a attention kernel: expected a static key/value length from 1 to the head dimension 64 (P takes the place of the group's ln_q rows), but got 100}}
+  %o, %m, %r, %rr = fusion.norm_attention %q, %k, %v offsets(%off : tensor<3xi32>)
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
+      : tensor<256x2x64xbf16>, tensor<2x100x2x64xbf16>, tensor<2x100x2x64xbf16>
       -> tensor<256x2x64xbf16>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>
   return %o : tensor<256x2x64xbf16>
 }

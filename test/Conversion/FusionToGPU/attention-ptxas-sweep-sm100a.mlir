@@ -7,7 +7,8 @@
 // heads (clusters), D = 64 and 128, with and without the norms' parameters,
 // the sm_90a sweep's cases; fusion.gdpa_grad, the sm_90a sweep's 10 backward
 // cases (D, Dv of 64 and 128, key lengths 1..128, every activation, bf16
-// and f16) and 6 jagged ones (i32 and i64 offsets)) goes through
+// and f16) and 6 jagged ones (i32 and i64 offsets); fusion.norm_attention
+// with jagged q, 6 cases (1-4 heads, i32 and i64 offsets)) goes through
 // fusion-to-gpu and
 // assembles with ptxas for sm_100a without spilling, and that no wgmma or
 // setmaxnreg reaches the module. Never executed (no B200 here): this and
@@ -54,6 +55,12 @@
 // OTHERS-DAG: ptxas ok: jgrad_3_kernel0 registers={{[0-9]+}} spills=0
 // OTHERS-DAG: ptxas ok: jgrad_4_kernel0 registers={{[0-9]+}} spills=0
 // OTHERS-DAG: ptxas ok: jgrad_5_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: jflash_0_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: jflash_1_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: jflash_2_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: jflash_3_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: jflash_4_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: jflash_5_kernel0 registers={{[0-9]+}} spills=0
 // PTX-DAG: .target sm_100a
 // PTX-DAG: tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32
 // PTX-DAG: tcgen05.mma.cta_group::1.kind::f16

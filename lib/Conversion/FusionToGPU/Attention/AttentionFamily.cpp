@@ -35,6 +35,13 @@ public:
     return isa<GDPAOp, NormAttentionOp>(op);
   }
 
+  /// The jagged query's offsets of a gdpa or norm_attention (null: dense).
+  static Value offsetsOf(Operation *op) {
+    if (auto gdpa = dyn_cast<GDPAOp>(op))
+      return gdpa.getOffsets();
+    return cast<NormAttentionOp>(op).getOffsets();
+  }
+
   static FailureOr<Spec> specOf(Operation *op, const TargetInfo &target,
                                 std::string &whyNot) {
     if (auto gdpa = dyn_cast<GDPAOp>(op))
@@ -78,14 +85,14 @@ public:
           .getResult(0);
     };
     Value q = host.map.lookup(query);
-    Value batch, queryLen, heads, items, any, windowBatch;
+    Value batch, queryLen, heads, items, any, anyKeys, windowBatch;
     auto nonZero = [&](Value v) {
       return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, v, idx(0)).getResult();
     };
     if (spec.jagged) {
       // q [T, H, D]: (128-token window, head) units; the windows' first
       // batches from the window kernel, into a pooled buffer.
-      Value offsets = host.dynamicMemref(cast<GDPAOp>(operation).getOffsets());
+      Value offsets = host.dynamicMemref(offsetsOf(operation));
       // B = len(offsets) - 1 (an empty offsets tensor: no batch).
       batch = arith::SubIOp::create(
           b, arith::MaxUIOp::create(b, memref::DimOp::create(b, offsets, 0), idx(1)),
@@ -93,9 +100,13 @@ public:
       queryLen = memref::DimOp::create(b, q, 0);
       heads = memref::DimOp::create(b, q, 1);
       Value windows = arith::CeilDivUIOp::create(b, queryLen, idx(Spec::kTileM));
-      items = arith::MulIOp::create(b, windows, heads);
-      // Without batches, every row is past offsets[B]: no loads, no maps.
-      any = arith::AndIOp::create(b, nonZero(items), nonZero(batch));
+      // With the norms, windows (a cluster of the heads each).
+      items = spec.norms ? windows : arith::MulIOp::create(b, windows, heads).getResult();
+      // Without batches, every row is past offsets[B]: gdpa has no loads
+      // and no maps; FlashNormAttention still normalizes those rows (maps
+      // of q and the output, none of k and v, which it does not load).
+      anyKeys = arith::AndIOp::create(b, nonZero(items), nonZero(batch));
+      any = spec.norms ? nonZero(items) : anyKeys;
       windowBatch = host.chain.alloc(
           MemRefType::get({ShapedType::kDynamic}, b.getI32Type()),
           {arith::MaxUIOp::create(b, windows, idx(1)).getResult()});
@@ -118,24 +129,42 @@ public:
       items = arith::MulIOp::create(
           b, spec.norms ? batch : arith::MulIOp::create(b, batch, heads).getResult(),
           arith::CeilDivUIOp::create(b, queryLen, idx(Spec::kTileM)));
-      any = nonZero(items);
+      any = anyKeys = nonZero(items);
     }
     // No work (B, L_q or H is 0): no tensor maps, which an empty tensor's
     // null address cannot have; the kernel's one CTA finds no item and
     // touches none of them.
     auto ptr = LLVM::LLVMPointerType::get(ctx);
-    auto maps = scf::IfOp::create(b, SmallVector<Type>(4, ptr), any,
-                                  /*withElse=*/true);
-    {
+    // The maps built where `cond` holds, else null pointers.
+    auto mapsIf = [&](Value cond, function_ref<SmallVector<Value>()> build,
+                      size_t count) {
+      auto maps = scf::IfOp::create(b, SmallVector<Type>(count, ptr), cond,
+                                    /*withElse=*/true);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&maps.getThenRegion().front());
-      scf::YieldOp::create(
-          b, ValueRange{descriptor(query, Spec::kTileM), descriptor(key, 64),
-                        descriptor(value, 64),
-                        descriptor(output, Spec::kGroupRows)});
+      scf::YieldOp::create(b, build());
       b.setInsertionPointToStart(&maps.getElseRegion().front());
       Value null = LLVM::ZeroOp::create(b, ptr);
-      scf::YieldOp::create(b, ValueRange{null, null, null, null});
+      scf::YieldOp::create(b, SmallVector<Value>(count, null));
+      return SmallVector<Value>(maps.getResults());
+    };
+    // In AttentionArg order: q, k, v, the output.
+    SmallVector<Value> maps;
+    if (anyKeys == any) {
+      maps = mapsIf(any, [&] {
+        return SmallVector<Value>{descriptor(query, Spec::kTileM), descriptor(key, 64),
+                                  descriptor(value, 64),
+                                  descriptor(output, Spec::kGroupRows)};
+      }, 4);
+    } else {
+      SmallVector<Value> rows = mapsIf(any, [&] {
+        return SmallVector<Value>{descriptor(query, Spec::kTileM),
+                                  descriptor(output, Spec::kGroupRows)};
+      }, 2);
+      SmallVector<Value> keys = mapsIf(anyKeys, [&] {
+        return SmallVector<Value>{descriptor(key, 64), descriptor(value, 64)};
+      }, 2);
+      maps = {rows[0], keys[0], keys[1], rows[1]};
     }
     SmallVector<Value> operands;
     for (AttentionArg a : attentionArgs(spec)) {
@@ -144,7 +173,7 @@ public:
       case AttentionArg::TmaK:
       case AttentionArg::TmaV:
       case AttentionArg::TmaOut:
-        operands.push_back(maps.getResult(static_cast<unsigned>(a)));
+        operands.push_back(maps[static_cast<unsigned>(a)]);
         break;
       case AttentionArg::Batch:
         operands.push_back(batch);
@@ -156,7 +185,7 @@ public:
         operands.push_back(heads);
         break;
       case AttentionArg::Offsets:
-        operands.push_back(host.dynamicMemref(cast<GDPAOp>(operation).getOffsets()));
+        operands.push_back(host.dynamicMemref(offsetsOf(operation)));
         break;
       case AttentionArg::WindowBatch:
         operands.push_back(windowBatch);
@@ -180,7 +209,16 @@ public:
                   : a == AttentionArg::LnMean    ? op.getLnMean()
                   : a == AttentionArg::LnRstd    ? op.getLnRstd()
                                                  : op.getRmsRstd();
-        operands.push_back(host.dynamicMemref(v));
+        bool stat = a == AttentionArg::LnMean || a == AttentionArg::LnRstd ||
+                    a == AttentionArg::RmsRstd;
+        Value mem = host.dynamicMemref(v);
+        if (stat && spec.jagged) {
+          // Jagged statistics [T] as [1, T], the kernel's [?, ?].
+          mem = memref::CastOp::create(
+              b, MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type()),
+              asBatchOfOne(b, mem));
+        }
+        operands.push_back(mem);
       }
       }
     }

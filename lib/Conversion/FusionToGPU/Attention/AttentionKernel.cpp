@@ -80,8 +80,10 @@ void AttentionKernelEmitter::emit() {
   heads = arg(AttentionArg::Heads);
   qTiles = arith::CeilDivUIOp::create(b, arg(AttentionArg::QueryLen),
                                       idx(Spec::kTileM));
-  // Jagged: (128-token window, head) units over the T tokens.
-  numItems = s.jagged ? mul(qTiles, heads) : mul(arg(AttentionArg::Batch), qTiles);
+  // Jagged: (128-token window, head) units over the T tokens; with the
+  // norms, windows (each taken by a cluster of the heads).
+  numItems = s.jagged ? (s.norms ? qTiles : mul(qTiles, heads))
+                      : mul(arg(AttentionArg::Batch), qTiles);
   if (!s.norms && !s.jagged)
     numItems = mul(numItems, heads);
   // The norms: the CTA's head is its rank in the cluster of H (clusters run
@@ -162,8 +164,14 @@ void AttentionKernelEmitter::producer() {
     Value pos = iters[0];
     Value stage = ring.stageOf(*this, pos);
     ring.acquire(*this, stage, pos);
-    nvgpu::MBarrierArriveExpectTxOp::create(b, ring.full, idx(s.stageBytes()),
-                                            stage, Value());
+    // Jagged FlashNormAttention: the rows past offsets[B] have no keys and
+    // values (with B = 0 there are no k, v maps): Q alone, and the
+    // consumers drop the attention term of that item.
+    Value keys = s.jagged && s.norms ? ult(it.kvBatch, arg(AttentionArg::Batch)) : Value();
+    Value bytes = idx(s.stageBytes());
+    if (keys)
+      bytes = arith::SelectOp::create(b, keys, bytes, idx(s.qBytes()));
+    nvgpu::MBarrierArriveExpectTxOp::create(b, ring.full, bytes, stage, Value());
     Value base = stageOffset(stage);
     auto load = [&](Value map, int64_t offset, ArrayRef<int64_t> shape,
                     int64_t col, Value row, Value batch) {
@@ -178,17 +186,23 @@ void AttentionKernelEmitter::producer() {
     for (int64_t c = 0; c < dChunks; ++c)
       load(tmaQ, c * Spec::kTileM * 128, {1, Spec::kTileM, 1, Spec::kBoxCols},
            c * Spec::kBoxCols, it.row, it.batch);
-    // K: per 64 columns of D, the [kvTile, 64] block of all keys.
-    for (int64_t c = 0; c < dChunks; ++c)
+    auto loadKeysAndValues = [&] {
+      // K: per 64 columns of D, the [kvTile, 64] block of all keys.
+      for (int64_t c = 0; c < dChunks; ++c)
+        for (int64_t r = 0; r < kvSteps; ++r)
+          load(tmaK, s.qBytes() + c * s.kvTile * 128 + r * Spec::kBoxBytes, box,
+               c * Spec::kBoxCols, idx(64 * r), it.kvBatch);
+      // V: per 64 keys (a K step of O = P V), Dv / 64 boxes [64 keys, 64].
       for (int64_t r = 0; r < kvSteps; ++r)
-        load(tmaK, s.qBytes() + c * s.kvTile * 128 + r * Spec::kBoxBytes, box,
-             c * Spec::kBoxCols, idx(64 * r), it.kvBatch);
-    // V: per 64 keys (a K step of O = P V), Dv / 64 boxes [64 keys, 64].
-    for (int64_t r = 0; r < kvSteps; ++r)
-      for (int64_t e = 0; e < s.valueDim / Spec::kBoxCols; ++e)
-        load(tmaV,
-             s.qBytes() + s.kBytes() + r * s.valueDim * 128 + e * Spec::kBoxBytes,
-             box, e * Spec::kBoxCols, idx(64 * r), it.kvBatch);
+        for (int64_t e = 0; e < s.valueDim / Spec::kBoxCols; ++e)
+          load(tmaV,
+               s.qBytes() + s.kBytes() + r * s.valueDim * 128 + e * Spec::kBoxBytes,
+               box, e * Spec::kBoxCols, idx(64 * r), it.kvBatch);
+    };
+    if (keys)
+      ifThen(keys, loadKeysAndValues);
+    else
+      loadKeysAndValues();
     return SmallVector<Value>{ring.nextPos(*this, pos)};
   });
 }
@@ -371,9 +385,9 @@ void AttentionKernelEmitter::storeGroupRows(Item it, Value c, Value rows,
 }
 
 void AttentionKernelEmitter::storeGroupOutput(Item it, Value c, Value buffer,
-                                              Value isGroupLeader) {
+                                              Value isGroupLeader, int64_t stride) {
   auto bulkStore = [&] {
-    ifThen(isGroupLeader, [&] { storeGroupRows(it, c, buffer, Spec::kBoxBytes); });
+    ifThen(isGroupLeader, [&] { storeGroupRows(it, c, buffer, stride); });
   };
   if (!s.jagged) {
     bulkStore();
@@ -397,7 +411,7 @@ void AttentionKernelEmitter::storeGroupOutput(Item it, Value c, Value buffer,
       [&](OpBuilder &, Location) {
         auto chunkType = VectorType::get({8}, s.elemType);
         groupRowChunks(it, c, [&](Value token, Value r, Value chunk) {
-          Value block = smemView(add(buffer, mul(div(chunk, 8), idx(Spec::kBoxBytes))),
+          Value block = smemView(add(buffer, mul(div(chunk, 8), idx(stride))),
                                  {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
           Value phys = arith::XOrIOp::create(b, rem(chunk, 8), rem(r, 8));
           Value v = vector::LoadOp::create(b, chunkType, block,
@@ -491,6 +505,11 @@ void AttentionKernelEmitter::consumer() {
 /// then P (the second's), then the output (the TMA store's source); the
 /// stage goes back to the producer once the store has read it. Rank 0
 /// writes the statistics of the rows inside L_q.
+///
+/// Jagged q: the items of a window (itemLoop) each normalize the whole
+/// window and write only their rows [lo, hi) (output and statistics); the
+/// item of the tokens past offsets[B] has no keys and values and takes
+/// h = ln_q.
 void AttentionKernelEmitter::normConsumer() {
   std::unique_ptr<MmaEngine> scoreEngine = scoreMma(), valueEngine = valueMma();
   Value c = sub(wg, idx(1));
@@ -541,7 +560,12 @@ void AttentionKernelEmitter::normConsumer() {
     ifThen(both(eq(rank, 0), layout->isRowLeader(/*fresh=*/true)), [&] {
       for (int64_t h = 0; h < 2; ++h) {
         Value row = add(add(it.row, rowInTile), idx(8 * h));
-        ifThen(ult(row, arg(AttentionArg::QueryLen)), [&] {
+        // Jagged: the item's rows only (stats [1, T]).
+        Value inside = s.jagged ? both(arith::CmpIOp::create(
+                                           b, arith::CmpIPredicate::uge, row, it.lo),
+                                       ult(row, it.hi))
+                                : ult(row, arg(AttentionArg::QueryLen));
+        ifThen(inside, [&] {
           memref::StoreOp::create(b, stat[h], out, ValueRange{it.batch, row});
         });
       }
@@ -552,7 +576,18 @@ void AttentionKernelEmitter::normConsumer() {
   stageParams();
   namedBarrier(3, 128 * Spec::kConsumers);
 
+  Value threadTid = tid;
   itemLoop({idx(0), idx(0)}, [&](Item it, ValueRange iters) {
+    if (s.jagged) {
+      // Jagged: the thread's fragment positions rebuilt per item from an
+      // opaque zero, so that LLVM cannot hoist the swizzled addresses out
+      // of the loops over windows and their sequences (kept live there,
+      // they spilled 72 bytes at D = 128).
+      tid = add(threadTid, opaqueZero());
+      rowInGroup = scoreEngine->firstRow(*this, idx(0), tid);
+      rowInTile = add(mul(c, idx(Spec::kGroupRows)), rowInGroup);
+      layout = valueEngine->view(*this, valueEngine->initAccumulator(*this), tid);
+    }
     Value pos = iters[0], count = iters[1];
     Value stage = ring.stageOf(*this, pos);
     ring.waitFull(*this, stage, pos);
@@ -624,9 +659,15 @@ void AttentionKernelEmitter::normConsumer() {
     // h = O + ln_q, the RMSNorm over H x D, + q.
     std::unique_ptr<AccumulatorView> oView = valueEngine->view(*this, o, tid);
     SmallVector<SmallVector<Value>> hv(2, SmallVector<Value>(groups));
+    // Jagged: the rows past offsets[B] have no attention term (their
+    // stage has no keys and values: O is not used).
+    Value tail = s.jagged ? isTail(it) : Value();
     for (int64_t h = 0; h < 2; ++h)
-      for (int64_t j = 0; j < groups; ++j)
+      for (int64_t j = 0; j < groups; ++j) {
         hv[h][j] = arith::AddFOp::create(b, oView->pair(h, j), widen(ln[h][j]));
+        if (tail)
+          hv[h][j] = arith::SelectOp::create(b, tail, widen(ln[h][j]), hv[h][j]);
+      }
     rowSums([&](int64_t h, int64_t j) { return hv[h][j]; }, true, part);
     exchange->clusterRowSums(part, rowInTile, count, 2, total);
     Value rms[2];
@@ -648,12 +689,22 @@ void AttentionKernelEmitter::normConsumer() {
         qStride);
     fenceAsyncShared();
     groupBarrier(c);
-    ifThen(isGroupLeader, [&] {
-      storeGroupRows(it, c, mine, qStride);
-      // The stage goes back once the store has read it.
-      NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
-    });
+    if (s.jagged) {
+      // The item's rows only: by TMA where all 64 of the group's are, else
+      // 16 bytes a thread (each thread's reads before its release).
+      storeGroupOutput(it, c, mine, isGroupLeader, qStride);
+      ifThen(isGroupLeader, [&] {
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
+      });
+    } else {
+      ifThen(isGroupLeader, [&] {
+        storeGroupRows(it, c, mine, qStride);
+        // The stage goes back once the store has read it.
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
+      });
+    }
     ring.release(*this, pos);
+    tid = threadTid;
     return SmallVector<Value>{ring.nextPos(*this, pos), add(count, idx(1))};
   });
   // A CTA leaves only after its last item's slots arrived from every peer

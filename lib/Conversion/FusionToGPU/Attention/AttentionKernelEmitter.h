@@ -57,10 +57,13 @@ private:
   }
   /// Loops over this CTA's work items (a cluster's, with the norms: all
   /// its CTAs take the same items), carrying `inits`. Jagged, the CTA takes
-  /// (window, head) units; a unit's items are the batches its window
-  /// overlaps, from the window's first batch (the window kernel's), each
-  /// given the rows it owns; then, where the window reaches past
-  /// offsets[B], `tail` is called for those rows (they belong to no batch).
+  /// (window, head) units (with the norms, windows: the head is the CTA's
+  /// rank); a unit's items are the batches its window overlaps, from the
+  /// window's first batch (the window kernel's), each given the rows it
+  /// owns; then, where the window reaches past offsets[B], `tail` is called
+  /// for those rows (they belong to no batch). With the norms those rows
+  /// are one more item instead, of kvBatch B (isTail): their LayerNorm and
+  /// RMSNorm run with a zero attention term.
   ValueRange itemLoop(ValueRange inits,
                       function_ref<SmallVector<Value>(Item, ValueRange)> body,
                       function_ref<void(Item)> tail = nullptr) {
@@ -74,8 +77,8 @@ private:
       return forLoop(first, numItems, step, inits,
                      [&](Value item, ValueRange it) { return body(decode(item), it); });
     return forLoop(first, numItems, step, inits, [&](Value unit, ValueRange it) {
-      Value window = arith::DivUIOp::create(b, unit, heads);
-      Value head = arith::RemUIOp::create(b, unit, heads);
+      Value window = s.norms ? unit : arith::DivUIOp::create(b, unit, heads).getResult();
+      Value head = s.norms ? rank : arith::RemUIOp::create(b, unit, heads).getResult();
       Value batches = arg(AttentionArg::Batch), tokens = arg(AttentionArg::QueryLen);
       Value winLo = mul(window, idx(Spec::kTileM));
       Value winHi = arith::MinUIOp::create(b, add(winLo, idx(Spec::kTileM)), tokens);
@@ -91,11 +94,17 @@ private:
           b, types, start,
           [&](OpBuilder &, Location, ValueRange args) {
             Value batch = args[0];
-            Value more = both(ult(batch, batches), ult(tokenOffset(batch), winHi));
+            // With the norms, batch B too: the rows past offsets[B].
+            Value inRange = s.norms ? arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
+                                                            batch, batches)
+                                          .getResult()
+                                    : ult(batch, batches);
+            Value more = both(inRange, ult(tokenOffset(batch), winHi));
             scf::ConditionOp::create(b, more, args);
           },
           [&](OpBuilder &, Location, ValueRange args) {
             Value batch = args[0];
+            // Batch B (norms): offsets[B + 1] is past the offsets' end, T.
             Value lo = arith::MaxUIOp::create(b, tokenOffset(batch), winLo);
             Value hi = arith::MinUIOp::create(b, tokenOffset(add(batch, idx(1))), winHi);
             // An empty batch, or one the window only touches, has no rows.
@@ -121,6 +130,9 @@ private:
       return SmallVector<Value>(loop.getResults().drop_front());
     });
   }
+  /// Jagged FlashNormAttention: the item of the rows past offsets[B]
+  /// (itemLoop), which has no keys and values.
+  Value isTail(Item it) { return eq(it.kvBatch, arg(AttentionArg::Batch)); }
   /// offsets[i] as a token index, clamped to [0, T] (offsets outside it
   /// select no rows rather than rows of another tensor); T past the
   /// offsets' end (an empty offsets tensor has no batch).
@@ -131,12 +143,16 @@ private:
   /// 64) of the item's window (Dv / 8 chunks a row, consecutive threads on
   /// consecutive chunks), fn(token, row in the group, chunk) where the
   /// token is in [lo, hi).
+  /// With the norms the thread index is rebuilt from an opaque zero, so
+  /// that LLVM cannot hoist the chunks' indices out of the item loop (they
+  /// would stay live beside q, ln_q and both accumulators, and spill).
   void groupRowChunks(Item it, Value c,
                       function_ref<void(Value, Value, Value)> fn) {
     int64_t chunks = s.valueDim / 8;
     Value first = add(it.row, mul(c, idx(Spec::kGroupRows)));
+    Value thread = s.norms ? add(tid, opaqueZero()) : tid;
     for (int64_t k = 0; k < Spec::kGroupRows * chunks / 128; ++k) {
-      Value i = add(tid, idx(128 * k));
+      Value i = add(thread, idx(128 * k));
       Value r = div(i, chunks), chunk = rem(i, chunks);
       Value token = add(first, r);
       ifThen(both(arith::CmpIOp::create(b, arith::CmpIPredicate::uge, token, it.lo),
@@ -229,7 +245,10 @@ private:
   /// [64, 64] at `buffer`): TMA-stored by the group leader; jagged, the
   /// rows of the item's batch only (16-byte chunks where the group's rows
   /// are not all the batch's).
-  void storeGroupOutput(Item it, Value c, Value buffer, Value isGroupLeader);
+  /// `stride` separates the buffer's [64, 64] blocks (the group's rows of
+  /// the stage's Q with the norms).
+  void storeGroupOutput(Item it, Value c, Value buffer, Value isGroupLeader,
+                        int64_t stride = Spec::kBoxBytes);
   /// Jagged: zeros into group c's rows of the item past offsets[B].
   void zeroRowsPastOffsets(Item it, Value c);
   /// act(scale x) of one f32 score.

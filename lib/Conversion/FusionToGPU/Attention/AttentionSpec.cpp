@@ -109,17 +109,19 @@ mlir::fusion::getNormAttentionKernelSpec(NormAttentionOp op,
   if (!why.empty())
     return fail(why);
   Type elem = q.getElementType();
-  // Jagged q [T, H, D]: refused before its dimensions are read as dense.
-  if (op.getOffsets())
-    return fail(whyNoNormAttentionKernel(target, NormAttentionShape{elem, true}));
   AttentionKernelSpec s;
   s.norms = true;
   s.elemType = elem;
-  s.heads = q.getDimSize(2);
-  s.headDim = s.valueDim = q.getDimSize(3);
+  // Jagged q [T, H, D] (offsets), else [B, L_q, H, D].
+  if (Value offsets = op.getOffsets()) {
+    s.jagged = true;
+    s.offsetsType = cast<ShapedType>(offsets.getType()).getElementType();
+  }
+  s.heads = q.getDimSize(q.getRank() - 2);
+  s.headDim = s.valueDim = q.getDimSize(q.getRank() - 1);
   s.kvLen = k.getDimSize(1);
   why = whyNoNormAttentionKernel(
-      target, NormAttentionShape{elem, false, s.heads, s.headDim, s.kvLen});
+      target, NormAttentionShape{elem, s.jagged, s.heads, s.headDim, s.kvLen});
   if (!why.empty())
     return fail(why);
   s.kvTile = llvm::alignTo(s.kvLen, 64);
@@ -168,14 +170,17 @@ mlir::fusion::attentionArgs(const AttentionKernelSpec &s) {
 
 Value mlir::fusion::asBatchOfOne(ImplicitLocOpBuilder &b, Value mem) {
   auto type = cast<MemRefType>(mem.getType());
-  if (type.getRank() != 3)
+  int64_t rank = type.getRank();
+  if (rank != 3 && rank != 1)
     return mem;
   SmallVector<int64_t> shape = {1};
   llvm::append_range(shape, type.getShape());
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
-  for (int64_t d = 0; d < 3; ++d)
+  for (int64_t d = 0; d < rank; ++d)
     sizes.push_back(memref::DimOp::create(b, mem, d).getResult());
+  SmallVector<ReassociationIndices> groups = {{0, 1}};
+  for (int64_t d = 2; d <= rank; ++d)
+    groups.push_back({d});
   return memref::ExpandShapeOp::create(
-      b, MemRefType::get(shape, type.getElementType()), mem,
-      ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}}, sizes);
+      b, MemRefType::get(shape, type.getElementType()), mem, groups, sizes);
 }

@@ -86,7 +86,7 @@ getNormAttentionKernelSpec(NormAttentionOp op, const TargetInfo &target,
 /// The kernel's arguments: the tensor maps of q, k, v (loads) and the
 /// output (stores), batch, query length and heads (index); with the norms,
 /// the parameters present (memref<?xT>) and the saved statistics
-/// (memref<?x?xf32>, [B, L_q]).
+/// (memref<?x?xf32>, [B, L_q]; jagged [1, T]).
 /// Batch is B, QueryLen L_q (dense) or the token count T (jagged).
 /// Jagged: the offsets, each 128-token window's first batch (computed by
 /// the window kernel) and the output as a flat memref (the masked stores of
@@ -109,7 +109,9 @@ std::string typeName(Type t);
 Value clampedOffset(ImplicitLocOpBuilder &b, Value offsets, Value i, Value tokens);
 
 /// Host code: a jagged [T, H, D] memref as one batch [1, T, H, D] (the
-/// attention kernels' 4-D tensor maps); other memrefs as they are.
+/// attention kernels' 4-D tensor maps), and jagged per-token statistics
+/// [T] as [1, T] (FlashNormAttention's [B, L_q] arguments); other memrefs
+/// as they are.
 Value asBatchOfOne(ImplicitLocOpBuilder &b, Value mem);
 
 } // namespace mlir::fusion

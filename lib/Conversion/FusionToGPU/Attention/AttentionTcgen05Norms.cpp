@@ -24,6 +24,11 @@
 //           stores of the two 64-row halves; the stage goes back to the
 //           producer once the stores read it.
 //
+// Jagged q: as on sm_90a, every item of a window normalizes the whole
+// window and stores its own rows (storeGroupOutput per 64-row half, then a
+// warpgroup barrier before the leader gives the stage back); the tail item
+// (tokens past offsets[B]) takes h = ln_q.
+//
 // Tensor memory: S [0, kvTile), O [kvTile, kvTile + D), q and ln_q packed
 // after them: kvTile + 2 D <= 384 columns (AttentionLayout::tmemColumns).
 //
@@ -136,7 +141,11 @@ void AttentionKernelEmitter::tensorMemoryNormConsumer(Value tmemBase) {
   auto saveStat = [&](Item it, AttentionArg a, Value stat) {
     Value row = add(it.row, tid);
     Value first = eq(rank, 0);
-    Value inside = ult(row, arg(AttentionArg::QueryLen));
+    // Jagged: the item's rows only (stats [1, T]).
+    Value inside = s.jagged ? both(arith::CmpIOp::create(b, arith::CmpIPredicate::uge,
+                                                         row, it.lo),
+                                   ult(row, it.hi))
+                            : ult(row, arg(AttentionArg::QueryLen));
     ifThen(both(first, inside), [&] {
       memref::StoreOp::create(b, stat, arg(a), ValueRange{it.batch, row});
     });
@@ -228,15 +237,22 @@ void AttentionKernelEmitter::tensorMemoryNormConsumer(Value tmemBase) {
     tmem->fenceBefore(*this);
     arrive(pFull, idx(0));
 
-    // h = O + ln_q; the RMSNorm over H x D.
+    // h = O + ln_q; the RMSNorm over H x D. Jagged: the rows past
+    // offsets[B] have no attention term (no keys and values were loaded:
+    // O is not used).
     wait(oFull, idx(0), parity);
     tmem->fenceAfter(*this);
+    Value tail = s.jagged ? isTail(it) : Value();
+    auto residual = [&](Value acc, Value lnq) -> Value {
+      Value h = arith::AddFOp::create(b, acc, lnq);
+      return tail ? arith::SelectOp::create(b, tail, lnq, h).getResult() : h;
+    };
     Value squares = cstF32(0.0);
     rowGroups(false, [&](int64_t, Value o[2], Value ln, Value) {
       for (int64_t i = 0; i < 8; ++i) {
         Value acc = slice8(o[i / 4], i % 4);
         Value lnq = fromWords(ln, i);
-        squares = sum8(arith::AddFOp::create(b, acc, lnq), squares, true);
+        squares = sum8(residual(acc, lnq), squares, true);
       }
     });
     Value total[1];
@@ -250,7 +266,7 @@ void AttentionKernelEmitter::tensorMemoryNormConsumer(Value tmemBase) {
       for (int64_t i = 0; i < 8; ++i) {
         Value acc = slice8(o[i / 4], i % 4);
         Value lnq = fromWords(ln, i);
-        Value h = arith::AddFOp::create(b, acc, lnq);
+        Value h = residual(acc, lnq);
         Value gw = paramVector(AttentionArg::RmsWeight, idx(64 * g + 8 * i), 8, 1.0);
         Value y = arith::MulFOp::create(b, h, splat8(rms));
         y = math::FmaOp::create(b, y, gw, fromWords(q, i));
@@ -259,6 +275,20 @@ void AttentionKernelEmitter::tensorMemoryNormConsumer(Value tmemBase) {
     });
     fenceAsyncShared();
     groupBarrier(idx(0));
+    if (s.jagged) {
+      // The item's rows only: each 64-row half by TMA where all its rows
+      // are the item's, else 16 bytes a thread; every thread's reads before
+      // the leader gives the stage back.
+      for (int64_t c = 0; c < Spec::kConsumers; ++c)
+        storeGroupOutput(it, idx(c), add(base, idx(c * Spec::kGroupRows * 128)),
+                         isGroupLeader, qStride);
+      groupBarrier(idx(0));
+      ifThen(isGroupLeader, [&] {
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
+        ring.release(*this, pos);
+      });
+      return SmallVector<Value>{ring.nextPos(*this, pos), add(count, idx(1))};
+    }
     ifThen(isGroupLeader, [&] {
       for (int64_t c = 0; c < Spec::kConsumers; ++c) {
         Value rows = add(base, idx(c * Spec::kGroupRows * 128));

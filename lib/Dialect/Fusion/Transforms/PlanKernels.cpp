@@ -162,6 +162,8 @@ void reportAttentionPlan(Operation *op) {
   bool jagged = false;
   if (auto gdpa = dyn_cast<GDPAOp>(op))
     jagged = static_cast<bool>(gdpa.getOffsets());
+  if (auto fused = dyn_cast<NormAttentionOp>(op))
+    jagged = static_cast<bool>(fused.getOffsets());
   op->emitRemark(describeAttentionLayout(*target, planAttentionLayout(*target, layout),
                                          kvLen, jagged));
 }

@@ -6,7 +6,8 @@ not fit), named gdpa_<i>; then fusion.norm_attention over 1 to 4 heads,
 D = 64 and 128, key lengths up to D, with and without the norms'
 parameters, named flash_<i>; then fusion.gdpa_grad (the backward kernel)
 over D, Dv of 64 and 128, key lengths 1 to 128, every activation, bf16 and
-f16, named grad_<i>.
+f16, named grad_<i>; last, fusion.norm_attention with jagged q (i32 and i64
+offsets) over 1 to 4 heads, named jflash_<i> (both chips).
 
 With the argument sm_100a, the variants the sm_100a (tcgen05) attention
 kernels take (attention-ptxas-sweep-sm100a.mlir): the same fusion.gdpa grid
@@ -41,6 +42,21 @@ def flash(i, h, d, kv, params, dt):
     opt = (f" ln_weight(%a : {w}) ln_bias(%b : {w}) rms_weight(%g : {w})" if params else "")
     return (f"func.func @flash_{i}({args}) -> ({q}, {s}, {s}, {s}) {{\n"
             f"  %o, %m, %r, %rr = fusion.norm_attention %q, %k, %v{opt} "
+            f"{{activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, "
+            f"ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}}"
+            f" : {q}, {k}, {k} -> {q}, {s}, {s}, {s}\n"
+            f"  return %o, %m, %r, %rr : {q}, {s}, {s}, {s}\n}}\n")
+
+
+def jagged_flash(i, h, d, kv, params, dt, off):
+    q, k = f"tensor<?x{h}x{d}x{dt}>", f"tensor<?x{kv}x{h}x{d}x{dt}>"
+    w = f"tensor<{h * d}x{dt}>"
+    s = "tensor<?xf32>"
+    args = (f"%q: {q}, %k: {k}, %v: {k}, %off: tensor<?x{off}>"
+            + (f", %a: {w}, %b: {w}, %g: {w}" if params else ""))
+    opt = (f" ln_weight(%a : {w}) ln_bias(%b : {w}) rms_weight(%g : {w})" if params else "")
+    return (f"func.func @jflash_{i}({args}) -> ({q}, {s}, {s}, {s}) {{\n"
+            f"  %o, %m, %r, %rr = fusion.norm_attention %q, %k, %v offsets(%off : tensor<?x{off}>){opt} "
             f"{{activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, "
             f"ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}}"
             f" : {q}, {k}, {k} -> {q}, {s}, {s}, {s}\n"
@@ -108,6 +124,13 @@ def main():
         for i, (d, dv, kv) in enumerate(jgrads):
             print(jagged_grad(i, d, dv, kv, ACTS[(i + 2) % len(ACTS)],
                               "bf16" if i % 2 else "f16", "i64" if i % 2 else "i32"))
+    # FlashNormAttention with jagged q (both chips), after the rest so that
+    # the names above keep their kernels.
+    jflash = [(1, 128, 128, True), (2, 128, 128, True), (3, 64, 64, False),
+              (4, 128, 128, True), (2, 64, 40, True), (4, 64, 64, False)]
+    for i, (h, d, kv, params) in enumerate(jflash):
+        print(jagged_flash(i, h, d, kv, params, "f16" if i == 5 else "bf16",
+                           "i64" if i % 2 else "i32"))
     print("}")
 
 

@@ -160,8 +160,8 @@ def FusionFormNormAttentionPass
     #### Target requirements
     With a `fusion.target`, a block is formed only where the target's
     FlashNormAttention kernel takes it (`whyNoNormAttentionKernel`,
-    `fusion/Target/NVPTX/AttentionKernelLimits.h`: dense bf16/f16 q,
-    H <= 4 heads in a cluster, D = 64 or 128, L_kv <= D), and a block with
+    `fusion/Target/NVPTX/AttentionKernelLimits.h`: dense or jagged bf16/f16
+    q, H <= 4 heads in a cluster, D = 64 or 128, L_kv <= D), and a block with
     its backward only where a kernel takes `fusion.norm_attention_grad`
     (`whyNoNormAttentionGradKernel`: none yet); elsewhere the block stays as
     its ops (`fusion.layer_norm`, `fusion.gdpa`, `fusion.add`,
