@@ -171,7 +171,7 @@ def main():
 # sequence. PyTorch's way (what those users write without a jagged kernel):
 # scatter q into a zero-padded [B, L_max, H, D], the dense attention, gather
 # the sequences' rows back (indices computed once, outside the timing).
-JAGGED_CASES = [("gdpa_jagged_kunlun", 768, 512)]
+JAGGED_CASES = [("gdpa_jagged_kunlun", 768, 512), ("block_jagged_kunlun_h2", 768, 512)]
 
 
 def bench_jagged(args, programs, rows):
@@ -184,39 +184,56 @@ def bench_jagged(args, programs, rows):
         prog, fn = found
         h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
         act, scale = prog["activation"], prog["scale"]
+        block = bool(prog.get("block"))  # the FlashNormAttention block, jagged
         gen = torch.Generator(device="cuda").manual_seed(0)
         lengths = torch.randint(mean_len // 2, 3 * mean_len // 2 + 1, (batch,), generator=gen,
                                 device="cuda")
         offsets = torch.zeros(batch + 1, dtype=torch.int32, device="cuda")
         offsets[1:] = lengths.cumsum(0)
         tokens, lmax = int(offsets[-1]), int(lengths.max())
-        spread = (d * scale ** 2) ** -0.25
+        spread = (d * scale ** 2) ** -0.25 if not block else 1.0
+        kscale = spread if not block else d ** -0.5
         q = (spread * torch.randn(tokens, h, d, generator=gen, device="cuda")).bfloat16()
-        k = (spread * torch.randn(batch, kv, h, d, generator=gen, device="cuda")).bfloat16()
+        k = (kscale * torch.randn(batch, kv, h, d, generator=gen, device="cuda")).bfloat16()
         v = torch.randn(batch, kv, h, dv, generator=gen, device="cuda").bfloat16()
         out = torch.empty(tokens, h, dv, dtype=torch.bfloat16, device="cuda")
         seq = torch.repeat_interleave(torch.arange(batch, device="cuda"), lengths)
         pos = torch.arange(tokens, device="cuda") - offsets[:-1].long()[seq]
+        hd = h * d
+        params = []
+        if block:
+            params = [(1 + 0.1 * torch.randn(hd, generator=gen, device="cuda")).bfloat16(),
+                      (0.1 * torch.randn(hd, generator=gen, device="cuda")).bfloat16(),
+                      (1 + 0.1 * torch.randn(hd, generator=gen, device="cuda")).bfloat16()]
 
-        def padded(q, k, v):
+        def padded(q, k, v, *p):
             dense = q.new_zeros(batch, lmax, h, d)
             dense[seq, pos] = q
-            s_ = torch.einsum("bihd,bjhd->bhij", dense, k) * scale
+            if p:  # the block: LayerNorm of q, attention, residual, RMSNorm, residual
+                eps = prog["eps"]
+                ln = torch.nn.functional.layer_norm(dense.reshape(batch, lmax, hd), (hd,),
+                                                    p[0], p[1], eps).reshape(dense.shape)
+            else:
+                ln = dense
+            s_ = torch.einsum("bihd,bjhd->bhij", ln, k) * scale
             o = torch.einsum("bhij,bjhe->bihe", activation(act, s_), v)
+            if p:
+                o = torch.nn.functional.rms_norm((o + ln).reshape(batch, lmax, hd), (hd,), p[2],
+                                                 eps).reshape(dense.shape) + dense
             return o[seq, pos]
 
         compiled = bu.compile_fresh(padded)
-        compiled(q, k, v)
+        compiled(q, k, v, *params)
         errors = {}
-        ours = lambda: fn(q, k, v, offsets, out)  # noqa: E731
+        ours = lambda: fn(q, k, v, offsets, *params, out)  # noqa: E731
         measurements = [("ours_call_ms", bu.bench_ms, ours),
                         ("ours_kernel_ms", bu.kernel_ms, ours),
-                        ("torch_compile_ms", bu.bench_ms, lambda: compiled(q, k, v)),
-                        ("eager_ms", bu.bench_ms, lambda: padded(q, k, v))]
+                        ("torch_compile_ms", bu.bench_ms, lambda: compiled(q, k, v, *params)),
+                        ("eager_ms", bu.bench_ms, lambda: padded(q, k, v, *params))]
         mean, spread_ms, rounds = bu.run_rounds(args.rounds, measurements, errors)
         ours()
         torch.cuda.synchronize()
-        ref = padded(q.double(), k.double(), v.double())
+        ref = padded(q.double(), k.double(), v.double(), *[t.double() for t in params])
         flops = 2.0 * tokens * h * kv * (d + dv)
         nbytes = 2 * (q.numel() + k.numel() + v.numel() + out.numel())
         row = dict(case=name + variant, batch=batch,
