@@ -161,12 +161,14 @@ void TmemTileEpilogue::applyPieces(Value groups[], Value c) {
   // (Groups a half load left out are null.)
   if (Value colSum = e.arg(GemmArg::ColSum))
     for (int64_t g = 0; g < kGroups; ++g)
-      if (groups[g])
-        groups[g] = math::FmaOp::create(
-            b, splat(negMean),
-            e.loadColumnGroup(colSum, ValueRange{groupColumn(c, g)},
-                              s.colSumType),
-            groups[g]);
+      if (groups[g]) {
+        // Operands into locals first (one op-creating argument per call:
+        // the host compilers evaluate arguments in different orders).
+        Value sums = e.loadColumnGroup(colSum, ValueRange{groupColumn(c, g)},
+                                       s.colSumType);
+        Value negMeans = splat(negMean);
+        groups[g] = math::FmaOp::create(b, negMeans, sums, groups[g]);
+      }
   if (factor)
     for (int64_t g = 0; g < kGroups; ++g)
       if (groups[g])
