@@ -105,7 +105,10 @@ public:
       // Without batches, every row is past offsets[B]: gdpa has no loads
       // and no maps; FlashNormAttention still normalizes those rows (maps
       // of q and the output, none of k and v, which it does not load).
-      anyKeys = arith::AndIOp::create(b, nonZero(items), nonZero(batch));
+      // (Operands into locals first: the host compilers evaluate
+      // arguments in different orders.)
+      Value anyItems = nonZero(items), anyBatch = nonZero(batch);
+      anyKeys = arith::AndIOp::create(b, anyItems, anyBatch);
       any = spec.norms ? nonZero(items) : anyKeys;
       windowBatch = host.chain.alloc(
           MemRefType::get({ShapedType::kDynamic}, b.getI32Type()),
