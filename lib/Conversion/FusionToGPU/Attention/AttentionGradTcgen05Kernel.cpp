@@ -105,12 +105,7 @@ void AttentionGradEmitter::allocateTensorMemory() {
   // base address, and the mbarrier inits, to every thread.
   std::unique_ptr<TensorMemoryMmaEngine> tmem = tensorMemoryEngine(
       MmaShape{Spec::kGroupKeys, 64, s.elemType, false, /*transposeB=*/true});
-  Value warp = div(gpu::ThreadIdOp::create(b, gpu::Dimension::x), 32);
-  Value slot = add(smemBase, idx(s.tmemSlotOffset()));
-  ifThen(eq(warp, 1), [&] { tmem->allocate(*this, slot, s.tmemAllocColumns()); });
-  tmem->fenceBefore(*this);
-  gpu::BarrierOp::create(b);
-  tmem->fenceAfter(*this);
+  tmem->allocateInWarp(*this, 1, smemBase, s.tmemSlotOffset(), s.tmemAllocColumns());
 }
 
 void AttentionGradEmitter::tensorMemoryRoles() {

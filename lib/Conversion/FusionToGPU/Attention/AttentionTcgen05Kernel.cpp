@@ -82,12 +82,7 @@ void AttentionKernelEmitter::allocateTensorMemory() {
   // relinquishes the right to allocate more; the barrier publishes the base
   // address, and the mbarrier inits, to every thread.
   std::unique_ptr<TensorMemoryMmaEngine> tmem = scoreTensorMemoryMma();
-  Value warp = div(gpu::ThreadIdOp::create(b, gpu::Dimension::x), 32);
-  Value slot = add(smemBase, idx(s.tmemSlotOffset()));
-  ifThen(eq(warp, 1), [&] { tmem->allocate(*this, slot, s.tmemAllocColumns()); });
-  tmem->fenceBefore(*this);
-  gpu::BarrierOp::create(b);
-  tmem->fenceAfter(*this);
+  tmem->allocateInWarp(*this, 1, smemBase, s.tmemSlotOffset(), s.tmemAllocColumns());
 }
 
 void AttentionKernelEmitter::tensorMemoryRoles() {

@@ -153,6 +153,20 @@ public:
   /// allocation proceed as soon as this one frees). The base, read back by
   /// every thread after a barrier: `loadBase`.
   virtual void allocate(KernelBuilder &kb, Value slot, int64_t columns) = 0;
+  /// The allocation as a kernel's start-up makes it: warp `allocWarp`
+  /// allocates (warp-wide, under a warp-uniform condition) into the slot at
+  /// `smemBase + slotOffset`, then a CTA barrier between the fences
+  /// publishes the base address (and whatever the threads initialized
+  /// before it, the mbarriers) to every thread.
+  void allocateInWarp(KernelBuilder &kb, int64_t allocWarp, Value smemBase,
+                      int64_t slotOffset, int64_t columns) {
+    Value warp = kb.div(gpu::ThreadIdOp::create(kb.b, gpu::Dimension::x), 32);
+    Value slot = kb.add(smemBase, kb.idx(slotOffset));
+    kb.ifThen(kb.eq(warp, allocWarp), [&] { allocate(kb, slot, columns); });
+    fenceBefore(kb);
+    gpu::BarrierOp::create(kb.b);
+    fenceAfter(kb);
+  }
   virtual Value loadBase(KernelBuilder &kb, Value slot) = 0;
   virtual void deallocate(KernelBuilder &kb, Value base, int64_t columns) = 0;
   virtual void fenceBefore(KernelBuilder &kb) = 0;

@@ -242,22 +242,27 @@ def sm100_grad_grid():
              operands, [attrs], args, n, results)
 
 
+def emit_outputs(prefix, n, epi, operands, attr, args):
+    """One [1000, 512] x [512, n] GEMM per output (bf16, f32, and bf16 with
+    B stored [n, 512]), named prefix_<out>[_nk]."""
+    for out, transposed in (("bf16", False), ("f32", False), ("bf16", True)):
+        name = f"{prefix}_{out}" + ("_nk" if transposed else "")
+        b = f"tensor<{n}x512xbf16>" if transposed else f"tensor<512x{n}xbf16>"
+        emit(name, "tensor<1000x512xbf16>", b, operands,
+             attr + (["transpose_rhs"] if transposed else []), args, n,
+             [f"tensor<1000x{n}x{out}>"] + ["tensor<1000xf32>"] * STATS[epi])
+
+
 def sm90_grid():
     print('module attributes {fusion.target = #fusion.target<"sm_90a">} {')
     for n in (64, 128, 192, 256):
         for prologue in ("none", "rms_norm"):
             for epi, (operands, attrs, args) in EPILOGUES.items():
-                for out, transposed in (("bf16", False), ("f32", False), ("bf16", True)):
-                    name = f"v_n{n}_{prologue}_{epi}_{out}" + ("_nk" if transposed else "")
-                    attr = [a for a in [attrs] if a]
-                    if prologue != "none":
-                        attr.insert(0, "prologue = #fusion.prologue<rms_norm>, "
-                                       "prologue_epsilon = 1.0e-06 : f32")
-                    if transposed:
-                        attr.append("transpose_rhs")
-                    b = f"tensor<{n}x512xbf16>" if transposed else f"tensor<512x{n}xbf16>"
-                    emit(name, "tensor<1000x512xbf16>", b, operands, attr, args, n,
-                         [f"tensor<1000x{n}x{out}>"] + ["tensor<1000xf32>"] * STATS[epi])
+                attr = [a for a in [attrs] if a]
+                if prologue != "none":
+                    attr.insert(0, "prologue = #fusion.prologue<rms_norm>, "
+                                   "prologue_epsilon = 1.0e-06 : f32")
+                emit_outputs(f"v_n{n}_{prologue}_{epi}", n, epi, operands, attr, args)
     print("}")
 
 
@@ -271,14 +276,8 @@ def sm90_ln_prologue_grid():
             if n == 256 and epi in ("rms_norm", "layer_norm"):
                 continue
             operands, args = with_col_sum(operands, args)
-            for out, transposed in (("bf16", False), ("f32", False), ("bf16", True)):
-                name = f"ln_n{n}_{epi}_{out}" + ("_nk" if transposed else "")
-                attr = [LAZY_LN] + [a for a in [attrs] if a]
-                if transposed:
-                    attr.append("transpose_rhs")
-                b = f"tensor<{n}x512xbf16>" if transposed else f"tensor<512x{n}xbf16>"
-                emit(name, "tensor<1000x512xbf16>", b, operands, attr, args, n,
-                     [f"tensor<1000x{n}x{out}>"] + ["tensor<1000xf32>"] * STATS[epi])
+            emit_outputs(f"ln_n{n}_{epi}", n, epi, operands,
+                         [LAZY_LN] + [a for a in [attrs] if a], args)
     print("}")
 
 
