@@ -35,8 +35,10 @@ import fusion_runtime as fr  # noqa: E402
 from fused_matmul_reference import half_dtype, make_inputs, make_outputs, reference, rel_error  # noqa: E402
 
 
-def kernel_ms(fn, warmup_ms=25.0, rep_ms=200.0):
-    """Device time of our kernels per call (kernels named <function>_kernel<i>),
+def kernel_ms(fn, warmup_ms=25.0, rep_ms=200.0, match="_kernel"):
+    """Device time of our kernels per call (kernels named <function>_kernel<i>;
+    `match` picks others by a substring of their name, e.g. "triton" for
+    torch.compile's),
     from the profiler's CUDA activity records, timed like the baselines'
     do_bench: calls for warmup_ms first, then the median over the calls of
     rep_ms (at least 10): the kernels alone, without the host's part of a
@@ -58,7 +60,7 @@ def kernel_ms(fn, warmup_ms=25.0, rep_ms=200.0):
         torch.cuda.synchronize()
     cuda = torch.autograd.DeviceType.CUDA
     kernels = sorted((e for e in prof.events()
-                      if "_kernel" in e.name and getattr(e, "device_type", None) == cuda),
+                      if match in e.name and getattr(e, "device_type", None) == cuda),
                      key=lambda e: e.time_range.start)
     if kernels and len(kernels) % reps == 0:
         k = len(kernels) // reps

@@ -31,7 +31,8 @@ SHAPES = ((65536, 768), (65536, 1024), (65536, 4096), (262144, 1024))
 OPS = ("rms_norm", "layer_norm")
 TIMING = ("ours_call_ms: do_bench median (warmup 25 ms, rep 200 ms, L2 flushed) of the loader "
           "call, asynchronous on the current stream; ours_kernel_ms: our kernels' device time "
-          "per call (profiler records, bench_fused_matmul.kernel_ms); eager_ms, compile_ms, "
+          "per call (profiler records, bench_fused_matmul.kernel_ms), compile_kernel_ms the same of "
+          "torch.compile's Triton kernels; eager_ms, compile_ms, "
           "copy_ms: do_bench medians of the nn module in eager, under torch.compile compiled "
           "fresh and static, and of dst.copy_(x); each the mean of the interleaved rounds "
           "(shuffled after the first, each measurement after 300 ms of its own function: "
@@ -77,6 +78,8 @@ def bench_case(prog, m, libs, a, lr, bu):
         compiled(*args)
         torch.cuda.synchronize()
         measurements.append(("compile", bu.bench_ms, lambda: compiled(*args)))
+        measurements.append(("compile_kernel", lambda f: bu.kernel_ms(f, match="triton"),
+                             lambda: compiled(*args)))
     except Exception as e:
         errors["compile"] = bu.error_text(e)
     src, dst = x["x"], torch.empty_like(x["x"])
@@ -86,7 +89,7 @@ def bench_case(prog, m, libs, a, lr, bu):
     row.update({f"{k}_ms": v for k, v in mean.items()})
     row["spread_ms"], row["rounds"] = spread, rounds
     for key, side in (("ours_call", "ours"), ("ours_kernel", "ours"), ("eager", "torch"),
-                      ("compile", "torch"), ("copy", "copy")):
+                      ("compile", "torch"), ("compile_kernel", "torch"), ("copy", "copy")):
         if key in mean:
             row[f"{key}_TBps"] = row[f"{side}_bytes"] / (mean[key] * 1e-3) / 1e12
     if "ours_call" in mean:
@@ -157,6 +160,7 @@ def main():
         ("ours kernels ms", "ours_kernel_ms", "{:.4f}"),
         ("ours kernels TB/s", "ours_kernel_TBps", "{:.2f}"),
         ("torch.compile ms", "compile_ms", "{:.4f}"), ("compile TB/s", "compile_TBps", "{:.2f}"),
+        ("compile kernels ms", "compile_kernel_ms", "{:.4f}"),
         ("eager ms", "eager_ms", "{:.4f}"), ("copy TB/s", "copy_TBps", "{:.2f}"),
         ("compile / ours", "compile_over_ours", "{:.2f}x"),
         ("ours / copy bw", "ours_of_copy_bw", "{:.2f}"),

@@ -34,11 +34,13 @@ def bench_ms(fn):
     return do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
-def kernel_ms(fn):
-    """Our kernels' device time per call (profiler records), or an error."""
+def kernel_ms(fn, match="_kernel"):
+    """Our kernels' device time per call (profiler records; `match`: a
+    substring of the kernels' names, "triton" for torch.compile's), or an
+    error."""
     if _kernel_ms is None:
         raise RuntimeError(f"no kernel_ms: importing bench_fused_matmul failed: {KERNEL_MS_ERROR}")
-    return _kernel_ms(fn)[0]
+    return _kernel_ms(fn, match=match)[0]
 
 
 def compile_fresh(fn):
