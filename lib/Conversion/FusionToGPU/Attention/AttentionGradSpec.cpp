@@ -31,6 +31,9 @@ mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target
       return fail(llvm::formatv("expected {0} of {1} (the query's element type), "
                                 "but got {2}",
                                 name, typeName(elem), typeName(elemOf(v))));
+  if (op.getResidual())
+    return fail("expected no residual (the kernel's dQ epilogue does not add "
+                "one yet)");
   auto q = cast<RankedTensorType>(op.getQuery().getType());
   auto k = cast<RankedTensorType>(op.getKey().getType());
   auto v = cast<RankedTensorType>(op.getValue().getType());
