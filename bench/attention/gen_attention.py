@@ -126,6 +126,47 @@ func.func @{name}(%do: {o}, %q: {q}, %k: {k}, %v: {v}, %offsets: {off}) -> ({q},
 """
 
 
+# The backward with a residual added to dq (fusion.gdpa_grad residual(...),
+# what fusion-plan-kernels makes of the Kunlun block's dh + dq): name:
+# (heads, D, Dv, L_kv, activation, scale, dtype, offsets dtype or None,
+# residual). The residual is "do" (the grad operand itself: the sm_90a
+# kernel reads it from the stage's dO tile; D = Dv) or "own" (an operand of
+# its own, read from global memory).
+RESIDUAL_GRADS = {
+    "gdpa_grad_residual_kunlun": (2, 128, 128, 128, "gelu_tanh", 1.0, "bf16", None, "own"),
+    "gdpa_grad_residual_do_kunlun": (2, 128, 128, 128, "gelu_tanh", 1.0, "bf16", None, "do"),
+    "gdpa_grad_residual_d64": (4, 64, 64, 100, "silu", 0.125, "bf16", None, "own"),
+    "gdpa_grad_residual_do_d64": (2, 64, 64, 128, "identity", 0.125, "bf16", None, "do"),
+    "gdpa_grad_jagged_residual_kunlun": (2, 128, 128, 128, "gelu_tanh", 1.0, "bf16", "i32", "own"),
+    "gdpa_grad_jagged_residual_do_d64": (4, 64, 64, 100, "silu", 0.125, "bf16", "i64", "do"),
+}
+
+
+def residual_grad_program(name, heads, d, dv, kv, act, scale, dtype, odt, residual):
+    lead = "" if odt else "?x"
+    q = f"tensor<?x{lead}{heads}x{d}x{dtype}>"
+    k = f"tensor<?x{kv}x{heads}x{d}x{dtype}>"
+    v = f"tensor<?x{kv}x{heads}x{dv}x{dtype}>"
+    o = f"tensor<?x{lead}{heads}x{dv}x{dtype}>"
+    args = f"%do: {o}, %q: {q}, %k: {k}, %v: {v}"
+    opts = ""
+    if odt:
+        args += f", %offsets: tensor<?x{odt}>"
+        opts += f" offsets(%offsets : tensor<?x{odt}>)"
+    if residual == "own":
+        args += f", %r: {q}"
+    opts += f" residual({'%do' if residual == 'do' else '%r'} : {q})"
+    return f"""// {name}: dq (+ the residual {'do' if residual == 'do' else 'r'}), dk, dv of out = {act}({scale} q k^T) v given d out{', q jagged by offsets' if odt else ''} (bench/attention/gen_attention.py)
+module attributes {{fusion.target = #fusion.target<"sm_90a">}} {{
+func.func @{name}({args}) -> ({q}, {k}, {v}) {{
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v{opts} {{activation = #fusion.activation<{act}>, scale = {scale!r} : f32}}
+      : {o}, {q}, {k}, {v} -> {q}, {k}, {v}
+  return %dq, %dk, %dv : {q}, {k}, {v}
+}}
+}}
+"""
+
+
 # The Kunlun PFFN attention block, written with unfused ops as in
 # test/Pipelines/attention-block-sm90a.mlir: name: (heads, D, L_kv).
 BLOCKS = {"block_kunlun_h2": (2, 128, 128), "block_kunlun_h4": (4, 128, 128),
@@ -206,8 +247,9 @@ func.func @{name}(%q: {q}, %k: {kvt}, %v: {kvt}, %offsets: {off}, %lnw: {w}, %ln
 # backward written with the dialect's grad ops given d out) and its backward
 # alone (from what the forward saves: ln_q, h and the norms' statistics):
 # name: (heads, D, L_kv). fusion-fuse leaves both as their ops on sm_90a
-# (no kernel takes fusion.norm_attention_grad yet): ten kernels for the
-# step, five for the backward.
+# (no kernel takes fusion.norm_attention_grad yet): nine kernels for the
+# step, four for the backward (fusion-plan-kernels folds dh + dq1 into the
+# gdpa_grad's dQ epilogue).
 TRAINS = {"kunlun_train_h2": (2, 128, 128), "kunlun_train_h4": (4, 128, 128)}
 BLOCK_GRADS = {"kunlun_backward_h2": (2, 128, 128), "kunlun_backward_h4": (4, 128, 128)}
 
@@ -331,6 +373,25 @@ def main():
                           f"offsets: {odt}[B1]; dq: {dtype}[T,{heads},{d}]; "
                           f"dk: {dtype}[B,{kv},{heads},{d}]; dv: {dtype}[B,{kv},{heads},{dv}]"),
         })
+    for name, (heads, d, dv, kv, act, scale, dtype, odt, residual) in RESIDUAL_GRADS.items():
+        with open(os.path.join(out, name + ".mlir"), "w") as f:
+            f.write(residual_grad_program(name, heads, d, dv, kv, act, scale, dtype, odt,
+                                          residual))
+        tokens = "T" if odt else "B,L"
+        sig = (f"do: {dtype}[{tokens},{heads},{dv}]; q: {dtype}[{tokens},{heads},{d}]; "
+               f"k: {dtype}[B,{kv},{heads},{d}]; v: {dtype}[B,{kv},{heads},{dv}]; ")
+        if odt:
+            sig += f"offsets: {odt}[B1]; "
+        if residual == "own":
+            sig += f"r: {dtype}[{tokens},{heads},{d}]; "
+        sig += (f"dq: {dtype}[{tokens},{heads},{d}]; dk: {dtype}[B,{kv},{heads},{d}]; "
+                f"dv: {dtype}[B,{kv},{heads},{dv}]")
+        entry = {"name": name, "grad": True, "residual": residual, "heads": heads, "d": d,
+                 "dv": dv, "kv": kv, "activation": act, "scale": scale, "dtype": dtype,
+                 "signature": sig}
+        if odt:
+            entry.update(jagged=True, offsets_dtype=odt)
+        manifest.append(entry)
     for name, (heads, d, kv) in BLOCKS.items():
         with open(os.path.join(out, name + ".mlir"), "w") as f:
             f.write(block_program(name, heads, d, kv))

@@ -6,11 +6,13 @@
 // norm parameters' gradients. No sm_90a kernel takes the fused backward
 // (fusion.norm_attention_grad) yet, and the backward reads ln_q and h, so
 // fusion-fuse leaves the block as its ops, saying why, and the step runs as
-// its ten kernels (two of them with a parameter-gradient reduction): the
+// its nine kernels (two of them with a parameter-gradient reduction): the
 // forward's LayerNorm, gdpa (384 threads), add, RMSNorm, add; the
 // backward's RMSNorm gradient, gdpa_grad (256 threads: one consumer
-// warpgroup for L_kv 16), add, LayerNorm gradient, add. On the CPU the step
-// computes the same before and after fusion-fuse and fusion-plan-kernels.
+// warpgroup for L_kv 16) adding dh to dq (fusion-plan-kernels folds the
+// backward's first add, dh + dq1, into it as its residual), LayerNorm
+// gradient, add. On the CPU the step computes the same before and after
+// fusion-fuse and fusion-plan-kernels.
 // RUN: fusion-opt %s --fusion-fuse=report=true 2>&1 | FileCheck %s --check-prefix=FUSE
 // RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s
 // RUN: fusion-runner %s -e train --after-passes=fusion-fuse,fusion-plan-kernels --atol=2e-2 --rtol=2e-2 | FileCheck %s --check-prefix=CPU
@@ -18,6 +20,11 @@
 // FUSE: remark: fusion.gdpa not formed into fusion.norm_attention: no sm_90a kernel takes its backward, fusion.norm_attention_grad: the fused backward of the block (its row statistics through DSMEM like the forward's) is not implemented yet; the block runs as its layer_norm, gdpa, add and rms_norm kernels, and its backward as its rms_norm_grad, gdpa_grad, add and layer_norm_grad kernels
 // FUSE-NOT: fusion.norm_attention
 // FUSE: fusion.gdpa_grad
+// RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels | FileCheck %s --check-prefix=PLAN
+// PLAN: %[[DHF:.*]], %{{.*}} = fusion.rms_norm_grad
+// PLAN: %[[DH:.*]] = tensor.expand_shape %[[DHF]]
+// PLAN: %[[DLNQ:[^,]*]], {{.*}} = fusion.gdpa_grad %[[DH]], {{.*}} residual(%[[DH]] : tensor<2x8x2x64xbf16>)
+// PLAN: tensor.collapse_shape %[[DLNQ]]
 
 // CHECK-LABEL: func.func @train(
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel0
@@ -28,10 +35,11 @@
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel5
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel5_params
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel6 {{.*}} threads in (%{{.*}}256
+// The gdpa_grad's next kernel is the LayerNorm gradient's (with its
+// parameter reduction): dh + dq1 has no kernel of its own.
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel7
+// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel7_params
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel8
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel8_params
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel9
 // CHECK-NOT: gpu.launch_func
 // CHECK: return
 

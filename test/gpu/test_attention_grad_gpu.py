@@ -10,7 +10,12 @@ activation, key lengths 1, 64, 72, 100, 128, D and Dv of 64 and 128
 (D != Dv); L_q = 0 (dk = dv = 0) and B = 0; bitwise determinism. Jagged
 q (gdpa_grad_jagged_*: q, do, dq [T, H, D] by offsets, i32 and i64) against
 autograd sequence by sequence: lengths not a multiple of the tile, empty
-sequences, tokens past offsets[B] (dq zero), no sequences.
+sequences, tokens past offsets[B] (dq zero), no sequences. With a residual
+added to dq (gdpa_grad_*residual*: do itself, read from the stage's dO tile
+on sm_90a, or an operand of its own, copied from global memory), dense and
+jagged, D 128 and 64: dq against float64 autograd's dq + the residual,
+whose bf16 reference is PyTorch's bf16 dq + the residual in bf16; the
+tokens past offsets[B] get the residual exactly.
 
     FUSION_GPU_ARTIFACTS=build/gpu python3 -m pytest -v -s test/gpu/test_attention_grad_gpu.py
 """
@@ -172,3 +177,99 @@ def test_gdpa_grad_jagged(name, lengths, extra):
               f"(torch {prog['dtype']} {theirs:.2e})")
         assert mine <= 2 * theirs + FLOOR, \
             f"{label}: rel err {mine:.3e} > 2 x {theirs:.3e} + {FLOOR}"
+
+
+# (program, batch, L_q): L_q not a multiple of the 64-token tile (300, 65,
+# 7, 1) and a large batch; the residual do itself or an operand of its own,
+# D = Dv = 128 and 64.
+RESIDUAL_CASES = [
+    ("gdpa_grad_residual_kunlun", 3, 300), ("gdpa_grad_residual_kunlun", 64, 512),
+    ("gdpa_grad_residual_kunlun", 1, 1),
+    ("gdpa_grad_residual_do_kunlun", 3, 300), ("gdpa_grad_residual_do_kunlun", 32, 512),
+    ("gdpa_grad_residual_do_kunlun", 2, 65),
+    ("gdpa_grad_residual_d64", 3, 300), ("gdpa_grad_residual_d64", 5, 7),
+    ("gdpa_grad_residual_do_d64", 3, 300), ("gdpa_grad_residual_do_d64", 8, 129),
+]
+
+
+def residual_for(prog, do, q, gen):
+    """do itself, or a fresh residual of q's shape and dtype."""
+    if prog["residual"] == "do":
+        return do, ()
+    r = torch.randn(q.shape, generator=gen, device="cuda").to(q.dtype)
+    return r, (r,)
+
+
+def check_dq_with_residual(name, label, got, r64, r16):
+    assert not torch.isnan(got).any(), \
+        f"{label}: {int(torch.isnan(got).sum())} NaN left (not written)"
+    mine, theirs = rel_error(got, r64), rel_error(r16, r64)
+    print(f"{name} {label}: rel err {mine:.2e} (torch {theirs:.2e})")
+    assert mine <= 2 * theirs + FLOOR, \
+        f"{label}: rel err {mine:.3e} > 2 x {theirs:.3e} + {FLOOR}"
+
+
+@pytest.mark.parametrize("name,batch,lq", RESIDUAL_CASES)
+def test_gdpa_grad_residual(name, batch, lq):
+    """dq = autograd's dq + the residual (rounded once), dk and dv as
+    without it."""
+    fn = function(name)
+    prog = PROGRAMS[name]
+    do, q, k, v = make_case(prog, batch, lq, 5113 + batch * 31 + lq)
+    gen = torch.Generator(device="cuda").manual_seed(97 + lq)
+    r, extra = residual_for(prog, do, q, gen)
+    ours = [torch.full_like(t, float("nan")) for t in (q, k, v)]
+    fn(do, q, k, v, *extra, *ours)
+    torch.cuda.synchronize()
+    ref64 = list(reference(prog, *(t.double() for t in (do, q, k, v))))
+    ref16 = list(reference(prog, do, q, k, v))
+    ref64[0] = ref64[0] + r.double()
+    ref16[0] = ref16[0] + r
+    for label, got, r64, r16 in zip(("dq", "dk", "dv"), ours, ref64, ref16):
+        check_dq_with_residual(f"{name} B={batch} Lq={lq}", label, got, r64, r16)
+
+
+# (program, sequence lengths, tokens past offsets[B]): lengths not a multiple
+# of the tile, an empty sequence, tokens outside every sequence (dq = the
+# residual there).
+JAGGED_RESIDUAL_CASES = [
+    ("gdpa_grad_jagged_residual_kunlun", [300, 0, 128, 1, 77, 512, 5], 9),
+    ("gdpa_grad_jagged_residual_kunlun", [1000], 0),
+    ("gdpa_grad_jagged_residual_do_d64", [129, 0, 255, 64, 65, 7], 3),
+    ("gdpa_grad_jagged_residual_do_d64", [3, 9, 1, 40, 2, 100], 45),
+]
+
+
+@pytest.mark.parametrize("name,lengths,extra", JAGGED_RESIDUAL_CASES)
+def test_gdpa_grad_jagged_residual(name, lengths, extra):
+    fn = function(name)
+    prog = PROGRAMS[name]
+    dt = DTYPES[prog["dtype"]]
+    h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
+    gen = torch.Generator(device="cuda").manual_seed(sum(lengths) * 13 + extra)
+    bounds = [0]
+    for n in lengths:
+        bounds.append(bounds[-1] + n)
+    odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
+    offsets = torch.tensor(bounds, dtype=odt, device="cuda")
+    batch, tokens = len(lengths), bounds[-1] + extra
+    spread = (d * prog["scale"] ** 2) ** -0.25
+    do = torch.randn(tokens, h, dv, generator=gen, device="cuda").to(dt)
+    q = (spread * torch.randn(tokens, h, d, generator=gen, device="cuda")).to(dt)
+    k = (spread * torch.randn(batch, kv, h, d, generator=gen, device="cuda")).to(dt)
+    v = torch.randn(batch, kv, h, dv, generator=gen, device="cuda").to(dt)
+    r, more = residual_for(prog, do, q, gen)
+    ours = [torch.full_like(t, float("nan")) for t in (q, k, v)]
+    fn(do, q, k, v, offsets, *more, *ours)
+    torch.cuda.synchronize()
+    ref64 = list(jagged_reference(prog, *(t.double() for t in (do, q, k, v)), bounds))
+    ref16 = list(jagged_reference(prog, do, q, k, v, bounds))
+    ref64[0] = ref64[0] + r.double()
+    ref16[0] = ref16[0] + r
+    assert torch.equal(ours[0][bounds[-1]:], r[bounds[-1]:]), \
+        "dq past offsets[B] is not the residual"
+    for label, got, r64, r16 in zip(("dq", "dk", "dv"), ours, ref64, ref16):
+        if r64.numel() == 0 or not bool(r64.abs().sum() > 0):
+            assert bool((got == 0).all()), f"{label}: expected zeros"
+            continue
+        check_dq_with_residual(f"{name} lengths={lengths} +{extra}", label, got, r64, r16)

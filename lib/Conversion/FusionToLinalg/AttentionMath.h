@@ -31,11 +31,12 @@ struct AttentionGrads {
   Value query, key, value;
 };
 /// dq, dk, dv of buildAttention for the output gradient `dout`, rounded to
-/// the given element types.
+/// the given element types; with `residual` (q's shape), dq + residual in
+/// f32, rounded once (jagged: dq = residual on the tokens of no sequence).
 AttentionGrads buildAttentionGrad(TensorMath &m, Value dout, Value q, Value k,
                                   Value v, const AttentionParams &p,
                                   Type qElemType, Type kElemType,
-                                  Type vElemType);
+                                  Type vElemType, Value residual = Value());
 
 } // namespace mlir::fusion
 

@@ -8,7 +8,8 @@
 //   O[i, h, e] = sum_j act(S[h, i, j]) v[j, h, e]         (f32)
 //
 // and inserts the result into a zero-initialised output (so jagged tokens
-// past offsets[B] stay zero).
+// past offsets[B] stay zero). gdpa_grad's dq with a residual starts from
+// the residual instead, and adds it to each batch's slice in f32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -221,10 +222,12 @@ AttentionGrads mlir::fusion::buildAttentionGrad(TensorMath &m, Value dout,
                                                 Value q, Value k, Value v,
                                                 const AttentionParams &p,
                                                 Type qElem, Type kElem,
-                                                Type vElem) {
+                                                Type vElem, Value residual) {
   int64_t qDim = cast<RankedTensorType>(q.getType()).getShape().back();
   int64_t vDim = cast<RankedTensorType>(v.getType()).getShape().back();
-  Value dq0 = m.splat(m.sizes(q), qElem, 0.0);
+  // dq starts as the residual (the value of jagged tokens in no sequence),
+  // else zeros; each batch's slice is overwritten below.
+  Value dq0 = residual ? m.convert(residual, qElem) : m.splat(m.sizes(q), qElem, 0.0);
   Value dk0 = m.splat(m.sizes(k), kElem, 0.0);
   Value dv0 = m.splat(m.sizes(v), vElem, 0.0);
   MLIRContext *ctx = m.builder().getContext();
@@ -279,9 +282,12 @@ AttentionGrads mlir::fusion::buildAttentionGrad(TensorMath &m, Value dout,
         // dk[j, h, d] = sum_i dS[h, i, j] q[i, h, d]   dims (j, h, d, i)
         Value dkb = contraction(ds, map({d1, d3, d0}), qb, map({d3, d1, d2}),
                                 {kSz[0], kSz[1], kSz[2]}, map({d0, d1, d2}));
-        Value dq = tensor::InsertSliceOp::create(
-            b, l, bm.convert(dqb, qElem), args[0], qs.offsets, qs.sizes,
-            qs.strides);
+        // + residual in f32, rounded once.
+        Value dqRounded =
+            residual ? bm.addTensors(dqb, extractQuery(b, l, residual, qs), qElem)
+                     : bm.convert(dqb, qElem);
+        Value dq = tensor::InsertSliceOp::create(b, l, dqRounded, args[0],
+                                                 qs.offsets, qs.sizes, qs.strides);
         Value dk = insertKV(b, l, bm.convert(dkb, kElem), args[1], batch);
         Value dv = insertKV(b, l, bm.convert(dvb, vElem), args[2], batch);
         return SmallVector<Value>{dq, dk, dv};
@@ -309,7 +315,8 @@ struct GDPALowering : OpRewritePattern<GDPAOp> {
   }
 };
 
-/// fusion.gdpa_grad -> per-batch recomputation of the scores, then dq, dk, dv.
+/// fusion.gdpa_grad -> per-batch recomputation of the scores, then dq (+ the
+/// residual), dk, dv.
 struct GDPAGradLowering : OpRewritePattern<GDPAGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(GDPAGradOp op,
@@ -320,7 +327,7 @@ struct GDPAGradLowering : OpRewritePattern<GDPAGradOp> {
     AttentionGrads g = buildAttentionGrad(
         m, op.getGrad(), op.getQuery(), op.getKey(), op.getValue(), p,
         elementTypeOf(op.getQueryGrad()), elementTypeOf(op.getKeyGrad()),
-        elementTypeOf(op.getValueGrad()));
+        elementTypeOf(op.getValueGrad()), op.getResidual());
     rewriter.replaceOp(op, {g.query, g.key, g.value});
     return success();
   }

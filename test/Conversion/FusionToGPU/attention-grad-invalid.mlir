@@ -52,6 +52,18 @@ func.func @mixed(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x64xbf16>, %k: te
 
 // -----
 
+// Mixed element types: an f32 residual (added to dq) beside a bf16 query.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @mixed_residual(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %r: tensor<2x64x2x64xf32>) -> tensor<2x64x2x64xbf16> {
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: expected residual of bf16 (the query's element type), but got f32}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %k residual(%r : tensor<2x64x2x64xf32>) {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16> -> tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>
+  return %dq : tensor<2x64x2x64xbf16>
+}
+}
+
+// -----
+
 // D = 256: dK would not fit in registers beside dV.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @head_dim(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x256xbf16>, %k: tensor<2x64x2x256xbf16>, %v: tensor<2x64x2x64xbf16>) -> tensor<2x64x2x256xbf16> {

@@ -8,7 +8,9 @@
 // the sm_90a sweep's cases; fusion.gdpa_grad, the sm_90a sweep's 10 backward
 // cases (D, Dv of 64 and 128, key lengths 1..128, every activation, bf16
 // and f16) and 6 jagged ones (i32 and i64 offsets); fusion.norm_attention
-// with jagged q, 6 cases (1-4 heads, i32 and i64 offsets)) goes through
+// with jagged q, 6 cases (1-4 heads, i32 and i64 offsets); fusion.gdpa_grad
+// with a residual added to dq, 16 cases (the dense and jagged backward
+// cases, the residual do itself or its own operand)) goes through
 // fusion-to-gpu and
 // assembles with ptxas for sm_100a without spilling, and that no wgmma or
 // setmaxnreg reaches the module. Never executed (no B200 here): this and
@@ -61,6 +63,22 @@
 // OTHERS-DAG: ptxas ok: jflash_3_kernel0 registers={{[0-9]+}} spills=0
 // OTHERS-DAG: ptxas ok: jflash_4_kernel0 registers={{[0-9]+}} spills=0
 // OTHERS-DAG: ptxas ok: jflash_5_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_0_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_1_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_2_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_3_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_4_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_5_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_6_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_7_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_8_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_9_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_10_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_11_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_12_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_13_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_14_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: rgrad_15_kernel0 registers={{[0-9]+}} spills=0
 // PTX-DAG: .target sm_100a
 // PTX-DAG: tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32
 // PTX-DAG: tcgen05.mma.cta_group::1.kind::f16

@@ -12,9 +12,14 @@
 // 240; K's and V's MMA descriptors are rebuilt per tile from an opaque zero,
 // which LLVM cannot hoist out of the tile loop: they spilled 152-160 bytes
 // at D = Dv = 128 when hoisted; D = 64 with erf gelu still spills 16-20);
-// last, fusion.norm_attention with jagged q (i32 and i64 offsets, 1-4
+// then fusion.norm_attention with jagged q (i32 and i64 offsets, 1-4
 // heads): within the dense FlashNormAttention's 64 bytes (0-24 today), the
-// window kernels without spilling.
+// window kernels without spilling; last, the backward with a residual
+// added to dq (rgrad_<i>: grad_<i>'s cases, then six jagged ones, the
+// residual do itself or its own operand): dense within 32 bytes (0-24 but
+// rgrad_7, D = 64 and Dv = 128 in f16, 32: grad_7 spills 20 and reloads 3
+// values inside the tile loop, rgrad_7 none there), jagged within 80
+// (0-76; jagged q without a residual spills 12-96 on these cases).
 // RUN: %python %S/Inputs/gen_attention_grid.py > %t.mlir
 // RUN: fusion-opt %t.mlir --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s
@@ -61,6 +66,22 @@
 // CHECK-DAG: ptxas ok: jflash_4_kernel0_windows registers={{[0-9]+}} spills=0
 // CHECK-DAG: ptxas ok: jflash_5_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-5][0-9]$|6[0-4]$}}
 // CHECK-DAG: ptxas ok: jflash_5_kernel0_windows registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: rgrad_0_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-2][0-9]$|3[0-2]$}}
+// CHECK-DAG: ptxas ok: rgrad_1_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-2][0-9]$|3[0-2]$}}
+// CHECK-DAG: ptxas ok: rgrad_2_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-2][0-9]$|3[0-2]$}}
+// CHECK-DAG: ptxas ok: rgrad_3_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-2][0-9]$|3[0-2]$}}
+// CHECK-DAG: ptxas ok: rgrad_4_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-2][0-9]$|3[0-2]$}}
+// CHECK-DAG: ptxas ok: rgrad_5_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-2][0-9]$|3[0-2]$}}
+// CHECK-DAG: ptxas ok: rgrad_6_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-2][0-9]$|3[0-2]$}}
+// CHECK-DAG: ptxas ok: rgrad_7_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-2][0-9]$|3[0-2]$}}
+// CHECK-DAG: ptxas ok: rgrad_8_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-2][0-9]$|3[0-2]$}}
+// CHECK-DAG: ptxas ok: rgrad_9_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-2][0-9]$|3[0-2]$}}
+// CHECK-DAG: ptxas ok: rgrad_10_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-7][0-9]$|80$}}
+// CHECK-DAG: ptxas ok: rgrad_11_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-7][0-9]$|80$}}
+// CHECK-DAG: ptxas ok: rgrad_12_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-7][0-9]$|80$}}
+// CHECK-DAG: ptxas ok: rgrad_13_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-7][0-9]$|80$}}
+// CHECK-DAG: ptxas ok: rgrad_14_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-7][0-9]$|80$}}
+// CHECK-DAG: ptxas ok: rgrad_15_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-7][0-9]$|80$}}
 
 // Every MMA shape the grid needs: S of 64 x L_kv (padded) and O of 64 x Dv.
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16

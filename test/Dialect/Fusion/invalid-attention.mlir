@@ -227,6 +227,33 @@ func.func @gdpa_grad_value_grad_shape(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2
 
 // -----
 
+// gdpa_grad's residual (added to dq) has the shape of the query.
+func.func @gdpa_grad_residual_shape(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2x16xf32>,
+                                    %r: tensor<2x8x2x8xf32>) {
+  // expected-error @below {{expected residual of shape [2, 8, 2, 16] (the shape of query), but got [2, 8, 2, 8]}}
+  %dq, %dk, %dv = fusion.gdpa_grad %q, %q, %k, %k residual(%r : tensor<2x8x2x8xf32>)
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+      -> tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+  return
+}
+
+// -----
+
+// With jagged q the residual is [T, H, D] too, not the dense [B, L, H, D].
+func.func @gdpa_grad_residual_jagged(%q: tensor<64x2x16xf32>, %k: tensor<4x8x2x16xf32>,
+                                     %off: tensor<5xi32>, %r: tensor<4x16x2x16xf32>) {
+  // expected-error @below {{expected residual of shape [64, 2, 16] (the shape of query), but got [4, 16, 2, 16]}}
+  %dq, %dk, %dv = fusion.gdpa_grad %q, %q, %k, %k offsets(%off : tensor<5xi32>)
+      residual(%r : tensor<4x16x2x16xf32>)
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<64x2x16xf32>, tensor<64x2x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>
+      -> tensor<64x2x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32>
+  return
+}
+
+// -----
+
 // H x D must fit in 64 bits (it sizes the norms of norm_attention); q's
 // element count overflows first, and every op checks that.
 func.func @gdpa_hidden_size_overflow(%q: tensor<1x8x4294967296x4294967296xf32>,

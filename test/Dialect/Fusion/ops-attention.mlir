@@ -131,6 +131,30 @@ func.func @gdpa_grad_jagged(%do: tensor<100x2x8xbf16>, %q: tensor<100x2x16xbf16>
   return %dq, %dk, %dv : tensor<100x2x16xbf16>, tensor<4x32x2x16xbf16>, tensor<4x32x2x8xbf16>
 }
 
+// gdpa_grad with a residual added to dq, dense and jagged (after offsets).
+// CHECK-LABEL: func.func @gdpa_grad_residual
+// CHECK-SAME: (%[[DO:.*]]: tensor<2x64x2x32xbf16>, %[[Q:.*]]: tensor<2x64x2x32xbf16>, %[[K:.*]]: tensor<2x16x2x32xbf16>, %[[R:.*]]: tensor<2x64x2x32xbf16>, %[[JQ:.*]]: tensor<100x2x32xbf16>, %[[OFF:.*]]: tensor<3xi64>)
+func.func @gdpa_grad_residual(%do: tensor<2x64x2x32xbf16>, %q: tensor<2x64x2x32xbf16>,
+                              %k: tensor<2x16x2x32xbf16>, %r: tensor<2x64x2x32xbf16>,
+                              %jq: tensor<100x2x32xbf16>, %off: tensor<3xi64>)
+    -> (tensor<2x64x2x32xbf16>, tensor<100x2x32xbf16>) {
+  // CHECK: fusion.gdpa_grad %[[DO]], %[[Q]], %[[K]], %[[K]] residual(%[[R]] : tensor<2x64x2x32xbf16>)
+  // CHECK-SAME: {activation = #fusion.activation<gelu_tanh>, scale = 1.000000e+00 : f32}
+  // CHECK-SAME: -> tensor<2x64x2x32xbf16>, tensor<2x16x2x32xbf16>, tensor<2x16x2x32xbf16>
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %k residual(%r : tensor<2x64x2x32xbf16>)
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+      : tensor<2x64x2x32xbf16>, tensor<2x64x2x32xbf16>, tensor<2x16x2x32xbf16>, tensor<2x16x2x32xbf16>
+      -> tensor<2x64x2x32xbf16>, tensor<2x16x2x32xbf16>, tensor<2x16x2x32xbf16>
+  // CHECK: fusion.gdpa_grad %[[JQ]], %[[JQ]], %[[K]], %[[K]] offsets(%[[OFF]] : tensor<3xi64>) residual(%[[JQ]] : tensor<100x2x32xbf16>)
+  // CHECK-SAME: -> tensor<100x2x32xbf16>, tensor<2x16x2x32xbf16>, tensor<2x16x2x32xbf16>
+  %jdq, %jdk, %jdv = fusion.gdpa_grad %jq, %jq, %k, %k offsets(%off : tensor<3xi64>)
+      residual(%jq : tensor<100x2x32xbf16>)
+      {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<100x2x32xbf16>, tensor<100x2x32xbf16>, tensor<2x16x2x32xbf16>, tensor<2x16x2x32xbf16>
+      -> tensor<100x2x32xbf16>, tensor<2x16x2x32xbf16>, tensor<2x16x2x32xbf16>
+  return %dq, %jdq : tensor<2x64x2x32xbf16>, tensor<100x2x32xbf16>
+}
+
 // gdpa_grad with dynamic dimensions, f16, identity.
 // CHECK-LABEL: func.func @gdpa_grad_dynamic
 func.func @gdpa_grad_dynamic(%do: tensor<?x?x2x16xf16>, %q: tensor<?x?x2x16xf16>,

@@ -1,7 +1,9 @@
 // Reference semantics of fusion.gdpa_grad on the CPU: central finite
 // differences precomputed in float64 for fixed inputs (every activation), and
 // directional derivatives of fusion.gdpa on random f32 inputs (dense and
-// jagged with an empty batch and a tail); jagged against dense; bf16.
+// jagged with an empty batch and a tail); jagged against dense; bf16; the
+// residual operand against a fusion.add of dq and the residual (dense,
+// jagged with tokens outside every sequence, bf16 rounded once).
 // RUN: fusion-runner %s -e expected --compare=hand --atol=1e-5 --rtol=1e-5 | FileCheck %s
 // RUN: fusion-runner %s -e fd_silu --compare=analytic_silu --atol=1e-2 --rtol=1e-2 | FileCheck %s
 // RUN: fusion-runner %s -e fd_gelu --compare=analytic_gelu --atol=1e-2 --rtol=1e-2 | FileCheck %s
@@ -9,6 +11,10 @@
 // RUN: fusion-runner %s -e fd_jagged --compare=analytic_jagged --atol=1e-2 --rtol=1e-2 | FileCheck %s
 // RUN: fusion-runner %s -e dense_grad --compare=jagged_grad --atol=1e-5 --rtol=1e-5 | FileCheck %s
 // RUN: fusion-runner %s -e f32_grad_rounded --compare=bf16_grad --atol=2e-2 --rtol=2e-2 | FileCheck %s
+// RUN: fusion-runner %s -e residual_dense --compare=added_dense --atol=1e-5 --rtol=1e-5 | FileCheck %s
+// RUN: fusion-runner %s -e residual_jagged --compare=added_jagged --atol=1e-5 --rtol=1e-5 | FileCheck %s
+// RUN: fusion-runner %s -e residual_f32_rounded --compare=residual_bf16 --atol=1e-6 --rtol=1e-6 | FileCheck %s
+// RUN: not fusion-runner %s -e residual_dense --compare=residual_dense_wrong --atol=1e-5 --rtol=1e-5 | FileCheck %s --check-prefix=FAIL
 // RUN: not fusion-runner %s -e fd_silu --compare=analytic_silu_wrong --atol=1e-2 --rtol=1e-2 | FileCheck %s --check-prefix=FAIL
 // CHECK: PASS
 // FAIL: FAIL
@@ -369,4 +375,56 @@ func.func @bf16_grad(%do: tensor<2x6x2x4xbf16>, %q: tensor<2x6x2x8xbf16>, %k: te
   %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 5.0e-01 : f32}
       : tensor<2x6x2x4xbf16>, tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x4xbf16> -> tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x4xbf16>
   return %dq, %dk, %dv : tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x4xbf16>
+}
+
+// The residual: dq + r in f32, against gdpa_grad then fusion.add (f32, so
+// the add's extra rounding is exact up to f32); jagged with an empty
+// sequence and tokens past offsets[B], whose dq is the residual itself.
+func.func @residual_dense(%do: tensor<2x6x2x4xf32>, %q: tensor<2x6x2x8xf32>, %k: tensor<2x8x2x8xf32>, %v: tensor<2x8x2x4xf32>, %r: tensor<2x6x2x8xf32>) -> (tensor<2x6x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x4xf32>) {
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v residual(%r : tensor<2x6x2x8xf32>) {activation = #fusion.activation<gelu_tanh>, scale = 5.0e-01 : f32}
+      : tensor<2x6x2x4xf32>, tensor<2x6x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x4xf32> -> tensor<2x6x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x4xf32>
+  return %dq, %dk, %dv : tensor<2x6x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x4xf32>
+}
+func.func @added_dense(%do: tensor<2x6x2x4xf32>, %q: tensor<2x6x2x8xf32>, %k: tensor<2x8x2x8xf32>, %v: tensor<2x8x2x4xf32>, %r: tensor<2x6x2x8xf32>) -> (tensor<2x6x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x4xf32>) {
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 5.0e-01 : f32}
+      : tensor<2x6x2x4xf32>, tensor<2x6x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x4xf32> -> tensor<2x6x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x4xf32>
+  %sum = fusion.add %r, %dq : tensor<2x6x2x8xf32>
+  return %sum, %dk, %dv : tensor<2x6x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x4xf32>
+}
+// The residual left out (dq alone): must FAIL against residual_dense.
+func.func @residual_dense_wrong(%do: tensor<2x6x2x4xf32>, %q: tensor<2x6x2x8xf32>, %k: tensor<2x8x2x8xf32>, %v: tensor<2x8x2x4xf32>, %r: tensor<2x6x2x8xf32>) -> (tensor<2x6x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x4xf32>) {
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 5.0e-01 : f32}
+      : tensor<2x6x2x4xf32>, tensor<2x6x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x4xf32> -> tensor<2x6x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x4xf32>
+  return %dq, %dk, %dv : tensor<2x6x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x4xf32>
+}
+func.func @residual_jagged(%do: tensor<16x2x4xf32>, %q: tensor<16x2x8xf32>, %k: tensor<4x8x2x8xf32>, %v: tensor<4x8x2x4xf32>, %r: tensor<16x2x8xf32>) -> (tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32>) {
+  %off = arith.constant dense<[0, 5, 5, 12, 14]> : tensor<5xi32>
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v offsets(%off : tensor<5xi32>) residual(%r : tensor<16x2x8xf32>) {activation = #fusion.activation<silu>, scale = 5.0e-01 : f32}
+      : tensor<16x2x4xf32>, tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32> -> tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32>
+  return %dq, %dk, %dv : tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32>
+}
+func.func @added_jagged(%do: tensor<16x2x4xf32>, %q: tensor<16x2x8xf32>, %k: tensor<4x8x2x8xf32>, %v: tensor<4x8x2x4xf32>, %r: tensor<16x2x8xf32>) -> (tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32>) {
+  %off = arith.constant dense<[0, 5, 5, 12, 14]> : tensor<5xi32>
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v offsets(%off : tensor<5xi32>) {activation = #fusion.activation<silu>, scale = 5.0e-01 : f32}
+      : tensor<16x2x4xf32>, tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32> -> tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32>
+  %sum = fusion.add %dq, %r : tensor<16x2x8xf32>
+  return %sum, %dk, %dv : tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32>
+}
+
+// bf16: dq + r in f32 and rounded once, as the f32 op then one truncation.
+func.func @residual_f32_rounded(%do: tensor<2x6x2x4xbf16>, %q: tensor<2x6x2x8xbf16>, %k: tensor<2x8x2x8xbf16>, %v: tensor<2x8x2x4xbf16>, %r: tensor<2x6x2x8xbf16>) -> tensor<2x6x2x8xbf16> {
+  %dof = arith.extf %do : tensor<2x6x2x4xbf16> to tensor<2x6x2x4xf32>
+  %qf = arith.extf %q : tensor<2x6x2x8xbf16> to tensor<2x6x2x8xf32>
+  %kf = arith.extf %k : tensor<2x8x2x8xbf16> to tensor<2x8x2x8xf32>
+  %vf = arith.extf %v : tensor<2x8x2x4xbf16> to tensor<2x8x2x4xf32>
+  %rf = arith.extf %r : tensor<2x6x2x8xbf16> to tensor<2x6x2x8xf32>
+  %dq, %dk, %dv = fusion.gdpa_grad %dof, %qf, %kf, %vf residual(%rf : tensor<2x6x2x8xf32>) {activation = #fusion.activation<gelu_tanh>, scale = 5.0e-01 : f32}
+      : tensor<2x6x2x4xf32>, tensor<2x6x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x4xf32> -> tensor<2x6x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x4xf32>
+  %dqb = arith.truncf %dq : tensor<2x6x2x8xf32> to tensor<2x6x2x8xbf16>
+  return %dqb : tensor<2x6x2x8xbf16>
+}
+func.func @residual_bf16(%do: tensor<2x6x2x4xbf16>, %q: tensor<2x6x2x8xbf16>, %k: tensor<2x8x2x8xbf16>, %v: tensor<2x8x2x4xbf16>, %r: tensor<2x6x2x8xbf16>) -> tensor<2x6x2x8xbf16> {
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v residual(%r : tensor<2x6x2x8xbf16>) {activation = #fusion.activation<gelu_tanh>, scale = 5.0e-01 : f32}
+      : tensor<2x6x2x4xbf16>, tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x4xbf16> -> tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x4xbf16>
+  return %dq : tensor<2x6x2x8xbf16>
 }

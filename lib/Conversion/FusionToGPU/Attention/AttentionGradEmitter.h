@@ -31,6 +31,8 @@ public:
 
 private:
   Value arg(Arg a) { return func.getArgument(static_cast<unsigned>(a)); }
+  /// With a residual, the kernel's last argument: the residual viewed flat.
+  Value residualArg() { return func.getArguments().back(); }
   Value map(Arg a) { return maps[static_cast<unsigned>(a)]; }
 
   /// Byte offsets from the aligned base: K's block [64 keys, 64] of key
@@ -153,9 +155,40 @@ private:
     });
   }
   /// Jagged: dq's rows outside every sequence, [0, offsets[0]) and
-  /// [offsets[B], T), zeroed by every consumer thread of the grid (16 bytes
-  /// each step; a row is H x D elements, a multiple of 8).
+  /// [offsets[B], T), zeroed (with a residual: the residual's rows copied)
+  /// by every consumer thread of the grid (16 bytes each step; a row is
+  /// H x D elements, a multiple of 8).
   void zeroRowsOutsideSequences(Value consumerThread);
+  /// The flat index of the residual at (`token`, `head`, `column`) of
+  /// batch `batch`: dense [B, L_q, H, D], jagged [T, H, D]. With
+  /// `lastToken`, the token is clamped to it: a token past the tile's last
+  /// one (its dQ row is not stored) reads that token's row instead of
+  /// memory past L_q or the sequence.
+  Value residualIndex(Value batch, Value head, Value token, Value lastToken,
+                      Value column);
+  /// sm_90a: `engine`'s accumulator holding, at this thread's fragment
+  /// positions, the residual of the block [64 tokens, 64] at `residual`
+  /// (128-byte swizzled, writeSwizzled's layout), in f32.
+  Value residualAccumulator(MmaEngine &engine, Value residual);
+  /// sm_90a, a residual from global memory: for query tile `t` of unit
+  /// (`batch`, `head`), once the previous stores have read them, consumer
+  /// group `c`'s dQ blocks e = c + i x groups (i < `slots`) of the
+  /// residual, rows below L_q or the sequence's end, copied by cp.async into
+  /// the group's staging slots at `out` + i x 8 KB (zeros in the other
+  /// rows). Returns the copies' group, to wait for. (Issued at the tile's
+  /// start instead, to hide their latency behind S^T and dP^T, the copies'
+  /// addresses spilled up to 148 bytes.)
+  Value copyResidual(Value c, Value t, Value batch, Value head,
+                     const UnitTokens &tokens, Value out, int64_t slots);
+  /// Rows [0, `rows`) of the residual at token `row`, columns `column` +
+  /// [0, 64) of (`batch`, `head`), into the block [64 tokens, 64] at
+  /// `staging` (128-byte swizzled), by cp.async, 16 bytes a thread of the
+  /// consumer group; the other rows zero.
+  void copyResidualRows(Value staging, Value rows, Value batch, Value head,
+                        Value row, Value column);
+  /// `count` residual elements at flat index `at` as f32
+  /// (vector<count x f32>), `align` bytes aligned.
+  Value loadResidual(Value at, int64_t count, int64_t align);
 
   void roles();
   void producer();

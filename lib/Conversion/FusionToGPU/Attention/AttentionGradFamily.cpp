@@ -9,7 +9,7 @@
 // do, q, dq (the kernel still writes dk = dv = 0); one CTA at least.
 // Jagged q (offsets): q, do, dq [T, H, D] are one batch [1, T, H, D] to the
 // maps, B = len(offsets) - 1, and the kernel also takes the offsets and dq
-// viewed flat.
+// viewed flat. A residual (added to dq) goes last, viewed flat.
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,17 +119,24 @@ public:
                                    unitMaps[1], tileMaps[2], unitMaps[2],
                                    unitMaps[3], batch,       queryLen,
                                    heads};
-    if (spec.jagged) {
-      Value dq = host.dynamicMemref(op.getQueryGrad());
+    // `v` (q's shape) viewed flat: memref<?xelem>.
+    auto flat = [&](Value v) -> Value {
+      Value buffer = host.dynamicMemref(v);
       Value count = idx(1);
-      for (int64_t d = 0; d < 3; ++d)
-        count = arith::MulIOp::create(b, count, memref::DimOp::create(b, dq, d));
-      operands.push_back(offsets);
-      operands.push_back(memref::ReinterpretCastOp::create(
-          b, MemRefType::get({ShapedType::kDynamic}, spec.elemType), dq,
+      for (int64_t d = 0, rank = cast<MemRefType>(buffer.getType()).getRank(); d < rank;
+           ++d)
+        count = arith::MulIOp::create(b, count, memref::DimOp::create(b, buffer, d));
+      return memref::ReinterpretCastOp::create(
+          b, MemRefType::get({ShapedType::kDynamic}, spec.elemType), buffer,
           OpFoldResult(b.getIndexAttr(0)), ArrayRef<OpFoldResult>{count},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1)}));
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    };
+    if (spec.jagged) {
+      operands.push_back(offsets);
+      operands.push_back(flat(op.getQueryGrad()));
     }
+    if (spec.residual)
+      operands.push_back(flat(op.getResidual()));
     // Persistent: min(units, SMs) CTAs, at least one.
     func::FuncOp smCount = host.getRuntimeFunction("fusionrtMultiprocessorCount",
                                                    b.getFunctionType({}, {b.getI32Type()}));

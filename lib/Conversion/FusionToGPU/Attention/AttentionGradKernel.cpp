@@ -41,6 +41,19 @@
 //     keys (clipped at L_kv). Deterministic: no atomics, each output
 //     element is written once.
 //
+// With a residual (dq = dS K + residual, f32, rounded once): dQ's
+// accumulator starts from the residual at its fragment positions instead of
+// zero, and the MMAs add to it. The residual is read from a block laid out
+// as the staging buffer: where it is do itself and D = Dv (the Kunlun
+// block's dh), the stage's dO block e, still resident (the stage goes back
+// after dQ's MMAs); otherwise the group's staging slot, into which its
+// threads copied the residual's rows below L_q (or the sequence's end) by
+// cp.async (16 bytes each, zero fill below) just before; each thread's dQ
+// then overwrites the positions it read. Jagged: the dq rows outside every
+// sequence get the residual's. (Loaded into registers at the fragment's
+// positions and added after the MMAs, it spilled 16-190 bytes beside dK
+// and dV.)
+//
 // Why dS^T has two buffers: the other groups read a group's dS^T (dQ's A)
 // until their own MMAs of the tile finish, which the next tile's barrier
 // proves; the tile after next reuses the buffer. Padding: keys past L_kv
@@ -307,7 +320,43 @@ void AttentionGradEmitter::consumer() {
           for (int64_t i = 0; i < dqSlots; ++i) {
             Value e = add(c, idx(i * s.consumers()));
             auto dqBlock = [&] {
-              Value dq = dqEngine->initAccumulator(*this);
+              // Slot i of the staging buffer; the previous tile's stores
+              // must have read it.
+              Value staging;
+              auto stagingSlot = [&] {
+                staging = add(out, idx(i * Spec::kBlockBytes));
+                if (i == 0)
+                  waitStoresRead(isGroupLeader, c);
+              };
+              // dQ starts from the residual (f32), so that the MMAs add dS K
+              // to it and the sum is rounded once: read at the fragment's
+              // positions from a block [64 tokens, 64 columns] laid out as
+              // the staging buffer, the stage's dO block e
+              // (residualInStage) or the staging slot the residual was
+              // copied into (each thread's dQ later overwrites the positions
+              // it read). Loaded from global memory into registers beside dQ
+              // instead, the residual spilled 16-190 bytes.
+              Value dq;
+              if (s.residualInStage) {
+                // The stage's base rebuilt from an opaque zero (else held
+                // in a register from the tile's start).
+                Value stageNow = ring.stageOf(*this, add(p, opaqueZero()));
+                Value dOBlock = add(mul(e, idx(Spec::kBlockBytes)), idx(s.qBytes()));
+                Value stageAt = stageBase(stageNow);
+                dq = residualAccumulator(*dqEngine, add(stageAt, dOBlock));
+              } else if (s.residual) {
+                // The group's blocks of the residual into its staging slots
+                // (all of them, with the first), then visible to the group.
+                if (i == 0) {
+                  Value copies = copyResidual(c, t, batch, head, tokens, out, dqSlots);
+                  nvgpu::DeviceAsyncWaitOp::create(b, copies, b.getI32IntegerAttr(0));
+                  groupBarrier(c);
+                }
+                staging = add(out, idx(i * Spec::kBlockBytes));
+                dq = residualAccumulator(*dqEngine, staging);
+              } else {
+                dq = dqEngine->initAccumulator(*this);
+              }
               for (int64_t r = 0; r < s.consumers(); ++r) {
                 Value a = block(dsBuffer(idx(r), parity), {64, 64});
                 Value k = block(add(kBlock(idx(r), e), kv), {64, 64});
@@ -315,11 +364,8 @@ void AttentionGradEmitter::consumer() {
               }
               dqEngine->waitPending(*this, 0);
               std::unique_ptr<AccumulatorView> dqView = dqEngine->view(*this, dq, tid);
-              // Slot i of the staging buffer; the previous tile's stores
-              // must have read it.
-              Value staging = add(out, idx(i * Spec::kBlockBytes));
-              if (i == 0)
-                waitStoresRead(isGroupLeader, c);
+              if (!staging)
+                stagingSlot();
               writeSwizzled(staging, 8, *dqView, rowInGroup, [&](int64_t h, int64_t j) {
                 return packPair(dqView->pair(h, j));
               });
@@ -470,12 +516,113 @@ void AttentionGradEmitter::zeroRowsOutsideSequences(Value consumerThread) {
     Value base = mul(lo, rowElems);
     Value chunks = div(mul(sub(hi, lo), rowElems), 8);
     forLoop(start, chunks, threads, ValueRange{}, [&](Value i, ValueRange) {
-      vector::StoreOp::create(b, zeros, arg(Arg::DqFlat),
-                              ValueRange{add(base, mul(i, idx(8)))},
+      Value at = add(base, mul(i, idx(8)));
+      // dq = residual there (the sum has no term).
+      Value chunk = s.residual ? vector::LoadOp::create(b, chunkType, residualArg(),
+                                                        ValueRange{at}, false,
+                                                        llvm::MaybeAlign(16))
+                                     .getResult()
+                               : zeros;
+      vector::StoreOp::create(b, chunk, arg(Arg::DqFlat), ValueRange{at},
                               /*nontemporal=*/false, llvm::MaybeAlign(16));
       return SmallVector<Value>{};
     });
   }
+}
+
+Value AttentionGradEmitter::residualAccumulator(MmaEngine &engine, Value residual) {
+  Value tile = block(residual, {64, 64});
+  auto pairType = VectorType::get({2}, s.elemType);
+  auto f32Pair = VectorType::get({2}, b.getF32Type());
+  Value rowInGroup = engine.firstRow(*this, idx(0), tid);
+  Value rowPhase, pairColumn; // the thread's, built at the first pair
+  return engine.accumulatorFromPairs(
+      *this, tid, [&](AccumulatorView &positions, int64_t h, int64_t j) -> Value {
+        if (!rowPhase) {
+          rowPhase = positions.rowPhase();
+          pairColumn = positions.pairColumn();
+        }
+        // 16-byte chunk j of the row sits at position j ^ (row % 8), as
+        // writeSwizzled writes it.
+        Value chunk = arith::XOrIOp::create(b, idx(j), rowPhase);
+        Value col = add(mul(chunk, idx(8)), pairColumn);
+        Value row = add(idx(positions.rowOffset(h)), rowInGroup);
+        Value pair = vector::LoadOp::create(b, pairType, tile, ValueRange{row, col},
+                                            /*nontemporal=*/false, llvm::MaybeAlign(4));
+        return arith::ExtFOp::create(b, f32Pair, pair);
+      });
+}
+
+Value AttentionGradEmitter::copyResidual(Value c, Value t, Value batch, Value head,
+                                         const UnitTokens &tokens, Value out,
+                                         int64_t slots) {
+  Value isGroupLeader = eq(tid, 0);
+  // The previous tile's dQ stores (or the unit's dK, dV) read the slots.
+  waitStoresRead(isGroupLeader, c);
+  Value row = add(tokens.first, mul(t, idx(Spec::kTileQ)));
+  Value end = s.jagged ? tokens.end : arg(Arg::QueryLen);
+  Value left = sub(end, row);
+  Value rows = arith::MinUIOp::create(b, left, idx(Spec::kTileQ));
+  const int64_t dBlocks = s.headDim / 64;
+  for (int64_t i = 0; i < slots; ++i) {
+    Value e = add(c, idx(i * s.consumers()));
+    auto copy = [&] {
+      Value column = mul(e, idx(64));
+      copyResidualRows(add(out, idx(i * Spec::kBlockBytes)), rows, batch, head, row,
+                       column);
+    };
+    if (dBlocks % s.consumers() != 0)
+      ifThen(ult(e, idx(dBlocks)), copy);
+    else
+      copy();
+  }
+  return nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, nvgpu::DeviceAsyncTokenType::get(ctx), ValueRange{});
+}
+
+void AttentionGradEmitter::copyResidualRows(Value staging, Value rows, Value batch,
+                                            Value head, Value row, Value column) {
+  // 64 rows x 8 chunks of 16 bytes, consecutive threads on a row's chunks
+  // (storeRowsBelow's order); a row at or past `rows` copies nothing (its
+  // source clamped to the last row, 0 bytes of it: zero fill) and its dQ
+  // row is not stored.
+  Value tile = block(staging, {64, 64});
+  Value lastRow = sub(rows, idx(1));
+  // The thread's first index through an opaque zero: the addresses below
+  // are built here, not hoisted out of the tile loop (where they would hold
+  // registers beside dK and dV).
+  Value first = add(tid, opaqueZero());
+  for (int64_t k = 0; k < 64 * 8 / 128; ++k) {
+    Value i = add(first, idx(128 * k));
+    Value r = div(i, 8), chunk = rem(i, 8);
+    Value token = add(row, arith::MinUIOp::create(b, r, lastRow));
+    Value chunkColumn = mul(chunk, idx(8));
+    Value at = residualIndex(batch, head, token, Value(), add(column, chunkColumn));
+    Value phys = arith::XOrIOp::create(b, chunk, rem(r, 8));
+    Value inRows = ult(r, rows);
+    Value all = idx(8), none = idx(0);
+    Value bytes = arith::SelectOp::create(b, inRows, all, none);
+    Value physColumn = mul(phys, idx(8));
+    nvgpu::DeviceAsyncCopyOp::create(b, nvgpu::DeviceAsyncTokenType::get(ctx), tile,
+                                     ValueRange{r, physColumn}, residualArg(),
+                                     ValueRange{at}, b.getIndexAttr(8), bytes,
+                                     b.getUnitAttr());
+  }
+}
+
+Value AttentionGradEmitter::residualIndex(Value batch, Value head, Value token,
+                                          Value lastToken, Value column) {
+  Value t = lastToken ? arith::MinUIOp::create(b, token, lastToken).getResult() : token;
+  Value tokenRow = s.jagged ? t : add(mul(batch, arg(Arg::QueryLen)), t);
+  Value headRow = add(mul(tokenRow, heads), head);
+  return add(mul(headRow, idx(s.headDim)), column);
+}
+
+Value AttentionGradEmitter::loadResidual(Value at, int64_t count, int64_t align) {
+  Value v = vector::LoadOp::create(b, VectorType::get({count}, s.elemType), residualArg(),
+                                   ValueRange{at}, /*nontemporal=*/false,
+                                   llvm::MaybeAlign(align));
+  return arith::ExtFOp::create(b, VectorType::get({count}, b.getF32Type()), v);
 }
 
 gpu::GPUFuncOp mlir::fusion::buildAttentionGradKernel(
@@ -489,6 +636,8 @@ gpu::GPUFuncOp mlir::fusion::buildAttentionGradKernel(
     types.push_back(MemRefType::get({ShapedType::kDynamic}, s.offsetsType));
     types.push_back(MemRefType::get({ShapedType::kDynamic}, s.elemType));
   }
+  if (s.residual)
+    types.push_back(MemRefType::get({ShapedType::kDynamic}, s.elemType));
   if (s.tensorMemory) {
     // 256 threads, one CTA per SM (the tensor memory's 512 columns and the
     // shared memory are the SM's): up to 255 registers each, no setmaxnreg,

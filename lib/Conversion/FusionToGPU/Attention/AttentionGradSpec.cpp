@@ -21,12 +21,13 @@ mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target
     return fail(llvm::formatv("expected bf16 or f16 grad, query, key, value and "
                               "gradients, but got query of {0}",
                               typeName(elem)));
-  for (auto [name, v] : {std::pair<StringRef, Value>{"grad", op.getGrad()},
-                         {"key", op.getKey()},
-                         {"value", op.getValue()},
-                         {"query_grad", op.getQueryGrad()},
-                         {"key_grad", op.getKeyGrad()},
-                         {"value_grad", op.getValueGrad()}})
+  SmallVector<std::pair<StringRef, Value>> operands = {
+      {"grad", op.getGrad()},           {"key", op.getKey()},
+      {"value", op.getValue()},         {"query_grad", op.getQueryGrad()},
+      {"key_grad", op.getKeyGrad()},    {"value_grad", op.getValueGrad()}};
+  if (Value residual = op.getResidual())
+    operands.push_back({"residual", residual});
+  for (auto [name, v] : operands)
     if (elemOf(v) != elem)
       return fail(llvm::formatv("expected {0} of {1} (the query's element type), "
                                 "but got {2}",
@@ -55,5 +56,10 @@ mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target
   // At most 209 KB (D = Dv = L_kv = 128, one stage 177 KB): the limits
   // above keep one stage inside every Hopper's 227 KB.
   static_cast<AttentionGradLayout &>(s) = planAttentionGradLayout(target, s);
+  if (Value residual = op.getResidual()) {
+    s.residual = true;
+    s.residualInStage = residual == op.getGrad() && s.headDim == s.valueDim &&
+                        !s.tensorMemory;
+  }
   return s;
 }

@@ -31,6 +31,18 @@ struct AttentionGradKernelSpec : AttentionGradLayout {
   /// dk, dv stay dense [B, L_kv, H, D].
   bool jagged = false;
   Type offsetsType;
+  /// dq += residual (q's shape and element type) in f32 before the
+  /// rounding. The kernel reads it at the dQ accumulator's positions from
+  /// global memory (rows past the tile's last token of L_q or of the
+  /// sequence clamped to that token: their dQ is not stored) and copies it
+  /// into the jagged dq rows outside every sequence.
+  bool residual = false;
+  /// sm_90a, the residual is do itself and D = Dv (the Kunlun block's dh):
+  /// the consumers read it from the stage's dO tile, still resident at the
+  /// dQ epilogue (the stage goes back after dQ's MMAs), not from global
+  /// memory. (sm_100a's MMA warp releases the stage with dQ's commit, before
+  /// the epilogue reads dQ: global memory there.)
+  bool residualInStage = false;
 };
 
 /// The spec of `op` on `target`, or failure with `whyNot` (a message that
@@ -44,7 +56,9 @@ getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target,
 /// [1, 64, 1, 64] (jagged: do, q, dq as one batch [1, T, H, D]); batch,
 /// query length (jagged: T) and heads (index); jagged only, the offsets
 /// (memref<?xi32|i64>) and dq viewed flat (memref<?xelem>), for the rows of
-/// a sequence's last tile and the rows outside every sequence.
+/// a sequence's last tile and the rows outside every sequence; last, with a
+/// residual, the residual viewed flat (memref<?xelem>, 16-byte aligned as
+/// every argument).
 enum class AttentionGradArg {
   TmaDo, TmaQ, TmaK, TmaV, TmaDq, TmaDk, TmaDv, Batch, QueryLen, Heads,
   Offsets, DqFlat

@@ -45,6 +45,12 @@
 //                     through the staging buffer (zeros for a unit without
 //                     tiles) and TMA-stored.
 //
+// With a residual (dq = dS K + residual, rounded once), each epilogue
+// thread adds its token's row of it (from global memory, 32 columns a
+// load, the token clamped to the tile's last) to the row of dQ it reads
+// from tensor memory. Not from the stage's dO tile even where the residual
+// is do: the commit that gives the stage back comes with dqFull.
+//
 // Tensor memory (512 columns allocated; AttentionGradLayout): S^T in
 // [0, 128), taken over by dQ once the epilogue read S^T; dP^T in
 // [128, 256); dV [128, Dv] and dK [128, D] after them, accumulated over
@@ -354,7 +360,20 @@ void AttentionGradEmitter::tensorMemoryEpilogue(Value tmemBase) {
           engine->fenceAfter(*this);
           // The previous stores must have read the staging buffer.
           waitStoresRead(isLeader, group);
-          stageRow(out, s.headDim, [&](int64_t c0) { return loadRow(sAcc, c0); });
+          // The residual of the thread's token (clamped to the tile's last
+          // one: a row past it is not stored), 32 columns a load, issued
+          // before the tensor-memory load it is added to.
+          Value residualAt;
+          if (s.residual) {
+            Value lastToken = sub(s.jagged ? tokens.end : arg(Arg::QueryLen), idx(1));
+            residualAt = residualIndex(batch, head, add(first, tid), lastToken, zero);
+          }
+          stageRow(out, s.headDim, [&](int64_t c0) -> Value {
+            if (!s.residual)
+              return loadRow(sAcc, c0);
+            Value residual = loadResidual(add(residualAt, idx(c0)), 32, 16);
+            return arith::AddFOp::create(b, loadRow(sAcc, c0), residual);
+          });
           // dQ is read: the next tile's S^T may take its columns.
           engine->fenceBefore(*this);
           arrive(dqEmpty, zero);

@@ -117,6 +117,17 @@ public:
   /// `tmaA`/`tmaB` the tensor maps that wrote them, for their swizzle),
   /// and the wait until at most `pending` issued steps are in flight.
   virtual Value initAccumulator(KernelBuilder &kb) = 0;
+  /// An accumulator holding `pair(positions, h, j)` (vector<2xf32>) at each
+  /// of this thread's pairs (thread `tid` of the group), where `positions`
+  /// is a view that gives their rows and columns (its pair() is not to be
+  /// called): the starting value of MMAs that add to it (an epilogue's
+  /// addend taken in f32 before the rounding, at no register cost beside
+  /// the accumulator's). Null where the accumulator is not in registers.
+  virtual Value accumulatorFromPairs(
+      KernelBuilder &kb, Value tid,
+      function_ref<Value(AccumulatorView &positions, int64_t h, int64_t j)> pair) {
+    return Value();
+  }
   virtual Value issue(KernelBuilder &kb, Value aTile, Value bTile, Value tmaA,
                       Value tmaB, Value acc) = 0;
   virtual void waitPending(KernelBuilder &kb, int64_t pending) = 0;

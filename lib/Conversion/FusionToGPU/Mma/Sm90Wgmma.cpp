@@ -27,16 +27,21 @@ namespace {
 
 class WgmmaFragmentView : public AccumulatorView {
 public:
+  /// A null `acc`: the positions only (accumulatorFromPairs).
   WgmmaFragmentView(KernelBuilder &kb, Value acc, Value tid, int64_t tileN)
       : kb(kb), tid(tid), tileN(tileN) {
-    Type f32 = kb.b.getF32Type();
-    auto inner = LLVM::LLVMStructType::getLiteral(
-        kb.ctx, SmallVector<Type>(tileN / 2, f32));
-    auto fragType = LLVM::LLVMStructType::getLiteral(kb.ctx, {inner});
     // The NVGPU lowering gives the accumulator exactly this struct type, so
     // the cast folds away (reconcile-unrealized-casts).
-    frag = UnrealizedConversionCastOp::create(kb.b, fragType, acc).getResult(0);
+    if (acc)
+      frag = UnrealizedConversionCastOp::create(kb.b, fragType(kb.ctx, tileN), acc)
+                 .getResult(0);
     quad = kb.rem(kb.rem(tid, 32), 4);
+  }
+  /// The accumulator as LLVM sees it: {{f32 x tileN / 2}}.
+  static Type fragType(MLIRContext *ctx, int64_t tileN) {
+    auto inner = LLVM::LLVMStructType::getLiteral(
+        ctx, SmallVector<Type>(tileN / 2, Float32Type::get(ctx)));
+    return LLVM::LLVMStructType::getLiteral(ctx, {inner});
   }
 
   int64_t rowsPerThread() const override { return 2; }
@@ -104,6 +109,26 @@ public:
 
   Value initAccumulator(KernelBuilder &kb) override {
     return nvgpu::WarpgroupMmaInitAccumulatorOp::create(kb.b, accType(kb.ctx));
+  }
+
+  /// The pairs inserted at the fragment's elements 4 j + 2 h + e.
+  Value accumulatorFromPairs(
+      KernelBuilder &kb, Value tid,
+      function_ref<Value(AccumulatorView &, int64_t, int64_t)> pair) override {
+    ImplicitLocOpBuilder &b = kb.b;
+    WgmmaFragmentView positions(kb, Value(), tid, shape.tileN);
+    Type type = WgmmaFragmentView::fragType(kb.ctx, shape.tileN);
+    Value frag = LLVM::PoisonOp::create(b, type);
+    for (int64_t j = 0; j < shape.tileN / 8; ++j)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value p = pair(positions, h, j);
+        for (int64_t e = 0; e < 2; ++e) {
+          Value x = vector::ExtractOp::create(b, p, ArrayRef<int64_t>{e});
+          frag = LLVM::InsertValueOp::create(b, frag, x,
+                                             ArrayRef<int64_t>{0, 4 * j + 2 * h + e});
+        }
+      }
+    return UnrealizedConversionCastOp::create(b, accType(kb.ctx), frag).getResult(0);
   }
 
   Value issue(KernelBuilder &kb, Value aTile, Value bTile, Value tmaA,

@@ -486,7 +486,9 @@ LogicalResult GDPAGradOp::verify() {
       failed(checkShape(*this, "key_grad", getKeyGrad(), shapeOf(getKey()),
                         " (the shape of key)")) ||
       failed(checkShape(*this, "value_grad", getValueGrad(),
-                        shapeOf(getValue()), " (the shape of value)")))
+                        shapeOf(getValue()), " (the shape of value)")) ||
+      failed(checkShapeIfPresent(*this, "residual", getResidual(), s->query,
+                                 " (the shape of query)")))
     return failure();
   return success();
 }

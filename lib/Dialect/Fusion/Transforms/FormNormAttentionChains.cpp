@@ -276,13 +276,18 @@ SmallVector<GDPAGradOp> norm_attention::backwardCandidates(Forward &f) {
 namespace {
 
 /// Checks that the fusion.gdpa_grad reads the forward's key, value and
-/// offsets, with its activation and scale.
+/// offsets, with its activation and scale, and adds no residual (the block's
+/// backward adds dh itself).
 LogicalResult checkSameAttention(Forward &f, GDPAGradOp gdpaGrad,
                                  std::string &why) {
   if (gdpaGrad.getKey() != f.k || gdpaGrad.getValue() != f.v ||
       gdpaGrad.getOffsets() != f.offsets) {
     why = "the fusion.gdpa_grad reads another key, value or offsets than the "
           "fusion.gdpa";
+    return failure();
+  }
+  if (gdpaGrad.getResidual()) {
+    why = "the fusion.gdpa_grad already adds a residual to its query gradient";
     return failure();
   }
   if (gdpaGrad.getActivationAttr() != f.gdpa.getActivationAttr() ||

@@ -12,7 +12,9 @@
 // instead of summing them once per tile (lazy-row-stats; splitLazyRowStats).
 // A LayerNorm prologue gets B's column sums as its col_sum operand
 // (addColumnSums): a 1-row GEMM of ones with B per call, planned like any
-// other, or a constant when B is one.
+// other, or a constant when B is one. The fusion.add of a gdpa_grad's query
+// gradient and a tensor of its type becomes the gdpa_grad's residual
+// (foldAttentionGradResidual), added in the attention backward kernel.
 // Whatever else has no GPU kernel, or does not
 // fit the target, is refused with an error: planning is required for
 // correctness, so it fails loudly (docs/STYLE.md 2.5).
@@ -28,6 +30,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -194,11 +197,52 @@ void reportAttentionGradPlan(GDPAGradOp op) {
   op.emitRemark(describeAttentionGradLayout(
       *target, planAttentionGradLayout(*target, layout), shape.kvLen));
 }
+
+/// fusion.add(x, dq) or fusion.add(dq, x), where dq is a fusion.gdpa_grad's
+/// query gradient used by that add alone and x has dq's type (no broadcast)
+/// and is defined before the gdpa_grad, becomes the gdpa_grad's `residual`:
+/// its dQ epilogue adds x in f32 before rounding, one kernel instead of two
+/// (the block `h = gdpa(x, k, v) + x`, whose backward adds dh to dq). Only
+/// where the target has an attention backward kernel for the op (sm_90a's
+/// and sm_100a's both take the residual); elsewhere the add stays.
+void foldAttentionGradResidual(ModuleOp module) {
+  DominanceInfo dom(module);
+  SmallVector<AddOp> adds;
+  module.walk([&](AddOp add) { adds.push_back(add); });
+  for (AddOp add : adds) {
+    for (auto [x, dq] : {std::pair<Value, Value>{add.getLhs(), add.getRhs()},
+                         {add.getRhs(), add.getLhs()}}) {
+      auto grad = dq.getDefiningOp<GDPAGradOp>();
+      if (!grad || grad.getQueryGrad() != dq || grad.getResidual() ||
+          !dq.hasOneUse() || x.getType() != dq.getType() ||
+          !dom.properlyDominates(x, grad))
+        continue;
+      std::optional<TargetInfo> target = lookupTargetInfo(grad);
+      if (!target)
+        break;
+      auto q = cast<RankedTensorType>(grad.getQuery().getType());
+      AttentionGradShape shape{
+          q.getElementType(), static_cast<bool>(grad.getOffsets()),
+          q.getShape().back(),
+          cast<RankedTensorType>(grad.getValue().getType()).getShape().back(),
+          cast<RankedTensorType>(grad.getKey().getType()).getDimSize(1)};
+      // (The kernels take bf16 and f16; the conversion refuses the rest.)
+      if ((!shape.elem.isBF16() && !shape.elem.isF16()) ||
+          !whyNoAttentionGradKernel(*target, shape).empty())
+        break;
+      grad.getResidualMutable().assign(x);
+      add.getResult().replaceAllUsesWith(dq);
+      add.erase();
+      break;
+    }
+  }
+}
 } // namespace
 
 LogicalResult mlir::fusion::planKernels(ModuleOp module,
                                         StringRef lazyRowStats, bool splitK,
                                         bool report) {
+  foldAttentionGradResidual(module);
   // Collect first: the matmuls are replaced while planning.
   SmallVector<Operation *> gemms;
   bool ok = true;

@@ -18,6 +18,10 @@ over D, Dv of 64 and 128, key lengths 1 to 128, every activation, bf16 and
 f16, named grad_<i>, and jagged fusion.gdpa_grad (i32 and i64 offsets),
 named jgrad_<i>.
 
+Both chips end with fusion.gdpa_grad adding a residual to dq: the grad_<i>
+cases, then the jagged jgrad_<i> ones, the residual do itself where D = Dv
+(every other case) or an operand of its own, named rgrad_<i>.
+
     python3 gen_attention_grid.py [sm_100a] > grid.mlir
 """
 import itertools
@@ -89,6 +93,27 @@ def jagged_grad(i, d, dv, kv, act, dt, off):
             f" : {o}, {q}, {k}, {v} -> {q}, {k}, {v}\n  return %dq, %dk, %dv : {q}, {k}, {v}\n}}\n")
 
 
+def residual_grad(i, d, dv, kv, act, dt, off, from_do):
+    """fusion.gdpa_grad with a residual added to dq: do itself (from_do, the
+    block's dh; D = Dv) or an operand of its own; jagged with offsets `off`
+    (i32 or i64), dense without."""
+    lead = "" if off else "?x"
+    q, k = f"tensor<?x{lead}2x{d}x{dt}>", f"tensor<?x{kv}x2x{d}x{dt}>"
+    v, o = f"tensor<?x{kv}x2x{dv}x{dt}>", f"tensor<?x{lead}2x{dv}x{dt}>"
+    args = f"%do: {o}, %q: {q}, %k: {k}, %v: {v}"
+    opts = ""
+    if off:
+        args += f", %off: tensor<?x{off}>"
+        opts += f" offsets(%off : tensor<?x{off}>)"
+    if not from_do:
+        args += f", %r: {q}"
+    opts += f" residual({'%do' if from_do else '%r'} : {q})"
+    return (f"func.func @rgrad_{i}({args}) -> ({q}, {k}, {v}) {{\n"
+            f"  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v{opts} "
+            f"{{activation = #fusion.activation<{act}>, scale = 0.125 : f32}}"
+            f" : {o}, {q}, {k}, {v} -> {q}, {k}, {v}\n  return %dq, %dk, %dv : {q}, {k}, {v}\n}}\n")
+
+
 def fits(d, dv, kv):
     """Whether one stage of q, k, v and the P tiles fits sm_90a's 227 KB
     (AttentionSpec.h's layout); larger combinations are refused."""
@@ -118,9 +143,9 @@ def main():
              (128, 128, 128), (128, 64, 40)]
     for i, (d, dv, kv) in enumerate(grads):
         print(grad(i, d, dv, kv, ACTS[i % len(ACTS)], "f16" if i % 4 == 3 else "bf16"))
+    jgrads = [(128, 128, 128), (64, 64, 40), (64, 128, 100), (128, 64, 64),
+              (128, 128, 1), (64, 64, 128)]
     if sm100:
-        jgrads = [(128, 128, 128), (64, 64, 40), (64, 128, 100), (128, 64, 64),
-                  (128, 128, 1), (64, 64, 128)]
         for i, (d, dv, kv) in enumerate(jgrads):
             print(jagged_grad(i, d, dv, kv, ACTS[(i + 2) % len(ACTS)],
                               "bf16" if i % 2 else "f16", "i64" if i % 2 else "i32"))
@@ -132,6 +157,17 @@ def main():
     for i, (h, d, kv, params) in enumerate(jflash):
         print(jagged_flash(i, h, d, kv, params, "f16" if i == 5 else "bf16",
                            "i64" if i % 2 else "i32"))
+    # fusion.gdpa_grad with a residual (both chips), last: the backward
+    # cases above (grad_<i>, then jgrad_<i>'s jagged ones), each with the
+    # residual do itself where D = Dv and i is even (sm_90a reads it from
+    # the stage's dO tile), else an operand of its own (global memory).
+    for i, (d, dv, kv) in enumerate(grads):
+        print(residual_grad(i, d, dv, kv, ACTS[i % len(ACTS)],
+                            "f16" if i % 4 == 3 else "bf16", None, d == dv and i % 2 == 0))
+    for i, (d, dv, kv) in enumerate(jgrads):
+        print(residual_grad(len(grads) + i, d, dv, kv, ACTS[(i + 2) % len(ACTS)],
+                            "bf16" if i % 2 else "f16", "i64" if i % 2 else "i32",
+                            d == dv and i % 2 == 0))
     print("}")
 
 

@@ -192,6 +192,35 @@ func.func @backward_other_scale(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>
 
 // -----
 
+// The backward's gdpa_grad already adds dh (its residual, as fusion-plan-kernels folds it): nothing is formed.
+// CHECK-LABEL: func.func @backward_residual_folded
+// CHECK-NOT: fusion.norm_attention
+// CHECK: fusion.gdpa
+func.func @backward_residual_folded(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>, %dout: tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) {
+  %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %lnf, %m, %r = fusion.layer_norm %qf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>
+  %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  // expected-remark @below {{fusion.gdpa not formed into fusion.norm_attention: its backward does not match (the fusion.gdpa_grad already adds a residual to its query gradient), and the layer-normed query has users outside the chain}}
+  %a = fusion.gdpa %ln, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.5 : f32} : tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>
+  %h = fusion.add %a, %ln : tensor<1x8x2x4xf32>
+  %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %yf, %rr = fusion.rms_norm %hf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>, tensor<1x8xf32>
+  %y = tensor.expand_shape %yf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  %out = fusion.add %y, %q : tensor<1x8x2x4xf32>
+  %doutf = tensor.collapse_shape %dout [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %dhf = fusion.rms_norm_grad %doutf, %hf, %rr : tensor<1x8x8xf32>, tensor<1x8x8xf32>, tensor<1x8xf32> -> tensor<1x8x8xf32>
+  %dh = tensor.expand_shape %dhf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  %dlnq, %dk, %dv = fusion.gdpa_grad %dh, %ln, %k, %v residual(%dh : tensor<1x8x2x4xf32>) {activation = #fusion.activation<gelu_tanh>, scale = 0.5 : f32}
+      : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>
+  %dlnqf = tensor.collapse_shape %dlnq [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %dqlnf = fusion.layer_norm_grad %dlnqf, %qf, %m, %r : tensor<1x8x8xf32>, tensor<1x8x8xf32>, tensor<1x8xf32>, tensor<1x8xf32> -> tensor<1x8x8xf32>
+  %dqln = tensor.expand_shape %dqlnf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  %dq = fusion.add %dqln, %dout : tensor<1x8x2x4xf32>
+  return %out, %dq : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
+}
+
+// -----
+
 // The backward's layer_norm_grad computes a bias gradient the bias-free forward has no operand for.
 // CHECK-LABEL: func.func @backward_bias_grad_without_bias
 // CHECK-NOT: fusion.norm_attention

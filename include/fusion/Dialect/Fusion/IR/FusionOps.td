@@ -312,7 +312,8 @@ def Fusion_GDPAOp : Fusion_Op<"gdpa", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Fusion_GDPAGradOp : Fusion_Op<"gdpa_grad", [Pure]> {
+def Fusion_GDPAGradOp : Fusion_Op<"gdpa_grad",
+    [Pure, AttrSizedOperandSegments]> {
   let summary = "gradient of gdpa";
   let description = [{
     With `s` and `p = act(s)` as in `fusion.gdpa` and the output gradient `do`:
@@ -320,11 +321,19 @@ def Fusion_GDPAGradOp : Fusion_Op<"gdpa_grad", [Pure]> {
         dv[b,j,h,e] = sum_i p[i, j] * do[b,i,h,e]
         dp[i, j]    = sum_e do[b,i,h,e] * v[b,j,h,e]
         ds[i, j]    = dp[i, j] * act'(s[i, j]) * scale
-        dq[b,i,h,d] = sum_j ds[i, j] * k[b,j,h,d]
+        dq[b,i,h,d] = sum_j ds[i, j] * k[b,j,h,d]  (+ residual[b,i,h,d])
         dk[b,j,h,d] = sum_i ds[i, j] * q[b,i,h,d]
 
     Shapes and jagged layout as in `fusion.gdpa`; `dq`, `dk`, `dv` have the
-    types of `q`, `k`, `v`. Arithmetic is f32.
+    types of `q`, `k`, `v`. Arithmetic is f32; each gradient is rounded once
+    to its element type.
+
+    The optional `residual` (the shape of `q`) is a gradient that reaches q
+    by another path, added to `dq` in f32 before the rounding: in a block
+    `h = gdpa(x, k, v) + x` the gradient of x is `dh + dq`, so `dh` is the
+    residual (`fusion-plan-kernels` folds such a `fusion.add` into the op).
+    With jagged q, the tokens outside every sequence get `dq = residual`
+    (the sum has no term).
 
     Example:
     ```mlir
@@ -334,17 +343,30 @@ def Fusion_GDPAGradOp : Fusion_Op<"gdpa_grad", [Pure]> {
           tensor<2x16x2x32xf32>
         -> tensor<2x64x2x32xf32>, tensor<2x16x2x32xf32>, tensor<2x16x2x32xf32>
     ```
+
+    Example (jagged q, the residual connection's gradient added to dq):
+    ```mlir
+    %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v
+        offsets(%off : tensor<9xi32>) residual(%do : tensor<2048x2x128xbf16>)
+        {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+        : tensor<2048x2x128xbf16>, tensor<2048x2x128xbf16>,
+          tensor<8x128x2x128xbf16>, tensor<8x128x2x128xbf16>
+        -> tensor<2048x2x128xbf16>, tensor<8x128x2x128xbf16>,
+           tensor<8x128x2x128xbf16>
+    ```
   }];
   let arguments = (ins Fusion_FloatTensor:$grad, Fusion_FloatTensor:$query,
                        Fusion_FloatTensor:$key, Fusion_FloatTensor:$value,
                        Optional<Fusion_OffsetsTensor>:$offsets,
+                       Optional<Fusion_FloatTensor>:$residual,
                        Fusion_ActivationAttr:$activation, F32Attr:$scale);
   let results = (outs Fusion_FloatTensor:$query_grad,
                       Fusion_FloatTensor:$key_grad,
                       Fusion_FloatTensor:$value_grad);
   let assemblyFormat = [{
     $grad `,` $query `,` $key `,` $value
-    (`offsets` `(` $offsets^ `:` type($offsets) `)`)? attr-dict
+    (`offsets` `(` $offsets^ `:` type($offsets) `)`)?
+    (`residual` `(` $residual^ `:` type($residual) `)`)? attr-dict
     `:` type($grad) `,` type($query) `,` type($key) `,` type($value)
     `->` type($query_grad) `,` type($key_grad) `,` type($value_grad)
   }];

@@ -374,14 +374,43 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     ```
     `lazy-row-stats=in-kernel` or `=kernel` forces one form.
 
+    The residual of the attention backward (`foldAttentionGradResidual`).
+    A `fusion.add` of a `fusion.gdpa_grad`'s query gradient (used by that
+    add alone) and a tensor of the same type (no broadcast, either operand
+    order, defined before the gdpa_grad) becomes the gdpa_grad's
+    `residual`: the backward kernel adds it to dQ in f32 before rounding,
+    instead of an add kernel reading both and writing the sum. This is the
+    block `h = gdpa(ln_q, k, v) + ln_q`, whose backward adds dh to dq:
+    ```mlir
+    %dq1, %dk, %dv = fusion.gdpa_grad %dh, %ln, %k, %v
+        {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+        : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>,
+          tensor<?x128x2x128xbf16>
+        -> tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16>
+    %dlnq = fusion.add %dh, %dq1 : tensor<?x?x2x128xbf16>
+    ```
+    becomes
+    ```mlir
+    %dlnq, %dk, %dv = fusion.gdpa_grad %dh, %ln, %k, %v
+        residual(%dh : tensor<?x?x2x128xbf16>)
+        {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+        : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>,
+          tensor<?x128x2x128xbf16>
+        -> tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16>
+    ```
+    (dq + dh rounded once instead of twice). Only where the target has an
+    attention backward kernel for the gdpa_grad (sm_90a and sm_100a, both
+    of which take the residual); otherwise the add stays. It runs after
+    `fusion-fuse`, so FlashNormAttention's matcher sees the block's add.
+
     #### Input invariants
     - The module (or an enclosing one) carries `fusion.target` whenever it
       holds a GEMM.
     - The only fusion ops left are `fusion.matmul`, `fusion.fused_matmul`,
       the row ops (`fusion.rms_norm`, `fusion.layer_norm`, their grads,
       `fusion.add`, `fusion.mul`) and the attention ops with a kernel
-      (`fusion.gdpa`, `fusion.norm_attention`): `fusion.gdpa_grad` and
-      `fusion.norm_attention_grad` have no kernel yet.
+      (`fusion.gdpa`, `fusion.gdpa_grad`, `fusion.norm_attention`):
+      `fusion.norm_attention_grad` has no kernel yet.
     - lhs and rhs are bf16 or f16, of one element type; K and N are static
       multiples of 8 (TMA needs 16-byte row strides); M may be dynamic.
     - A norm or grad epilogue's row splits as `planEpilogueNorm` requires.
@@ -394,8 +423,9 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     splat of ones [1, K] (B's type), a planned `fusion.fused_matmul` of it
     with B into f32 [1, N] and a `tensor.collapse_shape` to [N] (an f32
     constant instead when B is a constant); its tile_n is at most 192 on
-    sm_90a. The row ops are unchanged. On an error the pass fails; the
-    refused ops are unchanged.
+    sm_90a. The row ops are unchanged, but for a `fusion.add` folded into a
+    `fusion.gdpa_grad` as its `residual` (above). On an error the pass
+    fails; the refused ops are unchanged.
 
     #### Options
     - `lazy-row-stats` (`auto`, `in-kernel`, `kernel`): where a Lazy

@@ -112,6 +112,10 @@ FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
 /// tile), "kernel" (a stats-only fusion.rms_norm before it, whose rstd the
 /// GEMM applies as its row_scale: A is read once more from HBM, but once per
 /// row instead of once per column tile) or "auto" (lazyRowStatsInKernel).
+/// A fusion.add of a fusion.gdpa_grad's query gradient (its only use) and a
+/// tensor of its type defined before the gdpa_grad becomes the gdpa_grad's
+/// residual where the target's attention backward kernel takes the op
+/// (sm_90a and sm_100a), one kernel instead of two.
 /// `splitK`: whether small weight gradients may split K (chooseSplitK).
 /// `report`: a remark per planned kernel (the GEMM's fusion.kernel
 /// configuration; the attention kernel's items, stages, shared memory and
