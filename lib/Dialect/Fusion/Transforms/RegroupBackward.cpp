@@ -68,6 +68,14 @@ FailureOr<Regroup> match(Operation *norm, std::string &why) {
                  : "the norm gradient takes a weight the forward norm does not have";
     return failure();
   }
+  Value residual = isa<RMSNormGradOp>(grad)
+                       ? cast<RMSNormGradOp>(grad).getResidual()
+                       : cast<LayerNormGradOp>(grad).getResidual();
+  if (residual) {
+    why = "the norm gradient adds a residual gradient (the grad epilogue has "
+          "no such operand)";
+    return failure();
+  }
   Value dh = grad->getOperand(0);
   auto dgrad = dh.getDefiningOp<MatmulOp>();
   if (!dgrad || dgrad.getTransposeLhs() || !dh.hasOneUse()) {
