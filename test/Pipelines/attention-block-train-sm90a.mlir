@@ -6,12 +6,18 @@
 // norm parameters' gradients. No sm_90a kernel takes the fused backward
 // (fusion.norm_attention_grad) yet, and the backward reads ln_q and h, so
 // fusion-fuse leaves the block as its ops, saying why, and the step runs as
-// its ten kernels (two of them with a parameter-gradient reduction): the
+// nine kernels (two of them with a parameter-gradient reduction): the
 // forward's LayerNorm, gdpa (384 threads), add, RMSNorm, add; the
 // backward's RMSNorm gradient, gdpa_grad (256 threads: one consumer
-// warpgroup for L_kv 16), add, LayerNorm gradient, add. On the CPU the step
-// computes the same before and after fusion-fuse and fusion-plan-kernels.
+// warpgroup for L_kv 16), add, and the LayerNorm gradient with the outer
+// residual's add folded in by fusion-plan-kernels (its residual operand:
+// d out, read by the dx kernel, which writes dq into the caller's buffer
+// through a view, no copy). The inner residual's add stays (dh also feeds
+// the gdpa_grad). On the CPU the step computes the same before and after
+// fusion-fuse and fusion-plan-kernels.
 // RUN: fusion-opt %s --fusion-fuse=report=true 2>&1 | FileCheck %s --check-prefix=FUSE
+// RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels=report=true 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
+// RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels | FileCheck %s --check-prefix=PLAN
 // RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s
 // RUN: fusion-runner %s -e train --after-passes=fusion-fuse,fusion-plan-kernels --atol=2e-2 --rtol=2e-2 | FileCheck %s --check-prefix=CPU
 
@@ -19,7 +25,18 @@
 // FUSE-NOT: fusion.norm_attention
 // FUSE: fusion.gdpa_grad
 
+// REMARK: remark: not folded into the fusion.rms_norm_grad of its operand as its residual: its input gradient (or a reshape of it) has other uses than the add
+// REMARK: remark: the fusion.add of its input gradient and a tensor of its shape folded in as its residual (one row kernel reads both)
+// PLAN: fusion.gdpa_grad
+// PLAN: %[[DOUTF:.*]] = tensor.collapse_shape %arg6 {{\[\[}}0], [1], [2, 3]]
+// PLAN-NEXT: fusion.layer_norm_grad {{.*}} residual(%[[DOUTF]] : tensor<2x8x128xbf16>) {with_bias_grad}
+// PLAN-NEXT: %[[DQ:.*]] = tensor.expand_shape
+// PLAN-NOT: fusion.add
+// PLAN: return %{{.*}}, %[[DQ]],
+
 // CHECK-LABEL: func.func @train(
+// CHECK-SAME: %[[DQ:arg8]]: memref<2x8x2x64xbf16>
+// CHECK: %[[DQV:.*]] = memref.collapse_shape %[[DQ]] {{\[\[}}0], [1], [2, 3]] : memref<2x8x2x64xbf16> into memref<2x8x128xbf16>
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel0
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel1 {{.*}} threads in (%{{.*}}384
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel2
@@ -29,10 +46,11 @@
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel5_params
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel6 {{.*}} threads in (%{{.*}}256
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel7
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel8
+// CHECK: %[[DQF:.*]] = memref.reinterpret_cast %[[DQV]] to
+// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel8 {{.*}} args(%{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %[[DQF]] : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : index)
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel8_params
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel9
 // CHECK-NOT: gpu.launch_func
+// CHECK-NOT: gpu.memcpy
 // CHECK: return
 
 // CPU: PASS
