@@ -627,7 +627,9 @@ def FusionRegroupBackwardPass
     Without an affine transform, two `fusion.fused_matmul` ops (forward
     `rms_norm`/`layer_norm` epilogue with `save_stats`; backward `*_grad`
     epilogue with `normalized_input`); with one, the backward fused op only.
-    A matmul's bias becomes its fused op's `col_bias`.
+    A matmul's bias becomes its fused op's `col_bias`; a norm gradient's
+    `residual` (the gradient along a skip connection) the backward fused
+    op's `residual`, which the grad epilogue adds to dx.
 
     #### Options
     - `report`: emit a remark per norm: regrouped, or why not.
