@@ -5,7 +5,9 @@ semantics, convert-fusion-to-linalg), and its printed inputs and results go
 through layers_ref's nn.Module in float64 (the training steps: autograd of
 it) and the error check the GPU tests use. Catches a reference that does not
 compute what the program says (argument order, W's layout, epsilon,
-broadcasting, the order of the gradients). Needs torch (CPU). Exits 1 when
+broadcasting, the order of the gradients). The norm gradients (with and
+without a residual gradient) are called from a wrapper that computes the
+statistics their forward would have saved. Needs torch (CPU). Exits 1 when
 a check fails.
 
     python3 bench/layers/check_ref_cpu.py [--runner build/bin/fusion-runner] [--m 9] [--h 64]
@@ -36,7 +38,65 @@ KINDS = {
     "linear_wgrad": gen_layers.linear_wgrad,
     "train_step_rms": lambda h: gen_layers.train_step(h, "rms"),
     "train_step_ln": lambda h: gen_layers.train_step(h, "ln"),
+    "rms_norm_grad": gen_layers.rms_norm_grad,
+    "layer_norm_grad": gen_layers.layer_norm_grad,
+    "rms_norm_grad_res": gen_layers.rms_norm_grad_res,
+    "layer_norm_grad_res": gen_layers.layer_norm_grad_res,
+    "layer_norm_grad_res32": lambda h: gen_layers.layer_norm_grad_res(h, "f32"),
 }
+
+
+def norm_grad_wrapper(prog, m):
+    """A norm-gradient program takes the statistics its forward saved; the
+    runner's random inputs would not be those. This wraps it: a function of
+    dy, x, the weight (and dr) that computes the statistics with the
+    forward norm (same epsilon) and calls the program. Returns (the module's
+    text, the wrapper's name, its argument names in order)."""
+    h, name = prog["h"], prog["name"]
+    layer = prog["kind"].startswith("layer_norm_grad")
+    spec = {s["name"]: s for s in prog["inputs"]}
+    ty = lambda n: gen_layers.ty([m if d == "M" else d for d in spec[n]["shape"]],  # noqa: E731
+                                 spec[n]["dtype"])
+    args = ["dy", "x", "gamma" if layer else "g"] + (["dr"] if "dr" in spec else [])
+    x, stat = ty("x"), gen_layers.ty((m,), "f32")
+    results = ", ".join(gen_layers.ty([m if d == "M" else d for d in o["shape"]], o["dtype"])
+                        for o in prog["outputs"])
+    if layer:
+        forward = (f"%y, %mean, %rstd = fusion.layer_norm %x {{epsilon = {prog['eps']:e} : f32}}"
+                   f" : {x} -> {x}, {stat}, {stat}")
+        call_args = ["dy", "x", "mean", "rstd"] + args[2:]
+        call_types = [x, x, stat, stat] + [ty(a) for a in args[2:]]
+    else:
+        forward = (f"%y, %rstd = fusion.rms_norm %x {{epsilon = {prog['eps']:e} : f32}}"
+                   f" : {x} -> {x}, {stat}")
+        call_args = ["dy", "x", "rstd"] + args[2:]
+        call_types = [x, x, stat] + [ty(a) for a in args[2:]]
+    sig = ", ".join(f"%{a}: {ty(a)}" for a in args)
+    wrapper = (f"func.func @{name}_wrapped({sig}) -> ({results}) {{\n"
+               f"  {forward}\n"
+               f"  %r:{len(prog['outputs'])} = func.call @{name}("
+               + ", ".join(f"%{a}" for a in call_args) + f") : ({', '.join(call_types)}) -> ({results})\n"
+               f"  return " + ", ".join(f"%r#{i}" for i in range(len(prog["outputs"])))
+               + f" : {results}\n}}\n")
+    text = prog["mlir"].replace("tensor<?x", f"tensor<{m}x").replace("tensor<?xf32>", f"tensor<{m}xf32>")
+    body = text.rstrip()
+    assert body.endswith("}")
+    return body[:-1] + wrapper + "}\n", f"{name}_wrapped", args
+
+
+def check_norm_grad(prog, x, y, lr, torch):
+    """Each output (dx, then the parameter gradients) against autograd in
+    float64 within 2x PyTorch's bf16 error + the floor. Returns (ok,
+    report)."""
+    want = lr.norm_grad_reference(prog, x, torch.float64)
+    theirs = lr.norm_grad_reference(prog, x, torch.bfloat16)
+    ok, report = True, []
+    for (name, got), ref, t in zip(y.items(), want, theirs):
+        ours, bf16 = lr.rel_error(got, ref), lr.rel_error(t, ref)
+        good = ours <= 2 * bf16 + lr.FLOOR
+        ok &= good
+        report.append(f"{name} {ours:.1e} ({bf16:.1e}){'' if good else ' FAIL'}")
+    return ok, ", ".join(report)
 
 
 def check_outputs(prog, x, y, lr, torch):
@@ -88,10 +148,14 @@ def main():
     for kind, make in KINDS.items():
         prog = make(a.h)
         text = prog["mlir"].replace("tensor<?x", f"tensor<{a.m}x")
+        entry, arg_specs = prog["name"], prog["inputs"]
+        if "norm_grad" in kind:
+            text, entry, names = norm_grad_wrapper(prog, a.m)
+            arg_specs = [next(s for s in prog["inputs"] if s["name"] == n) for n in names]
         with tempfile.NamedTemporaryFile("w", suffix=".mlir") as f:
             f.write(text)
             f.flush()
-            run = subprocess.run([a.runner, f.name, "-e", prog["name"], "--print",
+            run = subprocess.run([a.runner, f.name, "-e", entry, "--print",
                                   "--print-inputs"], capture_output=True, text=True)
         if run.returncode:
             print(f"{kind}: fusion-runner failed:\n{run.stderr[-2000:]}")
@@ -99,9 +163,14 @@ def main():
             continue
         inputs, results = parse_values(run.stdout, "input"), parse_values(run.stdout, "result")
         x = {spec["name"]: torch.tensor(inputs[i], dtype=lr.DTYPES[spec["dtype"]])
-             for i, spec in enumerate(prog["inputs"])}
+             for i, spec in enumerate(arg_specs)}
         y = {spec["name"]: torch.tensor(results[i], dtype=lr.DTYPES[spec["dtype"]])
              for i, spec in enumerate(prog["outputs"])}
+        if "norm_grad" in kind:
+            ok, report = check_norm_grad(prog, x, y, lr, torch)
+            print(f"{kind:24} {report}: {'ok' if ok else 'FAIL'}")
+            failed += not ok
+            continue
         if len(prog["outputs"]) > 1 and prog["kind"] not in ("rms_norm", "layer_norm") \
                 or prog["kind"] == "linear_wgrad":
             ok, report = check_outputs(prog, x, y, lr, torch)

@@ -25,6 +25,11 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
   mul_col_h{H}                y = x * c       ([M, H] bf16 * [M, 1] f32)
   rms_norm_grad_h{H}          dx, dg = RMSNorm's backward (dy, x, saved rstd, weight g)
   layer_norm_grad_h{H}        dx, dgamma, dbeta = LayerNorm's backward (dy, x, mean, rstd, gamma)
+  rms_norm_grad_res_h{H}      the same plus the residual branch's gradient, as a user writes it:
+  layer_norm_grad_res_h{H}    dx = the norm's input gradient + dr (a fusion.add of [M, H] bf16,
+                              which fusion-plan-kernels folds into the norm gradient's residual);
+                              H = 768, 1000, 1001, 4096
+  layer_norm_grad_res32_h{H}  the same with an f32 dr beside bf16 data; H = 768, 1000
   linear_wgrad_h{H}           dW = dy^T x, nn.Linear's weight gradient ([H, H] from [M, H] x 2)
   train_step_ln_h{H}          the same with LayerNorm (weight gamma, bias beta): y, dx, dW1,
                               dgamma, dbeta, dW2
@@ -46,6 +51,8 @@ import os
 
 LAYER_H = (768, 1024, 2048, 4096)
 ROW_H = LAYER_H + (1000, 1001)  # 1001: rows that are not a multiple of 16 bytes
+RES_H = (768, 1000, 1001, 4096)  # norm gradients plus a residual gradient
+RES32_H = (768, 1000)  # ... an f32 one
 TRAIN_H = (512,) + LAYER_H  # the training step and its weight gradient (issue 16's d = 512 too)
 LLAMA_EPS = 1e-5
 RMS_EPS = 1e-6
@@ -167,6 +174,35 @@ def layer_norm_grad(h):
                     f" : {x}, {x}, {stat}, {stat} -> {x}, {pg}, {pg}"], eps=LN_EPS)
 
 
+def rms_norm_grad_res(h):
+    """RMSNorm's backward plus the gradient dr reaching x through the
+    residual branch of x + f(rms_norm(x)): dx = rms_norm_grad(...).dx + dr."""
+    x, g, stat, pg = ty(("M", h)), ty((h,)), ty(("M",), "f32"), ty((h,), "f32")
+    return program(f"rms_norm_grad_res_h{h}", "rms_norm_grad_res", h,
+                   [("dy", "bf16", ("M", h)), ("x", "bf16", ("M", h)), ("rstd", "f32", ("M",)),
+                    ("g", "bf16", (h,)), ("dr", "bf16", ("M", h))],
+                   [("dx", "bf16", ("M", h)), ("dg", "f32", (h,))],
+                   [f"%dxn, %dg = fusion.rms_norm_grad %dy, %x, %rstd weight(%g : {g})"
+                    f" : {x}, {x}, {stat} -> {x}, {pg}",
+                    f"%dx = fusion.add %dxn, %dr : {x}"], eps=RMS_EPS)
+
+
+def layer_norm_grad_res(h, dr_dtype="bf16"):
+    """LayerNorm's backward plus the residual branch's gradient dr (bf16, or
+    f32 beside the bf16 data: kind layer_norm_grad_res32)."""
+    x, v, stat, pg = ty(("M", h)), ty((h,)), ty(("M",), "f32"), ty((h,), "f32")
+    dr = ty(("M", h), dr_dtype)
+    suffix = "" if dr_dtype == "bf16" else "32"
+    add = f"%dx = fusion.add %dxn, %dr : {x}" + ("" if dr_dtype == "bf16" else f", {dr}")
+    return program(f"layer_norm_grad_res{suffix}_h{h}", f"layer_norm_grad_res{suffix}", h,
+                   [("dy", "bf16", ("M", h)), ("x", "bf16", ("M", h)), ("mean", "f32", ("M",)),
+                    ("rstd", "f32", ("M",)), ("gamma", "bf16", (h,)), ("dr", dr_dtype, ("M", h))],
+                   [("dx", "bf16", ("M", h)), ("dgamma", "f32", (h,)), ("dbeta", "f32", (h,))],
+                   [f"%dxn, %dgamma, %dbeta = fusion.layer_norm_grad %dy, %x, %mean, %rstd"
+                    f" weight(%gamma : {v}) {{with_bias_grad}}"
+                    f" : {x}, {x}, {stat}, {stat} -> {x}, {pg}, {pg}", add], eps=LN_EPS)
+
+
 def linear_wgrad(h):
     x, w = ty(("M", h)), ty((h, h))
     return program(f"linear_wgrad_h{h}", "linear_wgrad", h,
@@ -233,6 +269,8 @@ def programs():
     for h in ROW_H:
         out += [rms_norm(h), layer_norm(h), rms_norm_grad(h), layer_norm_grad(h)] + [elementwise(k, h)
                                                for k in ("add_rowbias", "add", "mul_col")]
+    out += [p for h in RES_H for p in (rms_norm_grad_res(h), layer_norm_grad_res(h))]
+    out += [layer_norm_grad_res(h, "f32") for h in RES32_H]
     return out
 
 

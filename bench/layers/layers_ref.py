@@ -12,6 +12,7 @@ import os
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from layers_manifest import artifacts_dir, library_path, load_manifest, variant_suffix  # noqa: F401 (re-exported)
 
@@ -193,6 +194,29 @@ def train_reference(inputs, h, eps, dtype, norm="rms"):
     y.backward(inputs["dy"].to(dtype))
     params = (block.norm.weight.grad,) + ((block.norm.bias.grad,) if norm == "ln" else ())
     return (y.detach(), x.grad, block.fc1.weight.grad) + params + (block.fc2.weight.grad,)
+
+
+def norm_grad_reference(prog, inputs, dtype):
+    """A norm-gradient program's outputs (rms_norm_grad*: dx, dg;
+    layer_norm_grad*: dx, dgamma, dbeta) by PyTorch's autograd of the norm in
+    dtype, from the inputs dy, x and the weight (g or gamma; autograd
+    recomputes the statistics, which the program reads as saved by the
+    forward). The _res programs add the residual branch's gradient dr to dx
+    (in dtype: PyTorch's own bf16 path adds in bf16)."""
+    h, eps = prog["h"], prog["eps"]
+    layer = prog["kind"].startswith("layer_norm_grad")
+    x = inputs["x"].to(dtype).requires_grad_()
+    w = inputs["gamma" if layer else "g"].to(dtype).requires_grad_()
+    dy = inputs["dy"].to(dtype)
+    with torch.enable_grad():
+        if layer:
+            b = torch.zeros(h, dtype=dtype, device=x.device, requires_grad=True)
+            out = torch.autograd.grad(F.layer_norm(x, (h,), w, b, eps), (x, w, b), dy)
+        else:
+            out = torch.autograd.grad(F.rms_norm(x, (h,), w, eps), (x, w), dy)
+    if "dr" in inputs:
+        out = (out[0] + inputs["dr"].to(dtype),) + tuple(out[1:])
+    return out
 
 
 def build_module(prog, x, dtype=torch.bfloat16):

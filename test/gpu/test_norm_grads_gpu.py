@@ -11,6 +11,16 @@ H = 1000 and 1001; M = 65536, the odd 4097, and 1 and 7 (fewer rows than
 one CTA's groups); the parameter gradients bitwise identical across two
 calls (a fixed reduction order, no atomics).
 
+With a residual gradient (the *_res programs: dx = the norm's input
+gradient + dr, written as a fusion.add, which fusion-plan-kernels folds into
+the norm gradient's residual, so the dx kernel reads dr and no add kernel
+runs): RMSNorm and LayerNorm at H = 768, 1000 and 1001 (element accesses)
+with M = 4097 (1001 also with M = 7), 1000 and 4096 with M = 65536; dr f32
+beside the bf16 data (layer_norm_grad_res32) at H = 768 and 1000, M = 4097
+and 65536. The reference adds dr to autograd's dx (float64; PyTorch's bf16
+path adds in bf16). Each of these libraries holds the dx kernel and the
+parameter gradients' reduction only (the add was folded).
+
     FUSION_GPU_ARTIFACTS=build/gpu python3 -m pytest -v -s test/gpu/test_norm_grads_gpu.py
 """
 import os
@@ -26,8 +36,6 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU: the norm-gradient libraries run only on the H200",
                 allow_module_level=True)
-import torch.nn.functional as F  # noqa: E402
-
 import layers_ref as lr  # noqa: E402
 
 ARTIFACTS = lr.artifacts_dir()
@@ -39,19 +47,20 @@ LIBS = lr.Libraries(ARTIFACTS)
 
 KINDS = ("rms_norm_grad", "layer_norm_grad")
 HS = (768, 1024, 2048, 4096, 1000, 1001)
+RES_KINDS = ("rms_norm_grad_res", "layer_norm_grad_res")
 FLOOR = 1e-3
 
 
 def make_case(prog, m, seed):
-    """Inputs in call order (dy, x, [mean], rstd, weight) and the float64
-    and bf16 autograd references of the outputs."""
+    """Inputs in call order (dy, x, [mean], rstd, weight, [dr]) and the
+    float64 and bf16 autograd references of the outputs."""
     h, eps = prog["h"], prog["eps"]
     gen = torch.Generator(device="cuda").manual_seed(seed)
     x = (torch.randn(m, h, generator=gen, device="cuda") + 0.5).bfloat16()
     dy = torch.randn(m, h, generator=gen, device="cuda").bfloat16()
     w = (1.0 + 0.5 * torch.randn(h, generator=gen, device="cuda")).bfloat16()
     x64 = x.double()
-    layer = prog["kind"] == "layer_norm_grad"
+    layer = prog["kind"].startswith("layer_norm_grad")
     mean = x64.mean(-1) if layer else None
     centered = x64 - mean[:, None] if layer else x64
     rstd = torch.rsqrt(centered.pow(2).mean(-1) + eps)
@@ -60,18 +69,11 @@ def make_case(prog, m, seed):
         inputs["mean"] = mean.float()
     inputs["rstd"] = rstd.float()
     inputs["gamma" if layer else "g"] = w
-
-    def grads(dtype):
-        xt = x.to(dtype).requires_grad_()
-        wt = w.to(dtype).requires_grad_()
-        if layer:
-            bt = torch.zeros(h, dtype=dtype, device="cuda", requires_grad=True)
-            y = F.layer_norm(xt, (h,), wt, bt, eps)
-            return torch.autograd.grad(y, (xt, wt, bt), dy.to(dtype))
-        y = F.rms_norm(xt, (h,), wt, eps)
-        return torch.autograd.grad(y, (xt, wt), dy.to(dtype))
-
-    return inputs, grads(torch.float64), grads(torch.bfloat16)
+    dr = [spec for spec in prog["inputs"] if spec["name"] == "dr"]
+    if dr:
+        inputs["dr"] = torch.randn(m, h, generator=gen, device="cuda").to(lr.DTYPES[dr[0]["dtype"]])
+    return (inputs, lr.norm_grad_reference(prog, inputs, torch.float64),
+            lr.norm_grad_reference(prog, inputs, torch.bfloat16))
 
 
 def run(name, m, seed=1):
@@ -89,11 +91,10 @@ def run(name, m, seed=1):
     return prog, fn, inputs, outs, ref64, ref16
 
 
-@pytest.mark.parametrize("name,m", [(f"{k}_h{h}", m) for k in KINDS for h in HS
-                                    for m in (65536, 4097)]
-                         + [(f"{k}_h{h}", m) for k in KINDS for h in (1024, 1001)
-                            for m in (1, 7)])
-def test_norm_grad(name, m):
+def check_case(name, m):
+    """Runs the program on a fresh case and checks every output against
+    float64 autograd: no NaN left, relative error within 2x PyTorch's bf16
+    error + FLOOR. Prints the errors."""
     prog, fn, inputs, outs, ref64, ref16 = run(name, m)
     report = []
     for (out_name, got), want, torch16 in zip(outs.items(), ref64, ref16):
@@ -102,6 +103,39 @@ def test_norm_grad(name, m):
         report.append(f"{out_name} {ours:.2e} (torch bf16 {theirs:.2e})")
         assert ours <= 2 * theirs + FLOOR, f"{name} M={m} {out_name}: rel err {ours:.3e} > 2 x {theirs:.3e} + {FLOOR}"
     print(f"{name} M={m}: " + ", ".join(report))
+
+
+@pytest.mark.parametrize("name,m", [(f"{k}_h{h}", m) for k in KINDS for h in HS
+                                    for m in (65536, 4097)]
+                         + [(f"{k}_h{h}", m) for k in KINDS for h in (1024, 1001)
+                            for m in (1, 7)])
+def test_norm_grad(name, m):
+    check_case(name, m)
+
+
+@pytest.mark.parametrize("name,m", [(f"{k}_h{h}", 4097) for k in RES_KINDS for h in (768, 1000, 1001)]
+                         + [(f"{k}_h{h}", 65536) for k in RES_KINDS for h in (1000, 4096)]
+                         + [(f"{k}_h1001", 7) for k in RES_KINDS]
+                         + [(f"layer_norm_grad_res32_h{h}", m) for h in (768, 1000)
+                            for m in (4097, 65536)])
+def test_norm_grad_residual(name, m):
+    """A norm gradient plus the residual branch's gradient, as the fold of
+    the user's fusion.add into the norm gradient computes it."""
+    check_case(name, m)
+
+
+@pytest.mark.parametrize("name", [f"{k}_h{h}" for k in RES_KINDS for h in (768, 1000, 1001, 4096)]
+                         + [f"layer_norm_grad_res32_h{h}" for h in (768, 1000)])
+def test_residual_add_folded(name):
+    """The library names its kernels <function>_kernel<i> (and _params): the
+    norm gradient's dx kernel is kernel0, and no kernel1 (the add) exists."""
+    path = LIBS.path(name, "fused")
+    if not os.path.exists(path):
+        pytest.skip(f"{path} not built")
+    with open(path, "rb") as f:
+        text = f.read()
+    assert f"{name}_kernel0".encode() in text
+    assert f"{name}_kernel1".encode() not in text, f"{name}: the residual's add has a kernel of its own"
 
 
 @pytest.mark.parametrize("name", [f"{k}_h{h}" for k in KINDS for h in (1024, 4096)])

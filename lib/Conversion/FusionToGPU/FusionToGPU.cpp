@@ -206,6 +206,52 @@ static void lowerHostOp(Operation &op, ImplicitLocOpBuilder &b, IRMapping &map,
     map.map(result, view);
 }
 
+/// When returned value `v`, whose buffer is the caller's `out`, is a reshape
+/// of a value that only this reshape uses and that an op of the function
+/// computes, that value gets the inverse view of `out` as its buffer: its
+/// kernel writes the caller's buffer in place, and the reshape (added to
+/// `inPlace`) costs no copy. Repeats down a chain of such reshapes. An
+/// expand_shape is undone by a collapse_shape; a collapse_shape by an
+/// expand_shape when its source's shape is static.
+static void writeReturnedReshapeInPlace(Value v, Value out,
+                                        ImplicitLocOpBuilder &b,
+                                        IRMapping &map,
+                                        SmallPtrSetImpl<Operation *> &inPlace) {
+  while (true) {
+    Operation *reshape = v.getDefiningOp();
+    if (!isa_and_present<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+            reshape))
+      return;
+    Value src = reshape->getOperand(0);
+    if (!src.getDefiningOp() || !src.hasOneUse() || map.contains(src))
+      return;
+    MemRefType srcType = memrefFor(src.getType());
+    Value view;
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(reshape)) {
+      view = memref::CollapseShapeOp::create(
+          b, out, expand.getReassociationIndices());
+    } else {
+      if (!srcType.hasStaticShape())
+        return;
+      SmallVector<OpFoldResult> sizes;
+      for (int64_t size : srcType.getShape())
+        sizes.push_back(b.getIndexAttr(size));
+      view = memref::ExpandShapeOp::create(
+          b, srcType, out,
+          cast<tensor::CollapseShapeOp>(reshape).getReassociationIndices(),
+          sizes);
+    }
+    if (view.getType() != srcType) {
+      view.getDefiningOp()->erase();
+      return;
+    }
+    map.map(src, view);
+    inPlace.insert(reshape);
+    v = src;
+    out = view;
+  }
+}
+
 LogicalResult FunctionLowering::run() {
   if (failed(check()))
     return failure();
@@ -239,12 +285,21 @@ LogicalResult FunctionLowering::run() {
                 "result into its own output buffer";
     map.map(v, entry->getArgument(func.getNumArguments() + i));
   }
+  // Reshapes of kernel results that are returned are views of the caller's
+  // buffers, not copies into them (a norm gradient's dx viewed over heads,
+  // its residual folded in by fusion-plan-kernels).
+  SmallPtrSet<Operation *, 4> inPlace;
+  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+    writeReturnedReshapeInPlace(
+        v, entry->getArgument(func.getNumArguments() + i), b, map, inPlace);
   DeviceChain chain(b);
   HostLowering lowering(b, chain, map, func->getParentOfType<ModuleOp>(),
                         kernels);
   SmallVector<Value> temporaries;
   unsigned index = 0;
   for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    if (inPlace.contains(&op))
+      continue;
     if (isHostOp(op)) {
       lowerHostOp(op, b, map, chain);
       continue;

@@ -90,7 +90,8 @@ struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
   }
 };
 
-/// fusion.rms_norm_grad -> one row reduction, dx, optional dweight.
+/// fusion.rms_norm_grad -> one row reduction, dx (plus the residual, before
+/// rounding), optional dweight.
 struct RMSNormGradLowering : OpRewritePattern<RMSNormGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(RMSNormGradOp op,
@@ -98,7 +99,8 @@ struct RMSNormGradLowering : OpRewritePattern<RMSNormGradOp> {
     TensorMath m(rewriter, op.getLoc());
     NormGradResult r =
         buildRMSNormGrad(m, op.getGrad(), op.getInput(), op.getRstd(),
-                         op.getWeight(), elementTypeOf(op.getInputGrad()));
+                         op.getWeight(), elementTypeOf(op.getInputGrad()),
+                         /*normalized=*/false, op.getResidual());
     SmallVector<Value> results = {r.inputGrad};
     if (r.weightGrad)
       results.push_back(r.weightGrad);
@@ -107,7 +109,8 @@ struct RMSNormGradLowering : OpRewritePattern<RMSNormGradOp> {
   }
 };
 
-/// fusion.layer_norm_grad -> two row reductions, dx, optional dweight/dbias.
+/// fusion.layer_norm_grad -> two row reductions, dx (plus the residual,
+/// before rounding), optional dweight/dbias.
 struct LayerNormGradLowering : OpRewritePattern<LayerNormGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LayerNormGradOp op,
@@ -115,7 +118,8 @@ struct LayerNormGradLowering : OpRewritePattern<LayerNormGradOp> {
     TensorMath m(rewriter, op.getLoc());
     NormGradResult r = buildLayerNormGrad(
         m, op.getGrad(), op.getInput(), op.getMean(), op.getRstd(),
-        op.getWeight(), op.getWithBiasGrad(), elementTypeOf(op.getInputGrad()));
+        op.getWeight(), op.getWithBiasGrad(), elementTypeOf(op.getInputGrad()),
+        op.getResidual());
     SmallVector<Value> results = {r.inputGrad};
     if (r.weightGrad)
       results.push_back(r.weightGrad);

@@ -315,7 +315,7 @@ Value mlir::fusion::applyLayerNorm(TensorMath &m, Value x, Value mean,
 NormGradResult mlir::fusion::buildRMSNormGrad(TensorMath &m, Value dy, Value x,
                                               Value rstd, Value weight,
                                               Type outElemType,
-                                              bool normalized) {
+                                              bool normalized, Value residual) {
   Value n = m.dimAsF32(x, innermost(x));
   // a = [dy, x, rstd, weight?]; g = dy * w, x_hat = x * rstd.
   SmallVector<Operand> ins = {{dy}, {x}, {rstd, Bcast::Row}};
@@ -330,13 +330,18 @@ NormGradResult mlir::fusion::buildRMSNormGrad(TensorMath &m, Value dy, Value x,
   Value dot = m.sumRows(ins, [&](OpBuilder &b, Location l, ValueRange a) {
     return mul(b, l, g(b, l, a), xHat(b, l, a));
   });
+  // a = [ins..., dot, residual?].
   SmallVector<Operand> dxIns(ins);
+  unsigned dotIdx = dxIns.size();
   dxIns.push_back({dot, Bcast::Row});
+  if (residual)
+    dxIns.push_back({residual});
   Value dx =
       m.map(dxIns, outElemType, [&](OpBuilder &b, Location l, ValueRange a) {
-        Value meanDot = arith::DivFOp::create(b, l, a.back(), n);
+        Value meanDot = arith::DivFOp::create(b, l, a[dotIdx], n);
         Value corr = mul(b, l, xHat(b, l, a), meanDot);
-        return mul(b, l, a[2], sub(b, l, g(b, l, a), corr));
+        Value r = mul(b, l, a[2], sub(b, l, g(b, l, a), corr));
+        return residual ? add(b, l, r, a[dotIdx + 1]) : r;
       });
   NormGradResult r{dx, {}, {}};
   if (weight)
@@ -349,7 +354,8 @@ NormGradResult mlir::fusion::buildRMSNormGrad(TensorMath &m, Value dy, Value x,
 NormGradResult mlir::fusion::buildLayerNormGrad(TensorMath &m, Value dy,
                                                 Value x, Value mean, Value rstd,
                                                 Value weight, bool withBiasGrad,
-                                                Type outElemType) {
+                                                Type outElemType,
+                                                Value residual) {
   Value n = m.dimAsF32(x, innermost(x));
   // a = [dy, x, rstd, mean?, weight?]; x_hat = (x - mean) * rstd, or x.
   SmallVector<Operand> ins = {{dy}, {x}, {rstd, Bcast::Row}};
@@ -370,16 +376,21 @@ NormGradResult mlir::fusion::buildLayerNormGrad(TensorMath &m, Value dy,
   Value dot = m.sumRows(ins, [&](OpBuilder &b, Location l, ValueRange a) {
     return mul(b, l, g(b, l, a), xHat(b, l, a));
   });
+  // a = [ins..., sumG, dot, residual?].
   SmallVector<Operand> dxIns(ins);
+  unsigned sumGIdx = dxIns.size();
   dxIns.push_back({sumG, Bcast::Row});
   dxIns.push_back({dot, Bcast::Row});
+  if (residual)
+    dxIns.push_back({residual});
   Value dx =
       m.map(dxIns, outElemType, [&](OpBuilder &b, Location l, ValueRange a) {
-        Value meanG = arith::DivFOp::create(b, l, a[a.size() - 2], n);
-        Value meanDot = arith::DivFOp::create(b, l, a.back(), n);
+        Value meanG = arith::DivFOp::create(b, l, a[sumGIdx], n);
+        Value meanDot = arith::DivFOp::create(b, l, a[sumGIdx + 1], n);
         Value r = sub(b, l, g(b, l, a), meanG);
         r = sub(b, l, r, mul(b, l, xHat(b, l, a), meanDot));
-        return mul(b, l, a[2], r);
+        r = mul(b, l, a[2], r);
+        return residual ? add(b, l, r, a[sumGIdx + 2]) : r;
       });
   NormGradResult r{dx, {}, {}};
   if (weight)

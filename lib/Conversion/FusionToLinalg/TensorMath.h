@@ -151,18 +151,21 @@ struct NormGradResult {
   Value weightGrad; ///< f32 [N], when requested
   Value biasGrad;   ///< f32 [N], when requested
 };
-/// dx = rstd * (g - x_hat * mean(g * x_hat)), g = dy * weight, where
-/// x_hat = x * rstd, or x_hat = x when `normalized` (x is the forward's
-/// normalized value).
+/// dx = rstd * (g - x_hat * mean(g * x_hat)) + residual, g = dy * weight,
+/// where x_hat = x * rstd, or x_hat = x when `normalized` (x is the forward's
+/// normalized value); the optional `residual` (dx's shape) is added in f32
+/// before dx is rounded.
 NormGradResult buildRMSNormGrad(TensorMath &m, Value dy, Value x, Value rstd,
                                 Value weight, Type outElemType,
-                                bool normalized = false);
-/// dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)), g = dy * weight, where
-/// x_hat = (x - mean) * rstd, or x_hat = x when `mean` is null (x is the
-/// forward's normalized value).
+                                bool normalized = false,
+                                Value residual = Value());
+/// dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)) + residual,
+/// g = dy * weight, where x_hat = (x - mean) * rstd, or x_hat = x when `mean`
+/// is null (x is the forward's normalized value); the optional `residual`
+/// as in buildRMSNormGrad.
 NormGradResult buildLayerNormGrad(TensorMath &m, Value dy, Value x, Value mean,
                                   Value rstd, Value weight, bool withBiasGrad,
-                                  Type outElemType);
+                                  Type outElemType, Value residual = Value());
 
 } // namespace mlir::fusion
 

@@ -74,6 +74,31 @@ func.func @returned_view(%w: tensor<512x256xbf16>, %g: tensor<512xbf16>) -> (ten
   return %s, %col : tensor<512x256xbf16>, tensor<512x1xbf16>
 }
 
+// A returned reshape of a kernel's result is no copy: the kernel writes the
+// caller's buffer through the inverse view (a collapse_shape undoes an
+// expand_shape, dynamic rows included; an expand_shape to a static shape
+// undoes a collapse_shape).
+// CHECK-LABEL: func.func @returned_view_of_result(
+// CHECK-SAME: %[[X:[^:]*]]: memref<?x256xbf16>, %[[Y:[^:]*]]: memref<?x256xbf16>, %[[C:[^:]*]]: memref<512x256xbf16>, %[[OUT0:[^:]*]]: memref<?x2x128xbf16>, %[[OUT1:[^:]*]]: memref<131072xbf16>)
+// CHECK-DAG: %[[V0:.*]] = memref.collapse_shape %[[OUT0]] {{\[\[}}0], [1, 2]] : memref<?x2x128xbf16> into memref<?x256xbf16>
+// CHECK-DAG: %[[V1:.*]] = memref.expand_shape %[[OUT1]] {{\[\[}}0, 1]] output_shape [512, 256] : memref<131072xbf16> into memref<512x256xbf16>
+// CHECK: memref.reinterpret_cast %[[V0]]
+// CHECK: gpu.launch_func async {{.*}}@returned_view_of_result_kernel0
+// CHECK: memref.reinterpret_cast %[[V1]]
+// CHECK: gpu.launch_func async {{.*}}@returned_view_of_result_kernel1
+// CHECK-NOT: gpu.memcpy
+// CHECK: return
+func.func @returned_view_of_result(%x: tensor<?x256xbf16>, %y: tensor<?x256xbf16>, %c: tensor<512x256xbf16>)
+    -> (tensor<?x2x128xbf16>, tensor<131072xbf16>) {
+  %c1 = arith.constant 0 : index
+  %m = tensor.dim %x, %c1 : tensor<?x256xbf16>
+  %s = fusion.add %x, %y : tensor<?x256xbf16>
+  %v = tensor.expand_shape %s [[0], [1, 2]] output_shape [%m, 2, 128] : tensor<?x256xbf16> into tensor<?x2x128xbf16>
+  %t = fusion.mul %c, %c : tensor<512x256xbf16>
+  %f = tensor.collapse_shape %t [[0, 1]] : tensor<512x256xbf16> into tensor<131072xbf16>
+  return %v, %f : tensor<?x2x128xbf16>, tensor<131072xbf16>
+}
+
 // Kernels: xor shuffles; shared memory and a barrier only where a row spans
 // warps; 16-byte vector accesses.
 // The row's loads read row min(row, rows - 1) without a branch (a group past

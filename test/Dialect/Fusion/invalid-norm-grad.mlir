@@ -216,3 +216,39 @@ func.func @layer_norm_grad_grad_input_grad_disagree(%dy: tensor<4x8xf32>, %x: te
       : tensor<4x8xf32>, tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<4x9xf32>
   return
 }
+
+// -----
+
+// rms_norm_grad's residual has the shape of the input gradient (the input's).
+func.func @rms_norm_grad_residual_shape(%dy: tensor<4x8xbf16>, %x: tensor<4x8xbf16>,
+                                        %r: tensor<4xf32>, %res: tensor<4x16xbf16>) {
+  // expected-error @below {{expected residual of shape [4, 8] (the shape of input), but got [4, 16]}}
+  %dx = fusion.rms_norm_grad %dy, %x, %r residual(%res : tensor<4x16xbf16>)
+      : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4xf32> -> tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+// layer_norm_grad's residual has the shape of the input gradient: with a
+// dynamic input, the one input_grad fixes (a broadcast is not allowed).
+func.func @layer_norm_grad_residual_shape(%dy: tensor<?x8xf32>, %x: tensor<?x8xf32>,
+                                          %m: tensor<?xf32>, %r: tensor<?xf32>,
+                                          %res: tensor<1x8xf32>) {
+  // expected-error @below {{expected residual of shape [4, 8] (the shape of input; 4 from input_grad), but got [1, 8]}}
+  %dx = fusion.layer_norm_grad %dy, %x, %m, %r residual(%res : tensor<1x8xf32>)
+      : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// layer_norm_grad's residual is float data (ODS element-type constraint).
+func.func @layer_norm_grad_residual_i32(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>,
+                                        %m: tensor<4xf32>, %r: tensor<4xf32>,
+                                        %res: tensor<4x8xi32>) {
+  // expected-error @below {{operand #4 must be ranked tensor of bfloat16 type or 16-bit float or 32-bit float values, but got 'tensor<4x8xi32>'}}
+  %dx = fusion.layer_norm_grad %dy, %x, %m, %r residual(%res : tensor<4x8xi32>)
+      : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4x8xf32>
+  return
+}

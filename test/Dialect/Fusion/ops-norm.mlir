@@ -183,3 +183,49 @@ func.func @layer_norm_grad_plain(%dy: tensor<?x?xf32>, %x: tensor<?x?xf32>,
       : tensor<?x?xf32>, tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<?x?xf32>
   return %dx : tensor<?x?xf32>
 }
+
+// rms_norm_grad with a residual gradient of the input gradient's shape and
+// element type, and a weight.
+// CHECK-LABEL: func.func @rms_norm_grad_residual
+// CHECK-SAME: (%[[DY:.*]]: tensor<64x512xbf16>, %[[X:.*]]: tensor<64x512xbf16>, %[[R:.*]]: tensor<64xf32>, %[[W:.*]]: tensor<512xbf16>, %[[RES:.*]]: tensor<64x512xbf16>)
+func.func @rms_norm_grad_residual(%dy: tensor<64x512xbf16>, %x: tensor<64x512xbf16>,
+    %rstd: tensor<64xf32>, %w: tensor<512xbf16>, %res: tensor<64x512xbf16>)
+    -> (tensor<64x512xbf16>, tensor<512xf32>) {
+  // CHECK: %[[DX:.*]], %[[DW:.*]] = fusion.rms_norm_grad %[[DY]], %[[X]], %[[R]] weight(%[[W]] : tensor<512xbf16>) residual(%[[RES]] : tensor<64x512xbf16>)
+  // CHECK-SAME: -> tensor<64x512xbf16>, tensor<512xf32>
+  %dx, %dw = fusion.rms_norm_grad %dy, %x, %rstd weight(%w : tensor<512xbf16>)
+      residual(%res : tensor<64x512xbf16>)
+      : tensor<64x512xbf16>, tensor<64x512xbf16>, tensor<64xf32> -> tensor<64x512xbf16>, tensor<512xf32>
+  // CHECK: return %[[DX]], %[[DW]]
+  return %dx, %dw : tensor<64x512xbf16>, tensor<512xf32>
+}
+
+// rms_norm_grad with a residual and no weight, dynamic rows.
+// CHECK-LABEL: func.func @rms_norm_grad_residual_plain
+func.func @rms_norm_grad_residual_plain(%dy: tensor<?x64xf16>, %x: tensor<?x64xf16>,
+    %rstd: tensor<?xf32>, %res: tensor<?x64xf16>) -> tensor<?x64xf16> {
+  // CHECK: fusion.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} residual(%{{.*}} : tensor<?x64xf16>) :
+  // CHECK-NOT: weight
+  // CHECK-SAME: -> tensor<?x64xf16>{{$}}
+  %dx = fusion.rms_norm_grad %dy, %x, %rstd residual(%res : tensor<?x64xf16>)
+      : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?xf32> -> tensor<?x64xf16>
+  return %dx : tensor<?x64xf16>
+}
+
+// layer_norm_grad with a weight, with_bias_grad and an f32 residual beside
+// bf16 data (the residual's element type may differ).
+// CHECK-LABEL: func.func @layer_norm_grad_residual
+// CHECK-SAME: %[[W:[^:]*]]: tensor<32xbf16>, %[[RES:.*]]: tensor<8x32xf32>)
+func.func @layer_norm_grad_residual(%dy: tensor<8x32xbf16>, %x: tensor<8x32xbf16>,
+    %mean: tensor<8xf32>, %rstd: tensor<8xf32>, %w: tensor<32xbf16>, %res: tensor<8x32xf32>)
+    -> (tensor<8x32xbf16>, tensor<32xf32>, tensor<32xf32>) {
+  // CHECK: %[[DX:.*]], %[[PG:.*]]:2 = fusion.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} weight(%[[W]] : tensor<32xbf16>) residual(%[[RES]] : tensor<8x32xf32>)
+  // CHECK-SAME: {with_bias_grad}
+  // CHECK-SAME: -> tensor<8x32xbf16>, tensor<32xf32>, tensor<32xf32>
+  %dx, %dw, %db = fusion.layer_norm_grad %dy, %x, %mean, %rstd weight(%w : tensor<32xbf16>)
+      residual(%res : tensor<8x32xf32>) {with_bias_grad}
+      : tensor<8x32xbf16>, tensor<8x32xbf16>, tensor<8xf32>, tensor<8xf32>
+      -> tensor<8x32xbf16>, tensor<32xf32>, tensor<32xf32>
+  // CHECK: return %[[DX]], %[[PG]]#0, %[[PG]]#1
+  return %dx, %dw, %db : tensor<8x32xbf16>, tensor<32xf32>, tensor<32xf32>
+}

@@ -1,10 +1,13 @@
 // Reference semantics of fusion.layer_norm_grad on the CPU: against central
 // finite differences, precomputed in float64 for fixed inputs, and as a
-// directional derivative of fusion.layer_norm on random f32 inputs.
+// directional derivative of fusion.layer_norm on random f32 inputs; with a
+// residual, dx + residual in f32 rounded once.
 // RUN: fusion-runner %s -e expected --compare=hand --atol=1e-5 --rtol=1e-5 | FileCheck %s
 // RUN: fusion-runner %s -e fd --compare=analytic --atol=1e-2 --rtol=1e-2 | FileCheck %s
 // RUN: fusion-runner %s -e fd --compare=analytic --seed=3 --input-offset=0.5 --atol=1e-2 --rtol=1e-2 | FileCheck %s
 // RUN: fusion-runner %s -e f32_grad_f16 --compare=fusion_grad_f16 --atol=2e-3 --rtol=2e-3 | FileCheck %s
+// RUN: fusion-runner %s -e f32_grad_plus_residual --compare=fusion_grad_residual --atol=0 --rtol=0 | FileCheck %s
+// RUN: fusion-runner %s -e fusion_grad_residual_static --compare=fusion_grad_residual_dynamic --atol=0 --rtol=0 | FileCheck %s
 // RUN: not fusion-runner %s -e fd --compare=analytic_mean_dropped --atol=1e-2 --rtol=1e-2 | FileCheck %s --check-prefix=FAIL
 // CHECK: PASS
 // FAIL: FAIL
@@ -144,4 +147,48 @@ func.func @fusion_grad_f16(%dy: tensor<8x32xf16>, %x: tensor<8x32xf16>, %w: tens
   %dx, %dw, %db = fusion.layer_norm_grad %dy, %x, %m, %r weight(%w : tensor<32xf16>) {with_bias_grad}
       : tensor<8x32xf16>, tensor<8x32xf16>, tensor<8xf32>, tensor<8xf32> -> tensor<8x32xf16>, tensor<32xf32>, tensor<32xf32>
   return %dx, %dw, %db : tensor<8x32xf16>, tensor<32xf32>, tensor<32xf32>
+}
+
+// The residual (f16, dx's type): dx = the gradient + residual in f32, rounded
+// once to f16, exactly the f32 computation rounded at the end.
+func.func @f32_grad_plus_residual(%dy: tensor<8x32xf16>, %x: tensor<8x32xf16>, %w: tensor<32xf16>,
+                                  %res: tensor<8x32xf16>) -> (tensor<8x32xf16>, tensor<32xf32>, tensor<32xf32>) {
+  %dyf = arith.extf %dy : tensor<8x32xf16> to tensor<8x32xf32>
+  %xf = arith.extf %x : tensor<8x32xf16> to tensor<8x32xf32>
+  %wf = arith.extf %w : tensor<32xf16> to tensor<32xf32>
+  %resf = arith.extf %res : tensor<8x32xf16> to tensor<8x32xf32>
+  %y, %m, %r = fusion.layer_norm %xf {epsilon = 1.0e-05 : f32} : tensor<8x32xf32> -> tensor<8x32xf32>, tensor<8xf32>, tensor<8xf32>
+  %dx, %dw, %db = fusion.layer_norm_grad %dyf, %xf, %m, %r weight(%wf : tensor<32xf32>) {with_bias_grad}
+      : tensor<8x32xf32>, tensor<8x32xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<8x32xf32>, tensor<32xf32>, tensor<32xf32>
+  %sum = fusion.add %dx, %resf : tensor<8x32xf32>
+  %dxh = arith.truncf %sum : tensor<8x32xf32> to tensor<8x32xf16>
+  return %dxh, %dw, %db : tensor<8x32xf16>, tensor<32xf32>, tensor<32xf32>
+}
+func.func @fusion_grad_residual(%dy: tensor<8x32xf16>, %x: tensor<8x32xf16>, %w: tensor<32xf16>,
+                                %res: tensor<8x32xf16>) -> (tensor<8x32xf16>, tensor<32xf32>, tensor<32xf32>) {
+  %y, %m, %r = fusion.layer_norm %x {epsilon = 1.0e-05 : f32} : tensor<8x32xf16> -> tensor<8x32xf16>, tensor<8xf32>, tensor<8xf32>
+  %dx, %dw, %db = fusion.layer_norm_grad %dy, %x, %m, %r weight(%w : tensor<32xf16>) residual(%res : tensor<8x32xf16>)
+      {with_bias_grad}
+      : tensor<8x32xf16>, tensor<8x32xf16>, tensor<8xf32>, tensor<8xf32> -> tensor<8x32xf16>, tensor<32xf32>, tensor<32xf32>
+  return %dx, %dw, %db : tensor<8x32xf16>, tensor<32xf32>, tensor<32xf32>
+}
+
+// With a residual, dynamic shapes lower to the same computation.
+func.func @fusion_grad_residual_static(%dy: tensor<8x32xf32>, %x: tensor<8x32xf32>, %res: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  %y, %m, %r = fusion.layer_norm %x {epsilon = 1.0e-05 : f32} : tensor<8x32xf32> -> tensor<8x32xf32>, tensor<8xf32>, tensor<8xf32>
+  %dx = fusion.layer_norm_grad %dy, %x, %m, %r residual(%res : tensor<8x32xf32>)
+      : tensor<8x32xf32>, tensor<8x32xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<8x32xf32>
+  return %dx : tensor<8x32xf32>
+}
+func.func @fusion_grad_residual_dynamic(%dy: tensor<8x32xf32>, %x: tensor<8x32xf32>, %res: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  %y, %m, %r = fusion.layer_norm %x {epsilon = 1.0e-05 : f32} : tensor<8x32xf32> -> tensor<8x32xf32>, tensor<8xf32>, tensor<8xf32>
+  %dyd = tensor.cast %dy : tensor<8x32xf32> to tensor<?x?xf32>
+  %xd = tensor.cast %x : tensor<8x32xf32> to tensor<?x?xf32>
+  %md = tensor.cast %m : tensor<8xf32> to tensor<?xf32>
+  %rd = tensor.cast %r : tensor<8xf32> to tensor<?xf32>
+  %resd = tensor.cast %res : tensor<8x32xf32> to tensor<?x?xf32>
+  %dx = fusion.layer_norm_grad %dyd, %xd, %md, %rd residual(%resd : tensor<?x?xf32>)
+      : tensor<?x?xf32>, tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32> -> tensor<?x?xf32>
+  %dxs = tensor.cast %dx : tensor<?x?xf32> to tensor<8x32xf32>
+  return %dxs : tensor<8x32xf32>
 }

@@ -1,11 +1,14 @@
 // Reference semantics of fusion.rms_norm_grad on the CPU: against central
 // finite differences, precomputed in float64 for fixed inputs, and as a
-// directional derivative of fusion.rms_norm on random f32 inputs.
+// directional derivative of fusion.rms_norm on random f32 inputs; with a
+// residual, dx + residual in f32 rounded once.
 // RUN: fusion-runner %s -e expected --compare=hand --atol=1e-5 --rtol=1e-5 | FileCheck %s
 // RUN: fusion-runner %s -e fd --compare=analytic --atol=1e-2 --rtol=1e-2 | FileCheck %s
 // RUN: fusion-runner %s -e fd --compare=analytic --seed=7 --input-range=-2,2 --atol=1e-2 --rtol=1e-2 | FileCheck %s
 // RUN: fusion-runner %s -e f32_grad_bf16 --compare=fusion_grad_bf16 --atol=2e-2 --rtol=1e-2 | FileCheck %s
 // RUN: fusion-runner %s -e fusion_grad_static --compare=fusion_grad_dynamic --atol=0 --rtol=0 | FileCheck %s
+// RUN: fusion-runner %s -e f32_grad_plus_residual --compare=fusion_grad_residual --atol=0 --rtol=0 | FileCheck %s
+// RUN: not fusion-runner %s -e f32_grad_plus_residual --compare=fusion_grad_then_add --atol=0 --rtol=0 | FileCheck %s --check-prefix=FAIL
 // RUN: not fusion-runner %s -e fd --compare=analytic_weight_dropped --atol=1e-2 --rtol=1e-2 | FileCheck %s --check-prefix=FAIL
 // CHECK: PASS
 // FAIL: FAIL
@@ -155,4 +158,36 @@ func.func @fusion_grad_dynamic(%dy: tensor<8x32xf32>, %x: tensor<8x32xf32>, %w: 
   %dxs = tensor.cast %dx : tensor<?x?xf32> to tensor<8x32xf32>
   %dws = tensor.cast %dw : tensor<?xf32> to tensor<32xf32>
   return %dxs, %dws : tensor<8x32xf32>, tensor<32xf32>
+}
+
+// The residual: dx = the gradient + residual in f32, rounded once to dx's
+// bf16 (here an f32 residual), exactly the f32 computation rounded at the
+// end; a separate add (the gradient rounded to bf16 first, then the sum)
+// is not (the second FAIL run above: it rounds twice).
+func.func @f32_grad_plus_residual(%dy: tensor<8x32xbf16>, %x: tensor<8x32xbf16>, %w: tensor<32xbf16>,
+                                  %res: tensor<8x32xf32>) -> (tensor<8x32xbf16>, tensor<32xf32>) {
+  %dyf = arith.extf %dy : tensor<8x32xbf16> to tensor<8x32xf32>
+  %xf = arith.extf %x : tensor<8x32xbf16> to tensor<8x32xf32>
+  %wf = arith.extf %w : tensor<32xbf16> to tensor<32xf32>
+  %y, %r = fusion.rms_norm %xf {epsilon = 1.0e-05 : f32} : tensor<8x32xf32> -> tensor<8x32xf32>, tensor<8xf32>
+  %dx, %dw = fusion.rms_norm_grad %dyf, %xf, %r weight(%wf : tensor<32xf32>)
+      : tensor<8x32xf32>, tensor<8x32xf32>, tensor<8xf32> -> tensor<8x32xf32>, tensor<32xf32>
+  %sum = fusion.add %dx, %res : tensor<8x32xf32>
+  %dxb = arith.truncf %sum : tensor<8x32xf32> to tensor<8x32xbf16>
+  return %dxb, %dw : tensor<8x32xbf16>, tensor<32xf32>
+}
+func.func @fusion_grad_residual(%dy: tensor<8x32xbf16>, %x: tensor<8x32xbf16>, %w: tensor<32xbf16>,
+                                %res: tensor<8x32xf32>) -> (tensor<8x32xbf16>, tensor<32xf32>) {
+  %y, %r = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<8x32xbf16> -> tensor<8x32xbf16>, tensor<8xf32>
+  %dx, %dw = fusion.rms_norm_grad %dy, %x, %r weight(%w : tensor<32xbf16>) residual(%res : tensor<8x32xf32>)
+      : tensor<8x32xbf16>, tensor<8x32xbf16>, tensor<8xf32> -> tensor<8x32xbf16>, tensor<32xf32>
+  return %dx, %dw : tensor<8x32xbf16>, tensor<32xf32>
+}
+func.func @fusion_grad_then_add(%dy: tensor<8x32xbf16>, %x: tensor<8x32xbf16>, %w: tensor<32xbf16>,
+                                %res: tensor<8x32xf32>) -> (tensor<8x32xbf16>, tensor<32xf32>) {
+  %y, %r = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<8x32xbf16> -> tensor<8x32xbf16>, tensor<8xf32>
+  %dx0, %dw = fusion.rms_norm_grad %dy, %x, %r weight(%w : tensor<32xbf16>)
+      : tensor<8x32xbf16>, tensor<8x32xbf16>, tensor<8xf32> -> tensor<8x32xbf16>, tensor<32xf32>
+  %dx = fusion.add %dx0, %res : tensor<8x32xbf16>, tensor<8x32xf32>
+  return %dx, %dw : tensor<8x32xbf16>, tensor<32xf32>
 }

@@ -6,6 +6,7 @@
 // RUN: fusion-runner %s -e block_bf16 --after-passes='fusion-fuse{regroup-backward=true}' --atol=5e-2 --rtol=5e-2 | FileCheck %s
 // RUN: fusion-runner %s -e train_step --after-passes='fusion-fuse{regroup-backward=true}' --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e train_step_ln --after-passes='fusion-fuse{regroup-backward=true}' --atol=1e-4 --rtol=1e-4 | FileCheck %s
+// RUN: fusion-runner %s -e train_step_ln_residual --after-passes='fusion-fuse{regroup-backward=true}' --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // And by default (the norms of the training steps stay for their gradients):
 // RUN: fusion-runner %s -e train_step --after-passes=fusion-fuse --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e train_step_ln --after-passes=fusion-fuse --atol=1e-4 --rtol=1e-4 | FileCheck %s
@@ -25,6 +26,9 @@
 // IR-LABEL: func.func @train_step_ln(
 // IR: fusion.fused_matmul {{.*}}epilogue = #fusion.epilogue<layer_norm>
 // IR: fusion.fused_matmul {{.*}}epilogue = #fusion.epilogue<layer_norm_grad>
+// IR-LABEL: func.func @train_step_ln_residual(
+// IR: fusion.fused_matmul {{.*}}epilogue = #fusion.epilogue<layer_norm>
+// IR: fusion.fused_matmul {{.*}} residual({{.*}}epilogue = #fusion.epilogue<layer_norm_grad>
 
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 
@@ -72,6 +76,24 @@ func.func @train_step_ln(%x: tensor<32x48xf32>, %w1: tensor<48x512xf32>, %w2: te
   %y = fusion.matmul %h, %w2 : tensor<32x512xf32>, tensor<512x16xf32> -> tensor<32x16xf32>
   %dh = fusion.matmul %dy, %w2 {transpose_rhs} : tensor<32x16xf32>, tensor<512x16xf32> -> tensor<32x512xf32>
   %dz = fusion.layer_norm_grad %dh, %z, %m, %r : tensor<32x512xf32>, tensor<32x512xf32>, tensor<32xf32>, tensor<32xf32> -> tensor<32x512xf32>
+  %dw2 = fusion.matmul %h, %dy {transpose_lhs} : tensor<32x512xf32>, tensor<32x16xf32> -> tensor<512x16xf32>
+  %dx = fusion.matmul %dz, %w1 {transpose_rhs} : tensor<32x512xf32>, tensor<48x512xf32> -> tensor<32x48xf32>
+  %dw1 = fusion.matmul %x, %dz {transpose_lhs} : tensor<32x48xf32>, tensor<32x512xf32> -> tensor<48x512xf32>
+  return %y, %dx, %dw1, %dw2 : tensor<32x16xf32>, tensor<32x48xf32>, tensor<48x512xf32>, tensor<512x16xf32>
+}
+
+// The same whose norm gradient adds the gradient along a skip connection
+// (its residual operand): the grad epilogue adds it as the fused op's
+// residual.
+func.func @train_step_ln_residual(%x: tensor<32x48xf32>, %w1: tensor<48x512xf32>, %w2: tensor<512x16xf32>,
+                                  %dy: tensor<32x16xf32>, %dskip: tensor<32x512xf32>)
+    -> (tensor<32x16xf32>, tensor<32x48xf32>, tensor<48x512xf32>, tensor<512x16xf32>) {
+  %z = fusion.matmul %x, %w1 : tensor<32x48xf32>, tensor<48x512xf32> -> tensor<32x512xf32>
+  %h, %m, %r = fusion.layer_norm %z {epsilon = 1.0e-05 : f32} : tensor<32x512xf32> -> tensor<32x512xf32>, tensor<32xf32>, tensor<32xf32>
+  %y = fusion.matmul %h, %w2 : tensor<32x512xf32>, tensor<512x16xf32> -> tensor<32x16xf32>
+  %dh = fusion.matmul %dy, %w2 {transpose_rhs} : tensor<32x16xf32>, tensor<512x16xf32> -> tensor<32x512xf32>
+  %dz = fusion.layer_norm_grad %dh, %z, %m, %r residual(%dskip : tensor<32x512xf32>)
+      : tensor<32x512xf32>, tensor<32x512xf32>, tensor<32xf32>, tensor<32xf32> -> tensor<32x512xf32>
   %dw2 = fusion.matmul %h, %dy {transpose_lhs} : tensor<32x512xf32>, tensor<32x16xf32> -> tensor<512x16xf32>
   %dx = fusion.matmul %dz, %w1 {transpose_rhs} : tensor<32x512xf32>, tensor<48x512xf32> -> tensor<32x48xf32>
   %dw1 = fusion.matmul %x, %dz {transpose_lhs} : tensor<32x48xf32>, tensor<32x512xf32> -> tensor<48x512xf32>

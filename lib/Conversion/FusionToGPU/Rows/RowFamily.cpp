@@ -5,7 +5,8 @@
 // each become one kernel (RowKernels.cpp) and its launch; a
 // fusion.rms_norm_grad or fusion.layer_norm_grad becomes the dx kernel and,
 // with parameter gradients, the kernel summing their partial rows (in a
-// buffer from the stream-ordered pool, freed after it). Operands are
+// buffer from the stream-ordered pool, freed after it); a norm gradient's
+// residual is one more flat operand of the dx kernel. Operands are
 // passed flat (memref.reinterpret_cast of the contiguous buffers), with the
 // row count: the product of the leading dimensions, dynamic ones included.
 //
@@ -144,6 +145,8 @@ void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
     operands.push_back(flat(rms.getRstd()));
     if (rms.getWeight())
       operands.push_back(flat(rms.getWeight()));
+    if (rms.getResidual())
+      operands.push_back(flat(rms.getResidual()));
     dx = rms.getInputGrad();
     weightGrad = rms.getWeightGrad();
   } else {
@@ -152,6 +155,8 @@ void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
     operands.push_back(flat(ln.getRstd()));
     if (ln.getWeight())
       operands.push_back(flat(ln.getWeight()));
+    if (ln.getResidual())
+      operands.push_back(flat(ln.getResidual()));
     dx = ln.getInputGrad();
     weightGrad = ln.getWeightGrad();
     biasGrad = ln.getBiasGrad();

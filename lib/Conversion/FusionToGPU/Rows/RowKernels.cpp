@@ -20,7 +20,8 @@
 // same number of steps (rows past the end skip their loads and stores, so
 // every thread reaches the barriers). Per row: x_hat from x and the saved
 // statistics, g = dy * weight, the group sums of g * x_hat (and of g for
-// LayerNorm), dx = rstd (g - sum(g) / N - x_hat sum(g x_hat) / N); each
+// LayerNorm), dx = rstd (g - sum(g) / N - x_hat sum(g x_hat) / N), plus the
+// residual when there is one (read with dy, at dy's positions); each
 // thread adds dy * x_hat (dweight) and dy (dbias) of its columns into
 // registers and finally writes them as partial row u. The reduction kernel
 // sums the partial rows of a column in a fixed order.
@@ -242,6 +243,7 @@ void RowKernelEmitter::emitNormGrad() {
   Value meanMem = layerNorm ? args[next++] : Value();
   Value rstdMem = args[next++];
   Value weight = s.weightElem ? args[next++] : Value();
+  Value residualMem = s.residualElem ? args[next++] : Value();
   Value dxMem = args[next++];
   Value partials = s.paramGrads() ? args[next++] : Value();
   Value rows = args[next++];
@@ -282,12 +284,17 @@ void RowKernelEmitter::emitNormGrad() {
         Value rowBase = mul(row, idx(s.n));
         Value rstd = scalarIf(rowValid, rstdMem, row);
         Value mean = layerNorm ? scalarIf(rowValid, meanMem, row) : Value();
-        SmallVector<Value> dy, xHat, g;
+        SmallVector<Value> dy, xHat, g, residual;
         Value sumGX = cstF32(0.0), sumG = cstF32(0.0);
         for (int64_t i = 0; i < s.vecsPerThread; ++i) {
           Value ok = both(inRow[i], rowValid);
           Value x = loadIf(ok, xMem, add(rowBase, column[i]));
           dy.push_back(loadIf(ok, dyMem, add(rowBase, column[i])));
+          // Issued with dy and x, before the group sums' shuffles and
+          // barriers.
+          if (residualMem)
+            residual.push_back(
+                loadIf(ok, residualMem, add(rowBase, column[i])));
           Value centered = x;
           if (layerNorm) {
             // Lanes past the row stay 0 (x - mean would not).
@@ -314,8 +321,10 @@ void RowKernelEmitter::emitNormGrad() {
                 b, g[i], arith::MulFOp::create(b, xHat[i], splat(c2)));
             if (c1)
               t = arith::SubFOp::create(b, t, splat(c1));
-            store(arith::MulFOp::create(b, t, splat(rstd)), dxMem,
-                  add(rowBase, column[i]));
+            Value dx = arith::MulFOp::create(b, t, splat(rstd));
+            if (residualMem)
+              dx = arith::AddFOp::create(b, dx, residual[i]);
+            store(dx, dxMem, add(rowBase, column[i]));
           });
         }
         // dweight += dy x_hat, dbias += dy (0 past the rows).
@@ -466,6 +475,8 @@ gpu::GPUFuncOp mlir::fusion::buildRowKernel(OpBuilder &builder, Location loc,
     types.push_back(flat(f32));
     if (s.weightElem)
       types.push_back(flat(s.weightElem));
+    if (s.residualElem)
+      types.push_back(flat(s.residualElem));
     types.push_back(flat(s.elem));
     if (s.paramGrads())
       types.push_back(flat(f32));

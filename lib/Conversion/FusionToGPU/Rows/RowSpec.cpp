@@ -153,6 +153,9 @@ FailureOr<RowKernelSpec> mlir::fusion::getRowKernelSpec(Operation *op,
                                             : RowOpKind::LayerNormGrad;
             s.weightElem = elementOf(grad.getWeight());
             s.weightGrad = static_cast<bool>(grad.getWeight());
+            // Any float type: read at dy's positions, vec elements at a time
+            // (16 bytes when it has dy's type).
+            s.residualElem = elementOf(grad.getResidual());
             if constexpr (std::is_same_v<decltype(grad), LayerNormGradOp>)
               s.biasGrad = grad.getWithBiasGrad();
             // dy, x and dx share one element type (one vector width).

@@ -11,7 +11,10 @@
 //   - fusion.rms_norm_grad and fusion.layer_norm_grad (the backward ops the
 //     fusion passes leave standing): the same row groups compute dx from
 //     dy, x and the saved statistics, and accumulate each thread's columns
-//     of dweight / dbias over the rows it visits; a persistent grid of at
+//     of dweight / dbias over the rows it visits (a residual operand is
+//     read beside dy and added to dx before it is rounded; fusion-plan-
+//     kernels folds a residual branch's fusion.add into it); a persistent
+//     grid of at
 //     most kMaxGradBlocks CTAs writes one partial row per row group, and a
 //     second kernel sums the partial rows of each column in a fixed order
 //     (the parameter gradients are bitwise the same run to run);
@@ -50,6 +53,7 @@ struct RowKernelSpec {
   Type elem;            ///< input and output element type
   Type rhsElem;         ///< binary ops: rhs's element type
   Type weightElem, biasElem; ///< norms: the affine parameters', or null
+  Type residualElem;    ///< norm gradients: the residual's, or null
   int64_t n = 0;        ///< innermost size (static)
   int64_t vec = 1;      ///< elements per access (16 bytes of elem, or 1)
   double epsilon = 0.0;
@@ -107,7 +111,7 @@ FailureOr<RowKernelSpec> getRowKernelSpec(Operation *op, std::string &why);
 /// Builds the kernel `name` in `module`. Arguments, all device memrefs viewed
 /// flat (memref<?xT>), then the row count (index):
 ///   norms:   input, output, [weight], [bias], [mean], [rstd], rows
-///   grads:   dy, x, [mean], rstd, [weight], dx, [partials], rows
+///   grads:   dy, x, [mean], rstd, [weight], [residual], dx, [partials], rows
 ///   binary:  lhs, rhs, output, rows
 /// A norm gradient's partials are [paramGrads][units][n] f32, units =
 /// gridDim.x * rowsPerBlock (row group u visits rows u, u + units, ...).

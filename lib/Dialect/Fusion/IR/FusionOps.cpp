@@ -357,7 +357,8 @@ LogicalResult RMSNormGradOp::verify() {
       failed(rs->check(*this, "grad", getGrad(), RowShape::Full)) ||
       failed(rs->check(*this, "rstd", getRstd(), RowShape::Rows)) ||
       failed(rs->check(*this, "weight", getWeight(), RowShape::Innermost)) ||
-      failed(rs->check(*this, "input_grad", getInputGrad(), RowShape::Full)))
+      failed(rs->check(*this, "input_grad", getInputGrad(), RowShape::Full)) ||
+      failed(rs->check(*this, "residual", getResidual(), RowShape::Full)))
     return failure();
   if (getWeight() && !getWeightGrad())
     return emitOpError("expected a weight_grad result because weight is given");
@@ -373,7 +374,8 @@ LogicalResult LayerNormGradOp::verify() {
       failed(rs->check(*this, "mean", getMean(), RowShape::Rows)) ||
       failed(rs->check(*this, "rstd", getRstd(), RowShape::Rows)) ||
       failed(rs->check(*this, "weight", getWeight(), RowShape::Innermost)) ||
-      failed(rs->check(*this, "input_grad", getInputGrad(), RowShape::Full)))
+      failed(rs->check(*this, "input_grad", getInputGrad(), RowShape::Full)) ||
+      failed(rs->check(*this, "residual", getResidual(), RowShape::Full)))
     return failure();
   size_t expected = (getWeight() ? 1 : 0) + (getWithBiasGrad() ? 1 : 0);
   if (getParamGrads().size() != expected)

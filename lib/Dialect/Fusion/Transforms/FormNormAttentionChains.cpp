@@ -333,6 +333,10 @@ LogicalResult matchRMSNormGrad(Forward &f, Backward &b, std::string &why) {
           "chain's fusion.rms_norm";
     return failure();
   }
+  if (b.rmsGrad.getResidual()) {
+    why = "the fusion.rms_norm_grad adds a residual gradient";
+    return failure();
+  }
   if (b.rmsGrad.getWeight() != f.rmsNorm.getWeight()) {
     why = "the fusion.rms_norm_grad and the fusion.rms_norm have different "
           "weights";
@@ -401,6 +405,10 @@ LogicalResult matchLayerNormGrad(Forward &f, Backward &b, std::string &why) {
       b.lnGrad.getRstd() != f.layerNorm.getRstd()) {
     why = "the fusion.layer_norm_grad does not read the statistics saved by "
           "this chain's fusion.layer_norm";
+    return failure();
+  }
+  if (b.lnGrad.getResidual()) {
+    why = "the fusion.layer_norm_grad adds a residual gradient";
     return failure();
   }
   if (b.lnGrad.getWeight() != f.layerNorm.getWeight()) {

@@ -15,6 +15,17 @@
 // other, or a constant when B is one. The fusion.add of a gdpa_grad's query
 // gradient and a tensor of its type becomes the gdpa_grad's residual
 // (foldAttentionGradResidual), added in the attention backward kernel.
+// First, a fusion.add of a norm gradient's input gradient dx (its only use,
+// possibly through tensor.expand_shape / collapse_shape views) and a tensor
+// of the same shape (the gradient of a residual branch) folds into the norm
+// gradient as its `residual` operand (foldNormGradResiduals): the other
+// operand reshaped back to dx's shape by the inverse views, the add's uses
+// given the views of the new dx. The row family's dx kernel then reads the
+// residual beside dy and writes dx once, instead of an add kernel reading
+// dx and the residual again (the result is rounded once, not twice). Only
+// under a target (the row family takes it on every target there is); the
+// fusion passes before this one, FlashNormAttention formation among them,
+// see the add unchanged.
 // Whatever else has no GPU kernel, or does not
 // fit the target, is refused with an error: planning is required for
 // correctness, so it fails loudly (docs/STYLE.md 2.5).
@@ -34,6 +45,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace mlir::fusion;
@@ -140,6 +152,208 @@ MatmulOp addColumnSums(IRRewriter &rewriter, FusedMatmulOp op) {
   return product;
 }
 
+/// `[4096, 512]`, `?` for a dynamic size.
+std::string describeShape(RankedTensorType type) {
+  std::string text = "[";
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(type.getShape(), os, [&](int64_t d) {
+    if (ShapedType::isDynamic(d))
+      os << '?';
+    else
+      os << d;
+  });
+  os << ']';
+  return text;
+}
+
+/// A fusion.add of a norm gradient's dx and another tensor, foldable into
+/// the norm gradient as its residual: `views` lead from dx to the add's
+/// operand (tensor.expand_shape / collapse_shape, each the only use of the
+/// value before it), `other` is the add's other operand.
+struct ResidualFold {
+  Operation *grad = nullptr;
+  SmallVector<Operation *> views;
+  AddOp add;
+  Value other;
+};
+
+Value residualOf(Operation *grad) {
+  if (auto rms = dyn_cast<RMSNormGradOp>(grad))
+    return rms.getResidual();
+  return cast<LayerNormGradOp>(grad).getResidual();
+}
+
+/// Whether `add`'s operand `index` is a norm gradient's dx, possibly through
+/// views, that the fold can take with `add`'s other operand as its residual.
+/// Fills `f` as far as it matched (`f.grad` is set once a norm gradient is
+/// found) and, on failure, says why not in `why`.
+LogicalResult matchResidualFold(AddOp add, unsigned index, DominanceInfo &dom,
+                                ResidualFold &f, std::string &why) {
+  f = ResidualFold{nullptr, {}, add, add->getOperand(1 - index)};
+  Value operand = add->getOperand(index);
+  Value v = operand;
+  // dx, its views, and the add's operand, each used once only (by the next).
+  bool singleUse = v.hasOneUse();
+  while (isa_and_present<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+      v.getDefiningOp())) {
+    f.views.push_back(v.getDefiningOp());
+    v = v.getDefiningOp()->getOperand(0);
+    singleUse &= v.hasOneUse();
+  }
+  std::reverse(f.views.begin(), f.views.end());
+  Operation *grad = v.getDefiningOp();
+  if (!isa_and_present<RMSNormGradOp, LayerNormGradOp>(grad) ||
+      v != grad->getResult(0))
+    return failure();
+  f.grad = grad;
+  if (!singleUse) {
+    why = f.views.empty() ? "its input gradient has other uses than the add"
+                          : "its input gradient (or a reshape of it) has "
+                            "other uses than the add";
+    return failure();
+  }
+  if (residualOf(grad)) {
+    why = "it already adds a residual";
+    return failure();
+  }
+  auto operandType = cast<RankedTensorType>(operand.getType());
+  auto otherType = cast<RankedTensorType>(f.other.getType());
+  if (otherType.getShape() != operandType.getShape()) {
+    why = "the add broadcasts (its operands have the shapes " +
+          describeShape(operandType) + " and " + describeShape(otherType) +
+          ")";
+    return failure();
+  }
+  if (add.getResult().getType() != operandType) {
+    why = "the add's result type differs from the input gradient's";
+    return failure();
+  }
+  Block *block = add->getBlock();
+  if (grad->getBlock() != block ||
+      llvm::any_of(f.views, [&](Operation *view) {
+        return view->getBlock() != block;
+      })) {
+    why = "it, its reshapes and the add are in different blocks";
+    return failure();
+  }
+  // Undoing a collapse_shape needs the sizes it merged: static, or those of
+  // dx itself (the norm's input's sizes).
+  for (auto [i, view] : llvm::enumerate(f.views)) {
+    auto collapse = dyn_cast<tensor::CollapseShapeOp>(view);
+    if (collapse && i > 0 && !collapse.getSrcType().hasStaticShape()) {
+      why = "a dynamic tensor.collapse_shape follows another reshape of its "
+            "input gradient (the sizes to reshape the add's other operand "
+            "back are not at hand)";
+      return failure();
+    }
+  }
+  // The norm gradient moves down to the add when `other` is defined after
+  // it: its parameter gradients must not be used before the add then.
+  if (!dom.properlyDominates(f.other, grad)) {
+    for (Value result : grad->getResults().drop_front())
+      for (Operation *user : result.getUsers())
+        if (!dom.properlyDominates(add.getOperation(), user)) {
+          why = "the add's other operand is computed after it, and its "
+                "parameter gradients are used before the add";
+          return failure();
+        }
+  }
+  return success();
+}
+
+/// Folds `f.add` into `f.grad`: `f.other`, reshaped by the inverse views to
+/// dx's shape, becomes the norm gradient's residual, and the add's uses take
+/// the views of dx (now dx + residual) instead.
+void foldResidual(IRRewriter &rewriter, ResidualFold &f, DominanceInfo &dom) {
+  if (!dom.properlyDominates(f.other, f.grad)) {
+    // `other` is defined between the norm gradient and the add: the
+    // gradient and its views move down to the add.
+    f.grad->moveBefore(f.add);
+    for (Operation *view : f.views)
+      view->moveBefore(f.add);
+  }
+  rewriter.setInsertionPoint(f.grad);
+  Location loc = f.add.getLoc();
+  Type elem = cast<RankedTensorType>(f.other.getType()).getElementType();
+  Value residual = f.other;
+  for (Operation *view : llvm::reverse(f.views)) {
+    auto srcType = cast<RankedTensorType>(view->getOperand(0).getType());
+    auto type = RankedTensorType::get(srcType.getShape(), elem);
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(view)) {
+      residual = tensor::CollapseShapeOp::create(
+          rewriter, loc, type, residual, expand.getReassociationIndices());
+      continue;
+    }
+    // A collapse_shape's source is static, or dx itself
+    // (matchResidualFold), whose sizes are the norm gradient's input's.
+    SmallVector<OpFoldResult> sizes;
+    for (auto [d, size] : llvm::enumerate(srcType.getShape())) {
+      if (!ShapedType::isDynamic(size)) {
+        sizes.push_back(rewriter.getIndexAttr(size));
+        continue;
+      }
+      Value dim = tensor::DimOp::create(rewriter, loc, f.grad->getOperand(1),
+                                        static_cast<int64_t>(d));
+      sizes.push_back(dim);
+    }
+    residual = tensor::ExpandShapeOp::create(
+        rewriter, loc, type, residual,
+        cast<tensor::CollapseShapeOp>(view).getReassociationIndices(), sizes);
+  }
+  if (auto rms = dyn_cast<RMSNormGradOp>(f.grad))
+    rms.getResidualMutable().assign(residual);
+  else
+    cast<LayerNormGradOp>(f.grad).getResidualMutable().assign(residual);
+  Value viewed = f.views.empty() ? f.grad->getResult(0)
+                                 : f.views.back()->getResult(0);
+  rewriter.replaceOp(f.add, viewed);
+}
+
+/// Folds every fusion.add of a norm gradient's dx (through views) and a
+/// tensor of the same shape into that norm gradient's residual operand, in
+/// modules whose target has the row family's norm-gradient kernel with a
+/// residual: every target TargetInfo knows (sm_90a and sm_100a lower norm
+/// gradients through the same row family). With `report`, a remark on each
+/// norm gradient folded, or on the add saying why not.
+void foldNormGradResiduals(ModuleOp module, bool report) {
+  SmallVector<AddOp> adds;
+  module.walk([&](AddOp add) {
+    if (lookupTargetInfo(add))
+      adds.push_back(add);
+  });
+  if (adds.empty())
+    return;
+  IRRewriter rewriter(module.getContext());
+  DominanceInfo dom(module);
+  for (AddOp add : adds) {
+    ResidualFold fold, refused;
+    std::string why, refusedWhy;
+    bool folded = false;
+    for (unsigned index : {0u, 1u}) {
+      if (succeeded(matchResidualFold(add, index, dom, fold, why))) {
+        folded = true;
+        break;
+      }
+      if (fold.grad && !refused.grad) {
+        refused = fold;
+        refusedWhy = why;
+      }
+    }
+    if (folded) {
+      Operation *grad = fold.grad;
+      foldResidual(rewriter, fold, dom);
+      if (report)
+        grad->emitRemark()
+            << "the fusion.add of its input gradient and a tensor of its "
+               "shape folded in as its residual (one row kernel reads both)";
+    } else if (report && refused.grad) {
+      add.emitRemark() << "not folded into the "
+                       << refused.grad->getName().getStringRef()
+                       << " of its operand as its residual: " << refusedWhy;
+    }
+  }
+}
+
 /// The attention kernel's plan for `op` (fusion.gdpa or
 /// fusion.norm_attention) on its module's target, as a remark; nothing for
 /// shapes the kernel's spec refuses anyway (dynamic D, Dv or L_kv).
@@ -242,6 +456,7 @@ void foldAttentionGradResidual(ModuleOp module) {
 LogicalResult mlir::fusion::planKernels(ModuleOp module,
                                         StringRef lazyRowStats, bool splitK,
                                         bool report) {
+  foldNormGradResiduals(module, report);
   foldAttentionGradResidual(module);
   // Collect first: the matmuls are replaced while planning.
   SmallVector<Operation *> gemms;

@@ -9,7 +9,9 @@
 // A norm with an affine weight or bias has an output that is not x_hat: only
 // its backward is regrouped, reading z and the saved statistics (the forward
 // norm stays, whatever else fuses it), with dweight / dbias reduced in the
-// dgrad GEMM's epilogue.
+// dgrad GEMM's epilogue. A norm gradient's residual (the gradient along a
+// skip connection) becomes the fused op's residual, which a grad epilogue
+// adds to dx.
 //
 //===----------------------------------------------------------------------===//
 
@@ -103,6 +105,9 @@ FusedMatmulSpec gradSpec(Regroup r) {
   bwd.epilogue = lg ? EpilogueKind::layer_norm_grad : EpilogueKind::rms_norm_grad;
   bwd.withBiasGrad = lg && lg.getWithBiasGrad();
   bwd.outputType = r.grad->getResult(0).getType();
+  // The skip connection's gradient, added to dx by the grad epilogue alike.
+  bwd.residual = lg ? lg.getResidual()
+                    : cast<RMSNormGradOp>(r.grad).getResidual();
   for (Value g : r.grad->getResults().drop_front())
     bwd.extraTypes.push_back(g.getType());
   return bwd;

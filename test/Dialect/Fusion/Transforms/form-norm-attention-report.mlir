@@ -251,6 +251,36 @@ func.func @backward_bias_grad_without_bias(%q: tensor<1x8x2x4xf32>, %k: tensor<1
 
 // -----
 
+// The backward's layer_norm_grad already adds the outer residual (the form
+// fusion-plan-kernels gives it): the norm_attention_grad has no such operand.
+// CHECK-LABEL: func.func @backward_grad_with_residual
+// CHECK-NOT: fusion.norm_attention
+// CHECK: fusion.gdpa
+func.func @backward_grad_with_residual(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>, %dout: tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) {
+  %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %lnf, %m, %r = fusion.layer_norm %qf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>
+  %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  // expected-remark @below {{fusion.gdpa not formed into fusion.norm_attention: its backward does not match (the fusion.layer_norm_grad adds a residual gradient), and the layer-normed query has users outside the chain}}
+  %a = fusion.gdpa %ln, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.5 : f32} : tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>
+  %h = fusion.add %a, %ln : tensor<1x8x2x4xf32>
+  %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %yf, %rr = fusion.rms_norm %hf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>, tensor<1x8xf32>
+  %y = tensor.expand_shape %yf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  %out = fusion.add %y, %q : tensor<1x8x2x4xf32>
+  %doutf = tensor.collapse_shape %dout [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %dhf = fusion.rms_norm_grad %doutf, %hf, %rr : tensor<1x8x8xf32>, tensor<1x8x8xf32>, tensor<1x8xf32> -> tensor<1x8x8xf32>
+  %dh = tensor.expand_shape %dhf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  %dq1, %dk, %dv = fusion.gdpa_grad %dh, %ln, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.5 : f32}
+      : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>
+  %dlnq = fusion.add %dh, %dq1 : tensor<1x8x2x4xf32>
+  %dlnqf = tensor.collapse_shape %dlnq [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %dqf = fusion.layer_norm_grad %dlnqf, %qf, %m, %r residual(%doutf : tensor<1x8x8xf32>) : tensor<1x8x8xf32>, tensor<1x8x8xf32>, tensor<1x8xf32>, tensor<1x8xf32> -> tensor<1x8x8xf32>
+  %dq = tensor.expand_shape %dqf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  return %out, %dq : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
+}
+
+// -----
+
 // The rms_norm weight is computed after a use of the LayerNorm mean, where
 // the fused op would have to go: nothing is formed.
 // CHECK-LABEL: func.func @operand_after_stat_user

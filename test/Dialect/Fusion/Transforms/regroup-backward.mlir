@@ -129,6 +129,29 @@ func.func @weight_mismatch(%z: tensor<64x256xf32>, %g: tensor<256xf32>, %w2: ten
 
 // -----
 
+// A norm gradient with a residual (the gradient along a skip connection):
+// the grad epilogue adds it to dx as the fused op's residual.
+// CHECK-LABEL: func.func @grad_with_residual
+// CHECK-SAME: %[[RES:[^:]*]]: tensor<64x256xf32>)
+// CHECK: fusion.fused_matmul %{{.*}}, %{{.*}} residual(%[[RES]] : tensor<64x256xf32>) norm_input(
+// CHECK-SAME: epilogue = #fusion.epilogue<rms_norm_grad>
+// CHECK-NOT: fusion.rms_norm_grad
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @grad_with_residual(%x: tensor<64x32xf32>, %w1: tensor<32x256xf32>, %w2: tensor<256x16xf32>,
+                              %dy: tensor<64x16xf32>, %res: tensor<64x256xf32>)
+    -> (tensor<64x256xf32>, tensor<64x256xf32>) {
+  %z = fusion.matmul %x, %w1 : tensor<64x32xf32>, tensor<32x256xf32> -> tensor<64x256xf32>
+  // expected-remark @below {{fusion.rms_norm regrouped: forward fused into the epilogue of the GEMM producing its input}}
+  %h, %r = fusion.rms_norm %z {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>, tensor<64xf32>
+  %dh = fusion.matmul %dy, %w2 {transpose_rhs} : tensor<64x16xf32>, tensor<256x16xf32> -> tensor<64x256xf32>
+  %dz = fusion.rms_norm_grad %dh, %z, %r residual(%res : tensor<64x256xf32>)
+      : tensor<64x256xf32>, tensor<64x256xf32>, tensor<64xf32> -> tensor<64x256xf32>
+  return %h, %dz : tensor<64x256xf32>, tensor<64x256xf32>
+}
+}
+
+// -----
+
 // Not regrouped: the incoming gradient is a function argument, not a dgrad GEMM.
 // CHECK-LABEL: func.func @grad_from_argument
 // CHECK: fusion.rms_norm

@@ -185,54 +185,77 @@ def Fusion_LayerNormOp : Fusion_Op<"layer_norm",
   let hasVerifier = 1;
 }
 
-def Fusion_RMSNormGradOp : Fusion_Op<"rms_norm_grad", [Pure]> {
-  let summary = "gradient of rms_norm";
+def Fusion_RMSNormGradOp : Fusion_Op<"rms_norm_grad",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "gradient of rms_norm, plus an optional residual gradient";
   let description = [{
     Given the forward input `x`, its saved `rstd` and the output gradient `dy`,
     per row (innermost size N):
 
         x_hat = x * rstd,   g = dy * weight   (g = dy without weight)
-        dx    = rstd * (g - x_hat * sum(g * x_hat) / N)
+        dx    = rstd * (g - x_hat * sum(g * x_hat) / N) + residual
         dweight[n] = sum over all rows of dy[., n] * x_hat[., n]
 
-    `dweight` (f32, shape [N]) is a result exactly when `weight` is given. All
-    arithmetic is f32; `dx` is rounded to its element type.
+    `dweight` (f32, shape [N]) is a result exactly when `weight` is given.
+
+    `residual` (optional, the shape of `dx`, any float element type) is the
+    gradient reaching the norm's input through the residual branch of a
+    block, `x + f(norm(x))`: `dx` is then the input's whole gradient. It
+    replaces a `fusion.add` of the norm gradient and that gradient
+    (`fusion-plan-kernels` folds one in), reading the residual in the same
+    pass and writing dx once. All arithmetic is f32, the residual added in
+    f32; `dx` is rounded once to its element type (where the separate add
+    rounded the norm gradient first, then the sum).
 
     Example:
     ```mlir
     %dx, %dw = fusion.rms_norm_grad %dy, %x, %rstd weight(%w : tensor<512xbf16>)
         : tensor<4096x512xbf16>, tensor<4096x512xbf16>, tensor<4096xf32>
         -> tensor<4096x512xbf16>, tensor<512xf32>
+    // dx = the norm's input gradient + %dres
+    %dx2, %dw2 = fusion.rms_norm_grad %dy, %x, %rstd weight(%w : tensor<512xbf16>)
+        residual(%dres : tensor<4096x512xbf16>)
+        : tensor<4096x512xbf16>, tensor<4096x512xbf16>, tensor<4096xf32>
+        -> tensor<4096x512xbf16>, tensor<512xf32>
     ```
   }];
   let arguments = (ins Fusion_FloatTensor:$grad, Fusion_FloatTensor:$input,
                        Fusion_F32Tensor:$rstd,
-                       Optional<Fusion_FloatTensor>:$weight);
+                       Optional<Fusion_FloatTensor>:$weight,
+                       Optional<Fusion_FloatTensor>:$residual);
   let results = (outs Fusion_FloatTensor:$input_grad,
                       Optional<Fusion_F32Tensor>:$weight_grad);
   let assemblyFormat = [{
     $grad `,` $input `,` $rstd (`weight` `(` $weight^ `:` type($weight) `)`)?
+    (`residual` `(` $residual^ `:` type($residual) `)`)?
     attr-dict `:` type($grad) `,` type($input) `,` type($rstd)
     `->` type($input_grad) (`,` type($weight_grad)^)?
   }];
   let hasVerifier = 1;
 }
 
-def Fusion_LayerNormGradOp : Fusion_Op<"layer_norm_grad", [Pure]> {
-  let summary = "gradient of layer_norm";
+def Fusion_LayerNormGradOp : Fusion_Op<"layer_norm_grad",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "gradient of layer_norm, plus an optional residual gradient";
   let description = [{
     Given the forward input `x`, its saved `mean` and `rstd` and the output
     gradient `dy`, per row (innermost size N):
 
         x_hat = (x - mean) * rstd,   g = dy * weight   (g = dy without weight)
-        dx    = rstd * (g - sum(g) / N - x_hat * sum(g * x_hat) / N)
+        dx    = rstd * (g - sum(g) / N - x_hat * sum(g * x_hat) / N) + residual
         dweight[n] = sum over all rows of dy[., n] * x_hat[., n]
         dbias[n]   = sum over all rows of dy[., n]
 
     The parameter gradients (f32, shape [N]) follow `dx` in this order:
     `dweight` when `weight` is given, then `dbias` when `with_bias_grad` is set
-    (the bias does not enter `dx`, so it is not an operand). All arithmetic is
-    f32; `dx` is rounded to its element type.
+    (the bias does not enter `dx`, so it is not an operand).
+
+    `residual` (optional, the shape of `dx`, any float element type) is the
+    gradient reaching the norm's input through the residual branch of a
+    block: `dx` is then the input's whole gradient. It replaces a
+    `fusion.add` of the norm gradient and that gradient
+    (`fusion-plan-kernels` folds one in). All arithmetic is f32, the residual
+    added in f32; `dx` is rounded once to its element type.
 
     Example:
     ```mlir
@@ -240,17 +263,24 @@ def Fusion_LayerNormGradOp : Fusion_Op<"layer_norm_grad", [Pure]> {
         weight(%w : tensor<512xbf16>) {with_bias_grad}
         : tensor<4096x512xbf16>, tensor<4096x512xbf16>, tensor<4096xf32>,
           tensor<4096xf32> -> tensor<4096x512xbf16>, tensor<512xf32>, tensor<512xf32>
+    // dx = the norm's input gradient + %dres
+    %dx2 = fusion.layer_norm_grad %dy, %x, %mean, %rstd
+        residual(%dres : tensor<4096x512xf32>)
+        : tensor<4096x512xbf16>, tensor<4096x512xbf16>, tensor<4096xf32>,
+          tensor<4096xf32> -> tensor<4096x512xbf16>
     ```
   }];
   let arguments = (ins Fusion_FloatTensor:$grad, Fusion_FloatTensor:$input,
                        Fusion_F32Tensor:$mean, Fusion_F32Tensor:$rstd,
                        Optional<Fusion_FloatTensor>:$weight,
+                       Optional<Fusion_FloatTensor>:$residual,
                        UnitAttr:$with_bias_grad);
   let results = (outs Fusion_FloatTensor:$input_grad,
                       Variadic<Fusion_F32Tensor>:$param_grads);
   let assemblyFormat = [{
     $grad `,` $input `,` $mean `,` $rstd
-    (`weight` `(` $weight^ `:` type($weight) `)`)? attr-dict
+    (`weight` `(` $weight^ `:` type($weight) `)`)?
+    (`residual` `(` $residual^ `:` type($residual) `)`)? attr-dict
     `:` type($grad) `,` type($input) `,` type($mean) `,` type($rstd)
     `->` type($input_grad) (`,` type($param_grads)^)?
   }];

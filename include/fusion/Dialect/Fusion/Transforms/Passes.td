@@ -403,6 +403,45 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     of which take the residual); otherwise the add stays. It runs after
     `fusion-fuse`, so FlashNormAttention's matcher sees the block's add.
 
+    A norm gradient's residual. In a residual block's backward the norm's
+    input gradient is added to the gradient of the residual branch; the
+    planner folds that `fusion.add` into the `fusion.rms_norm_grad` /
+    `fusion.layer_norm_grad` as its `residual` operand, so the norm
+    gradient's row kernel reads the residual beside dy and writes the sum
+    once (one kernel and two full tensor reads and one write fewer; the sum
+    is rounded once instead of twice). The add may reach the input gradient
+    through `tensor.expand_shape` / `collapse_shape` views (a gradient over
+    heads, `[B, L, H * D]` viewed as `[B, L, H, D]`): the other operand is
+    reshaped back by the inverse views and the result viewed as before. It
+    folds when the input gradient has no other use, the operands have the
+    same shape (no broadcast) and the add's result type is the input
+    gradient's (of its views); the norm gradient moves down to the add when
+    the other operand is computed after it (not when its parameter
+    gradients are used in between):
+    ```mlir
+    %dxf, %dw = fusion.layer_norm_grad %dyf, %xf, %m, %r weight(%w : tensor<128xbf16>)
+        : tensor<2x8x128xbf16>, tensor<2x8x128xbf16>, tensor<2x8xf32>,
+          tensor<2x8xf32> -> tensor<2x8x128xbf16>, tensor<128xf32>
+    %dx0 = tensor.expand_shape %dxf [[0], [1], [2, 3]] output_shape [2, 8, 2, 64]
+        : tensor<2x8x128xbf16> into tensor<2x8x2x64xbf16>
+    %dx = fusion.add %dx0, %dout : tensor<2x8x2x64xbf16>
+    ```
+    becomes
+    ```mlir
+    %doutf = tensor.collapse_shape %dout [[0], [1], [2, 3]]
+        : tensor<2x8x2x64xbf16> into tensor<2x8x128xbf16>
+    %dxf, %dw = fusion.layer_norm_grad %dyf, %xf, %m, %r weight(%w : tensor<128xbf16>)
+        residual(%doutf : tensor<2x8x128xbf16>)
+        : tensor<2x8x128xbf16>, tensor<2x8x128xbf16>, tensor<2x8xf32>,
+          tensor<2x8xf32> -> tensor<2x8x128xbf16>, tensor<128xf32>
+    %dx = tensor.expand_shape %dxf [[0], [1], [2, 3]] output_shape [2, 8, 2, 64]
+        : tensor<2x8x128xbf16> into tensor<2x8x2x64xbf16>
+    ```
+    This runs first, under a target only (without one the CPU runs the
+    reference lowering, and nothing is planned); the fusion passes before
+    (`fusion-fuse`: FlashNormAttention formation, backward regrouping) see
+    the add as the user wrote it.
+
     #### Input invariants
     - The module (or an enclosing one) carries `fusion.target` whenever it
       holds a GEMM.
@@ -423,9 +462,13 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     splat of ones [1, K] (B's type), a planned `fusion.fused_matmul` of it
     with B into f32 [1, N] and a `tensor.collapse_shape` to [N] (an f32
     constant instead when B is a constant); its tile_n is at most 192 on
-    sm_90a. The row ops are unchanged, but for a `fusion.add` folded into a
-    `fusion.gdpa_grad` as its `residual` (above). On an error the pass
-    fails; the refused ops are unchanged.
+    sm_90a. A `fusion.add` of a norm gradient's input gradient and a tensor
+    of its shape disappears into the norm gradient's `residual` (with a
+    `tensor.collapse_shape` / `expand_shape` of the other operand, and a
+    `tensor.dim` of the norm's input for a dynamic size, when views lie
+    between); the other row ops are unchanged, but for a `fusion.add` folded into a
+    `fusion.gdpa_grad` as its `residual` (above). On an error the pass fails;
+    the refused ops are unchanged.
 
     #### Options
     - `lazy-row-stats` (`auto`, `in-kernel`, `kernel`): where a Lazy
@@ -438,7 +481,9 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       work item per output tile (0.09-0.33x cuBLAS at those sizes, against
       0.91-0.99x split, on the H200).
     - `report`: a remark per planned kernel: each GEMM's `fusion.kernel`
-      configuration, and for `fusion.gdpa` / `fusion.norm_attention` the
+      configuration, each norm gradient that took an add as its residual
+      (and, on an add of a norm gradient's input gradient that did not
+      fold, why not), and for `fusion.gdpa` / `fusion.norm_attention` the
       attention kernel's plan (`describeAttentionLayout`,
       `fusion/Target/NVPTX/AttentionKernelLimits.h`, the layout the kernel
       is built with): 128-token items over (batch, head), or over batch
@@ -460,8 +505,11 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     same skeleton but `tile_n` up to 512 (the TMEM columns of one lane);
     lowered for the plain GEMM and the one-CTA and cluster norm epilogues
     (assembled, never executed). Fails on a module holding a GEMM but no
-    target.
+    target. The residual fold applies on both targets (the same row family
+    lowers norm gradients there), and not without a target.
   }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
   let options = [
     Option<"lazyRowStats", "lazy-row-stats", "std::string", /*default=*/"\"auto\"",
            "where a Lazy Pre-Norm GEMM's row statistics are computed: auto "
@@ -609,7 +657,9 @@ def FusionRegroupBackwardPass
     Without an affine transform, two `fusion.fused_matmul` ops (forward
     `rms_norm`/`layer_norm` epilogue with `save_stats`; backward `*_grad`
     epilogue with `normalized_input`); with one, the backward fused op only.
-    A matmul's bias becomes its fused op's `col_bias`.
+    A matmul's bias becomes its fused op's `col_bias`; a norm gradient's
+    `residual` (the gradient along a skip connection) the backward fused
+    op's `residual`, which the grad epilogue adds to dx.
 
     #### Options
     - `report`: emit a remark per norm: regrouped, or why not.

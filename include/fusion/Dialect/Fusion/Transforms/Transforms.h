@@ -117,9 +117,17 @@ FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
 /// residual where the target's attention backward kernel takes the op
 /// (sm_90a and sm_100a), one kernel instead of two.
 /// `splitK`: whether small weight gradients may split K (chooseSplitK).
+///
+/// Before planning, under a target, a fusion.add of a norm gradient's input
+/// gradient (its only use, possibly through tensor.expand_shape /
+/// collapse_shape views) and a tensor of the same shape becomes the norm
+/// gradient's `residual` (the other operand reshaped back to dx's shape),
+/// so that the row kernel adds it instead of a kernel of its own.
+///
 /// `report`: a remark per planned kernel (the GEMM's fusion.kernel
 /// configuration; the attention kernel's items, stages, shared memory and
-/// grid, describeAttentionLayout).
+/// grid, describeAttentionLayout), per norm gradient given a residual, and
+/// per add of a norm gradient's input gradient that did not fold (why).
 LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
                           bool splitK = false, bool report = false);
 
