@@ -59,7 +59,10 @@ def main():
         q = torch.rand(*lead, h, d, device="cuda").to(dt)
         do = torch.rand(*lead, h, dv, device="cuda").to(dt)
         grads = [torch.full_like(t, float("nan")) for t in (q, k, v)]
-        fn(do, q, k, v, *([offsets] if prog.get("jagged") else []), *grads)
+        # A residual of its own (gdpa_grad_*residual*, not do) after the
+        # offsets.
+        own = [torch.rand_like(q)] if prog.get("residual") == "own" else []
+        fn(do, q, k, v, *([offsets] if prog.get("jagged") else []), *own, *grads)
         torch.cuda.synchronize()
         bad = sum(int(torch.isnan(g).sum()) for g in grads)
         print(f"{name} B={batch} Lq={lq}: {'ok' if bad == 0 else f'{bad} NaN left'}")
