@@ -15,7 +15,7 @@
 // other, or a constant when B is one. The fusion.add of a gdpa_grad's query
 // gradient and a tensor of its type becomes the gdpa_grad's residual
 // (foldAttentionGradResidual), added in the attention backward kernel.
-// First, a fusion.add of a norm gradient's input gradient dx (its only use,
+// Then a fusion.add of a norm gradient's input gradient dx (its only use,
 // possibly through tensor.expand_shape / collapse_shape views) and a tensor
 // of the same shape (the gradient of a residual branch) folds into the norm
 // gradient as its `residual` operand (foldNormGradResiduals): the other
@@ -456,8 +456,10 @@ void foldAttentionGradResidual(ModuleOp module) {
 LogicalResult mlir::fusion::planKernels(ModuleOp module,
                                         StringRef lazyRowStats, bool splitK,
                                         bool report) {
-  foldNormGradResiduals(module, report);
   foldAttentionGradResidual(module);
+  // After the attention backward's fold: an add that fold took is gone (and
+  // gets no remark from this one).
+  foldNormGradResiduals(module, report);
   // Collect first: the matmuls are replaced while planning.
   SmallVector<Operation *> gemms;
   bool ok = true;
