@@ -54,6 +54,9 @@ mlir::fusion::getAttentionKernelSpec(GDPAOp op, const TargetInfo &target,
   std::string why = checkOperands(op);
   if (!why.empty())
     return fail(why);
+  if (op.getResidual())
+    return fail("expected no residual (the kernel's output epilogue does not "
+                "add one yet)");
   Type elem = q.getElementType();
   AttentionKernelSpec s;
   s.elemType = elem;
