@@ -54,12 +54,19 @@ mlir::fusion::getAttentionKernelSpec(GDPAOp op, const TargetInfo &target,
   std::string why = checkOperands(op);
   if (!why.empty())
     return fail(why);
-  if (op.getResidual())
-    return fail("expected no residual (the kernel's output epilogue does not "
-                "add one yet)");
   Type elem = q.getElementType();
   AttentionKernelSpec s;
   s.elemType = elem;
+  if (Value residual = op.getResidual()) {
+    // Read as 16-bit pairs beside O's accumulator.
+    Type r = cast<ShapedType>(residual.getType()).getElementType();
+    if (r != elem)
+      return fail(llvm::formatv("expected residual of {0} (the output's element "
+                                "type), but got {1}",
+                                typeName(elem), typeName(r)));
+    s.residualType = r;
+    s.residualIsQuery = residual == op.getQuery();
+  }
   if (Value offsets = op.getOffsets()) {
     s.jagged = true;
     s.offsetsType = cast<ShapedType>(offsets.getType()).getElementType();
@@ -159,6 +166,8 @@ mlir::fusion::attentionArgs(const AttentionKernelSpec &s) {
       AttentionArg::Heads};
   if (s.jagged)
     args.append({AttentionArg::Offsets, AttentionArg::WindowBatch, AttentionArg::Output});
+  if (s.residualType)
+    args.push_back(AttentionArg::Residual);
   if (!s.norms)
     return args;
   if (s.lnWeightType)
