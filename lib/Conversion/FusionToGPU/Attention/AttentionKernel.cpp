@@ -453,10 +453,13 @@ void AttentionKernelEmitter::zeroRowsPastOffsets(Item it, Value c) {
 }
 
 Value AttentionKernelEmitter::storesRow(Item it, Value token) {
-  if (s.jagged)
-    return both(arith::CmpIOp::create(b, arith::CmpIPredicate::uge, token, it.lo),
-                ult(token, it.hi));
-  return ult(token, arg(AttentionArg::QueryLen));
+  if (!s.jagged)
+    return ult(token, arg(AttentionArg::QueryLen));
+  // (Operands into locals first: the host compilers evaluate arguments in
+  // different orders.)
+  Value fromLo = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, token, it.lo);
+  Value belowHi = ult(token, it.hi);
+  return both(fromLo, belowHi);
 }
 
 Value AttentionKernelEmitter::residualIndex(Item it, Value token, Value col) {
@@ -581,7 +584,7 @@ void AttentionKernelEmitter::consumer() {
     // L_q, which are not stored), as the FlashNormAttention consumer reads
     // q. No global read.
     const bool fromStage = s.residualIsQuery && early == blocks;
-    Value qRows = add(base, mul(c, idx(Spec::kGroupRows * 128)));
+    Value qRows = fromStage ? add(base, mul(c, idx(Spec::kGroupRows * 128))) : Value();
     SmallVector<SmallVector<SmallVector<Value>>> residual(blocks);
     auto loadResidual = [&](int64_t e) {
       if (!fromStage) {
