@@ -293,7 +293,7 @@ func.func @{name}(%q: {q}, %k: {kvt}, %v: {kvt}, %offsets: {off}, %lnw: {w}, %ln
 # name: (heads, D, L_kv). fusion-fuse leaves both as their ops on sm_90a
 # (no kernel takes fusion.norm_attention_grad yet): seven kernels for the
 # step, three for the backward (fusion-plan-kernels folds dh + dq1 into the
-# gdpa_grad's dQ epilogue and the outer residual's add into the
+# gdpa_grad's dQ epilogue, and the outer residual's add into the
 # layer_norm_grad as its residual; the step's forward gdpa + ln_q into the
 # gdpa's output epilogue).
 TRAINS = {"kunlun_train_h2": (2, 128, 128), "kunlun_train_h4": (4, 128, 128)}

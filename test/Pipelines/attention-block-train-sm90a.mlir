@@ -6,17 +6,17 @@
 // norm parameters' gradients. No sm_90a kernel takes the fused backward
 // (fusion.norm_attention_grad) yet, and the backward reads ln_q and h, so
 // fusion-fuse leaves the block as its ops, saying why, and the step runs as
-// its seven kernels (two of them with a parameter-gradient reduction): the
+// seven kernels (two of them with a parameter-gradient reduction): the
 // forward's LayerNorm, gdpa (384 threads) adding ln_q to its output
 // (fusion-plan-kernels folds the forward's first add, gdpa + ln_q, into it
-// as its residual), RMSNorm, add; the backward's RMSNorm gradient, gdpa_grad (256 threads: one consumer
+// as its residual), RMSNorm, add; the backward's RMSNorm gradient,
+// gdpa_grad (256 threads: one consumer
 // warpgroup for L_kv 16) adding dh to dq (fusion-plan-kernels folds the
 // backward's first add, dh + dq1, into it as its residual), and the
-// LayerNorm gradient with the outer residual's add folded in as its
-// residual operand (d out, read by the dx kernel, which writes dq into the
-// caller's buffer through a view, no copy). On the CPU the step computes
-// the same before and after
-// fusion-fuse and fusion-plan-kernels.
+// LayerNorm gradient with the outer residual's add folded in the same way
+// (its residual operand: d out, read by the dx kernel, which writes dq into
+// the caller's buffer through a view, no copy). On the CPU the step
+// computes the same before and after fusion-fuse and fusion-plan-kernels.
 // RUN: fusion-opt %s --fusion-fuse=report=true 2>&1 | FileCheck %s --check-prefix=FUSE
 // RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels=report=true 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels | FileCheck %s --check-prefix=PLAN
@@ -35,8 +35,12 @@
 // PLAN: %[[DLNQ:[^,]*]], {{.*}} = fusion.gdpa_grad %[[DH]], {{.*}} residual(%[[DH]] : tensor<2x8x2x64xbf16>)
 // PLAN: tensor.collapse_shape %[[DLNQ]]
 
-// REMARK: remark: not folded into the fusion.rms_norm_grad of its operand as its residual: its input gradient (or a reshape of it) has other uses than the add
+// The attention backward's fold takes dh + dq1 first (no remark about it
+// from the norm gradients' fold), then d out folds into the LayerNorm
+// gradient:
+// REMARK-NOT: not folded
 // REMARK: remark: the fusion.add of its input gradient and a tensor of its shape folded in as its residual (one row kernel reads both)
+// REMARK-NOT: not folded
 // PLAN: %[[DOUTF:.*]] = tensor.collapse_shape %arg6 {{\[\[}}0], [1], [2, 3]]
 // PLAN-NEXT: fusion.layer_norm_grad {{.*}} residual(%[[DOUTF]] : tensor<2x8x128xbf16>) {with_bias_grad}
 // PLAN-NEXT: %[[DQ:.*]] = tensor.expand_shape
@@ -56,7 +60,8 @@
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel4_params
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel5 {{.*}} threads in (%{{.*}}256
 // The gdpa_grad's next kernel is the LayerNorm gradient's (with its
-// parameter reduction): dh + dq1 has no kernel of its own.
+// parameter reduction, and d out as its residual): dh + dq1 has no kernel
+// of its own, nor has the outer residual's add.
 // CHECK: %[[DQF:.*]] = memref.reinterpret_cast %[[DQV]] to
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel6 {{.*}} args(%{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %[[DQF]] : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : index)
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel6_params

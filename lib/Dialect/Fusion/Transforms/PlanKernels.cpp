@@ -17,7 +17,7 @@
 // (foldAttentionGradResidual), added in the attention backward kernel; so
 // does the add of a gdpa's output and such a tensor, into the gdpa's
 // residual (foldAttentionResidual).
-// First, a fusion.add of a norm gradient's input gradient dx (its only use,
+// Then a fusion.add of a norm gradient's input gradient dx (its only use,
 // possibly through tensor.expand_shape / collapse_shape views) and a tensor
 // of the same shape (the gradient of a residual branch) folds into the norm
 // gradient as its `residual` operand (foldNormGradResiduals): the other
@@ -500,9 +500,11 @@ void foldAttentionResidual(ModuleOp module) {
 LogicalResult mlir::fusion::planKernels(ModuleOp module,
                                         StringRef lazyRowStats, bool splitK,
                                         bool report) {
-  foldNormGradResiduals(module, report);
   foldAttentionResidual(module);
   foldAttentionGradResidual(module);
+  // After the attention backward's fold: an add that fold took is gone (and
+  // gets no remark from this one).
+  foldNormGradResiduals(module, report);
   // Collect first: the matmuls are replaced while planning.
   SmallVector<Operation *> gemms;
   bool ok = true;

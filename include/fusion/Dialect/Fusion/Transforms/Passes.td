@@ -437,8 +437,9 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     %dx = tensor.expand_shape %dxf [[0], [1], [2, 3]] output_shape [2, 8, 2, 64]
         : tensor<2x8x128xbf16> into tensor<2x8x2x64xbf16>
     ```
-    This runs first, under a target only (without one the CPU runs the
-    reference lowering, and nothing is planned); the fusion passes before
+    This runs after the attention backward's fold (an add that one takes
+    is gone), under a target only (without one the CPU runs the reference
+    lowering, and nothing is planned); the fusion passes before
     (`fusion-fuse`: FlashNormAttention formation, backward regrouping) see
     the add as the user wrote it.
 
@@ -489,13 +490,14 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     splat of ones [1, K] (B's type), a planned `fusion.fused_matmul` of it
     with B into f32 [1, N] and a `tensor.collapse_shape` to [N] (an f32
     constant instead when B is a constant); its tile_n is at most 192 on
-    sm_90a. A `fusion.add` of a norm gradient's input gradient and a tensor
-    of its shape disappears into the norm gradient's `residual` (with a
+    sm_90a. A `fusion.add` folded into a `fusion.gdpa` or a
+    `fusion.gdpa_grad` as its `residual` (above) disappears; so does a
+    `fusion.add` of a norm gradient's input gradient and a tensor of its
+    shape, into the norm gradient's `residual` (with a
     `tensor.collapse_shape` / `expand_shape` of the other operand, and a
     `tensor.dim` of the norm's input for a dynamic size, when views lie
-    between); the other row ops are unchanged, but for a `fusion.add` folded into a
-    `fusion.gdpa_grad` or a `fusion.gdpa` as its `residual` (above). On an
-    error the pass fails; the refused ops are unchanged.
+    between); the other row ops are unchanged. On an error the pass fails;
+    the refused ops are unchanged.
 
     #### Options
     - `lazy-row-stats` (`auto`, `in-kernel`, `kernel`): where a Lazy

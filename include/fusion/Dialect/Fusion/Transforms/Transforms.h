@@ -119,11 +119,12 @@ FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
 /// fusion.gdpa's output and such a tensor, the gdpa's residual likewise.
 /// `splitK`: whether small weight gradients may split K (chooseSplitK).
 ///
-/// Before planning, under a target, a fusion.add of a norm gradient's input
-/// gradient (its only use, possibly through tensor.expand_shape /
-/// collapse_shape views) and a tensor of the same shape becomes the norm
-/// gradient's `residual` (the other operand reshaped back to dx's shape),
-/// so that the row kernel adds it instead of a kernel of its own.
+/// Then (after the gdpa_grad's fold, before planning), under a target, a
+/// fusion.add of a norm gradient's input gradient (its only use, possibly
+/// through tensor.expand_shape / collapse_shape views) and a tensor of the
+/// same shape becomes the norm gradient's `residual` (the other operand
+/// reshaped back to dx's shape), so that the row kernel adds it instead of
+/// a kernel of its own.
 ///
 /// `report`: a remark per planned kernel (the GEMM's fusion.kernel
 /// configuration; the attention kernel's items, stages, shared memory and
