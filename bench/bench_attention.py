@@ -31,7 +31,7 @@ import attention_programs as ap  # noqa: E402
 import bench_util as bu  # noqa: E402
 
 # (program, library variant, B, L_q): a block fused (FlashNormAttention) and
-# "_unfused" (its five kernels).
+# "_unfused" (its four kernels: the gdpa adds ln_q as its residual).
 CASES = [("gdpa_kunlun_h2", "", 768, 512), ("gdpa_kunlun_h4", "", 768, 1024),
          ("block_kunlun_h2", "", 768, 512), ("block_kunlun_h4", "", 768, 1024),
          ("block_kunlun_h2", "_unfused", 768, 512), ("block_kunlun_h4", "_unfused", 768, 1024)]

@@ -25,7 +25,8 @@ bench/layers/build_layers.sh "$build"
 python3 bench/attention/gen_attention.py "$out"
 # The attention blocks twice: lib<name>.so with fusion.norm_attention (the
 # FlashNormAttention kernel, fusion-fuse's default) and lib<name>_unfused.so
-# without it (fusion-compile --no-norm-attention: its five kernels).
+# without it (fusion-compile --no-norm-attention: its four kernels, the gdpa
+# adding ln_q as its residual).
 for f in "$out"/attention/*.mlir; do
   name=$(basename "$f" .mlir)
   if [[ $name == block_* ]]; then

@@ -71,6 +71,50 @@ func.func @{name}(%q: {q}, %k: {k}, %v: {v}, %offsets: {off}) -> {o} {{
 """
 
 
+# gdpa with a residual added to its output (fusion.gdpa residual(...), what
+# fusion-plan-kernels makes of the block's gdpa + ln_q): name: (heads, D,
+# Dv, L_kv, activation, scale, dtype, offsets dtype or None, residual). The
+# residual is "q" (the query itself: the sm_90a kernel reads it from the
+# stage's Q tile where Dv <= 128; D = Dv) or "own" (an operand of its own,
+# read from global memory).
+RESIDUALS = {
+    "gdpa_residual_q_kunlun": (2, 128, 128, 128, "gelu_tanh", 1.0, "bf16", None, "q"),
+    "gdpa_residual_kunlun": (2, 128, 128, 128, "gelu_tanh", 1.0, "bf16", None, "own"),
+    "gdpa_residual_q_d64": (4, 64, 64, 100, "silu", 0.125, "bf16", None, "q"),
+    "gdpa_residual_d64": (4, 64, 128, 100, "silu", 0.125, "bf16", None, "own"),
+    "gdpa_residual_dv256": (2, 64, 256, 64, "identity", 0.03125, "bf16", None, "own"),
+    "gdpa_residual_q_d256": (1, 256, 256, 64, "gelu", 0.0625, "f16", None, "q"),
+    "gdpa_jagged_residual_q_kunlun": (2, 128, 128, 128, "gelu_tanh", 1.0, "bf16", "i32", "q"),
+    "gdpa_jagged_residual_d64": (4, 64, 64, 100, "silu", 0.125, "bf16", "i64", "own"),
+    "gdpa_jagged_residual_dv256": (2, 64, 256, 64, "relu", 0.125, "bf16", "i32", "own"),
+}
+
+
+def residual_program(name, heads, d, dv, kv, act, scale, dtype, odt, residual):
+    lead = "" if odt else "?x"
+    q = f"tensor<?x{lead}{heads}x{d}x{dtype}>"
+    k = f"tensor<?x{kv}x{heads}x{d}x{dtype}>"
+    v = f"tensor<?x{kv}x{heads}x{dv}x{dtype}>"
+    o = f"tensor<?x{lead}{heads}x{dv}x{dtype}>"
+    args = f"%q: {q}, %k: {k}, %v: {v}"
+    opts = ""
+    if odt:
+        args += f", %offsets: tensor<?x{odt}>"
+        opts += f" offsets(%offsets : tensor<?x{odt}>)"
+    if residual == "own":
+        args += f", %r: {o}"
+    opts += f" residual(%q : {q})" if residual == "q" else f" residual(%r : {o})"
+    return f"""// {name}: out = {act}({scale} q k^T) v + {'q' if residual == 'q' else 'r'}{', q jagged by offsets' if odt else ''} (bench/attention/gen_attention.py)
+module attributes {{fusion.target = #fusion.target<"sm_90a">}} {{
+func.func @{name}({args}) -> {o} {{
+  %o = fusion.gdpa %q, %k, %v{opts} {{activation = #fusion.activation<{act}>, scale = {scale!r} : f32}}
+      : {q}, {k}, {v} -> {o}
+  return %o : {o}
+}}
+}}
+"""
+
+
 # The backward, fusion.gdpa_grad (dq, dk, dv of the same gdpa): name:
 # (heads, D, Dv, L_kv, activation, scale, dtype). The kernel takes D, Dv of
 # 64 or 128 and L_kv up to 128.
@@ -247,10 +291,11 @@ func.func @{name}(%q: {q}, %k: {kvt}, %v: {kvt}, %offsets: {off}, %lnw: {w}, %ln
 # backward written with the dialect's grad ops given d out) and its backward
 # alone (from what the forward saves: ln_q, h and the norms' statistics):
 # name: (heads, D, L_kv). fusion-fuse leaves both as their ops on sm_90a
-# (no kernel takes fusion.norm_attention_grad yet): eight kernels for the
+# (no kernel takes fusion.norm_attention_grad yet): seven kernels for the
 # step, three for the backward (fusion-plan-kernels folds dh + dq1 into the
 # gdpa_grad's dQ epilogue, and the outer residual's add into the
-# layer_norm_grad as its residual).
+# layer_norm_grad as its residual; the step's forward gdpa + ln_q into the
+# gdpa's output epilogue).
 TRAINS = {"kunlun_train_h2": (2, 128, 128), "kunlun_train_h4": (4, 128, 128)}
 BLOCK_GRADS = {"kunlun_backward_h2": (2, 128, 128), "kunlun_backward_h4": (4, 128, 128)}
 
@@ -352,6 +397,23 @@ def main():
                           f"v: {dtype}[B,{kv},{heads},{dv}]; offsets: {odt}[B1]; "
                           f"out: {dtype}[T,{heads},{dv}]"),
         })
+    for name, (heads, d, dv, kv, act, scale, dtype, odt, residual) in RESIDUALS.items():
+        with open(os.path.join(out, name + ".mlir"), "w") as f:
+            f.write(residual_program(name, heads, d, dv, kv, act, scale, dtype, odt, residual))
+        tokens = "T" if odt else "B,L"
+        sig = (f"q: {dtype}[{tokens},{heads},{d}]; k: {dtype}[B,{kv},{heads},{d}]; "
+               f"v: {dtype}[B,{kv},{heads},{dv}]; ")
+        if odt:
+            sig += f"offsets: {odt}[B1]; "
+        if residual == "own":
+            sig += f"r: {dtype}[{tokens},{heads},{dv}]; "
+        sig += f"out: {dtype}[{tokens},{heads},{dv}]"
+        entry = {"name": name, "residual": residual, "heads": heads, "d": d, "dv": dv,
+                 "kv": kv, "activation": act, "scale": scale, "dtype": dtype,
+                 "signature": sig}
+        if odt:
+            entry.update(jagged=True, offsets_dtype=odt)
+        manifest.append(entry)
     for name, (heads, d, dv, kv, act, scale, dtype) in GRADS.items():
         with open(os.path.join(out, name + ".mlir"), "w") as f:
             f.write(grad_program(name, heads, d, dv, kv, act, scale, dtype))

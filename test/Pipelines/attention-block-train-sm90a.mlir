@@ -6,9 +6,11 @@
 // norm parameters' gradients. No sm_90a kernel takes the fused backward
 // (fusion.norm_attention_grad) yet, and the backward reads ln_q and h, so
 // fusion-fuse leaves the block as its ops, saying why, and the step runs as
-// eight kernels (two of them with a parameter-gradient reduction): the
-// forward's LayerNorm, gdpa (384 threads), add, RMSNorm, add; the
-// backward's RMSNorm gradient, gdpa_grad (256 threads: one consumer
+// seven kernels (two of them with a parameter-gradient reduction): the
+// forward's LayerNorm, gdpa (384 threads) adding ln_q to its output
+// (fusion-plan-kernels folds the forward's first add, gdpa + ln_q, into it
+// as its residual), RMSNorm, add; the backward's RMSNorm gradient,
+// gdpa_grad (256 threads: one consumer
 // warpgroup for L_kv 16) adding dh to dq (fusion-plan-kernels folds the
 // backward's first add, dh + dq1, into it as its residual), and the
 // LayerNorm gradient with the outer residual's add folded in the same way
@@ -24,6 +26,10 @@
 // FUSE: remark: fusion.gdpa not formed into fusion.norm_attention: no sm_90a kernel takes its backward, fusion.norm_attention_grad: the fused backward of the block (its row statistics through DSMEM like the forward's) is not implemented yet; the block runs as its layer_norm, gdpa, add and rms_norm kernels, and its backward as its rms_norm_grad, gdpa_grad, add and layer_norm_grad kernels
 // FUSE-NOT: fusion.norm_attention
 // FUSE: fusion.gdpa_grad
+// PLAN: fusion.layer_norm
+// PLAN-NEXT: %[[LN:.*]] = tensor.expand_shape
+// PLAN: %[[H:.*]] = fusion.gdpa %[[LN]], {{.*}} residual(%[[LN]] : tensor<2x8x2x64xbf16>)
+// PLAN: tensor.collapse_shape %[[H]]
 // PLAN: %[[DHF:.*]], %{{.*}} = fusion.rms_norm_grad
 // PLAN: %[[DH:.*]] = tensor.expand_shape %[[DHF]]
 // PLAN: %[[DLNQ:[^,]*]], {{.*}} = fusion.gdpa_grad %[[DH]], {{.*}} residual(%[[DH]] : tensor<2x8x2x64xbf16>)
@@ -45,19 +51,20 @@
 // CHECK-SAME: %[[DQ:arg8]]: memref<2x8x2x64xbf16>
 // CHECK: %[[DQV:.*]] = memref.collapse_shape %[[DQ]] {{\[\[}}0], [1], [2, 3]] : memref<2x8x2x64xbf16> into memref<2x8x128xbf16>
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel0
+// The gdpa's next kernel is the RMSNorm's: gdpa + ln_q has no kernel of
+// its own.
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel1 {{.*}} threads in (%{{.*}}384
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel2
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel3
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel4
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel5
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel5_params
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel6 {{.*}} threads in (%{{.*}}256
+// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel4_params
+// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel5 {{.*}} threads in (%{{.*}}256
 // The gdpa_grad's next kernel is the LayerNorm gradient's (with its
 // parameter reduction, and d out as its residual): dh + dq1 has no kernel
 // of its own, nor has the outer residual's add.
 // CHECK: %[[DQF:.*]] = memref.reinterpret_cast %[[DQV]] to
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel7 {{.*}} args(%{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %[[DQF]] : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : index)
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel7_params
+// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel6 {{.*}} args(%{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %[[DQF]] : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : index)
+// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel6_params
 // CHECK-NOT: gpu.launch_func
 // CHECK-NOT: gpu.memcpy
 // CHECK: return

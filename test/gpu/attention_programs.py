@@ -26,7 +26,8 @@ def programs():
 
 
 def library_path(name, variant=""):
-    """lib<name>.so, or lib<name>_unfused.so for a block's five kernels."""
+    """lib<name>.so, or lib<name>_unfused.so for a block's four kernels
+    (fusion-plan-kernels folds + ln_q into the gdpa)."""
     return os.path.join(ARTIFACTS, "attention", f"lib{name}{variant}.so")
 
 

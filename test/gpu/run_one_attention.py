@@ -17,7 +17,7 @@ import attention_programs as ap
 
 def main():
     name, batch, lq = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    variant = sys.argv[4] if len(sys.argv) > 4 else ""  # "_unfused": a block's five kernels
+    variant = sys.argv[4] if len(sys.argv) > 4 else ""  # "_unfused": a block's four kernels
     prog = ap.programs()[name]
     fn = ap.function(prog, variant)
     dt = torch.bfloat16 if prog["dtype"] == "bf16" else torch.float16

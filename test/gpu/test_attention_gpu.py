@@ -1,6 +1,7 @@
 """fusion.gdpa on the H200 (issue 17), alone and in the Kunlun attention
 block as users write it (LayerNorm(q) -> gdpa -> + ln_q -> RMSNorm -> + q,
-with the norms' weights; five kernels), dense and jagged: the attention programs of
+with the norms' weights; unfused, four kernels: fusion-plan-kernels folds
++ ln_q into the gdpa's residual), dense and jagged: the attention programs of
 bench/attention/gen_attention.py, compiled by fusion-compile into
 $FUSION_GPU_ARTIFACTS/attention/ (bench/build_gpu_artifacts.sh), called
 through the Python loader on fresh random inputs with the output poisoned
@@ -10,7 +11,13 @@ kernel's 128-token tile (1, 7, 300), batches of 1 to 768, every
 activation, key lengths not a multiple of 64 (1, 72, 100), D != Dv; and
 one library called for several shapes in a row. Jagged q [T, H, D] by
 offsets (gdpa and the block): empty sequences, windows shared by several
-sequences, tokens past offsets[B], i32 and i64 offsets.
+sequences, tokens past offsets[B], i32 and i64 offsets. gdpa with a
+residual added to its output (gdpa_*residual*: the query itself, read from
+the stage's Q tile on sm_90a where Dv <= 128, or an operand of its own,
+read from global memory at the output's rows), dense (odd L_q) and jagged,
+D 64, 128 and 256: against float64 gdpa + the residual, whose bf16
+reference is PyTorch's bf16 gdpa + the residual in bf16; the tokens past
+offsets[B] get the residual exactly.
 
     FUSION_GPU_ARTIFACTS=build/gpu python3 -m pytest -v -s test/gpu/test_attention_gpu.py
 """
@@ -38,7 +45,7 @@ DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 def function(name, variant=""):
     """The compiled function; variant "_unfused": a block's library without
-    fusion.norm_attention (its five kernels)."""
+    fusion.norm_attention (its four kernels)."""
     if name not in PROGRAMS:
         pytest.skip(f"{name} is not in {ap.MANIFEST}")
     path = ap.library_path(name, variant)
@@ -175,6 +182,105 @@ def test_gdpa_jagged(name, lengths, extra):
     assert ours <= 2 * theirs + FLOOR, f"rel err {ours:.3e} > 2 x {theirs:.3e} + {FLOOR}"
 
 
+# (program, batch, L_q): L_q not a multiple of the 128-token tile (300, 129,
+# 77, 65, 7, 1) and Kunlun's shapes; the residual the query itself or an
+# operand of its own; D = Dv = 128, 64 and 256 (Dv > 128: read from global
+# memory in 64-column blocks), D = 64 with Dv = 128 and 256; no work items.
+RESIDUAL_CASES = [
+    ("gdpa_residual_q_kunlun", 768, 512), ("gdpa_residual_q_kunlun", 3, 300),
+    ("gdpa_residual_q_kunlun", 2, 1), ("gdpa_residual_q_kunlun", 5, 7),
+    ("gdpa_residual_kunlun", 64, 512), ("gdpa_residual_kunlun", 3, 300),
+    ("gdpa_residual_kunlun", 1, 129),
+    ("gdpa_residual_q_d64", 3, 300), ("gdpa_residual_q_d64", 8, 129),
+    ("gdpa_residual_d64", 3, 300), ("gdpa_residual_d64", 16, 77),
+    ("gdpa_residual_dv256", 3, 300), ("gdpa_residual_dv256", 1, 1000),
+    ("gdpa_residual_q_d256", 2, 300), ("gdpa_residual_q_d256", 4, 65),
+    ("gdpa_residual_kunlun", 0, 512), ("gdpa_residual_q_kunlun", 2, 0),
+]
+
+
+def residual_for(prog, q, shape, gen):
+    """q itself, or a fresh residual of the output's shape and dtype (and
+    the extra argument it is passed as)."""
+    if prog["residual"] == "q":
+        return q, ()
+    r = torch.randn(shape, generator=gen, device="cuda").to(q.dtype)
+    return r, (r,)
+
+
+@pytest.mark.parametrize("name,batch,lq", RESIDUAL_CASES)
+def test_gdpa_residual(name, batch, lq):
+    """out = gdpa + the residual, rounded once."""
+    prog = PROGRAMS.get(name)
+    fn = function(name)
+    q, k, v = make_case(prog, batch, lq, 4241 + batch * 31 + lq)
+    shape = (batch, lq, prog["heads"], prog["dv"])
+    gen = torch.Generator(device="cuda").manual_seed(97 + lq)
+    r, extra = residual_for(prog, q, shape, gen)
+    out = torch.full(shape, float("nan"), dtype=q.dtype, device="cuda")
+    fn(q, k, v, *extra, out)
+    torch.cuda.synchronize()
+    if out.numel() == 0:
+        return
+    assert not torch.isnan(out).any(), f"{int(torch.isnan(out).sum())} NaN left (outputs not written)"
+    ref64 = gdpa(q.double(), k.double(), v.double(), prog["activation"], prog["scale"]) + r.double()
+    ref16 = gdpa(q, k, v, prog["activation"], prog["scale"]) + r
+    ours, theirs = rel_error(out, ref64), rel_error(ref16, ref64)
+    print(f"{name} B={batch} Lq={lq}: rel err {ours:.2e} (torch {prog['dtype']} {theirs:.2e})")
+    assert ours <= 2 * theirs + FLOOR, f"rel err {ours:.3e} > 2 x {theirs:.3e} + {FLOOR}"
+
+
+# (program, sequence lengths, tokens past offsets[B]): empty sequences,
+# lengths not a multiple of the 128-token window, windows shared by several
+# sequences, tokens past offsets[B] (whole windows of them: out = the
+# residual there), no sequences at all; i32 and i64 offsets; the query
+# itself or an operand of its own; Dv 64, 128 and 256.
+JAGGED_RESIDUAL_CASES = [
+    ("gdpa_jagged_residual_q_kunlun", [300, 0, 128, 1, 77, 512, 5], 9),
+    ("gdpa_jagged_residual_q_kunlun", [3, 9, 1, 40, 2, 100, 30, 17, 0, 64], 45),
+    ("gdpa_jagged_residual_q_kunlun", [0, 0], 130),
+    ("gdpa_jagged_residual_q_kunlun", [], 20),
+    ("gdpa_jagged_residual_d64", [129, 0, 255, 64, 65, 7], 3),
+    ("gdpa_jagged_residual_d64", [1000], 0),
+    ("gdpa_jagged_residual_dv256", [3, 9, 1, 40, 2, 100], 45),
+    ("gdpa_jagged_residual_dv256", [300, 0, 128], 131),
+]
+
+
+@pytest.mark.parametrize("name,lengths,extra", JAGGED_RESIDUAL_CASES)
+def test_gdpa_jagged_residual(name, lengths, extra):
+    prog = PROGRAMS.get(name)
+    fn = function(name)
+    dt = DTYPES[prog["dtype"]]
+    h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
+    gen = torch.Generator(device="cuda").manual_seed(3000 + sum(lengths) * 13 + extra)
+    odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
+    bounds = [0]
+    for n in lengths:
+        bounds.append(bounds[-1] + n)
+    offsets = torch.tensor(bounds, dtype=odt, device="cuda")
+    batch, tokens = len(lengths), bounds[-1] + extra
+    spread = (d * prog["scale"] ** 2) ** -0.25
+    q = (spread * torch.randn(tokens, h, d, generator=gen, device="cuda")).to(dt)
+    k = (spread * torch.randn(batch, kv, h, d, generator=gen, device="cuda")).to(dt)
+    v = torch.randn(batch, kv, h, dv, generator=gen, device="cuda").to(dt)
+    r, more = residual_for(prog, q, (tokens, h, dv), gen)
+    out = torch.full((tokens, h, dv), float("nan"), dtype=dt, device="cuda")
+    fn(q, k, v, offsets, *more, out)
+    torch.cuda.synchronize()
+    assert not torch.isnan(out).any(), f"{int(torch.isnan(out).sum())} NaN left (outputs not written)"
+    past = bounds[-1]
+    assert torch.equal(out[past:], r[past:]), "tokens past offsets[B] are not the residual"
+    if past == 0:
+        return
+    ref64 = jagged_reference(q.double(), k.double(), v.double(), offsets, prog["activation"],
+                             prog["scale"]) + r.double()
+    ref16 = jagged_reference(q, k, v, offsets, prog["activation"], prog["scale"]) + r
+    ours, theirs = rel_error(out[:past], ref64[:past]), rel_error(ref16[:past], ref64[:past])
+    print(f"{name} lengths={lengths} +{extra}: rel err {ours:.2e} (torch {theirs:.2e})")
+    assert ours <= 2 * theirs + FLOOR, f"rel err {ours:.3e} > 2 x {theirs:.3e} + {FLOOR}"
+
+
 def block(q, k, v, lnw, lnb, rmsw, eps):
     """The Kunlun block in q's dtype, both norms over H x D."""
     import torch.nn.functional as F
@@ -205,7 +311,8 @@ def make_block_case(prog, batch, lq, seed):
     ("block_d64_h3_kv40", 6, 77), ("block_d64_h3_kv40", 5, 300)])
 def test_block(name, batch, lq, variant):
     """The block fused (one FlashNormAttention kernel, a cluster of the
-    heads) and unfused (five kernels)."""
+    heads) and unfused (four kernels: the gdpa adds ln_q as its residual,
+    read from the stage's Q tile)."""
     prog = PROGRAMS.get(name)
     fn = function(name, variant)
     inputs = make_block_case(prog, batch, lq, 1000 + batch * 31 + lq)
@@ -257,7 +364,8 @@ JAGGED_BLOCK_CASES = [
 def test_block_jagged(name, lengths, extra, variant):
     """The jagged block fused (one FlashNormAttention kernel over 128-token
     windows, an item per sequence a window overlaps and one for the tokens
-    past offsets[B]) and unfused (its five kernels), output poisoned."""
+    past offsets[B]) and unfused (its four kernels; the gdpa's residual
+    ln_q is the output of the tokens past offsets[B]), output poisoned."""
     prog = PROGRAMS.get(name)
     fn = function(name, variant)
     h, d, kv = prog["heads"], prog["d"], prog["kv"]

@@ -23,9 +23,12 @@ struct AttentionParams {
 };
 
 /// out = act(scale * q k^T) v per batch and head, accumulated in f32 and
-/// rounded to `outElemType`. Layouts as in fusion.gdpa.
+/// rounded to `outElemType`; with `residual` (the output's shape), out +
+/// residual in f32, rounded once (jagged: out = residual on the tokens of
+/// no sequence). Layouts as in fusion.gdpa.
 Value buildAttention(TensorMath &m, Value q, Value k, Value v,
-                     const AttentionParams &p, Type outElemType);
+                     const AttentionParams &p, Type outElemType,
+                     Value residual = Value());
 
 struct AttentionGrads {
   Value query, key, value;

@@ -192,14 +192,16 @@ Value activate(TensorMath &m, Value a, Activation act) {
 //===----------------------------------------------------------------------===//
 
 Value mlir::fusion::buildAttention(TensorMath &m, Value q, Value k, Value v,
-                                   const AttentionParams &p,
-                                   Type outElemType) {
+                                   const AttentionParams &p, Type outElemType,
+                                   Value residual) {
   auto qType = cast<RankedTensorType>(q.getType());
   int64_t vDim = cast<RankedTensorType>(v.getType()).getShape().back();
   SmallVector<OpFoldResult> outSizes = m.sizes(q);
   outSizes.back() = m.sizes(v).back();
-  Value init = m.splat(outSizes, outElemType, 0.0);
-  (void)qType;
+  // The output starts as the residual (the value of jagged tokens in no
+  // sequence), else zeros; each batch's slice is overwritten below.
+  Value init = residual ? m.convert(residual, outElemType)
+                        : m.splat(outSizes, outElemType, 0.0);
   return forEachBatch(
       m, k, {init},
       [&](OpBuilder &b, Location l, Value batch, ValueRange args) {
@@ -210,8 +212,16 @@ Value mlir::fusion::buildAttention(TensorMath &m, Value q, Value k, Value v,
         Value kb = extractKV(b, l, k, batch);
         Value vb = extractKV(b, l, v, batch);
         Value probs = activate(bm, scores(bm, qb, kb, p.scale), p.activation);
-        Value ob = bm.convert(applyToValues(bm, probs, vb), outElemType);
+        Value attn = applyToValues(bm, probs, vb);
         QuerySlice os = querySlice(b, l, args[0], p.offsets, batch, vDim);
+        // + residual in f32, rounded once.
+        Value ob;
+        if (residual) {
+          Value rb = extractQuery(b, l, residual, os);
+          ob = bm.addTensors(attn, rb, outElemType);
+        } else {
+          ob = bm.convert(attn, outElemType);
+        }
         Value out = tensor::InsertSliceOp::create(b, l, ob, args[0], os.offsets,
                                                   os.sizes, os.strides);
         return SmallVector<Value>{out};
@@ -300,7 +310,8 @@ AttentionGrads mlir::fusion::buildAttentionGrad(TensorMath &m, Value dout,
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// fusion.gdpa -> per-batch scores, activation, values.
+/// fusion.gdpa -> per-batch scores, activation, values (+ the residual,
+/// which is also the output of the jagged tokens in no sequence).
 struct GDPALowering : OpRewritePattern<GDPAOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(GDPAOp op,
@@ -310,7 +321,8 @@ struct GDPALowering : OpRewritePattern<GDPAOp> {
                       op.getOffsets()};
     rewriter.replaceOp(op, buildAttention(m, op.getQuery(), op.getKey(),
                                           op.getValue(), p,
-                                          elementTypeOf(op.getOutput())));
+                                          elementTypeOf(op.getOutput()),
+                                          op.getResidual()));
     return success();
   }
 };

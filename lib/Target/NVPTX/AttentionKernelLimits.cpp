@@ -79,6 +79,39 @@ std::string mlir::fusion::whyNoAttentionTensorMemory(const TargetInfo &target,
       l.tmemColumns());
 }
 
+std::string mlir::fusion::whyNoAttentionKernel(const TargetInfo &target,
+                                               const AttentionKernelShape &s) {
+  for (auto [name, d] : {std::pair<const char *, int64_t>{"head dimension D", s.headDim},
+                         {"value head dimension Dv", s.valueDim}})
+    if (ShapedType::isDynamic(d) || d % 64 != 0 || d > 256 || d == 0)
+      return llvm::formatv(
+          "expected a static {0} that is a multiple of 64 up to 256 (the "
+          "kernel's 128-byte swizzled boxes and its 64 x N accumulators), "
+          "but got {1}",
+          name, sizeText(d));
+  if (ShapedType::isDynamic(s.kvLen) || s.kvLen < 1 || s.kvLen > 256)
+    return llvm::formatv(
+        "expected a static key/value length from 1 to 256 (keys and values "
+        "are held whole in shared memory), but got {0}",
+        sizeText(s.kvLen));
+  AttentionLayout layout;
+  layout.headDim = s.headDim;
+  layout.valueDim = s.valueDim;
+  layout.kvTile = llvm::alignTo(s.kvLen, 64);
+  layout = planAttentionLayout(target, layout);
+  std::string why = whyNoAttentionTensorMemory(target, layout);
+  if (!why.empty())
+    return why;
+  if (layout.sharedMemoryBytes() > target.smemPerBlockOptin)
+    return llvm::formatv(
+        "needs {0} bytes of shared memory for D = {1}, Dv = {2} and a "
+        "key/value length of {3} (one stage of q, k, v and the P tiles), but "
+        "{4} has {5}",
+        layout.sharedMemoryBytes(), s.headDim, s.valueDim, s.kvLen, target.chip,
+        target.smemPerBlockOptin);
+  return "";
+}
+
 std::string mlir::fusion::describeAttentionLayout(const TargetInfo &target,
                                                   const AttentionLayout &l,
                                                   int64_t kvLen, bool jagged) {

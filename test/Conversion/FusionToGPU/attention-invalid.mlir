@@ -87,6 +87,19 @@ func.func @mixed(%q: tensor<2x64x2x64xbf16>, %k: tensor<2x64x2x64xf16>, %v: tens
 
 // -----
 
+// A residual of another element type than the output's (the kernel adds
+// 16-bit pairs of the output's type).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @residual_type(%q: tensor<2x64x2x64xbf16>, %r: tensor<2x64x2x64xf32>) -> tensor<2x64x2x64xbf16> {
+  // expected-error @below {{'fusion.gdpa' op cannot generate an sm_90a attention kernel: expected residual of bf16 (the output's element type), but got f32}}
+  %o = fusion.gdpa %q, %q, %q residual(%r : tensor<2x64x2x64xf32>) {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16> -> tensor<2x64x2x64xbf16>
+  return %o : tensor<2x64x2x64xbf16>
+}
+}
+
+// -----
+
 // A head dimension that is no multiple of 64.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @head_dim(%q: tensor<2x64x4x32xbf16>, %k: tensor<2x16x4x32xbf16>, %v: tensor<2x16x4x64xbf16>) -> tensor<2x64x4x64xbf16> {

@@ -10,7 +10,9 @@
 // and f16) and 6 jagged ones (i32 and i64 offsets); fusion.norm_attention
 // with jagged q, 6 cases (1-4 heads, i32 and i64 offsets); fusion.gdpa_grad
 // with a residual added to dq, 16 cases (the dense and jagged backward
-// cases, the residual do itself or its own operand)) goes through
+// cases, the residual do itself or its own operand); fusion.gdpa with a
+// residual, 8 cases (dense and jagged, the query or another tensor, Dv up
+// to 256: 146-216 registers)) goes through
 // fusion-to-gpu and
 // assembles with ptxas for sm_100a without spilling, and that no wgmma or
 // setmaxnreg reaches the module. Never executed (no B200 here): this and
@@ -79,6 +81,18 @@
 // OTHERS-DAG: ptxas ok: rgrad_13_kernel0 registers={{[0-9]+}} spills=0
 // OTHERS-DAG: ptxas ok: rgrad_14_kernel0 registers={{[0-9]+}} spills=0
 // OTHERS-DAG: ptxas ok: rgrad_15_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: res_0_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: res_1_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: res_2_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: res_3_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: res_4_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: res_5_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: res_6_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: res_7_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: res_2_kernel0_windows registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: res_4_kernel0_windows registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: res_5_kernel0_windows registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: res_7_kernel0_windows registers={{[0-9]+}} spills=0
 // PTX-DAG: .target sm_100a
 // PTX-DAG: tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32
 // PTX-DAG: tcgen05.mma.cta_group::1.kind::f16

@@ -19,7 +19,9 @@
 // residual do itself or its own operand): dense within 32 bytes (0-24 but
 // rgrad_7, D = 64 and Dv = 128 in f16, 32: grad_7 spills 20 and reloads 3
 // values inside the tile loop, rgrad_7 none there), jagged within 80
-// (0-76; jagged q without a residual spills 12-96 on these cases).
+// (0-76; jagged q without a residual spills 12-96 on these cases); and
+// fusion.gdpa with a residual (res_<i>: dense and jagged, the query or
+// another tensor, Dv up to 256): without spilling.
 // RUN: %python %S/Inputs/gen_attention_grid.py > %t.mlir
 // RUN: fusion-opt %t.mlir --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s
@@ -82,6 +84,18 @@
 // CHECK-DAG: ptxas ok: rgrad_13_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-7][0-9]$|80$}}
 // CHECK-DAG: ptxas ok: rgrad_14_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-7][0-9]$|80$}}
 // CHECK-DAG: ptxas ok: rgrad_15_kernel0 registers={{[0-9]+}} spills={{[0-9]$|[1-7][0-9]$|80$}}
+// CHECK-DAG: ptxas ok: res_0_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: res_1_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: res_2_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: res_3_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: res_4_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: res_5_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: res_6_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: res_7_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: res_2_kernel0_windows registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: res_4_kernel0_windows registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: res_5_kernel0_windows registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: res_7_kernel0_windows registers={{[0-9]+}} spills=0
 
 // Every MMA shape the grid needs: S of 64 x L_kv (padded) and O of 64 x Dv.
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16

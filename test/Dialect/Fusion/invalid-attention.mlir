@@ -152,6 +152,43 @@ func.func @gdpa_output_shape(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2x16xf32>,
 
 // -----
 
+// gdpa's residual (added to the attention) has the shape of the output: the
+// value head dimension innermost, not the query's.
+func.func @gdpa_residual_shape(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2x16xf32>,
+                               %v: tensor<2x4x2x32xf32>) {
+  // expected-error @below {{expected residual of shape [2, 8, 2, 32] (the shape of output), but got [2, 8, 2, 16]}}
+  %o = fusion.gdpa %q, %k, %v residual(%q : tensor<2x8x2x16xf32>)
+      {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x32xf32> -> tensor<2x8x2x32xf32>
+  return
+}
+
+// -----
+
+// With jagged q the residual is [T, H, Dv] too, not the dense [B, L, H, Dv].
+func.func @gdpa_residual_jagged(%q: tensor<64x2x16xf32>, %k: tensor<4x8x2x16xf32>,
+                                %off: tensor<5xi32>, %r: tensor<4x16x2x16xf32>) {
+  // expected-error @below {{expected residual of shape [64, 2, 16] (the shape of output), but got [4, 16, 2, 16]}}
+  %o = fusion.gdpa %q, %k, %k offsets(%off : tensor<5xi32>)
+      residual(%r : tensor<4x16x2x16xf32>)
+      {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<64x2x16xf32>, tensor<4x8x2x16xf32>, tensor<4x8x2x16xf32> -> tensor<64x2x16xf32>
+  return
+}
+
+// -----
+
+// gdpa's residual is a float tensor (ODS element-type constraint).
+func.func @gdpa_residual_i32(%q: tensor<1x8x2x16xf32>, %r: tensor<1x8x2x16xi32>) {
+  // expected-error @below {{operand #3 must be ranked tensor of bfloat16 type or 16-bit float or 32-bit float values, but got 'tensor<1x8x2x16xi32>'}}
+  %o = fusion.gdpa %q, %q, %q residual(%r : tensor<1x8x2x16xi32>)
+      {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32> -> tensor<1x8x2x16xf32>
+  return
+}
+
+// -----
+
 // gdpa_grad rejects integer data (ODS element-type constraint).
 func.func @gdpa_grad_i32(%do: tensor<1x8x2x16xi32>, %q: tensor<1x8x2x16xf32>) {
   // expected-error @below {{operand #0 must be ranked tensor of bfloat16 type or 16-bit float or 32-bit float values, but got 'tensor<1x8x2x16xi32>'}}

@@ -97,6 +97,27 @@ func.func @gdpa_jagged_i64_dynamic(%q: tensor<?x2x16xf32>, %k: tensor<?x8x2x16xf
   return %o : tensor<?x2x16xf32>
 }
 
+// gdpa with a residual added to the output, dense and jagged (after offsets).
+// CHECK-LABEL: func.func @gdpa_residual
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x64x2x32xbf16>, %[[K:.*]]: tensor<2x16x2x32xbf16>, %[[R:.*]]: tensor<2x64x2x32xbf16>, %[[JQ:.*]]: tensor<100x2x32xbf16>, %[[OFF:.*]]: tensor<3xi32>)
+func.func @gdpa_residual(%q: tensor<2x64x2x32xbf16>, %k: tensor<2x16x2x32xbf16>,
+                         %r: tensor<2x64x2x32xbf16>, %jq: tensor<100x2x32xbf16>,
+                         %off: tensor<3xi32>)
+    -> (tensor<2x64x2x32xbf16>, tensor<100x2x32xbf16>) {
+  // CHECK: fusion.gdpa %[[Q]], %[[K]], %[[K]] residual(%[[R]] : tensor<2x64x2x32xbf16>)
+  // CHECK-SAME: {activation = #fusion.activation<gelu_tanh>, scale = 1.000000e+00 : f32}
+  // CHECK-SAME: -> tensor<2x64x2x32xbf16>
+  %o = fusion.gdpa %q, %k, %k residual(%r : tensor<2x64x2x32xbf16>)
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+      : tensor<2x64x2x32xbf16>, tensor<2x16x2x32xbf16>, tensor<2x16x2x32xbf16> -> tensor<2x64x2x32xbf16>
+  // CHECK: fusion.gdpa %[[JQ]], %[[K]], %[[K]] offsets(%[[OFF]] : tensor<3xi32>) residual(%[[JQ]] : tensor<100x2x32xbf16>)
+  // CHECK-SAME: -> tensor<100x2x32xbf16>
+  %jo = fusion.gdpa %jq, %k, %k offsets(%off : tensor<3xi32>) residual(%jq : tensor<100x2x32xbf16>)
+      {activation = #fusion.activation<relu>, scale = 1.0 : f32}
+      : tensor<100x2x32xbf16>, tensor<2x16x2x32xbf16>, tensor<2x16x2x32xbf16> -> tensor<100x2x32xbf16>
+  return %o, %jo : tensor<2x64x2x32xbf16>, tensor<100x2x32xbf16>
+}
+
 // Dense gdpa_grad: dq, dk, dv have the types of q, k, v.
 // CHECK-LABEL: func.func @gdpa_grad_dense
 // CHECK-SAME: (%[[DO:.*]]: tensor<2x64x2x32xf32>, %[[Q:.*]]: tensor<2x64x2x32xf32>, %[[K:.*]]: tensor<2x16x2x32xf32>, %[[V:.*]]: tensor<2x16x2x32xf32>)

@@ -99,6 +99,22 @@ AttentionLayout planAttentionLayout(const TargetInfo &target, AttentionLayout la
 std::string whyNoAttentionTensorMemory(const TargetInfo &target,
                                        const AttentionLayout &layout);
 
+/// A fusion.gdpa as its kernel sees it: D, Dv and the key/value length
+/// (ShapedType::kDynamic where not static).
+struct AttentionKernelShape {
+  int64_t headDim = 0, valueDim = 0, kvLen = 0;
+};
+
+/// Empty when `target` has a gdpa kernel for `s` (its head dimensions,
+/// key/value length, tensor memory and shared memory), else why not (a
+/// message that follows "cannot generate an <chip> attention kernel: ").
+/// The element types are checked by the caller (which names the operand
+/// that differs). One definition for the kernel's spec and for
+/// fusion-plan-kernels, which folds an add into a gdpa's residual only
+/// where the kernel takes the gdpa.
+std::string whyNoAttentionKernel(const TargetInfo &target,
+                                 const AttentionKernelShape &s);
+
 /// What fusion-plan-kernels{report=true} says of an attention kernel's plan:
 /// items, stages and shared memory, the grid (and the cluster with norms).
 std::string describeAttentionLayout(const TargetInfo &target,

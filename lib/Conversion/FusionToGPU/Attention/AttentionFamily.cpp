@@ -5,9 +5,10 @@
 // tensor maps of q, k, v and the output as 4-D [B, L, H, D] maps encoded on
 // the host, and a grid of min(work items, SMs) CTAs, one per SM (the
 // kernel's shared memory takes the SM); without work items, no tensor maps
-// and one CTA that returns. The same launch serves both MMA engines (sm_90a
-// wgmma: 384 threads; sm_100a tcgen05: 256, AttentionTcgen05Kernel.cpp);
-// the spec refuses what neither takes.
+// and one CTA that returns. A gdpa's residual goes to the kernel as a flat
+// memref, read at the output's positions. The same launch serves both MMA
+// engines (sm_90a wgmma: 384 threads; sm_100a tcgen05: 256,
+// AttentionTcgen05Kernel.cpp); the spec refuses what neither takes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -169,6 +170,18 @@ public:
       }, 2);
       maps = {rows[0], keys[0], keys[1], rows[1]};
     }
+    // A tensor as the flat memref<?xT> of its elements (row-major).
+    auto flat = [&](Value tensor) -> Value {
+      Value mem = host.dynamicMemref(tensor);
+      auto type = cast<MemRefType>(mem.getType());
+      Value count = idx(1);
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        count = arith::MulIOp::create(b, count, memref::DimOp::create(b, mem, d));
+      return memref::ReinterpretCastOp::create(
+          b, MemRefType::get({ShapedType::kDynamic}, type.getElementType()), mem,
+          OpFoldResult(b.getIndexAttr(0)), ArrayRef<OpFoldResult>{count},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    };
     SmallVector<Value> operands;
     for (AttentionArg a : attentionArgs(spec)) {
       switch (a) {
@@ -193,17 +206,12 @@ public:
       case AttentionArg::WindowBatch:
         operands.push_back(windowBatch);
         break;
-      case AttentionArg::Output: {
-        Value out = host.dynamicMemref(output);
-        Value count = idx(1);
-        for (int64_t d = 0; d < 3; ++d)
-          count = arith::MulIOp::create(b, count, memref::DimOp::create(b, out, d));
-        operands.push_back(memref::ReinterpretCastOp::create(
-            b, MemRefType::get({ShapedType::kDynamic}, spec.elemType), out,
-            OpFoldResult(b.getIndexAttr(0)), ArrayRef<OpFoldResult>{count},
-            ArrayRef<OpFoldResult>{b.getIndexAttr(1)}));
+      case AttentionArg::Output:
+        operands.push_back(flat(output));
         break;
-      }
+      case AttentionArg::Residual:
+        operands.push_back(flat(cast<GDPAOp>(operation).getResidual()));
+        break;
       default: {
         auto op = cast<NormAttentionOp>(operation);
         Value v = a == AttentionArg::LnWeight    ? op.getLnWeight()

@@ -25,6 +25,15 @@
 //                   arrive on empty[s] (Q, K, V read), round O into the
 //                   same buffer, TMA-store it (clipped at L_q)
 //
+// With a residual (fusion.gdpa's, the output's shape), each consumer thread
+// reads it from global memory at its fragment positions of O, with the
+// output's row bounds (rows past L_q, or outside the item's sequence, are
+// not read), and adds it to O in f32 before the rounding; where it fits
+// beside O (Dv <= 128) the loads are issued before O = P V, and a residual
+// that is the gdpa's own query is read there from the stage's Q tile
+// instead (the stage goes back to the producer right after O = P V, so
+// later reads, at Dv > 128, go to global memory).
+//
 // The ring's stages let the producer load the next item while the
 // consumers compute this one. Keys past L_kv are zero-filled by the TMA
 // (L_kv is padded to 64): their scores are 0 and their values 0, so they
@@ -427,13 +436,96 @@ void AttentionKernelEmitter::storeGroupOutput(Item it, Value c, Value buffer,
 
 void AttentionKernelEmitter::zeroRowsPastOffsets(Item it, Value c) {
   auto chunkType = VectorType::get({8}, s.elemType);
+  Value residual = arg(AttentionArg::Residual);
   Value zeros = arith::ConstantOp::create(
       b, DenseElementsAttr::get(chunkType, b.getFloatAttr(s.elemType, 0.0)));
   groupRowChunks(it, c, [&](Value token, Value, Value chunk) {
-    vector::StoreOp::create(b, zeros, arg(AttentionArg::Output),
-                            ValueRange{outputIndex(token, it.head, mul(chunk, idx(8)))},
+    Value index = outputIndex(token, it.head, mul(chunk, idx(8)));
+    // With a residual, its row (the same [T, H, Dv] index) instead.
+    Value v = residual ? vector::LoadOp::create(b, chunkType, residual, ValueRange{index},
+                                                /*nontemporal=*/false,
+                                                llvm::MaybeAlign(16))
+                             .getResult()
+                       : zeros;
+    vector::StoreOp::create(b, v, arg(AttentionArg::Output), ValueRange{index},
                             /*nontemporal=*/false, llvm::MaybeAlign(16));
   });
+}
+
+Value AttentionKernelEmitter::storesRow(Item it, Value token) {
+  if (!s.jagged)
+    return ult(token, arg(AttentionArg::QueryLen));
+  // (Operands into locals first: the host compilers evaluate arguments in
+  // different orders.)
+  Value fromLo = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, token, it.lo);
+  Value belowHi = ult(token, it.hi);
+  return both(fromLo, belowHi);
+}
+
+Value AttentionKernelEmitter::residualIndex(Item it, Value token, Value col) {
+  // [B, L_q, H, Dv] (jagged [T, H, Dv]: batch 0): the token's row of the
+  // flattened batches.
+  if (!s.jagged)
+    token = add(mul(it.batch, arg(AttentionArg::QueryLen)), token);
+  return outputIndex(token, it.head, col);
+}
+
+SmallVector<SmallVector<Value>>
+AttentionKernelEmitter::residualPairs(Item it, Value c, AccumulatorView &view,
+                                      Value rowInGroup, int64_t firstGroup,
+                                      int64_t groups) {
+  Value residual = arg(AttentionArg::Residual);
+  auto pairType = VectorType::get({2}, s.elemType);
+  Value first = add(add(it.row, mul(c, idx(Spec::kGroupRows))), rowInGroup);
+  SmallVector<SmallVector<Value>> pairs;
+  for (int64_t h = 0; h < view.rowsPerThread(); ++h) {
+    Value token = add(first, idx(view.rowOffset(h)));
+    // One branch per row: its pairs, or zeros.
+    auto ifOp = scf::IfOp::create(b, SmallVector<Type>(groups, pairType),
+                                  storesRow(it, token), /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      Value row = residualIndex(it, token, view.pairColumn());
+      SmallVector<Value> loaded;
+      for (int64_t j = firstGroup; j < firstGroup + groups; ++j)
+        loaded.push_back(vector::LoadOp::create(b, pairType, residual,
+                                                ValueRange{add(row, idx(8 * j))},
+                                                /*nontemporal=*/false,
+                                                llvm::MaybeAlign(4)));
+      scf::YieldOp::create(b, loaded);
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      Value zeros = arith::ConstantOp::create(
+          b, DenseElementsAttr::get(pairType, b.getFloatAttr(s.elemType, 0.0)));
+      scf::YieldOp::create(b, SmallVector<Value>(groups, zeros));
+    }
+    pairs.push_back(SmallVector<Value>(ifOp.getResults()));
+  }
+  return pairs;
+}
+
+SmallVector<Value> AttentionKernelEmitter::residualRow(Item it, Value token,
+                                                       int64_t firstChunk,
+                                                       int64_t chunks) {
+  Value residual = arg(AttentionArg::Residual);
+  auto chunkType = VectorType::get({8}, s.elemType);
+  auto ifOp = scf::IfOp::create(b, SmallVector<Type>(chunks, chunkType),
+                                storesRow(it, token), /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  Value row = residualIndex(it, token, idx(0));
+  SmallVector<Value> loaded;
+  for (int64_t j = firstChunk; j < firstChunk + chunks; ++j)
+    loaded.push_back(vector::LoadOp::create(b, chunkType, residual,
+                                            ValueRange{add(row, idx(8 * j))},
+                                            /*nontemporal=*/false,
+                                            llvm::MaybeAlign(16)));
+  scf::YieldOp::create(b, loaded);
+  b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+  Value zeros = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(chunkType, b.getFloatAttr(s.elemType, 0.0)));
+  scf::YieldOp::create(b, SmallVector<Value>(chunks, zeros));
+  return SmallVector<Value>(ifOp.getResults());
 }
 
 /// Consumer warpgroup c: query rows [64 c, 64 c + 64) of each item.
@@ -448,7 +540,17 @@ void AttentionKernelEmitter::consumer() {
   // 64 rows at c x 8 KB inside it.
   const int64_t qStride = Spec::kTileM * 128;
 
+  Value threadTid = tid, threadRow = rowInGroup;
   itemLoop({idx(0)}, [&](Item it, ValueRange iters) {
+    if (s.jagged && s.residualType) {
+      // Jagged with a residual: the thread's fragment positions rebuilt per
+      // item from an opaque zero (as the FlashNormAttention consumer does),
+      // so that LLVM cannot hoist the residual's and the stores' indices
+      // out of the loops over windows and sequences (held there, they
+      // spilled 32-44 bytes at Dv = 192 and 256).
+      tid = add(threadTid, opaqueZero());
+      rowInGroup = scoreEngine->firstRow(*this, idx(0), tid);
+    }
     Value pos = iters[0];
     Value stage = ring.stageOf(*this, pos);
     ring.waitFull(*this, stage, pos);
@@ -468,6 +570,36 @@ void AttentionKernelEmitter::consumer() {
     fenceAsyncShared();
     groupBarrier(c);
 
+    // The residual by 64-column blocks ([block][h][8 groups]; sView gives
+    // the fragment positions, which O's accumulator shares): loaded during
+    // O = P V where it fits beside O (Dv <= 128: 32 registers), else its
+    // first block there and block e + 1 as block e is rounded (at Dv = 256
+    // the whole residual beside O spilled 524 bytes); jagged with Dv > 128
+    // each block as it is rounded (one block early spilled 120 bytes).
+    const int64_t blocks = s.valueDim / Spec::kBoxCols;
+    const int64_t early = s.valueDim <= 128 ? blocks : s.jagged ? 0 : 1;
+    // The residual that is the query itself, read before O = P V: from the
+    // group's rows of the stage's Q (TMA-loaded, complete since full[s];
+    // intact until this group releases the stage after O = P V; zeros past
+    // L_q, which are not stored), as the FlashNormAttention consumer reads
+    // q. No global read.
+    const bool fromStage = s.residualIsQuery && early == blocks;
+    Value qRows = fromStage ? add(base, mul(c, idx(Spec::kGroupRows * 128))) : Value();
+    SmallVector<SmallVector<SmallVector<Value>>> residual(blocks);
+    auto loadResidual = [&](int64_t e) {
+      if (!fromStage) {
+        residual[e] = residualPairs(it, c, *sView, rowInGroup, 8 * e, 8);
+        return;
+      }
+      residual[e].assign(sView->rowsPerThread(), {});
+      for (int64_t h = 0; h < sView->rowsPerThread(); ++h)
+        for (int64_t j = 8 * e; j < 8 * e + 8; ++j)
+          residual[e][h].push_back(readSwizzled(qRows, s.valueDim / 8, *sView,
+                                                rowInGroup, h, j, qStride));
+    };
+    if (s.residualType)
+      for (int64_t e = 0; e < early; ++e)
+        loadResidual(e);
     Value out = values(*valueEngine, base, buffer, Spec::kBoxBytes);
     // Q, K and V of this stage are read; P too (every thread of the group
     // waited for its MMAs).
@@ -477,12 +609,23 @@ void AttentionKernelEmitter::consumer() {
     std::unique_ptr<AccumulatorView> oView = valueEngine->view(*this, out, tid);
     writeSwizzled(buffer, s.valueDim / 8, *oView, rowInGroup,
                   [&](int64_t h, int64_t j) {
-                    return arith::TruncFOp::create(b, pairType, oView->pair(h, j))
-                        .getResult();
+                    Value o = oView->pair(h, j);
+                    // + residual in f32, rounded once.
+                    if (s.residualType) {
+                      int64_t e = j / 8;
+                      if (h == 0 && j % 8 == 0 && e + early < blocks)
+                        loadResidual(e + early);
+                      Value r = arith::ExtFOp::create(b, o.getType(),
+                                                      residual[e][h][j % 8]);
+                      o = arith::AddFOp::create(b, o, r);
+                    }
+                    return arith::TruncFOp::create(b, pairType, o).getResult();
                   });
     fenceAsyncShared();
     groupBarrier(c);
     storeGroupOutput(it, c, buffer, isGroupLeader);
+    tid = threadTid;
+    rowInGroup = threadRow;
     return SmallVector<Value>{ring.nextPos(*this, pos)};
   }, [&](Item it) { zeroRowsPastOffsets(it, c); });
   // Shared memory must outlive the last stores that read it.
@@ -750,6 +893,9 @@ gpu::GPUFuncOp mlir::fusion::buildAttentionKernel(OpBuilder &builder,
       break;
     case AttentionArg::Output:
       types.push_back(vec(s.elemType));
+      break;
+    case AttentionArg::Residual:
+      types.push_back(vec(s.residualType));
       break;
     case AttentionArg::LnWeight:
       types.push_back(vec(s.lnWeightType));

@@ -249,8 +249,29 @@ private:
   /// the stage's Q with the norms).
   void storeGroupOutput(Item it, Value c, Value buffer, Value isGroupLeader,
                         int64_t stride = Spec::kBoxBytes);
-  /// Jagged: zeros into group c's rows of the item past offsets[B].
+  /// Jagged: zeros into group c's rows of the item past offsets[B] (with a
+  /// residual, the residual's rows: their sum has no attention term).
   void zeroRowsPastOffsets(Item it, Value c);
+  /// The residual (fusion.gdpa's, added to O before the rounding): whether
+  /// the item stores `token` (dense: below L_q; jagged: in [lo, hi)), and
+  /// the flat index of its column `col` of the item's head.
+  Value storesRow(Item it, Value token);
+  Value residualIndex(Item it, Value token, Value col);
+  /// sm_90a: the residual's element pairs (vector<2xelem>) at this thread's
+  /// fragment positions of group c's rows, of the 8-column groups
+  /// [firstGroup, firstGroup + groups), [h][j - firstGroup] as `view` holds
+  /// them (`view` gives the positions only: any accumulator of the group);
+  /// zeros in rows the item does not store, which are not read.
+  SmallVector<SmallVector<Value>> residualPairs(Item it, Value c,
+                                                AccumulatorView &view,
+                                                Value rowInGroup,
+                                                int64_t firstGroup,
+                                                int64_t groups);
+  /// sm_100a: the residual's row `token` of the item, its 8-element chunks
+  /// [firstChunk, firstChunk + chunks) (vector<8xelem>); zeros where the
+  /// item does not store the row.
+  SmallVector<Value> residualRow(Item it, Value token, int64_t firstChunk,
+                                 int64_t chunks);
   /// act(scale x) of one f32 score.
   Value activated(Value x);
 

@@ -57,6 +57,16 @@ mlir::fusion::getAttentionKernelSpec(GDPAOp op, const TargetInfo &target,
   Type elem = q.getElementType();
   AttentionKernelSpec s;
   s.elemType = elem;
+  if (Value residual = op.getResidual()) {
+    // Read as 16-bit pairs beside O's accumulator.
+    Type r = cast<ShapedType>(residual.getType()).getElementType();
+    if (r != elem)
+      return fail(llvm::formatv("expected residual of {0} (the output's element "
+                                "type), but got {1}",
+                                typeName(elem), typeName(r)));
+    s.residualType = r;
+    s.residualIsQuery = residual == op.getQuery();
+  }
   if (Value offsets = op.getOffsets()) {
     s.jagged = true;
     s.offsetsType = cast<ShapedType>(offsets.getType()).getElementType();
@@ -64,34 +74,14 @@ mlir::fusion::getAttentionKernelSpec(GDPAOp op, const TargetInfo &target,
   s.headDim = q.getDimSize(q.getRank() - 1);
   s.valueDim = v.getDimSize(3);
   s.kvLen = k.getDimSize(1);
-  for (auto [name, d] : {std::pair<StringRef, int64_t>{"head dimension D", s.headDim},
-                         {"value head dimension Dv", s.valueDim}})
-    if (ShapedType::isDynamic(d) || d % 64 != 0 || d > 256 || d == 0)
-      return fail(llvm::formatv(
-          "expected a static {0} that is a multiple of 64 up to 256 (the "
-          "kernel's 128-byte swizzled boxes and its 64 x N accumulators), "
-          "but got {1}",
-          name, ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d)));
-  if (ShapedType::isDynamic(s.kvLen) || s.kvLen < 1 || s.kvLen > 256)
-    return fail(llvm::formatv(
-        "expected a static key/value length from 1 to 256 (keys and values "
-        "are held whole in shared memory), but got {0}",
-        ShapedType::isDynamic(s.kvLen) ? std::string("?")
-                                       : std::to_string(s.kvLen)));
+  // D, Dv, L_kv, tensor and shared memory (fusion-plan-kernels asks too).
+  why = whyNoAttentionKernel(target, AttentionKernelShape{s.headDim, s.valueDim, s.kvLen});
+  if (!why.empty())
+    return fail(why);
   s.kvTile = llvm::alignTo(s.kvLen, 64);
   s.activation = op.getActivation();
   s.scale = op.getScale().convertToDouble();
   static_cast<AttentionLayout &>(s) = planAttentionLayout(target, s);
-  why = whyNoAttentionTensorMemory(target, s);
-  if (!why.empty())
-    return fail(why);
-  if (s.sharedMemoryBytes() > target.smemPerBlockOptin)
-    return fail(llvm::formatv(
-        "needs {0} bytes of shared memory for D = {1}, Dv = {2} and a "
-        "key/value length of {3} (one stage of q, k, v and the P tiles), but "
-        "{4} has {5}",
-        s.sharedMemoryBytes(), s.headDim, s.valueDim, s.kvLen, target.chip,
-        target.smemPerBlockOptin));
   return s;
 }
 
@@ -156,6 +146,8 @@ mlir::fusion::attentionArgs(const AttentionKernelSpec &s) {
       AttentionArg::Heads};
   if (s.jagged)
     args.append({AttentionArg::Offsets, AttentionArg::WindowBatch, AttentionArg::Output});
+  if (s.residualType)
+    args.push_back(AttentionArg::Residual);
   if (!s.norms)
     return args;
   if (s.lnWeightType)

@@ -61,6 +61,12 @@ struct AttentionKernelSpec : AttentionLayout {
   /// stay dense. offsetsType: the offsets' element type (i32 or i64).
   bool jagged = false;
   Type offsetsType;
+  /// fusion.gdpa's residual (the output's shape and element type), added to
+  /// O in f32 before the rounding; null when absent. residualIsQuery: it is
+  /// the gdpa's own query (D = Dv), which the sm_90a consumers read from the
+  /// stage's Q tile where they read it before O = P V (Dv <= 128).
+  Type residualType;
+  bool residualIsQuery = false;
   /// fusion.norm_attention: the norms' epsilons and their parameters'
   /// element types (null when absent).
   double lnEpsilon = 0, rmsEpsilon = 0;
@@ -91,9 +97,11 @@ getNormAttentionKernelSpec(NormAttentionOp op, const TargetInfo &target,
 /// Jagged: the offsets, each 128-token window's first batch (computed by
 /// the window kernel) and the output as a flat memref (the masked stores of
 /// windows that are not one batch's alone).
+/// With a residual: the residual as a flat memref<?xT> ([B, L_q, H, Dv] or
+/// jagged [T, H, Dv], row-major), read at the output's positions.
 enum class AttentionArg {
   TmaQ, TmaK, TmaV, TmaOut, Batch, QueryLen, Heads,
-  Offsets, WindowBatch, Output,
+  Offsets, WindowBatch, Output, Residual,
   LnWeight, LnBias, RmsWeight, LnMean, LnRstd, RmsRstd
 };
 /// The arguments `s` takes, in order.

@@ -27,7 +27,12 @@
 //                     arrive pFull; wait oFull, tcgen05.ld O, rounded into
 //                     the output staging (two halves of 64 rows in the
 //                     sm_90a groups' layout, over the P buffer), and stored
-//                     as the sm_90a consumer groups store theirs.
+//                     as the sm_90a consumer groups store theirs. With a
+//                     residual, the thread reads its row of it from global
+//                     memory (16-byte chunks, 64 columns ahead of their use,
+//                     the first ones while O = P V runs; rows the item does
+//                     not store are not read) and adds it to O before the
+//                     rounding.
 //
 // S and O take kvTile + Dv <= 512 columns (AttentionLayout::tmemColumns;
 // the planner refuses more). One stage of each: the next item's S = Q K^T
@@ -234,14 +239,40 @@ void AttentionKernelEmitter::tensorMemoryConsumer(Value tmemBase) {
     scoreEngine->fenceBefore(*this);
     arrive(pFull, idx(0));
 
+    // The residual's row by 32-column pieces (4 chunks of 8), 64 columns
+    // ahead: the first two pieces loaded while O = P V runs, then piece
+    // p + 2 as piece p is rounded (the whole row at Dv = 256 is 128
+    // registers; 128 columns ahead took 242-254 registers and spilled 8
+    // bytes at D = 64, Dv = 256, jagged).
+    const int64_t pieces = s.valueDim / 32;
+    const int64_t ahead = std::min<int64_t>(pieces, 2);
+    Value token;
+    SmallVector<Value> residual;
+    if (s.residualType) {
+      token = add(it.row, tid);
+      residual = residualRow(it, token, 0, 4 * ahead);
+    }
     wait(oFull, idx(0), parity);
     valueEngine->fenceAfter(*this);
     rowChunks(*valueEngine, oAcc, s.valueDim, [&](int64_t c0, Value v) {
+      if (s.residualType && c0 / 32 + ahead < pieces)
+        llvm::append_range(residual, residualRow(it, token, c0 / 8 + 4 * ahead, 4));
       for (int64_t j = c0 / 8; j < c0 / 8 + 4; ++j) {
+        // + residual in f32, rounded once.
+        Value r;
+        if (s.residualType)
+          r = arith::ExtFOp::create(b, VectorType::get({8}, b.getF32Type()),
+                                    residual[j]);
         SmallVector<Value, 4> pairs;
         for (int64_t e = 8 * j - c0; e < 8 * j - c0 + 8; e += 2) {
           Value lo = element(v, e);
           Value hi = element(v, e + 1);
+          if (r) {
+            Value rLo = element(r, e - (8 * j - c0));
+            Value rHi = element(r, e + 1 - (8 * j - c0));
+            lo = arith::AddFOp::create(b, lo, rLo);
+            hi = arith::AddFOp::create(b, hi, rHi);
+          }
           pairs.push_back(packPair(lo, hi));
         }
         Value chunk = chunkOfPairs(pairs);

@@ -471,10 +471,13 @@ FailureOr<AttentionShape> verifyAttentionShapes(Operation *op, Value q,
 LogicalResult GDPAOp::verify() {
   FailureOr<AttentionShape> s = verifyAttentionShapes(
       *this, getQuery(), getKey(), getValue(), getOffsets());
-  if (failed(s))
+  if (failed(s) ||
+      failed(checkShape(*this, "output", getOutput(), s->output(),
+                        " (query with the value head dimension)")) ||
+      failed(checkShapeIfPresent(*this, "residual", getResidual(), s->output(),
+                                 " (the shape of output)")))
     return failure();
-  return checkShape(*this, "output", getOutput(), s->output(),
-                    " (query with the value head dimension)");
+  return success();
 }
 
 LogicalResult GDPAGradOp::verify() {

@@ -178,6 +178,11 @@ LogicalResult matchNormedQuery(Forward &f, std::string &why) {
 /// f.innerAdd, f.hCollapse, f.rmsNorm and f.yExpand.
 LogicalResult matchNormedResidual(Forward &f, std::string &why) {
   RankedTensorType qType = tensorType(f.q);
+  if (f.gdpa.getResidual()) {
+    why = "it already adds a residual to its output (the block's inner "
+          "residual is a fusion.add of its output and its query)";
+    return failure();
+  }
   f.innerAdd = findAddWith(f.gdpa.getOutput(), f.ln());
   if (!f.innerAdd) {
     why = "its output is not added to its query (the inner residual)";

@@ -14,7 +14,9 @@
 // (addColumnSums): a 1-row GEMM of ones with B per call, planned like any
 // other, or a constant when B is one. The fusion.add of a gdpa_grad's query
 // gradient and a tensor of its type becomes the gdpa_grad's residual
-// (foldAttentionGradResidual), added in the attention backward kernel.
+// (foldAttentionGradResidual), added in the attention backward kernel; so
+// does the add of a gdpa's output and such a tensor, into the gdpa's
+// residual (foldAttentionResidual).
 // Then a fusion.add of a norm gradient's input gradient dx (its only use,
 // possibly through tensor.expand_shape / collapse_shape views) and a tensor
 // of the same shape (the gradient of a residual branch) folds into the norm
@@ -451,11 +453,54 @@ void foldAttentionGradResidual(ModuleOp module) {
     }
   }
 }
+
+/// fusion.add(x, o) or fusion.add(o, x), where o is a fusion.gdpa's output
+/// used by that add alone and x has o's type (no broadcast) and is defined
+/// before the gdpa, becomes the gdpa's `residual`: its output epilogue adds
+/// x in f32 before the rounding, one kernel instead of two (the block
+/// `h = gdpa(x, k, v) + x`). Only where the target has a gdpa kernel for
+/// the op (sm_90a's and sm_100a's both take the residual); elsewhere the
+/// add stays.
+void foldAttentionResidual(ModuleOp module) {
+  DominanceInfo dom(module);
+  SmallVector<AddOp> adds;
+  module.walk([&](AddOp add) { adds.push_back(add); });
+  for (AddOp add : adds) {
+    for (auto [x, o] : {std::pair<Value, Value>{add.getLhs(), add.getRhs()},
+                        {add.getRhs(), add.getLhs()}}) {
+      auto gdpa = o.getDefiningOp<GDPAOp>();
+      if (!gdpa || gdpa.getResidual() || !o.hasOneUse() ||
+          x.getType() != o.getType() || !dom.properlyDominates(x, gdpa))
+        continue;
+      std::optional<TargetInfo> target = lookupTargetInfo(gdpa);
+      if (!target)
+        break;
+      // q, k, v and the output of one 16-bit type (the kernel's spec names
+      // the operand that differs), and its shapes.
+      auto type = [](Value v) { return cast<RankedTensorType>(v.getType()); };
+      Type elem = type(o).getElementType();
+      if ((!elem.isBF16() && !elem.isF16()) ||
+          llvm::any_of(ValueRange{gdpa.getQuery(), gdpa.getKey(), gdpa.getValue()},
+                       [&](Value v) { return type(v).getElementType() != elem; }))
+        break;
+      AttentionKernelShape shape{type(gdpa.getQuery()).getShape().back(),
+                                 type(gdpa.getValue()).getShape().back(),
+                                 type(gdpa.getKey()).getDimSize(1)};
+      if (!whyNoAttentionKernel(*target, shape).empty())
+        break;
+      gdpa.getResidualMutable().assign(x);
+      add.getResult().replaceAllUsesWith(o);
+      add.erase();
+      break;
+    }
+  }
+}
 } // namespace
 
 LogicalResult mlir::fusion::planKernels(ModuleOp module,
                                         StringRef lazyRowStats, bool splitK,
                                         bool report) {
+  foldAttentionResidual(module);
   foldAttentionGradResidual(module);
   // After the attention backward's fold: an add that fold took is gone (and
   // gets no remark from this one).

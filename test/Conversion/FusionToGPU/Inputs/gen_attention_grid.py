@@ -20,7 +20,9 @@ named jgrad_<i>.
 
 Both chips end with fusion.gdpa_grad adding a residual to dq: the grad_<i>
 cases, then the jagged jgrad_<i> ones, the residual do itself where D = Dv
-(every other case) or an operand of its own, named rgrad_<i>.
+(every other case) or an operand of its own, named rgrad_<i>. Both print
+fusion.gdpa with a residual after the gdpa grid: dense and jagged, the
+query itself or another tensor, named res_<i>.
 
     python3 gen_attention_grid.py [sm_100a] > grid.mlir
 """
@@ -35,6 +37,23 @@ def gdpa(i, d, dv, kv, act, dt):
     v, o = f"tensor<?x{kv}x2x{dv}x{dt}>", f"tensor<?x?x2x{dv}x{dt}>"
     return (f"func.func @gdpa_{i}(%q: {q}, %k: {k}, %v: {v}) -> {o} {{\n"
             f"  %o = fusion.gdpa %q, %k, %v {{activation = #fusion.activation<{act}>, scale = 0.125 : f32}}"
+            f" : {q}, {k}, {v} -> {o}\n  return %o : {o}\n}}\n")
+
+
+def residual(i, d, dv, kv, act, dt, off, own):
+    """fusion.gdpa with a residual: the query itself (own, D = Dv) or
+    another tensor of the output's shape; dense, or jagged with `off`
+    offsets."""
+    lead = "?x" if off else "?x?x"
+    q, k = f"tensor<{lead}2x{d}x{dt}>", f"tensor<?x{kv}x2x{d}x{dt}>"
+    v, o = f"tensor<?x{kv}x2x{dv}x{dt}>", f"tensor<{lead}2x{dv}x{dt}>"
+    args = f"%q: {q}, %k: {k}, %v: {v}" + (f", %off: tensor<?x{off}>" if off else "")
+    args += "" if own else f", %r: {o}"
+    jag = f" offsets(%off : tensor<?x{off}>)" if off else ""
+    res = f" residual(%q : {q})" if own else f" residual(%r : {o})"
+    return (f"func.func @res_{i}({args}) -> {o} {{\n"
+            f"  %o = fusion.gdpa %q, %k, %v{jag}{res} "
+            f"{{activation = #fusion.activation<{act}>, scale = 0.125 : f32}}"
             f" : {q}, {k}, {v} -> {o}\n  return %o : {o}\n}}\n")
 
 
@@ -129,6 +148,15 @@ def main():
     for i, (d, dv) in enumerate(itertools.product([64, 128, 192, 256], [64, 128, 256])):
         kv = next(k for k in kvs[i % len(kvs)::-1] if fits(d, dv, k))
         print(gdpa(i, d, dv, kv, ACTS[i % len(ACTS)], "bf16" if i % 3 else "f16"))
+    # fusion.gdpa with a residual (both chips): dense and jagged, the query
+    # itself or another tensor, Dv up to 256 (the most residual registers).
+    residuals = [(64, 64, 128, None, True), (128, 128, 128, None, False),
+                 (128, 128, 128, "i32", True), (64, 256, 100, None, False),
+                 (256, 256, 64, "i64", False), (128, 64, 200, "i64", False),
+                 (256, 128, 1, None, False), (64, 256, 64, "i32", False)]
+    for i, (d, dv, kv, off, own) in enumerate(residuals):
+        print(residual(i, d, dv, kv, ACTS[(i + 3) % len(ACTS)], "f16" if i % 4 == 1 else "bf16",
+                       off, own))
     if sm100:
         shapes = [(128, 128, 128), (64, 256, 100), (256, 64, 64), (128, 64, 1)]
         for i, (d, dv, kv) in enumerate(shapes):

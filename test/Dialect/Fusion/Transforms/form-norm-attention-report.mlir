@@ -142,6 +142,26 @@ func.func @outer_residual_not_q(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>
 
 // -----
 
+// The gdpa already adds ln_q (its residual, as fusion-plan-kernels folds the
+// inner residual's add): nothing is formed.
+// CHECK-LABEL: func.func @inner_residual_folded
+// CHECK-NOT: fusion.norm_attention
+// CHECK: fusion.gdpa
+func.func @inner_residual_folded(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>) -> (tensor<1x8x2x4xf32>) {
+  %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %lnf, %m, %r = fusion.layer_norm %qf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>
+  %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  // expected-remark @below {{fusion.gdpa not formed into fusion.norm_attention: it already adds a residual to its output (the block's inner residual is a fusion.add of its output and its query)}}
+  %h = fusion.gdpa %ln, %k, %v residual(%ln : tensor<1x8x2x4xf32>) {activation = #fusion.activation<gelu_tanh>, scale = 0.5 : f32} : tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>
+  %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %yf = fusion.rms_norm %hf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>
+  %y = tensor.expand_shape %yf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  %out = fusion.add %y, %q : tensor<1x8x2x4xf32>
+  return %out : tensor<1x8x2x4xf32>
+}
+
+// -----
+
 // The layer_norm rounds a bf16 query to f32: the chain changes element type.
 // CHECK-LABEL: func.func @element_type_change
 // CHECK-NOT: fusion.norm_attention

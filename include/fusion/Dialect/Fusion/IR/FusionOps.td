@@ -301,17 +301,17 @@ def Fusion_LayerNormGradOp : Fusion_Op<"layer_norm_grad",
 // L0: generalized dot-product attention
 //===----------------------------------------------------------------------===//
 
-def Fusion_GDPAOp : Fusion_Op<"gdpa", [Pure]> {
+def Fusion_GDPAOp : Fusion_Op<"gdpa", [Pure, AttrSizedOperandSegments]> {
   let summary = "generalized dot-product attention (activation instead of softmax)";
   let description = [{
     For each batch b, head h and query token i:
 
         s[i, j]      = scale * sum_d q[b, i, h, d] * k[b, j, h, d]
-        out[b,i,h,e] = sum_j act(s[i, j]) * v[b, j, h, e]
+        out[b,i,h,e] = sum_j act(s[i, j]) * v[b, j, h, e]  (+ residual[b,i,h,e])
 
     The scale multiplies the scores *before* the activation (Kunlun's
     `act(Q K^T / tau) V`). There is no softmax and no row normalization.
-    Arithmetic is f32; `out` is rounded to its element type.
+    Arithmetic is f32; `out` is rounded once to its element type.
 
     Shapes, dense: `q` [B, Lq, H, D], `k` [B, Lkv, H, D], `v` [B, Lkv, H, Dv],
     `out` [B, Lq, H, Dv].
@@ -319,8 +319,14 @@ def Fusion_GDPAOp : Fusion_Op<"gdpa", [Pure]> {
     Jagged q: with `offsets` (i32 or i64, shape [B+1], non-decreasing,
     offsets[0] = 0), `q` is [T, H, D] and batch b owns the tokens
     offsets[b] <= t < offsets[b+1]; `out` is [T, H, Dv]. Tokens at or after
-    offsets[B] belong to no batch and their output is zero. `k` and `v` stay
-    dense, [B, Lkv, H, D].
+    offsets[B] belong to no batch and their output is zero (with a residual,
+    the residual: the sum has no attention term). `k` and `v` stay dense,
+    [B, Lkv, H, D].
+
+    The optional `residual` (the shape of `out`) is added to the attention
+    in f32 before the rounding: the residual connection after attention,
+    `h = gdpa(x, k, v) + x` in Kunlun's block, in one kernel
+    (`fusion-plan-kernels` folds such a `fusion.add` into the op).
 
     Example:
     ```mlir
@@ -329,14 +335,24 @@ def Fusion_GDPAOp : Fusion_Op<"gdpa", [Pure]> {
         : tensor<2048x2x128xbf16>, tensor<8x128x2x128xbf16>, tensor<8x128x2x128xbf16>
         -> tensor<2048x2x128xbf16>
     ```
+
+    Example (the query added back, the block's inner residual):
+    ```mlir
+    %h = fusion.gdpa %x, %k, %v residual(%x : tensor<8x512x2x128xbf16>)
+        {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+        : tensor<8x512x2x128xbf16>, tensor<8x128x2x128xbf16>,
+          tensor<8x128x2x128xbf16> -> tensor<8x512x2x128xbf16>
+    ```
   }];
   let arguments = (ins Fusion_FloatTensor:$query, Fusion_FloatTensor:$key,
                        Fusion_FloatTensor:$value,
                        Optional<Fusion_OffsetsTensor>:$offsets,
+                       Optional<Fusion_FloatTensor>:$residual,
                        Fusion_ActivationAttr:$activation, F32Attr:$scale);
   let results = (outs Fusion_FloatTensor:$output);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`offsets` `(` $offsets^ `:` type($offsets) `)`)?
+    (`residual` `(` $residual^ `:` type($residual) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($output)
   }];
   let hasVerifier = 1;

@@ -443,6 +443,33 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     (`fusion-fuse`: FlashNormAttention formation, backward regrouping) see
     the add as the user wrote it.
 
+    The residual after attention (`foldAttentionResidual`), likewise: a
+    `fusion.add` of a `fusion.gdpa`'s output (used by that add alone) and a
+    tensor of the same type (no broadcast, either operand order, defined
+    before the gdpa) becomes the gdpa's `residual`, which its kernel adds to
+    O in f32 before rounding. This is the forward of that block where
+    `fusion-fuse` leaves it unfused (in the training step, whose backward
+    reads ln_q and h):
+    ```mlir
+    %a = fusion.gdpa %ln, %k, %v
+        {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+        : tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>,
+          tensor<?x128x2x128xbf16> -> tensor<?x?x2x128xbf16>
+    %h = fusion.add %a, %ln : tensor<?x?x2x128xbf16>
+    ```
+    becomes
+    ```mlir
+    %h = fusion.gdpa %ln, %k, %v residual(%ln : tensor<?x?x2x128xbf16>)
+        {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+        : tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>,
+          tensor<?x128x2x128xbf16> -> tensor<?x?x2x128xbf16>
+    ```
+    (attention + ln_q rounded once instead of twice; with jagged q, tokens
+    outside every sequence get the residual, as the add gave them). Only
+    where the target has a gdpa kernel for the op (`whyNoAttentionKernel`;
+    sm_90a and sm_100a, both of which take the residual); otherwise the add
+    stays.
+
     #### Input invariants
     - The module (or an enclosing one) carries `fusion.target` whenever it
       holds a GEMM.
@@ -463,13 +490,14 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     splat of ones [1, K] (B's type), a planned `fusion.fused_matmul` of it
     with B into f32 [1, N] and a `tensor.collapse_shape` to [N] (an f32
     constant instead when B is a constant); its tile_n is at most 192 on
-    sm_90a. A `fusion.add` folded into a `fusion.gdpa_grad` as its
-    `residual` (above) disappears; so does a `fusion.add` of a norm
-    gradient's input gradient and a tensor of its shape, into the norm
-    gradient's `residual` (with a `tensor.collapse_shape` / `expand_shape`
-    of the other operand, and a `tensor.dim` of the norm's input for a
-    dynamic size, when views lie between); the other row ops are unchanged.
-    On an error the pass fails; the refused ops are unchanged.
+    sm_90a. A `fusion.add` folded into a `fusion.gdpa` or a
+    `fusion.gdpa_grad` as its `residual` (above) disappears; so does a
+    `fusion.add` of a norm gradient's input gradient and a tensor of its
+    shape, into the norm gradient's `residual` (with a
+    `tensor.collapse_shape` / `expand_shape` of the other operand, and a
+    `tensor.dim` of the norm's input for a dynamic size, when views lie
+    between); the other row ops are unchanged. On an error the pass fails;
+    the refused ops are unchanged.
 
     #### Options
     - `lazy-row-stats` (`auto`, `in-kernel`, `kernel`): where a Lazy

@@ -115,7 +115,8 @@ FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
 /// A fusion.add of a fusion.gdpa_grad's query gradient (its only use) and a
 /// tensor of its type defined before the gdpa_grad becomes the gdpa_grad's
 /// residual where the target's attention backward kernel takes the op
-/// (sm_90a and sm_100a), one kernel instead of two.
+/// (sm_90a and sm_100a), one kernel instead of two; a fusion.add of a
+/// fusion.gdpa's output and such a tensor, the gdpa's residual likewise.
 /// `splitK`: whether small weight gradients may split K (chooseSplitK).
 ///
 /// Then (after the gdpa_grad's fold, before planning), under a target, a
