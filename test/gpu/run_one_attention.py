@@ -73,12 +73,15 @@ def main():
         q = torch.rand(tokens, h, d, device="cuda").to(dt)
         out = torch.full((tokens, h, dv), float("nan"), dtype=dt, device="cuda")
         params = [torch.rand(h * d, device="cuda").to(dt) for _ in range(3)] if prog.get("block") else []
-        fn(q, k, v, offsets, *params, out)
+        # gdpa_*residual* with a residual of its own: after the offsets.
+        own = [torch.rand_like(out)] if prog.get("residual") == "own" else []
+        fn(q, k, v, offsets, *params, *own, out)
     else:
         q = torch.rand(batch, lq, h, d, device="cuda").to(dt)
         out = torch.full((batch, lq, h, dv), float("nan"), dtype=dt, device="cuda")
         params = [torch.rand(h * d, device="cuda").to(dt) for _ in range(3)] if prog.get("block") else []
-        fn(q, k, v, *params, out)
+        own = [torch.rand_like(out)] if prog.get("residual") == "own" else []
+        fn(q, k, v, *params, *own, out)
     torch.cuda.synchronize()
     bad = int(torch.isnan(out).sum())
     print(f"{name} B={batch} Lq={lq}: {'ok' if bad == 0 else f'{bad} NaN left'}")
