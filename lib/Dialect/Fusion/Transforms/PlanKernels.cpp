@@ -13,10 +13,9 @@
 // A LayerNorm prologue gets B's column sums as its col_sum operand
 // (addColumnSums): a 1-row GEMM of ones with B per call, planned like any
 // other, or a constant when B is one. The fusion.add of a gdpa_grad's query
-// gradient and a tensor of its type becomes the gdpa_grad's residual
-// (foldAttentionGradResidual), added in the attention backward kernel; so
-// does the add of a gdpa's output and such a tensor, into the gdpa's
-// residual (foldAttentionResidual).
+// gradient and a tensor of its type becomes the gdpa_grad's residual, added
+// in the attention backward kernel; so does the add of a gdpa's output and
+// such a tensor, into the gdpa's residual (foldAttentionResiduals).
 // Then a fusion.add of a norm gradient's input gradient dx (its only use,
 // possibly through tensor.expand_shape / collapse_shape views) and a tensor
 // of the same shape (the gradient of a residual branch) folds into the norm
@@ -414,82 +413,67 @@ void reportAttentionGradPlan(GDPAGradOp op) {
       *target, planAttentionGradLayout(*target, layout), shape.kvLen));
 }
 
-/// fusion.add(x, dq) or fusion.add(dq, x), where dq is a fusion.gdpa_grad's
-/// query gradient used by that add alone and x has dq's type (no broadcast)
-/// and is defined before the gdpa_grad, becomes the gdpa_grad's `residual`:
-/// its dQ epilogue adds x in f32 before rounding, one kernel instead of two
-/// (the block `h = gdpa(x, k, v) + x`, whose backward adds dh to dq). Only
-/// where the target has an attention backward kernel for the op (sm_90a's
-/// and sm_100a's both take the residual); elsewhere the add stays.
-void foldAttentionGradResidual(ModuleOp module) {
-  DominanceInfo dom(module);
-  SmallVector<AddOp> adds;
-  module.walk([&](AddOp add) { adds.push_back(add); });
-  for (AddOp add : adds) {
-    for (auto [x, dq] : {std::pair<Value, Value>{add.getLhs(), add.getRhs()},
-                         {add.getRhs(), add.getLhs()}}) {
-      auto grad = dq.getDefiningOp<GDPAGradOp>();
-      if (!grad || grad.getQueryGrad() != dq || grad.getResidual() ||
-          !dq.hasOneUse() || x.getType() != dq.getType() ||
-          !dom.properlyDominates(x, grad))
-        continue;
-      std::optional<TargetInfo> target = lookupTargetInfo(grad);
-      if (!target)
-        break;
-      auto q = cast<RankedTensorType>(grad.getQuery().getType());
-      AttentionGradShape shape{
-          q.getElementType(), static_cast<bool>(grad.getOffsets()),
-          q.getShape().back(),
-          cast<RankedTensorType>(grad.getValue().getType()).getShape().back(),
-          cast<RankedTensorType>(grad.getKey().getType()).getDimSize(1)};
-      // (The kernels take bf16 and f16; the conversion refuses the rest.)
-      if ((!shape.elem.isBF16() && !shape.elem.isF16()) ||
-          !whyNoAttentionGradKernel(*target, shape).empty())
-        break;
-      grad.getResidualMutable().assign(x);
-      add.getResult().replaceAllUsesWith(dq);
-      add.erase();
-      break;
-    }
-  }
+/// Whether the target's attention backward kernel takes `grad` (bf16 or
+/// f16; the conversion refuses the rest).
+bool attentionGradKernelTakes(GDPAGradOp grad, const TargetInfo &target) {
+  auto type = [](Value v) { return cast<RankedTensorType>(v.getType()); };
+  AttentionGradShape shape{type(grad.getQuery()).getElementType(),
+                           static_cast<bool>(grad.getOffsets()),
+                           type(grad.getQuery()).getShape().back(),
+                           type(grad.getValue()).getShape().back(),
+                           type(grad.getKey()).getDimSize(1)};
+  return (shape.elem.isBF16() || shape.elem.isF16()) &&
+         whyNoAttentionGradKernel(target, shape).empty();
 }
 
-/// fusion.add(x, o) or fusion.add(o, x), where o is a fusion.gdpa's output
-/// used by that add alone and x has o's type (no broadcast) and is defined
-/// before the gdpa, becomes the gdpa's `residual`: its output epilogue adds
-/// x in f32 before the rounding, one kernel instead of two (the block
-/// `h = gdpa(x, k, v) + x`). Only where the target has a gdpa kernel for
-/// the op (sm_90a's and sm_100a's both take the residual); elsewhere the
-/// add stays.
-void foldAttentionResidual(ModuleOp module) {
+/// Whether the target's gdpa kernel takes `gdpa`: q, k, v and the output of
+/// one 16-bit type (the kernel's spec names the operand that differs), and
+/// its shapes.
+bool attentionKernelTakes(GDPAOp gdpa, const TargetInfo &target) {
+  auto type = [](Value v) { return cast<RankedTensorType>(v.getType()); };
+  Type elem = type(gdpa.getOutput()).getElementType();
+  if ((!elem.isBF16() && !elem.isF16()) ||
+      llvm::any_of(ValueRange{gdpa.getQuery(), gdpa.getKey(), gdpa.getValue()},
+                   [&](Value v) { return type(v).getElementType() != elem; }))
+    return false;
+  AttentionKernelShape shape{type(gdpa.getQuery()).getShape().back(),
+                             type(gdpa.getValue()).getShape().back(),
+                             type(gdpa.getKey()).getDimSize(1)};
+  return whyNoAttentionKernel(target, shape).empty();
+}
+
+/// fusion.add(x, r) or fusion.add(r, x), where r is a fusion.gdpa's output
+/// or a fusion.gdpa_grad's query gradient used by that add alone and x has
+/// r's type (no broadcast) and is defined before the op, becomes the op's
+/// `residual`: its output (dQ) epilogue adds x in f32 before rounding, one
+/// kernel instead of two (the block `h = gdpa(x, k, v) + x`, whose backward
+/// adds dh to dq). Only where the target has a kernel for the op (sm_90a's
+/// and sm_100a's both take the residual); elsewhere the add stays.
+void foldAttentionResiduals(ModuleOp module) {
   DominanceInfo dom(module);
   SmallVector<AddOp> adds;
   module.walk([&](AddOp add) { adds.push_back(add); });
   for (AddOp add : adds) {
-    for (auto [x, o] : {std::pair<Value, Value>{add.getLhs(), add.getRhs()},
+    for (auto [x, r] : {std::pair<Value, Value>{add.getLhs(), add.getRhs()},
                         {add.getRhs(), add.getLhs()}}) {
-      auto gdpa = o.getDefiningOp<GDPAOp>();
-      if (!gdpa || gdpa.getResidual() || !o.hasOneUse() ||
-          x.getType() != o.getType() || !dom.properlyDominates(x, gdpa))
+      Operation *op = r.getDefiningOp();
+      auto gdpa = dyn_cast_or_null<GDPAOp>(op);
+      auto grad = dyn_cast_or_null<GDPAGradOp>(op);
+      if ((!gdpa && !grad) || (grad && grad.getQueryGrad() != r) ||
+          (gdpa ? static_cast<bool>(gdpa.getResidual())
+                : static_cast<bool>(grad.getResidual())) ||
+          !r.hasOneUse() || x.getType() != r.getType() ||
+          !dom.properlyDominates(x, op))
         continue;
-      std::optional<TargetInfo> target = lookupTargetInfo(gdpa);
-      if (!target)
+      std::optional<TargetInfo> target = lookupTargetInfo(op);
+      if (!target || (gdpa ? !attentionKernelTakes(gdpa, *target)
+                           : !attentionGradKernelTakes(grad, *target)))
         break;
-      // q, k, v and the output of one 16-bit type (the kernel's spec names
-      // the operand that differs), and its shapes.
-      auto type = [](Value v) { return cast<RankedTensorType>(v.getType()); };
-      Type elem = type(o).getElementType();
-      if ((!elem.isBF16() && !elem.isF16()) ||
-          llvm::any_of(ValueRange{gdpa.getQuery(), gdpa.getKey(), gdpa.getValue()},
-                       [&](Value v) { return type(v).getElementType() != elem; }))
-        break;
-      AttentionKernelShape shape{type(gdpa.getQuery()).getShape().back(),
-                                 type(gdpa.getValue()).getShape().back(),
-                                 type(gdpa.getKey()).getDimSize(1)};
-      if (!whyNoAttentionKernel(*target, shape).empty())
-        break;
-      gdpa.getResidualMutable().assign(x);
-      add.getResult().replaceAllUsesWith(o);
+      if (gdpa)
+        gdpa.getResidualMutable().assign(x);
+      else
+        grad.getResidualMutable().assign(x);
+      add.getResult().replaceAllUsesWith(r);
       add.erase();
       break;
     }
@@ -500,9 +484,8 @@ void foldAttentionResidual(ModuleOp module) {
 LogicalResult mlir::fusion::planKernels(ModuleOp module,
                                         StringRef lazyRowStats, bool splitK,
                                         bool report) {
-  foldAttentionResidual(module);
-  foldAttentionGradResidual(module);
-  // After the attention backward's fold: an add that fold took is gone (and
+  foldAttentionResiduals(module);
+  // After the attention folds: an add that fold took is gone (and
   // gets no remark from this one).
   foldNormGradResiduals(module, report);
   // Collect first: the matmuls are replaced while planning.

@@ -2,7 +2,7 @@
 
 // fusion-plan-kernels folds a fusion.add of a gdpa_grad's query gradient
 // and a tensor of its type into the gdpa_grad's residual
-// (foldAttentionGradResidual), where the target's attention backward kernel
+// (foldAttentionResiduals), where the target's attention backward kernel
 // takes the op; otherwise the IR is unchanged.
 
 // The Kunlun block's backward: dh + dq1, dh the gdpa_grad's own grad.

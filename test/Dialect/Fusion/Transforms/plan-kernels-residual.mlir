@@ -1,7 +1,7 @@
 // RUN: fusion-opt %s -split-input-file -fusion-plan-kernels | FileCheck %s
 
 // fusion-plan-kernels folds a fusion.add of a gdpa's output and a tensor of
-// its type into the gdpa's residual (foldAttentionResidual), where the
+// its type into the gdpa's residual (foldAttentionResiduals), where the
 // target's gdpa kernel takes the op; otherwise the IR is unchanged.
 
 // The Kunlun block's inner residual: gdpa(ln, k, v) + ln.

@@ -374,7 +374,7 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     ```
     `lazy-row-stats=in-kernel` or `=kernel` forces one form.
 
-    The residual of the attention backward (`foldAttentionGradResidual`).
+    The residual of the attention backward (`foldAttentionResiduals`).
     A `fusion.add` of a `fusion.gdpa_grad`'s query gradient (used by that
     add alone) and a tensor of the same type (no broadcast, either operand
     order, defined before the gdpa_grad) becomes the gdpa_grad's
@@ -443,7 +443,7 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     (`fusion-fuse`: FlashNormAttention formation, backward regrouping) see
     the add as the user wrote it.
 
-    The residual after attention (`foldAttentionResidual`), likewise: a
+    The residual after attention (`foldAttentionResiduals`), likewise: a
     `fusion.add` of a `fusion.gdpa`'s output (used by that add alone) and a
     tensor of the same type (no broadcast, either operand order, defined
     before the gdpa) becomes the gdpa's `residual`, which its kernel adds to
