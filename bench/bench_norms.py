@@ -28,13 +28,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "layers"))
 
 SHAPES = ((65536, 768), (65536, 1024), (65536, 4096), (262144, 1024))
-OPS = ("rms_norm", "layer_norm")
+# The programs with statistics (a training forward), and their inference
+# forms (y only: the statistics are not written).
+OPS = ("rms_norm", "layer_norm", "rms_norm_infer", "layer_norm_infer")
 TIMING = ("ours_call_ms: do_bench median (warmup 25 ms, rep 200 ms, L2 flushed) of the loader "
           "call, asynchronous on the current stream; ours_kernel_ms: our kernels' device time "
           "per call (profiler records, bench_fused_matmul.kernel_ms), compile_kernel_ms the same of "
           "torch.compile's Triton kernels; eager_ms, compile_ms, "
           "copy_ms: do_bench medians of the nn module in eager, under torch.compile compiled "
-          "fresh and static, and of dst.copy_(x); each the mean of the interleaved rounds "
+          "fresh and static, and of dst.copy_(x); compile_stats_ms / compile_stats_kernel_ms "
+          "(programs with statistics only): torch.compile of the norm written to return its "
+          "statistics too (the same outputs as ours, as a training forward saves them); each the mean of the interleaved rounds "
           "(shuffled after the first, each measurement after 300 ms of its own function: "
           "bench_util.run_rounds); "
           "*_TBps = that side's bytes (the *_bytes fields) / its time")
@@ -42,6 +46,26 @@ TIMING = ("ours_call_ms: do_bench median (warmup 25 ms, rep 200 ms, L2 flushed) 
 
 def nbytes(tensors):
     return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def stats_function(prog):
+    """The norm as a function returning y and its statistics (rstd; LayerNorm
+    mean and rstd), in float32 like nn.RMSNorm / nn.LayerNorm: what a
+    training forward writes, so torch.compile writes the outputs ours does."""
+    import torch
+    eps, layer = prog["eps"], prog["kind"] == "layer_norm"
+
+    def norm(x, w, b=None):
+        t = x.float()
+        if layer:
+            mean = t.mean(-1)
+            t = t - mean[:, None]
+        rstd = torch.rsqrt(t.pow(2).mean(-1) + eps)
+        y = t * rstd[:, None] * w.float()
+        if layer:
+            return (y + b.float()).to(x.dtype), mean, rstd
+        return y.to(x.dtype), rstd
+    return norm
 
 
 def bench_case(prog, m, libs, a, lr, bu):
@@ -82,6 +106,19 @@ def bench_case(prog, m, libs, a, lr, bu):
                              lambda: compiled(*args)))
     except Exception as e:
         errors["compile"] = bu.error_text(e)
+    if len(prog["outputs"]) > 1:
+        try:
+            fn_stats = torch.compile(stats_function(prog), dynamic=False)
+            params = [x[n] for n in ("g", "gamma", "beta") if n in x]
+            fn_stats(x["x"], *params)
+            torch.cuda.synchronize()
+            row["compile_stats_bytes"] = row["ours_bytes"]
+            measurements.append(("compile_stats", bu.bench_ms,
+                                 lambda: fn_stats(x["x"], *params)))
+            measurements.append(("compile_stats_kernel", lambda f: bu.kernel_ms(f, match="triton"),
+                                 lambda: fn_stats(x["x"], *params)))
+        except Exception as e:
+            errors["compile_stats"] = bu.error_text(e)
     src, dst = x["x"], torch.empty_like(x["x"])
     row["copy_bytes"] = 2 * nbytes([src])
     measurements.append(("copy", bu.bench_ms, lambda: dst.copy_(src)))
@@ -89,11 +126,13 @@ def bench_case(prog, m, libs, a, lr, bu):
     row.update({f"{k}_ms": v for k, v in mean.items()})
     row["spread_ms"], row["rounds"] = spread, rounds
     for key, side in (("ours_call", "ours"), ("ours_kernel", "ours"), ("eager", "torch"),
-                      ("compile", "torch"), ("compile_kernel", "torch"), ("copy", "copy")):
+                      ("compile", "torch"), ("compile_kernel", "torch"),
+                      ("compile_stats", "compile_stats"), ("compile_stats_kernel", "compile_stats"),
+                      ("copy", "copy")):
         if key in mean:
             row[f"{key}_TBps"] = row[f"{side}_bytes"] / (mean[key] * 1e-3) / 1e12
     if "ours_call" in mean:
-        for base in ("compile", "eager"):
+        for base in ("compile", "eager", "compile_stats"):
             if base in mean:
                 row[f"{base}_over_ours"] = mean[base] / mean["ours_call"]
         if "copy_TBps" in row:
@@ -162,7 +201,10 @@ def main():
         ("torch.compile ms", "compile_ms", "{:.4f}"), ("compile TB/s", "compile_TBps", "{:.2f}"),
         ("compile kernels ms", "compile_kernel_ms", "{:.4f}"),
         ("eager ms", "eager_ms", "{:.4f}"), ("copy TB/s", "copy_TBps", "{:.2f}"),
-        ("compile / ours", "compile_over_ours", "{:.2f}x"),
+        ("compile / ours", "compile_over_ours", "{:.3f}x"),
+        ("compile with stats ms", "compile_stats_ms", "{:.4f}"),
+        ("its kernels ms", "compile_stats_kernel_ms", "{:.4f}"),
+        ("compile with stats / ours", "compile_stats_over_ours", "{:.3f}x"),
         ("ours / copy bw", "ours_of_copy_bw", "{:.2f}"),
         ("check vs float64", "check", None), ("errors", "error_keys", None)], rows))
     return 0

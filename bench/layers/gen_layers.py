@@ -20,6 +20,8 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
                               and bias b: nn.LayerNorm then nn.Linear
   rms_norm_h{H}               y, rstd = RMSNorm(x) with weight
   layer_norm_h{H}             y, mean, rstd = LayerNorm(x) with weight and bias
+  rms_norm_infer_h{H}         y = RMSNorm(x), layer_norm_infer_h{H} y = LayerNorm(x): the
+  layer_norm_infer_h{H}       inference forms, statistics unused (not written); H = 768 .. 4096
   add_rowbias_h{H}            y = x + b       ([M, H] + [H])
   add_h{H}                    y = x + r       ([M, H] + [M, H])
   mul_col_h{H}                y = x * c       ([M, H] bf16 * [M, 1] f32)
@@ -135,20 +137,26 @@ def ln_prenorm(h):
                    [("y", "bf16", ("M", h))], body, eps=PRE_LN_EPS)
 
 
-def rms_norm(h):
+def rms_norm(h, stats=True):
+    """stats=False: the inference form (rms_norm_infer_h{H}), y only: its
+    rstd is unused and the kernel does not write it."""
     x, g, stat = ty(("M", h)), ty((h,)), ty(("M",), "f32")
-    return program(f"rms_norm_h{h}", "rms_norm", h,
-                   [("x", "bf16", ("M", h)), ("g", "bf16", (h,))],
-                   [("y", "bf16", ("M", h)), ("rstd", "f32", ("M",))],
+    results = [("y", "bf16", ("M", h))] + ([("rstd", "f32", ("M",))] if stats else [])
+    return program(f"rms_norm{'' if stats else '_infer'}_h{h}", "rms_norm", h,
+                   [("x", "bf16", ("M", h)), ("g", "bf16", (h,))], results,
                    [f"%y, %rstd = fusion.rms_norm %x weight(%g : {g}) {{epsilon = {RMS_EPS:e} : f32}}"
                     f" : {x} -> {x}, {stat}"], eps=RMS_EPS)
 
 
-def layer_norm(h):
+def layer_norm(h, stats=True):
+    """stats=False: layer_norm_infer_h{H}, y only (no mean or rstd written)."""
     x, v, stat = ty(("M", h)), ty((h,)), ty(("M",), "f32")
-    return program(f"layer_norm_h{h}", "layer_norm", h,
+    results = [("y", "bf16", ("M", h))]
+    if stats:
+        results += [("mean", "f32", ("M",)), ("rstd", "f32", ("M",))]
+    return program(f"layer_norm{'' if stats else '_infer'}_h{h}", "layer_norm", h,
                    [("x", "bf16", ("M", h)), ("gamma", "bf16", (h,)), ("beta", "bf16", (h,))],
-                   [("y", "bf16", ("M", h)), ("mean", "f32", ("M",)), ("rstd", "f32", ("M",))],
+                   results,
                    [f"%y, %mean, %rstd = fusion.layer_norm %x weight(%gamma : {v}) bias(%beta : {v})"
                     f" {{epsilon = {LN_EPS:e} : f32}} : {x} -> {x}, {stat}, {stat}"], eps=LN_EPS)
 
@@ -265,7 +273,8 @@ def programs():
             for p in (linear_wgrad(h), train_step(h, "rms"), train_step(h, "ln"))]
     for h in LAYER_H:
         out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True), bert_postnorm(h),
-                bert_postnorm(h, add_bias=True), ln_prenorm(h)]
+                bert_postnorm(h, add_bias=True), ln_prenorm(h), rms_norm(h, stats=False),
+                layer_norm(h, stats=False)]
     for h in ROW_H:
         out += [rms_norm(h), layer_norm(h), rms_norm_grad(h), layer_norm_grad(h)] + [elementwise(k, h)
                                                for k in ("add_rowbias", "add", "mul_col")]

@@ -67,6 +67,15 @@ def test_row_op(name, variant, m):
     run_and_check(name, variant, m)
 
 
+@pytest.mark.parametrize("name,variant,m", [(f"{k}_infer_h{h}", v, m)
+                                            for k in ("rms_norm", "layer_norm")
+                                            for h in (768, 1024, 4096) for m in (65536, 4097, 1)
+                                            for v in VARIANTS])
+def test_norm_inference_form(name, variant, m):
+    """y only: the statistics are unused, and the kernel does not write them."""
+    run_and_check(name, variant, m)
+
+
 @pytest.mark.parametrize("name,variant,m", [(n, v, m) for n in ("rms_norm_h1024",
                                                                  "layer_norm_h1024",
                                                                  "add_rowbias_h1024")

@@ -316,8 +316,9 @@ LogicalResult FunctionLowering::run() {
       chain.fill(buffer, arith::ConstantOp::create(b, *value));
       continue;
     }
-    for (Value r : op.getResults()) {
-      if (map.contains(r))
+    const KernelFamily *family = familyOf(&op);
+    for (OpResult r : op.getResults()) {
+      if (map.contains(r) || !family->writesResult(&op, r.getResultNumber()))
         continue;
       auto type = memrefFor(r.getType());
       SmallVector<Value> dynSizes;
@@ -329,7 +330,7 @@ LogicalResult FunctionLowering::run() {
       map.map(r, buffer);
     }
     std::string name = (func.getName() + "_kernel" + Twine(index++)).str();
-    familyOf(&op)->lower(lowering, &op, target, name);
+    family->lower(lowering, &op, target, name);
   }
   for (Value t : temporaries)
     chain.free(t);

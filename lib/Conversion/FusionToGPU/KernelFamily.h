@@ -36,6 +36,12 @@ public:
   /// launches it on `host.chain`, its operands and results from `host.map`.
   virtual void lower(HostLowering &host, Operation *op,
                      const TargetInfo &target, StringRef kernelName) const = 0;
+  /// Whether the kernel of `op` writes its result `index`. The pass gives a
+  /// buffer only to the results a kernel writes; a family may skip a result
+  /// nothing reads (a norm's unused statistics).
+  virtual bool writesResult(Operation *op, unsigned index) const {
+    return true;
+  }
 };
 
 /// The families, in the order the pass tries them.

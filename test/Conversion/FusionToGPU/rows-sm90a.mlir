@@ -30,6 +30,33 @@ func.func @ln(%x: tensor<?x4096xbf16>, %g: tensor<4096xbf16>, %b: tensor<4096xbf
   return %y, %m, %r : tensor<?x4096xbf16>, tensor<?xf32>, tensor<?xf32>
 }
 
+// Inference: statistics nothing reads get no buffer and are not written;
+// the kernel takes x, y, the parameters and the row count only.
+// CHECK-LABEL: func.func @ln_inference(
+// CHECK-NOT: gpu.alloc
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_inference_kernel0 {{.*}} args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : index)
+// CHECK-NOT: gpu.dealloc
+// CHECK: return
+// CHECK-LABEL: func.func @rms_inference(
+// CHECK-NOT: gpu.alloc
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_inference_kernel0 {{.*}} args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : index)
+// CHECK: return
+// The kernels: no 4-byte store of a statistic (y is stored as v4.b32).
+// PTX-LABEL: .entry ln_inference_kernel0(
+// PTX-NOT: st.global.b32
+// PTX: ret;
+// PTX-LABEL: .entry rms_inference_kernel0(
+// PTX-NOT: st.global.b32
+// PTX: ret;
+func.func @ln_inference(%x: tensor<?x1024xbf16>, %g: tensor<1024xbf16>, %b: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
+  %y, %m, %r = fusion.layer_norm %x weight(%g : tensor<1024xbf16>) bias(%b : tensor<1024xbf16>) {epsilon = 1.0e-05 : f32} : tensor<?x1024xbf16> -> tensor<?x1024xbf16>, tensor<?xf32>, tensor<?xf32>
+  return %y : tensor<?x1024xbf16>
+}
+func.func @rms_inference(%x: tensor<?x1024xbf16>, %g: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
+  %y, %r = fusion.rms_norm %x weight(%g : tensor<1024xbf16>) {epsilon = 1.0e-05 : f32} : tensor<?x1024xbf16> -> tensor<?x1024xbf16>, tensor<?xf32>
+  return %y : tensor<?x1024xbf16>
+}
+
 // 1001 is no multiple of 8: element accesses, a ragged last vector per row
 // masked, rank 3 flattened to rows.
 // CHECK-LABEL: func.func @ln_odd(
@@ -125,7 +152,7 @@ func.func @returned_view_of_result(%x: tensor<?x256xbf16>, %y: tensor<?x256xbf16
 // CHECK: gpu.return
 }
 
-// PTXAS-COUNT-7: ptxas ok: {{.*}}_kernel{{[0-9]}} registers={{[0-9]+}} spills=0
+// PTXAS-COUNT-9: ptxas ok: {{.*}}_kernel{{[0-9]}} registers={{[0-9]+}} spills=0
 // PTXAS-NOT: FAILED
 // PTX-DAG: ld.global.v4.b32
 // PTX-DAG: st.global.v4.b32

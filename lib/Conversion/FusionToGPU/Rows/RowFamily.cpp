@@ -36,6 +36,12 @@ public:
   }
   void lower(HostLowering &host, Operation *op, const TargetInfo &target,
              StringRef kernelName) const override;
+  /// A standalone norm writes its statistics only where something reads
+  /// them (an inference LayerNorm writes no mean or rstd).
+  bool writesResult(Operation *op, unsigned index) const override {
+    return index == 0 || !isa<RMSNormOp, LayerNormOp>(op) ||
+           !op->getResult(index).use_empty();
+  }
 
 private:
   void lowerNormGrad(HostLowering &host, Operation *op,
@@ -89,7 +95,7 @@ void RowKernelFamily::lower(HostLowering &host, Operation *op,
     if (auto rms = dyn_cast<RMSNormOp>(op)) {
       if (rms.getWeight())
         operands.push_back(flat(rms.getWeight()));
-      if (rms.getRstd())
+      if (spec.rstd)
         operands.push_back(flat(rms.getRstd()));
     } else {
       auto ln = cast<LayerNormOp>(op);
@@ -97,8 +103,10 @@ void RowKernelFamily::lower(HostLowering &host, Operation *op,
         operands.push_back(flat(ln.getWeight()));
       if (ln.getBias())
         operands.push_back(flat(ln.getBias()));
-      operands.push_back(flat(ln.getMean()));
-      operands.push_back(flat(ln.getRstd()));
+      if (spec.mean)
+        operands.push_back(flat(ln.getMean()));
+      if (spec.rstd)
+        operands.push_back(flat(ln.getRstd()));
     }
     gridX = arith::CeilDivUIOp::create(b, rows, idx(spec.rowsPerBlock));
   } else {

@@ -135,7 +135,8 @@ FailureOr<RowKernelSpec> mlir::fusion::getRowKernelSpec(Operation *op,
             s.kind = RowOpKind::RMSNorm;
             s.weightElem = elementOf(norm.getWeight());
             s.epsilon = norm.getEpsilon().convertToDouble();
-            s.rstd = static_cast<bool>(norm.getRstd());
+            // Statistics nothing reads are not written.
+            s.rstd = norm.getRstd() && !norm.getRstd().use_empty();
             s.output = !norm.getOutput().use_empty();
             return shapeNorm(s, why);
           })
@@ -144,7 +145,8 @@ FailureOr<RowKernelSpec> mlir::fusion::getRowKernelSpec(Operation *op,
             s.weightElem = elementOf(norm.getWeight());
             s.biasElem = elementOf(norm.getBias());
             s.epsilon = norm.getEpsilon().convertToDouble();
-            s.mean = s.rstd = true;
+            s.mean = !norm.getMean().use_empty();
+            s.rstd = !norm.getRstd().use_empty();
             s.output = !norm.getOutput().use_empty();
             return shapeNorm(s, why);
           })
