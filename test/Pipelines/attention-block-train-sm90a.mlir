@@ -23,7 +23,7 @@
 // RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s
 // RUN: fusion-runner %s -e train --after-passes=fusion-fuse,fusion-plan-kernels --atol=2e-2 --rtol=2e-2 | FileCheck %s --check-prefix=CPU
 
-// FUSE: remark: fusion.gdpa not formed into fusion.norm_attention: no sm_90a kernel takes its backward, fusion.norm_attention_grad: the fused backward of the block (its row statistics through DSMEM like the forward's) is not implemented yet; the block runs as its layer_norm, gdpa, add and rms_norm kernels, and its backward as its rms_norm_grad, gdpa_grad, add and layer_norm_grad kernels
+// FUSE: remark: fusion.gdpa not formed into fusion.norm_attention: no sm_90a kernel takes its backward, fusion.norm_attention_grad: the fused backward of the block (its row statistics through DSMEM like the forward's) is not implemented yet; the block runs as its layer_norm, gdpa, add and rms_norm ops' kernels, and its backward as its rms_norm_grad, gdpa_grad, add and layer_norm_grad ops' kernels (fusion-plan-kernels folds the adds it can into them)
 // FUSE-NOT: fusion.norm_attention
 // FUSE: fusion.gdpa_grad
 // PLAN: fusion.layer_norm

@@ -4,7 +4,7 @@
 // RUN: fusion-opt %s --fusion-fuse=report=true 2>&1 | FileCheck %s --check-prefix=FUSE
 // RUN: fusion-opt %s --fusion-fuse --convert-fusion-to-gpu | FileCheck %s
 
-// FUSE: remark: fusion.gdpa not formed into fusion.norm_attention: the sm_90a FlashNormAttention kernel cannot take it: expected a static head count from 1 to 4 (one CTA per head, the heads of a token in one cluster, whose norms exchange their row sums), but got 8; the block runs as its layer_norm, gdpa, add and rms_norm kernels
+// FUSE: remark: fusion.gdpa not formed into fusion.norm_attention: the sm_90a FlashNormAttention kernel cannot take it: expected a static head count from 1 to 4 (one CTA per head, the heads of a token in one cluster, whose norms exchange their row sums), but got 8; the block runs as its layer_norm, gdpa, add and rms_norm ops' kernels (fusion-plan-kernels folds the adds it can into them)
 // FUSE-NOT: fusion.norm_attention
 
 // CHECK-LABEL: func.func @wide_block(

@@ -349,9 +349,10 @@ void mlir::fusion::applyFormNormAttention(ModuleOp module, bool report,
                     "fusion.norm_attention_grad: " +
                     whyNot +
                     "; the block runs as its layer_norm, gdpa, add and "
-                    "rms_norm kernels, and its backward as its "
+                    "rms_norm ops' kernels, and its backward as its "
                     "rms_norm_grad, gdpa_grad, add and layer_norm_grad "
-                    "kernels");
+                    "ops' kernels (fusion-plan-kernels folds the adds it "
+                    "can into them)");
           continue;
         }
       }
@@ -360,9 +361,10 @@ void mlir::fusion::applyFormNormAttention(ModuleOp module, bool report,
         notFormed("the " + target->chip + " FlashNormAttention kernel cannot " +
                   "take it: " + whyNot +
                   "; the block runs as its layer_norm, gdpa, add and rms_norm "
-                  "kernels" +
+                  "ops' kernels" +
                   Twine(b ? ", and its backward as its grad ops' kernels"
-                          : ""));
+                          : "") +
+                  " (fusion-plan-kernels folds the adds it can into them)");
         continue;
       }
     }
