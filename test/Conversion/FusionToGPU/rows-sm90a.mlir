@@ -10,13 +10,12 @@
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 
 // A row of 1024 bf16 is one warp: 4 vectors of 8 per thread, one row per
-// CTA of 32 threads (three vectors or more per thread), shuffles only. The
-// row count is the kernel's first argument (read first, beside x's address).
+// CTA of 32 threads (three vectors or more per thread), shuffles only.
 // CHECK-LABEL: func.func @rms(
 // CHECK-SAME: %[[X:.*]]: memref<?x1024xbf16>, %[[G:.*]]: memref<1024xbf16>, %[[Y:.*]]: memref<?x1024xbf16>, %[[R:.*]]: memref<?xf32>)
 // CHECK: %[[ROWS:.*]] = memref.dim %[[X]], %c0
 // CHECK: %[[GRID1:.*]] = arith.maxui %[[ROWS]], %c1
-// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_kernel0 blocks in (%[[GRID1]], %c1, %c1) threads in (%c32, %c1, %c1) dynamic_shared_memory_size %{{.*}} args(%[[ROWS]] : index, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xf32>)
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_kernel0 blocks in (%[[GRID1]], %c1, %c1) threads in (%c32, %c1, %c1) dynamic_shared_memory_size %{{.*}} args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xf32>, {{.*}} : index)
 func.func @rms(%x: tensor<?x1024xbf16>, %g: tensor<1024xbf16>) -> (tensor<?x1024xbf16>, tensor<?xf32>) {
   %y, %r = fusion.rms_norm %x weight(%g : tensor<1024xbf16>) {epsilon = 1.0e-05 : f32} : tensor<?x1024xbf16> -> tensor<?x1024xbf16>, tensor<?xf32>
   return %y, %r : tensor<?x1024xbf16>, tensor<?xf32>
@@ -32,15 +31,15 @@ func.func @ln(%x: tensor<?x4096xbf16>, %g: tensor<4096xbf16>, %b: tensor<4096xbf
 }
 
 // Inference: statistics nothing reads get no buffer and are not written;
-// the kernel takes the row count, x, y and the parameters only.
+// the kernel takes x, y, the parameters and the row count only.
 // CHECK-LABEL: func.func @ln_inference(
 // CHECK-NOT: gpu.alloc
-// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_inference_kernel0 {{.*}} args({{.*}} : index, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>)
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_inference_kernel0 {{.*}} args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : index)
 // CHECK-NOT: gpu.dealloc
 // CHECK: return
 // CHECK-LABEL: func.func @rms_inference(
 // CHECK-NOT: gpu.alloc
-// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_inference_kernel0 {{.*}} args({{.*}} : index, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>)
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_inference_kernel0 {{.*}} args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : index)
 // CHECK: return
 // The kernels: no 4-byte store of a statistic (y is stored as v4.b32).
 // PTX-LABEL: .entry ln_inference_kernel0(

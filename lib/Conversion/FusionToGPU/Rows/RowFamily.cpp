@@ -91,7 +91,7 @@ void RowKernelFamily::lower(HostLowering &host, Operation *op,
   SmallVector<Value> operands;
   Value gridX;
   if (spec.isNorm()) {
-    operands = {rows, flat(op->getOperand(0)), flat(op->getResult(0))};
+    operands = {flat(op->getOperand(0)), flat(op->getResult(0))};
     if (auto rms = dyn_cast<RMSNormOp>(op)) {
       if (rms.getWeight())
         operands.push_back(flat(rms.getWeight()));
@@ -111,12 +111,13 @@ void RowKernelFamily::lower(HostLowering &host, Operation *op,
     gridX = arith::CeilDivUIOp::create(b, rows, idx(spec.rowsPerBlock));
   } else {
     operands = {flat(op->getOperand(0)), flat(op->getOperand(1)),
-                flat(op->getResult(0)), rows};
+                flat(op->getResult(0))};
     Value vectors = arith::MulIOp::create(b, rows, idx(spec.chunks()));
     gridX = arith::CeilDivUIOp::create(
         b, vectors,
         idx(spec.blockThreads() * RowKernelSpec::kVectorsPerThread));
   }
+  operands.push_back(rows);
   // At least one CTA: a launch of none is an error (the kernel guards rows).
   gridX = arith::MaxUIOp::create(b, gridX, idx(1));
   Value smem = arith::ConstantOp::create(

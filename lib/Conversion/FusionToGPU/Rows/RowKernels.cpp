@@ -156,12 +156,12 @@ Value RowKernelEmitter::groupSum(Value partial, int64_t reduction) {
 
 void RowKernelEmitter::emitNorm() {
   unsigned next = 0;
-  Value rows = args[next++];
   Value input = args[next++], output = args[next++];
   Value weight = s.weightElem ? args[next++] : Value();
   Value bias = s.biasElem ? args[next++] : Value();
   Value meanOut = s.mean ? args[next++] : Value();
   Value rstdOut = s.rstd ? args[next++] : Value();
+  Value rows = args[next++];
   setUpGroup();
   // Without rows there is nothing to read (the grid is one CTA).
   ifThen(ult(idx(0), rows), [&] {
@@ -481,10 +481,7 @@ gpu::GPUFuncOp mlir::fusion::buildRowKernel(OpBuilder &builder, Location loc,
     if (s.paramGrads())
       types.push_back(flat(f32));
   } else if (s.isNorm()) {
-    // The row count first: a CTA reads it and x's address before anything
-    // else, and both then lie in the first bytes of the parameter space
-    // (one constant-cache line for the first CTA on an SM to fetch).
-    types = {builder.getIndexType(), flat(s.elem), flat(s.elem)};
+    types = {flat(s.elem), flat(s.elem)};
     if (s.weightElem)
       types.push_back(flat(s.weightElem));
     if (s.biasElem)
@@ -496,8 +493,7 @@ gpu::GPUFuncOp mlir::fusion::buildRowKernel(OpBuilder &builder, Location loc,
   } else {
     types = {flat(s.elem), flat(s.rhsElem), flat(s.elem)};
   }
-  if (s.isNormGrad() || !s.isNorm())
-    types.push_back(builder.getIndexType());
+  types.push_back(builder.getIndexType());
   gpu::GPUFuncOp func =
       createKernelFunc(builder, loc, module, name, types, s.blockThreads());
   ImplicitLocOpBuilder b(loc, builder);
