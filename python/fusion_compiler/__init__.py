@@ -387,6 +387,9 @@ def _reason(error: Exception) -> str:
     for line in lines[1:]:
         if "error: " in line:
             return line.split("error: ", 1)[1].strip()
+    for line in lines[1:]:
+        if "crashed (signal" in line:  # fusion-compile's word for a tool that crashed
+            return line.strip()
     return lines[0] if lines else type(error).__name__
 
 

@@ -13,13 +13,14 @@ computes in PyTorch only what the dialect cannot write (column sums).
 
 from __future__ import annotations
 
+import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
 from .calls import CompiledPartition
 from .emit_grad import Backward, Training, emit_backward
-from .toolchain import Tools, compile_library
+from .toolchain import FusionCompileError, Tools, compile_library
 
 
 class PartitionGradients:
@@ -48,12 +49,24 @@ class PartitionGradients:
         return CompiledPartition(program, lib.path, self.target, self.tools.runtime_library)
 
     def backward_for(self, needs: Tuple[bool, ...]):
-        """The backward for the inputs flagged in `needs`, compiled now the
-        first time."""
+        """(Backward, its runner) for the inputs flagged in `needs`, compiled
+        now the first time. Where it cannot be compiled (a machine with the
+        libraries but not the compiler), the backward for every input
+        serves, its extra gradients dropped."""
         entry = self._backward.get(needs)
         if entry is None:
             backward = emit_backward(self.training.written, needs, self.training.target)
-            entry = self._backward[needs] = (backward, self._load(backward.program))
+            try:
+                entry = (backward, self._load(backward.program))
+            except (FusionCompileError, OSError) as error:
+                warnings.warn(f"{backward.program.name}: the backward for inputs {needs} "
+                              f"could not be compiled, the one for every input serves: "
+                              f"{str(error).splitlines()[0]}")
+                full, runner = self._backward[(True,) * len(needs)]
+                entry = (Backward(full.program, full.reads, [
+                    terms if need else [] for terms, need in zip(full.gradients, needs)],
+                    full.pytorch, full.ops), runner)
+            self._backward[needs] = entry
         return entry
 
     def run_forward(self, args: Sequence[torch.Tensor]):
