@@ -18,10 +18,19 @@ replaced by a call of its library. Everything else stays in PyTorch, never
 an error; a partition that fails to compile stays in PyTorch too, and
 `explain` says why (strict=True raises instead).
 
-Training: the compiled kernels have no backward yet. A call that needs
-gradients (grad mode on and an input or parameter that requires them) runs
-the partition in PyTorch instead, so autograd stays correct; run inference
-under `torch.no_grad()` or `torch.inference_mode()` to use the kernels.
+Training: a call that needs gradients (grad mode on and an input or
+parameter that requires them) runs each partition through a
+torch.autograd.Function (training.py) on compiled programs (emit_grad.py):
+a training forward, the partition's program with the norms' statistics
+(rstd, mean) and the intermediates the backward reads as extra outputs
+(saved, never recomputed), and one backward program per partition written
+with the dialect's gradient ops (dgrad and weight-gradient fusion.matmul,
+fusion.rms_norm_grad / fusion.layer_norm_grad with the norm's parameter
+gradients, fusion.gdpa_grad), computing only the gradients autograd asks
+for. Bias gradients (column sums) are PyTorch's: the dialect has no column
+reduction. A partition whose backward cannot be written or compiled keeps
+its PyTorch ops for gradients, and `explain` says why. Without gradients
+the call runs the inference program, unchanged.
 """
 
 from __future__ import annotations
