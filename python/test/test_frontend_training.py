@@ -134,6 +134,20 @@ class FrontEndTrainingTest(unittest.TestCase):
         compiled = self.check_gradients(m, (torch.randn(37, 64).bfloat16(),))
         self.assertEqual(compiled.explain().partitions[0].backward_in_pytorch, [])
 
+    def test_untransposed_weight(self):
+        # addmm with an [in, out] weight (fusion.matmul without transpose_rhs):
+        # dx = dy W^T {transpose_rhs}, dW = x^T dy {transpose_lhs}.
+        class AddMM(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = torch.nn.Parameter(torch.randn(64, 48) / 8)
+                self.b = torch.nn.Parameter(torch.randn(48))
+
+            def forward(self, x):
+                return torch.addmm(self.b, x, self.w)
+        compiled = self.check_gradients(AddMM(), (torch.randn(37, 64),))
+        self.assertIn("{transpose_rhs}", compiled.explain().partitions[0].backward_mlir)
+
     def test_llama_prenorm(self):
         # LlamaRMSNorm with its weight, then q_proj without bias: the forward
         # saves rstd and the norm's output (the weight gradient reads it);
