@@ -268,7 +268,8 @@ def check(fc, m, h, count):
     and how many library calls our forward made."""
     from fusion_compiler.calls import CompiledPartition
     x = inputs(h, count, CHECK_M, "cuda", 1, "check")
-    compiled = fc.compile(m, x, target="sm_90a", strict=True, report=False)
+    compiled = fc.compile(m, x, target="sm_90a", strict=True, report=False,
+                          gradients=False)
     before = CompiledPartition.calls
     with torch.no_grad():
         ours = compiled(*x)
@@ -301,7 +302,8 @@ def run(args):
             row.update(err_ours=ours_err, err_torch_bf16=torch_err, library_calls=calls,
                        correct=ours_err <= 2 * torch_err + 2 ** -7)
             x = inputs(h, count, M, "cuda", 2, "bench")
-            compiled = fc.compile(m, x, target="sm_90a", strict=True, report=False)
+            compiled = fc.compile(m, x, target="sm_90a", strict=True, report=False,
+                                  gradients=False)
             row["partitions"] = [[op for op, _ in p.ops] for p in compiled.explain().partitions]
             inductor = compile_fresh(m)
             backend = through_backend(fc, m)

@@ -18,10 +18,19 @@ replaced by a call of its library. Everything else stays in PyTorch, never
 an error; a partition that fails to compile stays in PyTorch too, and
 `explain` says why (strict=True raises instead).
 
-Training: the compiled kernels have no backward yet. A call that needs
-gradients (grad mode on and an input or parameter that requires them) runs
-the partition in PyTorch instead, so autograd stays correct; run inference
-under `torch.no_grad()` or `torch.inference_mode()` to use the kernels.
+Training: a call that needs gradients (grad mode on and an input or
+parameter that requires them) runs each partition through a
+torch.autograd.Function (training.py) on compiled programs (emit_grad.py):
+a training forward, the partition's program with the norms' statistics
+(rstd, mean) and the intermediates the backward reads as extra outputs
+(saved, never recomputed), and one backward program per partition written
+with the dialect's gradient ops (dgrad and weight-gradient fusion.matmul,
+fusion.rms_norm_grad / fusion.layer_norm_grad with the norm's parameter
+gradients, fusion.gdpa_grad), computing only the gradients autograd asks
+for. Bias gradients (column sums) are PyTorch's: the dialect has no column
+reduction. A partition whose backward cannot be written or compiled keeps
+its PyTorch ops for gradients, and `explain` says why. Without gradients
+the call runs the inference program, unchanged.
 """
 
 from __future__ import annotations
@@ -47,6 +56,16 @@ class PartitionReport:
     remarks: List[str] = field(default_factory=list)  # fusion-fuse's decisions
     library: str = ""
     mlir: str = ""
+    # How its gradients are computed: "kernels" (a training forward and a
+    # backward program of the dialect), "pytorch" (the partition's PyTorch
+    # ops, `gradients_why` says why) or "" (not asked for).
+    gradients: str = ""
+    gradients_why: str = ""
+    backward_ops: List[str] = field(default_factory=list)
+    backward_saves: List[str] = field(default_factory=list)  # what autograd keeps
+    backward_in_pytorch: List[str] = field(default_factory=list)  # pieces, and why
+    backward_mlir: str = ""
+    gradient_libraries: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -63,6 +82,13 @@ class Explanation:
             lines.append(f"  {p.name}: {', '.join(op for op, _ in p.ops)} ({state})")
             for op, where in p.ops:
                 lines.append(f"    {op:<10} {where}")
+            if p.gradients == "kernels":
+                lines.append(f"    backward on the kernels: {', '.join(p.backward_ops)}; "
+                             f"saved for it: {', '.join(p.backward_saves) or 'nothing'}")
+                for piece in p.backward_in_pytorch:
+                    lines.append(f"    backward in PyTorch: {piece}")
+            elif p.gradients == "pytorch":
+                lines.append(f"    backward in PyTorch (the partition's ops): {p.gradients_why}")
             for remark in p.remarks:
                 where, _, text = remark.partition(": remark: ")
                 lines.append(f"    {text} [{where.rsplit(':', 1)[0]}]")
@@ -142,9 +168,40 @@ def _regroup(partitions, support):
     return [p for p in partitions if any(n.target in anchors for n in p.nodes)]
 
 
+def _gradients(entry: PartitionReport, sub, values, target: str, tools, load: bool):
+    """The partition's training programs (emit_grad.py), compiled: a
+    PartitionGradients to call where `load`, else only built into the cache.
+    Never raises: a backward that cannot be written or compiled leaves the
+    partition's gradients to its PyTorch ops, and `entry` says why."""
+    from .emit import EmitError
+    from .emit_grad import emit_training
+    try:
+        training = emit_training(sub, values, "sm_90a" if target == "cpu" else target)
+        entry.backward_ops = [f"fusion.{op}" for op in dict.fromkeys(training.full.ops)]
+        entry.backward_in_pytorch = list(training.full.pytorch)
+        entry.backward_saves = list(training.saves)
+        entry.backward_mlir = training.full.program.mlir if training.full.program else ""
+        if load:
+            from .training import PartitionGradients
+            gradients = PartitionGradients(training, target, tools)
+            entry.gradient_libraries = gradients.libraries
+        else:
+            gradients = None
+            for program in (training.forward, training.full.program):
+                if program is not None:
+                    entry.gradient_libraries.append(
+                        compile_library(program.mlir, target, tools=tools).path)
+        entry.gradients = "kernels"
+        return gradients
+    except (EmitError, FusionCompileError, OSError) as error:
+        entry.gradients, entry.gradients_why = "pytorch", _reason(error)
+        return None
+
+
 def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
-               load: bool = True):
-    """Rewrites `gm` in place: recognized forms, partitions, compiled calls."""
+               load: bool = True, gradients: bool = False):
+    """Rewrites `gm` in place: recognized forms, partitions, compiled calls
+    (with their training programs where `gradients`)."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     from . import patterns, support
@@ -203,6 +260,10 @@ def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
                                                  tools.runtime_library)
                     compiled.fallback = sub
                     fused.add_submodule(node.target, compiled)
+                if gradients:
+                    trained = _gradients(entry, sub, values, target, tools, load)
+                    if load:
+                        compiled.gradients = trained
             entry.compiled = compile_now
         except (EmitError, FusionCompileError, OSError) as error:
             if strict:
@@ -273,13 +334,18 @@ class CompiledModule:
 
 
 def compile(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, *,
-            example_kwargs=None, strict: bool = False, report: bool = True) -> CompiledModule:
+            example_kwargs=None, strict: bool = False, report: bool = True,
+            gradients: bool = True) -> CompiledModule:
     """Compiles `model` (an nn.Module or a function of tensors) for the
     shapes, dtypes and devices of `example_inputs`. target: "sm_90a" (the
     default; a CUDA device runs it) or "cpu" (the reference lowering, for
     machines without a GPU). strict=True raises where a partition cannot be
-    compiled instead of leaving it in PyTorch. report=False skips the
-    fusion report (`explain`) for a faster compile."""
+    compiled instead of leaving it in PyTorch (a backward that cannot be
+    compiled never raises: the partition's PyTorch ops then serve its
+    gradients, and `explain` says why). report=False skips the fusion
+    report (`explain`) for a faster compile. gradients=False compiles no
+    training programs: a call that needs gradients then runs the
+    partitions' PyTorch ops."""
     _check_target(target)
     try:
         gm = _capture(model, example_inputs, example_kwargs)
@@ -291,7 +357,7 @@ def compile(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, 
         why = f"torch.export could not capture the model: {type(error).__name__}: " + \
             (first[0] if first else "")
         return CompiledModule(model, Explanation(target, [], [("model", why, "?")]))
-    fused, explanation = _partition(gm, target, True, strict, report)
+    fused, explanation = _partition(gm, target, True, strict, report, gradients=gradients)
     return CompiledModule(fused, explanation, example_inputs if not example_kwargs else ())
 
 
@@ -308,17 +374,18 @@ def explain(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, 
 
 
 def build(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, *,
-          example_kwargs=None, strict: bool = True) -> Explanation:
+          example_kwargs=None, strict: bool = True, gradients: bool = False) -> Explanation:
     """Compiles `model`'s partitions into the cache without loading them:
     ahead of time, on a machine without the target's GPU (the libraries
     need no GPU to build). A machine with the same tools' files
     ($FUSION_TOOLS_DIR: the identity of the compiler is their contents) and
     this cache ($FUSION_CACHE_DIR) then compiles the same model without
     running the compiler at all. Returns the explanation, with each
-    partition's library."""
+    partition's library; gradients=True also builds each partition's
+    training forward and backward (`gradient_libraries`)."""
     _check_target(target)
     gm = _capture(model, example_inputs, example_kwargs)
-    return _partition(gm, target, True, strict, False, load=False)[1]
+    return _partition(gm, target, True, strict, False, load=False, gradients=gradients)[1]
 
 
 def _reason(error: Exception) -> str:
@@ -329,6 +396,9 @@ def _reason(error: Exception) -> str:
     for line in lines[1:]:
         if "error: " in line:
             return line.split("error: ", 1)[1].strip()
+    for line in lines[1:]:
+        if "crashed (signal" in line:  # fusion-compile's word for a tool that crashed
+            return line.strip()
     return lines[0] if lines else type(error).__name__
 
 

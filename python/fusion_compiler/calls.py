@@ -19,6 +19,10 @@ from .emit import Program, TensorArg
 
 ALIGNMENT_BYTES = 16
 
+# Allocates the outputs of a call (a test replaces it to poison them with NaN,
+# so that an element a kernel does not write shows).
+_allocate = torch.empty
+
 
 def _memref_words(t: torch.Tensor) -> List[int]:
     shape = [int(s) for s in t.shape]
@@ -88,6 +92,10 @@ class CompiledPartition(torch.nn.Module):
             if t.dim() < 2 or t.shape[-1] != spec.features:
                 raise ValueError(f"{self.program.name}: input {i}: expected [..., "
                                  f"{spec.features}], got {list(t.shape)}")
+        elif spec.per_row:
+            if t.dim() != 1:
+                raise ValueError(f"{self.program.name}: input {i}: expected a statistic per "
+                                 f"row, [tokens], got {list(t.shape)}")
         elif tuple(t.shape) != spec.shape:
             raise ValueError(f"{self.program.name}: input {i}: expected {list(spec.shape)}, "
                              f"got {list(t.shape)}")
@@ -96,11 +104,14 @@ class CompiledPartition(torch.nn.Module):
         """The model shapes of the outputs of a call with `args`."""
         tokens = None
         for t, spec in zip(args, self.program.inputs):
-            if spec.activation:
-                tokens = t.numel() // spec.features
+            if spec.activation or spec.per_row:
+                tokens = t.numel() // spec.features if spec.activation else t.numel()
                 break
         shapes = []
         for spec, source in zip(self.program.outputs, self._lead_from):
+            if spec.per_row:
+                shapes.append((tokens,))
+                continue
             if not spec.activation:
                 shapes.append(tuple(spec.shape))
                 continue
@@ -111,11 +122,18 @@ class CompiledPartition(torch.nn.Module):
         return shapes
 
     def forward(self, *args: torch.Tensor):
-        fallback = getattr(self, "fallback", None)
-        if fallback is not None and torch.is_grad_enabled() and any(
+        if torch.is_grad_enabled() and any(
                 isinstance(t, torch.Tensor) and t.requires_grad for t in args):
-            # The kernels have no backward yet: autograd gets PyTorch's ops.
-            return fallback(*args)
+            gradients = getattr(self, "gradients", None)
+            if gradients is not None:
+                # The training forward, and the backward on our kernels.
+                from .training import PartitionFunction
+                outs = PartitionFunction.apply(gradients, *args)
+                return outs[0] if self.program.single_output else outs
+            fallback = getattr(self, "fallback", None)
+            if fallback is not None:
+                # No backward compiled: autograd gets PyTorch's ops.
+                return fallback(*args)
         outs = self.run(*args)
         return outs[0] if self.program.single_output else outs
 
@@ -136,17 +154,17 @@ class CompiledPartition(torch.nn.Module):
                 if len(self._plans) >= 64:
                     self._plans.clear()
                 self._plans[key] = plan
-        features, allocs, shapes, device = plan
+        flat_shapes, allocs, shapes, device = plan
         flat = []
-        for t, f in zip(args, features):
+        for t, f in zip(args, flat_shapes):
             if f is not None:
-                t = t.reshape(-1, f)
+                t = t.reshape(f)
             if not t.is_contiguous():
                 t = t.contiguous()
             if t.data_ptr() & (ALIGNMENT_BYTES - 1):
                 t = t.clone()
             flat.append(t)
-        outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in allocs]
+        outs = [_allocate(shape, dtype=dtype, device=device) for shape, dtype in allocs]
         self._fn(*flat, *outs)
         CompiledPartition.calls += 1
         return tuple(out.view(shape) for out, shape in zip(outs, shapes))
@@ -158,18 +176,19 @@ class CompiledPartition(torch.nn.Module):
         tokens = None
         for i, (t, spec) in enumerate(zip(args, prog.inputs)):
             self._check(i, t)
-            if spec.activation:
-                count = t.numel() // spec.features
+            if spec.activation or spec.per_row:
+                count = t.numel() // spec.features if spec.activation else t.numel()
                 if tokens is None:
                     tokens = count
                 elif count != tokens:
                     raise ValueError(f"{prog.name}: input {i} has {count} tokens, "
                                      f"another {tokens}")
-        features = tuple(spec.features if spec.activation else None for spec in prog.inputs)
-        allocs = tuple(((tokens, o.features) if o.activation else tuple(o.shape), o.dtype)
-                       for o in prog.outputs)
+        flat_shapes = tuple((-1, spec.features) if spec.activation else (-1,) if spec.per_row
+                            else None for spec in prog.inputs)
+        allocs = tuple(((tokens, o.features) if o.activation else (tokens,) if o.per_row
+                        else tuple(o.shape), o.dtype) for o in prog.outputs)
         device = args[0].device if args else torch.device("cpu")
-        return features, allocs, tuple(self.output_shapes(args)), device
+        return flat_shapes, allocs, tuple(self.output_shapes(args)), device
 
     def extra_repr(self) -> str:
         ops = ", ".join(op for op, _ in self.program.ops)

@@ -36,12 +36,15 @@ class TensorArg:
     dtype: torch.dtype
     shape: Tuple[int, ...]   # as in the model (activations: before flattening)
     activation: bool         # passed as [tokens, features], tokens dynamic
+    per_row: bool = False    # a norm's statistic over activations: [tokens] f32
 
     @property
     def features(self) -> int:
         return self.shape[-1]
 
     def mlir_type(self) -> str:
+        if self.per_row:
+            return "tensor<?xf32>"
         dims = ["?", str(self.shape[-1])] if self.activation else [str(d) for d in self.shape]
         return f"tensor<{'x'.join(dims)}x{MLIR_DTYPES[self.dtype]}>"
 
@@ -109,9 +112,14 @@ def _weights(graph: fx.Graph) -> set:
 
 def _statistics_type(x: TensorArg) -> str:
     """The type of a norm's per-row statistics over `x`."""
+    return statistics_arg(x).mlir_type()
+
+
+def statistics_arg(x: TensorArg) -> TensorArg:
+    """A norm's per-row statistics (mean, rstd) over `x`: f32, one per row."""
     if x.activation:
-        return "tensor<?xf32>"
-    return f"tensor<{''.join(f'{d}x' for d in x.shape[:-1])}f32>"
+        return TensorArg(torch.float32, (int(torch.Size(x.shape[:-1]).numel()),), False, True)
+    return TensorArg(torch.float32, tuple(x.shape[:-1]), False)
 
 
 def _heads_reshape(result: str, source: str, src: TensorArg, out: TensorArg) -> str:
@@ -133,10 +141,33 @@ def _heads_reshape(result: str, source: str, src: TensorArg, out: TensorArg) -> 
                     f"partition; only folding or unfolding the heads is written")
 
 
-def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str) -> Program:
-    """The dialect function computing partition `sub`, whose placeholders
-    take values like `arg_values` (the parent's metadata). Its name is
-    `fusion_<digest of its body>`: equal partitions are one function."""
+@dataclass
+class Forward:
+    """A partition written in the dialect, before it is made a function: the
+    body, and for each graph node the SSA name and type of its value (the
+    backward, `emit_grad.py`, reads them); `statistics` holds the SSA names
+    of each norm's saved statistics ("mean", "rstd") where they were asked
+    for."""
+    placeholders: List[fx.Node]
+    inputs: List[TensorArg]
+    args: List[str]
+    body: List[Tuple[str, str]]          # (op, location)
+    listed: List[Tuple[str, str]]        # (op, source line)
+    names: Dict[fx.Node, str]
+    types: Dict[fx.Node, TensorArg]
+    results: List[fx.Node]               # the partition's outputs
+    outputs: List[TensorArg]
+    single: bool
+    attention: bool
+    statistics: Dict[fx.Node, Dict[str, str]] = field(default_factory=dict)
+
+
+def write(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
+          statistics: bool = False) -> Forward:
+    """Partition `sub`, whose placeholders take values like `arg_values`
+    (the parent's metadata), in the dialect's ops. statistics=True makes
+    every norm also compute its saved statistics (rstd; LayerNorm's mean
+    and rstd), for the backward."""
     graph = sub.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(arg_values):
@@ -152,8 +183,8 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str) -
         static.update(placeholders)
     names: Dict[fx.Node, str] = {}
     types: Dict[fx.Node, TensorArg] = {}
+    saved_stats: Dict[fx.Node, Dict[str, str]] = {}
     tokens: Optional[int] = None
-
     def spec(node: fx.Node, activation: bool) -> TensorArg:
         nonlocal tokens
         t = _tensor(node)
@@ -223,8 +254,13 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str) -
         elif node.target is ops.rms_norm:
             x, w, eps = node.args[:3]
             weight = f" weight({operand(w)} : {ty(w)})" if w is not None else ""
-            body.append((f"{result} = fusion.rms_norm {operand(x)}{weight} "
-                        f"{{epsilon = {float(eps):.9e} : f32}} : {ty(x)} -> {out.mlir_type()}", loc))
+            results, stat = result, ""
+            if statistics:
+                results, stat = f"{result}, %rstd{count}", f", {_statistics_type(types[x])}"
+                saved_stats[node] = {"rstd": f"%rstd{count}"}
+            body.append((f"{results} = fusion.rms_norm {operand(x)}{weight} "
+                        f"{{epsilon = {float(eps):.9e} : f32}} : {ty(x)} -> {out.mlir_type()}"
+                        f"{stat}", loc))
             op = "rms_norm"
         elif node.target is ops.layer_norm:
             x, w, b, eps = node.args
@@ -234,6 +270,8 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str) -
             body.append((f"{result}, %mean{count}, %rstd{count} = fusion.layer_norm {operand(x)}"
                         f"{weight}{bias} {{epsilon = {float(eps):.9e} : f32}} : {ty(x)} -> "
                         f"{out.mlir_type()}, {stat}, {stat}", loc))
+            if statistics:
+                saved_stats[node] = {"mean": f"%mean{count}", "rstd": f"%rstd{count}"}
             op = "layer_norm"
         elif node.target is ops.gdpa:
             q, k, v, activation, scale = node.args
@@ -263,9 +301,25 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str) -
             raise EmitError("a partition output that is not computed by it")
         outputs.append(TensorArg(types[v].dtype, tuple(int(d) for d in _tensor(v).shape),
                                  types[v].activation))
-    result_types = ", ".join(o.mlir_type() for o in outputs)
-    returned = ", ".join(operand(v) for v in values)
+    return Forward(placeholders, inputs, args, body, listed, names, types, values, outputs,
+                   single, attention, saved_stats)
 
+
+def render(forward: Forward, target: str,
+           extra: Sequence[Tuple[str, TensorArg]] = ()) -> Program:
+    """`forward` as a function returning the partition's outputs, then the
+    `extra` values (SSA name, type): a module for `target`, named
+    `fusion_<digest of its body>` (equal partitions are one function)."""
+    outputs = list(forward.outputs) + [arg for _, arg in extra]
+    result_types = ", ".join(o.mlir_type() for o in outputs)
+    returned = ", ".join([forward.names[v] for v in forward.results] + [n for n, _ in extra])
+    return _function(forward.args, forward.body, returned, result_types, target,
+                     forward.inputs, outputs, forward.single and not extra, forward.listed)
+
+
+def _function(args, body, returned, result_types, target, inputs, outputs, single,
+              listed) -> Program:
+    """The module of one function with `body` ((op, location) lines)."""
     def module(name, lines):
         return (f"module attributes {{fusion.target = {TARGET_ATTR.format(target)}}} {{\n"
                 f"func.func @{name}({', '.join(args)}) -> ({result_types}) {{\n"
@@ -276,3 +330,10 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str) -
     name = f"fusion_{digest}"
     return Program(name, module(name, plain), inputs, outputs, single, listed,
                    module(name, [text + loc for text, loc in body]))
+
+
+def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str) -> Program:
+    """The dialect function computing partition `sub`, whose placeholders
+    take values like `arg_values` (the parent's metadata). Its name is
+    `fusion_<digest of its body>`: equal partitions are one function."""
+    return render(write(sub, arg_values), target)

@@ -395,14 +395,34 @@ class FrontEndTest(unittest.TestCase):
             fc.compile(f, (x,), target="cpu", strict=True)
 
     def test_gradients_fall_back_to_pytorch(self):
-        m = PreNorm().float()
+        # A partition whose backward the dialect cannot write (the gradient
+        # of a bf16 residual added to an f32 GEMM needs a cast) keeps
+        # PyTorch's ops for calls that need gradients; explain says why.
+        # (Gradients on the kernels: test_frontend_training.py.)
+        class Residual(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(64, 64)
+
+            def forward(self, x, r):
+                return self.lin(x) + r
+        m = Residual()
         x = torch.randn(2, 3, 64, requires_grad=True)
-        compiled = fc.compile(m, (x.detach(),), target="cpu")
-        y = compiled(x)
+        r = torch.randn(2, 3, 64).bfloat16().requires_grad_(True)
+        compiled = fc.compile(m, (x.detach(), r.detach()), target="cpu")
+        part = compiled.explain().partitions[0]
+        self.assertTrue(part.compiled, part.why_not)
+        self.assertEqual(part.gradients, "pytorch")
+        self.assertIn("needs a cast", part.gradients_why)
+        self.assertIn("backward in PyTorch (the partition's ops)", str(compiled.explain()))
+        before = CompiledPartition.calls
+        y = compiled(x, r)
+        self.assertEqual(CompiledPartition.calls, before)
         self.assertIsNotNone(y.grad_fn)
         y.sum().backward()
         self.assertIsNotNone(x.grad)
-        self.assertTrue(torch.allclose(y, m(x)))
+        self.assertEqual(r.grad.dtype, torch.bfloat16)
+        self.assertTrue(torch.allclose(y, m(x, r)))
 
     def test_kernels_are_called(self):
         m = PreNorm().bfloat16().eval()

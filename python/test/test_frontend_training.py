@@ -1,0 +1,301 @@
+"""Training through fusion_compiler.compile on the CPU: each partition's call
+that needs gradients runs its training forward and its backward program
+(the dialect's gradient ops, compiled by fusion-compile --cpu), and every
+leaf's gradient (input, weights, biases) is compared with float64 PyTorch
+autograd of the same module on random inputs, within 2x of PyTorch's own
+error in the test's dtype.
+
+Runs with torch and transformers, like test_frontend.py (skips without
+them, fails where FUSION_TEST_REQUIRE_TORCH=1); the tools come from
+$FUSION_TOOLS_DIR. The same checks on the H200: test/gpu/test_frontend_training_gpu.py.
+"""
+
+import copy
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+from test_frontend import MISSING, needs_torch  # noqa: E402
+
+if MISSING is None:
+    import torch
+    from transformers import BertConfig
+    from transformers.models.bert.modeling_bert import BertSelfOutput
+
+    import fusion_compiler as fc
+    from fusion_compiler.calls import CompiledPartition
+    from test_frontend import DecoderBlock, NormAttentionBlock, PreNorm, randomize_norms
+
+
+def leaves(module, inputs):
+    """The inputs (as new leaves requiring gradients) and the parameters."""
+    xs = [t.detach().clone().requires_grad_(True) for t in inputs]
+    return xs, xs + [p for p in module.parameters() if p.requires_grad]
+
+
+def gradients(module, inputs, dys, call=None):
+    """The gradients of every leaf of `module` on `inputs` for output
+    gradients `dys` (call: how to call it, the module itself by default)."""
+    module.zero_grad(set_to_none=True)
+    xs, all_leaves = leaves(module, inputs)
+    out = (call or module)(*xs)
+    outs = out if isinstance(out, tuple) else (out,)
+    torch.autograd.backward(outs, [d.to(o.dtype) for o, d in zip(outs, dys)])
+    return out, [t.grad for t in all_leaves]
+
+
+def gradient_errors(module, inputs, compiled, seed=0):
+    """For each leaf: (name, our error, PyTorch's error), each the largest
+    absolute difference of its gradient from float64 autograd; dy random."""
+    exact = copy.deepcopy(module).double()
+    with torch.no_grad():
+        out = module(*inputs)
+    outs = out if isinstance(out, tuple) else (out,)
+    g = torch.Generator().manual_seed(seed)
+    dys = [torch.randn(o.shape, generator=g, dtype=torch.float64) for o in outs]
+    _, want = gradients(exact, [t.double() for t in inputs], dys)
+    _, theirs = gradients(module, inputs, dys)
+    before = CompiledPartition.calls
+    y, ours = gradients(module, inputs, dys, call=compiled)
+    ran = CompiledPartition.calls - before
+    names = [f"input {i}" for i in range(len(inputs))] + \
+        [n for n, p in module.named_parameters() if p.requires_grad]
+    errors = []
+    for name, o, t, w in zip(names, ours, theirs, want):
+        if o is None:
+            errors.append((name, None, None, w.abs().max().item()))
+            continue
+        errors.append((name, (o.double() - w).abs().max().item(),
+                       (t.double() - w).abs().max().item(), w.abs().max().item()))
+    return y, errors, ran
+
+
+@needs_torch
+class FrontEndTrainingTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.cache = tempfile.mkdtemp(prefix="fusion-frontend-training-cache-")
+        os.environ["FUSION_CACHE_DIR"] = cls.cache
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.cache, ignore_errors=True)
+
+    def setUp(self):
+        torch.manual_seed(1234)
+
+    def check_gradients(self, module, inputs, partitions=1):
+        """Compiles `module` for the CPU and checks every leaf's gradient
+        against float64 autograd: within 2x PyTorch's own error in the
+        module's dtype, plus a quarter of a rounding step of bf16 (or four
+        of f32) at the gradient's scale, for a gradient PyTorch happens to
+        compute exactly. Returns the compiled module."""
+        compiled = fc.compile(module, inputs, target="cpu")
+        report = compiled.explain()
+        self.assertEqual(len(report.partitions), partitions, str(report))
+        for p in report.partitions:
+            self.assertTrue(p.compiled, p.why_not)
+            self.assertEqual(p.gradients, "kernels", f"{p.name}: {p.gradients_why}")
+        y, errors, ran = gradient_errors(module, inputs, compiled)
+        # Each partition's training forward and backward ran as libraries.
+        self.assertEqual(ran, 2 * partitions)
+        self.assertIsInstance(y.grad_fn, torch.autograd.function.BackwardCFunction)
+        step = 2 ** -10 if inputs[0].dtype == torch.bfloat16 else 2 ** -22
+        for name, ours, theirs, scale in errors:
+            self.assertIsNotNone(ours, f"{name}: no gradient")
+            self.assertLessEqual(ours, 2 * theirs + step * scale,
+                                 f"{name}: ours {ours}, PyTorch {theirs} (scale {scale})")
+        return compiled
+
+    def test_linear_with_bias(self):
+        # 37 tokens in [2, 37, H]: a multiple of nothing.
+        for dtype in (torch.float32, torch.bfloat16):
+            with self.subTest(dtype=dtype):
+                m = torch.nn.Linear(64, 96).to(dtype)
+                x = torch.randn(2, 37, 64).to(dtype)
+                compiled = self.check_gradients(m, (x,))
+                part = compiled.explain().partitions[0]
+                self.assertEqual(part.backward_ops, ["fusion.matmul"])
+                # dx = dy W and dW = dy^T x on the kernels; the bias's column
+                # sum in PyTorch, said so.
+                self.assertIn("{transpose_lhs}", part.backward_mlir)
+                self.assertTrue(any("column sum" in p for p in part.backward_in_pytorch),
+                                part.backward_in_pytorch)
+                self.assertIn("column sum", str(compiled.explain()))
+
+    def test_linear_without_bias(self):
+        m = torch.nn.Linear(64, 48, bias=False).bfloat16()
+        compiled = self.check_gradients(m, (torch.randn(37, 64).bfloat16(),))
+        self.assertEqual(compiled.explain().partitions[0].backward_in_pytorch, [])
+
+    def test_untransposed_weight(self):
+        # addmm with an [in, out] weight (fusion.matmul without transpose_rhs):
+        # dx = dy W^T {transpose_rhs}, dW = x^T dy {transpose_lhs}.
+        class AddMM(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = torch.nn.Parameter(torch.randn(64, 48) / 8)
+                self.b = torch.nn.Parameter(torch.randn(48))
+
+            def forward(self, x):
+                return torch.addmm(self.b, x, self.w)
+        compiled = self.check_gradients(AddMM(), (torch.randn(37, 64),))
+        self.assertIn("{transpose_rhs}", compiled.explain().partitions[0].backward_mlir)
+
+    def test_llama_prenorm(self):
+        # LlamaRMSNorm with its weight, then q_proj without bias: the forward
+        # saves rstd and the norm's output (the weight gradient reads it);
+        # the backward is dgrad, wgrad and fusion.rms_norm_grad with dweight.
+        for dtype in (torch.float32, torch.bfloat16):
+            with self.subTest(dtype=dtype):
+                m = randomize_norms(PreNorm().to(dtype))
+                x = torch.randn(2, 37, 64).to(dtype)
+                compiled = self.check_gradients(m, (x,))
+                part = compiled.explain().partitions[0]
+                self.assertEqual(part.backward_ops, ["fusion.matmul", "fusion.rms_norm_grad"])
+                self.assertEqual(part.backward_in_pytorch, [])
+                self.assertTrue(any("rstd" in s for s in part.backward_saves),
+                                part.backward_saves)
+
+    def test_bert_postnorm(self):
+        # BERT's post-norm: dense with its bias, the residual, LayerNorm with
+        # weight and bias: fusion.layer_norm_grad {with_bias_grad}, the
+        # residual's gradient passed on, the linear's dgrad and wgrad.
+        cfg = BertConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4)
+        m = randomize_norms(BertSelfOutput(cfg).bfloat16().eval())
+        x, r = torch.randn(2, 37, 64).bfloat16(), torch.randn(2, 37, 64).bfloat16()
+        compiled = self.check_gradients(m, (x, r))
+        part = compiled.explain().partitions[0]
+        self.assertEqual([op for op, _ in part.ops], ["linear", "add", "layer_norm"])
+        self.assertEqual(part.backward_ops, ["fusion.layer_norm_grad", "fusion.matmul"])
+        self.assertIn("{with_bias_grad}", part.backward_mlir)
+
+    def test_llama_decoder_layer(self):
+        # Several partitions, a norm's output read by three linears (their
+        # gradients summed by fusion.add), residuals, and attention between
+        # them in PyTorch: the whole layer's gradients.
+        m = randomize_norms(DecoderBlock().float())
+        x = torch.randn(2, 7, 64)
+        compiled = self.check_gradients(m, (x,), partitions=3)
+        self.assertIn("fusion.add", compiled.explain().partitions[0].backward_ops)
+
+    def test_needs_input_grad(self):
+        # A frozen weight and an input without gradients: the backward
+        # computes neither (a program without the dx GEMM), and their .grad
+        # stays None; the norm weight still gets its gradient.
+        m = randomize_norms(PreNorm().bfloat16())
+        x = torch.randn(2, 37, 64).bfloat16()
+        compiled = fc.compile(m, (x,), target="cpu")
+        part = next(mod for mod in compiled.graph_module.modules()
+                    if isinstance(mod, CompiledPartition))
+        m.q_proj.weight.requires_grad_(False)
+        compiled(x).float().square().sum().backward()
+        self.assertIsNone(m.q_proj.weight.grad)
+        self.assertIsNotNone(m.input_layernorm.weight.grad)
+        needs = (False, True, False)  # x, the norm's weight, q_proj's weight
+        backward, _ = part.gradients.backward_for(needs)
+        self.assertEqual(backward.program.mlir.count("fusion.matmul"), 1)  # dn = dy W only
+        self.assertEqual(backward.gradients[0], [])
+        # The norm's weight gradient against float64.
+        exact = copy.deepcopy(m).double()
+        exact(x.double()).square().sum().backward()
+        theirs = copy.deepcopy(m)
+        theirs.input_layernorm.weight.grad = None
+        theirs(x).float().square().sum().backward()
+        want = exact.input_layernorm.weight.grad
+        ours = (m.input_layernorm.weight.grad.double() - want).abs().max().item()
+        pytorch = (theirs.input_layernorm.weight.grad.double() - want).abs().max().item()
+        self.assertLessEqual(ours, 2 * pytorch + 2 ** -8 * want.abs().max().item())
+
+    def test_no_grad_runs_the_inference_program(self):
+        # Without gradients the call is the inference program as before (no
+        # statistics, no extra outputs; the program gradients=False
+        # compiles); with gradients the training forward returns rstd too.
+        m = randomize_norms(PreNorm().bfloat16())
+        x = torch.randn(2, 37, 64).bfloat16()
+        compiled = fc.compile(m, (x,), target="cpu")
+        plain = fc.compile(m, (x,), target="cpu", gradients=False)
+        part = next(mod for mod in compiled.graph_module.modules()
+                    if isinstance(mod, CompiledPartition))
+        self.assertEqual(part.program.mlir, next(
+            mod for mod in plain.graph_module.modules()
+            if isinstance(mod, CompiledPartition)).program.mlir)
+        self.assertNotIn("rstd", part.program.mlir)
+        self.assertEqual(len(part.program.outputs), 1)
+        self.assertIn("rstd", part.gradients.training.forward.mlir)
+        self.assertEqual(len(part.gradients.training.forward.outputs), 3)  # y, rstd, n
+
+        def refuse(*args):
+            raise AssertionError("the training forward ran without gradients")
+        part.gradients.forward.run = refuse
+        part.fallback = None  # a call reaching PyTorch's ops would fail
+        before = CompiledPartition.calls
+        for context in (torch.no_grad, torch.inference_mode):
+            with context():
+                y = compiled(x)
+            self.assertIsNone(y.grad_fn)
+        with torch.no_grad():
+            want = plain(x)
+        self.assertTrue(torch.equal(y, want))
+        self.assertEqual(CompiledPartition.calls, before + 3)  # no_grad, inference_mode, plain
+
+    def test_gradients_false_falls_back_to_pytorch(self):
+        m = PreNorm().float()
+        x = torch.randn(2, 3, 64, requires_grad=True)
+        compiled = fc.compile(m, (x.detach(),), target="cpu", gradients=False)
+        self.assertEqual(compiled.explain().partitions[0].gradients, "")
+        before = CompiledPartition.calls
+        y = compiled(x)
+        self.assertEqual(CompiledPartition.calls, before)
+        y.sum().backward()
+        self.assertTrue(torch.allclose(y, m(x)))
+
+    def test_gdpa(self):
+        # HSTU attention alone: fusion.gdpa_grad.
+        class Einsum(torch.nn.Module):
+            def forward(self, q, k, v):
+                s = torch.einsum("bihd,bjhd->bhij", q, k) * 0.125
+                return torch.einsum("bhij,bjhd->bihd", torch.nn.functional.silu(s), v)
+        q = torch.randn(2, 5, 2, 16)
+        k, v = torch.randn(2, 7, 2, 16), torch.randn(2, 7, 2, 24)
+        compiled = self.check_gradients(Einsum(), (q, k, v))
+        self.assertEqual(compiled.explain().partitions[0].backward_ops, ["fusion.gdpa_grad"])
+
+    def test_norm_attention_block(self):
+        # The FlashNormAttention block: the heads reshapes' inverses, the
+        # norms' and the attention's gradients in one backward program.
+        m = randomize_norms(NormAttentionBlock(2, 16).float())
+        q = torch.randn(2, 9, 2, 16)
+        k, v = 0.25 * torch.randn(2, 7, 2, 16), torch.randn(2, 7, 2, 16)
+        compiled = self.check_gradients(m, (q, k, v))
+        ops = compiled.explain().partitions[0].backward_ops
+        for op in ("fusion.rms_norm_grad", "fusion.gdpa_grad", "fusion.layer_norm_grad"):
+            self.assertIn(op, ops)
+
+    def test_backward_builds_for_sm90a(self):
+        # For the H200: the training forward and the backward programs build
+        # into sm_90a libraries here (no GPU needed to build).
+        cfg = BertConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4)
+        cases = [(randomize_norms(PreNorm().bfloat16()), (torch.randn(2, 37, 64).bfloat16(),)),
+                 (randomize_norms(BertSelfOutput(cfg).bfloat16().eval()),
+                  (torch.randn(2, 37, 64).bfloat16(), torch.randn(2, 37, 64).bfloat16())),
+                 (torch.nn.Linear(64, 96).bfloat16(), (torch.randn(2, 37, 64).bfloat16(),))]
+        for module, inputs in cases:
+            with self.subTest(module=type(module).__name__):
+                report = fc.build(module, inputs, target="sm_90a", gradients=True)
+                part = report.partitions[0]
+                self.assertEqual(part.gradients, "kernels", part.gradients_why)
+                self.assertEqual(len(part.gradient_libraries), 2)
+                for library in part.gradient_libraries:
+                    self.assertTrue(os.path.exists(library), library)
+                self.assertIn('#fusion.target<"sm_90a">', part.backward_mlir)
+
+
+if __name__ == "__main__":
+    unittest.main()

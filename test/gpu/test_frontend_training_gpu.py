@@ -1,0 +1,218 @@
+"""Training through fusion_compiler.compile on the H200: each partition's call
+that needs gradients runs its sm_90a training forward and backward programs
+(python/fusion_compiler/emit_grad.py), and every leaf's gradient (input,
+weights, biases) is compared with float64 autograd of the same module: the
+relative error (Frobenius) at most 2x PyTorch's own bf16 autograd + 1e-3.
+Every output of our libraries is poisoned with NaN before the kernels run,
+so an element a kernel does not write shows. Llama's pre-norm (LlamaRMSNorm's
+arithmetic with its weight, then nn.Linear without bias), BERT's post-norm
+(nn.Linear with bias, the residual, nn.LayerNorm), nn.Linear with bias;
+hidden 1024, at 65536 tokens ([64, 1024, H]) and at 7 ([1, 7, H]); and the
+pre-norm with an input that needs no gradient (the backward without dx).
+The CPU twin: python/test/test_frontend_training.py.
+
+The GPU machine has no MLIR: build the libraries here first (no GPU needed),
+into a directory that carries them with the tools' files (the compiler's
+identity), then run the tests there on it:
+
+    FUSION_TOOLS_DIR=build/bin python3 test/gpu/test_frontend_training_gpu.py \\
+        --prepare build/frontend-training-gpu                       # here
+    FUSION_FRONTEND_TRAINING_DIR=build/frontend-training-gpu \\
+        python3 -m pytest -v -s test/gpu/test_frontend_training_gpu.py   # on the H200
+
+On a machine with both the compiler and a GPU, the second line alone does
+(without the directory, the tools come from $FUSION_TOOLS_DIR).
+"""
+import copy
+import os
+import shutil
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, os.path.join(REPO, "runtime", "python"))
+
+import torch  # noqa: E402
+
+H = 1024
+SHAPES = {"65536": (64, 1024, H), "7": (1, 7, H)}
+FLOOR = 1e-3
+DIR_ENV = "FUSION_FRONTEND_TRAINING_DIR"
+
+
+class LlamaRMSNorm(torch.nn.Module):
+    """Hugging Face's LlamaRMSNorm, its forward code as it is (so that this
+    script needs no transformers)."""
+
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
+class LlamaPreNorm(torch.nn.Module):
+    def __init__(self, h=H):
+        super().__init__()
+        self.input_layernorm = LlamaRMSNorm(h, eps=1e-5)
+        self.q_proj = torch.nn.Linear(h, h, bias=False)
+
+    def forward(self, x):
+        return self.q_proj(self.input_layernorm(x))
+
+
+class BertPostNorm(torch.nn.Module):
+    """BertSelfOutput in eval mode: dense with its bias, the residual, LayerNorm."""
+
+    def __init__(self, h=H):
+        super().__init__()
+        self.dense = torch.nn.Linear(h, h)
+        self.LayerNorm = torch.nn.LayerNorm(h, eps=1e-12)
+
+    def forward(self, hidden_states, input_tensor):
+        return self.LayerNorm(self.dense(hidden_states) + input_tensor)
+
+
+CASES = {"llama_prenorm": (LlamaPreNorm, 1), "bert_postnorm": (BertPostNorm, 2),
+         "linear_bias": (lambda: torch.nn.Linear(H, H), 1)}
+
+
+def make(name, device):
+    """The module of case `name`, bf16 on `device`, its norm parameters
+    away from 1 and 0 (so that a dropped weight or bias shows)."""
+    factory, _ = CASES[name]
+    torch.manual_seed(0)
+    m = factory()
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.dim() == 1:
+                p.uniform_(0.5, 1.5)
+    return m.to(device).bfloat16()
+
+
+def make_inputs(name, shape, device, seed=1):
+    g = torch.Generator(device=device).manual_seed(seed)
+    return tuple(torch.randn(shape, generator=g, device=device).bfloat16()
+                 for _ in range(CASES[name][1]))
+
+
+def prepare(directory):
+    """Builds every case's sm_90a libraries (forward, training forward,
+    backward) into `directory`/cache, beside copies of the tools' files."""
+    import fusion_compiler as fc
+    tools = fc.find_tools()
+    bindir, libdir = os.path.join(directory, "bin"), os.path.join(directory, "lib")
+    os.makedirs(bindir, exist_ok=True)
+    os.makedirs(libdir, exist_ok=True)
+    shutil.copy(tools.fusion_opt, bindir)
+    shutil.copy(tools.fusion_compile, bindir)
+    if tools.runtime_library:
+        shutil.copy(tools.runtime_library, libdir)
+    os.environ["FUSION_TOOLS_DIR"] = bindir
+    os.environ["FUSION_CACHE_DIR"] = os.path.join(directory, "cache")
+    for name in CASES:
+        # One library serves every token count: build with a small example.
+        report = fc.build(make(name, "cpu"), make_inputs(name, SHAPES["7"], "cpu"),
+                          target="sm_90a", gradients=True)
+        for p in report.partitions:
+            if p.gradients != "kernels":
+                raise SystemExit(f"{name}: {p.name}: no backward on the kernels: "
+                                 f"{p.gradients_why}")
+        print(f"{name}:\n{report}")
+
+
+if __name__ == "__main__":
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--prepare", metavar="DIR", required=True,
+                        help="build the libraries into DIR (no GPU needed)")
+    prepare(parser.parse_args().prepare)
+    sys.exit(0)
+
+import pytest  # noqa: E402
+
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU: the sm_90a libraries run only on the H200",
+                allow_module_level=True)
+
+if os.environ.get(DIR_ENV):
+    os.environ["FUSION_TOOLS_DIR"] = os.path.join(os.environ[DIR_ENV], "bin")
+    os.environ["FUSION_CACHE_DIR"] = os.path.join(os.environ[DIR_ENV], "cache")
+
+import fusion_compiler as fc  # noqa: E402
+from fusion_compiler import calls  # noqa: E402
+from fusion_compiler.calls import CompiledPartition  # noqa: E402
+
+
+@pytest.fixture
+def poisoned():
+    """Every output our libraries write starts as NaN."""
+    def allocate(shape, dtype, device):
+        return torch.full(shape, float("nan"), dtype=dtype, device=device)
+    plain, calls._allocate = calls._allocate, allocate
+    yield
+    calls._allocate = plain
+
+
+def gradients(module, inputs, dys, call=None, needs_input=True):
+    """The output and the gradient of every leaf (the inputs, where
+    `needs_input`, then the parameters) for output gradient `dys`."""
+    module.zero_grad(set_to_none=True)
+    xs = [t.detach().clone().requires_grad_(needs_input) for t in inputs]
+    out = (call or module)(*xs)
+    out.backward(dys.to(out.dtype))
+    leaves = (xs if needs_input else []) + list(module.parameters())
+    return out, [t.grad for t in leaves]
+
+
+def relative(a, want):
+    return ((a.double() - want).norm() / want.norm()).item()
+
+
+def check(name, shape, needs_input=True):
+    m = make(name, "cuda")
+    x = make_inputs(name, shape, "cuda")
+    compiled = fc.compile(m, x, target="sm_90a", strict=True, report=False)
+    report = compiled.explain()
+    for p in report.partitions:
+        assert p.gradients == "kernels", f"{p.name}: {p.gradients_why}"
+    g = torch.Generator(device="cuda").manual_seed(2)
+    dy = torch.randn(*shape[:-1], H, generator=g, device="cuda", dtype=torch.float64)
+    exact = copy.deepcopy(m).double()
+    want_y, want = gradients(exact, [t.double() for t in x], dy, needs_input=needs_input)
+    theirs_y, theirs = gradients(m, x, dy, needs_input=needs_input)
+    before = CompiledPartition.calls
+    y, ours = gradients(m, x, dy, call=compiled, needs_input=needs_input)
+    torch.cuda.synchronize()
+    assert CompiledPartition.calls - before == 2 * len(report.partitions)
+    assert not torch.isnan(y).any(), f"{int(torch.isnan(y).sum())} outputs not written"
+    errors = [("output", relative(y, want_y), relative(theirs_y, want_y))]
+    names = ([f"input {i}" for i in range(len(x))] if needs_input else []) + \
+        [n for n, _ in m.named_parameters()]
+    for leaf, o, t, w in zip(names, ours, theirs, want):
+        assert o is not None, f"{leaf}: no gradient"
+        assert not torch.isnan(o).any(), f"{leaf}: {int(torch.isnan(o).sum())} NaN"
+        errors.append((leaf, relative(o, w), relative(t, w)))
+    for leaf, e_ours, e_torch in errors:
+        print(f"{name} {list(shape)} {leaf}: rel err ours {e_ours:.3e}, torch bf16 {e_torch:.3e}")
+    for leaf, e_ours, e_torch in errors:
+        assert e_ours <= 2 * e_torch + FLOOR, f"{leaf}: ours {e_ours}, PyTorch {e_torch}"
+
+
+@pytest.mark.parametrize("tokens", list(SHAPES))
+@pytest.mark.parametrize("name", list(CASES))
+def test_gradients(name, tokens, poisoned):
+    check(name, SHAPES[tokens])
+
+
+def test_input_without_gradient(poisoned):
+    # The first layer's input needs no gradient: no dx GEMM (the backward for
+    # that set of inputs, or, where the machine cannot compile it, the one
+    # for every input with dx dropped).
+    check("llama_prenorm", SHAPES["65536"], needs_input=False)
