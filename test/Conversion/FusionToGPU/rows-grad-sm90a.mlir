@@ -26,7 +26,7 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // N = 1024: groups of 64 threads (2 vectors of 8 each), 4 rows per CTA of
 // 256 threads, 64 registers (4 CTAs per SM); G = max(1, min(ceil(rows / 4),
 // 132 x 4)) CTAs, G partial rows of 1024. Dynamic shared memory: the group
-// sums' slots (2 rows x 8 warps x 2 floats) and the row the groups are
+// sums' slots (2 steps x 8 warps x 4 floats) and the row the groups are
 // summed in (4096 bytes), 16 bytes of alignment.
 // CHECK-LABEL: func.func @rms_grad(
 // CHECK: %[[GROUPS:.*]] = arith.ceildivui %{{.*}}, %c4
@@ -34,7 +34,7 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK: %[[G:.*]] = arith.maxui %[[CAPPED]], %c1
 // CHECK: %[[COUNT:.*]] = arith.muli %[[G]], %c1024
 // CHECK: %[[P:.*]], %[[T0:.*]] = gpu.alloc async [%{{.*}}] (%[[COUNT]]) : memref<?xf32>
-// CHECK: %[[T1:.*]] = gpu.launch_func async [%[[T0]]] @fusion_kernels::@rms_grad_kernel0 blocks in (%[[G]], %c1, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c4240_i32 args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xf32>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, %[[P]] : memref<?xf32>, {{.*}} : index)
+// CHECK: %[[T1:.*]] = gpu.launch_func async [%[[T0]]] @fusion_kernels::@rms_grad_kernel0 blocks in (%[[G]], %c1, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c4368_i32 args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xf32>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, %[[P]] : memref<?xf32>, {{.*}} : index)
 // CHECK: %[[T2:.*]] = gpu.launch_func async [%[[T1]]] @fusion_kernels::@rms_grad_kernel0_params blocks in (%c32, %c1, %c1) threads in (%c512, %c1, %c1) dynamic_shared_memory_size %c2064_i32 args(%[[P]] : memref<?xf32>, {{.*}} : memref<?xf32>, %[[G]] : index)
 // CHECK: gpu.dealloc async [%[[T2]]] %[[P]] : memref<?xf32>
 func.func @rms_grad(%dy: tensor<?x1024xbf16>, %x: tensor<?x1024xbf16>, %rstd: tensor<?xf32>, %w: tensor<1024xbf16>) -> (tensor<?x1024xbf16>, tensor<1024xf32>) {
@@ -44,15 +44,16 @@ func.func @rms_grad(%dy: tensor<?x1024xbf16>, %x: tensor<?x1024xbf16>, %rstd: te
 }
 
 // N = 4096, weight and bias gradients (two accumulators per column: one
-// vector per thread): one row of 512 threads per CTA (16 warps, the group
-// sums meet in shared memory), 2 CTAs per SM, two parameters' partial rows,
-// and the reduction's grid has one row of CTAs per parameter.
+// vector per thread, two rows per step): one group of 512 threads per CTA
+// (16 warps, the group sums meet in shared memory), 2 CTAs per SM, two
+// parameters' partial rows, and the reduction's grid has one row of CTAs
+// per parameter.
 // CHECK-LABEL: func.func @ln_grad(
 // CHECK: %[[CAPPED:.*]] = arith.minui %{{.*}}, %c264
 // CHECK: %[[G:.*]] = arith.maxui %[[CAPPED]], %c1
 // CHECK: %[[COUNT:.*]] = arith.muli %[[G]], %c8192
 // CHECK: %[[P:.*]], %{{.*}} = gpu.alloc async [%{{.*}}] (%[[COUNT]]) : memref<?xf32>
-// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_grad_kernel0 blocks in (%[[G]], %c1, %c1) threads in (%c512, %c1, %c1) dynamic_shared_memory_size %c272_i32
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_grad_kernel0 blocks in (%[[G]], %c1, %c1) threads in (%c512, %c1, %c1) dynamic_shared_memory_size %c528_i32
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_grad_kernel0_params blocks in (%c128, %c2, %c1) threads in (%c512, %c1, %c1) dynamic_shared_memory_size %c2064_i32 args(%[[P]] : memref<?xf32>, {{.*}} : memref<?xf32>, {{.*}} : memref<?xf32>, %[[G]] : index)
 // CHECK: gpu.dealloc async
 func.func @ln_grad(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %mean: tensor<?xf32>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<4096xf32>, tensor<4096xf32>) {
@@ -111,3 +112,22 @@ func.func @ln_grad_odd(%dy: tensor<2x?x1001xf32>, %x: tensor<2x?x1001xf32>, %mea
 // CHECK-NOT: gpu.barrier
 // CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<?xf32>, vector<8xf32>
 // CHECK: gpu.return
+
+// The dx kernel of @ln_grad: two rows per step, the second's row index
+// clamped to the last row and its dy zeroed when it is past the group's
+// rows (it stores nothing); the four sums of the step (g (x - mean) and g
+// of each row) exchanged at one named barrier of the group's 512 threads.
+// CHECK-LABEL: gpu.func @ln_grad_kernel0(
+// CHECK-SAME: nvvm.maxnreg = 64 : i32, nvvm.maxntid = array<i32: 512, 1, 1>
+// CHECK: scf.for
+// CHECK: %[[VALID:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}} : index
+// CHECK: arith.minui
+// CHECK: vector.load %{{.*}} : memref<?xbf16>, vector<8xbf16>
+// CHECK-NEXT: %[[DY:.*]] = vector.load %{{.*}} : memref<?xbf16>, vector<8xbf16>
+// CHECK-NEXT: arith.select %[[VALID]], %[[DY]], %{{.*}} : vector<8xbf16>
+// CHECK-COUNT-4: memref.store %{{.*}} : memref<2x16x4xf32, #gpu.address_space<workgroup>>
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c512_i32
+// CHECK: scf.if %[[VALID]] {
+// CHECK-NEXT: arith.truncf
+// CHECK-NEXT: vector.store %{{.*}} : memref<?xbf16>, vector<8xbf16>
+// CHECK: scf.yield

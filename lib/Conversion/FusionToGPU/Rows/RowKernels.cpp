@@ -17,9 +17,11 @@
 //
 // Norm gradient: groups of threadsPerRow threads (a multiple of 32),
 // persistent: row group u (of units = gridDim.x * rowsPerBlock) takes rows
-// u, u + units, ... below the row count, each group at its own pace (its
-// group sums meet at a named barrier of its own, 1 + its place in the CTA,
-// in shared-memory slots that alternate between rows). Per row: the
+// u, u + units, ... below the row count, gradRowsPerStep of them per step,
+// each group at its own pace (its group sums meet at a named barrier of its
+// own, 1 + its place in the CTA, in shared-memory slots that alternate
+// between steps; a step's second row past the group's rows re-reads the
+// last row with dy zeroed and stores nothing). Per row: the
 // statistics, x, dy and the residual loaded first (bf16 pairs kept packed),
 // g = dy * weight (the weight read from L1 each time it is used), the group
 // sums of g (x - mean) and of g (LayerNorm) by xor shuffles, then across
@@ -225,7 +227,7 @@ SmallVector<Value> RowKernelEmitter::gradGroupSums(ArrayRef<Value> partials,
     }
   if (s.threadsPerRow <= 32)
     return sums;
-  // Slots [parity][warp of the CTA][2]: a warp's lane 0 writes its sums,
+  // Slots [parity][warp of the CTA][4]: a warp's lane 0 writes its sums,
   // the group's named barrier (1 + its row group), then lane w of every
   // warp reads warp w's sums and the xor shuffles add them (every lane gets
   // the same bits: each step adds a pair, x + y = y + x). A warp writing the
@@ -233,7 +235,7 @@ SmallVector<Value> RowKernelEmitter::gradGroupSums(ArrayRef<Value> partials,
   // the readers of the last row of that parity reached after reading.
   int64_t warps = s.threadsPerRow / 32;
   int64_t blockWarps = s.blockThreads() / 32;
-  Value slots = smemView(idx(0), {2, blockWarps, 2}, b.getF32Type());
+  Value slots = smemView(idx(0), {2, blockWarps, 4}, b.getF32Type());
   Value first = mul(rowInBlock, idx(warps));
   Value laneInWarp = rem(lane, 32);
   ifThen(eq(laneInWarp, 0), [&] {
@@ -395,40 +397,61 @@ void RowKernelEmitter::emitNormGrad() {
   Value count = arith::SelectOp::create(b, any, remaining, idx(0));
 
   int64_t params = s.paramGrads();
+  int64_t rowsPerStep = s.gradRowsPerStep;
+  Value lastRow = sub(rows, idx(1));
+  Value steps = arith::CeilDivUIOp::create(b, count, idx(rowsPerStep));
   SmallVector<Value> inits(params * s.vecsPerThread, zeros());
   ValueRange sums = forLoop(
-      idx(0), count, idx(1), inits, [&](Value step, ValueRange acc) {
-        Value row = add(unit, mul(step, units));
-        Value rowBase = mul(row, idx(s.n));
-        // The row's loads, all issued before the group sums: the
-        // statistics, then per vector x, dy, the residual and the weight
-        // (16-bit values kept packed until used; the weight read again
-        // after the sums, an L1 hit, so that it holds no registers across
-        // them or across the loop).
-        Value rstd = memref::LoadOp::create(b, rstdMem, ValueRange{row});
-        Value mean;
-        if (layerNorm)
-          mean = memref::LoadOp::create(b, meanMem, ValueRange{row});
-        SmallVector<Value> at, dy, x, residual;
-        for (int64_t i = 0; i < s.vecsPerThread; ++i) {
-          at.push_back(add(rowBase, readColumn[i]));
-          x.push_back(loadPacked(Value(), xMem, at[i]));
-          dy.push_back(loadPacked(inRow[i], dyMem, at[i]));
-          if (residualMem)
-            residual.push_back(loadPacked(Value(), residualMem, at[i]));
+      idx(0), steps, idx(1), inits, [&](Value step, ValueRange acc) {
+        // The step's rows: unit + (step rowsPerStep + r) units. The first
+        // exists; a later one may not (the group's last step), and then
+        // reads the last row with dy zeroed and stores nothing.
+        struct Row {
+          Value valid, base, rstd, mean;
+          SmallVector<Value> at, dy, x, residual;
+        };
+        SmallVector<Row, 2> rowsOfStep(rowsPerStep);
+        Value firstIndex = mul(step, idx(rowsPerStep));
+        // The rows' loads, all issued before the group sums: the
+        // statistics, then per vector x, dy and the residual (16-bit values
+        // kept packed until used; the weight is read where it is used, an
+        // L1 hit, so that it holds no registers across the sums or across
+        // the loop).
+        for (auto [r, row] : llvm::enumerate(rowsOfStep)) {
+          Value index = add(firstIndex, idx(r));
+          Value rowIndex = add(unit, mul(index, units));
+          if (r > 0) {
+            row.valid = ult(index, count);
+            rowIndex = arith::MinUIOp::create(b, rowIndex, lastRow);
+          }
+          row.base = mul(rowIndex, idx(s.n));
+          row.rstd = memref::LoadOp::create(b, rstdMem, ValueRange{rowIndex});
+          if (layerNorm)
+            row.mean = memref::LoadOp::create(b, meanMem, ValueRange{rowIndex});
+          for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+            Value dyValid = inRow[i];
+            if (row.valid)
+              dyValid = dyValid ? both(dyValid, row.valid) : row.valid;
+            row.at.push_back(add(row.base, readColumn[i]));
+            row.x.push_back(loadPacked(Value(), xMem, row.at[i]));
+            row.dy.push_back(loadPacked(dyValid, dyMem, row.at[i]));
+            if (residualMem)
+              row.residual.push_back(
+                  loadPacked(Value(), residualMem, row.at[i]));
+          }
         }
         // dy, g = dy w and x - mean of vector i in f32, widened again after
         // the group sums (`again`: a second widening that LLVM does not merge
         // with the first, so that the packed values are what lives across
         // the sums).
-        auto widenVector = [&](int64_t i, bool again) {
+        auto widenVector = [&](const Row &row, int64_t i, bool again) {
           auto widenOne = [&](Value v) {
             return again ? widenAgain(v) : widen(v);
           };
-          Value dyF = widenOne(dy[i]);
-          Value centered = widenOne(x[i]);
+          Value dyF = widenOne(row.dy[i]);
+          Value centered = widenOne(row.x[i]);
           if (layerNorm)
-            centered = arith::SubFOp::create(b, centered, splat(mean));
+            centered = arith::SubFOp::create(b, centered, splat(row.mean));
           Value g = dyF;
           if (weight) {
             Value w = loadPacked(Value(), weight, readColumn[i]);
@@ -436,54 +459,66 @@ void RowKernelEmitter::emitNormGrad() {
           }
           return std::make_tuple(dyF, g, centered);
         };
-        Value gx, gSum;
-        for (int64_t i = 0; i < s.vecsPerThread; ++i) {
-          auto [dyF, g, centered] = widenVector(i, /*again=*/false);
-          gx = gx ? math::FmaOp::create(b, g, centered, gx).getResult()
-                  : arith::MulFOp::create(b, g, centered).getResult();
-          if (layerNorm)
-            gSum = gSum ? arith::AddFOp::create(b, gSum, g).getResult() : g;
-        }
-        SmallVector<Value> partial{horizontalSum(gx)};
-        if (layerNorm)
-          partial.push_back(horizontalSum(gSum));
-        SmallVector<Value> total = gradGroupSums(partial, rem(step, 2));
-        // dx = rstd (g - x_hat c2 - c1) with x_hat = (x - mean) rstd,
-        // c2 = sum(g x_hat) / N = rstd sum(g (x - mean)) / N and
-        // c1 = sum(g) / N: dx = rstd g + (k2 x_hat + k1), k2 = -rstd c2,
-        // k1 = -rstd c1 (RMSNorm: dx = rstd g + k2 x_hat).
-        Value c2 = arith::DivFOp::create(
-            b, arith::MulFOp::create(b, total[0], rstd), nF);
-        Value k2 = arith::NegFOp::create(b, arith::MulFOp::create(b, rstd, c2));
-        Value rstdV = splat(rstd), k2V = splat(k2), k1V;
-        if (layerNorm) {
-          Value c1 = arith::DivFOp::create(b, total[1], nF);
-          k1V = splat(
-              arith::NegFOp::create(b, arith::MulFOp::create(b, rstd, c1)));
-        }
-        SmallVector<Value> nextAcc(acc.begin(), acc.end());
-        for (int64_t i = 0; i < s.vecsPerThread; ++i) {
-          auto [dyF, g, centered] = widenVector(i, /*again=*/true);
-          Value xHat = arith::MulFOp::create(b, centered, rstdV);
-          Value shift =
-              k1V ? math::FmaOp::create(b, k2V, xHat, k1V).getResult()
-                  : arith::MulFOp::create(b, k2V, xHat).getResult();
-          Value dx = math::FmaOp::create(b, rstdV, g, shift);
-          if (residualMem)
-            dx = arith::AddFOp::create(b, dx, widen(residual[i]));
-          if (inRow[i])
-            ifThen(inRow[i], [&] { store(dx, dxMem, at[i]); });
-          else
-            store(dx, dxMem, at[i]);
-          // dweight += dy x_hat, dbias += dy.
-          int64_t p = 0;
-          if (s.weightGrad) {
-            Value &a = nextAcc[p++ * s.vecsPerThread + i];
-            a = math::FmaOp::create(b, dyF, xHat, a);
+        // Per row, the thread's sums of g (x - mean) and of g (LayerNorm),
+        // all exchanged at once.
+        SmallVector<Value> partial;
+        for (const Row &row : rowsOfStep) {
+          Value gx, gSum;
+          for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+            auto [dyF, g, centered] = widenVector(row, i, /*again=*/false);
+            gx = gx ? math::FmaOp::create(b, g, centered, gx).getResult()
+                    : arith::MulFOp::create(b, g, centered).getResult();
+            if (layerNorm)
+              gSum = gSum ? arith::AddFOp::create(b, gSum, g).getResult() : g;
           }
-          if (s.biasGrad) {
-            Value &a = nextAcc[p * s.vecsPerThread + i];
-            a = arith::AddFOp::create(b, a, dyF);
+          partial.push_back(horizontalSum(gx));
+          if (layerNorm)
+            partial.push_back(horizontalSum(gSum));
+        }
+        SmallVector<Value> total = gradGroupSums(partial, rem(step, 2));
+        SmallVector<Value> nextAcc(acc.begin(), acc.end());
+        int64_t perRow = layerNorm ? 2 : 1;
+        for (auto [r, row] : llvm::enumerate(rowsOfStep)) {
+          // dx = rstd (g - x_hat c2 - c1) with x_hat = (x - mean) rstd,
+          // c2 = sum(g x_hat) / N = rstd sum(g (x - mean)) / N and
+          // c1 = sum(g) / N: dx = rstd g + (k2 x_hat + k1), k2 = -rstd c2,
+          // k1 = -rstd c1 (RMSNorm: dx = rstd g + k2 x_hat).
+          Value c2 = arith::DivFOp::create(
+              b, arith::MulFOp::create(b, total[r * perRow], row.rstd), nF);
+          Value k2 =
+              arith::NegFOp::create(b, arith::MulFOp::create(b, row.rstd, c2));
+          Value rstdV = splat(row.rstd), k2V = splat(k2), k1V;
+          if (layerNorm) {
+            Value c1 = arith::DivFOp::create(b, total[r * perRow + 1], nF);
+            k1V = splat(arith::NegFOp::create(
+                b, arith::MulFOp::create(b, row.rstd, c1)));
+          }
+          for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+            auto [dyF, g, centered] = widenVector(row, i, /*again=*/true);
+            Value xHat = arith::MulFOp::create(b, centered, rstdV);
+            Value shift =
+                k1V ? math::FmaOp::create(b, k2V, xHat, k1V).getResult()
+                    : arith::MulFOp::create(b, k2V, xHat).getResult();
+            Value dx = math::FmaOp::create(b, rstdV, g, shift);
+            if (residualMem)
+              dx = arith::AddFOp::create(b, dx, widen(row.residual[i]));
+            Value stores = inRow[i];
+            if (row.valid)
+              stores = stores ? both(stores, row.valid) : row.valid;
+            if (stores)
+              ifThen(stores, [&] { store(dx, dxMem, row.at[i]); });
+            else
+              store(dx, dxMem, row.at[i]);
+            // dweight += dy x_hat, dbias += dy (0 where dy was zeroed).
+            int64_t p = 0;
+            if (s.weightGrad) {
+              Value &a = nextAcc[p++ * s.vecsPerThread + i];
+              a = math::FmaOp::create(b, dyF, xHat, a);
+            }
+            if (s.biasGrad) {
+              Value &a = nextAcc[p * s.vecsPerThread + i];
+              a = arith::AddFOp::create(b, a, dyF);
+            }
           }
         }
         return nextAcc;

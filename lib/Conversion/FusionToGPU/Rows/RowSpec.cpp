@@ -127,33 +127,56 @@ LogicalResult shapeNormGrad(RowKernelSpec &s, std::string &why) {
     return failure();
   }
   s.rowsPerBlock = std::max<int64_t>(1, kBlockThreads / s.threadsPerRow);
-  // The register cap, from what a thread holds across the rows: per column
-  // the accumulators and dy and x (one register for a bf16 pair each; f16
-  // held widened, about three; f32 two), the residual (16 registers more,
-  // and half a register or one per column); 16 more for a ragged row, and
-  // for several groups per CTA. Bins calibrated with ptxas (no spills from
-  // 256 to 8192 columns, bf16, f16 and f32, with and without residuals and
-  // parameter gradients): they decide the CTAs per SM, 4 / 3 / 2 of 256
-  // threads at 64 / 80 / 96-128 registers.
+  // The register cap for `rowsPerStep`, from what a thread holds across the
+  // rows: per column the accumulators and dy and x of each row of a step
+  // (one register for a bf16 pair each; f16 held widened, about three; f32
+  // two), the residual (16 registers more, and half a register or one per
+  // column and row); 16 more for a ragged row, and for several groups per
+  // CTA. Bins calibrated with ptxas (no spills from 256 to 8192 columns,
+  // bf16, f16 and f32, with and without residuals and parameter
+  // gradients): they decide the CTAs per SM, 4 / 3 / 2 of 256 threads at
+  // 64 / 80 / 96-128 registers. .maxntid caps it too (64 K registers for
+  // the CTA); over that cap the shape is not taken.
   int64_t columns = s.vecsPerThread * s.vec;
   int64_t data = s.elem.isBF16() ? 1 : s.elem.isF16() ? 3 : 2;
-  int64_t held = columns * (s.paramGrads() + data);
-  if (s.residualElem)
-    held += 16 + columns * s.residualElem.getIntOrFloatBitWidth() / 32;
-  if (s.chunks() % s.threadsPerRow != 0)
-    held += 16;
-  if (s.rowsPerBlock > 1)
-    held += 16;
-  int64_t cap = held <= 48    ? 64
-                : held <= 80  ? 80
-                : held <= 96  ? 96
-                : held <= 128 ? 128
-                              : 255;
-  // .maxntid caps it too: 64 K registers for the CTA.
-  s.gradMaxRegisters = std::min<int64_t>(cap, 65536 / s.blockThreads() / 8 * 8);
-  s.gradCTAsPerSM = std::max<int64_t>(
-      1, std::min(65536 / (s.gradMaxRegisters * s.blockThreads()),
-                  2048 / s.blockThreads()));
+  int64_t threadCap = 65536 / s.blockThreads() / 8 * 8;
+  auto registerCap = [&](int64_t rowsPerStep) -> int64_t {
+    int64_t held = columns * (s.paramGrads() + data * rowsPerStep);
+    if (s.residualElem)
+      held += 16 + columns * rowsPerStep *
+                       s.residualElem.getIntOrFloatBitWidth() / 32;
+    if (s.chunks() % s.threadsPerRow != 0)
+      held += 16;
+    if (s.rowsPerBlock > 1)
+      held += 16;
+    return held <= 48    ? 64
+           : held <= 80  ? 80
+           : held <= 96  ? 96
+           : held <= 128 ? 128
+                         : 255;
+  };
+  auto ctasPerSM = [&](int64_t cap) {
+    return std::max<int64_t>(
+        1, std::min(65536 / (std::min(cap, threadCap) * s.blockThreads()),
+                    2048 / s.blockThreads()));
+  };
+  // A thread of one vector in a CTA of one group takes two rows per step
+  // where that keeps more bytes of dy and x in flight per SM (64 per
+  // thread and step, as a thread of two vectors has) and fits the CTA's
+  // registers. (With several groups per CTA, ptxas needs 80-96 registers
+  // for it, and the CTAs per SM it costs take back what it brings.)
+  s.gradRowsPerStep = 1;
+  int64_t cap = registerCap(1);
+  if (s.vecsPerThread == 1 && s.rowsPerBlock == 1) {
+    int64_t twoRowsCap = registerCap(2);
+    if (twoRowsCap <= threadCap &&
+        2 * ctasPerSM(twoRowsCap) > ctasPerSM(cap)) {
+      s.gradRowsPerStep = 2;
+      cap = twoRowsCap;
+    }
+  }
+  s.gradMaxRegisters = std::min(cap, threadCap);
+  s.gradCTAsPerSM = ctasPerSM(cap);
   return success();
 }
 

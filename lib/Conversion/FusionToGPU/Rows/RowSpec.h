@@ -72,9 +72,11 @@ struct RowKernelSpec {
   // Norms: a group of threadsPerRow threads per row, each holding
   // vecsPerThread vectors; rowsPerBlock groups per CTA.
   int64_t threadsPerRow = 32, vecsPerThread = 1, rowsPerBlock = 1;
-  // Norm gradients: the register cap of the dx kernel (.maxnreg) and the
-  // CTAs of its persistent grid on each SM that it allows.
-  int64_t gradMaxRegisters = 0, gradCTAsPerSM = 1;
+  // Norm gradients: rows a group takes per step of its loop (their loads
+  // issued together, their group sums exchanged at once), the register cap
+  // of the dx kernel (.maxnreg) and the CTAs of its persistent grid on each
+  // SM that it allows.
+  int64_t gradRowsPerStep = 1, gradMaxRegisters = 0, gradCTAsPerSM = 1;
   // Element-wise: vectors per thread (coalesced, blockThreads apart).
   static constexpr int64_t kVectorsPerThread = 4;
   // The parameter-gradient reduction kernel's shape: columns per CTA, warps
@@ -100,9 +102,10 @@ struct RowKernelSpec {
   }
   /// Dynamic shared memory. Norms: one f32 slot per warp for each of the
   /// norm's two reductions (none when a row fits one warp). Norm gradients:
-  /// two f32 slots per warp for each of two steps (the group sums of
-  /// g x_hat and g, alternating between the steps), and with several
-  /// groups per CTA the row of each parameter gradient they are summed in.
+  /// four f32 slots per warp for each of two steps (the group sums of
+  /// g x_hat and g of the step's rows, alternating between the steps), and
+  /// with several groups per CTA the row of each parameter gradient they
+  /// are summed in.
   int64_t sharedMemoryBytes() const {
     if (isNormGrad()) {
       int64_t bytes = gradExchangeBytes() + gradCombineBytes();
@@ -113,7 +116,7 @@ struct RowKernelSpec {
     return 2 * (blockThreads() / 32) * 4 + 16;
   }
   int64_t gradExchangeBytes() const {
-    return threadsPerRow > 32 ? 2 * 2 * (blockThreads() / 32) * 4 : 0;
+    return threadsPerRow > 32 ? 2 * 4 * (blockThreads() / 32) * 4 : 0;
   }
   int64_t gradCombineBytes() const {
     return rowsPerBlock > 1 ? paramGrads() * n * 4 : 0;
