@@ -3,7 +3,10 @@
 // The spec of a standalone norm or element-wise kernel (RowSpec.h): the
 // vector width from the innermost size, and for the norms how many threads
 // share a row so that each holds at most four 16-byte vectors of it (up to
-// 1024 threads, at most 16 vectors each beyond that).
+// 1024 threads, at most 16 vectors each beyond that); for the norm
+// gradients at most two (one where a thread also holds two accumulators per
+// column), the rows per step, the register cap and the persistent grid's
+// CTAs per SM.
 //
 //===----------------------------------------------------------------------===//
 
