@@ -9,8 +9,10 @@
 // Dv > D: from global memory under one branch per row (rows past L_q, or
 // outside the item's sequence, are not read). Dv = 256: from global
 // memory, the first 64 columns before O = P V, each next 64 as the
-// previous ones are rounded. Jagged, the rows past offsets[B] get the
-// residual's rows instead of zeros.
+// previous ones are rounded. A residual other than the query is
+// prefetched into L2 by the producer thread, the item's rows after its
+// loads. Jagged, the rows past offsets[B] get the residual's rows instead
+// of zeros.
 // RUN: fusion-opt %s --convert-fusion-to-gpu --canonicalize --cse | FileCheck %s
 // RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
@@ -91,6 +93,7 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // CHECK-LABEL: gpu.func @block_kernel0(
 // CHECK-SAME: %{{.*}}: index, %[[RK:.*]]: memref<?xbf16>)
 // CHECK-NOT: %[[RK]]
+// CHECK-NOT: nvvm.cp.async.bulk.prefetch
 // CHECK: nvvm.fence.proxy
 // CHECK: nvvm.barrier
 // CHECK-COUNT-32: vector.load %{{.*}} : memref<64x64xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
@@ -104,10 +107,17 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // CHECK-NOT: %[[RK]]
 // CHECK: gpu.return
 
-// Another tensor: both rows' pairs from global memory, row-guarded, before
-// the second MMA.
+// Another tensor: the producer thread prefetches the item's rows of it
+// into L2 after the item's loads (one bulk prefetch of Dv elements a row,
+// rows below L_q); both rows' pairs from global memory, row-guarded,
+// before the second MMA.
 // CHECK-LABEL: gpu.func @other_kernel0(
 // CHECK-SAME: %{{.*}}: index, %[[ORK:.*]]: memref<?xf16>)
+// CHECK: nvgpu.tma.async.load
+// CHECK: %[[OBASE:.*]] = memref.extract_aligned_pointer_as_index %[[ORK]]
+// CHECK: %[[OEND:.*]] = arith.minui %{{.*}}, %{{.*}} : index
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[OEND]] step %c1 {
+// CHECK: nvvm.cp.async.bulk.prefetch %{{.*}}, %c256_i32 : <1>
 // CHECK: %[[OPAIRS:.*]]:8 = scf.if %{{.*}} -> (vector<2xf16>,
 // CHECK-COUNT-8: vector.load %[[ORK]][%{{.*}}] {alignment = 4 : i64} : memref<?xf16>, vector<2xf16>
 // CHECK: } else {
@@ -117,7 +127,8 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // CHECK: %[[OWIDE:.*]] = arith.extf %[[OPAIRS]]#0 : vector<2xf16> to vector<2xf32>
 // CHECK: arith.addf %{{.*}}, %[[OWIDE]] : vector<2xf32>
 
-// A residual of its own, D = Dv = 128: once every thread of the group
+// A residual of its own, D = Dv = 128: the producer's L2 prefetch of its
+// rows as for @other; once every thread of the group
 // waited for S = Q K^T, 8 copies a thread of 16 bytes (zero fill by the
 // source size) into the group's Q rows, one group; after O = P V, the wait,
 // the fence, the group's barrier, the thread's 32 pairs from those rows,
@@ -125,6 +136,8 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // CHECK-LABEL: gpu.func @own_kernel0(
 // CHECK-SAME: %{{.*}}: index, %[[OWNR:.*]]: memref<?xbf16>)
 // CHECK-NOT: vector.load %[[OWNR]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[OWNR]]
+// CHECK: nvvm.cp.async.bulk.prefetch %{{.*}}, %c256_i32 : <1>
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.barrier
 // CHECK-COUNT-8: nvgpu.device_async_copy %[[OWNR]][%{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?xbf16> to memref<64x64xbf16, #gpu.address_space<workgroup>>
@@ -140,10 +153,12 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // CHECK-NOT: vector.load %[[OWNR]]
 // CHECK: gpu.return
 
-// Jagged, D = 128, Dv = 64: 4 copies a thread; the residual's global reads
-// only in the rows past offsets[B].
+// Jagged, D = 128, Dv = 64: the prefetch over the item's rows [lo, hi),
+// 128 bytes each; 4 copies a thread; the residual's global reads only in
+// the rows past offsets[B].
 // CHECK-LABEL: gpu.func @jagged_own_kernel0(
 // CHECK-SAME: %[[JOUT:[^ ]*]]: memref<?xbf16>, %[[JOWNR:.*]]: memref<?xbf16>)
+// CHECK: nvvm.cp.async.bulk.prefetch %{{.*}}, %c128_i32 : <1>
 // CHECK-COUNT-4: nvgpu.device_async_copy %[[JOWNR]]
 // CHECK-NOT: nvgpu.device_async_copy
 // CHECK: nvgpu.device_async_wait
@@ -154,6 +169,7 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 
 // Dv = 256: one block before the MMA, the next three after it.
 // CHECK-LABEL: gpu.func @wide_kernel0(
+// CHECK-NOT: nvvm.cp.async.bulk.prefetch
 // CHECK: scf.if %{{.*}} -> (vector<2xbf16>,
 // CHECK: scf.if %{{.*}} -> (vector<2xbf16>,
 // CHECK-NOT: scf.if %{{.*}} -> (vector<2xbf16>,
@@ -166,6 +182,7 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // rows past offsets[B].
 // CHECK-LABEL: gpu.func @jagged_kernel0(
 // CHECK-SAME: %[[OUTK:[^ ]*]]: memref<?xbf16>, %[[JRK:.*]]: memref<?xbf16>)
+// CHECK-NOT: nvvm.cp.async.bulk.prefetch
 // CHECK-NOT: vector.load %[[JRK]]
 // CHECK: nvgpu.warpgroup.mma
 // CHECK-NOT: vector.load %[[JRK]]

@@ -37,7 +37,9 @@
 // Dv > 128, whose later blocks are read after the stage went back) each
 // thread loads it from global memory at its fragment positions, with the
 // output's row bounds (rows past L_q, or outside the item's sequence, are
-// not read).
+// not read). A residual other than the query is prefetched into L2 by the
+// producer thread, the item's rows after the item's loads: the consumers'
+// reads of it, an item later, need not wait on DRAM.
 //
 // The ring's stages let the producer load the next item while the
 // consumers compute this one. Keys past L_kv are zero-filled by the TMA
@@ -217,7 +219,36 @@ void AttentionKernelEmitter::producer() {
       ifThen(keys, loadKeysAndValues);
     else
       loadKeysAndValues();
+    if (s.residualType && !s.residualIsQuery)
+      prefetchResidualRows(it);
     return SmallVector<Value>{ring.nextPos(*this, pos)};
+  });
+}
+
+void AttentionKernelEmitter::prefetchResidualRows(Item it) {
+  // The rows the item stores: dense [row, min(row + 128, L_q)), jagged
+  // [lo, hi). A loop, not unrolled: the producer thread issues them after
+  // the item's loads, while it would otherwise wait for a free stage.
+  int64_t elemBytes = s.residualType.getIntOrFloatBitWidth() / 8;
+  Value residual = arg(AttentionArg::Residual);
+  Value base = arith::IndexCastOp::create(
+      b, b.getI64Type(), memref::ExtractAlignedPointerAsIndexOp::create(b, residual));
+  Value first = s.jagged ? it.lo : it.row;
+  Value end = it.hi;
+  if (!s.jagged) {
+    Value tileEnd = add(it.row, idx(Spec::kTileM));
+    end = arith::MinUIOp::create(b, tileEnd, arg(AttentionArg::QueryLen));
+  }
+  Value bytes = arith::ConstantOp::create(b, b.getI32IntegerAttr(s.valueDim * elemBytes));
+  Type global = LLVM::LLVMPointerType::get(ctx, 1);
+  forLoop(first, end, idx(1), ValueRange{}, [&](Value token, ValueRange) {
+    Value at = residualIndex(it, token, idx(0));
+    Value offset = mul(at, idx(elemBytes));
+    Value address = arith::AddIOp::create(
+        b, base, arith::IndexCastOp::create(b, b.getI64Type(), offset));
+    NVVM::CpAsyncBulkPrefetchOp::create(
+        b, LLVM::IntToPtrOp::create(b, global, address), bytes, Value());
+    return SmallVector<Value>{};
   });
 }
 
