@@ -18,7 +18,7 @@
 // CHECK: epilogue = #fusion.epilogue<rms_norm_grad>
 // CHECK-NOT: fusion.rms_norm
 // CHECK-LABEL: func.func @train_step_rms_weight
-// CHECK: fusion.rms_norm {{.*}}weight
+// CHECK: fusion.fused_matmul {{.*}}norm_weight({{.*}}) {epilogue = #fusion.epilogue<rms_norm>{{.*}}save_norm_input
 // CHECK: fusion.fused_matmul {{.*}}norm_weight({{.*}}) norm_input({{.*}}) rstd({{.*}}) {epilogue = #fusion.epilogue<rms_norm_grad>}
 // CHECK-NOT: fusion.rms_norm_grad
 // CHECK-LABEL: func.func @train_step_ln_affine(
@@ -39,8 +39,7 @@ func.func @train_step_rms_weight(%x: tensor<32x48xf32>, %w1: tensor<256x48xf32>,
     -> (tensor<32x256xf32>, tensor<32x48xf32>, tensor<256x48xf32>, tensor<256xf32>, tensor<256x256xf32>) {
   %h = fusion.matmul %x, %w1 {transpose_rhs} : tensor<32x48xf32>, tensor<256x48xf32> -> tensor<32x256xf32>
   // expected-remark @below {{fusion.rms_norm regrouped (backward only): the norm has an affine weight or bias, so its output is not x_hat; its gradient went into the epilogue of the dgrad GEMM producing its incoming gradient, reading its input and saved statistics; one CTA holds the whole row (N = 256)}}
-  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: the GEMM result has other users and would be stored anyway}}
-  // expected-remark @below {{fusion.rms_norm not fused as a Lazy Pre-Norm prologue: its statistics are used; the fused GEMM does not produce them}}
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul, also storing its input (the GEMM result) for its 1 other user (save_norm_input): one CTA holds the whole row (N = 256)}}
   %n, %rstd = fusion.rms_norm %h weight(%g : tensor<256xf32>) {epsilon = 1.0e-06 : f32} : tensor<32x256xf32> -> tensor<32x256xf32>, tensor<32xf32>
   %y = fusion.matmul %n, %w2 {transpose_rhs} : tensor<32x256xf32>, tensor<256x256xf32> -> tensor<32x256xf32>
   %dn = fusion.matmul %dy, %w2 : tensor<32x256xf32>, tensor<256x256xf32> -> tensor<32x256xf32>
@@ -54,8 +53,7 @@ func.func @train_step_ln_affine(%x: tensor<32x48xf32>, %w1: tensor<512x48xf32>, 
     -> (tensor<32x512xf32>, tensor<32x48xf32>, tensor<512x48xf32>, tensor<512xf32>, tensor<512xf32>, tensor<512x512xf32>) {
   %h = fusion.matmul %x, %w1 {transpose_rhs} : tensor<32x48xf32>, tensor<512x48xf32> -> tensor<32x512xf32>
   // expected-remark @below {{fusion.layer_norm regrouped (backward only): the norm has an affine weight or bias, so its output is not x_hat; its gradient went into the epilogue of the dgrad GEMM producing its incoming gradient, reading its input and saved statistics; a cluster of 2 CTAs along N, 256 columns each, exchanging partial sums through DSMEM}}
-  // expected-remark @below {{fusion.layer_norm not fused into a GEMM epilogue: the GEMM result has other users and would be stored anyway}}
-  // expected-remark @below {{fusion.layer_norm not fused as a Lazy Pre-Norm prologue: LayerNorm deferral is off (option layer-norm)}}
+  // expected-remark @below {{fusion.layer_norm fused into the epilogue of a fusion.fused_matmul, also storing its input (the GEMM result) for its 1 other user (save_norm_input): a cluster of 2 CTAs along N, 256 columns each, exchanging partial sums through DSMEM}}
   %n, %mean, %rstd = fusion.layer_norm %h weight(%gamma : tensor<512xf32>) bias(%beta : tensor<512xf32>) {epsilon = 1.0e-05 : f32} : tensor<32x512xf32> -> tensor<32x512xf32>, tensor<32xf32>, tensor<32xf32>
   %y = fusion.matmul %n, %w2 {transpose_rhs} : tensor<32x512xf32>, tensor<512x512xf32> -> tensor<32x512xf32>
   %dn = fusion.matmul %dy, %w2 : tensor<32x512xf32>, tensor<512x512xf32> -> tensor<32x512xf32>

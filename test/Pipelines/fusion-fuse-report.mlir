@@ -28,16 +28,15 @@ func.func @block(%x: tensor<32x64xf32>, %g: tensor<64xf32>, %w1: tensor<64x128xf
 // (fusion-fuse-regroup.mlir turns it on); the other passes then leave the
 // norm alone, since its input and statistics feed the backward.
 // CHECK-LABEL: func.func @train_step
-// CHECK: fusion.rms_norm
-// CHECK: fusion.rms_norm_grad
+// CHECK: %{{.*}}, %[[H:.*]], %[[R:.*]] = fusion.fused_matmul {{.*}}epilogue = #fusion.epilogue<rms_norm>{{.*}}save_norm_input
+// CHECK: fusion.rms_norm_grad %{{.*}}, %[[H]], %[[R]]
 // CHECK-NOT: fusion.fused_matmul {{.*}}epilogue
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @train_step(%x: tensor<32x48xf32>, %w1: tensor<48x256xf32>, %w2: tensor<256x16xf32>, %dy: tensor<32x16xf32>)
     -> (tensor<32x16xf32>, tensor<32x256xf32>) {
   %z = fusion.matmul %x, %w1 : tensor<32x48xf32>, tensor<48x256xf32> -> tensor<32x256xf32>
   // expected-remark @below {{fusion.rms_norm not regrouped: regrouping is off in fusion-fuse until the GPU kernels have grad epilogues (fusion-fuse{regroup-backward=true} applies it, for the CPU pipeline; one CTA holds the whole row (N = 256))}}
-  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: the GEMM result has other users and would be stored anyway}}
-  // expected-remark @below {{fusion.rms_norm not fused as a Lazy Pre-Norm prologue: its statistics are used; the fused GEMM does not produce them}}
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul, also storing its input (the GEMM result) for its 1 other user (save_norm_input): one CTA holds the whole row (N = 256)}}
   %h, %rstd = fusion.rms_norm %z {epsilon = 1.0e-05 : f32} : tensor<32x256xf32> -> tensor<32x256xf32>, tensor<32xf32>
   %y = fusion.matmul %h, %w2 : tensor<32x256xf32>, tensor<256x16xf32> -> tensor<32x16xf32>
   %dh = fusion.matmul %dy, %w2 {transpose_rhs} : tensor<32x16xf32>, tensor<256x16xf32> -> tensor<32x256xf32>

@@ -1,14 +1,16 @@
 // A whole training step written with the dialect's unfused ops (Linear ->
 // RMSNorm with its weight -> Linear, forward and backward given dy, the
 // weights as nn.Linear stores them) lowers whole to the GPU: two forward
-// GEMMs, the standalone norm saving rstd, two dgrad GEMMs, two weight
+// GEMMs, the first with the norm in its epilogue, also storing h for the
+// backward (save_norm_input) and rstd, two dgrad GEMMs, two weight
 // gradients dy^T x (transpose_lhs) and the norm's gradient (dx kernel, then
-// the dg reduction): nine launches, nothing refused. On the CPU the step
-// computes the same before and after fusion-fuse and fusion-plan-kernels.
+// the dg reduction): eight launches (nine with the standalone norm before
+// save_norm_input), nothing refused. On the CPU the step computes the same
+// before and after fusion-fuse and fusion-plan-kernels.
 // RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s
 // RUN: fusion-runner %s -e train_step --after-passes=fusion-fuse,fusion-plan-kernels --atol=5e-2 --rtol=5e-2 | FileCheck %s --check-prefix=CPU
 // CHECK-LABEL: func.func @train_step
-// CHECK-COUNT-9: gpu.launch_func
+// CHECK-COUNT-8: gpu.launch_func
 // CHECK-NOT: gpu.launch_func
 // CHECK: return
 // CPU: PASS

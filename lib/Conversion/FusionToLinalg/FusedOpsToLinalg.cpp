@@ -114,10 +114,15 @@ struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
       t = m.addTensors(acc, residual, norm ? f32 : outElem);
     else if (!norm)
       t = m.convert(acc, outElem);
+    // save_norm_input: the norm's input rounded once to the output's type;
+    // the norm itself reads the f32 value, as the kernels do.
+    Value saved = op.getSaveNormInput() ? m.convert(t, outElem) : Value();
     if (op.getEpilogue() == EpilogueKind::rms_norm) {
       RMSNormResult r = buildRMSNorm(m, t, op.getNormWeight(),
                                      op.getEpsilon()->convertToDouble(), outElem);
       results = {r.output};
+      if (saved)
+        results.push_back(saved);
       if (op.getSaveStats())
         results.push_back(r.rstd);
     } else if (op.getEpilogue() == EpilogueKind::layer_norm) {
@@ -125,6 +130,8 @@ struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
           buildLayerNorm(m, t, op.getNormWeight(), op.getNormBias(),
                          op.getEpsilon()->convertToDouble(), outElem);
       results = {r.output};
+      if (saved)
+        results.push_back(saved);
       if (op.getSaveStats())
         results.append({r.mean, r.rstd});
     } else {

@@ -487,3 +487,46 @@ func.func @fused_col_sum_type(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %c
       : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
   return
 }
+
+// -----
+
+// save_norm_input is only meaningful with a forward norm epilogue.
+func.func @fused_unexpected_save_norm_input(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{unexpected save_norm_input with epilogue none (only rms_norm and layer_norm save their input)}}
+  %y, %h = fusion.fused_matmul %a, %b {save_norm_input}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32> saved_norm_input(tensor<64x16xf32>)
+  return
+}
+
+// -----
+
+// save_norm_input adds the saved_norm_input result.
+func.func @fused_missing_saved_norm_input(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{expected a saved_norm_input result with save_norm_input}}
+  %y = fusion.fused_matmul %a, %b
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, save_norm_input}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The saved_norm_input result comes with save_norm_input only.
+func.func @fused_unexpected_saved_norm_input(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) {
+  // expected-error @below {{unexpected saved_norm_input result without save_norm_input}}
+  %y, %h = fusion.fused_matmul %a, %b
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32> saved_norm_input(tensor<64x16xf32>)
+  return
+}
+
+// -----
+
+// The saved norm input has the output's type (rounded as the output is).
+func.func @fused_saved_norm_input_type(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>) {
+  // expected-error @below {{expected saved_norm_input of the output's type 'tensor<64x16xbf16>', but got 'tensor<64x16xf32>'}}
+  %y, %h, %r = fusion.fused_matmul %a, %b
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, save_norm_input, save_stats}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16> saved_norm_input(tensor<64x16xf32>), tensor<64xf32>
+  return
+}

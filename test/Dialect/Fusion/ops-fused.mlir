@@ -232,3 +232,33 @@ func.func @fused_prologue_and_epilogue_dynamic(%a: tensor<?x32xbf16>, %b: tensor
       : tensor<?x32xbf16>, tensor<32x?xbf16> -> tensor<?x?xbf16>, tensor<?xf32>, tensor<?xf32>
   return %y, %mean, %rstd : tensor<?x?xbf16>, tensor<?xf32>, tensor<?xf32>
 }
+
+// save_norm_input: the norm's input as a second result, before the
+// statistics (a training step's forward keeps it for the backward).
+// CHECK-LABEL: func.func @fused_save_norm_input
+// CHECK-SAME: (%[[A:.*]]: tensor<64x32xbf16>, %[[B:.*]]: tensor<16x32xbf16>, %[[RES:.*]]: tensor<64x16xbf16>, %[[W:.*]]: tensor<16xbf16>, %[[NB:.*]]: tensor<16xbf16>)
+func.func @fused_save_norm_input(%a: tensor<64x32xbf16>, %b: tensor<16x32xbf16>,
+    %res: tensor<64x16xbf16>, %w: tensor<16xbf16>, %nb: tensor<16xbf16>)
+    -> (tensor<64x16xbf16>, tensor<64x16xbf16>, tensor<64xf32>, tensor<64xf32>) {
+  // CHECK: %[[Y:.*]], %[[H:.*]], %[[S:.*]]:2 = fusion.fused_matmul %[[A]], %[[B]] residual(%[[RES]] : tensor<64x16xbf16>) norm_weight(%[[W]] : tensor<16xbf16>) norm_bias(%[[NB]] : tensor<16xbf16>)
+  // CHECK-SAME: {epilogue = #fusion.epilogue<layer_norm>, epsilon = 5.000000e-01 : f32, save_norm_input, save_stats, transpose_rhs}
+  // CHECK-SAME: : tensor<64x32xbf16>, tensor<16x32xbf16> -> tensor<64x16xbf16> saved_norm_input(tensor<64x16xbf16>), tensor<64xf32>, tensor<64xf32>
+  %y, %h, %mean, %rstd = fusion.fused_matmul %a, %b residual(%res : tensor<64x16xbf16>)
+      norm_weight(%w : tensor<16xbf16>) norm_bias(%nb : tensor<16xbf16>)
+      {epilogue = #fusion.epilogue<layer_norm>, epsilon = 0.5 : f32, save_norm_input, save_stats, transpose_rhs}
+      : tensor<64x32xbf16>, tensor<16x32xbf16> -> tensor<64x16xbf16> saved_norm_input(tensor<64x16xbf16>), tensor<64xf32>, tensor<64xf32>
+  // CHECK: return %[[Y]], %[[H]], %[[S]]#0, %[[S]]#1
+  return %y, %h, %mean, %rstd : tensor<64x16xbf16>, tensor<64x16xbf16>, tensor<64xf32>, tensor<64xf32>
+}
+
+// Without statistics, f32.
+// CHECK-LABEL: func.func @fused_save_norm_input_no_stats
+func.func @fused_save_norm_input_no_stats(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>)
+    -> (tensor<64x16xf32>, tensor<64x16xf32>) {
+  // CHECK: fusion.fused_matmul
+  // CHECK-SAME: -> tensor<64x16xf32> saved_norm_input(tensor<64x16xf32>){{$}}
+  %y, %h = fusion.fused_matmul %a, %b
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 0.5 : f32, save_norm_input}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32> saved_norm_input(tensor<64x16xf32>)
+  return %y, %h : tensor<64x16xf32>, tensor<64x16xf32>
+}

@@ -67,6 +67,9 @@ void StagedEpilogue::loadResidualOf(Value tile) {
 ///   1. wait for the consumers' tile (tileFull) and for the other CTAs' row
 ///      partials (a cluster's peers sent them: sendRowPartials; splitRow:
 ///      the row block's counter, waitRowBlock);
+///      With save_norm_input the first epilogue thread TMA-stores the
+///      staged tile, the norm's input rounded once, as it is (its reads
+///      overlap phase A; it waits for them before phase B);
 ///   2. phase A, per row (one lane per row with a cluster; splitRow: 4
 ///      lanes, each merging every fourth tile's partials from global
 ///      memory, then shuffles): merge the partials (RMSNorm: the sums of
@@ -95,6 +98,8 @@ void StagedEpilogue::run() {
     // 1. The tile and every other CTA's partials (RMSNorm: sums of squares;
     // LayerNorm: slice means, then centered sums of squares).
     wait(ops.tileFull, idx(0), tileParity(tileCount));
+    if (ops.tmaSaved)
+      storeSavedInput(blockRow, blockCol);
     Value firstSlots, secondSlots;
     if (shape.globalRows) {
       x.waitRowBlock(
@@ -106,6 +111,8 @@ void StagedEpilogue::run() {
       secondSlots = shape.layerNorm ? x.wait(tileCount, 1) : Value();
     }
     rowStatistics(blockRow, blockCol, tileCount, firstSlots, secondSlots);
+    if (ops.tmaSaved)
+      waitSavedInputRead();
     normalizeTile(blockCol, tileCount);
     storeTile(blockRow, blockCol);
     return SmallVector<Value>{add(tileCount, idx(1))};
@@ -348,6 +355,32 @@ void StagedEpilogue::normalizeTile(Value blockCol, Value tileCount) {
               return SmallVector<Value>{};
             });
   });
+}
+
+/// 1b. save_norm_input: the consumers' staged tile is the norm's input
+/// rounded to the output type, what the unfused program stores; it leaves
+/// by TMA before phase B normalizes it in place. The consumers fenced their
+/// writes for the async proxy before arriving on tileFull.
+void StagedEpilogue::storeSavedInput(Value blockRow, Value blockCol) {
+  ifThen(isFirst, [&] {
+    for (int64_t c = 0; c < segments; ++c) {
+      Value buffer = smemView(idx(shape.storeStagingOffset + c * shape.storeChunkBytes),
+                              {shape.tileM, kStoreChunkN}, shape.outType);
+      nvgpu::TmaAsyncStoreOp::create(
+          b, buffer, ops.tmaSaved,
+          ValueRange{add(blockCol, idx(c * kStoreChunkN)), blockRow}, Value());
+    }
+    NVVM::CpAsyncBulkCommitGroupOp::create(b);
+  });
+}
+
+/// Phase B writes the buffers the saved input's store reads: its issuer
+/// waits for the reads, then a barrier over the epilogue warps.
+void StagedEpilogue::waitSavedInputRead() {
+  ifThen(isFirst, [&] {
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
+  });
+  namedBarrier(4, kEpilogueThreads);
 }
 
 /// 4. Store the tile; free the staging buffers for the next one.

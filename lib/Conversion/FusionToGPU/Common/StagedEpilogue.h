@@ -42,8 +42,9 @@ struct StagedEpilogueOperands {
   /// tileFull (the consumers staged the tile), tileEmpty (its store read
   /// the buffers), residualFull (stagedResidual: the residual landed).
   Value tileFull, tileEmpty, residualFull;
-  /// The output's and the residual's tensor maps.
-  Value tmaC, tmaR;
+  /// The output's and the residual's tensor maps; the saved norm input's
+  /// (save_norm_input: the staged tile, stored before it is normalized).
+  Value tmaC, tmaR, tmaSaved;
   /// The thread's index in its warpgroup (the epilogue warps are 32..127),
   /// and the kernel's tile count.
   Value tid, numTiles;
@@ -68,6 +69,10 @@ private:
   SmallVector<Value> clusterStats(Value r, Value firstSlots, Value secondSlots);
   /// Phase B: the tile normalized in place.
   void normalizeTile(Value blockCol, Value tileCount);
+  /// save_norm_input: the staged tile (the norm's input) stored as it is,
+  /// and, before phase B overwrites it, the wait for that store's reads.
+  void storeSavedInput(Value blockRow, Value blockCol);
+  void waitSavedInputRead();
   /// Step 4: the tile's store, the next residual, the buffers released.
   void storeTile(Value blockRow, Value blockCol);
   Value rowScaleView(Value tileCount);

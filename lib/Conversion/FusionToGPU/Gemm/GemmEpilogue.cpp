@@ -77,8 +77,12 @@ private:
   void storeColumnPartial(int64_t param, int64_t j, Value pair);
   Value finalPair(int64_t h, int64_t j, Value w, Value nb);
   std::pair<Value, Value> normParams(int64_t j);
-  void storeFromRegisters();
-  void storeThroughStaging();
+  /// Row h's pair of column group j, as the stores take it: `pairs(j)(h)`.
+  using GroupPairs = std::function<std::function<Value(int64_t)>(int64_t)>;
+  void storeFromRegisters(Value out, const GroupPairs &pairs);
+  void storeThroughStaging(Value map, const GroupPairs &pairs,
+                           int64_t firstChunk);
+  void storeSavedInput();
 
   GemmKernelEmitter &e;
   const GemmKernelSpec &s;
@@ -383,11 +387,10 @@ std::pair<Value, Value> TileEpilogue::normParams(int64_t j) {
 
 /// f32 outputs: 2 elements at a time from registers, predicated on M and N
 /// (N is a multiple of 8, so a pair is all in range or all out).
-void TileEpilogue::storeFromRegisters() {
-  Value out = e.arg(GemmArg::Output);
+void TileEpilogue::storeFromRegisters(Value out, const GroupPairs &pairs) {
   unsigned outBytes = s.outType.getIntOrFloatBitWidth() / 8;
   for (int64_t j = 0; j < groups; ++j) {
-    std::function<Value(int64_t)> output = groupOutputs(j);
+    std::function<Value(int64_t)> output = pairs(j);
     for (int64_t h = 0; h < 2; ++h) {
       Value o = output(h);
       Value ok = checkColumns ? both(inRow[h], inCol(j)) : inRow[h];
@@ -408,15 +411,19 @@ void TileEpilogue::storeFromRegisters() {
 /// barrier over the consumer threads hands the buffer out. The 128-byte
 /// swizzle puts the 8 rows a warp writes at once on 8 different 16-byte
 /// chunks, so the pair stores are free of bank conflicts. TMA clips rows
-/// past M and columns past N.
-void TileEpilogue::storeThroughStaging() {
+/// past M and columns past N. With save_norm_input a tile has two stores
+/// (the saved input's chunks first, then the output's) and the buffers
+/// rotate over both; `firstChunk` is this store's first chunk in the tile.
+void TileEpilogue::storeThroughStaging(Value map, const GroupPairs &pairs,
+                                       int64_t firstChunk) {
   Value rowPhase = view.rowPhase(); // the row's index modulo 8
   Value isStoreLeader = e.isStoreLeader();
   int64_t chunks = s.tileN / kStoreChunkN;
+  int64_t chunksPerTile = s.saveNormInput ? 2 * chunks : chunks;
   int64_t groupsPerChunk = kStoreChunkN / 8;
   for (int64_t c = 0; c < chunks; ++c) {
-    Value buffer =
-        rem(add(mul(tileCount, idx(chunks)), idx(c)), s.storeBuffers());
+    Value buffer = rem(add(mul(tileCount, idx(chunksPerTile)), idx(firstChunk + c)),
+                       s.storeBuffers());
     Value staging = smemView(
         add(idx(s.storeStagingOffset()), mul(buffer, idx(s.storeChunkBytes()))),
         {s.tileM, kStoreChunkN}, s.outType);
@@ -427,7 +434,7 @@ void TileEpilogue::storeThroughStaging() {
     e.consumerBarrier();
     for (int64_t g = 0; g < groupsPerChunk; ++g) {
       int64_t j = c * groupsPerChunk + g;
-      std::function<Value(int64_t)> output = groupOutputs(j);
+      std::function<Value(int64_t)> output = pairs(j);
       Value swizzled = arith::XOrIOp::create(b, idx(g), rowPhase);
       Value col = add(mul(swizzled, idx(8)), view.pairColumn());
       for (int64_t h = 0; h < 2; ++h)
@@ -442,11 +449,28 @@ void TileEpilogue::storeThroughStaging() {
     e.consumerBarrier();
     ifThen(isStoreLeader, [&] {
       nvgpu::TmaAsyncStoreOp::create(
-          b, staging, e.tmaC,
+          b, staging, map,
           ValueRange{add(blockCol, idx(c * kStoreChunkN)), blockRow}, Value());
       NVVM::CpAsyncBulkCommitGroupOp::create(b);
     });
   }
+}
+
+/// save_norm_input: the norm's input (acc + residual, before the norm
+/// changes v) rounded once to the output type, stored as the output is.
+/// The norm goes on from the f32 values.
+void TileEpilogue::storeSavedInput() {
+  GroupPairs saved = [this](int64_t j) -> std::function<Value(int64_t)> {
+    return [this, j](int64_t h) -> Value {
+      if (s.outType.isF32())
+        return v[h][j];
+      return arith::TruncFOp::create(b, VectorType::get({2}, s.outType), v[h][j]);
+    };
+  };
+  if (!s.tmaStore())
+    storeFromRegisters(e.arg(GemmArg::SavedNormInput), saved);
+  else
+    storeThroughStaging(e.tmaSaved, saved, /*firstChunk=*/0);
 }
 
 /// The norm's backward on the incoming gradient v = dh (docs/SEED.md
@@ -602,7 +626,11 @@ void TileEpilogue::run() {
     isQuadLeader = both(isQuadLeader, eq(e.rank, 0));
   if (s.epilogue == EpilogueKind::rms_norm) {
     rmsNorm();
+    if (s.saveNormInput)
+      storeSavedInput();
   } else if (s.epilogue == EpilogueKind::layer_norm) {
+    if (s.saveNormInput)
+      storeSavedInput();
     // One CTA: one row at a time, the fewest values live at once (both
     // together spill). A cluster exchanges both rows' partials at once.
     if (s.clusterN > 1) {
@@ -614,10 +642,12 @@ void TileEpilogue::run() {
   } else if (s.gradEpilogue()) {
     normGrad();
   }
+  GroupPairs outputs = [this](int64_t j) { return groupOutputs(j); };
   if (!s.tmaStore())
-    storeFromRegisters();
+    storeFromRegisters(e.arg(GemmArg::Output), outputs);
   else
-    storeThroughStaging();
+    storeThroughStaging(e.tmaC, outputs,
+                        /*firstChunk=*/s.saveNormInput ? s.tileN / kStoreChunkN : 0);
 }
 
 } // namespace
@@ -720,5 +750,10 @@ void GemmKernelEmitter::handOffTile(AccumulatorView &view,
             /*nontemporal=*/false, llvm::MaybeAlign(4));
     }
   }
+  // save_norm_input: the epilogue warps TMA-store these writes as they are.
+  if (s.saveNormInput)
+    NVVM::FenceProxyOp::create(
+        b, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
   arrive(tileFull, idx(0));
 }

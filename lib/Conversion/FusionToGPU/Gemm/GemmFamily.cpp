@@ -235,6 +235,7 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
     if (v)
       args[arg] = host.dynamicMemref(v);
   };
+  optional(GemmArg::SavedNormInput, op.getSavedNormInput());
   optional(GemmArg::Residual, op.getResidual());
   optional(GemmArg::RowScale, op.getRowScale());
   optional(GemmArg::ColBias, op.getColBias());
@@ -295,6 +296,11 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
     args[GemmArg::TmaOutput] =
         descriptor(host.map.lookup(op.getOutput()), getTensorMapTypeC(ctx, spec),
                    {spec.tileM, kStoreChunkN});
+  // The norm's input leaves through the staging buffers like the output.
+  if (spec.saveNormInput && spec.tmaStore())
+    args[GemmArg::TmaSavedNormInput] = descriptor(
+        host.map.lookup(op.getSavedNormInput()), getTensorMapTypeC(ctx, spec),
+        {spec.tileM, kStoreChunkN});
   // The residual goes through the staging buffers like the output.
   if (spec.stagedResidual)
     args[GemmArg::TmaResidual] = descriptor(host.map.lookup(op.getResidual()),

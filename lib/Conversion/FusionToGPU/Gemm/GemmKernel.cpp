@@ -83,6 +83,10 @@ void GemmKernelEmitter::setUpOperands() {
     tmaC = UnrealizedConversionCastOp::create(b, getTensorMapTypeC(ctx, s),
                                               arg(GemmArg::TmaOutput))
                .getResult(0);
+  // save_norm_input leaves through the same staging buffers as the output.
+  if (Value map = arg(GemmArg::TmaSavedNormInput))
+    tmaSaved = UnrealizedConversionCastOp::create(b, getTensorMapTypeC(ctx, s), map)
+                   .getResult(0);
   m = arg(GemmArg::M);
   n = arg(GemmArg::N);
   k = arg(GemmArg::K);
@@ -127,6 +131,8 @@ void GemmKernelEmitter::emit() {
     nvgpu::TmaPrefetchOp::create(b, tmaC, leader);
   if (tmaR)
     nvgpu::TmaPrefetchOp::create(b, tmaR, leader);
+  if (tmaSaved)
+    nvgpu::TmaPrefetchOp::create(b, tmaSaved, leader);
   gpu::BarrierOp::create(b);
   if (s.clusterN > 1) {
     // No peer may st.async into this CTA's slots before its barriers exist:
@@ -245,6 +251,7 @@ void GemmKernelEmitter::runStagedEpilogue() {
   ops.residualFull = residualFull;
   ops.tmaC = tmaC;
   ops.tmaR = tmaR;
+  ops.tmaSaved = tmaSaved;
   ops.tid = tid;
   ops.numTiles = numTiles;
   StagedEpilogue(*exchange, shape, ops, scheduler).run();

@@ -128,6 +128,8 @@ public:
   std::optional<RowExchange> exchange;
   Value tileFull, tileEmpty, residualFull, tmaA, tmaB, tmaC, tmaR, m, n, k, wg,
       tid, rank, threadId;
+  /// save_norm_input with a 16-bit output: the saved input's tensor map.
+  Value tmaSaved;
   /// sm_100a: the tensor-memory accumulator stages' barriers (tmemFull[a]:
   /// the MMAs of the stage's tile completed, a commit; tmemEmpty[a]: every
   /// epilogue thread has read it).

@@ -31,6 +31,15 @@ static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
   // is wrong whatever the kernel could emit.
   if (!planGemmTensorMemory(target, s.tileM, s.tileN, why))
     return failure();
+  // The epilogue warpgroup's passes over the tensor memory store the output
+  // only; fusion-epilogue-norm keeps such a norm standalone here.
+  if (s.saveNormInput) {
+    why = "save_norm_input (the norm's input stored beside the output) is "
+          "not in the " +
+          target.chip.str() +
+          " kernel's norm epilogue yet; only sm_90a's stores it";
+    return failure();
+  }
   // (The sm_90a kernel finishes a 16-bit row over a cluster in its epilogue
   // warps; here the epilogue warpgroup does, from the tensor memory.)
   if (s.epilogueWarps) {
@@ -222,6 +231,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   s.normWeightType = elemOf(op.getNormWeight());
   s.normBiasType = elemOf(op.getNormBias());
   s.numStats = op.getExtras().size();
+  s.saveNormInput = op.getSaveNormInput();
   if (s.gradEpilogue()) {
     s.normInputType = elemOf(op.getNormInput());
     s.normalizedInput = op.getNormalizedInput();
@@ -286,6 +296,7 @@ GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   take(GemmArg::N, true);
   take(GemmArg::K, true);
   take(GemmArg::Output, true);
+  take(GemmArg::SavedNormInput, s.saveNormInput);
   take(GemmArg::Residual, bool(s.residualType));
   take(GemmArg::RowScale, bool(s.rowScaleType));
   take(GemmArg::ColBias, bool(s.colBiasType));
@@ -300,6 +311,7 @@ GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   take(GemmArg::ParamPartials, s.paramGrads() > 0);
   take(GemmArg::TmaOutput, s.tmaStore());
   take(GemmArg::TmaResidual, s.stagedResidual);
+  take(GemmArg::TmaSavedNormInput, s.saveNormInput && s.tmaStore());
 }
 
 std::optional<unsigned> GemmKernelAbi::position(GemmArg arg) const {
@@ -324,6 +336,7 @@ SmallVector<Type> GemmKernelAbi::types(MLIRContext *ctx) const {
     case GemmArg::TmaB:
     case GemmArg::TmaOutput:
     case GemmArg::TmaResidual:
+    case GemmArg::TmaSavedNormInput:
       types.push_back(ptr);
       break;
     case GemmArg::M:
@@ -332,6 +345,7 @@ SmallVector<Type> GemmKernelAbi::types(MLIRContext *ctx) const {
       types.push_back(IndexType::get(ctx));
       break;
     case GemmArg::Output:
+    case GemmArg::SavedNormInput:
       types.push_back(dyn2(s.outType));
       break;
     case GemmArg::Residual:

@@ -61,6 +61,9 @@ struct GemmKernelSpec {
   /// given) and dbias (with_bias_grad) are results, summed from per-warp
   /// column partials by a second kernel.
   bool normalizedInput = false, weightGrad = false, biasGrad = false;
+  /// Forward norm epilogues with save_norm_input: the norm's input (acc +
+  /// residual, rounded to outType) is stored too, beside the output.
+  bool saveNormInput = false;
   /// Where the buffers live in shared memory.
   GemmSmemLayout layout;
   /// sm_100a: the accumulator stages in tensor memory (none on sm_90a).
@@ -137,6 +140,7 @@ enum class GemmArg {
   TmaB,       ///< B's tensor map (!llvm.ptr)
   M, N, K,    ///< index
   Output,     ///< memref<?x?xout>
+  SavedNormInput, ///< save_norm_input: memref<?x?xout>, acc + residual
   Residual,   ///< memref<?x?xT>
   RowScale,   ///< memref<?xT>
   ColBias,    ///< memref<?xT>
@@ -150,7 +154,8 @@ enum class GemmArg {
   Counters,   ///< global rows: memref<?xi32>, one per row block, zeroed
   ParamPartials, ///< grad epilogues: memref<?xf32>, [paramGrads][units][N]
   TmaOutput,  ///< 16-bit outputs: the output's tensor map (!llvm.ptr)
-  TmaResidual ///< stagedResidual: the residual's tensor map (!llvm.ptr)
+  TmaResidual, ///< stagedResidual: the residual's tensor map (!llvm.ptr)
+  TmaSavedNormInput ///< save_norm_input, 16-bit: its tensor map (!llvm.ptr)
 };
 
 /// The kernel ABI of a spec: which arguments the kernel takes, in order

@@ -674,6 +674,20 @@ LogicalResult FusedMatmulOp::verify() {
   if (getSaveStats() && !fwdNorm)
     return emitOpError() << "unexpected save_stats with epilogue " << epiName
                          << " (only rms_norm and layer_norm save statistics)";
+  if (getSaveNormInput() && !fwdNorm)
+    return emitOpError() << "unexpected save_norm_input with epilogue "
+                         << epiName
+                         << " (only rms_norm and layer_norm save their input)";
+  if (getSaveNormInput() != static_cast<bool>(getSavedNormInput()))
+    return emitOpError() << (getSaveNormInput()
+                                 ? "expected a saved_norm_input result with "
+                                   "save_norm_input"
+                                 : "unexpected saved_norm_input result "
+                                   "without save_norm_input");
+  if (Value saved = getSavedNormInput(); saved && saved.getType() != getOutput().getType())
+    return emitOpError() << "expected saved_norm_input of the output's type "
+                         << getOutput().getType() << ", but got "
+                         << saved.getType();
   if (getNormalizedInput() && !grad)
     return emitOpError() << "unexpected normalized_input with epilogue "
                          << epiName;

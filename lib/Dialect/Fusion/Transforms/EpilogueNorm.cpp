@@ -5,7 +5,11 @@
 // norm otherwise (docs/SEED.md sections 1 and 3), as planEpilogueNorm
 // decides. The matmul's bias (nn.Linear's) becomes the column bias, added to
 // the accumulator before the residual: the BERT post-norm
-// layer_norm(x @ W^T + b + residual) is one kernel.
+// layer_norm(x @ W^T + b + residual) is one kernel. When the norm's input
+// (the GEMM result, or the residual sum) has other users, as a training
+// step's forward does for its backward, the fused op also stores it
+// (save_norm_input) and those users read that result: one more store in the
+// epilogue instead of a norm kernel re-reading the stored input.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +19,7 @@
 #include "fusion/Dialect/Fusion/Transforms/Transforms.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 
@@ -28,6 +33,9 @@ struct EpilogueCandidate {
   MatmulOp matmul;
   AddOp add;       ///< null without a residual
   Value residual;  ///< the add's other operand
+  /// The norm's input when it has users besides the norm (saved by the
+  /// fused op for them), else null.
+  Value savedInput;
 };
 
 /// Finds the matmul (and residual add) feeding `input`, or says why not.
@@ -53,10 +61,8 @@ FailureOr<EpilogueCandidate> findProducer(Operation *norm, Value input,
             "residual of the sum's type";
       return failure();
     }
-    if (!add->hasOneUse()) {
-      why = "the residual sum has other users and would be stored anyway";
-      return failure();
-    }
+    if (!add->hasOneUse())
+      c.savedInput = add.getResult();
   }
   c.matmul = gemmResult.getDefiningOp<MatmulOp>();
   if (!c.matmul) {
@@ -69,17 +75,59 @@ FailureOr<EpilogueCandidate> findProducer(Operation *norm, Value input,
     return failure();
   }
   if (!c.matmul->hasOneUse()) {
-    why = "the GEMM result has other users and would be stored anyway";
-    return failure();
+    // Its other users read the product without the residual, which the
+    // epilogue never holds.
+    if (c.add) {
+      why = "the GEMM result has users besides the residual add, which read "
+            "it without the residual, and would be stored anyway";
+      return failure();
+    }
+    c.savedInput = gemmResult;
   }
   return c;
 }
+
+/// Where the fused op goes: before the norm when every other user of the
+/// saved input comes after it (a training step's backward), else right
+/// after the input's producer when the fused op's operands are defined
+/// there; null when neither holds.
+Operation *insertionPoint(const EpilogueCandidate &c, ArrayRef<Value> operands,
+                          DominanceInfo &dom) {
+  if (!c.savedInput)
+    return c.norm;
+  auto dominatesUsers = [&](Operation *point, bool inclusive) {
+    return llvm::all_of(c.savedInput.getUsers(), [&](Operation *user) {
+      return user == c.norm || (inclusive && user == point) ||
+             dom.properlyDominates(point, user);
+    });
+  };
+  if (dominatesUsers(c.norm, /*inclusive=*/false))
+    return c.norm;
+  Operation *next = c.savedInput.getDefiningOp()->getNextNode();
+  if (!dominatesUsers(next, /*inclusive=*/true))
+    return nullptr;
+  for (Value v : operands)
+    if (v && !dom.properlyDominates(v, next))
+      return nullptr;
+  return next;
+}
 } // namespace
+
+/// Why `target`'s GEMM kernel cannot store the norm's input beside the
+/// output (save_norm_input), or nothing when it can.
+static std::optional<std::string> whyNoSavedNormInput(const TargetInfo &target) {
+  if (target.mma == MmaKind::Tcgen05)
+    return "the " + target.chip.str() +
+           " kernel's norm epilogue does not store the norm's input beside "
+           "its output yet (save_norm_input; sm_90a's does)";
+  return std::nullopt;
+}
 
 void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
   SmallVector<Operation *> norms = collectNorms(module);
   std::optional<TargetInfo> target = lookupTargetInfo(module);
   IRRewriter rewriter(module.getContext());
+  DominanceInfo dominance(module);
   for (Operation *norm : norms) {
     auto notFused = [&](const Twine &why) {
       remark(report, norm, "not fused into a GEMM epilogue: " + why);
@@ -100,6 +148,13 @@ void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
     if (failed(c)) {
       notFused(why);
       continue;
+    }
+    if (c->savedInput) {
+      if (std::optional<std::string> whyNot = whyNoSavedNormInput(*target)) {
+        notFused("its input has other users and would be stored anyway, and " +
+                 *whyNot);
+        continue;
+      }
     }
     FailureOr<EpilogueNormPlan> plan =
         planEpilogueNorm(*target, inputType.getDimSize(1), why,
@@ -137,8 +192,18 @@ void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
     spec.saveStats = !stats.empty();
     for (Value s : stats)
       spec.extraTypes.push_back(s.getType());
+    spec.saveNormInput = static_cast<bool>(c->savedInput);
 
-    rewriter.setInsertionPoint(norm);
+    Operation *at = insertionPoint(
+        *c, {spec.lhs, spec.rhs, spec.colBias, spec.residual, spec.normWeight,
+             spec.normBias},
+        dominance);
+    if (!at) {
+      notFused("its input has other users before it, and the fused op "
+               "cannot move above them (its operands are defined later)");
+      continue;
+    }
+    rewriter.setInsertionPoint(at);
     FusedMatmulOp fused = buildFusedMatmul(rewriter, norm->getLoc(), spec);
     rewriter.replaceAllUsesWith(norm->getResult(0), fused.getOutput());
     for (auto [old, now] : llvm::zip_equal(stats, fused.getExtras()))
@@ -148,9 +213,21 @@ void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
                        : spec.colBias ? " with the matmul's bias as col_bias"
                        : c->residual  ? " with its residual"
                                       : "";
+    std::string saving;
+    if (c->savedInput) {
+      // Users other than the norm: the values the unfused program stores.
+      unsigned others = 0;
+      for (Operation *user : c->savedInput.getUsers())
+        others += user != norm;
+      saving = ", also storing its input (the " +
+               std::string(c->add ? "residual sum" : "GEMM result") +
+               ") for its " + std::to_string(others) + " other user" +
+               (others == 1 ? "" : "s") + " (save_norm_input)";
+      rewriter.replaceAllUsesWith(c->savedInput, fused.getSavedNormInput());
+    }
     remark(report, norm,
            "fused into the epilogue of a fusion.fused_matmul" + Twine(with) +
-               ": " + plan->describe());
+               saving + ": " + plan->describe());
     rewriter.eraseOp(norm);
     if (c->add)
       rewriter.eraseOp(c->add);

@@ -23,6 +23,9 @@ struct FusedMatmulSpec {
   EpilogueKind epilogue = EpilogueKind::none;
   std::optional<double> prologueEpsilon, epsilon;
   bool saveStats = false, withBiasGrad = false, normalizedInput = false;
+  /// Also return the norm's input (the saved_norm_input result, of
+  /// outputType).
+  bool saveNormInput = false;
   Type outputType;
   SmallVector<Type> extraTypes;
 };

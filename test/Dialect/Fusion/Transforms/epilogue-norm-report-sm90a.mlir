@@ -116,20 +116,52 @@ func.func @no_target(%a: tensor<64x64xbf16>, %b: tensor<64x256xbf16>) -> tensor<
 
 // The reasons the producer does not qualify.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @producers(%x: tensor<64x256xf32>, %a: tensor<64x64xf32>, %b: tensor<64x256xf32>) -> (tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>) {
+func.func @producers(%x: tensor<64x256xf32>, %a: tensor<64x64xf32>, %b: tensor<64x256xf32>) -> (tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>) {
   // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: its input is not produced by a fusion.matmul (or a fusion.add of one)}}
   %y0 = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>
   %xx = fusion.add %x, %x : tensor<64x256xf32>
   // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: its input is a fusion.add of no fusion.matmul result}}
   %y1 = fusion.rms_norm %xx {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>
   %c = fusion.matmul %a, %b : tensor<64x64xf32>, tensor<64x256xf32> -> tensor<64x256xf32>
-  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: the GEMM result has other users and would be stored anyway}}
-  %y2 = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>
   %c2 = fusion.matmul %a, %b : tensor<64x64xf32>, tensor<64x256xf32> -> tensor<64x256xf32>
   %s2 = fusion.add %c2, %x : tensor<64x256xf32>
-  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: the residual sum has other users and would be stored anyway}}
-  %y3 = fusion.rms_norm %s2 {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>
-  return %y0, %y1, %y2, %c, %s2 : tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: the GEMM result has users besides the residual add, which read it without the residual, and would be stored anyway}}
+  %y2 = fusion.rms_norm %s2 {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>
+  return %y0, %y1, %y2, %c2 : tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>
+}
+}
+
+// -----
+
+// A norm input that has other users is fused anyway, and stored for them
+// beside the output (save_norm_input): a GEMM result, and a residual sum.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @saved_input(%x: tensor<64x256xf32>, %a: tensor<64x64xf32>, %b: tensor<64x256xf32>) -> (tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>) {
+  %c = fusion.matmul %a, %b : tensor<64x64xf32>, tensor<64x256xf32> -> tensor<64x256xf32>
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul, also storing its input (the GEMM result) for its 2 other users (save_norm_input): one CTA holds the whole row (N = 256)}}
+  %y0 = fusion.rms_norm %c {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>
+  %d = fusion.add %c, %x : tensor<64x256xf32>
+  %c2 = fusion.matmul %a, %b : tensor<64x64xf32>, tensor<64x256xf32> -> tensor<64x256xf32>
+  %s2 = fusion.add %c2, %x : tensor<64x256xf32>
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul with its residual, also storing its input (the residual sum) for its 1 other user (save_norm_input): one CTA holds the whole row (N = 256)}}
+  %y1 = fusion.rms_norm %s2 {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>
+  return %y0, %y1, %c, %d, %s2 : tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>, tensor<64x256xf32>
+}
+}
+
+// -----
+
+// The saved input's user comes before the norm, and the norm's weight is
+// defined after that user: the fused op can go neither at the norm nor
+// right after the GEMM.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @saved_input_unplaceable(%a: tensor<64x64xf32>, %b: tensor<64x256xf32>, %v: tensor<256xf32>) -> (tensor<64x256xf32>, tensor<64x256xf32>) {
+  %c = fusion.matmul %a, %b : tensor<64x64xf32>, tensor<64x256xf32> -> tensor<64x256xf32>
+  %p = fusion.mul %c, %c : tensor<64x256xf32>
+  %w = fusion.add %v, %v : tensor<256xf32>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: its input has other users before it, and the fused op cannot move above them (its operands are defined later)}}
+  %y = fusion.rms_norm %c weight(%w : tensor<256xf32>) {epsilon = 1.0e-05 : f32} : tensor<64x256xf32> -> tensor<64x256xf32>
+  return %y, %p : tensor<64x256xf32>, tensor<64x256xf32>
 }
 }
 

@@ -53,11 +53,14 @@ func.func @no_target(%a: tensor<64x128xf32>, %b: tensor<128x256xf32>) -> tensor<
 
 // -----
 
-// Not applied: the GEMM result is also returned, so it would be stored anyway.
+// The GEMM result is also returned: fused anyway, the fused op storing it
+// too (save_norm_input), and the function returns that result.
 // CHECK-LABEL: func.func @gemm_result_used
-// CHECK: %[[C:.*]] = fusion.matmul
-// CHECK: fusion.rms_norm %[[C]]
-// CHECK-NOT: fusion.fused_matmul
+// CHECK: %[[Y:.*]], %[[H:.*]] = fusion.fused_matmul
+// CHECK-SAME: save_norm_input
+// CHECK-NOT: fusion.matmul
+// CHECK-NOT: fusion.rms_norm
+// CHECK: return %[[Y]], %[[H]]
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @gemm_result_used(%a: tensor<64x128xf32>, %b: tensor<128x256xf32>) -> (tensor<64x256xf32>, tensor<64x256xf32>) {
   %c = fusion.matmul %a, %b : tensor<64x128xf32>, tensor<128x256xf32> -> tensor<64x256xf32>

@@ -424,7 +424,7 @@ def Fusion_GDPAGradOp : Fusion_Op<"gdpa_grad",
 //===----------------------------------------------------------------------===//
 
 def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
-    [Pure, AttrSizedOperandSegments]> {
+    [Pure, AttrSizedOperandSegments, AttrSizedResultSegments]> {
   let summary = "matmul with a fused normalization prologue and/or epilogue";
   let description = [{
     The output of the fusion passes for one GEMM and the norm beside it. With
@@ -473,12 +473,39 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
 
     The output is rounded once, to its element type; extra results are f32.
 
+    With `save_norm_input` (forward norm epilogues only) the op also returns
+    the norm's input `acc + residual` as `saved_norm_input`, of the output's
+    type, rounded once to its element type: the value the unfused program
+    stores when the GEMM result (or the residual sum) has users besides the
+    norm, e.g. a training step's `rms_norm_grad`, which reads it back. The
+    norm and its statistics are still computed from the f32 `acc + residual`,
+    not from the rounded copy, so a norm recomputed from `saved_norm_input`
+    (as the backward does) matches them to bf16 rounding noise (one rounding
+    of each element, about 2^-9 relative, averaged over the row).
+
+    | results, in order | when |
+    |-------------------|------|
+    | `output`          | always |
+    | `saved_norm_input` | `save_norm_input` |
+    | `extras`          | as the epilogue table above says |
+
     Example (GEMM + RMSNorm epilogue with saved rstd):
     ```mlir
     %y, %rstd = fusion.fused_matmul %a, %b
         {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, save_stats}
         : tensor<8192x512xbf16>, tensor<512x512xbf16>
         -> tensor<8192x512xbf16>, tensor<8192xf32>
+    ```
+
+    Example (a training step's forward: the norm's input h = x W^T is kept
+    for the backward beside the normalized output and rstd):
+    ```mlir
+    %y, %h, %rstd = fusion.fused_matmul %x, %w norm_weight(%g : tensor<1024xbf16>)
+        {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32,
+         save_norm_input, save_stats, transpose_rhs}
+        : tensor<8192x1024xbf16>, tensor<1024x1024xbf16>
+        -> tensor<8192x1024xbf16> saved_norm_input(tensor<8192x1024xbf16>),
+           tensor<8192xf32>
     ```
 
     Example (Lazy Pre-Norm LayerNorm prologue, B's column sums given):
@@ -507,8 +534,10 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     UnitAttr:$transpose_rhs,
     UnitAttr:$save_stats,
     UnitAttr:$with_bias_grad,
-    UnitAttr:$normalized_input);
+    UnitAttr:$normalized_input,
+    UnitAttr:$save_norm_input);
   let results = (outs Fusion_FloatTensor:$output,
+                      Optional<Fusion_FloatTensor>:$saved_norm_input,
                       Variadic<Fusion_F32Tensor>:$extras);
   let assemblyFormat = [{
     $lhs `,` $rhs
@@ -522,7 +551,9 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     (`mean` `(` $mean^ `:` type($mean) `)`)?
     (`rstd` `(` $rstd^ `:` type($rstd) `)`)?
     attr-dict `:` type($lhs) `,` type($rhs)
-    `->` type($output) (`,` type($extras)^)?
+    `->` type($output)
+    (`saved_norm_input` `(` type($saved_norm_input)^ `)`)?
+    (`,` type($extras)^)?
   }];
   let extraClassDeclaration = [{
     /// True for the rms_norm_grad and layer_norm_grad epilogues.

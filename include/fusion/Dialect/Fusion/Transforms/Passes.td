@@ -26,7 +26,15 @@ def FusionEpilogueNormPass : Pass<"fusion-epilogue-norm", "::mlir::ModuleOp"> {
     bias (nn.Linear's) becomes `col_bias`, added to the f32 accumulator before
     the residual: the BERT post-norm `layer_norm(x @ W^T + b + residual)` is
     one kernel. The norm's statistics become extra results (`save_stats`)
-    when they have users.
+    when they have users. When the norm's input (the GEMM result, or the
+    residual sum) has other users, as in a training step whose backward
+    reads h, the fused op also returns it (`save_norm_input`, rounded to the
+    output's type as the unfused program stores it) and they read that: one
+    more store in the epilogue instead of a norm kernel re-reading h. The
+    fused op then goes at the norm when the other users follow it, else
+    right after the GEMM; a GEMM result that has users besides its residual
+    add is not fused (they need it without the residual), and neither is a
+    saved input on a target whose kernel does not store it (sm_100a).
 
     Whether a row fits is decided from the module's target: when N is at most
     the widest accumulator slice one CTA holds (256 columns on sm_90a, 512 on
