@@ -28,7 +28,7 @@
 // CHECK-LABEL: func.func @rms_weight
 // CHECK: %[[P:.*]], %{{.*}} = gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?xf32>
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_weight_kernel0 {{.*}}%[[P]] : memref<?xf32>
-// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_weight_kernel0_params blocks in (%c16, %c1, %c1) threads in (%c256, %c1, %c1) {{.*}}args(%[[P]] : memref<?xf32>
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_weight_kernel0_params blocks in (%c16, %c1, %c1) threads in (%c512, %c1, %c1) {{.*}}args(%[[P]] : memref<?xf32>
 // CHECK: gpu.dealloc async [%{{.*}}] %[[P]] : memref<?xf32>
 
 // LayerNorm with weight, bias gradient and a residual, N = 1024: a cluster

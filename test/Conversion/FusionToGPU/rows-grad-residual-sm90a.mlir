@@ -9,6 +9,7 @@
 // RUN: fusion-opt %s --fusion-plan-kernels --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
 // RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
+// RUN: FileCheck %s --check-prefix=PTXST < %t.isa.mlir
 // RUN: fusion-opt %s --fusion-set-target=chip=sm_100a --fusion-plan-kernels --fusion-to-gpu=format=isa > %t.sm100a.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas -arch=sm_100a < %t.sm100a.isa.mlir | FileCheck %s --check-prefix=PTXAS
 // REQUIRES: ptxas
@@ -78,14 +79,12 @@ func.func @ln_grad_res_odd(%dy: tensor<?x1001xbf16>, %x: tensor<?x1001xbf16>, %m
 // CHECK: vector.load %[[KDY]][%[[AT1]]] {alignment = 16 : i64}
 // CHECK: vector.load %[[KRES]][%[[AT1]]] {alignment = 16 : i64}
 // CHECK: gpu.shuffle xor
-// CHECK: arith.subf %{{.*}}, %{{.*}} : vector<8xf32>
-// CHECK-NEXT: %[[T0:.*]] = arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
-// CHECK-NEXT: %[[S0:.*]] = arith.addf %[[T0]], %{{.*}} : vector<8xf32>
+// CHECK: %[[D0:.*]] = math.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK-NEXT: %[[R0:.*]] = arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK-NEXT: %[[S0:.*]] = arith.addf %[[D0]], %[[R0]] : vector<8xf32>
 // CHECK-NEXT: %[[B0:.*]] = arith.truncf %[[S0]] : vector<8xf32> to vector<8xbf16>
 // CHECK-NEXT: vector.store %[[B0]], %[[KDX]][%[[AT0]]]
-// CHECK: arith.subf %{{.*}}, %{{.*}} : vector<8xf32>
-// CHECK-NEXT: arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
-// CHECK-NEXT: arith.addf %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK: arith.addf %{{.*}}, %{{.*}} : vector<8xf32>
 // CHECK-NEXT: arith.truncf
 // CHECK-NEXT: vector.store %{{.*}}, %[[KDX]][%[[AT1]]]
 // CHECK: gpu.return
@@ -104,12 +103,16 @@ func.func @ln_grad_res_odd(%dy: tensor<?x1001xbf16>, %x: tensor<?x1001xbf16>, %m
 // CHECK: vector.load %[[KDY]][%[[AT:[0-9]+]]] {alignment = 2 : i64} : memref<?xbf16>, vector<1xbf16>
 // CHECK: vector.load %[[KRES]][%[[AT]]] {alignment = 2 : i64} : memref<?xbf16>, vector<1xbf16>
 
-// The PTX of the bf16 case: 16-byte loads of the weight's two vectors, then
-// per row three per vector (x, dy and the residual: 6, where a gradient
-// without residual has 4), and 16-byte stores of dx's two vectors.
+// The PTX of the bf16 case: per row 16-byte loads, three per vector (x, dy
+// and the residual: 6, where a gradient without residual has 4) and the
+// weight's two vectors twice (before and after the group sums, L1 hits);
+// 16-byte stores of dx's two vectors, and after the loop the CTA's partial
+// row (two vectors of 8 f32, 32 bytes each).
 // PTX: .entry rms_grad_res_kernel0(
-// PTX-COUNT-8: ld.global.v4.b32
-// PTX-NOT: ld.global.v4.b32
-// PTX-COUNT-2: st.global.v4.b32
+// PTX-COUNT-10: ld.global.v4.b32
 // PTX-NOT: ld.global.v4.b32
 // PTX: .entry rms_grad_res_kernel0_params(
+// PTXST: .entry rms_grad_res_kernel0(
+// PTXST-COUNT-6: st.global.v4.b32
+// PTXST-NOT: st.global
+// PTXST: .entry rms_grad_res_kernel0_params(

@@ -64,8 +64,10 @@ struct TargetInfo {
   /// the register epilogue's layout.
   bool normEpilogueWarps;
   /// SMs of the chip's full part (H100/H200 SXM 132, B200 148), for the
-  /// planner's split-K choice only: the grid itself takes the device's count
-  /// at run time.
+  /// planner's split-K choice and the norm gradients' persistent grid (a
+  /// compile-time constant there, so that their parameter gradients' sums
+  /// do not depend on the device); the GEMM grid itself takes the device's
+  /// count at run time.
   int64_t multiprocessors = 132;
   /// Elements one dimension of a TMA tensor map spans (cuTensorMapEncodeTiled:
   /// globalDim[i] <= 2^32), the bound on every GEMM dimension.

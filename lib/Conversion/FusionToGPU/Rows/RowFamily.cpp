@@ -45,7 +45,8 @@ public:
 
 private:
   void lowerNormGrad(HostLowering &host, Operation *op,
-                     const RowKernelSpec &spec, StringRef kernelName) const;
+                     const RowKernelSpec &spec, const TargetInfo &target,
+                     StringRef kernelName) const;
 };
 
 /// The number of elements of device memref `mem`, and the product of its
@@ -73,12 +74,13 @@ Value flatView(ImplicitLocOpBuilder &b, Value mem) {
 }
 
 void RowKernelFamily::lower(HostLowering &host, Operation *op,
-                            const TargetInfo &, StringRef kernelName) const {
+                            const TargetInfo &target,
+                            StringRef kernelName) const {
   ImplicitLocOpBuilder &b = host.b;
   std::string why;
   RowKernelSpec spec = *getRowKernelSpec(op, why);
   if (spec.isNormGrad())
-    return lowerNormGrad(host, op, spec, kernelName);
+    return lowerNormGrad(host, op, spec, target, kernelName);
   gpu::GPUFuncOp kernel =
       buildRowKernel(b, b.getLoc(), host.kernels, kernelName, spec);
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
@@ -128,11 +130,15 @@ void RowKernelFamily::lower(HostLowering &host, Operation *op,
       ValueRange{host.chain.current()});
   host.chain.advance(launch.getAsyncToken());
 }
-/// A norm gradient: the dx kernel on a persistent grid of G = min(row
-/// groups, kMaxGradBlocks) CTAs (at least one), writing partial rows of the
-/// parameter gradients into a pooled buffer, then the kernel that sums them.
+/// A norm gradient: the dx kernel on a persistent grid of
+/// G = min(ceil(rows / rowsPerBlock), multiprocessors x gradCTAsPerSM) CTAs
+/// (at least one; the target's SM count, not the device's, so that the
+/// partial rows and their sums do not depend on the device), writing one
+/// partial row per CTA of each parameter gradient into a pooled buffer, then
+/// the kernel that sums them.
 void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
                                     const RowKernelSpec &spec,
+                                    const TargetInfo &target,
                                     StringRef kernelName) const {
   ImplicitLocOpBuilder &b = host.b;
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
@@ -141,11 +147,10 @@ void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
   };
   auto tokenType = gpu::AsyncTokenType::get(b.getContext());
   Value rows = countOf(b, host.map.lookup(op->getOperand(1))).second;
+  Value groups = arith::CeilDivUIOp::create(b, rows, idx(spec.rowsPerBlock));
   Value blocks = arith::MinUIOp::create(
-      b, arith::CeilDivUIOp::create(b, rows, idx(spec.rowsPerBlock)),
-      idx(RowKernelSpec::kMaxGradBlocks));
+      b, groups, idx(target.multiprocessors * spec.gradCTAsPerSM));
   blocks = arith::MaxUIOp::create(b, blocks, idx(1));
-  Value units = arith::MulIOp::create(b, blocks, idx(spec.rowsPerBlock));
 
   SmallVector<Value> operands{flat(op->getOperand(0)), flat(op->getOperand(1))};
   Value dx, weightGrad, biasGrad;
@@ -172,8 +177,9 @@ void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
   operands.push_back(flat(dx));
   Value partials;
   if (spec.paramGrads()) {
-    Value count = arith::MulIOp::create(
-        b, arith::MulIOp::create(b, units, idx(spec.n)), idx(spec.paramGrads()));
+    Value perParam = arith::MulIOp::create(b, blocks, idx(spec.n));
+    Value count =
+        arith::MulIOp::create(b, perParam, idx(spec.paramGrads()));
     partials = host.chain.alloc(
         MemRefType::get({ShapedType::kDynamic}, b.getF32Type()), {count});
     operands.push_back(partials);
@@ -198,7 +204,7 @@ void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
   for (Value grad : {weightGrad, biasGrad})
     if (grad)
       reduceOperands.push_back(flat(grad));
-  reduceOperands.push_back(units);
+  reduceOperands.push_back(blocks);
   int64_t columnBlocks = llvm::divideCeil(spec.n, RowKernelSpec::kReduceColumns);
   auto sum = gpu::LaunchFuncOp::create(
       b, reduce, {idx(columnBlocks), idx(spec.paramGrads()), idx(1)},

@@ -15,16 +15,23 @@
 // branch and issue together) and skips its stores. Rows of three vectors or
 // more per thread get a CTA each (RowSpec.cpp: measured faster on the H200).
 //
-// Norm gradient: the same groups, persistent: row group u (of units =
-// gridDim.x * rowsPerBlock) takes rows u, u + units, ..., every group the
-// same number of steps (rows past the end skip their loads and stores, so
-// every thread reaches the barriers). Per row: x_hat from x and the saved
-// statistics, g = dy * weight, the group sums of g * x_hat (and of g for
-// LayerNorm), dx = rstd (g - sum(g) / N - x_hat sum(g x_hat) / N), plus the
-// residual when there is one (read with dy, at dy's positions); each
-// thread adds dy * x_hat (dweight) and dy (dbias) of its columns into
-// registers and finally writes them as partial row u. The reduction kernel
-// sums the partial rows of a column in a fixed order.
+// Norm gradient: groups of threadsPerRow threads (a multiple of 32),
+// persistent: row group u (of units = gridDim.x * rowsPerBlock) takes rows
+// u, u + units, ... below the row count, gradRowsPerStep of them per step,
+// each group at its own pace (its group sums meet at a named barrier of its
+// own, 1 + its place in the CTA, in shared-memory slots that alternate
+// between steps; a step's second row past the group's rows re-reads the
+// last row with dy zeroed and stores nothing). Per row: the
+// statistics, x, dy and the residual loaded first (bf16 pairs kept packed),
+// g = dy * weight (the weight read from L1 each time it is used), the group
+// sums of g (x - mean) and of g (LayerNorm) by xor shuffles, then across
+// the group's warps; dx = rstd (g - x_hat c2 - c1) plus the residual, with
+// dy and x widened a second time from their packed words; each thread adds
+// dy * x_hat (dweight) and dy (dbias) of its columns into f32 registers.
+// After its rows, group 0 of the CTA writes its columns to shared memory,
+// group 1 adds its own, ..., the last writes the sum as the CTA's partial
+// row (row blockIdx.x of gridDim.x); the reduction kernel sums the partial
+// rows of a column in a fixed order.
 //
 // Element-wise: thread t of CTA c handles vectors (c * 4 + u) * 256 + t,
 // u < 4, of lhs viewed flat; rhs is read at the same place, at its column
@@ -99,6 +106,59 @@ private:
   }
   /// The sum of `partial` over the thread group of a row.
   Value groupSum(Value partial, int64_t reduction);
+  /// Norm gradients: the sums of `partials` over the thread group of a row,
+  /// across its warps through the slots of `parity` (alternating between
+  /// rows, so that one named barrier per row suffices).
+  SmallVector<Value> gradGroupSums(ArrayRef<Value> partials, Value parity);
+  /// vec elements of `mem` at `at` as they are stored, or zeros where
+  /// `inRow` (when given) is false: the load is not branched.
+  Value loadPacked(Value inRow, Value mem, Value at) {
+    Type elem = cast<MemRefType>(mem.getType()).getElementType();
+    auto type = VectorType::get({s.vec}, elem);
+    int64_t bytes = s.vec * elem.getIntOrFloatBitWidth() / 8;
+    Value v = vector::LoadOp::create(b, type, mem, ValueRange{at},
+                                     /*nontemporal=*/false,
+                                     llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
+    if (!inRow)
+      return v;
+    Value zero = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(type, b.getFloatAttr(elem, 0.0)));
+    return arith::SelectOp::create(b, inRow, v, zero);
+  }
+  /// A packed vector in f32.
+  Value widen(Value v) {
+    if (cast<VectorType>(v.getType()).getElementType().isF32())
+      return v;
+    return arith::ExtFOp::create(b, f32Vector(), v);
+  }
+  /// The same as widen, built differently where it can be: bf16 pairs by a
+  /// shift and a mask of their 32-bit word, which LLVM does not merge with
+  /// widen's conversions (so the packed value, not the f32 one, lives
+  /// between the two uses).
+  Value widenAgain(Value v) {
+    auto type = cast<VectorType>(v.getType());
+    if (!type.getElementType().isBF16() || s.vec % 2 != 0)
+      return widen(v);
+    int64_t pairs = s.vec / 2;
+    auto wordsType = VectorType::get({pairs}, b.getI32Type());
+    auto halfType = VectorType::get({pairs}, b.getF32Type());
+    Value words = vector::BitCastOp::create(b, wordsType, v);
+    Value sixteen = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(16)));
+    Value highMask = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(
+               wordsType, b.getI32IntegerAttr(static_cast<int32_t>(0xffff0000u))));
+    Value low = vector::BitCastOp::create(
+        b, halfType, arith::ShLIOp::create(b, words, sixteen));
+    Value high = vector::BitCastOp::create(
+        b, halfType, arith::AndIOp::create(b, words, highMask));
+    SmallVector<int64_t> interleave;
+    for (int64_t j = 0; j < pairs; ++j) {
+      interleave.push_back(j);
+      interleave.push_back(pairs + j);
+    }
+    return vector::ShuffleOp::create(b, low, high, interleave);
+  }
   /// Shared memory for the group sums, and the thread's row group in the CTA
   /// (rowInBlock) and place in it (lane).
   void setUpGroup() {
@@ -152,6 +212,60 @@ Value RowKernelEmitter::groupSum(Value partial, int64_t reduction) {
         b, total,
         memref::LoadOp::create(b, slots, ValueRange{add(first, idx(w))}));
   return total;
+}
+
+SmallVector<Value> RowKernelEmitter::gradGroupSums(ArrayRef<Value> partials,
+                                                   Value parity) {
+  SmallVector<Value> sums(partials.begin(), partials.end());
+  int64_t width = std::min<int64_t>(s.threadsPerRow, 32);
+  for (int64_t offset = width / 2; offset > 0; offset /= 2)
+    for (Value &sum : sums) {
+      Value other = gpu::ShuffleOp::create(b, sum, offset, 32,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      sum = arith::AddFOp::create(b, sum, other);
+    }
+  if (s.threadsPerRow <= 32)
+    return sums;
+  // Slots [parity][warp of the CTA][4]: a warp's lane 0 writes its sums,
+  // the group's named barrier (1 + its row group), then lane w of every
+  // warp reads warp w's sums and the xor shuffles add them (every lane gets
+  // the same bits: each step adds a pair, x + y = y + x). A warp writing the
+  // slots of one parity has passed the barrier of the row between, which
+  // the readers of the last row of that parity reached after reading.
+  int64_t warps = s.threadsPerRow / 32;
+  int64_t blockWarps = s.blockThreads() / 32;
+  Value slots = smemView(idx(0), {2, blockWarps, 4}, b.getF32Type());
+  Value first = mul(rowInBlock, idx(warps));
+  Value laneInWarp = rem(lane, 32);
+  ifThen(eq(laneInWarp, 0), [&] {
+    Value warp = add(first, div(lane, 32));
+    for (auto [v, sum] : llvm::enumerate(sums))
+      memref::StoreOp::create(b, sum, slots,
+                              ValueRange{parity, warp, idx(v)});
+  });
+  namedBarrier(1, rowInBlock, s.threadsPerRow);
+  Value reads = ult(laneInWarp, idx(warps));
+  Value warp = add(first, laneInWarp);
+  for (auto [v, sum] : llvm::enumerate(sums)) {
+    auto ifOp = scf::IfOp::create(
+        b, reads,
+        [&](OpBuilder &, Location) {
+          Value slot = memref::LoadOp::create(
+              b, slots, ValueRange{parity, warp, idx(v)});
+          scf::YieldOp::create(b, slot);
+        },
+        [&](OpBuilder &, Location) { scf::YieldOp::create(b, cstF32(0.0)); });
+    sum = ifOp.getResult(0);
+  }
+  for (int64_t offset = llvm::PowerOf2Ceil(warps) / 2; offset > 0; offset /= 2)
+    for (Value &sum : sums) {
+      Value other = gpu::ShuffleOp::create(b, sum, offset, 32,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      sum = arith::AddFOp::create(b, sum, other);
+    }
+  return sums;
 }
 
 void RowKernelEmitter::emitNorm() {
@@ -248,116 +362,222 @@ void RowKernelEmitter::emitNormGrad() {
   Value partials = s.paramGrads() ? args[next++] : Value();
   Value rows = args[next++];
   setUpGroup();
-  Value units = mul(gpu::GridDimOp::create(b, gpu::Dimension::x),
-                    idx(s.rowsPerBlock));
-  Value unit = add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x),
-                       idx(s.rowsPerBlock)),
-                   rowInBlock);
-  SmallVector<Value> inRow, column, w;
+  Value block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value grid = gpu::GridDimOp::create(b, gpu::Dimension::x);
+  Value units = mul(grid, idx(s.rowsPerBlock));
+  Value unit = add(mul(block, idx(s.rowsPerBlock)), rowInBlock);
+  // Vector i of the thread: its first column, a constant offset from
+  // vector 0's (one address per operand, the offsets folded into the
+  // loads). A vector that may be past the row (a ragged row's last) reads
+  // the row's last vector instead, so that no load is branched, with dy
+  // zeroed (`inRow`, null for a vector always inside): then g = 0, and
+  // neither the sums nor the accumulators see those lanes.
+  SmallVector<Value> inRow, column, readColumn;
   for (int64_t i = 0; i < s.vecsPerThread; ++i) {
-    auto [col, ok] = rowVector(i);
-    inRow.push_back(ok);
-    column.push_back(col);
-    if (weight)
-      w.push_back(loadIf(inRow[i], weight, column[i]));
+    if (i == 0) {
+      column.push_back(mul(lane, idx(s.vec)));
+    } else {
+      Value stride = idx(i * s.threadsPerRow * s.vec);
+      column.push_back(add(column[0], stride));
+    }
+    if ((i + 1) * s.threadsPerRow <= s.chunks()) {
+      inRow.push_back(Value());
+      readColumn.push_back(column[i]);
+      continue;
+    }
+    Value lastColumn = idx((s.chunks() - 1) * s.vec);
+    inRow.push_back(ult(column[i], idx(s.n)));
+    readColumn.push_back(arith::MinUIOp::create(b, column[i], lastColumn));
   }
   Value nF = cstF32(static_cast<double>(s.n));
-  // A scalar of `mem` at `at` when `cond`, else 0.
-  auto scalarIf = [&](Value cond, Value mem, Value at) -> Value {
-    auto ifOp = scf::IfOp::create(
-        b, cond,
-        [&](OpBuilder &, Location) {
-          scf::YieldOp::create(b, memref::LoadOp::create(b, mem, ValueRange{at})
-                                      .getResult());
-        },
-        [&](OpBuilder &, Location) { scf::YieldOp::create(b, cstF32(0.0)); });
-    return ifOp.getResult(0);
-  };
+  // The group's rows: unit, unit + units, ... below rows. Every row of the
+  // loop exists, so its loads need no guard.
+  Value remaining = arith::CeilDivUIOp::create(b, sub(rows, unit), units);
+  Value any = ult(unit, rows);
+  Value count = arith::SelectOp::create(b, any, remaining, idx(0));
 
   int64_t params = s.paramGrads();
+  int64_t rowsPerStep = s.gradRowsPerStep;
+  Value lastRow = sub(rows, idx(1));
+  Value steps = arith::CeilDivUIOp::create(b, count, idx(rowsPerStep));
   SmallVector<Value> inits(params * s.vecsPerThread, zeros());
-  Value steps = arith::CeilDivUIOp::create(b, rows, units);
   ValueRange sums = forLoop(
       idx(0), steps, idx(1), inits, [&](Value step, ValueRange acc) {
-        Value row = add(unit, mul(step, units));
-        Value rowValid = ult(row, rows);
-        Value rowBase = mul(row, idx(s.n));
-        Value rstd = scalarIf(rowValid, rstdMem, row);
-        Value mean = layerNorm ? scalarIf(rowValid, meanMem, row) : Value();
-        SmallVector<Value> dy, xHat, g, residual;
-        Value sumGX = cstF32(0.0), sumG = cstF32(0.0);
-        for (int64_t i = 0; i < s.vecsPerThread; ++i) {
-          Value ok = both(inRow[i], rowValid);
-          Value x = loadIf(ok, xMem, add(rowBase, column[i]));
-          dy.push_back(loadIf(ok, dyMem, add(rowBase, column[i])));
-          // Issued with dy and x, before the group sums' shuffles and
-          // barriers.
-          if (residualMem)
-            residual.push_back(
-                loadIf(ok, residualMem, add(rowBase, column[i])));
-          Value centered = x;
-          if (layerNorm) {
-            // Lanes past the row stay 0 (x - mean would not).
-            centered = arith::SubFOp::create(b, x, splat(mean));
-            if (ragged())
-              centered = arith::SelectOp::create(b, inRow[i], centered, zeros());
+        // The step's rows: unit + (step rowsPerStep + r) units. The first
+        // exists; a later one may not (the group's last step), and then
+        // reads the last row with dy zeroed and stores nothing.
+        struct Row {
+          Value valid, base, rstd, mean;
+          SmallVector<Value> at, dy, x, residual;
+        };
+        SmallVector<Row, 2> rowsOfStep(rowsPerStep);
+        Value firstIndex = mul(step, idx(rowsPerStep));
+        // The rows' loads, all issued before the group sums: the
+        // statistics, then per vector x, dy and the residual (16-bit values
+        // kept packed until used; the weight is read where it is used, an
+        // L1 hit, so that it holds no registers across the sums or across
+        // the loop).
+        for (auto [r, row] : llvm::enumerate(rowsOfStep)) {
+          Value index = add(firstIndex, idx(r));
+          Value rowIndex = add(unit, mul(index, units));
+          if (r > 0) {
+            row.valid = ult(index, count);
+            rowIndex = arith::MinUIOp::create(b, rowIndex, lastRow);
           }
-          xHat.push_back(arith::MulFOp::create(b, centered, splat(rstd)));
-          g.push_back(weight ? arith::MulFOp::create(b, dy[i], w[i]).getResult()
-                             : dy[i]);
-          sumGX = arith::AddFOp::create(
-              b, sumGX, horizontalSum(arith::MulFOp::create(b, g[i], xHat[i])));
+          row.base = mul(rowIndex, idx(s.n));
+          row.rstd = memref::LoadOp::create(b, rstdMem, ValueRange{rowIndex});
           if (layerNorm)
-            sumG = arith::AddFOp::create(b, sumG, horizontalSum(g[i]));
-        }
-        Value c2 = arith::DivFOp::create(b, groupSum(sumGX, 0), nF);
-        Value c1 = layerNorm ? arith::DivFOp::create(b, groupSum(sumG, 1), nF)
-                                   .getResult()
-                             : Value();
-        SmallVector<Value> next;
-        for (int64_t i = 0; i < s.vecsPerThread; ++i) {
-          ifThen(both(inRow[i], rowValid), [&] {
-            Value t = arith::SubFOp::create(
-                b, g[i], arith::MulFOp::create(b, xHat[i], splat(c2)));
-            if (c1)
-              t = arith::SubFOp::create(b, t, splat(c1));
-            Value dx = arith::MulFOp::create(b, t, splat(rstd));
+            row.mean = memref::LoadOp::create(b, meanMem, ValueRange{rowIndex});
+          for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+            Value dyValid = inRow[i];
+            if (row.valid)
+              dyValid = dyValid ? both(dyValid, row.valid) : row.valid;
+            row.at.push_back(add(row.base, readColumn[i]));
+            row.x.push_back(loadPacked(Value(), xMem, row.at[i]));
+            row.dy.push_back(loadPacked(dyValid, dyMem, row.at[i]));
             if (residualMem)
-              dx = arith::AddFOp::create(b, dx, residual[i]);
-            store(dx, dxMem, add(rowBase, column[i]));
-          });
+              row.residual.push_back(
+                  loadPacked(Value(), residualMem, row.at[i]));
+          }
         }
-        // dweight += dy x_hat, dbias += dy (0 past the rows).
-        int64_t p = 0;
-        if (s.weightGrad) {
-          for (int64_t i = 0; i < s.vecsPerThread; ++i)
-            next.push_back(math::FmaOp::create(b, dy[i], xHat[i],
-                                               acc[p * s.vecsPerThread + i]));
-          ++p;
+        // dy, g = dy w and x - mean of vector i in f32, widened again after
+        // the group sums (`again`: a second widening that LLVM does not merge
+        // with the first, so that the packed values are what lives across
+        // the sums).
+        auto widenVector = [&](const Row &row, int64_t i, bool again) {
+          auto widenOne = [&](Value v) {
+            return again ? widenAgain(v) : widen(v);
+          };
+          Value dyF = widenOne(row.dy[i]);
+          Value centered = widenOne(row.x[i]);
+          if (layerNorm)
+            centered = arith::SubFOp::create(b, centered, splat(row.mean));
+          Value g = dyF;
+          if (weight) {
+            Value w = loadPacked(Value(), weight, readColumn[i]);
+            g = arith::MulFOp::create(b, dyF, widen(w));
+          }
+          return std::make_tuple(dyF, g, centered);
+        };
+        // Per row, the thread's sums of g (x - mean) and of g (LayerNorm),
+        // all exchanged at once.
+        SmallVector<Value> partial;
+        for (const Row &row : rowsOfStep) {
+          Value gx, gSum;
+          for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+            auto [dyF, g, centered] = widenVector(row, i, /*again=*/false);
+            gx = gx ? math::FmaOp::create(b, g, centered, gx).getResult()
+                    : arith::MulFOp::create(b, g, centered).getResult();
+            if (layerNorm)
+              gSum = gSum ? arith::AddFOp::create(b, gSum, g).getResult() : g;
+          }
+          partial.push_back(horizontalSum(gx));
+          if (layerNorm)
+            partial.push_back(horizontalSum(gSum));
         }
-        if (s.biasGrad)
-          for (int64_t i = 0; i < s.vecsPerThread; ++i)
-            next.push_back(
-                arith::AddFOp::create(b, acc[p * s.vecsPerThread + i], dy[i]));
-        // The next step's group sums reuse the shared-memory slots.
-        if (s.sharedMemoryBytes())
-          gpu::BarrierOp::create(b);
-        return next;
+        SmallVector<Value> total = gradGroupSums(partial, rem(step, 2));
+        SmallVector<Value> nextAcc(acc.begin(), acc.end());
+        int64_t perRow = layerNorm ? 2 : 1;
+        for (auto [r, row] : llvm::enumerate(rowsOfStep)) {
+          // dx = rstd (g - x_hat c2 - c1) with x_hat = (x - mean) rstd,
+          // c2 = sum(g x_hat) / N = rstd sum(g (x - mean)) / N and
+          // c1 = sum(g) / N: dx = rstd g + (k2 x_hat + k1), k2 = -rstd c2,
+          // k1 = -rstd c1 (RMSNorm: dx = rstd g + k2 x_hat).
+          Value c2 = arith::DivFOp::create(
+              b, arith::MulFOp::create(b, total[r * perRow], row.rstd), nF);
+          Value k2 =
+              arith::NegFOp::create(b, arith::MulFOp::create(b, row.rstd, c2));
+          Value rstdV = splat(row.rstd), k2V = splat(k2), k1V;
+          if (layerNorm) {
+            Value c1 = arith::DivFOp::create(b, total[r * perRow + 1], nF);
+            k1V = splat(arith::NegFOp::create(
+                b, arith::MulFOp::create(b, row.rstd, c1)));
+          }
+          for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+            auto [dyF, g, centered] = widenVector(row, i, /*again=*/true);
+            Value xHat = arith::MulFOp::create(b, centered, rstdV);
+            Value shift =
+                k1V ? math::FmaOp::create(b, k2V, xHat, k1V).getResult()
+                    : arith::MulFOp::create(b, k2V, xHat).getResult();
+            Value dx = math::FmaOp::create(b, rstdV, g, shift);
+            if (residualMem)
+              dx = arith::AddFOp::create(b, dx, widen(row.residual[i]));
+            Value stores = inRow[i];
+            if (row.valid)
+              stores = stores ? both(stores, row.valid) : row.valid;
+            if (stores)
+              ifThen(stores, [&] { store(dx, dxMem, row.at[i]); });
+            else
+              store(dx, dxMem, row.at[i]);
+            // dweight += dy x_hat, dbias += dy (0 where dy was zeroed).
+            int64_t p = 0;
+            if (s.weightGrad) {
+              Value &a = nextAcc[p++ * s.vecsPerThread + i];
+              a = math::FmaOp::create(b, dyF, xHat, a);
+            }
+            if (s.biasGrad) {
+              Value &a = nextAcc[p * s.vecsPerThread + i];
+              a = arith::AddFOp::create(b, a, dyF);
+            }
+          }
+        }
+        return nextAcc;
       });
-  // Partial row `unit` of each parameter gradient: [params][units][n].
-  for (int64_t p = 0; p < params; ++p) {
-    Value base = mul(add(mul(idx(p), units), unit), idx(s.n));
-    for (int64_t i = 0; i < s.vecsPerThread; ++i)
-      ifThen(inRow[i], [&] {
-        vector::StoreOp::create(b, sums[p * s.vecsPerThread + i], partials,
-                                ValueRange{add(base, column[i])});
-      });
+  if (!params)
+    return;
+  // Partial row `block` of each parameter gradient ([params][gridDim.x][n]):
+  // the CTA's groups summed in order through shared memory, group 0's
+  // columns plus group 1's, ..., the last group adding its own and writing
+  // the row.
+  auto partialAt = [&](int64_t p, Value col) {
+    Value partialRow = add(mul(grid, idx(p)), block);
+    return add(mul(partialRow, idx(s.n)), col);
+  };
+  // A partial row's vectors are 16-byte aligned where vec is 4 or 8 (n
+  // is a multiple of vec).
+  llvm::MaybeAlign partialAlign(std::min<int64_t>(s.vec * 4, 16));
+  Value combined;
+  if (s.rowsPerBlock > 1)
+    combined = smemView(idx(s.gradExchangeBytes()), {params * s.n},
+                        b.getF32Type());
+  for (int64_t g = 0; g < s.rowsPerBlock; ++g) {
+    bool first = g == 0, last = g + 1 == s.rowsPerBlock;
+    ifThen(eq(rowInBlock, g), [&] {
+      for (int64_t p = 0; p < params; ++p)
+        for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+          auto write = [&] {
+            Value sum = sums[p * s.vecsPerThread + i];
+            Value at = add(idx(p * s.n), column[i]);
+            if (!first)
+              sum = arith::AddFOp::create(
+                  b,
+                  vector::LoadOp::create(b, f32Vector(), combined,
+                                         ValueRange{at}),
+                  sum);
+            if (last)
+              vector::StoreOp::create(b, sum, partials,
+                                      ValueRange{partialAt(p, column[i])},
+                                      /*nontemporal=*/false, partialAlign);
+            else
+              vector::StoreOp::create(b, sum, combined, ValueRange{at});
+          };
+          if (inRow[i])
+            ifThen(inRow[i], write);
+          else
+            write();
+        }
+    });
+    if (!last)
+      gpu::BarrierOp::create(b);
   }
 }
 
 void RowKernelEmitter::emitParamGradReduce() {
   constexpr int64_t kCols = RowKernelSpec::kReduceColumns,
-                    kWarps = RowKernelSpec::kReduceWarps, kUnroll = 4;
+                    kWarps = RowKernelSpec::kReduceWarps,
+                    kUnroll = RowKernelSpec::kReduceUnroll;
+  static_assert((kUnroll & (kUnroll - 1)) == 0,
+                "the accumulators are added pairwise");
   Value partials = args[0];
   SmallVector<Value> outs{args[1]};
   if (s.paramGrads() == 2)
@@ -371,8 +591,8 @@ void RowKernelEmitter::emitParamGradReduce() {
   Value param = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   Value colValid = ult(col, idx(s.n));
   Value base = mul(param, mul(units, idx(s.n)));
-  // Warp w sums partial rows w, w + 8, ... into kUnroll accumulators (row
-  // w + 8 (kUnroll q + a) into accumulator a), in order.
+  // Warp w sums partial rows w, w + kWarps, ... into kUnroll accumulators
+  // (row w + kWarps (kUnroll q + a) into accumulator a), in order.
   SmallVector<Value> inits(kUnroll, cstF32(0.0));
   ValueRange acc = forLoop(
       warp, units, idx(kWarps * kUnroll), inits, [&](Value r, ValueRange acc) {
@@ -394,8 +614,15 @@ void RowKernelEmitter::emitParamGradReduce() {
         }
         return next;
       });
-  Value sum = arith::AddFOp::create(b, arith::AddFOp::create(b, acc[0], acc[1]),
-                                    arith::AddFOp::create(b, acc[2], acc[3]));
+  // The accumulators added pairwise: (a0 + a1) + (a2 + a3), ...
+  SmallVector<Value> level(acc.begin(), acc.end());
+  while (level.size() > 1) {
+    SmallVector<Value> pairs;
+    for (size_t a = 0; a < level.size(); a += 2)
+      pairs.push_back(arith::AddFOp::create(b, level[a], level[a + 1]));
+    level = std::move(pairs);
+  }
+  Value sum = level.front();
   Value slots = smemView(idx(0), {kWarps, kCols}, b.getF32Type());
   memref::StoreOp::create(b, sum, slots, ValueRange{warp, lane32});
   gpu::BarrierOp::create(b);
@@ -494,8 +721,11 @@ gpu::GPUFuncOp mlir::fusion::buildRowKernel(OpBuilder &builder, Location loc,
     types = {flat(s.elem), flat(s.rhsElem), flat(s.elem)};
   }
   types.push_back(builder.getIndexType());
-  gpu::GPUFuncOp func =
-      createKernelFunc(builder, loc, module, name, types, s.blockThreads());
+  std::optional<int64_t> maxRegisters;
+  if (s.isNormGrad())
+    maxRegisters = s.gradMaxRegisters;
+  gpu::GPUFuncOp func = createKernelFunc(builder, loc, module, name, types,
+                                         s.blockThreads(), maxRegisters);
   ImplicitLocOpBuilder b(loc, builder);
   RowKernelEmitter emitter(b, s, func);
   if (s.isNormGrad())

@@ -3,7 +3,10 @@
 // The spec of a standalone norm or element-wise kernel (RowSpec.h): the
 // vector width from the innermost size, and for the norms how many threads
 // share a row so that each holds at most four 16-byte vectors of it (up to
-// 1024 threads, at most 16 vectors each beyond that).
+// 1024 threads, at most 16 vectors each beyond that); for the norm
+// gradients at most two (one where a thread also holds two accumulators per
+// column), the rows per step, the register cap and the persistent grid's
+// CTAs per SM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,11 +59,8 @@ int64_t vectorWidth(Type elem, int64_t n) {
 
 /// The rows of a norm: threads per row and vectors per thread.
 LogicalResult shapeNorm(RowKernelSpec &s, std::string &why) {
-  // A gradient holds dy, x and the parameter gradients' accumulators per
-  // vector: two vectors per thread keep its registers low enough for four
-  // CTAs of 128 threads per SM.
-  const int64_t kPreferredVectors = s.isNormGrad() ? 2 : 4;
-  constexpr int64_t kMaxThreads = 1024, kMaxVectors = 16;
+  constexpr int64_t kPreferredVectors = 4, kMaxThreads = 1024,
+                    kMaxVectors = 16;
   int64_t chunks = s.chunks();
   s.threadsPerRow = 32;
   while (llvm::divideCeil(chunks, s.threadsPerRow) > kPreferredVectors &&
@@ -84,6 +84,102 @@ LogicalResult shapeNorm(RowKernelSpec &s, std::string &why) {
   s.rowsPerBlock = s.vecsPerThread >= 3
                        ? 1
                        : std::max<int64_t>(1, 128 / s.threadsPerRow);
+  return success();
+}
+
+/// The rows of a norm gradient. A thread holds dy and x of its columns
+/// (bf16 pairs kept packed until used) and an f32 accumulator per column
+/// for each parameter gradient, across all the rows it visits: at most two
+/// vectors per thread with one accumulator, one with two (LayerNorm's
+/// dweight and dbias) or where the row is ragged (a vector past the row
+/// costs a clamped address and a select per operand). Threads per row: the
+/// multiple of 32 that wastes the fewest lanes of the last vector (96
+/// threads of one vector at 768 bf16 columns, not 64 of which half take a
+/// second), the smaller on a tie. About 256 threads per CTA: its groups
+/// are independent (a named barrier each, for the group sums) and add
+/// their columns once, at the end, into one partial row.
+LogicalResult shapeNormGrad(RowKernelSpec &s, std::string &why) {
+  constexpr int64_t kMaxThreads = 1024, kMaxVectors = 16, kBlockThreads = 256;
+  int64_t chunks = s.chunks();
+  auto shape = [&](int64_t maxVectors) {
+    int64_t best = 0, bestWaste = 0;
+    for (int64_t t = 32; t <= kMaxThreads; t += 32) {
+      int64_t v = llvm::divideCeil(chunks, t);
+      if (v > maxVectors && t < kMaxThreads)
+        continue;
+      int64_t waste = t * v - chunks;
+      if (!best || waste < bestWaste) {
+        best = t;
+        bestWaste = waste;
+      }
+      if (v == 1)
+        break;
+    }
+    s.threadsPerRow = best;
+    s.vecsPerThread = llvm::divideCeil(chunks, best);
+  };
+  shape(s.paramGrads() > 1 ? 1 : 2);
+  if (s.chunks() % s.threadsPerRow != 0 && s.vecsPerThread == 2)
+    shape(1);
+  if (s.vecsPerThread > kMaxVectors) {
+    why = ("a row of " + Twine(s.n) + " elements does not fit the row kernel (" +
+           Twine(kMaxThreads) + " threads x " + Twine(kMaxVectors) +
+           " vectors of " + Twine(s.vec) + " elements, " +
+           Twine(kMaxThreads * kMaxVectors * s.vec) + " at most)")
+              .str();
+    return failure();
+  }
+  s.rowsPerBlock = std::max<int64_t>(1, kBlockThreads / s.threadsPerRow);
+  // The register cap for `rowsPerStep`, from what a thread holds across the
+  // rows: per column the accumulators and dy and x of each row of a step
+  // (one register for a bf16 pair each; f16 held widened, about three; f32
+  // two), the residual (16 registers more, and half a register or one per
+  // column and row); 16 more for a ragged row, and for several groups per
+  // CTA. Bins calibrated with ptxas (no spills from 256 to 8192 columns,
+  // bf16, f16 and f32, with and without residuals and parameter
+  // gradients): they decide the CTAs per SM, 4 / 3 / 2 of 256 threads at
+  // 64 / 80 / 96-128 registers. .maxntid caps it too (64 K registers for
+  // the CTA); over that cap the shape is not taken.
+  int64_t columns = s.vecsPerThread * s.vec;
+  int64_t data = s.elem.isBF16() ? 1 : s.elem.isF16() ? 3 : 2;
+  int64_t threadCap = 65536 / s.blockThreads() / 8 * 8;
+  auto registerCap = [&](int64_t rowsPerStep) -> int64_t {
+    int64_t held = columns * (s.paramGrads() + data * rowsPerStep);
+    if (s.residualElem)
+      held += 16 + columns * rowsPerStep *
+                       s.residualElem.getIntOrFloatBitWidth() / 32;
+    if (s.chunks() % s.threadsPerRow != 0)
+      held += 16;
+    if (s.rowsPerBlock > 1)
+      held += 16;
+    return held <= 48    ? 64
+           : held <= 80  ? 80
+           : held <= 96  ? 96
+           : held <= 128 ? 128
+                         : 255;
+  };
+  auto ctasPerSM = [&](int64_t cap) {
+    return std::max<int64_t>(
+        1, std::min(65536 / (std::min(cap, threadCap) * s.blockThreads()),
+                    2048 / s.blockThreads()));
+  };
+  // A thread of one vector in a CTA of one group takes two rows per step
+  // where that keeps more bytes of dy and x in flight per SM (64 per
+  // thread and step, as a thread of two vectors has) and fits the CTA's
+  // registers. (With several groups per CTA, ptxas needs 80-96 registers
+  // for it, and the CTAs per SM it costs take back what it brings.)
+  s.gradRowsPerStep = 1;
+  int64_t cap = registerCap(1);
+  if (s.vecsPerThread == 1 && s.rowsPerBlock == 1) {
+    int64_t twoRowsCap = registerCap(2);
+    if (twoRowsCap <= threadCap &&
+        2 * ctasPerSM(twoRowsCap) > ctasPerSM(cap)) {
+      s.gradRowsPerStep = 2;
+      cap = twoRowsCap;
+    }
+  }
+  s.gradMaxRegisters = std::min(cap, threadCap);
+  s.gradCTAsPerSM = ctasPerSM(cap);
   return success();
 }
 
@@ -173,7 +269,7 @@ FailureOr<RowKernelSpec> mlir::fusion::getRowKernelSpec(Operation *op,
                           .str();
                 return failure();
               }
-            return shapeNorm(s, why);
+            return shapeNormGrad(s, why);
           })
           .Case<AddOp, MulOp>([&](auto binary) {
             s.kind = isa<AddOp>(op) ? RowOpKind::Add : RowOpKind::Mul;

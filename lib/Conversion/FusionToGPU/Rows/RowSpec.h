@@ -9,15 +9,17 @@
 //     the warps of a group, through shared memory; LayerNorm's variance is
 //     the centered second pass over the registers;
 //   - fusion.rms_norm_grad and fusion.layer_norm_grad (the backward ops the
-//     fusion passes leave standing): the same row groups compute dx from
-//     dy, x and the saved statistics, and accumulate each thread's columns
-//     of dweight / dbias over the rows it visits (a residual operand is
-//     read beside dy and added to dx before it is rounded; fusion-plan-
-//     kernels folds a residual branch's fusion.add into it); a persistent
-//     grid of at
-//     most kMaxGradBlocks CTAs writes one partial row per row group, and a
-//     second kernel sums the partial rows of each column in a fixed order
-//     (the parameter gradients are bitwise the same run to run);
+//     fusion passes leave standing): groups of threadsPerRow threads (a
+//     multiple of 32, at most two vectors each) compute dx from dy, x and
+//     the saved statistics, and accumulate each thread's columns of dweight
+//     / dbias over the rows they visit (a residual operand is read beside dy
+//     and added to dx before it is rounded; fusion-plan-kernels folds a
+//     residual branch's fusion.add into it); a persistent grid sized from
+//     the registers (gradCTAsPerSM CTAs on each of the target's SMs, a
+//     compile-time constant) sums its groups' columns in shared memory in
+//     a fixed order and writes one partial row per CTA, and a second kernel
+//     sums the partial rows of each column in a fixed order (the parameter
+//     gradients are bitwise the same run to run);
 //   - fusion.add and fusion.mul with rhs broadcast (same shape, a row vector,
 //     a column, one value): a flat element-wise kernel, 16-byte vectors.
 // Every operand is viewed as [rows, n]: the leading dimensions flattened,
@@ -70,14 +72,17 @@ struct RowKernelSpec {
   // Norms: a group of threadsPerRow threads per row, each holding
   // vecsPerThread vectors; rowsPerBlock groups per CTA.
   int64_t threadsPerRow = 32, vecsPerThread = 1, rowsPerBlock = 1;
+  // Norm gradients: rows a group takes per step of its loop (their loads
+  // issued together, their group sums exchanged at once), the register cap
+  // of the dx kernel (.maxnreg) and the CTAs of its persistent grid on each
+  // SM that it allows.
+  int64_t gradRowsPerStep = 1, gradMaxRegisters = 0, gradCTAsPerSM = 1;
   // Element-wise: vectors per thread (coalesced, blockThreads apart).
   static constexpr int64_t kVectorsPerThread = 4;
-  // Norm gradients: the persistent grid's size limit (a constant, so the
-  // partial rows and their sums do not depend on the device), and the
-  // reduction kernel's shape: columns per CTA, warps splitting the partial
-  // rows.
-  static constexpr int64_t kMaxGradBlocks = 512, kReduceColumns = 32,
-                           kReduceWarps = 8;
+  // The parameter-gradient reduction kernel's shape: columns per CTA, warps
+  // splitting the partial rows, loads in flight per thread.
+  static constexpr int64_t kReduceColumns = 32, kReduceWarps = 16,
+                           kReduceUnroll = 8;
 
   bool isNorm() const {
     return kind == RowOpKind::RMSNorm || kind == RowOpKind::LayerNorm ||
@@ -95,12 +100,26 @@ struct RowKernelSpec {
   int64_t blockThreads() const {
     return isNorm() ? threadsPerRow * rowsPerBlock : 256;
   }
-  /// Dynamic shared memory: one f32 slot per warp for each of the norm's
-  /// two reductions (none when a row fits one warp).
+  /// Dynamic shared memory. Norms: one f32 slot per warp for each of the
+  /// norm's two reductions (none when a row fits one warp). Norm gradients:
+  /// four f32 slots per warp for each of two steps (the group sums of
+  /// g x_hat and g of the step's rows, alternating between the steps), and
+  /// with several groups per CTA the row of each parameter gradient they
+  /// are summed in.
   int64_t sharedMemoryBytes() const {
+    if (isNormGrad()) {
+      int64_t bytes = gradExchangeBytes() + gradCombineBytes();
+      return bytes ? bytes + 16 : 0;
+    }
     if (!isNorm() || threadsPerRow <= 32)
       return 0;
     return 2 * (blockThreads() / 32) * 4 + 16;
+  }
+  int64_t gradExchangeBytes() const {
+    return threadsPerRow > 32 ? 2 * 4 * (blockThreads() / 32) * 4 : 0;
+  }
+  int64_t gradCombineBytes() const {
+    return rowsPerBlock > 1 ? paramGrads() * n * 4 : 0;
   }
 };
 
@@ -113,16 +132,19 @@ FailureOr<RowKernelSpec> getRowKernelSpec(Operation *op, std::string &why);
 ///   norms:   input, output, [weight], [bias], [mean], [rstd], rows
 ///   grads:   dy, x, [mean], rstd, [weight], [residual], dx, [partials], rows
 ///   binary:  lhs, rhs, output, rows
-/// A norm gradient's partials are [paramGrads][units][n] f32, units =
-/// gridDim.x * rowsPerBlock (row group u visits rows u, u + units, ...).
+/// A norm gradient's partials are [paramGrads][gridDim.x][n] f32: row group
+/// u of the U = gridDim.x * rowsPerBlock groups visits rows u, u + U, ...,
+/// and CTA c writes partial row c, the sum of its groups' columns (group 0's
+/// plus group 1's, plus group 2's, ...).
 gpu::GPUFuncOp buildRowKernel(OpBuilder &builder, Location loc,
                               gpu::GPUModuleOp module, StringRef name,
                               const RowKernelSpec &spec);
 
 /// Builds the kernel `name` that sums a norm gradient's partial rows:
-/// arguments partials, dweight and/or dbias ([n] f32), units (index); CTA
-/// (x, y) sums columns [32 x, 32 x + 32) of parameter y, each of its 8 warps
-/// every 8th partial row in order, then the warps' sums in order.
+/// arguments partials, dweight and/or dbias ([n] f32), units (index, the
+/// partial rows); CTA (x, y) sums columns [32 x, 32 x + 32) of parameter y,
+/// each of its kReduceWarps warps every kReduceWarps-th partial row in order
+/// (kReduceUnroll accumulators), then the warps' sums in order.
 gpu::GPUFuncOp buildParamGradReduceKernel(OpBuilder &builder, Location loc,
                                           gpu::GPUModuleOp module,
                                           StringRef name,

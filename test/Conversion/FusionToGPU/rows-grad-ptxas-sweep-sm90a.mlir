@@ -1,0 +1,14 @@
+// REQUIRES: ptxas
+// Test that every standalone norm gradient of Inputs/gen_rows_grad_grid.py
+// (RMSNorm and LayerNorm, with and without parameter gradients, bf16, f16
+// and f32, with a residual of dy's type or f32, N from 256 to 8192, ragged
+// rows included: 152 dx kernels and 136 partial-row sums) assembles for
+// sm_90a without spilling under the register cap that RowSpec.cpp chooses
+// from its estimate (the cap also sets the persistent grid, so a short
+// estimate spills rather than failing).
+// RUN: %python %S/Inputs/gen_rows_grad_grid.py > %t.mlir
+// RUN: fusion-opt %t.mlir --fusion-plan-kernels --fusion-to-gpu=format=isa > %t.isa.mlir
+// RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s
+// CHECK-COUNT-288: ptxas ok: g_{{[a-z_0-9]+}}_kernel0{{(_params)?}} registers={{[0-9]+}} spills=0
+// CHECK-NOT: ptxas ok
+// CHECK-NOT: FAILED
