@@ -228,9 +228,9 @@ SmallVector<Value> RowKernelEmitter::gradGroupSums(ArrayRef<Value> partials,
   if (s.threadsPerRow <= 32)
     return sums;
   // Slots [parity][warp of the CTA][4]: a warp's lane 0 writes its sums,
-  // the group's named barrier (1 + its row group), then lane w of every
-  // warp reads warp w's sums and the xor shuffles add them (every lane gets
-  // the same bits: each step adds a pair, x + y = y + x). A warp writing the
+  // the group's named barrier (1 + its row group), then lane l of every
+  // warp reads warp (l mod P)'s sums and the xor shuffles add them (every
+  // lane gets the same bits: each step adds a pair, x + y = y + x). A warp writing the
   // slots of one parity has passed the barrier of the row between, which
   // the readers of the last row of that parity reached after reading.
   int64_t warps = s.threadsPerRow / 32;
@@ -245,8 +245,14 @@ SmallVector<Value> RowKernelEmitter::gradGroupSums(ArrayRef<Value> partials,
                               ValueRange{parity, warp, idx(v)});
   });
   namedBarrier(1, rowInBlock, s.threadsPerRow);
-  Value reads = ult(laneInWarp, idx(warps));
-  Value warp = add(first, laneInWarp);
+  // Lane l reads warp (l mod P)'s sums, P = warps rounded up to a power of
+  // two (0 past the warps), so that the xor steps below, which add within
+  // aligned groups of P lanes, leave the total in every lane, not only in
+  // the first P.
+  int64_t span = llvm::PowerOf2Ceil(warps);
+  Value position = rem(laneInWarp, span);
+  Value reads = ult(position, idx(warps));
+  Value warp = add(first, position);
   for (auto [v, sum] : llvm::enumerate(sums)) {
     auto ifOp = scf::IfOp::create(
         b, reads,
@@ -258,7 +264,7 @@ SmallVector<Value> RowKernelEmitter::gradGroupSums(ArrayRef<Value> partials,
         [&](OpBuilder &, Location) { scf::YieldOp::create(b, cstF32(0.0)); });
     sum = ifOp.getResult(0);
   }
-  for (int64_t offset = llvm::PowerOf2Ceil(warps) / 2; offset > 0; offset /= 2)
+  for (int64_t offset = span / 2; offset > 0; offset /= 2)
     for (Value &sum : sums) {
       Value other = gpu::ShuffleOp::create(b, sum, offset, 32,
                                            gpu::ShuffleMode::XOR)
