@@ -31,6 +31,10 @@ def main():
     p.add_argument("--m", type=int, default=65536)
     p.add_argument("--norms", default="rms,ln", help="which steps: rms, ln or both")
     p.add_argument("--hs", default=",".join(map(str, HS)), help="hidden sizes, comma-separated")
+    p.add_argument("--breakdown", action="store_true",
+                   help="also record each kernel of our step and of the six cuBLAS GEMMs "
+                        "(profiler records: grid, block, registers, median device time), "
+                        "to see where the step's time over the ideal goes")
     a = p.parse_args()
     import torch
 
@@ -81,13 +85,23 @@ def main():
         ], row["errors"])
         row.update(mean)
         row["spread"] = spread
+        if a.breakdown:
+            for key, f in (("ours_kernels", lambda: fn(*inputs.values(), *outs.values())),
+                           ("six_gemm_kernels", six_gemms)):
+                try:
+                    row[key] = bu.kernel_records(f)
+                    print(f"{prog['name']} {key}: " + "; ".join(
+                        f"{k['name'][:48]} grid={k['grid']} x{k['calls'] // 20} "
+                        f"{k['median_us']:.1f} us" for k in row[key]), flush=True)
+                except Exception as e:
+                    row["errors"][key] = bu.error_text(e)
         if "ours_ms" in row:
             for k in ("compile_ms", "six_gemm_ms"):
                 if k in row:
                     row[k.replace("_ms", "_over_ours")] = row[k] / row["ours_ms"]
         rows.append(row)
         print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()
-               if k != "spread"}, flush=True)
+               if k not in ("spread", "ours_kernels", "six_gemm_kernels")}, flush=True)
     bu.write_json(a.out, a, rows, TIMING, complete=True)
     print(bu.markdown_table([("norm", "norm", "{}"), ("H", "h", "{}"), ("ours ms", "ours_ms", "{:.3f}"),
                              ("eager ms", "eager_ms", "{:.3f}"),

@@ -10,6 +10,7 @@ import os
 import random
 import statistics
 import sys
+import tempfile
 import time
 import traceback
 
@@ -41,6 +42,41 @@ def kernel_ms(fn, match="_kernel"):
     if _kernel_ms is None:
         raise RuntimeError(f"no kernel_ms: importing bench_fused_matmul failed: {KERNEL_MS_ERROR}")
     return _kernel_ms(fn, match=match)[0]
+
+
+def kernel_records(fn, calls=20):
+    """The kernel records of `calls` calls of fn: name, grid, block,
+    registers, shared memory, median duration (us)."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        path = f.name
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        trace = json.load(f)
+    os.unlink(path)
+    kernels = {}
+    for e in trace.get("traceEvents", []):
+        if e.get("cat") != "kernel":
+            continue
+        args = e.get("args", {})
+        k = kernels.setdefault(e["name"], dict(
+            name=e["name"], grid=args.get("grid"), block=args.get("block"),
+            registers=args.get("registers per thread"),
+            shared_memory=args.get("shared memory"),
+            blocks_per_sm=args.get("blocks per SM"),
+            warps_per_sm=args.get("warps per SM"),
+            occupancy=args.get("est. achieved occupancy %"), durations=[]))
+        k["durations"].append(e.get("dur", 0.0))
+    for k in kernels.values():
+        d = sorted(k.pop("durations"))
+        k["calls"], k["median_us"] = len(d), d[len(d) // 2]
+    return list(kernels.values())
 
 
 def compile_fresh(fn):
