@@ -18,9 +18,10 @@
 // Norm gradient: groups of threadsPerRow threads (a multiple of 32),
 // persistent: row group u (of units = gridDim.x * rowsPerBlock) takes rows
 // u, u + units, ... below the row count, gradRowsPerStep of them per step,
-// each group at its own pace (its group sums meet at a named barrier of its
-// own, 1 + its place in the CTA, in shared-memory slots that alternate
-// between steps; a step's second row past the group's rows re-reads the
+// each group at its own pace (the sums of a group wider than a warp meet
+// at a named barrier of its own, 1 + its place in the CTA, in shared-memory
+// slots that alternate between steps; a one-warp group's sums stay in its
+// xor shuffles; a step's second row past the group's rows re-reads the
 // last row with dy zeroed and stores nothing). Per row: the
 // statistics, x, dy and the residual loaded first (bf16 pairs kept packed),
 // g = dy * weight (the weight read from L1 each time it is used), the group
@@ -225,8 +226,18 @@ SmallVector<Value> RowKernelEmitter::gradGroupSums(ArrayRef<Value> partials,
                         .getShuffleResult();
       sum = arith::AddFOp::create(b, sum, other);
     }
-  if (s.threadsPerRow <= 32)
+  if (s.threadsPerRow <= 32) {
+    // A one-warp group has no barrier after its sums, and LLVM would then
+    // keep the weight it read before them (8 f32 registers per vector)
+    // instead of reading it again from L1 for dx: the warp's barrier, which
+    // LLVM treats as touching memory, keeps the second read (32 x 3
+    // vectors at 768 columns: 80 registers with it, spills at 80 without).
+    // Threads of fewer vectors fit their caps either way and are left as
+    // they ran.
+    if (s.vecsPerThread >= 3)
+      NVVM::SyncWarpOp::create(b, i32(-1));
     return sums;
+  }
   // Slots [parity][warp of the CTA][4]: a warp's lane 0 writes its sums,
   // the group's named barrier (1 + its row group), then lane l of every
   // warp reads warp (l mod P)'s sums and the xor shuffles add them (every

@@ -5,8 +5,8 @@
 // share a row so that each holds at most four 16-byte vectors of it (up to
 // 1024 threads, at most 16 vectors each beyond that); for the norm
 // gradients at most two (one where a thread also holds two accumulators per
-// column), the rows per step, the register cap and the persistent grid's
-// CTAs per SM.
+// column, three where that makes the row exact), the rows per step, the
+// register cap and the persistent grid's CTAs per SM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,49 +87,14 @@ LogicalResult shapeNorm(RowKernelSpec &s, std::string &why) {
   return success();
 }
 
-/// The rows of a norm gradient. A thread holds dy and x of its columns
-/// (bf16 pairs kept packed until used) and an f32 accumulator per column
-/// for each parameter gradient, across all the rows it visits: at most two
-/// vectors per thread with one accumulator, one with two (LayerNorm's
-/// dweight and dbias) or where the row is ragged (a vector past the row
-/// costs a clamped address and a select per operand). Threads per row: the
-/// multiple of 32 that wastes the fewest lanes of the last vector (96
-/// threads of one vector at 768 bf16 columns, not 64 of which half take a
-/// second), the smaller on a tie. About 256 threads per CTA: its groups
-/// are independent (a named barrier each, for the group sums) and add
-/// their columns once, at the end, into one partial row.
-LogicalResult shapeNormGrad(RowKernelSpec &s, std::string &why) {
-  constexpr int64_t kMaxThreads = 1024, kMaxVectors = 16, kBlockThreads = 256;
-  int64_t chunks = s.chunks();
-  auto shape = [&](int64_t maxVectors) {
-    int64_t best = 0, bestWaste = 0;
-    for (int64_t t = 32; t <= kMaxThreads; t += 32) {
-      int64_t v = llvm::divideCeil(chunks, t);
-      if (v > maxVectors && t < kMaxThreads)
-        continue;
-      int64_t waste = t * v - chunks;
-      if (!best || waste < bestWaste) {
-        best = t;
-        bestWaste = waste;
-      }
-      if (v == 1)
-        break;
-    }
-    s.threadsPerRow = best;
-    s.vecsPerThread = llvm::divideCeil(chunks, best);
-  };
-  shape(s.paramGrads() > 1 ? 1 : 2);
-  if (s.chunks() % s.threadsPerRow != 0 && s.vecsPerThread == 2)
-    shape(1);
-  if (s.vecsPerThread > kMaxVectors) {
-    why = ("a row of " + Twine(s.n) + " elements does not fit the row kernel (" +
-           Twine(kMaxThreads) + " threads x " + Twine(kMaxVectors) +
-           " vectors of " + Twine(s.vec) + " elements, " +
-           Twine(kMaxThreads * kMaxVectors * s.vec) + " at most)")
-              .str();
-    return failure();
-  }
-  s.rowsPerBlock = std::max<int64_t>(1, kBlockThreads / s.threadsPerRow);
+constexpr int64_t kGradBlockThreads = 256, kWarpgroup = 128;
+
+/// The rest of a norm gradient's plan for its shape (threadsPerRow,
+/// vecsPerThread): groups per CTA, rows per step, the register cap and the
+/// CTAs per SM. Returns the bytes of dy, x and the residual that the SM's
+/// groups have in flight per step, which a memory-bound kernel wants high.
+int64_t planNormGrad(RowKernelSpec &s) {
+  s.rowsPerBlock = std::max<int64_t>(1, kGradBlockThreads / s.threadsPerRow);
   // The register cap for `rowsPerStep`, from what a thread holds across the
   // rows: per column the accumulators and dy and x of each row of a step
   // (one register for a bf16 pair each; f16 held widened, about three; f32
@@ -152,15 +117,31 @@ LogicalResult shapeNormGrad(RowKernelSpec &s, std::string &why) {
       held += 16;
     if (s.rowsPerBlock > 1)
       held += 16;
+    // Two accumulators over three vectors or more: ptxas needs about 24
+    // registers beyond the count above (LayerNorm with dweight and dbias at
+    // 768 columns: 112 without spills where 88 are counted, bf16; 88 for
+    // 64, f32).
+    if (s.paramGrads() > 1 && s.vecsPerThread >= 3)
+      held += 24;
     return held <= 48    ? 64
            : held <= 80  ? 80
            : held <= 96  ? 96
            : held <= 128 ? 128
                          : 255;
   };
+  // The CTAs per SM that the registers allow, counting a CTA's warps in
+  // whole warpgroups: an SM's registers sit in four sub-partitions, one per
+  // warp scheduler, and a CTA whose warps do not divide among them evenly
+  // may leave its share unused (the H200 ran the 6-warp CTAs of 96-thread
+  // groups, 5 per SM by the plain count, at 1.9-2.2 TB/s where CTAs of 8
+  // warps with as many bytes in flight per SM ran at 3.4: as if only 4
+  // were resident, and the grid's last 132 CTAs ran after the others). The
+  // shapes above have whole warpgroups; this keeps the grid honest if one
+  // does not.
+  int64_t allocatedThreads = llvm::alignTo(s.blockThreads(), kWarpgroup);
   auto ctasPerSM = [&](int64_t cap) {
     return std::max<int64_t>(
-        1, std::min(65536 / (std::min(cap, threadCap) * s.blockThreads()),
+        1, std::min(65536 / (std::min(cap, threadCap) * allocatedThreads),
                     2048 / s.blockThreads()));
   };
   // A thread of one vector in a CTA of one group takes two rows per step
@@ -180,6 +161,75 @@ LogicalResult shapeNormGrad(RowKernelSpec &s, std::string &why) {
   }
   s.gradMaxRegisters = std::min(cap, threadCap);
   s.gradCTAsPerSM = ctasPerSM(cap);
+  int64_t rowBytes = s.n * (2 * s.elem.getIntOrFloatBitWidth() +
+                            (s.residualElem
+                                 ? s.residualElem.getIntOrFloatBitWidth()
+                                 : 0)) / 8;
+  return s.gradCTAsPerSM * s.rowsPerBlock * s.gradRowsPerStep * rowBytes;
+}
+
+/// The rows of a norm gradient. A thread holds dy and x of its columns
+/// (bf16 pairs kept packed until used) and an f32 accumulator per column
+/// for each parameter gradient, across all the rows it visits: at most two
+/// vectors per thread with one accumulator, one with two (LayerNorm's
+/// dweight and dbias) or where the row is ragged (a vector past the row
+/// costs a clamped address and a select per operand). Threads per row: a
+/// multiple of 32 whose groups fill CTAs of whole warpgroups (32, 64, 128
+/// or 256 threads, several groups in a CTA of 256, or a multiple of 128,
+/// one group per CTA; see planNormGrad's ctasPerSM), the one that wastes
+/// the fewest lanes of the last vector, the smaller on a tie. A row that
+/// those cover only raggedly but that three vectors per thread cover
+/// exactly (768 bf16 columns: one warp per row, 32 x 3 vectors, rather than
+/// 128 threads with a quarter of them idle, or 96 that make 6-warp CTAs)
+/// takes three where that keeps at least as many bytes in flight per SM
+/// under the register cap it needs: 96 bytes of dy and x per thread, and
+/// no exchange across warps. About 256 threads per CTA: its groups are
+/// independent (a named barrier each, for the group sums) and add their
+/// columns once, at the end, into one partial row.
+LogicalResult shapeNormGrad(RowKernelSpec &s, std::string &why) {
+  constexpr int64_t kMaxThreads = 1024, kMaxVectors = 16;
+  int64_t chunks = s.chunks();
+  auto tiles = [&](int64_t t) {
+    return kGradBlockThreads % t == 0 || t % kWarpgroup == 0;
+  };
+  auto shape = [&](int64_t maxVectors) {
+    int64_t best = 0, bestWaste = 0;
+    for (int64_t t = 32; t <= kMaxThreads; t += 32) {
+      if (!tiles(t))
+        continue;
+      int64_t v = llvm::divideCeil(chunks, t);
+      if (v > maxVectors && t < kMaxThreads)
+        continue;
+      int64_t waste = t * v - chunks;
+      if (!best || waste < bestWaste) {
+        best = t;
+        bestWaste = waste;
+      }
+      if (v == 1)
+        break;
+    }
+    s.threadsPerRow = best;
+    s.vecsPerThread = llvm::divideCeil(chunks, best);
+  };
+  shape(s.paramGrads() > 1 ? 1 : 2);
+  if (chunks % s.threadsPerRow != 0 && s.vecsPerThread == 2)
+    shape(1);
+  if (s.vecsPerThread > kMaxVectors) {
+    why = ("a row of " + Twine(s.n) + " elements does not fit the row kernel (" +
+           Twine(kMaxThreads) + " threads x " + Twine(kMaxVectors) +
+           " vectors of " + Twine(s.vec) + " elements, " +
+           Twine(kMaxThreads * kMaxVectors * s.vec) + " at most)")
+              .str();
+    return failure();
+  }
+  int64_t inFlight = planNormGrad(s);
+  if (chunks % s.threadsPerRow != 0 && chunks % 3 == 0 && tiles(chunks / 3)) {
+    RowKernelSpec three = s;
+    three.threadsPerRow = chunks / 3;
+    three.vecsPerThread = 3;
+    if (planNormGrad(three) >= inFlight)
+      s = three;
+  }
   return success();
 }
 

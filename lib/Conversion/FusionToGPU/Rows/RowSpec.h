@@ -10,7 +10,8 @@
 //     the centered second pass over the registers;
 //   - fusion.rms_norm_grad and fusion.layer_norm_grad (the backward ops the
 //     fusion passes leave standing): groups of threadsPerRow threads (a
-//     multiple of 32, at most two vectors each) compute dx from dy, x and
+//     multiple of 32 filling CTAs of whole warpgroups, at most three
+//     vectors each) compute dx from dy, x and
 //     the saved statistics, and accumulate each thread's columns of dweight
 //     / dbias over the rows they visit (a residual operand is read beside dy
 //     and added to dx before it is rounded; fusion-plan-kernels folds a
