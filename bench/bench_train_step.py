@@ -31,6 +31,9 @@ def main():
     p.add_argument("--m", type=int, default=65536)
     p.add_argument("--norms", default="rms,ln", help="which steps: rms, ln or both")
     p.add_argument("--hs", default=",".join(map(str, HS)), help="hidden sizes, comma-separated")
+    p.add_argument("--baselines", default="eager,compile,six_gemm",
+                   help="which baselines to time beside ours (comma-separated; torch.compile's "
+                        "warm-up dominates a run's time)")
     p.add_argument("--breakdown", action="store_true",
                    help="also record each kernel of our step and of the six cuBLAS GEMMs "
                         "(profiler records: grid, block, registers, median device time), "
@@ -77,12 +80,15 @@ def main():
             torch.matmul(n, w1)
             torch.matmul(n.T, x)
 
-        mean, spread, _ = bu.run_rounds(a.rounds, [
-            ("ours_ms", bu.bench_ms, lambda: fn(*inputs.values(), *outs.values())),
-            ("eager_ms", bu.bench_ms, module_step(False)),
-            ("compile_ms", bu.bench_ms, module_step(True)),
-            ("six_gemm_ms", bu.bench_ms, six_gemms),
-        ], row["errors"])
+        baselines = a.baselines.split(",")
+        measurements = [("ours_ms", bu.bench_ms, lambda: fn(*inputs.values(), *outs.values()))]
+        if "eager" in baselines:
+            measurements.append(("eager_ms", bu.bench_ms, module_step(False)))
+        if "compile" in baselines:
+            measurements.append(("compile_ms", bu.bench_ms, module_step(True)))
+        if "six_gemm" in baselines:
+            measurements.append(("six_gemm_ms", bu.bench_ms, six_gemms))
+        mean, spread, _ = bu.run_rounds(a.rounds, measurements, row["errors"])
         row.update(mean)
         row["spread"] = spread
         if a.breakdown:
