@@ -7,6 +7,8 @@
 // use: the first 64 after arriving on pFull (while O = P V runs), then the
 // next 32 after each 32-column tcgen05.ld of O; O + residual in f32,
 // rounded once. Jagged, the rows past offsets[B] get the residual's rows.
+// A residual other than the query is prefetched into L2 by the producer
+// thread (shared with sm_90a), the item's rows after its loads.
 // RUN: fusion-opt %s --convert-fusion-to-gpu --canonicalize --cse | FileCheck %s
 // RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas -arch=sm_100a < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
@@ -52,7 +54,8 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // first two pieces of O the next 32 columns' chunks; O + residual in f32.
 // CHECK-LABEL: gpu.func @block_kernel0(
 // CHECK-SAME: %{{.*}}: index, %[[RK:.*]]: memref<?xbf16>)
-// CHECK: nvgpu.mbarrier.arrive
+// CHECK-NOT: nvvm.cp.async.bulk.prefetch
+// CHECK: nvgpu.mbarrier.arrive %
 // CHECK: %[[FIRST:.*]]:8 = scf.if %[[IN:.*]] -> (vector<8xbf16>,
 // CHECK-COUNT-8: vector.load %[[RK]][%{{.*}}] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
 // CHECK: nvgpu.mbarrier.try_wait.parity
@@ -73,6 +76,13 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // CHECK: nvvm.tcgen05.wait <load>
 // CHECK-NOT: scf.if %[[IN]]
 // CHECK: nvgpu.tma.async.store
+
+// A residual of its own: the producer thread prefetches the item's rows
+// of it into L2 after the item's loads (512 bytes a row: Dv = 256 in f16).
+// CHECK-LABEL: gpu.func @other_kernel0(
+// CHECK: nvgpu.tma.async.load
+// CHECK: scf.for
+// CHECK: nvvm.cp.async.bulk.prefetch %{{.*}}, %c512_i32 : <1>
 
 // Jagged: the residual's chunks copied into the rows past offsets[B].
 // CHECK-LABEL: gpu.func @jagged_kernel0(

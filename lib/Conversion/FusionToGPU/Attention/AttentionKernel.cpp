@@ -26,13 +26,20 @@
 //                   same buffer, TMA-store it (clipped at L_q)
 //
 // With a residual (fusion.gdpa's, the output's shape), each consumer thread
-// reads it from global memory at its fragment positions of O, with the
+// reads it at its fragment positions of O and adds it to O in f32 before
+// the rounding. Where it fits beside O (Dv <= 128) it is read from the
+// group's rows of the stage's Q tile before the stage goes back to the
+// producer (right after O = P V): the query itself as the TMA loaded it
+// (read before O = P V); a residual of its own with Dv <= D copied there
+// by the group once S = Q K^T has read those rows (cp.async, 16 bytes a
+// thread, coalesced; zero fill in the rows the item does not store), in
+// flight during P and O = P V, read after it. Otherwise (Dv > D, or
+// Dv > 128, whose later blocks are read after the stage went back) each
+// thread loads it from global memory at its fragment positions, with the
 // output's row bounds (rows past L_q, or outside the item's sequence, are
-// not read), and adds it to O in f32 before the rounding; where it fits
-// beside O (Dv <= 128) the loads are issued before O = P V, and a residual
-// that is the gdpa's own query is read there from the stage's Q tile
-// instead (the stage goes back to the producer right after O = P V, so
-// later reads, at Dv > 128, go to global memory).
+// not read). A residual other than the query is prefetched into L2 by the
+// producer thread, the item's rows after the item's loads: the consumers'
+// reads of it, an item later, need not wait on DRAM.
 //
 // The ring's stages let the producer load the next item while the
 // consumers compute this one. Keys past L_kv are zero-filled by the TMA
@@ -212,7 +219,36 @@ void AttentionKernelEmitter::producer() {
       ifThen(keys, loadKeysAndValues);
     else
       loadKeysAndValues();
+    if (s.residualType && !s.residualIsQuery)
+      prefetchResidualRows(it);
     return SmallVector<Value>{ring.nextPos(*this, pos)};
+  });
+}
+
+void AttentionKernelEmitter::prefetchResidualRows(Item it) {
+  // The rows the item stores: dense [row, min(row + 128, L_q)), jagged
+  // [lo, hi). A loop, not unrolled: the producer thread issues them after
+  // the item's loads, while it would otherwise wait for a free stage.
+  int64_t elemBytes = s.residualType.getIntOrFloatBitWidth() / 8;
+  Value residual = arg(AttentionArg::Residual);
+  Value base = arith::IndexCastOp::create(
+      b, b.getI64Type(), memref::ExtractAlignedPointerAsIndexOp::create(b, residual));
+  Value first = s.jagged ? it.lo : it.row;
+  Value end = it.hi;
+  if (!s.jagged) {
+    Value tileEnd = add(it.row, idx(Spec::kTileM));
+    end = arith::MinUIOp::create(b, tileEnd, arg(AttentionArg::QueryLen));
+  }
+  Value bytes = arith::ConstantOp::create(b, b.getI32IntegerAttr(s.valueDim * elemBytes));
+  Type global = LLVM::LLVMPointerType::get(ctx, 1);
+  forLoop(first, end, idx(1), ValueRange{}, [&](Value token, ValueRange) {
+    Value at = residualIndex(it, token, idx(0));
+    Value offset = mul(at, idx(elemBytes));
+    Value address = arith::AddIOp::create(
+        b, base, arith::IndexCastOp::create(b, b.getI64Type(), offset));
+    NVVM::CpAsyncBulkPrefetchOp::create(
+        b, LLVM::IntToPtrOp::create(b, global, address), bytes, Value());
+    return SmallVector<Value>{};
   });
 }
 
@@ -528,6 +564,45 @@ SmallVector<Value> AttentionKernelEmitter::residualRow(Item it, Value token,
   return SmallVector<Value>(ifOp.getResults());
 }
 
+Value AttentionKernelEmitter::stageResidualRows(Item it, Value c, Value rows,
+                                               int64_t stride) {
+  // The group's 64 rows x Dv / 8 chunks of 16 bytes, consecutive threads on
+  // a row's consecutive chunks (a warp's instruction reads whole rows: 4 of
+  // 128 bytes at Dv = 64, 2 of 256 at 128). 128 threads cover 16 or 8 rows
+  // per step, a multiple of 8: the thread's chunk, and its swizzled
+  // position (chunk ^ row % 8, as the TMA lays out Q and writeSwizzled an
+  // accumulator), are the same at every step.
+  const int64_t chunks = s.valueDim / 8, rowsPerStep = 128 / chunks;
+  assert(128 % chunks == 0 && rowsPerStep % 8 == 0 && "expected Dv of 64 or 128");
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
+  Value residual = arg(AttentionArg::Residual);
+  Value chunk = rem(tid, chunks), firstRow = div(tid, chunks);
+  Value blockIndex = div(chunk, 8);
+  Value block = smemView(add(rows, mul(blockIndex, idx(stride))),
+                         {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
+  Value chunkInBox = rem(chunk, 8), rowPhase = rem(firstRow, 8);
+  Value phys = arith::XOrIOp::create(b, chunkInBox, rowPhase);
+  Value physColumn = mul(phys, idx(8));
+  Value column = mul(chunk, idx(8));
+  Value first = add(it.row, mul(c, idx(Spec::kGroupRows)));
+  // A row the item does not store (past L_q; jagged, outside [lo, hi))
+  // copies nothing: its source clamped to the tensor's last token, which
+  // is in bounds, 0 bytes of it (zero fill). Its output is not stored.
+  Value lastToken = sub(arg(AttentionArg::QueryLen), idx(1));
+  Value all = idx(8), none = idx(0);
+  for (int64_t k = 0; k < Spec::kGroupRows / rowsPerStep; ++k) {
+    Value r = add(firstRow, idx(k * rowsPerStep));
+    Value token = add(first, r);
+    Value source = arith::MinUIOp::create(b, token, lastToken);
+    Value at = residualIndex(it, source, column);
+    Value elements = arith::SelectOp::create(b, storesRow(it, token), all, none);
+    nvgpu::DeviceAsyncCopyOp::create(b, tokenType, block, ValueRange{r, physColumn},
+                                     residual, ValueRange{at}, b.getIndexAttr(8),
+                                     elements, b.getUnitAttr());
+  }
+  return nvgpu::DeviceAsyncCreateGroupOp::create(b, tokenType, ValueRange{});
+}
+
 /// Consumer warpgroup c: query rows [64 c, 64 c + 64) of each item.
 void AttentionKernelEmitter::consumer() {
   std::unique_ptr<MmaEngine> scoreEngine = scoreMma(), valueEngine = valueMma();
@@ -539,6 +614,11 @@ void AttentionKernelEmitter::consumer() {
   // The group's Q rows: block kc [128, 64] of Q at kc x 16 KB, the group's
   // 64 rows at c x 8 KB inside it.
   const int64_t qStride = Spec::kTileM * 128;
+  // A residual of its own that fits in the group's Q rows (Dv <= D) and is
+  // read before O = P V (Dv <= 128): staged there by cp.async between the
+  // two MMAs (stageResidualRows).
+  const bool stagedResidual = s.residualType && !s.residualIsQuery &&
+                              s.valueDim <= std::min<int64_t>(s.headDim, 128);
 
   Value threadTid = tid, threadRow = rowInGroup;
   itemLoop({idx(0)}, [&](Item it, ValueRange iters) {
@@ -564,6 +644,14 @@ void AttentionKernelEmitter::consumer() {
       NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
     });
     groupBarrier(c);
+    // Every thread of the group waited for its S MMAs: the group's Q rows
+    // are free until the stage goes back, and take the residual (in flight
+    // while P is written and O = P V runs).
+    Value qRows, copies;
+    if (stagedResidual) {
+      qRows = add(base, mul(c, idx(Spec::kGroupRows * 128)));
+      copies = stageResidualRows(it, c, qRows, qStride);
+    }
     std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, acc, tid);
     writeSwizzled(buffer, s.kvTile / 8, *sView, rowInGroup,
                   [&](int64_t h, int64_t j) { return activatedPair(*sView, h, j); });
@@ -572,19 +660,21 @@ void AttentionKernelEmitter::consumer() {
 
     // The residual by 64-column blocks ([block][h][8 groups]; sView gives
     // the fragment positions, which O's accumulator shares): loaded during
-    // O = P V where it fits beside O (Dv <= 128: 32 registers), else its
+    // O = P V where it fits beside O (Dv <= 128: 32 registers; staged,
+    // right after it), else its
     // first block there and block e + 1 as block e is rounded (at Dv = 256
     // the whole residual beside O spilled 524 bytes); jagged with Dv > 128
     // each block as it is rounded (one block early spilled 120 bytes).
     const int64_t blocks = s.valueDim / Spec::kBoxCols;
     const int64_t early = s.valueDim <= 128 ? blocks : s.jagged ? 0 : 1;
-    // The residual that is the query itself, read before O = P V: from the
-    // group's rows of the stage's Q (TMA-loaded, complete since full[s];
-    // intact until this group releases the stage after O = P V; zeros past
-    // L_q, which are not stored), as the FlashNormAttention consumer reads
-    // q. No global read.
-    const bool fromStage = s.residualIsQuery && early == blocks;
-    Value qRows = fromStage ? add(base, mul(c, idx(Spec::kGroupRows * 128))) : Value();
+    // The residual read from the group's rows of the stage's Q (intact
+    // until this group releases the stage after O = P V), as the
+    // FlashNormAttention consumer reads q: the query itself (TMA-loaded,
+    // complete since full[s]; zeros past L_q, which are not stored), or
+    // the staged residual. No global read.
+    const bool fromStage = (s.residualIsQuery || stagedResidual) && early == blocks;
+    if (fromStage && !qRows)
+      qRows = add(base, mul(c, idx(Spec::kGroupRows * 128)));
     SmallVector<SmallVector<SmallVector<Value>>> residual(blocks);
     auto loadResidual = [&](int64_t e) {
       if (!fromStage) {
@@ -597,14 +687,28 @@ void AttentionKernelEmitter::consumer() {
           residual[e][h].push_back(readSwizzled(qRows, s.valueDim / 8, *sView,
                                                 rowInGroup, h, j, qStride));
     };
-    if (s.residualType)
+    if (s.residualType && !copies)
       for (int64_t e = 0; e < early; ++e)
         loadResidual(e);
     Value out = values(*valueEngine, base, buffer, Spec::kBoxBytes);
+    if (copies) {
+      // The staged residual, read after O = P V, whose MMAs cover the
+      // copies' latency (ptxas moves the activation of P above the
+      // barrier before them, so P's stores alone would not): the thread's
+      // copies landed; the fence orders them before the producer's next
+      // TMA into the stage; the barrier shows every thread's to the group,
+      // and proves P read by the whole group.
+      nvgpu::DeviceAsyncWaitOp::create(b, copies, b.getI32IntegerAttr(0));
+      fenceAsyncShared();
+      groupBarrier(c);
+      for (int64_t e = 0; e < blocks; ++e)
+        loadResidual(e);
+    }
     // Q, K and V of this stage are read; P too (every thread of the group
     // waited for its MMAs).
     ring.release(*this, pos);
-    groupBarrier(c);
+    if (!copies)
+      groupBarrier(c);
 
     std::unique_ptr<AccumulatorView> oView = valueEngine->view(*this, out, tid);
     writeSwizzled(buffer, s.valueDim / 8, *oView, rowInGroup,

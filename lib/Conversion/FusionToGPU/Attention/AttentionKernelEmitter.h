@@ -267,6 +267,20 @@ private:
                                                 Value rowInGroup,
                                                 int64_t firstGroup,
                                                 int64_t groups);
+  /// A residual of its own (both engines: the producer is shared): the
+  /// item's rows of it that the item stores, into L2 by the producer
+  /// thread after the item's loads (one bulk prefetch per row of Dv
+  /// contiguous elements), an item ahead of the reads (sm_90a: the
+  /// consumers' cp.async or fragment loads; sm_100a: the epilogue's row
+  /// chunks), which then need not wait on DRAM.
+  void prefetchResidualRows(Item it);
+  /// sm_90a, a residual of its own with Dv <= D (and Dv <= 128): group
+  /// c's rows of it (Dv columns) copied by the group's threads with
+  /// cp.async into `rows`, the group's rows of the stage's Q tile (Dv / 64
+  /// blocks [64, 64] `stride` apart, 128-byte swizzled as the TMA loads Q),
+  /// once S = Q K^T has read them; zeros in the rows the item does not
+  /// store. Returns the copies' group, for the wait before they are read.
+  Value stageResidualRows(Item it, Value c, Value rows, int64_t stride);
   /// sm_100a: the residual's row `token` of the item, its 8-element chunks
   /// [firstChunk, firstChunk + chunks) (vector<8xelem>); zeros where the
   /// item does not store the row.
