@@ -131,8 +131,9 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // rows as for @other; once every thread of the group
 // waited for S = Q K^T, 8 copies a thread of 16 bytes (zero fill by the
 // source size) into the group's Q rows, one group; after O = P V, the wait,
-// the fence, the group's barrier, the thread's 32 pairs from those rows,
-// then the stage's release. No other read of the residual.
+// the fence, a barrier over both groups (every thread's release follows
+// every copy into the stage: racecheck), the thread's 32 pairs from those
+// rows, then the stage's release. No other read of the residual.
 // CHECK-LABEL: gpu.func @own_kernel0(
 // CHECK-SAME: %{{.*}}: index, %[[OWNR:.*]]: memref<?xbf16>)
 // CHECK-NOT: vector.load %[[OWNR]]
@@ -147,7 +148,7 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NEXT: nvgpu.device_async_wait %[[COPIES]] {numGroups = 0 : i32}
 // CHECK-NEXT: nvvm.fence.proxy
-// CHECK-NEXT: nvvm.barrier
+// CHECK-NEXT: nvvm.barrier id = %c3_i32 number_of_threads = %c256_i32
 // CHECK-COUNT-32: vector.load %{{.*}} : memref<64x64xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
 // CHECK-NEXT: nvgpu.mbarrier.arrive
 // CHECK-NOT: vector.load %[[OWNR]]

@@ -697,10 +697,14 @@ void AttentionKernelEmitter::consumer() {
       // barrier before them, so P's stores alone would not): the thread's
       // copies landed; the fence orders them before the producer's next
       // TMA into the stage; the barrier shows every thread's to the group,
-      // and proves P read by the whole group.
+      // and proves P read by the whole group. It spans both groups: each
+      // thread's arrival on empty[s] below must follow every copy into the
+      // stage, the other group's too (compute-sanitizer's racecheck reports
+      // a group's arrival that does not as a hazard against the other
+      // group's copies, though empty[s] completes only with all 256).
       nvgpu::DeviceAsyncWaitOp::create(b, copies, b.getI32IntegerAttr(0));
       fenceAsyncShared();
-      groupBarrier(c);
+      namedBarrier(3, 128 * Spec::kConsumers);
       for (int64_t e = 0; e < blocks; ++e)
         loadResidual(e);
     }
