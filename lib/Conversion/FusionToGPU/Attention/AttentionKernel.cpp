@@ -616,8 +616,12 @@ void AttentionKernelEmitter::consumer() {
   const int64_t qStride = Spec::kTileM * 128;
   // A residual of its own that fits in the group's Q rows (Dv <= D) and is
   // read before O = P V (Dv <= 128): staged there by cp.async between the
-  // two MMAs (stageResidualRows).
-  const bool stagedResidual = s.residualType && !s.residualIsQuery &&
+  // two MMAs (stageResidualRows). Dense q only: with jagged q, racecheck
+  // reports the producer's arrival on full[s] for a later item against the
+  // copies into the stage (WAR, 41 hazards at B 5, not seen with one item per
+  // CTA; H200, 2026-12-03), which is not understood yet; jagged kernels keep
+  // the fragment loads from global memory.
+  const bool stagedResidual = s.residualType && !s.residualIsQuery && !s.jagged &&
                               s.valueDim <= std::min<int64_t>(s.headDim, 128);
 
   Value threadTid = tid, threadRow = rowInGroup;
@@ -697,10 +701,14 @@ void AttentionKernelEmitter::consumer() {
       // barrier before them, so P's stores alone would not): the thread's
       // copies landed; the fence orders them before the producer's next
       // TMA into the stage; the barrier shows every thread's to the group,
-      // and proves P read by the whole group.
+      // and proves P read by the whole group. It spans both groups: each
+      // thread's arrival on empty[s] below must follow every copy into the
+      // stage, the other group's too (compute-sanitizer's racecheck reports
+      // a group's arrival that does not as a hazard against the other
+      // group's copies, though empty[s] completes only with all 256).
       nvgpu::DeviceAsyncWaitOp::create(b, copies, b.getI32IntegerAttr(0));
       fenceAsyncShared();
-      groupBarrier(c);
+      namedBarrier(3, 128 * Spec::kConsumers);
       for (int64_t e = 0; e < blocks; ++e)
         loadResidual(e);
     }
