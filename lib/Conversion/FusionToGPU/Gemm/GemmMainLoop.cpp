@@ -57,10 +57,15 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
 /// into L2, so that the epilogue's loads hit L2 instead of waiting on DRAM.
 void GemmKernelEmitter::producer() {
   Value residual = s.stagedResidual ? Value() : arg(GemmArg::Residual);
+  // The grad epilogue warps read norm_input from global memory too.
+  Value normInput =
+      s.gradEpilogue() && s.epilogueWarps ? arg(GemmArg::NormInput) : Value();
   scheduler.tileLoop(*this, {idx(0)}, [&](Value blockRow, Value blockCol,
                                           Value split, ValueRange iters) {
     if (residual)
       prefetchResidual(residual, blockRow, blockCol);
+    if (normInput)
+      prefetchResidual(normInput, blockRow, blockCol, s.normInputType);
     auto [kFirst, kCount] = kRange(split);
     ValueRange done = forLoop(
         idx(0), kCount, idx(1), iters, [&](Value kk, ValueRange it) {
@@ -81,8 +86,9 @@ void GemmKernelEmitter::producer() {
 /// A loop, not unrolled: the producer thread issues them while it would
 /// otherwise wait for a free stage.
 void GemmKernelEmitter::prefetchResidual(Value residual, Value blockRow,
-                                         Value blockCol) {
-  unsigned elemBytes = s.residualType.getIntOrFloatBitWidth() / 8;
+                                         Value blockCol, Type elem) {
+  unsigned elemBytes =
+      (elem ? elem : s.residualType).getIntOrFloatBitWidth() / 8;
   Value base = arith::IndexCastOp::create(
       b, b.getI64Type(),
       memref::ExtractAlignedPointerAsIndexOp::create(b, residual));

@@ -29,6 +29,9 @@ inline constexpr int64_t kStoreChunkN = GemmTiling::kStoreChunkN;
 inline constexpr int64_t kSmemAlignment = GemmTiling::kSmemAlignment;
 inline constexpr int64_t kEpilogueThreads = GemmTiling::kEpilogueThreads;
 inline constexpr int64_t kEpilogueWarps = GemmTiling::kEpilogueWarps;
+/// The producer warpgroup's registers with grad epilogue warps (the forward
+/// norms' epilogue warps take 72).
+inline constexpr int64_t kGradEpilogueWarpRegisters = 112;
 
 /// Everything the kernel generator needs to know about one fused GEMM.
 struct GemmKernelSpec {

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The regrouped training steps (backward regrouping: each norm's gradient in
+# the epilogue of the dgrad GEMM that produces its incoming gradient, the
+# grad epilogue in the epilogue warps) as an artifact folder of their own,
+# BUILD/gpu-regroup: the train_step_{rms,ln}_h{512,768,1024,...} programs of
+# gen_layers.py compiled with fusion-compile --regroup-backward (and their
+# _unfused libraries, --no-fuse as usual), the weight-gradient programs as
+# they are, layers.json and a copy of the runtime. No GPU needed; carry
+# BUILD/gpu-regroup to the device and run, for example,
+#
+#   FUSION_GPU_ARTIFACTS=build/gpu-regroup python3 -m pytest -v -s test/gpu/test_train_step_gpu.py
+#   FUSION_GPU_ARTIFACTS=build/gpu-regroup python3 bench/bench_train_step.py --hs 512,768,1024 --out ...
+#
+# beside the default build's BUILD/gpu (bench/layers/build_layers.sh) for the
+# unregrouped step.
+#
+#   bash bench/layers/build_regrouped.sh [BUILD]      (default: build)
+set -uo pipefail
+build=${1:-build}
+ARTIFACTS="$build/gpu-regroup" bash bench/layers/build_layers.sh "$build" \
+  '^(train_step_|linear_wgrad_)' --regroup-backward
