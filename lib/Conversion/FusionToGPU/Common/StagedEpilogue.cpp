@@ -470,6 +470,9 @@ void StagedEpilogue::gradRowScalars(Value blockRow) {
   NVVM::SyncWarpOp::create(b, i32(-1));
 }
 
+/// Row steps per pass iteration of the grad epilogue warps (runGrad).
+static constexpr int64_t kGradPassRows = 4;
+
 void StagedEpilogue::runGrad() {
   setUp();
   Type f32 = b.getF32Type();
@@ -505,12 +508,13 @@ void StagedEpilogue::runGrad() {
   auto masked = [&](Value v) -> Value {
     return arith::SelectOp::create(b, active, v, zero8);
   };
-  auto loadGlobal = [&](Value mem, Type elem, Value row) -> Value {
-    Value v = vector::LoadOp::create(
+  // A row's piece of a [M, N] operand (norm_input, the residual) as loaded,
+  // not yet widened: what the row loop keeps in flight.
+  auto loadRaw = [&](Value mem, Type elem, Value row) -> Value {
+    return vector::LoadOp::create(
         b, VectorType::get({8}, elem), mem,
         ValueRange{arith::MinUIOp::create(b, row, lastRow), loadCol},
         /*nontemporal=*/false, llvm::MaybeAlign(16));
-    return masked(widen(v));
   };
   auto loadParam = [&](Value mem, Type elem) -> Value {
     Value v = vector::LoadOp::create(b, VectorType::get({8}, elem), mem,
@@ -519,19 +523,18 @@ void StagedEpilogue::runGrad() {
                                          elem.getIntOrFloatBitWidth(), 16)));
     return masked(widen(v));
   };
-  auto loadDh = [&](Value r) -> Value {
-    Value v = vector::LoadOp::create(b, outx8, tile,
-                                     ValueRange{pieceSegment, r, column(r)},
-                                     /*nontemporal=*/false, llvm::MaybeAlign(16));
-    return masked(widen(v));
+  auto loadDhRaw = [&](Value r) -> Value {
+    return vector::LoadOp::create(b, outx8, tile,
+                                  ValueRange{pieceSegment, r, column(r)},
+                                  /*nontemporal=*/false, llvm::MaybeAlign(16));
   };
   auto splat = [&](Value v) { return vector::BroadcastOp::create(b, f32x8, v); };
   auto rowScalar = [&](int64_t i, Value r) -> Value {
     return memref::LoadOp::create(b, rowsView, ValueRange{idx(i), r});
   };
-  // x_hat of row r's piece.
-  auto xHat = [&](Value r, Value row) -> Value {
-    Value xv = loadGlobal(ops.normInput, shape.normInputType, row);
+  // x_hat of row r's piece, from its raw x.
+  auto xHat = [&](Value r, Value raw) -> Value {
+    Value xv = masked(widen(raw));
     if (shape.normalizedInput)
       return xv;
     Value rstd = splat(rowScalar(0, r));
@@ -542,43 +545,73 @@ void StagedEpilogue::runGrad() {
   auto sumOf = [&](Value v) -> Value {
     return vector::ReductionOp::create(b, vector::CombiningKind::ADD, v);
   };
-  auto rowReduce = [&](Value v) -> Value {
+  // The rows' sums over the row's lanes, the rows' chains interleaved.
+  auto rowReduceAll = [&](SmallVector<Value> &vs) {
     for (int64_t offset = 1; offset < lanesPerRow; offset *= 2)
-      v = arith::AddFOp::create(
-          b, v,
-          gpu::ShuffleOp::create(b, v, i32(offset), i32(32), gpu::ShuffleMode::XOR)
-              .getShuffleResult());
-    return v;
+      for (Value &v : vs)
+        v = arith::AddFOp::create(
+            b, v,
+            gpu::ShuffleOp::create(b, v, i32(offset), i32(32), gpu::ShuffleMode::XOR)
+                .getShuffleResult());
   };
-  // Rows per pass iteration of a lane: kGradRows, pieceRowStride apart; the
-  // loop's bounds are the same on every lane of the warp (the shuffles).
+  // The passes' loop over the warp's rows: `rowsPer` row steps per
+  // iteration (each lane's rows pieceRowStride apart; the bounds are the
+  // same on every lane of the warp, for the shuffles), their independent
+  // shuffle chains interleaved; the global loads of the next iteration's
+  // rows (x, and the residual in pass B: `streams`) are issued before this
+  // iteration's arithmetic and carried, raw, into it, so that a warp keeps
+  // 2 x rowsPer rows of loads in flight (the latency of L2 is what the
+  // epilogue warps otherwise wait on). Rows past the tile are the warp's
+  // first row again (valid addresses), neither written nor counted.
   Value rowOfLane = mul(rowSub, idx(kEpilogueWarps));
-  auto rowsLoop = [&](int64_t kGradRows, ValueRange inits,
-                      function_ref<SmallVector<Value>(ArrayRef<Value> rows,
-                                                      ArrayRef<Value> valid,
-                                                      ValueRange iters)>
-                          body) {
-    return forLoop(warp, idx(shape.tileM), idx(kGradRows * pieceRowStride), inits,
-                   [&](Value base, ValueRange iters) {
-                     SmallVector<Value> rows, valid;
-                     for (int64_t j = 0; j < kGradRows; ++j) {
-                       Value r = add(add(base, idx(j * pieceRowStride)), rowOfLane);
-                       valid.push_back(ult(r, idx(shape.tileM)));
-                       // Past the tile: the warp's first row again, not
-                       // written, not counted.
-                       rows.push_back(arith::SelectOp::create(b, valid[j], r, warp));
-                     }
-                     return body(rows, valid, iters);
-                   });
+  using RowsBody = function_ref<SmallVector<Value>(
+      ArrayRef<Value> rows, ArrayRef<Value> valid, ArrayRef<Value> raws,
+      ValueRange iters)>;
+  auto rowsLoop = [&](Value blockRow, int64_t rowsPer,
+                      ArrayRef<std::pair<Value, Type>> streams,
+                      ValueRange inits, RowsBody body) -> SmallVector<Value> {
+    int64_t stride = rowsPer * pieceRowStride;
+    auto rowsOf = [&](Value base, SmallVector<Value> &rows,
+                      SmallVector<Value> &valid) {
+      for (int64_t j = 0; j < rowsPer; ++j) {
+        Value r = add(add(base, idx(j * pieceRowStride)), rowOfLane);
+        valid.push_back(ult(r, idx(shape.tileM)));
+        rows.push_back(arith::SelectOp::create(b, valid[j], r, warp));
+      }
+    };
+    auto issue = [&](ArrayRef<Value> rows) {
+      SmallVector<Value> raws;
+      for (auto [mem, elem] : streams)
+        for (Value r : rows)
+          raws.push_back(loadRaw(mem, elem, add(blockRow, r)));
+      return raws;
+    };
+    SmallVector<Value> firstRows, firstValid;
+    rowsOf(warp, firstRows, firstValid);
+    SmallVector<Value> init(inits.begin(), inits.end());
+    SmallVector<Value> firstRaws = issue(firstRows);
+    init.append(firstRaws.begin(), firstRaws.end());
+    size_t carried = inits.size();
+    ValueRange results = forLoop(
+        warp, idx(shape.tileM), idx(stride), init,
+        [&](Value base, ValueRange iters) {
+          SmallVector<Value> rows, valid, nextRows, nextValid;
+          rowsOf(base, rows, valid);
+          rowsOf(add(base, idx(stride)), nextRows, nextValid);
+          SmallVector<Value> next = issue(nextRows);
+          SmallVector<Value> raws(iters.drop_front(carried));
+          SmallVector<Value> out =
+              body(rows, valid, raws, iters.take_front(carried));
+          out.append(next.begin(), next.end());
+          return out;
+        });
+    return SmallVector<Value>(results.take_front(carried));
   };
 
-  // Rows per iteration (independent loads in flight): both passes hold the
-  // parameter gradients' accumulators (loop-carried over the tiles), so
-  // LayerNorm's two take one row at a time, and so does pass B with a
-  // residual (two spilled 12-72 bytes at 112 registers).
-  int64_t kPassARows = shape.weightGrad && shape.biasGrad ? 1 : 2;
-  int64_t passBRows =
-      (shape.weightGrad && shape.biasGrad) || ops.residual ? 1 : 2;
+  // Row steps per iteration: 2 x this many rows' x (and residual) loads in
+  // flight per warp; half with a residual (its second stream of loads).
+  int64_t passARows = ln ? kGradPassRows / 2 : kGradPassRows;
+  int64_t passBRows = ops.residual ? kGradPassRows / 4 : kGradPassRows / 2;
   SmallVector<Value> inits{idx(0)};
   if (shape.weightGrad)
     inits.push_back(zero8);
@@ -599,22 +632,27 @@ void StagedEpilogue::runGrad() {
                 add(idx(2 * round), rem(tileCount, 2)), isFirst);
         // 2. Pass A: the rows' sums, dweight and dbias.
         Value weight = ops.weight ? loadParam(ops.weight, shape.weightType) : Value();
-        ValueRange passA = rowsLoop(
-            kPassARows, accs, [&](ArrayRef<Value> rows, ArrayRef<Value> valid, ValueRange it) {
+        SmallVector<Value> passA = rowsLoop(
+            blockRow, passARows, {{ops.normInput, shape.normInputType}}, accs,
+            [&](ArrayRef<Value> rows, ArrayRef<Value> valid, ArrayRef<Value> raws,
+                ValueRange it) {
               SmallVector<Value> acc(it);
-              SmallVector<Value> dhs, xhs;
-              for (Value r : rows) {
-                dhs.push_back(loadDh(r));
-                xhs.push_back(xHat(r, add(blockRow, r)));
-              }
-              for (size_t j = 0; j < rows.size(); ++j) {
-                Value dh = dhs[j], xh = xhs[j];
+              // The rows' dh pieces first (shared memory, raw), then each
+              // row's arithmetic, the rows' shuffle chains interleaved, and
+              // the sends last (their branches would split the block).
+              SmallVector<Value> dhRaw, dots, sums;
+              for (Value r : rows)
+                dhRaw.push_back(loadDhRaw(r));
+              for (auto [j, r] : llvm::enumerate(rows)) {
+                Value dh = masked(widen(dhRaw[j]));
+                Value xh = xHat(r, raws[j]);
                 Value a = weight ? arith::MulFOp::create(b, dh, weight).getResult() : dh;
-                Value dot = rowReduce(sumOf(arith::MulFOp::create(b, a, xh)));
-                Value sum = ln ? rowReduce(sumOf(a)) : Value();
+                dots.push_back(sumOf(arith::MulFOp::create(b, a, xh)));
+                if (ln)
+                  sums.push_back(sumOf(a));
                 // Rows past M hold dh = 0, but x_hat of the clamped row
                 // could be infinite: masked as the consumers' form does.
-                Value counted = both(valid[j], ult(add(blockRow, rows[j]), x.m));
+                Value counted = both(valid[j], ult(add(blockRow, r), x.m));
                 int64_t p = 0;
                 if (shape.weightGrad) {
                   acc[p] = arith::SelectOp::create(
@@ -624,17 +662,22 @@ void StagedEpilogue::runGrad() {
                 if (shape.biasGrad)
                   acc[p] = arith::SelectOp::create(
                       b, counted, arith::AddFOp::create(b, acc[p], dh), acc[p]);
+              }
+              rowReduceAll(dots);
+              if (ln)
+                rowReduceAll(sums);
+              for (auto [j, r] : llvm::enumerate(rows)) {
                 Value sender = both(eq(q, 0), valid[j]);
                 if (shape.clusterN > 1) {
-                  x.sendRow(dot, rows[j], tileCount, 0, sender, Value());
+                  x.sendRow(dots[j], r, tileCount, 0, sender, Value());
                   if (ln)
-                    x.sendRow(sum, rows[j], tileCount, 1, sender, Value());
+                    x.sendRow(sums[j], r, tileCount, 1, sender, Value());
                 } else {
                   ifThen(sender, [&] {
-                    memref::StoreOp::create(b, dot, rowsView, ValueRange{idx(2), rows[j]});
+                    memref::StoreOp::create(b, dots[j], rowsView, ValueRange{idx(2), r});
                     if (ln)
-                      memref::StoreOp::create(b, sum, rowsView,
-                                              ValueRange{idx(3), rows[j]});
+                      memref::StoreOp::create(b, sums[j], rowsView,
+                                              ValueRange{idx(3), r});
                   });
                 }
               }
@@ -660,36 +703,39 @@ void StagedEpilogue::runGrad() {
         };
         // 4. Pass B: dx in place.
         Value weightB = ops.weight ? loadParam(ops.weight, shape.weightType) : Value();
-        rowsLoop(passBRows, ValueRange{}, [&](ArrayRef<Value> rows, ArrayRef<Value> valid,
-                                   ValueRange) {
-          SmallVector<Value> dhs, xhs, res;
-          for (Value r : rows) {
-            dhs.push_back(loadDh(r));
-            xhs.push_back(xHat(r, add(blockRow, r)));
-            if (ops.residual)
-              res.push_back(loadGlobal(ops.residual, shape.residualType,
-                                       add(blockRow, r)));
-          }
-          for (size_t j = 0; j < rows.size(); ++j) {
-            Value r = rows[j];
+        SmallVector<std::pair<Value, Type>> streamsB{
+            {ops.normInput, shape.normInputType}};
+        if (ops.residual)
+          streamsB.push_back({ops.residual, shape.residualType});
+        rowsLoop(blockRow, passBRows, streamsB, ValueRange{},
+                 [&](ArrayRef<Value> rows, ArrayRef<Value> valid,
+                     ArrayRef<Value> raws, ValueRange) {
+          SmallVector<Value> dhRaw, outs;
+          for (Value r : rows)
+            dhRaw.push_back(loadDhRaw(r));
+          for (auto [j, r] : llvm::enumerate(rows)) {
+            Value dh = masked(widen(dhRaw[j]));
+            Value xh = xHat(r, raws[j]);
             Value rstd = rowScalar(0, r);
             Value c1 = arith::DivFOp::create(b, total(dotSlots, 2, r), nF);
-            Value a = weightB ? arith::MulFOp::create(b, dhs[j], weightB).getResult()
-                              : dhs[j];
-            Value d = math::FmaOp::create(b, xhs[j], splat(arith::NegFOp::create(b, c1)),
-                                          a);
+            Value a = weightB ? arith::MulFOp::create(b, dh, weightB).getResult() : dh;
+            Value d = math::FmaOp::create(b, xh, splat(arith::NegFOp::create(b, c1)), a);
             if (ln)
               d = arith::SubFOp::create(
                   b, d, splat(arith::DivFOp::create(b, total(sumSlots, 3, r), nF)));
             d = arith::MulFOp::create(b, d, splat(rstd));
             if (ops.residual)
-              d = arith::AddFOp::create(b, d, res[j]);
+              d = arith::AddFOp::create(b, d, masked(widen(raws[rows.size() + j])));
+            outs.push_back(arith::TruncFOp::create(b, outx8, d));
+          }
+          // The stores last (a branch each: inactive pieces and rows past
+          // the tile are not written).
+          for (auto [j, r] : llvm::enumerate(rows))
             ifThen(both(active, valid[j]), [&] {
-              vector::StoreOp::create(b, arith::TruncFOp::create(b, outx8, d), tile,
+              vector::StoreOp::create(b, outs[j], tile,
                                       ValueRange{pieceSegment, r, column(r)},
                                       /*nontemporal=*/false, llvm::MaybeAlign(16));
             });
-          }
           return SmallVector<Value>{};
         });
         // 5. The tile's store; the buffers back to the consumers.

@@ -30,8 +30,10 @@ inline constexpr int64_t kSmemAlignment = GemmTiling::kSmemAlignment;
 inline constexpr int64_t kEpilogueThreads = GemmTiling::kEpilogueThreads;
 inline constexpr int64_t kEpilogueWarps = GemmTiling::kEpilogueWarps;
 /// The producer warpgroup's registers with grad epilogue warps (the forward
-/// norms' epilogue warps take 72).
-inline constexpr int64_t kGradEpilogueWarpRegisters = 112;
+/// norms' epilogue warps take 72): a weight piece, dweight / dbias, and the
+/// next rows' loads in flight (StagedEpilogue::runGrad); the consumers, who
+/// only stage dh, keep 184. 0 spills over the regrouped training steps.
+inline constexpr int64_t kGradEpilogueWarpRegisters = 136;
 
 /// Everything the kernel generator needs to know about one fused GEMM.
 struct GemmKernelSpec {
