@@ -470,9 +470,6 @@ void StagedEpilogue::gradRowScalars(Value blockRow) {
   NVVM::SyncWarpOp::create(b, i32(-1));
 }
 
-/// Row steps per pass iteration of the grad epilogue warps (runGrad).
-static constexpr int64_t kGradPassRows = 4;
-
 void StagedEpilogue::runGrad() {
   setUp();
   Type f32 = b.getF32Type();
@@ -567,7 +564,7 @@ void StagedEpilogue::runGrad() {
   using RowsBody = function_ref<SmallVector<Value>(
       ArrayRef<Value> rows, ArrayRef<Value> valid, ArrayRef<Value> raws,
       ValueRange iters)>;
-  auto rowsLoop = [&](Value blockRow, int64_t rowsPer,
+  auto rowsLoop = [&](Value blockRow, int64_t rowsPer, int64_t ahead,
                       ArrayRef<std::pair<Value, Type>> streams,
                       ValueRange inits, RowsBody body) -> SmallVector<Value> {
     int64_t stride = rowsPer * pieceRowStride;
@@ -586,32 +583,42 @@ void StagedEpilogue::runGrad() {
           raws.push_back(loadRaw(mem, elem, add(blockRow, r)));
       return raws;
     };
-    SmallVector<Value> firstRows, firstValid;
-    rowsOf(warp, firstRows, firstValid);
     SmallVector<Value> init(inits.begin(), inits.end());
-    SmallVector<Value> firstRaws = issue(firstRows);
-    init.append(firstRaws.begin(), firstRaws.end());
+    for (int64_t d = 0; d < ahead; ++d) {
+      SmallVector<Value> rows, valid;
+      rowsOf(add(warp, idx(d * stride)), rows, valid);
+      SmallVector<Value> raws = issue(rows);
+      init.append(raws.begin(), raws.end());
+    }
     size_t carried = inits.size();
+    size_t perIteration = streams.size() * rowsPer;
     ValueRange results = forLoop(
         warp, idx(shape.tileM), idx(stride), init,
         [&](Value base, ValueRange iters) {
           SmallVector<Value> rows, valid, nextRows, nextValid;
           rowsOf(base, rows, valid);
-          rowsOf(add(base, idx(stride)), nextRows, nextValid);
+          rowsOf(add(base, idx(ahead * stride)), nextRows, nextValid);
           SmallVector<Value> next = issue(nextRows);
-          SmallVector<Value> raws(iters.drop_front(carried));
+          ValueRange inFlight = iters.drop_front(carried);
+          SmallVector<Value> raws(inFlight.take_front(perIteration));
           SmallVector<Value> out =
               body(rows, valid, raws, iters.take_front(carried));
+          out.append(inFlight.begin() + perIteration, inFlight.end());
           out.append(next.begin(), next.end());
           return out;
         });
     return SmallVector<Value>(results.take_front(carried));
   };
 
-  // Row steps per iteration: 2 x this many rows' x (and residual) loads in
-  // flight per warp; half with a residual (its second stream of loads).
-  int64_t passARows = ln ? kGradPassRows / 2 : kGradPassRows;
-  int64_t passBRows = ops.residual ? kGradPassRows / 4 : kGradPassRows / 2;
+  // Row steps per iteration and iterations of loads in flight ahead (a
+  // warp keeps rows x (ahead + 1) rows' loads in flight): what fits in the
+  // registers without spills (GemmSpec.h, kGradEpilogueWarpRegisters).
+  // (RMSNorm: pass A 4 rows x 1, pass B 2 x 2; LayerNorm's two
+  // accumulators: 2 x 1 and 2 x 1; a residual's second stream: pass B 1 x 3.
+  // One more spilled 4-176 bytes.)
+  int64_t passARows = ln ? 2 : 4, passAAhead = 1;
+  int64_t passBRows = ops.residual ? 1 : 2,
+          passBAhead = ops.residual ? 3 : ln ? 1 : 2;
   SmallVector<Value> inits{idx(0)};
   if (shape.weightGrad)
     inits.push_back(zero8);
@@ -633,7 +640,7 @@ void StagedEpilogue::runGrad() {
         // 2. Pass A: the rows' sums, dweight and dbias.
         Value weight = ops.weight ? loadParam(ops.weight, shape.weightType) : Value();
         SmallVector<Value> passA = rowsLoop(
-            blockRow, passARows, {{ops.normInput, shape.normInputType}}, accs,
+            blockRow, passARows, passAAhead, {{ops.normInput, shape.normInputType}}, accs,
             [&](ArrayRef<Value> rows, ArrayRef<Value> valid, ArrayRef<Value> raws,
                 ValueRange it) {
               SmallVector<Value> acc(it);
@@ -707,7 +714,7 @@ void StagedEpilogue::runGrad() {
             {ops.normInput, shape.normInputType}};
         if (ops.residual)
           streamsB.push_back({ops.residual, shape.residualType});
-        rowsLoop(blockRow, passBRows, streamsB, ValueRange{},
+        rowsLoop(blockRow, passBRows, passBAhead, streamsB, ValueRange{},
                  [&](ArrayRef<Value> rows, ArrayRef<Value> valid,
                      ArrayRef<Value> raws, ValueRange) {
           SmallVector<Value> dhRaw, outs;
