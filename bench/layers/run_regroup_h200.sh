@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The regrouped training steps on the H200 (the grad epilogue in the
+# epilogue warps of the dgrad GEMM), against the unregrouped ones. Needs two
+# artifact folders built on the build machine (no GPU there):
+#
+#   bench/build_gpu_artifacts.sh build       (or bench/layers/build_layers.sh build 'train_step')
+#   bash bench/layers/build_regrouped.sh build           -> build/gpu-regroup
+#
+# then, on the H200, from the repository root:
+#
+#   COMMIT=abc OUT=/tmp/out PHASES="tests sanitize bench" \
+#     bash bench/layers/run_regroup_h200.sh build/gpu-regroup build/gpu
+#
+# tests: test/gpu/test_train_step_gpu.py on the regrouped folder (float64
+# references, dgamma / dbeta bitwise over two calls; H = 2048 / 4096 are not
+# regrouped: their rows need the global-memory exchange); sanitize:
+# memcheck, racecheck and synccheck on the regrouped RMSNorm and LayerNorm
+# steps at H = 1024 (a cluster of 4) and 512 (2), M = 4097 (a partial last
+# row block) and 7; bench: bench/bench_train_step.py on both folders in the
+# same run (H = 512, 768, 1024), the first folder being the regrouped one.
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+PHASES=${PHASES:-tests sanitize bench}
+regroup=${1:-build/gpu-regroup}
+plain=${2:-build/gpu}
+has() { [[ " $PHASES " == *" $1 "* ]]; }
+if has tests; then
+  log="$OUT/train_step_tests_regroup.txt"
+  FUSION_GPU_ARTIFACTS=$regroup timeout 300 python3 -m pytest -v -s -rs \
+    test/gpu/test_train_step_gpu.py > "$log" 2>&1
+  echo "== [$regroup] test_train_step_gpu.py: exit $?"
+  grep -E "FAILED|Error|^SKIPPED" "$log" | cut -c1-240 | head -20
+  tail -n 1 "$log"
+fi
+if has sanitize; then
+  for c in "train_step_rms_h1024 4097" "train_step_ln_h1024 4097" \
+           "train_step_rms_h512 7" "train_step_ln_h768 4097"; do
+    set -- $c
+    for tool in memcheck racecheck synccheck; do
+      log="$OUT/sanitize_${tool}_$1_$2_regroup.txt"
+      FUSION_GPU_ARTIFACTS=$regroup timeout 180 compute-sanitizer --tool $tool \
+        --error-exitcode 9 python3 test/gpu/run_one_layer.py $1 $2 > "$log" 2>&1
+      echo "== [$regroup] compute-sanitizer $tool $1 M=$2: exit $? ($(grep -E 'SUMMARY|NaN left|Error' "$log" | tr '\n' ' ' | cut -c1-200))"
+    done
+  done
+fi
+if has bench; then
+  for d in "$regroup" "$plain"; do
+    tag=$(basename "$d")
+    FUSION_GPU_ARTIFACTS=$d timeout 280 python3 bench/bench_train_step.py --hs 512,768,1024 \
+      --rounds 3 --out "$OUT/bench_train_step_$tag.json" --commit "${COMMIT:-unknown}" \
+      > "$OUT/bench_train_step_${tag}_log.txt" 2>&1
+    echo "== [$d] bench_train_step.py: exit $?"
+    sed -n '/^| /p' "$OUT/bench_train_step_${tag}_log.txt"
+  done
+fi
