@@ -2,7 +2,8 @@
 # The regrouped training steps (backward regrouping: each norm's gradient in
 # the epilogue of the dgrad GEMM that produces its incoming gradient, the
 # grad epilogue in the epilogue warps) as an artifact folder of their own,
-# BUILD/gpu-regroup: the train_step_{rms,ln}_h{512,...,4096} programs of
+# BUILD/gpu-regroup: the train_step_{rms,ln}_h{256,...,4096} and
+# train_step_res_{rms,ln}_h{256,1024} (residual blocks) programs of
 # gen_layers.py compiled with fusion-compile --regroup-backward (H > 1024 is
 # not regrouped: those rows need the global-memory exchange; they build as
 # in the default folder), layers.json and a copy of the runtime; the other
@@ -19,4 +20,4 @@
 set -uo pipefail
 build=${1:-build}
 ARTIFACTS="$build/gpu-regroup" bash bench/layers/build_layers.sh "$build" \
-  '^train_step_(rms|ln)_h[0-9]+$' --regroup-backward
+  '^train_step_(res_)?(rms|ln)_h[0-9]+$' --regroup-backward
