@@ -14,9 +14,10 @@
 # tests: test/gpu/test_train_step_gpu.py on the regrouped folder (float64
 # references, dgamma / dbeta bitwise over two calls; H = 2048 / 4096 are not
 # regrouped: their rows need the global-memory exchange); sanitize:
-# memcheck, racecheck and synccheck on the regrouped RMSNorm and LayerNorm
-# steps at H = 1024 (a cluster of 4) and 512 (2), M = 4097 (a partial last
-# row block) and 7; bench: bench/bench_train_step.py on both folders in the
+# memcheck, racecheck and synccheck on regrouped steps: clusters of 4
+# (H = 1024, RMSNorm, LayerNorm, the residual block) and 3 (768), one CTA
+# (H = 256, with and without the residual), M = 4097 (a partial last row
+# block) and 7; bench: bench/bench_train_step.py on both folders in the
 # same run (H = 512, 768, 1024), the first folder being the regrouped one.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -35,7 +36,8 @@ if has tests; then
 fi
 if has sanitize; then
   for c in "train_step_rms_h1024 4097" "train_step_ln_h1024 4097" \
-           "train_step_rms_h512 7" "train_step_ln_h768 4097"; do
+           "train_step_res_ln_h1024 4097" "train_step_rms_h256 4097" \
+           "train_step_res_ln_h256 7" "train_step_ln_h768 4097"; do
     set -- $c
     for tool in memcheck racecheck synccheck; do
       log="$OUT/sanitize_${tool}_$1_$2_regroup.txt"
