@@ -529,9 +529,11 @@ void StagedEpilogue::runGrad() {
   auto rowScalar = [&](int64_t i, Value r) -> Value {
     return memref::LoadOp::create(b, rowsView, ValueRange{idx(i), r});
   };
-  // x_hat of row r's piece, from its raw x.
+  // x_hat of row r's piece, from its raw x. (An inactive piece's loads read
+  // a valid piece: finite values, which only its row sums could see; those
+  // are zeroed as scalars, and nothing of it is stored.)
   auto xHat = [&](Value r, Value raw) -> Value {
-    Value xv = masked(widen(raw));
+    Value xv = widen(raw);
     if (shape.normalizedInput)
       return xv;
     Value rstd = splat(rowScalar(0, r));
@@ -612,13 +614,13 @@ void StagedEpilogue::runGrad() {
 
   // Row steps per iteration and iterations of loads in flight ahead (a
   // warp keeps rows x (ahead + 1) rows' loads in flight): what fits in the
-  // registers without spills (GemmSpec.h, kGradEpilogueWarpRegisters).
-  // (RMSNorm: pass A 4 rows x 1, pass B 2 x 2; LayerNorm's two
-  // accumulators: 2 x 1 and 2 x 1; a residual's second stream: pass B 1 x 3.
-  // One more spilled 4-176 bytes.)
-  int64_t passARows = ln ? 2 : 4, passAAhead = 1;
+  // registers without spills (GemmSpec.h: 136 registers, 152 for
+  // LayerNorm's second accumulator). RMSNorm: pass A 4 x 2, pass B 2 x 3;
+  // LayerNorm 4 x 1 and 2 x 2; pass B with a residual (a second stream)
+  // 1 x 3. One more spilled 4-176 bytes.
+  int64_t passARows = 4, passAAhead = ln ? 1 : 2;
   int64_t passBRows = ops.residual ? 1 : 2,
-          passBAhead = ops.residual ? 3 : ln ? 1 : 2;
+          passBAhead = ops.residual ? 3 : ln ? 2 : 3;
   SmallVector<Value> inits{idx(0)};
   if (shape.weightGrad)
     inits.push_back(zero8);
@@ -650,25 +652,34 @@ void StagedEpilogue::runGrad() {
               SmallVector<Value> dhRaw, dots, sums;
               for (Value r : rows)
                 dhRaw.push_back(loadDhRaw(r));
+              Value zero = cstF32(0.0);
               for (auto [j, r] : llvm::enumerate(rows)) {
-                Value dh = masked(widen(dhRaw[j]));
+                Value dh = widen(dhRaw[j]);
                 Value xh = xHat(r, raws[j]);
                 Value a = weight ? arith::MulFOp::create(b, dh, weight).getResult() : dh;
-                dots.push_back(sumOf(arith::MulFOp::create(b, a, xh)));
+                dots.push_back(arith::SelectOp::create(
+                    b, active, sumOf(arith::MulFOp::create(b, a, xh)), zero));
                 if (ln)
-                  sums.push_back(sumOf(a));
-                // Rows past M hold dh = 0, but x_hat of the clamped row
-                // could be infinite: masked as the consumers' form does.
+                  sums.push_back(arith::SelectOp::create(b, active, sumOf(a), zero));
+                // Only the tile's rows inside M count (rows past M hold
+                // dh = 0, but x_hat of the clamped row could be infinite,
+                // as the consumers' form masks them); a branch, not a
+                // select per element.
+                if (acc.empty())
+                  continue;
                 Value counted = both(valid[j], ult(add(blockRow, r), x.m));
-                int64_t p = 0;
-                if (shape.weightGrad) {
-                  acc[p] = arith::SelectOp::create(
-                      b, counted, math::FmaOp::create(b, dh, xh, acc[p]), acc[p]);
-                  ++p;
-                }
-                if (shape.biasGrad)
-                  acc[p] = arith::SelectOp::create(
-                      b, counted, arith::AddFOp::create(b, acc[p], dh), acc[p]);
+                auto update = scf::IfOp::create(
+                    b, counted,
+                    [&](OpBuilder &, Location) {
+                      SmallVector<Value> next;
+                      if (shape.weightGrad)
+                        next.push_back(math::FmaOp::create(b, dh, xh, acc[0]));
+                      if (shape.biasGrad)
+                        next.push_back(arith::AddFOp::create(b, acc.back(), dh));
+                      scf::YieldOp::create(b, next);
+                    },
+                    [&](OpBuilder &, Location) { scf::YieldOp::create(b, acc); });
+                acc.assign(update.getResults().begin(), update.getResults().end());
               }
               rowReduceAll(dots);
               if (ln)
@@ -721,7 +732,7 @@ void StagedEpilogue::runGrad() {
           for (Value r : rows)
             dhRaw.push_back(loadDhRaw(r));
           for (auto [j, r] : llvm::enumerate(rows)) {
-            Value dh = masked(widen(dhRaw[j]));
+            Value dh = widen(dhRaw[j]);
             Value xh = xHat(r, raws[j]);
             Value rstd = rowScalar(0, r);
             Value c1 = arith::DivFOp::create(b, total(dotSlots, 2, r), nF);
@@ -732,7 +743,7 @@ void StagedEpilogue::runGrad() {
                   b, d, splat(arith::DivFOp::create(b, total(sumSlots, 3, r), nF)));
             d = arith::MulFOp::create(b, d, splat(rstd));
             if (ops.residual)
-              d = arith::AddFOp::create(b, d, masked(widen(raws[rows.size() + j])));
+              d = arith::AddFOp::create(b, d, widen(raws[rows.size() + j]));
             outs.push_back(arith::TruncFOp::create(b, outx8, d));
           }
           // The stores last (a branch each: inactive pieces and rows past

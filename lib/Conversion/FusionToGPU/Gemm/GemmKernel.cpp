@@ -287,7 +287,9 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,
   // stage dh (no residual, no partials): registers move to the producer
   // warpgroup (setmaxnreg takes multiples of 8).
   if (s.gradEpilogue() && s.epilogueWarps) {
-    regs.producer = kGradEpilogueWarpRegisters;
+    regs.producer = s.epilogue == EpilogueKind::layer_norm_grad
+                        ? kGradLayerNormEpilogueWarpRegisters
+                        : kGradEpilogueWarpRegisters;
     regs.consumer = std::min<int64_t>(
         256, (s.threads() * regs.launch - 128 * regs.producer) /
                  (128 * s.consumers) / 8 * 8);

@@ -30,10 +30,12 @@ inline constexpr int64_t kSmemAlignment = GemmTiling::kSmemAlignment;
 inline constexpr int64_t kEpilogueThreads = GemmTiling::kEpilogueThreads;
 inline constexpr int64_t kEpilogueWarps = GemmTiling::kEpilogueWarps;
 /// The producer warpgroup's registers with grad epilogue warps (the forward
-/// norms' epilogue warps take 72): a weight piece, dweight / dbias, and the
-/// next rows' loads in flight (StagedEpilogue::runGrad); the consumers, who
-/// only stage dh, keep 184. 0 spills over the regrouped training steps.
+/// norms' epilogue warps take 72): a weight piece, dweight (and LayerNorm's
+/// dbias), and the next rows' loads in flight (StagedEpilogue::runGrad); the
+/// consumers, who only stage dh, keep 184 (176 with LayerNorm). 0 spills
+/// over the regrouped training steps, residual blocks included.
 inline constexpr int64_t kGradEpilogueWarpRegisters = 136;
+inline constexpr int64_t kGradLayerNormEpilogueWarpRegisters = 152;
 
 /// Everything the kernel generator needs to know about one fused GEMM.
 struct GemmKernelSpec {
