@@ -566,9 +566,13 @@ void StagedEpilogue::runGrad() {
   using RowsBody = function_ref<SmallVector<Value>(
       ArrayRef<Value> rows, ArrayRef<Value> valid, ArrayRef<Value> raws,
       ValueRange iters)>;
+  // `beforeLoop` runs once the first iterations' loads are issued (the
+  // waits for what the loop reads from shared memory go there, so that the
+  // loads' latency overlaps them).
   auto rowsLoop = [&](Value blockRow, int64_t rowsPer, int64_t ahead,
                       ArrayRef<std::pair<Value, Type>> streams,
-                      ValueRange inits, RowsBody body) -> SmallVector<Value> {
+                      ValueRange inits, function_ref<void()> beforeLoop,
+                      RowsBody body) -> SmallVector<Value> {
     int64_t stride = rowsPer * pieceRowStride;
     auto rowsOf = [&](Value base, SmallVector<Value> &rows,
                       SmallVector<Value> &valid) {
@@ -592,6 +596,7 @@ void StagedEpilogue::runGrad() {
       SmallVector<Value> raws = issue(rows);
       init.append(raws.begin(), raws.end());
     }
+    beforeLoop();
     size_t carried = inits.size();
     size_t perIteration = streams.size() * rowsPer;
     ValueRange results = forLoop(
@@ -630,19 +635,24 @@ void StagedEpilogue::runGrad() {
       *this, inits, [&](Value blockRow, Value, ValueRange iters) {
         Value tileCount = iters[0];
         SmallVector<Value> accs(iters.drop_front());
-        // 0. The rows' scalars, while the consumers finish the tile.
+        // 0. The rows' scalars and the weight piece, while the consumers
+        // finish the tile.
         gradRowScalars(blockRow);
-        // 1. The staged dh.
-        wait(ops.tileFull, idx(0), tileParity(tileCount));
-        if (shape.clusterN > 1)
-          for (int64_t round = 0; round < (ln ? 2 : 1); ++round)
-            nvgpu::MBarrierArriveExpectTxOp::create(
-                b, x.slotBars, idx(x.shape.slotBytes),
-                add(idx(2 * round), rem(tileCount, 2)), isFirst);
-        // 2. Pass A: the rows' sums, dweight and dbias.
         Value weight = ops.weight ? loadParam(ops.weight, shape.weightType) : Value();
+        // 1. The staged dh (waited for once pass A's first loads of x are
+        // in flight); the first epilogue thread arms the slots' barriers.
+        auto waitTile = [&] {
+          wait(ops.tileFull, idx(0), tileParity(tileCount));
+          if (shape.clusterN > 1)
+            for (int64_t round = 0; round < (ln ? 2 : 1); ++round)
+              nvgpu::MBarrierArriveExpectTxOp::create(
+                  b, x.slotBars, idx(x.shape.slotBytes),
+                  add(idx(2 * round), rem(tileCount, 2)), isFirst);
+        };
+        // 2. Pass A: the rows' sums, dweight and dbias.
         SmallVector<Value> passA = rowsLoop(
             blockRow, passARows, passAAhead, {{ops.normInput, shape.normInputType}}, accs,
+            waitTile,
             [&](ArrayRef<Value> rows, ArrayRef<Value> valid, ArrayRef<Value> raws,
                 ValueRange it) {
               SmallVector<Value> acc(it);
@@ -701,15 +711,18 @@ void StagedEpilogue::runGrad() {
               }
               return acc;
             });
-        // 3. The whole rows' sums.
+        // 3. The whole rows' sums (waited for once pass B's first loads
+        // are in flight).
         Value dotSlots, sumSlots;
-        if (shape.clusterN > 1) {
-          dotSlots = x.wait(tileCount, 0);
-          if (ln)
-            sumSlots = x.wait(tileCount, 1);
-        } else {
-          NVVM::SyncWarpOp::create(b, i32(-1));
-        }
+        auto waitSums = [&] {
+          if (shape.clusterN > 1) {
+            dotSlots = x.wait(tileCount, 0);
+            if (ln)
+              sumSlots = x.wait(tileCount, 1);
+          } else {
+            NVVM::SyncWarpOp::create(b, i32(-1));
+          }
+        };
         auto total = [&](Value slots, int64_t i, Value r) -> Value {
           if (!slots)
             return rowScalar(i, r);
@@ -720,12 +733,12 @@ void StagedEpilogue::runGrad() {
           return t;
         };
         // 4. Pass B: dx in place.
-        Value weightB = ops.weight ? loadParam(ops.weight, shape.weightType) : Value();
+        Value weightB = weight;
         SmallVector<std::pair<Value, Type>> streamsB{
             {ops.normInput, shape.normInputType}};
         if (ops.residual)
           streamsB.push_back({ops.residual, shape.residualType});
-        rowsLoop(blockRow, passBRows, passBAhead, streamsB, ValueRange{},
+        rowsLoop(blockRow, passBRows, passBAhead, streamsB, ValueRange{}, waitSums,
                  [&](ArrayRef<Value> rows, ArrayRef<Value> valid,
                      ArrayRef<Value> raws, ValueRange) {
           SmallVector<Value> dhRaw, outs;
