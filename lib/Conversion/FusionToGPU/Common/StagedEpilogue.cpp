@@ -635,13 +635,13 @@ void StagedEpilogue::runGrad() {
       *this, inits, [&](Value blockRow, Value, ValueRange iters) {
         Value tileCount = iters[0];
         SmallVector<Value> accs(iters.drop_front());
-        // 0. The rows' scalars and the weight piece, while the consumers
-        // finish the tile.
-        gradRowScalars(blockRow);
+        // 0. The weight piece, while the consumers finish the tile.
         Value weight = ops.weight ? loadParam(ops.weight, shape.weightType) : Value();
-        // 1. The staged dh (waited for once pass A's first loads of x are
-        // in flight); the first epilogue thread arms the slots' barriers.
+        // 1. Once pass A's first loads of x are in flight: the rows'
+        // scalars, then the staged dh; the first epilogue thread arms the
+        // slots' barriers.
         auto waitTile = [&] {
+          gradRowScalars(blockRow);
           wait(ops.tileFull, idx(0), tileParity(tileCount));
           if (shape.clusterN > 1)
             for (int64_t round = 0; round < (ln ? 2 : 1); ++round)

@@ -95,6 +95,7 @@ public:
   /// `elem`, the residual's type by default).
   void prefetchResidual(Value residual, Value blockRow, Value blockCol,
                         Type elem = Type());
+  void prefetchRows(Value stat, Value blockRow);
   void issueLoad(Value kTile, Value stage, Value blockRow, Value blockCol);
   Value sumSquaresOfHalfRow(Value stage, Value c, Value acc, Value reader,
                             int64_t groupRows, Value *sum = nullptr);
