@@ -13,11 +13,15 @@
 #   FUSION_GPU_ARTIFACTS=build/gpu-regroup python3 -m pytest -v -s test/gpu/test_train_step_gpu.py
 #   FUSION_GPU_ARTIFACTS=build/gpu-regroup python3 bench/bench_train_step.py --hs 512,768,1024 --out ...
 #
-# beside the default build's BUILD/gpu (bench/layers/build_layers.sh) for the
-# unregrouped step.
+# It also builds the same programs unregrouped into BUILD/gpu-plain (the
+# baseline of the same commit, with its own runtime copy), so that
+# bench/layers/run_regroup_h200.sh BUILD/gpu-regroup BUILD/gpu-plain compares
+# them in one run. Carry both folders (about 10 MB).
 #
 #   bash bench/layers/build_regrouped.sh [BUILD]      (default: build)
 set -uo pipefail
 build=${1:-build}
-ARTIFACTS="$build/gpu-regroup" bash bench/layers/build_layers.sh "$build" \
-  '^train_step_(res_)?(rms|ln)_h[0-9]+$' --regroup-backward
+programs='^train_step_(res_)?(rms|ln)_h[0-9]+$'
+ARTIFACTS="$build/gpu-regroup" bash bench/layers/build_layers.sh "$build" "$programs" \
+  --regroup-backward || exit 1
+ARTIFACTS="$build/gpu-plain" bash bench/layers/build_layers.sh "$build" "$programs"

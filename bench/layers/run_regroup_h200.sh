@@ -3,15 +3,14 @@
 # epilogue warps of the dgrad GEMM), against the unregrouped ones. Needs two
 # artifact folders built on the build machine (no GPU there):
 #
-#   bench/build_gpu_artifacts.sh build       (or bench/layers/build_layers.sh build 'train_step')
-#   bash bench/layers/build_regrouped.sh build           -> build/gpu-regroup
+#   bash bench/layers/build_regrouped.sh build    -> build/gpu-regroup, build/gpu-plain
 #
 # then, on the H200, from the repository root:
 #
 #   COMMIT=abc OUT=/tmp/out PHASES="tests sanitize bench" \
-#     bash bench/layers/run_regroup_h200.sh build/gpu-regroup build/gpu
+#     bash bench/layers/run_regroup_h200.sh build/gpu-regroup build/gpu-plain
 #
-# tests: test/gpu/test_train_step_gpu.py on the regrouped folder (float64
+# tests: test/gpu/test_train_step_gpu.py on both folders (float64
 # references, dgamma / dbeta bitwise over two calls; H = 2048 / 4096 are not
 # regrouped: their rows need the global-memory exchange); sanitize:
 # memcheck, racecheck and synccheck on regrouped steps: clusters of 4
@@ -24,15 +23,19 @@ export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 PHASES=${PHASES:-tests sanitize bench}
 regroup=${1:-build/gpu-regroup}
-plain=${2:-build/gpu}
+plain=${2:-build/gpu-plain}
 has() { [[ " $PHASES " == *" $1 "* ]]; }
 if has tests; then
-  log="$OUT/train_step_tests_regroup.txt"
-  FUSION_GPU_ARTIFACTS=$regroup timeout 300 python3 -m pytest -v -s -rs \
-    test/gpu/test_train_step_gpu.py > "$log" 2>&1
-  echo "== [$regroup] test_train_step_gpu.py: exit $?"
-  grep -E "FAILED|Error|^SKIPPED" "$log" | cut -c1-240 | head -20
-  tail -n 1 "$log"
+  # Both folders: the residual-block and H = 256 steps are new in the
+  # unregrouped build too.
+  for d in "$regroup" "$plain"; do
+    log="$OUT/train_step_tests_$(basename "$d").txt"
+    FUSION_GPU_ARTIFACTS=$d timeout 300 python3 -m pytest -v -s -rs \
+      test/gpu/test_train_step_gpu.py > "$log" 2>&1
+    echo "== [$d] test_train_step_gpu.py: exit $?"
+    grep -E "FAILED|Error|^SKIPPED" "$log" | cut -c1-240 | head -20
+    tail -n 1 "$log"
+  done
 fi
 if has sanitize; then
   for c in "train_step_rms_h1024 4097" "train_step_ln_h1024 4097" \
