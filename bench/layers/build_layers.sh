@@ -9,14 +9,26 @@
 # error (whole in layers/<name>[_unfused].log); the layer tests and
 # benchmarks skip what was not built. Called by bench/build_gpu_artifacts.sh.
 #
-#   bench/layers/build_layers.sh [BUILD] [REGEX]   (default: build, every program)
+#   bench/layers/build_layers.sh [BUILD] [REGEX] [FLAGS...]   (default: build, every program)
+#
+# FLAGS: extra fusion-compile options for the fused libraries (not the
+# _unfused ones, which are --no-fuse), e.g. --regroup-backward. ARTIFACTS
+# (default BUILD/gpu): the artifact folder whose layers/ receives the
+# libraries; another folder than BUILD/gpu also gets a copy of the runtime,
+# so that it can be carried and run on its own (FUSION_GPU_ARTIFACTS=it).
+# bench/layers/build_regrouped.sh uses both for the regrouped training steps.
 set -uo pipefail
 build=${1:-build}
 only=${2:-}
-out="$build/gpu/layers"
+extra=("${@:3}")
+artifacts=${ARTIFACTS:-$build/gpu}
+out="$artifacts/layers"
 compile="$build/bin/fusion-compile"
 [ -x "$compile" ] || { echo "build_layers: no $compile" >&2; exit 1; }
 mkdir -p "$out"
+if [[ "$artifacts" != "$build/gpu" ]]; then
+  cp -P "$build"/lib/libfusion_runtime.so* "$artifacts/" || exit 1
+fi
 python3 bench/layers/gen_layers.py "$out" || exit 1
 variants="fused unfused"
 if ! grep -q -- "--no-fuse" "$compile"; then
@@ -29,7 +41,7 @@ built=0; refused=0
 for f in "$out"/*.mlir; do
   name=$(basename "$f" .mlir)
   [[ -z "$only" || "$name" =~ $only ]] || continue
-  flags=()
+  flags=(${extra[@]+"${extra[@]}"})
   if [[ "$name" == *_unfused ]]; then
     [[ "$variants" == *unfused* ]] || continue
     flags=(--no-fuse)
@@ -37,7 +49,7 @@ for f in "$out"/*.mlir; do
   # <name>_lazyln.mlir (ln_prenorm): the LayerNorm deferred into the GEMM.
   if [[ "$name" == *_lazyln ]]; then
     grep -q -- "--lazy-layer-norm" "$compile" || continue
-    flags=(--lazy-layer-norm)
+    flags=(--lazy-layer-norm ${extra[@]+"${extra[@]}"})
   fi
   lib="$out/lib$name.so" log="$out/$name.log"
   rm -f "$lib" "$log"

@@ -38,6 +38,8 @@ KINDS = {
     "linear_wgrad": gen_layers.linear_wgrad,
     "train_step_rms": lambda h: gen_layers.train_step(h, "rms"),
     "train_step_ln": lambda h: gen_layers.train_step(h, "ln"),
+    "train_step_res_rms": lambda h: gen_layers.train_step(h, "rms", skip=True),
+    "train_step_res_ln": lambda h: gen_layers.train_step(h, "ln", skip=True),
     "rms_norm_grad": gen_layers.rms_norm_grad,
     "layer_norm_grad": gen_layers.layer_norm_grad,
     "rms_norm_grad_res": gen_layers.rms_norm_grad_res,
@@ -108,8 +110,9 @@ def check_outputs(prog, x, y, lr, torch):
         theirs = [(x["dy"].T @ x["x"]).double()]
     else:
         norm, h, eps = lr.train_norm(prog), prog["h"], prog["eps"]
-        want = lr.train_reference(x, h, eps, torch.float64, norm)
-        theirs = lr.train_reference(x, h, eps, torch.bfloat16, norm)
+        skip = lr.train_skip(prog)
+        want = lr.train_reference(x, h, eps, torch.float64, norm, skip)
+        theirs = lr.train_reference(x, h, eps, torch.bfloat16, norm, skip)
     ok, report = True, []
     for (name, got), ref, t in zip(y.items(), want, theirs):
         ours, bf16 = lr.rel_error(got, ref), lr.rel_error(t, ref)

@@ -35,6 +35,8 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
   linear_wgrad_h{H}           dW = dy^T x, nn.Linear's weight gradient ([H, H] from [M, H] x 2)
   train_step_ln_h{H}          the same with LayerNorm (weight gamma, bias beta): y, dx, dW1,
                               dgamma, dbeta, dW2
+  train_step_res_{rms,ln}_h{H} the same as a residual block, y = fc2(norm(h)) + h, h = fc1(x)
+                              (H = 256, 1024; train_step_{rms,ln}_h256 too: a row one CTA holds)
   train_step_rms_h{H}         a training step of Linear -> RMSNorm (weight g) -> Linear, given
                               the output gradient dy: y, dx, dW1, dg, dW2 in one function
 
@@ -56,6 +58,7 @@ ROW_H = LAYER_H + (1000, 1001)  # 1001: rows that are not a multiple of 16 bytes
 RES_H = (768, 1000, 1001, 4096)  # norm gradients plus a residual gradient
 RES32_H = (768, 1000)  # ... an f32 one
 TRAIN_H = (512,) + LAYER_H  # the training step and its weight gradient (issue 16's d = 512 too)
+TRAIN_RES_H = (256, 1024)  # train_step_res_*: the step as a residual block
 LLAMA_EPS = 1e-5
 RMS_EPS = 1e-6
 LN_EPS = 1e-12  # BERT's LayerNorm
@@ -219,35 +222,45 @@ def linear_wgrad(h):
                    [f"%dw = fusion.matmul %dy, %x {{transpose_lhs}} : {x}, {x} -> {w}"])
 
 
-def train_step(h, norm):
+def train_step(h, norm, skip=False):
     """A training step linear -> norm -> linear (nn.Linear weights, no
     biases), forward and backward from one function. norm "rms": LlamaRMSNorm
     (weight g; the forward saves rstd, its gradient returns dg); "ln":
     nn.LayerNorm (weight gamma, bias beta; saves mean and rstd, returns
-    dgamma and dbeta)."""
+    dgamma and dbeta). skip (train_step_res_*): a residual block around the
+    norm and the second linear, y = fc2(norm(h)) + h with h = fc1(x); dy
+    reaches h through the skip too, the norm gradient's residual (regrouped,
+    the grad epilogue adds it to dx)."""
     x, w, v, stat, gf = ty(("M", h)), ty((h, h)), ty((h,)), ty(("M",), "f32"), ty((h,), "f32")
     if norm == "rms":
         params, grads, eps = ("g",), ("dg",), LLAMA_EPS
         forward = (f"%n, %rstd = fusion.rms_norm %h weight(%g : {v}) {{epsilon = {eps:e} : f32}}"
                    f" : {x} -> {x}, {stat}")
-        backward = (f"%dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : {v})"
+        res = f" residual(%dy : {x})" if skip else ""
+        backward = (f"%dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : {v}){res}"
                     f" : {x}, {x}, {stat} -> {x}, {gf}")
     else:
         params, grads, eps = ("gamma", "beta"), ("dgamma", "dbeta"), LN_EPS
         forward = (f"%n, %mean, %rstd = fusion.layer_norm %h weight(%gamma : {v}) bias(%beta : {v})"
                    f" {{epsilon = {eps:e} : f32}} : {x} -> {x}, {stat}, {stat}")
+        res = f" residual(%dy : {x})" if skip else ""
         backward = (f"%dh, %dgamma, %dbeta = fusion.layer_norm_grad %dn, %h, %mean, %rstd"
-                    f" weight(%gamma : {v}) {{with_bias_grad}} : {x}, {x}, {stat}, {stat} -> {x}, {gf}, {gf}")
+                    f" weight(%gamma : {v}){res} {{with_bias_grad}} : {x}, {x}, {stat}, {stat} -> {x}, {gf}, {gf}")
     body = [
         f"%h = fusion.matmul %x, %w1 {{transpose_rhs}} : {x}, {w} -> {x}",
-        forward,
-        f"%y = fusion.matmul %n, %w2 {{transpose_rhs}} : {x}, {w} -> {x}",
+        forward]
+    if skip:
+        body += [f"%y0 = fusion.matmul %n, %w2 {{transpose_rhs}} : {x}, {w} -> {x}",
+                 f"%y = fusion.add %y0, %h : {x}"]
+    else:
+        body += [f"%y = fusion.matmul %n, %w2 {{transpose_rhs}} : {x}, {w} -> {x}"]
+    body += [
         f"%dn = fusion.matmul %dy, %w2 : {x}, {w} -> {x}",
         f"%dw2 = fusion.matmul %dy, %n {{transpose_lhs}} : {x}, {x} -> {w}",
         backward,
         f"%dx = fusion.matmul %dh, %w1 : {x}, {w} -> {x}",
         f"%dw1 = fusion.matmul %dh, %x {{transpose_lhs}} : {x}, {x} -> {w}"]
-    kind = f"train_step_{norm}"
+    kind = f"train_step_res_{norm}" if skip else f"train_step_{norm}"
     return program(f"{kind}_h{h}", kind, h,
                    [("x", "bf16", ("M", h)), ("w1", "bf16", (h, h))]
                    + [(p, "bf16", (h,)) for p in params]
@@ -271,6 +284,10 @@ def programs():
     out = []
     out += [p for h in TRAIN_H
             for p in (linear_wgrad(h), train_step(h, "rms"), train_step(h, "ln"))]
+    # Rows one CTA holds (H = 256: the regrouped grad epilogue without a
+    # cluster) and residual blocks (the grad epilogue's residual).
+    out += [train_step(256, "rms"), train_step(256, "ln")]
+    out += [train_step(h, norm, skip=True) for h in TRAIN_RES_H for norm in ("rms", "ln")]
     for h in LAYER_H:
         out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True), bert_postnorm(h),
                 bert_postnorm(h, add_bias=True), ln_prenorm(h), rms_norm(h, stats=False),

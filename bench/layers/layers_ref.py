@@ -142,20 +142,29 @@ class TrainBlock(nn.Module):
     Linear (no bias) -> RMSNorm (weight) or LayerNorm (weight, bias) ->
     Linear, as a PyTorch user writes them."""
 
-    def __init__(self, h, eps, dtype, norm="rms", device="cuda"):
+    def __init__(self, h, eps, dtype, norm="rms", device="cuda", skip=False):
         super().__init__()
         self.fc1 = nn.Linear(h, h, bias=False, device=device, dtype=dtype)
         kind = nn.RMSNorm if norm == "rms" else nn.LayerNorm
         self.norm = kind(h, eps=eps, device=device, dtype=dtype)
         self.fc2 = nn.Linear(h, h, bias=False, device=device, dtype=dtype)
+        self.skip = skip
 
     def forward(self, x):
-        return self.fc2(self.norm(self.fc1(x)))
+        h = self.fc1(x)
+        y = self.fc2(self.norm(h))
+        # train_step_res_*: a residual block around the norm and fc2.
+        return y + h if self.skip else y
 
 
 def train_norm(prog):
     """"rms" or "ln": the norm of a training-step program."""
-    return "ln" if prog["kind"] == "train_step_ln" else "rms"
+    return "ln" if prog["kind"] in ("train_step_ln", "train_step_res_ln") else "rms"
+
+
+def train_skip(prog):
+    """Whether a training-step program is a residual block (train_step_res_*)."""
+    return prog["kind"].startswith("train_step_res_")
 
 
 def make_train_case(h, m, seed, norm="rms", device="cuda"):
@@ -172,9 +181,9 @@ def make_train_case(h, m, seed, norm="rms", device="cuda"):
     return case
 
 
-def make_train_block(inputs, h, eps, dtype, norm="rms"):
+def make_train_block(inputs, h, eps, dtype, norm="rms", skip=False):
     """The module with the case's weights, in dtype, on the inputs' device."""
-    block = TrainBlock(h, eps, dtype, norm, device=inputs["x"].device)
+    block = TrainBlock(h, eps, dtype, norm, device=inputs["x"].device, skip=skip)
     with torch.no_grad():
         block.fc1.weight.copy_(inputs["w1"])
         block.norm.weight.copy_(inputs["g" if norm == "rms" else "gamma"])
@@ -184,11 +193,11 @@ def make_train_block(inputs, h, eps, dtype, norm="rms"):
     return block
 
 
-def train_reference(inputs, h, eps, dtype, norm="rms"):
+def train_reference(inputs, h, eps, dtype, norm="rms", skip=False):
     """The training-step program's outputs computed by autograd of the module
     in dtype: (y, dx, dW1, dg, dW2), with LayerNorm (y, dx, dW1, dgamma,
-    dbeta, dW2)."""
-    block = make_train_block(inputs, h, eps, dtype, norm)
+    dbeta, dW2); skip: the residual block (train_step_res_*)."""
+    block = make_train_block(inputs, h, eps, dtype, norm, skip)
     x = inputs["x"].to(dtype).requires_grad_()
     y = block(x)
     y.backward(inputs["dy"].to(dtype))

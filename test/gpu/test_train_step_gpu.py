@@ -55,14 +55,19 @@ CASES = [(f"train_step_{norm}_h{h}", m) for norm in ("rms", "ln")
          for h in (512, 768, 1024, 2048, 4096) for m in (65536, 4097)]
 CASES += [("train_step_rms_h1024", 7), ("train_step_rms_h768", 1), ("train_step_rms_h512", 100),
           ("train_step_ln_h1024", 7), ("train_step_ln_h768", 1), ("train_step_ln_h512", 100)]
+# Rows one CTA holds (H = 256) and the residual blocks (train_step_res_*:
+# regrouped, the skip gradient is the grad epilogue's residual).
+CASES += [(f"train_step_{norm}_h256", m) for norm in ("rms", "ln") for m in (65536, 4097, 7)]
+CASES += [(f"train_step_res_{norm}_h{h}", m) for norm in ("rms", "ln") for h in (256, 1024)
+          for m in (65536, 4097, 7)]
 
 
 @pytest.mark.parametrize("name,m", CASES)
 def test_train_step(name, m):
     prog, fn, inputs, outs = run(name, m)
-    norm = lr.train_norm(prog)
-    ref64 = lr.train_reference(inputs, prog["h"], prog["eps"], torch.float64, norm)
-    ref16 = lr.train_reference(inputs, prog["h"], prog["eps"], torch.bfloat16, norm)
+    norm, skip = lr.train_norm(prog), lr.train_skip(prog)
+    ref64 = lr.train_reference(inputs, prog["h"], prog["eps"], torch.float64, norm, skip)
+    ref16 = lr.train_reference(inputs, prog["h"], prog["eps"], torch.bfloat16, norm, skip)
     report = []
     for (out_name, got), want, theirs16 in zip(outs.items(), ref64, ref16):
         assert not torch.isnan(got).any(), f"{out_name}: {int(torch.isnan(got).sum())} NaN left"

@@ -27,7 +27,15 @@ GemmEpilogueStrategy mlir::fusion::chooseGemmEpilogueStrategy(
   // the target's kernel has them.
   s.epilogueWarps = target.normEpilogueWarps && rowReduction && !grad &&
                     (clusterN > 1 || s.globalRows) && outputBits == 16;
-  s.stagedResidual = s.epilogueWarps && residualLikeOutput;
+  // A grad epilogue (backward regrouping) with a 16-bit dx over one CTA or a
+  // cluster runs in the epilogue warps too: the consumers stage dh and go on
+  // to the next tile's MMA (the dgrad GEMM's K is only H, so an epilogue in
+  // the consumers is a large share of the tile). Its residual (the skip
+  // gradient) is added to dx, not to dh: read by the epilogue warps from
+  // global memory, not staged.
+  if (grad && target.normEpilogueWarps && outputBits == 16 && !s.globalRows)
+    s.epilogueWarps = true;
+  s.stagedResidual = s.epilogueWarps && !grad && residualLikeOutput;
   return s;
 }
 
@@ -119,15 +127,21 @@ GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {
   l.normInputOffset = add(l.rowStatsOffset, l.rowStatsBytes);
   // (The sm_100a kernel reads norm_input from global memory, a row per
   // thread: no tile.)
-  l.normInputBytes = p.accumulatorInTensorMemory
+  l.normInputBytes = p.accumulatorInTensorMemory || (p.grad && s.epilogueWarps)
                          ? 0
                          : mul(T::kTileM, p.tileN, p.normInputElementBytes);
+  // The grad epilogue warps' row scalars: rstd and -mean rstd of the rows
+  // (x_hat = x rstd - mean rstd), and with one CTA the rows' sums of a x_hat
+  // and of a (a cluster's arrive in its slots).
+  l.gradRowsOffset = add(l.normInputOffset, l.normInputBytes);
+  l.gradRowsBytes =
+      p.grad && s.epilogueWarps ? mul(4, T::kTileM, T::kPartialBytes) : 0;
   // A cluster exchanges `exchangeRounds` partials per row with every peer,
   // double-buffered (tile parity) for the persistent loop; global rows keep
   // the rows' scale and shift (epilogue warps) or the pending tile's mean
   // and rstd there.
   l.clusterSlotBytes = mul(p.clusterN, T::kTileM, T::kPartialBytes);
-  l.clusterSlotsOffset = add(l.normInputOffset, l.normInputBytes);
+  l.clusterSlotsOffset = add(l.gradRowsOffset, l.gradRowsBytes);
   l.clusterSlotsBytes = s.globalRows ? (p.accumulatorInTensorMemory
                                             ? 0
                                             : 2 * T::kTileM * T::kPartialBytes)

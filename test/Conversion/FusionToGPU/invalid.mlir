@@ -92,6 +92,41 @@ func.func @grad_global_rows(%a: tensor<256x512xbf16>, %b: tensor<512x2048xbf16>,
 
 // -----
 
+// Epilogue warps for a forward norm's row that one CTA holds (only a grad
+// epilogue's rows of one CTA run there).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @warps_one_cta(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: epilogue_warps with cluster_n = 1 and global_rows = false is for the grad epilogues (a forward norm's row that one CTA holds is finished by the consumers; re-run fusion-plan-kernels)}}
+  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 230912, epilogue_warps = true>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// A grad epilogue in the epilogue warps with an f32 dx (they stage dh as
+// 16-bit values and store dx by TMA from there).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @grad_epilogue_warps_f32(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %x: tensor<256x256xbf16>, %r: tensor<256xf32>) -> tensor<256x256xf32> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: a grad epilogue in the epilogue warps stages dh as 16-bit values and stores dx from there, but the output is f32 (re-run fusion-plan-kernels: it keeps such a gradient in the consumers)}}
+  %c = fusion.fused_matmul %a, %b norm_input(%x : tensor<256x256xbf16>) rstd(%r : tensor<256xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 2, cluster_n = 1, consumers = 2, smem_bytes = 200192, epilogue_warps = true>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xf32>
+  return %c : tensor<256x256xf32>
+}
+}
+
+// -----
+
+// A grad epilogue with staged_residual (its residual is added to dx).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @grad_staged_residual(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %x: tensor<256x256xbf16>, %r: tensor<256xf32>, %res: tensor<256x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: staged_residual is for the forward norms (the residual is added to the accumulator); a grad epilogue adds its residual to dx, read by the epilogue warps from global memory}}
+  %c = fusion.fused_matmul %a, %b residual(%res : tensor<256x256xbf16>) norm_input(%x : tensor<256x256xbf16>) rstd(%r : tensor<256xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 2, cluster_n = 1, consumers = 2, smem_bytes = 200192, epilogue_warps = true, staged_residual = true>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
 // A grad epilogue with a dynamic N.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @grad_dynamic_n(%a: tensor<256x512xbf16>, %b: tensor<512x?xbf16>, %x: tensor<256x?xbf16>, %r: tensor<256xf32>) -> tensor<256x?xbf16> {
@@ -244,7 +279,7 @@ func.func @row_not_covered(%a: tensor<256x512xbf16>, %b: tensor<512x2048xbf16>) 
 // Global rows for an epilogue without a row reduction.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @global_rows_no_norm(%a: tensor<256x512xbf16>, %b: tensor<512x2048xbf16>) -> tensor<256x2048xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: global_rows and epilogue_warps are for the RMSNorm/LayerNorm epilogues, but the epilogue is none}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: global_rows and epilogue_warps are for the RMSNorm/LayerNorm epilogues and their gradients, but the epilogue is none}}
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 230912, epilogue_warps = true, global_rows = true>} : tensor<256x512xbf16>, tensor<512x2048xbf16> -> tensor<256x2048xbf16>
   return %c : tensor<256x2048xbf16>
 }

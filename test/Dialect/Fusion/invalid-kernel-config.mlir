@@ -36,15 +36,6 @@ func.func @staged_without_warps(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf1
 
 // -----
 
-// Epilogue warps for a row that one CTA holds.
-func.func @warps_one_cta(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
-  // expected-error @below {{expected cluster_n > 1 or global_rows with epilogue_warps (they finish rows spread over several CTAs), but got cluster_n = 1}}
-  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912, epilogue_warps = true>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
-  return %c : tensor<256x256xbf16>
-}
-
-// -----
-
 // More consumer warpgroups than a CTA's 1024 threads hold (a huge count once
 // wrapped tile_m = 64 x consumers back to 128 and ran the generator away).
 func.func @too_many_consumers(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {

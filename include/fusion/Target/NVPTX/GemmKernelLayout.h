@@ -152,6 +152,11 @@ struct GemmSmemParams {
   /// Bytes of an A/B element, of an output element, of a grad epilogue's
   /// norm_input element (0 without one).
   int64_t elementBytes = 2, outputElementBytes = 2, normInputElementBytes = 0;
+  /// A grad epilogue (rms_norm_grad / layer_norm_grad). With epilogue warps
+  /// it keeps no norm_input tile (the epilogue warps read norm_input from
+  /// global memory, 16-byte vectors along whole rows) but [4][tile_m] f32 of
+  /// row scalars (x_hat's scale and shift; one CTA's row sums).
+  bool grad = false;
   /// DSMEM exchanges of a cluster epilogue per tile: 2 for LayerNorm (the
   /// slice means, then the centered sums of squares), 1 otherwise.
   int64_t exchangeRounds = 1;
@@ -181,8 +186,12 @@ struct GemmSmemParams {
 ///   | Lazy Pre-Norm row sums of squares, f32     |  tile_m x 4 (x 2 for the
 ///   | (LayerNorm: the row sums, then the squares)|  LayerNorm prologue)
 ///   +--------------------------------------------+ normInputOffset
-///   | norm_input tile (grad epilogues; none on   |  tile_m x tile_n x e
-///   | sm_100a)                                   |
+///   | norm_input tile (grad epilogues in the     |  tile_m x tile_n x e
+///   | consumers; none on sm_100a, none with      |
+///   | epilogue warps)                            |
+///   +--------------------------------------------+ gradRowsOffset
+///   | grad epilogue warps: [4][tile_m] f32 row   |
+///   | scalars (rstd, -mean rstd, sums)           |
 ///   +--------------------------------------------+ clusterSlotsOffset
 ///   | cluster: R rounds x 2 tile parities x      |  (the epilogue warps reuse
 ///   |   [cluster_n][tile_m] f32 partials         |   round 0 for the rows'
@@ -201,6 +210,7 @@ struct GemmSmemLayout {
   int64_t storeStagingOffset = 0, storeStagingBytes = 0;
   int64_t rowStatsOffset = 0, rowStatsBytes = 0;
   int64_t normInputOffset = 0, normInputBytes = 0;
+  int64_t gradRowsOffset = 0, gradRowsBytes = 0;
   int64_t clusterSlotBytes = 0;
   int64_t clusterSlotsOffset = 0, clusterSlotsBytes = 0;
   int64_t totalBytes = 0;

@@ -51,6 +51,42 @@ void RowExchange::send(ArrayRef<Value> partial, Value rowInTile,
   });
 }
 
+void RowExchange::sendRow(Value partial, Value row, Value tileCount,
+                          int64_t round, Value sender, Value armer) {
+  Value buffer = add(idx(2 * round), rem(tileCount, 2));
+  if (armer)
+    nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(shape.slotBytes),
+                                            buffer, armer);
+  Type shared = LLVM::LLVMPointerType::get(ctx, 3);
+  Type cluster = LLVM::LLVMPointerType::get(ctx, 7);
+  ifThen(sender, [&] {
+    Value barAddr =
+        nvgpu::MBarrierGetOp::create(b, b.getI32Type(), slotBars, buffer);
+    Value bar = LLVM::IntToPtrOp::create(b, shared, ValueRange{barAddr});
+    Value byte = add(
+        add(smemBase, idx(shape.slotsOffset)),
+        mul(add(mul(add(mul(buffer, idx(shape.clusterN)), rank), idx(shape.tileM)),
+                row),
+            idx(4)));
+    Value slotAddr = arith::IndexCastOp::create(b, b.getI64Type(), byte);
+    Value slot = LLVM::IntToPtrOp::create(b, shared, ValueRange{slotAddr});
+    Value bits = arith::BitcastOp::create(b, b.getI32Type(), partial);
+    forLoop(idx(0), idx(shape.clusterN), idx(1), ValueRange{},
+            [&](Value peer, ValueRange) {
+              Value peerRank = arith::IndexCastOp::create(b, b.getI32Type(), peer);
+              Value remoteSlot = NVVM::MapaOp::create(b, cluster, slot, peerRank);
+              Value remoteBar = NVVM::MapaOp::create(b, cluster, bar, peerRank);
+              NVVM::InlinePtxOp::create(
+                  b, TypeRange{}, ValueRange{remoteSlot, bits, remoteBar},
+                  ValueRange{},
+                  b.getStringAttr("st.async.shared::cluster.mbarrier::"
+                                  "complete_tx::bytes.u32 [$0], $1, [$2];"),
+                  Value());
+              return SmallVector<Value>{};
+            });
+  });
+}
+
 Value RowExchange::wait(Value tileCount, int64_t round) {
   Value buffer = add(idx(2 * round), rem(tileCount, 2));
   Value phase = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,

@@ -61,6 +61,12 @@ public:
   /// tile's partials, i.e. after this CTA read this tile's slots.
   void send(ArrayRef<Value> partial, Value rowInTile, Value tileCount,
             int64_t round);
+  /// The same for one row per thread, with the roles given: `armer` arms
+  /// the local barrier of the round (once per tile and round), `sender`
+  /// st.async's `partial`, row `row`'s, to every peer (the grad epilogue
+  /// warps, which compute the rows' sums themselves).
+  void sendRow(Value partial, Value row, Value tileCount, int64_t round,
+               Value sender, Value armer);
   /// Waits until round `round` of tile `tileCount` has arrived from every
   /// peer; returns its slots, [clusterN][tile_m] f32.
   Value wait(Value tileCount, int64_t round);

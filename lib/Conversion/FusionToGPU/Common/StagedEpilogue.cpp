@@ -86,6 +86,10 @@ void StagedEpilogue::loadResidualOf(Value tile) {
 ///      stagedResidual, TMA-loads the next tile's residual into them; a
 ///      second barrier, and every epilogue thread arrives on tileEmpty.
 void StagedEpilogue::run() {
+  if (shape.grad) {
+    runGrad();
+    return;
+  }
   setUp();
   if (shape.stagedResidual)
     ifThen(isFirst, [&] { loadResidualOf(firstTile); });
@@ -409,4 +413,416 @@ void StagedEpilogue::storeTile(Value blockRow, Value blockCol) {
   });
   namedBarrier(4, kEpilogueThreads);
   arrive(ops.tileEmpty, idx(0));
+}
+
+//===----------------------------------------------------------------------===//
+// Grad epilogues (backward regrouping: rms_norm_grad / layer_norm_grad)
+//===----------------------------------------------------------------------===//
+//
+// The consumers stage dh, the dgrad GEMM's accumulator rounded to the output
+// type, exactly as a forward norm's tile (whole-tile staging, tileFull) and
+// go on to the next tile's MMA; they send no partials: the row sums need
+// x_hat. The epilogue warps, per tile, in the layout of the forward's phase
+// B (lane q of a row group holds the 8-column piece q; warp w the rows
+// r = w mod 3 in every pass, so the rows' scalars pass between lanes of one
+// warp, ordered by __syncwarp):
+//   0. the rows' rstd and -mean rstd into shared memory (gradRows [0..1]);
+//   1. wait for tileFull;
+//   2. pass A, per row: dh from the staging, x from norm_input in global
+//      memory (16-byte vectors, a warp's lanes along whole rows, clamped to
+//      row M - 1 and to N; the producer prefetched the tile's rows into L2),
+//      x_hat = x rstd - mean rstd (norm_input itself with normalized_input),
+//      a = dh weight; the row's sums of a x_hat (and of a, LayerNorm) by xor
+//      shuffles over the row's lanes, sent to every CTA of the cluster
+//      (RowExchange::sendRow; one CTA: gradRows [2..3]); dweight += dh x_hat
+//      and dbias += dh in the lane's registers (rows past the tile masked;
+//      rows past M hold dh = 0: TMA zero-filled A);
+//   3. wait for the cluster's sums (the DSMEM slots, rounds 0 and 1);
+//   4. pass B, per row: dx = rstd (a - x_hat sum(a x_hat) / N [- sum(a) / N])
+//      + residual (read like x), rounded once, written in place;
+//   5. the tile's TMA store and tileEmpty (storeTile, as the forward).
+// After the CTA's last tile its dweight / dbias become one partial row per
+// CTA (per cluster rank's columns): the row groups' sums by shuffles, the
+// three warps' through shared memory (the free staging buffers), added in
+// warp order, stored to [param][blockIdx.x / clusterN][columns]; CTAs
+// without a tile store zeros. `<kernel>_params` adds the rows in order.
+
+void StagedEpilogue::gradRowScalars(Value blockRow) {
+  Value rows = smemView(idx(shape.gradRowsOffset), {4, shape.tileM}, b.getF32Type());
+  // Pass B of the previous tile read these (other lanes of this warp).
+  NVVM::SyncWarpOp::create(b, i32(-1));
+  Value lastRow = sub(x.m, idx(1));
+  for (int64_t i = 0; i < 2; ++i) {
+    Value r = add(warp, mul(add(lane, idx(32 * i)), idx(kEpilogueWarps)));
+    ifThen(ult(r, idx(shape.tileM)), [&] {
+      Value row = arith::MinUIOp::create(b, add(blockRow, r), lastRow);
+      Value rstd = memref::LoadOp::create(b, ops.statRstd, ValueRange{row});
+      Value shift = cstF32(0.0);
+      if (ops.statMean && !shape.normalizedInput)
+        shift = arith::NegFOp::create(
+            b, arith::MulFOp::create(
+                   b, memref::LoadOp::create(b, ops.statMean, ValueRange{row}),
+                   rstd));
+      memref::StoreOp::create(b, rstd, rows, ValueRange{idx(0), r});
+      memref::StoreOp::create(b, shift, rows, ValueRange{idx(1), r});
+    });
+  }
+  NVVM::SyncWarpOp::create(b, i32(-1));
+}
+
+void StagedEpilogue::runGrad() {
+  setUp();
+  Type f32 = b.getF32Type();
+  auto f32x8 = VectorType::get({8}, f32);
+  auto outx8 = VectorType::get({8}, shape.outType);
+  Value zero8 = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(f32x8, b.getF32FloatAttr(0.0)));
+  bool ln = shape.layerNorm;
+  // The CTA's columns are the same in every tile: a cluster's rank x tile_n,
+  // or the one CTA's whole row (tile_n >= N: GemmSpec refuses less).
+  Value blockCol = shape.clusterN > 1 ? mul(x.rank, idx(shape.tileN)) : idx(0);
+  Value pieceCol = add(blockCol, mul(q, idx(8)));
+  Value active = both(ult(q, idx(piecesPerRow)), ult(pieceCol, x.n));
+  // Loads of inactive pieces read a valid piece (clamped) and are zeroed.
+  Value loadCol = arith::MinUIOp::create(b, pieceCol, sub(x.n, idx(8)));
+  Value pieceQ = arith::MinUIOp::create(b, q, idx(piecesPerRow - 1));
+  Value rowSub = div(lane, lanesPerRow);
+  Value lastRow = sub(x.m, idx(1));
+  Value tile = smemView(idx(shape.storeStagingOffset),
+                        {segments, shape.tileM, kStoreChunkN}, shape.outType);
+  Value rowsView = smemView(idx(shape.gradRowsOffset), {4, shape.tileM}, f32);
+  Value pieceSegment = div(pieceQ, 8);
+  Value pieceInSegment = rem(pieceQ, 8);
+  auto column = [&](Value r) {
+    return mul(arith::XOrIOp::create(b, pieceInSegment, rem(r, 8)), idx(8));
+  };
+  auto widen = [&](Value v) -> Value {
+    auto type = cast<VectorType>(v.getType());
+    if (type.getElementType().isF32())
+      return v;
+    return arith::ExtFOp::create(b, f32x8, v);
+  };
+  auto masked = [&](Value v) -> Value {
+    return arith::SelectOp::create(b, active, v, zero8);
+  };
+  // A row's piece of a [M, N] operand (norm_input, the residual) as loaded,
+  // not yet widened: what the row loop keeps in flight.
+  auto loadRaw = [&](Value mem, Type elem, Value row) -> Value {
+    return vector::LoadOp::create(
+        b, VectorType::get({8}, elem), mem,
+        ValueRange{arith::MinUIOp::create(b, row, lastRow), loadCol},
+        /*nontemporal=*/false, llvm::MaybeAlign(16));
+  };
+  auto loadParam = [&](Value mem, Type elem) -> Value {
+    Value v = vector::LoadOp::create(b, VectorType::get({8}, elem), mem,
+                                     ValueRange{loadCol}, /*nontemporal=*/false,
+                                     llvm::MaybeAlign(std::min<unsigned>(
+                                         elem.getIntOrFloatBitWidth(), 16)));
+    return masked(widen(v));
+  };
+  auto loadDhRaw = [&](Value r) -> Value {
+    return vector::LoadOp::create(b, outx8, tile,
+                                  ValueRange{pieceSegment, r, column(r)},
+                                  /*nontemporal=*/false, llvm::MaybeAlign(16));
+  };
+  auto splat = [&](Value v) { return vector::BroadcastOp::create(b, f32x8, v); };
+  auto rowScalar = [&](int64_t i, Value r) -> Value {
+    return memref::LoadOp::create(b, rowsView, ValueRange{idx(i), r});
+  };
+  // x_hat of row r's piece, from its raw x. (An inactive piece's loads read
+  // a valid piece: finite values, which only its row sums could see; those
+  // are zeroed as scalars, and nothing of it is stored.)
+  auto xHat = [&](Value r, Value raw) -> Value {
+    Value xv = widen(raw);
+    if (shape.normalizedInput)
+      return xv;
+    Value rstd = splat(rowScalar(0, r));
+    if (!ops.statMean)
+      return arith::MulFOp::create(b, xv, rstd);
+    return math::FmaOp::create(b, xv, rstd, splat(rowScalar(1, r)));
+  };
+  auto sumOf = [&](Value v) -> Value {
+    return vector::ReductionOp::create(b, vector::CombiningKind::ADD, v);
+  };
+  // The rows' sums over the row's lanes, the rows' chains interleaved.
+  auto rowReduceAll = [&](SmallVector<Value> &vs) {
+    for (int64_t offset = 1; offset < lanesPerRow; offset *= 2)
+      for (Value &v : vs)
+        v = arith::AddFOp::create(
+            b, v,
+            gpu::ShuffleOp::create(b, v, i32(offset), i32(32), gpu::ShuffleMode::XOR)
+                .getShuffleResult());
+  };
+  // The passes' loop over the warp's rows: `rowsPer` row steps per
+  // iteration (each lane's rows pieceRowStride apart; the bounds are the
+  // same on every lane of the warp, for the shuffles), their independent
+  // shuffle chains interleaved; the global loads of the next iteration's
+  // rows (x, and the residual in pass B: `streams`) are issued before this
+  // iteration's arithmetic and carried, raw, into it, so that a warp keeps
+  // 2 x rowsPer rows of loads in flight (the latency of L2 is what the
+  // epilogue warps otherwise wait on). Rows past the tile are the warp's
+  // first row again (valid addresses), neither written nor counted.
+  Value rowOfLane = mul(rowSub, idx(kEpilogueWarps));
+  using RowsBody = function_ref<SmallVector<Value>(
+      ArrayRef<Value> rows, ArrayRef<Value> valid, ArrayRef<Value> raws,
+      ValueRange iters)>;
+  // `beforeLoop` runs once the first iterations' loads are issued (the
+  // waits for what the loop reads from shared memory go there, so that the
+  // loads' latency overlaps them).
+  auto rowsLoop = [&](Value blockRow, int64_t rowsPer, int64_t ahead,
+                      ArrayRef<std::pair<Value, Type>> streams,
+                      ValueRange inits, function_ref<void()> beforeLoop,
+                      RowsBody body) -> SmallVector<Value> {
+    int64_t stride = rowsPer * pieceRowStride;
+    auto rowsOf = [&](Value base, SmallVector<Value> &rows,
+                      SmallVector<Value> &valid) {
+      for (int64_t j = 0; j < rowsPer; ++j) {
+        Value r = add(add(base, idx(j * pieceRowStride)), rowOfLane);
+        valid.push_back(ult(r, idx(shape.tileM)));
+        rows.push_back(arith::SelectOp::create(b, valid[j], r, warp));
+      }
+    };
+    auto issue = [&](ArrayRef<Value> rows) {
+      SmallVector<Value> raws;
+      for (auto [mem, elem] : streams)
+        for (Value r : rows)
+          raws.push_back(loadRaw(mem, elem, add(blockRow, r)));
+      return raws;
+    };
+    SmallVector<Value> init(inits.begin(), inits.end());
+    for (int64_t d = 0; d < ahead; ++d) {
+      SmallVector<Value> rows, valid;
+      rowsOf(add(warp, idx(d * stride)), rows, valid);
+      SmallVector<Value> raws = issue(rows);
+      init.append(raws.begin(), raws.end());
+    }
+    beforeLoop();
+    size_t carried = inits.size();
+    size_t perIteration = streams.size() * rowsPer;
+    ValueRange results = forLoop(
+        warp, idx(shape.tileM), idx(stride), init,
+        [&](Value base, ValueRange iters) {
+          SmallVector<Value> rows, valid, nextRows, nextValid;
+          rowsOf(base, rows, valid);
+          rowsOf(add(base, idx(ahead * stride)), nextRows, nextValid);
+          SmallVector<Value> next = issue(nextRows);
+          ValueRange inFlight = iters.drop_front(carried);
+          SmallVector<Value> raws(inFlight.take_front(perIteration));
+          SmallVector<Value> out =
+              body(rows, valid, raws, iters.take_front(carried));
+          out.append(inFlight.begin() + perIteration, inFlight.end());
+          out.append(next.begin(), next.end());
+          return out;
+        });
+    return SmallVector<Value>(results.take_front(carried));
+  };
+
+  // Row steps per iteration and iterations of loads in flight ahead (a
+  // warp keeps rows x (ahead + 1) rows' loads in flight): what fits in the
+  // registers without spills (GemmSpec.h: 136 registers, 152 for
+  // LayerNorm's second accumulator). RMSNorm: pass A 4 x 2, pass B 2 x 3;
+  // LayerNorm 4 x 1 and 2 x 2; pass B with a residual (a second stream)
+  // 1 x 3. One more spilled 4-176 bytes.
+  int64_t passARows = 4, passAAhead = ln ? 1 : 2;
+  int64_t passBRows = ops.residual ? 1 : 2,
+          passBAhead = ops.residual ? 3 : ln ? 2 : 3;
+  SmallVector<Value> inits{idx(0)};
+  if (shape.weightGrad)
+    inits.push_back(zero8);
+  if (shape.biasGrad)
+    inits.push_back(zero8);
+  ValueRange finals = scheduler.tileLoop(
+      *this, inits, [&](Value blockRow, Value, ValueRange iters) {
+        Value tileCount = iters[0];
+        SmallVector<Value> accs(iters.drop_front());
+        // 0. The weight piece, while the consumers finish the tile.
+        Value weight = ops.weight ? loadParam(ops.weight, shape.weightType) : Value();
+        // 1. Once pass A's first loads of x are in flight: the rows'
+        // scalars, then the staged dh; the first epilogue thread arms the
+        // slots' barriers.
+        auto waitTile = [&] {
+          gradRowScalars(blockRow);
+          wait(ops.tileFull, idx(0), tileParity(tileCount));
+          if (shape.clusterN > 1)
+            for (int64_t round = 0; round < (ln ? 2 : 1); ++round)
+              nvgpu::MBarrierArriveExpectTxOp::create(
+                  b, x.slotBars, idx(x.shape.slotBytes),
+                  add(idx(2 * round), rem(tileCount, 2)), isFirst);
+        };
+        // 2. Pass A: the rows' sums, dweight and dbias.
+        SmallVector<Value> passA = rowsLoop(
+            blockRow, passARows, passAAhead, {{ops.normInput, shape.normInputType}}, accs,
+            waitTile,
+            [&](ArrayRef<Value> rows, ArrayRef<Value> valid, ArrayRef<Value> raws,
+                ValueRange it) {
+              SmallVector<Value> acc(it);
+              // The rows' dh pieces first (shared memory, raw), then each
+              // row's arithmetic, the rows' shuffle chains interleaved, and
+              // the sends last (their branches would split the block).
+              SmallVector<Value> dhRaw, dots, sums;
+              for (Value r : rows)
+                dhRaw.push_back(loadDhRaw(r));
+              Value zero = cstF32(0.0);
+              for (auto [j, r] : llvm::enumerate(rows)) {
+                Value dh = widen(dhRaw[j]);
+                Value xh = xHat(r, raws[j]);
+                Value a = weight ? arith::MulFOp::create(b, dh, weight).getResult() : dh;
+                dots.push_back(arith::SelectOp::create(
+                    b, active, sumOf(arith::MulFOp::create(b, a, xh)), zero));
+                if (ln)
+                  sums.push_back(arith::SelectOp::create(b, active, sumOf(a), zero));
+                // Only the tile's rows inside M count (rows past M hold
+                // dh = 0, but x_hat of the clamped row could be infinite,
+                // as the consumers' form masks them); a branch, not a
+                // select per element.
+                if (acc.empty())
+                  continue;
+                Value counted = both(valid[j], ult(add(blockRow, r), x.m));
+                auto update = scf::IfOp::create(
+                    b, counted,
+                    [&](OpBuilder &, Location) {
+                      SmallVector<Value> next;
+                      if (shape.weightGrad)
+                        next.push_back(math::FmaOp::create(b, dh, xh, acc[0]));
+                      if (shape.biasGrad)
+                        next.push_back(arith::AddFOp::create(b, acc.back(), dh));
+                      scf::YieldOp::create(b, next);
+                    },
+                    [&](OpBuilder &, Location) { scf::YieldOp::create(b, acc); });
+                acc.assign(update.getResults().begin(), update.getResults().end());
+              }
+              rowReduceAll(dots);
+              if (ln)
+                rowReduceAll(sums);
+              for (auto [j, r] : llvm::enumerate(rows)) {
+                Value sender = both(eq(q, 0), valid[j]);
+                if (shape.clusterN > 1) {
+                  x.sendRow(dots[j], r, tileCount, 0, sender, Value());
+                  if (ln)
+                    x.sendRow(sums[j], r, tileCount, 1, sender, Value());
+                } else {
+                  ifThen(sender, [&] {
+                    memref::StoreOp::create(b, dots[j], rowsView, ValueRange{idx(2), r});
+                    if (ln)
+                      memref::StoreOp::create(b, sums[j], rowsView,
+                                              ValueRange{idx(3), r});
+                  });
+                }
+              }
+              return acc;
+            });
+        // 3. The whole rows' sums (waited for once pass B's first loads
+        // are in flight).
+        Value dotSlots, sumSlots;
+        auto waitSums = [&] {
+          if (shape.clusterN > 1) {
+            dotSlots = x.wait(tileCount, 0);
+            if (ln)
+              sumSlots = x.wait(tileCount, 1);
+          } else {
+            NVVM::SyncWarpOp::create(b, i32(-1));
+          }
+        };
+        auto total = [&](Value slots, int64_t i, Value r) -> Value {
+          if (!slots)
+            return rowScalar(i, r);
+          Value t = cstF32(0.0);
+          for (int64_t p = 0; p < shape.clusterN; ++p)
+            t = arith::AddFOp::create(
+                b, t, memref::LoadOp::create(b, slots, ValueRange{idx(p), r}));
+          return t;
+        };
+        // 4. Pass B: dx in place.
+        Value weightB = weight;
+        SmallVector<std::pair<Value, Type>> streamsB{
+            {ops.normInput, shape.normInputType}};
+        if (ops.residual)
+          streamsB.push_back({ops.residual, shape.residualType});
+        rowsLoop(blockRow, passBRows, passBAhead, streamsB, ValueRange{}, waitSums,
+                 [&](ArrayRef<Value> rows, ArrayRef<Value> valid,
+                     ArrayRef<Value> raws, ValueRange) {
+          SmallVector<Value> dhRaw, outs;
+          for (Value r : rows)
+            dhRaw.push_back(loadDhRaw(r));
+          for (auto [j, r] : llvm::enumerate(rows)) {
+            Value dh = widen(dhRaw[j]);
+            Value xh = xHat(r, raws[j]);
+            Value rstd = rowScalar(0, r);
+            Value c1 = arith::DivFOp::create(b, total(dotSlots, 2, r), nF);
+            Value a = weightB ? arith::MulFOp::create(b, dh, weightB).getResult() : dh;
+            Value d = math::FmaOp::create(b, xh, splat(arith::NegFOp::create(b, c1)), a);
+            if (ln)
+              d = arith::SubFOp::create(
+                  b, d, splat(arith::DivFOp::create(b, total(sumSlots, 3, r), nF)));
+            d = arith::MulFOp::create(b, d, splat(rstd));
+            if (ops.residual)
+              d = arith::AddFOp::create(b, d, widen(raws[rows.size() + j]));
+            outs.push_back(arith::TruncFOp::create(b, outx8, d));
+          }
+          // The stores last (a branch each: inactive pieces and rows past
+          // the tile are not written).
+          for (auto [j, r] : llvm::enumerate(rows))
+            ifThen(both(active, valid[j]), [&] {
+              vector::StoreOp::create(b, outs[j], tile,
+                                      ValueRange{pieceSegment, r, column(r)},
+                                      /*nontemporal=*/false, llvm::MaybeAlign(16));
+            });
+          return SmallVector<Value>{};
+        });
+        // 5. The tile's store; the buffers back to the consumers.
+        storeTile(blockRow, blockCol);
+        SmallVector<Value> next{add(tileCount, idx(1))};
+        next.append(passA.begin(), passA.end());
+        return next;
+      });
+  gradParamPartials(SmallVector<Value>(finals.drop_front()), blockCol);
+}
+
+/// The CTA's dweight / dbias partial row (see above).
+void StagedEpilogue::gradParamPartials(ArrayRef<Value> accs, Value blockCol) {
+  if (accs.empty())
+    return;
+  Type f32 = b.getF32Type();
+  int64_t params = static_cast<int64_t>(accs.size());
+  Value scratch = smemView(idx(shape.storeStagingOffset),
+                           {params, kEpilogueWarps, shape.tileN}, f32);
+  Value rowSub = div(lane, lanesPerRow);
+  Value inTile = ult(q, idx(piecesPerRow));
+  for (int64_t p = 0; p < params; ++p) {
+    // The warp's row groups: lanes lanesPerRow apart hold the same piece.
+    SmallVector<Value> elems;
+    for (int64_t e = 0; e < 8; ++e) {
+      Value v = vector::ExtractOp::create(b, accs[p], ArrayRef<int64_t>{e});
+      for (int64_t offset = lanesPerRow; offset < 32; offset *= 2)
+        v = arith::AddFOp::create(
+            b, v,
+            gpu::ShuffleOp::create(b, v, i32(offset), i32(32), gpu::ShuffleMode::XOR)
+                .getShuffleResult());
+      elems.push_back(v);
+    }
+    Value sum = vector::FromElementsOp::create(b, VectorType::get({8}, f32), elems);
+    ifThen(both(eq(rowSub, 0), inTile), [&] {
+      vector::StoreOp::create(b, sum, scratch,
+                              ValueRange{idx(p), warp, mul(q, idx(8))},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+    });
+  }
+  namedBarrier(4, kEpilogueThreads);
+  // The three warps' sums in warp order; one partial row per cluster (the
+  // CTA's rank holds its columns of it).
+  Value units = tileStride, unit = firstTile;
+  forLoop(etid, idx(params * shape.tileN), idx(kEpilogueThreads), ValueRange{},
+          [&](Value i, ValueRange) {
+            Value p = div(i, shape.tileN), c = rem(i, shape.tileN);
+            Value col = add(blockCol, c);
+            ifThen(ult(col, x.n), [&] {
+              Value t = memref::LoadOp::create(b, scratch, ValueRange{p, idx(0), c});
+              for (int64_t w = 1; w < kEpilogueWarps; ++w)
+                t = arith::AddFOp::create(
+                    b, t, memref::LoadOp::create(b, scratch, ValueRange{p, idx(w), c}));
+              Value at = add(mul(add(mul(p, units), unit), x.n), col);
+              memref::StoreOp::create(b, t, ops.paramPartials, ValueRange{at});
+            });
+            return SmallVector<Value>{};
+          });
 }

@@ -33,12 +33,25 @@ struct StagedEpilogueShape {
   /// rows), or in the cluster's round-0 slots of the tile's parity (each
   /// row's own two read already), rowScalesStride bytes apart.
   int64_t rowScalesOffset = 0, rowScalesStride = 0;
+  /// A grad epilogue (rms_norm_grad, layer_norm_grad with layerNorm): the
+  /// staged tile is dh; dx replaces it. normInputType: the forward's x (or
+  /// x_hat with normalizedInput); weightGrad / biasGrad: dweight / dbias
+  /// partial rows, one per CTA; gradRowsOffset: [4][tile_m] f32 row
+  /// scalars (GemmSmemLayout::gradRowsOffset).
+  bool grad = false, normalizedInput = false, weightGrad = false,
+       biasGrad = false;
+  Type normInputType;
+  int64_t gradRowsOffset = 0;
 };
 
 struct StagedEpilogueOperands {
   /// Kernel arguments (null when absent): the norm weight and bias, the
   /// statistics outputs, the global rows' partials and counters.
   Value weight, bias, statMean, statRstd, partials, counters;
+  /// Grad epilogues: norm_input, the residual added to dx, and the
+  /// parameter gradients' partial rows ([params][units][N] f32, units =
+  /// gridDim.x / clusterN).
+  Value normInput, residual, paramPartials;
   /// tileFull (the consumers staged the tile), tileEmpty (its store read
   /// the buffers), residualFull (stagedResidual: the residual landed).
   Value tileFull, tileEmpty, residualFull;
@@ -61,6 +74,10 @@ public:
   void run();
 
 private:
+  /// run() of a grad epilogue (StagedEpilogue.cpp, "Grad epilogues").
+  void runGrad();
+  void gradRowScalars(Value blockRow);
+  void gradParamPartials(ArrayRef<Value> accs, Value blockCol);
   void setUp();
   /// Phase A of a tile: each row's statistics, scale and shift.
   void rowStatistics(Value blockRow, Value blockCol, Value tileCount,

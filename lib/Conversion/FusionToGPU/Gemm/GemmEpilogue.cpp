@@ -235,6 +235,12 @@ void TileEpilogue::slicePartials(Value localMean[2], Value localM2[2]) {
 /// added); they go to the peers (a cluster) or to global memory (global
 /// rows), and the tile to the epilogue warps.
 void TileEpilogue::handOff() {
+  // A grad epilogue's row sums need x_hat: the epilogue warps compute them
+  // from the staged dh (StagedEpilogue.cpp, "Grad epilogues").
+  if (s.gradEpilogue()) {
+    e.handOffTile(view, {v[0], v[1]}, rowInTile, tileCount, {});
+    return;
+  }
   SmallVector<Value> partials;
   if (s.epilogue == EpilogueKind::rms_norm) {
     for (int64_t h = 0; h < 2; ++h) {

@@ -257,14 +257,22 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
       args[GemmArg::StatRstd] = host.dynamicMemref(stats.back());
   }
   // A grad epilogue's dweight / dbias partial rows: [params][units][N],
-  // units = tile_m / 16 per row block (one per warp), at least one.
+  // units = tile_m / 16 per row block (one per warp), at least one; with
+  // epilogue warps one per CTA (per cluster: its CTAs hold their columns),
+  // gridDim.x / cluster_n, known once the grid is.
   Value paramPartials, gradUnits;
-  if (spec.paramGrads()) {
+  std::optional<LaunchShape> early;
+  if (spec.paramGrads() && spec.epilogueWarps) {
+    early = launchShape(host, spec, kernelName, m, n, splits);
+    gradUnits = arith::DivUIOp::create(b, early->gridX, idx(spec.clusterN));
+  } else if (spec.paramGrads()) {
     gradUnits = arith::MulIOp::create(
         b,
         arith::MaxUIOp::create(b, arith::CeilDivUIOp::create(b, m, idx(spec.tileM)),
                                idx(1)),
         idx(spec.gradUnitsPerRowBlock()));
+  }
+  if (spec.paramGrads()) {
     Value count = arith::MulIOp::create(
         b, arith::MulIOp::create(b, gradUnits, n), idx(spec.paramGrads()));
     paramPartials = host.chain.alloc(
@@ -311,7 +319,8 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   for (GemmArg arg : abi.args())
     operands.push_back(args.lookup(arg));
 
-  LaunchShape shape = launchShape(host, spec, kernelName, m, n, splits);
+  LaunchShape shape =
+      early ? *early : launchShape(host, spec, kernelName, m, n, splits);
   auto launchOp = gpu::LaunchFuncOp::create(
       b, kernel, {shape.gridX, idx(1), idx(1)},
       {idx(spec.threads()), idx(1), idx(1)}, shape.smemBytes, operands,

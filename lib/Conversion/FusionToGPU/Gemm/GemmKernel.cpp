@@ -16,7 +16,12 @@
 //                     row block's counter in global memory), normalize the
 //                     staged tile in place, TMA-store it, arrive on
 //                     tileEmpty (stagedResidual: TMA-load the next tile's
-//                     residual into the buffers instead); without epilogue
+//                     residual into the buffers instead); grad epilogues
+//                     with a 16-bit dx (one CTA or a cluster): the staged
+//                     tile is dh, the warps sum a x_hat per row (x read from
+//                     global memory), exchange the sums, write dx in place
+//                     and store it, and keep dweight / dbias for one partial
+//                     row per CTA (StagedEpilogue.cpp); without epilogue
 //                     warps, and the other threads, exit;
 //   warpgroups 1..C (consumers, setmaxnreg up)
 //                     wait full[s], issue wgmma on their 64 rows; Lazy
@@ -227,7 +232,14 @@ void GemmKernelEmitter::runStagedEpilogue() {
   shape.clusterN = s.clusterN;
   shape.globalRows = s.globalRows;
   shape.stagedResidual = s.stagedResidual;
-  shape.layerNorm = s.epilogue == EpilogueKind::layer_norm;
+  shape.layerNorm = s.epilogue == EpilogueKind::layer_norm ||
+                    s.epilogue == EpilogueKind::layer_norm_grad;
+  shape.grad = s.gradEpilogue();
+  shape.normalizedInput = s.normalizedInput;
+  shape.weightGrad = s.weightGrad;
+  shape.biasGrad = s.biasGrad;
+  shape.normInputType = s.normInputType;
+  shape.gradRowsOffset = s.layout.gradRowsOffset;
   shape.epsilon = s.epsilon;
   shape.outType = s.outType;
   shape.residualType = s.residualType;
@@ -246,6 +258,11 @@ void GemmKernelEmitter::runStagedEpilogue() {
   ops.statRstd = arg(GemmArg::StatRstd);
   ops.partials = arg(GemmArg::Partials);
   ops.counters = arg(GemmArg::Counters);
+  if (s.gradEpilogue()) {
+    ops.normInput = arg(GemmArg::NormInput);
+    ops.residual = arg(GemmArg::Residual);
+    ops.paramPartials = arg(GemmArg::ParamPartials);
+  }
   ops.tileFull = tileFull;
   ops.tileEmpty = tileEmpty;
   ops.residualFull = residualFull;
@@ -265,6 +282,18 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,
   OpBuilder::InsertionGuard guard(builder);
   RegisterBudget regs =
       engine.registerBudget(s.threads(), s.consumers, s.epilogueWarps);
+  // The grad epilogue warps hold a weight piece, dweight / dbias
+  // accumulators and two rows' dh and x_hat pieces; the consumers only
+  // stage dh (no residual, no partials): registers move to the producer
+  // warpgroup (setmaxnreg takes multiples of 8).
+  if (s.gradEpilogue() && s.epilogueWarps) {
+    regs.producer = s.epilogue == EpilogueKind::layer_norm_grad
+                        ? kGradLayerNormEpilogueWarpRegisters
+                        : kGradEpilogueWarpRegisters;
+    regs.consumer = std::min<int64_t>(
+        256, (s.threads() * regs.launch - 128 * regs.producer) /
+                 (128 * s.consumers) / 8 * 8);
+  }
   gpu::GPUFuncOp func = createKernelFunc(
       builder, loc, module, name, GemmKernelAbi(s).types(builder.getContext()),
       s.threads(), regs.launch);

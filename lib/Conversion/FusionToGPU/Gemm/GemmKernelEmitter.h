@@ -91,7 +91,11 @@ public:
 
   // GemmMainLoop.cpp.
   void producer();
-  void prefetchResidual(Value residual, Value blockRow, Value blockCol);
+  /// One bulk L2 prefetch per row of the tile of `residual` (elements of
+  /// `elem`, the residual's type by default).
+  void prefetchResidual(Value residual, Value blockRow, Value blockCol,
+                        Type elem = Type());
+  void prefetchRows(Value stat, Value blockRow);
   void issueLoad(Value kTile, Value stage, Value blockRow, Value blockCol);
   Value sumSquaresOfHalfRow(Value stage, Value c, Value acc, Value reader,
                             int64_t groupRows, Value *sum = nullptr);

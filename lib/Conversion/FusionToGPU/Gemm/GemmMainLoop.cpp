@@ -57,10 +57,20 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
 /// into L2, so that the epilogue's loads hit L2 instead of waiting on DRAM.
 void GemmKernelEmitter::producer() {
   Value residual = s.stagedResidual ? Value() : arg(GemmArg::Residual);
+  // The grad epilogue warps read norm_input from global memory too.
+  Value normInput =
+      s.gradEpilogue() && s.epilogueWarps ? arg(GemmArg::NormInput) : Value();
   scheduler.tileLoop(*this, {idx(0)}, [&](Value blockRow, Value blockCol,
                                           Value split, ValueRange iters) {
     if (residual)
       prefetchResidual(residual, blockRow, blockCol);
+    if (normInput) {
+      prefetchResidual(normInput, blockRow, blockCol, s.normInputType);
+      // The tile's saved statistics (tile_m f32 each, contiguous).
+      for (GemmArg stat : {GemmArg::StatMean, GemmArg::StatRstd})
+        if (Value mem = arg(stat))
+          prefetchRows(mem, blockRow);
+    }
     auto [kFirst, kCount] = kRange(split);
     ValueRange done = forLoop(
         idx(0), kCount, idx(1), iters, [&](Value kk, ValueRange it) {
@@ -81,8 +91,9 @@ void GemmKernelEmitter::producer() {
 /// A loop, not unrolled: the producer thread issues them while it would
 /// otherwise wait for a free stage.
 void GemmKernelEmitter::prefetchResidual(Value residual, Value blockRow,
-                                         Value blockCol) {
-  unsigned elemBytes = s.residualType.getIntOrFloatBitWidth() / 8;
+                                         Value blockCol, Type elem) {
+  unsigned elemBytes =
+      (elem ? elem : s.residualType).getIntOrFloatBitWidth() / 8;
   Value base = arith::IndexCastOp::create(
       b, b.getI64Type(),
       memref::ExtractAlignedPointerAsIndexOp::create(b, residual));
@@ -99,6 +110,36 @@ void GemmKernelEmitter::prefetchResidual(Value residual, Value blockRow,
         b, LLVM::IntToPtrOp::create(b, global, address), bytes, Value());
     return SmallVector<Value>{};
   });
+}
+
+/// One bulk L2 prefetch of the f32 statistics of the tile's rows: a grad
+/// epilogue's rstd (and mean). The bulk copy takes whole 16-byte units from
+/// a 16-byte aligned address: the rows inside M rounded down to 4 (the
+/// last row block's last few are not prefetched), and none unless the
+/// buffer is 16-byte aligned (a view into another tensor need not be).
+void GemmKernelEmitter::prefetchRows(Value stat, Value blockRow) {
+  Value base = arith::IndexCastOp::create(
+      b, b.getI64Type(), memref::ExtractAlignedPointerAsIndexOp::create(b, stat));
+  Value rows = arith::MinUIOp::create(b, idx(s.tileM), sub(m, blockRow));
+  Value bytes = mul(div(rows, 4), idx(16));
+  Value aligned = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::eq,
+      arith::AndIOp::create(
+          b, base,
+          arith::ConstantOp::create(b, b.getI64IntegerAttr(15))),
+      arith::ConstantOp::create(b, b.getI64IntegerAttr(0)));
+  ifThen(both(aligned, arith::CmpIOp::create(b, arith::CmpIPredicate::ugt,
+                                             bytes, idx(0))),
+         [&] {
+           Value address = arith::AddIOp::create(
+               b, base,
+               arith::IndexCastOp::create(b, b.getI64Type(),
+                                          mul(blockRow, idx(4))));
+           Type global = LLVM::LLVMPointerType::get(ctx, 1);
+           NVVM::CpAsyncBulkPrefetchOp::create(
+               b, LLVM::IntToPtrOp::create(b, global, address),
+               arith::IndexCastOp::create(b, b.getI32Type(), bytes), Value());
+         });
 }
 
 /// Lazy Pre-Norm: adds the squares of this thread's half of its A row in

@@ -128,11 +128,23 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
           "bias";
     return failure();
   }
-  if (s.gradEpilogue() && (s.globalRows || s.epilogueWarps)) {
+  if (s.gradEpilogue() && s.globalRows) {
     why = "a grad epilogue whose row is wider than one cluster (global_rows) "
           "is not handled by this generator yet: rows up to " +
           std::to_string(target.maxEpilogueClusterSize * target.maxEpilogueTileN) +
           " columns";
+    return failure();
+  }
+  if (s.gradEpilogue() && s.epilogueWarps && !s.tmaStore()) {
+    why = "a grad epilogue in the epilogue warps stages dh as 16-bit values "
+          "and stores dx from there, but the output is f32 (re-run "
+          "fusion-plan-kernels: it keeps such a gradient in the consumers)";
+    return failure();
+  }
+  if (s.gradEpilogue() && s.stagedResidual) {
+    why = "staged_residual is for the forward norms (the residual is added "
+          "to the accumulator); a grad epilogue adds its residual to dx, read "
+          "by the epilogue warps from global memory";
     return failure();
   }
   int64_t outN = cast<RankedTensorType>(op.getOutput().getType()).getDimSize(1);
@@ -171,10 +183,16 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
           "output (the tile waits in shared memory), but the output is f32";
     return failure();
   }
-  if ((s.globalRows || s.epilogueWarps) && !s.normEpilogue()) {
+  if ((s.globalRows || s.epilogueWarps) && !s.rowReduction()) {
     why = "global_rows and epilogue_warps are for the RMSNorm/LayerNorm "
-          "epilogues, but the epilogue is " +
+          "epilogues and their gradients, but the epilogue is " +
           stringifyEpilogueKind(s.epilogue).str();
+    return failure();
+  }
+  if (s.epilogueWarps && s.normEpilogue() && s.clusterN == 1 && !s.globalRows) {
+    why = "epilogue_warps with cluster_n = 1 and global_rows = false is for "
+          "the grad epilogues (a forward norm's row that one CTA holds is "
+          "finished by the consumers; re-run fusion-plan-kernels)";
     return failure();
   }
   if (s.stagedResidual && s.residualType != s.outType) {
@@ -249,6 +267,9 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   params.elementBytes = s.abType.getIntOrFloatBitWidth() / 8;
   params.outputElementBytes = s.outType.getIntOrFloatBitWidth() / 8;
   params.exchangeRounds = s.exchangeRounds();
+  // (The consumers' grad epilogue reads norm_input from global memory: its
+  // tile, which the planner budgets, is not laid out here.)
+  params.grad = s.gradEpilogue();
   params.prologueRowStats = s.prologue == PrologueKind::layer_norm ? 2 : 1;
   params.strategy = {s.epilogueWarps, s.globalRows, s.stagedResidual};
   params.accumulatorInTensorMemory = target.tensorMemoryColumns > 0;

@@ -29,6 +29,13 @@ inline constexpr int64_t kStoreChunkN = GemmTiling::kStoreChunkN;
 inline constexpr int64_t kSmemAlignment = GemmTiling::kSmemAlignment;
 inline constexpr int64_t kEpilogueThreads = GemmTiling::kEpilogueThreads;
 inline constexpr int64_t kEpilogueWarps = GemmTiling::kEpilogueWarps;
+/// The producer warpgroup's registers with grad epilogue warps (the forward
+/// norms' epilogue warps take 72): a weight piece, dweight (and LayerNorm's
+/// dbias), and the next rows' loads in flight (StagedEpilogue::runGrad); the
+/// consumers, who only stage dh, keep 184 (176 with LayerNorm). 0 spills
+/// over the regrouped training steps, residual blocks included.
+inline constexpr int64_t kGradEpilogueWarpRegisters = 136;
+inline constexpr int64_t kGradLayerNormEpilogueWarpRegisters = 152;
 
 /// Everything the kernel generator needs to know about one fused GEMM.
 struct GemmKernelSpec {
@@ -58,8 +65,9 @@ struct GemmKernelSpec {
   /// layer_norm_grad whose norm_input is not normalized).
   unsigned numStats = 0;
   /// Grad epilogues: norm_input holds x_hat; dweight (a norm_weight is
-  /// given) and dbias (with_bias_grad) are results, summed from per-warp
-  /// column partials by a second kernel.
+  /// given) and dbias (with_bias_grad) are results, summed by a second
+  /// kernel from column partials: per warp of a row block in the consumers'
+  /// form, one row per CTA (cluster) with epilogue warps.
   bool normalizedInput = false, weightGrad = false, biasGrad = false;
   /// Forward norm epilogues with save_norm_input: the norm's input (acc +
   /// residual, rounded to outType) is stored too, beside the output.
@@ -153,6 +161,8 @@ enum class GemmArg {
   Partials,   ///< global rows: memref<?xf32>, 2 per row and column tile
   Counters,   ///< global rows: memref<?xi32>, one per row block, zeroed
   ParamPartials, ///< grad epilogues: memref<?xf32>, [paramGrads][units][N]
+                 ///< (units: row blocks x 8, or gridDim.x / cluster_n with
+                 ///< epilogue warps)
   TmaOutput,  ///< 16-bit outputs: the output's tensor map (!llvm.ptr)
   TmaResidual, ///< stagedResidual: the residual's tensor map (!llvm.ptr)
   TmaSavedNormInput ///< save_norm_input, 16-bit: its tensor map (!llvm.ptr)

@@ -272,6 +272,7 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   params.clusterN = clusterN;
   params.elementBytes = elementBytes;
   params.normInputElementBytes = normInputElementBytes;
+  params.grad = op.isGradEpilogue();
   params.outputElementBytes = outputElementBytes;
   params.accumulatorInTensorMemory = target.tensorMemoryColumns > 0;
   params.prologueRowStats = op.getPrologue() == PrologueKind::layer_norm ? 2 : 1;

@@ -145,18 +145,21 @@ func.func @row_too_wide_sm100a(%a: tensor<256x64xbf16>, %b: tensor<64x16896xbf16
 
 // Test that a configuration whose shared memory does not fit even with 2
 // stages is refused, naming the bytes, the budget and where they go: on
-// sm_90a an rms_norm_grad epilogue over N = 256 with an f32 norm_input,
-// whose tile (128 * 256 * 4 = 131072) comes on top of the ring:
-// 2 * (128 + 256) * 64 * 2 + 32768 + 512 + 131072 + 1024 = 263680. (On
-// sm_100a the kernel reads norm_input from global memory: no tile.)
+// sm_90a an rms_norm_grad epilogue over N = 512 with an f32 norm_input and
+// an f32 dx (no epilogue warps: the consumers read the norm_input tile,
+// 128 * 256 * 4 = 131072, beside the ring), a cluster of 2:
+// 2 * (128 + 256) * 64 * 2 + 512 + 131072 + 2 * 2 * 128 * 4 + 1024 =
+// 232960. (A bf16 dx runs in the epilogue warps, which read norm_input
+// from global memory: no tile. On sm_100a the kernel reads it from global
+// memory too.)
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @smem_overflow(%dy: tensor<4096x512xbf16>, %w: tensor<256x512xbf16>,
-    %x: tensor<4096x256xf32>, %rstd: tensor<4096xf32>) -> tensor<4096x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op expected at most 232448 bytes of shared memory (the sm_90a opt-in limit per CTA), but a 128x256x64 tile with 2 stages and cluster_n = 1 needs 263680 (31232 over; A/B ring 98304, row sums 512, output staging 32768, norm_input tile 131072, alignment 1024)}}
-  %dx = fusion.fused_matmul %dy, %w norm_input(%x : tensor<4096x256xf32>) rstd(%rstd : tensor<4096xf32>)
+func.func @smem_overflow(%dy: tensor<4096x512xbf16>, %w: tensor<512x512xbf16>,
+    %x: tensor<4096x512xf32>, %rstd: tensor<4096xf32>) -> tensor<4096x512xf32> {
+  // expected-error @below {{'fusion.fused_matmul' op expected at most 232448 bytes of shared memory (the sm_90a opt-in limit per CTA), but a 128x256x64 tile with 2 stages and cluster_n = 2 needs 232960 (512 over; A/B ring 98304, row sums 512, norm_input tile 131072, DSMEM slots 2048, alignment 1024)}}
+  %dx = fusion.fused_matmul %dy, %w norm_input(%x : tensor<4096x512xf32>) rstd(%rstd : tensor<4096xf32>)
       {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input, transpose_rhs}
-      : tensor<4096x512xbf16>, tensor<256x512xbf16> -> tensor<4096x256xbf16>
-  return %dx : tensor<4096x256xbf16>
+      : tensor<4096x512xbf16>, tensor<512x512xbf16> -> tensor<4096x512xf32>
+  return %dx : tensor<4096x512xf32>
 }
 }
 

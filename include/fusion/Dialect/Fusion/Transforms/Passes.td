@@ -701,10 +701,12 @@ def FusionRegroupBackwardPass
     #### Options
     - `report`: emit a remark per norm: regrouped, or why not.
     - `apply` (default true): rewrite. `fusion-fuse` runs the pass with
-      `apply=false` unless `fusion-fuse{regroup-backward=true}`: the sm_90a
-      GEMM kernels have no grad epilogue yet, so a regrouped program runs on
-      the CPU pipeline only; with `apply=false` a norm that would be
-      regrouped is left alone with a remark saying so.
+      `apply=false` unless `fusion-fuse{regroup-backward=true}`
+      (`fusion-compile --regroup-backward`): the sm_90a grad epilogue (in the
+      dgrad GEMM's epilogue warps for a bf16 dx) has not been measured on the
+      H200 yet (its first form, in the consumers, was slower than the
+      unregrouped step); with `apply=false` a norm that would be regrouped is
+      left alone with a remark saying so.
 
     #### Target requirements
     Reads `fusion.target` like `fusion-epilogue-norm`; leaves the IR

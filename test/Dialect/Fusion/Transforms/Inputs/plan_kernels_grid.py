@@ -51,14 +51,18 @@ def smem(tile_m, tile_n, tile_k, stages, cluster_n, grad, rounds=1, split=False,
     buffers = (tile_n // 64 if (split and not tmem) or epilogue_warps else
                1 if cluster_n > 1 else 2)
     store_staging = buffers * tile_m * 64 * ELEMENT_BYTES
-    # (The sm_100a kernel reads norm_input from global memory: no tile.)
-    norm_input = tile_m * tile_n * ELEMENT_BYTES if grad and not tmem else 0
+    # (The sm_100a kernel reads norm_input from global memory: no tile; so
+    # do sm_90a's grad epilogue warps, which keep [4][tile_m] f32 row
+    # scalars instead.)
+    norm_input = (tile_m * tile_n * ELEMENT_BYTES
+                  if grad and not tmem and not epilogue_warps else 0)
+    grad_rows = 4 * tile_m * 4 if grad and epilogue_warps else 0
     # DSMEM slots: exchange rounds (LayerNorm 2) x tile parity x peers; with
     # the global-memory exchange, the rows' scale and shift (mean and rstd
     # without epilogue warps; none on sm_100a).
     slots = ((0 if tmem else 2 * tile_m * 4) if split else
              rounds * 2 * tile_m * cluster_n * 4 if cluster_n > 1 else 0)
-    return ring + store_staging + tile_m * 4 + norm_input + slots + 1024
+    return ring + store_staging + tile_m * 4 + norm_input + grad_rows + slots + 1024
 
 
 def round_up(x, multiple):
@@ -147,6 +151,9 @@ def main():
         split = epi in ROW_REDUCTION and cn == 1 and tn < n
         ew = (chip == "sm_90a" and epi in ("rms_norm", "layer_norm") and
               (cn > 1 or split))
+        # sm_90a's grad epilogues (bf16 dx) run in the epilogue warps over
+        # one CTA or a cluster.
+        ew = ew or (chip == "sm_90a" and grad and not split)
         # The strategy the planner records for the generator (printed only
         # when set).
         if c.get("global_rows", False) != split:
