@@ -10,6 +10,26 @@
 using namespace mlir;
 using namespace mlir::fusion;
 
+void RowExchange::storeToPeers(Value slot, Value bits, Value bar) {
+  Type cluster = LLVM::LLVMPointerType::get(ctx, 7);
+  // A loop, not unrolled: the epilogue's registers hold the tile.
+  forLoop(idx(0), idx(shape.clusterN), idx(1), ValueRange{},
+          [&](Value peer, ValueRange) {
+            Value peerRank = arith::IndexCastOp::create(b, b.getI32Type(), peer);
+            Value remoteSlot = NVVM::MapaOp::create(b, cluster, slot, peerRank);
+            Value remoteBar = NVVM::MapaOp::create(b, cluster, bar, peerRank);
+            // No NVVM op or intrinsic for st.async in LLVM 22
+            // (docs/MLIR22-NOTES.md section 5.5).
+            NVVM::InlinePtxOp::create(
+                b, TypeRange{}, ValueRange{remoteSlot, bits, remoteBar},
+                ValueRange{},
+                b.getStringAttr("st.async.shared::cluster.mbarrier::"
+                                "complete_tx::bytes.u32 [$0], $1, [$2];"),
+                Value());
+            return SmallVector<Value>{};
+          });
+}
+
 void RowExchange::send(ArrayRef<Value> partial, Value rowInTile,
                        Value tileCount, int64_t round) {
   Value buffer = add(idx(2 * round), rem(tileCount, 2));
@@ -17,7 +37,6 @@ void RowExchange::send(ArrayRef<Value> partial, Value rowInTile,
   nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(shape.slotBytes),
                                           buffer, storeLeader);
   Type shared = LLVM::LLVMPointerType::get(ctx, 3);
-  Type cluster = LLVM::LLVMPointerType::get(ctx, 7);
   ifThen(isRowLeader(), [&] {
     Value barAddr =
         nvgpu::MBarrierGetOp::create(b, b.getI32Type(), slotBars, buffer);
@@ -31,22 +50,7 @@ void RowExchange::send(ArrayRef<Value> partial, Value rowInTile,
       Value slotAddr = arith::IndexCastOp::create(b, b.getI64Type(), byte);
       Value slot = LLVM::IntToPtrOp::create(b, shared, ValueRange{slotAddr});
       Value bits = arith::BitcastOp::create(b, b.getI32Type(), partial[h]);
-      // A loop, not unrolled: the epilogue's registers hold the tile.
-      forLoop(idx(0), idx(shape.clusterN), idx(1), ValueRange{},
-              [&](Value peer, ValueRange) {
-                Value peerRank = arith::IndexCastOp::create(b, b.getI32Type(), peer);
-                Value remoteSlot = NVVM::MapaOp::create(b, cluster, slot, peerRank);
-                Value remoteBar = NVVM::MapaOp::create(b, cluster, bar, peerRank);
-                // No NVVM op or intrinsic for st.async in LLVM 22
-                // (docs/MLIR22-NOTES.md section 5.5).
-                NVVM::InlinePtxOp::create(
-                    b, TypeRange{}, ValueRange{remoteSlot, bits, remoteBar},
-                    ValueRange{},
-                    b.getStringAttr("st.async.shared::cluster.mbarrier::"
-                                    "complete_tx::bytes.u32 [$0], $1, [$2];"),
-                    Value());
-                return SmallVector<Value>{};
-              });
+      storeToPeers(slot, bits, bar);
     }
   });
 }
@@ -58,7 +62,6 @@ void RowExchange::sendRow(Value partial, Value row, Value tileCount,
     nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(shape.slotBytes),
                                             buffer, armer);
   Type shared = LLVM::LLVMPointerType::get(ctx, 3);
-  Type cluster = LLVM::LLVMPointerType::get(ctx, 7);
   ifThen(sender, [&] {
     Value barAddr =
         nvgpu::MBarrierGetOp::create(b, b.getI32Type(), slotBars, buffer);
@@ -71,19 +74,7 @@ void RowExchange::sendRow(Value partial, Value row, Value tileCount,
     Value slotAddr = arith::IndexCastOp::create(b, b.getI64Type(), byte);
     Value slot = LLVM::IntToPtrOp::create(b, shared, ValueRange{slotAddr});
     Value bits = arith::BitcastOp::create(b, b.getI32Type(), partial);
-    forLoop(idx(0), idx(shape.clusterN), idx(1), ValueRange{},
-            [&](Value peer, ValueRange) {
-              Value peerRank = arith::IndexCastOp::create(b, b.getI32Type(), peer);
-              Value remoteSlot = NVVM::MapaOp::create(b, cluster, slot, peerRank);
-              Value remoteBar = NVVM::MapaOp::create(b, cluster, bar, peerRank);
-              NVVM::InlinePtxOp::create(
-                  b, TypeRange{}, ValueRange{remoteSlot, bits, remoteBar},
-                  ValueRange{},
-                  b.getStringAttr("st.async.shared::cluster.mbarrier::"
-                                  "complete_tx::bytes.u32 [$0], $1, [$2];"),
-                  Value());
-              return SmallVector<Value>{};
-            });
+    storeToPeers(slot, bits, bar);
   });
 }
 

@@ -121,6 +121,11 @@ public:
   /// Build the conditions "this thread arms the slot barrier / bumps the
   /// counter" and "this thread holds the first columns of its rows".
   std::function<Value()> isStoreLeader, isRowLeader;
+
+private:
+  /// st.async of `bits` into `slot` of every peer (itself included),
+  /// completing 4 bytes on the peer's `bar`.
+  void storeToPeers(Value slot, Value bits, Value bar);
 };
 
 } // namespace mlir::fusion
