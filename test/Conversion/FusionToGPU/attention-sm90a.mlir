@@ -7,6 +7,13 @@
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
 // RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
 // RUN: FileCheck %s --check-prefix=PARAMS < %t.isa.mlir
+// The tiles' base is CUDA's dynamic shared memory (after every static, the
+// mbarriers), not a 1-byte static that ptxas lays out before them
+// (fusion-extern-dynamic-shared-memory).
+// RUN: FileCheck %s --check-prefix=DYNAMIC < %t.isa.mlir
+// RUN: FileCheck %s --check-prefix=NOSTATIC < %t.isa.mlir
+// DYNAMIC: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
+// NOSTATIC-NOT: .b8 __dynamic_shmem__0;
 // REQUIRES: ptxas
 
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
@@ -96,11 +103,6 @@ func.func @flash_norm(%q: tensor<?x?x4x128xbf16>, %k: tensor<?x128x4x128xbf16>, 
 // The FlashNormAttention kernel's row exchange: st.async into the peers' slots.
 // PTX-DAG: st.async.shared::cluster.mbarrier::complete_tx::bytes.u32
 // PTX-DAG: barrier.cluster.arrive
-// The tiles' base is CUDA's dynamic shared memory (after every static, the
-// mbarriers), not a 1-byte static laid out before them
-// (fusion-extern-dynamic-shared-memory).
-// PTX-DAG: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
-// PTX-NOT: .shared .align 16 .b8 __dynamic_shmem__0;
 
 // The FlashNormAttention kernel widens its norm parameters into shared memory
 // once per CTA and reads them as f32 pairs there; no item reloads them from
