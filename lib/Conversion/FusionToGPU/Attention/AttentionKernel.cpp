@@ -86,7 +86,7 @@ void AttentionKernelEmitter::emit() {
   // Loads and stores go through 4-D maps [B, L, H, D] (coordinates
   // innermost first: column, head, token, batch), so that the TMA clips at
   // each batch's L_q and L_kv.
-  tmaQ = cast(AttentionArg::TmaQ, {1, Spec::kTileM, 1, Spec::kBoxCols});
+  tmaQ = cast(AttentionArg::TmaQ, {1, s.queryBoxRows(), 1, Spec::kBoxCols});
   tmaK = cast(AttentionArg::TmaK, {1, 64, 1, Spec::kBoxCols});
   tmaV = cast(AttentionArg::TmaV, {1, 64, 1, Spec::kBoxCols});
   tmaOut = cast(AttentionArg::TmaOut, {1, Spec::kGroupRows, 1, Spec::kBoxCols});
@@ -114,6 +114,12 @@ void AttentionKernelEmitter::emit() {
   // empty[s]: the consumer warpgroups' threads (sm_90a), or one
   // tcgen05.commit after the MMAs that read the stage (sm_100a).
   ring.init(*this, s.tensorMemory ? 1 : 128 * Spec::kConsumers, leader);
+  if (s.groupQueryRows()) {
+    // [stage][group]: the group's Q rows of the stage (see producer).
+    queryFull = createBarrierGroup(*this, s.stages * Spec::kConsumers);
+    for (int64_t i = 0; i < s.stages * Spec::kConsumers; ++i)
+      nvgpu::MBarrierInitOp::create(b, queryFull, idx(1), idx(i), leader);
+  }
   if (s.tensorMemory)
     initTensorMemoryBarriers(leader);
   // Without work items (jagged: or without batches) the maps are null
@@ -193,36 +199,55 @@ void AttentionKernelEmitter::producer() {
     // values (with B = 0 there are no k, v maps): Q alone, and the
     // consumers drop the attention term of that item.
     Value keys = s.jagged && s.norms ? ult(it.kvBatch, arg(AttentionArg::Batch)) : Value();
-    Value bytes = idx(s.stageBytes());
+    // With the groups' own Q barriers, full[s] takes K and V alone (no
+    // bytes for the tail of a jagged window: it completes on this arrival).
+    const bool groupRows = s.groupQueryRows();
+    int64_t keyBytes = s.stageBytes() - s.qBytes();
+    Value bytes = idx(groupRows ? keyBytes : s.stageBytes());
     if (keys)
-      bytes = arith::SelectOp::create(b, keys, bytes, idx(s.qBytes()));
+      bytes = arith::SelectOp::create(b, keys, bytes,
+                                      idx(groupRows ? 0 : s.qBytes()));
     nvgpu::MBarrierArriveExpectTxOp::create(b, ring.full, bytes, stage, Value());
     Value base = stageOffset(stage);
     auto load = [&](Value map, int64_t offset, ArrayRef<int64_t> shape,
-                    int64_t col, Value row, Value batch) {
+                    int64_t col, Value row, Value batch, Value bars, Value bar) {
       Value dst = smemView(add(base, idx(offset)), shape, s.elemType);
-      nvgpu::TmaAsyncLoadOp::create(b, dst, ring.full, map,
+      nvgpu::TmaAsyncLoadOp::create(b, dst, bars, map,
                                     ValueRange{idx(col), it.head, row, batch},
-                                    stage, Value(), Value());
+                                    bar, Value(), Value());
     };
     int64_t dChunks = s.headDim / Spec::kBoxCols;
     int64_t kvSteps = s.kvTile / 64;
-    // Q: D / 64 boxes [128 tokens, 64].
-    for (int64_t c = 0; c < dChunks; ++c)
-      load(tmaQ, c * Spec::kTileM * 128, {1, Spec::kTileM, 1, Spec::kBoxCols},
-           c * Spec::kBoxCols, it.row, it.batch);
+    if (groupRows) {
+      // Q: per group, D / 64 boxes [64 tokens, 64] (its rows of the
+      // [128, 64] blocks) on the group's barrier.
+      for (int64_t g = 0; g < Spec::kConsumers; ++g) {
+        Value bar = add(mul(stage, idx(Spec::kConsumers)), idx(g));
+        nvgpu::MBarrierArriveExpectTxOp::create(b, queryFull, idx(s.qBytes() / Spec::kConsumers),
+                                                bar, Value());
+        for (int64_t c = 0; c < dChunks; ++c)
+          load(tmaQ, c * Spec::kTileM * 128 + g * Spec::kGroupRows * 128,
+               {1, Spec::kGroupRows, 1, Spec::kBoxCols}, c * Spec::kBoxCols,
+               add(it.row, idx(g * Spec::kGroupRows)), it.batch, queryFull, bar);
+      }
+    } else {
+      // Q: D / 64 boxes [128 tokens, 64].
+      for (int64_t c = 0; c < dChunks; ++c)
+        load(tmaQ, c * Spec::kTileM * 128, {1, Spec::kTileM, 1, Spec::kBoxCols},
+             c * Spec::kBoxCols, it.row, it.batch, ring.full, stage);
+    }
     auto loadKeysAndValues = [&] {
       // K: per 64 columns of D, the [kvTile, 64] block of all keys.
       for (int64_t c = 0; c < dChunks; ++c)
         for (int64_t r = 0; r < kvSteps; ++r)
           load(tmaK, s.qBytes() + c * s.kvTile * 128 + r * Spec::kBoxBytes, box,
-               c * Spec::kBoxCols, idx(64 * r), it.kvBatch);
+               c * Spec::kBoxCols, idx(64 * r), it.kvBatch, ring.full, stage);
       // V: per 64 keys (a K step of O = P V), Dv / 64 boxes [64 keys, 64].
       for (int64_t r = 0; r < kvSteps; ++r)
         for (int64_t e = 0; e < s.valueDim / Spec::kBoxCols; ++e)
           load(tmaV,
                s.qBytes() + s.kBytes() + r * s.valueDim * 128 + e * Spec::kBoxBytes,
-               box, e * Spec::kBoxCols, idx(64 * r), it.kvBatch);
+               box, e * Spec::kBoxCols, idx(64 * r), it.kvBatch, ring.full, stage);
     };
     if (keys)
       ifThen(keys, loadKeysAndValues);
@@ -870,7 +895,9 @@ void AttentionKernelEmitter::normConsumer() {
     layout = valueEngine->view(*this, valueEngine->initAccumulator(*this), tid);
     Value pos = iters[0], count = iters[1];
     Value stage = ring.stageOf(*this, pos);
-    ring.waitFull(*this, stage, pos);
+    // The group's Q rows (K and V: before S = ln_q K^T).
+    wait(queryFull, add(mul(stage, idx(Spec::kConsumers)), warpUniform(c)),
+         ring.parityOf(*this, pos));
     Value base = stageOffset(stage);
     Value mine = add(base, mul(c, idx(Spec::kGroupRows * 128)));
 
@@ -929,6 +956,7 @@ void AttentionKernelEmitter::normConsumer() {
     // (none before its first), group 1 after group 0's this item.
     ifThen(arith::OrIOp::create(b, ne(c, 0), ne(count, 0)),
            [&] { namedBarrier(kTurnBarrier, c, 128 * Spec::kConsumers); });
+    ring.waitFull(*this, stage, pos);
     Value acc = scores(*scoreEngine, base,
                        [&](int64_t kc) { return add(mine, idx(kc * qStride)); });
     // Every MMA read of ln_q is done before P takes its place.
