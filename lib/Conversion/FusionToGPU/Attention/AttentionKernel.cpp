@@ -868,7 +868,8 @@ void AttentionKernelEmitter::normConsumer() {
   // the group's number made warp-uniform, so that the waits on them are
   // not divergent paths to ptxas (with one from %tid.x, ptxas serialized
   // every wgmma of the loop: C7520).
-  exchange->barrierBase = [this] { return mul(warpUniform(sub(wg, idx(1))), idx(2)); };
+  Value uniformGroup = warpUniform(c);
+  exchange->barrierBase = [this, uniformGroup] { return mul(uniformGroup, idx(2)); };
   exchange->groups = Spec::kConsumers;
 
   // Ping-pong: the groups take turns at the MMAs (S = ln_q K^T, P and
@@ -896,7 +897,7 @@ void AttentionKernelEmitter::normConsumer() {
     Value pos = iters[0], count = iters[1];
     Value stage = ring.stageOf(*this, pos);
     // The group's Q rows (K and V: before S = ln_q K^T).
-    wait(queryFull, add(mul(stage, idx(Spec::kConsumers)), warpUniform(c)),
+    wait(queryFull, add(mul(stage, idx(Spec::kConsumers)), uniformGroup),
          ring.parityOf(*this, pos));
     Value base = stageOffset(stage);
     Value mine = add(base, mul(c, idx(Spec::kGroupRows * 128)));
