@@ -96,6 +96,9 @@ void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
   // Device.
   pm.addNestedPass<gpu::GPUModuleOp>(createStripDebugInfoPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  // The dynamic shared memory base after every static (the mbarriers):
+  // as convert-gpu-to-nvvm leaves it, ptxas put it before them.
+  pm.addNestedPass<gpu::GPUModuleOp>(createFusionExternDynamicSharedMemoryPass());
   pm.addNestedPass<gpu::GPUModuleOp>(LLVM::createNVVMOptimizeForTargetPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());

@@ -250,4 +250,42 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def FusionExternDynamicSharedMemoryPass
+    : Pass<"fusion-extern-dynamic-shared-memory", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "make the dynamic shared memory base the real dynamic region (external, after every static)";
+  let description = [{
+    `convert-gpu-to-nvvm` lowers `gpu.dynamic_shared_memory` to an internal
+    zero-sized global, which the NVPTX backend demotes into the kernel as a
+    1-byte *static* `.shared` variable. ptxas lays the kernel's statics out
+    with it first (alignment 16 before the mbarriers' 8), so its address is
+    the start of the static section, not of the dynamic region: the kernels'
+    tiles, from that base rounded up to 1024 bytes, began on top of the
+    static mbarriers (the first ~0x58-0xa8 bytes of stage 0 at
+    0x400 in the Kunlun block kernel; racecheck saw the barrier operations
+    against the stage's writes).
+
+    This pass gives every such global external linkage, which the backend
+    prints as `.extern .shared .align 16 .b8 __dynamic_shmem__0[];` at
+    module scope: CUDA's dynamic shared memory, which ptxas places after
+    all the statics.
+
+    Before (LLVM dialect, in the gpu.module after convert-gpu-to-nvvm):
+
+    ```mlir
+    llvm.mlir.global internal @__dynamic_shmem__0()
+        {addr_space = 3 : i32, alignment = 16 : i64, dso_local}
+        : !llvm.array<0 x i8>
+    ```
+
+    After:
+
+    ```mlir
+    llvm.mlir.global external @__dynamic_shmem__0()
+        {addr_space = 3 : i32, alignment = 16 : i64}
+        : !llvm.array<0 x i8>
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // FUSION_CONVERSION_PASSES

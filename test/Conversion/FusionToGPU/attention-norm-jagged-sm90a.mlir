@@ -63,14 +63,18 @@ func.func @small_jagged(%q: tensor<?x3x128xbf16>, %k: tensor<?x100x3x128xbf16>, 
 }
 
 // The kernel. Producer: per window (scf.for over the cluster's windows) a
-// loop over its sequences up to B inclusive (scf.while); the item of
-// batch B (the tokens past offsets[B]) expects Q's 32 KB alone, the others
-// Q, K and V's 96 KB, and loads K and V only when its batch is below B.
+// loop over its sequences up to B inclusive (scf.while); the stage's
+// barrier expects K and V's 64 KB, none for the item of batch B (the tokens
+// past offsets[B]), which loads K and V only when its batch is below B;
+// each consumer group's barrier expects its 64 Q rows (16 KB, two boxes).
 // CHECK-LABEL: gpu.func @kunlun_jagged_kernel0(
 // CHECK: scf.for
 // CHECK: scf.while
-// CHECK: %[[BYTES:.*]] = arith.select %[[KEYS:.*]], %c98304, %c32768 : index
+// CHECK: %[[BYTES:.*]] = arith.select %[[KEYS:.*]], %c65536, %c0 : index
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %[[BYTES]]
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c16384
+// CHECK-COUNT-2: nvgpu.tma.async.load
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c16384
 // CHECK-COUNT-2: nvgpu.tma.async.load
 // CHECK: scf.if %[[KEYS]] {
 // CHECK-COUNT-8: nvgpu.tma.async.load

@@ -61,6 +61,13 @@ struct AttentionLayout {
     return columns;
   }
 
+  /// FlashNormAttention on sm_90a: each consumer group's 64 Q rows arrive
+  /// on a barrier of the group's (the TMA boxes [64 rows, 64]), K and V on
+  /// the stage's, so that a group waits only for the rows it owns and
+  /// overwrites (ln_q, P, the output) while the other group runs at its
+  /// own pace.
+  bool groupQueryRows() const { return norms && !tensorMemory; }
+  int64_t queryBoxRows() const { return groupQueryRows() ? kGroupRows : kTileM; }
   int64_t qBytes() const { return kTileM * headDim * 2; }
   int64_t kBytes() const { return kvTile * headDim * 2; }
   int64_t vBytes() const { return kvTile * valueDim * 2; }

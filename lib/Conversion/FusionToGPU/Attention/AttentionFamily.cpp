@@ -156,13 +156,13 @@ public:
     SmallVector<Value> maps;
     if (anyKeys == any) {
       maps = mapsIf(any, [&] {
-        return SmallVector<Value>{descriptor(query, Spec::kTileM), descriptor(key, 64),
+        return SmallVector<Value>{descriptor(query, spec.queryBoxRows()), descriptor(key, 64),
                                   descriptor(value, 64),
                                   descriptor(output, Spec::kGroupRows)};
       }, 4);
     } else {
       SmallVector<Value> rows = mapsIf(any, [&] {
-        return SmallVector<Value>{descriptor(query, Spec::kTileM),
+        return SmallVector<Value>{descriptor(query, spec.queryBoxRows()),
                                   descriptor(output, Spec::kGroupRows)};
       }, 2);
       SmallVector<Value> keys = mapsIf(anyKeys, [&] {

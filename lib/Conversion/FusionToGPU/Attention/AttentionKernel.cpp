@@ -86,7 +86,7 @@ void AttentionKernelEmitter::emit() {
   // Loads and stores go through 4-D maps [B, L, H, D] (coordinates
   // innermost first: column, head, token, batch), so that the TMA clips at
   // each batch's L_q and L_kv.
-  tmaQ = cast(AttentionArg::TmaQ, {1, Spec::kTileM, 1, Spec::kBoxCols});
+  tmaQ = cast(AttentionArg::TmaQ, {1, s.queryBoxRows(), 1, Spec::kBoxCols});
   tmaK = cast(AttentionArg::TmaK, {1, 64, 1, Spec::kBoxCols});
   tmaV = cast(AttentionArg::TmaV, {1, 64, 1, Spec::kBoxCols});
   tmaOut = cast(AttentionArg::TmaOut, {1, Spec::kGroupRows, 1, Spec::kBoxCols});
@@ -114,6 +114,12 @@ void AttentionKernelEmitter::emit() {
   // empty[s]: the consumer warpgroups' threads (sm_90a), or one
   // tcgen05.commit after the MMAs that read the stage (sm_100a).
   ring.init(*this, s.tensorMemory ? 1 : 128 * Spec::kConsumers, leader);
+  if (s.groupQueryRows()) {
+    // [stage][group]: the group's Q rows of the stage (see producer).
+    queryFull = createBarrierGroup(*this, s.stages * Spec::kConsumers);
+    for (int64_t i = 0; i < s.stages * Spec::kConsumers; ++i)
+      nvgpu::MBarrierInitOp::create(b, queryFull, idx(1), idx(i), leader);
+  }
   if (s.tensorMemory)
     initTensorMemoryBarriers(leader);
   // Without work items (jagged: or without batches) the maps are null
@@ -125,17 +131,26 @@ void AttentionKernelEmitter::emit() {
     nvgpu::TmaPrefetchOp::create(b, map, prefetch);
   if (s.norms) {
     // The row exchange across the heads' CTAs: [3 rounds x 2 item
-    // parities] slot barriers, armed by the store leader, completed by the
-    // peers' st.async bytes.
-    Value slotBars = createBarrierGroup(*this, 2 * Spec::kExchangeRounds);
-    for (int64_t i = 0; i < 2 * Spec::kExchangeRounds; ++i)
+    // parities] slot barriers, armed by a store leader, completed by the
+    // peers' st.async bytes. sm_90a: a set of barriers per consumer group,
+    // each for the group's 64 rows of the slots, armed by the group's
+    // thread 0, so that each group exchanges its rows at its own pace (one
+    // group's norms overlap the other's MMAs; with one set for the tile,
+    // the two groups ran in lockstep).
+    const int64_t sets = s.tensorMemory ? 1 : Spec::kConsumers;
+    const int64_t bars = 2 * Spec::kExchangeRounds * sets;
+    Value slotBars = createBarrierGroup(*this, bars);
+    for (int64_t i = 0; i < bars; ++i)
       nvgpu::MBarrierInitOp::create(b, slotBars, idx(1), idx(i), leader);
     exchange.emplace(*this, RowExchangeShape{Spec::kTileM, s.headDim, s.heads,
                                              s.slotsOffset(), s.slotBytes(),
                                              /*layerNorm=*/false});
+    exchange->shape.armBytes = s.slotBytes() / sets;
     exchange->slotBars = slotBars;
     exchange->rank = rank;
     exchange->isStoreLeader = [this] { return both(eq(wg, 1), eq(tid, 0)); };
+    if (sets > 1)
+      exchange->isStoreLeader = [this] { return eq(tid, 0); };
     exchange->isRowLeader = [this] { return eq(rem(rem(tid, 32), 4), 0); };
     if (s.tensorMemory) {
       // sm_100a: a row per thread (tcgen05.ld 32x32b), each its row's
@@ -184,36 +199,55 @@ void AttentionKernelEmitter::producer() {
     // values (with B = 0 there are no k, v maps): Q alone, and the
     // consumers drop the attention term of that item.
     Value keys = s.jagged && s.norms ? ult(it.kvBatch, arg(AttentionArg::Batch)) : Value();
-    Value bytes = idx(s.stageBytes());
+    // With the groups' own Q barriers, full[s] takes K and V alone (no
+    // bytes for the tail of a jagged window: it completes on this arrival).
+    const bool groupRows = s.groupQueryRows();
+    int64_t keyBytes = s.stageBytes() - s.qBytes();
+    Value bytes = idx(groupRows ? keyBytes : s.stageBytes());
     if (keys)
-      bytes = arith::SelectOp::create(b, keys, bytes, idx(s.qBytes()));
+      bytes = arith::SelectOp::create(b, keys, bytes,
+                                      idx(groupRows ? 0 : s.qBytes()));
     nvgpu::MBarrierArriveExpectTxOp::create(b, ring.full, bytes, stage, Value());
     Value base = stageOffset(stage);
     auto load = [&](Value map, int64_t offset, ArrayRef<int64_t> shape,
-                    int64_t col, Value row, Value batch) {
+                    int64_t col, Value row, Value batch, Value bars, Value bar) {
       Value dst = smemView(add(base, idx(offset)), shape, s.elemType);
-      nvgpu::TmaAsyncLoadOp::create(b, dst, ring.full, map,
+      nvgpu::TmaAsyncLoadOp::create(b, dst, bars, map,
                                     ValueRange{idx(col), it.head, row, batch},
-                                    stage, Value(), Value());
+                                    bar, Value(), Value());
     };
     int64_t dChunks = s.headDim / Spec::kBoxCols;
     int64_t kvSteps = s.kvTile / 64;
-    // Q: D / 64 boxes [128 tokens, 64].
-    for (int64_t c = 0; c < dChunks; ++c)
-      load(tmaQ, c * Spec::kTileM * 128, {1, Spec::kTileM, 1, Spec::kBoxCols},
-           c * Spec::kBoxCols, it.row, it.batch);
+    if (groupRows) {
+      // Q: per group, D / 64 boxes [64 tokens, 64] (its rows of the
+      // [128, 64] blocks) on the group's barrier.
+      for (int64_t g = 0; g < Spec::kConsumers; ++g) {
+        Value bar = add(mul(stage, idx(Spec::kConsumers)), idx(g));
+        nvgpu::MBarrierArriveExpectTxOp::create(b, queryFull, idx(s.qBytes() / Spec::kConsumers),
+                                                bar, Value());
+        for (int64_t c = 0; c < dChunks; ++c)
+          load(tmaQ, c * Spec::kTileM * 128 + g * Spec::kGroupRows * 128,
+               {1, Spec::kGroupRows, 1, Spec::kBoxCols}, c * Spec::kBoxCols,
+               add(it.row, idx(g * Spec::kGroupRows)), it.batch, queryFull, bar);
+      }
+    } else {
+      // Q: D / 64 boxes [128 tokens, 64].
+      for (int64_t c = 0; c < dChunks; ++c)
+        load(tmaQ, c * Spec::kTileM * 128, {1, Spec::kTileM, 1, Spec::kBoxCols},
+             c * Spec::kBoxCols, it.row, it.batch, ring.full, stage);
+    }
     auto loadKeysAndValues = [&] {
       // K: per 64 columns of D, the [kvTile, 64] block of all keys.
       for (int64_t c = 0; c < dChunks; ++c)
         for (int64_t r = 0; r < kvSteps; ++r)
           load(tmaK, s.qBytes() + c * s.kvTile * 128 + r * Spec::kBoxBytes, box,
-               c * Spec::kBoxCols, idx(64 * r), it.kvBatch);
+               c * Spec::kBoxCols, idx(64 * r), it.kvBatch, ring.full, stage);
       // V: per 64 keys (a K step of O = P V), Dv / 64 boxes [64 keys, 64].
       for (int64_t r = 0; r < kvSteps; ++r)
         for (int64_t e = 0; e < s.valueDim / Spec::kBoxCols; ++e)
           load(tmaV,
                s.qBytes() + s.kBytes() + r * s.valueDim * 128 + e * Spec::kBoxBytes,
-               box, e * Spec::kBoxCols, idx(64 * r), it.kvBatch);
+               box, e * Spec::kBoxCols, idx(64 * r), it.kvBatch, ring.full, stage);
     };
     if (keys)
       ifThen(keys, loadKeysAndValues);
@@ -830,22 +864,41 @@ void AttentionKernelEmitter::normConsumer() {
   // The parameters once per CTA, visible to both groups before any use.
   stageParams();
   namedBarrier(3, 128 * Spec::kConsumers);
+  // The group's own exchange barriers (see emit), [round][group][parity]:
+  // the group's number made warp-uniform, so that the waits on them are
+  // not divergent paths to ptxas (with one from %tid.x, ptxas serialized
+  // every wgmma of the loop: C7520).
+  Value uniformGroup = warpUniform(c);
+  exchange->barrierBase = [this, uniformGroup] { return mul(uniformGroup, idx(2)); };
+  exchange->groups = Spec::kConsumers;
+
+  // Ping-pong: the groups take turns at the MMAs (S = ln_q K^T, P and
+  // O = P V of an item), group 0 first, so that one group's norms and
+  // exchanges overlap the other's MMAs: group c waits at turn barrier
+  // kTurnBarrier + c for the other group's arrival after its turn (B 768,
+  // L_q 512, H 2 on the H200: 0.253 ms in lockstep, 0.244 with the groups'
+  // own exchanges, 0.223 taking turns; H 4, L_q 1024: 1.148, 1.132, 0.989).
+  constexpr int64_t kTurnBarrier = 4;
+  auto ne = [&](Value x, int64_t y) -> Value {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, x, idx(y));
+  };
 
   Value threadTid = tid;
-  itemLoop({idx(0), idx(0)}, [&](Item it, ValueRange iters) {
-    if (s.jagged) {
-      // Jagged: the thread's fragment positions rebuilt per item from an
-      // opaque zero, so that LLVM cannot hoist the swizzled addresses out
-      // of the loops over windows and their sequences (kept live there,
-      // they spilled 72 bytes at D = 128).
-      tid = add(threadTid, opaqueZero());
-      rowInGroup = scoreEngine->firstRow(*this, idx(0), tid);
-      rowInTile = add(mul(c, idx(Spec::kGroupRows)), rowInGroup);
-      layout = valueEngine->view(*this, valueEngine->initAccumulator(*this), tid);
-    }
+  ValueRange done = itemLoop({idx(0), idx(0)}, [&](Item it, ValueRange iters) {
+    // The thread's fragment positions rebuilt per item from an opaque
+    // zero, so that LLVM cannot hoist the swizzled addresses out of the
+    // item loop (jagged: and the loops over windows and their sequences):
+    // kept live there, they spilled 72 bytes (jagged, D = 128) and 100-160
+    // (dense, with the groups' own exchange barriers).
+    tid = add(threadTid, opaqueZero());
+    rowInGroup = scoreEngine->firstRow(*this, idx(0), tid);
+    rowInTile = add(mul(c, idx(Spec::kGroupRows)), rowInGroup);
+    layout = valueEngine->view(*this, valueEngine->initAccumulator(*this), tid);
     Value pos = iters[0], count = iters[1];
     Value stage = ring.stageOf(*this, pos);
-    ring.waitFull(*this, stage, pos);
+    // The group's Q rows (K and V: before S = ln_q K^T).
+    wait(queryFull, add(mul(stage, idx(Spec::kConsumers)), uniformGroup),
+         ring.parityOf(*this, pos));
     Value base = stageOffset(stage);
     Value mine = add(base, mul(c, idx(Spec::kGroupRows * 128)));
 
@@ -871,9 +924,12 @@ void AttentionKernelEmitter::normConsumer() {
     layerNormRowStats(sliceMean, sliceM2, rowInTile, count, invWidth, mean, rstd);
     saveStats(it, AttentionArg::LnMean, mean);
     saveStats(it, AttentionArg::LnRstd, rstd);
-    // Both groups are past this item's waits (the stage's and the
-    // exchange's) before either overwrites its Q rows.
-    namedBarrier(3, 128 * Spec::kConsumers);
+    // The group is past this item's waits (the stage's and the
+    // exchange's) before any of its threads overwrites its Q rows
+    // (compute-sanitizer's racecheck reports a thread's write there
+    // against another's wait on the exchange, without it). The other
+    // group's rows and exchange barriers are its own: no barrier with it.
+    groupBarrier(c);
 
     // ln_q = (q rstd - mean rstd) w + b into the group's Q rows: two FMAs
     // per element.
@@ -897,6 +953,11 @@ void AttentionKernelEmitter::normConsumer() {
     fenceAsyncShared();
     groupBarrier(c);
 
+    // The group's turn at the MMAs: group 0 after group 1's previous item
+    // (none before its first), group 1 after group 0's this item.
+    ifThen(arith::OrIOp::create(b, ne(c, 0), ne(count, 0)),
+           [&] { namedBarrier(kTurnBarrier, c, 128 * Spec::kConsumers); });
+    ring.waitFull(*this, stage, pos);
     Value acc = scores(*scoreEngine, base,
                        [&](int64_t kc) { return add(mine, idx(kc * qStride)); });
     // Every MMA read of ln_q is done before P takes its place.
@@ -909,6 +970,8 @@ void AttentionKernelEmitter::normConsumer() {
     groupBarrier(c);
 
     Value o = values(*valueEngine, base, mine, qStride);
+    // The other group's turn.
+    namedBarrierArrive(kTurnBarrier, sub(idx(1), c), 128 * Spec::kConsumers);
     groupBarrier(c);
 
     // h = O + ln_q, the RMSNorm over H x D, + q.
@@ -930,7 +993,9 @@ void AttentionKernelEmitter::normConsumer() {
       rms[h] = rsqrt(arith::AddFOp::create(
           b, arith::MulFOp::create(b, total[h], invWidth), cstF32(s.rmsEpsilon)));
     saveStats(it, AttentionArg::RmsRstd, rms);
-    namedBarrier(3, 128 * Spec::kConsumers);
+    // Past the exchange's wait before the output overwrites the rows (as
+    // above).
+    groupBarrier(c);
     SmallVector<Value> g;
     for (int64_t j = 0; j < groups; ++j)
       g.push_back(paramPair(AttentionArg::RmsWeight, column(j), 1.0));
@@ -962,6 +1027,11 @@ void AttentionKernelEmitter::normConsumer() {
     tid = threadTid;
     return SmallVector<Value>{ring.nextPos(*this, pos), add(count, idx(1))};
   });
+  Value doneItems = done[1];
+  // Group 1's arrival after its last item's MMAs, which group 0 takes
+  // here (every item but the first waited for the one before it).
+  ifThen(both(eq(c, 0), ne(doneItems, 0)),
+         [&] { namedBarrier(kTurnBarrier, c, 128 * Spec::kConsumers); });
   // A CTA leaves only after its last item's slots arrived from every peer
   // (the peers' last sends to it are done), as in the GEMM's exchange.
   ifThen(isGroupLeader,

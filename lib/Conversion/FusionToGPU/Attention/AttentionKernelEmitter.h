@@ -321,6 +321,9 @@ private:
   RegisterBudget regs;
   TmaRing ring;
   Value tmaQ, tmaK, tmaV, tmaOut, operandMap;
+  /// FlashNormAttention on sm_90a: [stage][group] barriers of the groups'
+  /// Q rows (AttentionLayout::groupQueryRows).
+  Value queryFull;
   Value heads, qTiles, numItems, wg, tid, rank;
   std::optional<RowExchange> exchange;
   /// sm_100a: S computed, P written, O computed; with the norms ln_q

@@ -124,6 +124,17 @@ public:
   /// out of the loop, where it would hold registers across the whole loop;
   /// rebuilt per iteration, each lives from its use's start (the attention
   /// backward's K and V descriptors spilled when hoisted).
+  /// `x` (an index the same in every thread of the warp) as lane 0's, by
+  /// shfl.sync: ptxas then knows it is warp-uniform (as CUTLASS's
+  /// canonical_warp_group_idx does), and addresses built from it (a
+  /// group's mbarriers) stay uniform, where a value from %tid.x makes a
+  /// wait on them a divergent path (with wgmma in the loop, ptxas then
+  /// serializes the wgmmas: C7520).
+  Value warpUniform(Value x) {
+    Value v = arith::IndexCastUIOp::create(b, b.getI32Type(), x);
+    auto shfl = gpu::ShuffleOp::create(b, v, i32(0), i32(32), gpu::ShuffleMode::IDX);
+    return arith::IndexCastUIOp::create(b, b.getIndexType(), shfl.getShuffleResult());
+  }
   Value opaqueZero() {
     Value zero = LLVM::InlineAsmOp::create(
                      b, b.getI32Type(), ValueRange{}, "mov.u32 $0, 0;", "=r",
@@ -201,6 +212,15 @@ public:
     Value count = i32(threads);
     NVVM::BarrierOp::create(b, Type(), barrierId, count,
                             NVVM::BarrierReductionAttr(), Value());
+  }
+  /// Arrival, without waiting, on named barrier `first + index` over
+  /// `threads` threads (the others wait there with namedBarrier).
+  void namedBarrierArrive(int64_t first, Value index, int64_t threads) {
+    Value firstId = i32(first);
+    Value offset = arith::IndexCastOp::create(b, b.getI32Type(), index);
+    Value barrierId = arith::AddIOp::create(b, firstId, offset);
+    Value count = i32(threads);
+    NVVM::BarrierArriveOp::create(b, barrierId, count);
   }
   /// Named barrier `first + index` (index: a Value, a group's number) over
   /// `threads` threads.

@@ -30,16 +30,29 @@ void RowExchange::storeToPeers(Value slot, Value bits, Value bar) {
           });
 }
 
+Value RowExchange::barrierOf(int64_t round, Value tileCount) {
+  Value parity = rem(tileCount, 2);
+  if (!barrierBase)
+    return add(idx(2 * round), parity);
+  // [round][group][parity]
+  return add(idx(2 * groups * round), add(barrierBase(), parity));
+}
+
+int64_t RowExchange::armedBytes() const {
+  return shape.armBytes ? shape.armBytes : shape.slotBytes;
+}
+
 void RowExchange::send(ArrayRef<Value> partial, Value rowInTile,
                        Value tileCount, int64_t round) {
   Value buffer = add(idx(2 * round), rem(tileCount, 2));
+  Value barrier = barrierOf(round, tileCount);
   Value storeLeader = isStoreLeader();
-  nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(shape.slotBytes),
-                                          buffer, storeLeader);
+  nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(armedBytes()),
+                                          barrier, storeLeader);
   Type shared = LLVM::LLVMPointerType::get(ctx, 3);
   ifThen(isRowLeader(), [&] {
     Value barAddr =
-        nvgpu::MBarrierGetOp::create(b, b.getI32Type(), slotBars, buffer);
+        nvgpu::MBarrierGetOp::create(b, b.getI32Type(), slotBars, barrier);
     Value bar = LLVM::IntToPtrOp::create(b, shared, ValueRange{barAddr});
     for (auto [h, rowOffset] : llvm::enumerate(shape.rowOffsets)) {
       Value byte = add(
@@ -58,13 +71,14 @@ void RowExchange::send(ArrayRef<Value> partial, Value rowInTile,
 void RowExchange::sendRow(Value partial, Value row, Value tileCount,
                           int64_t round, Value sender, Value armer) {
   Value buffer = add(idx(2 * round), rem(tileCount, 2));
+  Value barrier = barrierOf(round, tileCount);
   if (armer)
-    nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(shape.slotBytes),
-                                            buffer, armer);
+    nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(armedBytes()),
+                                            barrier, armer);
   Type shared = LLVM::LLVMPointerType::get(ctx, 3);
   ifThen(sender, [&] {
     Value barAddr =
-        nvgpu::MBarrierGetOp::create(b, b.getI32Type(), slotBars, buffer);
+        nvgpu::MBarrierGetOp::create(b, b.getI32Type(), slotBars, barrier);
     Value bar = LLVM::IntToPtrOp::create(b, shared, ValueRange{barAddr});
     Value byte = add(
         add(smemBase, idx(shape.slotsOffset)),
@@ -82,7 +96,7 @@ Value RowExchange::wait(Value tileCount, int64_t round) {
   Value buffer = add(idx(2 * round), rem(tileCount, 2));
   Value phase = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
                                       rem(div(tileCount, 2), 2), idx(0));
-  KernelBuilder::wait(slotBars, buffer, phase);
+  KernelBuilder::wait(slotBars, barrierOf(round, tileCount), phase);
   return smemView(
       add(idx(shape.slotsOffset), mul(buffer, idx(shape.slotBytes))),
       {shape.clusterN, shape.tileM}, b.getF32Type());

@@ -42,6 +42,10 @@ struct RowExchangeShape {
   /// (tcgen05.ld 32x32b, sm_100a: {0}). send and clusterRowSums take and
   /// give a value per row.
   SmallVector<int64_t, 2> rowOffsets = {0, 8};
+  /// The bytes a round's barrier waits for: 0 for all of slotBytes; less
+  /// where the tile's rows are split among groups of threads, each with
+  /// barriers of its own (RowExchange::barrierBase) for its rows' slots.
+  int64_t armBytes = 0;
 };
 
 class RowExchange : public KernelBuilder {
@@ -115,6 +119,13 @@ public:
   Value columnsInN(Value col);
 
   RowExchangeShape shape;
+  /// Builds where this thread's barriers start in slotBars (unset: at 0): a
+  /// group of threads that exchanges its own rows of the tile, at its own
+  /// pace, uses barriers of its own (armed for shape.armBytes) over the
+  /// shared slots. Built at each use (a register held across a kernel's
+  /// loop can cost more than rebuilding it).
+  std::function<Value()> barrierBase;
+  int64_t groups = 1;
   /// The cluster's slot barriers ([2 rounds x 2 tile parities]), the CTA's
   /// rank in the cluster, the problem's M and N, the tiles of a row block.
   Value slotBars, rank, m, n, numTilesN;
@@ -126,6 +137,9 @@ private:
   /// st.async of `bits` into `slot` of every peer (itself included),
   /// completing 4 bytes on the peer's `bar`.
   void storeToPeers(Value slot, Value bits, Value bar);
+  /// The barrier of slot buffer `buffer` (barrierBase + buffer).
+  Value barrierOf(int64_t round, Value tileCount);
+  int64_t armedBytes() const;
 };
 
 } // namespace mlir::fusion
