@@ -171,7 +171,8 @@ def main():
 # sequence. PyTorch's way (what those users write without a jagged kernel):
 # scatter q into a zero-padded [B, L_max, H, D], the dense attention, gather
 # the sequences' rows back (indices computed once, outside the timing).
-JAGGED_CASES = [("gdpa_jagged_kunlun", 768, 512), ("block_jagged_kunlun_h2", 768, 512)]
+JAGGED_CASES = [("gdpa_jagged_kunlun", 768, 512), ("block_jagged_kunlun_h2", 768, 512),
+                ("block_jagged_d64_kv40", 768, 512)]
 
 
 def bench_jagged(args, programs, rows):

@@ -355,6 +355,7 @@ JAGGED_BLOCK_CASES = [
     ("block_jagged_kunlun_h4_i64", [129, 0, 255, 64, 65, 7], 3),
     ("block_jagged_kunlun_h4_i64", [1] * 130, 200),
     ("block_jagged_d64_kv40", [200, 33, 0, 57, 1], 11),
+    ("block_jagged_d64_kv40", [(i * 53) % 300 + 1 for i in range(97)], 5),
 ]
 
 

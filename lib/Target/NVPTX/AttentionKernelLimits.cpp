@@ -37,17 +37,6 @@ std::string mlir::fusion::whyNoNormAttentionKernel(const TargetInfo &target,
         "expected a static key/value length from 1 to the head dimension "
         "{0} (P takes the place of the group's ln_q rows), but got {1}",
         s.headDim, sizeText(s.kvLen));
-  // compute-sanitizer's racecheck finds a hazard in the jagged kernel at
-  // D 64, L_kv 40, 3 heads (a consumer's ln_q store against the stage's
-  // next load; 2026-12-02, bench/results/HISTORY.md), none at D = L_kv =
-  // 128 (2 and 4 heads): until it is found, jagged blocks take the kernel
-  // only at the verified shapes and otherwise run as their ops' kernels.
-  if (s.jagged && (s.headDim != 128 || s.kvLen <= 64))
-    return llvm::formatv(
-        "jagged query: expected head dimension 128 and a key/value length "
-        "from 65 to 128 (the shapes compute-sanitizer has verified; a race "
-        "is open at smaller ones), but got {0} and {1}",
-        s.headDim, s.kvLen);
   return "";
 }
 

@@ -47,22 +47,6 @@ func.func @na_jagged_long_kv(%q: tensor<256x2x64xbf16>, %k: tensor<2x100x2x64xbf
 
 // -----
 
-// Jagged q in FlashNormAttention at D = 64 and 40 keys: compute-sanitizer's
-// racecheck found a hazard there, so jagged blocks take the kernel only at
-// the verified D = 128, L_kv in (64, 128] (and otherwise run unfused).
-module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @na_jagged_unverified(%q: tensor<256x3x64xbf16>, %k: tensor<2x40x3x64xbf16>, %v: tensor<2x40x3x64xbf16>, %off: tensor<3xi32>) -> tensor<256x3x64xbf16> {
-  // expected-error @below {{'fusion.norm_attention' op cannot generate an sm_90a attention kernel: jagged query: expected head dimension 128 and a key/value length from 65 to 128 (the shapes compute-sanitizer has verified; a race is open at smaller ones), but got 64 and 40}}
-  %o, %m, %r, %rr = fusion.norm_attention %q, %k, %v offsets(%off : tensor<3xi32>)
-      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
-      : tensor<256x3x64xbf16>, tensor<2x40x3x64xbf16>, tensor<2x40x3x64xbf16>
-      -> tensor<256x3x64xbf16>, tensor<256xf32>, tensor<256xf32>, tensor<256xf32>
-  return %o : tensor<256x3x64xbf16>
-}
-}
-
-// -----
-
 // f32 attention.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @f32(%q: tensor<2x64x2x64xf32>, %k: tensor<2x64x2x64xf32>, %v: tensor<2x64x2x64xf32>) -> tensor<2x64x2x64xf32> {

@@ -49,8 +49,7 @@ func.func @kunlun_jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>,
   return %o, %m, %r, %rr : tensor<?x2x128xbf16>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>
 }
 
-// i64 offsets, 3 heads, L_kv = 100, no parameters (jagged blocks take the
-// kernel at D = 128 and L_kv in (64, 128]: attention-invalid.mlir).
+// i64 offsets, 3 heads, L_kv = 100, no parameters.
 // CHECK-LABEL: func.func @small_jagged(
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@small_jagged_kernel0_windows
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@small_jagged_kernel0 clusters in (%c3, %c1, %c1)

@@ -8,7 +8,7 @@
 // the sm_90a sweep's cases; fusion.gdpa_grad, the sm_90a sweep's 10 backward
 // cases (D, Dv of 64 and 128, key lengths 1..128, every activation, bf16
 // and f16) and 6 jagged ones (i32 and i64 offsets); fusion.norm_attention
-// with jagged q, 6 cases (1-4 heads, i32 and i64 offsets); fusion.gdpa_grad
+// with jagged q, 7 cases (1-4 heads, D = 64 and 128, i32 and i64 offsets); fusion.gdpa_grad
 // with a residual added to dq, 16 cases (the dense and jagged backward
 // cases, the residual do itself or its own operand); fusion.gdpa with a
 // residual, 8 cases (dense and jagged, the query or another tensor, Dv up
@@ -65,6 +65,7 @@
 // OTHERS-DAG: ptxas ok: jflash_3_kernel0 registers={{[0-9]+}} spills=0
 // OTHERS-DAG: ptxas ok: jflash_4_kernel0 registers={{[0-9]+}} spills=0
 // OTHERS-DAG: ptxas ok: jflash_5_kernel0 registers={{[0-9]+}} spills=0
+// OTHERS-DAG: ptxas ok: jflash_6_kernel0 registers={{[0-9]+}} spills=0
 // OTHERS-DAG: ptxas ok: rgrad_0_kernel0 registers={{[0-9]+}} spills=0
 // OTHERS-DAG: ptxas ok: rgrad_1_kernel0 registers={{[0-9]+}} spills=0
 // OTHERS-DAG: ptxas ok: rgrad_2_kernel0 registers={{[0-9]+}} spills=0

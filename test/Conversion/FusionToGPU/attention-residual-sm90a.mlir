@@ -3,9 +3,10 @@
 // thread reads it at its fragment positions of O, adds it to O in f32 and
 // rounds once. Dv <= 128: the reads are issued before O = P V (they overlap
 // the MMA) from the group's rows of the stage's Q tile: the query itself,
-// or a residual of its own with Dv <= D, which the group's threads copied
-// there by cp.async (16 bytes each, coalesced; zero fill in the rows past
-// L_q or outside the item's sequence) once S = Q K^T had read those rows.
+// or a residual of its own with Dv <= D (dense or jagged q), which the
+// group's threads copied there by cp.async (16 bytes each, coalesced; zero
+// fill in the rows past L_q or outside the item's sequence) once
+// S = Q K^T had read those rows.
 // Dv > D: from global memory under one branch per row (rows past L_q, or
 // outside the item's sequence, are not read). Dv = 256: from global
 // memory, the first 64 columns before O = P V, each next 64 as the
@@ -154,22 +155,26 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // CHECK-NOT: vector.load %[[OWNR]]
 // CHECK: gpu.return
 
-// Jagged, D = 128, Dv = 64: not staged (racecheck reported the jagged
-// staged form on the H200; design.md): the prefetch over the item's rows
-// [lo, hi), 128 bytes each; no copy into shared memory; the residual read
-// at the fragment positions (8 pairs per row, under the row's bounds)
-// before O = P V; the rows past offsets[B] copied from it.
+// Jagged, D = 128, Dv = 64: staged as the dense kernel's (4 copies a
+// thread: 8 chunks a row, 16 rows a step; rows outside the item's sequence
+// get 0 bytes), the producer's prefetch over the item's rows [lo, hi), 128
+// bytes each; no read of the residual at the fragment positions; the rows
+// past offsets[B] copied from it.
 // CHECK-LABEL: gpu.func @jagged_own_kernel0(
 // CHECK-SAME: %[[JOUT:[^ ]*]]: memref<?xbf16>, %[[JOWNR:.*]]: memref<?xbf16>)
-// CHECK-NOT: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.bulk.prefetch %{{.*}}, %c128_i32 : <1>
-// CHECK-NOT: nvgpu.device_async_copy
-// CHECK: scf.if %{{.*}} -> (vector<2xbf16>,
-// CHECK-COUNT-8: vector.load %[[JOWNR]][%{{.*}}] {alignment = 4 : i64} : memref<?xbf16>, vector<2xbf16>
+// CHECK-NOT: vector.load %[[JOWNR]]
+// CHECK-COUNT-4: nvgpu.device_async_copy %[[JOWNR]][%{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?xbf16> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[JCOPIES:.*]] = nvgpu.device_async_create_group
+// CHECK-NOT: vector.load %[[JOWNR]]
 // CHECK: nvgpu.warpgroup.mma {{.*}} -> <fragmented = vector<64x64xf32>>
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NEXT: nvgpu.device_async_wait %[[JCOPIES]] {numGroups = 0 : i32}
+// CHECK-NEXT: nvvm.fence.proxy
+// CHECK-NEXT: nvvm.barrier id = %c3_i32 number_of_threads = %c256_i32
+// CHECK-COUNT-16: vector.load %{{.*}} : memref<64x64xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
 // CHECK-NEXT: nvgpu.mbarrier.arrive
-// CHECK-NOT: nvgpu.device_async_copy
+// CHECK-NOT: vector.load %[[JOWNR]]
 // CHECK: %[[JROW:.*]] = vector.load %[[JOWNR]][%[[JI:.*]]] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
 // CHECK-NEXT: vector.store %[[JROW]], %[[JOUT]][%[[JI]]] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
 
@@ -199,7 +204,8 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 }
 
 // cp.async (16 bytes, its source size a register: 16 or 0) only in the
-// kernel with a residual of its own staged through shared memory (dense).
+// kernels with a residual of its own staged through shared memory (dense
+// and jagged).
 // PTX-LABEL: .entry block_kernel0(
 // PTX-NOT: cp.async.cg.shared.global
 // PTX-LABEL: .entry other_kernel0(
@@ -210,7 +216,10 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // PTX-NOT: cp.async.cg.shared.global
 // PTX: cp.async.wait_group 0;
 // PTX-LABEL: .entry jagged_own_kernel0(
+// PTX-COUNT-4: cp.async.cg.shared.global [%rd{{[0-9]+(\+[0-9]+)?}}], [%rd{{[0-9]+}}], 16, %r{{[0-9]+}};
+// PTX-NEXT: cp.async.commit_group;
 // PTX-NOT: cp.async.cg.shared.global
+// PTX: cp.async.wait_group 0;
 // PTX-LABEL: .entry wide_kernel0(
 // PTX-NOT: cp.async.cg.shared.global
 // PTX-LABEL: .entry jagged_kernel0(

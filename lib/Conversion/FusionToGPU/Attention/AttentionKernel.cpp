@@ -650,12 +650,11 @@ void AttentionKernelEmitter::consumer() {
   const int64_t qStride = Spec::kTileM * 128;
   // A residual of its own that fits in the group's Q rows (Dv <= D) and is
   // read before O = P V (Dv <= 128): staged there by cp.async between the
-  // two MMAs (stageResidualRows). Dense q only: with jagged q, racecheck
-  // reports the producer's arrival on full[s] for a later item against the
-  // copies into the stage (WAR, 41 hazards at B 5, not seen with one item per
-  // CTA; H200, 2026-12-03), which is not understood yet; jagged kernels keep
-  // the fragment loads from global memory.
-  const bool stagedResidual = s.residualType && !s.residualIsQuery && !s.jagged &&
+  // two MMAs (stageResidualRows), dense or jagged q. (Jagged q took the
+  // fragment loads until session 22: racecheck's hazard there was the
+  // dynamic shared memory overlapping the static mbarriers, fixed by
+  // fusion-extern-dynamic-shared-memory.)
+  const bool stagedResidual = s.residualType && !s.residualIsQuery &&
                               s.valueDim <= std::min<int64_t>(s.headDim, 128);
 
   Value threadTid = tid, threadRow = rowInGroup;

@@ -179,9 +179,9 @@ def main():
                               "bf16" if i % 2 else "f16", "i64" if i % 2 else "i32"))
     # FlashNormAttention with jagged q (both chips), after the rest so that
     # the names above keep their kernels.
-    # (Jagged blocks take the kernel at D = 128 and L_kv in (64, 128] only.)
     jflash = [(1, 128, 128, True), (2, 128, 128, True), (3, 128, 96, False),
-              (4, 128, 128, True), (2, 128, 80, True), (4, 128, 72, False)]
+              (4, 128, 128, True), (2, 128, 80, True), (4, 128, 72, False),
+              (3, 64, 40, True)]
     for i, (h, d, kv, params) in enumerate(jflash):
         print(jagged_flash(i, h, d, kv, params, "f16" if i == 5 else "bf16",
                            "i64" if i % 2 else "i32"))
