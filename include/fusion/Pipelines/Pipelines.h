@@ -58,6 +58,12 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
       llvm::cl::desc("fusion-plan-kernels' split-k: split K for small weight "
                      "gradients (on by default)"),
       llvm::cl::init(true)};
+  PassOptions::Option<int64_t> maxEpilogueCluster{
+      *this, "max-epilogue-cluster",
+      llvm::cl::desc("fusion-plan-kernels' max-epilogue-cluster: the most CTAs "
+                     "of a cluster a forward norm epilogue's row may take (0: "
+                     "the target's)"),
+      llvm::cl::init(0)};
 };
 
 /// fusion-to-gpu: fusion-plan-kernels, convert-fusion-to-gpu, then the passes

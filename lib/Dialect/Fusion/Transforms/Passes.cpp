@@ -73,7 +73,15 @@ struct FusionPlanKernelsPass
           << lazyRowStats << "'";
       return signalPassFailure();
     }
-    if (failed(planKernels(getOperation(), lazyRowStats, splitK, report)))
+    if (maxEpilogueCluster < 0) {
+      getOperation().emitError()
+          << "fusion-plan-kernels: expected max-epilogue-cluster to be 0 (the "
+             "target's) or a CTA count of at least 1, but got "
+          << maxEpilogueCluster;
+      return signalPassFailure();
+    }
+    if (failed(planKernels(getOperation(), lazyRowStats, splitK, report,
+                           maxEpilogueCluster)))
       signalPassFailure();
   }
 };

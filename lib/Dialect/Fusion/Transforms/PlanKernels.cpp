@@ -483,7 +483,8 @@ void foldAttentionResiduals(ModuleOp module) {
 
 LogicalResult mlir::fusion::planKernels(ModuleOp module,
                                         StringRef lazyRowStats, bool splitK,
-                                        bool report) {
+                                        bool report,
+                                        int64_t maxEpilogueCluster) {
   foldAttentionResiduals(module);
   // After the attention folds: an add that fold took is gone (and
   // gets no remark from this one).
@@ -542,8 +543,12 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
               << (sums ? "a 1-row GEMM of ones with B per call"
                        : "computed at compile time (B is a constant)");
       }
+      TargetInfo planTarget = *target;
+      if (maxEpilogueCluster > 0 && !fused.isGradEpilogue())
+        planTarget.maxEpilogueClusterSize = std::min(
+            planTarget.maxEpilogueClusterSize, maxEpilogueCluster);
       FailureOr<KernelConfigAttr> config =
-          planFusedMatmul(fused, *target, why, splitK);
+          planFusedMatmul(fused, planTarget, why, splitK);
       if (failed(config)) {
         fused.emitOpError() << why;
         ok = false;

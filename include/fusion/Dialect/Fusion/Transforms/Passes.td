@@ -517,6 +517,11 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       kernel adding them in order (deterministic). `split-k=false` keeps one
       work item per output tile (0.09-0.33x cuBLAS at those sizes, against
       0.91-0.99x split, on the H200).
+    - `max-epilogue-cluster` (default 0: the target's, 4 on sm_90a): the
+      most CTAs of a cluster a forward norm epilogue's row may take; a row
+      needing more goes through global memory (`global_rows`, every SM busy
+      where a cluster of 4 runs on 120 of the H200's 132). Grad epilogues
+      keep the target's limit.
     - `report`: a remark per planned kernel: each GEMM's `fusion.kernel`
       configuration, each norm gradient that took an add as its residual
       (and, on an add of a norm gradient's input gradient that did not
@@ -558,7 +563,11 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
            "SMs idle (f32 partial sums added by a second kernel)">,
     Option<"report", "report", "bool", /*default=*/"false",
            "emit a remark per planned kernel: the GEMM's configuration, the "
-           "attention kernel's items, stages, shared memory and grid">
+           "attention kernel's items, stages, shared memory and grid">,
+    Option<"maxEpilogueCluster", "max-epilogue-cluster", "int64_t",
+           /*default=*/"0",
+           "the most CTAs of a cluster a forward norm epilogue's row may "
+           "take (0: the target's); wider rows go through global memory">
   ];
 }
 

@@ -130,8 +130,14 @@ FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
 /// configuration; the attention kernel's items, stages, shared memory and
 /// grid, describeAttentionLayout), per norm gradient given a residual, and
 /// per add of a norm gradient's input gradient that did not fold (why).
+///
+/// `maxEpilogueCluster` (0: the target's maxEpilogueClusterSize): the most
+/// CTAs of a cluster a forward norm epilogue's row may take; a wider row
+/// goes through global memory (planEpilogueNorm). Grad epilogues keep the
+/// target's limit (they have no global-memory form).
 LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
-                          bool splitK = false, bool report = false);
+                          bool splitK = false, bool report = false,
+                          int64_t maxEpilogueCluster = 0);
 
 /// The cost model's choice for a Lazy Pre-Norm GEMM of `columnTiles` output
 /// tiles per row: true to sum the rows in the kernel, false for a row
