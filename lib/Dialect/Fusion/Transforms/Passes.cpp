@@ -77,7 +77,7 @@ struct FusionPlanKernelsPass
       getOperation().emitError()
           << "fusion-plan-kernels: expected max-epilogue-cluster to be 0 (the "
              "target's) or a CTA count of at least 1, but got "
-          << maxEpilogueCluster;
+          << static_cast<int64_t>(maxEpilogueCluster);
       return signalPassFailure();
     }
     if (failed(planKernels(getOperation(), lazyRowStats, splitK, report,
