@@ -81,6 +81,29 @@ func.func @flash_norm(%q: tensor<?x?x4x128xbf16>, %k: tensor<?x128x4x128xbf16>, 
 // CHECK: gpu.func @long_kv_kernel0(
 // CHECK: nvgpu.warpgroup.mma.init.accumulator -> <fragmented = vector<64x256xf32>>
 // CHECK: nvgpu.warpgroup.mma.init.accumulator -> <fragmented = vector<64x64xf32>>
+// The FlashNormAttention consumer gives its stage back without waiting on
+// its output's TMA store: the group's other threads arrive on empty[s] at
+// the item's end; the leader, which issued the store, waits for it to read
+// the rows only in its next item, after the LayerNorm's exchange (the
+// exchange barriers: 12), and arrives then on the previous position's
+// stage; after its last item, once every store is complete.
+// CHECK: gpu.func @flash_norm_kernel0(
+// CHECK: nvgpu.mbarrier.try_wait.parity %{{.*}}[%{{.*}}], %{{.*}}, %{{.*}} : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 12>
+// CHECK: scf.if
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: nvgpu.mbarrier.arrive %[[EMPTY:[0-9]+]][%{{.*}}] : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+// CHECK: nvgpu.tma.async.store
+// CHECK: nvgpu.tma.async.store
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: }
+// CHECK-NOT: nvvm.cp.async.bulk.wait_group
+// CHECK: scf.if
+// CHECK-NEXT: nvgpu.mbarrier.arrive %[[EMPTY]][
+// CHECK: scf.yield
+// CHECK: nvvm.cp.async.bulk.wait_group 0
+// CHECK-NOT: {read}
+// CHECK: nvgpu.mbarrier.arrive %[[EMPTY]][
+// CHECK: gpu.return
 
 // The kernels assemble for sm_90a without spills (the FlashNormAttention
 // kernel keeps q and ln_q, 32 registers each, beside both accumulators: its

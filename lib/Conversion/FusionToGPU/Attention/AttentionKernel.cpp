@@ -921,6 +921,14 @@ void AttentionKernelEmitter::normConsumer() {
         },
         true, sliceM2);
     layerNormRowStats(sliceMean, sliceM2, rowInTile, count, invWidth, mean, rstd);
+    // Dense: the group leader's arrival on the previous item's stage,
+    // deferred from its end to here (below), once its TMA store has read
+    // the rows.
+    if (!s.jagged)
+      ifThen(both(isGroupLeader, ne(count, 0)), [&] {
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
+        ring.release(*this, ring.prevPos(*this, pos));
+      });
     saveStats(it, AttentionArg::LnMean, mean);
     saveStats(it, AttentionArg::LnRstd, rstd);
     // The group is past this item's waits (the stage's and the
@@ -1015,14 +1023,16 @@ void AttentionKernelEmitter::normConsumer() {
       ifThen(isGroupLeader, [&] {
         NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
       });
+      ring.release(*this, pos);
     } else {
-      ifThen(isGroupLeader, [&] {
-        storeGroupRows(it, c, mine, qStride);
-        // The stage goes back once the store has read it.
-        NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
-      });
+      // The stage goes back once the store has read it: the leader, which
+      // issued the store, arrives in the next item, after the LayerNorm's
+      // exchange (above; waiting here for the store to read the rows held
+      // the group's first warp, and through its sends the cluster, ~5% at
+      // Kunlun H 2); the group's other threads are done with the stage.
+      ifThen(isGroupLeader, [&] { storeGroupRows(it, c, mine, qStride); });
+      ifThen(ne(threadTid, 0), [&] { ring.release(*this, pos); });
     }
-    ring.release(*this, pos);
     tid = threadTid;
     return SmallVector<Value>{ring.nextPos(*this, pos), add(count, idx(1))};
   });
@@ -1035,6 +1045,10 @@ void AttentionKernelEmitter::normConsumer() {
   // (the peers' last sends to it are done), as in the GEMM's exchange.
   ifThen(isGroupLeader,
          [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
+  // Dense: the leader's deferred arrival on the last item's stage.
+  if (!s.jagged)
+    ifThen(both(isGroupLeader, ne(doneItems, 0)),
+           [&] { ring.release(*this, ring.prevPos(*this, done[0])); });
 }
 
 gpu::GPUFuncOp mlir::fusion::buildAttentionKernel(OpBuilder &builder,
