@@ -6,9 +6,9 @@
 // stage's Q rows). The cluster of the H heads' CTAs, the row exchange
 // (Common/RowExchange, one row per thread: rowOffsets {0}), the LayerNorm
 // merge (layerNormRowStats) and the parameters' staging are the sm_90a
-// kernel's. A thread holds a whole query row (tcgen05.ld 32x32b), so its
-// slice statistics are thread-local sums, without the wgmma fragment's
-// quad shuffles. Per item:
+// kernel's (AttentionNorms.cpp). A thread holds a whole query row
+// (tcgen05.ld 32x32b), so its slice statistics are thread-local sums,
+// without the wgmma fragment's quad shuffles. Per item:
 //
 //   q       its row of the stage's Q (16-byte chunks, 128-byte swizzled):
 //           slice mean, then centered sum of squares (a second read); the
