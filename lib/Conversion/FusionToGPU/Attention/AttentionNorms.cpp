@@ -345,8 +345,9 @@ void AttentionKernelEmitter::normConsumer() {
       // The stage goes back once the store has read it: the leader, which
       // issued the store, arrives in the next item, after the LayerNorm's
       // exchange (above; waiting here for the store to read the rows held
-      // the group's first warp, and through its sends the cluster, ~5% at
-      // Kunlun H 2); the group's other threads are done with the stage.
+      // the group's first warp, and through its sends the cluster: 3% at
+      // Kunlun H 2 on the H200); the group's other threads are done with
+      // the stage.
       ifThen(isGroupLeader, [&] { storeGroupRows(it, c, mine, qStride); });
       ifThen(ne(threadTid, 0), [&] { ring.release(*this, pos); });
     }
