@@ -118,12 +118,6 @@ public:
     return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, rem(tileCount, 2),
                                  idx(0));
   }
-  /// 0, opaque to LLVM (an inline-asm move with side effects). Added to a
-  /// loop-invariant value once per iteration, it keeps LLVM from hoisting
-  /// what is computed from that value (MMA descriptors, swizzled addresses)
-  /// out of the loop, where it would hold registers across the whole loop;
-  /// rebuilt per iteration, each lives from its use's start (the attention
-  /// backward's K and V descriptors spilled when hoisted).
   /// `x` (an index the same in every thread of the warp) as lane 0's, by
   /// shfl.sync: ptxas then knows it is warp-uniform (as CUTLASS's
   /// canonical_warp_group_idx does), and addresses built from it (a
@@ -135,6 +129,12 @@ public:
     auto shfl = gpu::ShuffleOp::create(b, v, i32(0), i32(32), gpu::ShuffleMode::IDX);
     return arith::IndexCastUIOp::create(b, b.getIndexType(), shfl.getShuffleResult());
   }
+  /// 0, opaque to LLVM (an inline-asm move with side effects). Added to a
+  /// loop-invariant value once per iteration, it keeps LLVM from hoisting
+  /// what is computed from that value (MMA descriptors, swizzled addresses)
+  /// out of the loop, where it would hold registers across the whole loop;
+  /// rebuilt per iteration, each lives from its use's start (the attention
+  /// backward's K and V descriptors spilled when hoisted).
   Value opaqueZero() {
     Value zero = LLVM::InlineAsmOp::create(
                      b, b.getI32Type(), ValueRange{}, "mov.u32 $0, 0;", "=r",
@@ -216,21 +216,21 @@ public:
   /// Arrival, without waiting, on named barrier `first + index` over
   /// `threads` threads (the others wait there with namedBarrier).
   void namedBarrierArrive(int64_t first, Value index, int64_t threads) {
-    Value firstId = i32(first);
-    Value offset = arith::IndexCastOp::create(b, b.getI32Type(), index);
-    Value barrierId = arith::AddIOp::create(b, firstId, offset);
-    Value count = i32(threads);
-    NVVM::BarrierArriveOp::create(b, barrierId, count);
+    Value barrierId = namedBarrierId(first, index);
+    NVVM::BarrierArriveOp::create(b, barrierId, i32(threads));
   }
   /// Named barrier `first + index` (index: a Value, a group's number) over
   /// `threads` threads.
   void namedBarrier(int64_t first, Value index, int64_t threads) {
+    Value barrierId = namedBarrierId(first, index);
+    NVVM::BarrierOp::create(b, Type(), barrierId, i32(threads),
+                            NVVM::BarrierReductionAttr(), Value());
+  }
+  /// The i32 id `first + index` of a group's named barrier.
+  Value namedBarrierId(int64_t first, Value index) {
     Value firstId = i32(first);
     Value offset = arith::IndexCastOp::create(b, b.getI32Type(), index);
-    Value barrierId = arith::AddIOp::create(b, firstId, offset);
-    Value count = i32(threads);
-    NVVM::BarrierOp::create(b, Type(), barrierId, count,
-                            NVVM::BarrierReductionAttr(), Value());
+    return arith::AddIOp::create(b, firstId, offset);
   }
 
   /// Sets up the kernel's dynamic shared memory: `smem` as bytes, and the
