@@ -4,35 +4,41 @@
 // given d out the chain rule back through rms_norm_grad, gdpa_grad, the
 // inner residual, layer_norm_grad and the outer residual, with the three
 // norm parameters' gradients. No sm_90a kernel takes the fused backward
-// (fusion.norm_attention_grad) yet, and the backward reads ln_q and h, so
-// fusion-fuse leaves the block as its ops, saying why, and the step runs as
-// seven kernels (two of them with a parameter-gradient reduction): the
-// forward's LayerNorm, gdpa (384 threads) adding ln_q to its output
-// (fusion-plan-kernels folds the forward's first add, gdpa + ln_q, into it
-// as its residual), RMSNorm, add; the backward's RMSNorm gradient,
-// gdpa_grad (256 threads: one consumer
-// warpgroup for L_kv 16) adding dh to dq (fusion-plan-kernels folds the
-// backward's first add, dh + dq1, into it as its residual), and the
-// LayerNorm gradient with the outer residual's add folded in the same way
-// (its residual operand: d out, read by the dx kernel, which writes dq into
-// the caller's buffer through a view, no copy). On the CPU the step
+// (fusion.norm_attention_grad) yet, so fusion-fuse forms the forward alone
+// and has it save ln_q and h, which the backward reads (two more results of
+// fusion.norm_attention), and says why: the step runs as four kernels (two
+// of them with a parameter-gradient reduction): the FlashNormAttention
+// forward (a cluster of the 2 heads' CTAs, 384 threads, writing ln_q and h
+// beside the output and the statistics); the backward's RMSNorm gradient
+// reading the saved h, gdpa_grad (256 threads: one consumer warpgroup for
+// L_kv 16) reading the saved ln_q and adding dh to dq (fusion-plan-kernels
+// folds the backward's first add, dh + dq1, into it as its residual), and
+// the LayerNorm gradient with the outer residual's add folded in the same
+// way (its residual operand: d out, read by the dx kernel, which writes dq
+// into the caller's buffer through a view, no copy). On the CPU the step
 // computes the same before and after fusion-fuse and fusion-plan-kernels.
 // RUN: fusion-opt %s --fusion-fuse=report=true 2>&1 | FileCheck %s --check-prefix=FUSE
 // RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels=report=true 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels | FileCheck %s --check-prefix=PLAN
 // RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s
 // RUN: fusion-runner %s -e train --after-passes=fusion-fuse,fusion-plan-kernels --atol=2e-2 --rtol=2e-2 | FileCheck %s --check-prefix=CPU
+// On sm_100a, whose FlashNormAttention kernel does not save ln_q and h, the
+// block stays as its ops, forward and backward:
+// RUN: sed 's/"sm_90a"/"sm_100a"/' %s | fusion-opt --fusion-fuse=report=true 2>&1 | FileCheck %s --check-prefix=FUSE100
 
-// FUSE: remark: fusion.gdpa not formed into fusion.norm_attention: no sm_90a kernel takes its backward, fusion.norm_attention_grad: the fused backward of the block (its row statistics through DSMEM like the forward's) is not implemented yet; the block runs as its layer_norm, gdpa, add and rms_norm ops' kernels, and its backward as its rms_norm_grad, gdpa_grad, add and layer_norm_grad ops' kernels (fusion-plan-kernels folds the adds it can into them)
-// FUSE-NOT: fusion.norm_attention
+// FUSE: remark: fusion.gdpa formed into fusion.norm_attention, saving ln_q and h for its backward, which runs as its rms_norm_grad, gdpa_grad, add and layer_norm_grad ops (no sm_90a kernel takes fusion.norm_attention_grad: the fused backward of the block (its row statistics through DSMEM like the forward's) is not implemented yet)
+// FUSE: fusion.norm_attention {{.*}} -> tensor<2x8x2x64xbf16>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8x2x64xbf16>, tensor<2x8x2x64xbf16>
+// FUSE-NOT: fusion.gdpa %
 // FUSE: fusion.gdpa_grad
-// PLAN: fusion.layer_norm
-// PLAN-NEXT: %[[LN:.*]] = tensor.expand_shape
-// PLAN: %[[H:.*]] = fusion.gdpa %[[LN]], {{.*}} residual(%[[LN]] : tensor<2x8x2x64xbf16>)
-// PLAN: tensor.collapse_shape %[[H]]
-// PLAN: %[[DHF:.*]], %{{.*}} = fusion.rms_norm_grad
+// FUSE100: remark: fusion.gdpa not formed into fusion.norm_attention: the sm_100a FlashNormAttention kernel cannot take it: saving ln_q and h for a backward of unfused ops is implemented for sm_90a only; the block runs as its layer_norm, gdpa, add and rms_norm ops' kernels, and its backward as its rms_norm_grad, gdpa_grad, add and layer_norm_grad ops' kernels (fusion-plan-kernels folds the adds it can into them)
+// FUSE100-NOT: fusion.norm_attention
+// FUSE100: fusion.gdpa %
+// PLAN: %{{.*}}, %[[M:.*]], %[[R:.*]], %[[RR:.*]], %[[SAVED:.*]]:2 = fusion.norm_attention
+// PLAN-NOT: fusion.layer_norm %
+// PLAN: %[[HF:.*]] = tensor.collapse_shape %[[SAVED]]#1
+// PLAN: %[[DHF:.*]], %{{.*}} = fusion.rms_norm_grad %{{.*}}, %[[HF]], %[[RR]]
 // PLAN: %[[DH:.*]] = tensor.expand_shape %[[DHF]]
-// PLAN: %[[DLNQ:[^,]*]], {{.*}} = fusion.gdpa_grad %[[DH]], {{.*}} residual(%[[DH]] : tensor<2x8x2x64xbf16>)
+// PLAN: %[[DLNQ:[^,]*]], {{.*}} = fusion.gdpa_grad %[[DH]], %[[SAVED]]#0, {{.*}} residual(%[[DH]] : tensor<2x8x2x64xbf16>)
 // PLAN: tensor.collapse_shape %[[DLNQ]]
 
 // The attention backward's fold takes dh + dq1 first (no remark about it
@@ -42,7 +48,7 @@
 // REMARK: remark: the fusion.add of its input gradient and a tensor of its shape folded in as its residual (one row kernel reads both)
 // REMARK-NOT: not folded
 // PLAN: %[[DOUTF:.*]] = tensor.collapse_shape %arg6 {{\[\[}}0], [1], [2, 3]]
-// PLAN-NEXT: fusion.layer_norm_grad {{.*}} residual(%[[DOUTF]] : tensor<2x8x128xbf16>) {with_bias_grad}
+// PLAN-NEXT: fusion.layer_norm_grad {{.*}}, %[[M]], %[[R]] {{.*}} residual(%[[DOUTF]] : tensor<2x8x128xbf16>) {with_bias_grad}
 // PLAN-NEXT: %[[DQ:.*]] = tensor.expand_shape
 // PLAN-NOT: fusion.add
 // PLAN: return %{{.*}}, %[[DQ]],
@@ -50,21 +56,17 @@
 // CHECK-LABEL: func.func @train(
 // CHECK-SAME: %[[DQ:arg8]]: memref<2x8x2x64xbf16>
 // CHECK: %[[DQV:.*]] = memref.collapse_shape %[[DQ]] {{\[\[}}0], [1], [2, 3]] : memref<2x8x2x64xbf16> into memref<2x8x128xbf16>
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel0
-// The gdpa's next kernel is the RMSNorm's: gdpa + ln_q has no kernel of
-// its own.
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel1 {{.*}} threads in (%{{.*}}384
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel2
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel3
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel4
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel4_params
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel5 {{.*}} threads in (%{{.*}}256
+// The forward: ln_q's and h's tensor maps after the statistics.
+// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel0 clusters in (%{{.*}}2{{.*}}) blocks in {{.*}} threads in (%{{.*}}384,{{.*}} memref<?x?xf32>, %{{.*}} : memref<?x?xf32>, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr)
+// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel1
+// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel1_params
+// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel2 {{.*}} threads in (%{{.*}}256
 // The gdpa_grad's next kernel is the LayerNorm gradient's (with its
 // parameter reduction, and d out as its residual): dh + dq1 has no kernel
 // of its own, nor has the outer residual's add.
 // CHECK: %[[DQF:.*]] = memref.reinterpret_cast %[[DQV]] to
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel6 {{.*}} args(%{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %[[DQF]] : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : index)
-// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel6_params
+// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel3 {{.*}} args(%{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xbf16>, %[[DQF]] : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : index)
+// CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@train_kernel3_params
 // CHECK-NOT: gpu.launch_func
 // CHECK-NOT: gpu.memcpy
 // CHECK: return

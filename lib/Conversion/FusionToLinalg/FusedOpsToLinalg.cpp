@@ -193,7 +193,12 @@ struct NormAttentionLowering : OpRewritePattern<NormAttentionOp> {
                      op.getRmsEpsilon().convertToDouble(), f32);
     Value out = m.addTensors(unflattenHeads(m, rms.output, q), q,
                              elementTypeOf(op.getOutput()));
-    rewriter.replaceOp(op, {out, ln.mean, ln.rstd, rms.rstd});
+    SmallVector<Value> results = {out, ln.mean, ln.rstd, rms.rstd};
+    // The saved ln_q and h, rounded to q's type once.
+    if (!op.getSaved().empty())
+      for (Value v : {lnq, h})
+        results.push_back(m.convert(v, elementTypeOf(op.getSavedLnQuery())));
+    rewriter.replaceOp(op, results);
     return success();
   }
 };

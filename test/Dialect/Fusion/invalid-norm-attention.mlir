@@ -319,3 +319,39 @@ func.func @norm_attention_grad_param_grad_shape(%q: tensor<1x8x2x4xf32>, %s: ten
       -> tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<4xf32>
   return
 }
+
+// -----
+
+// Saved results: ln_q and h both, or neither.
+func.func @norm_attention_one_saved(%q: tensor<1x8x2x4xf32>) {
+  // expected-error @below {{expected 0 or 2 saved results (ln_q and h), but got 1}}
+  %o, %m, %r, %rr, %lnq = fusion.norm_attention %q, %q, %q
+      {activation = #fusion.activation<relu>, scale = 1.0 : f32, ln_epsilon = 0.5 : f32, rms_epsilon = 0.5 : f32}
+      : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
+      -> tensor<1x8x2x4xf32>, tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8x2x4xf32>
+  return
+}
+
+// -----
+
+// A saved result has the shape of q.
+func.func @norm_attention_saved_shape(%q: tensor<1x8x2x4xf32>) {
+  // expected-error @below {{expected saved h of shape [1, 8, 2, 4] (the shape of query), but got [1, 8, 8]}}
+  %o, %m, %r, %rr, %lnq, %h = fusion.norm_attention %q, %q, %q
+      {activation = #fusion.activation<relu>, scale = 1.0 : f32, ln_epsilon = 0.5 : f32, rms_epsilon = 0.5 : f32}
+      : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
+      -> tensor<1x8x2x4xf32>, tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8x2x4xf32>, tensor<1x8x8xf32>
+  return
+}
+
+// -----
+
+// A saved result has the element type of q (ln_q is the attention's query).
+func.func @norm_attention_saved_element_type(%q: tensor<1x8x2x4xbf16>) {
+  // expected-error @below {{expected the saved ln_q in the element type of query ('bf16'), but got 'f32'}}
+  %o, %m, %r, %rr, %lnq, %h = fusion.norm_attention %q, %q, %q
+      {activation = #fusion.activation<relu>, scale = 1.0 : f32, ln_epsilon = 0.5 : f32, rms_epsilon = 0.5 : f32}
+      : tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>
+      -> tensor<1x8x2x4xbf16>, tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xbf16>
+  return
+}

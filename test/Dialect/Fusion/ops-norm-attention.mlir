@@ -76,6 +76,23 @@ func.func @norm_attention_dynamic(%q: tensor<?x?x2x8xbf16>, %k: tensor<?x?x2x8xb
   return %out : tensor<?x?x2x8xbf16>
 }
 
+// norm_attention saving ln_q and h (for a backward of unfused ops): two
+// more results of q's type.
+// CHECK-LABEL: func.func @norm_attention_saves
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SAVED:.*]]:2 = fusion.norm_attention
+// CHECK-SAME: -> tensor<?x?x2x8xbf16>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>
+// CHECK: return %[[SAVED]]#0, %[[SAVED]]#1
+func.func @norm_attention_saves(%q: tensor<?x?x2x8xbf16>, %k: tensor<?x?x2x8xbf16>,
+    %v: tensor<?x?x2x8xbf16>) -> (tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>) {
+  %out, %m, %r, %rr, %lnq, %h = fusion.norm_attention %q, %k, %v
+      {activation = #fusion.activation<identity>, scale = 1.0 : f32,
+       ln_epsilon = 0.5 : f32, rms_epsilon = 0.5 : f32}
+      : tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>
+      -> tensor<?x?x2x8xbf16>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>,
+         tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>
+  return %lnq, %h : tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>
+}
+
 // Dense norm_attention_grad without weights: dq, dk, dv only.
 // CHECK-LABEL: func.func @norm_attention_grad_plain
 // CHECK-SAME: (%[[DO:.*]]: tensor<2x128x2x64xf32>, %[[Q:.*]]: tensor<2x128x2x64xf32>, %[[K:.*]]: tensor<2x128x2x64xf32>, %[[V:.*]]: tensor<2x128x2x64xf32>, %[[M:.*]]: tensor<2x128xf32>, %[[R:.*]]: tensor<2x128xf32>, %[[RR:.*]]: tensor<2x128xf32>)

@@ -8,6 +8,7 @@
 // RUN: fusion-runner %s -e fwd_jagged_f32 --after-passes=fusion-form-norm-attention --atol=1e-5 --rtol=1e-5 | FileCheck %s
 // RUN: fusion-runner %s -e fwd_jagged_block_bf16 --after-passes=fusion-form-norm-attention --atol=5e-2 --rtol=5e-2 | FileCheck %s
 // RUN: fusion-runner %s -e fwd_bf16 --after-passes=fusion-form-norm-attention --atol=5e-2 --rtol=5e-2 | FileCheck %s
+// RUN: fusion-runner %s -e fwd_saves_bf16 --after-passes=fusion-form-norm-attention --atol=5e-2 --rtol=5e-2 | FileCheck %s
 // RUN: fusion-runner %s -e fwd_bwd_f32 --after-passes=fusion-form-norm-attention --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e fwd_bwd_jagged_f32 --after-passes=fusion-form-norm-attention --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: not fusion-runner %s -e fwd_f32 --compare=fwd_f32_no_outer_residual --atol=1e-5 --rtol=1e-5 | FileCheck %s --check-prefix=FAIL
@@ -33,6 +34,9 @@
 // FORMED-NOT: fusion.gdpa
 // FORMED-LABEL: func.func @fwd_bf16
 // FORMED: fusion.norm_attention
+// FORMED-NOT: fusion.gdpa
+// FORMED-LABEL: func.func @fwd_saves_bf16
+// FORMED: fusion.norm_attention {{.*}} -> tensor<2x16x2x8xbf16>, tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x16x2x8xbf16>, tensor<2x16x2x8xbf16>
 // FORMED-NOT: fusion.gdpa
 // FORMED-LABEL: func.func @fwd_bwd_f32
 // FORMED: fusion.norm_attention
@@ -143,6 +147,22 @@ func.func @fwd_bf16(%q: tensor<2x16x2x8xbf16>, %k: tensor<2x4x2x8xbf16>, %v: ten
   %y = tensor.expand_shape %yf [[0], [1], [2, 3]] output_shape [2, 16, 2, 8] : tensor<2x16x16xbf16> into tensor<2x16x2x8xbf16>
   %out = fusion.add %y, %q : tensor<2x16x2x8xbf16>
   return %out : tensor<2x16x2x8xbf16>
+}
+
+// Dense forward, bf16, returning ln_q and h (collapsed) as well: the formed
+// op saves them, rounded to bf16 once.
+func.func @fwd_saves_bf16(%q: tensor<2x16x2x8xbf16>, %k: tensor<2x4x2x8xbf16>, %v: tensor<2x4x2x8xbf16>,
+    %rw: tensor<16xbf16>) -> (tensor<2x16x2x8xbf16>, tensor<2x16x2x8xbf16>, tensor<2x16x16xbf16>) {
+  %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<2x16x2x8xbf16> into tensor<2x16x16xbf16>
+  %lnf, %m, %r = fusion.layer_norm %qf {epsilon = 1.0e-05 : f32} : tensor<2x16x16xbf16> -> tensor<2x16x16xbf16>, tensor<2x16xf32>, tensor<2x16xf32>
+  %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [2, 16, 2, 8] : tensor<2x16x16xbf16> into tensor<2x16x2x8xbf16>
+  %a = fusion.gdpa %ln, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.25 : f32} : tensor<2x16x2x8xbf16>, tensor<2x4x2x8xbf16>, tensor<2x4x2x8xbf16> -> tensor<2x16x2x8xbf16>
+  %h = fusion.add %a, %ln : tensor<2x16x2x8xbf16>
+  %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : tensor<2x16x2x8xbf16> into tensor<2x16x16xbf16>
+  %yf = fusion.rms_norm %hf weight(%rw : tensor<16xbf16>) {epsilon = 1.0e-05 : f32} : tensor<2x16x16xbf16> -> tensor<2x16x16xbf16>
+  %y = tensor.expand_shape %yf [[0], [1], [2, 3]] output_shape [2, 16, 2, 8] : tensor<2x16x16xbf16> into tensor<2x16x2x8xbf16>
+  %out = fusion.add %y, %q : tensor<2x16x2x8xbf16>
+  return %out, %ln, %hf : tensor<2x16x2x8xbf16>, tensor<2x16x2x8xbf16>, tensor<2x16x16xbf16>
 }
 
 // Dense forward and backward with all three weights, f32: out, dq, dk, dv

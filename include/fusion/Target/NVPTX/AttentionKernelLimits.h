@@ -257,6 +257,9 @@ struct NormAttentionShape {
   Type elem;
   bool jagged = false;
   int64_t heads = 0, headDim = 0, kvLen = 0;
+  /// The forward also writes ln_q and h (fusion.norm_attention's saved
+  /// results, for a backward of unfused ops).
+  bool saves = false;
 };
 
 /// Empty when `target` has a FlashNormAttention kernel for `s`, else why

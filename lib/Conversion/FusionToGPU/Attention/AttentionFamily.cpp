@@ -170,6 +170,15 @@ public:
       }, 2);
       maps = {rows[0], keys[0], keys[1], rows[1]};
     }
+    // Saving (dense): ln_q's and h's maps, stores as the output's.
+    SmallVector<Value> savedMaps;
+    if (spec.saves) {
+      auto op = cast<NormAttentionOp>(operation);
+      savedMaps = mapsIf(any, [&] {
+        return SmallVector<Value>{descriptor(op.getSavedLnQuery(), Spec::kGroupRows),
+                                  descriptor(op.getSavedHidden(), Spec::kGroupRows)};
+      }, 2);
+    }
     // A tensor as the flat memref<?xT> of its elements (row-major).
     auto flat = [&](Value tensor) -> Value {
       Value mem = host.dynamicMemref(tensor);
@@ -211,6 +220,12 @@ public:
         break;
       case AttentionArg::Residual:
         operands.push_back(flat(cast<GDPAOp>(operation).getResidual()));
+        break;
+      case AttentionArg::TmaLnQ:
+        operands.push_back(savedMaps[0]);
+        break;
+      case AttentionArg::TmaHidden:
+        operands.push_back(savedMaps[1]);
         break;
       default: {
         auto op = cast<NormAttentionOp>(operation);

@@ -90,6 +90,10 @@ void AttentionKernelEmitter::emit() {
   tmaK = cast(AttentionArg::TmaK, {1, 64, 1, Spec::kBoxCols});
   tmaV = cast(AttentionArg::TmaV, {1, 64, 1, Spec::kBoxCols});
   tmaOut = cast(AttentionArg::TmaOut, {1, Spec::kGroupRows, 1, Spec::kBoxCols});
+  if (s.saves) {
+    tmaLnQ = cast(AttentionArg::TmaLnQ, {1, Spec::kGroupRows, 1, Spec::kBoxCols});
+    tmaHidden = cast(AttentionArg::TmaHidden, {1, Spec::kGroupRows, 1, Spec::kBoxCols});
+  }
   // The MMA descriptors take the swizzle, and for an N-major B the distance
   // between its 64-column boxes, from a 2-D map type of [64, 64] boxes.
   operandMap = cast(AttentionArg::TmaK, {64, Spec::kBoxCols});
@@ -374,13 +378,13 @@ Value AttentionKernelEmitter::packPair(Value lo, Value hi) {
 }
 
 void AttentionKernelEmitter::storeGroupRows(Item it, Value c, Value rows,
-                                            int64_t stride) {
+                                            int64_t stride, Value tma) {
   Value row = add(it.row, mul(c, idx(Spec::kGroupRows)));
   for (int64_t e = 0; e < s.valueDim / Spec::kBoxCols; ++e) {
     Value src = smemView(add(rows, idx(e * stride)),
                          {1, Spec::kGroupRows, 1, Spec::kBoxCols}, s.elemType);
     nvgpu::TmaAsyncStoreOp::create(
-        b, src, tmaOut,
+        b, src, tma ? tma : tmaOut,
         ValueRange{idx(e * Spec::kBoxCols), it.head, row, it.batch}, Value());
   }
   NVVM::CpAsyncBulkCommitGroupOp::create(b);
@@ -723,6 +727,8 @@ gpu::GPUFuncOp mlir::fusion::buildAttentionKernel(OpBuilder &builder,
     case AttentionArg::TmaK:
     case AttentionArg::TmaV:
     case AttentionArg::TmaOut:
+    case AttentionArg::TmaLnQ:
+    case AttentionArg::TmaHidden:
       types.push_back(ptr);
       break;
     case AttentionArg::Batch:

@@ -218,8 +218,10 @@ private:
   /// the element type.
   Value activatedPair(AccumulatorView &view, int64_t h, int64_t j);
   /// The group's output rows (Dv / 64 blocks [64, 64] at `rows` + e x
-  /// `stride`) TMA-stored at the item's rows 64 c, in one bulk group.
-  void storeGroupRows(Item it, Value c, Value rows, int64_t stride);
+  /// `stride`) TMA-stored at the item's rows 64 c, in one bulk group,
+  /// through `tma` (default: the output's map; saving: ln_q's or h's).
+  void storeGroupRows(Item it, Value c, Value rows, int64_t stride,
+                      Value tma = Value());
 
   void roles();
   void producer();
@@ -321,6 +323,8 @@ private:
   RegisterBudget regs;
   TmaRing ring;
   Value tmaQ, tmaK, tmaV, tmaOut, operandMap;
+  /// Saving (s.saves): the maps of ln_q and h, stores as the output's.
+  Value tmaLnQ, tmaHidden;
   /// FlashNormAttention on sm_90a: [stage][group] barriers of the groups'
   /// Q rows (AttentionLayout::groupQueryRows).
   Value queryFull;

@@ -276,6 +276,10 @@ void AttentionKernelEmitter::normConsumer() {
                   [&](int64_t h, int64_t j) { return ln[h][j]; }, qStride);
     fenceAsyncShared();
     groupBarrier(c);
+    // Saving: ln_q from the rows that hold it, read before P replaces it
+    // (the leader waits after S = ln_q K^T, below).
+    if (s.saves)
+      ifThen(isGroupLeader, [&] { storeGroupRows(it, c, mine, qStride, tmaLnQ); });
 
     // The group's turn at the MMAs: group 0 after group 1's previous item
     // (none before its first), group 1 after group 0's this item.
@@ -284,7 +288,12 @@ void AttentionKernelEmitter::normConsumer() {
     ring.waitFull(*this, stage, pos);
     Value acc = scores(*scoreEngine, base,
                        [&](int64_t kc) { return add(mine, idx(kc * qStride)); });
-    // Every MMA read of ln_q is done before P takes its place.
+    // Every MMA read of ln_q (and, saving, the store's) is done before P
+    // takes its place.
+    if (s.saves)
+      ifThen(isGroupLeader, [&] {
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
+      });
     groupBarrier(c);
     std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, acc, tid);
     writeSwizzled(
@@ -311,14 +320,35 @@ void AttentionKernelEmitter::normConsumer() {
           hv[h][j] = arith::SelectOp::create(b, tail, widen(ln[h][j]), hv[h][j]);
       }
     rowSums([&](int64_t h, int64_t j) { return hv[h][j]; }, true, part);
-    exchange->clusterRowSums(part, rowInTile, count, 2, total);
+    // Saving: h, rounded, through the group's rows (P is read: O is
+    // done) while the RMSNorm's sums are in flight; the leader waits for
+    // the store's read before the output takes the rows (below).
+    auto saveHidden = [&] {
+      writeSwizzled(
+          mine, groups, *oView, rowInGroup,
+          [&](int64_t h, int64_t j) {
+            return arith::TruncFOp::create(b, pairType, hv[h][j]).getResult();
+          },
+          qStride);
+      fenceAsyncShared();
+      groupBarrier(c);
+      ifThen(isGroupLeader,
+             [&] { storeGroupRows(it, c, mine, qStride, tmaHidden); });
+    };
+    exchange->clusterRowSums(part, rowInTile, count, 2, total,
+                             s.saves ? function_ref<void()>(saveHidden)
+                                     : function_ref<void()>());
     Value rms[2];
     for (int64_t h = 0; h < 2; ++h)
       rms[h] = rsqrt(arith::AddFOp::create(
           b, arith::MulFOp::create(b, total[h], invWidth), cstF32(s.rmsEpsilon)));
     saveStats(it, AttentionArg::RmsRstd, rms);
-    // Past the exchange's wait before the output overwrites the rows (as
-    // above).
+    if (s.saves)
+      ifThen(isGroupLeader, [&] {
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
+      });
+    // Past the exchange's wait (and, saving, h's store) before the output
+    // overwrites the rows (as above).
     groupBarrier(c);
     SmallVector<Value> g;
     for (int64_t j = 0; j < groups; ++j)

@@ -110,8 +110,10 @@ mlir::fusion::getNormAttentionKernelSpec(NormAttentionOp op,
   s.heads = q.getDimSize(q.getRank() - 2);
   s.headDim = s.valueDim = q.getDimSize(q.getRank() - 1);
   s.kvLen = k.getDimSize(1);
+  s.saves = !op.getSaved().empty();
   why = whyNoNormAttentionKernel(
-      target, NormAttentionShape{elem, s.jagged, s.heads, s.headDim, s.kvLen});
+      target, NormAttentionShape{elem, s.jagged, s.heads, s.headDim, s.kvLen,
+                                 s.saves});
   if (!why.empty())
     return fail(why);
   s.kvTile = llvm::alignTo(s.kvLen, 64);
@@ -157,6 +159,8 @@ mlir::fusion::attentionArgs(const AttentionKernelSpec &s) {
   if (s.rmsWeightType)
     args.push_back(AttentionArg::RmsWeight);
   args.append({AttentionArg::LnMean, AttentionArg::LnRstd, AttentionArg::RmsRstd});
+  if (s.saves)
+    args.append({AttentionArg::TmaLnQ, AttentionArg::TmaHidden});
   return args;
 }
 

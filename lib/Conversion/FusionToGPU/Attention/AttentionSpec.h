@@ -71,6 +71,9 @@ struct AttentionKernelSpec : AttentionLayout {
   /// element types (null when absent).
   double lnEpsilon = 0, rmsEpsilon = 0;
   Type lnWeightType, lnBiasType, rmsWeightType;
+  /// fusion.norm_attention with saved results (sm_90a, dense): ln_q and h
+  /// also TMA-stored, each from the group's rows when they hold it.
+  bool saves = false;
 
   /// sm_90a: a producer warpgroup and the consumer groups; sm_100a: a
   /// producer warp, the MMA warp, two idle warps and the epilogue
@@ -98,11 +101,12 @@ getNormAttentionKernelSpec(NormAttentionOp op, const TargetInfo &target,
 /// the window kernel) and the output as a flat memref (the masked stores of
 /// windows that are not one batch's alone).
 /// With a residual: the residual as a flat memref<?xT> ([B, L_q, H, Dv] or
-/// jagged [T, H, Dv], row-major), read at the output's positions.
+/// jagged [T, H, Dv], row-major), read at the output's positions. Saving
+/// ln_q and h, last, their tensor maps (stores, as the output's).
 enum class AttentionArg {
   TmaQ, TmaK, TmaV, TmaOut, Batch, QueryLen, Heads,
   Offsets, WindowBatch, Output, Residual,
-  LnWeight, LnBias, RmsWeight, LnMean, LnRstd, RmsRstd
+  LnWeight, LnBias, RmsWeight, LnMean, LnRstd, RmsRstd, TmaLnQ, TmaHidden
 };
 /// The arguments `s` takes, in order.
 SmallVector<AttentionArg> attentionArgs(const AttentionKernelSpec &s);

@@ -104,8 +104,11 @@ Value RowExchange::wait(Value tileCount, int64_t round) {
 
 void RowExchange::clusterRowSums(ArrayRef<Value> partial, Value rowInTile,
                                  Value tileCount, int64_t round,
-                                 MutableArrayRef<Value> total) {
+                                 MutableArrayRef<Value> total,
+                                 function_ref<void()> inFlight) {
   send(partial, rowInTile, tileCount, round);
+  if (inFlight)
+    inFlight();
   Value slots = wait(tileCount, round);
   SmallVector<Value, 2> zeros;
   for (size_t h = 0; h < shape.rowOffsets.size(); ++h)

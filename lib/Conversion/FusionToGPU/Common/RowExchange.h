@@ -75,10 +75,13 @@ public:
   /// peer; returns its slots, [clusterN][tile_m] f32.
   Value wait(Value tileCount, int64_t round);
   /// The whole-row sums: one round, then the clusterN slots of the rows
-  /// rowInTile + rowOffsets[h] added, in rank order from 0.
+  /// rowInTile + rowOffsets[h] added, in rank order from 0. `inFlight`, if
+  /// given, is emitted between the send and the wait (work that hides the
+  /// round trip).
   void clusterRowSums(ArrayRef<Value> partial, Value rowInTile,
                       Value tileCount, int64_t round,
-                      MutableArrayRef<Value> total);
+                      MutableArrayRef<Value> total,
+                      function_ref<void()> inFlight = {});
   /// LayerNorm over the cluster: each row's slice mean and centered sum of
   /// squares go to every peer (rounds 0 and 1, both in flight before either
   /// is awaited); the row's mean is the peers' means weighted by their

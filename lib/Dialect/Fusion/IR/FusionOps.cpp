@@ -551,8 +551,29 @@ LogicalResult NormAttentionOp::verify() {
       failed(checkShape(*this, "output", getOutput(), s->query,
                         " (the shape of query)")))
     return failure();
-  return checkTokenStatistics(*this, *s, getLnMean(), getLnRstd(),
-                              getRmsRstd());
+  if (failed(checkTokenStatistics(*this, *s, getLnMean(), getLnRstd(),
+                                  getRmsRstd())))
+    return failure();
+  if (getSaved().empty())
+    return success();
+  if (getSaved().size() != 2)
+    return emitOpError() << "expected 0 or 2 saved results (ln_q and h), but "
+                            "got "
+                         << getSaved().size();
+  auto elementOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType();
+  };
+  Type elem = elementOf(getQuery());
+  for (auto [name, v] : {std::pair<StringRef, Value>{"saved ln_q", getSaved()[0]},
+                         {"saved h", getSaved()[1]}}) {
+    if (failed(checkShape(*this, name, v, s->query, " (the shape of query)")))
+      return failure();
+    if (elementOf(v) != elem)
+      return emitOpError() << "expected the " << name
+                           << " in the element type of query (" << elem
+                           << "), but got " << elementOf(v);
+  }
+  return success();
 }
 
 LogicalResult NormAttentionGradOp::verify() {

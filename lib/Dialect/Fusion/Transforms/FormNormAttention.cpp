@@ -9,7 +9,11 @@
 // layout and the [.., H * D] norm layout, becomes one fusion.norm_attention.
 // Its backward (section 4.1) reads ln_q and h, which disappear with the
 // forward, so it is matched against the forward chain it belongs to and
-// becomes fusion.norm_attention_grad in the same step.
+// becomes fusion.norm_attention_grad in the same step. Where the target has
+// no kernel for that (or the backward does not match, or anything else reads
+// ln_q or h), the forward alone is formed and saves ln_q and h (two more
+// results) for their readers: a backward of unfused gradient ops then reads
+// them as before.
 //
 // The chains and their matchers are in FormNormAttentionChains.cpp; this file
 // checks that nothing else uses the chains' intermediates, places the fused
@@ -46,12 +50,34 @@ struct Intermediate {
   StringRef name;
 };
 
+/// The forward's intermediates that readers outside the chains may keep:
+/// ln_q and h (from the fused op's saved results), their collapses and q's.
+SmallVector<Value> keptIntermediates(Forward &f) {
+  return {f.ln(), f.layerNorm.getOutput(), f.h(), f.hCollapse.getResult(),
+          f.qCollapse.getResult()};
+}
+
+bool hasOutsideUsers(Value v,
+                     const llvm::SmallPtrSetImpl<Operation *> &chainOps) {
+  return llvm::any_of(v.getUsers(), [&](Operation *user) {
+    return !chainOps.contains(user);
+  });
+}
+
 /// Checks that every intermediate of the chains has exactly the uses the
-/// chains give it, all from chain ops.
+/// chains give it, all from chain ops; with `saves` (no backward formed),
+/// the kept intermediates may have readers outside the chain too, and
+/// `*saves` says whether ln_q or h has one.
 LogicalResult checkUses(Forward &f, Backward *b,
                         const llvm::SmallPtrSetImpl<Operation *> &chainOps,
-                        std::string &why) {
+                        std::string &why, bool *saves = nullptr) {
   bool bwd = b != nullptr;
+  if (saves) {
+    SmallVector<Value> kept = keptIntermediates(f);
+    *saves = llvm::any_of(ArrayRef(kept).take_front(4), [&](Value v) {
+      return hasOutsideUsers(v, chainOps);
+    });
+  }
   // ln_q and h first: a backward reads them.
   SmallVector<Intermediate> values = {
       {f.ln(), bwd ? 3u : 2u, "layer-normed query"},
@@ -84,9 +110,9 @@ LogicalResult checkUses(Forward &f, Backward *b,
                         "collapsed query read by the backward"});
   }
   for (const Intermediate &i : values) {
-    bool outside = llvm::any_of(i.value.getUsers(), [&](Operation *user) {
-      return !chainOps.contains(user);
-    });
+    if (saves && llvm::is_contained(keptIntermediates(f), i.value))
+      continue;
+    bool outside = hasOutsideUsers(i.value, chainOps);
     if (outside || llvm::range_size(i.value.getUses()) != i.uses) {
       why = ("the " + i.name + " has users outside the chain").str();
       return failure();
@@ -160,11 +186,12 @@ placeChains(DominanceInfo &dom, Forward &f, Backward *b,
             std::string &why) {
   LayerNormOp layerNorm = f.layerNorm;
   RMSNormOp rmsNorm = f.rmsNorm;
-  forwardPoint = insertionPoint(
-      f.outerAdd, {layerNorm.getMean(), layerNorm.getRstd(), rmsNorm.getRstd()},
-      chainOps);
+  SmallVector<Value> results = {layerNorm.getMean(), layerNorm.getRstd(),
+                                rmsNorm.getRstd()};
+  llvm::append_range(results, keptIntermediates(f));
+  forwardPoint = insertionPoint(f.outerAdd, results, chainOps);
   if (!forwardPoint) {
-    why = "the saved statistics are used in another block";
+    why = "the saved statistics, ln_q or h are used in another block";
     return failure();
   }
   if (failed(checkDominance(dom,
@@ -199,9 +226,12 @@ placeChains(DominanceInfo &dom, Forward &f, Backward *b,
 //===----------------------------------------------------------------------===//
 
 /// Creates the fusion.norm_attention of `f` at `point` and replaces the
-/// chain's output and saved statistics with its results.
+/// chain's output and saved statistics with its results; with `saves`, also
+/// the uses of the kept intermediates outside `chainOps` with its saved
+/// ln_q and h (or collapses of them, or of q, made after it).
 NormAttentionOp buildForward(IRRewriter &rewriter, Forward &f,
-                             Operation *point) {
+                             Operation *point, bool saves,
+                             const llvm::SmallPtrSetImpl<Operation *> &chainOps) {
   LayerNormOp layerNorm = f.layerNorm;
   RMSNormOp rmsNorm = f.rmsNorm;
   GDPAOp gdpa = f.gdpa;
@@ -210,10 +240,40 @@ NormAttentionOp buildForward(IRRewriter &rewriter, Forward &f,
   Value mean = layerNorm.getMean(), rstd = layerNorm.getRstd();
   auto fused = NormAttentionOp::create(
       rewriter, gdpa.getLoc(), f.q.getType(), mean.getType(), rstd.getType(),
-      rmsRstd ? rmsRstd.getType() : rstd.getType(), f.q, f.k, f.v, f.offsets,
-      layerNorm.getWeight(), layerNorm.getBias(), rmsNorm.getWeight(),
-      gdpa.getActivationAttr(), gdpa.getScaleAttr(),
+      rmsRstd ? rmsRstd.getType() : rstd.getType(),
+      saves ? TypeRange{f.q.getType(), f.q.getType()} : TypeRange(), f.q, f.k,
+      f.v, f.offsets, layerNorm.getWeight(), layerNorm.getBias(),
+      rmsNorm.getWeight(), gdpa.getActivationAttr(), gdpa.getScaleAttr(),
       layerNorm.getEpsilonAttr(), rmsNorm.getEpsilonAttr());
+  // The kept intermediates' readers outside the chain: ln_q and h from the
+  // saved results, their collapses and q's rebuilt after the fused op.
+  auto outside = [&](OpOperand &use) {
+    return !chainOps.contains(use.getOwner());
+  };
+  auto keep = [&](Value old, function_ref<Value()> now) {
+    if (hasOutsideUsers(old, chainOps))
+      rewriter.replaceUsesWithIf(old, now(), outside);
+  };
+  auto collapseOf = [&](tensor::CollapseShapeOp like, Value source) {
+    return tensor::CollapseShapeOp::create(rewriter, like.getLoc(),
+                                           like.getResultType(), source,
+                                           like.getReassociationIndices())
+        .getResult();
+  };
+  keep(f.qCollapse.getResult(), [&] { return collapseOf(f.qCollapse, f.q); });
+  if (saves) {
+    Value lnq = fused.getSavedLnQuery(), h = fused.getSavedHidden();
+    keep(f.ln(), [&] { return lnq; });
+    keep(f.layerNorm.getOutput(), [&] {
+      return tensor::CollapseShapeOp::create(
+                 rewriter, f.lnExpand.getLoc(),
+                 f.layerNorm.getOutput().getType(), lnq,
+                 f.lnExpand.getReassociationIndices())
+          .getResult();
+    });
+    keep(f.h(), [&] { return h; });
+    keep(f.hCollapse.getResult(), [&] { return collapseOf(f.hCollapse, h); });
+  }
   rewriter.replaceAllUsesWith(f.outerAdd.getResult(), fused.getOutput());
   rewriter.replaceAllUsesWith(mean, fused.getLnMean());
   rewriter.replaceAllUsesWith(rstd, fused.getLnRstd());
@@ -300,20 +360,27 @@ void mlir::fusion::applyFormNormAttention(ModuleOp module, bool report,
       continue;
     }
 
-    // The backward, when a fusion.gdpa_grad reads ln_q: it must match, since
-    // ln_q disappears with the forward.
-    std::string backwardWhy;
+    // The backward, when a fusion.gdpa_grad reads ln_q, is formed with the
+    // forward where it matches and the target has a kernel for it; else
+    // the forward saves ln_q and h for it (and any other reader).
+    std::string backwardWhy, gradWhy;
     SmallVector<GDPAGradOp> candidates = backwardCandidates(*f);
     std::optional<Backward> b =
         matchOptionalBackward(*f, candidates, backwardWhy);
+    NormAttentionShape shape = shapeOf(*f);
+    if (b && target)
+      gradWhy = whyNoNormAttentionGradKernel(*target, shape);
+    bool withBackward = b && gradWhy.empty();
 
     llvm::SmallPtrSet<Operation *, 32> chainOps;
     for (Operation *op : f->ops())
       chainOps.insert(op);
-    if (b)
+    if (withBackward)
       for (Operation *op : b->ops())
         chainOps.insert(op);
-    if (failed(checkUses(*f, b ? &*b : nullptr, chainOps, why))) {
+    bool saves = false;
+    if (failed(checkUses(*f, withBackward ? &*b : nullptr, chainOps, why,
+                         withBackward ? nullptr : &saves))) {
       if (!candidates.empty() && !b)
         notFormed("its backward does not match (" + backwardWhy + "), and " +
                   why);
@@ -323,64 +390,65 @@ void mlir::fusion::applyFormNormAttention(ModuleOp module, bool report,
     }
 
     Operation *forwardPoint = nullptr, *backwardPoint = nullptr;
-    if (failed(placeChains(dom, *f, b ? &*b : nullptr, chainOps, forwardPoint,
-                           backwardPoint, why))) {
+    if (failed(placeChains(dom, *f, withBackward ? &*b : nullptr, chainOps,
+                           forwardPoint, backwardPoint, why))) {
       notFormed(why);
       continue;
     }
 
+    // What the block's unformed backward runs as, for the remarks.
+    std::string backwardAsOps =
+        candidates.empty()
+            ? ""
+            : "its backward as its rms_norm_grad, gdpa_grad, add and "
+              "layer_norm_grad ops' kernels";
     if (!apply) {
       notFormed("forming is off (fusion-fuse{norm-attention=false}); the "
                 "block runs as its layer_norm, gdpa, add and rms_norm ops" +
-                Twine(b ? ", and its backward as its grad ops" : ""));
+                Twine(candidates.empty() ? "" : ", and its backward as its grad ops"));
       continue;
     }
     // For a GPU target, only what its FlashNormAttention kernels take: the
-    // rest runs as the block's own ops, which have kernels. With a backward
-    // both must: the backward reads ln_q and h, which a fused forward
-    // leaves unmaterialized.
+    // rest runs as the block's own ops, which have kernels.
     if (target) {
-      NormAttentionShape shape = shapeOf(*f);
-      if (b) {
-        std::string whyNot = whyNoNormAttentionGradKernel(*target, shape);
-        if (!whyNot.empty()) {
-          notFormed("no " + target->chip +
-                    " kernel takes its backward, "
-                    "fusion.norm_attention_grad: " +
-                    whyNot +
-                    "; the block runs as its layer_norm, gdpa, add and "
-                    "rms_norm ops' kernels, and its backward as its "
-                    "rms_norm_grad, gdpa_grad, add and layer_norm_grad "
-                    "ops' kernels (fusion-plan-kernels folds the adds it "
-                    "can into them)");
-          continue;
-        }
-      }
+      shape.saves = saves;
       std::string whyNot = whyNoNormAttentionKernel(*target, shape);
       if (!whyNot.empty()) {
         notFormed("the " + target->chip + " FlashNormAttention kernel cannot " +
                   "take it: " + whyNot +
                   "; the block runs as its layer_norm, gdpa, add and rms_norm "
                   "ops' kernels" +
-                  Twine(b ? ", and its backward as its grad ops' kernels"
-                          : "") +
+                  Twine(candidates.empty() ? "" : ", and " + backwardAsOps) +
                   " (fusion-plan-kernels folds the adds it can into them)");
         continue;
       }
     }
 
-    NormAttentionOp fused = buildForward(rewriter, *f, forwardPoint);
-    if (b)
+    NormAttentionOp fused =
+        buildForward(rewriter, *f, forwardPoint, saves, chainOps);
+    if (withBackward)
       buildBackward(rewriter, *f, *b, fused, backwardPoint);
 
-    remark(report, gdpa,
-           "formed into fusion.norm_attention" +
-               Twine(b ? " with its backward, fusion.norm_attention_grad"
-                       : ""));
+    std::string how = "formed into fusion.norm_attention";
+    if (withBackward)
+      how += " with its backward, fusion.norm_attention_grad";
+    else if (b)
+      how += ", saving ln_q and h for its backward, which runs as its "
+             "rms_norm_grad, gdpa_grad, add and layer_norm_grad ops (no " +
+             std::string(target->chip) +
+             " kernel takes fusion.norm_attention_grad: " + gradWhy + ")";
+    else if (!candidates.empty())
+      how += (saves ? ", saving ln_q and h for its backward, which"
+                    : "; its backward") +
+             std::string(" does not match (") + backwardWhy +
+             ") and runs as its ops";
+    else if (saves)
+      how += ", saving ln_q and h for their readers outside the block";
+    remark(report, gdpa, how);
     // Users before producers: the backward (which reads the forward's
     // intermediates) first.
     SmallVector<Operation *> erased = f->ops();
-    if (b)
+    if (withBackward)
       erased.append(b->ops());
     for (Operation *op : llvm::reverse(erased))
       rewriter.eraseOp(op);

@@ -102,15 +102,15 @@ func.func @other_reassociation(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>,
 
 // -----
 
-// The inner residual sum is also returned.
+// The inner residual sum is also returned: the forward saves it.
 // CHECK-LABEL: func.func @intermediate_used_elsewhere
-// CHECK-NOT: fusion.norm_attention
-// CHECK: fusion.gdpa
+// CHECK: fusion.norm_attention
+// CHECK-NOT: fusion.gdpa
 func.func @intermediate_used_elsewhere(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) {
   %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
   %lnf, %m, %r = fusion.layer_norm %qf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>
   %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
-  // expected-remark @below {{fusion.gdpa not formed into fusion.norm_attention: the inner residual sum has users outside the chain}}
+  // expected-remark @below {{fusion.gdpa formed into fusion.norm_attention, saving ln_q and h for their readers outside the block}}
   %a = fusion.gdpa %ln, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.5 : f32} : tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>
   %h = fusion.add %a, %ln : tensor<1x8x2x4xf32>
   %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
@@ -118,6 +118,27 @@ func.func @intermediate_used_elsewhere(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2
   %y = tensor.expand_shape %yf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
   %out = fusion.add %y, %q : tensor<1x8x2x4xf32>
   return %out, %h : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
+}
+
+// -----
+
+// The attention output before the inner residual is also returned: it is
+// not one of the intermediates the fused op can save.
+// CHECK-LABEL: func.func @attention_used_elsewhere
+// CHECK-NOT: fusion.norm_attention
+// CHECK: fusion.gdpa
+func.func @attention_used_elsewhere(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) {
+  %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %lnf, %m, %r = fusion.layer_norm %qf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>
+  %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  // expected-remark @below {{fusion.gdpa not formed into fusion.norm_attention: the fusion.gdpa output has users outside the chain}}
+  %a = fusion.gdpa %ln, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.5 : f32} : tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>
+  %h = fusion.add %a, %ln : tensor<1x8x2x4xf32>
+  %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %yf = fusion.rms_norm %hf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>
+  %y = tensor.expand_shape %yf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  %out = fusion.add %y, %q : tensor<1x8x2x4xf32>
+  return %out, %a : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
 }
 
 // -----
@@ -182,15 +203,16 @@ func.func @element_type_change(%q: tensor<1x8x2x4xbf16>, %k: tensor<1x4x2x4xf32>
 
 // -----
 
-// The backward's gdpa_grad has another scale, and it reads ln_q: nothing is formed.
+// The backward's gdpa_grad has another scale: the forward alone is formed, saving the ln_q and h it reads.
 // CHECK-LABEL: func.func @backward_other_scale
-// CHECK-NOT: fusion.norm_attention
-// CHECK: fusion.gdpa
+// CHECK: fusion.norm_attention
+// CHECK-NOT: fusion.gdpa %
+// CHECK: fusion.gdpa_grad
 func.func @backward_other_scale(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>, %dout: tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) {
   %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
   %lnf, %m, %r = fusion.layer_norm %qf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>
   %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
-  // expected-remark @below {{fusion.gdpa not formed into fusion.norm_attention: its backward does not match (the fusion.gdpa_grad has another activation or scale than the fusion.gdpa), and the layer-normed query has users outside the chain}}
+  // expected-remark @below {{fusion.gdpa formed into fusion.norm_attention, saving ln_q and h for its backward, which does not match (the fusion.gdpa_grad has another activation or scale than the fusion.gdpa) and runs as its ops}}
   %a = fusion.gdpa %ln, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.5 : f32} : tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>
   %h = fusion.add %a, %ln : tensor<1x8x2x4xf32>
   %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
@@ -212,15 +234,47 @@ func.func @backward_other_scale(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>
 
 // -----
 
-// The backward's gdpa_grad already adds dh (its residual, as fusion-plan-kernels folds it): nothing is formed.
-// CHECK-LABEL: func.func @backward_residual_folded
+// The backward's gdpa_grad has another scale, and the attention output is
+// returned too: nothing is formed.
+// CHECK-LABEL: func.func @backward_other_scale_and_attention_used
 // CHECK-NOT: fusion.norm_attention
 // CHECK: fusion.gdpa
+func.func @backward_other_scale_and_attention_used(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>, %dout: tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) {
+  %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %lnf, %m, %r = fusion.layer_norm %qf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>
+  %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  // expected-remark @below {{fusion.gdpa not formed into fusion.norm_attention: its backward does not match (the fusion.gdpa_grad has another activation or scale than the fusion.gdpa), and the fusion.gdpa output has users outside the chain}}
+  %a = fusion.gdpa %ln, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.5 : f32} : tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>
+  %h = fusion.add %a, %ln : tensor<1x8x2x4xf32>
+  %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %yf, %rr = fusion.rms_norm %hf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>, tensor<1x8xf32>
+  %y = tensor.expand_shape %yf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  %out = fusion.add %y, %q : tensor<1x8x2x4xf32>
+  %doutf = tensor.collapse_shape %dout [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %dhf = fusion.rms_norm_grad %doutf, %hf, %rr : tensor<1x8x8xf32>, tensor<1x8x8xf32>, tensor<1x8xf32> -> tensor<1x8x8xf32>
+  %dh = tensor.expand_shape %dhf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  %dq1, %dk, %dv = fusion.gdpa_grad %dh, %ln, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+      : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>
+  %dlnq = fusion.add %dh, %dq1 : tensor<1x8x2x4xf32>
+  %dlnqf = tensor.collapse_shape %dlnq [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
+  %dqlnf = fusion.layer_norm_grad %dlnqf, %qf, %m, %r : tensor<1x8x8xf32>, tensor<1x8x8xf32>, tensor<1x8xf32>, tensor<1x8xf32> -> tensor<1x8x8xf32>
+  %dqln = tensor.expand_shape %dqlnf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
+  %dq = fusion.add %dqln, %dout : tensor<1x8x2x4xf32>
+  return %out, %dq, %a : tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
+}
+
+// -----
+
+// The backward's gdpa_grad already adds dh (its residual, as fusion-plan-kernels folds it): the forward alone is formed, saving the ln_q and h it reads.
+// CHECK-LABEL: func.func @backward_residual_folded
+// CHECK: fusion.norm_attention
+// CHECK-NOT: fusion.gdpa %
+// CHECK: fusion.gdpa_grad
 func.func @backward_residual_folded(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>, %dout: tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) {
   %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
   %lnf, %m, %r = fusion.layer_norm %qf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>
   %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
-  // expected-remark @below {{fusion.gdpa not formed into fusion.norm_attention: its backward does not match (the fusion.gdpa_grad already adds a residual to its query gradient), and the layer-normed query has users outside the chain}}
+  // expected-remark @below {{fusion.gdpa formed into fusion.norm_attention, saving ln_q and h for its backward, which does not match (the fusion.gdpa_grad already adds a residual to its query gradient) and runs as its ops}}
   %a = fusion.gdpa %ln, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.5 : f32} : tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>
   %h = fusion.add %a, %ln : tensor<1x8x2x4xf32>
   %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
@@ -243,13 +297,14 @@ func.func @backward_residual_folded(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4x
 
 // The backward's layer_norm_grad computes a bias gradient the bias-free forward has no operand for.
 // CHECK-LABEL: func.func @backward_bias_grad_without_bias
-// CHECK-NOT: fusion.norm_attention
-// CHECK: fusion.gdpa
+// CHECK: fusion.norm_attention
+// CHECK-NOT: fusion.gdpa %
+// CHECK: fusion.gdpa_grad
 func.func @backward_bias_grad_without_bias(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>, %dout: tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) {
   %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
   %lnf, %m, %r = fusion.layer_norm %qf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>
   %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
-  // expected-remark @below {{fusion.gdpa not formed into fusion.norm_attention: its backward does not match (the fusion.layer_norm_grad computes a bias gradient, but the fusion.layer_norm has no bias), and the layer-normed query has users outside the chain}}
+  // expected-remark @below {{fusion.gdpa formed into fusion.norm_attention, saving ln_q and h for its backward, which does not match (the fusion.layer_norm_grad computes a bias gradient, but the fusion.layer_norm has no bias) and runs as its ops}}
   %a = fusion.gdpa %ln, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.5 : f32} : tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>
   %h = fusion.add %a, %ln : tensor<1x8x2x4xf32>
   %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
@@ -274,13 +329,14 @@ func.func @backward_bias_grad_without_bias(%q: tensor<1x8x2x4xf32>, %k: tensor<1
 // The backward's layer_norm_grad already adds the outer residual (the form
 // fusion-plan-kernels gives it): the norm_attention_grad has no such operand.
 // CHECK-LABEL: func.func @backward_grad_with_residual
-// CHECK-NOT: fusion.norm_attention
-// CHECK: fusion.gdpa
+// CHECK: fusion.norm_attention
+// CHECK-NOT: fusion.gdpa %
+// CHECK: fusion.gdpa_grad
 func.func @backward_grad_with_residual(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>, %dout: tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) {
   %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
   %lnf, %m, %r = fusion.layer_norm %qf {epsilon = 1.0e-05 : f32} : tensor<1x8x8xf32> -> tensor<1x8x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>
   %ln = tensor.expand_shape %lnf [[0], [1], [2, 3]] output_shape [1, 8, 2, 4] : tensor<1x8x8xf32> into tensor<1x8x2x4xf32>
-  // expected-remark @below {{fusion.gdpa not formed into fusion.norm_attention: its backward does not match (the fusion.layer_norm_grad adds a residual gradient), and the layer-normed query has users outside the chain}}
+  // expected-remark @below {{fusion.gdpa formed into fusion.norm_attention, saving ln_q and h for its backward, which does not match (the fusion.layer_norm_grad adds a residual gradient) and runs as its ops}}
   %a = fusion.gdpa %ln, %k, %v {activation = #fusion.activation<gelu_tanh>, scale = 0.5 : f32} : tensor<1x8x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32> -> tensor<1x8x2x4xf32>
   %h = fusion.add %a, %ln : tensor<1x8x2x4xf32>
   %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>

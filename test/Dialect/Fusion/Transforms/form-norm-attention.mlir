@@ -258,16 +258,14 @@ func.func @fwd_bwd_unused_bias_grad(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4x
 
 // -----
 
-// Does not apply: the inner residual sum is also returned, so it would be
-// stored anyway; the IR is unchanged.
+// The inner residual sum h is also returned: the forward is formed and
+// saves ln_q and h (two more results); the function returns the saved h.
 // CHECK-LABEL: func.func @intermediate_used_elsewhere
-// CHECK: fusion.layer_norm
-// CHECK: fusion.gdpa
-// CHECK: %[[H:.*]] = fusion.add
-// CHECK: fusion.rms_norm
-// CHECK: %[[OUT:.*]] = fusion.add
-// CHECK: return %[[OUT]], %[[H]]
-// CHECK-NOT: fusion.norm_attention
+// CHECK: %[[OUT:.*]], %{{.*}}, %{{.*}}, %{{.*}}, %[[SAVED:.*]]:2 = fusion.norm_attention
+// CHECK-SAME: -> tensor<1x8x2x4xf32>, tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>
+// CHECK-NOT: fusion.gdpa
+// CHECK-NOT: fusion.layer_norm
+// CHECK: return %[[OUT]], %[[SAVED]]#1
 func.func @intermediate_used_elsewhere(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>)
     -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) {
   %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>
@@ -349,17 +347,17 @@ func.func @outer_residual_not_q(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>
 
 // -----
 
-// Does not apply: the backward's gdpa_grad uses another scale than the
-// forward's gdpa, and it reads ln_q, which would disappear with the
-// forward; neither chain is formed.
+// The backward's gdpa_grad uses another scale than the forward's gdpa, so
+// the backward is not formed; it reads ln_q and h, which the formed forward
+// saves for it (and the statistics, which it returns anyway).
 // CHECK-LABEL: func.func @backward_mismatch
-// CHECK: fusion.layer_norm
-// CHECK: fusion.gdpa
-// CHECK: fusion.rms_norm
-// CHECK: fusion.rms_norm_grad
-// CHECK: fusion.gdpa_grad
-// CHECK: fusion.layer_norm_grad
-// CHECK-NOT: fusion.norm_attention
+// CHECK: %{{.*}}, %[[M:.*]], %[[R:.*]], %[[RR:.*]], %[[SAVED:.*]]:2 = fusion.norm_attention
+// CHECK-NOT: fusion.gdpa %
+// CHECK: %[[HF:.*]] = tensor.collapse_shape %[[SAVED]]#1
+// CHECK: fusion.rms_norm_grad %{{.*}}, %[[HF]], %[[RR]]
+// CHECK: fusion.gdpa_grad %{{.*}}, %[[SAVED]]#0,
+// CHECK: fusion.layer_norm_grad %{{.*}}, %{{.*}}, %[[M]], %[[R]]
+// CHECK-NOT: fusion.norm_attention_grad
 func.func @backward_mismatch(%q: tensor<1x8x2x4xf32>, %k: tensor<1x4x2x4xf32>, %v: tensor<1x4x2x4xf32>,
     %dout: tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) {
   %qf = tensor.collapse_shape %q [[0], [1], [2, 3]] : tensor<1x8x2x4xf32> into tensor<1x8x8xf32>

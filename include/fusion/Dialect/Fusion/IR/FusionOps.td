@@ -585,6 +585,12 @@ def Fusion_NormAttentionOp : Fusion_Op<"norm_attention",
     shape [H * D]. Layouts as in `fusion.gdpa` (dense or jagged `q`); `v` must
     have the head dimension of `q`.
 
+    Optionally two more results (both or neither), `ln_q` and `h` rounded to
+    the type of `q`: the intermediates a backward written with the unfused
+    gradient ops (`rms_norm_grad` reads `h`, `gdpa_grad` reads `ln_q`) needs,
+    saved by the forward kernel (fusion-form-norm-attention adds them where
+    such a backward reads the chain's ln_q and h).
+
     Example:
     ```mlir
     %out, %m, %r, %rr = fusion.norm_attention %q, %k, %v
@@ -592,6 +598,13 @@ def Fusion_NormAttentionOp : Fusion_Op<"norm_attention",
          ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
         : tensor<2x128x2x128xbf16>, tensor<2x128x2x128xbf16>, tensor<2x128x2x128xbf16>
         -> tensor<2x128x2x128xbf16>, tensor<2x128xf32>, tensor<2x128xf32>, tensor<2x128xf32>
+    ```
+    and, saving ln_q and h for a backward of unfused ops:
+    ```mlir
+    %out, %m, %r, %rr, %lnq, %h = fusion.norm_attention %q, %k, %v {...}
+        : tensor<2x128x2x128xbf16>, tensor<2x128x2x128xbf16>, tensor<2x128x2x128xbf16>
+        -> tensor<2x128x2x128xbf16>, tensor<2x128xf32>, tensor<2x128xf32>, tensor<2x128xf32>,
+           tensor<2x128x2x128xbf16>, tensor<2x128x2x128xbf16>
     ```
   }];
   let arguments = (ins Fusion_FloatTensor:$query, Fusion_FloatTensor:$key,
@@ -603,7 +616,8 @@ def Fusion_NormAttentionOp : Fusion_Op<"norm_attention",
                        Fusion_ActivationAttr:$activation, F32Attr:$scale,
                        F32Attr:$ln_epsilon, F32Attr:$rms_epsilon);
   let results = (outs Fusion_FloatTensor:$output, Fusion_F32Tensor:$ln_mean,
-                      Fusion_F32Tensor:$ln_rstd, Fusion_F32Tensor:$rms_rstd);
+                      Fusion_F32Tensor:$ln_rstd, Fusion_F32Tensor:$rms_rstd,
+                      Variadic<Fusion_FloatTensor>:$saved);
   let assemblyFormat = [{
     $query `,` $key `,` $value
     (`offsets` `(` $offsets^ `:` type($offsets) `)`)?
@@ -612,6 +626,12 @@ def Fusion_NormAttentionOp : Fusion_Op<"norm_attention",
     (`rms_weight` `(` $rms_weight^ `:` type($rms_weight) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     `->` type($output) `,` type($ln_mean) `,` type($ln_rstd) `,` type($rms_rstd)
+    (`,` type($saved)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// The saved ln_q and h, or null when the op does not save them.
+    Value getSavedLnQuery() { return getSaved().empty() ? Value() : getSaved()[0]; }
+    Value getSavedHidden() { return getSaved().empty() ? Value() : getSaved()[1]; }
   }];
   let hasVerifier = 1;
 }

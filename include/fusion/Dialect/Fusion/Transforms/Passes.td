@@ -152,12 +152,23 @@ def FusionFormNormAttentionPass
 
     #### Input invariants
     - Each intermediate value of the chain has exactly the users the chain
-      gives it (statistics may have further users: they become results).
+      gives it, except the statistics (they become results) and ln_q, h and
+      their collapses: where a backward that is not formed with the forward,
+      or anything else, reads ln_q or h, the forward saves them (two more
+      results of `fusion.norm_attention`) and the readers take those.
     - Both norms run over the collapsed H*D dimension of the same tokens.
 
     #### Output IR
     `fusion.norm_attention` (and `fusion.norm_attention_grad`) replace the
-    chains; reshapes and L0 ops of the chain disappear.
+    chains; reshapes and L0 ops of the chain disappear. A training step whose
+    backward stays as its ops (no kernel for the fused backward):
+    ```mlir
+    %out, %m, %r, %rr, %saved:2 = fusion.norm_attention %q, %k, %v ... -> ...,
+        tensor<BxLx2x128xbf16>, tensor<BxLx2x128xbf16>
+    %hf = tensor.collapse_shape %saved#1 ...
+    %dhf, %drw = fusion.rms_norm_grad %doutf, %hf, %rr ...
+    %dq1, %dk, %dv = fusion.gdpa_grad %dh, %saved#0, %k, %v ...
+    ```
 
     #### Options
     - `report`: emit a remark per gdpa considered.
@@ -169,14 +180,15 @@ def FusionFormNormAttentionPass
     With a `fusion.target`, a block is formed only where the target's
     FlashNormAttention kernel takes it (`whyNoNormAttentionKernel`,
     `fusion/Target/NVPTX/AttentionKernelLimits.h`: dense or jagged bf16/f16
-    q, H <= 4 heads in a cluster, D = 64 or 128, L_kv <= D), and a block with
-    its backward only where a kernel takes `fusion.norm_attention_grad`
-    (`whyNoNormAttentionGradKernel`: none yet); elsewhere the block stays as
-    its ops (`fusion.layer_norm`, `fusion.gdpa`, `fusion.add`,
-    `fusion.rms_norm`, and the backward's grad ops and adds), which have
-    kernels, and the remark says why. Without a target every
-    matching block is formed (the CPU pipeline runs `fusion.norm_attention`
-    by its reference lowering).
+    q, H <= 4 heads in a cluster, D = 64 or 128, L_kv <= D; saving ln_q and
+    h: dense q on sm_90a), and a block with its backward only where a kernel
+    takes `fusion.norm_attention_grad` (`whyNoNormAttentionGradKernel`: none
+    yet; there the forward is formed saving ln_q and h, and the backward
+    runs as its grad ops); elsewhere the block stays as its ops
+    (`fusion.layer_norm`, `fusion.gdpa`, `fusion.add`, `fusion.rms_norm`, and
+    the backward's grad ops and adds), which have kernels, and the remark
+    says why. Without a target every matching block is formed (the CPU
+    pipeline runs `fusion.norm_attention` by its reference lowering).
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",

@@ -1,0 +1,30 @@
+// FlashNormAttention saving ln_q and h (fusion.norm_attention's two optional
+// results, formed where a backward of unfused ops reads them:
+// test/Pipelines/attention-block-train-sm90a.mlir): their tensor maps follow
+// the statistics in the launch, and each consumer group TMA-stores ln_q from
+// its rows after the LayerNorm (waiting for the read before P takes the
+// rows) and h after O = P V, while the RMSNorm's row sums cross the
+// cluster (waiting for the read before the output takes the rows): three
+// bulk stores of D / 64 boxes per item. 0 spills.
+// RUN: fusion-opt %s --convert-fusion-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
+// RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
+// RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
+
+// CHECK-LABEL: func.func @kunlun_saves(
+// CHECK: call @fusionrtMaxActiveClusters
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@kunlun_saves_kernel0 clusters in (%c2, %c1, %c1) {{.*}} threads in (%c384, %c1, %c1) {{.*}} args({{.*}} : memref<?x?xf32>, {{.*}} : memref<?x?xf32>, {{.*}} : memref<?x?xf32>, {{.*}} : !llvm.ptr, {{.*}} : !llvm.ptr)
+// PTXAS: ptxas ok: kunlun_saves_kernel0 registers={{[0-9]+}} spills=0
+// PTX-COUNT-6: cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group
+// PTX-NOT: cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @kunlun_saves(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: tensor<?x128x2x128xbf16>,
+                        %lnw: tensor<256xbf16>, %lnb: tensor<256xbf16>, %rmsw: tensor<256xbf16>)
+    -> (tensor<?x?x2x128xbf16>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>) {
+  %o, %m, %r, %rr, %lnq, %h = fusion.norm_attention %q, %k, %v ln_weight(%lnw : tensor<256xbf16>) ln_bias(%lnb : tensor<256xbf16>) rms_weight(%rmsw : tensor<256xbf16>)
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
+      : tensor<?x?x2x128xbf16>, tensor<?x128x2x128xbf16>, tensor<?x128x2x128xbf16>
+      -> tensor<?x?x2x128xbf16>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>
+  return %o, %m, %r, %rr, %lnq, %h : tensor<?x?x2x128xbf16>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>
+}
+}
