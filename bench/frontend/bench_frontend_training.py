@@ -3,7 +3,7 @@
 (torch.autograd.grad of the output with a given gradient, every leaf: the
 input and the parameters) of the modules of test/gpu/test_frontend_training_gpu.py
 (Llama's pre-norm, BERT's post-norm, nn.Linear with bias; bf16, hidden 1024,
-65536 tokens), timed as the user sees it (do_bench of the whole step, L2
+65536 tokens; and the FlashNormAttention block, B 768, L_q 512, 2 heads of 128), timed as the user sees it (do_bench of the whole step, L2
 flushed, interleaved rounds: bench/layers/bench_util.run_rounds) for
 fusion_compiler.compile's module (our training forward and backward
 kernels), eager PyTorch and torch.compile of the same module.
@@ -41,10 +41,18 @@ def main():
     import test_frontend_training_gpu as t  # the modules, and the libraries' directory
     fc = t.fc
     rows = []
-    for name in t.CASES:
-        m = t.make(name, "cuda")
-        x = [v.requires_grad_(True) for v in t.make_inputs(name, t.SHAPES["65536"], "cuda")]
-        dy = torch.randn(*x[0].shape[:-1], t.H, device="cuda", dtype=torch.bfloat16)
+    cases = list(t.CASES) + ["norm_attention_block"]
+    for name in cases:
+        if name == "norm_attention_block":
+            # The FlashNormAttention block at Kunlun's B 768, L_q 512, 2 heads of
+            # 128, 128 keys.
+            m = t.make_block("cuda")
+            x = [v.requires_grad_(True) for v in t.make_block_inputs(768, 512, "cuda")]
+            dy = torch.randn(x[0].shape, device="cuda", dtype=torch.bfloat16)
+        else:
+            m = t.make(name, "cuda")
+            x = [v.requires_grad_(True) for v in t.make_inputs(name, t.SHAPES["65536"], "cuda")]
+            dy = torch.randn(*x[0].shape[:-1], t.H, device="cuda", dtype=torch.bfloat16)
         leaves = x + list(m.parameters())
         errors = {}
         fns = {"eager": m}
@@ -69,7 +77,8 @@ def main():
             except Exception as e:
                 errors[key] = bu.error_text(e)
         mean, spread, rounds = bu.run_rounds(a.rounds, measurements, errors)
-        row = dict(name=name, tokens=x[0].shape[0] * x[0].shape[1], h=t.H, errors=errors,
+        row = dict(name=name, tokens=x[0].shape[0] * x[0].shape[1],
+                   h=x[0].shape[-1] * (x[0].shape[-2] if x[0].dim() == 4 else 1), errors=errors,
                    **{f"{k}_ms": v for k, v in mean.items()}, spread_ms=spread, rounds=rounds)
         if "ours" in mean:
             for base in ("compile", "eager"):
@@ -77,7 +86,7 @@ def main():
                     row[f"{base}_over_ours"] = mean[base] / mean["ours"]
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "rounds"}), flush=True)
-        bu.write_json(a.json, a, rows, TIMING, complete=name == list(t.CASES)[-1])
+        bu.write_json(a.json, a, rows, TIMING, complete=name == cases[-1])
     print("| module | ours ms | torch.compile ms | eager ms | compile / ours | eager / ours |")
     print("|---|---|---|---|---|---|")
     for r in rows:

@@ -126,7 +126,31 @@ class _Writer:
         return name
 
     def value(self, node: fx.Node) -> str:
-        return self.read((node, "value"))
+        """Forward value `node`: read from the backward program's arguments,
+        or, for a view of a partition input (the heads reshape of q, say),
+        the same view of that input made here, so that the training forward
+        does not return (copy) a view of an input autograd saves anyway."""
+        source = node.args[0] if (node.op == "call_function" and node.target in VIEWS
+                                  and node.args) else None
+        key = (node, "value")
+        if key not in self.read_names and isinstance(source, fx.Node) and \
+                self._view_of_input(source):
+            name = self.value(source)
+            src, view = self.fwd.types[source], self.fwd.types[node]
+            if not (view.activation or view.shape == src.shape):
+                result = self.new()
+                self.body.append((_heads_reshape(result, name, src, view), _loc(node)))
+                name = result
+            self.read_names[key] = name
+            return name
+        return self.read(key)
+
+    def _view_of_input(self, node: fx.Node) -> bool:
+        """`node` is a partition input or a chain of views of one."""
+        while node.op == "call_function" and node.target in VIEWS and node.args \
+                and isinstance(node.args[0], fx.Node):
+            node = node.args[0]
+        return node.op == "placeholder"
 
     def ty(self, node: fx.Node) -> str:
         return self.fwd.types[node].mlir_type()

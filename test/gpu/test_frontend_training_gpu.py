@@ -7,8 +7,12 @@ Every output of our libraries is poisoned with NaN before the kernels run,
 so an element a kernel does not write shows. Llama's pre-norm (LlamaRMSNorm's
 arithmetic with its weight, then nn.Linear without bias), BERT's post-norm
 (nn.Linear with bias, the residual, nn.LayerNorm), nn.Linear with bias;
-hidden 1024, at 65536 tokens ([64, 1024, H]) and at 7 ([1, 7, H]); and the
-pre-norm with an input that needs no gradient (the backward without dx).
+hidden 1024, at 65536 tokens ([64, 1024, H]) and at 7 ([1, 7, H]); the
+pre-norm with an input that needs no gradient (the backward without dx); and
+the FlashNormAttention block as PyTorch (nn.LayerNorm over the heads, HSTU's
+einsum attention with gelu_tanh, the residuals, nn.RMSNorm; 2 heads of 128,
+128 keys), whose training forward is the FlashNormAttention kernel saving
+ln_q and h for the backward's kernels, at B 768 x L_q 512 and B 3 x L_q 77.
 The CPU twin: python/test/test_frontend_training.py.
 
 The GPU machine has no MLIR: build the libraries here first (no GPU needed),
@@ -83,6 +87,50 @@ CASES = {"llama_prenorm": (LlamaPreNorm, 1), "bert_postnorm": (BertPostNorm, 2),
          "linear_bias": (lambda: torch.nn.Linear(H, H), 1)}
 
 
+class NormAttentionBlock(torch.nn.Module):
+    """The seed's Kunlun PFFN block as its users write it (the twin of
+    python/test/test_frontend.py's): LayerNorm of q over all heads of a
+    token, HSTU's attention (gelu_tanh, no softmax), the residual, RMSNorm
+    over all heads, the residual of q."""
+
+    def __init__(self, heads=2, dim=128, eps=1e-5):
+        super().__init__()
+        self.heads, self.dim = heads, dim
+        self.ln = torch.nn.LayerNorm(heads * dim, eps=eps)
+        self.rms = torch.nn.RMSNorm(heads * dim, eps=eps)
+
+    def forward(self, q, k, v):
+        b, l = q.shape[0], q.shape[1]
+        ln = self.ln(q.reshape(b, l, self.heads * self.dim)).reshape(q.shape)
+        s = torch.einsum("bihd,bjhd->bhij", ln, k) * self.dim ** -0.5
+        a = torch.einsum("bhij,bjhe->bihe", torch.nn.functional.gelu(s, approximate="tanh"), v)
+        y = self.rms((a + ln).reshape(b, l, self.heads * self.dim))
+        return y.reshape(q.shape) + q
+
+
+# The block's (B, L_q); keys and values [B, 128, 2, 128].
+BLOCK_SHAPES = {"768x512": (768, 512), "3x77": (3, 77)}
+BLOCK_KV = 128
+
+
+def make_block(device):
+    torch.manual_seed(0)
+    m = NormAttentionBlock()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.uniform_(0.5, 1.5)
+    return m.to(device).bfloat16()
+
+
+def make_block_inputs(batch, lq, device, seed=1):
+    g = torch.Generator(device=device).manual_seed(seed)
+    heads, dim = 2, 128
+    q = torch.randn(batch, lq, heads, dim, generator=g, device=device)
+    k = 0.25 * torch.randn(batch, BLOCK_KV, heads, dim, generator=g, device=device)
+    v = torch.randn(batch, BLOCK_KV, heads, dim, generator=g, device=device)
+    return tuple(t.bfloat16() for t in (q, k, v))
+
+
 def make(name, device):
     """The module of case `name`, bf16 on `device`, its norm parameters
     away from 1 and 0 (so that a dropped weight or bias shows)."""
@@ -125,6 +173,14 @@ def prepare(directory):
                 raise SystemExit(f"{name}: {p.name}: no backward on the kernels: "
                                  f"{p.gradients_why}")
         print(f"{name}:\n{report}")
+    for shape, (batch, lq) in BLOCK_SHAPES.items():
+        report = fc.build(make_block("cpu"), make_block_inputs(batch, lq, "cpu"),
+                          target="sm_90a", gradients=True)
+        for p in report.partitions:
+            if p.gradients != "kernels":
+                raise SystemExit(f"block {shape}: {p.name}: no backward on the kernels: "
+                                 f"{p.gradients_why}")
+        print(f"block {shape}:\n{report}")
 
 
 if __name__ == "__main__":
@@ -177,13 +233,17 @@ def relative(a, want):
 
 def check(name, shape, needs_input=True):
     m = make(name, "cuda")
-    x = make_inputs(name, shape, "cuda")
+    check_module(name, m, make_inputs(name, shape, "cuda"), (*shape[:-1], H), needs_input)
+
+
+def check_module(name, m, x, dy_shape, needs_input=True):
     compiled = fc.compile(m, x, target="sm_90a", strict=True, report=False)
     report = compiled.explain()
     for p in report.partitions:
         assert p.gradients == "kernels", f"{p.name}: {p.gradients_why}"
     g = torch.Generator(device="cuda").manual_seed(2)
-    dy = torch.randn(*shape[:-1], H, generator=g, device="cuda", dtype=torch.float64)
+    dy = torch.randn(*dy_shape, generator=g, device="cuda", dtype=torch.float64)
+    shape = x[0].shape
     exact = copy.deepcopy(m).double()
     want_y, want = gradients(exact, [t.double() for t in x], dy, needs_input=needs_input)
     theirs_y, theirs = gradients(m, x, dy, needs_input=needs_input)
@@ -216,3 +276,13 @@ def test_input_without_gradient(poisoned):
     # that set of inputs, or, where the machine cannot compile it, the one
     # for every input with dx dropped).
     check("llama_prenorm", SHAPES["65536"], needs_input=False)
+
+
+@pytest.mark.parametrize("shape", list(BLOCK_SHAPES))
+def test_norm_attention_block(shape, poisoned):
+    # Its training forward is one FlashNormAttention kernel that also writes
+    # ln_q and h for the backward's rms_norm_grad, gdpa_grad and
+    # layer_norm_grad kernels.
+    batch, lq = BLOCK_SHAPES[shape]
+    x = make_block_inputs(batch, lq, "cuda")
+    check_module("norm_attention_block", make_block("cuda"), x, x[0].shape)
