@@ -290,12 +290,12 @@ func.func @{name}(%q: {q}, %k: {kvt}, %v: {kvt}, %offsets: {off}, %lnw: {w}, %ln
 # The block's training step (forward and backward in one function, the
 # backward written with the dialect's grad ops given d out) and its backward
 # alone (from what the forward saves: ln_q, h and the norms' statistics):
-# name: (heads, D, L_kv). fusion-fuse leaves both as their ops on sm_90a
-# (no kernel takes fusion.norm_attention_grad yet): seven kernels for the
-# step, three for the backward (fusion-plan-kernels folds dh + dq1 into the
-# gdpa_grad's dQ epilogue, and the outer residual's add into the
-# layer_norm_grad as its residual; the step's forward gdpa + ln_q into the
-# gdpa's output epilogue).
+# name: (heads, D, L_kv). No kernel takes fusion.norm_attention_grad yet:
+# fusion-fuse forms the step's forward alone, saving ln_q and h for the
+# backward's ops (four kernels for the step: the FlashNormAttention forward,
+# rms_norm_grad, gdpa_grad, layer_norm_grad; fusion-plan-kernels folds
+# dh + dq1 into the gdpa_grad's dQ epilogue and the outer residual's add
+# into the layer_norm_grad as its residual), three for the backward alone.
 TRAINS = {"kunlun_train_h2": (2, 128, 128), "kunlun_train_h4": (4, 128, 128)}
 BLOCK_GRADS = {"kunlun_backward_h2": (2, 128, 128), "kunlun_backward_h4": (4, 128, 128)}
 

@@ -2,10 +2,10 @@
 kunlun_train_* programs of bench/attention/gen_attention.py (the block's
 training step as users write it: LayerNorm(q) -> gdpa -> + ln_q ->
 RMSNorm -> + q, then the backward with the dialect's grad ops given d out;
-seven kernels, since no kernel takes fusion.norm_attention_grad yet, dh + dq1
-added in the gdpa_grad's dQ epilogue and the outer residual's add folded
-into the layer_norm_grad kernel, gdpa + ln_q in the gdpa's output
-epilogue) and the
+four kernels, since no kernel takes fusion.norm_attention_grad yet: the
+FlashNormAttention forward saving ln_q and h, then rms_norm_grad, gdpa_grad
+with dh + dq1 added in its dQ epilogue, and layer_norm_grad with the outer
+residual's add folded in) and the
 kunlun_backward_* programs (the backward alone, from what the forward
 saves), compiled by fusion-compile into $FUSION_GPU_ARTIFACTS/attention/
 (bench/build_gpu_artifacts.sh), called through the Python loader on fresh

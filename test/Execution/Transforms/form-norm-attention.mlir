@@ -9,6 +9,7 @@
 // RUN: fusion-runner %s -e fwd_jagged_block_bf16 --after-passes=fusion-form-norm-attention --atol=5e-2 --rtol=5e-2 | FileCheck %s
 // RUN: fusion-runner %s -e fwd_bf16 --after-passes=fusion-form-norm-attention --atol=5e-2 --rtol=5e-2 | FileCheck %s
 // RUN: fusion-runner %s -e fwd_saves_bf16 --after-passes=fusion-form-norm-attention --atol=5e-2 --rtol=5e-2 | FileCheck %s
+// RUN: fusion-runner %s -e fwd_jagged_saves_bf16 --after-passes=fusion-form-norm-attention --atol=5e-2 --rtol=5e-2 | FileCheck %s
 // RUN: fusion-runner %s -e fwd_bwd_f32 --after-passes=fusion-form-norm-attention --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e fwd_bwd_jagged_f32 --after-passes=fusion-form-norm-attention --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: not fusion-runner %s -e fwd_f32 --compare=fwd_f32_no_outer_residual --atol=1e-5 --rtol=1e-5 | FileCheck %s --check-prefix=FAIL
@@ -28,6 +29,9 @@
 // FORMED-NOT: fusion.gdpa
 // FORMED-LABEL: func.func @fwd_jagged_block_bf16
 // FORMED: fusion.norm_attention %{{.*}} offsets(%{{.*}} : tensor<6xi32>) ln_weight
+// FORMED-NOT: fusion.gdpa
+// FORMED-LABEL: func.func @fwd_jagged_saves_bf16
+// FORMED: fusion.norm_attention {{.*}} offsets({{.*}} -> tensor<150x2x8xbf16>, tensor<150xf32>, tensor<150xf32>, tensor<150xf32>, tensor<150x2x8xbf16>, tensor<150x2x8xbf16>
 // FORMED-NOT: fusion.gdpa
 // FORMED-LABEL: func.func @fwd_jagged_f32
 // FORMED: fusion.norm_attention
@@ -112,6 +116,27 @@ func.func @fwd_jagged_block_bf16(%q: tensor<150x2x8xbf16>, %k: tensor<5x5x2x8xbf
   %y = tensor.expand_shape %yf [[0], [1, 2]] output_shape [150, 2, 8] : tensor<150x16xbf16> into tensor<150x2x8xbf16>
   %out = fusion.add %y, %q : tensor<150x2x8xbf16>
   return %out, %m, %r, %rr : tensor<150x2x8xbf16>, tensor<150xf32>, tensor<150xf32>, tensor<150xf32>
+}
+
+// The jagged block returning ln_q and h too (a training forward whose
+// backward stays as its ops reads them): saved, with the tokens past
+// offsets[B] (h = ln_q there) and an empty sequence.
+func.func @fwd_jagged_saves_bf16(%q: tensor<150x2x8xbf16>, %k: tensor<5x5x2x8xbf16>, %v: tensor<5x5x2x8xbf16>,
+    %lnw: tensor<16xbf16>, %lnb: tensor<16xbf16>, %rmsw: tensor<16xbf16>)
+    -> (tensor<150x2x8xbf16>, tensor<150x2x8xbf16>, tensor<150x16xbf16>) {
+  %off = arith.constant dense<[0, 40, 40, 41, 130, 141]> : tensor<6xi32>
+  %qf = tensor.collapse_shape %q [[0], [1, 2]] : tensor<150x2x8xbf16> into tensor<150x16xbf16>
+  %lnf, %m, %r = fusion.layer_norm %qf weight(%lnw : tensor<16xbf16>) bias(%lnb : tensor<16xbf16>) {epsilon = 1.0e-05 : f32}
+      : tensor<150x16xbf16> -> tensor<150x16xbf16>, tensor<150xf32>, tensor<150xf32>
+  %ln = tensor.expand_shape %lnf [[0], [1, 2]] output_shape [150, 2, 8] : tensor<150x16xbf16> into tensor<150x2x8xbf16>
+  %a = fusion.gdpa %ln, %k, %v offsets(%off : tensor<6xi32>) {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+      : tensor<150x2x8xbf16>, tensor<5x5x2x8xbf16>, tensor<5x5x2x8xbf16> -> tensor<150x2x8xbf16>
+  %h = fusion.add %a, %ln : tensor<150x2x8xbf16>
+  %hf = tensor.collapse_shape %h [[0], [1, 2]] : tensor<150x2x8xbf16> into tensor<150x16xbf16>
+  %yf, %rr = fusion.rms_norm %hf weight(%rmsw : tensor<16xbf16>) {epsilon = 1.0e-05 : f32} : tensor<150x16xbf16> -> tensor<150x16xbf16>, tensor<150xf32>
+  %y = tensor.expand_shape %yf [[0], [1, 2]] output_shape [150, 2, 8] : tensor<150x16xbf16> into tensor<150x2x8xbf16>
+  %out = fusion.add %y, %q : tensor<150x2x8xbf16>
+  return %out, %ln, %hf : tensor<150x2x8xbf16>, tensor<150x2x8xbf16>, tensor<150x16xbf16>
 }
 
 // Jagged forward (T = 12 tokens, offsets [0, 5, 9]: tokens 9-11 belong to no
