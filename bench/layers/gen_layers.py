@@ -55,6 +55,7 @@ import os
 
 LAYER_H = (768, 1024, 2048, 4096)
 ROW_H = LAYER_H + (1000, 1001)  # 1001: rows that are not a multiple of 16 bytes
+NARROW_GRAD_H = (192, 384)  # norm gradients of rows narrower than 32 x 3 vectors
 RES_H = (768, 1000, 1001, 4096)  # norm gradients plus a residual gradient
 RES32_H = (768, 1000)  # ... an f32 one
 TRAIN_H = (512,) + LAYER_H  # the training step and its weight gradient (issue 16's d = 512 too)
@@ -296,6 +297,7 @@ def programs():
         out += [rms_norm(h), layer_norm(h), rms_norm_grad(h), layer_norm_grad(h)] + [elementwise(k, h)
                                                for k in ("add_rowbias", "add", "mul_col")]
     out += [p for h in RES_H for p in (rms_norm_grad_res(h), layer_norm_grad_res(h))]
+    out += [p for h in NARROW_GRAD_H for p in (rms_norm_grad(h), layer_norm_grad(h))]
     out += [layer_norm_grad_res(h, "f32") for h in RES32_H]
     return out
 

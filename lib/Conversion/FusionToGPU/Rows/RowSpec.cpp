@@ -223,7 +223,13 @@ LogicalResult shapeNormGrad(RowKernelSpec &s, std::string &why) {
     return failure();
   }
   int64_t inFlight = planNormGrad(s);
-  if (chunks % s.threadsPerRow != 0 && chunks % 3 == 0 && tiles(chunks / 3)) {
+  // Three vectors a thread only where that keeps whole warps per row: the
+  // loop over a group's rows runs the warp's xor shuffles and its barrier,
+  // and row groups sharing a warp can take different numbers of rows (a
+  // warp whose 8-thread groups at 192 columns looped 0 and 1 times hung on
+  // the H200, session 23).
+  if (chunks % s.threadsPerRow != 0 && chunks % 3 == 0 && (chunks / 3) % 32 == 0 &&
+      tiles(chunks / 3)) {
     RowKernelSpec three = s;
     three.threadsPerRow = chunks / 3;
     three.vecsPerThread = 3;
