@@ -87,25 +87,11 @@ CASES = {"llama_prenorm": (LlamaPreNorm, 1), "bert_postnorm": (BertPostNorm, 2),
          "linear_bias": (lambda: torch.nn.Linear(H, H), 1)}
 
 
-class NormAttentionBlock(torch.nn.Module):
-    """The seed's Kunlun PFFN block as its users write it (the twin of
-    python/test/test_frontend.py's): LayerNorm of q over all heads of a
-    token, HSTU's attention (gelu_tanh, no softmax), the residual, RMSNorm
-    over all heads, the residual of q."""
-
-    def __init__(self, heads=2, dim=128, eps=1e-5):
-        super().__init__()
-        self.heads, self.dim = heads, dim
-        self.ln = torch.nn.LayerNorm(heads * dim, eps=eps)
-        self.rms = torch.nn.RMSNorm(heads * dim, eps=eps)
-
-    def forward(self, q, k, v):
-        b, l = q.shape[0], q.shape[1]
-        ln = self.ln(q.reshape(b, l, self.heads * self.dim)).reshape(q.shape)
-        s = torch.einsum("bihd,bjhd->bhij", ln, k) * self.dim ** -0.5
-        a = torch.einsum("bhij,bjhe->bihe", torch.nn.functional.gelu(s, approximate="tanh"), v)
-        y = self.rms((a + ln).reshape(b, l, self.heads * self.dim))
-        return y.reshape(q.shape) + q
+# The block as PyTorch users write it (nn.LayerNorm over the heads, HSTU's
+# einsum attention, the residuals, nn.RMSNorm): bench_frontend's, also its
+# forward benchmark's module.
+sys.path.insert(0, os.path.join(REPO, "bench", "frontend"))
+from bench_frontend import NormAttentionBlock  # noqa: E402
 
 
 # The block's (B, L_q); keys and values [B, 128, 2, 128].
@@ -115,7 +101,7 @@ BLOCK_KV = 128
 
 def make_block(device):
     torch.manual_seed(0)
-    m = NormAttentionBlock()
+    m = NormAttentionBlock(2, 128)
     with torch.no_grad():
         for p in m.parameters():
             p.uniform_(0.5, 1.5)
@@ -164,23 +150,18 @@ def prepare(directory):
         shutil.copy(tools.runtime_library, libdir)
     os.environ["FUSION_TOOLS_DIR"] = bindir
     os.environ["FUSION_CACHE_DIR"] = os.path.join(directory, "cache")
+    def build(label, module, inputs):
+        report = fc.build(module, inputs, target="sm_90a", gradients=True)
+        for p in report.partitions:
+            if p.gradients != "kernels":
+                raise SystemExit(f"{label}: {p.name}: no backward on the kernels: "
+                                 f"{p.gradients_why}")
+        print(f"{label}:\n{report}")
     for name in CASES:
         # One library serves every token count: build with a small example.
-        report = fc.build(make(name, "cpu"), make_inputs(name, SHAPES["7"], "cpu"),
-                          target="sm_90a", gradients=True)
-        for p in report.partitions:
-            if p.gradients != "kernels":
-                raise SystemExit(f"{name}: {p.name}: no backward on the kernels: "
-                                 f"{p.gradients_why}")
-        print(f"{name}:\n{report}")
+        build(name, make(name, "cpu"), make_inputs(name, SHAPES["7"], "cpu"))
     for shape, (batch, lq) in BLOCK_SHAPES.items():
-        report = fc.build(make_block("cpu"), make_block_inputs(batch, lq, "cpu"),
-                          target="sm_90a", gradients=True)
-        for p in report.partitions:
-            if p.gradients != "kernels":
-                raise SystemExit(f"block {shape}: {p.name}: no backward on the kernels: "
-                                 f"{p.gradients_why}")
-        print(f"block {shape}:\n{report}")
+        build(f"block {shape}", make_block("cpu"), make_block_inputs(batch, lq, "cpu"))
 
 
 if __name__ == "__main__":
