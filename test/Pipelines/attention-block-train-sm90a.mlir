@@ -22,17 +22,15 @@
 // RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels | FileCheck %s --check-prefix=PLAN
 // RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s
 // RUN: fusion-runner %s -e train --after-passes=fusion-fuse,fusion-plan-kernels --atol=2e-2 --rtol=2e-2 | FileCheck %s --check-prefix=CPU
-// On sm_100a, whose FlashNormAttention kernel does not save ln_q and h, the
-// block stays as its ops, forward and backward:
+// On sm_100a the same (its FlashNormAttention kernel saves ln_q and h too):
 // RUN: sed 's/"sm_90a"/"sm_100a"/' %s | fusion-opt --fusion-fuse=report=true 2>&1 | FileCheck %s --check-prefix=FUSE100
 
 // FUSE: remark: fusion.gdpa formed into fusion.norm_attention, saving ln_q and h for its backward, which runs as its rms_norm_grad, gdpa_grad, add and layer_norm_grad ops (no sm_90a kernel takes fusion.norm_attention_grad: the fused backward of the block (its row statistics through DSMEM like the forward's) is not implemented yet)
 // FUSE: fusion.norm_attention {{.*}} -> tensor<2x8x2x64xbf16>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8x2x64xbf16>, tensor<2x8x2x64xbf16>
 // FUSE-NOT: fusion.gdpa %
 // FUSE: fusion.gdpa_grad
-// FUSE100: remark: fusion.gdpa not formed into fusion.norm_attention: the sm_100a FlashNormAttention kernel cannot take it: saving ln_q and h for a backward of unfused ops is implemented for sm_90a only; the block runs as its layer_norm, gdpa, add and rms_norm ops' kernels, and its backward as its rms_norm_grad, gdpa_grad, add and layer_norm_grad ops' kernels (fusion-plan-kernels folds the adds it can into them)
-// FUSE100-NOT: fusion.norm_attention
-// FUSE100: fusion.gdpa %
+// FUSE100: remark: fusion.gdpa formed into fusion.norm_attention, saving ln_q and h for its backward, which runs as its rms_norm_grad, gdpa_grad, add and layer_norm_grad ops (no sm_100a kernel takes fusion.norm_attention_grad: the fused backward of the block (its row statistics through DSMEM like the forward's) is not implemented yet)
+// FUSE100: fusion.norm_attention {{.*}} -> tensor<2x8x2x64xbf16>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8x2x64xbf16>, tensor<2x8x2x64xbf16>
 // PLAN: %{{.*}}, %[[M:.*]], %[[R:.*]], %[[RR:.*]], %[[SAVED:.*]]:2 = fusion.norm_attention
 // PLAN-NOT: fusion.layer_norm %
 // PLAN: %[[HF:.*]] = tensor.collapse_shape %[[SAVED]]#1

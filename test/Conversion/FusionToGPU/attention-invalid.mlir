@@ -200,18 +200,3 @@ func.func @na_jagged_saves(%q: tensor<256x2x64xbf16>, %k: tensor<2x64x2x64xbf16>
   return %h : tensor<256x2x64xbf16>
 }
 }
-
-// -----
-
-// The same on sm_100a, dense: its FlashNormAttention kernel does not save
-// them.
-module attributes {fusion.target = #fusion.target<"sm_100a">} {
-func.func @na_saves_sm100a(%q: tensor<4x256x2x64xbf16>, %k: tensor<4x64x2x64xbf16>, %v: tensor<4x64x2x64xbf16>) -> tensor<4x256x2x64xbf16> {
-  // expected-error @below {{'fusion.norm_attention' op cannot generate an sm_100a attention kernel: saving ln_q and h for a backward of unfused ops is implemented for sm_90a only}}
-  %o, %m, %r, %rr, %lnq, %h = fusion.norm_attention %q, %k, %v
-      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
-      : tensor<4x256x2x64xbf16>, tensor<4x64x2x64xbf16>, tensor<4x64x2x64xbf16>
-      -> tensor<4x256x2x64xbf16>, tensor<4x256xf32>, tensor<4x256xf32>, tensor<4x256xf32>, tensor<4x256x2x64xbf16>, tensor<4x256x2x64xbf16>
-  return %h : tensor<4x256x2x64xbf16>
-}
-}

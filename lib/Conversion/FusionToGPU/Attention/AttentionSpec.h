@@ -71,8 +71,9 @@ struct AttentionKernelSpec : AttentionLayout {
   /// element types (null when absent).
   double lnEpsilon = 0, rmsEpsilon = 0;
   Type lnWeightType, lnBiasType, rmsWeightType;
-  /// fusion.norm_attention with saved results (sm_90a, dense): ln_q and h
-  /// also TMA-stored, each from the group's rows when they hold it.
+  /// fusion.norm_attention with saved results (dense q): ln_q and h also
+  /// TMA-stored, each from the group's rows (sm_100a: the row halves) when
+  /// they hold it.
   bool saves = false;
 
   /// sm_90a: a producer warpgroup and the consumer groups; sm_100a: a

@@ -217,10 +217,31 @@ void AttentionKernelEmitter::tensorMemoryNormConsumer(Value tmemBase) {
     fenceAsyncShared();
     tmem->fenceBefore(*this);
     arrive(lnFull, idx(0));
+    // Saving (dense): every row's ln_q written, the leader TMA-stores the
+    // two halves; their read is awaited before P takes the rows.
+    auto storeHalves = [&](Value tma) {
+      ifThen(isGroupLeader, [&] {
+        for (int64_t c = 0; c < Spec::kConsumers; ++c)
+          storeGroupRows(it, idx(c), add(base, idx(c * Spec::kGroupRows * 128)),
+                         qStride, tma);
+      });
+    };
+    auto awaitStoresRead = [&] {
+      ifThen(isGroupLeader, [&] {
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
+      });
+      groupBarrier(idx(0));
+    };
+    if (s.saves) {
+      groupBarrier(idx(0));
+      storeHalves(tmaLnQ);
+    }
 
     // P = act(scale S) over the row's ln_q.
     wait(sFull, idx(0), parity);
     tmem->fenceAfter(*this);
+    if (s.saves)
+      awaitStoresRead();
     for (int64_t c0 = 0; c0 < s.kvTile; c0 += 32) {
       Value v = tmem->load(*this, sAcc, warp, c0);
       tmem->waitLoads(*this);
@@ -248,15 +269,30 @@ void AttentionKernelEmitter::tensorMemoryNormConsumer(Value tmemBase) {
       return tail ? arith::SelectOp::create(b, tail, lnq, h).getResult() : h;
     };
     Value squares = cstF32(0.0);
-    rowGroups(false, [&](int64_t, Value o[2], Value ln, Value) {
+    rowGroups(false, [&](int64_t g, Value o[2], Value ln, Value) {
       for (int64_t i = 0; i < 8; ++i) {
         Value acc = slice8(o[i / 4], i % 4);
         Value lnq = fromWords(ln, i);
-        squares = sum8(residual(acc, lnq), squares, true);
+        Value h = residual(acc, lnq);
+        squares = sum8(h, squares, true);
+        // Saving: h, rounded, over the row's P (the second MMA read it).
+        if (s.saves)
+          storeChunk(base, 8 * g + i, round8(h));
       }
     });
     Value total[1];
-    exchange->clusterRowSums(squares, tid, count, 2, total);
+    // Saving: h's halves stored while the RMSNorm's sums cross the
+    // cluster; their read awaited before the output takes the rows.
+    auto storeHidden = [&] {
+      fenceAsyncShared();
+      groupBarrier(idx(0));
+      storeHalves(tmaHidden);
+    };
+    exchange->clusterRowSums(squares, tid, count, 2, total,
+                             s.saves ? function_ref<void()>(storeHidden)
+                                     : function_ref<void()>());
+    if (s.saves)
+      awaitStoresRead();
     Value meanSquare = arith::MulFOp::create(b, total[0], invWidth);
     Value eps = cstF32(s.rmsEpsilon);
     Value rms = rsqrt(arith::AddFOp::create(b, meanSquare, eps));

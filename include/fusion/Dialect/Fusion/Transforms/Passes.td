@@ -181,7 +181,7 @@ def FusionFormNormAttentionPass
     FlashNormAttention kernel takes it (`whyNoNormAttentionKernel`,
     `fusion/Target/NVPTX/AttentionKernelLimits.h`: dense or jagged bf16/f16
     q, H <= 4 heads in a cluster, D = 64 or 128, L_kv <= D; saving ln_q and
-    h: dense q on sm_90a), and a block with its backward only where a kernel
+    h: dense q), and a block with its backward only where a kernel
     takes `fusion.norm_attention_grad` (`whyNoNormAttentionGradKernel`: none
     yet; there the forward is formed saving ln_q and h, and the backward
     runs as its grad ops); elsewhere the block stays as its ops
