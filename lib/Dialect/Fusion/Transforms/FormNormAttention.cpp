@@ -51,7 +51,8 @@ struct Intermediate {
 };
 
 /// The forward's intermediates that readers outside the chains may keep:
-/// ln_q and h (from the fused op's saved results), their collapses and q's.
+/// ln_q and h and their collapses (the first four: from the fused op's saved
+/// results), and q's collapse (rebuilt from q).
 SmallVector<Value> keptIntermediates(Forward &f) {
   return {f.ln(), f.layerNorm.getOutput(), f.h(), f.hCollapse.getResult(),
           f.qCollapse.getResult()};
@@ -74,6 +75,7 @@ LogicalResult checkUses(Forward &f, Backward *b,
   bool bwd = b != nullptr;
   if (saves) {
     SmallVector<Value> kept = keptIntermediates(f);
+    // ln_q's and h's (q's collapse needs no saving).
     *saves = llvm::any_of(ArrayRef(kept).take_front(4), [&](Value v) {
       return hasOutsideUsers(v, chainOps);
     });
