@@ -274,9 +274,14 @@ class FrontEndTrainingTest(unittest.TestCase):
         q = torch.randn(2, 9, 2, 16)
         k, v = 0.25 * torch.randn(2, 7, 2, 16), torch.randn(2, 7, 2, 16)
         compiled = self.check_gradients(m, (q, k, v))
-        ops = compiled.explain().partitions[0].backward_ops
+        part = compiled.explain().partitions[0]
         for op in ("fusion.rms_norm_grad", "fusion.gdpa_grad", "fusion.layer_norm_grad"):
-            self.assertIn(op, ops)
+            self.assertIn(op, part.backward_ops)
+        # q itself is saved: the backward makes the heads view of it, the
+        # training forward does not return (copy) it.
+        self.assertIn("q", part.backward_saves)
+        self.assertEqual(len([s for s in part.backward_saves if s.startswith("reshape")]), 2,
+                         part.backward_saves)  # ln_q and h only
 
     def test_backward_builds_for_sm90a(self):
         # For the H200: the training forward and the backward programs build
