@@ -227,9 +227,7 @@ void AttentionKernelEmitter::tensorMemoryNormConsumer(Value tmemBase) {
       });
     };
     auto awaitStoresRead = [&] {
-      ifThen(isGroupLeader, [&] {
-        NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
-      });
+      waitStoresRead(isGroupLeader);
       groupBarrier(idx(0));
     };
     if (s.saves) {
