@@ -81,6 +81,9 @@ void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
   plan.maxEpilogueCluster = options.maxEpilogueCluster;
   pm.addPass(createFusionPlanKernelsPass(plan));
   pm.addPass(createConvertFusionToGPUPass());
+  // The kernels' float arithmetic may contract into FMAs (nvcc's default).
+  if (options.fpContract)
+    pm.addNestedPass<gpu::GPUModuleOp>(createFusionContractFloatOpsPass());
   // Common: host and device.
   pm.addPass(createConvertNVGPUToNVVMPass());
   pm.addPass(createGpuKernelOutliningPass());

@@ -288,4 +288,44 @@ def FusionExternDynamicSharedMemoryPass
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def FusionContractFloatOpsPass
+    : Pass<"fusion-contract-float-ops", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "allow FMA contraction of the device code's float arithmetic";
+  let description = [{
+    Gives every arith floating-point operation inside the gpu.module the
+    `contract` fast-math flag. The NVPTX backend then fuses a multiply that
+    feeds an add or a subtract into one `fma.rn` (one rounding instead of
+    two), which is what nvcc does by default (`--fmad=true`) and Triton too
+    (`enable_fp_fusion`). Without the flag NVPTX prints the multiply as
+    `mul.rn` and the add as `add.rn`, which ptxas must not fuse: every
+    element-wise step of the kernels (the activations of the attention
+    kernels and their derivatives, the norms' statistics and scaling, the
+    epilogues) took a multiply and an add where one FMA does.
+
+    Only the flag changes; the operations stay where they are. The host
+    code and the CPU reference lowering are not touched (they are not inside
+    a gpu.module). `fusion-to-gpu` runs it right after
+    `convert-fusion-to-gpu` unless its option `fp-contract` is false
+    (`fusion-compile --no-fp-contract`).
+
+    Before (inside a kernel, after convert-fusion-to-gpu):
+
+    ```mlir
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %p, %z : f32
+    ```
+
+    After:
+
+    ```mlir
+    %p = arith.mulf %x, %y fastmath<contract> : f32
+    %s = arith.addf %p, %z fastmath<contract> : f32
+    ```
+
+    and in the PTX, `fma.rn.f32 %s, %x, %y, %z` where there were a
+    `mul.rn.f32` and an `add.rn.f32`.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif // FUSION_CONVERSION_PASSES

@@ -64,6 +64,12 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
                      "of a cluster a forward norm epilogue's row may take (0: "
                      "the target's)"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> fpContract{
+      *this, "fp-contract",
+      llvm::cl::desc("fusion-contract-float-ops: let the device code fuse a "
+                     "multiply and an add into one FMA (on by default, as "
+                     "nvcc's --fmad)"),
+      llvm::cl::init(true)};
 };
 
 /// fusion-to-gpu: fusion-plan-kernels, convert-fusion-to-gpu, then the passes

@@ -92,10 +92,12 @@ func.func @jagged(%do: tensor<?x2x128xbf16>, %q: tensor<?x2x128xbf16>, %k: tenso
 // PTXAS-DAG: ptxas ok: kunlun_kernel0 registers=168 spills=0
 // PTXAS-DAG: ptxas ok: silu_d64_kernel0 registers=168 spills=0
 // PTXAS-DAG: ptxas ok: one_group_kernel0 registers=248 spills=0
-// The jagged kernel spills (32 bytes): the unit's token range and the tile's
+// The jagged kernel spills (48 bytes): the unit's token range and the tile's
 // tokens left beside dK and dV (the partial tile's dq stores rebuild their
-// addresses from an opaque zero: 64 bytes without).
-// PTXAS-DAG: ptxas ok: jagged_kernel0 registers=168 spills={{[0-9]|[1-2][0-9]|3[0-2]}}{{$}}
+// addresses from an opaque zero: 64 bytes more without). With FMAs
+// (fusion-contract-float-ops) and gelu_tanh's derivative as FMAs around the
+// tanh, 48 bytes where it was 32, for 3% fewer instructions.
+// PTXAS-DAG: ptxas ok: jagged_kernel0 registers=168 spills={{[0-9]|[1-3][0-9]|4[0-8]}}{{$}}
 
 // The five MMAs: S^T and dP^T with Q and dO as K-major (transposed) B,
 // dV and dK with dO and Q as N-major B [64 tokens, Dv / D], dQ with dS^T
