@@ -297,6 +297,10 @@ func.func @{name}(%q: {q}, %k: {kvt}, %v: {kvt}, %offsets: {off}, %lnw: {w}, %ln
 # dh + dq1 into the gdpa_grad's dQ epilogue and the outer residual's add
 # into the layer_norm_grad as its residual), three for the backward alone.
 TRAINS = {"kunlun_train_h2": (2, 128, 128), "kunlun_train_h4": (4, 128, 128)}
+# The same step with jagged q (HSTU's layout: q, out, d out [T, H, D] by
+# offsets): name: (heads, D, L_kv, offsets type).
+JAGGED_TRAINS = {"kunlun_train_jagged_h2": (2, 128, 128, "i32"),
+                 "train_jagged_d64_kv40": (3, 64, 40, "i64")}
 BLOCK_GRADS = {"kunlun_backward_h2": (2, 128, 128), "kunlun_backward_h4": (4, 128, 128)}
 
 
@@ -349,6 +353,48 @@ func.func @{name}(%q: {q}, %k: {kvt}, %v: {kvt}, %lnw: {w}, %lnb: {w}, %rmsw: {w
   %y = tensor.expand_shape %yf [[0], [1], [2, 3]] output_shape [%b, %l, {heads}, {d}] : {flat} into {q}
   %out = fusion.add %y, %q : {q}
 {block_backward_lines(heads, d, kv)}  return %out, %dq, %dk, %dv, %dlw, %dlb, %drw : {results}
+}}
+}}
+"""
+
+
+def jagged_train_program(name, heads, d, kv, odt):
+    hd = heads * d
+    q = f"tensor<?x{heads}x{d}xbf16>"
+    flat = f"tensor<?x{hd}xbf16>"
+    kvt = f"tensor<?x{kv}x{heads}x{d}xbf16>"
+    w, pg = f"tensor<{hd}xbf16>", f"tensor<{hd}xf32>"
+    off = f"tensor<?x{odt}>"
+    st = "tensor<?xf32>"
+    shape = f"output_shape [%t, {heads}, {d}]"
+    results = f"{q}, {q}, {kvt}, {kvt}, {pg}, {pg}, {pg}"
+    return f"""// {name}: the Kunlun block's training step with q jagged by offsets, forward and backward given d out (bench/attention/gen_attention.py)
+module attributes {{fusion.target = #fusion.target<"sm_90a">}} {{
+func.func @{name}(%q: {q}, %k: {kvt}, %v: {kvt}, %offsets: {off}, %lnw: {w}, %lnb: {w}, %rmsw: {w}, %dout: {q})
+    -> ({results}) {{
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %q, %c0 : {q}
+  %qf = tensor.collapse_shape %q [[0], [1, 2]] : {q} into {flat}
+  %lnf, %m, %r = fusion.layer_norm %qf weight(%lnw : {w}) bias(%lnb : {w}) {{epsilon = {BLOCK_EPS:.1e} : f32}} : {flat} -> {flat}, {st}, {st}
+  %ln = tensor.expand_shape %lnf [[0], [1, 2]] {shape} : {flat} into {q}
+  %a = fusion.gdpa %ln, %k, %v offsets(%offsets : {off}) {{activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}} : {q}, {kvt}, {kvt} -> {q}
+  %h = fusion.add %a, %ln : {q}
+  %hf = tensor.collapse_shape %h [[0], [1, 2]] : {q} into {flat}
+  %yf, %rr = fusion.rms_norm %hf weight(%rmsw : {w}) {{epsilon = {BLOCK_EPS:.1e} : f32}} : {flat} -> {flat}, {st}
+  %y = tensor.expand_shape %yf [[0], [1, 2]] {shape} : {flat} into {q}
+  %out = fusion.add %y, %q : {q}
+  %doutf = tensor.collapse_shape %dout [[0], [1, 2]] : {q} into {flat}
+  %dhf, %drw = fusion.rms_norm_grad %doutf, %hf, %rr weight(%rmsw : {w}) : {flat}, {flat}, {st} -> {flat}, {pg}
+  %dh = tensor.expand_shape %dhf [[0], [1, 2]] {shape} : {flat} into {q}
+  %dq1, %dk, %dv = fusion.gdpa_grad %dh, %ln, %k, %v offsets(%offsets : {off}) {{activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}}
+      : {q}, {q}, {kvt}, {kvt} -> {q}, {kvt}, {kvt}
+  %dlnq = fusion.add %dh, %dq1 : {q}
+  %dlnqf = tensor.collapse_shape %dlnq [[0], [1, 2]] : {q} into {flat}
+  %dqlnf, %dlw, %dlb = fusion.layer_norm_grad %dlnqf, %qf, %m, %r weight(%lnw : {w}) {{with_bias_grad}}
+      : {flat}, {flat}, {st}, {st} -> {flat}, {pg}, {pg}
+  %dqln = tensor.expand_shape %dqlnf [[0], [1, 2]] {shape} : {flat} into {q}
+  %dq = fusion.add %dqln, %dout : {q}
+  return %out, %dq, %dk, %dv, %dlw, %dlb, %drw : {results}
 }}
 }}
 """
@@ -500,6 +546,20 @@ def main():
                 "activation": "gelu_tanh", "scale": 1.0, "dtype": "bf16", "eps": BLOCK_EPS,
                 "signature": sig,
             })
+    for name, (heads, d, kv, odt) in JAGGED_TRAINS.items():
+        with open(os.path.join(out, name + ".mlir"), "w") as f:
+            f.write(jagged_train_program(name, heads, d, kv, odt))
+        hd = heads * d
+        qs, kvs = f"bf16[T,{heads},{d}]", f"bf16[B,{kv},{heads},{d}]"
+        manifest.append({
+            "name": name, "train": True, "jagged": True, "offsets_dtype": odt,
+            "heads": heads, "d": d, "dv": d, "kv": kv, "activation": "gelu_tanh",
+            "scale": 1.0, "dtype": "bf16", "eps": BLOCK_EPS,
+            "signature": (f"q: {qs}; k: {kvs}; v: {kvs}; offsets: {odt}[B1]; "
+                          f"lnw: bf16[{hd}]; lnb: bf16[{hd}]; rmsw: bf16[{hd}]; dout: {qs}; "
+                          f"out: {qs}; dq: {qs}; dk: {kvs}; dv: {kvs}; dlnw: f32[{hd}]; "
+                          f"dlnb: f32[{hd}]; drmsw: f32[{hd}]"),
+        })
     with open(os.path.join(out, "attention.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     print(f"gen_attention: {len(manifest)} programs in {out}")

@@ -5,7 +5,9 @@ RMSNorm -> + q, then the backward with the dialect's grad ops given d out;
 four kernels, since no kernel takes fusion.norm_attention_grad yet: the
 FlashNormAttention forward saving ln_q and h, then rms_norm_grad, gdpa_grad
 with dh + dq1 added in its dQ epilogue, and layer_norm_grad with the outer
-residual's add folded in) and the
+residual's add folded in), the same step with jagged q
+(kunlun_train_jagged_h2, train_jagged_d64_kv40: empty sequences, tokens
+past offsets[B]) and the
 kunlun_backward_* programs (the backward alone, from what the forward
 saves), compiled by fusion-compile into $FUSION_GPU_ARTIFACTS/attention/
 (bench/build_gpu_artifacts.sh), called through the Python loader on fresh
@@ -28,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # the compiled functions are test_attention_gpu's.
 import attention_programs as ap  # noqa: E402
 from test_attention_gpu import (  # noqa: E402
-    FLOOR, PROGRAMS, block, function, gdpa, make_block_case, rel_error, torch)
+    FLOOR, PROGRAMS, block, function, gdpa, jagged_block, make_block_case, rel_error, torch)
 
 GRAD_LABELS = ("dq", "dk", "dv", "dlnw", "dlnb", "drmsw")
 
@@ -135,3 +137,55 @@ def test_deterministic():
     a = call_train("kunlun_train_h2", inputs, dout)
     b = call_train("kunlun_train_h2", inputs, dout)
     assert all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+# (program, sequence lengths, extra tokens past offsets[B]), as the jagged
+# forward's cases: empty sequences, lengths not a multiple of 64 or 128, a
+# window shared by short sequences, tokens past the last offset.
+JAGGED_TRAIN_CASES = [
+    ("kunlun_train_jagged_h2", [300, 0, 128, 1, 77, 512, 5], 9),
+    ("kunlun_train_jagged_h2", [3, 9, 1, 40, 2, 100, 30, 17, 0, 64], 45),
+    ("kunlun_train_jagged_h2", [(i * 37) % 512 + 1 for i in range(64)], 0),
+    ("train_jagged_d64_kv40", [200, 33, 0, 57, 1], 11),
+]
+
+
+def jagged_reference(inputs, offsets, dout, eps):
+    """out and the six gradients by autograd of the jagged block."""
+    q, k, v, lnw, lnb, rmsw = [t.detach().clone().requires_grad_(True) for t in inputs]
+    out = jagged_block(q, k, v, offsets, lnw, lnb, rmsw, eps)
+    grads = torch.autograd.grad(out, [q, k, v, lnw, lnb, rmsw], dout)
+    return (out.detach(),) + tuple(grads)
+
+
+@pytest.mark.parametrize("name,lengths,extra", JAGGED_TRAIN_CASES,
+                         ids=lambda x: f"B{len(x)}" if isinstance(x, list) else None)
+def test_train_step_jagged(name, lengths, extra):
+    """out and every gradient of the jagged block's training step (its
+    forward the jagged FlashNormAttention kernel saving ln_q and h)."""
+    prog = PROGRAMS.get(name)
+    fn = function(name)
+    h, d, kv = prog["heads"], prog["d"], prog["kv"]
+    odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
+    bounds = [0]
+    for n in lengths:
+        bounds.append(bounds[-1] + n)
+    offsets = torch.tensor(bounds, dtype=odt, device="cuda")
+    gen = torch.Generator(device="cuda").manual_seed(4000 + sum(lengths) * 13 + extra)
+
+    def randn(*shape, scale=1.0, shift=0.0):
+        return (shift + scale * torch.randn(*shape, generator=gen, device="cuda")).bfloat16()
+    batch, tokens = len(lengths), bounds[-1] + extra
+    inputs = (randn(tokens, h, d), randn(batch, kv, h, d, scale=d ** -0.5),
+              randn(batch, kv, h, d), randn(h * d, scale=0.1, shift=1.0),
+              randn(h * d, scale=0.1), randn(h * d, scale=0.1, shift=1.0))
+    dout = randn(tokens, h, d)
+    q = inputs[0]
+    kvs = torch.full((batch, kv, h, d), float("nan"), dtype=q.dtype, device="cuda")
+    outs = [torch.full_like(q, float("nan")), torch.full_like(q, float("nan")), kvs,
+            kvs.clone()] + [torch.full((h * d,), float("nan"), device="cuda") for _ in range(3)]
+    fn(q, inputs[1], inputs[2], offsets, *inputs[3:], dout, *outs)
+    torch.cuda.synchronize()
+    ref64 = jagged_reference([t.double() for t in inputs], offsets, dout.double(), prog["eps"])
+    ref16 = jagged_reference(inputs, offsets, dout, prog["eps"])
+    check(name, batch, tokens, ("out",) + GRAD_LABELS, outs, ref64, ref16)

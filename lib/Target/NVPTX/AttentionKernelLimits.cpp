@@ -37,10 +37,9 @@ std::string mlir::fusion::whyNoNormAttentionKernel(const TargetInfo &target,
         "expected a static key/value length from 1 to the head dimension "
         "{0} (P takes the place of the group's ln_q rows), but got {1}",
         s.headDim, sizeText(s.kvLen));
-  if (s.saves && s.jagged)
-    return "expected dense q to save ln_q and h for a backward of unfused ops "
-           "(the jagged kernel's masked row stores do not write them yet), but "
-           "got jagged q (offsets)";
+  if (s.saves && s.jagged && target.tensorMemoryColumns > 0)
+    return "expected dense q to save ln_q and h on sm_100a (its jagged row "
+           "stores do not write them yet), but got jagged q (offsets)";
   return "";
 }
 

@@ -189,10 +189,10 @@ func.func @na_f32(%q: tensor<2x128x2x64xf32>, %k: tensor<2x64x2x64xf32>, %v: ten
 // -----
 
 // FlashNormAttention saving ln_q and h (for a backward of unfused ops) with
-// jagged q: the jagged kernel's masked row stores do not write them.
-module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// jagged q on sm_100a: its jagged row stores do not write them.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
 func.func @na_jagged_saves(%q: tensor<256x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %v: tensor<2x64x2x64xbf16>, %off: tensor<3xi32>) -> tensor<256x2x64xbf16> {
-  // expected-error @below {{'fusion.norm_attention' op cannot generate an sm_90a attention kernel: expected dense q to save ln_q and h for a backward of unfused ops (the jagged kernel's masked row stores do not write them yet), but got jagged q (offsets)}}
+  // expected-error @below {{'fusion.norm_attention' op cannot generate an sm_100a attention kernel: expected dense q to save ln_q and h on sm_100a (its jagged row stores do not write them yet), but got jagged q (offsets)}}
   %o, %m, %r, %rr, %lnq, %h = fusion.norm_attention %q, %k, %v offsets(%off : tensor<3xi32>)
       {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, ln_epsilon = 1.0e-05 : f32, rms_epsilon = 1.0e-05 : f32}
       : tensor<256x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>

@@ -170,7 +170,7 @@ public:
       }, 2);
       maps = {rows[0], keys[0], keys[1], rows[1]};
     }
-    // Saving (dense): ln_q's and h's maps, stores as the output's.
+    // Saving: ln_q's and h's maps, stores as the output's.
     SmallVector<Value> savedMaps;
     if (spec.saves) {
       auto op = cast<NormAttentionOp>(operation);
@@ -226,6 +226,12 @@ public:
         break;
       case AttentionArg::TmaHidden:
         operands.push_back(savedMaps[1]);
+        break;
+      case AttentionArg::LnQFlat:
+        operands.push_back(flat(cast<NormAttentionOp>(operation).getSavedLnQuery()));
+        break;
+      case AttentionArg::HiddenFlat:
+        operands.push_back(flat(cast<NormAttentionOp>(operation).getSavedHidden()));
         break;
       default: {
         auto op = cast<NormAttentionOp>(operation);

@@ -391,9 +391,10 @@ void AttentionKernelEmitter::storeGroupRows(Item it, Value c, Value rows,
 }
 
 void AttentionKernelEmitter::storeGroupOutput(Item it, Value c, Value buffer,
-                                              Value isGroupLeader, int64_t stride) {
+                                              Value isGroupLeader, int64_t stride,
+                                              Value tma, Value flat) {
   auto bulkStore = [&] {
-    ifThen(isGroupLeader, [&] { storeGroupRows(it, c, buffer, stride); });
+    ifThen(isGroupLeader, [&] { storeGroupRows(it, c, buffer, stride, tma); });
   };
   if (!s.jagged) {
     bulkStore();
@@ -422,7 +423,7 @@ void AttentionKernelEmitter::storeGroupOutput(Item it, Value c, Value buffer,
           Value phys = arith::XOrIOp::create(b, rem(chunk, 8), rem(r, 8));
           Value v = vector::LoadOp::create(b, chunkType, block,
                                            ValueRange{r, mul(phys, idx(8))});
-          vector::StoreOp::create(b, v, arg(AttentionArg::Output),
+          vector::StoreOp::create(b, v, flat ? flat : arg(AttentionArg::Output),
                                   ValueRange{outputIndex(token, it.head,
                                                          mul(chunk, idx(8)))},
                                   /*nontemporal=*/false, llvm::MaybeAlign(16));
@@ -743,6 +744,8 @@ gpu::GPUFuncOp mlir::fusion::buildAttentionKernel(OpBuilder &builder,
       types.push_back(vec(builder.getI32Type()));
       break;
     case AttentionArg::Output:
+    case AttentionArg::LnQFlat:
+    case AttentionArg::HiddenFlat:
       types.push_back(vec(s.elemType));
       break;
     case AttentionArg::Residual:

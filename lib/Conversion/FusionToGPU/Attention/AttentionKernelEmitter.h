@@ -253,9 +253,12 @@ private:
   /// rows of the item's batch only (16-byte chunks where the group's rows
   /// are not all the batch's).
   /// `stride` separates the buffer's [64, 64] blocks (the group's rows of
-  /// the stage's Q with the norms).
+  /// the stage's Q with the norms). `tma` and `flat` (default: the
+  /// output's) store another tensor of the output's layout (FlashNormAttention
+  /// saving ln_q and h).
   void storeGroupOutput(Item it, Value c, Value buffer, Value isGroupLeader,
-                        int64_t stride = Spec::kBoxBytes);
+                        int64_t stride = Spec::kBoxBytes, Value tma = Value(),
+                        Value flat = Value());
   /// Jagged: zeros into group c's rows of the item past offsets[B] (with a
   /// residual, the residual's rows: their sum has no attention term).
   void zeroRowsPastOffsets(Item it, Value c);

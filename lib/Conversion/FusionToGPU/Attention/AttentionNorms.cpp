@@ -277,9 +277,11 @@ void AttentionKernelEmitter::normConsumer() {
     fenceAsyncShared();
     groupBarrier(c);
     // Saving: ln_q from the rows that hold it, read before P replaces it
-    // (the leader waits after S = ln_q K^T, below).
+    // (the leader waits for the bulk store's read after S = ln_q K^T,
+    // below; jagged, a group's 16-byte stores read the rows here).
     if (s.saves)
-      ifThen(isGroupLeader, [&] { storeGroupRows(it, c, mine, qStride, tmaLnQ); });
+      storeGroupOutput(it, c, mine, isGroupLeader, qStride, tmaLnQ,
+                       arg(AttentionArg::LnQFlat));
 
     // The group's turn at the MMAs: group 0 after group 1's previous item
     // (none before its first), group 1 after group 0's this item.
@@ -330,8 +332,8 @@ void AttentionKernelEmitter::normConsumer() {
           qStride);
       fenceAsyncShared();
       groupBarrier(c);
-      ifThen(isGroupLeader,
-             [&] { storeGroupRows(it, c, mine, qStride, tmaHidden); });
+      storeGroupOutput(it, c, mine, isGroupLeader, qStride, tmaHidden,
+                       arg(AttentionArg::HiddenFlat));
     };
     exchange->clusterRowSums(part, rowInTile, count, 2, total,
                              s.saves ? function_ref<void()>(saveHidden)

@@ -161,6 +161,8 @@ mlir::fusion::attentionArgs(const AttentionKernelSpec &s) {
   args.append({AttentionArg::LnMean, AttentionArg::LnRstd, AttentionArg::RmsRstd});
   if (s.saves)
     args.append({AttentionArg::TmaLnQ, AttentionArg::TmaHidden});
+  if (s.saves && s.jagged)
+    args.append({AttentionArg::LnQFlat, AttentionArg::HiddenFlat});
   return args;
 }
 

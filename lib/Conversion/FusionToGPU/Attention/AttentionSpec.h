@@ -71,9 +71,10 @@ struct AttentionKernelSpec : AttentionLayout {
   /// element types (null when absent).
   double lnEpsilon = 0, rmsEpsilon = 0;
   Type lnWeightType, lnBiasType, rmsWeightType;
-  /// fusion.norm_attention with saved results (dense q): ln_q and h also
-  /// TMA-stored, each from the group's rows (sm_100a: the row halves) when
-  /// they hold it.
+  /// fusion.norm_attention with saved results: ln_q and h also stored, each
+  /// from the group's rows (sm_100a: the row halves) when they hold it, as
+  /// the output is (sm_90a jagged: by TMA where the group's rows are all the
+  /// item's, else 16 bytes a thread into the flat tensor).
   bool saves = false;
 
   /// sm_90a: a producer warpgroup and the consumer groups; sm_100a: a
@@ -103,11 +104,13 @@ getNormAttentionKernelSpec(NormAttentionOp op, const TargetInfo &target,
 /// windows that are not one batch's alone).
 /// With a residual: the residual as a flat memref<?xT> ([B, L_q, H, Dv] or
 /// jagged [T, H, Dv], row-major), read at the output's positions. Saving
-/// ln_q and h, last, their tensor maps (stores, as the output's).
+/// ln_q and h, last, their tensor maps (stores, as the output's), and
+/// jagged, both as flat memrefs (as Output).
 enum class AttentionArg {
   TmaQ, TmaK, TmaV, TmaOut, Batch, QueryLen, Heads,
   Offsets, WindowBatch, Output, Residual,
-  LnWeight, LnBias, RmsWeight, LnMean, LnRstd, RmsRstd, TmaLnQ, TmaHidden
+  LnWeight, LnBias, RmsWeight, LnMean, LnRstd, RmsRstd, TmaLnQ, TmaHidden,
+  LnQFlat, HiddenFlat
 };
 /// The arguments `s` takes, in order.
 SmallVector<AttentionArg> attentionArgs(const AttentionKernelSpec &s);
