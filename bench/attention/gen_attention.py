@@ -420,6 +420,22 @@ func.func @{name}(%dout: {q}, %q: {q}, %k: {kvt}, %v: {kvt}, %lnw: {w}, %rmsw: {
 """
 
 
+def jagged_block_entry(name, kind, heads, d, kv, odt, grads):
+    """The manifest entry of a jagged block program: `kind` "block" (the
+    forward) or "train" (its training step: dout after the parameters, the
+    gradients `grads` after out)."""
+    hd, qs, kvs = heads * d, f"bf16[T,{heads},{d}]", f"bf16[B,{kv},{heads},{d}]"
+    dout = f" dout: {qs};" if kind == "train" else ""
+    return {
+        "name": name, kind: True, "jagged": True, "offsets_dtype": odt,
+        "heads": heads, "d": d, "dv": d, "kv": kv, "activation": "gelu_tanh",
+        "scale": 1.0, "dtype": "bf16", "eps": BLOCK_EPS,
+        "signature": (f"q: {qs}; k: {kvs}; v: {kvs}; offsets: {odt}[B1]; "
+                      f"lnw: bf16[{hd}]; lnb: bf16[{hd}]; rmsw: bf16[{hd}];{dout} "
+                      f"out: {qs}{grads}"),
+    }
+
+
 def main():
     out = os.path.join(sys.argv[1], "attention")
     os.makedirs(out, exist_ok=True)
@@ -515,16 +531,7 @@ def main():
     for name, (heads, d, kv, odt) in JAGGED_BLOCKS.items():
         with open(os.path.join(out, name + ".mlir"), "w") as f:
             f.write(jagged_block_program(name, heads, d, kv, odt))
-        hd = heads * d
-        manifest.append({
-            "name": name, "block": True, "jagged": True, "offsets_dtype": odt,
-            "heads": heads, "d": d, "dv": d, "kv": kv, "activation": "gelu_tanh",
-            "scale": 1.0, "dtype": "bf16", "eps": BLOCK_EPS,
-            "signature": (f"q: bf16[T,{heads},{d}]; k: bf16[B,{kv},{heads},{d}]; "
-                          f"v: bf16[B,{kv},{heads},{d}]; offsets: {odt}[B1]; "
-                          f"lnw: bf16[{hd}]; lnb: bf16[{hd}]; rmsw: bf16[{hd}]; "
-                          f"out: bf16[T,{heads},{d}]"),
-        })
+        manifest.append(jagged_block_entry(name, "block", heads, d, kv, odt, ""))
     for kind, table, writer in (("train", TRAINS, train_program),
                                 ("block_grad", BLOCK_GRADS, block_grad_program)):
         for name, (heads, d, kv) in table.items():
@@ -549,17 +556,11 @@ def main():
     for name, (heads, d, kv, odt) in JAGGED_TRAINS.items():
         with open(os.path.join(out, name + ".mlir"), "w") as f:
             f.write(jagged_train_program(name, heads, d, kv, odt))
-        hd = heads * d
-        qs, kvs = f"bf16[T,{heads},{d}]", f"bf16[B,{kv},{heads},{d}]"
-        manifest.append({
-            "name": name, "train": True, "jagged": True, "offsets_dtype": odt,
-            "heads": heads, "d": d, "dv": d, "kv": kv, "activation": "gelu_tanh",
-            "scale": 1.0, "dtype": "bf16", "eps": BLOCK_EPS,
-            "signature": (f"q: {qs}; k: {kvs}; v: {kvs}; offsets: {odt}[B1]; "
-                          f"lnw: bf16[{hd}]; lnb: bf16[{hd}]; rmsw: bf16[{hd}]; dout: {qs}; "
-                          f"out: {qs}; dq: {qs}; dk: {kvs}; dv: {kvs}; dlnw: f32[{hd}]; "
-                          f"dlnb: f32[{hd}]; drmsw: f32[{hd}]"),
-        })
+        hd, qs, kvs = heads * d, f"bf16[T,{heads},{d}]", f"bf16[B,{kv},{heads},{d}]"
+        manifest.append(jagged_block_entry(
+            name, "train", heads, d, kv, odt,
+            f"; dq: {qs}; dk: {kvs}; dv: {kvs}; dlnw: f32[{hd}]; dlnb: f32[{hd}]; "
+            f"drmsw: f32[{hd}]"))
     with open(os.path.join(out, "attention.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     print(f"gen_attention: {len(manifest)} programs in {out}")

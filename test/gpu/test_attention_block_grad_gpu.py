@@ -30,7 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # the compiled functions are test_attention_gpu's.
 import attention_programs as ap  # noqa: E402
 from test_attention_gpu import (  # noqa: E402
-    FLOOR, PROGRAMS, block, function, gdpa, jagged_block, make_block_case, rel_error, torch)
+    FLOOR, PROGRAMS, block, function, gdpa, jagged_block, jagged_block_case, make_block_case,
+    rel_error, torch)
 
 GRAD_LABELS = ("dq", "dk", "dv", "dlnw", "dlnb", "drmsw")
 
@@ -166,15 +167,7 @@ def test_train_step_jagged(name, lengths, extra):
     prog = PROGRAMS.get(name)
     fn = function(name)
     h, d, kv = prog["heads"], prog["d"], prog["kv"]
-    odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
-    bounds = [0]
-    for n in lengths:
-        bounds.append(bounds[-1] + n)
-    offsets = torch.tensor(bounds, dtype=odt, device="cuda")
-    gen = torch.Generator(device="cuda").manual_seed(4000 + sum(lengths) * 13 + extra)
-
-    def randn(*shape, scale=1.0, shift=0.0):
-        return (shift + scale * torch.randn(*shape, generator=gen, device="cuda")).bfloat16()
+    offsets, bounds, randn = jagged_block_case(prog, lengths, extra, 4000)
     batch, tokens = len(lengths), bounds[-1] + extra
     inputs = (randn(tokens, h, d), randn(batch, kv, h, d, scale=d ** -0.5),
               randn(batch, kv, h, d), randn(h * d, scale=0.1, shift=1.0),

@@ -327,6 +327,23 @@ def test_block(name, batch, lq, variant):
     assert ours <= 2 * theirs + FLOOR, f"rel err {ours:.3e} > 2 x {theirs:.3e} + {FLOOR}"
 
 
+def jagged_block_case(prog, lengths, extra, seed):
+    """A jagged block case's offsets (the program's index type), their
+    bounds as a list, and randn(*shape, scale, shift): bf16 normal values
+    from a generator seeded by `seed`, the lengths and `extra` (the tokens
+    past offsets[B])."""
+    odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
+    bounds = [0]
+    for n in lengths:
+        bounds.append(bounds[-1] + n)
+    offsets = torch.tensor(bounds, dtype=odt, device="cuda")
+    gen = torch.Generator(device="cuda").manual_seed(seed + sum(lengths) * 13 + extra)
+
+    def randn(*shape, scale=1.0, shift=0.0):
+        return (shift + scale * torch.randn(*shape, generator=gen, device="cuda")).bfloat16()
+    return offsets, bounds, randn
+
+
 def jagged_block(q, k, v, offsets, lnw, lnb, rmsw, eps):
     """The jagged block in q's dtype: both norms over the H x D of every
     token; the attention term per sequence, zero for the tokens past
@@ -370,15 +387,7 @@ def test_block_jagged(name, lengths, extra, variant):
     prog = PROGRAMS.get(name)
     fn = function(name, variant)
     h, d, kv = prog["heads"], prog["d"], prog["kv"]
-    odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
-    bounds = [0]
-    for n in lengths:
-        bounds.append(bounds[-1] + n)
-    offsets = torch.tensor(bounds, dtype=odt, device="cuda")
-    gen = torch.Generator(device="cuda").manual_seed(2000 + sum(lengths) * 13 + extra)
-
-    def randn(*shape, scale=1.0, shift=0.0):
-        return (shift + scale * torch.randn(*shape, generator=gen, device="cuda")).bfloat16()
+    offsets, bounds, randn = jagged_block_case(prog, lengths, extra, 2000)
     batch, tokens = len(lengths), bounds[-1] + extra
     q = randn(tokens, h, d)
     k = randn(batch, kv, h, d, scale=d ** -0.5)
