@@ -25,6 +25,17 @@ def programs():
         return {p["name"]: p for p in json.load(f)}
 
 
+def jagged_offsets(prog, lengths):
+    """The offsets [B + 1] of sequences of `lengths` in the program's index
+    type (i32 or i64) on the GPU, and their bounds as a list."""
+    import torch
+    bounds = [0]
+    for n in lengths:
+        bounds.append(bounds[-1] + n)
+    dtype = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
+    return torch.tensor(bounds, dtype=dtype, device="cuda"), bounds
+
+
 def library_path(name, variant=""):
     """lib<name>.so, or lib<name>_unfused.so for a block's four kernels
     (fusion-plan-kernels folds + ln_q into the gdpa)."""

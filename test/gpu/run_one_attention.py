@@ -47,11 +47,8 @@ def main():
     if prog.get("jagged"):
         # `batch` sequences of lengths around L_q (some shorter than a
         # window, some empty), 19 tokens past the last offset.
-        bounds = [0]
-        for b in range(batch):
-            bounds.append(bounds[-1] + (0 if b % 5 == 3 else lq // 2 if b % 2 else lq + 37))
-        odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
-        offsets = torch.tensor(bounds, dtype=odt, device="cuda")
+        lengths = [0 if b % 5 == 3 else lq // 2 if b % 2 else lq + 37 for b in range(batch)]
+        offsets, bounds = ap.jagged_offsets(prog, lengths)
         tokens = bounds[-1] + 19
     if prog.get("grad"):
         # The backward: dq, dk, dv poisoned, do of the output's shape.

@@ -22,11 +22,7 @@ def main():
     prog = ap.programs()[name]
     fn = ap.function(prog)
     h, d, kv = prog["heads"], prog["d"], prog["kv"]
-    bounds = [0]
-    for n in lengths:
-        bounds.append(bounds[-1] + n)
-    odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
-    offsets = torch.tensor(bounds, dtype=odt, device="cuda")
+    offsets, bounds = ap.jagged_offsets(prog, lengths)
     batch, tokens = len(lengths), bounds[-1] + extra
 
     def randn(*shape, scale=1.0, shift=0.0):

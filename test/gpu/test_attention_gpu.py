@@ -156,11 +156,7 @@ def test_gdpa_jagged(name, lengths, extra):
     dt = DTYPES[prog["dtype"]]
     h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
     gen = torch.Generator(device="cuda").manual_seed(sum(lengths) * 13 + extra)
-    odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
-    bounds = [0]
-    for n in lengths:
-        bounds.append(bounds[-1] + n)
-    offsets = torch.tensor(bounds, dtype=odt, device="cuda")
+    offsets, bounds = ap.jagged_offsets(prog, lengths)
     batch, tokens = len(lengths), bounds[-1] + extra
     spread = (d * prog["scale"] ** 2) ** -0.25
     q = (spread * torch.randn(tokens, h, d, generator=gen, device="cuda")).to(dt)
@@ -254,11 +250,7 @@ def test_gdpa_jagged_residual(name, lengths, extra):
     dt = DTYPES[prog["dtype"]]
     h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
     gen = torch.Generator(device="cuda").manual_seed(3000 + sum(lengths) * 13 + extra)
-    odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
-    bounds = [0]
-    for n in lengths:
-        bounds.append(bounds[-1] + n)
-    offsets = torch.tensor(bounds, dtype=odt, device="cuda")
+    offsets, bounds = ap.jagged_offsets(prog, lengths)
     batch, tokens = len(lengths), bounds[-1] + extra
     spread = (d * prog["scale"] ** 2) ** -0.25
     q = (spread * torch.randn(tokens, h, d, generator=gen, device="cuda")).to(dt)
@@ -328,15 +320,11 @@ def test_block(name, batch, lq, variant):
 
 
 def jagged_block_case(prog, lengths, extra, seed):
-    """A jagged block case's offsets (the program's index type), their
-    bounds as a list, and randn(*shape, scale, shift): bf16 normal values
+    """A jagged block case's offsets and their bounds
+    (attention_programs.jagged_offsets), and randn(*shape, scale, shift): bf16 normal values
     from a generator seeded by `seed`, the lengths and `extra` (the tokens
     past offsets[B])."""
-    odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
-    bounds = [0]
-    for n in lengths:
-        bounds.append(bounds[-1] + n)
-    offsets = torch.tensor(bounds, dtype=odt, device="cuda")
+    offsets, bounds = ap.jagged_offsets(prog, lengths)
     gen = torch.Generator(device="cuda").manual_seed(seed + sum(lengths) * 13 + extra)
 
     def randn(*shape, scale=1.0, shift=0.0):

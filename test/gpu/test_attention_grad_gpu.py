@@ -26,6 +26,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import attention_programs as ap  # noqa: E402
 # The checks that skip the module (no torch, no CUDA GPU, no manifest) and
 # the compiled functions are test_attention_gpu's.
 from test_attention_gpu import (  # noqa: E402
@@ -149,11 +150,7 @@ def test_gdpa_grad_jagged(name, lengths, extra):
     dt = DTYPES[prog["dtype"]]
     h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
     gen = torch.Generator(device="cuda").manual_seed(sum(lengths) * 17 + extra)
-    bounds = [0]
-    for n in lengths:
-        bounds.append(bounds[-1] + n)
-    odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
-    offsets = torch.tensor(bounds, dtype=odt, device="cuda")
+    offsets, bounds = ap.jagged_offsets(prog, lengths)
     batch, tokens = len(lengths), bounds[-1] + extra
     spread = (d * prog["scale"] ** 2) ** -0.25
     do = torch.randn(tokens, h, dv, generator=gen, device="cuda").to(dt)
@@ -247,11 +244,7 @@ def test_gdpa_grad_jagged_residual(name, lengths, extra):
     dt = DTYPES[prog["dtype"]]
     h, d, dv, kv = prog["heads"], prog["d"], prog["dv"], prog["kv"]
     gen = torch.Generator(device="cuda").manual_seed(sum(lengths) * 13 + extra)
-    bounds = [0]
-    for n in lengths:
-        bounds.append(bounds[-1] + n)
-    odt = torch.int32 if prog["offsets_dtype"] == "i32" else torch.int64
-    offsets = torch.tensor(bounds, dtype=odt, device="cuda")
+    offsets, bounds = ap.jagged_offsets(prog, lengths)
     batch, tokens = len(lengths), bounds[-1] + extra
     spread = (d * prog["scale"] ** 2) ** -0.25
     do = torch.randn(tokens, h, dv, generator=gen, device="cuda").to(dt)
