@@ -116,9 +116,7 @@ private:
   /// The group's store leader waits until its earlier bulk stores have read
   /// their shared memory; then the group may overwrite it.
   void waitStoresRead(Value isLeader, Value c) {
-    ifThen(isLeader, [&] {
-      NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
-    });
+    waitBulkStoresRead(isLeader);
     groupBarrier(c);
   }
 

@@ -605,9 +605,7 @@ void AttentionKernelEmitter::consumer() {
       return add(base, add(idx(kc * qStride), mul(c, idx(Spec::kGroupRows * 128))));
     });
     // The previous item's output stores must have read the buffer.
-    ifThen(isGroupLeader, [&] {
-      NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
-    });
+    waitBulkStoresRead(isGroupLeader);
     groupBarrier(c);
     // Every thread of the group waited for its S MMAs: the group's Q rows
     // are free until the stage goes back, and take the residual (in flight

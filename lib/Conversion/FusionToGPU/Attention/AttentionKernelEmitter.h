@@ -167,11 +167,6 @@ private:
   Value stageOffset(Value stage) { return mul(stage, idx(s.stageBytes())); }
   /// Named barrier 1 + c over consumer warpgroup c.
   void groupBarrier(Value c) { namedBarrier(1, c, 128); }
-  /// `leader` waits until its bulk (TMA) stores have read their shared
-  /// memory; a barrier after it lets the others overwrite the rows.
-  void waitStoresRead(Value leader) {
-    ifThen(leader, [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr()); });
-  }
   /// The generic-proxy writes to shared memory made visible to the async
   /// proxy (the MMA's and the TMA's reads).
   void fenceAsyncShared() {

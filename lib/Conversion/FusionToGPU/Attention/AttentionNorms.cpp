@@ -293,7 +293,7 @@ void AttentionKernelEmitter::normConsumer() {
     // Every MMA read of ln_q (and, saving, the store's) is done before P
     // takes its place.
     if (s.saves)
-      waitStoresRead(isGroupLeader);
+      waitBulkStoresRead(isGroupLeader);
     groupBarrier(c);
     std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, acc, tid);
     writeSwizzled(
@@ -344,7 +344,7 @@ void AttentionKernelEmitter::normConsumer() {
           b, arith::MulFOp::create(b, total[h], invWidth), cstF32(s.rmsEpsilon)));
     saveStats(it, AttentionArg::RmsRstd, rms);
     if (s.saves)
-      waitStoresRead(isGroupLeader);
+      waitBulkStoresRead(isGroupLeader);
     // Past the exchange's wait (and, saving, h's store) before the output
     // overwrites the rows (as above).
     groupBarrier(c);
@@ -365,7 +365,7 @@ void AttentionKernelEmitter::normConsumer() {
       // The item's rows only: by TMA where all 64 of the group's are, else
       // 16 bytes a thread (each thread's reads before its release).
       storeGroupOutput(it, c, mine, isGroupLeader, qStride);
-      waitStoresRead(isGroupLeader);
+      waitBulkStoresRead(isGroupLeader);
       ring.release(*this, pos);
     } else {
       // The stage goes back once the store has read it: the leader, which

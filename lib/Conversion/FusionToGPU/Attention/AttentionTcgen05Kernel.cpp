@@ -216,9 +216,7 @@ void AttentionKernelEmitter::tensorMemoryConsumer(Value tmemBase) {
     wait(sFull, idx(0), parity);
     scoreEngine->fenceAfter(*this);
     // The previous item's output stores must have read the buffer.
-    ifThen(isGroupLeader, [&] {
-      NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
-    });
+    waitBulkStoresRead(isGroupLeader);
     groupBarrier(group);
     rowChunks(*scoreEngine, tmemBase, s.kvTile, [&](int64_t c0, Value v) {
       for (int64_t j = c0 / 8; j < c0 / 8 + 4; ++j) {

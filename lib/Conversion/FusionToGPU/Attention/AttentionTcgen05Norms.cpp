@@ -227,7 +227,7 @@ void AttentionKernelEmitter::tensorMemoryNormConsumer(Value tmemBase) {
       });
     };
     auto awaitStoresRead = [&] {
-      waitStoresRead(isGroupLeader);
+      waitBulkStoresRead(isGroupLeader);
       groupBarrier(idx(0));
     };
     if (s.saves) {

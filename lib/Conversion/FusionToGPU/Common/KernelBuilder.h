@@ -204,6 +204,12 @@ public:
           scf::YieldOp::create(b);
         });
   }
+  /// `leader` (the thread that issued them) waits until its bulk (TMA)
+  /// stores have read their shared memory; a barrier after this lets the
+  /// other threads overwrite it.
+  void waitBulkStoresRead(Value leader) {
+    ifThen(leader, [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr()); });
+  }
   /// Named barrier `id` over `threads` threads.
   void namedBarrier(int64_t id, int64_t threads) {
     // Operands built in a fixed order (host compilers evaluate call

@@ -381,9 +381,7 @@ void StagedEpilogue::storeSavedInput(Value blockRow, Value blockCol) {
 /// Phase B writes the buffers the saved input's store reads: its issuer
 /// waits for the reads, then a barrier over the epilogue warps.
 void StagedEpilogue::waitSavedInputRead() {
-  ifThen(isFirst, [&] {
-    NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
-  });
+  waitBulkStoresRead(isFirst);
   namedBarrier(4, kEpilogueThreads);
 }
 
