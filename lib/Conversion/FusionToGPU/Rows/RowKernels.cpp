@@ -368,6 +368,10 @@ void RowKernelEmitter::emitNormRows(Value input, Value output, Value weight,
 }
 
 void RowKernelEmitter::emitNormGrad() {
+  // A row group's loop runs full-warp shuffles and barriers, and the groups
+  // of a CTA loop different numbers of times: groups sharing a warp would
+  // diverge there (the 192-column hang of session 23).
+  assert(s.threadsPerRow % 32 == 0 && "norm-gradient row groups are whole warps");
   bool layerNorm = s.isLayerNorm();
   unsigned next = 0;
   Value dyMem = args[next++], xMem = args[next++];
