@@ -170,6 +170,24 @@ std::string mlir::fusion::whyNoAttentionGradKernel(const TargetInfo &target,
              : "(one consumer warpgroup of 64 keys per 64, K and V whole in "
                "shared memory)",
         sizeText(s.kvLen));
+  if (s.rmsPrologue) {
+    if (tmem)
+      return llvm::formatv(
+          "expected sm_90a for gdpa_grad's RMSNorm-gradient prologue (the "
+          "{0} backward does not compute it yet)",
+          target.chip);
+    if (s.jagged)
+      return "expected dense q for gdpa_grad's RMSNorm-gradient prologue "
+             "(its cluster walks the tiles of one batch), but got jagged q "
+             "(offsets)";
+    if (ShapedType::isDynamic(s.heads) || s.heads < 1 ||
+        s.heads > target.maxEpilogueClusterSize)
+      return llvm::formatv(
+          "expected a static head count from 1 to {0} for gdpa_grad's "
+          "RMSNorm-gradient prologue (one CTA per head, the heads of a token "
+          "in one cluster, which exchanges the row sums), but got {1}",
+          target.maxEpilogueClusterSize, sizeText(s.heads));
+  }
   if (tmem) {
     AttentionGradLayout layout;
     layout.headDim = s.headDim;

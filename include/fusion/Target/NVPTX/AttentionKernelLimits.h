@@ -170,6 +170,20 @@ struct AttentionGradLayout {
   int64_t stages = 2;
   /// sm_100a: the tcgen05 kernel's layout (above).
   bool tensorMemory = false;
+  /// The RMSNorm-gradient prologue's cluster of `heads` CTAs (0: no
+  /// prologue): its row-sum slots, [2 tile parities][heads][64] f32, and
+  /// their 2 barriers, after the groups.
+  int64_t prologueHeads = 0;
+  int64_t prologueSlotBytes() const { return prologueHeads * kTileQ * 4; }
+  int64_t prologueOffset() const {
+    return groupsOffset() + consumers() * groupBytes();
+  }
+  int64_t prologueBarsOffset() const {
+    return prologueOffset() + 2 * prologueSlotBytes();
+  }
+  int64_t prologueBytes() const {
+    return prologueHeads ? 2 * prologueSlotBytes() + 16 : 0;
+  }
 
   /// Query tokens per tile.
   int64_t tileQ() const { return tensorMemory ? kTmemTile : kTileQ; }
@@ -200,7 +214,7 @@ struct AttentionGradLayout {
   int64_t groupsOffset() const { return stagesOffset() + stages * stageBytes(); }
   /// sm_100a: where tcgen05.alloc writes the tensor memory's address.
   int64_t tmemSlotOffset() const {
-    return groupsOffset() + consumers() * groupBytes();
+    return groupsOffset() + consumers() * groupBytes() + prologueBytes();
   }
   int64_t sharedMemoryBytes() const {
     return tmemSlotOffset() + (tensorMemory ? 16 : 0) + kAlignment;
@@ -240,6 +254,11 @@ struct AttentionGradShape {
   Type elem;
   bool jagged = false;
   int64_t headDim = 0, valueDim = 0, kvLen = 0;
+  /// The RMSNorm-gradient prologue (gdpa_grad's rms_norm_grad): the row
+  /// sums over the H x Dv of a token cross a cluster of the H heads' CTAs;
+  /// `heads` is H (ShapedType::kDynamic where not static).
+  bool rmsPrologue = false;
+  int64_t heads = 0;
 };
 
 /// Empty when `target` has an attention backward kernel for `s`, else why

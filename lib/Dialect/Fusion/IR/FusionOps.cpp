@@ -495,6 +495,45 @@ LogicalResult GDPAGradOp::verify() {
       failed(checkShapeIfPresent(*this, "residual", getResidual(), s->query,
                                  " (the shape of query)")))
     return failure();
+  if (getGradResidual()) {
+    if (getResidual())
+      return emitOpError("expected grad_residual or a residual operand, not "
+                         "both (grad_residual adds the output gradient)");
+    if (!sameDim(s->valueDim, s->headDim))
+      return emitOpError() << "expected value with head dimension "
+                           << s->headDim
+                           << " (the query's, for grad_residual), but got "
+                           << s->valueDim;
+  }
+  if (static_cast<bool>(getRmsInput()) != static_cast<bool>(getRmsRstd()))
+    return emitOpError("expected rms_norm_grad's input and rstd both or "
+                       "neither, but got only its ")
+           << (getRmsInput() ? "input" : "rstd");
+  int64_t heads = s->query[s->query.size() - 2];
+  int64_t hd = ShapedType::isDynamic(heads) || ShapedType::isDynamic(s->valueDim)
+                   ? ShapedType::kDynamic
+                   : heads * s->valueDim;
+  if (!hasRmsPrologue()) {
+    if (getRmsWeight())
+      return emitOpError("expected rms_weight only with rms_norm_grad");
+  } else if (failed(checkShape(*this, "rms_norm_grad input", getRmsInput(),
+                               s->output(), " (the shape of grad)")) ||
+             failed(checkShape(*this, "rms_norm_grad rstd", getRmsRstd(),
+                               s->tokens(), " (one per query token)")) ||
+             failed(checkShapeIfPresent(*this, "rms_weight", getRmsWeight(),
+                                        {hd}, " (H * Dv of grad)"))) {
+    return failure();
+  }
+  unsigned expected = getRmsWeight() ? 1 : 0;
+  if (getParamGrads().size() != expected)
+    return emitOpError() << "expected " << expected
+                         << " parameter gradient results (one with "
+                            "rms_weight), but got "
+                         << getParamGrads().size();
+  if (expected &&
+      failed(checkShape(*this, "rms_weight gradient", getParamGrads()[0], {hd},
+                        " (H * Dv of grad)")))
+    return failure();
   return success();
 }
 

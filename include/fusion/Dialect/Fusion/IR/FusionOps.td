@@ -400,21 +400,66 @@ def Fusion_GDPAGradOp : Fusion_Op<"gdpa_grad",
         -> tensor<2048x2x128xbf16>, tensor<8x128x2x128xbf16>,
            tensor<8x128x2x128xbf16>
     ```
+
+    With `rms_norm_grad(%x, %rstd)`, an RMSNorm gradient prologue: `grad` is
+    the gradient of `rms_norm(x)` over the H * Dv values of each token (with
+    the weight `rms_weight` [H * Dv] if given, and the saved `rstd`, one f32
+    per token), and the output gradient the formulas above read is
+
+        g      = grad * rms_weight,  x_hat = x * rstd       (per token)
+        do     = rstd * (g - x_hat * mean_{H * Dv}(g * x_hat))
+
+    (`fusion.rms_norm_grad`'s dx); with `rms_weight` the op has one more
+    result, its gradient sum_tokens grad * x_hat (f32, [H * Dv]).
+    `grad_residual` adds that `do` to `dq` (as `residual(%do)` would, for the
+    block `h = gdpa(x, k, v) + x` whose `h` is normed; D = Dv). The passes
+    fold a `fusion.rms_norm_grad` feeding a gdpa_grad into it where the
+    target has the kernel (fusion-plan-kernels).
+
+    Example (the Kunlun block's backward between its norms):
+    ```mlir
+    %dq, %dk, %dv, %drw = fusion.gdpa_grad %dout, %lnq, %k, %v
+        rms_norm_grad(%h, %rstd : tensor<8x512x2x128xbf16>, tensor<8x512xf32>)
+        rms_weight(%w : tensor<256xbf16>)
+        {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32,
+         grad_residual}
+        : tensor<8x512x2x128xbf16>, tensor<8x512x2x128xbf16>,
+          tensor<8x128x2x128xbf16>, tensor<8x128x2x128xbf16>
+        -> tensor<8x512x2x128xbf16>, tensor<8x128x2x128xbf16>,
+           tensor<8x128x2x128xbf16>, tensor<256xf32>
+    ```
   }];
   let arguments = (ins Fusion_FloatTensor:$grad, Fusion_FloatTensor:$query,
                        Fusion_FloatTensor:$key, Fusion_FloatTensor:$value,
                        Optional<Fusion_OffsetsTensor>:$offsets,
                        Optional<Fusion_FloatTensor>:$residual,
-                       Fusion_ActivationAttr:$activation, F32Attr:$scale);
+                       Optional<Fusion_FloatTensor>:$rms_input,
+                       Optional<Fusion_F32Tensor>:$rms_rstd,
+                       Optional<Fusion_FloatTensor>:$rms_weight,
+                       Fusion_ActivationAttr:$activation, F32Attr:$scale,
+                       UnitAttr:$grad_residual);
   let results = (outs Fusion_FloatTensor:$query_grad,
                       Fusion_FloatTensor:$key_grad,
-                      Fusion_FloatTensor:$value_grad);
+                      Fusion_FloatTensor:$value_grad,
+                      Variadic<Fusion_F32Tensor>:$param_grads);
   let assemblyFormat = [{
     $grad `,` $query `,` $key `,` $value
     (`offsets` `(` $offsets^ `:` type($offsets) `)`)?
-    (`residual` `(` $residual^ `:` type($residual) `)`)? attr-dict
+    (`residual` `(` $residual^ `:` type($residual) `)`)?
+    (`rms_norm_grad` `(` $rms_input^ `,` $rms_rstd `:` type($rms_input) `,`
+       type($rms_rstd) `)`)?
+    (`rms_weight` `(` $rms_weight^ `:` type($rms_weight) `)`)? attr-dict
     `:` type($grad) `,` type($query) `,` type($key) `,` type($value)
     `->` type($query_grad) `,` type($key_grad) `,` type($value_grad)
+    (`,` type($param_grads)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// Whether the op computes its output gradient from an RMSNorm's.
+    bool hasRmsPrologue() { return static_cast<bool>(getRmsInput()); }
+    /// The gradient of rms_weight, or null.
+    Value getRmsWeightGrad() {
+      return getParamGrads().empty() ? Value() : getParamGrads()[0];
+    }
   }];
   let hasVerifier = 1;
 }
