@@ -231,14 +231,22 @@ std::string mlir::fusion::describeAttentionGradLayout(const TargetInfo &target,
         target.chip, kvLen, l.kvTile, l.tileQ(), l.tmemColumns(),
         target.tensorMemoryColumns, l.stages, l.stages == 1 ? "" : "s",
         l.sharedMemoryBytes(), target.smemPerBlockOptin);
+  std::string prologue =
+      l.prologueHeads
+          ? std::string(llvm::formatv(
+                "; the RMSNorm gradient of dO in three producer warps, its "
+                "row sums across a cluster of {0} head CTA{1} (one tile of x "
+                "beside the stages); a persistent grid of min(B, co-resident "
+                "clusters) clusters",
+                l.prologueHeads, l.prologueHeads == 1 ? "" : "s"))
+          : std::string("; a persistent grid of min(units, SMs) CTAs");
   return llvm::formatv(
       "attention backward kernel on {0}: units (batch, head) with K, V whole "
       "in shared memory (L_kv {1} padded to {2}), {3} consumer warpgroup{4} "
       "of {5} keys (dK, dV in registers over the unit's query tiles of {6} "
       "tokens, dQ through dS in shared memory); {7} stage{8} of Q, dO: {9} "
-      "bytes of shared memory of {10}; a persistent grid of min(units, SMs) "
-      "CTAs",
+      "bytes of shared memory of {10}{11}",
       target.chip, kvLen, l.kvTile, l.consumers(), l.consumers() == 1 ? "" : "s",
       l.kGroupKeys, l.kTileQ, l.stages, l.stages == 1 ? "" : "s",
-      l.sharedMemoryBytes(), target.smemPerBlockOptin);
+      l.sharedMemoryBytes(), target.smemPerBlockOptin, prologue);
 }

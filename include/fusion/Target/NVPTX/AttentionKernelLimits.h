@@ -171,18 +171,24 @@ struct AttentionGradLayout {
   /// sm_100a: the tcgen05 kernel's layout (above).
   bool tensorMemory = false;
   /// The RMSNorm-gradient prologue's cluster of `heads` CTAs (0: no
-  /// prologue): its row-sum slots, [2 tile parities][heads][64] f32, and
-  /// their 2 barriers, after the groups.
+  /// prologue): after the groups, its row-sum slots, [2 tile parities]
+  /// [heads][64] f32, then one tile of x [64 tokens, Dv] (64-column blocks,
+  /// 128-byte swizzled, as the stage's dO).
   int64_t prologueHeads = 0;
   int64_t prologueSlotBytes() const { return prologueHeads * kTileQ * 4; }
   int64_t prologueOffset() const {
     return groupsOffset() + consumers() * groupBytes();
   }
-  int64_t prologueBarsOffset() const {
+  int64_t prologueInputOffset() const {
     return prologueOffset() + 2 * prologueSlotBytes();
   }
+  /// The tile's rstd, [64] f32, after x.
+  int64_t prologueRstdOffset() const {
+    return prologueInputOffset() + kTileQ * valueDim * 2;
+  }
   int64_t prologueBytes() const {
-    return prologueHeads ? 2 * prologueSlotBytes() + 16 : 0;
+    return prologueHeads ? 2 * prologueSlotBytes() + kTileQ * valueDim * 2 + kTileQ * 4
+                         : 0;
   }
 
   /// Query tokens per tile.

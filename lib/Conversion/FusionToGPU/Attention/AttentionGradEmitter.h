@@ -14,6 +14,7 @@
 #include "AttentionGradKernel.h"
 #include "AttentionSpec.h"
 
+#include "../Common/RowExchange.h"
 #include "../Common/TmaPipeline.h"
 
 namespace mlir::fusion {
@@ -34,6 +35,14 @@ private:
   /// With a residual, the kernel's last argument: the residual viewed flat.
   Value residualArg() { return func.getArguments().back(); }
   Value map(Arg a) { return maps[static_cast<unsigned>(a)]; }
+  /// The RMSNorm-gradient prologue's arguments (AttentionGradPrologueArg),
+  /// after the others.
+  Value prologueArg(AttentionGradPrologueArg a) {
+    int64_t first = s.jagged ? kAttentionGradJaggedArgs : kAttentionGradDenseArgs;
+    if (s.residual && !s.gradResidual)
+      ++first;
+    return func.getArgument(first + static_cast<unsigned>(a));
+  }
 
   /// Byte offsets from the aligned base: K's block [64 keys, 64] of key
   /// block r and column block c; V's; stage `stage`'s Q and dO blocks; group
@@ -191,6 +200,32 @@ private:
   void roles();
   void producer();
   void consumer();
+  /// Consumers: wait until the stage of position `pos` holds the tile the
+  /// MMAs read (with the prologue: its dO turned into dh).
+  void waitTile(Value stage, Value pos) {
+    if (s.rmsPrologue)
+      wait(ready, stage, ring.parityOf(*this, pos));
+    else
+      ring.waitFull(*this, stage, pos);
+  }
+
+  // The RMSNorm-gradient prologue (AttentionGradPrologue.cpp).
+  /// Named barrier over the prologue's warps.
+  static constexpr int64_t kPrologueBarrier = 4;
+  /// The ready barriers and the row exchange of the cluster of H, set up by
+  /// every thread (initialized by `leader`).
+  void initPrologue(Value leader);
+  /// Warps 1-3 of the producer warpgroup, per tile of each unit: once the
+  /// stage's dO (the norm's output gradient dy) has arrived, g = dy w and
+  /// the row sums sum(g x) over the token's H x Dv (this head's Dv, then
+  /// the cluster's), dh = rstd g - x rstd^3 sum / (H Dv) rounded into the
+  /// stage in place of dy; then the stage is ready for the consumers. With
+  /// a weight, dw's per-column sums of dy x rstd, one partial row per warp.
+  void prologue();
+  /// Thread 0 of the producer: once the prologue released it (x ring
+  /// position `xPos`), tile `row` of (batch, head)'s x into its buffer.
+  void loadPrologueInput(Value batch, Value head, Value row, Value xPos);
+
   /// Jagged: the first `rows` rows of the staging block [64 tokens, 64]
   /// (128-byte swizzled) to dq's rows `row`, ... of `head`, columns
   /// `column` + [0, 64), 16 bytes a thread of the group.
@@ -245,9 +280,13 @@ private:
   gpu::GPUFuncOp func;
   const TargetInfo &target;
   RegisterBudget regs;
-  TmaRing ring, kvRing;
+  TmaRing ring, kvRing, xRing;
   SmallVector<Value> maps;
   Value operandMap, heads, qTiles, units, wg, tid;
+  /// The prologue: ready[s] (stage s holds dh, the consumers may start),
+  /// the row exchange and the CTA's rank in the cluster (its head).
+  Value ready, rank;
+  std::optional<RowExchange> exchange;
   /// sm_100a: S^T and dP^T computed, P^T and dS^T written, dQ computed,
   /// dQ read.
   Value sFull, pFull, dqFull, dqEmpty;

@@ -18,6 +18,7 @@
 
 #include "../Common/TmaPipeline.h"
 #include "../KernelFamily.h"
+#include "../Rows/RowSpec.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -135,24 +136,119 @@ public:
       operands.push_back(offsets);
       operands.push_back(flat(op.getQueryGrad()));
     }
-    if (spec.residual)
+    if (spec.residual && !spec.gradResidual)
       operands.push_back(flat(op.getResidual()));
+    Type i32 = b.getI32Type();
+    Value smem = arith::ConstantOp::create(
+        b, b.getI32IntegerAttr(static_cast<int32_t>(spec.sharedMemoryBytes())));
+    if (spec.rmsPrologue) {
+      lowerWithPrologue(host, op, spec, kernel, kernelName, operands, batch, smem,
+                        descriptor, mapsIf, anyTile);
+      return;
+    }
     // Persistent: min(units, SMs) CTAs, at least one.
     func::FuncOp smCount = host.getRuntimeFunction("fusionrtMultiprocessorCount",
-                                                   b.getFunctionType({}, {b.getI32Type()}));
+                                                   b.getFunctionType({}, {i32}));
     Value slots = func::CallOp::create(b, smCount, ValueRange{}).getResult(0);
     Value grid = arith::MaxUIOp::create(
         b,
         arith::MinUIOp::create(
             b, units, arith::IndexCastOp::create(b, b.getIndexType(), slots)),
         idx(1));
-    Value smem = arith::ConstantOp::create(
-        b, b.getI32IntegerAttr(static_cast<int32_t>(spec.sharedMemoryBytes())));
     auto launch = gpu::LaunchFuncOp::create(
         b, kernel, {grid, idx(1), idx(1)}, {idx(spec.threads()), idx(1), idx(1)},
         smem, operands, gpu::AsyncTokenType::get(ctx),
         ValueRange{host.chain.current()});
     host.chain.advance(launch.getAsyncToken());
+  }
+
+private:
+  /// With the RMSNorm-gradient prologue: clusters of the H heads' CTAs,
+  /// min(B, co-resident clusters) of them (at least one), x's map and
+  /// flat views, and with a weight the partial rows of its gradient
+  /// ([clusters x 3][H x Dv] f32, pooled) summed by the norm gradients'
+  /// reduction kernel after the launch.
+  void lowerWithPrologue(HostLowering &host, GDPAGradOp op, const Spec &spec,
+                         gpu::GPUFuncOp kernel, StringRef kernelName,
+                         SmallVector<Value> &operands, Value batch, Value smem,
+                         function_ref<Value(Value)> descriptor,
+                         function_ref<ValueRange(Value, ArrayRef<Value>)> mapsIf,
+                         Value anyTile) const {
+    ImplicitLocOpBuilder &b = host.b;
+    MLIRContext *ctx = b.getContext();
+    auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
+    Type i32 = b.getI32Type();
+    auto i32Const = [&](int64_t v) {
+      return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
+    };
+    auto flatF = [&](Value v) -> Value {
+      Value buffer = host.dynamicMemref(v);
+      Value count = idx(1);
+      for (int64_t d = 0, rank = cast<MemRefType>(buffer.getType()).getRank(); d < rank;
+           ++d)
+        count = arith::MulIOp::create(b, count, memref::DimOp::create(b, buffer, d));
+      Type elem = cast<MemRefType>(buffer.getType()).getElementType();
+      return memref::ReinterpretCastOp::create(
+          b, MemRefType::get({ShapedType::kDynamic}, elem), buffer,
+          OpFoldResult(b.getIndexAttr(0)), ArrayRef<OpFoldResult>{count},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    };
+    const int64_t heads = spec.prologueHeads;
+    const int64_t width = heads * spec.valueDim;
+    func::FuncOp maxClusters = host.getRuntimeFunction(
+        "fusionrtMaxActiveClusters",
+        b.getFunctionType({LLVM::LLVMPointerType::get(ctx), i32, i32, i32}, {i32}));
+    Value slots = func::CallOp::create(
+                      b, maxClusters,
+                      ValueRange{host.getKernelName(kernelName), i32Const(heads),
+                                 i32Const(spec.threads()), smem})
+                      .getResult(0);
+    Value clusters = arith::MaxUIOp::create(
+        b,
+        arith::MinUIOp::create(
+            b, batch, arith::IndexCastOp::create(b, b.getIndexType(), slots)),
+        idx(1));
+    operands.push_back(flatF(op.getRmsInput()));
+    operands.push_back(flatF(op.getRmsRstd()));
+    operands.push_back(mapsIf(anyTile, {op.getRmsInput()})[0]);
+    Value partials;
+    if (spec.rmsWeightType) {
+      operands.push_back(flatF(op.getRmsWeight()));
+      Value rows = arith::MulIOp::create(b, clusters, idx(Spec::kPrologueWarps));
+      partials = host.chain.alloc(
+          MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
+          {arith::MulIOp::create(b, rows, idx(width))});
+      operands.push_back(partials);
+    }
+    Value grid = arith::MulIOp::create(b, clusters, idx(heads));
+    std::optional<gpu::KernelDim3> cluster;
+    if (heads > 1)
+      cluster = gpu::KernelDim3{idx(heads), idx(1), idx(1)};
+    auto launch = gpu::LaunchFuncOp::create(
+        b, kernel, {grid, idx(1), idx(1)}, {idx(spec.threads()), idx(1), idx(1)},
+        smem, operands, gpu::AsyncTokenType::get(ctx),
+        ValueRange{host.chain.current()}, cluster);
+    host.chain.advance(launch.getAsyncToken());
+    if (!partials)
+      return;
+    RowKernelSpec sum;
+    sum.kind = RowOpKind::RMSNormGrad;
+    sum.elem = spec.elemType;
+    sum.n = width;
+    sum.weightGrad = true;
+    gpu::GPUFuncOp reduce = buildParamGradReduceKernel(
+        b, b.getLoc(), host.kernels, (kernelName + "_params").str(), sum);
+    Value rows = arith::MulIOp::create(b, clusters, idx(Spec::kPrologueWarps));
+    SmallVector<Value> reduceOperands{partials, flatF(op.getRmsWeightGrad()), rows};
+    int64_t columnBlocks = llvm::divideCeil(width, RowKernelSpec::kReduceColumns);
+    auto sumLaunch = gpu::LaunchFuncOp::create(
+        b, reduce, {idx(columnBlocks), idx(1), idx(1)},
+        {idx(32 * RowKernelSpec::kReduceWarps), idx(1), idx(1)},
+        i32Const(RowKernelSpec::kReduceWarps * RowKernelSpec::kReduceColumns * 4 + 16),
+        reduceOperands, gpu::AsyncTokenType::get(ctx),
+        ValueRange{host.chain.current()});
+    host.chain.advance(sumLaunch.getAsyncToken());
+    host.chain.free(partials);
   }
 };
 

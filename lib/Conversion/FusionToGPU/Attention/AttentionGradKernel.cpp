@@ -119,6 +119,8 @@ void AttentionGradEmitter::emit() {
   kvRing.init(*this, releases, leader);
   if (s.tensorMemory)
     initTensorMemoryBarriers(leader);
+  if (s.rmsPrologue)
+    initPrologue(leader);
   // Without units the maps are null; without query tiles, those of q, do
   // and dq (AttentionGradFamily.cpp).
   Value anyUnit = both(leader, ult(idx(0), units));
@@ -135,13 +137,47 @@ void AttentionGradEmitter::emit() {
     return;
   }
   gpu::BarrierOp::create(b);
+  const bool cluster = s.rmsPrologue && s.prologueHeads > 1;
+  if (cluster) {
+    // No peer may st.async into this CTA's slots before its barriers exist.
+    ifThen(leader, [&] { NVVM::FenceMbarrierInitOp::create(b); });
+    NVVM::ClusterArriveOp::create(b, b.getUnitAttr());
+    NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
+  }
   roles();
+  if (cluster) {
+    // No CTA leaves while a peer may still read or write its shared memory.
+    NVVM::ClusterArriveOp::create(b, b.getUnitAttr());
+    NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
+  }
   gpu::ReturnOp::create(b);
 }
 
 void AttentionGradEmitter::roles() {
-  warpgroupRoles(wg, tid, regs.producer, regs.consumer, [&] { producer(); },
-                 [&] { consumer(); });
+  if (!s.rmsPrologue) {
+    warpgroupRoles(wg, tid, regs.producer, regs.consumer, [&] { producer(); },
+                   [&] { consumer(); });
+    return;
+  }
+  // With the prologue: the producer warpgroup's thread 0 issues the loads,
+  // its warps 1-3 run the prologue.
+  auto setMaxRegisters = [&](int64_t count, NVVM::SetMaxRegisterAction a) {
+    NVVM::SetMaxRegisterOp::create(b, b.getI32IntegerAttr(count),
+                                   NVVM::SetMaxRegisterActionAttr::get(ctx, a));
+  };
+  scf::IfOp::create(
+      b, eq(wg, 0),
+      [&](OpBuilder &, Location) {
+        setMaxRegisters(regs.producer, NVVM::SetMaxRegisterAction::decrease);
+        ifThen(eq(tid, 0), [&] { producer(); });
+        ifThen(ult(idx(31), tid), [&] { prologue(); });
+        scf::YieldOp::create(b);
+      },
+      [&](OpBuilder &, Location) {
+        setMaxRegisters(regs.consumer, NVVM::SetMaxRegisterAction::increase);
+        consumer();
+        scf::YieldOp::create(b);
+      });
 }
 
 /// Thread 0: per unit K and V, then its query tiles' Q and dO.
@@ -154,8 +190,11 @@ void AttentionGradEmitter::producer() {
   };
   const int64_t dBlocks = s.headDim / 64, dvBlocks = s.valueDim / 64;
   Value zero = idx(0);
-  unitLoop({idx(0), idx(0)}, [&](Value batch, Value head, const UnitTokens &tokens,
-                                  ValueRange iters) {
+  SmallVector<Value> inits = {idx(0), idx(0)};
+  if (s.rmsPrologue)
+    inits.push_back(idx(0)); // the x ring's position
+  unitLoop(inits, [&](Value batch, Value head, const UnitTokens &tokens,
+                      ValueRange iters) {
     Value pos = iters[0], kvPos = iters[1];
     kvRing.acquire(*this, zero, kvPos);
     nvgpu::MBarrierArriveExpectTxOp::create(b, kvRing.full,
@@ -169,8 +208,11 @@ void AttentionGradEmitter::producer() {
         load(map(Arg::TmaV), kvRing.full, zero, vBlock(idx(r), e), 64 * e, head,
              idx(64 * r), batch);
     }
+    SmallVector<Value> tileInits = {pos};
+    if (s.rmsPrologue)
+      tileInits.push_back(iters[2]);
     ValueRange after = forLoop(
-        idx(0), tokens.tiles, idx(1), ValueRange{pos}, [&](Value t, ValueRange it) {
+        idx(0), tokens.tiles, idx(1), tileInits, [&](Value t, ValueRange it) {
           Value p = it[0];
           Value stage = ring.stageOf(*this, p);
           ring.acquire(*this, stage, p);
@@ -192,9 +234,15 @@ void AttentionGradEmitter::producer() {
                    add(base, idx(s.qBytes() + doHalf + e * Spec::kBlockBytes)), 64 * e,
                    head, row, tokens.batchCoord);
           }
-          return SmallVector<Value>{ring.nextPos(*this, p)};
+          if (!s.rmsPrologue)
+            return SmallVector<Value>{ring.nextPos(*this, p)};
+          loadPrologueInput(tokens.batchCoord, head, first, it[1]);
+          return SmallVector<Value>{ring.nextPos(*this, p), xRing.nextPos(*this, it[1])};
         });
-    return SmallVector<Value>{after[0], kvRing.nextPos(*this, kvPos)};
+    SmallVector<Value> next = {after[0], kvRing.nextPos(*this, kvPos)};
+    if (s.rmsPrologue)
+      next.push_back(after[1]);
+    return next;
   });
 }
 
@@ -235,7 +283,7 @@ void AttentionGradEmitter::consumer() {
         idx(0), tokens.tiles, idx(1), inits, [&](Value t, ValueRange it) {
           Value p = it[0], tileCount = it[1], dV = it[2], dK = it[3];
           Value stage = ring.stageOf(*this, p);
-          ring.waitFull(*this, stage, p);
+          waitTile(stage, p);
           Value base = stageBase(stage);
           Value kv = opaqueZero();
           // The tile's first token (dense: built below, where the dQ store
@@ -636,8 +684,18 @@ gpu::GPUFuncOp mlir::fusion::buildAttentionGradKernel(
     types.push_back(MemRefType::get({ShapedType::kDynamic}, s.offsetsType));
     types.push_back(MemRefType::get({ShapedType::kDynamic}, s.elemType));
   }
-  if (s.residual)
+  if (s.residual && !s.gradResidual)
     types.push_back(MemRefType::get({ShapedType::kDynamic}, s.elemType));
+  if (s.rmsPrologue) {
+    // AttentionGradPrologueArg's order.
+    types.push_back(MemRefType::get({ShapedType::kDynamic}, s.elemType));
+    types.push_back(MemRefType::get({ShapedType::kDynamic}, builder.getF32Type()));
+    types.push_back(ptr);
+    if (s.rmsWeightType) {
+      types.push_back(MemRefType::get({ShapedType::kDynamic}, s.rmsWeightType));
+      types.push_back(MemRefType::get({ShapedType::kDynamic}, builder.getF32Type()));
+    }
+  }
   if (s.tensorMemory) {
     // 256 threads, one CTA per SM (the tensor memory's 512 columns and the
     // shared memory are the SM's): up to 255 registers each, no setmaxnreg,
@@ -655,7 +713,7 @@ gpu::GPUFuncOp mlir::fusion::buildAttentionGradKernel(
       engine->registerBudget(s.threads(), s.consumers(), /*producerWorks=*/false);
   // The producer thread only issues TMA: setmaxnreg's least (24) leaves the
   // consumers 8 more registers each (dK and dV take (D + Dv) / 2).
-  regs.producer = 24;
+  regs.producer = s.rmsPrologue ? Spec::kPrologueRegisters : 24;
   regs.consumer = std::min<int64_t>(
       256, (s.threads() * regs.launch - 128 * regs.producer) / (128 * s.consumers()) / 8 * 8);
   gpu::GPUFuncOp func =

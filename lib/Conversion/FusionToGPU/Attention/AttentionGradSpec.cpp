@@ -27,6 +27,8 @@ mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target
       {"key_grad", op.getKeyGrad()},    {"value_grad", op.getValueGrad()}};
   if (Value residual = op.getResidual())
     operands.push_back({"residual", residual});
+  if (Value x = op.getRmsInput())
+    operands.push_back({"rms_norm_grad input", x});
   for (auto [name, v] : operands)
     if (elemOf(v) != elem)
       return fail(llvm::formatv("expected {0} of {1} (the query's element type), "
@@ -38,6 +40,8 @@ mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target
   AttentionGradShape shape{elem, static_cast<bool>(op.getOffsets()),
                            q.getShape().back(), v.getShape().back(),
                            k.getDimSize(1)};
+  shape.rmsPrologue = op.hasRmsPrologue();
+  shape.heads = q.getShape()[q.getRank() - 2];
   std::string why = whyNoAttentionGradKernel(target, shape);
   if (!why.empty())
     return fail(why);
@@ -55,11 +59,29 @@ mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target
   }
   // At most 209 KB (D = Dv = L_kv = 128, one stage 177 KB): the limits
   // above keep one stage inside every Hopper's 227 KB.
+  if (shape.rmsPrologue) {
+    s.rmsPrologue = true;
+    s.prologueHeads = shape.heads;
+    if (Value w = op.getRmsWeight())
+      s.rmsWeightType = elemOf(w);
+  }
   static_cast<AttentionGradLayout &>(s) = planAttentionGradLayout(target, s);
   if (Value residual = op.getResidual()) {
     s.residual = true;
     s.residualInStage = residual == op.getGrad() && s.headDim == s.valueDim &&
                         !s.tensorMemory;
+  }
+  if (op.getGradResidual()) {
+    // The stage's dO block is dO itself, or with the prologue the dh it
+    // becomes: dq += it (D = Dv, the verifier's).
+    if (s.tensorMemory)
+      return fail("expected sm_90a for grad_residual (the sm_100a backward "
+                  "reads its residual from global memory)");
+    if (s.jagged)
+      return fail("expected dense q for grad_residual (the jagged kernel "
+                  "copies a residual operand into the rows outside every "
+                  "sequence), but got jagged q (offsets)");
+    s.residual = s.residualInStage = s.gradResidual = true;
   }
   return s;
 }

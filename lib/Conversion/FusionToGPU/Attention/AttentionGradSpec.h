@@ -43,6 +43,25 @@ struct AttentionGradKernelSpec : AttentionGradLayout {
   /// memory. (sm_100a's MMA warp releases the stage with dQ's commit, before
   /// the epilogue reads dQ: global memory there.)
   bool residualInStage = false;
+  /// The RMSNorm-gradient prologue (gdpa_grad's rms_norm_grad, sm_90a,
+  /// dense): three warps of the producer warpgroup turn each stage's dO
+  /// (the norm's output gradient) into dh = rms_norm_grad(dO, x, rstd, w)
+  /// in place, the row sums over the H x Dv of a token crossing the cluster
+  /// of the H heads' CTAs (`prologueHeads` of the layout); with a weight,
+  /// its gradient from one partial row per prologue warp.
+  bool rmsPrologue = false;
+  /// The weight's element type, or null (no weight).
+  Type rmsWeightType;
+  /// dq += dh (grad_residual): the residual is the stage's dO block, as
+  /// residualInStage, and no residual argument is passed.
+  bool gradResidual = false;
+  /// The prologue's warps (warps 1-3 of the producer warpgroup; warp 0's
+  /// thread 0 issues the TMA loads).
+  static constexpr int64_t kPrologueWarps = 3;
+  static constexpr int64_t kPrologueThreads = 32 * kPrologueWarps;
+  /// The producer warpgroup's registers with the prologue (setmaxnreg),
+  /// which the consumers give up.
+  static constexpr int64_t kPrologueRegisters = 40;
 };
 
 /// The spec of `op` on `target`, or failure with `whyNot` (a message that
@@ -58,11 +77,16 @@ getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target,
 /// (memref<?xi32|i64>) and dq viewed flat (memref<?xelem>), for the rows of
 /// a sequence's last tile and the rows outside every sequence; last, with a
 /// residual, the residual viewed flat (memref<?xelem>, 16-byte aligned as
-/// every argument).
+/// every argument; not with grad_residual). With the RMSNorm-gradient
+/// prologue, then (AttentionGradPrologueArg): x flat (memref<?xelem>), rstd
+/// flat (memref<?xf32>), the 4-D tensor map of x (its tiles prefetched
+/// into L2), and with a weight the weight (memref<?xw>) and the partial rows
+/// of its gradient ([clusters x kPrologueWarps][H x Dv] f32).
 enum class AttentionGradArg {
   TmaDo, TmaQ, TmaK, TmaV, TmaDq, TmaDk, TmaDv, Batch, QueryLen, Heads,
   Offsets, DqFlat
 };
+enum class AttentionGradPrologueArg { Input, Rstd, TmaInput, Weight, Partials };
 constexpr int64_t kAttentionGradMaps = 7, kAttentionGradDenseArgs = 10,
                   kAttentionGradJaggedArgs = 12;
 
