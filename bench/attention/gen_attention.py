@@ -211,6 +211,44 @@ func.func @{name}({args}) -> ({q}, {k}, {v}) {{
 """
 
 
+# gdpa_grad with the RMSNorm-gradient prologue (the block's rms_norm_grad
+# folded in by fusion-plan-kernels): name: (heads, D = Dv, L_kv, activation,
+# scale, rms weight, grad_residual).
+PROLOGUE_GRADS = {
+    "gdpa_grad_rms_kunlun_h2": (2, 128, 128, "gelu_tanh", 1.0, True, True),
+    "gdpa_grad_rms_kunlun_h4": (4, 128, 128, "gelu_tanh", 1.0, True, True),
+    "gdpa_grad_rms_d64_h3": (3, 64, 100, "silu", 0.125, True, False),
+    "gdpa_grad_rms_one_head": (1, 64, 40, "identity", 0.125, False, True),
+}
+
+
+def prologue_grad_program(name, heads, d, kv, act, scale, weight, grad_residual):
+    q = f"tensor<?x?x{heads}x{d}xbf16>"
+    k = f"tensor<?x{kv}x{heads}x{d}xbf16>"
+    hd = heads * d
+    args = f"%dout: {q}, %q: {q}, %k: {k}, %v: {k}, %x: {q}, %rstd: tensor<?x?xf32>"
+    opts = f" rms_norm_grad(%x, %rstd : {q}, tensor<?x?xf32>)"
+    results, names = [q, k, k], ["%dq", "%dk", "%dv"]
+    if weight:
+        args += f", %w: tensor<{hd}xbf16>"
+        opts += f" rms_weight(%w : tensor<{hd}xbf16>)"
+        results.append(f"tensor<{hd}xf32>")
+        names.append("%dw")
+    attrs = f"activation = #fusion.activation<{act}>, scale = {scale!r} : f32"
+    if grad_residual:
+        attrs += ", grad_residual"
+    res = ", ".join(results)
+    return f"""// {name}: gdpa_grad of do = rms_norm_grad(d out, x, rstd{', w' if weight else ''}) over the H x D of a token{' (+ do added to dq)' if grad_residual else ''} (bench/attention/gen_attention.py)
+module attributes {{fusion.target = #fusion.target<"sm_90a">}} {{
+func.func @{name}({args}) -> ({res}) {{
+  {", ".join(names)} = fusion.gdpa_grad %dout, %q, %k, %v{opts} {{{attrs}}}
+      : {q}, {q}, {k}, {k} -> {res}
+  return {", ".join(names)} : {res}
+}}
+}}
+"""
+
+
 # The Kunlun PFFN attention block, written with unfused ops as in
 # test/Pipelines/attention-block-sm90a.mlir: name: (heads, D, L_kv).
 BLOCKS = {"block_kunlun_h2": (2, 128, 128), "block_kunlun_h4": (4, 128, 128),
@@ -517,6 +555,23 @@ def main():
         if odt:
             entry.update(jagged=True, offsets_dtype=odt)
         manifest.append(entry)
+    for name, (heads, d, kv, act, scale, weight, grad_residual) in PROLOGUE_GRADS.items():
+        with open(os.path.join(out, name + ".mlir"), "w") as f:
+            f.write(prologue_grad_program(name, heads, d, kv, act, scale, weight,
+                                          grad_residual))
+        sig = (f"dout: bf16[B,L,{heads},{d}]; q: bf16[B,L,{heads},{d}]; "
+               f"k: bf16[B,{kv},{heads},{d}]; v: bf16[B,{kv},{heads},{d}]; "
+               f"x: bf16[B,L,{heads},{d}]; rstd: f32[B,L]; ")
+        if weight:
+            sig += f"w: bf16[{heads * d}]; "
+        sig += (f"dq: bf16[B,L,{heads},{d}]; dk: bf16[B,{kv},{heads},{d}]; "
+                f"dv: bf16[B,{kv},{heads},{d}]")
+        if weight:
+            sig += f"; dw: f32[{heads * d}]"
+        manifest.append({"name": name, "grad": True, "rms_prologue": True,
+                         "rms_weight": weight, "grad_residual": grad_residual,
+                         "heads": heads, "d": d, "dv": d, "kv": kv, "activation": act,
+                         "scale": scale, "dtype": "bf16", "signature": sig})
     for name, (heads, d, kv) in BLOCKS.items():
         with open(os.path.join(out, name + ".mlir"), "w") as f:
             f.write(block_program(name, heads, d, kv))

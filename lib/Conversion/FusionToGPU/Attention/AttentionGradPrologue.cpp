@@ -199,7 +199,10 @@ void AttentionGradEmitter::prologue() {
                           .getShuffleResult());
                 Value acc0 = acc[0];
                 if (s.rmsWeightType) {
-                  Value rstd = memref::LoadOp::create(b, rstdTile, ValueRange{row});
+                  // A row past the tile (clamped onto row 63) adds nothing.
+                  Value rstd = arith::SelectOp::create(
+                      b, in, memref::LoadOp::create(b, rstdTile, ValueRange{row}),
+                      cstF32(0.0));
                   acc0 = math::FmaOp::create(b, arith::MulFOp::create(b, dy, x),
                                              splat(rstd), acc0);
                 }
