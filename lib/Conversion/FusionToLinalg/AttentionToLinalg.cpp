@@ -366,7 +366,8 @@ struct GDPALowering : OpRewritePattern<GDPAOp> {
 /// rounds its dh so (the rms_norm_grad's dx, of its dy's type here) before
 /// gdpa_grad reads it, and so does the GPU kernel before its MMAs: every use
 /// of do below (the contractions, and dq + do for grad_residual, like
-/// `residual(%dh)`) reads the rounded value.
+/// `residual(%dh)`) reads the rounded value. Without the prologue,
+/// grad_residual adds grad itself (do = grad), as `residual(%grad)` would.
 struct GDPAGradLowering : OpRewritePattern<GDPAGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(GDPAGradOp op,
@@ -382,9 +383,9 @@ struct GDPAGradLowering : OpRewritePattern<GDPAGradOp> {
                                   op.getRmsRstd(), op.getRmsWeight(),
                                   elementTypeOf(dout));
       dout = unflattenHeads(m, prologue.inputGrad, op.getGrad());
-      if (op.getGradResidual())
-        residual = dout;
     }
+    if (op.getGradResidual())
+      residual = dout;
     AttentionGrads g = buildAttentionGrad(
         m, dout, op.getQuery(), op.getKey(), op.getValue(), p,
         elementTypeOf(op.getQueryGrad()), elementTypeOf(op.getKeyGrad()),

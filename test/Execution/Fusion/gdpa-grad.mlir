@@ -6,7 +6,8 @@
 // jagged with tokens outside every sequence, bf16 rounded once); the
 // RMSNorm-gradient prologue against rms_norm_grad then gdpa_grad (dense bf16
 // with its weight and grad_residual, do rounded to bf16 as in the unfused
-// program; jagged f32 without a weight).
+// program; jagged f32 without a weight); grad_residual without the prologue
+// as residual(%do).
 // RUN: fusion-runner %s -e expected --compare=hand --atol=1e-5 --rtol=1e-5 | FileCheck %s
 // RUN: fusion-runner %s -e fd_silu --compare=analytic_silu --atol=1e-2 --rtol=1e-2 | FileCheck %s
 // RUN: fusion-runner %s -e fd_gelu --compare=analytic_gelu --atol=1e-2 --rtol=1e-2 | FileCheck %s
@@ -19,6 +20,7 @@
 // RUN: fusion-runner %s -e residual_f32_rounded --compare=residual_bf16 --atol=1e-6 --rtol=1e-6 | FileCheck %s
 // RUN: fusion-runner %s -e prologue_dense --compare=prologue_dense_unfused --atol=1e-6 --rtol=1e-6 | FileCheck %s
 // RUN: fusion-runner %s -e prologue_jagged --compare=prologue_jagged_unfused --atol=1e-5 --rtol=1e-5 | FileCheck %s
+// RUN: fusion-runner %s -e grad_residual --compare=grad_as_residual --atol=1e-6 --rtol=1e-6 | FileCheck %s
 // RUN: not fusion-runner %s -e prologue_dense --compare=prologue_dense_f32_dh --atol=1e-6 --rtol=1e-6 | FileCheck %s --check-prefix=FAIL
 // RUN: not fusion-runner %s -e residual_dense --compare=residual_dense_wrong --atol=1e-5 --rtol=1e-5 | FileCheck %s --check-prefix=FAIL
 // RUN: not fusion-runner %s -e fd_silu --compare=analytic_silu_wrong --atol=1e-2 --rtol=1e-2 | FileCheck %s --check-prefix=FAIL
@@ -498,4 +500,18 @@ func.func @prologue_jagged_unfused(%dy: tensor<16x2x4xf32>, %x: tensor<16x2x4xf3
   %dq, %dk, %dv = fusion.gdpa_grad %dh, %q, %k, %v offsets(%off : tensor<5xi32>) residual(%r : tensor<16x2x8xf32>) {activation = #fusion.activation<silu>, scale = 5.0e-01 : f32}
       : tensor<16x2x4xf32>, tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32> -> tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32>
   return %dq, %dk, %dv : tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32>
+}
+
+// grad_residual without the prologue adds grad itself: residual(%do).
+func.func @grad_residual(%do: tensor<2x6x2x8xbf16>, %q: tensor<2x6x2x8xbf16>, %k: tensor<2x8x2x8xbf16>, %v: tensor<2x8x2x8xbf16>)
+    -> (tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>) {
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 5.0e-01 : f32, grad_residual}
+      : tensor<2x6x2x8xbf16>, tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16> -> tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>
+  return %dq, %dk, %dv : tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>
+}
+func.func @grad_as_residual(%do: tensor<2x6x2x8xbf16>, %q: tensor<2x6x2x8xbf16>, %k: tensor<2x8x2x8xbf16>, %v: tensor<2x8x2x8xbf16>)
+    -> (tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>) {
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v residual(%do : tensor<2x6x2x8xbf16>) {activation = #fusion.activation<silu>, scale = 5.0e-01 : f32}
+      : tensor<2x6x2x8xbf16>, tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16> -> tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>
+  return %dq, %dk, %dv : tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>
 }

@@ -417,7 +417,8 @@ def Fusion_GDPAGradOp : Fusion_Op<"gdpa_grad",
     `rms_norm_grad` -> `tensor.expand_shape` -> `gdpa_grad` of one element
     type computes. `grad_residual` adds that rounded `do` to `dq` in f32
     before dq's rounding (as `residual(%do)` would, for the block
-    `h = gdpa(x, k, v) + x` whose `h` is normed; D = Dv). The passes
+    `h = gdpa(x, k, v) + x` whose `h` is normed; D = Dv; without the
+    prologue it adds `grad`, as `residual(%grad)` would). The passes
     fold a `fusion.rms_norm_grad` feeding a gdpa_grad into it where the
     target has the kernel (fusion-plan-kernels).
 
