@@ -478,7 +478,8 @@ bool attentionKernelTakes(GDPAOp gdpa, const TargetInfo &target) {
 }
 
 /// fusion.add(x, r) or fusion.add(r, x), where r is a fusion.gdpa's output
-/// or a fusion.gdpa_grad's query gradient used by that add alone and x has
+/// or a fusion.gdpa_grad's query gradient (of one that adds no residual yet,
+/// nor grad_residual) used by that add alone and x has
 /// r's type (no broadcast) and is defined before the op, becomes the op's
 /// `residual`: its output (dQ) epilogue adds x in f32 before rounding, one
 /// kernel instead of two (the block `h = gdpa(x, k, v) + x`, whose backward
@@ -496,7 +497,7 @@ void foldAttentionResiduals(ModuleOp module) {
       auto grad = dyn_cast_or_null<GDPAGradOp>(op);
       if ((!gdpa && !grad) || (grad && grad.getQueryGrad() != r) ||
           (gdpa ? static_cast<bool>(gdpa.getResidual())
-                : static_cast<bool>(grad.getResidual())) ||
+                : grad.getResidual() || grad.getGradResidual()) ||
           !r.hasOneUse() || x.getType() != r.getType() ||
           !dom.properlyDominates(x, op))
         continue;
