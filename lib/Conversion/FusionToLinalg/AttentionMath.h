@@ -1,8 +1,9 @@
 //===- AttentionMath.h - GDPA formulas on tensors ---------------*- C++ -*-===//
 //
 // The generalized dot-product attention of fusion.gdpa and its gradient,
-// written with TensorMath. Shared by the gdpa lowering and the
-// norm_attention lowering.
+// written with TensorMath, and the views between a token's heads and its
+// row of H * D values that the norms around attention need. Shared by the
+// gdpa lowering and the norm_attention lowering.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +41,14 @@ AttentionGrads buildAttentionGrad(TensorMath &m, Value dout, Value q, Value k,
                                   Value v, const AttentionParams &p,
                                   Type qElemType, Type kElemType,
                                   Type vElemType, Value residual = Value());
+
+/// `t` [..., H, D] viewed as rows [..., H * D] (tensor.collapse_shape): the
+/// norms around attention (norm_attention's, gdpa_grad's prologue) run over
+/// all heads of a token.
+Value flattenHeads(TensorMath &m, Value t);
+/// `flat` [..., H * D] expanded back to the shape of `like` [..., H, D]
+/// (with `flat`'s element type).
+Value unflattenHeads(TensorMath &m, Value flat, Value like);
 
 } // namespace mlir::fusion
 

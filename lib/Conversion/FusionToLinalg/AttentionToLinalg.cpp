@@ -10,6 +10,8 @@
 // and inserts the result into a zero-initialised output (so jagged tokens
 // past offsets[B] stay zero). gdpa_grad's dq with a residual starts from
 // the residual instead, and adds it to each batch's slice in f32.
+// gdpa_grad's RMSNorm-gradient prologue computes its output gradient first,
+// over all tokens at once (rows of H * Dv), before the batch loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -306,6 +308,35 @@ AttentionGrads mlir::fusion::buildAttentionGrad(TensorMath &m, Value dout,
 }
 
 //===----------------------------------------------------------------------===//
+// Heads <-> rows
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// [..., H, D] <-> [..., H * D].
+SmallVector<ReassociationIndices> headsReassociation(Value t) {
+  int64_t rank = cast<RankedTensorType>(t.getType()).getRank();
+  SmallVector<ReassociationIndices> r;
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    r.push_back({i});
+  r.push_back({rank - 2, rank - 1});
+  return r;
+}
+} // namespace
+
+Value mlir::fusion::flattenHeads(TensorMath &m, Value t) {
+  return tensor::CollapseShapeOp::create(m.builder(), m.getLoc(), t,
+                                         headsReassociation(t));
+}
+
+Value mlir::fusion::unflattenHeads(TensorMath &m, Value flat, Value like) {
+  auto likeType = cast<RankedTensorType>(like.getType());
+  auto type = RankedTensorType::get(
+      likeType.getShape(), cast<RankedTensorType>(flat.getType()).getElementType());
+  return tensor::ExpandShapeOp::create(m.builder(), m.getLoc(), type, flat,
+                                       headsReassociation(like), m.sizes(like));
+}
+
+//===----------------------------------------------------------------------===//
 // Patterns
 //===----------------------------------------------------------------------===//
 
@@ -328,7 +359,15 @@ struct GDPALowering : OpRewritePattern<GDPAOp> {
 };
 
 /// fusion.gdpa_grad -> per-batch recomputation of the scores, then dq (+ the
-/// residual), dk, dv.
+/// residual), dk, dv. With the RMSNorm-gradient prologue, the output
+/// gradient first: do = rms_norm_grad(grad, x, rstd, rms_weight) over the
+/// [..., H * Dv] rows (buildRMSNormGrad, as fusion.rms_norm_grad computes
+/// it), in f32 and rounded once to grad's element type. The unfused program
+/// rounds its dh so (the rms_norm_grad's dx, of its dy's type here) before
+/// gdpa_grad reads it, and so does the GPU kernel before its MMAs: every use
+/// of do below (the contractions, and dq + do for grad_residual, like
+/// `residual(%dh)`) reads the rounded value. Without the prologue,
+/// grad_residual adds grad itself (do = grad), as `residual(%grad)` would.
 struct GDPAGradLowering : OpRewritePattern<GDPAGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(GDPAGradOp op,
@@ -336,11 +375,25 @@ struct GDPAGradLowering : OpRewritePattern<GDPAGradOp> {
     TensorMath m(rewriter, op.getLoc());
     AttentionParams p{op.getActivation(), op.getScale().convertToDouble(),
                       op.getOffsets()};
+    Value dout = op.getGrad(), residual = op.getResidual();
+    NormGradResult prologue;
+    if (op.hasRmsPrologue()) {
+      prologue = buildRMSNormGrad(m, flattenHeads(m, dout),
+                                  flattenHeads(m, op.getRmsInput()),
+                                  op.getRmsRstd(), op.getRmsWeight(),
+                                  elementTypeOf(dout));
+      dout = unflattenHeads(m, prologue.inputGrad, op.getGrad());
+    }
+    if (op.getGradResidual())
+      residual = dout;
     AttentionGrads g = buildAttentionGrad(
-        m, op.getGrad(), op.getQuery(), op.getKey(), op.getValue(), p,
+        m, dout, op.getQuery(), op.getKey(), op.getValue(), p,
         elementTypeOf(op.getQueryGrad()), elementTypeOf(op.getKeyGrad()),
-        elementTypeOf(op.getValueGrad()), op.getResidual());
-    rewriter.replaceOp(op, {g.query, g.key, g.value});
+        elementTypeOf(op.getValueGrad()), residual);
+    SmallVector<Value> results = {g.query, g.key, g.value};
+    if (prologue.weightGrad)
+      results.push_back(prologue.weightGrad);
+    rewriter.replaceOp(op, results);
     return success();
   }
 };

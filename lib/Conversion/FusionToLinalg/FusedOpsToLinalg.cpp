@@ -146,31 +146,6 @@ struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
 // norm_attention
 //===----------------------------------------------------------------------===//
 
-/// [..., H, D] <-> [..., H * D]: both norms of norm_attention run over all
-/// heads of a token.
-SmallVector<ReassociationIndices> headsReassociation(Value t) {
-  int64_t rank = cast<RankedTensorType>(t.getType()).getRank();
-  SmallVector<ReassociationIndices> r;
-  for (int64_t i = 0; i + 2 < rank; ++i)
-    r.push_back({i});
-  r.push_back({rank - 2, rank - 1});
-  return r;
-}
-
-Value flattenHeads(TensorMath &m, Value t) {
-  return tensor::CollapseShapeOp::create(m.builder(), m.getLoc(), t,
-                                         headsReassociation(t));
-}
-
-/// Expands `flat` [..., H * D] back to the shape of `like` [..., H, D].
-Value unflattenHeads(TensorMath &m, Value flat, Value like) {
-  auto likeType = cast<RankedTensorType>(like.getType());
-  auto type = RankedTensorType::get(
-      likeType.getShape(), cast<RankedTensorType>(flat.getType()).getElementType());
-  return tensor::ExpandShapeOp::create(m.builder(), m.getLoc(), type, flat,
-                                       headsReassociation(like), m.sizes(like));
-}
-
 /// fusion.norm_attention -> layer_norm, gdpa, residual, rms_norm, residual,
 /// all in f32.
 struct NormAttentionLowering : OpRewritePattern<NormAttentionOp> {

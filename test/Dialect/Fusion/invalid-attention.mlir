@@ -291,6 +291,149 @@ func.func @gdpa_grad_residual_jagged(%q: tensor<64x2x16xf32>, %k: tensor<4x8x2x1
 
 // -----
 
+// grad_residual adds the output gradient to dq: not beside a residual.
+func.func @gdpa_grad_grad_residual_and_residual(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2x16xf32>) {
+  // expected-error @below {{expected grad_residual or a residual operand, not both (grad_residual adds the output gradient)}}
+  %dq, %dk, %dv = fusion.gdpa_grad %q, %q, %k, %k residual(%q : tensor<2x8x2x16xf32>)
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32, grad_residual}
+      : tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+      -> tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+  return
+}
+
+// -----
+
+// grad_residual adds do [.., Dv] to dq [.., D]: D = Dv.
+func.func @gdpa_grad_grad_residual_value_dim(%do: tensor<2x8x2x8xf32>, %q: tensor<2x8x2x16xf32>,
+                                             %k: tensor<2x4x2x16xf32>, %v: tensor<2x4x2x8xf32>) {
+  // expected-error @below {{expected value with head dimension 16 (the query's, for grad_residual), but got 8}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32, grad_residual}
+      : tensor<2x8x2x8xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x8xf32>
+      -> tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x8xf32>
+  return
+}
+
+// -----
+
+// The prologue's input without its rstd: the custom syntax takes both or
+// neither, so this is written in generic form (operandSegmentSizes: grad,
+// query, key, value, offsets, residual, rms_input, rms_rstd, rms_weight).
+func.func @gdpa_grad_rms_input_without_rstd(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2x16xf32>) {
+  // expected-error @below {{expected rms_norm_grad's input and rstd both or neither, but got only its input}}
+  %dq, %dk, %dv = "fusion.gdpa_grad"(%q, %q, %k, %k, %q)
+      <{activation = #fusion.activation<silu>, scale = 1.0 : f32,
+        operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 1, 0, 0>}>
+      : (tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>,
+         tensor<2x8x2x16xf32>)
+      -> (tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>)
+  return
+}
+
+// -----
+
+// rms_weight is the prologue's norm weight: only with rms_norm_grad.
+func.func @gdpa_grad_rms_weight_without_prologue(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2x16xf32>,
+                                                 %w: tensor<32xf32>) {
+  // expected-error @below {{expected rms_weight only with rms_norm_grad}}
+  %dq, %dk, %dv, %dw = fusion.gdpa_grad %q, %q, %k, %k rms_weight(%w : tensor<32xf32>)
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+      -> tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>, tensor<32xf32>
+  return
+}
+
+// -----
+
+// The prologue's rows have H * Dv values: H * Dv must fit in 64 bits, which
+// the element counts do not ensure when the batch is 0.
+func.func @gdpa_grad_rms_row_overflow(%do: tensor<0x8x4294967296x4294967296xf32>,
+                                      %q: tensor<0x8x4294967296x1xf32>,
+                                      %v: tensor<0x8x4294967296x4294967296xf32>,
+                                      %r: tensor<0x8xf32>) {
+  // expected-error @below {{expected heads x value head dimension (the rms_norm_grad row) to fit in 64 bits, but got 4294967296 x 4294967296}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %q, %v
+      rms_norm_grad(%do, %r : tensor<0x8x4294967296x4294967296xf32>, tensor<0x8xf32>)
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<0x8x4294967296x4294967296xf32>, tensor<0x8x4294967296x1xf32>,
+        tensor<0x8x4294967296x1xf32>, tensor<0x8x4294967296x4294967296xf32>
+      -> tensor<0x8x4294967296x1xf32>, tensor<0x8x4294967296x1xf32>, tensor<0x8x4294967296x4294967296xf32>
+  return
+}
+
+// -----
+
+// The prologue's input x has the shape of grad (the normed h, [.., H, Dv]).
+func.func @gdpa_grad_rms_input_shape(%do: tensor<2x8x2x8xf32>, %q: tensor<2x8x2x16xf32>,
+                                     %k: tensor<2x4x2x16xf32>, %v: tensor<2x4x2x8xf32>,
+                                     %r: tensor<2x8xf32>) {
+  // expected-error @below {{expected rms_norm_grad input of shape [2, 8, 2, 8] (the shape of grad), but got [2, 8, 2, 16]}}
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v
+      rms_norm_grad(%q, %r : tensor<2x8x2x16xf32>, tensor<2x8xf32>)
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<2x8x2x8xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x8xf32>
+      -> tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x8xf32>
+  return
+}
+
+// -----
+
+// The prologue's rstd has one value per query token.
+func.func @gdpa_grad_rms_rstd_shape(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2x16xf32>,
+                                    %r: tensor<2x8x2xf32>) {
+  // expected-error @below {{expected rms_norm_grad rstd of shape [2, 8] (one per query token), but got [2, 8, 2]}}
+  %dq, %dk, %dv = fusion.gdpa_grad %q, %q, %k, %k
+      rms_norm_grad(%q, %r : tensor<2x8x2x16xf32>, tensor<2x8x2xf32>)
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+      -> tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+  return
+}
+
+// -----
+
+// rms_weight has the H * Dv values of a token's row.
+func.func @gdpa_grad_rms_weight_shape(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2x16xf32>,
+                                      %r: tensor<2x8xf32>, %w: tensor<16xbf16>) {
+  // expected-error @below {{expected rms_weight of shape [32] (H * Dv of grad), but got [16]}}
+  %dq, %dk, %dv, %dw = fusion.gdpa_grad %q, %q, %k, %k
+      rms_norm_grad(%q, %r : tensor<2x8x2x16xf32>, tensor<2x8xf32>) rms_weight(%w : tensor<16xbf16>)
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+      -> tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>, tensor<32xf32>
+  return
+}
+
+// -----
+
+// With rms_weight, its gradient is one more result.
+func.func @gdpa_grad_rms_weight_grad_missing(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2x16xf32>,
+                                             %r: tensor<2x8xf32>, %w: tensor<32xbf16>) {
+  // expected-error @below {{expected 1 parameter gradient result(s) (d rms_weight with rms_weight), but got 0}}
+  %dq, %dk, %dv = fusion.gdpa_grad %q, %q, %k, %k
+      rms_norm_grad(%q, %r : tensor<2x8x2x16xf32>, tensor<2x8xf32>) rms_weight(%w : tensor<32xbf16>)
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+      -> tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+  return
+}
+
+// -----
+
+// d rms_weight is f32 [H * Dv], like rms_weight.
+func.func @gdpa_grad_rms_weight_grad_shape(%q: tensor<2x8x2x16xf32>, %k: tensor<2x4x2x16xf32>,
+                                           %r: tensor<2x8xf32>, %w: tensor<32xbf16>) {
+  // expected-error @below {{expected rms_weight gradient of shape [32] (H * Dv of grad), but got [16]}}
+  %dq, %dk, %dv, %dw = fusion.gdpa_grad %q, %q, %k, %k
+      rms_norm_grad(%q, %r : tensor<2x8x2x16xf32>, tensor<2x8xf32>) rms_weight(%w : tensor<32xbf16>)
+      {activation = #fusion.activation<silu>, scale = 1.0 : f32}
+      : tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>
+      -> tensor<2x8x2x16xf32>, tensor<2x4x2x16xf32>, tensor<2x4x2x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
 // H x D must fit in 64 bits (it sizes the norms of norm_attention); q's
 // element count overflows first, and every op checks that.
 func.func @gdpa_hidden_size_overflow(%q: tensor<1x8x4294967296x4294967296xf32>,

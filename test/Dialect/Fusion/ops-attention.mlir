@@ -3,7 +3,8 @@
 
 // Round trip of fusion.gdpa and fusion.gdpa_grad: every activation, dense and
 // jagged (offsets) layouts, i32 and i64 offsets, a value head dimension that
-// differs from the query's, and dynamic dimensions.
+// differs from the query's, dynamic dimensions, and gdpa_grad's
+// RMSNorm-gradient prologue (with and without its weight, grad_residual).
 
 // Dense gdpa, identity activation, bf16.
 // CHECK-LABEL: func.func @gdpa_identity
@@ -174,6 +175,49 @@ func.func @gdpa_grad_residual(%do: tensor<2x64x2x32xbf16>, %q: tensor<2x64x2x32x
       : tensor<100x2x32xbf16>, tensor<100x2x32xbf16>, tensor<2x16x2x32xbf16>, tensor<2x16x2x32xbf16>
       -> tensor<100x2x32xbf16>, tensor<2x16x2x32xbf16>, tensor<2x16x2x32xbf16>
   return %dq, %jdq : tensor<2x64x2x32xbf16>, tensor<100x2x32xbf16>
+}
+
+// gdpa_grad with the RMSNorm-gradient prologue and its weight (whose
+// gradient is a fourth result, f32 [H * Dv]), grad_residual.
+// CHECK-LABEL: func.func @gdpa_grad_rms_prologue
+// CHECK-SAME: (%[[DY:.*]]: tensor<2x64x2x32xbf16>, %[[Q:.*]]: tensor<2x64x2x32xbf16>, %[[K:.*]]: tensor<2x16x2x32xbf16>, %[[X:.*]]: tensor<2x64x2x32xbf16>, %[[R:.*]]: tensor<2x64xf32>, %[[W:.*]]: tensor<64xbf16>)
+func.func @gdpa_grad_rms_prologue(%dy: tensor<2x64x2x32xbf16>, %q: tensor<2x64x2x32xbf16>,
+                                  %k: tensor<2x16x2x32xbf16>, %x: tensor<2x64x2x32xbf16>,
+                                  %r: tensor<2x64xf32>, %w: tensor<64xbf16>)
+    -> (tensor<2x64x2x32xbf16>, tensor<64xf32>) {
+  // CHECK: %[[DQ:.*]], %{{.*}}, %{{.*}}, %[[DW:.*]] = fusion.gdpa_grad %[[DY]], %[[Q]], %[[K]], %[[K]]
+  // CHECK-SAME: rms_norm_grad(%[[X]], %[[R]] : tensor<2x64x2x32xbf16>, tensor<2x64xf32>) rms_weight(%[[W]] : tensor<64xbf16>)
+  // CHECK-SAME: {activation = #fusion.activation<gelu_tanh>, grad_residual, scale = 1.000000e+00 : f32}
+  // CHECK-SAME: -> tensor<2x64x2x32xbf16>, tensor<2x16x2x32xbf16>, tensor<2x16x2x32xbf16>, tensor<64xf32>
+  %dq, %dk, %dv, %dw = fusion.gdpa_grad %dy, %q, %k, %k
+      rms_norm_grad(%x, %r : tensor<2x64x2x32xbf16>, tensor<2x64xf32>)
+      rms_weight(%w : tensor<64xbf16>)
+      {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32, grad_residual}
+      : tensor<2x64x2x32xbf16>, tensor<2x64x2x32xbf16>, tensor<2x16x2x32xbf16>, tensor<2x16x2x32xbf16>
+      -> tensor<2x64x2x32xbf16>, tensor<2x16x2x32xbf16>, tensor<2x16x2x32xbf16>, tensor<64xf32>
+  // CHECK: return %[[DQ]], %[[DW]]
+  return %dq, %dw : tensor<2x64x2x32xbf16>, tensor<64xf32>
+}
+
+// The prologue without a weight (no fourth result), Dv != D, after a
+// residual; dynamic batch and length.
+// CHECK-LABEL: func.func @gdpa_grad_rms_prologue_weightless
+// CHECK-SAME: (%[[DY:.*]]: tensor<?x?x2x8xf32>, %[[Q:.*]]: tensor<?x?x2x16xf32>, %[[K:.*]]: tensor<?x4x2x16xf32>, %[[V:.*]]: tensor<?x4x2x8xf32>, %[[X:.*]]: tensor<?x?x2x8xf32>, %[[R:.*]]: tensor<?x?xf32>)
+func.func @gdpa_grad_rms_prologue_weightless(%dy: tensor<?x?x2x8xf32>, %q: tensor<?x?x2x16xf32>,
+                                             %k: tensor<?x4x2x16xf32>, %v: tensor<?x4x2x8xf32>,
+                                             %x: tensor<?x?x2x8xf32>, %r: tensor<?x?xf32>)
+    -> tensor<?x?x2x16xf32> {
+  // CHECK: fusion.gdpa_grad %[[DY]], %[[Q]], %[[K]], %[[V]] residual(%[[Q]] : tensor<?x?x2x16xf32>)
+  // CHECK-SAME: rms_norm_grad(%[[X]], %[[R]] : tensor<?x?x2x8xf32>, tensor<?x?xf32>)
+  // CHECK-NOT: rms_weight
+  // CHECK-SAME: {activation = #fusion.activation<silu>, scale = 1.250000e-01 : f32}
+  // CHECK-SAME: -> tensor<?x?x2x16xf32>, tensor<?x4x2x16xf32>, tensor<?x4x2x8xf32>{{$}}
+  %dq, %dk, %dv = fusion.gdpa_grad %dy, %q, %k, %v residual(%q : tensor<?x?x2x16xf32>)
+      rms_norm_grad(%x, %r : tensor<?x?x2x8xf32>, tensor<?x?xf32>)
+      {activation = #fusion.activation<silu>, scale = 0.125 : f32}
+      : tensor<?x?x2x8xf32>, tensor<?x?x2x16xf32>, tensor<?x4x2x16xf32>, tensor<?x4x2x8xf32>
+      -> tensor<?x?x2x16xf32>, tensor<?x4x2x16xf32>, tensor<?x4x2x8xf32>
+  return %dq : tensor<?x?x2x16xf32>
 }
 
 // gdpa_grad with dynamic dimensions, f16, identity.

@@ -3,7 +3,11 @@
 // directional derivatives of fusion.gdpa on random f32 inputs (dense and
 // jagged with an empty batch and a tail); jagged against dense; bf16; the
 // residual operand against a fusion.add of dq and the residual (dense,
-// jagged with tokens outside every sequence, bf16 rounded once).
+// jagged with tokens outside every sequence, bf16 rounded once); the
+// RMSNorm-gradient prologue against rms_norm_grad then gdpa_grad (dense bf16
+// with its weight and grad_residual, do rounded to bf16 as in the unfused
+// program; jagged f32 without a weight); grad_residual without the prologue
+// as residual(%do).
 // RUN: fusion-runner %s -e expected --compare=hand --atol=1e-5 --rtol=1e-5 | FileCheck %s
 // RUN: fusion-runner %s -e fd_silu --compare=analytic_silu --atol=1e-2 --rtol=1e-2 | FileCheck %s
 // RUN: fusion-runner %s -e fd_gelu --compare=analytic_gelu --atol=1e-2 --rtol=1e-2 | FileCheck %s
@@ -14,6 +18,10 @@
 // RUN: fusion-runner %s -e residual_dense --compare=added_dense --atol=1e-5 --rtol=1e-5 | FileCheck %s
 // RUN: fusion-runner %s -e residual_jagged --compare=added_jagged --atol=1e-5 --rtol=1e-5 | FileCheck %s
 // RUN: fusion-runner %s -e residual_f32_rounded --compare=residual_bf16 --atol=1e-6 --rtol=1e-6 | FileCheck %s
+// RUN: fusion-runner %s -e prologue_dense --compare=prologue_dense_unfused --atol=1e-6 --rtol=1e-6 | FileCheck %s
+// RUN: fusion-runner %s -e prologue_jagged --compare=prologue_jagged_unfused --atol=1e-5 --rtol=1e-5 | FileCheck %s
+// RUN: fusion-runner %s -e grad_residual --compare=grad_as_residual --atol=1e-6 --rtol=1e-6 | FileCheck %s
+// RUN: not fusion-runner %s -e prologue_dense --compare=prologue_dense_f32_dh --atol=1e-6 --rtol=1e-6 | FileCheck %s --check-prefix=FAIL
 // RUN: not fusion-runner %s -e residual_dense --compare=residual_dense_wrong --atol=1e-5 --rtol=1e-5 | FileCheck %s --check-prefix=FAIL
 // RUN: not fusion-runner %s -e fd_silu --compare=analytic_silu_wrong --atol=1e-2 --rtol=1e-2 | FileCheck %s --check-prefix=FAIL
 // CHECK: PASS
@@ -427,4 +435,83 @@ func.func @residual_bf16(%do: tensor<2x6x2x4xbf16>, %q: tensor<2x6x2x8xbf16>, %k
   %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v residual(%r : tensor<2x6x2x8xbf16>) {activation = #fusion.activation<gelu_tanh>, scale = 5.0e-01 : f32}
       : tensor<2x6x2x4xbf16>, tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x4xbf16> -> tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x4xbf16>
   return %dq : tensor<2x6x2x8xbf16>
+}
+
+// The RMSNorm-gradient prologue against its unfused composition,
+// rms_norm_grad over the [.., H * Dv] rows, expand_shape, gdpa_grad: bf16
+// with rms_weight and grad_residual (the composition's residual(%dh)), whose
+// do is rounded to bf16 before gdpa_grad reads it in both, so they agree
+// exactly; the composition with dh kept in f32 differs (must FAIL).
+func.func @prologue_dense(%dy: tensor<2x6x2x8xbf16>, %x: tensor<2x6x2x8xbf16>, %rstd: tensor<2x6xf32>, %w: tensor<16xbf16>,
+                          %q: tensor<2x6x2x8xbf16>, %k: tensor<2x8x2x8xbf16>, %v: tensor<2x8x2x8xbf16>)
+    -> (tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<16xf32>) {
+  %dq, %dk, %dv, %dw = fusion.gdpa_grad %dy, %q, %k, %v rms_norm_grad(%x, %rstd : tensor<2x6x2x8xbf16>, tensor<2x6xf32>)
+      rms_weight(%w : tensor<16xbf16>) {activation = #fusion.activation<gelu_tanh>, scale = 5.0e-01 : f32, grad_residual}
+      : tensor<2x6x2x8xbf16>, tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>
+      -> tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<16xf32>
+  return %dq, %dk, %dv, %dw : tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<16xf32>
+}
+func.func @prologue_dense_unfused(%dy: tensor<2x6x2x8xbf16>, %x: tensor<2x6x2x8xbf16>, %rstd: tensor<2x6xf32>, %w: tensor<16xbf16>,
+                                  %q: tensor<2x6x2x8xbf16>, %k: tensor<2x8x2x8xbf16>, %v: tensor<2x8x2x8xbf16>)
+    -> (tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<16xf32>) {
+  %dyf = tensor.collapse_shape %dy [[0], [1], [2, 3]] : tensor<2x6x2x8xbf16> into tensor<2x6x16xbf16>
+  %xf = tensor.collapse_shape %x [[0], [1], [2, 3]] : tensor<2x6x2x8xbf16> into tensor<2x6x16xbf16>
+  %dhf, %dw = fusion.rms_norm_grad %dyf, %xf, %rstd weight(%w : tensor<16xbf16>)
+      : tensor<2x6x16xbf16>, tensor<2x6x16xbf16>, tensor<2x6xf32> -> tensor<2x6x16xbf16>, tensor<16xf32>
+  %dh = tensor.expand_shape %dhf [[0], [1], [2, 3]] output_shape [2, 6, 2, 8] : tensor<2x6x16xbf16> into tensor<2x6x2x8xbf16>
+  %dq, %dk, %dv = fusion.gdpa_grad %dh, %q, %k, %v residual(%dh : tensor<2x6x2x8xbf16>) {activation = #fusion.activation<gelu_tanh>, scale = 5.0e-01 : f32}
+      : tensor<2x6x2x8xbf16>, tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>
+      -> tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>
+  return %dq, %dk, %dv, %dw : tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<16xf32>
+}
+func.func @prologue_dense_f32_dh(%dy: tensor<2x6x2x8xbf16>, %x: tensor<2x6x2x8xbf16>, %rstd: tensor<2x6xf32>, %w: tensor<16xbf16>,
+                                 %q: tensor<2x6x2x8xbf16>, %k: tensor<2x8x2x8xbf16>, %v: tensor<2x8x2x8xbf16>)
+    -> (tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<16xf32>) {
+  %dyf = tensor.collapse_shape %dy [[0], [1], [2, 3]] : tensor<2x6x2x8xbf16> into tensor<2x6x16xbf16>
+  %xf = tensor.collapse_shape %x [[0], [1], [2, 3]] : tensor<2x6x2x8xbf16> into tensor<2x6x16xbf16>
+  %dhf, %dw = fusion.rms_norm_grad %dyf, %xf, %rstd weight(%w : tensor<16xbf16>)
+      : tensor<2x6x16xbf16>, tensor<2x6x16xbf16>, tensor<2x6xf32> -> tensor<2x6x16xf32>, tensor<16xf32>
+  %dh = tensor.expand_shape %dhf [[0], [1], [2, 3]] output_shape [2, 6, 2, 8] : tensor<2x6x16xf32> into tensor<2x6x2x8xf32>
+  %dq, %dk, %dv = fusion.gdpa_grad %dh, %q, %k, %v residual(%dh : tensor<2x6x2x8xf32>) {activation = #fusion.activation<gelu_tanh>, scale = 5.0e-01 : f32}
+      : tensor<2x6x2x8xf32>, tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>
+      -> tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>
+  return %dq, %dk, %dv, %dw : tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<16xf32>
+}
+
+// The prologue without a weight on jagged q (an empty sequence, tokens past
+// offsets[B], whose dq is the residual alone), Dv != D, a residual operand.
+func.func @prologue_jagged(%dy: tensor<16x2x4xf32>, %x: tensor<16x2x4xf32>, %rstd: tensor<16xf32>, %q: tensor<16x2x8xf32>,
+                           %k: tensor<4x8x2x8xf32>, %v: tensor<4x8x2x4xf32>, %r: tensor<16x2x8xf32>)
+    -> (tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32>) {
+  %off = arith.constant dense<[0, 5, 5, 12, 14]> : tensor<5xi32>
+  %dq, %dk, %dv = fusion.gdpa_grad %dy, %q, %k, %v offsets(%off : tensor<5xi32>) residual(%r : tensor<16x2x8xf32>)
+      rms_norm_grad(%x, %rstd : tensor<16x2x4xf32>, tensor<16xf32>) {activation = #fusion.activation<silu>, scale = 5.0e-01 : f32}
+      : tensor<16x2x4xf32>, tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32> -> tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32>
+  return %dq, %dk, %dv : tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32>
+}
+func.func @prologue_jagged_unfused(%dy: tensor<16x2x4xf32>, %x: tensor<16x2x4xf32>, %rstd: tensor<16xf32>, %q: tensor<16x2x8xf32>,
+                                   %k: tensor<4x8x2x8xf32>, %v: tensor<4x8x2x4xf32>, %r: tensor<16x2x8xf32>)
+    -> (tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32>) {
+  %off = arith.constant dense<[0, 5, 5, 12, 14]> : tensor<5xi32>
+  %dyf = tensor.collapse_shape %dy [[0], [1, 2]] : tensor<16x2x4xf32> into tensor<16x8xf32>
+  %xf = tensor.collapse_shape %x [[0], [1, 2]] : tensor<16x2x4xf32> into tensor<16x8xf32>
+  %dhf = fusion.rms_norm_grad %dyf, %xf, %rstd : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<16x8xf32>
+  %dh = tensor.expand_shape %dhf [[0], [1, 2]] output_shape [16, 2, 4] : tensor<16x8xf32> into tensor<16x2x4xf32>
+  %dq, %dk, %dv = fusion.gdpa_grad %dh, %q, %k, %v offsets(%off : tensor<5xi32>) residual(%r : tensor<16x2x8xf32>) {activation = #fusion.activation<silu>, scale = 5.0e-01 : f32}
+      : tensor<16x2x4xf32>, tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32> -> tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32>
+  return %dq, %dk, %dv : tensor<16x2x8xf32>, tensor<4x8x2x8xf32>, tensor<4x8x2x4xf32>
+}
+
+// grad_residual without the prologue adds grad itself: residual(%do).
+func.func @grad_residual(%do: tensor<2x6x2x8xbf16>, %q: tensor<2x6x2x8xbf16>, %k: tensor<2x8x2x8xbf16>, %v: tensor<2x8x2x8xbf16>)
+    -> (tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>) {
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 5.0e-01 : f32, grad_residual}
+      : tensor<2x6x2x8xbf16>, tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16> -> tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>
+  return %dq, %dk, %dv : tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>
+}
+func.func @grad_as_residual(%do: tensor<2x6x2x8xbf16>, %q: tensor<2x6x2x8xbf16>, %k: tensor<2x8x2x8xbf16>, %v: tensor<2x8x2x8xbf16>)
+    -> (tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>) {
+  %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v residual(%do : tensor<2x6x2x8xbf16>) {activation = #fusion.activation<silu>, scale = 5.0e-01 : f32}
+      : tensor<2x6x2x8xbf16>, tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16> -> tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>
+  return %dq, %dk, %dv : tensor<2x6x2x8xbf16>, tensor<2x8x2x8xbf16>, tensor<2x8x2x8xbf16>
 }

@@ -509,29 +509,40 @@ LogicalResult GDPAGradOp::verify() {
     return emitOpError("expected rms_norm_grad's input and rstd both or "
                        "neither, but got only its ")
            << (getRmsInput() ? "input" : "rstd");
-  int64_t heads = s->query[s->query.size() - 2];
-  int64_t hd = ShapedType::isDynamic(heads) || ShapedType::isDynamic(s->valueDim)
-                   ? ShapedType::kDynamic
-                   : heads * s->valueDim;
+  // The prologue's rows: the H * Dv values of a token.
+  int64_t row = ShapedType::kDynamic;
   if (!hasRmsPrologue()) {
     if (getRmsWeight())
       return emitOpError("expected rms_weight only with rms_norm_grad");
-  } else if (failed(checkShape(*this, "rms_norm_grad input", getRmsInput(),
-                               s->output(), " (the shape of grad)")) ||
-             failed(checkShape(*this, "rms_norm_grad rstd", getRmsRstd(),
-                               s->tokens(), " (one per query token)")) ||
-             failed(checkShapeIfPresent(*this, "rms_weight", getRmsWeight(),
-                                        {hd}, " (H * Dv of grad)"))) {
-    return failure();
+  } else {
+    int64_t heads = s->query[s->query.size() - 2];
+    if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(s->valueDim)) {
+      // Unlike H * D (verifyAttentionShapes), H * Dv may overflow in a
+      // tensor of no elements (a zero batch).
+      std::optional<int64_t> product = llvm::checkedMul(heads, s->valueDim);
+      if (!product)
+        return emitOpError()
+               << "expected heads x value head dimension (the rms_norm_grad "
+                  "row) to fit in 64 bits, but got "
+               << heads << " x " << s->valueDim;
+      row = *product;
+    }
+    if (failed(checkShape(*this, "rms_norm_grad input", getRmsInput(),
+                          s->output(), " (the shape of grad)")) ||
+        failed(checkShape(*this, "rms_norm_grad rstd", getRmsRstd(),
+                          s->tokens(), " (one per query token)")) ||
+        failed(checkShapeIfPresent(*this, "rms_weight", getRmsWeight(), {row},
+                                   " (H * Dv of grad)")))
+      return failure();
   }
   unsigned expected = getRmsWeight() ? 1 : 0;
   if (getParamGrads().size() != expected)
     return emitOpError() << "expected " << expected
-                         << " parameter gradient results (one with "
-                            "rms_weight), but got "
+                         << " parameter gradient result(s) (d rms_weight "
+                            "with rms_weight), but got "
                          << getParamGrads().size();
   if (expected &&
-      failed(checkShape(*this, "rms_weight gradient", getParamGrads()[0], {hd},
+      failed(checkShape(*this, "rms_weight gradient", getParamGrads()[0], {row},
                         " (H * Dv of grad)")))
     return failure();
   return success();

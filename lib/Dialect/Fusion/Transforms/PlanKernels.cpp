@@ -16,6 +16,10 @@
 // gradient and a tensor of its type becomes the gdpa_grad's residual, added
 // in the attention backward kernel; so does the add of a gdpa's output and
 // such a tensor, into the gdpa's residual (foldAttentionResiduals).
+// With rms-prologue, a fusion.rms_norm_grad whose input gradient, expanded
+// from rows [.., H * Dv] to heads, is a gdpa_grad's output gradient (and at
+// most its residual) then folds into the gdpa_grad as its RMSNorm-gradient
+// prologue where the target's kernel takes that form (foldRmsPrologues).
 // Then a fusion.add of a norm gradient's input gradient dx (its only use,
 // possibly through tensor.expand_shape / collapse_shape views) and a tensor
 // of the same shape (the gradient of a residual branch) folds into the norm
@@ -386,6 +390,19 @@ void reportAttentionPlan(Operation *op) {
                                          kvLen, jagged));
 }
 
+/// The attention backward kernel's view of `grad`, with the RMSNorm-gradient
+/// prologue when it has one or `prologue` says it will.
+AttentionGradShape attentionGradShape(GDPAGradOp grad, bool prologue) {
+  auto type = [](Value v) { return cast<RankedTensorType>(v.getType()); };
+  RankedTensorType q = type(grad.getQuery());
+  AttentionGradShape shape{q.getElementType(), static_cast<bool>(grad.getOffsets()),
+                           q.getShape().back(), type(grad.getValue()).getShape().back(),
+                           type(grad.getKey()).getDimSize(1)};
+  shape.rmsPrologue = prologue || grad.hasRmsPrologue();
+  shape.heads = q.getDimSize(q.getRank() - 2);
+  return shape;
+}
+
 /// The attention backward kernel's plan for a gdpa_grad, as a remark; the
 /// reason instead where the kernel does not take it (the conversion
 /// refuses it with the same words).
@@ -393,12 +410,7 @@ void reportAttentionGradPlan(GDPAGradOp op) {
   std::optional<TargetInfo> target = lookupTargetInfo(op);
   if (!target)
     return;
-  auto q = cast<RankedTensorType>(op.getQuery().getType());
-  auto k = cast<RankedTensorType>(op.getKey().getType());
-  auto v = cast<RankedTensorType>(op.getValue().getType());
-  AttentionGradShape shape{q.getElementType(), static_cast<bool>(op.getOffsets()),
-                           q.getShape().back(), v.getShape().back(),
-                           k.getDimSize(1)};
+  AttentionGradShape shape = attentionGradShape(op, /*prologue=*/false);
   std::string why = whyNoAttentionGradKernel(*target, shape);
   if (!why.empty()) {
     op.emitRemark() << "no attention backward kernel on " << target->chip
@@ -409,21 +421,44 @@ void reportAttentionGradPlan(GDPAGradOp op) {
   layout.headDim = shape.headDim;
   layout.valueDim = shape.valueDim;
   layout.kvTile = llvm::alignTo(shape.kvLen, 64);
+  if (shape.rmsPrologue)
+    layout.prologueHeads = shape.heads;
   op.emitRemark(describeAttentionGradLayout(
       *target, planAttentionGradLayout(*target, layout), shape.kvLen));
 }
 
-/// Whether the target's attention backward kernel takes `grad` (bf16 or
-/// f16; the conversion refuses the rest).
-bool attentionGradKernelTakes(GDPAGradOp grad, const TargetInfo &target) {
-  auto type = [](Value v) { return cast<RankedTensorType>(v.getType()); };
-  AttentionGradShape shape{type(grad.getQuery()).getElementType(),
-                           static_cast<bool>(grad.getOffsets()),
-                           type(grad.getQuery()).getShape().back(),
-                           type(grad.getValue()).getShape().back(),
-                           type(grad.getKey()).getDimSize(1)};
-  return (shape.elem.isBF16() || shape.elem.isF16()) &&
-         whyNoAttentionGradKernel(target, shape).empty();
+/// Whether the target's attention backward kernel takes `grad`: a bf16 or
+/// f16 query (the conversion names any other operand whose type differs)
+/// and the shapes. With the RMSNorm-gradient prologue (`grad`'s own, or
+/// `prologue`: the fusion.rms_norm_grad whose dy, input and weight would
+/// fold in), its tensors of the query's element type too, and the
+/// prologue's limits (sm_90a, dense q, a cluster of the H heads). Says why
+/// not in `why` where given.
+bool attentionGradKernelTakes(GDPAGradOp grad, const TargetInfo &target,
+                              RMSNormGradOp prologue = {},
+                              std::string *why = nullptr) {
+  AttentionGradShape shape =
+      attentionGradShape(grad, static_cast<bool>(prologue));
+  auto refuse = [&](const Twine &text) {
+    if (why)
+      *why = text.str();
+    return false;
+  };
+  if (!shape.elem.isBF16() && !shape.elem.isF16())
+    return refuse("expected a bf16 or f16 query");
+  if (shape.rmsPrologue) {
+    std::pair<StringRef, Value> tensors[] = {
+        {"dy", prologue ? prologue.getGrad() : grad.getGrad()},
+        {"input", prologue ? prologue.getInput() : grad.getRmsInput()},
+        {"weight", prologue ? prologue.getWeight() : grad.getRmsWeight()}};
+    for (auto [name, v] : tensors)
+      if (v && cast<RankedTensorType>(v.getType()).getElementType() != shape.elem)
+        return refuse("expected the RMSNorm gradient's " + name +
+                      " of the query's element type (the kernel's one "
+                      "16-bit type)");
+  }
+  std::string text = whyNoAttentionGradKernel(target, shape);
+  return text.empty() || refuse(text);
 }
 
 /// Whether the target's gdpa kernel takes `gdpa`: q, k, v and the output of
@@ -443,7 +478,8 @@ bool attentionKernelTakes(GDPAOp gdpa, const TargetInfo &target) {
 }
 
 /// fusion.add(x, r) or fusion.add(r, x), where r is a fusion.gdpa's output
-/// or a fusion.gdpa_grad's query gradient used by that add alone and x has
+/// or a fusion.gdpa_grad's query gradient (of one that adds no residual yet,
+/// nor grad_residual) used by that add alone and x has
 /// r's type (no broadcast) and is defined before the op, becomes the op's
 /// `residual`: its output (dQ) epilogue adds x in f32 before rounding, one
 /// kernel instead of two (the block `h = gdpa(x, k, v) + x`, whose backward
@@ -461,7 +497,7 @@ void foldAttentionResiduals(ModuleOp module) {
       auto grad = dyn_cast_or_null<GDPAGradOp>(op);
       if ((!gdpa && !grad) || (grad && grad.getQueryGrad() != r) ||
           (gdpa ? static_cast<bool>(gdpa.getResidual())
-                : static_cast<bool>(grad.getResidual())) ||
+                : grad.getResidual() || grad.getGradResidual()) ||
           !r.hasOneUse() || x.getType() != r.getType() ||
           !dom.properlyDominates(x, op))
         continue;
@@ -479,13 +515,198 @@ void foldAttentionResiduals(ModuleOp module) {
     }
   }
 }
+
+/// A fusion.rms_norm_grad whose input gradient dx, rows [.., H * Dv] viewed
+/// as [.., H, Dv] by `view`, is `grad`'s output gradient dh: foldable into
+/// the gdpa_grad as its RMSNorm-gradient prologue.
+struct PrologueFold {
+  RMSNormGradOp norm;
+  tensor::ExpandShapeOp view;
+  GDPAGradOp grad;
+};
+
+/// Whether `view` splits only the innermost dimension, into the last two:
+/// [[0], .., [r - 3], [r - 2, r - 1]] (the rows' leading dimensions are the
+/// tokens').
+bool splitsHeadsOnly(tensor::ExpandShapeOp view) {
+  SmallVector<ReassociationIndices> groups = view.getReassociationIndices();
+  int64_t rank = view.getResultType().getRank();
+  for (auto [i, group] : llvm::enumerate(groups)) {
+    ReassociationIndices want =
+        static_cast<int64_t>(i) + 1 == static_cast<int64_t>(groups.size())
+            ? ReassociationIndices{rank - 2, rank - 1}
+            : ReassociationIndices{static_cast<int64_t>(i)};
+    if (group != want)
+      return false;
+  }
+  return rank >= 3;
+}
+
+/// Whether `grad`'s output gradient is a fusion.rms_norm_grad's dx through
+/// one tensor.expand_shape of its rows into heads, which the fold takes.
+/// Fills `f` (`f.norm` is set once that chain is found) and, where it does
+/// not fold, says why not in `why`.
+LogicalResult matchRmsPrologue(GDPAGradOp grad, DominanceInfo &dom,
+                               PrologueFold &f, std::string &why) {
+  f = PrologueFold{RMSNormGradOp(), tensor::ExpandShapeOp(), grad};
+  // Without a target the CPU runs the reference lowering: nothing to fold.
+  std::optional<TargetInfo> target = lookupTargetInfo(grad);
+  if (!target || grad.hasRmsPrologue())
+    return failure();
+  Value dh = grad.getGrad();
+  f.view = dh.getDefiningOp<tensor::ExpandShapeOp>();
+  if (!f.view)
+    return failure();
+  Value dx = f.view.getSrc();
+  f.norm = dx.getDefiningOp<RMSNormGradOp>();
+  if (!f.norm || f.norm.getInputGrad() != dx)
+    return failure();
+  if (!splitsHeadsOnly(f.view)) {
+    why = "its tensor.expand_shape does not split the rows' innermost "
+          "dimension alone into [H, Dv]";
+    return failure();
+  }
+  if (f.norm.getResidual()) {
+    why = "the rms_norm_grad adds a residual";
+    return failure();
+  }
+  if (!dx.hasOneUse()) {
+    why = "the rms_norm_grad's input gradient has other uses than the "
+          "tensor.expand_shape";
+    return failure();
+  }
+  // dh is read as grad and as the residual (which becomes grad_residual),
+  // not as q, k or v.
+  if (llvm::any_of(dh.getUsers(), [&](Operation *user) { return user != grad; }) ||
+      llvm::is_contained({grad.getQuery(), grad.getKey(), grad.getValue()}, dh)) {
+    why = "its output gradient has other uses than the gdpa_grad's grad and "
+          "residual";
+    return failure();
+  }
+  if (getElementTypeOrSelf(f.norm.getGrad().getType()) !=
+      getElementTypeOrSelf(dx.getType())) {
+    why = "the rms_norm_grad's dy and input gradient differ in element type "
+          "(the prologue rounds do to dy's)";
+    return failure();
+  }
+  // The new gdpa_grad takes grad's place (its q, k, v may come after the
+  // norm gradient), in the norm gradient's block: its operands dominate it
+  // there. Its weight gradient must not be used before.
+  Block *block = grad->getBlock();
+  if (f.norm->getBlock() != block || f.view->getBlock() != block) {
+    why = "the rms_norm_grad, its tensor.expand_shape and the gdpa_grad are "
+          "in different blocks";
+    return failure();
+  }
+  if (Value dw = f.norm.getWeightGrad())
+    for (Operation *user : dw.getUsers())
+      if (!dom.properlyDominates(grad.getOperation(), user)) {
+        why = "the rms_norm_grad's weight gradient is used before the "
+              "gdpa_grad";
+        return failure();
+      }
+  std::string kernelWhy;
+  if (!attentionGradKernelTakes(grad, *target, f.norm, &kernelWhy)) {
+    why = ("no " + target->chip + " attention backward kernel takes it: " +
+           kernelWhy)
+              .str();
+    return failure();
+  }
+  return success();
+}
+
+/// `flat` ([.., H * Dv], the norm gradient's rows) as [.., H, Dv], `view`'s
+/// shape: the source of the tensor.collapse_shape that made `flat` when it
+/// undoes `view` (the Kunlun block's dy and h), else a new
+/// tensor.expand_shape with `view`'s reassociation and sizes.
+Value expandLikeView(IRRewriter &rewriter, Value flat,
+                     tensor::ExpandShapeOp view) {
+  auto type = RankedTensorType::get(view.getResultType().getShape(),
+                                    getElementTypeOrSelf(flat.getType()));
+  if (auto collapse = flat.getDefiningOp<tensor::CollapseShapeOp>())
+    if (collapse.getSrcType() == type &&
+        collapse.getReassociationIndices() == view.getReassociationIndices())
+      return collapse.getSrc();
+  return tensor::ExpandShapeOp::create(rewriter, view.getLoc(), type, flat,
+                                       view.getReassociationIndices(),
+                                       view.getMixedOutputShape());
+}
+
+/// Folds `f.norm` into `f.grad`: one gdpa_grad in grad's place reading the
+/// norm gradient's dy (viewed [.., H, Dv]) as grad, with
+/// rms_norm_grad(x viewed so, rstd) and the norm's weight; dh as the
+/// residual becomes grad_residual, and the norm's weight gradient is the new
+/// op's parameter gradient. Returns the new op.
+GDPAGradOp foldRmsPrologue(IRRewriter &rewriter, PrologueFold &f) {
+  GDPAGradOp grad = f.grad;
+  rewriter.setInsertionPoint(grad);
+  Value dh = grad.getGrad();
+  Value dy = expandLikeView(rewriter, f.norm.getGrad(), f.view);
+  Value x = expandLikeView(rewriter, f.norm.getInput(), f.view);
+  Value residual = grad.getResidual();
+  bool gradResidual = grad.getGradResidual() || residual == dh;
+  if (residual == dh)
+    residual = Value();
+  SmallVector<Type> paramGrads;
+  if (Value dw = f.norm.getWeightGrad())
+    paramGrads.push_back(dw.getType());
+  auto fused = GDPAGradOp::create(
+      rewriter, grad.getLoc(), grad.getQueryGrad().getType(),
+      grad.getKeyGrad().getType(), grad.getValueGrad().getType(), paramGrads,
+      dy, grad.getQuery(), grad.getKey(), grad.getValue(), grad.getOffsets(),
+      residual, x, f.norm.getRstd(), f.norm.getWeight(),
+      grad.getActivationAttr(), grad.getScaleAttr(),
+      gradResidual ? rewriter.getUnitAttr() : UnitAttr());
+  fused->setDiscardableAttrs(grad->getDiscardableAttrDictionary());
+  if (Value dw = f.norm.getWeightGrad())
+    rewriter.replaceAllUsesWith(dw, fused.getRmsWeightGrad());
+  rewriter.replaceOp(grad, fused.getResults().take_front(3));
+  rewriter.eraseOp(f.view);
+  rewriter.eraseOp(f.norm);
+  return fused;
+}
+
+/// Folds every fusion.rms_norm_grad whose input gradient, viewed as heads,
+/// is a gdpa_grad's output gradient (and, at most, its residual) into that
+/// gdpa_grad as its RMSNorm-gradient prologue, where the target's attention
+/// backward kernel takes that form (matchRmsPrologue). With `report`, a
+/// remark on each gdpa_grad that took one, or on one that did not, why not.
+void foldRmsPrologues(ModuleOp module, bool report) {
+  SmallVector<GDPAGradOp> grads;
+  module.walk([&](GDPAGradOp grad) { grads.push_back(grad); });
+  if (grads.empty())
+    return;
+  IRRewriter rewriter(module.getContext());
+  DominanceInfo dom(module);
+  for (GDPAGradOp grad : grads) {
+    PrologueFold fold;
+    std::string why;
+    if (succeeded(matchRmsPrologue(grad, dom, fold, why))) {
+      GDPAGradOp fused = foldRmsPrologue(rewriter, fold);
+      if (report)
+        fused.emitRemark()
+            << "the fusion.rms_norm_grad of its output gradient folded in as "
+               "its RMSNorm-gradient prologue (the kernel computes do from "
+               "dy, a cluster of the H heads' CTAs summing each token's row)";
+    } else if (report && fold.norm) {
+      grad.emitRemark() << "the fusion.rms_norm_grad of its output gradient "
+                           "not folded in as its prologue: "
+                        << why;
+    }
+  }
+}
 } // namespace
 
 LogicalResult mlir::fusion::planKernels(ModuleOp module,
                                         StringRef lazyRowStats, bool splitK,
                                         bool report,
-                                        int64_t maxEpilogueCluster) {
+                                        int64_t maxEpilogueCluster,
+                                        bool rmsPrologue) {
   foldAttentionResiduals(module);
+  // After the residual fold: the Kunlun block's dh + dq1 is then the
+  // gdpa_grad's residual(%dh), which the prologue takes as grad_residual.
+  if (rmsPrologue)
+    foldRmsPrologues(module, report);
   // After the attention folds: an add that fold took is gone (and
   // gets no remark from this one).
   foldNormGradResiduals(module, report);

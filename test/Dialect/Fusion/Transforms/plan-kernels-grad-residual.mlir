@@ -158,3 +158,21 @@ func.func @no_target(%do: tensor<2x8x2x64xbf16>, %k: tensor<2x64x2x64xbf16>) -> 
   %sum = fusion.add %do, %dq1 : tensor<2x8x2x64xbf16>
   return %sum : tensor<2x8x2x64xbf16>
 }
+
+// -----
+
+// Not folded: the gdpa_grad already adds its output gradient to dq
+// (grad_residual; an operand beside it would be invalid).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @grad_residual
+// CHECK: fusion.gdpa_grad
+// CHECK-NOT: residual(
+// CHECK: fusion.add
+func.func @grad_residual(%do: tensor<2x8x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %x: tensor<2x8x2x64xbf16>) -> tensor<2x8x2x64xbf16> {
+  %dq1, %dk, %dv = fusion.gdpa_grad %do, %do, %k, %k {activation = #fusion.activation<silu>, scale = 1.0 : f32, grad_residual}
+      : tensor<2x8x2x64xbf16>, tensor<2x8x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>
+      -> tensor<2x8x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>
+  %sum = fusion.add %x, %dq1 : tensor<2x8x2x64xbf16>
+  return %sum : tensor<2x8x2x64xbf16>
+}
+}

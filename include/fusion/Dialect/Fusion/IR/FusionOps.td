@@ -410,9 +410,15 @@ def Fusion_GDPAGradOp : Fusion_Op<"gdpa_grad",
         do     = rstd * (g - x_hat * mean_{H * Dv}(g * x_hat))
 
     (`fusion.rms_norm_grad`'s dx); with `rms_weight` the op has one more
-    result, its gradient sum_tokens grad * x_hat (f32, [H * Dv]).
-    `grad_residual` adds that `do` to `dq` (as `residual(%do)` would, for the
-    block `h = gdpa(x, k, v) + x` whose `h` is normed; D = Dv). The passes
+    result, its gradient sum_tokens grad * x_hat (f32, [H * Dv]). `do` is
+    computed in f32 and rounded once to grad's element type before the
+    formulas above read it, as the unfused program's rms_norm_grad writes
+    its dx (and as the kernel feeds its MMAs): the fused op computes what
+    `rms_norm_grad` -> `tensor.expand_shape` -> `gdpa_grad` of one element
+    type computes. `grad_residual` adds that rounded `do` to `dq` in f32
+    before dq's rounding (as `residual(%do)` would, for the block
+    `h = gdpa(x, k, v) + x` whose `h` is normed; D = Dv; without the
+    prologue it adds `grad`, as `residual(%grad)` would). The passes
     fold a `fusion.rms_norm_grad` feeding a gdpa_grad into it where the
     target has the kernel (fusion-plan-kernels).
 

@@ -423,6 +423,62 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     of which take the residual); otherwise the add stays. It runs after
     `fusion-fuse`, so FlashNormAttention's matcher sees the block's add.
 
+    The RMSNorm gradient before the attention backward (`foldRmsPrologues`,
+    with `rms-prologue`). In the Kunlun block's backward, the
+    `fusion.rms_norm_grad` of the normed `h` (rows of the H * Dv values of a
+    token) gives dh, which a `tensor.expand_shape` views as heads for the
+    `fusion.gdpa_grad` (and, after the fold above, its residual). The
+    planner folds the norm gradient into the gdpa_grad as its
+    RMSNorm-gradient prologue: the attention backward kernel computes dh
+    from dy (a cluster of the H heads' CTAs sums each token's row) instead
+    of a row kernel writing dh and the attention kernel reading it back:
+    ```mlir
+    %doutf = tensor.collapse_shape %dout [[0], [1], [2, 3]]
+        : tensor<?x?x2x64xbf16> into tensor<?x?x128xbf16>
+    %hf = tensor.collapse_shape %h [[0], [1], [2, 3]]
+        : tensor<?x?x2x64xbf16> into tensor<?x?x128xbf16>
+    %dhf, %drw = fusion.rms_norm_grad %doutf, %hf, %rr weight(%w : tensor<128xbf16>)
+        : tensor<?x?x128xbf16>, tensor<?x?x128xbf16>, tensor<?x?xf32>
+        -> tensor<?x?x128xbf16>, tensor<128xf32>
+    %dh = tensor.expand_shape %dhf [[0], [1], [2, 3]] output_shape [%b, %l, 2, 64]
+        : tensor<?x?x128xbf16> into tensor<?x?x2x64xbf16>
+    %dlnq, %dk, %dv = fusion.gdpa_grad %dh, %ln, %k, %v
+        residual(%dh : tensor<?x?x2x64xbf16>)
+        {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+        : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x16x2x64xbf16>,
+          tensor<?x16x2x64xbf16>
+        -> tensor<?x?x2x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>
+    ```
+    becomes
+    ```mlir
+    %dlnq, %dk, %dv, %drw = fusion.gdpa_grad %dout, %ln, %k, %v
+        rms_norm_grad(%h, %rr : tensor<?x?x2x64xbf16>, tensor<?x?xf32>)
+        rms_weight(%w : tensor<128xbf16>)
+        {activation = #fusion.activation<gelu_tanh>, grad_residual, scale = 1.0 : f32}
+        : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x16x2x64xbf16>,
+          tensor<?x16x2x64xbf16>
+        -> tensor<?x?x2x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>,
+           tensor<128xf32>
+    ```
+    (the collapse_shapes, now unused, stay for the canonicalizer). dy and x
+    are the sources of collapse_shapes that the expand_shape undoes where
+    they are (as here), else new `tensor.expand_shape`s of them with its
+    reassociation and sizes. The values are the unfused program's: the
+    prologue rounds dh to dy's element type before the attention reads it
+    (`fusion.gdpa_grad`). It folds when the expand_shape splits only the
+    rows' innermost dimension, into [H, Dv]; the norm gradient has no
+    residual, dy and dx one element type, and dx no other use than the
+    expand_shape; dh is used by the gdpa_grad alone, as grad and at most as
+    its residual (which becomes `grad_residual`; another residual stays);
+    the three are in one block and the weight gradient (which becomes the
+    gdpa_grad's fourth result) is not used before the gdpa_grad; and the
+    target's attention backward kernel takes the prologue form
+    (`whyNoAttentionGradKernel`: sm_90a, dense q, H static from 1 to the
+    target's cluster limit; dy, x and the weight of q's 16-bit type).
+    Elsewhere (sm_100a, jagged q, no target) the ops stay. It runs after the
+    attention backward's residual fold (dh + dq1 is then the residual it
+    takes) and before the norm gradients' residual fold.
+
     A norm gradient's residual. In a residual block's backward the norm's
     input gradient is added to the gradient of the residual branch; the
     planner folds that `fusion.add` into the `fusion.rms_norm_grad` /
@@ -516,8 +572,12 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     shape, into the norm gradient's `residual` (with a
     `tensor.collapse_shape` / `expand_shape` of the other operand, and a
     `tensor.dim` of the norm's input for a dynamic size, when views lie
-    between); the other row ops are unchanged. On an error the pass fails;
-    the refused ops are unchanged.
+    between); with `rms-prologue`, a `fusion.rms_norm_grad` and the
+    `tensor.expand_shape` of its input gradient folded into a
+    `fusion.gdpa_grad` as its prologue (above) disappear, new
+    `tensor.expand_shape`s of its dy and x appearing where no view of them
+    as heads exists; the other row ops are unchanged. On an error the pass
+    fails; the refused ops are unchanged.
 
     #### Options
     - `lazy-row-stats` (`auto`, `in-kernel`, `kernel`): where a Lazy
@@ -534,10 +594,15 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       needing more goes through global memory (`global_rows`, every SM busy
       where a cluster of 4 runs on 120 of the H200's 132). Grad epilogues
       keep the target's limit.
+    - `rms-prologue` (default off until `convert-fusion-to-gpu` lowers the
+      prologue form): fold a `fusion.rms_norm_grad` into the
+      `fusion.gdpa_grad` it feeds as its RMSNorm-gradient prologue (above).
     - `report`: a remark per planned kernel: each GEMM's `fusion.kernel`
       configuration, each norm gradient that took an add as its residual
       (and, on an add of a norm gradient's input gradient that did not
-      fold, why not), and for `fusion.gdpa` / `fusion.norm_attention` the
+      fold, why not), each gdpa_grad that took its rms_norm_grad as its
+      prologue (and, on one fed by an rms_norm_grad that did not, why not),
+      and for `fusion.gdpa` / `fusion.norm_attention` the
       attention kernel's plan (`describeAttentionLayout`,
       `fusion/Target/NVPTX/AttentionKernelLimits.h`, the layout the kernel
       is built with): 128-token items over (batch, head), or over batch
@@ -560,7 +625,8 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     lowered for the plain GEMM and the one-CTA and cluster norm epilogues
     (assembled, never executed). Fails on a module holding a GEMM but no
     target. The residual fold applies on both targets (the same row family
-    lowers norm gradients there), and not without a target.
+    lowers norm gradients there), and not without a target; the
+    RMSNorm-gradient prologue fold on sm_90a only.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -579,7 +645,11 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     Option<"maxEpilogueCluster", "max-epilogue-cluster", "int64_t",
            /*default=*/"0",
            "the most CTAs of a cluster a forward norm epilogue's row may "
-           "take (0: the target's); wider rows go through global memory">
+           "take (0: the target's); wider rows go through global memory">,
+    Option<"rmsPrologue", "rms-prologue", "bool", /*default=*/"false",
+           "fold a fusion.rms_norm_grad feeding a fusion.gdpa_grad into it "
+           "as its RMSNorm-gradient prologue where the target's kernel "
+           "takes that form (off until convert-fusion-to-gpu lowers it)">
   ];
 }
 

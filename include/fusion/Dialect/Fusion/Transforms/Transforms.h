@@ -135,9 +135,18 @@ FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
 /// CTAs of a cluster a forward norm epilogue's row may take; a wider row
 /// goes through global memory (planEpilogueNorm). Grad epilogues keep the
 /// target's limit (they have no global-memory form).
+///
+/// `rmsPrologue`: between those two folds, a fusion.rms_norm_grad whose
+/// input gradient, its rows [.., H * Dv] expanded to [.., H, Dv], is a
+/// fusion.gdpa_grad's output gradient (and at most its residual, which
+/// becomes grad_residual) folds into that gdpa_grad as its RMSNorm-gradient
+/// prologue where the target's attention backward kernel takes that form
+/// (sm_90a, dense q, a cluster of the H heads; whyNoAttentionGradKernel).
+/// Off by default until convert-fusion-to-gpu lowers the prologue.
 LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
                           bool splitK = false, bool report = false,
-                          int64_t maxEpilogueCluster = 0);
+                          int64_t maxEpilogueCluster = 0,
+                          bool rmsPrologue = false);
 
 /// The cost model's choice for a Lazy Pre-Norm GEMM of `columnTiles` output
 /// tiles per row: true to sum the rows in the kernel, false for a row
