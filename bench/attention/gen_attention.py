@@ -219,6 +219,8 @@ PROLOGUE_GRADS = {
     "gdpa_grad_rms_kunlun_h4": (4, 128, 128, "gelu_tanh", 1.0, True, True),
     "gdpa_grad_rms_d64_h3": (3, 64, 100, "silu", 0.125, True, False),
     "gdpa_grad_rms_one_head": (1, 64, 40, "identity", 0.125, False, True),
+    "gdpa_grad_rms_one_head_kv100": (1, 64, 100, "identity", 0.125, False, True),
+    "gdpa_grad_rms_one_group_h2": (2, 64, 40, "identity", 0.125, True, True),
 }
 
 

@@ -7,7 +7,8 @@ fusion-compile into $FUSION_GPU_ARTIFACTS/attention/
 random inputs with every output poisoned (NaN), against float64 autograd
 of the same PyTorch code (RMSNorm with its saved rstd, then act(scale q
 k^T) do-weighted): each gradient's relative error at most 2x PyTorch's own
-bf16 autograd error + 1e-3. H 1 (no cluster), 2, 3 and 4; L_q not a
+bf16 autograd error + 1e-3. H 1 (clusters of one), 2, 3 and 4, one and
+two consumer groups (L_kv <= 64 and more); L_q not a
 multiple of the 64-token tile; batches of 1 to 768 (fewer batches than
 clusters and more); L_q = 0 (dk = dv = dw = 0) and B = 0; dw bitwise the
 same run to run.
@@ -91,6 +92,7 @@ CASES = [
     ("gdpa_grad_rms_kunlun_h4", 64, 1024), ("gdpa_grad_rms_kunlun_h4", 2, 129),
     ("gdpa_grad_rms_d64_h3", 16, 512), ("gdpa_grad_rms_d64_h3", 3, 77),
     ("gdpa_grad_rms_one_head", 8, 256), ("gdpa_grad_rms_one_head", 1, 1000),
+    ("gdpa_grad_rms_one_head_kv100", 4, 300), ("gdpa_grad_rms_one_group_h2", 6, 200),
 ]
 
 

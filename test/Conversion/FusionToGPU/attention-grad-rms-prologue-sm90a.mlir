@@ -7,8 +7,8 @@
 // and, with a weight, the weight and the pooled partial rows of its
 // gradient ([clusters x 3][H x Dv] f32), summed by a second kernel; no
 // residual argument (grad_residual reads dh from the stage). H = 1 runs
-// without a cluster. In the kernel: the producer warpgroup gives up fewer
-// registers (setmaxnreg 40, the consumers take 232), the prologue's row
+// as clusters of one. In the kernel: the producer warpgroup gives up fewer
+// registers (setmaxnreg 56, the consumers take 224), the prologue's row
 // sums go to every peer by st.async, and the consumers wait for ready[s].
 // ptxas assembles them within 250 bytes of spills (212 and 240 bytes at H 2
 // and 4, most of them the prologue's; the kernel without it: none).
@@ -45,11 +45,11 @@ func.func @kunlun_h4(%dout: tensor<?x?x4x128xbf16>, %q: tensor<?x?x4x128xbf16>, 
   return %dq, %dk, %dv, %dw : tensor<?x?x4x128xbf16>, tensor<?x128x4x128xbf16>, tensor<?x128x4x128xbf16>, tensor<512xf32>
 }
 
-// One head, D = Dv = 64, no weight, no grad_residual: no cluster, no
-// partial rows, no second kernel.
+// One head, D = Dv = 64, no weight, no grad_residual: a cluster of one,
+// no partial rows, no second kernel.
 // CHECK-LABEL: func.func @one_head(
 // CHECK-NOT: gpu.alloc
-// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@one_head_kernel0 blocks in
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@one_head_kernel0 clusters in (%c1, %c1, %c1) blocks in
 // CHECK-NOT: gpu.launch_func
 // CHECK: return
 // PTXAS-DAG: ptxas ok: one_head_kernel0 registers=248 spills={{[0-9]|[0-9][0-9]}}{{$}}
@@ -61,12 +61,12 @@ func.func @one_head(%dout: tensor<?x?x1x64xbf16>, %q: tensor<?x?x1x64xbf16>, %k:
 
 }
 
-// The kernel: the producer warpgroup keeps 40 registers, the consumers 232;
+// The kernel: the producer warpgroup keeps 56 registers, the consumers 224;
 // the row sums by st.async into the peers' slots; x by TMA; the prologue's
 // named barrier over its 96 threads.
 // PTX: .entry kunlun_h2_kernel0(
-// PTX: setmaxnreg.dec.sync.aligned.u32 40;
-// PTX: setmaxnreg.inc.sync.aligned.u32 232;
+// PTX: setmaxnreg.dec.sync.aligned.u32 56;
+// PTX: setmaxnreg.inc.sync.aligned.u32 224;
 // PTX-DAG: st.async.shared::cluster.mbarrier::complete_tx::bytes.u32
 // PTX-DAG: bar.sync 4, 96;
 // PTX-DAG: barrier.cluster.arrive

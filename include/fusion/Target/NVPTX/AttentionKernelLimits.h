@@ -171,23 +171,19 @@ struct AttentionGradLayout {
   /// sm_100a: the tcgen05 kernel's layout (above).
   bool tensorMemory = false;
   /// The RMSNorm-gradient prologue's cluster of `heads` CTAs (0: no
-  /// prologue): after the groups, its row-sum slots, [2 tile parities]
-  /// [heads][64] f32, then one tile of x [64 tokens, Dv] (64-column blocks,
-  /// 128-byte swizzled, as the stage's dO).
+  /// prologue): after the groups, one tile of x [64 tokens, Dv] (64-column
+  /// blocks, 128-byte swizzled as the stage's dO: 1024-byte aligned, the
+  /// swizzle's period), then the row-sum slots, [2 tile parities][heads][64]
+  /// f32, then the tile's rstd, [64] f32.
   int64_t prologueHeads = 0;
   int64_t prologueSlotBytes() const { return prologueHeads * kTileQ * 4; }
-  int64_t prologueOffset() const {
+  int64_t prologueInputOffset() const {
     return groupsOffset() + consumers() * groupBytes();
   }
-  int64_t prologueInputOffset() const {
-    return prologueOffset() + 2 * prologueSlotBytes();
-  }
-  /// The tile's rstd, [64] f32, after x.
-  int64_t prologueRstdOffset() const {
-    return prologueInputOffset() + kTileQ * valueDim * 2;
-  }
+  int64_t prologueOffset() const { return prologueInputOffset() + kTileQ * valueDim * 2; }
+  int64_t prologueRstdOffset() const { return prologueOffset() + 2 * prologueSlotBytes(); }
   int64_t prologueBytes() const {
-    return prologueHeads ? 2 * prologueSlotBytes() + kTileQ * valueDim * 2 + kTileQ * 4
+    return prologueHeads ? kTileQ * valueDim * 2 + 2 * prologueSlotBytes() + kTileQ * 4
                          : 0;
   }
 

@@ -221,9 +221,9 @@ private:
       operands.push_back(partials);
     }
     Value grid = arith::MulIOp::create(b, clusters, idx(heads));
-    std::optional<gpu::KernelDim3> cluster;
-    if (heads > 1)
-      cluster = gpu::KernelDim3{idx(heads), idx(1), idx(1)};
+    // A cluster launch for one head too (its row sums go by st.async into
+    // its own slots, a cluster's operation).
+    std::optional<gpu::KernelDim3> cluster = gpu::KernelDim3{idx(heads), idx(1), idx(1)};
     auto launch = gpu::LaunchFuncOp::create(
         b, kernel, {grid, idx(1), idx(1)}, {idx(spec.threads()), idx(1), idx(1)},
         smem, operands, gpu::AsyncTokenType::get(ctx),

@@ -137,7 +137,9 @@ void AttentionGradEmitter::emit() {
     return;
   }
   gpu::BarrierOp::create(b);
-  const bool cluster = s.rmsPrologue && s.prologueHeads > 1;
+  // With the prologue, always a cluster (of one head too: its row sums go
+  // by st.async into the CTA's own slots).
+  const bool cluster = s.rmsPrologue;
   if (cluster) {
     // No peer may st.async into this CTA's slots before its barriers exist.
     ifThen(leader, [&] { NVVM::FenceMbarrierInitOp::create(b); });

@@ -44,6 +44,8 @@ using Spec = AttentionGradKernelSpec;
 using PA = AttentionGradPrologueArg;
 
 void AttentionGradEmitter::initPrologue(Value leader) {
+  assert(s.prologueInputOffset() % Spec::kAlignment == 0 &&
+         "x's tile is the TMA's 128-byte-swizzled destination: 1024-byte aligned");
   ready = createBarrierGroup(*this, s.stages);
   for (int64_t st = 0; st < s.stages; ++st)
     nvgpu::MBarrierInitOp::create(b, ready, idx(Spec::kPrologueThreads), idx(st),

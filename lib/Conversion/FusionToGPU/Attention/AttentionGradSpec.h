@@ -61,7 +61,7 @@ struct AttentionGradKernelSpec : AttentionGradLayout {
   static constexpr int64_t kPrologueThreads = 32 * kPrologueWarps;
   /// The producer warpgroup's registers with the prologue (setmaxnreg),
   /// which the consumers give up.
-  static constexpr int64_t kPrologueRegisters = 40;
+  static constexpr int64_t kPrologueRegisters = 56;
 };
 
 /// The spec of `op` on `target`, or failure with `whyNot` (a message that
