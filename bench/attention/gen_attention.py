@@ -254,7 +254,7 @@ func.func @{name}({args}) -> ({res}) {{
 # The Kunlun PFFN attention block, written with unfused ops as in
 # test/Pipelines/attention-block-sm90a.mlir: name: (heads, D, L_kv).
 BLOCKS = {"block_kunlun_h2": (2, 128, 128), "block_kunlun_h4": (4, 128, 128),
-          "block_d64_h3_kv40": (3, 64, 40)}
+          "block_d64_h3_kv40": (3, 64, 40), "block_one_head": (1, 128, 64)}
 BLOCK_EPS = 1e-5
 
 

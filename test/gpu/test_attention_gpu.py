@@ -300,7 +300,8 @@ def make_block_case(prog, batch, lq, seed):
 @pytest.mark.parametrize("name,batch,lq", [
     ("block_kunlun_h2", 768, 512), ("block_kunlun_h2", 3, 300), ("block_kunlun_h2", 1, 1),
     ("block_kunlun_h4", 64, 1024), ("block_kunlun_h4", 2, 7),
-    ("block_d64_h3_kv40", 6, 77), ("block_d64_h3_kv40", 5, 300)])
+    ("block_d64_h3_kv40", 6, 77), ("block_d64_h3_kv40", 5, 300),
+    ("block_one_head", 4, 300), ("block_one_head", 1, 7)])
 def test_block(name, batch, lq, variant):
     """The block fused (one FlashNormAttention kernel, a cluster of the
     heads) and unfused (four kernels: the gdpa adds ln_q as its residual,

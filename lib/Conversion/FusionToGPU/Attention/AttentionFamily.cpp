@@ -264,7 +264,11 @@ public:
     Value smem = i32Const(spec.sharedMemoryBytes());
     Value slots;
     std::optional<gpu::KernelDim3> cluster;
-    if (spec.norms && spec.heads > 1) {
+    // The norms: clusters of the H heads, of one head too (its row sums go by
+    // st.async into its own slots, a cluster operation: launched as a plain
+    // grid, the gdpa_grad prologue's one-head kernel died of an illegal
+    // instruction).
+    if (spec.norms) {
       func::FuncOp maxClusters = host.getRuntimeFunction(
           "fusionrtMaxActiveClusters",
           b.getFunctionType({LLVM::LLVMPointerType::get(ctx), i32, i32, i32}, {i32}));

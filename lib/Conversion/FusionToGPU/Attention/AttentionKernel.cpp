@@ -169,7 +169,7 @@ void AttentionKernelEmitter::emit() {
     allocateTensorMemory();
   else
     gpu::BarrierOp::create(b);
-  if (s.norms && s.heads > 1) {
+  if (s.norms) {
     // No peer may st.async into this CTA's slots before its barriers exist.
     ifThen(leader, [&] { NVVM::FenceMbarrierInitOp::create(b); });
     NVVM::ClusterArriveOp::create(b, b.getUnitAttr());
