@@ -186,13 +186,18 @@ void AttentionGradEmitter::prologue() {
           // The row sums of g x over the chunk, then over the row's lanes
           // (a row's Dv / 8 threads are consecutive lanes of one warp), sent
           // to the cluster; dw's column sums of dy x rstd.
+          // The chunk's weight once per tile (in the rows' loops it was loaded
+          // and widened per row).
+          Value w = weightOf(tileColumn);
           ValueRange afterSums = forLoop(
               idx(0), idx(passes), idx(1), ValueRange{dw}, [&](Value k, ValueRange acc) {
                 auto [row, in] = rowOf(k);
                 Value x = loadChunk(xOffset, row);
                 Value dy = loadChunk(dyOffset, row);
-                Value g = arith::MulFOp::create(b, dy, weightOf(tileColumn));
-                Value partial = sum8(arith::MulFOp::create(b, g, x));
+                // sum(g x) = sum(dy x w); dw takes dy x rstd.
+                Value dyx = arith::MulFOp::create(b, dy, x);
+                Value partial = sum8(s.rmsWeightType ? arith::MulFOp::create(b, dyx, w)
+                                                     : dyx);
                 for (int64_t offset = 1; offset < chunksPerRow; offset *= 2)
                   partial = arith::AddFOp::create(
                       b, partial,
@@ -205,8 +210,7 @@ void AttentionGradEmitter::prologue() {
                   Value rstd = arith::SelectOp::create(
                       b, in, memref::LoadOp::create(b, rstdTile, ValueRange{row}),
                       cstF32(0.0));
-                  acc0 = math::FmaOp::create(b, arith::MulFOp::create(b, dy, x),
-                                             splat(rstd), acc0);
+                  acc0 = math::FmaOp::create(b, dyx, splat(rstd), acc0);
                 }
                 Value sender = both(eq(tileChunk, 0), in);
                 Value armer = both(eq(k, 0), eq(tileP, 0));
@@ -228,9 +232,11 @@ void AttentionGradEmitter::prologue() {
                                                invWidth);
             Value x = loadChunk(xOffset, row);
             Value dy = loadChunk(dyOffset, row);
-            Value g = arith::MulFOp::create(b, dy, weightOf(tileColumn));
-            Value dh = arith::SubFOp::create(b, arith::MulFOp::create(b, splat(rstd), g),
-                                             arith::MulFOp::create(b, splat(coef), x));
+            // dh = dy (rstd w) - coef x: a multiply and an FMA per element.
+            Value rw = s.rmsWeightType ? arith::MulFOp::create(b, splat(rstd), w).getResult()
+                                       : splat(rstd);
+            Value negCoef = arith::NegFOp::create(b, splat(coef));
+            Value dh = math::FmaOp::create(b, negCoef, x, arith::MulFOp::create(b, dy, rw));
             SmallVector<Value> pairs;
             for (int64_t i = 0; i < 4; ++i)
               pairs.push_back(packPair(
