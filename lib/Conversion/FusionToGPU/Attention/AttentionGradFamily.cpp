@@ -32,6 +32,20 @@ namespace {
 
 using Spec = AttentionGradKernelSpec;
 
+/// Tensor `v`'s device buffer viewed flat: memref<?xT> over its elements.
+Value flatBuffer(HostLowering &host, Value v) {
+  ImplicitLocOpBuilder &b = host.b;
+  Value buffer = host.dynamicMemref(v);
+  Value count = arith::ConstantIndexOp::create(b, 1);
+  for (int64_t d = 0, rank = cast<MemRefType>(buffer.getType()).getRank(); d < rank; ++d)
+    count = arith::MulIOp::create(b, count, memref::DimOp::create(b, buffer, d));
+  Type elem = cast<MemRefType>(buffer.getType()).getElementType();
+  return memref::ReinterpretCastOp::create(
+      b, MemRefType::get({ShapedType::kDynamic}, elem), buffer,
+      OpFoldResult(b.getIndexAttr(0)), ArrayRef<OpFoldResult>{count},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+}
+
 class AttentionGradKernelFamily : public KernelFamily {
 public:
   StringRef name() const override { return "attention"; }
@@ -120,18 +134,7 @@ public:
                                    unitMaps[1], tileMaps[2], unitMaps[2],
                                    unitMaps[3], batch,       queryLen,
                                    heads};
-    // `v` (q's shape) viewed flat: memref<?xelem>.
-    auto flat = [&](Value v) -> Value {
-      Value buffer = host.dynamicMemref(v);
-      Value count = idx(1);
-      for (int64_t d = 0, rank = cast<MemRefType>(buffer.getType()).getRank(); d < rank;
-           ++d)
-        count = arith::MulIOp::create(b, count, memref::DimOp::create(b, buffer, d));
-      return memref::ReinterpretCastOp::create(
-          b, MemRefType::get({ShapedType::kDynamic}, spec.elemType), buffer,
-          OpFoldResult(b.getIndexAttr(0)), ArrayRef<OpFoldResult>{count},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-    };
+    auto flat = [&](Value v) { return flatBuffer(host, v); };
     if (spec.jagged) {
       operands.push_back(offsets);
       operands.push_back(flat(op.getQueryGrad()));
@@ -181,18 +184,7 @@ private:
     auto i32Const = [&](int64_t v) {
       return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
     };
-    auto flatF = [&](Value v) -> Value {
-      Value buffer = host.dynamicMemref(v);
-      Value count = idx(1);
-      for (int64_t d = 0, rank = cast<MemRefType>(buffer.getType()).getRank(); d < rank;
-           ++d)
-        count = arith::MulIOp::create(b, count, memref::DimOp::create(b, buffer, d));
-      Type elem = cast<MemRefType>(buffer.getType()).getElementType();
-      return memref::ReinterpretCastOp::create(
-          b, MemRefType::get({ShapedType::kDynamic}, elem), buffer,
-          OpFoldResult(b.getIndexAttr(0)), ArrayRef<OpFoldResult>{count},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-    };
+    auto flatF = [&](Value v) { return flatBuffer(host, v); };
     const int64_t heads = spec.prologueHeads;
     const int64_t width = heads * spec.valueDim;
     func::FuncOp maxClusters = host.getRuntimeFunction(
