@@ -156,30 +156,13 @@ void AttentionGradEmitter::emit() {
 }
 
 void AttentionGradEmitter::roles() {
-  if (!s.rmsPrologue) {
-    warpgroupRoles(wg, tid, regs.producer, regs.consumer, [&] { producer(); },
-                   [&] { consumer(); });
-    return;
-  }
-  // With the prologue: the producer warpgroup's thread 0 issues the loads,
-  // its warps 1-3 run the prologue.
-  auto setMaxRegisters = [&](int64_t count, NVVM::SetMaxRegisterAction a) {
-    NVVM::SetMaxRegisterOp::create(b, b.getI32IntegerAttr(count),
-                                   NVVM::SetMaxRegisterActionAttr::get(ctx, a));
-  };
-  scf::IfOp::create(
-      b, eq(wg, 0),
-      [&](OpBuilder &, Location) {
-        setMaxRegisters(regs.producer, NVVM::SetMaxRegisterAction::decrease);
-        ifThen(eq(tid, 0), [&] { producer(); });
-        ifThen(ult(idx(31), tid), [&] { prologue(); });
-        scf::YieldOp::create(b);
-      },
-      [&](OpBuilder &, Location) {
-        setMaxRegisters(regs.consumer, NVVM::SetMaxRegisterAction::increase);
-        consumer();
-        scf::YieldOp::create(b);
-      });
+  // With the prologue, the producer warpgroup's warps 1-3 run it.
+  function_ref<void()> prologueRole;
+  auto runPrologue = [&] { prologue(); };
+  if (s.rmsPrologue)
+    prologueRole = runPrologue;
+  warpgroupRoles(wg, tid, regs.producer, regs.consumer, [&] { producer(); },
+                 [&] { consumer(); }, prologueRole);
 }
 
 /// Thread 0: per unit K and V, then its query tiles' Q and dO.

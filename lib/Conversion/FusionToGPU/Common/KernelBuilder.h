@@ -183,10 +183,12 @@ public:
   /// its thread 0 (`tid`, the thread in its warpgroup) runs `produce`; the
   /// other warpgroups take `consumerRegs` and run `consume`. setmaxnreg is
   /// warpgroup-wide, so it comes before the producer warpgroup's split; that
-  /// warpgroup's other threads exit.
+  /// warpgroup's other threads exit, or, given `others`, its warps 1-3
+  /// run it (gdpa_grad's RMSNorm-gradient prologue).
   void warpgroupRoles(Value warpgroup, Value tid, int64_t producerRegs,
                       int64_t consumerRegs, function_ref<void()> produce,
-                      function_ref<void()> consume) {
+                      function_ref<void()> consume,
+                      function_ref<void()> others = {}) {
     auto setMaxRegisters = [&](int64_t count, NVVM::SetMaxRegisterAction a) {
       NVVM::SetMaxRegisterOp::create(b, b.getI32IntegerAttr(count),
                                      NVVM::SetMaxRegisterActionAttr::get(ctx, a));
@@ -196,6 +198,8 @@ public:
         [&](OpBuilder &, Location) {
           setMaxRegisters(producerRegs, NVVM::SetMaxRegisterAction::decrease);
           ifThen(eq(tid, 0), produce);
+          if (others)
+            ifThen(ult(idx(31), tid), others);
           scf::YieldOp::create(b);
         },
         [&](OpBuilder &, Location) {
