@@ -66,7 +66,7 @@ mlir::fusion::planGemmTensorMemory(const TargetInfo &target, int64_t tileM,
     return t;
   // A 128-row accumulator of cta_group::1 puts row i in lane i: tile_m / 128
   // of them side by side in the columns.
-  int64_t blocks = std::max<int64_t>(1, (tileM + 127) / 128);
+  int64_t blocks = std::max<int64_t>(1, saturatingAdd(tileM, 127) / 128);
   t.columnsPerStage = saturatingMul(blocks, tileN);
   if (t.columnsPerStage > target.tensorMemoryColumns) {
     why = "expected the f32 accumulator of a " + std::to_string(tileM) + "x" +
