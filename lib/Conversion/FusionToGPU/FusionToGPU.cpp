@@ -88,6 +88,17 @@ Value HostLowering::dynamicMemref(Value v) {
                                 memref);
 }
 
+Value mlir::fusion::flatView(ImplicitLocOpBuilder &b, Value mem) {
+  auto type = cast<MemRefType>(mem.getType());
+  Value count = arith::ConstantIndexOp::create(b, 1);
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    count = arith::MulIOp::create(b, count, memref::DimOp::create(b, mem, d));
+  return memref::ReinterpretCastOp::create(
+      b, MemRefType::get({ShapedType::kDynamic}, type.getElementType()), mem,
+      OpFoldResult(b.getIndexAttr(0)), ArrayRef<OpFoldResult>{count},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+}
+
 namespace {
 MemRefType memrefFor(Type tensorType) {
   auto t = cast<RankedTensorType>(tensorType);

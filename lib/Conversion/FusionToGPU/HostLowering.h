@@ -85,6 +85,10 @@ public:
   gpu::GPUModuleOp kernels;
 };
 
+/// Device memref `mem` viewed as memref<?xT> over its contiguous elements
+/// (a kernel's flat pointer and the count the runtime checks it against).
+Value flatView(ImplicitLocOpBuilder &b, Value mem);
+
 } // namespace mlir::fusion
 
 #endif // FUSION_LIB_CONVERSION_FUSIONTOGPU_HOSTLOWERING_H

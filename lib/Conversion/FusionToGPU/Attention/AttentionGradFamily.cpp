@@ -32,20 +32,6 @@ namespace {
 
 using Spec = AttentionGradKernelSpec;
 
-/// Tensor `v`'s device buffer viewed flat: memref<?xT> over its elements.
-Value flatBuffer(HostLowering &host, Value v) {
-  ImplicitLocOpBuilder &b = host.b;
-  Value buffer = host.dynamicMemref(v);
-  Value count = arith::ConstantIndexOp::create(b, 1);
-  for (int64_t d = 0, rank = cast<MemRefType>(buffer.getType()).getRank(); d < rank; ++d)
-    count = arith::MulIOp::create(b, count, memref::DimOp::create(b, buffer, d));
-  Type elem = cast<MemRefType>(buffer.getType()).getElementType();
-  return memref::ReinterpretCastOp::create(
-      b, MemRefType::get({ShapedType::kDynamic}, elem), buffer,
-      OpFoldResult(b.getIndexAttr(0)), ArrayRef<OpFoldResult>{count},
-      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-}
-
 class AttentionGradKernelFamily : public KernelFamily {
 public:
   StringRef name() const override { return "attention"; }
@@ -134,7 +120,7 @@ public:
                                    unitMaps[1], tileMaps[2], unitMaps[2],
                                    unitMaps[3], batch,       queryLen,
                                    heads};
-    auto flat = [&](Value v) { return flatBuffer(host, v); };
+    auto flat = [&](Value v) { return flatView(host.b, host.dynamicMemref(v)); };
     if (spec.jagged) {
       operands.push_back(offsets);
       operands.push_back(flat(op.getQueryGrad()));
@@ -184,7 +170,7 @@ private:
     auto i32Const = [&](int64_t v) {
       return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
     };
-    auto flatF = [&](Value v) { return flatBuffer(host, v); };
+    auto flatF = [&](Value v) { return flatView(host.b, host.dynamicMemref(v)); };
     const int64_t heads = spec.prologueHeads;
     const int64_t width = heads * spec.valueDim;
     func::FuncOp maxClusters = host.getRuntimeFunction(

@@ -63,16 +63,6 @@ std::pair<Value, Value> countOf(ImplicitLocOpBuilder &b, Value mem) {
   return {count, rows};
 }
 
-/// `mem` as memref<?xT> over the same contiguous elements.
-Value flatView(ImplicitLocOpBuilder &b, Value mem) {
-  auto type = cast<MemRefType>(mem.getType());
-  Value count = countOf(b, mem).first;
-  return memref::ReinterpretCastOp::create(
-      b, MemRefType::get({ShapedType::kDynamic}, type.getElementType()), mem,
-      OpFoldResult(b.getIndexAttr(0)), ArrayRef<OpFoldResult>{count},
-      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-}
-
 void RowKernelFamily::lower(HostLowering &host, Operation *op,
                             const TargetInfo &target,
                             StringRef kernelName) const {
