@@ -180,16 +180,8 @@ public:
       }, 2);
     }
     // A tensor as the flat memref<?xT> of its elements (row-major).
-    auto flat = [&](Value tensor) -> Value {
-      Value mem = host.dynamicMemref(tensor);
-      auto type = cast<MemRefType>(mem.getType());
-      Value count = idx(1);
-      for (int64_t d = 0; d < type.getRank(); ++d)
-        count = arith::MulIOp::create(b, count, memref::DimOp::create(b, mem, d));
-      return memref::ReinterpretCastOp::create(
-          b, MemRefType::get({ShapedType::kDynamic}, type.getElementType()), mem,
-          OpFoldResult(b.getIndexAttr(0)), ArrayRef<OpFoldResult>{count},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    auto flat = [&](Value tensor) {
+      return flatView(b, host.dynamicMemref(tensor));
     };
     SmallVector<Value> operands;
     for (AttentionArg a : attentionArgs(spec)) {
