@@ -1,7 +1,7 @@
 //===- MmaDescriptorsTest.cpp - descriptor encodings, field by field ------===//
 //
-// Unit tests of include/fusion/Target/NVPTX/MmaDescriptors.h, built as
-// fusion-target-tests and run by mma-descriptors.test: the vectors of
+// Unit tests of include/fusion/Target/NVPTX/MmaDescriptors.h (suite
+// mma_descriptors of fusion-target-tests, run by mma-descriptors.test): the vectors of
 // docs/SM100A.md section 2 (from the PTX ISA's tables and CUTLASS), each
 // field at its bits, the sm_100 descriptor as the sm_90 one plus bit 46, the
 // sm_90 descriptors of kernels that run on the H200, and every refusal's
@@ -9,56 +9,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fusion/Target/NVPTX/MmaDescriptors.h"
+#include "UnitTest.h"
 
-#include <cinttypes>
-#include <cstdio>
-#include <functional>
-#include <string>
-#include <vector>
+#include "fusion/Target/NVPTX/MmaDescriptors.h"
 
 using namespace mlir::fusion;
 
 namespace {
-int failures = 0;
-std::vector<std::pair<const char *, std::function<void()>>> &tests() {
-  static std::vector<std::pair<const char *, std::function<void()>>> all;
-  return all;
-}
-struct Register {
-  Register(const char *name, std::function<void()> fn) {
-    tests().emplace_back(name, std::move(fn));
-  }
-};
-#define TEST(name)                                                             \
-  void name();                                                                 \
-  Register register_##name(#name, name);                                       \
-  void name()
-
-void expectEq(uint64_t got, uint64_t want, const char *what, int line) {
-  if (got == want)
-    return;
-  ++failures;
-  std::printf("  line %d: %s: expected 0x%016" PRIx64 ", got 0x%016" PRIx64 "\n",
-              line, what, want, got);
-}
-void expectMessage(const std::optional<std::string> &got, const std::string &want,
-                   int line) {
-  if (got && *got == want)
-    return;
-  ++failures;
-  std::printf("  line %d: expected the message \"%s\", got %s\n", line, want.c_str(),
-              got ? ("\"" + *got + "\"").c_str() : "none");
-}
-void expectNone(const std::optional<std::string> &got, int line) {
-  if (!got)
-    return;
-  ++failures;
-  std::printf("  line %d: expected no message, got \"%s\"\n", line, got->c_str());
-}
-#define EXPECT_EQ(got, want) expectEq((got), (want), #got, __LINE__)
-#define EXPECT_MESSAGE(got, want) expectMessage((got), (want), __LINE__)
-#define EXPECT_NONE(got) expectNone((got), __LINE__)
 
 SmemDescriptorFields fields(uint32_t start, uint32_t leading, uint32_t stride,
                             SmemSwizzle swizzle = SmemSwizzle::Bytes128,
@@ -69,7 +26,7 @@ SmemDescriptorFields fields(uint32_t start, uint32_t leading, uint32_t stride,
 // docs/SM100A.md 2.1: a K-major A tile at 0x400 (LBO 16, SBO 1024, 128-byte
 // swizzle) and an MN-major B tile at 0x8400 (LBO 8192: the next 64-column
 // atom; SBO 1024: 8 K rows).
-TEST(smem_descriptor_vectors) {
+TEST(mma_descriptors, smem_descriptor_vectors) {
   auto a = fields(0x400, 16, 1024), b = fields(0x8400, 8192, 1024);
   EXPECT_NONE(checkSmemDescriptor(a));
   EXPECT_NONE(checkSmemDescriptor(b));
@@ -83,14 +40,14 @@ TEST(smem_descriptor_vectors) {
 // `or.b64 %rd, %rd, 4611686293372403712` and `... 4611686293338849280`,
 // the start address added at run time): 128-byte swizzle, SBO 1024, LBO
 // 16384 and 8192. tcgen05's are the same with bit 46.
-TEST(smem_descriptor_matches_the_h200_kernels) {
+TEST(mma_descriptors, smem_descriptor_matches_the_h200_kernels) {
   EXPECT_EQ(wgmmaSmemDescriptor(fields(0, 16384, 1024)), 4611686293372403712ull);
   EXPECT_EQ(wgmmaSmemDescriptor(fields(0, 8192, 1024)), 4611686293338849280ull);
   EXPECT_EQ(tcgen05SmemDescriptor(fields(0, 16384, 1024)),
             4611686293372403712ull | 1ull << 46);
 }
 
-TEST(smem_descriptor_fields_at_their_bits) {
+TEST(mma_descriptors, smem_descriptor_fields_at_their_bits) {
   EXPECT_EQ(wgmmaSmemDescriptor(fields(0x3FFF0, 0, 0, SmemSwizzle::None)), 0x3FFFull);
   EXPECT_EQ(wgmmaSmemDescriptor(fields(0, 0x3FFF0, 0, SmemSwizzle::None)), 0x3FFFull << 16);
   EXPECT_EQ(wgmmaSmemDescriptor(fields(0, 0, 0x3FFF0, SmemSwizzle::None)), 0x3FFFull << 32);
@@ -111,7 +68,7 @@ TEST(smem_descriptor_fields_at_their_bits) {
 
 // The sm_100 descriptor is the sm_90 one with bit 46, for every swizzle and
 // both majors' offsets, across the addresses a k16 step advances through.
-TEST(tcgen05_descriptor_is_wgmma_plus_bit_46) {
+TEST(mma_descriptors, tcgen05_descriptor_is_wgmma_plus_bit_46) {
   for (SmemSwizzle s : {SmemSwizzle::None, SmemSwizzle::Bytes128, SmemSwizzle::Bytes64,
                         SmemSwizzle::Bytes32})
     for (uint32_t start = 0; start < 0x3FFFF; start += 0x1230)
@@ -122,7 +79,7 @@ TEST(tcgen05_descriptor_is_wgmma_plus_bit_46) {
       }
 }
 
-TEST(smem_descriptor_refusals) {
+TEST(mma_descriptors, smem_descriptor_refusals) {
   EXPECT_MESSAGE(checkSmemDescriptor(fields(0x408, 16, 1024)),
                  "expected the start address to be a multiple of 16 bytes (descriptors "
                  "hold bytes >> 4), but got 1032");
@@ -151,7 +108,7 @@ Tcgen05InstrFields instr(int64_t m, int64_t n, OperandMajor bMajor = OperandMajo
 }
 
 // docs/SM100A.md 2.2 (the smoke kernel's `UMOV UR15, 0x8200490`).
-TEST(instruction_descriptor_vectors) {
+TEST(mma_descriptors, instruction_descriptor_vectors) {
   EXPECT_EQ(tcgen05InstrDescriptor(instr(128, 128)), 0x08200490u);
   EXPECT_EQ(tcgen05InstrDescriptor(instr(128, 256)), 0x08400490u);
   EXPECT_EQ(tcgen05InstrDescriptor(instr(128, 256, OperandMajor::MN)), 0x08410490u);
@@ -163,7 +120,7 @@ TEST(instruction_descriptor_vectors) {
   EXPECT_EQ(tcgen05InstrDescriptor(instr(64, 64)), 0x04100490u);
 }
 
-TEST(instruction_descriptor_fields_at_their_bits) {
+TEST(mma_descriptors, instruction_descriptor_fields_at_their_bits) {
   Tcgen05InstrFields base = instr(64, 8, OperandMajor::K, MmaInputType::F16);
   base.d = MmaAccumulatorType::F16;
   const uint32_t zero = tcgen05InstrDescriptor(base);
@@ -184,7 +141,7 @@ TEST(instruction_descriptor_fields_at_their_bits) {
   EXPECT_EQ(with([](auto &f) { f.m = 128; }), (4u ^ 8u) << 24);
 }
 
-TEST(instruction_shape_refusals) {
+TEST(mma_descriptors, instruction_shape_refusals) {
   EXPECT_NONE(checkTcgen05Instr(instr(64, 8)));
   EXPECT_NONE(checkTcgen05Instr(instr(128, 16)));
   EXPECT_NONE(checkTcgen05Instr(instr(128, 256)));
@@ -206,13 +163,3 @@ TEST(instruction_shape_refusals) {
                  "with M = 128, but got M = 128, N = 272");
 }
 } // namespace
-
-int main() {
-  for (auto &[name, fn] : tests()) {
-    int before = failures;
-    fn();
-    std::printf("[ %s ] %s\n", failures == before ? "OK" : "FAILED", name);
-  }
-  std::printf("%zu tests, %d failed expectations\n", tests().size(), failures);
-  return failures ? 1 : 0;
-}
