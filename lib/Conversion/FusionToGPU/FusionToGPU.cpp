@@ -88,6 +88,8 @@ Value HostLowering::dynamicMemref(Value v) {
                                 memref);
 }
 
+Value HostLowering::flatMemref(Value v) { return flatView(b, dynamicMemref(v)); }
+
 Value mlir::fusion::flatView(ImplicitLocOpBuilder &b, Value mem) {
   auto type = cast<MemRefType>(mem.getType());
   Value count = arith::ConstantIndexOp::create(b, 1);

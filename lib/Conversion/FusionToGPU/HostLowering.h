@@ -77,6 +77,8 @@ public:
   /// The device memref of tensor `v`, with all dimensions dynamic, as the
   /// kernels take them.
   Value dynamicMemref(Value v);
+  /// Tensor `v`'s device buffer viewed flat (flatView of dynamicMemref).
+  Value flatMemref(Value v);
 
   ImplicitLocOpBuilder &b;
   DeviceChain &chain;

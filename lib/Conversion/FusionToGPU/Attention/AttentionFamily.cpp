@@ -179,10 +179,6 @@ public:
                                   descriptor(op.getSavedHidden(), Spec::kGroupRows)};
       }, 2);
     }
-    // A tensor as the flat memref<?xT> of its elements (row-major).
-    auto flat = [&](Value tensor) {
-      return flatView(b, host.dynamicMemref(tensor));
-    };
     SmallVector<Value> operands;
     for (AttentionArg a : attentionArgs(spec)) {
       switch (a) {
@@ -208,10 +204,10 @@ public:
         operands.push_back(windowBatch);
         break;
       case AttentionArg::Output:
-        operands.push_back(flat(output));
+        operands.push_back(host.flatMemref(output));
         break;
       case AttentionArg::Residual:
-        operands.push_back(flat(cast<GDPAOp>(operation).getResidual()));
+        operands.push_back(host.flatMemref(cast<GDPAOp>(operation).getResidual()));
         break;
       case AttentionArg::TmaLnQ:
         operands.push_back(savedMaps[0]);
@@ -220,10 +216,10 @@ public:
         operands.push_back(savedMaps[1]);
         break;
       case AttentionArg::LnQFlat:
-        operands.push_back(flat(cast<NormAttentionOp>(operation).getSavedLnQuery()));
+        operands.push_back(host.flatMemref(cast<NormAttentionOp>(operation).getSavedLnQuery()));
         break;
       case AttentionArg::HiddenFlat:
-        operands.push_back(flat(cast<NormAttentionOp>(operation).getSavedHidden()));
+        operands.push_back(host.flatMemref(cast<NormAttentionOp>(operation).getSavedHidden()));
         break;
       default: {
         auto op = cast<NormAttentionOp>(operation);

@@ -120,13 +120,12 @@ public:
                                    unitMaps[1], tileMaps[2], unitMaps[2],
                                    unitMaps[3], batch,       queryLen,
                                    heads};
-    auto flat = [&](Value v) { return flatView(host.b, host.dynamicMemref(v)); };
     if (spec.jagged) {
       operands.push_back(offsets);
-      operands.push_back(flat(op.getQueryGrad()));
+      operands.push_back(host.flatMemref(op.getQueryGrad()));
     }
     if (spec.residual && !spec.gradResidual)
-      operands.push_back(flat(op.getResidual()));
+      operands.push_back(host.flatMemref(op.getResidual()));
     Type i32 = b.getI32Type();
     Value smem = arith::ConstantOp::create(
         b, b.getI32IntegerAttr(static_cast<int32_t>(spec.sharedMemoryBytes())));
@@ -170,7 +169,6 @@ private:
     auto i32Const = [&](int64_t v) {
       return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
     };
-    auto flatF = [&](Value v) { return flatView(host.b, host.dynamicMemref(v)); };
     const int64_t heads = spec.prologueHeads;
     const int64_t width = heads * spec.valueDim;
     func::FuncOp maxClusters = host.getRuntimeFunction(
@@ -186,12 +184,12 @@ private:
         arith::MinUIOp::create(
             b, batch, arith::IndexCastOp::create(b, b.getIndexType(), slots)),
         idx(1));
-    operands.push_back(flatF(op.getRmsInput()));
-    operands.push_back(flatF(op.getRmsRstd()));
+    operands.push_back(host.flatMemref(op.getRmsInput()));
+    operands.push_back(host.flatMemref(op.getRmsRstd()));
     operands.push_back(mapsIf(anyTile, {op.getRmsInput()})[0]);
     Value partials;
     if (spec.rmsWeightType) {
-      operands.push_back(flatF(op.getRmsWeight()));
+      operands.push_back(host.flatMemref(op.getRmsWeight()));
       Value rows = arith::MulIOp::create(b, clusters, idx(Spec::kPrologueWarps));
       partials = host.chain.alloc(
           MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
@@ -217,7 +215,7 @@ private:
     gpu::GPUFuncOp reduce = buildParamGradReduceKernel(
         b, b.getLoc(), host.kernels, (kernelName + "_params").str(), sum);
     Value rows = arith::MulIOp::create(b, clusters, idx(Spec::kPrologueWarps));
-    SmallVector<Value> reduceOperands{partials, flatF(op.getRmsWeightGrad()), rows};
+    SmallVector<Value> reduceOperands{partials, host.flatMemref(op.getRmsWeightGrad()), rows};
     int64_t columnBlocks = llvm::divideCeil(width, RowKernelSpec::kReduceColumns);
     auto sumLaunch = gpu::LaunchFuncOp::create(
         b, reduce, {idx(columnBlocks), idx(1), idx(1)},
