@@ -87,9 +87,11 @@ func.func @small_jagged(%q: tensor<?x3x128xbf16>, %k: tensor<?x100x3x128xbf16>, 
 // CHECK: %[[LO:.*]] = arith.cmpi uge, %[[ROW:.*]], %{{.*}} : index
 // CHECK: arith.andi %[[LO]], %{{.*}} : i1
 // CHECK: memref.store %{{.*}}, %{{.*}}[%c0, %[[ROW]]] : memref<?x?xf32>
-// Two MMAs; h = O + ln_q, or ln_q alone for the tail item.
-// CHECK: nvgpu.warpgroup.mma
-// CHECK: nvgpu.warpgroup.mma
+// Two MMAs, each starting fresh (its first k16 overwrites: scale-d zero),
+// O's second K step by nvgpu; h = O + ln_q, or ln_q alone for the tail item.
+// CHECK: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK: nvgpu.warpgroup.mma %{{.*}} {transposeB}
 // CHECK: %[[TAIL:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : index
 // CHECK-COUNT-16: arith.select %[[TAIL]], %{{.*}}, %{{.*}} : vector<2xf32>
 // The output: TMA where the group's rows are all the item's, else 16-byte

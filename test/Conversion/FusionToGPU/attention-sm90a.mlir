@@ -69,18 +69,27 @@ func.func @flash_norm(%q: tensor<?x?x4x128xbf16>, %k: tensor<?x128x4x128xbf16>, 
 
 // The kernels: Kunlun's S accumulator 64 x 128, then the activation
 // (gelu_tanh's tanh as llvm.tanh with afn: tanh.approx.f32), P made visible to the async proxy, O = P V, the TMA
-// store; the long key/value one's S 64 x 256 and O 64 x 64.
+// store; the long key/value one's S 64 x 256 and O 64 x 64. Both MMAs start
+// fresh: their first k16 overwrites the accumulator (scale-d zero), so no
+// registers are zeroed before them (ptxas would move zeros into O's
+// registers and inject a warpgroup.arrive, C7519); K is a K-major B ("col"),
+// V an N-major one ("row"), whose later K steps go through nvgpu.
 // CHECK-LABEL: gpu.module @fusion_kernels
 // CHECK: gpu.func @kunlun_kernel0({{.*}}) kernel attributes {known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32, nvvm.maxntid = array<i32: 384, 1, 1>}
-// CHECK: nvgpu.warpgroup.mma.init.accumulator -> <fragmented = vector<64x128xf32>>
-// CHECK: nvvm.wgmma.mma_async
+// CHECK-NOT: nvgpu.warpgroup.mma.init.accumulator
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-7: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK: llvm.intr.tanh(%{{.*}}) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32
 // CHECK: nvvm.fence.proxy
-// CHECK: nvgpu.warpgroup.mma
+// CHECK-NOT: nvgpu.warpgroup.mma.init.accumulator
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK: nvgpu.warpgroup.mma %{{.*}} {transposeB}
 // CHECK: nvgpu.tma.async.store
 // CHECK: gpu.func @long_kv_kernel0(
-// CHECK: nvgpu.warpgroup.mma.init.accumulator -> <fragmented = vector<64x256xf32>>
-// CHECK: nvgpu.warpgroup.mma.init.accumulator -> <fragmented = vector<64x64xf32>>
+// CHECK-NOT: nvgpu.warpgroup.mma.init.accumulator
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>, D[<f32>, <zero>]
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>]
 // The FlashNormAttention consumer gives its stage back without waiting on
 // its output's TMA store: the group's other threads arrive on empty[s] at
 // the item's end; the leader, which issued the store, waits for it to read

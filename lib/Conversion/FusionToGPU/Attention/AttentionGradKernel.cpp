@@ -290,13 +290,13 @@ void AttentionGradEmitter::consumer() {
             });
 
           // S^T = K_c Q^T, dP^T = V_c dO^T.
-          Value sT = scoreEngine->initAccumulator(*this);
+          Value sT; // fresh accumulators: their first K steps overwrite
           for (int64_t kc = 0; kc < dBlocks; ++kc) {
             Value a = block(add(kBlock(c, idx(kc)), kv), {64, 64});
             Value q = block(add(base, idx(kc * Spec::kBlockBytes)), {64, 64});
             sT = scoreEngine->issue(*this, a, q, operandMap, operandMap, sT);
           }
-          Value dpT = scoreEngine->initAccumulator(*this);
+          Value dpT;
           for (int64_t e = 0; e < dvBlocks; ++e) {
             Value a = block(add(vBlock(c, e), kv), {64, 64});
             Value dO = block(add(base, idx(s.qBytes() + e * Spec::kBlockBytes)),
@@ -369,7 +369,7 @@ void AttentionGradEmitter::consumer() {
               // copied into (each thread's dQ later overwrites the positions
               // it read). Loaded from global memory into registers beside dQ
               // instead, the residual spilled 16-190 bytes.
-              Value dq;
+              Value dq; // null without a residual: a fresh accumulator
               if (s.residualInStage) {
                 // The stage's base rebuilt from an opaque zero (else held
                 // in a register from the tile's start).
@@ -387,8 +387,6 @@ void AttentionGradEmitter::consumer() {
                 }
                 staging = add(out, idx(i * Spec::kBlockBytes));
                 dq = residualAccumulator(*dqEngine, staging);
-              } else {
-                dq = dqEngine->initAccumulator(*this);
               }
               for (int64_t r = 0; r < s.consumers(); ++r) {
                 Value a = block(dsBuffer(idx(r), parity), {64, 64});

@@ -324,7 +324,7 @@ Value AttentionKernelEmitter::readSwizzled(Value offset, int64_t groups,
 
 Value AttentionKernelEmitter::scores(MmaEngine &engine, Value base,
                                      function_ref<Value(int64_t)> aBlock) {
-  Value acc = engine.initAccumulator(*this);
+  Value acc; // fresh: the first K step overwrites it
   for (int64_t kc = 0; kc < s.headDim / Spec::kBoxCols; ++kc) {
     Value a = smemView(aBlock(kc), {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
     Value k = smemView(add(base, idx(s.qBytes() + kc * s.kvTile * 128)),
@@ -337,7 +337,7 @@ Value AttentionKernelEmitter::scores(MmaEngine &engine, Value base,
 
 Value AttentionKernelEmitter::values(MmaEngine &engine, Value base, Value rows,
                                      int64_t stride) {
-  Value acc = engine.initAccumulator(*this);
+  Value acc; // fresh: the first K step overwrites it
   for (int64_t r = 0; r < s.kvTile / 64; ++r) {
     Value p = smemView(add(rows, idx(r * stride)),
                        {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);

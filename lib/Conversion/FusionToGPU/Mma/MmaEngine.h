@@ -116,6 +116,10 @@ public:
   /// step on the tiles `aTile` and `bTile` (memref views of shared memory;
   /// `tmaA`/`tmaB` the tensor maps that wrote them, for their swizzle),
   /// and the wait until at most `pending` issued steps are in flight.
+  /// `issue` with a null `acc` starts a fresh accumulator: its first k16
+  /// overwrites instead of adding (wgmma's scale-d = 0), so no registers
+  /// are zeroed before it; a loop whose first step is not distinguished
+  /// starts from initAccumulator instead.
   virtual Value initAccumulator(KernelBuilder &kb) = 0;
   /// An accumulator holding `pair(positions, h, j)` (vector<2xf32>) at each
   /// of this thread's pairs (thread `tid` of the group), where `positions`

@@ -148,7 +148,7 @@ public:
         kb.b, swizzled({64, shape.tileK}), aTile, tmaA);
     Value dB = nvgpu::WarpgroupGenerateDescriptorOp::create(kb.b, swizzled(bShape),
                                                             bTile, tmaB);
-    if (shape.transposeA || shape.transposeB)
+    if (shape.transposeA || shape.transposeB || !acc)
       return explicitMma(kb, dA, dB, acc);
     return nvgpu::WarpgroupMmaOp::create(kb.b, accType(ctx), dA, dB,
                                          IntegerAttr(), UnitAttr(),
@@ -181,10 +181,11 @@ private:
   MmaShape shape;
 };
 
-/// One K step (64) of a K-major B (transpose_rhs) or an M-major A
-/// (transpose_lhs): the four m64nNk16 wgmma of the step as NVVM ops, in one
+/// One K step (64) of a K-major B (transpose_rhs), an M-major A
+/// (transpose_lhs) or a fresh accumulator (null `acc`, the first k16 with
+/// scale-d = 0): the four m64nNk16 wgmma of the step as NVVM ops, in one
 /// commit group like nvgpu.warpgroup.mma, whose lowering takes K-major A and
-/// N-major B only. Each operand's descriptor steps by k16 in its own major:
+/// N-major B only and always adds to its accumulator. Each operand's descriptor steps by k16 in its own major:
 /// a K-major tile by 16 elements (32 bytes: 2 in the descriptor's 16-byte
 /// units) inside its 128-byte swizzled rows, an M- or N-major tile by 16 of
 /// its 128-byte K rows (2048 bytes: 128 units; the descriptor's leading
@@ -201,7 +202,12 @@ Value Sm90WgmmaEngine::explicitMma(KernelBuilder &kb, Value descA, Value descB,
     return UnrealizedConversionCastOp::create(b, to, v).getResult(0);
   };
   Value a0 = cast(i64, descA), b0 = cast(i64, descB);
-  Value d = LLVM::ExtractValueOp::create(b, cast(packed, acc), ArrayRef<int64_t>{0});
+  // A fresh accumulator (null `acc`): the first k16 ignores its input
+  // (scale-d = 0), which then need not be defined.
+  Value d = acc ? LLVM::ExtractValueOp::create(b, cast(packed, acc),
+                                               ArrayRef<int64_t>{0})
+                      .getResult()
+                : LLVM::PoisonOp::create(b, frag).getResult();
   auto wgmmaType = [&](Type t) {
     return NVVM::WGMMATypesAttr::get(
         ctx, t.isF16() ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16);
@@ -231,7 +237,9 @@ Value Sm90WgmmaEngine::explicitMma(KernelBuilder &kb, Value descA, Value descB,
         b, frag, d, dA, dB, NVVM::MMAShapeAttr::get(ctx, 64, shape.tileN, 16),
         wgmmaType(shape.abType), wgmmaType(shape.abType),
         NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-        NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), one, one,
+        NVVM::WGMMAScaleOutAttr::get(ctx, acc || k ? NVVM::WGMMAScaleOut::one
+                                                   : NVVM::WGMMAScaleOut::zero),
+        one, one,
         NVVM::MMALayoutAttr::get(ctx, layoutA), NVVM::MMALayoutAttr::get(ctx, layoutB),
         NVVM::MMAIntOverflowAttr());
   }
