@@ -78,6 +78,7 @@ void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
   FusionPlanKernelsPassOptions plan;
   plan.lazyRowStats = options.lazyRowStats;
   plan.splitK = options.splitK;
+  plan.streamK = options.streamK;
   plan.maxEpilogueCluster = options.maxEpilogueCluster;
   pm.addPass(createFusionPlanKernelsPass(plan));
   pm.addPass(createConvertFusionToGPUPass());

@@ -58,6 +58,11 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
       llvm::cl::desc("fusion-plan-kernels' split-k: split K for small weight "
                      "gradients (on by default)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> streamK{
+      *this, "stream-k",
+      llvm::cl::desc("fusion-plan-kernels' stream-k: spread a GEMM's last "
+                     "waves over the CTAs by K steps (on by default)"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> maxEpilogueCluster{
       *this, "max-epilogue-cluster",
       llvm::cl::desc("fusion-plan-kernels' max-epilogue-cluster: the most CTAs "

@@ -9,6 +9,14 @@
 // work items are (split, tile) pairs, split-major: item w is tile
 // w mod numTiles of K range w / numTiles.
 //
+// Stream-K (segmentLoop): with G CTAs and numTiles = W G + r tiles, r > 0,
+// the first (W - 1) G tiles go as above, whole; the last G + r tiles'
+// (G + r) numK K steps are cut into G contiguous ranges, CTA w taking
+// [w (G + r) numK / G, (w + 1) (G + r) numK / G): about (G + r) / G tiles
+// each instead of one or two. A range is at least numK steps long, so a
+// tile is cut at most once: its first steps end CTA w's range (w finishes
+// the tile), the rest begin CTA w + 1's (w + 1 contributes them).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FUSION_LIB_CONVERSION_FUSIONTOGPU_COMMON_TILESCHEDULER_H
@@ -71,6 +79,106 @@ public:
           Value blockCol =
               kb.mul(arith::RemUIOp::create(b, tile, numTilesN), kb.idx(tileN));
           return body(blockRow, blockCol, split, iters);
+        });
+  }
+
+  /// One piece of a CTA's stream-K work: the tile's first row and column,
+  /// its K steps [kFirst, kFirst + kCount), and whether the piece is the
+  /// tile's later part, whose sums go to the CTA before (`contributes`), or
+  /// its first part, finished here with the next CTA's sums (`finishes`).
+  struct Segment {
+    Value blockRow, blockCol, kFirst, kCount, contributes, finishes;
+  };
+  using SegmentBody =
+      function_ref<SmallVector<Value>(const Segment &, ValueRange iters)>;
+
+  /// Runs `body` on each of this CTA's segments in order: its whole tiles,
+  /// then its stream-K range (none where the tiles are a multiple of the
+  /// grid, or K is empty: then every tile is whole, as tileLoop).
+  ///
+  /// `k`, `n`: the GEMM's K and N (kernel arguments), from which the K steps
+  /// (tile_k each) and the tiles are rebuilt with the range's bounds.
+  ValueRange segmentLoop(KernelBuilder &kb, Value k, int64_t tileK, Value n,
+                         ValueRange inits, SegmentBody body) const {
+    ImplicitLocOpBuilder &b = kb.b;
+    // The range's bounds, from `fresh` (a zero LLVM cannot see through):
+    // rebuilt inside the loop, so that they are not held in registers
+    // across it (the producer thread has 40: hoisted, they spilled).
+    struct Range {
+      Value w, grid, ks, tilesN, whole, skFirstTile, u0, u1, t0, pieces;
+    };
+    auto range = [&](Value fresh) {
+      auto sel = [&](Value c, Value t, Value f) -> Value {
+        return arith::SelectOp::create(b, c, t, f);
+      };
+      auto ceilDiv = [&](Value x, Value y) -> Value {
+        return arith::CeilDivUIOp::create(b, x, y);
+      };
+      auto ne = [&](Value x, Value y) -> Value {
+        return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, x, y);
+      };
+      Range g;
+      g.grid = kb.add(gpu::GridDimOp::create(b, gpu::Dimension::x), fresh);
+      g.w = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+      Value ks = ceilDiv(kb.add(k, fresh), kb.idx(tileK));
+      g.ks = ks;
+      g.tilesN = ceilDiv(kb.add(n, fresh), kb.idx(tileN));
+      Value tiles = kb.mul(ceilDiv(kb.add(m, fresh), kb.idx(tileM)), g.tilesN);
+      Value zero = kb.idx(0), one = kb.idx(1);
+      Value waves = arith::DivUIOp::create(b, tiles, g.grid);
+      Value r = arith::RemUIOp::create(b, tiles, g.grid);
+      // (A grid of more CTAs than tiles has no whole wave to spread.)
+      Value streamK = kb.both(kb.both(ne(r, zero), ne(ks, zero)), ne(waves, zero));
+      // Whole tiles: w, w + G, ... (all of this CTA's without stream-K).
+      g.whole = sel(streamK, kb.sub(waves, one),
+                    ceilDiv(kb.sub(tiles, arith::MinUIOp::create(b, g.w, tiles)),
+                            g.grid));
+      g.skFirstTile = kb.mul(kb.sub(waves, one), g.grid);
+      // The stream-K range [u0, u1) in K steps from skFirstTile's first,
+      // and its tiles from t0 on (only with stream-K).
+      Value steps = kb.mul(kb.add(g.grid, r), ks);
+      g.u0 = arith::DivUIOp::create(b, kb.mul(g.w, steps), g.grid);
+      g.u1 = arith::DivUIOp::create(b, kb.mul(kb.add(g.w, one), steps), g.grid);
+      Value safeK = arith::MaxUIOp::create(b, ks, one);
+      g.t0 = arith::DivUIOp::create(b, g.u0, safeK);
+      g.pieces = sel(streamK, kb.sub(ceilDiv(g.u1, safeK), g.t0), zero);
+      return g;
+    };
+    Range outer = range(kb.idx(0));
+    return kb.forLoop(
+        kb.idx(0), kb.add(outer.whole, outer.pieces), kb.idx(1), inits,
+        [&](Value j, ValueRange iters) {
+          Range g = range(kb.opaqueZero());
+          auto sel = [&](Value c, Value t, Value f) -> Value {
+            return arith::SelectOp::create(b, c, t, f);
+          };
+          Value ks = g.ks;
+          Value zero = kb.idx(0);
+          Value isWhole = kb.ult(j, g.whole);
+          Value piece = sel(isWhole, zero, kb.sub(j, g.whole));
+          Value skTile = kb.add(g.t0, piece);
+          Value tile = sel(isWhole, kb.add(g.w, kb.mul(j, g.grid)),
+                           kb.add(g.skFirstTile, skTile));
+          Value tileStart = kb.mul(skTile, ks);
+          Value first = kb.sub(arith::MaxUIOp::create(b, g.u0, tileStart), tileStart);
+          Value end = kb.sub(
+              arith::MinUIOp::create(b, g.u1, kb.add(tileStart, ks)), tileStart);
+          Segment seg;
+          seg.kFirst = sel(isWhole, zero, first);
+          Value kEnd = sel(isWhole, ks, end);
+          seg.kCount = kb.sub(kEnd, seg.kFirst);
+          Value notWhole = arith::XOrIOp::create(
+              b, isWhole, arith::ConstantOp::create(b, b.getBoolAttr(true)));
+          seg.contributes = kb.both(
+              notWhole, arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                              seg.kFirst, zero));
+          seg.finishes = kb.both(kb.both(notWhole, kb.eq(seg.kFirst, 0)),
+                                 kb.ult(kEnd, ks));
+          seg.blockRow = kb.mul(arith::DivUIOp::create(b, tile, g.tilesN),
+                                kb.idx(tileM));
+          seg.blockCol = kb.mul(arith::RemUIOp::create(b, tile, g.tilesN),
+                                kb.idx(tileN));
+          return body(seg, iters);
         });
   }
 

@@ -262,7 +262,7 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   // gridDim.x / cluster_n, known once the grid is.
   Value paramPartials, gradUnits;
   std::optional<LaunchShape> early;
-  if (spec.paramGrads() && spec.epilogueWarps) {
+  if ((spec.paramGrads() && spec.epilogueWarps) || spec.streamK) {
     early = launchShape(host, spec, kernelName, m, n, splits);
     gradUnits = arith::DivUIOp::create(b, early->gridX, idx(spec.clusterN));
   } else if (spec.paramGrads()) {
@@ -295,6 +295,21 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
     };
     Value partials = host.chain.alloc(vector(b.getF32Type()), partialCount);
     Value counters = host.chain.alloc(vector(b.getI32Type()), rowBlocks);
+    host.chain.zero(counters, arith::ConstantOp::create(b, b.getI32IntegerAttr(0)));
+    args[GemmArg::Partials] = partials;
+    args[GemmArg::Counters] = counters;
+    workspace = {partials, counters};
+  }
+  if (spec.streamK) {
+    // Stream-K: one f32 tile slot and one counter per CTA of the grid,
+    // the counters zeroed before the launch; freed after it.
+    Value grid = early->gridX;
+    auto vector = [&](Type elem) {
+      return MemRefType::get({ShapedType::kDynamic}, elem);
+    };
+    Value slots = arith::MulIOp::create(b, grid, idx(spec.tileM * spec.tileN));
+    Value partials = host.chain.alloc(vector(b.getF32Type()), ValueRange{slots});
+    Value counters = host.chain.alloc(vector(b.getI32Type()), ValueRange{grid});
     host.chain.zero(counters, arith::ConstantOp::create(b, b.getI32IntegerAttr(0)));
     args[GemmArg::Partials] = partials;
     args[GemmArg::Counters] = counters;
@@ -402,12 +417,16 @@ GemmKernelFamily::launchShape(HostLowering &host, const GemmKernelSpec &spec,
     return shape;
   }
   Value tilesN = arith::CeilDivUIOp::create(b, n, idx(spec.tileN));
-  Value sms = spec.globalRows
+  // Stream-K: a CTA finishing a cut tile waits for the next CTA's part,
+  // so the grid is resident too (cooperative; any size of at least one).
+  Value sms = spec.globalRows || spec.streamK
                   ? callIndex("fusionrtCooperativeGridLimit",
                               {LLVM::LLVMPointerType::get(ctx), i32, i32, i32},
                               {host.getKernelName(kernelName),
                                i32Const(spec.threads()), smemBytes,
-                               arith::IndexCastOp::create(b, i32, tilesN)})
+                               spec.streamK ? i32Const(1).getResult()
+                                            : arith::IndexCastOp::create(b, i32, tilesN)
+                                                  .getResult()})
                   : callIndex("fusionrtMultiprocessorCount", {}, {});
   Value tiles = arith::MulIOp::create(b, tilesN, rowBlocks);
   // Split-K: one work item per tile and K range.

@@ -60,8 +60,9 @@ void GemmKernelEmitter::producer() {
   // The grad epilogue warps read norm_input from global memory too.
   Value normInput =
       s.gradEpilogue() && s.epilogueWarps ? arg(GemmArg::NormInput) : Value();
-  scheduler.tileLoop(*this, {idx(0)}, [&](Value blockRow, Value blockCol,
-                                          Value split, ValueRange iters) {
+  // The K steps [kFirst, kFirst + kCount) of a tile (kFirst null: 0).
+  auto tile = [&](Value blockRow, Value blockCol, Value kFirst, Value kCount,
+                  ValueRange iters) {
     if (residual)
       prefetchResidual(residual, blockRow, blockCol);
     if (normInput) {
@@ -71,7 +72,6 @@ void GemmKernelEmitter::producer() {
         if (Value mem = arg(stat))
           prefetchRows(mem, blockRow);
     }
-    auto [kFirst, kCount] = kRange(split);
     ValueRange done = forLoop(
         idx(0), kCount, idx(1), iters, [&](Value kk, ValueRange it) {
           Value stage = ring.stageOf(*this, it[0]);
@@ -81,7 +81,85 @@ void GemmKernelEmitter::producer() {
           return SmallVector<Value>{ring.nextPos(*this, it[0])};
         });
     return SmallVector<Value>(done);
+  };
+  if (s.streamK) {
+    scheduler.segmentLoop(*this, k, s.tileK, n, {idx(0)},
+                          [&](const TileScheduler::Segment &seg, ValueRange iters) {
+                            return tile(seg.blockRow, seg.blockCol, seg.kFirst,
+                                        seg.kCount, iters);
+                          });
+    return;
+  }
+  scheduler.tileLoop(*this, {idx(0)}, [&](Value blockRow, Value blockCol,
+                                          Value split, ValueRange iters) {
+    auto [kFirst, kCount] = kRange(split);
+    return tile(blockRow, blockCol, kFirst, kCount, iters);
   });
+}
+
+/// Stream-K: slot `cta` of the workspace holds a CTA's sums of the later
+/// part of a cut tile, pair p (h, j) of consumer thread t at
+/// [(p x consumer threads + t) x 2]: a warp's pairs are 256 contiguous bytes.
+Value GemmKernelEmitter::partialSlotOffset(Value cta, Value c, int64_t pair) {
+  int64_t threads = 128 * s.consumers;
+  Value thread = add(mul(c, idx(128)), tid);
+  return add(mul(cta, idx(s.tileM * s.tileN)),
+             mul(add(idx(pair * threads), thread), idx(2)));
+}
+
+/// Stream-K, the CTA that computed a cut tile's later part: its sums into
+/// its workspace slot, then (after every consumer's stores, GPU-scope
+/// fence) its counter to 1, as the row exchange publishes a tile.
+void GemmKernelEmitter::publishPartial(Value acc, Value c) {
+  Value partials = arg(GemmArg::Partials);
+  Value cta = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  std::unique_ptr<AccumulatorView> view = engine->view(*this, acc, tid);
+  int64_t groups = view->columnGroups();
+  for (int64_t h = 0; h < view->rowsPerThread(); ++h)
+    for (int64_t j = 0; j < groups; ++j)
+      vector::StoreOp::create(b, view->pair(h, j), partials,
+                              ValueRange{partialSlotOffset(cta, c, h * groups + j)},
+                              /*nontemporal=*/false, llvm::MaybeAlign(8));
+  LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "device");
+  consumerBarrier();
+  ifThen(isStoreLeader(), [&] {
+    memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi, i32(1),
+                                arg(GemmArg::Counters), ValueRange{cta});
+  });
+}
+
+/// Stream-K, the CTA that computed a cut tile's first part: waits for the
+/// next CTA's counter, then adds that CTA's sums to the accumulator.
+Value GemmKernelEmitter::addNextPartial(Value acc, Value c) {
+  Value partials = arg(GemmArg::Partials);
+  Value next = add(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(1));
+  Value counters = arg(GemmArg::Counters);
+  ifThen(isStoreLeader(), [&] {
+    scf::WhileOp::create(
+        b, TypeRange{}, ValueRange{},
+        [&](OpBuilder &, Location, ValueRange) {
+          Value seen = memref::AtomicRMWOp::create(
+              b, arith::AtomicRMWKind::addi, i32(0), counters, ValueRange{next});
+          scf::ConditionOp::create(b, eq(arith::IndexCastOp::create(
+                                             b, b.getIndexType(), seen),
+                                         0),
+                                   ValueRange{});
+        },
+        [&](OpBuilder &, Location, ValueRange) { scf::YieldOp::create(b); });
+  });
+  consumerBarrier();
+  LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "device");
+  std::unique_ptr<AccumulatorView> view = engine->view(*this, acc, tid);
+  int64_t groups = view->columnGroups();
+  auto pairType = VectorType::get({2}, b.getF32Type());
+  return engine->accumulatorFromPairs(
+      *this, tid, [&](AccumulatorView &, int64_t h, int64_t j) -> Value {
+        Value other = vector::LoadOp::create(
+            b, pairType, partials,
+            ValueRange{partialSlotOffset(next, c, h * groups + j)},
+            /*nontemporal=*/false, llvm::MaybeAlign(8));
+        return arith::AddFOp::create(b, view->pair(h, j), other);
+      });
 }
 
 /// The residual tile [tile_m, tile_n] at (blockRow, blockCol), rows and
@@ -242,11 +320,11 @@ void GemmKernelEmitter::consumer() {
                                   b.getF32FloatAttr(0.0)));
   };
 
-  scheduler.tileLoop(*this, {idx(0), idx(0)}, [&](Value blockRow, Value blockCol,
-                                                  Value split, ValueRange iters) {
-    auto [kFirst, kCount] = kRange(split);
-    // Split-K: this range's partial sums go to workspace rows split x M + ...
-    outRowOffset = split ? mul(split, m) : Value();
+  // A tile's K steps [kFirst, kFirst + kCount) (kFirst null: 0); stream-K:
+  // `contributes` (its sums go to the workspace, no epilogue) and
+  // `finishes` (the next CTA's sums are added first).
+  auto tile = [&](Value blockRow, Value blockCol, Value kFirst, Value kCount,
+                  Value contributes, Value finishes, ValueRange iters) {
     Value acc0 = engine->initAccumulator(*this);
     SmallVector<Value> inits = {acc0, iters[0]};
     if (lazy)
@@ -310,9 +388,47 @@ void GemmKernelEmitter::consumer() {
       // The next tile's sums overwrite these only after every thread read.
       warpgroupBarrier(c);
     }
-    epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq, sums);
-    return SmallVector<Value>{loop[1], add(iters[1], idx(1))};
-  });
+    if (!contributes) {
+      epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq, sums);
+      return SmallVector<Value>{loop[1], add(iters[1], idx(1))};
+    }
+    // Stream-K. A contributed part runs no epilogue: the tile count (the
+    // staging buffers' turn) stays.
+    ifThen(contributes, [&] { publishPartial(loop[0], c); });
+    auto acc = scf::IfOp::create(b, loop[0].getType(), finishes, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&acc.getThenRegion().front());
+      scf::YieldOp::create(b, addNextPartial(loop[0], c));
+      b.setInsertionPointToStart(&acc.getElseRegion().front());
+      scf::YieldOp::create(b, loop[0]);
+    }
+    Value notContributing = arith::XOrIOp::create(
+        b, contributes, arith::ConstantOp::create(b, b.getBoolAttr(true)));
+    ifThen(notContributing, [&] {
+      epilogue(acc.getResult(0), blockRow, row0, blockCol, iters[1], sumSq, sums);
+    });
+    return SmallVector<Value>{
+        loop[1], arith::SelectOp::create(b, contributes, iters[1],
+                                         add(iters[1], idx(1)))};
+  };
+  if (s.streamK) {
+    outRowOffset = Value();
+    scheduler.segmentLoop(*this, k, s.tileK, n, {idx(0), idx(0)},
+                          [&](const TileScheduler::Segment &seg, ValueRange iters) {
+                            return tile(seg.blockRow, seg.blockCol, seg.kFirst,
+                                        seg.kCount, seg.contributes, seg.finishes,
+                                        iters);
+                          });
+  } else {
+    scheduler.tileLoop(*this, {idx(0), idx(0)}, [&](Value blockRow, Value blockCol,
+                                                    Value split, ValueRange iters) {
+      auto [kFirst, kCount] = kRange(split);
+      // Split-K: this range's partial sums go to workspace rows split x M + ...
+      outRowOffset = split ? mul(split, m) : Value();
+      return tile(blockRow, blockCol, kFirst, kCount, Value(), Value(), iters);
+    });
+  }
   // The staging buffers must outlive the last TMA stores that read them
   // (the epilogue warps wait for their own).
   if (s.tmaStore() && !s.epilogueWarps)

@@ -128,6 +128,16 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
           "bias";
     return failure();
   }
+  if (s.streamK && (s.rowReduction() || s.lazyPrologue() ||
+                    target.mma == MmaKind::Tcgen05)) {
+    why = "stream_k is generated for a GEMM without a row reduction or a "
+          "prologue (a tile's K is cut between two CTAs) on a target "
+          "accumulating in registers (sm_90a), but the op has " +
+          std::string(s.rowReduction() ? "a row reduction"
+                      : s.lazyPrologue() ? "a prologue"
+                                          : "the target " + target.chip.str());
+    return failure();
+  }
   if (s.gradEpilogue() && s.globalRows) {
     why = "a grad epilogue whose row is wider than one cluster (global_rows) "
           "is not handled by this generator yet: rows up to " +
@@ -228,6 +238,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   s.epilogueWarps = config.getEpilogueWarps();
   s.stagedResidual = config.getStagedResidual();
   s.splitK = config.getSplitK();
+  s.streamK = config.getStreamK();
   s.abType = lhsType.getElementType();
   s.finalType = cast<RankedTensorType>(op.getOutput().getType()).getElementType();
   s.outType = s.splitK > 1 ? Float32Type::get(op.getContext()) : s.finalType;
@@ -327,8 +338,8 @@ GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   take(GemmArg::NormInput, bool(s.normInputType));
   take(GemmArg::StatMean, s.numStats == 2);
   take(GemmArg::StatRstd, s.numStats >= 1);
-  take(GemmArg::Partials, s.globalRows);
-  take(GemmArg::Counters, s.globalRows);
+  take(GemmArg::Partials, s.globalRows || s.streamK);
+  take(GemmArg::Counters, s.globalRows || s.streamK);
   take(GemmArg::ParamPartials, s.paramGrads() > 0);
   take(GemmArg::TmaOutput, s.tmaStore());
   take(GemmArg::TmaResidual, s.stagedResidual);

@@ -50,6 +50,11 @@ struct GemmKernelSpec {
   /// workspace [splitK x M, N] of partial sums (outType f32) and the op's
   /// output type is finalType; a second kernel adds the partials.
   int64_t splitK = 1;
+  /// Stream-K (TileScheduler::segmentLoop): the last waves' tiles spread
+  /// over the CTAs by K steps; a CTA's first piece of a cut tile goes to
+  /// the workspace (Partials: a [tile_m x tile_n] f32 slot per CTA) and
+  /// its counter (Counters: one per CTA), the CTA before adds it.
+  bool streamK = false;
   Type finalType;
   Type abType, outType;
   /// A stored [K, M] (transpose_lhs: M-major), B stored [N, K] (transpose_rhs).
@@ -158,8 +163,10 @@ enum class GemmArg {
   NormInput,  ///< grad epilogues: memref<?x?xT>, the forward's x or x_hat
   StatMean,   ///< memref<?xf32> (layer_norm statistics; a grad's input)
   StatRstd,   ///< memref<?xf32>
-  Partials,   ///< global rows: memref<?xf32>, 2 per row and column tile
-  Counters,   ///< global rows: memref<?xi32>, one per row block, zeroed
+  Partials,   ///< global rows: memref<?xf32>, 2 per row and column tile;
+              ///< stream-K: a tile_m x tile_n slot per CTA
+  Counters,   ///< global rows: memref<?xi32>, one per row block, zeroed;
+              ///< stream-K: one per CTA, zeroed
   ParamPartials, ///< grad epilogues: memref<?xf32>, [paramGrads][units][N]
                  ///< (units: row blocks x 8, or gridDim.x / cluster_n with
                  ///< epilogue warps)

@@ -183,7 +183,8 @@ KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          int64_t tileM, int64_t tileN, int64_t tileK,
                          int64_t stages, int64_t clusterN, int64_t consumers,
                          int64_t smemBytes, bool epilogueWarps,
-                         bool globalRows, bool stagedResidual, int64_t splitK) {
+                         bool globalRows, bool stagedResidual, int64_t splitK,
+                         bool streamK) {
   for (auto [name, v] : {std::pair<StringRef, int64_t>{"tile_m", tileM},
                          {"tile_n", tileN},
                          {"tile_k", tileK},
@@ -219,5 +220,11 @@ KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           "cluster_n, epilogue_warps or global_rows (a norm "
                           "needs whole rows of K), but got split_k = "
                        << splitK;
+  if (streamK && (splitK != 1 || clusterN != 1 || epilogueWarps || globalRows))
+    return emitError() << "expected stream_k without split_k, cluster_n, "
+                          "epilogue_warps or global_rows (stream-K splits a "
+                          "tile's K between two CTAs: plain tiles only), but "
+                          "got split_k = "
+                       << splitK << ", cluster_n = " << clusterN;
   return success();
 }

@@ -172,11 +172,34 @@ int64_t chooseSplitK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
         splits, llvm::divideCeil(k, GemmTiling::kTileK) / kMinStepsPerSplit);
   return std::max<int64_t>(1, splits);
 }
+
+/// Stream-K (sm_90a): a GEMM whose tiles need not be a multiple of the
+/// persistent grid spreads its last full wave and the partial one evenly
+/// over the CTAs by K steps (GemmKernel.cpp). Only where each tile's
+/// epilogue is its own (no row reduction), the K loop carries nothing but
+/// the accumulator (no Lazy prologue), the accumulator is in registers, and
+/// K is not split already; with static M and N, only where the tiles are
+/// more than the SMs and not a multiple of them (a dynamic M decides at run
+/// time: whole tiles where they divide).
+bool chooseStreamK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
+                   int64_t n, int64_t tileN, int64_t clusterN, int64_t splitK) {
+  if (target.tensorMemoryColumns > 0 || splitK != 1 || clusterN != 1 ||
+      op.getPrologue() != PrologueKind::none || op.isGradEpilogue() ||
+      op.getEpilogue() == EpilogueKind::rms_norm ||
+      op.getEpilogue() == EpilogueKind::layer_norm)
+    return false;
+  if (ShapedType::isDynamic(m) || ShapedType::isDynamic(n))
+    return true;
+  int64_t tiles = static_cast<int64_t>(llvm::divideCeil(m, GemmTiling::kTileM) *
+                                       llvm::divideCeil(n, tileN));
+  return tiles > target.multiprocessors && tiles % target.multiprocessors != 0;
+}
 } // namespace
 
 FailureOr<KernelConfigAttr>
 mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
-                              std::string &why, bool allowSplitK) {
+                              std::string &why, bool allowSplitK,
+                              bool allowStreamK) {
   // Step 1: what the kernel needs. A is [M, K] row-major, or stored [K, M]
   // with transpose_lhs; B is [K, N], or [N, K] with transpose_rhs; the output
   // is [M, N]. M may be dynamic where it only sets the number of row blocks.
@@ -332,8 +355,11 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     else
       splitK = 1;
   }
+  bool streamK = allowStreamK &&
+                 chooseStreamK(op, target, m, n, tileN, clusterN, splitK);
   return KernelConfigAttr::get(
       op.getContext(), K::kTileM, tileN, K::kTileK, layout->stages, clusterN,
       gemmConsumerGroups(target), layout->totalBytes, params.strategy.epilogueWarps,
-      params.strategy.globalRows, params.strategy.stagedResidual, splitK);
+      params.strategy.globalRows, params.strategy.stagedResidual, splitK,
+      streamK);
 }

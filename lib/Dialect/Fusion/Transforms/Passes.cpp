@@ -81,7 +81,7 @@ struct FusionPlanKernelsPass
       return signalPassFailure();
     }
     if (failed(planKernels(getOperation(), lazyRowStats, splitK, report,
-                           maxEpilogueCluster, rmsPrologue)))
+                           maxEpilogueCluster, rmsPrologue, streamK)))
       signalPassFailure();
   }
 };

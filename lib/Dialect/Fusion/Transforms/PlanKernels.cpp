@@ -701,7 +701,7 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
                                         StringRef lazyRowStats, bool splitK,
                                         bool report,
                                         int64_t maxEpilogueCluster,
-                                        bool rmsPrologue) {
+                                        bool rmsPrologue, bool streamK) {
   foldAttentionResiduals(module);
   // After the residual fold: the Kunlun block's dh + dq1 is then the
   // gdpa_grad's residual(%dh), which the prologue takes as grad_residual.
@@ -769,7 +769,7 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
         planTarget.maxEpilogueClusterSize = std::min(
             planTarget.maxEpilogueClusterSize, maxEpilogueCluster);
       FailureOr<KernelConfigAttr> config =
-          planFusedMatmul(fused, planTarget, why, splitK);
+          planFusedMatmul(fused, planTarget, why, splitK, streamK);
       if (failed(config)) {
         fused.emitOpError() << why;
         ok = false;
@@ -777,7 +777,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
       }
       if (wantsRowStatsKernel(fused, *config, *target, lazyRowStats)) {
         FusedMatmulOp scaled = splitLazyRowStats(rewriter, fused);
-        config = planFusedMatmul(scaled, *target, why);
+        config = planFusedMatmul(scaled, *target, why, /*allowSplitK=*/false,
+                                 streamK);
         if (failed(config)) {
           scaled.emitOpError() << why;
           ok = false;
@@ -805,7 +806,7 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
     rewriter.setInsertionPoint(matmul);
     FusedMatmulOp fused = buildFusedMatmul(rewriter, matmul.getLoc(), spec);
     FailureOr<KernelConfigAttr> config =
-        planFusedMatmul(fused, *target, why, splitK);
+        planFusedMatmul(fused, *target, why, splitK, streamK);
     if (failed(config)) {
       // Report on the op the user wrote, and leave it in place.
       matmul.emitOpError() << why;

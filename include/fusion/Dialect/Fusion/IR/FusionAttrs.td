@@ -151,11 +151,17 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
     | `split_k`        | a plain GEMM whose few output tiles would leave SMs idle (a    |
     |                  | weight gradient): K in split_k ranges, each tile's f32 partial |
     |                  | sums in a workspace, summed in order by a second kernel        |
+    | `stream_k`       | a GEMM without a row reduction or prologue whose tiles are not |
+    |                  | a multiple of the grid: the last full wave and the partial one |
+    |                  | are spread evenly over the CTAs by K steps (a tile split       |
+    |                  | between two CTAs, the later part's f32 partial sums handed to  |
+    |                  | the CTA that finishes the tile through global memory)          |
 
     `epilogue_warps`, `global_rows` and `staged_residual` are the epilogue
     strategy the planner chose (`chooseGemmEpilogueStrategy` in
     `fusion/Target/NVPTX/GemmKernelLayout.h`); the generator reads them, it
-    does not re-derive them. They and `split_k` are printed only when set.
+    does not re-derive them. They, `split_k` and `stream_k` are printed only
+    when set.
 
     Example:
     ```mlir
@@ -172,7 +178,8 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
                         DefaultValuedParameter<"bool", "false">:$epilogue_warps,
                         DefaultValuedParameter<"bool", "false">:$global_rows,
                         DefaultValuedParameter<"bool", "false">:$staged_residual,
-                        DefaultValuedParameter<"int64_t", "1">:$split_k);
+                        DefaultValuedParameter<"int64_t", "1">:$split_k,
+                        DefaultValuedParameter<"bool", "false">:$stream_k);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

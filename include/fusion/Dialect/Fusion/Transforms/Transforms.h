@@ -88,13 +88,16 @@ FailureOr<EpilogueNormPlan> planEpilogueNorm(const TargetInfo &target,
 ///      (planGemmTensorMemory: tile_n columns per stage, at most 512);
 ///   5. the epilogue strategy (chooseGemmEpilogueStrategy), recorded in the
 ///      configuration for the generator;
-///   6. with `allowSplitK`, split-K for a small weight gradient.
+///   6. with `allowSplitK`, split-K for a small weight gradient;
+///   7. with `allowStreamK`, stream-K for a GEMM without a row reduction or
+///      prologue on a target accumulating in registers (chooseStreamK).
 /// On failure returns the reason, phrased to follow "'fusion.fused_matmul'
 /// op " (lowercase, "expected X, but got Y").
 FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
                                             const TargetInfo &target,
                                             std::string &why,
-                                            bool allowSplitK = false);
+                                            bool allowSplitK = false,
+                                            bool allowStreamK = false);
 
 /// fusion-plan-kernels: rewrites every fusion.matmul into a fusion.fused_matmul
 /// without prologue or epilogue (a bias becomes its col_bias), and attaches
@@ -118,6 +121,8 @@ FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
 /// (sm_90a and sm_100a), one kernel instead of two; a fusion.add of a
 /// fusion.gdpa's output and such a tensor, the gdpa's residual likewise.
 /// `splitK`: whether small weight gradients may split K (chooseSplitK).
+/// `streamK`: whether GEMMs without a row reduction may spread their last
+/// waves over the CTAs by K steps (chooseStreamK).
 ///
 /// Then (after the gdpa_grad's fold, before planning), under a target, a
 /// fusion.add of a norm gradient's input gradient (its only use, possibly
@@ -146,7 +151,7 @@ FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
 LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
                           bool splitK = false, bool report = false,
                           int64_t maxEpilogueCluster = 0,
-                          bool rmsPrologue = false);
+                          bool rmsPrologue = false, bool streamK = false);
 
 /// The cost model's choice for a Lazy Pre-Norm GEMM of `columnTiles` output
 /// tiles per row: true to sum the rows in the kernel, false for a row
