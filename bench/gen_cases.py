@@ -131,10 +131,12 @@ def suites():
         case("f16_gemm_nk", 1000, 512, 256, dtype="f16", transpose_rhs=True),
         # f16 operands (the f16 wgmma; Lazy converts with extf).
         case("f16_gemm_odd_m", 1000, 512, 256, dtype="f16"),
-        # Stream-K (tiles not a multiple of the H200's 132 SMs): every tile
-        # spread (160 tiles: no whole wave, a K tail), whole waves then a
-        # spread one with an epilogue after the next CTA's sums (471 tiles,
-        # a partial column block), transposed f16, an f32 output.
+        # Shapes for stream-K (tiles not a multiple of the H200's 132 SMs;
+        # opt-in: compiled with fusion-compile --stream-k, session 27 ran
+        # them so): every tile spread (160 tiles: no whole wave, a K tail),
+        # whole waves then a spread one with an epilogue after the next
+        # CTA's sums (471 tiles, a partial column block), transposed f16, an
+        # f32 output. By default they run as whole tiles.
         case("sk_gemm_cut_tiles", 5000, 1000, 1000),
         case("sk_rowscale_colbias_residual", 20000, 704, 520,
              epilogue="row_scale", row_scale=True, col_bias=True, residual=True),

@@ -61,8 +61,9 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
   PassOptions::Option<bool> streamK{
       *this, "stream-k",
       llvm::cl::desc("fusion-plan-kernels' stream-k: spread a GEMM's last "
-                     "waves over the CTAs by K steps (on by default)"),
-      llvm::cl::init(true)};
+                     "waves over the CTAs by K steps (off by default: "
+                     "measured slower)"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> maxEpilogueCluster{
       *this, "max-epilogue-cluster",
       llvm::cl::desc("fusion-plan-kernels' max-epilogue-cluster: the most CTAs "

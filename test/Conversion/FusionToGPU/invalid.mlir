@@ -306,3 +306,15 @@ func.func @cluster_without_warps(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf
   return %c : tensor<256x512xbf16>
 }
 }
+
+// -----
+
+// Stream-K for a norm epilogue (its rows whole on their CTAs): the
+// configuration verifies (cluster_n = 1), the generator refuses it.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @stream_k_norm(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: stream_k is generated for a GEMM without a row reduction or a prologue (a tile's K is cut between two CTAs) on a target accumulating in registers (sm_90a), but the op has a row reduction}}
+  %c = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 230912, stream_k = true>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}

@@ -72,3 +72,12 @@ func.func @split_k_with_cluster(%a: tensor<256x512xbf16>, %b: tensor<512x1024xbf
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 4, consumers = 2, smem_bytes = 198144, split_k = 2>} : tensor<256x512xbf16>, tensor<512x1024xbf16> -> tensor<256x1024xbf16>
   return %c : tensor<256x1024xbf16>
 }
+
+// -----
+
+// Stream-K cuts a tile's K between two CTAs: plain tiles only.
+func.func @stream_k_with_split_k(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{expected stream_k without split_k, cluster_n, epilogue_warps or global_rows (stream-K splits a tile's K between two CTAs: plain tiles only), but got split_k = 2, cluster_n = 1}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144, split_k = 2, stream_k = true>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}

@@ -173,9 +173,10 @@ int64_t chooseSplitK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
   return std::max<int64_t>(1, splits);
 }
 
-/// Stream-K (sm_90a): a GEMM whose tiles need not be a multiple of the
-/// persistent grid spreads its last full wave and the partial one evenly
-/// over the CTAs by K steps (GemmKernel.cpp). Only where each tile's
+/// Stream-K (sm_90a, opt-in: measured slower on the H200, the CTAs' K
+/// ranges no longer sharing A and B slices in L2): a GEMM whose tiles need
+/// not be a multiple of the persistent grid spreads its last full wave and
+/// the partial one evenly over the CTAs by K steps (TileScheduler.h). Only where each tile's
 /// epilogue is its own (no row reduction), the K loop carries nothing but
 /// the accumulator (no Lazy prologue), the accumulator is in registers, and
 /// K is not split already; with static M and N, only where the tiles are

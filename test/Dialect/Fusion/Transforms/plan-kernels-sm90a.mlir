@@ -34,13 +34,12 @@ func.func @matmul_rewritten(%a: tensor<4096x1024xbf16>, %b: tensor<1024x1024xbf1
 
 // Test that a transposed-rhs f16 matmul with a dynamic M keeps transpose_rhs
 // and selects tile_n = N = 64 and the deepest ring:
-// 6 * (128 + 64) * 64 * 2 + 32768 + 512 + 1024 = 181760; stream_k, since a
-// dynamic M's tiles need not be a multiple of the grid (decided at run time).
+// 6 * (128 + 64) * 64 * 2 + 32768 + 512 + 1024 = 181760.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @matmul_narrow_dynamic_m
 func.func @matmul_narrow_dynamic_m(%a: tensor<?x256xf16>, %b: tensor<64x256xf16>) -> tensor<?x64xf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181760, stream_k = true>, transpose_rhs}
+  // CHECK-SAME: {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181760>, transpose_rhs}
   // CHECK-SAME: : tensor<?x256xf16>, tensor<64x256xf16> -> tensor<?x64xf16>
   %c = fusion.matmul %a, %b {transpose_rhs} : tensor<?x256xf16>, tensor<64x256xf16> -> tensor<?x64xf16>
   return %c : tensor<?x64xf16>
@@ -229,15 +228,14 @@ func.func @short_k_norm(%a: tensor<262144x256xbf16>, %b: tensor<256x256xbf16>) -
 
 // Test that a matmul with a bias (nn.Linear: weight [N, K], transpose_rhs)
 // becomes a fused_matmul whose col_bias is that bias, planned like a plain
-// GEMM: 4 * (128 + 256) * 64 * 2 + 32768 + 512 + 1024 = 230912, stream-K
-// (dynamic M).
+// GEMM: 4 * (128 + 256) * 64 * 2 + 32768 + 512 + 1024 = 230912.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @linear_bias
 // CHECK-SAME: (%[[X:.*]]: tensor<?x512xbf16>, %[[W:.*]]: tensor<1024x512xbf16>, %[[B:.*]]: tensor<1024xbf16>)
 func.func @linear_bias(%x: tensor<?x512xbf16>, %w: tensor<1024x512xbf16>, %b: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
   // CHECK-NOT: fusion.matmul
   // CHECK: %[[Y:.*]] = fusion.fused_matmul %[[X]], %[[W]] col_bias(%[[B]] : tensor<1024xbf16>)
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912, stream_k = true>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>
   // CHECK-SAME: transpose_rhs
   // CHECK: return %[[Y]]
   %y = fusion.matmul %x, %w bias(%b : tensor<1024xbf16>) {transpose_rhs}
@@ -335,22 +333,3 @@ func.func @layer_norm_prologue_given_col_sum(%a: tensor<512x256xbf16>, %b: tenso
 }
 }
 
-// -----
-
-// Test stream-K's choice (chooseStreamK): a plain GEMM whose 4096 tiles
-// (65536 x 2048 in 128 x 256) are not a multiple of the 132 SMs spreads its
-// last waves (stream_k); 8448 tiles (= 64 x 132) do not need it.
-module attributes {fusion.target = #fusion.target<"sm_90a">} {
-// CHECK-LABEL: func.func @stream_k_choice
-func.func @stream_k_choice(%x: tensor<65536x2048xbf16>, %w: tensor<2048x2048xbf16>,
-                           %x2: tensor<135168x1024xbf16>, %w2: tensor<1024x2048xbf16>)
-    -> (tensor<65536x2048xbf16>, tensor<135168x2048xbf16>) {
-  // CHECK: fusion.fused_matmul
-  // CHECK-SAME: smem_bytes = 230912, stream_k = true>
-  %y = fusion.matmul %x, %w {transpose_rhs} : tensor<65536x2048xbf16>, tensor<2048x2048xbf16> -> tensor<65536x2048xbf16>
-  // CHECK: fusion.fused_matmul
-  // CHECK-SAME: smem_bytes = 230912>
-  %y2 = fusion.matmul %x2, %w2 : tensor<135168x1024xbf16>, tensor<1024x2048xbf16> -> tensor<135168x2048xbf16>
-  return %y, %y2 : tensor<65536x2048xbf16>, tensor<135168x2048xbf16>
-}
-}

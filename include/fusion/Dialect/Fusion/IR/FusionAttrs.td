@@ -151,11 +151,11 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
     | `split_k`        | a plain GEMM whose few output tiles would leave SMs idle (a    |
     |                  | weight gradient): K in split_k ranges, each tile's f32 partial |
     |                  | sums in a workspace, summed in order by a second kernel        |
-    | `stream_k`       | a GEMM without a row reduction or prologue whose tiles are not |
-    |                  | a multiple of the grid: the last full wave and the partial one |
-    |                  | are spread evenly over the CTAs by K steps (a tile split       |
-    |                  | between two CTAs, the later part's f32 partial sums handed to  |
-    |                  | the CTA that finishes the tile through global memory)          |
+    | `stream_k`       | opt-in: a GEMM without a row reduction or prologue whose tiles |
+    |                  | are not a multiple of the grid spreads its last full wave and  |
+    |                  | the partial one over the CTAs by K steps (a tile cut between   |
+    |                  | two CTAs, the later part's f32 sums handed to the CTA that     |
+    |                  | finishes it through global memory); measured slower (L2)       |
 
     `epilogue_warps`, `global_rows` and `staged_residual` are the epilogue
     strategy the planner chose (`chooseGemmEpilogueStrategy` in

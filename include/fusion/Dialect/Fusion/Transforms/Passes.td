@@ -589,13 +589,17 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       kernel adding them in order (deterministic). `split-k=false` keeps one
       work item per output tile (0.09-0.33x cuBLAS at those sizes, against
       0.91-0.99x split, on the H200).
-    - `stream-k` (default on): a GEMM without a row reduction or prologue
-      on sm_90a whose output tiles may not be a multiple of the grid
-      (`stream_k` in `fusion.kernel`): the last full wave and the partial
-      one are spread evenly over the persistent CTAs by K steps, a tile
-      split between two CTAs (the later part's f32 partial sums handed to
-      the CTA that finishes it through global memory), so that no SM waits
-      for a last wave of a few tiles. `stream-k=false`: whole tiles only.
+    - `stream-k` (default off: measured slower, below): a GEMM without a
+      row reduction or prologue on sm_90a whose output tiles may not be a
+      multiple of the grid (`stream_k` in `fusion.kernel`): the last full
+      wave and the partial one are spread evenly over the persistent CTAs by
+      K steps, a tile split between two CTAs (the later part's f32 partial
+      sums handed to the CTA that finishes it through global memory), so
+      that no SM waits for a last wave of a few tiles. Correct on the H200,
+      but slower: the CTAs' ranges start at different K offsets, so their
+      A and B slices no longer share L2 (a 4096 x 4096 weight gradient over
+      65536 tokens 4.6 ms against 3.3 whole; 2-5% on long GEMMs);
+      bench/results/HISTORY.md, session 27.
     - `max-epilogue-cluster` (default 0: the target's, 4 on sm_90a): the
       most CTAs of a cluster a forward norm epilogue's row may take; a row
       needing more goes through global memory (`global_rows`, every SM busy
@@ -646,7 +650,7 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     Option<"splitK", "split-k", "bool", /*default=*/"true",
            "split K for weight gradients whose output tiles would leave most "
            "SMs idle (f32 partial sums added by a second kernel)">,
-    Option<"streamK", "stream-k", "bool", /*default=*/"true",
+    Option<"streamK", "stream-k", "bool", /*default=*/"false",
            "spread a GEMM's last waves over the CTAs by K steps where its "
            "tiles are not a multiple of the grid (no row reduction, sm_90a)">,
     Option<"report", "report", "bool", /*default=*/"false",
