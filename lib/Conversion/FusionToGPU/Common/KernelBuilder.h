@@ -208,6 +208,39 @@ public:
           scf::YieldOp::create(b);
         });
   }
+  /// A counter in global memory handing data between CTAs: the threads'
+  /// earlier global writes are fenced at GPU scope, then after `barrier`
+  /// `leader` adds 1 to counters[index()] (publishCount); `poller` spins
+  /// until counters[index()] >= `atLeast` (an i32), then after `barrier`
+  /// every thread acquires at GPU scope what the publishers wrote
+  /// (awaitCount). `index` is built where the atomic is (inside the
+  /// leader's branch, the poller's loop), as the row exchange always had it.
+  void publishCount(Value counters, function_ref<Value()> index, Value leader,
+                    function_ref<void()> barrier) {
+    LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "device");
+    barrier();
+    ifThen(leader, [&] {
+      memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi, i32(1), counters,
+                                  ValueRange{index()});
+    });
+  }
+  void awaitCount(Value counters, function_ref<Value()> index, Value atLeast,
+                  Value poller, function_ref<void()> barrier) {
+    ifThen(poller, [&] {
+      scf::WhileOp::create(
+          b, TypeRange{}, ValueRange{},
+          [&](OpBuilder &, Location, ValueRange) {
+            Value seen = memref::AtomicRMWOp::create(
+                b, arith::AtomicRMWKind::addi, i32(0), counters, ValueRange{index()});
+            scf::ConditionOp::create(
+                b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, seen, atLeast),
+                ValueRange{});
+          },
+          [&](OpBuilder &, Location, ValueRange) { scf::YieldOp::create(b); });
+    });
+    barrier();
+    LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "device");
+  }
   /// `leader` (the thread that issued them) waits until its bulk (TMA)
   /// stores have read their shared memory; a barrier after this lets the
   /// other threads overwrite it.

@@ -180,33 +180,17 @@ void RowExchange::clusterSliceStats(ArrayRef<Value> sliceMean,
 
 void RowExchange::publishTile(Value blockRow, Value counters,
                               function_ref<void()> barrier) {
-  LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "device");
-  barrier();
-  ifThen(isStoreLeader(), [&] {
-    memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi, i32(1), counters,
-                                ValueRange{div(blockRow, shape.tileM)});
-  });
+  publishCount(
+      counters, [&] { return div(blockRow, shape.tileM); }, isStoreLeader(), barrier);
 }
 
 void RowExchange::waitRowBlock(Value blockRow, Value counters,
                                function_ref<Value()> isPoller,
                                function_ref<void()> barrier) {
   Value tilesN = arith::IndexCastOp::create(b, b.getI32Type(), numTilesN);
-  ifThen(isPoller(), [&] {
-    scf::WhileOp::create(
-        b, TypeRange{}, ValueRange{},
-        [&](OpBuilder &, Location, ValueRange) {
-          Value seen = memref::AtomicRMWOp::create(
-              b, arith::AtomicRMWKind::addi, i32(0), counters,
-              ValueRange{div(blockRow, shape.tileM)});
-          scf::ConditionOp::create(
-              b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, seen, tilesN),
-              ValueRange{});
-        },
-        [&](OpBuilder &, Location, ValueRange) { scf::YieldOp::create(b); });
-  });
-  barrier();
-  LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "device");
+  awaitCount(
+      counters, [&] { return div(blockRow, shape.tileM); }, tilesN, isPoller(),
+      barrier);
 }
 
 SmallVector<Value> RowExchange::chanMerge(ValueRange x, ValueRange y) {

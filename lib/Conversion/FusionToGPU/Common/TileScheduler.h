@@ -105,81 +105,60 @@ public:
   ValueRange segmentLoop(KernelBuilder &kb, Value k, int64_t tileK, Value n,
                          ValueRange inits, SegmentBody body) const {
     ImplicitLocOpBuilder &b = kb.b;
+    auto sel = [&](Value c, Value t, Value f) -> Value {
+      return arith::SelectOp::create(b, c, t, f);
+    };
+    auto ceilDiv = [&](Value x, Value y) -> Value {
+      return arith::CeilDivUIOp::create(b, x, y);
+    };
+    auto ne = [&](Value x, Value y) -> Value {
+      return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, x, y);
+    };
     // The range's bounds, once per CTA (64-bit divisions by values known at
     // run time only).
-    struct Range {
-      Value w, grid, ks, tilesN, whole, skFirstTile, u0, u1, t0, pieces;
-    };
-    auto range = [&](Value fresh) {
-      auto sel = [&](Value c, Value t, Value f) -> Value {
-        return arith::SelectOp::create(b, c, t, f);
-      };
-      auto ceilDiv = [&](Value x, Value y) -> Value {
-        return arith::CeilDivUIOp::create(b, x, y);
-      };
-      auto ne = [&](Value x, Value y) -> Value {
-        return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, x, y);
-      };
-      Range g;
-      g.grid = kb.add(gpu::GridDimOp::create(b, gpu::Dimension::x), fresh);
-      g.w = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-      Value ks = ceilDiv(kb.add(k, fresh), kb.idx(tileK));
-      g.ks = ks;
-      g.tilesN = ceilDiv(kb.add(n, fresh), kb.idx(tileN));
-      Value tiles = kb.mul(ceilDiv(kb.add(m, fresh), kb.idx(tileM)), g.tilesN);
-      Value zero = kb.idx(0), one = kb.idx(1);
-      Value waves = arith::DivUIOp::create(b, tiles, g.grid);
-      Value r = arith::RemUIOp::create(b, tiles, g.grid);
-      // (A grid of more CTAs than tiles has no whole wave to spread.)
-      Value streamK = kb.both(kb.both(ne(r, zero), ne(ks, zero)), ne(waves, zero));
-      // Whole tiles: w, w + G, ... (all of this CTA's without stream-K).
-      g.whole = sel(streamK, kb.sub(waves, one),
-                    ceilDiv(kb.sub(tiles, arith::MinUIOp::create(b, g.w, tiles)),
-                            g.grid));
-      g.skFirstTile = kb.mul(kb.sub(waves, one), g.grid);
-      // The stream-K range [u0, u1) in K steps from skFirstTile's first,
-      // and its tiles from t0 on (only with stream-K).
-      Value steps = kb.mul(kb.add(g.grid, r), ks);
-      g.u0 = arith::DivUIOp::create(b, kb.mul(g.w, steps), g.grid);
-      g.u1 = arith::DivUIOp::create(b, kb.mul(kb.add(g.w, one), steps), g.grid);
-      Value safeK = arith::MaxUIOp::create(b, ks, one);
-      g.t0 = arith::DivUIOp::create(b, g.u0, safeK);
-      g.pieces = sel(streamK, kb.sub(ceilDiv(g.u1, safeK), g.t0), zero);
-      return g;
-    };
-    Range g = range(kb.idx(0));
+    Value grid = gpu::GridDimOp::create(b, gpu::Dimension::x);
+    Value w = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+    Value ks = ceilDiv(k, kb.idx(tileK));
+    Value tilesN = ceilDiv(n, kb.idx(tileN));
+    Value tiles = kb.mul(ceilDiv(m, kb.idx(tileM)), tilesN);
+    Value zero = kb.idx(0), one = kb.idx(1);
+    Value waves = arith::DivUIOp::create(b, tiles, grid);
+    Value r = arith::RemUIOp::create(b, tiles, grid);
+    // (A grid of more CTAs than tiles has no whole wave to spread.)
+    Value streamK = kb.both(kb.both(ne(r, zero), ne(ks, zero)), ne(waves, zero));
+    // Whole tiles: w, w + G, ... (all of this CTA's without stream-K).
+    Value whole = sel(streamK, kb.sub(waves, one),
+                      ceilDiv(kb.sub(tiles, arith::MinUIOp::create(b, w, tiles)), grid));
+    Value skFirstTile = kb.mul(kb.sub(waves, one), grid);
+    // The stream-K range [u0, u1) in K steps from skFirstTile's first, and
+    // its tiles from t0 on (only with stream-K).
+    Value steps = kb.mul(kb.add(grid, r), ks);
+    Value u0 = arith::DivUIOp::create(b, kb.mul(w, steps), grid);
+    Value u1 = arith::DivUIOp::create(b, kb.mul(kb.add(w, one), steps), grid);
+    Value safeK = arith::MaxUIOp::create(b, ks, one);
+    Value t0 = arith::DivUIOp::create(b, u0, safeK);
+    Value pieces = sel(streamK, kb.sub(ceilDiv(u1, safeK), t0), zero);
     return kb.forLoop(
-        kb.idx(0), kb.add(g.whole, g.pieces), kb.idx(1), inits,
-        [&](Value j, ValueRange iters) {
-          auto sel = [&](Value c, Value t, Value f) -> Value {
-            return arith::SelectOp::create(b, c, t, f);
-          };
-          Value ks = g.ks;
-          Value zero = kb.idx(0);
-          Value isWhole = kb.ult(j, g.whole);
-          Value piece = sel(isWhole, zero, kb.sub(j, g.whole));
-          Value skTile = kb.add(g.t0, piece);
-          Value tile = sel(isWhole, kb.add(g.w, kb.mul(j, g.grid)),
-                           kb.add(g.skFirstTile, skTile));
+        zero, kb.add(whole, pieces), one, inits, [&](Value j, ValueRange iters) {
+          Value isWhole = kb.ult(j, whole);
+          Value skTile = kb.add(t0, sel(isWhole, zero, kb.sub(j, whole)));
+          Value tile = sel(isWhole, kb.add(w, kb.mul(j, grid)),
+                           kb.add(skFirstTile, skTile));
           Value tileStart = kb.mul(skTile, ks);
-          Value first = kb.sub(arith::MaxUIOp::create(b, g.u0, tileStart), tileStart);
+          Value first = kb.sub(arith::MaxUIOp::create(b, u0, tileStart), tileStart);
           Value end = kb.sub(
-              arith::MinUIOp::create(b, g.u1, kb.add(tileStart, ks)), tileStart);
+              arith::MinUIOp::create(b, u1, kb.add(tileStart, ks)), tileStart);
           Segment seg;
           seg.kFirst = sel(isWhole, zero, first);
           Value kEnd = sel(isWhole, ks, end);
           seg.kCount = kb.sub(kEnd, seg.kFirst);
           Value notWhole = arith::XOrIOp::create(
               b, isWhole, arith::ConstantOp::create(b, b.getBoolAttr(true)));
-          seg.contributes = kb.both(
-              notWhole, arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
-                                              seg.kFirst, zero));
+          seg.contributes = kb.both(notWhole, ne(seg.kFirst, zero));
           seg.finishes = kb.both(kb.both(notWhole, kb.eq(seg.kFirst, 0)),
                                  kb.ult(kEnd, ks));
-          seg.blockRow = kb.mul(arith::DivUIOp::create(b, tile, g.tilesN),
-                                kb.idx(tileM));
-          seg.blockCol = kb.mul(arith::RemUIOp::create(b, tile, g.tilesN),
-                                kb.idx(tileN));
+          seg.blockRow = kb.mul(arith::DivUIOp::create(b, tile, tilesN), kb.idx(tileM));
+          seg.blockCol = kb.mul(arith::RemUIOp::create(b, tile, tilesN), kb.idx(tileN));
           return body(seg, iters);
         });
   }

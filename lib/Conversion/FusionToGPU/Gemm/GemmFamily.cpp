@@ -280,36 +280,29 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
     args[GemmArg::ParamPartials] = paramPartials;
   }
   SmallVector<Value> workspace;
-  if (spec.globalRows) {
-    // Row statistics through global memory: 2 f32 partials per row and
-    // column tile, and one counter per row block, zeroed before the launch
-    // and freed after it (in stream order).
-    Value tilesN = arith::CeilDivUIOp::create(b, n, idx(spec.tileN));
-    Value rowBlocks = arith::MaxUIOp::create(
-        b, arith::CeilDivUIOp::create(b, m, idx(spec.tileM)), idx(1));
-    Value partialCount = arith::MaxUIOp::create(
-        b, arith::MulIOp::create(b, arith::MulIOp::create(b, m, tilesN), idx(2)),
-        idx(1));
+  if (spec.globalRows || spec.streamK) {
+    // A workspace handing data between CTAs, with counters zeroed before the
+    // launch, both freed after it (in stream order). Rows through global
+    // memory: 2 f32 partials per row and column tile, a counter per row
+    // block. Stream-K: an f32 tile slot and a counter per CTA of the grid.
+    Value partialCount, counterCount;
+    if (spec.globalRows) {
+      Value tilesN = arith::CeilDivUIOp::create(b, n, idx(spec.tileN));
+      counterCount = arith::MaxUIOp::create(
+          b, arith::CeilDivUIOp::create(b, m, idx(spec.tileM)), idx(1));
+      partialCount = arith::MaxUIOp::create(
+          b, arith::MulIOp::create(b, arith::MulIOp::create(b, m, tilesN), idx(2)),
+          idx(1));
+    } else {
+      counterCount = early->gridX;
+      partialCount =
+          arith::MulIOp::create(b, counterCount, idx(spec.tileM * spec.tileN));
+    }
     auto vector = [&](Type elem) {
       return MemRefType::get({ShapedType::kDynamic}, elem);
     };
     Value partials = host.chain.alloc(vector(b.getF32Type()), partialCount);
-    Value counters = host.chain.alloc(vector(b.getI32Type()), rowBlocks);
-    host.chain.zero(counters, arith::ConstantOp::create(b, b.getI32IntegerAttr(0)));
-    args[GemmArg::Partials] = partials;
-    args[GemmArg::Counters] = counters;
-    workspace = {partials, counters};
-  }
-  if (spec.streamK) {
-    // Stream-K: one f32 tile slot and one counter per CTA of the grid,
-    // the counters zeroed before the launch; freed after it.
-    Value grid = early->gridX;
-    auto vector = [&](Type elem) {
-      return MemRefType::get({ShapedType::kDynamic}, elem);
-    };
-    Value slots = arith::MulIOp::create(b, grid, idx(spec.tileM * spec.tileN));
-    Value partials = host.chain.alloc(vector(b.getF32Type()), ValueRange{slots});
-    Value counters = host.chain.alloc(vector(b.getI32Type()), ValueRange{grid});
+    Value counters = host.chain.alloc(vector(b.getI32Type()), counterCount);
     host.chain.zero(counters, arith::ConstantOp::create(b, b.getI32IntegerAttr(0)));
     args[GemmArg::Partials] = partials;
     args[GemmArg::Counters] = counters;

@@ -120,12 +120,9 @@ void GemmKernelEmitter::publishPartial(Value acc, Value c) {
       vector::StoreOp::create(b, view->pair(h, j), partials,
                               ValueRange{partialSlotOffset(cta, c, h * groups + j)},
                               /*nontemporal=*/false, llvm::MaybeAlign(8));
-  LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "device");
-  consumerBarrier();
-  ifThen(isStoreLeader(), [&] {
-    memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi, i32(1),
-                                arg(GemmArg::Counters), ValueRange{cta});
-  });
+  publishCount(
+      arg(GemmArg::Counters), [&] { return cta; }, isStoreLeader(),
+      [&] { consumerBarrier(); });
 }
 
 /// Stream-K, the CTA that computed a cut tile's first part: waits for the
@@ -133,22 +130,9 @@ void GemmKernelEmitter::publishPartial(Value acc, Value c) {
 Value GemmKernelEmitter::addNextPartial(Value acc, Value c) {
   Value partials = arg(GemmArg::Partials);
   Value next = add(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(1));
-  Value counters = arg(GemmArg::Counters);
-  ifThen(isStoreLeader(), [&] {
-    scf::WhileOp::create(
-        b, TypeRange{}, ValueRange{},
-        [&](OpBuilder &, Location, ValueRange) {
-          Value seen = memref::AtomicRMWOp::create(
-              b, arith::AtomicRMWKind::addi, i32(0), counters, ValueRange{next});
-          scf::ConditionOp::create(b, eq(arith::IndexCastOp::create(
-                                             b, b.getIndexType(), seen),
-                                         0),
-                                   ValueRange{});
-        },
-        [&](OpBuilder &, Location, ValueRange) { scf::YieldOp::create(b); });
-  });
-  consumerBarrier();
-  LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "device");
+  awaitCount(
+      arg(GemmArg::Counters), [&] { return next; }, i32(1), isStoreLeader(),
+      [&] { consumerBarrier(); });
   std::unique_ptr<AccumulatorView> view = engine->view(*this, acc, tid);
   int64_t groups = view->columnGroups();
   auto pairType = VectorType::get({2}, b.getF32Type());
