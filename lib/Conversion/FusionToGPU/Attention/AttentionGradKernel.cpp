@@ -692,13 +692,11 @@ gpu::GPUFuncOp mlir::fusion::buildAttentionGradKernel(
   }
   std::string whyNot;
   std::unique_ptr<MmaEngine> engine = createMmaEngine(target, MmaShape{}, whyNot);
-  RegisterBudget regs =
-      engine->registerBudget(s.threads(), s.consumers(), /*producerWorks=*/false);
-  // The producer thread only issues TMA: setmaxnreg's least (24) leaves the
+  // The producer thread only issues TMA: setmaxnreg's least leaves the
   // consumers 8 more registers each (dK and dV take (D + Dv) / 2).
-  regs.producer = s.rmsPrologue ? Spec::kPrologueRegisters : 24;
-  regs.consumer = std::min<int64_t>(
-      256, (s.threads() * regs.launch - 128 * regs.producer) / (128 * s.consumers()) / 8 * 8);
+  RegisterBudget regs = engine->registerBudget(
+      s.threads(), s.consumers(),
+      s.rmsPrologue ? Spec::kPrologueRegisters : RegisterBudget::kLeast);
   gpu::GPUFuncOp func =
       createKernelFunc(builder, loc, module, name, types, s.threads(), regs.launch);
   ImplicitLocOpBuilder b(loc, builder);

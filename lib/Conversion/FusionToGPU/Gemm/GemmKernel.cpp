@@ -280,20 +280,19 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,
                                              const GemmKernelSpec &s,
                                              MmaEngine &engine) {
   OpBuilder::InsertionGuard guard(builder);
-  RegisterBudget regs =
-      engine.registerBudget(s.threads(), s.consumers, s.epilogueWarps);
   // The grad epilogue warps hold a weight piece, dweight / dbias
   // accumulators and two rows' dh and x_hat pieces; the consumers only
   // stage dh (no residual, no partials): registers move to the producer
   // warpgroup (setmaxnreg takes multiples of 8).
-  if (s.gradEpilogue() && s.epilogueWarps) {
-    regs.producer = s.epilogue == EpilogueKind::layer_norm_grad
-                        ? kGradLayerNormEpilogueWarpRegisters
-                        : kGradEpilogueWarpRegisters;
-    regs.consumer = std::min<int64_t>(
-        256, (s.threads() * regs.launch - 128 * regs.producer) /
-                 (128 * s.consumers) / 8 * 8);
-  }
+  int64_t producerRegisters = RegisterBudget::kTmaThread;
+  if (s.gradEpilogue() && s.epilogueWarps)
+    producerRegisters = s.epilogue == EpilogueKind::layer_norm_grad
+                            ? kGradLayerNormEpilogueWarpRegisters
+                            : kGradEpilogueWarpRegisters;
+  else if (s.epilogueWarps)
+    producerRegisters = RegisterBudget::kEpilogueWarps;
+  RegisterBudget regs =
+      engine.registerBudget(s.threads(), s.consumers, producerRegisters);
   gpu::GPUFuncOp func = createKernelFunc(
       builder, loc, module, name, GemmKernelAbi(s).types(builder.getContext()),
       s.threads(), regs.launch);

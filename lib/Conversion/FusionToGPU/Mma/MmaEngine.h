@@ -59,6 +59,11 @@ struct MmaShape {
 /// Registers per thread: the launch budget (.maxnreg) and what setmaxnreg
 /// gives the producer warpgroup and the consumer groups.
 struct RegisterBudget {
+  /// The producer warpgroup's registers (setmaxnreg) when only its TMA
+  /// thread works, and when its other warps work too (the GEMM's epilogue
+  /// warps); setmaxnreg's least, for a TMA thread whose loop is small
+  /// enough (the attention kernels': the consumers get 8 more each).
+  static constexpr int64_t kTmaThread = 40, kEpilogueWarps = 72, kLeast = 24;
   int64_t launch = 0, producer = 0, consumer = 0;
 };
 
@@ -107,10 +112,10 @@ public:
   virtual int64_t groupThreads() const = 0;
   virtual int64_t groupRows() const = 0;
   /// The register budgets of a CTA of `threads` threads, `consumers` groups
-  /// besides the producer warpgroup; `producerWorks`: the producer
-  /// warpgroup runs more than one thread's TMA issue (epilogue warps).
+  /// besides the producer warpgroup, which keeps `producerRegisters` (e.g.
+  /// RegisterBudget::kTmaThread); the consumers share the rest.
   virtual RegisterBudget registerBudget(int64_t threads, int64_t consumers,
-                                        bool producerWorks) const = 0;
+                                        int64_t producerRegisters) const = 0;
 
   /// Main loop. The accumulator type, a fresh (zero) accumulator, one K
   /// step on the tiles `aTile` and `bTile` (memref views of shared memory;

@@ -94,13 +94,12 @@ public:
   int64_t groupRows() const override { return 64; }
 
   /// The launch budget is 65536 registers per SM over the CTA's threads
-  /// (at most 248); the producer warpgroup keeps 40 (one TMA thread), or 72
-  /// when its other warps work (epilogue warps); the consumers share the
-  /// rest, at most 256 each.
+  /// (at most 248); the producer warpgroup keeps `producerRegisters`; the
+  /// consumers share the rest, at most 256 each.
   RegisterBudget registerBudget(int64_t threads, int64_t consumers,
-                                bool producerWorks) const override {
+                                int64_t producerRegisters) const override {
     RegisterBudget r;
-    r.producer = producerWorks ? 72 : 40;
+    r.producer = producerRegisters;
     r.launch = std::min<int64_t>(248, 65536 / threads) / 8 * 8;
     int64_t pool = threads * r.launch - 128 * r.producer;
     r.consumer = std::min<int64_t>(256, pool / (128 * consumers) / 8 * 8);
