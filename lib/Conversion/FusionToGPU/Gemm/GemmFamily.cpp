@@ -259,11 +259,13 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   // A grad epilogue's dweight / dbias partial rows: [params][units][N],
   // units = tile_m / 16 per row block (one per warp), at least one; with
   // epilogue warps one per CTA (per cluster: its CTAs hold their columns),
-  // gridDim.x / cluster_n, known once the grid is.
+  // gridDim.x / cluster_n, known once the grid is (stream-K's workspace,
+  // below, needs the grid too).
   Value paramPartials, gradUnits;
   std::optional<LaunchShape> early;
-  if ((spec.paramGrads() && spec.epilogueWarps) || spec.streamK) {
+  if ((spec.paramGrads() && spec.epilogueWarps) || spec.streamK)
     early = launchShape(host, spec, kernelName, m, n, splits);
+  if (spec.paramGrads() && spec.epilogueWarps) {
     gradUnits = arith::DivUIOp::create(b, early->gridX, idx(spec.clusterN));
   } else if (spec.paramGrads()) {
     gradUnits = arith::MulIOp::create(

@@ -144,16 +144,16 @@ public:
   Value kPerSplit, outRowOffset;
   /// The K steps of work item `split` (all of them without split-K): its
   /// first step and count.
-  /// Stream-K (GemmMainLoop.cpp): a cut tile's sums through the workspace.
-  Value partialSlotOffset(Value cta, Value c, int64_t pair);
-  void publishPartial(Value acc, Value c);
-  Value addNextPartial(Value acc, Value c);
   std::pair<Value, Value> kRange(Value split) {
     if (!split)
       return {Value(), numK};
     Value first = mul(split, kPerSplit);
     return {first, arith::MinUIOp::create(b, kPerSplit, sub(numK, first))};
   }
+  /// Stream-K (GemmMainLoop.cpp): a cut tile's sums through the workspace.
+  Value partialSlotOffset(Value cta, Value c, int64_t pair);
+  void publishPartial(Value acc, Value c);
+  Value addNextPartial(Value acc, Value c);
 };
 
 } // namespace mlir::fusion
