@@ -350,6 +350,21 @@ Value AttentionKernelEmitter::values(MmaEngine &engine, Value base, Value rows,
   return acc;
 }
 
+Value AttentionKernelEmitter::valuesOfScores(MmaEngine &engine, Value base,
+                                             AccumulatorView &scores) {
+  Value acc; // fresh: the first K step overwrites it
+  for (int64_t r = 0; r < s.kvTile / 64; ++r) {
+    Value v = smemView(
+        add(base, idx(s.qBytes() + s.kBytes() + r * s.valueDim * 128)),
+        {64, s.valueDim}, s.elemType);
+    acc = engine.issueRegisterA(
+        *this, [&](int64_t h, int64_t j) { return activatedPair(scores, h, 8 * r + j); },
+        v, operandMap, acc);
+  }
+  engine.waitPending(*this, 0);
+  return acc;
+}
+
 Value AttentionKernelEmitter::activated(Value x) {
   // gelu_tanh's tanh as tanh.approx.f32 (llvm.tanh with afn; relative
   // error about 2^-11, below the rounding of P to 16 bits), one MUFU
@@ -616,10 +631,12 @@ void AttentionKernelEmitter::consumer() {
       copies = stageResidualRows(it, c, qRows, qStride);
     }
     std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, acc, tid);
+    if (getenv("FUSION_P_SMEM")) {
     writeSwizzled(buffer, s.kvTile / 8, *sView, rowInGroup,
                   [&](int64_t h, int64_t j) { return activatedPair(*sView, h, j); });
     fenceAsyncShared();
     groupBarrier(c);
+    }
 
     // The residual by 64-column blocks ([block][h][8 groups]; sView gives
     // the fragment positions, which O's accumulator shares): loaded during
@@ -653,7 +670,8 @@ void AttentionKernelEmitter::consumer() {
     if (s.residualType && !copies)
       for (int64_t e = 0; e < early; ++e)
         loadResidual(e);
-    Value out = values(*valueEngine, base, buffer, Spec::kBoxBytes);
+    Value out = getenv("FUSION_P_SMEM") ? values(*valueEngine, base, buffer, Spec::kBoxBytes)
+                                        : valuesOfScores(*valueEngine, base, *sView);
     if (copies) {
       // The staged residual, read after O = P V, whose MMAs cover the
       // copies' latency (ptxas moves the activation of P above the

@@ -212,6 +212,9 @@ private:
   /// O = P V over the keys: P in kvTile / 64 blocks [64, 64] at `rows` +
   /// r x `stride`, V from the stage at `base`.
   Value values(MmaEngine &engine, Value base, Value rows, int64_t stride);
+  /// O = P V with P = act(scale S) of the accumulator `scores` in registers
+  /// (wgmma's register A): no trip of P through shared memory.
+  Value valuesOfScores(MmaEngine &engine, Value base, AccumulatorView &scores);
   /// (lo, hi) rounded to the element type, as vector<2xelem>.
   Value packPair(Value lo, Value hi);
   /// P = act(scale S) of the pair at row h, group j of `view`, rounded to

@@ -290,19 +290,24 @@ void AttentionKernelEmitter::normConsumer() {
     ring.waitFull(*this, stage, pos);
     Value acc = scores(*scoreEngine, base,
                        [&](int64_t kc) { return add(mine, idx(kc * qStride)); });
-    // Every MMA read of ln_q (and, saving, the store's) is done before P
-    // takes its place.
+    // Saving: the bulk store of ln_q has read the rows before h takes
+    // their place (after the group barrier below O).
     if (s.saves)
       waitBulkStoresRead(isGroupLeader);
-    groupBarrier(c);
     std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, acc, tid);
+    Value o;
+    if (getenv("FUSION_P_SMEM")) {
+    groupBarrier(c);
     writeSwizzled(
         mine, s.kvTile / 8, *sView, rowInGroup,
         [&](int64_t h, int64_t j) { return activatedPair(*sView, h, j); }, qStride);
     fenceAsyncShared();
     groupBarrier(c);
-
-    Value o = values(*valueEngine, base, mine, qStride);
+    o = values(*valueEngine, base, mine, qStride);
+    } else {
+    // P = act(scale S) stays in registers as O = P V's A.
+    o = valuesOfScores(*valueEngine, base, *sView);
+    }
     // The other group's turn.
     namedBarrierArrive(kTurnBarrier, sub(idx(1), c), 128 * Spec::kConsumers);
     groupBarrier(c);

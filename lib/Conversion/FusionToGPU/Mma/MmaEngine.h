@@ -139,6 +139,17 @@ public:
   }
   virtual Value issue(KernelBuilder &kb, Value aTile, Value bTile, Value tmaA,
                       Value tmaB, Value acc) = 0;
+  /// One K step with A in registers instead of shared memory: `pairs(h, j)`
+  /// (vector<2xelem>) is A's element pair at the positions an accumulator
+  /// of [64, tileK] holds as its pair (h, j) (a previous MMA's result,
+  /// rounded, can be the next one's A without a trip through shared
+  /// memory: the attention kernels' P of O = P V). Null where A cannot come
+  /// from registers (the caller then stages it).
+  virtual Value issueRegisterA(KernelBuilder &kb,
+                               function_ref<Value(int64_t h, int64_t j)> pairs,
+                               Value bTile, Value tmaB, Value acc) {
+    return Value();
+  }
   virtual void waitPending(KernelBuilder &kb, int64_t pending) = 0;
 
   /// Epilogue. The tile row of this thread's first accumulator row in group

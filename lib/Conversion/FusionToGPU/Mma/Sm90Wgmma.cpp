@@ -154,6 +154,10 @@ public:
                                          kb.b.getUnitAttr(), acc);
   }
 
+  Value issueRegisterA(KernelBuilder &kb,
+                       function_ref<Value(int64_t h, int64_t j)> pairs, Value bTile,
+                       Value tmaB, Value acc) override;
+
   void waitPending(KernelBuilder &kb, int64_t pending) override {
     NVVM::WgmmaWaitGroupSyncOp::create(kb.b, pending);
   }
@@ -246,6 +250,102 @@ Value Sm90WgmmaEngine::explicitMma(KernelBuilder &kb, Value descA, Value descB,
   Value result = LLVM::InsertValueOp::create(
       b, LLVM::PoisonOp::create(b, packed), d, ArrayRef<int64_t>{0});
   return cast(accType(ctx), result);
+}
+
+/// One K step (64) with A in registers: wgmma's register form (no NVVM op
+/// or nvgpu lowering takes A from registers in MLIR 22: inline PTX, one
+/// m64nNk16 per k16, in one commit group as explicitMma's). A's fragment
+/// of a k16 step is four 32-bit registers per thread, (row g, columns
+/// 2 t, 2 t + 1), (row g + 8, same), (row g, columns 8 + 2 t, 9 + 2 t),
+/// (row g + 8, same) for g = lane / 4, t = lane % 4 of the warp's 16 rows:
+/// an accumulator's pairs (0, 2 k), (1, 2 k), (0, 2 k + 1), (1, 2 k + 1).
+/// B as explicitMma steps it (N-major: 16 of its 128-byte K rows a step;
+/// K-major: 32 bytes). A null `acc` starts a fresh accumulator (scale-d 0
+/// on the first k16, its input then undefined).
+Value Sm90WgmmaEngine::issueRegisterA(KernelBuilder &kb,
+                                      function_ref<Value(int64_t h, int64_t j)> pairs,
+                                      Value bTile, Value tmaB, Value acc) {
+  ImplicitLocOpBuilder &b = kb.b;
+  MLIRContext *ctx = kb.ctx;
+  Type i32 = b.getI32Type(), i64 = b.getI64Type(), f32 = b.getF32Type();
+  const int64_t n = shape.tileN, regs = n / 2;
+  SmallVector<int64_t> bShape = shape.transposeB ? SmallVector<int64_t>{n, shape.tileK}
+                                                 : SmallVector<int64_t>{shape.tileK, n};
+  auto descType = nvgpu::WarpgroupMatrixDescriptorType::get(
+      ctx, MemRefType::get(bShape, shape.abType, MemRefLayoutAttrInterface{},
+                           IntegerAttr::get(IntegerType::get(ctx, 64), 3)));
+  Value b0 = UnrealizedConversionCastOp::create(
+                 b, i64, nvgpu::WarpgroupGenerateDescriptorOp::create(b, descType, bTile, tmaB)
+                             .getResult())
+                 .getResult(0);
+  auto frag = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(regs, f32));
+  auto packed = LLVM::LLVMStructType::getLiteral(ctx, {frag});
+  SmallVector<Value> d;
+  if (acc) {
+    Value in = LLVM::ExtractValueOp::create(
+        b, UnrealizedConversionCastOp::create(b, packed, acc).getResult(0),
+        ArrayRef<int64_t>{0});
+    for (int64_t i = 0; i < regs; ++i)
+      d.push_back(LLVM::ExtractValueOp::create(b, in, ArrayRef<int64_t>{i}));
+  }
+  auto word = [&](Value pair) -> Value {
+    Value v = vector::BitCastOp::create(b, VectorType::get({1}, i32), pair);
+    return vector::ExtractOp::create(b, v, ArrayRef<int64_t>{0});
+  };
+  std::string type = shape.abType.isF16() ? "f16" : "bf16";
+  const int64_t transB = shape.transposeB ? 0 : 1;
+  // Every A register is written before the fence: a register the wgmma
+  // reads must not be written between the fence and it.
+  SmallVector<SmallVector<Value, 4>> a;
+  for (int64_t k = 0; k < shape.tileK / 16; ++k)
+    a.push_back({word(pairs(0, 2 * k)), word(pairs(1, 2 * k)), word(pairs(0, 2 * k + 1)),
+                 word(pairs(1, 2 * k + 1))});
+  NVVM::WgmmaFenceAlignedOp::create(b);
+  for (int64_t k = 0; k < shape.tileK / 16; ++k) {
+    Value dB = k ? LLVM::AddOp::create(
+                       b, b0,
+                       LLVM::ConstantOp::create(
+                           b, i64, b.getI64IntegerAttr(k * (shape.transposeB ? 2 : 128))))
+                       .getResult()
+                 : b0;
+    bool fresh = !acc && k == 0;
+    // Operands: the accumulator's registers (outputs $0..), A's four, B's
+    // descriptor, then (accumulating) the inputs tied to the outputs.
+    std::string ptx = "{\n.reg .pred p;\nsetp.ne.b32 p, " +
+                      std::string(fresh ? "0" : "1") +
+                      ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(n) +
+                      "k16.f32." + type + "." + type + " {";
+    std::string constraints;
+    for (int64_t i = 0; i < regs; ++i) {
+      ptx += (i ? ", $" : "$") + std::to_string(i);
+      constraints += (i ? ",=f" : "=f");
+    }
+    ptx += "}, {$" + std::to_string(regs) + ", $" + std::to_string(regs + 1) + ", $" +
+           std::to_string(regs + 2) + ", $" + std::to_string(regs + 3) + "}, $" +
+           std::to_string(regs + 4) + ", p, 1, 1, " + std::to_string(transB) + ";\n}";
+    constraints += ",r,r,r,r,l";
+    SmallVector<Value> operands = {a[k][0], a[k][1], a[k][2], a[k][3], dB};
+    if (!fresh)
+      for (int64_t i = 0; i < regs; ++i) {
+        constraints += "," + std::to_string(i);
+        operands.push_back(d[i]);
+      }
+    Value out = LLVM::InlineAsmOp::create(
+                    b, frag, operands, ptx, constraints, /*has_side_effects=*/true,
+                    /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+                    LLVM::AsmDialectAttr(), ArrayAttr())
+                    .getRes();
+    d.clear();
+    for (int64_t i = 0; i < regs; ++i)
+      d.push_back(LLVM::ExtractValueOp::create(b, out, ArrayRef<int64_t>{i}));
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b);
+  Value result = LLVM::PoisonOp::create(b, frag);
+  for (int64_t i = 0; i < regs; ++i)
+    result = LLVM::InsertValueOp::create(b, result, d[i], ArrayRef<int64_t>{i});
+  result = LLVM::InsertValueOp::create(b, LLVM::PoisonOp::create(b, packed), result,
+                                       ArrayRef<int64_t>{0});
+  return UnrealizedConversionCastOp::create(b, accType(ctx), result).getResult(0);
 }
 
 } // namespace
