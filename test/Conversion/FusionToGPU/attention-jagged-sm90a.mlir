@@ -52,7 +52,7 @@ func.func @wide_values(%q: tensor<?x1x64xf16>, %k: tensor<?x100x1x64xf16>, %v: t
 // CHECK: memref.load %{{.*}} : memref<?xi64>
 // CHECK: nvgpu.tma.async.load
 // CHECK: scf.while
-// CHECK: nvgpu.warpgroup.mma
+// CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async
 // CHECK: nvgpu.tma.async.store
 // CHECK: vector.store %{{.*}} : memref<?xbf16>, vector<8xbf16>
 // CHECK: vector.store %{{.*}} : memref<?xbf16>, vector<8xbf16>

@@ -88,18 +88,19 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
   return %o : tensor<?x2x128xbf16>
 }
 
-// The query from the stage: after P is written, the thread's 32 pairs of
-// the group's rows of Q (two rows, two 64-column boxes), then O = P V, then
-// O + residual, rounded once; the residual argument is not read.
+// The query from the stage: after S = Q K^T, the thread's 32 pairs of
+// the group's rows of Q (two rows, two 64-column boxes), then O = P V (P
+// in registers: wgmma's register form), then O + residual, rounded once;
+// the residual argument is not read.
 // CHECK-LABEL: gpu.func @block_kernel0(
 // CHECK-SAME: %{{.*}}: index, %[[RK:.*]]: memref<?xbf16>)
 // CHECK-NOT: %[[RK]]
 // CHECK-NOT: nvvm.cp.async.bulk.prefetch
-// CHECK: nvvm.fence.proxy
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.barrier
 // CHECK-COUNT-32: vector.load %{{.*}} : memref<64x64xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
 // CHECK-NOT: vector.load
-// CHECK: nvgpu.warpgroup.mma
+// CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT: %[[RK]]
 // CHECK: %[[WIDE:.*]] = arith.extf %{{.*}} : vector<2xbf16> to vector<2xf32>
@@ -123,7 +124,7 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // CHECK-COUNT-8: vector.load %[[ORK]][%{{.*}}] {alignment = 4 : i64} : memref<?xf16>, vector<2xf16>
 // CHECK: } else {
 // CHECK-COUNT-3: scf.if %{{.*}} -> (vector<2xf16>,
-// CHECK: nvgpu.warpgroup.mma
+// CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: %[[OWIDE:.*]] = arith.extf %[[OPAIRS]]#0 : vector<2xf16> to vector<2xf32>
 // CHECK: arith.addf %{{.*}}, %[[OWIDE]] : vector<2xf32>
@@ -145,7 +146,7 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // CHECK-COUNT-8: nvgpu.device_async_copy %[[OWNR]][%{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?xbf16> to memref<64x64xbf16, #gpu.address_space<workgroup>>
 // CHECK-NEXT: %[[COPIES:.*]] = nvgpu.device_async_create_group
 // CHECK-NOT: nvgpu.device_async_copy
-// CHECK: nvgpu.warpgroup.mma
+// CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NEXT: nvgpu.device_async_wait %[[COPIES]] {numGroups = 0 : i32}
 // CHECK-NEXT: nvvm.fence.proxy
@@ -167,7 +168,7 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // CHECK-COUNT-4: nvgpu.device_async_copy %[[JOWNR]][%{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?xbf16> to memref<64x64xbf16, #gpu.address_space<workgroup>>
 // CHECK-NEXT: %[[JCOPIES:.*]] = nvgpu.device_async_create_group
 // CHECK-NOT: vector.load %[[JOWNR]]
-// CHECK: nvgpu.warpgroup.mma {{.*}} -> <fragmented = vector<64x64xf32>>
+// CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NEXT: nvgpu.device_async_wait %[[JCOPIES]] {numGroups = 0 : i32}
 // CHECK-NEXT: nvvm.fence.proxy
@@ -195,7 +196,7 @@ func.func @jagged(%q: tensor<?x2x128xbf16>, %k: tensor<?x128x2x128xbf16>, %v: te
 // CHECK-SAME: %[[OUTK:[^ ]*]]: memref<?xbf16>, %[[JRK:.*]]: memref<?xbf16>)
 // CHECK-NOT: nvvm.cp.async.bulk.prefetch
 // CHECK-NOT: vector.load %[[JRK]]
-// CHECK: nvgpu.warpgroup.mma
+// CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async
 // CHECK-NOT: vector.load %[[JRK]]
 // CHECK: vector.store %{{.*}}, %[[OUTK]][%{{.*}}] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
 // CHECK: %[[ROW:.*]] = vector.load %[[JRK]][%[[I:.*]]] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>

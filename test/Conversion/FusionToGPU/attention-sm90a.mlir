@@ -68,28 +68,30 @@ func.func @flash_norm(%q: tensor<?x?x4x128xbf16>, %k: tensor<?x128x4x128xbf16>, 
 }
 
 // The kernels: Kunlun's S accumulator 64 x 128, then the activation
-// (gelu_tanh's tanh as llvm.tanh with afn: tanh.approx.f32), P made visible to the async proxy, O = P V, the TMA
-// store; the long key/value one's S 64 x 256 and O 64 x 64. Both MMAs start
-// fresh: their first k16 overwrites the accumulator (scale-d zero), so no
+// (gelu_tanh's tanh as llvm.tanh with afn: tanh.approx.f32), rounded into
+// registers that are O = P V's A (wgmma's register form, inline PTX: no
+// trip of P through shared memory, no fence or barrier before the MMA),
+// then the TMA store; the long key/value one's S 64 x 256 and O 64 x 64.
+// Both MMAs start fresh: their first k16 overwrites the accumulator
+// (scale-d zero; in the register form the predicate set from 0), so no
 // registers are zeroed before them (ptxas would move zeros into O's
-// registers and inject a warpgroup.arrive, C7519); K is a K-major B ("col"),
-// V an N-major one ("row"), whose later K steps go through nvgpu.
+// registers and inject a warpgroup.arrive, C7519); K is a K-major B
+// ("col"), V an N-major one (trans-b 1).
 // CHECK-LABEL: gpu.module @fusion_kernels
 // CHECK: gpu.func @kunlun_kernel0({{.*}}) kernel attributes {known_block_size = array<i32: 384, 1, 1>, nvvm.maxnreg = 168 : i32, nvvm.maxntid = array<i32: 384, 1, 1>}
 // CHECK-NOT: nvgpu.warpgroup.mma.init.accumulator
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK-COUNT-7: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK: llvm.intr.tanh(%{{.*}}) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32
-// CHECK: nvvm.fence.proxy
-// CHECK-NOT: nvgpu.warpgroup.mma.init.accumulator
-// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
-// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
-// CHECK: nvgpu.warpgroup.mma %{{.*}} {transposeB}
+// CHECK-NOT: nvvm.fence.proxy
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, 0, 0;\0Awgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}p, 1, 1, 1;\0A}"
+// CHECK-COUNT-7: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}p, 1, 1, 1;\0A}"
 // CHECK: nvgpu.tma.async.store
 // CHECK: gpu.func @long_kv_kernel0(
 // CHECK-NOT: nvgpu.warpgroup.mma.init.accumulator
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>, D[<f32>, <zero>]
-// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>]
+// CHECK: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, 0, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
 // The FlashNormAttention consumer gives its stage back without waiting on
 // its output's TMA store: the group's other threads arrive on empty[s] at
 // the item's end; the leader, which issued the store, waits for it to read

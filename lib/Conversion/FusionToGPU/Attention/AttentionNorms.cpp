@@ -296,7 +296,7 @@ void AttentionKernelEmitter::normConsumer() {
       waitBulkStoresRead(isGroupLeader);
     std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, acc, tid);
     Value o;
-    if (getenv("FUSION_P_SMEM")) {
+    if (!getenv("FUSION_P_REGS")) {
     groupBarrier(c);
     writeSwizzled(
         mine, s.kvTile / 8, *sView, rowInGroup,
