@@ -105,11 +105,16 @@ Value AttentionKernelEmitter::paramVector(AttentionArg a, Value col, int64_t wid
 ///   S = ln_q K^T, P = act(scale S), O = P V
 ///   h = O + ln_q, out = h rms_rstd g + q    RMSNorm over H x D: one round
 ///
-/// q and ln_q of this thread's fragment positions stay in registers (16-bit
-/// pairs). The group's rows of the stage's Q take ln_q (the first MMA's A),
-/// then P (the second's), then the output (the TMA store's source); the
-/// stage goes back to the producer once the store has read it. Rank 0
-/// writes the statistics of the rows inside L_q.
+/// ln_q of this thread's fragment positions stays in registers (16-bit
+/// pairs) and is the first MMA's A, P the second's (wgmma's register form:
+/// an accumulator's pairs are the A fragment of the next MMA); the group's
+/// rows of the stage's Q keep q, read again for the residual as the output
+/// (the TMA store's source) takes their place; the stage goes back to the
+/// producer once the store has read it. Saving ln_q and h (the training
+/// forward), or with FUSION_P_SMEM set (the A/B of this form), the rows
+/// take ln_q (the first MMA's A from shared memory), then P, then the
+/// output, and q stays in registers. Rank 0 writes the statistics of the
+/// rows inside L_q.
 ///
 /// Jagged q: the items of a window (itemLoop) each normalize the whole
 /// window and write only their rows [lo, hi) (output and statistics); the
@@ -126,6 +131,11 @@ void AttentionKernelEmitter::normConsumer() {
   auto pairType = VectorType::get({2}, s.elemType);
   Value invWidth = cstF32(1.0 / static_cast<double>(s.heads * s.headDim));
   const int64_t groups = s.headDim / 8;
+  // Both MMAs' A from registers (wgmma's register form): ln_q and P stay
+  // in the threads' fragments, the group's Q rows keep q (read again for
+  // the residual at the end). Saving ln_q and h needs them in the rows:
+  // that form writes them there as before.
+  const bool registersA = !s.saves && !getenv("FUSION_P_SMEM");
   // Box kc of Q is [128 rows, 64] at kc x 16 KB; the group's rows at
   // c x 8 KB inside each.
   const int64_t qStride = Spec::kTileM * 128;
@@ -253,7 +263,8 @@ void AttentionKernelEmitter::normConsumer() {
     // (compute-sanitizer's racecheck reports a thread's write there
     // against another's wait on the exchange, without it). The other
     // group's rows and exchange barriers are its own: no barrier with it.
-    groupBarrier(c);
+    if (!registersA)
+      groupBarrier(c);
 
     // ln_q = (q rstd - mean rstd) w + b into the group's Q rows: two FMAs
     // per element.
@@ -272,10 +283,12 @@ void AttentionKernelEmitter::normConsumer() {
                             vector::ExtractOp::create(b, y, ArrayRef<int64_t>{1}));
       }
     }
-    writeSwizzled(mine, groups, *layout, rowInGroup,
-                  [&](int64_t h, int64_t j) { return ln[h][j]; }, qStride);
-    fenceAsyncShared();
-    groupBarrier(c);
+    if (!registersA) {
+      writeSwizzled(mine, groups, *layout, rowInGroup,
+                    [&](int64_t h, int64_t j) { return ln[h][j]; }, qStride);
+      fenceAsyncShared();
+      groupBarrier(c);
+    }
     // Saving: ln_q from the rows that hold it, read before P replaces it
     // (the leader waits for the bulk store's read after S = ln_q K^T,
     // below; jagged, a group's 16-byte stores read the rows here).
@@ -288,15 +301,28 @@ void AttentionKernelEmitter::normConsumer() {
     ifThen(arith::OrIOp::create(b, ne(c, 0), ne(count, 0)),
            [&] { namedBarrier(kTurnBarrier, c, 128 * Spec::kConsumers); });
     ring.waitFull(*this, stage, pos);
-    Value acc = scores(*scoreEngine, base,
-                       [&](int64_t kc) { return add(mine, idx(kc * qStride)); });
+    Value acc;
+    if (registersA) {
+      // S = ln_q K^T, ln_q's pairs as A: block kc of D is groups 8 kc ...
+      for (int64_t kc = 0; kc < s.headDim / Spec::kBoxCols; ++kc) {
+        Value k = smemView(add(base, idx(s.qBytes() + kc * s.kvTile * 128)),
+                           {s.kvTile, Spec::kBoxCols}, s.elemType);
+        acc = scoreEngine->issueRegisterA(
+            *this, [&](int64_t h, int64_t j) { return ln[h][8 * kc + j]; }, k,
+            operandMap, acc);
+      }
+      scoreEngine->waitPending(*this, 0);
+    } else {
+      acc = scores(*scoreEngine, base,
+                   [&](int64_t kc) { return add(mine, idx(kc * qStride)); });
+    }
     // Saving: the bulk store of ln_q has read the rows before h takes
     // their place (after the group barrier below O).
     if (s.saves)
       waitBulkStoresRead(isGroupLeader);
     std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, acc, tid);
     Value o;
-    if (!getenv("FUSION_P_REGS")) {
+    if (!registersA) {
     groupBarrier(c);
     writeSwizzled(
         mine, s.kvTile / 8, *sView, rowInGroup,
@@ -360,7 +386,12 @@ void AttentionKernelEmitter::normConsumer() {
         mine, groups, *oView, rowInGroup,
         [&](int64_t h, int64_t j) {
           Value y = arith::MulFOp::create(b, hv[h][j], splat(rms[h]));
-          y = math::FmaOp::create(b, y, g[j], widen(q[h][j]));
+          // Register form: q from the rows, which still hold it (a thread
+          // reads each pair before it writes the output's in its place).
+          Value residual =
+              registersA ? readSwizzled(mine, groups, *layout, rowInGroup, h, j, qStride)
+                         : q[h][j];
+          y = math::FmaOp::create(b, y, g[j], widen(residual));
           return arith::TruncFOp::create(b, pairType, y).getResult();
         },
         qStride);
