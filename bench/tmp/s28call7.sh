@@ -1,9 +1,10 @@
 #!/bin/bash
-# P in registers as O = P V's A (wgmma register form): the H200 check prepared in session 28, never run.
-# Build first (here): bench/build_gpu_artifacts.sh build attention; then
-#   for n in gdpa_kunlun_h2 gdpa_kunlun_h4; do FUSION_P_SMEM=1 build/bin/fusion-compile build/gpu/attention/$n.mlir -o build/gpu/attention/lib${n}_smem.so; done
-#   for n in block_kunlun_h2 block_kunlun_h4; do FUSION_P_REGS=1 build/bin/fusion-compile build/gpu/attention/$n.mlir -o build/gpu/attention/lib${n}_regs.so; done
-# (gdpa: default = registers, _smem = shared memory; FlashNormAttention: default = shared memory, _regs = registers)
+# P (and FlashNormAttention's ln_q) in registers as the MMAs' A (wgmma's register form): the H200
+# check prepared in session 28, never run. Build first (here):
+#   bench/build_gpu_artifacts.sh build attention
+#   for n in gdpa_kunlun_h2 gdpa_kunlun_h4 block_kunlun_h2 block_kunlun_h4; do
+#     FUSION_P_SMEM=1 build/bin/fusion-compile build/gpu/attention/$n.mlir -o build/gpu/attention/lib${n}_smem.so; done
+# (default = registers, _smem = main's shared-memory form)
 set -u
 export PYTHONUNBUFFERED=1 FUSION_GPU_ARTIFACTS=$PWD/build/gpu FUSION_RUNTIME_LIBRARY=$PWD/build/gpu/libfusion_runtime.so
 S=$OUT/summary.txt
@@ -15,7 +16,7 @@ TO=40 t rc_gdpa compute-sanitizer --tool racecheck --error-exitcode 9 python3 te
 TO=40 t rc_block compute-sanitizer --tool racecheck --error-exitcode 9 python3 test/gpu/run_one_attention.py block_kunlun_h2 4 300
 TO=50 t gdpa_ab python3 bench/tmp/gdpa_ab.py
 grep -E "^gdpa" $OUT/gdpa_ab.log >> $S
-TO=70 t ab_block python3 bench/attention/ab_block.py --variants ,_regs --rounds 2 --out $OUT/ab_block.json --commit ${COMMIT:-unknown}
+TO=70 t ab_block python3 bench/attention/ab_block.py --variants ,_smem --rounds 2 --out $OUT/ab_block.json --commit ${COMMIT:-unknown}
 python3 -c "
 import json,os
 d=json.load(open(os.environ['OUT']+'/ab_block.json'))
