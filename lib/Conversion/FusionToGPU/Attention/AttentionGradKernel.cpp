@@ -314,6 +314,12 @@ void AttentionGradEmitter::consumer() {
           Value ds = dsBuffer(c, parity);
           Value pTile = block(pBuffer, {64, 64}), dsTile = block(ds, {64, 64});
           Value rowPhase = sView->rowPhase();
+          // Register form (wgmma's A from registers; FUSION_P_REGS_GRAD=1
+          // until measured: it spills 4-20 bytes more in some variants):
+          // P^T and dS^T are dV's and dK's A as they are; only dS^T goes to
+          // shared memory (dQ reads every group's).
+          const bool registersA = getenv("FUSION_P_REGS_GRAD") != nullptr;
+          SmallVector<SmallVector<Value>> pWords(2), dsWords(2);
           for (int64_t j = 0; j < Spec::kTileQ / 8; ++j) {
             // 16-byte chunk j of the row sits at position j ^ (row % 8).
             Value chunk = arith::XOrIOp::create(b, idx(j), rowPhase);
@@ -329,22 +335,36 @@ void AttentionGradEmitter::consumer() {
                     },
                     scaleF);
               Value keyRow = add(idx(sView->rowOffset(h)), rowInGroup);
-              vector::StoreOp::create(b, packPair(pv[0], pv[1]), pTile,
-                                      ValueRange{keyRow, col}, false, llvm::MaybeAlign(4));
-              vector::StoreOp::create(b, packPair(dsv[0], dsv[1]), dsTile,
-                                      ValueRange{keyRow, col}, false, llvm::MaybeAlign(4));
+              pWords[h].push_back(packPair(pv[0], pv[1]));
+              dsWords[h].push_back(packPair(dsv[0], dsv[1]));
+              if (!registersA)
+                vector::StoreOp::create(b, pWords[h].back(), pTile, ValueRange{keyRow, col},
+                                        false, llvm::MaybeAlign(4));
+              vector::StoreOp::create(b, dsWords[h].back(), dsTile, ValueRange{keyRow, col},
+                                      false, llvm::MaybeAlign(4));
             }
+          }
+          // dV += P^T dO, dK += dS^T Q: from registers, issued before the
+          // barrier that waits for the other groups' dS^T.
+          Value dO = block(add(base, idx(s.qBytes())), {Spec::kTileQ, s.valueDim});
+          Value q = block(base, {Spec::kTileQ, s.headDim});
+          if (registersA) {
+            dV = dvEngine->issueRegisterA(
+                *this, [&](int64_t h, int64_t j) { return pWords[h][j]; }, dO, operandMap,
+                dV);
+            dK = dkEngine->issueRegisterA(
+                *this, [&](int64_t h, int64_t j) { return dsWords[h][j]; }, q, operandMap,
+                dK);
           }
           fenceAsyncShared();
           // Every group's dS^T of this tile is written (dQ reads them all).
           consumersBarrier();
 
-          // dV += P^T dO, dK += dS^T Q.
-          Value dO = block(add(base, idx(s.qBytes())), {Spec::kTileQ, s.valueDim});
-          dV = dvEngine->issue(*this, block(pBuffer, {64, 64}), dO, operandMap,
-                               operandMap, dV);
-          Value q = block(base, {Spec::kTileQ, s.headDim});
-          dK = dkEngine->issue(*this, block(ds, {64, 64}), q, operandMap, operandMap, dK);
+          if (!registersA) {
+            dV = dvEngine->issue(*this, block(pBuffer, {64, 64}), dO, operandMap,
+                                 operandMap, dV);
+            dK = dkEngine->issue(*this, block(ds, {64, 64}), q, operandMap, operandMap, dK);
+          }
 
           // dQ's column blocks of this group: dS (every group's dS^T,
           // M-major) times K's blocks of those columns.
