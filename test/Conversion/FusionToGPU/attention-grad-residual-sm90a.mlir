@@ -8,8 +8,9 @@
 // (16 bytes a thread, zero fill past L_q or the sequence's end), or, when
 // the residual is do itself and D = Dv, from the stage's dO tile (no copy).
 // ptxas assembles every kernel: the dense ones at most 24 bytes of spills
-// (16 with the copy, none for do), all outside the tile loop; the jagged
-// one with the copy within 48 (the jagged kernel without a residual: 32).
+// (20 with the copy, 4 for do), all outside the tile loop; the jagged
+// one with the copy within 76 (the jagged kernel without a residual: 16;
+// 36 and 28 before P^T and dS^T were dV's and dK's A in registers).
 // RUN: fusion-opt %s --convert-fusion-to-gpu --canonicalize --cse | FileCheck %s
 // RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
@@ -93,6 +94,6 @@ func.func @jagged_do(%do: tensor<?x2x64xbf16>, %q: tensor<?x2x64xbf16>, %k: tens
 // PTX-LABEL: .entry jagged_residual_kernel0(
 
 // PTXAS-DAG: ptxas ok: kunlun_residual_kernel0 registers=168 spills={{[0-9]|1[0-9]|2[0-4]}}{{$}}
-// PTXAS-DAG: ptxas ok: kunlun_do_kernel0 registers=168 spills=0
-// PTXAS-DAG: ptxas ok: jagged_residual_kernel0 registers=168 spills={{[0-9]|[1-3][0-9]|4[0-8]}}{{$}}
+// PTXAS-DAG: ptxas ok: kunlun_do_kernel0 registers=168 spills={{[0-4]}}{{$}}
+// PTXAS-DAG: ptxas ok: jagged_residual_kernel0 registers=168 spills={{[0-9]|[1-6][0-9]|7[0-6]}}{{$}}
 // PTXAS-DAG: ptxas ok: jagged_do_kernel0 registers=168 spills={{[0-9]|[1-3][0-9]|4[0-8]}}{{$}}

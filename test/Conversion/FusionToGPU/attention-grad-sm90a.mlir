@@ -85,11 +85,13 @@ func.func @jagged(%do: tensor<?x2x128xbf16>, %q: tensor<?x2x128xbf16>, %k: tenso
 // CHECK: nvvm.setmaxregister decrease 24
 // CHECK: nvvm.setmaxregister increase 240
 
-// ptxas accepts every kernel without spilling: D = Dv = 128 keeps dK and dV
-// (128 registers) beside S^T and dP^T (64) in the consumers' 240, and K's and
-// V's MMA descriptors are rebuilt per tile from an opaque zero (hoisted out
-// of the tile loop by LLVM, they spilled 160 bytes); see the ptxas sweep.
-// PTXAS-DAG: ptxas ok: kunlun_kernel0 registers=168 spills=0
+// ptxas accepts every kernel: D = Dv = 128 keeps dK and dV (128 registers)
+// beside S^T and dP^T (64) in the consumers' 240, and K's and V's MMA
+// descriptors are rebuilt per tile from an opaque zero (hoisted out of the
+// tile loop by LLVM, they spilled 160 bytes); see the ptxas sweep. P^T's and
+// dS^T's pairs held as dV's and dK's A (wgmma's register form) cost the
+// Kunlun kernel 4 bytes (0 before) for 5% less time on the H200.
+// PTXAS-DAG: ptxas ok: kunlun_kernel0 registers=168 spills={{[0-4]}}{{$}}
 // PTXAS-DAG: ptxas ok: silu_d64_kernel0 registers=168 spills=0
 // PTXAS-DAG: ptxas ok: one_group_kernel0 registers=248 spills=0
 // The jagged kernel spills (48 bytes): the unit's token range and the tile's

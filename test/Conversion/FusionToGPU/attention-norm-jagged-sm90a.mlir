@@ -87,11 +87,13 @@ func.func @small_jagged(%q: tensor<?x3x128xbf16>, %k: tensor<?x100x3x128xbf16>, 
 // CHECK: %[[LO:.*]] = arith.cmpi uge, %[[ROW:.*]], %{{.*}} : index
 // CHECK: arith.andi %[[LO]], %{{.*}} : i1
 // CHECK: memref.store %{{.*}}, %{{.*}}[%c0, %[[ROW]]] : memref<?x?xf32>
-// Two MMAs with A in registers (ln_q, then P: wgmma's register form),
-// each starting fresh (its first k16 overwrites: scale-d zero); h = O +
-// ln_q, or ln_q alone for the tail item.
+// Two MMAs, each starting fresh (its first k16 overwrites: scale-d zero):
+// S = ln_q K^T with ln_q in registers (wgmma's register form), O = P V
+// with P from the rows, its second K step by nvgpu; h = O + ln_q, or ln_q
+// alone for the tail item.
 // CHECK: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, 0, 0;\0Awgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}p, 1, 1, 0;\0A}"
-// CHECK: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, 0, 0;\0Awgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}p, 1, 1, 1;\0A}"
+// CHECK: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK: nvgpu.warpgroup.mma %{{.*}} {transposeB}
 // CHECK: %[[TAIL:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : index
 // CHECK-COUNT-16: arith.select %[[TAIL]], %{{.*}}, %{{.*}} : vector<2xf32>
 // The output: TMA where the group's rows are all the item's, else 16-byte

@@ -24,12 +24,14 @@
 //     dP^T = V_c dO^T         Q and dO as K-major (transposed) B
 //     P^T  = act(S^T),  dS^T = dP^T act'(S^T) scale    (s = scale x,
 //                             on the accumulators; ActivationMath.h)
-//                             rounded and written 128-byte swizzled into
-//                             the group's P^T and dS^T buffers (dS^T by
-//                             tile parity), then a named barrier over all
-//                             consumers (every group's dS^T is written)
-//     dV += P^T dO,  dK += dS^T Q    accumulators in registers over the
-//                             unit's tiles (Q, dO as N-major B)
+//                             rounded to 16-bit pairs; dS^T also written
+//                             128-byte swizzled into the group's dS^T
+//                             buffer (by tile parity)
+//     dV += P^T dO,  dK += dS^T Q    P^T's and dS^T's pairs as A (wgmma's
+//                             register form), issued before a named
+//                             barrier over all consumers (every group's
+//                             dS^T is written); accumulators in registers
+//                             over the unit's tiles (Q, dO as N-major B)
 //     dQ = dS K               over all keys: A = every group's dS^T read
 //                             M-major (wgmma's transposed A), B = K's
 //                             blocks N-major; group c computes D's 64-column
@@ -249,7 +251,6 @@ void AttentionGradEmitter::consumer() {
   Value rowInGroup = scoreEngine->firstRow(*this, idx(0), tid);
   Value isGroupLeader = eq(tid, 0);
   Value mine = groupBase(c);
-  Value pBuffer = add(mine, idx(s.pOffset()));
   Value out = add(mine, idx(s.outOffset()));
   Value zero = idx(0);
   const int64_t dBlocks = s.headDim / 64, dvBlocks = s.valueDim / 64;
@@ -306,19 +307,16 @@ void AttentionGradEmitter::consumer() {
           scoreEngine->waitPending(*this, 0);
 
           // P^T = act(s), dS^T = dP^T act'(s) scale, s = scale S^T, rounded
-          // into the group's buffers (128-byte swizzled [64 keys, 64 tokens],
-          // the layout writeSwizzled writes), pair by pair.
+          // pair by pair: both are dV's and dK's A fragments as they are
+          // (wgmma's register form); dS^T also goes into the group's buffer
+          // (128-byte swizzled [64 keys, 64 tokens], the layout
+          // writeSwizzled writes), where dQ reads every group's.
           std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, sT, tid);
           std::unique_ptr<AccumulatorView> dpView = scoreEngine->view(*this, dpT, tid);
           Value parity = rem(tileCount, 2);
           Value ds = dsBuffer(c, parity);
-          Value pTile = block(pBuffer, {64, 64}), dsTile = block(ds, {64, 64});
+          Value dsTile = block(ds, {64, 64});
           Value rowPhase = sView->rowPhase();
-          // Register form (wgmma's A from registers; FUSION_P_REGS_GRAD=1
-          // until measured: it spills 4-20 bytes more in some variants):
-          // P^T and dS^T are dV's and dK's A as they are; only dS^T goes to
-          // shared memory (dQ reads every group's).
-          const bool registersA = getenv("FUSION_P_REGS_GRAD") != nullptr;
           SmallVector<SmallVector<Value>> pWords(2), dsWords(2);
           for (int64_t j = 0; j < Spec::kTileQ / 8; ++j) {
             // 16-byte chunk j of the row sits at position j ^ (row % 8).
@@ -337,9 +335,6 @@ void AttentionGradEmitter::consumer() {
               Value keyRow = add(idx(sView->rowOffset(h)), rowInGroup);
               pWords[h].push_back(packPair(pv[0], pv[1]));
               dsWords[h].push_back(packPair(dsv[0], dsv[1]));
-              if (!registersA)
-                vector::StoreOp::create(b, pWords[h].back(), pTile, ValueRange{keyRow, col},
-                                        false, llvm::MaybeAlign(4));
               vector::StoreOp::create(b, dsWords[h].back(), dsTile, ValueRange{keyRow, col},
                                       false, llvm::MaybeAlign(4));
             }
@@ -348,23 +343,13 @@ void AttentionGradEmitter::consumer() {
           // barrier that waits for the other groups' dS^T.
           Value dO = block(add(base, idx(s.qBytes())), {Spec::kTileQ, s.valueDim});
           Value q = block(base, {Spec::kTileQ, s.headDim});
-          if (registersA) {
-            dV = dvEngine->issueRegisterA(
-                *this, [&](int64_t h, int64_t j) { return pWords[h][j]; }, dO, operandMap,
-                dV);
-            dK = dkEngine->issueRegisterA(
-                *this, [&](int64_t h, int64_t j) { return dsWords[h][j]; }, q, operandMap,
-                dK);
-          }
+          dV = dvEngine->issueRegisterA(
+              *this, [&](int64_t h, int64_t j) { return pWords[h][j]; }, dO, operandMap, dV);
+          dK = dkEngine->issueRegisterA(
+              *this, [&](int64_t h, int64_t j) { return dsWords[h][j]; }, q, operandMap, dK);
           fenceAsyncShared();
           // Every group's dS^T of this tile is written (dQ reads them all).
           consumersBarrier();
-
-          if (!registersA) {
-            dV = dvEngine->issue(*this, block(pBuffer, {64, 64}), dO, operandMap,
-                                 operandMap, dV);
-            dK = dkEngine->issue(*this, block(ds, {64, 64}), q, operandMap, operandMap, dK);
-          }
 
           // dQ's column blocks of this group: dS (every group's dS^T,
           // M-major) times K's blocks of those columns.

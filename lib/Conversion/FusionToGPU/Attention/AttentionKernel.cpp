@@ -16,14 +16,13 @@
 //                   S = Q K^T           the engine's K steps over D, with
 //                                       K as a transposed B [L_kv, D];
 //                   P = act(scale S)    on the accumulator registers,
-//                                       rounded to the element type and
-//                                       written into the group's P buffer
-//                                       (128-byte swizzled, K-major: the
-//                                       layout TMA would give an A tile);
+//                                       rounded to the element type in
+//                                       pairs, which are the A fragment of
+//                                       O = P V (wgmma's register form);
 //                   O = P V             the engine's K steps over L_kv,
 //                                       with V as a row-major B [L_kv, Dv];
 //                   arrive on empty[s] (Q, K, V read), round O into the
-//                   same buffer, TMA-store it (clipped at L_q)
+//                   group's output buffer, TMA-store it (clipped at L_q)
 //
 // With a residual (fusion.gdpa's, the output's shape), each consumer thread
 // reads it at its fragment positions of O and adds it to O in f32 before
@@ -45,9 +44,9 @@
 // consumers compute this one. Keys past L_kv are zero-filled by the TMA
 // (L_kv is padded to 64): their scores are 0 and their values 0, so they
 // add act(0) x 0 = 0. Query rows past L_q are zero-filled too, computed and
-// not stored. The output of an item is stored from the P buffer; before the
-// next item's P overwrites it, the group's store leader waits until the
-// bulk stores have read it.
+// not stored. The output of an item is stored from the group's buffer;
+// before the next item's output overwrites it, the group's store leader
+// waits until the bulk stores have read it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -630,13 +629,9 @@ void AttentionKernelEmitter::consumer() {
       qRows = add(base, mul(c, idx(Spec::kGroupRows * 128)));
       copies = stageResidualRows(it, c, qRows, qStride);
     }
+    // P = act(scale S) stays in the thread's registers: O = P V takes
+    // its pairs as A (wgmma's register form).
     std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, acc, tid);
-    if (getenv("FUSION_P_SMEM")) {
-    writeSwizzled(buffer, s.kvTile / 8, *sView, rowInGroup,
-                  [&](int64_t h, int64_t j) { return activatedPair(*sView, h, j); });
-    fenceAsyncShared();
-    groupBarrier(c);
-    }
 
     // The residual by 64-column blocks ([block][h][8 groups]; sView gives
     // the fragment positions, which O's accumulator shares): loaded during
@@ -670,15 +665,12 @@ void AttentionKernelEmitter::consumer() {
     if (s.residualType && !copies)
       for (int64_t e = 0; e < early; ++e)
         loadResidual(e);
-    Value out = getenv("FUSION_P_SMEM") ? values(*valueEngine, base, buffer, Spec::kBoxBytes)
-                                        : valuesOfScores(*valueEngine, base, *sView);
+    Value out = valuesOfScores(*valueEngine, base, *sView);
     if (copies) {
       // The staged residual, read after O = P V, whose MMAs cover the
-      // copies' latency (ptxas moves the activation of P above the
-      // barrier before them, so P's stores alone would not): the thread's
-      // copies landed; the fence orders them before the producer's next
-      // TMA into the stage; the barrier shows every thread's to the group,
-      // and proves P read by the whole group. It spans both groups: each
+      // copies' latency: the thread's copies landed; the fence orders them
+      // before the producer's next TMA into the stage; the barrier shows
+      // every thread's to the group. It spans both groups: each
       // thread's arrival on empty[s] below must follow every copy into the
       // stage, the other group's too (compute-sanitizer's racecheck reports
       // a group's arrival that does not as a hazard against the other
@@ -689,8 +681,8 @@ void AttentionKernelEmitter::consumer() {
       for (int64_t e = 0; e < blocks; ++e)
         loadResidual(e);
     }
-    // Q, K and V of this stage are read; P too (every thread of the group
-    // waited for its MMAs).
+    // Q, K and V of this stage are read (every thread of the group waited
+    // for its MMAs).
     ring.release(*this, pos);
     if (!copies)
       groupBarrier(c);

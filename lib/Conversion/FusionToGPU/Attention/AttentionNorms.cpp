@@ -105,16 +105,14 @@ Value AttentionKernelEmitter::paramVector(AttentionArg a, Value col, int64_t wid
 ///   S = ln_q K^T, P = act(scale S), O = P V
 ///   h = O + ln_q, out = h rms_rstd g + q    RMSNorm over H x D: one round
 ///
-/// ln_q of this thread's fragment positions stays in registers (16-bit
-/// pairs) and is the first MMA's A, P the second's (wgmma's register form:
-/// an accumulator's pairs are the A fragment of the next MMA); the group's
-/// rows of the stage's Q keep q, read again for the residual as the output
-/// (the TMA store's source) takes their place; the stage goes back to the
-/// producer once the store has read it. Saving ln_q and h (the training
-/// forward), or with FUSION_P_SMEM set (the A/B of this form), the rows
-/// take ln_q (the first MMA's A from shared memory), then P, then the
-/// output, and q stays in registers. Rank 0 writes the statistics of the
-/// rows inside L_q.
+/// q and ln_q of this thread's fragment positions stay in registers (16-bit
+/// pairs); ln_q is the first MMA's A there (wgmma's register form). The
+/// group's rows of the stage's Q keep q until P (the second MMA's A) takes
+/// their place, then the output (the TMA store's source); the stage goes
+/// back to the producer once the store has read it. Saving ln_q and h (the
+/// training forward), the rows take ln_q first, for its bulk store, and
+/// the first MMA reads it there. Rank 0 writes the statistics of the rows
+/// inside L_q.
 ///
 /// Jagged q: the items of a window (itemLoop) each normalize the whole
 /// window and write only their rows [lo, hi) (output and statistics); the
@@ -131,11 +129,10 @@ void AttentionKernelEmitter::normConsumer() {
   auto pairType = VectorType::get({2}, s.elemType);
   Value invWidth = cstF32(1.0 / static_cast<double>(s.heads * s.headDim));
   const int64_t groups = s.headDim / 8;
-  // Both MMAs' A from registers (wgmma's register form): ln_q and P stay
-  // in the threads' fragments, the group's Q rows keep q (read again for
-  // the residual at the end). Saving ln_q and h needs them in the rows:
-  // that form writes them there as before.
-  const bool registersA = !s.saves && !getenv("FUSION_P_SMEM");
+  // S = ln_q K^T with ln_q's pairs as A (wgmma's register form): no
+  // store of ln_q, fence or barrier before it. Saving ln_q and h, the
+  // rows take ln_q for the bulk store, and S reads them there.
+  const bool lnInRegisters = !s.saves;
   // Box kc of Q is [128 rows, 64] at kc x 16 KB; the group's rows at
   // c x 8 KB inside each.
   const int64_t qStride = Spec::kTileM * 128;
@@ -263,11 +260,13 @@ void AttentionKernelEmitter::normConsumer() {
     // (compute-sanitizer's racecheck reports a thread's write there
     // against another's wait on the exchange, without it). The other
     // group's rows and exchange barriers are its own: no barrier with it.
-    if (!registersA)
+    // ln_q in registers, the first write there is P's, after the barrier
+    // below S.
+    if (!lnInRegisters)
       groupBarrier(c);
 
-    // ln_q = (q rstd - mean rstd) w + b into the group's Q rows: two FMAs
-    // per element.
+    // ln_q = (q rstd - mean rstd) w + b (saving: into the group's Q rows):
+    // two FMAs per element.
     Value shift[2];
     for (int64_t h = 0; h < 2; ++h)
       shift[h] = arith::NegFOp::create(b, arith::MulFOp::create(b, mean[h], rstd[h]));
@@ -283,7 +282,7 @@ void AttentionKernelEmitter::normConsumer() {
                             vector::ExtractOp::create(b, y, ArrayRef<int64_t>{1}));
       }
     }
-    if (!registersA) {
+    if (!lnInRegisters) {
       writeSwizzled(mine, groups, *layout, rowInGroup,
                     [&](int64_t h, int64_t j) { return ln[h][j]; }, qStride);
       fenceAsyncShared();
@@ -302,7 +301,7 @@ void AttentionKernelEmitter::normConsumer() {
            [&] { namedBarrier(kTurnBarrier, c, 128 * Spec::kConsumers); });
     ring.waitFull(*this, stage, pos);
     Value acc;
-    if (registersA) {
+    if (lnInRegisters) {
       // S = ln_q K^T, ln_q's pairs as A: block kc of D is groups 8 kc ...
       for (int64_t kc = 0; kc < s.headDim / Spec::kBoxCols; ++kc) {
         Value k = smemView(add(base, idx(s.qBytes() + kc * s.kvTile * 128)),
@@ -316,24 +315,19 @@ void AttentionKernelEmitter::normConsumer() {
       acc = scores(*scoreEngine, base,
                    [&](int64_t kc) { return add(mine, idx(kc * qStride)); });
     }
-    // Saving: the bulk store of ln_q has read the rows before h takes
-    // their place (after the group barrier below O).
+    // Every MMA read of ln_q (and, saving, the store's) is done before P
+    // takes its place; without saving, every thread has read its q there.
     if (s.saves)
       waitBulkStoresRead(isGroupLeader);
-    std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, acc, tid);
-    Value o;
-    if (!registersA) {
     groupBarrier(c);
+    std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, acc, tid);
     writeSwizzled(
         mine, s.kvTile / 8, *sView, rowInGroup,
         [&](int64_t h, int64_t j) { return activatedPair(*sView, h, j); }, qStride);
     fenceAsyncShared();
     groupBarrier(c);
-    o = values(*valueEngine, base, mine, qStride);
-    } else {
-    // P = act(scale S) stays in registers as O = P V's A.
-    o = valuesOfScores(*valueEngine, base, *sView);
-    }
+
+    Value o = values(*valueEngine, base, mine, qStride);
     // The other group's turn.
     namedBarrierArrive(kTurnBarrier, sub(idx(1), c), 128 * Spec::kConsumers);
     groupBarrier(c);
@@ -386,12 +380,7 @@ void AttentionKernelEmitter::normConsumer() {
         mine, groups, *oView, rowInGroup,
         [&](int64_t h, int64_t j) {
           Value y = arith::MulFOp::create(b, hv[h][j], splat(rms[h]));
-          // Register form: q from the rows, which still hold it (a thread
-          // reads each pair before it writes the output's in its place).
-          Value residual =
-              registersA ? readSwizzled(mine, groups, *layout, rowInGroup, h, j, qStride)
-                         : q[h][j];
-          y = math::FmaOp::create(b, y, g[j], widen(residual));
+          y = math::FmaOp::create(b, y, g[j], widen(q[h][j]));
           return arith::TruncFOp::create(b, pairType, y).getResult();
         },
         qStride);
