@@ -9,8 +9,10 @@
 // the residual is do itself and D = Dv, from the stage's dO tile (no copy).
 // ptxas assembles every kernel: the dense ones at most 24 bytes of spills
 // (20 with the copy, 4 for do), all outside the tile loop; the jagged
-// one with the copy within 76 (the jagged kernel without a residual: 16;
-// 36 and 28 before P^T and dS^T were dV's and dK's A in registers).
+// one with the copy within 48 (the jagged kernel without a residual: 16).
+// The jagged one with the copy keeps P^T in shared memory for dV's MMA,
+// issued after the barrier: with P^T and dS^T as dV's and dK's A in
+// registers, as the others have them, it spilled 76 bytes, not 36.
 // RUN: fusion-opt %s --convert-fusion-to-gpu --canonicalize --cse | FileCheck %s
 // RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
@@ -79,6 +81,8 @@ func.func @jagged_do(%do: tensor<?x2x64xbf16>, %q: tensor<?x2x64xbf16>, %k: tens
 // CHECK-NOT: nvgpu.device_async_copy
 // CHECK-LABEL: gpu.func @jagged_residual_kernel0(
 // CHECK-SAME: %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xbf16>, %[[JKR:[^:]*]]: memref<?xbf16>) kernel
+// P^T and dS^T from shared memory there (see the spills below).
+// CHECK-NOT: wgmma.mma_async.sync.aligned
 // CHECK-COUNT-4: nvgpu.device_async_copy %[[JKR]]
 // CHECK-LABEL: gpu.func @jagged_do_kernel0(
 // CHECK-NOT: nvgpu.device_async_copy
@@ -95,5 +99,5 @@ func.func @jagged_do(%do: tensor<?x2x64xbf16>, %q: tensor<?x2x64xbf16>, %k: tens
 
 // PTXAS-DAG: ptxas ok: kunlun_residual_kernel0 registers=168 spills={{[0-9]|1[0-9]|2[0-4]}}{{$}}
 // PTXAS-DAG: ptxas ok: kunlun_do_kernel0 registers=168 spills={{[0-4]}}{{$}}
-// PTXAS-DAG: ptxas ok: jagged_residual_kernel0 registers=168 spills={{[0-9]|[1-6][0-9]|7[0-6]}}{{$}}
+// PTXAS-DAG: ptxas ok: jagged_residual_kernel0 registers=168 spills={{[0-9]|[1-3][0-9]|4[0-8]}}{{$}}
 // PTXAS-DAG: ptxas ok: jagged_do_kernel0 registers=168 spills={{[0-9]|[1-3][0-9]|4[0-8]}}{{$}}

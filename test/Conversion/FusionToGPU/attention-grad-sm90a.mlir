@@ -84,6 +84,13 @@ func.func @jagged(%do: tensor<?x2x128xbf16>, %q: tensor<?x2x128xbf16>, %k: tenso
 // CHECK-SAME: nvvm.maxnreg = 168 : i32, nvvm.maxntid = array<i32: 384, 1, 1>
 // CHECK: nvvm.setmaxregister decrease 24
 // CHECK: nvvm.setmaxregister increase 240
+// dV += P^T dO and dK += dS^T Q with P^T's and dS^T's pairs as A (wgmma's
+// register form, accumulating), four K steps each, issued before the
+// barrier over both consumer groups that waits for every group's dS^T;
+// then dQ = dS K with dS^T M-major from shared memory.
+// CHECK-COUNT-8: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// CHECK: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 
 // ptxas accepts every kernel: D = Dv = 128 keeps dK and dV (128 registers)
 // beside S^T and dP^T (64) in the consumers' 240, and K's and V's MMA

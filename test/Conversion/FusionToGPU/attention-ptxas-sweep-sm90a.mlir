@@ -21,8 +21,9 @@
 // residual do itself or its own operand): dense within 32 bytes (0-24),
 // jagged within 100 (0-100: rgrad_10 went 76 -> 88 when the MMAs began
 // fresh accumulators by scale-d zero, 88 -> 100 with P^T and dS^T in
-// registers, which took rgrad_12 24 -> 16; jagged q without a residual
-// spills 12-96 on these cases); and
+// registers (the residual do; a residual of its own keeps them in shared
+// memory, jagged); jagged q without a residual spills 12-96 on these
+// cases); and
 // fusion.gdpa with a residual (res_<i>: dense and jagged, the query or
 // another tensor, Dv up to 256): without spilling.
 // RUN: %python %S/Inputs/gen_attention_grid.py > %t.mlir
