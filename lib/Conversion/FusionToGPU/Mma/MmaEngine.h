@@ -143,12 +143,13 @@ public:
   /// (vector<2xelem>) is A's element pair at the positions an accumulator
   /// of [64, tileK] holds as its pair (h, j) (a previous MMA's result,
   /// rounded, can be the next one's A without a trip through shared
-  /// memory: the attention kernels' P of O = P V). Null where A cannot come
-  /// from registers (the caller then stages it).
+  /// memory: the sm_90a attention kernels' P of O = P V). Only sm_90a's
+  /// wgmma has a register form (tcgen05 reads A from shared or tensor
+  /// memory): the kernels that call this are sm_90a's alone.
   virtual Value issueRegisterA(KernelBuilder &kb,
                                function_ref<Value(int64_t h, int64_t j)> pairs,
                                Value bTile, Value tmaB, Value acc) {
-    return Value();
+    llvm_unreachable("A from registers is sm_90a wgmma's alone");
   }
   virtual void waitPending(KernelBuilder &kb, int64_t pending) = 0;
 
