@@ -23,8 +23,10 @@ namespace mlir::fusion {
 /// The attention kernel's shared-memory layout, from the 1024-byte aligned
 /// base (every block a multiple of 1024 bytes, as the 128-byte swizzle
 /// needs): per stage Q [128 tokens, D], K [kvTile, D], V [kvTile, Dv]
-/// (16-bit); gdpa: per consumer group a P / output buffer [64, max(kvTile,
-/// Dv)]; FlashNormAttention (norms): the row exchange's slots (3 rounds x 2
+/// (16-bit); gdpa: per consumer group an output buffer [64, max(kvTile,
+/// Dv)] (sm_100a stages P there too; sm_90a holds P in registers, so only
+/// Dv of it is used there); FlashNormAttention (norms): the row exchange's
+/// slots (3 rounds x 2
 /// item parities of [H][128] f32) and the norm parameters [3][D] f32. One
 /// definition for the kernel (lib/Conversion/FusionToGPU/Attention/) and for
 /// what fusion-plan-kernels reports (planAttentionLayout).
