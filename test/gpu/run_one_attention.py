@@ -59,7 +59,15 @@ def main():
         # A residual of its own (gdpa_grad_*residual*, not do) after the
         # offsets.
         own = [torch.rand_like(q)] if prog.get("residual") == "own" else []
-        fn(do, q, k, v, *([offsets] if prog.get("jagged") else []), *own, *grads)
+        # The RMSNorm-gradient prologue (gdpa_grad_rms_*, dense): the
+        # norm's input and rstd, its weight, then dw (f32) after the grads.
+        rms = []
+        if prog.get("rms_prologue"):
+            rms = [torch.rand_like(do), torch.rand(batch, lq, device="cuda") + 0.5]
+            if prog.get("rms_weight"):
+                rms.append(torch.rand(h * dv, device="cuda").to(dt))
+            grads.append(torch.full((h * dv,), float("nan"), device="cuda"))
+        fn(do, q, k, v, *([offsets] if prog.get("jagged") else []), *own, *rms, *grads)
         torch.cuda.synchronize()
         bad = sum(int(torch.isnan(g).sum()) for g in grads)
         print(f"{name} B={batch} Lq={lq}: {'ok' if bad == 0 else f'{bad} NaN left'}")
