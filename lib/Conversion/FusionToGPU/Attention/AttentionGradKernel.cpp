@@ -311,13 +311,9 @@ void AttentionGradEmitter::consumer() {
           // pair by pair: both are dV's and dK's A fragments as they are
           // (wgmma's register form); dS^T also goes into the group's buffer
           // (128-byte swizzled [64 keys, 64 tokens], the layout
-          // writeSwizzled writes), where dQ reads every group's. Jagged q
-          // with a residual copied for dq, P^T goes into its buffer too and
-          // both MMAs read shared memory after the barrier: held in
-          // registers there, the pairs took the kernel's spills from 36 to
-          // 76 bytes (1.5% slower at Kunlun H 2 on the H200; dense 5%
-          // faster, jagged without a residual 3%).
-          const bool registersA = !(s.jagged && s.residual && !s.residualInStage);
+          // writeSwizzled writes), where dQ reads every group's (P^T too
+          // where the spec keeps both in shared memory).
+          const bool registersA = s.operandsInRegisters();
           std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, sT, tid);
           std::unique_ptr<AccumulatorView> dpView = scoreEngine->view(*this, dpT, tid);
           Value parity = rem(tileCount, 2);

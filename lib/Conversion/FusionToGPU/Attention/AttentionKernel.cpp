@@ -321,15 +321,34 @@ Value AttentionKernelEmitter::readSwizzled(Value offset, int64_t groups,
                                 llvm::MaybeAlign(4));
 }
 
+Value AttentionKernelEmitter::keyBlock(Value base, int64_t kc) {
+  return smemView(add(base, idx(s.qBytes() + kc * s.kvTile * 128)),
+                  {s.kvTile, Spec::kBoxCols}, s.elemType);
+}
+
+Value AttentionKernelEmitter::valueBlock(Value base, int64_t r) {
+  return smemView(add(base, idx(s.qBytes() + s.kBytes() + r * s.valueDim * 128)),
+                  {64, s.valueDim}, s.elemType);
+}
+
 Value AttentionKernelEmitter::scores(MmaEngine &engine, Value base,
                                      function_ref<Value(int64_t)> aBlock) {
   Value acc; // fresh: the first K step overwrites it
   for (int64_t kc = 0; kc < s.headDim / Spec::kBoxCols; ++kc) {
     Value a = smemView(aBlock(kc), {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
-    Value k = smemView(add(base, idx(s.qBytes() + kc * s.kvTile * 128)),
-                       {s.kvTile, Spec::kBoxCols}, s.elemType);
-    acc = engine.issue(*this, a, k, operandMap, operandMap, acc);
+    acc = engine.issue(*this, a, keyBlock(base, kc), operandMap, operandMap, acc);
   }
+  engine.waitPending(*this, 0);
+  return acc;
+}
+
+Value AttentionKernelEmitter::scoresOfRegisters(
+    MmaEngine &engine, Value base, function_ref<Value(int64_t h, int64_t j)> pairs) {
+  Value acc; // fresh: the first K step overwrites it
+  for (int64_t kc = 0; kc < s.headDim / Spec::kBoxCols; ++kc)
+    acc = engine.issueRegisterA(
+        *this, [&](int64_t h, int64_t j) { return pairs(h, 8 * kc + j); },
+        keyBlock(base, kc), operandMap, acc);
   engine.waitPending(*this, 0);
   return acc;
 }
@@ -340,10 +359,7 @@ Value AttentionKernelEmitter::values(MmaEngine &engine, Value base, Value rows,
   for (int64_t r = 0; r < s.kvTile / 64; ++r) {
     Value p = smemView(add(rows, idx(r * stride)),
                        {Spec::kGroupRows, Spec::kBoxCols}, s.elemType);
-    Value v = smemView(
-        add(base, idx(s.qBytes() + s.kBytes() + r * s.valueDim * 128)),
-        {64, s.valueDim}, s.elemType);
-    acc = engine.issue(*this, p, v, operandMap, operandMap, acc);
+    acc = engine.issue(*this, p, valueBlock(base, r), operandMap, operandMap, acc);
   }
   engine.waitPending(*this, 0);
   return acc;
@@ -352,14 +368,10 @@ Value AttentionKernelEmitter::values(MmaEngine &engine, Value base, Value rows,
 Value AttentionKernelEmitter::valuesOfScores(MmaEngine &engine, Value base,
                                              AccumulatorView &scores) {
   Value acc; // fresh: the first K step overwrites it
-  for (int64_t r = 0; r < s.kvTile / 64; ++r) {
-    Value v = smemView(
-        add(base, idx(s.qBytes() + s.kBytes() + r * s.valueDim * 128)),
-        {64, s.valueDim}, s.elemType);
+  for (int64_t r = 0; r < s.kvTile / 64; ++r)
     acc = engine.issueRegisterA(
         *this, [&](int64_t h, int64_t j) { return activatedPair(scores, h, 8 * r + j); },
-        v, operandMap, acc);
-  }
+        valueBlock(base, r), operandMap, acc);
   engine.waitPending(*this, 0);
   return acc;
 }

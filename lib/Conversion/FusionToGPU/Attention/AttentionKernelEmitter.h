@@ -206,9 +206,18 @@ private:
                          Value rowInTile, Value count, Value invWidth,
                          MutableArrayRef<Value> mean, MutableArrayRef<Value> rstd);
 
+  /// The stage's K block kc [kvTile, 64] of D and V's rows [64 r, 64 r + 64)
+  /// [64, Dv], the stage at `base`: the MMAs' B.
+  Value keyBlock(Value base, int64_t kc);
+  Value valueBlock(Value base, int64_t r);
   /// S = A K^T over D for the group's A rows: D / 64 blocks [64, 64], block
   /// kc at byte offset aBlock(kc); K from the stage at `base`.
   Value scores(MmaEngine &engine, Value base, function_ref<Value(int64_t)> aBlock);
+  /// S = A K^T with A in registers (wgmma's register form): `pairs(h, j)`
+  /// is A's pair at the positions of an accumulator's pair (h, j) over D's
+  /// D / 8 groups (FlashNormAttention's ln_q).
+  Value scoresOfRegisters(MmaEngine &engine, Value base,
+                          function_ref<Value(int64_t h, int64_t j)> pairs);
   /// O = P V over the keys: P in kvTile / 64 blocks [64, 64] at `rows` +
   /// r x `stride`, V from the stage at `base`.
   Value values(MmaEngine &engine, Value base, Value rows, int64_t stride);

@@ -300,21 +300,11 @@ void AttentionKernelEmitter::normConsumer() {
     ifThen(arith::OrIOp::create(b, ne(c, 0), ne(count, 0)),
            [&] { namedBarrier(kTurnBarrier, c, 128 * Spec::kConsumers); });
     ring.waitFull(*this, stage, pos);
-    Value acc;
-    if (lnInRegisters) {
-      // S = ln_q K^T, ln_q's pairs as A: block kc of D is groups 8 kc ...
-      for (int64_t kc = 0; kc < s.headDim / Spec::kBoxCols; ++kc) {
-        Value k = smemView(add(base, idx(s.qBytes() + kc * s.kvTile * 128)),
-                           {s.kvTile, Spec::kBoxCols}, s.elemType);
-        acc = scoreEngine->issueRegisterA(
-            *this, [&](int64_t h, int64_t j) { return ln[h][8 * kc + j]; }, k,
-            operandMap, acc);
-      }
-      scoreEngine->waitPending(*this, 0);
-    } else {
-      acc = scores(*scoreEngine, base,
-                   [&](int64_t kc) { return add(mine, idx(kc * qStride)); });
-    }
+    Value acc = lnInRegisters
+                    ? scoresOfRegisters(*scoreEngine, base,
+                                        [&](int64_t h, int64_t j) { return ln[h][j]; })
+                    : scores(*scoreEngine, base,
+                             [&](int64_t kc) { return add(mine, idx(kc * qStride)); });
     // Every MMA read of ln_q (and, saving, the store's) is done before P
     // takes its place; without saving, every thread has read its q there.
     if (s.saves)

@@ -143,14 +143,13 @@ public:
   /// (vector<2xelem>) is A's element pair at the positions an accumulator
   /// of [64, tileK] holds as its pair (h, j) (a previous MMA's result,
   /// rounded, can be the next one's A without a trip through shared
-  /// memory: the sm_90a attention kernels' P of O = P V). Only sm_90a's
-  /// wgmma has a register form (tcgen05 reads A from shared or tensor
-  /// memory): the kernels that call this are sm_90a's alone.
+  /// memory: the sm_90a attention kernels' P of O = P V). Every
+  /// register-accumulator engine has it: sm_90a's wgmma is the only one
+  /// (tcgen05, which reads A from shared or tensor memory, is a
+  /// TensorMemoryMmaEngine).
   virtual Value issueRegisterA(KernelBuilder &kb,
                                function_ref<Value(int64_t h, int64_t j)> pairs,
-                               Value bTile, Value tmaB, Value acc) {
-    llvm_unreachable("A from registers is sm_90a wgmma's alone");
-  }
+                               Value bTile, Value tmaB, Value acc) = 0;
   virtual void waitPending(KernelBuilder &kb, int64_t pending) = 0;
 
   /// Epilogue. The tile row of this thread's first accumulator row in group
