@@ -7,8 +7,9 @@ function of `ops.py`, and drops the nodes that are identities in inference
 (`dropout` outside training, a cast to the tensor's own dtype, `clone`):
 
 - RMSNorm: `x * rsqrt(mean(x^2, -1, keepdim) + eps)`, optionally in float32
-  and cast back (Hugging Face's LlamaRMSNorm), optionally times a [H]
-  weight on either side; `aten.rms_norm`.
+  and cast back (Hugging Face's LlamaRMSNorm; T5LayerNorm, whose float32
+  rstd multiplies x itself), optionally times a [H] weight on either side;
+  `aten.rms_norm`.
 - LayerNorm: `aten.layer_norm`, `aten.native_layer_norm` whose statistics
   are unused.
 - GDPA (HSTU's attention, `fusion.gdpa`): `act(scale * q k^T) v` on [B, L, H, D]
@@ -133,14 +134,22 @@ def _match_rms_norm(graph: fx.Graph, rsqrt: fx.Node) -> bool:
         return False
     # x * rstd (either order)
     scaled = _only_user(rsqrt)
-    if not (_is_call(scaled, aten.mul.Tensor) and set(scaled.args) == {xf, rsqrt}):
+    if not _is_call(scaled, aten.mul.Tensor):
         return False
+    source = xf.args[0] if _cast_target(xf) is not None else None
+    if set(scaled.args) != {xf, rsqrt}:
+        # Hugging Face's T5LayerNorm: the squares of x in float32, but rstd
+        # multiplies x itself, which the product promotes to float32: the same
+        # values as x in float32 (the cast is exact), so the same form.
+        if not (source is not None and _cast_target(xf) == torch.float32
+                and _dtype(source) in (torch.bfloat16, torch.float16)
+                and set(scaled.args) == {source, rsqrt} and _only_user(xf) is square):
+            return False
     for n in (add, mean, square):
         if _only_user(n) is None:
             return False
     x, upcast, root = xf, False, scaled
     chain = [square, mean, add, rsqrt, scaled]
-    source = xf.args[0] if _cast_target(xf) is not None else None
     hidden = (_shape(xf) or (None,))[-1]
 
     def weight_product(of):

@@ -23,8 +23,9 @@ REQUIRE = os.environ.get("FUSION_TEST_REQUIRE_TORCH") == "1"
 try:
     import torch
     import transformers  # noqa: F401
-    from transformers import BertConfig, LlamaConfig
+    from transformers import BertConfig, LlamaConfig, T5Config
     from transformers.models.bert.modeling_bert import BertSelfOutput
+    from transformers.models.t5.modeling_t5 import T5LayerFF
     from transformers.models.llama.modeling_llama import (LlamaDecoderLayer, LlamaMLP,
                                                           LlamaRMSNorm, LlamaRotaryEmbedding)
     MISSING = None
@@ -184,6 +185,27 @@ class FrontEndTest(unittest.TestCase):
         with torch.no_grad():
             y = compiled(x)
         self.assertEqual(y.shape, (3, 7, 96))
+        self.check_close(m, (x,), y)
+
+    def test_t5_layer_ff(self):
+        """T5's feed-forward block: T5LayerNorm (float32 statistics, but rstd
+        multiplies x itself, promoted), then wi, ReLU, wo and the residual."""
+        cfg = T5Config(d_model=64, d_ff=128, dropout_rate=0.0)
+        m = randomize_norms(T5LayerFF(cfg).bfloat16().eval())
+        x = torch.randn(2, 9, 64).bfloat16()
+        compiled = fc.compile(m, (x,), target="cpu")
+        report = compiled.explain()
+        part = report.partitions[0]
+        self.assertTrue(part.compiled, part.why_not)
+        self.assertEqual([op for op, _ in part.ops], ["rms_norm", "linear"])
+        self.assertIn("fusion.rms_norm %arg0 weight(%arg1 : tensor<64xbf16>)", part.mlir)
+        self.assertTrue(any("Lazy Pre-Norm" in r and "modeling_t5.py" in r
+                            for r in part.remarks), part.remarks)
+        # Nothing of the norm is left to PyTorch.
+        left = [why for _, why, _ in report.left_in_pytorch]
+        self.assertFalse(any(w.startswith(("pow", "rsqrt", "mean")) for w in left), left)
+        with torch.no_grad():
+            y = compiled(x)
         self.check_close(m, (x,), y)
 
     def test_bert_self_output(self):

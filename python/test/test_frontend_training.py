@@ -25,8 +25,9 @@ from test_frontend import MISSING, needs_torch  # noqa: E402
 
 if MISSING is None:
     import torch
-    from transformers import BertConfig
+    from transformers import BertConfig, T5Config
     from transformers.models.bert.modeling_bert import BertSelfOutput
+    from transformers.models.t5.modeling_t5 import T5LayerFF
 
     import fusion_compiler as fc
     from fusion_compiler.calls import CompiledPartition
@@ -162,6 +163,17 @@ class FrontEndTrainingTest(unittest.TestCase):
                 self.assertEqual(part.backward_in_pytorch, [])
                 self.assertTrue(any("rstd" in s for s in part.backward_saves),
                                 part.backward_saves)
+
+    def test_t5_layer_ff(self):
+        # T5LayerNorm (rstd in float32 times x itself) with its weight, then
+        # wi; ReLU in PyTorch; wo and the residual: two partitions, the
+        # first's backward with fusion.rms_norm_grad.
+        m = randomize_norms(T5LayerFF(T5Config(d_model=64, d_ff=128, dropout_rate=0.0))
+                            .bfloat16())
+        compiled = self.check_gradients(m, (torch.randn(2, 37, 64).bfloat16(),), partitions=2)
+        part = compiled.explain().partitions[0]
+        self.assertEqual([op for op, _ in part.ops], ["rms_norm", "linear"])
+        self.assertEqual(part.backward_ops, ["fusion.matmul", "fusion.rms_norm_grad"])
 
     def test_bert_postnorm(self):
         # BERT's post-norm: dense with its bias, the residual, LayerNorm with

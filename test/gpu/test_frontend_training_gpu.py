@@ -5,7 +5,8 @@ weights, biases) is compared with float64 autograd of the same module: the
 relative error (Frobenius) at most 2x PyTorch's own bf16 autograd + 1e-3.
 Every output of our libraries is poisoned with NaN before the kernels run,
 so an element a kernel does not write shows. Llama's pre-norm (LlamaRMSNorm's
-arithmetic with its weight, then nn.Linear without bias), BERT's post-norm
+arithmetic with its weight, then nn.Linear without bias; T5LayerNorm's, whose
+float32 rstd multiplies x itself, likewise), BERT's post-norm
 (nn.Linear with bias, the residual, nn.LayerNorm), nn.Linear with bias;
 hidden 1024, at 65536 tokens ([64, 1024, H]) and at 7 ([1, 7, H]); the
 pre-norm with an input that needs no gradient (the backward without dx); and
@@ -71,6 +72,35 @@ class LlamaPreNorm(torch.nn.Module):
         return self.q_proj(self.input_layernorm(x))
 
 
+class T5LayerNorm(torch.nn.Module):
+    """Hugging Face's T5LayerNorm, its forward code as it is: the statistics
+    in float32, rstd times x itself (promoted), rounded to the weight's type."""
+
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        variance = hidden_states.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        if self.weight.dtype in [torch.float16, torch.bfloat16]:
+            hidden_states = hidden_states.to(self.weight.dtype)
+        return self.weight * hidden_states
+
+
+class T5PreNorm(torch.nn.Module):
+    """T5LayerFF's first half: T5LayerNorm, then wi (no bias)."""
+
+    def __init__(self, h=H):
+        super().__init__()
+        self.layer_norm = T5LayerNorm(h)
+        self.wi = torch.nn.Linear(h, h, bias=False)
+
+    def forward(self, x):
+        return self.wi(self.layer_norm(x))
+
+
 class BertPostNorm(torch.nn.Module):
     """BertSelfOutput in eval mode: dense with its bias, the residual, LayerNorm."""
 
@@ -83,8 +113,8 @@ class BertPostNorm(torch.nn.Module):
         return self.LayerNorm(self.dense(hidden_states) + input_tensor)
 
 
-CASES = {"llama_prenorm": (LlamaPreNorm, 1), "bert_postnorm": (BertPostNorm, 2),
-         "linear_bias": (lambda: torch.nn.Linear(H, H), 1)}
+CASES = {"llama_prenorm": (LlamaPreNorm, 1), "t5_prenorm": (T5PreNorm, 1),
+         "bert_postnorm": (BertPostNorm, 2), "linear_bias": (lambda: torch.nn.Linear(H, H), 1)}
 
 
 # The block as PyTorch users write it (nn.LayerNorm over the heads, HSTU's
