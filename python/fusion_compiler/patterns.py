@@ -82,6 +82,8 @@ def _cast_target(node) -> Optional[torch.dtype]:
         return node.kwargs.get("dtype")
     if _is_call(node, torch.ops.prims.convert_element_type.default):  # Inductor's casts
         return node.args[1]
+    if _is_call(node, aten.type_as.default) and len(node.args) == 2 and not node.kwargs:
+        return _dtype(node.args[1])  # y.type_as(x): y.to(x.dtype)
     return None
 
 

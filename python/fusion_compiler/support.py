@@ -143,7 +143,11 @@ def reason(node: fx.Node) -> Optional[str]:
             return f"{name}: operands without known shapes"
         if any(t.dtype not in FLOAT_DTYPES for t in tensors + [out]):
             return f"{name}: dtypes {[str(t.dtype) for t in tensors]}; the kernels take bf16, f16, f32"
-        if len({t.dtype for t in tensors + [out]}) != 1:
+        # A norm's parameters may be float32 beside a 16-bit input (Gemma's
+        # RMSNorm weight 1 + w.float()): the op computes in float32 anyway.
+        params_f32 = node.target in _NORMS and all(t.dtype == torch.float32
+                                                    for t in tensors[1:])
+        if len({t.dtype for t in ([x, out] if params_f32 else tensors + [out])}) != 1:
             return f"{name}: mixed dtypes {sorted({str(t.dtype) for t in tensors + [out]})}"
         if x.dim() < 2:
             return f"{name}: a rank-{x.dim()} input; expected [tokens..., features]"

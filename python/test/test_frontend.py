@@ -26,6 +26,7 @@ try:
     from transformers import BertConfig, LlamaConfig, T5Config
     from transformers.models.bert.modeling_bert import BertSelfOutput
     from transformers.models.t5.modeling_t5 import T5LayerFF
+    from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
     from transformers.models.llama.modeling_llama import (LlamaDecoderLayer, LlamaMLP,
                                                           LlamaRMSNorm, LlamaRotaryEmbedding)
     MISSING = None
@@ -100,6 +101,17 @@ if MISSING is None:
             out = self.layer(x, position_embeddings=self.rope(x, pos), attention_mask=None,
                              position_ids=pos)
             return out[0] if isinstance(out, tuple) else out
+
+    class GemmaPreNorm(torch.nn.Module):
+        """Gemma's pre-norm: GemmaRMSNorm, then q_proj."""
+
+        def __init__(self, hidden=64):
+            super().__init__()
+            self.input_layernorm = GemmaRMSNorm(hidden, eps=1e-6)
+            self.q_proj = torch.nn.Linear(hidden, 96, bias=False)
+
+        def forward(self, x):
+            return self.q_proj(self.input_layernorm(x))
 
     class NormAttentionBlock(torch.nn.Module):
         """The seed's Kunlun PFFN block as its users write it: LayerNorm of q
@@ -204,6 +216,26 @@ class FrontEndTest(unittest.TestCase):
         # Nothing of the norm is left to PyTorch.
         left = [why for _, why, _ in report.left_in_pytorch]
         self.assertFalse(any(w.startswith(("pow", "rsqrt", "mean")) for w in left), left)
+        with torch.no_grad():
+            y = compiled(x)
+        self.check_close(m, (x,), y)
+
+    def test_gemma_prenorm(self):
+        """GemmaRMSNorm (the norm in float32, times 1 + weight in float32,
+        rounded once), then a linear: the norm's weight is a float32 vector
+        beside a bf16 input (1 + w computed in PyTorch, said so)."""
+        m = randomize_norms(GemmaPreNorm().bfloat16().eval())
+        x = torch.randn(3, 7, 64).bfloat16()
+        compiled = fc.compile(m, (x,), target="cpu")
+        report = compiled.explain()
+        self.assertEqual(len(report.partitions), 1, str(report))
+        part = report.partitions[0]
+        self.assertTrue(part.compiled, part.why_not)
+        self.assertEqual([op for op, _ in part.ops], ["rms_norm", "linear"])
+        self.assertIn("weight(%arg1 : tensor<64xf32>)", part.mlir)
+        self.assertTrue(any("Lazy Pre-Norm" in r for r in part.remarks), part.remarks)
+        left = [why for _, why, _ in report.left_in_pytorch]
+        self.assertTrue(all(w.startswith(("to", "add")) for w in left), left)
         with torch.no_grad():
             y = compiled(x)
         self.check_close(m, (x,), y)

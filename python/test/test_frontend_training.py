@@ -31,7 +31,8 @@ if MISSING is None:
 
     import fusion_compiler as fc
     from fusion_compiler.calls import CompiledPartition
-    from test_frontend import DecoderBlock, NormAttentionBlock, PreNorm, randomize_norms
+    from test_frontend import (DecoderBlock, GemmaPreNorm, NormAttentionBlock, PreNorm,
+                               randomize_norms)
 
 
 def leaves(module, inputs):
@@ -173,6 +174,14 @@ class FrontEndTrainingTest(unittest.TestCase):
         compiled = self.check_gradients(m, (torch.randn(2, 37, 64).bfloat16(),), partitions=2)
         part = compiled.explain().partitions[0]
         self.assertEqual([op for op, _ in part.ops], ["rms_norm", "linear"])
+        self.assertEqual(part.backward_ops, ["fusion.matmul", "fusion.rms_norm_grad"])
+
+    def test_gemma_prenorm(self):
+        # GemmaRMSNorm's float32 weight 1 + w: its gradient through the
+        # partition's float32 dweight, then PyTorch's add and cast.
+        m = randomize_norms(GemmaPreNorm().bfloat16())
+        compiled = self.check_gradients(m, (torch.randn(2, 37, 64).bfloat16(),))
+        part = compiled.explain().partitions[0]
         self.assertEqual(part.backward_ops, ["fusion.matmul", "fusion.rms_norm_grad"])
 
     def test_bert_postnorm(self):

@@ -6,7 +6,8 @@ relative error (Frobenius) at most 2x PyTorch's own bf16 autograd + 1e-3.
 Every output of our libraries is poisoned with NaN before the kernels run,
 so an element a kernel does not write shows. Llama's pre-norm (LlamaRMSNorm's
 arithmetic with its weight, then nn.Linear without bias; T5LayerNorm's, whose
-float32 rstd multiplies x itself, likewise), BERT's post-norm
+float32 rstd multiplies x itself, and GemmaRMSNorm's, whose float32 weight
+1 + w multiplies in float32, likewise), BERT's post-norm
 (nn.Linear with bias, the residual, nn.LayerNorm), nn.Linear with bias;
 hidden 1024, at 65536 tokens ([64, 1024, H]) and at 7 ([1, 7, H]); the
 pre-norm with an input that needs no gradient (the backward without dx); and
@@ -101,6 +102,34 @@ class T5PreNorm(torch.nn.Module):
         return self.wi(self.layer_norm(x))
 
 
+class GemmaRMSNorm(torch.nn.Module):
+    """Hugging Face's GemmaRMSNorm, its forward code as it is: the norm in
+    float32, times 1 + weight in float32, rounded once (type_as)."""
+
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = torch.nn.Parameter(torch.zeros(dim))
+
+    def _norm(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def forward(self, x):
+        output = self._norm(x.float())
+        output = output * (1.0 + self.weight.float())
+        return output.type_as(x)
+
+
+class GemmaPreNorm(torch.nn.Module):
+    def __init__(self, h=H):
+        super().__init__()
+        self.input_layernorm = GemmaRMSNorm(h)
+        self.q_proj = torch.nn.Linear(h, h, bias=False)
+
+    def forward(self, x):
+        return self.q_proj(self.input_layernorm(x))
+
+
 class BertPostNorm(torch.nn.Module):
     """BertSelfOutput in eval mode: dense with its bias, the residual, LayerNorm."""
 
@@ -114,6 +143,7 @@ class BertPostNorm(torch.nn.Module):
 
 
 CASES = {"llama_prenorm": (LlamaPreNorm, 1), "t5_prenorm": (T5PreNorm, 1),
+         "gemma_prenorm": (GemmaPreNorm, 1),
          "bert_postnorm": (BertPostNorm, 2), "linear_bias": (lambda: torch.nn.Linear(H, H), 1)}
 
 
