@@ -11,7 +11,8 @@ function of `ops.py`, and drops the nodes that are identities in inference
   rstd multiplies x itself), optionally times a [H] weight on either side;
   `aten.rms_norm`.
 - LayerNorm: `aten.layer_norm`, `aten.native_layer_norm` whose statistics
-  are unused.
+  are unused; of a 16-bit x cast to float32 and cast back (OLMo's LayerNorm,
+  diffusers' FP32LayerNorm), as the LayerNorm of x.
 - GDPA (HSTU's attention, `fusion.gdpa`): `act(scale * q k^T) v` on [B, L, H, D]
   tensors with silu, relu or gelu (exact or tanh), written with `einsum` or with
   `matmul`s of heads-first transposes (torch.export's graphs).
@@ -197,6 +198,22 @@ def _match_rms_norm(graph: fx.Graph, rsqrt: fx.Node) -> bool:
     return True
 
 
+def _upcast_layer_norm(node: fx.Node, out: fx.Node):
+    """(x, back) where the LayerNorm `node` (output `out`) normalizes a 16-bit
+    x cast to float32 and its output is cast back to x's dtype and used only
+    so (OLMo's LayerNorm, diffusers' FP32LayerNorm): the dialect's layer_norm
+    of x computes in float32 and rounds once, the same; else None."""
+    xf = node.args[0]
+    source = xf.args[0] if _cast_target(xf) == torch.float32 else None
+    if source is None or _dtype(source) not in (torch.bfloat16, torch.float16) \
+            or _only_user(xf) is not node:
+        return None
+    back = _only_user(out)
+    if back is None or _cast_target(back) != _dtype(source):
+        return None
+    return source, back
+
+
 def _match_layer_norm(graph: fx.Graph, node: fx.Node) -> bool:
     x = node.args[0]
     shape = _shape(x)
@@ -214,16 +231,20 @@ def _match_layer_norm(graph: fx.Graph, node: fx.Node) -> bool:
         outs = [u for u in items if u.args[1] == 0]
         if len(outs) != 1:
             return False
-        new = _replace(graph, outs[0], ops.layer_norm, (x, weight, bias, float(eps)), node)
-        new.meta["val"] = _val(outs[0])
-        for u in items:
-            if u.graph is graph and not u.users:
-                graph.erase_node(u)
-        if not node.users:
-            graph.erase_node(node)
+        root, upcast = outs[0], _upcast_layer_norm(node, outs[0])
+        if upcast:
+            x, root = upcast
+        new = _replace(graph, root, ops.layer_norm, (x, weight, bias, float(eps)), node)
+        new.meta["val"] = _val(root)
+        _drop_dead(graph, [root] + items + [node, node.args[0]])
         return True
-    _replace(graph, node, ops.layer_norm, (x, weight, bias, float(eps)), node)
-    graph.erase_node(node)
+    root, upcast = node, _upcast_layer_norm(node, node)
+    if upcast:
+        x, root = upcast
+    new = _replace(graph, root, ops.layer_norm, (x, weight, bias, float(eps)), node)
+    if upcast:
+        new.meta["val"] = _val(root)
+    _drop_dead(graph, [root, node, node.args[0]])
     return True
 
 

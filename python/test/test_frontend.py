@@ -113,6 +113,23 @@ if MISSING is None:
         def forward(self, x):
             return self.q_proj(self.input_layernorm(x))
 
+    class Float32LayerNormPreNorm(torch.nn.Module):
+        """A LayerNorm computed in float32 and cast back (diffusers'
+        FP32LayerNorm: float32 copies of the weight and bias; OLMo's without
+        them), then a linear."""
+
+        def __init__(self, hidden=64, affine=True):
+            super().__init__()
+            self.norm = torch.nn.LayerNorm(hidden, elementwise_affine=affine)
+            self.proj = torch.nn.Linear(hidden, 96, bias=False)
+
+        def forward(self, x):
+            w, b = self.norm.weight, self.norm.bias
+            y = torch.nn.functional.layer_norm(
+                x.float(), self.norm.normalized_shape, w.float() if w is not None else None,
+                b.float() if b is not None else None, self.norm.eps)
+            return self.proj(y.to(x.dtype))
+
     class NormAttentionBlock(torch.nn.Module):
         """The seed's Kunlun PFFN block as its users write it: LayerNorm of q
         over all heads of a token, HSTU's attention (gelu_tanh, no softmax),
@@ -239,6 +256,27 @@ class FrontEndTest(unittest.TestCase):
         with torch.no_grad():
             y = compiled(x)
         self.check_close(m, (x,), y)
+
+    def test_float32_layer_norm(self):
+        """A LayerNorm of x cast to float32, cast back: one fusion.layer_norm of
+        the bf16 x (float32 parameters, or none), in the linear's partition."""
+        for affine in (True, False):
+            with self.subTest(affine=affine):
+                m = randomize_norms(Float32LayerNormPreNorm(affine=affine).bfloat16().eval())
+                x = torch.randn(3, 7, 64).bfloat16()
+                compiled = fc.compile(m, (x,), target="cpu")
+                report = compiled.explain()
+                self.assertEqual(len(report.partitions), 1, str(report))
+                part = report.partitions[0]
+                self.assertTrue(part.compiled, part.why_not)
+                self.assertEqual([op for op, _ in part.ops], ["layer_norm", "linear"])
+                self.assertIn("fusion.layer_norm %arg0", part.mlir)
+                self.assertIn(": tensor<?x64xbf16> -> tensor<?x64xbf16>", part.mlir)
+                if affine:
+                    self.assertIn("weight(%arg1 : tensor<64xf32>)", part.mlir)
+                with torch.no_grad():
+                    y = compiled(x)
+                self.check_close(m, (x,), y)
 
     def test_bert_self_output(self):
         cfg = BertConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4)

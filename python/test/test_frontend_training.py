@@ -31,8 +31,8 @@ if MISSING is None:
 
     import fusion_compiler as fc
     from fusion_compiler.calls import CompiledPartition
-    from test_frontend import (DecoderBlock, GemmaPreNorm, NormAttentionBlock, PreNorm,
-                               randomize_norms)
+    from test_frontend import (DecoderBlock, Float32LayerNormPreNorm, GemmaPreNorm,
+                               NormAttentionBlock, PreNorm, randomize_norms)
 
 
 def leaves(module, inputs):
@@ -183,6 +183,14 @@ class FrontEndTrainingTest(unittest.TestCase):
         compiled = self.check_gradients(m, (torch.randn(2, 37, 64).bfloat16(),))
         part = compiled.explain().partitions[0]
         self.assertEqual(part.backward_ops, ["fusion.matmul", "fusion.rms_norm_grad"])
+
+    def test_float32_layer_norm(self):
+        # The LayerNorm of x in float32 with float32 copies of its weight and
+        # bias: fusion.layer_norm_grad, their gradients through PyTorch's casts.
+        m = randomize_norms(Float32LayerNormPreNorm().bfloat16())
+        compiled = self.check_gradients(m, (torch.randn(2, 37, 64).bfloat16(),))
+        part = compiled.explain().partitions[0]
+        self.assertIn("fusion.layer_norm_grad", part.backward_ops)
 
     def test_bert_postnorm(self):
         # BERT's post-norm: dense with its bias, the residual, LayerNorm with

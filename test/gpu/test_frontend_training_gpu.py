@@ -7,7 +7,8 @@ Every output of our libraries is poisoned with NaN before the kernels run,
 so an element a kernel does not write shows. Llama's pre-norm (LlamaRMSNorm's
 arithmetic with its weight, then nn.Linear without bias; T5LayerNorm's, whose
 float32 rstd multiplies x itself, and GemmaRMSNorm's, whose float32 weight
-1 + w multiplies in float32, likewise), BERT's post-norm
+1 + w multiplies in float32, likewise; a LayerNorm of x cast to float32 and
+back, diffusers' FP32LayerNorm, then a linear), BERT's post-norm
 (nn.Linear with bias, the residual, nn.LayerNorm), nn.Linear with bias;
 hidden 1024, at 65536 tokens ([64, 1024, H]) and at 7 ([1, 7, H]); the
 pre-norm with an input that needs no gradient (the backward without dx); and
@@ -130,6 +131,22 @@ class GemmaPreNorm(torch.nn.Module):
         return self.q_proj(self.input_layernorm(x))
 
 
+class Float32LayerNormPreNorm(torch.nn.Module):
+    """diffusers' FP32LayerNorm (the LayerNorm of x in float32 with float32
+    copies of its weight and bias, cast back), then a linear."""
+
+    def __init__(self, h=H):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(h)
+        self.proj = torch.nn.Linear(h, h, bias=False)
+
+    def forward(self, x):
+        y = torch.nn.functional.layer_norm(x.float(), self.norm.normalized_shape,
+                                           self.norm.weight.float(), self.norm.bias.float(),
+                                           self.norm.eps)
+        return self.proj(y.to(x.dtype))
+
+
 class BertPostNorm(torch.nn.Module):
     """BertSelfOutput in eval mode: dense with its bias, the residual, LayerNorm."""
 
@@ -143,7 +160,7 @@ class BertPostNorm(torch.nn.Module):
 
 
 CASES = {"llama_prenorm": (LlamaPreNorm, 1), "t5_prenorm": (T5PreNorm, 1),
-         "gemma_prenorm": (GemmaPreNorm, 1),
+         "gemma_prenorm": (GemmaPreNorm, 1), "fp32_layernorm": (Float32LayerNormPreNorm, 1),
          "bert_postnorm": (BertPostNorm, 2), "linear_bias": (lambda: torch.nn.Linear(H, H), 1)}
 
 
