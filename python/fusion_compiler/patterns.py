@@ -12,7 +12,8 @@ function of `ops.py`, and drops the nodes that are identities in inference
   `aten.rms_norm`.
 - LayerNorm: `aten.layer_norm`, `aten.native_layer_norm` whose statistics
   are unused; of a 16-bit x cast to float32 and cast back (OLMo's LayerNorm,
-  diffusers' FP32LayerNorm), as the LayerNorm of x.
+  diffusers' FP32LayerNorm), as the LayerNorm of x; written out,
+  `(x - m) * rsqrt(mean((x - m)^2) + eps)` (Cohere's LayerNorm).
 - GDPA (HSTU's attention, `fusion.gdpa`): `act(scale * q k^T) v` on [B, L, H, D]
   tensors with silu, relu or gelu (exact or tanh), written with `einsum` or with
   `matmul`s of heads-first transposes (torch.export's graphs).
@@ -194,6 +195,82 @@ def _match_rms_norm(graph: fx.Graph, rsqrt: fx.Node) -> bool:
     if _dtype(root) != _dtype(x):
         return False  # a promotion the dialect's op does not make
     _replace(graph, root, ops.rms_norm, (x, weight, eps, upcast, weight_first, in_float32), rsqrt)
+    _drop_dead(graph, chain)
+    return True
+
+
+def _row_mean(node, of=None) -> bool:
+    """Whether `node` is mean(of, [-1], keepdim=True) (of any input if None)."""
+    if not (_is_call(node, aten.mean.dim) and len(node.args) >= 3 and node.args[2] is True
+            and node.kwargs.get("dtype") is None and (of is None or node.args[0] is of)):
+        return False
+    rank = len(_shape(node) or ())
+    return list(node.args[1]) in ([-1], [rank - 1])
+
+
+def _centered(node):
+    """(x, mean) where `node` is x - mean(x, [-1], keepdim=True), else None."""
+    if not (_is_call(node, aten.sub.Tensor) and len(node.args) == 2 and not node.kwargs):
+        return None
+    x, mean = node.args
+    return (x, mean) if isinstance(x, fx.Node) and _row_mean(mean, x) else None
+
+
+def _match_manual_layer_norm(graph: fx.Graph, rsqrt: fx.Node) -> bool:
+    """A LayerNorm written out, `(x - m) * rsqrt(mean((x - m)^2) + eps)` with
+    m = mean(x), optionally times a [H] weight and, x being a 16-bit tensor
+    cast to float32, cast back (Cohere's LayerNorm): fusion.layer_norm of x,
+    computed in float32 and rounded once, as written."""
+    add = rsqrt.args[0]
+    if not (_is_call(add, aten.add.Tensor, aten.add.Scalar) and len(add.args) == 2
+            and isinstance(add.args[1], (int, float)) and not add.kwargs):
+        return False
+    eps, var = float(add.args[1]), add.args[0]
+    if not _row_mean(var):
+        return False
+    square = var.args[0]
+    if _is_call(square, aten.pow.Tensor_Scalar) and square.args[1] == 2:
+        diff = square.args[0]
+    elif _is_call(square, aten.mul.Tensor) and square.args[0] is square.args[1]:
+        diff = square.args[0]
+    else:
+        return False
+    centered = _centered(diff)
+    scaled = _only_user(rsqrt)
+    if centered is None or not (_is_call(scaled, aten.mul.Tensor) and len(scaled.args) == 2
+                                and rsqrt in scaled.args):
+        return False
+    xf, mean = centered
+    other = scaled.args[0] if scaled.args[1] is rsqrt else scaled.args[1]
+    if other is not diff and _centered(other) != centered:
+        return False
+    # Nothing outside the form reads its intermediate values.
+    inner = {diff, other, square, var, add, rsqrt, scaled, mean}
+    for n in (add, var, square, mean, diff, other):
+        if any(u not in inner for u in _users(n)):
+            return False
+    chain = [scaled, rsqrt, add, var, square, diff, other, mean]
+    x, root, weight = xf, scaled, None
+    hidden = (_shape(xf) or (None,))[-1]
+    product = _only_user(scaled)
+    if _is_call(product, aten.mul.Tensor) and len(product.args) == 2:
+        w = product.args[0] if product.args[1] is scaled else product.args[1]
+        if w is not scaled and _shape(w) == (hidden,) and \
+                _dtype(w) in (torch.bfloat16, torch.float16, torch.float32):
+            weight, root = w, product
+            chain.append(product)
+    source = xf.args[0] if _cast_target(xf) == torch.float32 else None
+    if source is not None and _dtype(source) in (torch.bfloat16, torch.float16) and \
+            all(u in inner for u in _users(xf)):
+        back = _only_user(root)
+        if _cast_target(back) == _dtype(source):
+            x, root = source, back
+            chain += [back, xf]
+    if _dtype(x) not in (torch.bfloat16, torch.float16, torch.float32) or \
+            len(_shape(x) or ()) < 2 or _dtype(root) != _dtype(x):
+        return False
+    new = _replace(graph, root, ops.layer_norm, (x, weight, None, eps), rsqrt)
+    new.meta["val"] = _val(root)
     _drop_dead(graph, chain)
     return True
 
@@ -390,6 +467,8 @@ def recognize(gm: fx.GraphModule) -> Dict[str, int]:
             continue
         if _is_call(node, aten.rsqrt.default) and _match_rms_norm(graph, node):
             found["rms_norm"] += 1
+        elif _is_call(node, aten.rsqrt.default) and _match_manual_layer_norm(graph, node):
+            found["layer_norm"] += 1
         elif _is_call(node, aten.rms_norm.default) if hasattr(aten, "rms_norm") else False:
             x, shape = node.args[0], _shape(node.args[0])
             weight = node.args[2] if len(node.args) > 2 else None

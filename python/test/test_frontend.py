@@ -27,6 +27,7 @@ try:
     from transformers.models.bert.modeling_bert import BertSelfOutput
     from transformers.models.t5.modeling_t5 import T5LayerFF
     from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
+    from transformers.models.cohere.modeling_cohere import CohereLayerNorm
     from transformers.models.llama.modeling_llama import (LlamaDecoderLayer, LlamaMLP,
                                                           LlamaRMSNorm, LlamaRotaryEmbedding)
     MISSING = None
@@ -129,6 +130,18 @@ if MISSING is None:
                 x.float(), self.norm.normalized_shape, w.float() if w is not None else None,
                 b.float() if b is not None else None, self.norm.eps)
             return self.proj(y.to(x.dtype))
+
+    class CoherePreNorm(torch.nn.Module):
+        """Cohere's pre-norm: CohereLayerNorm (a LayerNorm written out in
+        float32, a weight, no bias), then q_proj."""
+
+        def __init__(self, hidden=64):
+            super().__init__()
+            self.input_layernorm = CohereLayerNorm(hidden, eps=1e-5)
+            self.q_proj = torch.nn.Linear(hidden, 96, bias=False)
+
+        def forward(self, x):
+            return self.q_proj(self.input_layernorm(x))
 
     class NormAttentionBlock(torch.nn.Module):
         """The seed's Kunlun PFFN block as its users write it: LayerNorm of q
@@ -277,6 +290,26 @@ class FrontEndTest(unittest.TestCase):
                 with torch.no_grad():
                     y = compiled(x)
                 self.check_close(m, (x,), y)
+
+    def test_cohere_prenorm(self):
+        """CohereLayerNorm, written out ((x - m) rsqrt(mean((x - m)^2) + eps)
+        in float32, times the weight in float32, cast back): one
+        fusion.layer_norm of the bf16 x in the linear's partition."""
+        m = randomize_norms(CoherePreNorm().bfloat16().eval())
+        x = torch.randn(3, 7, 64).bfloat16()
+        compiled = fc.compile(m, (x,), target="cpu")
+        report = compiled.explain()
+        self.assertEqual(len(report.partitions), 1, str(report))
+        part = report.partitions[0]
+        self.assertTrue(part.compiled, part.why_not)
+        self.assertEqual([op for op, _ in part.ops], ["layer_norm", "linear"])
+        self.assertIn("fusion.layer_norm %arg0 weight(%arg1 : tensor<64xf32>)", part.mlir)
+        self.assertTrue(any("modeling_cohere.py" in r for r in part.remarks), part.remarks)
+        left = [why for _, why, _ in report.left_in_pytorch]
+        self.assertFalse(any(w.startswith(("sub", "pow", "mean", "rsqrt")) for w in left), left)
+        with torch.no_grad():
+            y = compiled(x)
+        self.check_close(m, (x,), y)
 
     def test_bert_self_output(self):
         cfg = BertConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4)

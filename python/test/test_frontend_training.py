@@ -31,8 +31,8 @@ if MISSING is None:
 
     import fusion_compiler as fc
     from fusion_compiler.calls import CompiledPartition
-    from test_frontend import (DecoderBlock, Float32LayerNormPreNorm, GemmaPreNorm,
-                               NormAttentionBlock, PreNorm, randomize_norms)
+    from test_frontend import (CoherePreNorm, DecoderBlock, Float32LayerNormPreNorm,
+                               GemmaPreNorm, NormAttentionBlock, PreNorm, randomize_norms)
 
 
 def leaves(module, inputs):
@@ -191,6 +191,13 @@ class FrontEndTrainingTest(unittest.TestCase):
         compiled = self.check_gradients(m, (torch.randn(2, 37, 64).bfloat16(),))
         part = compiled.explain().partitions[0]
         self.assertIn("fusion.layer_norm_grad", part.backward_ops)
+
+    def test_cohere_prenorm(self):
+        # CohereLayerNorm written out: fusion.layer_norm_grad with dweight,
+        # the weight's float32 copy's gradient through PyTorch's cast.
+        m = randomize_norms(CoherePreNorm().bfloat16())
+        compiled = self.check_gradients(m, (torch.randn(2, 37, 64).bfloat16(),))
+        self.assertIn("fusion.layer_norm_grad", compiled.explain().partitions[0].backward_ops)
 
     def test_bert_postnorm(self):
         # BERT's post-norm: dense with its bias, the residual, LayerNorm with

@@ -8,7 +8,8 @@ so an element a kernel does not write shows. Llama's pre-norm (LlamaRMSNorm's
 arithmetic with its weight, then nn.Linear without bias; T5LayerNorm's, whose
 float32 rstd multiplies x itself, and GemmaRMSNorm's, whose float32 weight
 1 + w multiplies in float32, likewise; a LayerNorm of x cast to float32 and
-back, diffusers' FP32LayerNorm, then a linear), BERT's post-norm
+back, diffusers' FP32LayerNorm, then a linear; CohereLayerNorm written out,
+then a linear), BERT's post-norm
 (nn.Linear with bias, the residual, nn.LayerNorm), nn.Linear with bias;
 hidden 1024, at 65536 tokens ([64, 1024, H]) and at 7 ([1, 7, H]); the
 pre-norm with an input that needs no gradient (the backward without dx); and
@@ -147,6 +148,35 @@ class Float32LayerNormPreNorm(torch.nn.Module):
         return self.proj(y.to(x.dtype))
 
 
+class CohereLayerNorm(torch.nn.Module):
+    """Hugging Face's CohereLayerNorm, its forward code as it is: a LayerNorm
+    written out in float32, a weight, no bias, cast back."""
+
+    def __init__(self, hidden_size, eps=1e-5):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        mean = hidden_states.mean(-1, keepdim=True)
+        variance = (hidden_states - mean).pow(2).mean(-1, keepdim=True)
+        hidden_states = (hidden_states - mean) * torch.rsqrt(variance + self.variance_epsilon)
+        hidden_states = self.weight.to(torch.float32) * hidden_states
+        return hidden_states.to(input_dtype)
+
+
+class CoherePreNorm(torch.nn.Module):
+    def __init__(self, h=H):
+        super().__init__()
+        self.input_layernorm = CohereLayerNorm(h)
+        self.q_proj = torch.nn.Linear(h, h, bias=False)
+
+    def forward(self, x):
+        return self.q_proj(self.input_layernorm(x))
+
+
 class BertPostNorm(torch.nn.Module):
     """BertSelfOutput in eval mode: dense with its bias, the residual, LayerNorm."""
 
@@ -161,6 +191,7 @@ class BertPostNorm(torch.nn.Module):
 
 CASES = {"llama_prenorm": (LlamaPreNorm, 1), "t5_prenorm": (T5PreNorm, 1),
          "gemma_prenorm": (GemmaPreNorm, 1), "fp32_layernorm": (Float32LayerNormPreNorm, 1),
+         "cohere_prenorm": (CoherePreNorm, 1),
          "bert_postnorm": (BertPostNorm, 2), "linear_bias": (lambda: torch.nn.Linear(H, H), 1)}
 
 
