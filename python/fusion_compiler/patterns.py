@@ -118,24 +118,52 @@ def _drop_dead(graph: fx.Graph, nodes) -> None:
                 progress = True
 
 
-def _match_rms_norm(graph: fx.Graph, rsqrt: fx.Node) -> bool:
+def _row_mean(node, of=None) -> bool:
+    """Whether `node` is mean(of, [-1], keepdim=True) (of any input if None)."""
+    if not (_is_call(node, aten.mean.dim) and len(node.args) >= 3 and node.args[2] is True
+            and node.kwargs.get("dtype") is None and (of is None or node.args[0] is of)):
+        return False
+    rank = len(_shape(node) or ())
+    return list(node.args[1]) in ([-1], [rank - 1])
+
+
+def _rsqrt_of_mean_square(rsqrt: fx.Node):
+    """(eps, add, mean, square, base) where `rsqrt` is
+    rsqrt(mean(base^2, -1, keepdim=True) + eps), base^2 written as pow(base, 2)
+    or base * base; else None."""
     add = rsqrt.args[0]
     if not (_is_call(add, aten.add.Tensor, aten.add.Scalar) and len(add.args) == 2
             and isinstance(add.args[1], (int, float)) and not add.kwargs):
-        return False
-    eps, mean = float(add.args[1]), add.args[0]
-    if not (_is_call(mean, aten.mean.dim) and len(mean.args) >= 3 and mean.args[2] is True):
-        return False
-    rank = len(_shape(mean) or ())
-    if list(mean.args[1]) not in ([-1], [rank - 1]) or mean.kwargs.get("dtype") is not None:
-        return False
+        return None
+    mean = add.args[0]
+    if not _row_mean(mean):
+        return None
     square = mean.args[0]
     if _is_call(square, aten.pow.Tensor_Scalar) and square.args[1] == 2:
-        xf = square.args[0]
-    elif _is_call(square, aten.mul.Tensor) and square.args[0] is square.args[1]:
-        xf = square.args[0]
-    else:
+        return float(add.args[1]), add, mean, square, square.args[0]
+    if _is_call(square, aten.mul.Tensor) and square.args[0] is square.args[1]:
+        return float(add.args[1]), add, mean, square, square.args[0]
+    return None
+
+
+def _weight_product(of: fx.Node, hidden):
+    """(weight, weight_first, product) where `of`'s only user multiplies it by
+    a [hidden] vector, else None."""
+    product = _only_user(of)
+    if not (_is_call(product, aten.mul.Tensor) and len(product.args) == 2):
+        return None
+    other = product.args[0] if product.args[1] is of else product.args[1]
+    if other is of or _shape(other) != (hidden,) or \
+            _dtype(other) not in (torch.bfloat16, torch.float16, torch.float32):
+        return None
+    return other, product.args[0] is other, product
+
+
+def _match_rms_norm(graph: fx.Graph, rsqrt: fx.Node) -> bool:
+    form = _rsqrt_of_mean_square(rsqrt)
+    if form is None:
         return False
+    eps, add, mean, square, xf = form
     # x * rstd (either order)
     scaled = _only_user(rsqrt)
     if not _is_call(scaled, aten.mul.Tensor):
@@ -155,32 +183,19 @@ def _match_rms_norm(graph: fx.Graph, rsqrt: fx.Node) -> bool:
     x, upcast, root = xf, False, scaled
     chain = [square, mean, add, rsqrt, scaled]
     hidden = (_shape(xf) or (None,))[-1]
-
-    def weight_product(of):
-        """(weight, weight_first, product) where `of`'s only user multiplies it
-        by a [hidden] vector, else None."""
-        product = _only_user(of)
-        if not (_is_call(product, aten.mul.Tensor) and len(product.args) == 2):
-            return None
-        other = product.args[0] if product.args[1] is of else product.args[1]
-        if other is of or _shape(other) != (hidden,) or \
-                _dtype(other) not in (torch.bfloat16, torch.float16, torch.float32):
-            return None
-        return other, product.args[0] is other, product
-
     found = None
     in_float32 = False
     if source is not None and _cast_target(xf) == torch.float32 and _dtype(source) != torch.float32:
         back = _only_user(scaled)
+        weighted = _weight_product(scaled, hidden)
         if _cast_target(back) == _dtype(source):
             # Hugging Face's LlamaRMSNorm: rounded back, then the weight.
             x, upcast, root = source, True, back
             chain = [xf] + chain + [back]
-        elif weight_product(scaled) is not None and \
-                _cast_target(_only_user(weight_product(scaled)[2])) == _dtype(source):
-            # PyTorch's rms_norm decomposed (torch.compile's graphs): the
-            # weight in float32, one rounding at the end.
-            found = weight_product(scaled)
+        elif weighted is not None and _cast_target(_only_user(weighted[2])) == _dtype(source):
+            # PyTorch's rms_norm decomposed (torch.compile's graphs), Gemma's
+            # RMSNorm: the weight in float32, one rounding at the end.
+            found = weighted
             back = _only_user(found[2])
             x, upcast, root, in_float32 = source, True, back, True
             chain = [xf] + chain + [found[2], back]
@@ -188,7 +203,7 @@ def _match_rms_norm(graph: fx.Graph, rsqrt: fx.Node) -> bool:
         return False
     weight, weight_first = (found[0], found[1]) if found else (None, False)
     if not in_float32:
-        found = weight_product(root)
+        found = _weight_product(root, hidden)
         if found is not None:
             weight, weight_first, root = found
             chain.append(root)
@@ -197,15 +212,6 @@ def _match_rms_norm(graph: fx.Graph, rsqrt: fx.Node) -> bool:
     _replace(graph, root, ops.rms_norm, (x, weight, eps, upcast, weight_first, in_float32), rsqrt)
     _drop_dead(graph, chain)
     return True
-
-
-def _row_mean(node, of=None) -> bool:
-    """Whether `node` is mean(of, [-1], keepdim=True) (of any input if None)."""
-    if not (_is_call(node, aten.mean.dim) and len(node.args) >= 3 and node.args[2] is True
-            and node.kwargs.get("dtype") is None and (of is None or node.args[0] is of)):
-        return False
-    rank = len(_shape(node) or ())
-    return list(node.args[1]) in ([-1], [rank - 1])
 
 
 def _centered(node):
@@ -221,20 +227,10 @@ def _match_manual_layer_norm(graph: fx.Graph, rsqrt: fx.Node) -> bool:
     m = mean(x), optionally times a [H] weight and, x being a 16-bit tensor
     cast to float32, cast back (Cohere's LayerNorm): fusion.layer_norm of x,
     computed in float32 and rounded once, as written."""
-    add = rsqrt.args[0]
-    if not (_is_call(add, aten.add.Tensor, aten.add.Scalar) and len(add.args) == 2
-            and isinstance(add.args[1], (int, float)) and not add.kwargs):
+    form = _rsqrt_of_mean_square(rsqrt)
+    if form is None:
         return False
-    eps, var = float(add.args[1]), add.args[0]
-    if not _row_mean(var):
-        return False
-    square = var.args[0]
-    if _is_call(square, aten.pow.Tensor_Scalar) and square.args[1] == 2:
-        diff = square.args[0]
-    elif _is_call(square, aten.mul.Tensor) and square.args[0] is square.args[1]:
-        diff = square.args[0]
-    else:
-        return False
+    eps, add, var, square, diff = form
     centered = _centered(diff)
     scaled = _only_user(rsqrt)
     if centered is None or not (_is_call(scaled, aten.mul.Tensor) and len(scaled.args) == 2
@@ -251,14 +247,10 @@ def _match_manual_layer_norm(graph: fx.Graph, rsqrt: fx.Node) -> bool:
             return False
     chain = [scaled, rsqrt, add, var, square, diff, other, mean]
     x, root, weight = xf, scaled, None
-    hidden = (_shape(xf) or (None,))[-1]
-    product = _only_user(scaled)
-    if _is_call(product, aten.mul.Tensor) and len(product.args) == 2:
-        w = product.args[0] if product.args[1] is scaled else product.args[1]
-        if w is not scaled and _shape(w) == (hidden,) and \
-                _dtype(w) in (torch.bfloat16, torch.float16, torch.float32):
-            weight, root = w, product
-            chain.append(product)
+    found = _weight_product(scaled, (_shape(xf) or (None,))[-1])
+    if found is not None:
+        weight, _, root = found
+        chain.append(root)
     source = xf.args[0] if _cast_target(xf) == torch.float32 else None
     if source is not None and _dtype(source) in (torch.bfloat16, torch.float16) and \
             all(u in inner for u in _users(xf)):

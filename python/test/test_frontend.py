@@ -78,11 +78,13 @@ def randomize_norms(module):
 
 if MISSING is None:
     class PreNorm(torch.nn.Module):
-        """Llama's pre-norm: LlamaRMSNorm with its weight, then q_proj."""
+        """A pre-norm as decoder layers write it: a norm with its weight
+        (Llama's LlamaRMSNorm unless `norm` builds another from the hidden
+        size), then q_proj."""
 
-        def __init__(self, hidden=64, out=96):
+        def __init__(self, hidden=64, out=96, norm=None):
             super().__init__()
-            self.input_layernorm = LlamaRMSNorm(hidden, eps=1e-5)
+            self.input_layernorm = (norm or (lambda h: LlamaRMSNorm(h, eps=1e-5)))(hidden)
             self.q_proj = torch.nn.Linear(hidden, out, bias=False)
 
         def forward(self, x):
@@ -103,45 +105,26 @@ if MISSING is None:
                              position_ids=pos)
             return out[0] if isinstance(out, tuple) else out
 
-    class GemmaPreNorm(torch.nn.Module):
-        """Gemma's pre-norm: GemmaRMSNorm, then q_proj."""
-
-        def __init__(self, hidden=64):
-            super().__init__()
-            self.input_layernorm = GemmaRMSNorm(hidden, eps=1e-6)
-            self.q_proj = torch.nn.Linear(hidden, 96, bias=False)
+    class Float32LayerNorm(torch.nn.LayerNorm):
+        """A LayerNorm computed in float32 and cast back: diffusers'
+        FP32LayerNorm (float32 copies of the weight and bias), OLMo's
+        (without them)."""
 
         def forward(self, x):
-            return self.q_proj(self.input_layernorm(x))
-
-    class Float32LayerNormPreNorm(torch.nn.Module):
-        """A LayerNorm computed in float32 and cast back (diffusers'
-        FP32LayerNorm: float32 copies of the weight and bias; OLMo's without
-        them), then a linear."""
-
-        def __init__(self, hidden=64, affine=True):
-            super().__init__()
-            self.norm = torch.nn.LayerNorm(hidden, elementwise_affine=affine)
-            self.proj = torch.nn.Linear(hidden, 96, bias=False)
-
-        def forward(self, x):
-            w, b = self.norm.weight, self.norm.bias
+            w, b = self.weight, self.bias
             y = torch.nn.functional.layer_norm(
-                x.float(), self.norm.normalized_shape, w.float() if w is not None else None,
-                b.float() if b is not None else None, self.norm.eps)
-            return self.proj(y.to(x.dtype))
+                x.float(), self.normalized_shape, w.float() if w is not None else None,
+                b.float() if b is not None else None, self.eps)
+            return y.to(x.dtype)
 
-    class CoherePreNorm(torch.nn.Module):
-        """Cohere's pre-norm: CohereLayerNorm (a LayerNorm written out in
-        float32, a weight, no bias), then q_proj."""
+    def gemma_prenorm():
+        return PreNorm(norm=lambda h: GemmaRMSNorm(h, eps=1e-6))
 
-        def __init__(self, hidden=64):
-            super().__init__()
-            self.input_layernorm = CohereLayerNorm(hidden, eps=1e-5)
-            self.q_proj = torch.nn.Linear(hidden, 96, bias=False)
+    def float32_layer_norm_prenorm(affine=True):
+        return PreNorm(norm=lambda h: Float32LayerNorm(h, elementwise_affine=affine))
 
-        def forward(self, x):
-            return self.q_proj(self.input_layernorm(x))
+    def cohere_prenorm():
+        return PreNorm(norm=lambda h: CohereLayerNorm(h, eps=1e-5))
 
     class NormAttentionBlock(torch.nn.Module):
         """The seed's Kunlun PFFN block as its users write it: LayerNorm of q
@@ -250,66 +233,56 @@ class FrontEndTest(unittest.TestCase):
             y = compiled(x)
         self.check_close(m, (x,), y)
 
-    def test_gemma_prenorm(self):
-        """GemmaRMSNorm (the norm in float32, times 1 + weight in float32,
-        rounded once), then a linear: the norm's weight is a float32 vector
-        beside a bf16 input (1 + w computed in PyTorch, said so)."""
-        m = randomize_norms(GemmaPreNorm().bfloat16().eval())
+    def check_prenorm(self, m, op, *mlir):
+        """Compiles the pre-norm `m` for the CPU: one partition, [op, linear],
+        its MLIR holding each of `mlir`; runs it against float64. Returns the
+        report."""
         x = torch.randn(3, 7, 64).bfloat16()
         compiled = fc.compile(m, (x,), target="cpu")
         report = compiled.explain()
         self.assertEqual(len(report.partitions), 1, str(report))
         part = report.partitions[0]
         self.assertTrue(part.compiled, part.why_not)
-        self.assertEqual([op for op, _ in part.ops], ["rms_norm", "linear"])
-        self.assertIn("weight(%arg1 : tensor<64xf32>)", part.mlir)
-        self.assertTrue(any("Lazy Pre-Norm" in r for r in part.remarks), part.remarks)
-        left = [why for _, why, _ in report.left_in_pytorch]
-        self.assertTrue(all(w.startswith(("to", "add")) for w in left), left)
+        self.assertEqual([o for o, _ in part.ops], [op, "linear"])
+        for text in mlir:
+            self.assertIn(text, part.mlir)
         with torch.no_grad():
             y = compiled(x)
         self.check_close(m, (x,), y)
+        return report
+
+    def test_gemma_prenorm(self):
+        """GemmaRMSNorm (the norm in float32, times 1 + weight in float32,
+        rounded once), then a linear: the norm's weight is a float32 vector
+        beside a bf16 input (1 + w computed in PyTorch, said so)."""
+        report = self.check_prenorm(randomize_norms(gemma_prenorm().bfloat16().eval()),
+                                    "rms_norm", "weight(%arg1 : tensor<64xf32>)")
+        part = report.partitions[0]
+        self.assertTrue(any("Lazy Pre-Norm" in r for r in part.remarks), part.remarks)
+        left = [why for _, why, _ in report.left_in_pytorch]
+        self.assertTrue(all(w.startswith(("to", "add")) for w in left), left)
 
     def test_float32_layer_norm(self):
         """A LayerNorm of x cast to float32, cast back: one fusion.layer_norm of
         the bf16 x (float32 parameters, or none), in the linear's partition."""
         for affine in (True, False):
             with self.subTest(affine=affine):
-                m = randomize_norms(Float32LayerNormPreNorm(affine=affine).bfloat16().eval())
-                x = torch.randn(3, 7, 64).bfloat16()
-                compiled = fc.compile(m, (x,), target="cpu")
-                report = compiled.explain()
-                self.assertEqual(len(report.partitions), 1, str(report))
-                part = report.partitions[0]
-                self.assertTrue(part.compiled, part.why_not)
-                self.assertEqual([op for op, _ in part.ops], ["layer_norm", "linear"])
-                self.assertIn("fusion.layer_norm %arg0", part.mlir)
-                self.assertIn(": tensor<?x64xbf16> -> tensor<?x64xbf16>", part.mlir)
-                if affine:
-                    self.assertIn("weight(%arg1 : tensor<64xf32>)", part.mlir)
-                with torch.no_grad():
-                    y = compiled(x)
-                self.check_close(m, (x,), y)
+                m = randomize_norms(float32_layer_norm_prenorm(affine).bfloat16().eval())
+                weight = " weight(%arg1 : tensor<64xf32>)" if affine else " {epsilon"
+                self.check_prenorm(m, "layer_norm", "fusion.layer_norm %arg0" + weight,
+                                   ": tensor<?x64xbf16> -> tensor<?x64xbf16>")
 
     def test_cohere_prenorm(self):
         """CohereLayerNorm, written out ((x - m) rsqrt(mean((x - m)^2) + eps)
         in float32, times the weight in float32, cast back): one
         fusion.layer_norm of the bf16 x in the linear's partition."""
-        m = randomize_norms(CoherePreNorm().bfloat16().eval())
-        x = torch.randn(3, 7, 64).bfloat16()
-        compiled = fc.compile(m, (x,), target="cpu")
-        report = compiled.explain()
-        self.assertEqual(len(report.partitions), 1, str(report))
+        report = self.check_prenorm(randomize_norms(cohere_prenorm().bfloat16().eval()),
+                                    "layer_norm",
+                                    "fusion.layer_norm %arg0 weight(%arg1 : tensor<64xf32>)")
         part = report.partitions[0]
-        self.assertTrue(part.compiled, part.why_not)
-        self.assertEqual([op for op, _ in part.ops], ["layer_norm", "linear"])
-        self.assertIn("fusion.layer_norm %arg0 weight(%arg1 : tensor<64xf32>)", part.mlir)
         self.assertTrue(any("modeling_cohere.py" in r for r in part.remarks), part.remarks)
         left = [why for _, why, _ in report.left_in_pytorch]
         self.assertFalse(any(w.startswith(("sub", "pow", "mean", "rsqrt")) for w in left), left)
-        with torch.no_grad():
-            y = compiled(x)
-        self.check_close(m, (x,), y)
 
     def test_bert_self_output(self):
         cfg = BertConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4)

@@ -31,8 +31,8 @@ if MISSING is None:
 
     import fusion_compiler as fc
     from fusion_compiler.calls import CompiledPartition
-    from test_frontend import (CoherePreNorm, DecoderBlock, Float32LayerNormPreNorm,
-                               GemmaPreNorm, NormAttentionBlock, PreNorm, randomize_norms)
+    from test_frontend import (DecoderBlock, NormAttentionBlock, PreNorm, cohere_prenorm,
+                               float32_layer_norm_prenorm, gemma_prenorm, randomize_norms)
 
 
 def leaves(module, inputs):
@@ -179,7 +179,7 @@ class FrontEndTrainingTest(unittest.TestCase):
     def test_gemma_prenorm(self):
         # GemmaRMSNorm's float32 weight 1 + w: its gradient through the
         # partition's float32 dweight, then PyTorch's add and cast.
-        m = randomize_norms(GemmaPreNorm().bfloat16())
+        m = randomize_norms(gemma_prenorm().bfloat16())
         compiled = self.check_gradients(m, (torch.randn(2, 37, 64).bfloat16(),))
         part = compiled.explain().partitions[0]
         self.assertEqual(part.backward_ops, ["fusion.matmul", "fusion.rms_norm_grad"])
@@ -187,7 +187,7 @@ class FrontEndTrainingTest(unittest.TestCase):
     def test_float32_layer_norm(self):
         # The LayerNorm of x in float32 with float32 copies of its weight and
         # bias: fusion.layer_norm_grad, their gradients through PyTorch's casts.
-        m = randomize_norms(Float32LayerNormPreNorm().bfloat16())
+        m = randomize_norms(float32_layer_norm_prenorm().bfloat16())
         compiled = self.check_gradients(m, (torch.randn(2, 37, 64).bfloat16(),))
         part = compiled.explain().partitions[0]
         self.assertIn("fusion.layer_norm_grad", part.backward_ops)
@@ -195,7 +195,7 @@ class FrontEndTrainingTest(unittest.TestCase):
     def test_cohere_prenorm(self):
         # CohereLayerNorm written out: fusion.layer_norm_grad with dweight,
         # the weight's float32 copy's gradient through PyTorch's cast.
-        m = randomize_norms(CoherePreNorm().bfloat16())
+        m = randomize_norms(cohere_prenorm().bfloat16())
         compiled = self.check_gradients(m, (torch.randn(2, 37, 64).bfloat16(),))
         self.assertIn("fusion.layer_norm_grad", compiled.explain().partitions[0].backward_ops)
 

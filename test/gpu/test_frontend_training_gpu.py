@@ -65,11 +65,14 @@ class LlamaRMSNorm(torch.nn.Module):
         return self.weight * hidden_states.to(input_dtype)
 
 
-class LlamaPreNorm(torch.nn.Module):
-    def __init__(self, h=H):
+class PreNorm(torch.nn.Module):
+    """A pre-norm as decoder layers write it: the norm `norm(H)` with its
+    weight, then nn.Linear without bias."""
+
+    def __init__(self, norm):
         super().__init__()
-        self.input_layernorm = LlamaRMSNorm(h, eps=1e-5)
-        self.q_proj = torch.nn.Linear(h, h, bias=False)
+        self.input_layernorm = norm(H)
+        self.q_proj = torch.nn.Linear(H, H, bias=False)
 
     def forward(self, x):
         return self.q_proj(self.input_layernorm(x))
@@ -92,18 +95,6 @@ class T5LayerNorm(torch.nn.Module):
         return self.weight * hidden_states
 
 
-class T5PreNorm(torch.nn.Module):
-    """T5LayerFF's first half: T5LayerNorm, then wi (no bias)."""
-
-    def __init__(self, h=H):
-        super().__init__()
-        self.layer_norm = T5LayerNorm(h)
-        self.wi = torch.nn.Linear(h, h, bias=False)
-
-    def forward(self, x):
-        return self.wi(self.layer_norm(x))
-
-
 class GemmaRMSNorm(torch.nn.Module):
     """Hugging Face's GemmaRMSNorm, its forward code as it is: the norm in
     float32, times 1 + weight in float32, rounded once (type_as)."""
@@ -122,30 +113,14 @@ class GemmaRMSNorm(torch.nn.Module):
         return output.type_as(x)
 
 
-class GemmaPreNorm(torch.nn.Module):
-    def __init__(self, h=H):
-        super().__init__()
-        self.input_layernorm = GemmaRMSNorm(h)
-        self.q_proj = torch.nn.Linear(h, h, bias=False)
+class Float32LayerNorm(torch.nn.LayerNorm):
+    """diffusers' FP32LayerNorm: the LayerNorm of x in float32 with float32
+    copies of its weight and bias, cast back."""
 
     def forward(self, x):
-        return self.q_proj(self.input_layernorm(x))
-
-
-class Float32LayerNormPreNorm(torch.nn.Module):
-    """diffusers' FP32LayerNorm (the LayerNorm of x in float32 with float32
-    copies of its weight and bias, cast back), then a linear."""
-
-    def __init__(self, h=H):
-        super().__init__()
-        self.norm = torch.nn.LayerNorm(h)
-        self.proj = torch.nn.Linear(h, h, bias=False)
-
-    def forward(self, x):
-        y = torch.nn.functional.layer_norm(x.float(), self.norm.normalized_shape,
-                                           self.norm.weight.float(), self.norm.bias.float(),
-                                           self.norm.eps)
-        return self.proj(y.to(x.dtype))
+        y = torch.nn.functional.layer_norm(x.float(), self.normalized_shape,
+                                           self.weight.float(), self.bias.float(), self.eps)
+        return y.to(x.dtype)
 
 
 class CohereLayerNorm(torch.nn.Module):
@@ -167,16 +142,6 @@ class CohereLayerNorm(torch.nn.Module):
         return hidden_states.to(input_dtype)
 
 
-class CoherePreNorm(torch.nn.Module):
-    def __init__(self, h=H):
-        super().__init__()
-        self.input_layernorm = CohereLayerNorm(h)
-        self.q_proj = torch.nn.Linear(h, h, bias=False)
-
-    def forward(self, x):
-        return self.q_proj(self.input_layernorm(x))
-
-
 class BertPostNorm(torch.nn.Module):
     """BertSelfOutput in eval mode: dense with its bias, the residual, LayerNorm."""
 
@@ -189,9 +154,11 @@ class BertPostNorm(torch.nn.Module):
         return self.LayerNorm(self.dense(hidden_states) + input_tensor)
 
 
-CASES = {"llama_prenorm": (LlamaPreNorm, 1), "t5_prenorm": (T5PreNorm, 1),
-         "gemma_prenorm": (GemmaPreNorm, 1), "fp32_layernorm": (Float32LayerNormPreNorm, 1),
-         "cohere_prenorm": (CoherePreNorm, 1),
+CASES = {"llama_prenorm": (lambda: PreNorm(lambda h: LlamaRMSNorm(h, eps=1e-5)), 1),
+         "t5_prenorm": (lambda: PreNorm(T5LayerNorm), 1),
+         "gemma_prenorm": (lambda: PreNorm(GemmaRMSNorm), 1),
+         "fp32_layernorm": (lambda: PreNorm(Float32LayerNorm), 1),
+         "cohere_prenorm": (lambda: PreNorm(CohereLayerNorm), 1),
          "bert_postnorm": (BertPostNorm, 2), "linear_bias": (lambda: torch.nn.Linear(H, H), 1)}
 
 
