@@ -12,6 +12,7 @@
 // (fusion-extern-dynamic-shared-memory).
 // RUN: FileCheck %s --check-prefix=DYNAMIC < %t.isa.mlir
 // RUN: FileCheck %s --check-prefix=NOSTATIC < %t.isa.mlir
+// RUN: fusion-opt %s --convert-fusion-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=UNSCALED
 // DYNAMIC: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
 // NOSTATIC-NOT: .b8 __dynamic_shmem__0;
 // REQUIRES: ptxas
@@ -115,6 +116,15 @@ func.func @flash_norm(%q: tensor<?x?x4x128xbf16>, %k: tensor<?x128x4x128xbf16>, 
 // CHECK-NOT: {read}
 // CHECK: nvgpu.mbarrier.arrive %[[EMPTY]][
 // CHECK: gpu.return
+
+// FlashNormAttention (bf16) takes gelu_tanh's constant out of P: with scale
+// 1, P = x + x tanh(u) (no x scale / 2 before it), and h = O 0.5 + ln_q.
+// UNSCALED-LABEL: gpu.func @flash_norm_kernel0(
+// UNSCALED: %[[HALF:.*]] = arith.constant dense<5.000000e-01> : vector<2xf32>
+// UNSCALED: %[[T:.*]] = llvm.intr.tanh(%{{.*}}) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32
+// UNSCALED-NEXT: %{{.*}} = math.fma %[[X:.*]], %[[T]], %[[X]] : f32
+// UNSCALED: math.fma %{{.*}}, %[[HALF]], %{{.*}} : vector<2xf32>
+// UNSCALED: gpu.return
 
 // The kernels assemble for sm_90a without spills (the FlashNormAttention
 // kernel keeps q and ln_q, 32 registers each, beside both accumulators: its

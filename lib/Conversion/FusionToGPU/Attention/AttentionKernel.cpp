@@ -376,7 +376,13 @@ Value AttentionKernelEmitter::valuesOfScores(MmaEngine &engine, Value base,
   return acc;
 }
 
-Value AttentionKernelEmitter::activated(Value x) {
+double AttentionKernelEmitter::unscaledFactor() const {
+  if (!s.norms || s.tensorMemory || !s.elemType.isBF16())
+    return 0.0;
+  return unscaledActivationFactor(s.activation, s.scale);
+}
+
+Value AttentionKernelEmitter::activated(Value x, bool unscaled) {
   // gelu_tanh's tanh as tanh.approx.f32 (llvm.tanh with afn; relative
   // error about 2^-11, below the rounding of P to 16 bits), one MUFU
   // instruction instead of libdevice's tanhf: the activation is on every
@@ -387,15 +393,18 @@ Value AttentionKernelEmitter::activated(Value x) {
         LLVM::FastmathFlagsAttr::get(builder.getContext(),
                                      LLVM::FastmathFlags::afn));
   };
+  if (unscaled)
+    return buildUnscaledActivation(b, b.getLoc(), s.activation, x, s.scale, fastTanh);
   return buildScaledActivation(b, b.getLoc(), s.activation, x, s.scale, fastTanh);
 }
 
 Value AttentionKernelEmitter::activatedPair(AccumulatorView &view, int64_t h,
-                                            int64_t j) {
+                                            int64_t j, bool unscaled) {
   Value pair = view.pair(h, j);
   SmallVector<Value> p;
   for (int64_t e = 0; e < 2; ++e)
-    p.push_back(activated(vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{e})));
+    p.push_back(activated(vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{e}),
+                          unscaled));
   return packPair(p[0], p[1]);
 }
 

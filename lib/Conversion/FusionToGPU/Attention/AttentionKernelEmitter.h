@@ -227,8 +227,14 @@ private:
   /// (lo, hi) rounded to the element type, as vector<2xelem>.
   Value packPair(Value lo, Value hi);
   /// P = act(scale S) of the pair at row h, group j of `view`, rounded to
-  /// the element type.
-  Value activatedPair(AccumulatorView &view, int64_t h, int64_t j);
+  /// the element type; `unscaled`: P / unscaledFactor() (buildUnscaledActivation).
+  Value activatedPair(AccumulatorView &view, int64_t h, int64_t j,
+                      bool unscaled = false);
+  /// The constant FlashNormAttention's sm_90a consumers take out of P and
+  /// apply to O in h = O c + ln_q (one multiply fewer per score); 0 where
+  /// they keep P = act(scale S): an activation without such a form, or f16
+  /// (P / c, up to 2 / scale times P, could pass f16's 65504).
+  double unscaledFactor() const;
   /// The group's output rows (Dv / 64 blocks [64, 64] at `rows` + e x
   /// `stride`) TMA-stored at the item's rows 64 c, in one bulk group,
   /// through `tma` (default: the output's map; saving: ln_q's or h's).
@@ -303,8 +309,8 @@ private:
   /// item does not store the row.
   SmallVector<Value> residualRow(Item it, Value token, int64_t firstChunk,
                                  int64_t chunks);
-  /// act(scale x) of one f32 score.
-  Value activated(Value x);
+  /// act(scale x) of one f32 score (`unscaled`: divided by unscaledFactor()).
+  Value activated(Value x, bool unscaled = false);
 
   // sm_100a, the tensor-memory engine (AttentionTcgen05Kernel.cpp).
   /// Named barriers of the sm_100a kernel: 1 the epilogue warpgroup

@@ -133,6 +133,12 @@ void AttentionKernelEmitter::normConsumer() {
   // store of ln_q, fence or barrier before it. Saving ln_q and h, the
   // rows take ln_q for the bulk store, and S reads them there.
   const bool lnInRegisters = !s.saves;
+  // P = act(scale S) / factor, O = P V, h = O factor + ln_q: the
+  // activation's constant applied once per output element, inside the FMA
+  // that adds ln_q, instead of once per score. Dense q only: the jagged
+  // kernel spilled 8 bytes with it.
+  const double factor = unscaledFactor();
+  const bool unscaled = factor != 0.0 && !s.jagged;
   // Box kc of Q is [128 rows, 64] at kc x 16 KB; the group's rows at
   // c x 8 KB inside each.
   const int64_t qStride = Spec::kTileM * 128;
@@ -313,7 +319,8 @@ void AttentionKernelEmitter::normConsumer() {
     std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, acc, tid);
     writeSwizzled(
         mine, s.kvTile / 8, *sView, rowInGroup,
-        [&](int64_t h, int64_t j) { return activatedPair(*sView, h, j); }, qStride);
+        [&](int64_t h, int64_t j) { return activatedPair(*sView, h, j, unscaled); },
+        qStride);
     fenceAsyncShared();
     groupBarrier(c);
 
@@ -330,7 +337,11 @@ void AttentionKernelEmitter::normConsumer() {
     Value tail = s.jagged ? isTail(it) : Value();
     for (int64_t h = 0; h < 2; ++h)
       for (int64_t j = 0; j < groups; ++j) {
-        hv[h][j] = arith::AddFOp::create(b, oView->pair(h, j), widen(ln[h][j]));
+        hv[h][j] = unscaled ? math::FmaOp::create(b, oView->pair(h, j), splat(cstF32(factor)),
+                                                  widen(ln[h][j]))
+                                  .getResult()
+                            : arith::AddFOp::create(b, oView->pair(h, j), widen(ln[h][j]))
+                                  .getResult();
         if (tail)
           hv[h][j] = arith::SelectOp::create(b, tail, widen(ln[h][j]), hv[h][j]);
       }

@@ -87,6 +87,48 @@ Value mlir::fusion::buildScaledActivation(
   return math::FmaOp::create(b, l, h, t, h);
 }
 
+double mlir::fusion::unscaledActivationFactor(Activation act, double scale) {
+  switch (act) {
+  case Activation::gelu_tanh:
+  case Activation::gelu:
+    return 0.5 * scale;
+  case Activation::identity:
+    return scale;
+  case Activation::relu:
+    return scale > 0 ? scale : 0.0;
+  case Activation::silu:
+    return 0.0;
+  }
+  return 0.0;
+}
+
+Value mlir::fusion::buildUnscaledActivation(
+    OpBuilder &b, Location l, Activation act, Value x, double scale,
+    function_ref<Value(OpBuilder &, Location, Value)> tanh) {
+  F32 f{b, l};
+  switch (act) {
+  case Activation::identity:
+    return x;
+  case Activation::relu:
+    return arith::MaximumFOp::create(b, l, x, f.c(0.0));
+  case Activation::gelu: {
+    Value e = math::ErfOp::create(b, l, f.mul(x, f.c(scale * M_SQRT1_2)));
+    return math::FmaOp::create(b, l, x, e, x);
+  }
+  case Activation::gelu_tanh: {
+    double k = std::sqrt(2.0 / M_PI) * scale;
+    Value poly = math::FmaOp::create(b, l, f.mul(x, x),
+                                     f.c(kGeluTanhCoeff * k * scale * scale), f.c(k));
+    Value u = f.mul(x, poly);
+    Value t = tanh ? tanh(b, l, u) : math::TanhOp::create(b, l, u).getResult();
+    return math::FmaOp::create(b, l, x, t, x);
+  }
+  case Activation::silu:
+    break;
+  }
+  return buildScaledActivation(b, l, act, x, scale, tanh);
+}
+
 Value mlir::fusion::buildActivationGrad(OpBuilder &b, Location l,
                                         Activation act, Value x) {
   F32 f{b, l};

@@ -44,6 +44,19 @@ Value buildScaledActivation(
     OpBuilder &b, Location l, Activation act, Value x, double scale,
     function_ref<Value(OpBuilder &, Location, Value)> tanh = nullptr);
 
+/// act(scale x) = factor x unit(x) where taking the constant `factor` out
+/// saves an operation per element (a kernel that applies it once per output
+/// element instead, e.g. inside an FMA it does anyway): gelu_tanh as
+/// x + x tanh(x (a + b x^2)) with factor scale / 2 (one multiply fewer than
+/// buildScaledActivation), gelu as x + x erf(x scale / sqrt 2) with factor
+/// scale / 2, identity as x and, for scale > 0, relu as max(x, 0), both with
+/// factor scale. unscaledActivationFactor is 0 where no such form saves
+/// anything (silu's h + h tanh(h) needs h = scale x / 2 anyway).
+double unscaledActivationFactor(Activation act, double scale);
+Value buildUnscaledActivation(
+    OpBuilder &b, Location l, Activation act, Value x, double scale,
+    function_ref<Value(OpBuilder &, Location, Value)> tanh = nullptr);
+
 /// d act(x) / dx for f32 `x`.
 Value buildActivationGrad(OpBuilder &b, Location l, Activation act, Value x);
 
