@@ -26,6 +26,8 @@ PROGRAMS = {
     "gdpa_gelu_kv1": (3, 192, 64, 1, "gelu", 0.5, "bf16"),
     "gdpa_identity_dv256": (2, 64, 256, 64, "identity", 0.03125, "bf16"),
     "gdpa_gelu_tanh_f16": (2, 128, 128, 72, "gelu_tanh", 0.125, "f16"),
+    # Two stages since the groups' output buffers take Dv, not L_kv, columns.
+    "gdpa_gelu_tanh_kv150": (2, 128, 64, 150, "gelu_tanh", 0.125, "bf16"),
 }
 
 

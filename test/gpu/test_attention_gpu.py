@@ -111,6 +111,7 @@ CASES = [
     ("gdpa_relu_kv256", 2, 65), ("gdpa_gelu_kv1", 4, 256), ("gdpa_gelu_kv1", 3, 5),
     ("gdpa_identity_dv256", 8, 256), ("gdpa_identity_dv256", 1, 1000),
     ("gdpa_gelu_tanh_f16", 8, 512), ("gdpa_gelu_tanh_f16", 2, 3),
+    ("gdpa_gelu_tanh_kv150", 64, 512), ("gdpa_gelu_tanh_kv150", 3, 77),
 ]
 
 

@@ -23,9 +23,9 @@ namespace mlir::fusion {
 /// The attention kernel's shared-memory layout, from the 1024-byte aligned
 /// base (every block a multiple of 1024 bytes, as the 128-byte swizzle
 /// needs): per stage Q [128 tokens, D], K [kvTile, D], V [kvTile, Dv]
-/// (16-bit); gdpa: per consumer group an output buffer [64, max(kvTile,
-/// Dv)] (sm_100a stages P there too; sm_90a holds P in registers, so only
-/// Dv of it is used there); FlashNormAttention (norms): the row exchange's
+/// (16-bit); gdpa: per consumer group an output buffer [64, Dv] (sm_100a:
+/// [64, max(kvTile, Dv)], P staged there too; sm_90a holds P in
+/// registers); FlashNormAttention (norms): the row exchange's
 /// slots (3 rounds x 2
 /// item parities of [H][128] f32) and the norm parameters [3][D] f32. One
 /// definition for the kernel (lib/Conversion/FusionToGPU/Attention/) and for
@@ -75,7 +75,9 @@ struct AttentionLayout {
   int64_t vBytes() const { return kvTile * valueDim * 2; }
   int64_t stageBytes() const { return qBytes() + kBytes() + vBytes(); }
   int64_t groupBufferBytes() const {
-    return norms ? 0 : kGroupRows * std::max(kvTile, valueDim) * 2;
+    if (norms)
+      return 0;
+    return kGroupRows * (tensorMemory ? std::max(kvTile, valueDim) : valueDim) * 2;
   }
   int64_t groupBufferOffset() const { return stages * stageBytes(); }
   /// The row exchange's slots (norms): one round and parity's [H][128] f32.
