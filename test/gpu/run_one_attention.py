@@ -60,13 +60,13 @@ def main():
         # offsets.
         own = [torch.rand_like(q)] if prog.get("residual") == "own" else []
         # The RMSNorm-gradient prologue (gdpa_grad_rms_*, dense): the
-        # norm's input and rstd, its weight, then dw (f32) after the grads.
+        # norm's input and rstd, its weight and then dw (f32) after the grads.
         rms = []
         if prog.get("rms_prologue"):
             rms = [torch.rand_like(do), torch.rand(batch, lq, device="cuda") + 0.5]
             if prog.get("rms_weight"):
                 rms.append(torch.rand(h * dv, device="cuda").to(dt))
-            grads.append(torch.full((h * dv,), float("nan"), device="cuda"))
+                grads.append(torch.full((h * dv,), float("nan"), device="cuda"))
         fn(do, q, k, v, *([offsets] if prog.get("jagged") else []), *own, *rms, *grads)
         torch.cuda.synchronize()
         bad = sum(int(torch.isnan(g).sum()) for g in grads)

@@ -7,7 +7,8 @@
 // and, with a weight, the weight and the pooled partial rows of its
 // gradient ([clusters x 3][H x Dv] f32), summed by a second kernel; no
 // residual argument (grad_residual reads dh from the stage). H = 1 runs
-// as clusters of one. In the kernel: the producer warpgroup gives up fewer
+// as clusters of one (no exchange: the row sums through the CTA's own slots).
+// In the kernel: the producer warpgroup gives up fewer
 // registers (setmaxnreg 56, the consumers take 224), the prologue's row
 // sums go to every peer by st.async, and the consumers wait for ready[s].
 // ptxas assembles them within 250 bytes of spills (212 and 240 bytes at H 2
@@ -70,3 +71,11 @@ func.func @one_head(%dout: tensor<?x?x1x64xbf16>, %q: tensor<?x?x1x64xbf16>, %k:
 // PTX-DAG: st.async.shared::cluster.mbarrier::complete_tx::bytes.u32
 // PTX-DAG: bar.sync 4, 96;
 // PTX-DAG: barrier.cluster.arrive
+// One head (a cluster of one): the row sums stay in the CTA's own slots, a
+// plain store each, read after the prologue's named barrier; no st.async
+// (compute-sanitizer's memcheck reported each one inside a one-CTA cluster).
+// PTX: .entry one_head_kernel0(
+// PTX-NOT: st.async
+// PTX: bar.sync 4, 96;
+// PTX-NOT: st.async
+// PTX: ret;

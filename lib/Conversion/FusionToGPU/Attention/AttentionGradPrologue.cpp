@@ -63,6 +63,11 @@ void AttentionGradEmitter::initPrologue(Value leader) {
                                            /*layerNorm=*/false});
   exchange->slotBars = slotBars;
   exchange->rank = rank;
+  // One head: a row's sum is read by the lanes of its row, and (clamped)
+  // past the tile by other warps' lanes: the prologue's barrier.
+  exchange->localSync = [this] {
+    namedBarrier(kPrologueBarrier, Spec::kPrologueThreads);
+  };
 }
 
 void AttentionGradEmitter::loadPrologueInput(Value batch, Value head, Value row,

@@ -50,6 +50,15 @@ void AttentionKernelEmitter::layerNormRowStats(ArrayRef<Value> sliceMean,
                                                Value invWidth,
                                                MutableArrayRef<Value> mean,
                                                MutableArrayRef<Value> rstd) {
+  if (exchange->isLocal()) {
+    // One head: the slice is the whole row.
+    for (size_t h = 0; h < exchange->shape.rowOffsets.size(); ++h) {
+      mean[h] = sliceMean[h];
+      rstd[h] = rsqrt(arith::AddFOp::create(
+          b, arith::MulFOp::create(b, sliceM2[h], invWidth), cstF32(s.lnEpsilon)));
+    }
+    return;
+  }
   exchange->send(sliceMean, rowInTile, count, 0);
   exchange->send(sliceM2, rowInTile, count, 1);
   Value means = exchange->wait(count, 0);

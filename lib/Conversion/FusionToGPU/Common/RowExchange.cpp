@@ -11,6 +11,10 @@ using namespace mlir;
 using namespace mlir::fusion;
 
 void RowExchange::storeToPeers(Value slot, Value bits, Value bar) {
+  if (isLocal()) {
+    LLVM::StoreOp::create(b, bits, slot);
+    return;
+  }
   Type cluster = LLVM::LLVMPointerType::get(ctx, 7);
   // A loop, not unrolled: the epilogue's registers hold the tile.
   forLoop(idx(0), idx(shape.clusterN), idx(1), ValueRange{},
@@ -46,9 +50,9 @@ void RowExchange::send(ArrayRef<Value> partial, Value rowInTile,
                        Value tileCount, int64_t round) {
   Value buffer = add(idx(2 * round), rem(tileCount, 2));
   Value barrier = barrierOf(round, tileCount);
-  Value storeLeader = isStoreLeader();
-  nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(armedBytes()),
-                                          barrier, storeLeader);
+  if (!isLocal())
+    nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(armedBytes()),
+                                            barrier, isStoreLeader());
   Type shared = LLVM::LLVMPointerType::get(ctx, 3);
   ifThen(isRowLeader(), [&] {
     Value barAddr =
@@ -72,7 +76,7 @@ void RowExchange::sendRow(Value partial, Value row, Value tileCount,
                           int64_t round, Value sender, Value armer) {
   Value buffer = add(idx(2 * round), rem(tileCount, 2));
   Value barrier = barrierOf(round, tileCount);
-  if (armer)
+  if (armer && !isLocal())
     nvgpu::MBarrierArriveExpectTxOp::create(b, slotBars, idx(armedBytes()),
                                             barrier, armer);
   Type shared = LLVM::LLVMPointerType::get(ctx, 3);
@@ -94,6 +98,15 @@ void RowExchange::sendRow(Value partial, Value row, Value tileCount,
 
 Value RowExchange::wait(Value tileCount, int64_t round) {
   Value buffer = add(idx(2 * round), rem(tileCount, 2));
+  if (isLocal()) {
+    if (localSync)
+      localSync();
+    else
+      NVVM::SyncWarpOp::create(b, i32(-1));
+    return smemView(
+        add(idx(shape.slotsOffset), mul(buffer, idx(shape.slotBytes))),
+        {shape.clusterN, shape.tileM}, b.getF32Type());
+  }
   Value phase = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
                                       rem(div(tileCount, 2), 2), idx(0));
   KernelBuilder::wait(slotBars, barrierOf(round, tileCount), phase);
@@ -106,6 +119,15 @@ void RowExchange::clusterRowSums(ArrayRef<Value> partial, Value rowInTile,
                                  Value tileCount, int64_t round,
                                  MutableArrayRef<Value> total,
                                  function_ref<void()> inFlight) {
+  if (isLocal()) {
+    // The partials are the whole rows' sums already (every lane of a row
+    // holds them: the row reductions are butterflies).
+    if (inFlight)
+      inFlight();
+    for (size_t h = 0; h < shape.rowOffsets.size(); ++h)
+      total[h] = partial[h];
+    return;
+  }
   send(partial, rowInTile, tileCount, round);
   if (inFlight)
     inFlight();

@@ -73,6 +73,14 @@ public:
                Value sender, Value armer);
   /// Waits until round `round` of tile `tileCount` has arrived from every
   /// peer; returns its slots, [clusterN][tile_m] f32.
+  ///
+  /// A cluster of one (an attention unit of one head) exchanges nothing:
+  /// the slots are plain shared memory (no st.async, which the PTX model
+  /// gives no meaning inside a one-CTA cluster: compute-sanitizer's memcheck
+  /// reports each such store; no barrier armed or awaited), wait is
+  /// `localSync` (unset: a warp synchronization, for readers of a row in its
+  /// sender's warp), and clusterRowSums returns the partials themselves.
+  bool isLocal() const { return shape.clusterN == 1; }
   Value wait(Value tileCount, int64_t round);
   /// The whole-row sums: one round, then the clusterN slots of the rows
   /// rowInTile + rowOffsets[h] added, in rank order from 0. `inFlight`, if
@@ -135,10 +143,14 @@ public:
   /// Build the conditions "this thread arms the slot barrier / bumps the
   /// counter" and "this thread holds the first columns of its rows".
   std::function<Value()> isStoreLeader, isRowLeader;
+  /// In a cluster of one, what orders the senders' slot stores before the
+  /// readers' loads (see isLocal).
+  std::function<void()> localSync;
 
 private:
   /// st.async of `bits` into `slot` of every peer (itself included),
-  /// completing 4 bytes on the peer's `bar`.
+  /// completing 4 bytes on the peer's `bar`; in a cluster of one, a plain
+  /// store into the CTA's own slot.
   void storeToPeers(Value slot, Value bits, Value bar);
   /// The barrier of slot buffer `buffer` (barrierBase + buffer).
   Value barrierOf(int64_t round, Value tileCount);
