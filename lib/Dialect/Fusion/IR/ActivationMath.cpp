@@ -44,6 +44,16 @@ struct F32 {
                   add(x, mul(c(kGeluTanhCoeff), mul(mul(x, x), x))));
     return tanh ? tanh(b, l, u) : math::TanhOp::create(b, l, u).getResult();
   }
+  /// The same of scale x, as one FMA for the polynomial and a multiply.
+  Value scaledGeluTanhInner(
+      Value x, double scale,
+      function_ref<Value(OpBuilder &, Location, Value)> tanh = nullptr) {
+    double k = std::sqrt(2.0 / M_PI) * scale;
+    Value poly = math::FmaOp::create(b, l, mul(x, x),
+                                     c(kGeluTanhCoeff * k * scale * scale), c(k));
+    Value u = mul(x, poly);
+    return tanh ? tanh(b, l, u) : math::TanhOp::create(b, l, u).getResult();
+  }
 };
 } // namespace
 
@@ -78,11 +88,7 @@ Value mlir::fusion::buildScaledActivation(
     return f.siluByTanh(f.mul(x, f.c(0.5 * scale)), tanh);
   if (act != Activation::gelu_tanh)
     return buildActivation(b, l, act, f.mul(x, f.c(scale)), tanh);
-  double k = std::sqrt(2.0 / M_PI) * scale;
-  Value poly = math::FmaOp::create(b, l, f.mul(x, x),
-                                   f.c(kGeluTanhCoeff * k * scale * scale), f.c(k));
-  Value u = f.mul(x, poly);
-  Value t = tanh ? tanh(b, l, u) : math::TanhOp::create(b, l, u).getResult();
+  Value t = f.scaledGeluTanhInner(x, scale, tanh);
   Value h = f.mul(x, f.c(0.5 * scale));
   return math::FmaOp::create(b, l, h, t, h);
 }
@@ -108,21 +114,15 @@ Value mlir::fusion::buildUnscaledActivation(
   F32 f{b, l};
   switch (act) {
   case Activation::identity:
-    return x;
   case Activation::relu:
-    return arith::MaximumFOp::create(b, l, x, f.c(0.0));
+    // relu(scale x) / scale = relu(x) (unscaledActivationFactor: scale > 0).
+    return buildActivation(b, l, act, x, tanh);
   case Activation::gelu: {
     Value e = math::ErfOp::create(b, l, f.mul(x, f.c(scale * M_SQRT1_2)));
     return math::FmaOp::create(b, l, x, e, x);
   }
-  case Activation::gelu_tanh: {
-    double k = std::sqrt(2.0 / M_PI) * scale;
-    Value poly = math::FmaOp::create(b, l, f.mul(x, x),
-                                     f.c(kGeluTanhCoeff * k * scale * scale), f.c(k));
-    Value u = f.mul(x, poly);
-    Value t = tanh ? tanh(b, l, u) : math::TanhOp::create(b, l, u).getResult();
-    return math::FmaOp::create(b, l, x, t, x);
-  }
+  case Activation::gelu_tanh:
+    return math::FmaOp::create(b, l, x, f.scaledGeluTanhInner(x, scale, tanh), x);
   case Activation::silu:
     break;
   }
