@@ -18,6 +18,7 @@
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 #include "fusion/Dialect/Fusion/Transforms/Transforms.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
@@ -139,6 +140,15 @@ void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
     Value input = norm->getOperand(0);
     auto inputType = cast<RankedTensorType>(input.getType());
     if (inputType.getRank() != 2) {
+      auto expand = input.getDefiningOp<tensor::ExpandShapeOp>();
+      if (expand && expand.getSrc().getDefiningOp<MatmulOp>()) {
+        // Qwen3's and Gemma 3's q_norm / k_norm: the projection's columns
+        // unfolded into heads, each head normalized on its own.
+        notFused("its input unfolds a fusion.matmul's columns into groups of " +
+                 Twine(inputType.getShape().back()) +
+                 " (a per-head norm); no GEMM epilogue normalizes column groups yet");
+        continue;
+      }
       notFused("its input has rank " + Twine(inputType.getRank()) +
                "; a GEMM output is 2-D");
       continue;

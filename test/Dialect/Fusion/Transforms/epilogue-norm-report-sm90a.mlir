@@ -238,3 +238,19 @@ func.func @bias_add(%x: tensor<64x64xbf16>, %w: tensor<256x64xbf16>, %b: tensor<
   return %y : tensor<64x256xbf16>
 }
 }
+
+// -----
+
+// A per-head norm (Qwen3's q_norm): the GEMM's columns unfolded into heads
+// of 128, each normalized on its own; the norm stays standalone.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @per_head(%x: tensor<?x2048xbf16>, %w: tensor<2048x2048xbf16>, %g: tensor<128xbf16>) -> tensor<?x16x128xbf16> {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %x, %c0 : tensor<?x2048xbf16>
+  %q = fusion.matmul %x, %w {transpose_rhs} : tensor<?x2048xbf16>, tensor<2048x2048xbf16> -> tensor<?x2048xbf16>
+  %e = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 16, 128] : tensor<?x2048xbf16> into tensor<?x16x128xbf16>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: its input unfolds a fusion.matmul's columns into groups of 128 (a per-head norm); no GEMM epilogue normalizes column groups yet}}
+  %y = fusion.rms_norm %e weight(%g : tensor<128xbf16>) {epsilon = 1.0e-06 : f32} : tensor<?x16x128xbf16> -> tensor<?x16x128xbf16>
+  return %y : tensor<?x16x128xbf16>
+}
+}
