@@ -48,21 +48,12 @@ FLOOR = 1e-3
 DIR_ENV = "FUSION_FRONTEND_TRAINING_DIR"
 
 
-class LlamaRMSNorm(torch.nn.Module):
-    """Hugging Face's LlamaRMSNorm, its forward code as it is (so that this
-    script needs no transformers)."""
-
-    def __init__(self, hidden_size, eps=1e-6):
-        super().__init__()
-        self.weight = torch.nn.Parameter(torch.ones(hidden_size))
-        self.variance_epsilon = eps
-
-    def forward(self, hidden_states):
-        input_dtype = hidden_states.dtype
-        hidden_states = hidden_states.to(torch.float32)
-        variance = hidden_states.pow(2).mean(-1, keepdim=True)
-        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
-        return self.weight * hidden_states.to(input_dtype)
+# Hugging Face's LlamaRMSNorm (or, without transformers, a copy of its
+# forward code) and the block as PyTorch users write it (nn.LayerNorm over the
+# heads, HSTU's einsum attention, the residuals, nn.RMSNorm): bench_frontend's,
+# also its forward benchmark's modules.
+sys.path.insert(0, os.path.join(REPO, "bench", "frontend"))
+from bench_frontend import LlamaRMSNorm, NormAttentionBlock  # noqa: E402
 
 
 class PreNorm(torch.nn.Module):
@@ -160,13 +151,6 @@ CASES = {"llama_prenorm": (lambda: PreNorm(lambda h: LlamaRMSNorm(h, eps=1e-5)),
          "fp32_layernorm": (lambda: PreNorm(Float32LayerNorm), 1),
          "cohere_prenorm": (lambda: PreNorm(CohereLayerNorm), 1),
          "bert_postnorm": (BertPostNorm, 2), "linear_bias": (lambda: torch.nn.Linear(H, H), 1)}
-
-
-# The block as PyTorch users write it (nn.LayerNorm over the heads, HSTU's
-# einsum attention, the residuals, nn.RMSNorm): bench_frontend's, also its
-# forward benchmark's module.
-sys.path.insert(0, os.path.join(REPO, "bench", "frontend"))
-from bench_frontend import NormAttentionBlock  # noqa: E402
 
 
 # The block's (B, L_q); keys and values [B, 128, 2, 128].

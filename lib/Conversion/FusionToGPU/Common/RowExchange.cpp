@@ -99,17 +99,13 @@ void RowExchange::sendRow(Value partial, Value row, Value tileCount,
 Value RowExchange::wait(Value tileCount, int64_t round) {
   Value buffer = add(idx(2 * round), rem(tileCount, 2));
   if (isLocal()) {
-    if (localSync)
-      localSync();
-    else
-      NVVM::SyncWarpOp::create(b, i32(-1));
-    return smemView(
-        add(idx(shape.slotsOffset), mul(buffer, idx(shape.slotBytes))),
-        {shape.clusterN, shape.tileM}, b.getF32Type());
+    assert(localSync && "a cluster of one orders its slots by localSync");
+    localSync();
+  } else {
+    Value phase = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                        rem(div(tileCount, 2), 2), idx(0));
+    KernelBuilder::wait(slotBars, barrierOf(round, tileCount), phase);
   }
-  Value phase = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
-                                      rem(div(tileCount, 2), 2), idx(0));
-  KernelBuilder::wait(slotBars, barrierOf(round, tileCount), phase);
   return smemView(
       add(idx(shape.slotsOffset), mul(buffer, idx(shape.slotBytes))),
       {shape.clusterN, shape.tileM}, b.getF32Type());

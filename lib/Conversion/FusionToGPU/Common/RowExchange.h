@@ -78,8 +78,8 @@ public:
   /// the slots are plain shared memory (no st.async, which the PTX model
   /// gives no meaning inside a one-CTA cluster: compute-sanitizer's memcheck
   /// reports each such store; no barrier armed or awaited), wait is
-  /// `localSync` (unset: a warp synchronization, for readers of a row in its
-  /// sender's warp), and clusterRowSums returns the partials themselves.
+  /// `localSync` (which its user must set), and clusterRowSums returns the
+  /// partials themselves.
   bool isLocal() const { return shape.clusterN == 1; }
   Value wait(Value tileCount, int64_t round);
   /// The whole-row sums: one round, then the clusterN slots of the rows
