@@ -252,7 +252,10 @@ def bench_jagged(args, programs, rows):
 # d out, against the backward torch.compile (AOTAutograd + Inductor) and
 # eager autograd generate for act(scale q k^T) v; only the backward is
 # timed (autograd.grad over one retained forward graph).
-GRAD_CASES = [("gdpa_grad_kunlun_h2", 768, 512), ("gdpa_grad_kunlun_h4", 768, 1024)]
+GRAD_CASES = [("gdpa_grad_kunlun_h2", 768, 512), ("gdpa_grad_kunlun_h4", 768, 1024),
+              # Keys past 128 (two passes of 128 keys): Kunlun's shapes at
+              # L_kv 256, and 150 with D 128, Dv 64.
+              ("gdpa_grad_kv256_h2", 768, 512), ("gdpa_grad_kv150_silu", 768, 512)]
 
 
 def bench_grad(args, programs, rows):

@@ -119,7 +119,7 @@ func.func @{name}({args}) -> {o} {{
 
 # The backward, fusion.gdpa_grad (dq, dk, dv of the same gdpa): name:
 # (heads, D, Dv, L_kv, activation, scale, dtype). The kernel takes D, Dv of
-# 64 or 128 and L_kv up to 128.
+# 64 or 128 and L_kv up to 256 (past 128 in two passes of 128 keys).
 GRADS = {
     "gdpa_grad_kunlun_h2": (2, 128, 128, 128, "gelu_tanh", 1.0, "bf16"),
     "gdpa_grad_kunlun_h4": (4, 128, 128, 128, "gelu_tanh", 1.0, "bf16"),
@@ -128,6 +128,10 @@ GRADS = {
     "gdpa_grad_gelu_kv1": (3, 64, 64, 1, "gelu", 0.5, "bf16"),
     "gdpa_grad_identity_d64": (2, 64, 64, 128, "identity", 0.125, "bf16"),
     "gdpa_grad_gelu_tanh_f16": (2, 128, 128, 72, "gelu_tanh", 0.125, "f16"),
+    "gdpa_grad_kv256_h2": (2, 128, 128, 256, "gelu_tanh", 1.0, "bf16"),
+    "gdpa_grad_kv150_silu": (2, 128, 64, 150, "silu", 0.125, "bf16"),
+    "gdpa_grad_kv200_d64_f16": (3, 64, 128, 200, "gelu", 0.25, "f16"),
+    "gdpa_grad_kv129_d64": (1, 64, 64, 129, "identity", 0.125, "bf16"),
 }
 
 
@@ -152,6 +156,7 @@ func.func @{name}(%do: {o}, %q: {q}, %k: {k}, %v: {v}) -> ({q}, {k}, {v}) {{
 JAGGED_GRADS = {
     "gdpa_grad_jagged_kunlun": (2, 128, 128, 128, "gelu_tanh", 1.0, "bf16", "i32"),
     "gdpa_grad_jagged_silu_i64": (4, 64, 128, 100, "silu", 0.125, "bf16", "i64"),
+    "gdpa_grad_jagged_kv192": (2, 128, 128, 192, "gelu_tanh", 0.5, "bf16", "i32"),
 }
 
 
@@ -185,6 +190,9 @@ RESIDUAL_GRADS = {
     "gdpa_grad_residual_do_d64": (2, 64, 64, 128, "identity", 0.125, "bf16", None, "do"),
     "gdpa_grad_jagged_residual_kunlun": (2, 128, 128, 128, "gelu_tanh", 1.0, "bf16", "i32", "own"),
     "gdpa_grad_jagged_residual_do_d64": (4, 64, 64, 100, "silu", 0.125, "bf16", "i64", "do"),
+    "gdpa_grad_residual_kv256": (2, 128, 128, 256, "gelu_tanh", 1.0, "bf16", None, "own"),
+    "gdpa_grad_residual_do_kv200": (2, 128, 128, 200, "gelu_tanh", 0.5, "bf16", None, "do"),
+    "gdpa_grad_jagged_residual_kv160_d64": (4, 64, 64, 160, "silu", 0.125, "bf16", "i64", "own"),
 }
 
 

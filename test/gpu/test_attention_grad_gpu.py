@@ -6,7 +6,8 @@ poisoned (NaN), against float64 autograd of the same PyTorch code
 (act(scale q k^T) v): each gradient's relative error at most 2x PyTorch's
 own bf16 (f16) autograd error + 1e-3. L_q not a multiple of the kernel's
 64-token tile (1, 3, 7, 65, 77, 129, 300, 1000), batches of 1 to 768, every
-activation, key lengths 1, 64, 72, 100, 128, D and Dv of 64 and 128
+activation, key lengths 1, 64, 72, 100, 128 and, in two passes of 128 keys,
+129, 150, 160, 192, 200, 256, D and Dv of 64 and 128
 (D != Dv); L_q = 0 (dk = dv = 0) and B = 0; bitwise determinism. Jagged
 q (gdpa_grad_jagged_*: q, do, dq [T, H, D] by offsets, i32 and i64) against
 autograd sequence by sequence: lengths not a multiple of the tile, empty
@@ -72,6 +73,14 @@ CASES = [
     ("gdpa_grad_gelu_kv1", 4, 256), ("gdpa_grad_gelu_kv1", 3, 5),
     ("gdpa_grad_identity_d64", 8, 256), ("gdpa_grad_identity_d64", 1, 1000),
     ("gdpa_grad_gelu_tanh_f16", 8, 512), ("gdpa_grad_gelu_tanh_f16", 2, 3),
+    # Keys past 128: two passes of 128 keys (dQ's partial sums through
+    # global memory), the second pass's keys partly (129, 150, 200) or wholly
+    # (a group with no key) past L_kv.
+    ("gdpa_grad_kv256_h2", 768, 512), ("gdpa_grad_kv256_h2", 3, 300),
+    ("gdpa_grad_kv256_h2", 1, 1),
+    ("gdpa_grad_kv150_silu", 16, 512), ("gdpa_grad_kv150_silu", 3, 77),
+    ("gdpa_grad_kv200_d64_f16", 8, 256), ("gdpa_grad_kv200_d64_f16", 2, 65),
+    ("gdpa_grad_kv129_d64", 4, 1000), ("gdpa_grad_kv129_d64", 1, 7),
 ]
 
 
@@ -92,26 +101,31 @@ def test_gdpa_grad(name, batch, lq):
             f"{label}: rel err {mine:.3e} > 2 x {theirs:.3e} + {FLOOR}"
 
 
-def test_empty_query():
-    """L_q = 0: dq is empty, dk = dv = 0 (every key's sum has no term)."""
-    prog = PROGRAMS.get("gdpa_grad_kunlun_h2")
+@pytest.mark.parametrize("name", ["gdpa_grad_kunlun_h2", "gdpa_grad_kv256_h2"])
+def test_empty_query(name):
+    """L_q = 0: dq is empty, dk = dv = 0 (every key's sum has no term; with
+    two passes, no partial sums to hold)."""
+    prog = PROGRAMS.get(name)
     do, q, k, v = make_case(prog, 3, 0, 7)
     k = torch.randn_like(k)
-    _, dk, dv = call("gdpa_grad_kunlun_h2", do, q, k, v)
+    _, dk, dv = call(name, do, q, k, v)
     assert bool((dk == 0).all()) and bool((dv == 0).all())
 
 
-def test_empty_batch():
+@pytest.mark.parametrize("name", ["gdpa_grad_kunlun_h2", "gdpa_grad_kv256_h2"])
+def test_empty_batch(name):
     """B = 0: nothing to compute, no error."""
-    prog = PROGRAMS.get("gdpa_grad_kunlun_h2")
-    call("gdpa_grad_kunlun_h2", *make_case(prog, 0, 512, 7))
+    prog = PROGRAMS.get(name)
+    call(name, *make_case(prog, 0, 512, 7))
 
 
-def test_deterministic():
-    """The same inputs give bitwise the same gradients (no atomics)."""
-    prog = PROGRAMS.get("gdpa_grad_kunlun_h2")
+@pytest.mark.parametrize("name", ["gdpa_grad_kunlun_h2", "gdpa_grad_kv256_h2"])
+def test_deterministic(name):
+    """The same inputs give bitwise the same gradients (no atomics; with two
+    passes of keys, dQ's partial sums in a fixed order)."""
+    prog = PROGRAMS.get(name)
     inputs = make_case(prog, 32, 512, 5)
-    a, b = call("gdpa_grad_kunlun_h2", *inputs), call("gdpa_grad_kunlun_h2", *inputs)
+    a, b = call(name, *inputs), call(name, *inputs)
     assert all(torch.equal(x, y) for x, y in zip(a, b))
 
 
@@ -140,6 +154,8 @@ JAGGED_CASES = [
     ("gdpa_grad_jagged_kunlun", [0, 0], 130),
     ("gdpa_grad_jagged_kunlun", [], 20),
     ("gdpa_grad_jagged_silu_i64", [129, 0, 255, 64, 65, 7], 3),
+    ("gdpa_grad_jagged_kv192", [300, 0, 128, 1, 77, 512, 5], 11),
+    ("gdpa_grad_jagged_kv192", [3, 9, 1, 40, 2, 100, 30, 17, 0, 64], 0),
 ]
 
 
@@ -186,6 +202,8 @@ RESIDUAL_CASES = [
     ("gdpa_grad_residual_do_kunlun", 2, 65),
     ("gdpa_grad_residual_d64", 3, 300), ("gdpa_grad_residual_d64", 5, 7),
     ("gdpa_grad_residual_do_d64", 3, 300), ("gdpa_grad_residual_do_d64", 8, 129),
+    ("gdpa_grad_residual_kv256", 3, 300), ("gdpa_grad_residual_kv256", 64, 512),
+    ("gdpa_grad_residual_do_kv200", 3, 300), ("gdpa_grad_residual_do_kv200", 2, 65),
 ]
 
 
@@ -234,6 +252,8 @@ JAGGED_RESIDUAL_CASES = [
     ("gdpa_grad_jagged_residual_kunlun", [1000], 0),
     ("gdpa_grad_jagged_residual_do_d64", [129, 0, 255, 64, 65, 7], 3),
     ("gdpa_grad_jagged_residual_do_d64", [3, 9, 1, 40, 2, 100], 45),
+    ("gdpa_grad_jagged_residual_kv160_d64", [129, 0, 255, 64, 65, 7], 3),
+    ("gdpa_grad_jagged_residual_kv160_d64", [1000], 20),
 ]
 
 

@@ -162,13 +162,17 @@ std::string mlir::fusion::whyNoAttentionGradKernel(const TargetInfo &target,
     if (d != 64 && d != 128)
       return llvm::formatv("expected a static {0} of 64 or 128 {1}, but got {2}",
                            name, dimWhy, sizeText(d));
-  if (ShapedType::isDynamic(s.kvLen) || s.kvLen < 1 || s.kvLen > 128)
+  // sm_90a takes keys past 128 in passes of 128 (dQ's partial sums in f32
+  // through global memory, AttentionGradKernel.cpp); sm_100a one MMA.
+  const int64_t maxKv = tmem ? 128 : 128 * AttentionGradLayout::kMaxKvChunks;
+  if (ShapedType::isDynamic(s.kvLen) || s.kvLen < 1 || s.kvLen > maxKv)
     return llvm::formatv(
-        "expected a static key/value length from 1 to 128 for the backward "
-        "{0}, but got {1}",
+        "expected a static key/value length from 1 to {0} for the backward "
+        "{1}, but got {2}",
+        maxKv,
         tmem ? "(one M = 128 MMA over all keys, K and V whole in shared memory)"
-             : "(one consumer warpgroup of 64 keys per 64, K and V whole in "
-               "shared memory)",
+             : "(one consumer warpgroup of 64 keys per 64, K and V in shared "
+               "memory 128 keys at a time)",
         sizeText(s.kvLen));
   if (s.rmsPrologue) {
     if (tmem)
@@ -176,6 +180,12 @@ std::string mlir::fusion::whyNoAttentionGradKernel(const TargetInfo &target,
           "expected sm_90a for gdpa_grad's RMSNorm-gradient prologue (the "
           "{0} backward does not compute it yet)",
           target.chip);
+    if (s.kvLen > 128)
+      return llvm::formatv(
+          "expected a key/value length up to 128 for gdpa_grad's "
+          "RMSNorm-gradient prologue (it turns each dO tile into dh once, "
+          "and keys past 128 take a second pass over the tiles), but got {0}",
+          s.kvLen);
     if (s.jagged)
       return "expected dense q for gdpa_grad's RMSNorm-gradient prologue "
              "(its cluster walks the tiles of one batch), but got jagged q "
@@ -240,13 +250,22 @@ std::string mlir::fusion::describeAttentionGradLayout(const TargetInfo &target,
                 "clusters) clusters",
                 l.prologueHeads, l.prologueHeads == 1 ? "" : "s"))
           : std::string("; a persistent grid of min(units, SMs) CTAs");
+  std::string keys =
+      l.kvChunks > 1
+          ? std::string(llvm::formatv(
+                "units (batch, head) in {0} passes of {1} keys over the query "
+                "tiles (L_kv {2}; dQ's partial sums in f32 through global "
+                "memory)",
+                l.kvChunks, l.kvTile, kvLen))
+          : std::string(llvm::formatv("units (batch, head) with K, V whole in "
+                                      "shared memory (L_kv {0} padded to {1})",
+                                      kvLen, l.kvTile));
   return llvm::formatv(
-      "attention backward kernel on {0}: units (batch, head) with K, V whole "
-      "in shared memory (L_kv {1} padded to {2}), {3} consumer warpgroup{4} "
-      "of {5} keys (dK, dV in registers over the unit's query tiles of {6} "
-      "tokens, dQ through dS in shared memory); {7} stage{8} of Q, dO: {9} "
-      "bytes of shared memory of {10}{11}",
-      target.chip, kvLen, l.kvTile, l.consumers(), l.consumers() == 1 ? "" : "s",
+      "attention backward kernel on {0}: {1}, {2} consumer warpgroup{3} "
+      "of {4} keys (dK, dV in registers over the unit's query tiles of {5} "
+      "tokens, dQ through dS in shared memory); {6} stage{7} of Q, dO: {8} "
+      "bytes of shared memory of {9}{10}",
+      target.chip, keys, l.consumers(), l.consumers() == 1 ? "" : "s",
       l.kGroupKeys, l.kTileQ, l.stages, l.stages == 1 ? "" : "s",
       l.sharedMemoryBytes(), target.smemPerBlockOptin, prologue);
 }

@@ -32,8 +32,14 @@ public:
 
 private:
   Value arg(Arg a) { return func.getArgument(static_cast<unsigned>(a)); }
-  /// With a residual, the kernel's last argument: the residual viewed flat.
-  Value residualArg() { return func.getArguments().back(); }
+  /// With a residual, the residual viewed flat: the kernel's last argument
+  /// but for dQ's partial sums.
+  Value residualArg() {
+    return func.getArgument(func.getNumArguments() - 1 - (s.kvChunks > 1 ? 1 : 0));
+  }
+  /// With passes of keys (kvChunks > 1), the last argument: dQ's partial
+  /// sums (f32, AttentionGradSpec.h).
+  Value partialsArg() { return func.getArguments().back(); }
   Value map(Arg a) { return maps[static_cast<unsigned>(a)]; }
   /// The RMSNorm-gradient prologue's arguments (AttentionGradPrologueArg),
   /// after the others.
@@ -166,6 +172,31 @@ private:
   /// by every consumer thread of the grid (16 bytes each step; a row is
   /// H x D elements, a multiple of 8).
   void zeroRowsOutsideSequences(Value consumerThread);
+  /// The flat index in partialsArg() of this thread's first pair of dQ's
+  /// column block `e` of query tile `t` of unit (`batch`, `head`); its pair
+  /// (h, j) is (h x 8 + j) x 256 further. A tile's [64 tokens, D] is 64 D
+  /// consecutive floats (block e at 4096 e, then pair h x 8 + j of each of
+  /// the group's 128 threads, 8 bytes apart: a warp's stores are 256
+  /// consecutive bytes), at padded row r of head `head`, (H x rows + r) x
+  /// D, where r = (b x qTiles + t) x 64 dense and first token + 64 (t + b)
+  /// jagged (a sequence's tiles end before the next one's first token +
+  /// 64 (b + 1)); rows = B x qTiles x 64 dense, T + 64 B jagged. Built
+  /// through an opaque zero where it is used (not hoisted out of the tile
+  /// loop beside dK and dV).
+  Value dqPartialIndex(Value batch, Value head, Value t, const UnitTokens &tokens,
+                       Value e) {
+    Value rows, row;
+    if (s.jagged) {
+      rows = add(arg(Arg::QueryLen), mul(arg(Arg::Batch), idx(Spec::kTileQ)));
+      row = add(tokens.first, mul(add(t, batch), idx(Spec::kTileQ)));
+    } else {
+      rows = mul(mul(arg(Arg::Batch), qTiles), idx(Spec::kTileQ));
+      row = mul(add(mul(batch, qTiles), t), idx(Spec::kTileQ));
+    }
+    Value tile = mul(add(mul(head, rows), row), idx(s.headDim));
+    Value inTile = add(mul(e, idx(Spec::kTileQ * 64)), mul(tid, idx(2)));
+    return add(add(tile, inTile), opaqueZero());
+  }
   /// The flat index of the residual at (`token`, `head`, `column`) of
   /// batch `batch`: dense [B, L_q, H, D], jagged [T, H, D]. With
   /// `lastToken`, the token is clamped to it: a token past the tile's last

@@ -126,6 +126,25 @@ public:
     }
     if (spec.residual && !spec.gradResidual)
       operands.push_back(host.flatMemref(op.getResidual()));
+    // Passes of 128 keys: dQ's partial sums, H x rows x D f32 (rows: dense
+    // B x 64 ceil(L_q / 64), jagged T + 64 B; AttentionGradSpec.h).
+    Value partials;
+    if (spec.kvChunks > 1) {
+      Value rows =
+          spec.jagged
+              ? arith::AddIOp::create(b, queryLen, arith::MulIOp::create(b, batch, idx(64)))
+                    .getResult()
+              : arith::MulIOp::create(
+                    b, arith::MulIOp::create(b, batch, arith::CeilDivUIOp::create(
+                                                           b, queryLen, idx(64))),
+                    idx(64))
+                    .getResult();
+      Value floats = arith::MulIOp::create(
+          b, arith::MulIOp::create(b, heads, rows), idx(spec.headDim));
+      partials = host.chain.alloc(MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
+                                  {floats});
+      operands.push_back(partials);
+    }
     Type i32 = b.getI32Type();
     Value smem = arith::ConstantOp::create(
         b, b.getI32IntegerAttr(static_cast<int32_t>(spec.sharedMemoryBytes())));
@@ -148,6 +167,8 @@ public:
         smem, operands, gpu::AsyncTokenType::get(ctx),
         ValueRange{host.chain.current()});
     host.chain.advance(launch.getAsyncToken());
+    if (partials)
+      host.chain.free(partials);
   }
 
 private:

@@ -50,7 +50,7 @@ mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target
   s.headDim = shape.headDim;
   s.valueDim = shape.valueDim;
   s.kvLen = shape.kvLen;
-  s.kvTile = llvm::alignTo(s.kvLen, 64);
+  s.setKeys(s.kvLen);
   s.activation = op.getActivation();
   s.scale = op.getScale().convertToDouble();
   if (Value offsets = op.getOffsets()) {

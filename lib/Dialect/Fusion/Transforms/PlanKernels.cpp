@@ -420,7 +420,7 @@ void reportAttentionGradPlan(GDPAGradOp op) {
   AttentionGradLayout layout;
   layout.headDim = shape.headDim;
   layout.valueDim = shape.valueDim;
-  layout.kvTile = llvm::alignTo(shape.kvLen, 64);
+  layout.setKeys(shape.kvLen);
   if (shape.rmsPrologue)
     layout.prologueHeads = shape.heads;
   op.emitRemark(describeAttentionGradLayout(

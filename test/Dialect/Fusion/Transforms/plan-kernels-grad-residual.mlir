@@ -130,16 +130,16 @@ func.func @defined_after(%do: tensor<2x8x2x128xbf16>, %k: tensor<2x8x2x128xbf16>
 
 // -----
 
-// Not folded: no sm_90a kernel takes this gdpa_grad (L_kv = 200; the
+// Not folded: no sm_90a kernel takes this gdpa_grad (L_kv = 300; the
 // conversion refuses it with its reason), so the add keeps its own.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @no_kernel
 // CHECK-NOT: residual
 // CHECK: fusion.add
-func.func @no_kernel(%do: tensor<2x8x2x64xbf16>, %k: tensor<2x200x2x64xbf16>) -> tensor<2x8x2x64xbf16> {
+func.func @no_kernel(%do: tensor<2x8x2x64xbf16>, %k: tensor<2x300x2x64xbf16>) -> tensor<2x8x2x64xbf16> {
   %dq1, %dk, %dv = fusion.gdpa_grad %do, %do, %k, %k {activation = #fusion.activation<silu>, scale = 1.0 : f32}
-      : tensor<2x8x2x64xbf16>, tensor<2x8x2x64xbf16>, tensor<2x200x2x64xbf16>, tensor<2x200x2x64xbf16>
-      -> tensor<2x8x2x64xbf16>, tensor<2x200x2x64xbf16>, tensor<2x200x2x64xbf16>
+      : tensor<2x8x2x64xbf16>, tensor<2x8x2x64xbf16>, tensor<2x300x2x64xbf16>, tensor<2x300x2x64xbf16>
+      -> tensor<2x8x2x64xbf16>, tensor<2x300x2x64xbf16>, tensor<2x300x2x64xbf16>
   %sum = fusion.add %do, %dq1 : tensor<2x8x2x64xbf16>
   return %sum : tensor<2x8x2x64xbf16>
 }

@@ -135,6 +135,32 @@ func.func @jagged(%dout: tensor<100x2x64xbf16>, %h: tensor<100x2x64xbf16>, %rr: 
 
 // -----
 
+// L_kv = 200: the kernel takes keys past 128 in two passes over the query
+// tiles, and the prologue would turn each dO tile into dh twice; the chain
+// stays (the gdpa_grad alone runs in two passes).
+// CHECK-LABEL: func.func @long_kv
+// CHECK: fusion.rms_norm_grad
+// CHECK-NOT: rms_norm_grad(
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @long_kv(%dout: tensor<4x100x2x64xbf16>, %h: tensor<4x100x2x64xbf16>, %rr: tensor<4x100xf32>, %w: tensor<128xbf16>,
+                   %ln: tensor<4x100x2x64xbf16>, %k: tensor<4x200x2x64xbf16>)
+    -> (tensor<4x100x2x64xbf16>, tensor<128xf32>) {
+  %doutf = tensor.collapse_shape %dout [[0], [1], [2, 3]] : tensor<4x100x2x64xbf16> into tensor<4x100x128xbf16>
+  %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : tensor<4x100x2x64xbf16> into tensor<4x100x128xbf16>
+  %dhf, %drw = fusion.rms_norm_grad %doutf, %hf, %rr weight(%w : tensor<128xbf16>)
+      : tensor<4x100x128xbf16>, tensor<4x100x128xbf16>, tensor<4x100xf32> -> tensor<4x100x128xbf16>, tensor<128xf32>
+  %dh = tensor.expand_shape %dhf [[0], [1], [2, 3]] output_shape [4, 100, 2, 64] : tensor<4x100x128xbf16> into tensor<4x100x2x64xbf16>
+  // expected-remark @below {{not folded in as its prologue: no sm_90a attention backward kernel takes it: expected a key/value length up to 128 for gdpa_grad's RMSNorm-gradient prologue (it turns each dO tile into dh once, and keys past 128 take a second pass over the tiles), but got 200}}
+  // expected-remark @below {{attention backward kernel on sm_90a: units (batch, head) in 2 passes of 128 keys over the query tiles (L_kv 200; dQ's partial sums in f32 through global memory), 2 consumer warpgroups of 64 keys}}
+  %dq, %dk, %dv = fusion.gdpa_grad %dh, %ln, %k, %k {activation = #fusion.activation<gelu_tanh>, scale = 1.0 : f32}
+      : tensor<4x100x2x64xbf16>, tensor<4x100x2x64xbf16>, tensor<4x200x2x64xbf16>, tensor<4x200x2x64xbf16>
+      -> tensor<4x100x2x64xbf16>, tensor<4x200x2x64xbf16>, tensor<4x200x2x64xbf16>
+  return %dq, %drw : tensor<4x100x2x64xbf16>, tensor<128xf32>
+}
+}
+
+// -----
+
 // dh has another use (returned): the norm gradient's dx must still be
 // written, so the chain stays.
 // CHECK-LABEL: func.func @dh_other_use
