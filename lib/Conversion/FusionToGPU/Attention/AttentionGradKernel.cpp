@@ -277,6 +277,10 @@ void AttentionGradEmitter::consumer() {
     // (dQ's partial sums carried in f32 through global memory).
     for (int64_t chunk = 0; chunk < s.kvChunks; ++chunk) {
       const bool firstChunk = chunk == 0, lastChunk = chunk == s.kvChunks - 1;
+      // The groups whose keys of this pass start below L_kv.
+      const int64_t activeGroups =
+          std::min<int64_t>(s.consumers(), llvm::divideCeil(s.kvLen - chunk * s.kvTile,
+                                                   Spec::kGroupKeys));
       kvRing.waitFull(*this, zero, kvPos);
       SmallVector<Value> inits = {pos, count, dvEngine->initAccumulator(*this),
                                   dkEngine->initAccumulator(*this)};
@@ -305,6 +309,17 @@ void AttentionGradEmitter::consumer() {
                 consumersBarrier();
               });
 
+            const bool registersA = s.operandsInRegisters();
+            // dS^T's buffer by tile parity (and P^T's).
+            Value parity, pTile, dsTile;
+            auto buffers = [&] {
+              parity = rem(tileCount, 2);
+              Value ds = dsBuffer(c, parity);
+              pTile = block(pBuffer, {64, 64});
+              dsTile = block(ds, {64, 64});
+            };
+            SmallVector<SmallVector<Value>> pWords(2), dsWords(2);
+            auto scores = [&] {
             // S^T = K_c Q^T, dP^T = V_c dO^T.
             Value sT; // fresh accumulators: their first K steps overwrite
             for (int64_t kc = 0; kc < dBlocks; ++kc) {
@@ -327,14 +342,11 @@ void AttentionGradEmitter::consumer() {
             // (128-byte swizzled [64 keys, 64 tokens], the layout
             // writeSwizzled writes), where dQ reads every group's (P^T too
             // where the spec keeps both in shared memory).
-            const bool registersA = s.operandsInRegisters();
             std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, sT, tid);
             std::unique_ptr<AccumulatorView> dpView = scoreEngine->view(*this, dpT, tid);
-            Value parity = rem(tileCount, 2);
-            Value ds = dsBuffer(c, parity);
-            Value pTile = block(pBuffer, {64, 64}), dsTile = block(ds, {64, 64});
+            if (!parity)
+              buffers();
             Value rowPhase = sView->rowPhase();
-            SmallVector<SmallVector<Value>> pWords(2), dsWords(2);
             for (int64_t j = 0; j < Spec::kTileQ / 8; ++j) {
               // 16-byte chunk j of the row sits at position j ^ (row % 8).
               Value chunk = arith::XOrIOp::create(b, idx(j), rowPhase);
@@ -359,6 +371,44 @@ void AttentionGradEmitter::consumer() {
                                         false, llvm::MaybeAlign(4));
               }
             }
+            };
+            if (activeGroups == s.consumers()) {
+              scores();
+            } else {
+              // A pass whose keys end in group activeGroups - 1 (L_kv 129
+              // to 192): the groups past it hold only keys past L_kv (their
+              // dV and dK rows are not stored, their dS^T not read), so they
+              // skip S^T, dP^T and the element-wise step; their dV and dK
+              // MMAs take zero pairs.
+              buffers();
+              Type pairType = VectorType::get({2}, s.elemType);
+              SmallVector<Type> types(2 * 2 * (Spec::kTileQ / 8), pairType);
+              auto ifOp = scf::IfOp::create(b, types, ult(c, idx(activeGroups)),
+                                            /*withElse=*/true);
+              {
+                OpBuilder::InsertionGuard guard(b);
+                b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+                scores();
+                SmallVector<Value> words;
+                for (auto *list : {&pWords, &dsWords})
+                  for (auto &perRow : *list)
+                    llvm::append_range(words, perRow);
+                scf::YieldOp::create(b, words);
+                b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+                Value zeroPair = arith::ConstantOp::create(
+                    b, DenseElementsAttr::get(cast<ShapedType>(pairType),
+                                              b.getFloatAttr(s.elemType, 0.0)));
+                scf::YieldOp::create(b, SmallVector<Value>(types.size(), zeroPair));
+              }
+              int64_t k = 0;
+              for (auto *list : {&pWords, &dsWords})
+                for (auto &perRow : *list) {
+                  perRow.clear();
+                  for (int64_t j = 0; j < Spec::kTileQ / 8; ++j)
+                    perRow.push_back(ifOp.getResult(k++));
+                }
+            }
+
             // dV += P^T dO, dK += dS^T Q: from registers, issued before the
             // barrier that waits for the other groups' dS^T.
             Value dO = block(add(base, idx(s.qBytes())), {Spec::kTileQ, s.valueDim});
@@ -432,7 +482,7 @@ void AttentionGradEmitter::consumer() {
                   staging = add(out, idx(i * Spec::kBlockBytes));
                   dq = residualAccumulator(*dqEngine, staging);
                 }
-                for (int64_t r = 0; r < s.consumers(); ++r) {
+                for (int64_t r = 0; r < activeGroups; ++r) {
                   Value a = block(dsBuffer(idx(r), parity), {64, 64});
                   Value k = block(add(kBlock(idx(r), e), kv), {64, 64});
                   dq = dqEngine->issue(*this, a, k, operandMap, operandMap, dq);
