@@ -162,15 +162,16 @@ std::string mlir::fusion::whyNoAttentionGradKernel(const TargetInfo &target,
     if (d != 64 && d != 128)
       return llvm::formatv("expected a static {0} of 64 or 128 {1}, but got {2}",
                            name, dimWhy, sizeText(d));
-  // sm_90a takes keys past 128 in passes of 128 (dQ's partial sums in f32
-  // through global memory, AttentionGradKernel.cpp); sm_100a one MMA.
-  const int64_t maxKv = tmem ? 128 : 128 * AttentionGradLayout::kMaxKvChunks;
+  // Keys past 128 in passes of 128 (dQ's partial sums in f32 through
+  // global memory, AttentionGradKernel.cpp).
+  const int64_t maxKv = 128 * AttentionGradLayout::kMaxKvChunks;
   if (ShapedType::isDynamic(s.kvLen) || s.kvLen < 1 || s.kvLen > maxKv)
     return llvm::formatv(
         "expected a static key/value length from 1 to {0} for the backward "
         "{1}, but got {2}",
         maxKv,
-        tmem ? "(one M = 128 MMA over all keys, K and V whole in shared memory)"
+        tmem ? "(one M = 128 MMA over 128 keys at a time, K and V in shared "
+               "memory 128 keys at a time)"
              : "(one consumer warpgroup of 64 keys per 64, K and V in shared "
                "memory 128 keys at a time)",
         sizeText(s.kvLen));

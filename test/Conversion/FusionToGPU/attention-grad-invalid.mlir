@@ -16,12 +16,12 @@ func.func @sm100_head_dim(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x256xbf1
 
 // -----
 
-// sm_100a: L_kv = 200, more keys than one M = 128 MMA.
+// sm_100a: L_kv = 300, more than two passes of one M = 128 MMA.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
-func.func @sm100_long_kv(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x64xbf16>, %k: tensor<2x200x2x64xbf16>, %v: tensor<2x200x2x64xbf16>) -> tensor<2x64x2x64xbf16> {
-  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_100a attention kernel: expected a static key/value length from 1 to 128 for the backward (one M = 128 MMA over all keys, K and V whole in shared memory), but got 200}}
+func.func @sm100_long_kv(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x64xbf16>, %k: tensor<2x300x2x64xbf16>, %v: tensor<2x300x2x64xbf16>) -> tensor<2x64x2x64xbf16> {
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_100a attention kernel: expected a static key/value length from 1 to 256 for the backward (one M = 128 MMA over 128 keys at a time, K and V in shared memory 128 keys at a time), but got 300}}
   %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
-      : tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x200x2x64xbf16>, tensor<2x200x2x64xbf16> -> tensor<2x64x2x64xbf16>, tensor<2x200x2x64xbf16>, tensor<2x200x2x64xbf16>
+      : tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x300x2x64xbf16>, tensor<2x300x2x64xbf16> -> tensor<2x64x2x64xbf16>, tensor<2x300x2x64xbf16>, tensor<2x300x2x64xbf16>
   return %dq : tensor<2x64x2x64xbf16>
 }
 }

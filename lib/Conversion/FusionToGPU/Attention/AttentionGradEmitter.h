@@ -172,28 +172,34 @@ private:
   /// by every consumer thread of the grid (16 bytes each step; a row is
   /// H x D elements, a multiple of 8).
   void zeroRowsOutsideSequences(Value consumerThread);
-  /// The flat index in partialsArg() of this thread's first pair of dQ's
-  /// column block `e` of query tile `t` of unit (`batch`, `head`); its pair
-  /// (h, j) is (h x 8 + j) x 256 further. A tile's [64 tokens, D] is 64 D
-  /// consecutive floats (block e at 4096 e, then pair h x 8 + j of each of
-  /// the group's 128 threads, 8 bytes apart: a warp's stores are 256
-  /// consecutive bytes), at padded row r of head `head`, (H x rows + r) x
-  /// D, where r = (b x qTiles + t) x 64 dense and first token + 64 (t + b)
-  /// jagged (a sequence's tiles end before the next one's first token +
-  /// 64 (b + 1)); rows = B x qTiles x 64 dense, T + 64 B jagged. Built
-  /// through an opaque zero where it is used (not hoisted out of the tile
-  /// loop beside dK and dV).
+  /// dQ's partial sums (partialsArg(), kvChunks > 1): H x rows x D floats,
+  /// query tile `t` of unit (`batch`, `head`) at padded row
+  /// (H x rows + r) where r = (b x qTiles + t) x tileQ dense and first
+  /// token + tileQ (t + b) jagged (a sequence's tiles end before the next
+  /// one's first token + tileQ (b + 1)); rows = B x qTiles x tileQ dense,
+  /// T + tileQ B jagged. Returns that row.
+  Value dqPartialTileRow(Value batch, Value head, Value t, const UnitTokens &tokens) {
+    Value rows, row;
+    Value tile = idx(s.tileQ());
+    if (s.jagged) {
+      rows = add(arg(Arg::QueryLen), mul(arg(Arg::Batch), tile));
+      row = add(tokens.first, mul(add(t, batch), tile));
+    } else {
+      rows = mul(mul(arg(Arg::Batch), qTiles), tile);
+      row = mul(add(mul(batch, qTiles), t), tile);
+    }
+    return add(mul(head, rows), row);
+  }
+  /// sm_90a: the flat index of this thread's first pair of dQ's column
+  /// block `e` of the tile; its pair (h, j) is (h x 8 + j) x 256 further.
+  /// The tile's [64 tokens, D] is 64 D consecutive floats: block e at
+  /// 4096 e, then pair h x 8 + j of each of the group's 128 threads, 8
+  /// bytes apart (a warp's stores are 256 consecutive bytes). Built through
+  /// an opaque zero where it is used (not hoisted out of the tile loop
+  /// beside dK and dV).
   Value dqPartialIndex(Value batch, Value head, Value t, const UnitTokens &tokens,
                        Value e) {
-    Value rows, row;
-    if (s.jagged) {
-      rows = add(arg(Arg::QueryLen), mul(arg(Arg::Batch), idx(Spec::kTileQ)));
-      row = add(tokens.first, mul(add(t, batch), idx(Spec::kTileQ)));
-    } else {
-      rows = mul(mul(arg(Arg::Batch), qTiles), idx(Spec::kTileQ));
-      row = mul(add(mul(batch, qTiles), t), idx(Spec::kTileQ));
-    }
-    Value tile = mul(add(mul(head, rows), row), idx(s.headDim));
+    Value tile = mul(dqPartialTileRow(batch, head, t, tokens), idx(s.headDim));
     Value inTile = add(mul(e, idx(Spec::kTileQ * 64)), mul(tid, idx(2)));
     return add(add(tile, inTile), opaqueZero());
   }

@@ -127,17 +127,19 @@ public:
     if (spec.residual && !spec.gradResidual)
       operands.push_back(host.flatMemref(op.getResidual()));
     // Passes of 128 keys: dQ's partial sums, H x rows x D f32 (rows: dense
-    // B x 64 ceil(L_q / 64), jagged T + 64 B; AttentionGradSpec.h).
+    // B x tile ceil(L_q / tile), jagged T + tile B, the query tile's tokens;
+    // AttentionGradSpec.h).
     Value partials;
     if (spec.kvChunks > 1) {
+      Value tile = idx(spec.tileQ());
       Value rows =
           spec.jagged
-              ? arith::AddIOp::create(b, queryLen, arith::MulIOp::create(b, batch, idx(64)))
+              ? arith::AddIOp::create(b, queryLen, arith::MulIOp::create(b, batch, tile))
                     .getResult()
               : arith::MulIOp::create(
                     b, arith::MulIOp::create(b, batch, arith::CeilDivUIOp::create(
-                                                           b, queryLen, idx(64))),
-                    idx(64))
+                                                           b, queryLen, tile)),
+                    tile)
                     .getResult();
       Value floats = arith::MulIOp::create(
           b, arith::MulIOp::create(b, heads, rows), idx(spec.headDim));

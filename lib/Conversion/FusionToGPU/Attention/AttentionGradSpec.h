@@ -23,8 +23,8 @@ namespace mlir::fusion {
 struct AttentionGradKernelSpec : AttentionGradLayout {
   /// do, q, k, v and the three gradients: bf16 or f16.
   Type elemType;
-  /// L_kv (up to 256 on sm_90a, 128 on sm_100a; kvTile rounds it up to 64,
-  /// at most 128, and past 128 kvChunks passes of 128 keys).
+  /// L_kv (up to 256; kvTile rounds it up to 64, at most 128 (sm_100a:
+  /// 128), and past 128 kvChunks passes of 128 keys).
   int64_t kvLen = 0;
   Activation activation = Activation::identity;
   double scale = 1.0;
@@ -86,9 +86,10 @@ getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target,
 /// a sequence's last tile and the rows outside every sequence; last, with a
 /// residual, the residual viewed flat (memref<?xelem>, 16-byte aligned as
 /// every argument; not with grad_residual); with passes of keys (kvChunks >
-/// 1), dQ's partial sums (memref<?xf32>, H x rows x D: rows = B x 64
-/// ceil(L_q / 64) dense, T + 64 B jagged; pooled, written by every pass but
-/// the last and read by every pass but the first). With the RMSNorm-gradient
+/// 1), dQ's partial sums (memref<?xf32>, H x rows x D: rows = B x tile
+/// ceil(L_q / tile) dense, T + tile B jagged, the query tile 64 tokens on
+/// sm_90a and 128 on sm_100a; pooled, written by every pass but the last
+/// and read by every pass but the first). With the RMSNorm-gradient
 /// prologue, then (AttentionGradPrologueArg): x flat (memref<?xelem>), rstd
 /// flat (memref<?xf32>), the 4-D tensor map of x (its tiles prefetched
 /// into L2), and with a weight the weight (memref<?xw>) and the partial rows

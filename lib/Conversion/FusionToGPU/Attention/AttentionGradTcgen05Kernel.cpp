@@ -147,9 +147,6 @@ void AttentionGradEmitter::mmaWarp(Value tmemBase) {
   Value dvAcc = scoreEngine->columnOffset(*this, tmemBase, idx(s.tmemValueColumn()));
   Value dkAcc = scoreEngine->columnOffset(*this, tmemBase, idx(s.tmemKeyColumn()));
   const int64_t dBlocks = s.headDim / 64, dvBlocks = s.valueDim / 64;
-  // dQ's keys: the second 64 only where L_kv has them (past it dS^T's rows
-  // are zero).
-  const int64_t dqKeyBlocks = s.kvLen > 64 ? 2 : 1;
   const int64_t halves = s.tileQ() / 64;
   auto constant = [&](bool v) -> Value {
     return arith::ConstantOp::create(b, b.getBoolAttr(v));
@@ -157,6 +154,11 @@ void AttentionGradEmitter::mmaWarp(Value tmemBase) {
   unitLoop({idx(0), idx(0), idx(0)}, [&](Value, Value, const UnitTokens &tokens,
                                          ValueRange iters) {
     Value pos = iters[0], kvPos = iters[1], count = iters[2];
+    // Keys past 128: a pass of 128 keys at a time over the unit's tiles.
+    for (int64_t chunk = 0; chunk < s.kvChunks; ++chunk) {
+    // dQ's keys of this pass: the second 64 only where L_kv has them (past
+    // it dS^T's rows are zero).
+    const int64_t dqKeyBlocks = s.kvLen - chunk * s.kvTile > 64 ? 2 : 1;
     kvRing.waitFull(*this, zero, kvPos);
     scoreEngine->fenceAfter(*this);
     ValueRange tiles = forLoop(
@@ -252,9 +254,13 @@ void AttentionGradEmitter::mmaWarp(Value tmemBase) {
           });
           return SmallVector<Value>{ring.nextPos(*this, p), add(n, idx(1))};
         });
-    // K and V are read once the unit's MMAs complete.
+    // K and V are read once the pass's MMAs complete.
     ifThen(isIssuer, [&] { scoreEngine->commit(*this, kvRing.empty, zero); });
-    return SmallVector<Value>{tiles[0], kvRing.nextPos(*this, kvPos), tiles[1]};
+    pos = tiles[0];
+    kvPos = kvRing.nextPos(*this, kvPos);
+    count = tiles[1];
+    }
+    return SmallVector<Value>{pos, kvPos, count};
   });
   // The epilogue's last loads are done (its fence::before, the barrier,
   // this fence::after), then the columns are freed.
@@ -316,8 +322,14 @@ void AttentionGradEmitter::tensorMemoryEpilogue(Value tmemBase) {
 
   unitLoop({idx(0)}, [&](Value batch, Value head, const UnitTokens &tokens,
                          ValueRange iters) {
+    Value count = iters[0];
+    // Keys past 128: a pass of 128 keys at a time; every pass but the last
+    // writes its dQ rows (f32) to the partial sums, every pass but the
+    // first adds them.
+    for (int64_t chunk = 0; chunk < s.kvChunks; ++chunk) {
+    const bool firstChunk = chunk == 0, lastChunk = chunk == s.kvChunks - 1;
     ValueRange tiles = forLoop(
-        idx(0), tokens.tiles, idx(1), ValueRange{iters[0]}, [&](Value t, ValueRange it) {
+        idx(0), tokens.tiles, idx(1), ValueRange{count}, [&](Value t, ValueRange it) {
           freshRow();
           Value n = it[0];
           Value parity = tileParity(n);
@@ -359,21 +371,49 @@ void AttentionGradEmitter::tensorMemoryEpilogue(Value tmemBase) {
           wait(dqFull, zero, parity);
           engine->fenceAfter(*this);
           // The previous stores must have read the staging buffer.
-          waitStoresRead(isLeader, group);
+          if (lastChunk)
+            waitStoresRead(isLeader, group);
           // The residual of the thread's token (clamped to the tile's last
           // one: a row past it is not stored), 32 columns a load, issued
-          // before the tensor-memory load it is added to.
-          Value residualAt;
-          if (s.residual) {
+          // before the tensor-memory load it is added to (in the first
+          // pass); the earlier passes' partial sum of its row (every row
+          // of the tile has its own).
+          Value residualAt, partialAt;
+          if (s.residual && firstChunk) {
             Value lastToken = sub(s.jagged ? tokens.end : arg(Arg::QueryLen), idx(1));
             residualAt = residualIndex(batch, head, add(first, tid), lastToken, zero);
           }
-          stageRow(out, s.headDim, [&](int64_t c0) -> Value {
-            if (!s.residual)
-              return loadRow(sAcc, c0);
-            Value residual = loadResidual(add(residualAt, idx(c0)), 32, 16);
-            return arith::AddFOp::create(b, loadRow(sAcc, c0), residual);
-          });
+          if (s.kvChunks > 1)
+            partialAt = mul(add(dqPartialTileRow(batch, head, t, tokens), tid),
+                            idx(s.headDim));
+          auto row32 = VectorType::get({32}, b.getF32Type());
+          auto dqColumns = [&](int64_t c0) -> Value {
+            Value v;
+            if (residualAt) {
+              Value residual = loadResidual(add(residualAt, idx(c0)), 32, 16);
+              v = arith::AddFOp::create(b, loadRow(sAcc, c0), residual);
+            } else {
+              v = loadRow(sAcc, c0);
+            }
+            if (!firstChunk)
+              v = arith::AddFOp::create(
+                  b, v,
+                  vector::LoadOp::create(b, row32, partialsArg(),
+                                         ValueRange{add(partialAt, idx(c0))},
+                                         /*nontemporal=*/false, llvm::MaybeAlign(16)));
+            return v;
+          };
+          if (!lastChunk) {
+            // Not the last pass: the row's sum so far out in f32.
+            for (int64_t c0 = 0; c0 < s.headDim; c0 += 32)
+              vector::StoreOp::create(b, dqColumns(c0), partialsArg(),
+                                      ValueRange{add(partialAt, idx(c0))},
+                                      /*nontemporal=*/false, llvm::MaybeAlign(16));
+            engine->fenceBefore(*this);
+            arrive(dqEmpty, zero);
+            return SmallVector<Value>{add(n, idx(1))};
+          }
+          stageRow(out, s.headDim, dqColumns);
           // dQ is read: the next tile's S^T may take its columns.
           engine->fenceBefore(*this);
           arrive(dqEmpty, zero);
@@ -429,6 +469,7 @@ void AttentionGradEmitter::tensorMemoryEpilogue(Value tmemBase) {
     Value hasTiles = ult(zero, tokens.tiles);
     freshRow();
     auto row32 = VectorType::get({32}, b.getF32Type());
+    const int64_t passKeys = std::min<int64_t>(s.kvLen - chunk * s.kvTile, s.kvTile);
     auto storeKeys = [&](Value acc, int64_t width, Arg tma) {
       waitStoresRead(isLeader, group);
       stageRow(out, width, [&](int64_t c0) -> Value {
@@ -447,14 +488,16 @@ void AttentionGradEmitter::tensorMemoryEpilogue(Value tmemBase) {
       groupBarrier(group);
       ifThen(isLeader, [&] {
         // Keys past L_kv are not stored (nor loaded: their rows are 0).
-        for (int64_t h = 0; h < (s.kvLen > 64 ? 2 : 1); ++h)
+        for (int64_t h = 0; h < (passKeys > 64 ? 2 : 1); ++h)
           storeBlocks(map(tma), add(out, idx(h * width * 128)), width / 64, batch,
-                      head, idx(64 * h));
+                      head, idx(chunk * s.kvTile + 64 * h));
       });
     };
     storeKeys(dvAcc, s.valueDim, Arg::TmaDv);
     storeKeys(dkAcc, s.headDim, Arg::TmaDk);
-    return SmallVector<Value>{tiles[0]};
+    count = tiles[0];
+    }
+    return SmallVector<Value>{count};
   });
   tid = threadRow;
   if (s.jagged)
