@@ -320,57 +320,57 @@ void AttentionGradEmitter::consumer() {
             };
             SmallVector<SmallVector<Value>> pWords(2), dsWords(2);
             auto scores = [&] {
-            // S^T = K_c Q^T, dP^T = V_c dO^T.
-            Value sT; // fresh accumulators: their first K steps overwrite
-            for (int64_t kc = 0; kc < dBlocks; ++kc) {
-              Value a = block(add(kBlock(c, idx(kc)), kv), {64, 64});
-              Value q = block(add(base, idx(kc * Spec::kBlockBytes)), {64, 64});
-              sT = scoreEngine->issue(*this, a, q, operandMap, operandMap, sT);
-            }
-            Value dpT;
-            for (int64_t e = 0; e < dvBlocks; ++e) {
-              Value a = block(add(vBlock(c, e), kv), {64, 64});
-              Value dO = block(add(base, idx(s.qBytes() + e * Spec::kBlockBytes)),
-                               {64, 64});
-              dpT = scoreEngine->issue(*this, a, dO, operandMap, operandMap, dpT);
-            }
-            scoreEngine->waitPending(*this, 0);
-
-            // P^T = act(s), dS^T = dP^T act'(s) scale, s = scale S^T, rounded
-            // pair by pair: both are dV's and dK's A fragments as they are
-            // (wgmma's register form); dS^T also goes into the group's buffer
-            // (128-byte swizzled [64 keys, 64 tokens], the layout
-            // writeSwizzled writes), where dQ reads every group's (P^T too
-            // where the spec keeps both in shared memory).
-            std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, sT, tid);
-            std::unique_ptr<AccumulatorView> dpView = scoreEngine->view(*this, dpT, tid);
-            if (!parity)
-              buffers();
-            Value rowPhase = sView->rowPhase();
-            for (int64_t j = 0; j < Spec::kTileQ / 8; ++j) {
-              // 16-byte chunk j of the row sits at position j ^ (row % 8).
-              Value chunk = arith::XOrIOp::create(b, idx(j), rowPhase);
-              Value col = add(mul(chunk, idx(8)), sView->pairColumn());
-              for (int64_t h = 0; h < 2; ++h) {
-                Value x = sView->pair(h, j), dp = dpView->pair(h, j);
-                Value pv[2], dsv[2];
-                for (int64_t e = 0; e < 2; ++e)
-                  std::tie(pv[e], dsv[e]) = probabilityAndGrad(
-                      vector::ExtractOp::create(b, x, ArrayRef<int64_t>{e}),
-                      [&] {
-                        return vector::ExtractOp::create(b, dp, ArrayRef<int64_t>{e});
-                      },
-                      scaleF);
-                Value keyRow = add(idx(sView->rowOffset(h)), rowInGroup);
-                pWords[h].push_back(packPair(pv[0], pv[1]));
-                dsWords[h].push_back(packPair(dsv[0], dsv[1]));
-                if (!registersA)
-                  vector::StoreOp::create(b, pWords[h].back(), pTile, ValueRange{keyRow, col},
-                                          false, llvm::MaybeAlign(4));
-                vector::StoreOp::create(b, dsWords[h].back(), dsTile, ValueRange{keyRow, col},
-                                        false, llvm::MaybeAlign(4));
+              // S^T = K_c Q^T, dP^T = V_c dO^T.
+              Value sT; // fresh accumulators: their first K steps overwrite
+              for (int64_t kc = 0; kc < dBlocks; ++kc) {
+                Value a = block(add(kBlock(c, idx(kc)), kv), {64, 64});
+                Value q = block(add(base, idx(kc * Spec::kBlockBytes)), {64, 64});
+                sT = scoreEngine->issue(*this, a, q, operandMap, operandMap, sT);
               }
-            }
+              Value dpT;
+              for (int64_t e = 0; e < dvBlocks; ++e) {
+                Value a = block(add(vBlock(c, e), kv), {64, 64});
+                Value dO = block(add(base, idx(s.qBytes() + e * Spec::kBlockBytes)),
+                                 {64, 64});
+                dpT = scoreEngine->issue(*this, a, dO, operandMap, operandMap, dpT);
+              }
+              scoreEngine->waitPending(*this, 0);
+
+              // P^T = act(s), dS^T = dP^T act'(s) scale, s = scale S^T, rounded
+              // pair by pair: both are dV's and dK's A fragments as they are
+              // (wgmma's register form); dS^T also goes into the group's buffer
+              // (128-byte swizzled [64 keys, 64 tokens], the layout
+              // writeSwizzled writes), where dQ reads every group's (P^T too
+              // where the spec keeps both in shared memory).
+              std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, sT, tid);
+              std::unique_ptr<AccumulatorView> dpView = scoreEngine->view(*this, dpT, tid);
+              if (!parity)
+                buffers();
+              Value rowPhase = sView->rowPhase();
+              for (int64_t j = 0; j < Spec::kTileQ / 8; ++j) {
+                // 16-byte chunk j of the row sits at position j ^ (row % 8).
+                Value chunk = arith::XOrIOp::create(b, idx(j), rowPhase);
+                Value col = add(mul(chunk, idx(8)), sView->pairColumn());
+                for (int64_t h = 0; h < 2; ++h) {
+                  Value x = sView->pair(h, j), dp = dpView->pair(h, j);
+                  Value pv[2], dsv[2];
+                  for (int64_t e = 0; e < 2; ++e)
+                    std::tie(pv[e], dsv[e]) = probabilityAndGrad(
+                        vector::ExtractOp::create(b, x, ArrayRef<int64_t>{e}),
+                        [&] {
+                          return vector::ExtractOp::create(b, dp, ArrayRef<int64_t>{e});
+                        },
+                        scaleF);
+                  Value keyRow = add(idx(sView->rowOffset(h)), rowInGroup);
+                  pWords[h].push_back(packPair(pv[0], pv[1]));
+                  dsWords[h].push_back(packPair(dsv[0], dsv[1]));
+                  if (!registersA)
+                    vector::StoreOp::create(b, pWords[h].back(), pTile, ValueRange{keyRow, col},
+                                            false, llvm::MaybeAlign(4));
+                  vector::StoreOp::create(b, dsWords[h].back(), dsTile, ValueRange{keyRow, col},
+                                          false, llvm::MaybeAlign(4));
+                }
+              }
             };
             if (activeGroups == s.consumers()) {
               scores();

@@ -156,109 +156,109 @@ void AttentionGradEmitter::mmaWarp(Value tmemBase) {
     Value pos = iters[0], kvPos = iters[1], count = iters[2];
     // Keys past 128: a pass of 128 keys at a time over the unit's tiles.
     for (int64_t chunk = 0; chunk < s.kvChunks; ++chunk) {
-    // dQ's keys of this pass: the second 64 only where L_kv has them (past
-    // it dS^T's rows are zero).
-    const int64_t dqKeyBlocks = s.kvLen - chunk * s.kvTile > 64 ? 2 : 1;
-    kvRing.waitFull(*this, zero, kvPos);
-    scoreEngine->fenceAfter(*this);
-    ValueRange tiles = forLoop(
-        idx(0), tokens.tiles, idx(1), ValueRange{pos, count},
-        [&](Value t, ValueRange it) {
-          Value p = it[0], n = it[1];
-          Value stage = ring.stageOf(*this, p);
-          ring.waitFull(*this, stage, p);
-          scoreEngine->fenceAfter(*this);
-          Value base = add(smemBase, stageBase(stage));
-          Value parity = tileParity(n);
-          Value kv = smemBase;
-          if (s.jagged) {
-            // A sequence's last tile: the next sequence's tokens get dO = 0
-            // (rows tokensLeft .. 127, by the whole warp) before the dP^T
-            // MMA reads it, so that their dP^T and dS^T columns are 0 and
-            // their P^T columns meet zero rows of dO: nothing of them
-            // reaches dV, dK or the other dQ rows (their own are not
-            // stored).
-            Value first = add(tokens.first, mul(t, idx(s.tileQ())));
-            Value tokensLeft = sub(tokens.end, first);
-            ifThen(ult(tokensLeft, idx(s.tileQ())), [&] {
-              Value lane = rem(tid, 32);
-              for (int64_t h = 0; h < halves; ++h) {
-                Value from = arith::MinUIOp::create(b, tokensLeft, idx(64));
-                if (h)
-                  from = arith::SelectOp::create(b, ult(idx(64 * h), tokensLeft),
-                                                 sub(tokensLeft, idx(64 * h)), zero);
-                zeroRowsFrom(add(stageBase(stage),
-                                 idx(s.qBytes() + h * s.valueDim * 128)),
-                             dvBlocks, from, lane, 32);
-              }
-              fenceAsyncShared();
-            });
-            NVVM::SyncWarpOp::create(b, i32(-1));
-          }
-          // Q's (dO's) half h, column block c: [64 tokens, 64].
-          auto qBlock = [&](int64_t h, int64_t c) {
-            return add(base, idx(h * s.headDim * 128 + c * Spec::kBlockBytes));
-          };
-          auto doBlock = [&](int64_t h, int64_t e) {
-            return add(base, idx(s.qBytes() + h * s.valueDim * 128 +
-                                 e * Spec::kBlockBytes));
-          };
-          // S^T (dP^T): A = K's (V's) column blocks [128 keys, 64], B =
-          // the tile's halves, each into its 64 columns.
-          auto scores = [&](Value acc, int64_t blocks,
-                            function_ref<Value(int64_t)> aBlock,
-                            function_ref<Value(int64_t, int64_t)> bBlock) {
-            for (int64_t c = 0; c < blocks; ++c)
-              for (int64_t h = 0; h < halves; ++h)
-                scoreEngine->issue(
-                    *this, aBlock(c), bBlock(h, c),
-                    h ? scoreEngine->columnOffset(*this, acc, idx(64 * h)) : acc,
-                    constant(c != 0));
-          };
-          ifThen(isIssuer, [&] {
-            scores(dpAcc, dvBlocks,
-                   [&](int64_t e) { return add(kv, vBlock(idx(0), e)); }, doBlock);
-          });
-          // The previous tile's dQ (in S^T's columns) is read.
-          wait(dqEmpty, zero, flip(parity));
-          scoreEngine->fenceAfter(*this);
-          ifThen(isIssuer, [&] {
-            scores(sAcc, dBlocks,
-                   [&](int64_t c) { return add(kv, kBlock(idx(0), idx(c))); }, qBlock);
-            scoreEngine->commit(*this, sFull, zero);
-          });
-          // P^T and dS^T are written; S^T and dP^T read.
-          wait(pFull, zero, parity);
-          scoreEngine->fenceAfter(*this);
-          ifThen(isIssuer, [&] {
-            Value pT = add(smemBase, add(groupBase(zero), idx(s.pOffset())));
-            Value dsT = add(smemBase, add(groupBase(zero), idx(s.dsOffset(0))));
-            // The unit's first tile starts dV and dK afresh.
-            Value later = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, t, zero);
-            for (int64_t h = 0; h < halves; ++h) {
-              Value accumulate = h ? constant(true) : later;
-              Value half = idx(h * s.pBytes() / 2);
-              dvEngine->issue(*this, add(pT, half), doBlock(h, 0), dvAcc, accumulate);
-              dkEngine->issue(*this, add(dsT, half), qBlock(h, 0), dkAcc, accumulate);
+      // dQ's keys of this pass: the second 64 only where L_kv has them (past
+      // it dS^T's rows are zero).
+      const int64_t dqKeyBlocks = s.kvLen - chunk * s.kvTile > 64 ? 2 : 1;
+      kvRing.waitFull(*this, zero, kvPos);
+      scoreEngine->fenceAfter(*this);
+      ValueRange tiles = forLoop(
+          idx(0), tokens.tiles, idx(1), ValueRange{pos, count},
+          [&](Value t, ValueRange it) {
+            Value p = it[0], n = it[1];
+            Value stage = ring.stageOf(*this, p);
+            ring.waitFull(*this, stage, p);
+            scoreEngine->fenceAfter(*this);
+            Value base = add(smemBase, stageBase(stage));
+            Value parity = tileParity(n);
+            Value kv = smemBase;
+            if (s.jagged) {
+              // A sequence's last tile: the next sequence's tokens get dO = 0
+              // (rows tokensLeft .. 127, by the whole warp) before the dP^T
+              // MMA reads it, so that their dP^T and dS^T columns are 0 and
+              // their P^T columns meet zero rows of dO: nothing of them
+              // reaches dV, dK or the other dQ rows (their own are not
+              // stored).
+              Value first = add(tokens.first, mul(t, idx(s.tileQ())));
+              Value tokensLeft = sub(tokens.end, first);
+              ifThen(ult(tokensLeft, idx(s.tileQ())), [&] {
+                Value lane = rem(tid, 32);
+                for (int64_t h = 0; h < halves; ++h) {
+                  Value from = arith::MinUIOp::create(b, tokensLeft, idx(64));
+                  if (h)
+                    from = arith::SelectOp::create(b, ult(idx(64 * h), tokensLeft),
+                                                   sub(tokensLeft, idx(64 * h)), zero);
+                  zeroRowsFrom(add(stageBase(stage),
+                                   idx(s.qBytes() + h * s.valueDim * 128)),
+                               dvBlocks, from, lane, 32);
+                }
+                fenceAsyncShared();
+              });
+              NVVM::SyncWarpOp::create(b, i32(-1));
             }
-            for (int64_t e = 0; e < dBlocks; ++e)
-              for (int64_t r = 0; r < dqKeyBlocks; ++r)
-                dqEngine->issue(
-                    *this, add(dsT, idx(r * Spec::kBlockBytes)),
-                    add(kv, kBlock(idx(r), idx(e))),
-                    e ? dqEngine->columnOffset(*this, sAcc, idx(64 * e)) : sAcc,
-                    constant(r != 0));
-            // Q and dO are read once these MMAs complete.
-            dqEngine->commit(*this, ring.empty, stage);
-            dqEngine->commit(*this, dqFull, zero);
+            // Q's (dO's) half h, column block c: [64 tokens, 64].
+            auto qBlock = [&](int64_t h, int64_t c) {
+              return add(base, idx(h * s.headDim * 128 + c * Spec::kBlockBytes));
+            };
+            auto doBlock = [&](int64_t h, int64_t e) {
+              return add(base, idx(s.qBytes() + h * s.valueDim * 128 +
+                                   e * Spec::kBlockBytes));
+            };
+            // S^T (dP^T): A = K's (V's) column blocks [128 keys, 64], B =
+            // the tile's halves, each into its 64 columns.
+            auto scores = [&](Value acc, int64_t blocks,
+                              function_ref<Value(int64_t)> aBlock,
+                              function_ref<Value(int64_t, int64_t)> bBlock) {
+              for (int64_t c = 0; c < blocks; ++c)
+                for (int64_t h = 0; h < halves; ++h)
+                  scoreEngine->issue(
+                      *this, aBlock(c), bBlock(h, c),
+                      h ? scoreEngine->columnOffset(*this, acc, idx(64 * h)) : acc,
+                      constant(c != 0));
+            };
+            ifThen(isIssuer, [&] {
+              scores(dpAcc, dvBlocks,
+                     [&](int64_t e) { return add(kv, vBlock(idx(0), e)); }, doBlock);
+            });
+            // The previous tile's dQ (in S^T's columns) is read.
+            wait(dqEmpty, zero, flip(parity));
+            scoreEngine->fenceAfter(*this);
+            ifThen(isIssuer, [&] {
+              scores(sAcc, dBlocks,
+                     [&](int64_t c) { return add(kv, kBlock(idx(0), idx(c))); }, qBlock);
+              scoreEngine->commit(*this, sFull, zero);
+            });
+            // P^T and dS^T are written; S^T and dP^T read.
+            wait(pFull, zero, parity);
+            scoreEngine->fenceAfter(*this);
+            ifThen(isIssuer, [&] {
+              Value pT = add(smemBase, add(groupBase(zero), idx(s.pOffset())));
+              Value dsT = add(smemBase, add(groupBase(zero), idx(s.dsOffset(0))));
+              // The unit's first tile starts dV and dK afresh.
+              Value later = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, t, zero);
+              for (int64_t h = 0; h < halves; ++h) {
+                Value accumulate = h ? constant(true) : later;
+                Value half = idx(h * s.pBytes() / 2);
+                dvEngine->issue(*this, add(pT, half), doBlock(h, 0), dvAcc, accumulate);
+                dkEngine->issue(*this, add(dsT, half), qBlock(h, 0), dkAcc, accumulate);
+              }
+              for (int64_t e = 0; e < dBlocks; ++e)
+                for (int64_t r = 0; r < dqKeyBlocks; ++r)
+                  dqEngine->issue(
+                      *this, add(dsT, idx(r * Spec::kBlockBytes)),
+                      add(kv, kBlock(idx(r), idx(e))),
+                      e ? dqEngine->columnOffset(*this, sAcc, idx(64 * e)) : sAcc,
+                      constant(r != 0));
+              // Q and dO are read once these MMAs complete.
+              dqEngine->commit(*this, ring.empty, stage);
+              dqEngine->commit(*this, dqFull, zero);
+            });
+            return SmallVector<Value>{ring.nextPos(*this, p), add(n, idx(1))};
           });
-          return SmallVector<Value>{ring.nextPos(*this, p), add(n, idx(1))};
-        });
-    // K and V are read once the pass's MMAs complete.
-    ifThen(isIssuer, [&] { scoreEngine->commit(*this, kvRing.empty, zero); });
-    pos = tiles[0];
-    kvPos = kvRing.nextPos(*this, kvPos);
-    count = tiles[1];
+      // K and V are read once the pass's MMAs complete.
+      ifThen(isIssuer, [&] { scoreEngine->commit(*this, kvRing.empty, zero); });
+      pos = tiles[0];
+      kvPos = kvRing.nextPos(*this, kvPos);
+      count = tiles[1];
     }
     return SmallVector<Value>{pos, kvPos, count};
   });
@@ -327,175 +327,175 @@ void AttentionGradEmitter::tensorMemoryEpilogue(Value tmemBase) {
     // writes its dQ rows (f32) to the partial sums, every pass but the
     // first adds them.
     for (int64_t chunk = 0; chunk < s.kvChunks; ++chunk) {
-    const bool firstChunk = chunk == 0, lastChunk = chunk == s.kvChunks - 1;
-    ValueRange tiles = forLoop(
-        idx(0), tokens.tiles, idx(1), ValueRange{count}, [&](Value t, ValueRange it) {
-          freshRow();
-          Value n = it[0];
-          Value parity = tileParity(n);
-          Value first = add(tokens.first, mul(t, idx(s.tileQ())));
-          // Jagged: the tile's tokens of this sequence (the rest are the
-          // next sequence's).
-          Value tokensLeft = s.jagged ? sub(tokens.end, first) : Value();
-          wait(sFull, zero, parity);
-          engine->fenceAfter(*this);
-          const int64_t width = kScoreLoadColumns;
-          for (int64_t c0 = 0; c0 < s.tileQ(); c0 += width) {
-            Value sv = engine->loadColumns(*this, sAcc, warp, c0, width);
-            Value dpv = engine->loadColumns(*this, dpAcc, warp, c0, width);
-            engine->waitLoads(*this);
-            for (int64_t j = c0 / 8; j < (c0 + width) / 8; ++j) {
-              SmallVector<Value, 4> pPairs, dsPairs;
-              for (int64_t e = 8 * j - c0; e < 8 * j - c0 + 8; e += 2) {
-                Value pv[2], dsv[2];
-                for (int64_t u = 0; u < 2; ++u) {
-                  std::tie(pv[u], dsv[u]) = probabilityAndGrad(
-                      element(sv, e + u), [&] { return element(dpv, e + u); }, scaleF);
+      const bool firstChunk = chunk == 0, lastChunk = chunk == s.kvChunks - 1;
+      ValueRange tiles = forLoop(
+          idx(0), tokens.tiles, idx(1), ValueRange{count}, [&](Value t, ValueRange it) {
+            freshRow();
+            Value n = it[0];
+            Value parity = tileParity(n);
+            Value first = add(tokens.first, mul(t, idx(s.tileQ())));
+            // Jagged: the tile's tokens of this sequence (the rest are the
+            // next sequence's).
+            Value tokensLeft = s.jagged ? sub(tokens.end, first) : Value();
+            wait(sFull, zero, parity);
+            engine->fenceAfter(*this);
+            const int64_t width = kScoreLoadColumns;
+            for (int64_t c0 = 0; c0 < s.tileQ(); c0 += width) {
+              Value sv = engine->loadColumns(*this, sAcc, warp, c0, width);
+              Value dpv = engine->loadColumns(*this, dpAcc, warp, c0, width);
+              engine->waitLoads(*this);
+              for (int64_t j = c0 / 8; j < (c0 + width) / 8; ++j) {
+                SmallVector<Value, 4> pPairs, dsPairs;
+                for (int64_t e = 8 * j - c0; e < 8 * j - c0 + 8; e += 2) {
+                  Value pv[2], dsv[2];
+                  for (int64_t u = 0; u < 2; ++u) {
+                    std::tie(pv[u], dsv[u]) = probabilityAndGrad(
+                        element(sv, e + u), [&] { return element(dpv, e + u); }, scaleF);
+                  }
+                  pPairs.push_back(packPair(pv[0], pv[1]));
+                  dsPairs.push_back(packPair(dsv[0], dsv[1]));
                 }
-                pPairs.push_back(packPair(pv[0], pv[1]));
-                dsPairs.push_back(packPair(dsv[0], dsv[1]));
+                int64_t at = (j / 8) * (s.pBytes() / 2);
+                storeChunk(add(pBuffer, idx(at)), Spec::kTmemTile, tid, j % 8,
+                           chunkOfPairs(pPairs));
+                storeChunk(add(dsBuffer, idx(at)), Spec::kTmemTile, tid, j % 8,
+                           chunkOfPairs(dsPairs));
               }
-              int64_t at = (j / 8) * (s.pBytes() / 2);
-              storeChunk(add(pBuffer, idx(at)), Spec::kTmemTile, tid, j % 8,
-                         chunkOfPairs(pPairs));
-              storeChunk(add(dsBuffer, idx(at)), Spec::kTmemTile, tid, j % 8,
-                         chunkOfPairs(dsPairs));
             }
-          }
-          // P^T and dS^T visible to the MMAs (async proxy); S^T and dP^T
-          // read (wait::ld) before the arrival.
-          fenceAsyncShared();
-          engine->fenceBefore(*this);
-          arrive(pFull, zero);
+            // P^T and dS^T visible to the MMAs (async proxy); S^T and dP^T
+            // read (wait::ld) before the arrival.
+            fenceAsyncShared();
+            engine->fenceBefore(*this);
+            arrive(pFull, zero);
 
-          wait(dqFull, zero, parity);
-          engine->fenceAfter(*this);
-          // The previous stores must have read the staging buffer.
-          if (lastChunk)
-            waitStoresRead(isLeader, group);
-          // The residual of the thread's token (clamped to the tile's last
-          // one: a row past it is not stored), 32 columns a load, issued
-          // before the tensor-memory load it is added to (in the first
-          // pass); the earlier passes' partial sum of its row (every row
-          // of the tile has its own).
-          Value residualAt, partialAt;
-          if (s.residual && firstChunk) {
-            Value lastToken = sub(s.jagged ? tokens.end : arg(Arg::QueryLen), idx(1));
-            residualAt = residualIndex(batch, head, add(first, tid), lastToken, zero);
-          }
-          if (s.kvChunks > 1)
-            partialAt = mul(add(dqPartialTileRow(batch, head, t, tokens), tid),
-                            idx(s.headDim));
-          auto row32 = VectorType::get({32}, b.getF32Type());
-          auto dqColumns = [&](int64_t c0) -> Value {
-            Value v;
-            if (residualAt) {
-              Value residual = loadResidual(add(residualAt, idx(c0)), 32, 16);
-              v = arith::AddFOp::create(b, loadRow(sAcc, c0), residual);
-            } else {
-              v = loadRow(sAcc, c0);
+            wait(dqFull, zero, parity);
+            engine->fenceAfter(*this);
+            // The previous stores must have read the staging buffer.
+            if (lastChunk)
+              waitStoresRead(isLeader, group);
+            // The residual of the thread's token (clamped to the tile's last
+            // one: a row past it is not stored), 32 columns a load, issued
+            // before the tensor-memory load it is added to (in the first
+            // pass); the earlier passes' partial sum of its row (every row
+            // of the tile has its own).
+            Value residualAt, partialAt;
+            if (s.residual && firstChunk) {
+              Value lastToken = sub(s.jagged ? tokens.end : arg(Arg::QueryLen), idx(1));
+              residualAt = residualIndex(batch, head, add(first, tid), lastToken, zero);
             }
-            if (!firstChunk)
-              v = arith::AddFOp::create(
-                  b, v,
-                  vector::LoadOp::create(b, row32, partialsArg(),
-                                         ValueRange{add(partialAt, idx(c0))},
-                                         /*nontemporal=*/false, llvm::MaybeAlign(16)));
-            return v;
-          };
-          if (!lastChunk) {
-            // Not the last pass: the row's sum so far out in f32.
-            for (int64_t c0 = 0; c0 < s.headDim; c0 += 32)
-              vector::StoreOp::create(b, dqColumns(c0), partialsArg(),
-                                      ValueRange{add(partialAt, idx(c0))},
-                                      /*nontemporal=*/false, llvm::MaybeAlign(16));
+            if (s.kvChunks > 1)
+              partialAt = mul(add(dqPartialTileRow(batch, head, t, tokens), tid),
+                              idx(s.headDim));
+            auto row32 = VectorType::get({32}, b.getF32Type());
+            auto dqColumns = [&](int64_t c0) -> Value {
+              Value v;
+              if (residualAt) {
+                Value residual = loadResidual(add(residualAt, idx(c0)), 32, 16);
+                v = arith::AddFOp::create(b, loadRow(sAcc, c0), residual);
+              } else {
+                v = loadRow(sAcc, c0);
+              }
+              if (!firstChunk)
+                v = arith::AddFOp::create(
+                    b, v,
+                    vector::LoadOp::create(b, row32, partialsArg(),
+                                           ValueRange{add(partialAt, idx(c0))},
+                                           /*nontemporal=*/false, llvm::MaybeAlign(16)));
+              return v;
+            };
+            if (!lastChunk) {
+              // Not the last pass: the row's sum so far out in f32.
+              for (int64_t c0 = 0; c0 < s.headDim; c0 += 32)
+                vector::StoreOp::create(b, dqColumns(c0), partialsArg(),
+                                        ValueRange{add(partialAt, idx(c0))},
+                                        /*nontemporal=*/false, llvm::MaybeAlign(16));
+              engine->fenceBefore(*this);
+              arrive(dqEmpty, zero);
+              return SmallVector<Value>{add(n, idx(1))};
+            }
+            stageRow(out, s.headDim, dqColumns);
+            // dQ is read: the next tile's S^T may take its columns.
             engine->fenceBefore(*this);
             arrive(dqEmpty, zero);
+            fenceAsyncShared();
+            groupBarrier(group);
+            auto bulkStore = [&] {
+              ifThen(isLeader, [&] {
+                for (int64_t h = 0; h < halves; ++h) {
+                  Value row = h ? add(first, idx(64 * h)) : first;
+                  auto store = [&] {
+                    storeBlocks(map(Arg::TmaDq), add(out, idx(h * s.headDim * 128)),
+                                dBlocks, tokens.batchCoord, head, row);
+                  };
+                  // A half past L_q has nothing to store.
+                  if (h && !s.jagged)
+                    ifThen(ult(row, arg(Arg::QueryLen)), store);
+                  else
+                    store();
+                }
+              });
+            };
+            if (!s.jagged) {
+              bulkStore();
+            } else {
+              // A whole tile of this sequence by TMA; its last, partial tile
+              // 16 bytes a thread (rows below the end only).
+              scf::IfOp::create(
+                  b, ult(idx(s.tileQ() - 1), tokensLeft),
+                  [&](OpBuilder &, Location) {
+                    bulkStore();
+                    scf::YieldOp::create(b);
+                  },
+                  [&](OpBuilder &, Location) {
+                    for (int64_t h = 0; h < halves; ++h) {
+                      Value rows = tokensLeft;
+                      if (h)
+                        rows = arith::SelectOp::create(
+                            b, ult(idx(64 * h), tokensLeft), sub(tokensLeft, idx(64 * h)),
+                            zero);
+                      for (int64_t e = 0; e < dBlocks; ++e)
+                        storeRowsBelow(
+                            add(out, idx(h * s.headDim * 128 + e * Spec::kBlockBytes)),
+                            rows, add(first, idx(64 * h)), head, idx(64 * e));
+                    }
+                    scf::YieldOp::create(b);
+                  });
+            }
             return SmallVector<Value>{add(n, idx(1))};
-          }
-          stageRow(out, s.headDim, dqColumns);
-          // dQ is read: the next tile's S^T may take its columns.
-          engine->fenceBefore(*this);
-          arrive(dqEmpty, zero);
-          fenceAsyncShared();
-          groupBarrier(group);
-          auto bulkStore = [&] {
-            ifThen(isLeader, [&] {
-              for (int64_t h = 0; h < halves; ++h) {
-                Value row = h ? add(first, idx(64 * h)) : first;
-                auto store = [&] {
-                  storeBlocks(map(Arg::TmaDq), add(out, idx(h * s.headDim * 128)),
-                              dBlocks, tokens.batchCoord, head, row);
-                };
-                // A half past L_q has nothing to store.
-                if (h && !s.jagged)
-                  ifThen(ult(row, arg(Arg::QueryLen)), store);
-                else
-                  store();
-              }
-            });
-          };
-          if (!s.jagged) {
-            bulkStore();
-          } else {
-            // A whole tile of this sequence by TMA; its last, partial tile
-            // 16 bytes a thread (rows below the end only).
-            scf::IfOp::create(
-                b, ult(idx(s.tileQ() - 1), tokensLeft),
-                [&](OpBuilder &, Location) {
-                  bulkStore();
-                  scf::YieldOp::create(b);
-                },
-                [&](OpBuilder &, Location) {
-                  for (int64_t h = 0; h < halves; ++h) {
-                    Value rows = tokensLeft;
-                    if (h)
-                      rows = arith::SelectOp::create(
-                          b, ult(idx(64 * h), tokensLeft), sub(tokensLeft, idx(64 * h)),
-                          zero);
-                    for (int64_t e = 0; e < dBlocks; ++e)
-                      storeRowsBelow(
-                          add(out, idx(h * s.headDim * 128 + e * Spec::kBlockBytes)),
-                          rows, add(first, idx(64 * h)), head, idx(64 * e));
-                  }
-                  scf::YieldOp::create(b);
-                });
-          }
-          return SmallVector<Value>{add(n, idx(1))};
-        });
+          });
 
-    // The unit's dV, then dK (its last dqFull covers their MMAs), rows of
-    // 128 keys through the staging buffer; zeros for a unit without tiles.
-    Value hasTiles = ult(zero, tokens.tiles);
-    freshRow();
-    auto row32 = VectorType::get({32}, b.getF32Type());
-    const int64_t passKeys = std::min<int64_t>(s.kvLen - chunk * s.kvTile, s.kvTile);
-    auto storeKeys = [&](Value acc, int64_t width, Arg tma) {
-      waitStoresRead(isLeader, group);
-      stageRow(out, width, [&](int64_t c0) -> Value {
-        auto ifOp = scf::IfOp::create(b, TypeRange{row32}, hasTiles,
-                                      /*withElseRegion=*/true);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-        scf::YieldOp::create(b, loadRow(acc, c0));
-        b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-        scf::YieldOp::create(
-            b, ValueRange{arith::ConstantOp::create(
-                   b, DenseElementsAttr::get(row32, b.getF32FloatAttr(0.0)))});
-        return ifOp.getResult(0);
-      });
-      fenceAsyncShared();
-      groupBarrier(group);
-      ifThen(isLeader, [&] {
-        // Keys past L_kv are not stored (nor loaded: their rows are 0).
-        for (int64_t h = 0; h < (passKeys > 64 ? 2 : 1); ++h)
-          storeBlocks(map(tma), add(out, idx(h * width * 128)), width / 64, batch,
-                      head, idx(chunk * s.kvTile + 64 * h));
-      });
-    };
-    storeKeys(dvAcc, s.valueDim, Arg::TmaDv);
-    storeKeys(dkAcc, s.headDim, Arg::TmaDk);
-    count = tiles[0];
+      // The unit's dV, then dK (its last dqFull covers their MMAs), rows of
+      // 128 keys through the staging buffer; zeros for a unit without tiles.
+      Value hasTiles = ult(zero, tokens.tiles);
+      freshRow();
+      auto row32 = VectorType::get({32}, b.getF32Type());
+      const int64_t passKeys = std::min<int64_t>(s.kvLen - chunk * s.kvTile, s.kvTile);
+      auto storeKeys = [&](Value acc, int64_t width, Arg tma) {
+        waitStoresRead(isLeader, group);
+        stageRow(out, width, [&](int64_t c0) -> Value {
+          auto ifOp = scf::IfOp::create(b, TypeRange{row32}, hasTiles,
+                                        /*withElseRegion=*/true);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+          scf::YieldOp::create(b, loadRow(acc, c0));
+          b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+          scf::YieldOp::create(
+              b, ValueRange{arith::ConstantOp::create(
+                     b, DenseElementsAttr::get(row32, b.getF32FloatAttr(0.0)))});
+          return ifOp.getResult(0);
+        });
+        fenceAsyncShared();
+        groupBarrier(group);
+        ifThen(isLeader, [&] {
+          // Keys past L_kv are not stored (nor loaded: their rows are 0).
+          for (int64_t h = 0; h < (passKeys > 64 ? 2 : 1); ++h)
+            storeBlocks(map(tma), add(out, idx(h * width * 128)), width / 64, batch,
+                        head, idx(chunk * s.kvTile + 64 * h));
+        });
+      };
+      storeKeys(dvAcc, s.valueDim, Arg::TmaDv);
+      storeKeys(dkAcc, s.headDim, Arg::TmaDk);
+      count = tiles[0];
     }
     return SmallVector<Value>{count};
   });
