@@ -3,8 +3,8 @@
 # compute-sanitizer (memcheck, racecheck, synccheck) on a 2-stage and a
 # 1-stage gdpa program and the FlashNormAttention kernel (clusters of 2 and
 # 4), and the benchmark; the backward (fusion.gdpa_grad) in phases
-# gradtests and gradsanitize (a 2-group, a 1-group and a D != Dv program),
-# its benchmark within bench; the Kunlun block's training step and backward
+# gradtests and gradsanitize (a 2-group, a 1-group and a D != Dv program,
+# three with keys past 128), its benchmark within bench; the Kunlun block's training step and backward
 # (kunlun_train_*, kunlun_backward_*) in phases blockgradtests and
 # blockgradsanitize; logs and JSON under OUT. Each step
 # has a time limit, so a hang costs its step only.
@@ -40,7 +40,10 @@ if [[ ,$phases, == *,gradtests,* ]]; then
 fi
 if [[ ,$phases, == *,gradsanitize,* ]]; then
   for tool in memcheck racecheck synccheck; do
-    for c in "gdpa_grad_kunlun_h2 3 300" "gdpa_grad_relu_kv64 2 65" "gdpa_grad_silu_d64 2 77" "gdpa_grad_jagged_kunlun 7 200"; do
+    # The last three: keys past 128 (two passes; the second's group past
+    # L_kv skipped at 150; jagged with a residual of its own at 160).
+    for c in "gdpa_grad_kunlun_h2 3 300" "gdpa_grad_relu_kv64 2 65" "gdpa_grad_silu_d64 2 77" "gdpa_grad_jagged_kunlun 7 200" \
+             "gdpa_grad_kv256_h2 3 300" "gdpa_grad_kv150_silu 3 300" "gdpa_grad_jagged_residual_kv160_d64 6 200"; do
       echo "== $tool $c" >> "$out/attention_grad_sanitize.txt"
       timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
         python3 test/gpu/run_one_attention.py $c >> "$out/attention_grad_sanitize.txt" 2>&1
