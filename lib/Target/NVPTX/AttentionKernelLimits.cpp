@@ -164,7 +164,7 @@ std::string mlir::fusion::whyNoAttentionGradKernel(const TargetInfo &target,
                            name, dimWhy, sizeText(d));
   // Keys past 128 in passes of 128 (dQ's partial sums in f32 through
   // global memory, AttentionGradKernel.cpp).
-  const int64_t maxKv = 128 * AttentionGradLayout::kMaxKvChunks;
+  const int64_t maxKv = AttentionGradLayout::kPassKeys * AttentionGradLayout::kMaxKvChunks;
   if (ShapedType::isDynamic(s.kvLen) || s.kvLen < 1 || s.kvLen > maxKv)
     return llvm::formatv(
         "expected a static key/value length from 1 to {0} for the backward "

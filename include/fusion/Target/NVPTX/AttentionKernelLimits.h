@@ -170,20 +170,22 @@ struct AttentionGradLayout {
   /// sm_100a: keys and query tokens per tile (the MMAs' M = 128).
   static constexpr int64_t kTmemTile = 128;
 
-  /// sm_90a: the most passes of 128 keys over a unit's query tiles.
-  static constexpr int64_t kMaxKvChunks = 2;
+  /// Keys per pass over a unit's query tiles past kPassKeys keys, and the
+  /// most passes (both targets).
+  static constexpr int64_t kPassKeys = 128, kMaxKvChunks = 2;
 
   int64_t headDim = 0, valueDim = 0, kvTile = 0;
-  /// sm_90a: passes over the unit's query tiles, kvTile (128) keys each,
-  /// for L_kv > 128; dQ's partial sums of a pass go out in f32 to global
-  /// memory and the next pass's dQ accumulators start from them.
+  /// Passes over the unit's query tiles, kvTile (kPassKeys) keys each, for
+  /// L_kv > kPassKeys; dQ's partial sums of a pass go out in f32 to global
+  /// memory and the next pass adds to them.
   int64_t kvChunks = 1;
   int64_t stages = 2;
-  /// kvTile and kvChunks for `kvLen` keys (sm_90a; planAttentionGradLayout
-  /// makes kvTile 128 on sm_100a).
+  /// kvTile and kvChunks for `kvLen` keys (planAttentionGradLayout makes
+  /// kvTile kPassKeys on sm_100a).
   void setKeys(int64_t kvLen) {
-    kvTile = std::min<int64_t>((kvLen + kGroupKeys - 1) / kGroupKeys * kGroupKeys, 128);
-    kvChunks = (kvLen + 127) / 128;
+    kvTile = std::min<int64_t>((kvLen + kGroupKeys - 1) / kGroupKeys * kGroupKeys,
+                               kPassKeys);
+    kvChunks = (kvLen + kPassKeys - 1) / kPassKeys;
   }
   /// sm_100a: the tcgen05 kernel's layout (above).
   bool tensorMemory = false;

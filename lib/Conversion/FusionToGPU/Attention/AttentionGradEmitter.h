@@ -172,22 +172,15 @@ private:
   /// by every consumer thread of the grid (16 bytes each step; a row is
   /// H x D elements, a multiple of 8).
   void zeroRowsOutsideSequences(Value consumerThread);
-  /// dQ's partial sums (partialsArg(), kvChunks > 1): H x rows x D floats,
-  /// query tile `t` of unit (`batch`, `head`) at padded row
-  /// (H x rows + r) where r = (b x qTiles + t) x tileQ dense and first
-  /// token + tileQ (t + b) jagged (a sequence's tiles end before the next
-  /// one's first token + tileQ (b + 1)); rows = B x qTiles x tileQ dense,
-  /// T + tileQ B jagged. Returns that row.
+  /// dQ's partial sums (partialsArg(), kvChunks > 1; dqPartialRows): the
+  /// first row of query tile `t` of unit (`batch`, `head`), head x rows + r
+  /// where r = (b x qTiles + t) x tileQ dense and first token + tileQ (t +
+  /// b) jagged.
   Value dqPartialTileRow(Value batch, Value head, Value t, const UnitTokens &tokens) {
-    Value rows, row;
+    Value rows = dqPartialRows(b, s, arg(Arg::Batch), arg(Arg::QueryLen));
     Value tile = idx(s.tileQ());
-    if (s.jagged) {
-      rows = add(arg(Arg::QueryLen), mul(arg(Arg::Batch), tile));
-      row = add(tokens.first, mul(add(t, batch), tile));
-    } else {
-      rows = mul(mul(arg(Arg::Batch), qTiles), tile);
-      row = mul(add(mul(batch, qTiles), t), tile);
-    }
+    Value row = s.jagged ? add(tokens.first, mul(add(t, batch), tile))
+                         : mul(add(mul(batch, qTiles), t), tile);
     return add(mul(head, rows), row);
   }
   /// sm_90a: the flat index of this thread's first pair of dQ's column

@@ -126,21 +126,10 @@ public:
     }
     if (spec.residual && !spec.gradResidual)
       operands.push_back(host.flatMemref(op.getResidual()));
-    // Passes of 128 keys: dQ's partial sums, H x rows x D f32 (rows: dense
-    // B x tile ceil(L_q / tile), jagged T + tile B, the query tile's tokens;
-    // AttentionGradSpec.h).
+    // Passes of 128 keys: dQ's partial sums (dqPartialRows).
     Value partials;
     if (spec.kvChunks > 1) {
-      Value tile = idx(spec.tileQ());
-      Value rows =
-          spec.jagged
-              ? arith::AddIOp::create(b, queryLen, arith::MulIOp::create(b, batch, tile))
-                    .getResult()
-              : arith::MulIOp::create(
-                    b, arith::MulIOp::create(b, batch, arith::CeilDivUIOp::create(
-                                                           b, queryLen, tile)),
-                    tile)
-                    .getResult();
+      Value rows = dqPartialRows(b, spec, batch, queryLen);
       Value floats = arith::MulIOp::create(
           b, arith::MulIOp::create(b, heads, rows), idx(spec.headDim));
       partials = host.chain.alloc(MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),

@@ -278,9 +278,7 @@ void AttentionGradEmitter::consumer() {
     for (int64_t chunk = 0; chunk < s.kvChunks; ++chunk) {
       const bool firstChunk = chunk == 0, lastChunk = chunk == s.kvChunks - 1;
       // The groups whose keys of this pass start below L_kv.
-      const int64_t activeGroups =
-          std::min<int64_t>(s.consumers(), llvm::divideCeil(s.kvLen - chunk * s.kvTile,
-                                                   Spec::kGroupKeys));
+      const int64_t activeGroups = llvm::divideCeil(s.passKeys(chunk), Spec::kGroupKeys);
       kvRing.waitFull(*this, zero, kvPos);
       SmallVector<Value> inits = {pos, count, dvEngine->initAccumulator(*this),
                                   dkEngine->initAccumulator(*this)};
@@ -310,7 +308,9 @@ void AttentionGradEmitter::consumer() {
               });
 
             const bool registersA = s.operandsInRegisters();
-            // dS^T's buffer by tile parity (and P^T's).
+            // dS^T's buffer by tile parity (and P^T's): built inside scores()
+            // where every group has keys (the one-pass kernel's order, its PTX
+            // unchanged), ahead of the branch where some group has none.
             Value parity, pTile, dsTile;
             auto buffers = [&] {
               parity = rem(tileCount, 2);

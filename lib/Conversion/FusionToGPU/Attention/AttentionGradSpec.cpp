@@ -3,6 +3,8 @@
 #include "AttentionGradSpec.h"
 #include "AttentionSpec.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -84,4 +86,13 @@ mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target
     s.residual = s.residualInStage = s.gradResidual = true;
   }
   return s;
+}
+
+Value mlir::fusion::dqPartialRows(ImplicitLocOpBuilder &b, const AttentionGradKernelSpec &s,
+                                  Value batch, Value queryLen) {
+  Value tile = arith::ConstantIndexOp::create(b, s.tileQ());
+  if (s.jagged)
+    return arith::AddIOp::create(b, queryLen, arith::MulIOp::create(b, batch, tile));
+  Value tiles = arith::CeilDivUIOp::create(b, queryLen, tile);
+  return arith::MulIOp::create(b, arith::MulIOp::create(b, batch, tiles), tile);
 }

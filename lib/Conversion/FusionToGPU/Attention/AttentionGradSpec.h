@@ -26,6 +26,10 @@ struct AttentionGradKernelSpec : AttentionGradLayout {
   /// L_kv (up to 256; kvTile rounds it up to 64, at most 128 (sm_100a:
   /// 128), and past 128 kvChunks passes of 128 keys).
   int64_t kvLen = 0;
+  /// The keys below L_kv of pass `chunk` (its first kvTile of them).
+  int64_t passKeys(int64_t chunk) const {
+    return std::min(kvLen - chunk * kvTile, kvTile);
+  }
   Activation activation = Activation::identity;
   double scale = 1.0;
   /// Jagged q, do, dq [T, H, D] through offsets (i32 or i64) [B + 1]; k, v,
@@ -94,6 +98,15 @@ getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target,
 /// flat (memref<?xf32>), the 4-D tensor map of x (its tiles prefetched
 /// into L2), and with a weight the weight (memref<?xw>) and the partial rows
 /// of its gradient ([clusters x kPrologueWarps][H x Dv] f32).
+/// The rows of dQ's partial sums (kvChunks > 1): every query tile of every
+/// unit's own tileQ rows, B x tileQ ceil(L_q / tileQ) dense (`queryLen`
+/// L_q), T + tileQ B jagged (`queryLen` T: a sequence's tiles start at its
+/// first token and end before the next one's first token + tileQ); the
+/// buffer is heads x rows x D floats. Shared by the launch (its size) and
+/// the kernel (AttentionGradEmitter::dqPartialTileRow).
+Value dqPartialRows(ImplicitLocOpBuilder &b, const AttentionGradKernelSpec &s,
+                    Value batch, Value queryLen);
+
 enum class AttentionGradArg {
   TmaDo, TmaQ, TmaK, TmaV, TmaDq, TmaDk, TmaDv, Batch, QueryLen, Heads,
   Offsets, DqFlat

@@ -158,7 +158,7 @@ void AttentionGradEmitter::mmaWarp(Value tmemBase) {
     for (int64_t chunk = 0; chunk < s.kvChunks; ++chunk) {
       // dQ's keys of this pass: the second 64 only where L_kv has them (past
       // it dS^T's rows are zero).
-      const int64_t dqKeyBlocks = s.kvLen - chunk * s.kvTile > 64 ? 2 : 1;
+      const int64_t dqKeyBlocks = s.passKeys(chunk) > 64 ? 2 : 1;
       kvRing.waitFull(*this, zero, kvPos);
       scoreEngine->fenceAfter(*this);
       ValueRange tiles = forLoop(
@@ -304,6 +304,7 @@ void AttentionGradEmitter::tensorMemoryEpilogue(Value tmemBase) {
   Value out = add(groupBase(zero), idx(s.outOffset()));
   Value scaleF = cstF32(s.scale);
   const int64_t halves = s.tileQ() / 64, dBlocks = s.headDim / 64;
+  auto row32 = VectorType::get({32}, b.getF32Type());
   auto element = [&](Value v, int64_t i) -> Value {
     return vector::ExtractOp::create(b, v, ArrayRef<int64_t>{i});
   };
@@ -386,7 +387,6 @@ void AttentionGradEmitter::tensorMemoryEpilogue(Value tmemBase) {
             if (s.kvChunks > 1)
               partialAt = mul(add(dqPartialTileRow(batch, head, t, tokens), tid),
                               idx(s.headDim));
-            auto row32 = VectorType::get({32}, b.getF32Type());
             auto dqColumns = [&](int64_t c0) -> Value {
               Value v;
               if (residualAt) {
@@ -468,8 +468,6 @@ void AttentionGradEmitter::tensorMemoryEpilogue(Value tmemBase) {
       // 128 keys through the staging buffer; zeros for a unit without tiles.
       Value hasTiles = ult(zero, tokens.tiles);
       freshRow();
-      auto row32 = VectorType::get({32}, b.getF32Type());
-      const int64_t passKeys = std::min<int64_t>(s.kvLen - chunk * s.kvTile, s.kvTile);
       auto storeKeys = [&](Value acc, int64_t width, Arg tma) {
         waitStoresRead(isLeader, group);
         stageRow(out, width, [&](int64_t c0) -> Value {
@@ -488,7 +486,7 @@ void AttentionGradEmitter::tensorMemoryEpilogue(Value tmemBase) {
         groupBarrier(group);
         ifThen(isLeader, [&] {
           // Keys past L_kv are not stored (nor loaded: their rows are 0).
-          for (int64_t h = 0; h < (passKeys > 64 ? 2 : 1); ++h)
+          for (int64_t h = 0; h < (s.passKeys(chunk) > 64 ? 2 : 1); ++h)
             storeBlocks(map(tma), add(out, idx(h * width * 128)), width / 64, batch,
                         head, idx(chunk * s.kvTile + 64 * h));
         });
