@@ -62,7 +62,8 @@ void mlir::fusion::buildFusionFusePipeline(OpPassManager &pm,
   // runs on the GPU (rows up to a cluster) but measured slower than the
   // standalone norm gradients (0.91-0.93x the step on the H200), and
   // rows through global memory are still refused.
-  pm.addPass(createFusionRegroupBackwardPass({report, options.regroupBackward}));
+  pm.addPass(createFusionRegroupBackwardPass(
+      {report, options.regroupBackward, options.regroupRowDot}));
   pm.addPass(createFusionEpilogueNormPass({report}));
   pm.addPass(createFusionLazyPrenormPass({options.lazyLayerNorm, report}));
   pm.addPass(createCanonicalizerPass());

@@ -10,6 +10,14 @@
 // the backward is regrouped, reading the norm's input and statistics.
 // RUN: fusion-runner %s -e train_step_rms_weight --after-passes='fusion-fuse{regroup-backward=true}' --atol=1e-4 --rtol=1e-4 | FileCheck %s --check-prefix=CPU
 // RUN: fusion-runner %s -e train_step_ln_affine --after-passes='fusion-fuse{regroup-backward=true}' --atol=1e-4 --rtol=1e-4 | FileCheck %s --check-prefix=CPU
+// An RMSNorm with a weight whose output feeds the next layer takes its
+// gradient's row sum from that layer's output (row_dot), also for rows too
+// wide for a cluster; with the next layer's bias, or regroup-row-dot=false,
+// the row exchange form (where the row fits a cluster).
+// RUN: fusion-runner %s -e train_step_rms_wide --after-passes='fusion-fuse{regroup-backward=true}' --atol=1e-4 --rtol=1e-4 | FileCheck %s --check-prefix=CPU
+// RUN: fusion-runner %s -e train_step_rms_next_bias --after-passes='fusion-fuse{regroup-backward=true}' --atol=1e-4 --rtol=1e-4 | FileCheck %s --check-prefix=CPU
+// RUN: fusion-runner %s -e train_step_rms_weight --after-passes='fusion-fuse{regroup-backward=true regroup-row-dot=false}' --atol=1e-4 --rtol=1e-4 | FileCheck %s --check-prefix=CPU
+// RUN: fusion-opt %s '-fusion-fuse=regroup-backward=true regroup-row-dot=false' | FileCheck %s --check-prefix=EXCHANGE
 // (In bf16 the regrouped step rounds its incoming gradient once less than the
 // unfused one, so the two differ by more than bf16 tolerances on the CPU's
 // unscaled random weights; the H200 test compares both with float64.)
@@ -19,8 +27,13 @@
 // CHECK-NOT: fusion.rms_norm
 // CHECK-LABEL: func.func @train_step_rms_weight
 // CHECK: fusion.fused_matmul {{.*}}norm_weight({{.*}}) {epilogue = #fusion.epilogue<rms_norm>{{.*}}save_norm_input
-// CHECK: fusion.fused_matmul {{.*}}norm_weight({{.*}}) norm_input({{.*}}) rstd({{.*}}) {epilogue = #fusion.epilogue<rms_norm_grad>}
+// CHECK: %[[Y:.*]] = fusion.matmul %{{.*}}, %[[W2:[^ ]*]] {transpose_rhs}
+// CHECK: fusion.fused_matmul %[[DY:[^,]*]], %[[W2]] norm_weight({{.*}}) norm_input({{.*}}) rstd({{.*}}) row_dot(%[[Y]] : tensor<32x256xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>}
 // CHECK-NOT: fusion.rms_norm_grad
+// EXCHANGE-LABEL: func.func @train_step_rms_weight
+// EXCHANGE: fusion.fused_matmul {{.*}}norm_weight({{.*}}) norm_input({{.*}}) rstd({{.*}}) {epilogue = #fusion.epilogue<rms_norm_grad>}
+// EXCHANGE-NOT: row_dot
+// EXCHANGE-LABEL: func.func @train_step_ln_affine
 // CHECK-LABEL: func.func @train_step_ln_affine(
 // CHECK: fusion.fused_matmul {{.*}}mean({{.*}}) rstd({{.*}}) {epilogue = #fusion.epilogue<layer_norm_grad>, with_bias_grad}
 // CPU: PASS
@@ -38,7 +51,7 @@ func.func @train_step(%x: tensor<32x48xf32>, %w1: tensor<48x256xf32>, %w2: tenso
 func.func @train_step_rms_weight(%x: tensor<32x48xf32>, %w1: tensor<256x48xf32>, %g: tensor<256xf32>, %w2: tensor<256x256xf32>, %dy: tensor<32x256xf32>)
     -> (tensor<32x256xf32>, tensor<32x48xf32>, tensor<256x48xf32>, tensor<256xf32>, tensor<256x256xf32>) {
   %h = fusion.matmul %x, %w1 {transpose_rhs} : tensor<32x48xf32>, tensor<256x48xf32> -> tensor<32x256xf32>
-  // expected-remark @below {{fusion.rms_norm regrouped (backward only): the norm has an affine weight or bias, so its output is not x_hat; its gradient went into the epilogue of the dgrad GEMM producing its incoming gradient, reading its input and saved statistics; one CTA holds the whole row (N = 256)}}
+  // expected-remark @below {{fusion.rms_norm regrouped (backward only, row dot): its gradient went into the epilogue of the dgrad GEMM producing its incoming gradient, the row sum <dh, z> taken as <dy, y> with y the next layer's output, over the dgrad's K in its main loop (no row exchange, any row size)}}
   // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul, also storing its input (the GEMM result) for its 1 other user (save_norm_input): one CTA holds the whole row (N = 256)}}
   %n, %rstd = fusion.rms_norm %h weight(%g : tensor<256xf32>) {epsilon = 1.0e-06 : f32} : tensor<32x256xf32> -> tensor<32x256xf32>, tensor<32xf32>
   %y = fusion.matmul %n, %w2 {transpose_rhs} : tensor<32x256xf32>, tensor<256x256xf32> -> tensor<32x256xf32>
@@ -62,5 +75,54 @@ func.func @train_step_ln_affine(%x: tensor<32x48xf32>, %w1: tensor<512x48xf32>, 
   %dx = fusion.matmul %dh, %w1 : tensor<32x512xf32>, tensor<512x48xf32> -> tensor<32x48xf32>
   %dw1 = fusion.matmul %dh, %x {transpose_lhs} : tensor<32x512xf32>, tensor<32x48xf32> -> tensor<512x48xf32>
   return %y, %dx, %dw1, %dgamma, %dbeta, %dw2 : tensor<32x512xf32>, tensor<32x48xf32>, tensor<512x48xf32>, tensor<512xf32>, tensor<512xf32>, tensor<512x512xf32>
+}
+// Rows of 4096 f32 columns would exchange their sums over a cluster of 16
+// (non-portable) CTAs: the row dot needs no exchange.
+// CHECK-LABEL: func.func @train_step_rms_wide(
+// CHECK: fusion.fused_matmul {{.*}}row_dot({{.*}}) {epilogue = #fusion.epilogue<rms_norm_grad>}
+// CHECK-NOT: fusion.rms_norm_grad
+func.func @train_step_rms_wide(%x: tensor<16x32xf32>, %w1: tensor<4096x32xf32>, %g: tensor<4096xf32>, %w2: tensor<64x4096xf32>, %dy: tensor<16x64xf32>)
+    -> (tensor<16x64xf32>, tensor<16x32xf32>, tensor<4096xf32>) {
+  %h = fusion.matmul %x, %w1 {transpose_rhs} : tensor<16x32xf32>, tensor<4096x32xf32> -> tensor<16x4096xf32>
+  // expected-remark @below {{fusion.rms_norm regrouped (backward only, row dot)}}
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul}}
+  %n, %rstd = fusion.rms_norm %h weight(%g : tensor<4096xf32>) {epsilon = 1.0e-06 : f32} : tensor<16x4096xf32> -> tensor<16x4096xf32>, tensor<16xf32>
+  %y = fusion.matmul %n, %w2 {transpose_rhs} : tensor<16x4096xf32>, tensor<64x4096xf32> -> tensor<16x64xf32>
+  %dn = fusion.matmul %dy, %w2 : tensor<16x64xf32>, tensor<64x4096xf32> -> tensor<16x4096xf32>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : tensor<4096xf32>) : tensor<16x4096xf32>, tensor<16x4096xf32>, tensor<16xf32> -> tensor<16x4096xf32>, tensor<4096xf32>
+  %dx = fusion.matmul %dh, %w1 : tensor<16x4096xf32>, tensor<4096x32xf32> -> tensor<16x32xf32>
+  return %y, %dx, %dg : tensor<16x64xf32>, tensor<16x32xf32>, tensor<4096xf32>
+}
+// The next layer's bias (y = n W2^T + b2) leaves the row exchange form.
+// CHECK-LABEL: func.func @train_step_rms_next_bias(
+// CHECK: fusion.fused_matmul {{.*}}norm_input({{.*}}) rstd({{.*}}) {epilogue = #fusion.epilogue<rms_norm_grad>}
+// CHECK-NOT: row_dot
+// CHECK-LABEL: func.func @train_step_rms_next_bias_wide(
+// CHECK: fusion.rms_norm_grad
+func.func @train_step_rms_next_bias(%x: tensor<32x48xf32>, %w1: tensor<256x48xf32>, %g: tensor<256xf32>, %w2: tensor<128x256xf32>, %b2: tensor<128xf32>, %dy: tensor<32x128xf32>)
+    -> (tensor<32x128xf32>, tensor<32x48xf32>, tensor<256xf32>) {
+  %h = fusion.matmul %x, %w1 {transpose_rhs} : tensor<32x48xf32>, tensor<256x48xf32> -> tensor<32x256xf32>
+  // expected-remark @below {{fusion.rms_norm regrouped (backward only): the norm has an affine weight or bias}}
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul}}
+  %n, %rstd = fusion.rms_norm %h weight(%g : tensor<256xf32>) {epsilon = 1.0e-06 : f32} : tensor<32x256xf32> -> tensor<32x256xf32>, tensor<32xf32>
+  %y = fusion.matmul %n, %w2 bias(%b2 : tensor<128xf32>) {transpose_rhs} : tensor<32x256xf32>, tensor<128x256xf32> -> tensor<32x128xf32>
+  %dn = fusion.matmul %dy, %w2 : tensor<32x128xf32>, tensor<128x256xf32> -> tensor<32x256xf32>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : tensor<256xf32>) : tensor<32x256xf32>, tensor<32x256xf32>, tensor<32xf32> -> tensor<32x256xf32>, tensor<256xf32>
+  %dx = fusion.matmul %dh, %w1 : tensor<32x256xf32>, tensor<256x48xf32> -> tensor<32x48xf32>
+  return %y, %dx, %dg : tensor<32x128xf32>, tensor<32x48xf32>, tensor<256xf32>
+}
+// bf16 rows of 2048 columns need the global-memory exchange, which the grad
+// epilogue does not have; the next layer's bias rules out the row dot.
+func.func @train_step_rms_next_bias_wide(%x: tensor<16x32xbf16>, %w1: tensor<2048x32xbf16>, %g: tensor<2048xbf16>, %w2: tensor<64x2048xbf16>, %b2: tensor<64xbf16>, %dy: tensor<16x64xbf16>)
+    -> (tensor<16x64xbf16>, tensor<16x32xbf16>, tensor<2048xf32>) {
+  %h = fusion.matmul %x, %w1 {transpose_rhs} : tensor<16x32xbf16>, tensor<2048x32xbf16> -> tensor<16x2048xbf16>
+  // expected-remark @below {{are complete)); no row dot: the next layer has a bias}}
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul}}
+  %n, %rstd = fusion.rms_norm %h weight(%g : tensor<2048xbf16>) {epsilon = 1.0e-06 : f32} : tensor<16x2048xbf16> -> tensor<16x2048xbf16>, tensor<16xf32>
+  %y = fusion.matmul %n, %w2 bias(%b2 : tensor<64xbf16>) {transpose_rhs} : tensor<16x2048xbf16>, tensor<64x2048xbf16> -> tensor<16x64xbf16>
+  %dn = fusion.matmul %dy, %w2 : tensor<16x64xbf16>, tensor<64x2048xbf16> -> tensor<16x2048xbf16>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : tensor<2048xbf16>) : tensor<16x2048xbf16>, tensor<16x2048xbf16>, tensor<16xf32> -> tensor<16x2048xbf16>, tensor<2048xf32>
+  %dx = fusion.matmul %dh, %w1 : tensor<16x2048xbf16>, tensor<2048x32xbf16> -> tensor<16x32xbf16>
+  return %y, %dx, %dg : tensor<16x64xbf16>, tensor<16x32xbf16>, tensor<2048xf32>
 }
 }

@@ -26,6 +26,12 @@ struct FusionFuseOptions : public PassPipelineOptions<FusionFuseOptions> {
                      "(off by default, only its remarks: the GPU kernels have "
                      "no grad epilogue yet; the CPU pipeline runs them)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> regroupRowDot{
+      *this, "regroup-row-dot",
+      llvm::cl::desc("with regroup-backward: take an RMSNorm gradient's row "
+                     "sum from the next layer's output where the program has "
+                     "it (no row exchange); false: the exchange form only"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> normAttention{
       *this, "norm-attention",
       llvm::cl::desc("let fusion-form-norm-attention rewrite an attention "

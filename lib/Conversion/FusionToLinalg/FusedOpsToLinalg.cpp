@@ -87,11 +87,19 @@ struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
       // The accumulator is the incoming gradient dh; the residual gradient is
       // added to dx.
       Type dxElem = residual ? f32 : outElem;
+      // row_dot: the row sum as sum_k A[i,k] row_dot[i,k], in f32 (the
+      // verifier allows it without transpose_lhs and a prologue only).
+      Value rowSum;
+      if (Value rowDot = op.getRowDot())
+        rowSum = m.sumRows({{op.getLhs()}, {rowDot}},
+                           [](OpBuilder &b, Location l, ValueRange a) {
+                             return mul(b, l, a[0], a[1]);
+                           });
       NormGradResult g =
           op.getEpilogue() == EpilogueKind::rms_norm_grad
               ? buildRMSNormGrad(m, acc, op.getNormInput(), op.getRstd(),
                                  op.getNormWeight(), dxElem,
-                                 op.getNormalizedInput())
+                                 op.getNormalizedInput(), Value(), rowSum)
               : buildLayerNormGrad(m, acc, op.getNormInput(), op.getMean(),
                                    op.getRstd(), op.getNormWeight(),
                                    op.getWithBiasGrad(), dxElem);

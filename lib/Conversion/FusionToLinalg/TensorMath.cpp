@@ -315,7 +315,8 @@ Value mlir::fusion::applyLayerNorm(TensorMath &m, Value x, Value mean,
 NormGradResult mlir::fusion::buildRMSNormGrad(TensorMath &m, Value dy, Value x,
                                               Value rstd, Value weight,
                                               Type outElemType,
-                                              bool normalized, Value residual) {
+                                              bool normalized, Value residual,
+                                              Value rowSum) {
   Value n = m.dimAsF32(x, innermost(x));
   // a = [dy, x, rstd, weight?]; g = dy * w, x_hat = x * rstd.
   SmallVector<Operand> ins = {{dy}, {x}, {rstd, Bcast::Row}};
@@ -327,9 +328,10 @@ NormGradResult mlir::fusion::buildRMSNormGrad(TensorMath &m, Value dy, Value x,
   auto xHat = [&](OpBuilder &b, Location l, ValueRange a) {
     return normalized ? a[1] : mul(b, l, a[1], a[2]);
   };
-  Value dot = m.sumRows(ins, [&](OpBuilder &b, Location l, ValueRange a) {
-    return mul(b, l, g(b, l, a), xHat(b, l, a));
-  });
+  Value dot = rowSum ? rowSum
+                     : m.sumRows(ins, [&](OpBuilder &b, Location l, ValueRange a) {
+                         return mul(b, l, g(b, l, a), xHat(b, l, a));
+                       });
   // a = [ins..., dot, residual?].
   SmallVector<Operand> dxIns(ins);
   unsigned dotIdx = dxIns.size();

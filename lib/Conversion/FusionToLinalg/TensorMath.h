@@ -154,11 +154,13 @@ struct NormGradResult {
 /// dx = rstd * (g - x_hat * mean(g * x_hat)) + residual, g = dy * weight,
 /// where x_hat = x * rstd, or x_hat = x when `normalized` (x is the forward's
 /// normalized value); the optional `residual` (dx's shape) is added in f32
-/// before dx is rounded.
+/// before dx is rounded. The row sum sum(g * x_hat) is `rowSum` ([M] f32)
+/// when given (a fused grad epilogue's row dot) instead.
 NormGradResult buildRMSNormGrad(TensorMath &m, Value dy, Value x, Value rstd,
                                 Value weight, Type outElemType,
                                 bool normalized = false,
-                                Value residual = Value());
+                                Value residual = Value(),
+                                Value rowSum = Value());
 /// dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)) + residual,
 /// g = dy * weight, where x_hat = (x - mean) * rstd, or x_hat = x when `mean`
 /// is null (x is the forward's normalized value); the optional `residual`

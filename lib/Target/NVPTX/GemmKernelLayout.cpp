@@ -104,6 +104,8 @@ GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {
   // as long as its row count is a multiple of 8.
   l.aTileBytes = mul(T::kTileM, T::kTileK, p.elementBytes);
   l.bTileBytes = mul(T::kTileK, p.tileN, p.elementBytes);
+  // The row_dot operand's tile, read beside A's by the consumers.
+  l.rowDotTileBytes = p.rowDot ? l.aTileBytes : 0;
   // 16-bit outputs leave by TMA store through [tile_m, 64] buffers (128
   // bytes a row, the 128-byte swizzle): two (one fills while the other's
   // store drains), one with a cluster finishing in registers (its slots
@@ -127,7 +129,8 @@ GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {
   l.normInputOffset = add(l.rowStatsOffset, l.rowStatsBytes);
   // (The sm_100a kernel reads norm_input from global memory, a row per
   // thread: no tile.)
-  l.normInputBytes = p.accumulatorInTensorMemory || (p.grad && s.epilogueWarps)
+  l.normInputBytes = p.accumulatorInTensorMemory ||
+                             (p.grad && (s.epilogueWarps || p.rowDot))
                          ? 0
                          : mul(T::kTileM, p.tileN, p.normInputElementBytes);
   // The grad epilogue warps' row scalars: rstd and -mean rstd of the rows

@@ -318,3 +318,59 @@ func.func @stream_k_norm(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> 
   return %c : tensor<256x256xbf16>
 }
 }
+
+// -----
+
+// A grad epilogue with a row dot is the consumers' of one CTA: not in the
+// epilogue warps ...
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @row_dot_epilogue_warps(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %g: tensor<256xbf16>, %x: tensor<256x256xbf16>, %r: tensor<256xf32>, %y: tensor<256x512xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: a grad epilogue with row_dot is generated in the consumers of one CTA (its row sum needs no exchange), but the configuration has epilogue_warps (re-run fusion-plan-kernels)}}
+  %c, %dg = fusion.fused_matmul %a, %b norm_weight(%g : tensor<256xbf16>) norm_input(%x : tensor<256x256xbf16>) rstd(%r : tensor<256xf32>) row_dot(%y : tensor<256x512xbf16>) {epilogue = #fusion.epilogue<rms_norm_grad>, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 230912, epilogue_warps = true>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>, tensor<256xf32>
+  return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// ... nor over a cluster ...
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @row_dot_cluster(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf16>, %g: tensor<512xbf16>, %x: tensor<256x512xbf16>, %r: tensor<256xf32>, %y: tensor<256x512xbf16>) -> tensor<256x512xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: a grad epilogue with row_dot is generated in the consumers of one CTA (its row sum needs no exchange), but the configuration has cluster_n = 2 (re-run fusion-plan-kernels)}}
+  %c, %dg = fusion.fused_matmul %a, %b norm_weight(%g : tensor<512xbf16>) norm_input(%x : tensor<256x512xbf16>) rstd(%r : tensor<256xf32>) row_dot(%y : tensor<256x512xbf16>) {epilogue = #fusion.epilogue<rms_norm_grad>, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 2, cluster_n = 2, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x512xbf16> -> tensor<256x512xbf16>, tensor<512xf32>
+  return %c : tensor<256x512xbf16>
+}
+}
+
+// -----
+
+// ... nor with rows through global memory ...
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @row_dot_global_rows(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf16>, %g: tensor<512xbf16>, %x: tensor<256x512xbf16>, %r: tensor<256xf32>, %y: tensor<256x512xbf16>) -> tensor<256x512xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: a grad epilogue with row_dot is generated in the consumers of one CTA (its row sum needs no exchange), but the configuration has global_rows (re-run fusion-plan-kernels)}}
+  %c, %dg = fusion.fused_matmul %a, %b norm_weight(%g : tensor<512xbf16>) norm_input(%x : tensor<256x512xbf16>) rstd(%r : tensor<256xf32>) row_dot(%y : tensor<256x512xbf16>) {epilogue = #fusion.epilogue<rms_norm_grad>, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 2, cluster_n = 1, consumers = 2, smem_bytes = 230912, global_rows = true>} : tensor<256x512xbf16>, tensor<512x512xbf16> -> tensor<256x512xbf16>, tensor<512xf32>
+  return %c : tensor<256x512xbf16>
+}
+}
+
+// -----
+
+// ... and only on sm_90a (the sm_100a kernel has no row-dot reader).
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @row_dot_sm100a(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %g: tensor<256xbf16>, %x: tensor<256x256xbf16>, %r: tensor<256xf32>, %y: tensor<256x512xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: a grad epilogue with row_dot is generated for sm_90a only (the sm_100a kernel has no row-dot reader)}}
+  %c, %dg = fusion.fused_matmul %a, %b norm_weight(%g : tensor<256xbf16>) norm_input(%x : tensor<256x256xbf16>) rstd(%r : tensor<256xf32>) row_dot(%y : tensor<256x512xbf16>) {epilogue = #fusion.epilogue<rms_norm_grad>, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 1, smem_bytes = 200000>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>, tensor<256xf32>
+  return %c : tensor<256x256xbf16>
+}
+}
+
+// -----
+
+// The row dot's tiles ride beside A's: A's element type.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @row_dot_type(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %g: tensor<256xbf16>, %x: tensor<256x256xbf16>, %r: tensor<256xf32>, %y: tensor<256x512xf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: row_dot's tiles ride in the ring beside A's and need A's element type}}
+  %c, %dg = fusion.fused_matmul %a, %b norm_weight(%g : tensor<256xbf16>) norm_input(%x : tensor<256x256xbf16>) rstd(%r : tensor<256xf32>) row_dot(%y : tensor<256x512xf16>) {epilogue = #fusion.epilogue<rms_norm_grad>, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>, tensor<256xf32>
+  return %c : tensor<256x256xbf16>
+}
+}

@@ -287,6 +287,62 @@ func.func @fused_unexpected_norm_bias(%a: tensor<64x32xf32>, %b: tensor<32x16xf3
 
 // -----
 
+// Only rms_norm_grad takes its row sum from a row dot.
+func.func @fused_row_dot_epilogue(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>, %m: tensor<64xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>) {
+  // expected-error @below {{unexpected row_dot operand with epilogue layer_norm_grad (only rms_norm_grad takes its row sum from a row dot)}}
+  %y2 = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) mean(%m : tensor<64xf32>)
+      rstd(%r : tensor<64xf32>) row_dot(%y : tensor<64x32xf32>) {epilogue = #fusion.epilogue<layer_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The row dot reads A's rows as lhs holds them.
+func.func @fused_row_dot_transpose_lhs(%a: tensor<32x64xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>) {
+  // expected-error @below {{unexpected row_dot operand with transpose_lhs (the row dot reads A's rows as lhs holds them, unscaled)}}
+  %y2 = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+      row_dot(%y : tensor<64x32xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>, transpose_lhs}
+      : tensor<32x64xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// ... unscaled: a prologue would scale them.
+func.func @fused_row_dot_prologue(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>) {
+  // expected-error @below {{unexpected row_dot operand with a prologue (the row dot reads A's rows as lhs holds them, unscaled)}}
+  %y2 = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+      row_dot(%y : tensor<64x32xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>,
+       prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-05 : f32}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// A weightless norm's gradient (normalized_input) has no row-dot form.
+func.func @fused_row_dot_normalized(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>) {
+  // expected-error @below {{unexpected row_dot operand with normalized_input (a weightless norm's row sum needs no next layer)}}
+  %y2 = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+      row_dot(%y : tensor<64x32xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// The row dot has A's shape [M, K].
+func.func @fused_row_dot_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x16xf32>) {
+  // expected-error @below {{expected row_dot of shape [64, 32] ([M, K], the shape of lhs), but got [64, 16]}}
+  %y2 = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+      row_dot(%y : tensor<64x16xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
 // The residual is [M, N].
 func.func @fused_residual_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %res: tensor<64x32xf32>) {
   // expected-error @below {{expected residual of shape [64, 16] ([M, N]), but got [64, 32]}}

@@ -156,6 +156,20 @@ func.func @fused_epilogue_rms_norm_grad_weight(%dy: tensor<64x32xbf16>, %w: tens
   return %dx, %dw : tensor<64x16xbf16>, tensor<16xf32>
 }
 
+// Epilogue rms_norm_grad with its row sum from a row dot: row_dot [M, K]
+// (the next layer's output, which has A's shape).
+// CHECK-LABEL: func.func @fused_epilogue_rms_norm_grad_row_dot
+// CHECK: fusion.fused_matmul %{{.*}}, %{{.*}} norm_weight(%{{.*}} : tensor<16xbf16>) norm_input(%{{.*}} : tensor<?x16xbf16>) rstd(%{{.*}} : tensor<?xf32>) row_dot(%[[Y:.*]] : tensor<?x32xbf16>) {epilogue = #fusion.epilogue<rms_norm_grad>}
+func.func @fused_epilogue_rms_norm_grad_row_dot(%dy: tensor<?x32xbf16>, %w: tensor<32x16xbf16>,
+    %nw: tensor<16xbf16>, %x: tensor<?x16xbf16>, %rstd: tensor<?xf32>, %y: tensor<?x32xbf16>)
+    -> (tensor<?x16xbf16>, tensor<16xf32>) {
+  %dx, %dw = fusion.fused_matmul %dy, %w norm_weight(%nw : tensor<16xbf16>)
+      norm_input(%x : tensor<?x16xbf16>) rstd(%rstd : tensor<?xf32>)
+      row_dot(%y : tensor<?x32xbf16>) {epilogue = #fusion.epilogue<rms_norm_grad>}
+      : tensor<?x32xbf16>, tensor<32x16xbf16> -> tensor<?x16xbf16>, tensor<16xf32>
+  return %dx, %dw : tensor<?x16xbf16>, tensor<16xf32>
+}
+
 // Epilogue rms_norm_grad without norm_weight: no parameter gradient.
 // CHECK-LABEL: func.func @fused_epilogue_rms_norm_grad_plain
 func.func @fused_epilogue_rms_norm_grad_plain(%dy: tensor<64x32xf32>, %w: tensor<32x16xf32>,

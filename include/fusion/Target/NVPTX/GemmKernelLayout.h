@@ -167,15 +167,22 @@ struct GemmSmemParams {
   /// The accumulator lives in tensor memory (sm_100a): a tile waiting for
   /// its row statistics (global rows) waits there, not in shared memory.
   bool accumulatorInTensorMemory = false;
+  /// A grad epilogue whose row sum is a row dot of A with `row_dot` (the
+  /// next layer's output, [M, K] like A): each stage also holds that
+  /// operand's [tile_m, tile_k] tile, and the epilogue keeps no norm_input
+  /// tile (the consumers read norm_input from global memory).
+  bool rowDot = false;
 };
 
 /// Where each buffer of a fused-GEMM kernel lives in its dynamic shared
 /// memory, in bytes from the (kSmemAlignment-aligned) base:
 ///
 ///   +--------------------------------------------+ 0
-///   | ring: stages x [A tile | B tile]           |  A: tile_m x 64, B: 64 x tile_n
+///   | ring: stages x [A tile | B tile | D tile]  |  A: tile_m x 64, B: 64 x tile_n
 ///   |                                            |  (128-byte swizzle, B in
-///   |                                            |   64-column boxes)
+///   |                                            |   64-column boxes); D, the
+///   |                                            |  row_dot operand's tile like
+///   |                                            |  A's (row-dot grad epilogues)
 ///   +--------------------------------------------+ storeStagingOffset
 ///   | output staging [tile_m x 64] (16-bit       |  (128-byte swizzle, TMA store)
 ///   | outputs): 2 buffers; 1 with a cluster in   |
@@ -205,7 +212,7 @@ struct GemmSmemParams {
 /// alignment slack; INT64_MAX when that overflows int64 (saturatingAdd).
 struct GemmSmemLayout {
   int64_t stages = 0;
-  int64_t aTileBytes = 0, bTileBytes = 0;
+  int64_t aTileBytes = 0, bTileBytes = 0, rowDotTileBytes = 0;
   int64_t storeBuffers = 0, storeChunkBytes = 0;
   int64_t storeStagingOffset = 0, storeStagingBytes = 0;
   int64_t rowStatsOffset = 0, rowStatsBytes = 0;
@@ -215,7 +222,9 @@ struct GemmSmemLayout {
   int64_t clusterSlotsOffset = 0, clusterSlotsBytes = 0;
   int64_t totalBytes = 0;
 
-  int64_t stageBytes() const { return saturatingAdd(aTileBytes, bTileBytes); }
+  int64_t stageBytes() const {
+    return saturatingAdd(saturatingAdd(aTileBytes, bTileBytes), rowDotTileBytes);
+  }
   int64_t ringBytes() const { return saturatingMul(stages, stageBytes()); }
   int64_t aTileOffset(int64_t stage) const {
     return saturatingMul(stage, stageBytes());

@@ -486,7 +486,8 @@ void TileEpilogue::storeSavedInput() {
 ///   RMSNorm:   dx = rstd * (a - x_hat * mean(a x_hat))
 ///   LayerNorm: dx = rstd * (a - mean(a) - x_hat * mean(a x_hat))
 /// then + residual. normGrad is the first pass, the row sums (exchanged
-/// like a forward norm's); gradOutputs the second, per column group as the
+/// like a forward norm's; with rowDot the main loop's row dot instead, no
+/// pass); gradOutputs the second, per column group as the
 /// store takes it, x_hat reloaded there (keeping the first pass's loads, or
 /// computing every output before the store, spills). dweight = sum_rows
 /// dh x_hat and dbias = sum_rows dh: each warp's column sums over its rows
@@ -500,6 +501,14 @@ void TileEpilogue::normGrad() {
     gradMean[h] = meanArg ? memref::LoadOp::create(b, meanArg, ValueRange{rowClamped[h]})
                                 .getResult()
                           : Value();
+  }
+  // rowDot: the row sum came from the main loop's reader (sum_k A D over
+  // K, the next layer's output D), the same in every CTA of the row block:
+  // no first pass over x, no exchange.
+  if (s.rowDot) {
+    for (int64_t h = 0; h < 2; ++h)
+      gradDot[h] = arith::DivFOp::create(b, prologueSumSq[h], nF);
+    return;
   }
   Value zero = splat(cstF32(0.0));
   // Columns past N hold 0 in v and in the loads, so they add nothing.

@@ -92,6 +92,10 @@ void GemmKernelEmitter::setUpOperands() {
   if (Value map = arg(GemmArg::TmaSavedNormInput))
     tmaSaved = UnrealizedConversionCastOp::create(b, getTensorMapTypeC(ctx, s), map)
                    .getResult(0);
+  // The row dot's operand comes in A's tiles.
+  if (Value map = arg(GemmArg::TmaRowDot))
+    tmaRowDot = UnrealizedConversionCastOp::create(b, getTensorMapTypeA(ctx, s), map)
+                    .getResult(0);
   m = arg(GemmArg::M);
   n = arg(GemmArg::N);
   k = arg(GemmArg::K);
@@ -138,6 +142,8 @@ void GemmKernelEmitter::emit() {
     nvgpu::TmaPrefetchOp::create(b, tmaR, leader);
   if (tmaSaved)
     nvgpu::TmaPrefetchOp::create(b, tmaSaved, leader);
+  if (tmaRowDot)
+    nvgpu::TmaPrefetchOp::create(b, tmaRowDot, leader);
   gpu::BarrierOp::create(b);
   if (s.clusterN > 1) {
     // No peer may st.async into this CTA's slots before its barriers exist:

@@ -97,8 +97,11 @@ public:
                         Type elem = Type());
   void prefetchRows(Value stat, Value blockRow);
   void issueLoad(Value kTile, Value stage, Value blockRow, Value blockCol);
+  /// With `rowDot`, the products of A's values with the row_dot operand's
+  /// (its tile after B's in the stage) instead of A's squares.
   Value sumSquaresOfHalfRow(Value stage, Value c, Value acc, Value reader,
-                            int64_t groupRows, Value *sum = nullptr);
+                            int64_t groupRows, Value *sum = nullptr,
+                            bool rowDot = false);
   void consumer();
 
   // GemmEpilogue.cpp.
@@ -134,6 +137,8 @@ public:
       tid, rank, threadId;
   /// save_norm_input with a 16-bit output: the saved input's tensor map.
   Value tmaSaved;
+  /// rowDot: the row_dot operand's tensor map (A's box).
+  Value tmaRowDot;
   /// sm_100a: the tensor-memory accumulator stages' barriers (tmemFull[a]:
   /// the MMAs of the stage's tile completed, a commit; tmemEmpty[a]: every
   /// epilogue thread has read it).

@@ -16,7 +16,9 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
   Value aOff = stageOffset(stage);
   Value bOff = add(aOff, idx(s.aTileBytes()));
   nvgpu::MBarrierArriveExpectTxOp::create(
-      b, ring.full, idx(s.aTileBytes() + s.bTileBytes()), stage, Value());
+      b, ring.full,
+      idx(s.aTileBytes() + s.bTileBytes() + s.rowDotTileBytes()), stage,
+      Value());
   Value k0 = mul(kTile, idx(s.tileK));
   int64_t boxBytes = s.tileK * kSwizzleCols * s.abType.getIntOrFloatBitWidth() / 8;
   // A tile [tile_m, 64] at (row blockRow, col k0); coordinates innermost
@@ -34,6 +36,13 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
   } else {
     Value aTile = smemView(aOff, {s.tileM, s.tileK}, s.abType);
     nvgpu::TmaAsyncLoadOp::create(b, aTile, ring.full, tmaA,
+                                  ValueRange{k0, blockRow}, stage, Value(), Value());
+  }
+  // The row dot's operand: the same rows and K columns as A, after B.
+  if (s.rowDot) {
+    Value dTile = smemView(add(bOff, idx(s.bTileBytes())), {s.tileM, s.tileK},
+                           s.abType);
+    nvgpu::TmaAsyncLoadOp::create(b, dTile, ring.full, tmaRowDot,
                                   ValueRange{k0, blockRow}, stage, Value(), Value());
   }
   // B in tile_n / 64 boxes of [64, 64]. Row-major B [K, N]: the tile
@@ -57,9 +66,11 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
 /// into L2, so that the epilogue's loads hit L2 instead of waiting on DRAM.
 void GemmKernelEmitter::producer() {
   Value residual = s.stagedResidual ? Value() : arg(GemmArg::Residual);
-  // The grad epilogue warps read norm_input from global memory too.
-  Value normInput =
-      s.gradEpilogue() && s.epilogueWarps ? arg(GemmArg::NormInput) : Value();
+  // The grad epilogue warps read norm_input from global memory too, and so
+  // do the consumers of a row-dot grad epilogue.
+  Value normInput = s.gradEpilogue() && (s.epilogueWarps || s.rowDot)
+                        ? arg(GemmArg::NormInput)
+                        : Value();
   // The K steps [kFirst, kFirst + kCount) of a tile (kFirst null: 0).
   auto tile = [&](Value blockRow, Value blockCol, Value kFirst, Value kCount,
                   ValueRange iters) {
@@ -220,7 +231,7 @@ void GemmKernelEmitter::prefetchRows(Value stat, Value blockRow) {
 /// halves) over 8 different chunk positions: no bank conflicts.
 Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc,
                                              Value reader, int64_t groupRows,
-                                             Value *sum) {
+                                             Value *sum, bool rowDot) {
   Type f32 = b.getF32Type();
   auto vecType = VectorType::get({8}, s.abType);
   auto f32Vec = VectorType::get({8}, f32);
@@ -231,6 +242,12 @@ Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc,
         b, DenseElementsAttr::get(i32Vec, b.getI32IntegerAttr(v)));
   };
   Value aTile = smemView(stageOffset(stage), {s.tileM, s.tileK}, s.abType);
+  // rowDot: the row_dot operand's tile, laid out as A's, after B's.
+  Value dTile =
+      rowDot ? smemView(add(stageOffset(stage),
+                            idx(s.aTileBytes() + s.bTileBytes())),
+                        {s.tileM, s.tileK}, s.abType)
+             : Value();
   Value row = add(mul(c, idx(groupRows)), div(reader, 2));
   Value firstChunk = mul(rem(reader, 2), idx(4));
   Value rowPhase = rem(row, 8);
@@ -241,24 +258,35 @@ Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc,
     // thread of the same half on the same 4 banks: 4-way conflicts, measured
     // as 34% of all shared-load wavefronts.)
     Value chunk = arith::XOrIOp::create(b, add(firstChunk, idx(j)), rowPhase);
-    Value v = vector::LoadOp::create(b, vecType, aTile,
-                                     ValueRange{row, mul(chunk, idx(8))},
-                                     /*nontemporal=*/false, llvm::MaybeAlign(16));
     // bf16 -> f32 is a 16-bit shift: the two halves of each 32-bit word, by
     // integer ops instead of the quarter-rate conversion unit. (f16 converts
-    // with arith.extf.)
-    SmallVector<Value> halves;
-    if (s.abType.isBF16()) {
-      Value words = vector::BitCastOp::create(b, i32Vec, v);
-      Value lo = arith::ShLIOp::create(b, words, splatI32(16));
-      Value hi = arith::AndIOp::create(b, words, splatI32(0xffff0000));
-      halves = {vector::BitCastOp::create(b, accVec, lo),
-                vector::BitCastOp::create(b, accVec, hi)};
-    } else {
-      Value vf = arith::ExtFOp::create(b, f32Vec, v);
-      for (int64_t o : {0, 4})
-        halves.push_back(vector::ShuffleOp::create(
-            b, vf, vf, ArrayRef<int64_t>{o, o + 1, o + 2, o + 3}));
+    // with arith.extf.) Elements 0, 2, 4, 6 and 1, 3, 5, 7 (bf16) or 0-3 and
+    // 4-7 (f16): the same split for A and D.
+    auto halvesOf = [&](Value tile) {
+      Value v = vector::LoadOp::create(b, vecType, tile,
+                                       ValueRange{row, mul(chunk, idx(8))},
+                                       /*nontemporal=*/false, llvm::MaybeAlign(16));
+      SmallVector<Value> halves;
+      if (s.abType.isBF16()) {
+        Value words = vector::BitCastOp::create(b, i32Vec, v);
+        Value lo = arith::ShLIOp::create(b, words, splatI32(16));
+        Value hi = arith::AndIOp::create(b, words, splatI32(0xffff0000));
+        halves = {vector::BitCastOp::create(b, accVec, lo),
+                  vector::BitCastOp::create(b, accVec, hi)};
+      } else {
+        Value vf = arith::ExtFOp::create(b, f32Vec, v);
+        for (int64_t o : {0, 4})
+          halves.push_back(vector::ShuffleOp::create(
+              b, vf, vf, ArrayRef<int64_t>{o, o + 1, o + 2, o + 3}));
+      }
+      return halves;
+    };
+    SmallVector<Value> halves = halvesOf(aTile);
+    if (rowDot) {
+      SmallVector<Value> other = halvesOf(dTile);
+      for (auto [x, y] : llvm::zip_equal(halves, other))
+        acc = math::FmaOp::create(b, x, y, acc);
+      continue;
     }
     if (!sum) {
       for (Value x : halves)
@@ -291,7 +319,9 @@ void GemmKernelEmitter::consumer() {
   SmallVector<int64_t> bShape = s.transposeB
                                     ? SmallVector<int64_t>{s.tileN, s.tileK}
                                     : SmallVector<int64_t>{s.tileK, s.tileN};
-  bool lazy = s.lazyPrologue(), withSums = s.layerNormPrologue();
+  // The reader: Lazy Pre-Norm's sums of squares, or a grad epilogue's row
+  // dot of A with the row_dot operand (same loop, same hand-over).
+  bool lazy = s.lazyPrologue() || s.rowDot, withSums = s.layerNormPrologue();
   Value row0 = engine->firstRow(*this, c, tid);
   // The rows' sums of squares, then (LayerNorm) their sums.
   Value rowSums = smemView(idx(s.rowStatsOffset()),
@@ -329,7 +359,8 @@ void GemmKernelEmitter::consumer() {
           Value sum = withSums ? it[3] : Value();
           if (lazy)
             next.push_back(sumSquaresOfHalfRow(stage, c, it[2], tid, 64,
-                                               withSums ? &sum : nullptr));
+                                               withSums ? &sum : nullptr,
+                                               s.rowDot));
           if (withSums)
             next.push_back(sum);
           // Keep this MMA in flight; the previous step's is now done, so its

@@ -138,6 +138,25 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
                                           : "the target " + target.chip.str());
     return failure();
   }
+  if (s.rowDot && target.mma == MmaKind::Tcgen05) {
+    why = "a grad epilogue with row_dot is generated for sm_90a only (the " +
+          target.chip.str() + " kernel has no row-dot reader)";
+    return failure();
+  }
+  if (s.rowDot && (s.epilogueWarps || s.globalRows || s.clusterN != 1)) {
+    why = "a grad epilogue with row_dot is generated in the consumers of one "
+          "CTA (its row sum needs no exchange), but the configuration has " +
+          std::string(s.epilogueWarps ? "epilogue_warps"
+                      : s.globalRows  ? "global_rows"
+                                      : "cluster_n = " + std::to_string(s.clusterN)) +
+          " (re-run fusion-plan-kernels)";
+    return failure();
+  }
+  if (s.rowDot && s.rowDotType != s.abType) {
+    why = "row_dot's tiles ride in the ring beside A's and need A's element "
+          "type";
+    return failure();
+  }
   if (s.gradEpilogue() && s.globalRows) {
     why = "a grad epilogue whose row is wider than one cluster (global_rows) "
           "is not handled by this generator yet: rows up to " +
@@ -177,7 +196,8 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
   }
   int64_t staticN =
       cast<RankedTensorType>(op.getOutput().getType()).getDimSize(1);
-  if (s.rowReduction() && !s.globalRows && !ShapedType::isDynamic(staticN) &&
+  if (s.rowReduction() && !s.globalRows && !s.rowDot &&
+      !ShapedType::isDynamic(staticN) &&
       s.tileN * s.clusterN < staticN) {
     why = "a norm row of N = " + std::to_string(staticN) +
           " columns must be covered by the CTAs that share it, but tile_n x "
@@ -267,6 +287,8 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
     s.weightGrad = static_cast<bool>(op.getNormWeight());
     s.biasGrad = op.getWithBiasGrad();
     s.numStats = op.getMean() && !s.normalizedInput ? 2 : 1;
+    s.rowDot = static_cast<bool>(op.getRowDot());
+    s.rowDotType = elemOf(op.getRowDot());
   }
   if (failed(checkHandled(s, op, target, why)))
     return failure();
@@ -284,6 +306,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   params.prologueRowStats = s.prologue == PrologueKind::layer_norm ? 2 : 1;
   params.strategy = {s.epilogueWarps, s.globalRows, s.stagedResidual};
   params.accumulatorInTensorMemory = target.tensorMemoryColumns > 0;
+  params.rowDot = s.rowDot;
   s.layout = getGemmSmemLayout(params);
   s.tmem = *planGemmTensorMemory(target, s.tileM, s.tileN, why);
   if (s.sharedMemoryBytes() > config.getSmemBytes()) {
@@ -344,6 +367,7 @@ GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   take(GemmArg::TmaOutput, s.tmaStore());
   take(GemmArg::TmaResidual, s.stagedResidual);
   take(GemmArg::TmaSavedNormInput, s.saveNormInput && s.tmaStore());
+  take(GemmArg::TmaRowDot, s.rowDot);
 }
 
 std::optional<unsigned> GemmKernelAbi::position(GemmArg arg) const {
@@ -369,6 +393,7 @@ SmallVector<Type> GemmKernelAbi::types(MLIRContext *ctx) const {
     case GemmArg::TmaOutput:
     case GemmArg::TmaResidual:
     case GemmArg::TmaSavedNormInput:
+    case GemmArg::TmaRowDot:
       types.push_back(ptr);
       break;
     case GemmArg::M:

@@ -64,7 +64,7 @@ struct GemmKernelSpec {
   double prologueEpsilon = 0, epsilon = 0;
   /// Optional operands, in kernel-argument order (null when absent).
   Type residualType, rowScaleType, colBiasType, colSumType, normWeightType,
-      normBiasType, normInputType;
+      normBiasType, normInputType, rowDotType;
   /// Number of f32 statistics: written by a forward norm (1 for rms_norm, 2
   /// for layer_norm), read by a grad epilogue (rstd, and the mean of a
   /// layer_norm_grad whose norm_input is not normalized).
@@ -74,6 +74,12 @@ struct GemmKernelSpec {
   /// kernel from column partials: per warp of a row block in the consumers'
   /// form, one row per CTA (cluster) with epilogue warps.
   bool normalizedInput = false, weightGrad = false, biasGrad = false;
+  /// rms_norm_grad with row_dot: the row sum is sum_k A[i,k] D[i,k], D the
+  /// row_dot operand ([M, K], A's element type), whose tiles the producer
+  /// loads into each stage beside A's and the consumers' reader multiplies
+  /// with A's while the MMA runs (as the Lazy Pre-Norm reader squares A's);
+  /// the epilogue then needs no row exchange (cluster_n = 1, any N).
+  bool rowDot = false;
   /// Forward norm epilogues with save_norm_input: the norm's input (acc +
   /// residual, rounded to outType) is stored too, beside the output.
   bool saveNormInput = false;
@@ -87,6 +93,7 @@ struct GemmKernelSpec {
   int64_t threads() const { return 128 * (consumers + 1); }
   int64_t aTileBytes() const { return layout.aTileBytes; }
   int64_t bTileBytes() const { return layout.bTileBytes; }
+  int64_t rowDotTileBytes() const { return layout.rowDotTileBytes; }
   /// 16-bit outputs leave by TMA store through the staging buffers; f32
   /// outputs are stored from registers.
   bool tmaStore() const { return outType.getIntOrFloatBitWidth() == 16; }
@@ -172,7 +179,8 @@ enum class GemmArg {
                  ///< epilogue warps)
   TmaOutput,  ///< 16-bit outputs: the output's tensor map (!llvm.ptr)
   TmaResidual, ///< stagedResidual: the residual's tensor map (!llvm.ptr)
-  TmaSavedNormInput ///< save_norm_input, 16-bit: its tensor map (!llvm.ptr)
+  TmaSavedNormInput, ///< save_norm_input, 16-bit: its tensor map (!llvm.ptr)
+  TmaRowDot   ///< rowDot: the row_dot operand's tensor map, A's box (!llvm.ptr)
 };
 
 /// The kernel ABI of a spec: which arguments the kernel takes, in order

@@ -809,6 +809,27 @@ LogicalResult FusedMatmulOp::verify() {
   if (getNormBias() && epi != EpilogueKind::layer_norm)
     return emitOpError() << "unexpected norm_bias operand with epilogue "
                          << epiName << " (only layer_norm takes a bias)";
+  if (Value rowDot = getRowDot()) {
+    if (epi != EpilogueKind::rms_norm_grad)
+      return emitOpError() << "unexpected row_dot operand with epilogue "
+                           << epiName
+                           << " (only rms_norm_grad takes its row sum from a "
+                              "row dot)";
+    if (getTransposeLhs() || hasPrologue)
+      return emitOpError()
+             << "unexpected row_dot operand with "
+             << (getTransposeLhs() ? "transpose_lhs" : "a prologue")
+             << " (the row dot reads A's rows as lhs holds them, unscaled)";
+    if (getNormalizedInput())
+      return emitOpError("unexpected row_dot operand with normalized_input (a "
+                         "weightless norm's row sum needs no next layer)");
+    // [M, K]: lhs's shape, M refined like the other [M, ...] operands.
+    SmallVector<int64_t> expected = {m, k};
+    if (failed(checkShape(*this, "row_dot", rowDot, expected,
+                          " ([M, K], the shape of lhs)")))
+      return failure();
+    refine(m, shapeOf(rowDot)[0]);
+  }
 
   // Operand shapes.
   if (failed(checkMN("residual", getResidual(), true, true)) ||

@@ -19,6 +19,9 @@ struct FusedMatmulSpec {
   Value lhs, rhs;
   bool transposeLhs = false, transposeRhs = false;
   Value residual, rowScale, colBias, colSum, normWeight, normBias, normInput, mean, rstd;
+  /// rms_norm_grad: its row sum as sum_k A[i,k] rowDot[i,k] (the next layer's
+  /// output).
+  Value rowDot;
   PrologueKind prologue = PrologueKind::none;
   EpilogueKind epilogue = EpilogueKind::none;
   std::optional<double> prologueEpsilon, epsilon;

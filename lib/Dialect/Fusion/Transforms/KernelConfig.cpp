@@ -252,8 +252,29 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   bool rowReduction = op.isGradEpilogue() ||
                       epilogue == EpilogueKind::rms_norm ||
                       epilogue == EpilogueKind::layer_norm;
+  // A grad epilogue whose row sum is a row dot (row_dot) reduces over K in
+  // the main loop: its epilogue is per element, any N, no cluster.
+  bool rowDot = static_cast<bool>(op.getRowDot());
   int64_t tileN, clusterN;
-  if (rowReduction) {
+  if (rowDot && target.tensorMemoryColumns > 0) {
+    why = ("expected a grad epilogue without row_dot on " + target.chip +
+           " (its row-dot reader is generated for sm_90a only), but the op "
+           "has one")
+              .str();
+    return failure();
+  }
+  if (rowDot && getElementTypeOrSelf(op.getRowDot().getType()) != elementType) {
+    why = "expected row_dot of lhs's element type " + str(elementType) +
+          " (its tiles ride in the ring beside A's), but got " +
+          str(getElementTypeOrSelf(op.getRowDot().getType()));
+    return failure();
+  }
+  if (rowDot) {
+    tileN = std::min(gemmMaxElementwiseTileN(target),
+                     static_cast<int64_t>(
+                         llvm::alignTo(n, target.tileNGranularity)));
+    clusterN = 1;
+  } else if (rowReduction) {
     std::string whyNot;
     int64_t outBits =
         getElementTypeOrSelf(op.getOutput().getType()).getIntOrFloatBitWidth();
@@ -299,6 +320,7 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   params.grad = op.isGradEpilogue();
   params.outputElementBytes = outputElementBytes;
   params.accumulatorInTensorMemory = target.tensorMemoryColumns > 0;
+  params.rowDot = rowDot;
   params.prologueRowStats = op.getPrologue() == PrologueKind::layer_norm ? 2 : 1;
   params.exchangeRounds = (epilogue == EpilogueKind::layer_norm ||
                            epilogue == EpilogueKind::layer_norm_grad)
@@ -309,13 +331,17 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
       residual && getElementTypeOrSelf(residual.getType()) ==
                       getElementTypeOrSelf(op.getOutput().getType());
   auto strategyFor = [&](int64_t tileN) {
+    // The row dot's epilogue is the consumers' (nothing to wait for).
+    if (rowDot)
+      return GemmEpilogueStrategy();
     return chooseGemmEpilogueStrategy(target, rowReduction, op.isGradEpilogue(),
                                       tileN, clusterN, n,
                                       8 * outputElementBytes, residualLikeOutput);
   };
   params.strategy = strategyFor(tileN);
   std::optional<GemmSmemLayout> layout = deepestFit(budget, params);
-  while (!layout && !rowReduction && tileN > target.tileNGranularity) {
+  while (!layout && (!rowReduction || rowDot) &&
+         tileN > target.tileNGranularity) {
     tileN = std::max(target.tileNGranularity,
                      static_cast<int64_t>(llvm::alignDown(
                          tileN / 2, target.tileNGranularity)));

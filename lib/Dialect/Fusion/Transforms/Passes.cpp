@@ -101,7 +101,7 @@ struct FusionRegroupBackwardPass
     : fusion::impl::FusionRegroupBackwardPassBase<FusionRegroupBackwardPass> {
   using Base::Base;
   void runOnOperation() override {
-    applyRegroupBackward(getOperation(), report, apply);
+    applyRegroupBackward(getOperation(), report, apply, rowDot);
   }
 };
 } // namespace

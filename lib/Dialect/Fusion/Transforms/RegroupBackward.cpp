@@ -13,6 +13,13 @@
 // skip connection) becomes the fused op's residual, which a grad epilogue
 // adds to dx.
 //
+// The row sum of an RMSNorm gradient spans the N columns of dh, which span
+// CTAs. Where the norm's output z feeds the next layer y = z W2^T (no bias)
+// and dh = dy W2 is that layer's dgrad, <dh_i, z_i> = <dy_i, y_i>: the grad
+// epilogue takes it as a row dot of the dgrad's A rows with y
+// (`row_dot`), summed over K, which every CTA of a row block streams, so no
+// row exchange and no row-size limit.
+//
 //===----------------------------------------------------------------------===//
 
 #include "FusedOpBuilder.h"
@@ -113,6 +120,53 @@ FusedMatmulSpec gradSpec(Regroup r) {
   return bwd;
 }
 
+/// The next layer's output y = z W2^T whose dgrad is `r.dgradGemm`
+/// (dh = dy W2), for an RMSNorm with a weight: then <dh_i, z_i> = <dy_i, y_i>
+/// and y can be the grad epilogue's row_dot. Null, with the reason, when the
+/// program has no such y.
+Value findRowDot(Regroup r, std::string &why) {
+  if (!isa<RMSNormOp>(r.norm)) {
+    why = "the LayerNorm gradient's two row sums have no row-dot form yet";
+    return Value();
+  }
+  MatmulOp dgrad = r.dgradGemm;
+  if (dgrad.getBias()) {
+    why = "the dgrad GEMM has a bias";
+    return Value();
+  }
+  Value z = r.norm->getResult(0);
+  bool sawBias = false;
+  for (Operation *user : z.getUsers()) {
+    auto next = dyn_cast<MatmulOp>(user);
+    // y = z op(W2) with op(W2) the transpose of the dgrad's op(W2).
+    if (!next || next.getLhs() != z || next.getTransposeLhs() ||
+        next.getRhs() != dgrad.getRhs() ||
+        next.getTransposeRhs() == dgrad.getTransposeRhs())
+      continue;
+    if (next.getBias()) {
+      sawBias = true;
+      continue;
+    }
+    if (next.getResult().getType() != dgrad.getLhs().getType())
+      continue;
+    // y only added to a skip connection (y = fc2(h) + x): the GEMM would
+    // store the sum, with y folded in as its residual; reading y too would
+    // keep the add as a kernel of its own.
+    if (!next.getResult().use_empty() &&
+        llvm::all_of(next.getResult().getUsers(),
+                     [](Operation *u) { return isa<AddOp>(u); })) {
+      why = "the next layer's output is only added to a skip connection "
+            "(its GEMM stores the sum, not the output)";
+      return Value();
+    }
+    return next.getResult();
+  }
+  why = sawBias ? "the next layer has a bias"
+                : "the norm's output feeds no GEMM whose dgrad is the "
+                  "incoming gradient's";
+  return Value();
+}
+
 /// Replaces the norm gradient by the fused op built from `bwd`, and erases
 /// the dgrad GEMM it absorbed.
 void replaceGrad(IRRewriter &rewriter, Regroup r, const FusedMatmulSpec &bwd) {
@@ -124,7 +178,7 @@ void replaceGrad(IRRewriter &rewriter, Regroup r, const FusedMatmulSpec &bwd) {
 } // namespace
 
 void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report,
-                                        bool apply) {
+                                        bool apply, bool rowDot) {
   SmallVector<Operation *> norms = collectNorms(module);
   std::optional<TargetInfo> target = lookupTargetInfo(module);
   IRRewriter rewriter(module.getContext());
@@ -143,6 +197,39 @@ void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report,
              "depend on it)");
       continue;
     }
+    // The row dot makes the row's size free: no exchange.
+    std::string whyNoRowDot = "off (row-dot=false)";
+    bool rowDotKernel = target->tensorMemoryColumns == 0;
+    if (!rowDotKernel)
+      whyNoRowDot = "the " + target->chip.str() +
+                    " GEMM kernel has no row-dot reader yet";
+    Value y = r->backwardOnly && rowDot && rowDotKernel
+                  ? findRowDot(*r, whyNoRowDot)
+                  : Value();
+    if (y) {
+      if (!apply) {
+        remark(report, norm,
+               "not regrouped: regrouping is opt-in in fusion-fuse until its "
+               "sm_90a grad epilogue is measured on the H200 "
+               "(fusion-fuse{regroup-backward=true} applies it; the row sum "
+               "would come from the next layer's output, no row exchange)");
+        continue;
+      }
+      FusedMatmulSpec bwd = gradSpec(*r);
+      auto rg = cast<RMSNormGradOp>(r->grad);
+      bwd.normInput = norm->getOperand(0);
+      bwd.rstd = rg.getRstd();
+      bwd.normWeight = rg.getWeight();
+      bwd.rowDot = y;
+      replaceGrad(rewriter, *r, bwd);
+      remark(report, norm,
+             "regrouped (backward only, row dot): its gradient went into the "
+             "epilogue of the dgrad GEMM producing its incoming gradient, the "
+             "row sum <dh, z> taken as <dy, y> with y the next layer's output, "
+             "over the dgrad's K in its main loop (no row exchange, any row "
+             "size)");
+      continue;
+    }
     int64_t n = cast<RankedTensorType>(norm->getOperand(0).getType()).getDimSize(1);
     bool wideOutput = getElementTypeOrSelf(r->grad->getResult(0).getType())
                           .getIntOrFloatBitWidth() > 16;
@@ -156,7 +243,7 @@ void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report,
              "not regrouped: the grad epilogue exchanges a row's sums within "
              "a cluster only, and a row of N = " +
                  std::to_string(n) + " needs the global-memory exchange (" +
-                 plan->describe() + ")");
+                 plan->describe() + "); no row dot: " + whyNoRowDot);
       continue;
     }
 

@@ -516,6 +516,20 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     the statistics come from the forward, and `residual` is the gradient
     arriving along the skip connection, added to the result.
 
+    With `row_dot` (`rms_norm_grad` only, A not transposed, no prologue), the
+    row sum of the norm gradient, `sum_j a[i,j] x_hat[i,j]` with
+    a = dh * norm_weight, is taken instead as
+
+        sum_k A[i,k] row_dot[i,k]                        (row_dot [M, K])
+
+    The two are equal when `row_dot` is the output of the layer after the
+    norm, `z B^T` with z = x_hat * norm_weight the norm's output and B this
+    op's rhs (that layer's weight: its dgrad `dh = dy @ B` sees the same B):
+    `<dy_i B, z_i> = <dy_i, z_i B^T>`. Backward regrouping gives it so, and
+    then the row sum spans K (the columns of A, which every CTA of a row
+    block streams) instead of N (the columns of dh, which span CTAs): the
+    kernel needs no row exchange, for any N.
+
     With `normalized_input`, `norm_input` holds the forward's normalized
     value `x_hat` (before any affine weight) instead of its input `x`: the
     grad epilogue then uses it as `x_hat` directly and needs no `mean`. This is
@@ -559,6 +573,18 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
            tensor<8192xf32>
     ```
 
+    Example (backward regrouping of a Llama pre-norm's RMSNorm: dh = dy W2
+    with its gradient in the epilogue, the row sum from the next layer's
+    output y = z W2^T):
+    ```mlir
+    %dx, %dg = fusion.fused_matmul %dy, %w2 norm_weight(%g : tensor<1024xbf16>)
+        norm_input(%h : tensor<8192x1024xbf16>) rstd(%rstd : tensor<8192xf32>)
+        row_dot(%y : tensor<8192x1024xbf16>)
+        {epilogue = #fusion.epilogue<rms_norm_grad>}
+        : tensor<8192x1024xbf16>, tensor<1024x1024xbf16>
+        -> tensor<8192x1024xbf16>, tensor<1024xf32>
+    ```
+
     Example (Lazy Pre-Norm LayerNorm prologue, B's column sums given):
     ```mlir
     %y = fusion.fused_matmul %a, %b col_sum(%cs : tensor<512xf32>)
@@ -577,6 +603,7 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     Optional<Fusion_FloatTensor>:$norm_input,
     Optional<Fusion_F32Tensor>:$mean,
     Optional<Fusion_F32Tensor>:$rstd,
+    Optional<Fusion_FloatTensor>:$row_dot,
     DefaultValuedAttr<Fusion_PrologueKindAttr, "PrologueKind::none">:$prologue,
     DefaultValuedAttr<Fusion_EpilogueKindAttr, "EpilogueKind::none">:$epilogue,
     OptionalAttr<F32Attr>:$prologue_epsilon,
@@ -601,6 +628,7 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     (`norm_input` `(` $norm_input^ `:` type($norm_input) `)`)?
     (`mean` `(` $mean^ `:` type($mean) `)`)?
     (`rstd` `(` $rstd^ `:` type($rstd) `)`)?
+    (`row_dot` `(` $row_dot^ `:` type($row_dot) `)`)?
     attr-dict `:` type($lhs) `,` type($rhs)
     `->` type($output)
     (`saved_norm_input` `(` type($saved_norm_input)^ `)`)?

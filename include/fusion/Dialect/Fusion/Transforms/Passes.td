@@ -787,13 +787,34 @@ def FusionRegroupBackwardPass
         {epilogue = #fusion.epilogue<rms_norm_grad>, transpose_rhs} : ...
     ```
 
+    An RMSNorm with a weight whose output also feeds the next layer
+    `y = h @ W2^T` (no bias), the layer whose dgrad is `dh = dy @ W2`, gets
+    its gradient's row sum from that layer's output instead of from dh's
+    row: `<dh_i, h_i> = <dy_i, y_i>`, a row dot over the dgrad's K that its
+    CTAs compute in their main loop from A's tiles and y's (`row_dot`), so
+    the row needs no exchange across CTAs and any row size is regrouped
+    (a Llama pre-norm's training step):
+    ```mlir
+    %h, %rstd = fusion.rms_norm %z weight(%g : ...) {epsilon = 1.0e-05 : f32} : ...
+    %y = fusion.matmul %h, %w2 {transpose_rhs} : ...
+    %dh = fusion.matmul %dy, %w2 : ...
+    %dz, %dg = fusion.rms_norm_grad %dh, %z, %rstd weight(%g : ...) : ...
+    ```
+    becomes
+    ```mlir
+    %dz, %dg = fusion.fused_matmul %dy, %w2 norm_weight(%g : ...)
+        norm_input(%z : ...) rstd(%rstd : ...) row_dot(%y : ...)
+        {epilogue = #fusion.epilogue<rms_norm_grad>} : ...
+    ```
+
     #### Input invariants
     - The grad takes the forward norm's weight (both or neither).
     - dh is a `fusion.matmul` result used only by the grad; without an
       affine transform, z is a `fusion.matmul` result used only by the norm
       and its grad.
     - The row fits the target as in `fusion-epilogue-norm`, within a
-      cluster: rows that need the global-memory exchange are not regrouped.
+      cluster: rows that need the global-memory exchange are not regrouped,
+      unless the row sum comes from a row dot.
 
     #### Output IR
     Without an affine transform, two `fusion.fused_matmul` ops (forward
@@ -823,6 +844,10 @@ def FusionRegroupBackwardPass
     Option<"apply", "apply", "bool", /*default=*/"true",
            "rewrite (false: only the remarks, for fusion-fuse while the GPU "
            "kernels have no grad epilogue)">,
+    Option<"rowDot", "row-dot", "bool", /*default=*/"true",
+           "take an RMSNorm gradient's row sum from the next layer's output "
+           "(row_dot) where the program has it (false: the row exchange form "
+           "only)">,
   ];
 }
 

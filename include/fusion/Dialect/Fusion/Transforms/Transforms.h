@@ -183,7 +183,8 @@ void applyEpilogueNorm(ModuleOp module, bool report);
 /// matmul and its *_grad fed by a dgrad matmul both become GEMM epilogues.
 /// Without `apply`, only the remarks (a norm that would be regrouped says
 /// that it was not, and why).
-void applyRegroupBackward(ModuleOp module, bool report, bool apply = true);
+void applyRegroupBackward(ModuleOp module, bool report, bool apply = true,
+                          bool rowDot = true);
 
 /// FlashNormAttention formation (fusion-form-norm-attention). Without
 /// `apply`, only the remarks (a block that would be formed says that it was

@@ -1,0 +1,60 @@
+// REQUIRES: ptxas
+// The regrouped RMSNorm training steps of bench/layers/gen_layers.py (Linear
+// -> RMSNorm with weight -> Linear, forward and backward, M dynamic) with the
+// norm gradient's row sum taken from the next layer's output (row_dot, the
+// default of fusion-fuse{regroup-backward=true}): <dh_i, z_i> = <dy_i, y_i>,
+// a row dot over the dgrad GEMM's K that its consumers compute from A's tiles
+// and y's in the main loop. The epilogue is the consumers' (one CTA, any N:
+// no cluster, no exchange), also at H = 4096, which the row exchange form
+// does not regroup. The LayerNorm steps and the residual blocks (whose fc2
+// GEMM stores y + h, not y) keep the exchange form
+// (grad-epilogue-train-step-sm90a.mlir).
+// RUN: %python %S/Inputs/gen_train_steps.py 256 1024 4096 > %t.mlir
+// RUN: fusion-opt %t.mlir '--fusion-fuse=regroup-backward=true' --fusion-plan-kernels | FileCheck %s --check-prefix=PLAN
+// RUN: fusion-opt %t.mlir '--fusion-fuse=regroup-backward=true' '--fusion-to-gpu=format=isa' > %t.isa.mlir
+// RUN: %python %S/Inputs/ptx_text.py < %t.isa.mlir > %t.ptx
+// RUN: FileCheck %s --check-prefix=PTX < %t.ptx
+// RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir > %t.ptxas.txt
+// RUN: FileCheck %s --check-prefix=PTXAS < %t.ptxas.txt
+// RUN: grep -v "ln_h256_kernel0 " %t.ptxas.txt | not grep -E "spills=[1-9]|FAILED"
+
+// The dgrad GEMM dy @ W2 reads y, the forward's fc2 output, as its row_dot:
+// three ring stages of A, B and y's tile (16 + 32 + 16 KB), no norm_input
+// tile, no epilogue warps, no cluster, whatever H.
+// PLAN-LABEL: func.func @train_step_rms_h256
+// PLAN: %[[Y:.*]] = fusion.fused_matmul %{{.*}}, %[[W2:[^ ]*]] {fusion.kernel = {{.*}}, transpose_rhs}
+// PLAN: fusion.fused_matmul %{{.*}}, %[[W2]] norm_weight({{.*}}) norm_input({{.*}}) rstd({{.*}}) row_dot(%[[Y]] : tensor<?x256xbf16>) {epilogue = #fusion.epilogue<rms_norm_grad>, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 230912>}
+// PLAN-LABEL: func.func @train_step_ln_h256
+// PLAN-NOT: row_dot
+// PLAN: epilogue = #fusion.epilogue<layer_norm_grad>, {{.*}}epilogue_warps = true>
+// PLAN-LABEL: func.func @train_step_rms_h1024
+// PLAN: row_dot({{.*}}) {epilogue = #fusion.epilogue<rms_norm_grad>, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 230912>}
+// PLAN-LABEL: func.func @train_step_rms_h4096
+// PLAN: row_dot({{.*}}) {epilogue = #fusion.epilogue<rms_norm_grad>, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 230912>}
+// PLAN-NOT: fusion.rms_norm_grad
+// PLAN-LABEL: func.func @train_step_ln_h4096
+// PLAN: fusion.layer_norm_grad
+// PLAN-LABEL: func.func @train_step_res_rms_h256
+// PLAN-NOT: row_dot
+// PLAN: epilogue = #fusion.epilogue<rms_norm_grad>, {{.*}}epilogue_warps = true>
+
+// The row-dot grad kernel (kernel3) at H = 4096: the tensor maps of A, B,
+// the output and y prefetched; each stage's barrier expects A's, B's and y's
+// bytes (65536) and y's tile lands 48 KB into the stage, at A's
+// coordinates; the producer prefetches the tile's norm_input rows and rstd
+// into L2; no DSMEM exchange.
+// PTX-LABEL: .entry train_step_rms_h4096_kernel3(
+// PTX-COUNT-4: prefetch.tensormap
+// PTX: mov.b32 [[BYTES:%r[0-9]+]], 65536;
+// PTX-NEXT: mbarrier.arrive.expect_tx.shared.b64 {{.*}}, [[BYTES]];
+// PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{{%rd[0-9]+}}], [[[A:%rd[0-9]+]], {[[K:%r[0-9]+]], [[ROW:%r[0-9]+]]}]
+// PTX: add.s64 {{%rd[0-9]+}}, {{%rd[0-9]+}}, 49152;
+// PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{{%rd[0-9]+}}], [{{%rd[0-9]+}}, {[[K]], [[ROW]]}]
+// PTX-NOT: st.async
+// PTX-NOT: mapa
+// PTX-LABEL: .entry train_step_rms_h4096_kernel3_params(
+
+// PTXAS-DAG: ptxas ok: train_step_rms_h256_kernel3 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_rms_h1024_kernel3 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_rms_h4096_kernel3 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_rms_h4096_kernel3_params registers={{[0-9]+}} spills=0
