@@ -19,8 +19,8 @@
 // RUN: grep -v "ln_h256_kernel0 " %t.ptxas.txt | not grep -E "spills=[1-9]|FAILED"
 
 // The dgrad GEMM dy @ W2 reads y, the forward's fc2 output, as its row_dot:
-// three ring stages of A, B and y's tile (16 + 32 + 16 KB), no norm_input
-// tile, no epilogue warps, no cluster, whatever H.
+// three ring stages of A, B and y's tile (16 + 32 + 16 KB; a tile's
+// norm_input takes one more slot), no epilogue warps, no cluster, whatever H.
 // PLAN-LABEL: func.func @train_step_rms_h256
 // PLAN: %[[Y:.*]] = fusion.fused_matmul %{{.*}}, %[[W2:[^ ]*]] {fusion.kernel = {{.*}}, transpose_rhs}
 // PLAN: fusion.fused_matmul %{{.*}}, %[[W2]] norm_weight({{.*}}) norm_input({{.*}}) rstd({{.*}}) row_dot(%[[Y]] : tensor<?x256xbf16>) {epilogue = #fusion.epilogue<rms_norm_grad>, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 230912>}
@@ -39,12 +39,16 @@
 // PLAN: epilogue = #fusion.epilogue<rms_norm_grad>, {{.*}}epilogue_warps = true>
 
 // The row-dot grad kernel (kernel3) at H = 4096: the tensor maps of A, B,
-// the output and y prefetched; each stage's barrier expects A's, B's and y's
-// bytes (65536) and y's tile lands 48 KB into the stage, at A's
-// coordinates; the producer prefetches the tile's norm_input rows and rstd
-// into L2; no DSMEM exchange.
+// the output, y and norm_input prefetched; after a tile's K steps the
+// producer loads the tile's norm_input into the next ring slot (four
+// [128, 64] boxes, 65536 bytes), which the consumers read in the epilogue;
+// each K step's barrier expects A's, B's and y's bytes (65536) and y's tile
+// lands 48 KB into the stage, at A's coordinates; no DSMEM exchange.
 // PTX-LABEL: .entry train_step_rms_h4096_kernel3(
-// PTX-COUNT-4: prefetch.tensormap
+// PTX-COUNT-5: prefetch.tensormap
+// PTX: mov.b32 [[XBYTES:%r[0-9]+]], 65536;
+// PTX-NEXT: mbarrier.arrive.expect_tx.shared.b64 {{.*}}, [[XBYTES]];
+// PTX-COUNT-4: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX: mov.b32 [[BYTES:%r[0-9]+]], 65536;
 // PTX-NEXT: mbarrier.arrive.expect_tx.shared.b64 {{.*}}, [[BYTES]];
 // PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{{%rd[0-9]+}}], [[[A:%rd[0-9]+]], {[[K:%r[0-9]+]], [[ROW:%r[0-9]+]]}]

@@ -374,3 +374,15 @@ func.func @row_dot_type(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %g: 
   return %c : tensor<256x256xbf16>
 }
 }
+
+// -----
+
+// A row-dot grad epilogue stages norm_input's tile through the ring as
+// 16-bit values.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @row_dot_f32_norm_input(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %g: tensor<256xbf16>, %x: tensor<256x256xf32>, %r: tensor<256xf32>, %y: tensor<256x512xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: a grad epilogue with row_dot stages norm_input's tiles through the ring as 16-bit values, but norm_input is f32}}
+  %c, %dg = fusion.fused_matmul %a, %b norm_weight(%g : tensor<256xbf16>) norm_input(%x : tensor<256x256xf32>) rstd(%r : tensor<256xf32>) row_dot(%y : tensor<256x512xbf16>) {epilogue = #fusion.epilogue<rms_norm_grad>, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>, tensor<256xf32>
+  return %c : tensor<256x256xbf16>
+}
+}

@@ -544,7 +544,12 @@ void TileEpilogue::normGrad() {
 }
 
 Value TileEpilogue::gradXHat(int64_t h, int64_t j) {
-  Value x = loadCol(e.arg(GemmArg::NormInput), rowClamped[h], j, s.normInputType);
+  // rowDot: the tile's norm_input waits in a ring slot (TMA zero fill past
+  // M and N).
+  Value x = s.rowDot ? e.stagedPair(e.normInputSlot, s.normInputType, view,
+                                    rowInTile, h, j)
+                     : loadCol(e.arg(GemmArg::NormInput), rowClamped[h], j,
+                               s.normInputType);
   if (s.normalizedInput)
     return x;
   if (gradMean[h])
@@ -716,15 +721,20 @@ Value GemmKernelEmitter::loadPair(Value mem, ValueRange indices, Type elem) {
 Value GemmKernelEmitter::stagedResidualPair(AccumulatorView &view,
                                             Value rowInTile, int64_t h,
                                             int64_t j) {
+  return stagedPair(idx(s.storeStagingOffset()), s.residualType, view,
+                    rowInTile, h, j);
+}
+
+Value GemmKernelEmitter::stagedPair(Value base, Type elem, AccumulatorView &view,
+                                    Value rowInTile, int64_t h, int64_t j) {
   int64_t groupsPerChunk = kStoreChunkN / 8;
+  int64_t chunkBytes = s.tileM * kStoreChunkN * elem.getIntOrFloatBitWidth() / 8;
   Value rowPhase = view.rowPhase(); // the row's index modulo 8
   Value swizzled = arith::XOrIOp::create(b, idx(j % groupsPerChunk), rowPhase);
   Value col = add(mul(swizzled, idx(8)), mul(view.pairIndex(/*fresh=*/true), idx(2)));
-  Value staging = smemView(
-      idx(s.storeStagingOffset() + (j / groupsPerChunk) * s.storeChunkBytes()),
-      {s.tileM, kStoreChunkN}, s.residualType);
-  return loadPair(staging, ValueRange{add(rowInTile, idx(8 * h)), col},
-                  s.residualType);
+  Value staging = smemView(add(base, idx((j / groupsPerChunk) * chunkBytes)),
+                           {s.tileM, kStoreChunkN}, elem);
+  return loadPair(staging, ValueRange{add(rowInTile, idx(8 * h)), col}, elem);
 }
 
 /// epilogueWarps, the consumers' side of tile `tileCount`: once the epilogue

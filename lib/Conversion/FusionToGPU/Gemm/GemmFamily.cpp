@@ -324,11 +324,16 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
     args[GemmArg::TmaResidual] = descriptor(host.map.lookup(op.getResidual()),
                                             getTensorMapTypeResidual(ctx, spec),
                                             {spec.tileM, kStoreChunkN});
-  // The row_dot operand [M, K] is read in A's tiles.
-  if (spec.rowDot)
+  // The row_dot operand [M, K] is read in A's tiles, norm_input in the
+  // output's.
+  if (spec.rowDot) {
     args[GemmArg::TmaRowDot] =
         descriptor(host.map.lookup(op.getRowDot()), getTensorMapTypeA(ctx, spec),
                    {spec.tileM, spec.tileK});
+    args[GemmArg::TmaNormInput] = descriptor(
+        host.map.lookup(op.getNormInput()), getTensorMapTypeNormInput(ctx, spec),
+        {spec.tileM, kStoreChunkN});
+  }
   SmallVector<Value> operands;
   GemmKernelAbi abi(spec);
   for (GemmArg arg : abi.args())

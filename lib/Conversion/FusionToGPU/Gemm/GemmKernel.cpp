@@ -96,6 +96,10 @@ void GemmKernelEmitter::setUpOperands() {
   if (Value map = arg(GemmArg::TmaRowDot))
     tmaRowDot = UnrealizedConversionCastOp::create(b, getTensorMapTypeA(ctx, s), map)
                     .getResult(0);
+  if (Value map = arg(GemmArg::TmaNormInput))
+    tmaNormInput =
+        UnrealizedConversionCastOp::create(b, getTensorMapTypeNormInput(ctx, s), map)
+            .getResult(0);
   m = arg(GemmArg::M);
   n = arg(GemmArg::N);
   k = arg(GemmArg::K);
@@ -144,6 +148,8 @@ void GemmKernelEmitter::emit() {
     nvgpu::TmaPrefetchOp::create(b, tmaSaved, leader);
   if (tmaRowDot)
     nvgpu::TmaPrefetchOp::create(b, tmaRowDot, leader);
+  if (tmaNormInput)
+    nvgpu::TmaPrefetchOp::create(b, tmaNormInput, leader);
   gpu::BarrierOp::create(b);
   if (s.clusterN > 1) {
     // No peer may st.async into this CTA's slots before its barriers exist:

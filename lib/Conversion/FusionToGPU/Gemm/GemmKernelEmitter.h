@@ -97,6 +97,9 @@ public:
                         Type elem = Type());
   void prefetchRows(Value stat, Value blockRow);
   void issueLoad(Value kTile, Value stage, Value blockRow, Value blockCol);
+  /// rowDot: the tile's norm_input [tile_m, tile_n] into ring slot `stage`
+  /// (tile_n / 64 boxes of [tile_m, 64], laid out as the output staging).
+  void issueNormInputLoad(Value stage, Value blockRow, Value blockCol);
   /// With `rowDot`, the products of A's values with the row_dot operand's
   /// (its tile after B's in the stage) instead of A's squares.
   Value sumSquaresOfHalfRow(Value stage, Value c, Value acc, Value reader,
@@ -118,6 +121,11 @@ public:
   /// goes), as vector<2xf32>.
   Value stagedResidualPair(AccumulatorView &view, Value rowInTile, int64_t h,
                            int64_t j);
+  /// The same pair of a tile of `elem` staged at byte offset `base` in the
+  /// staging layout ([tile_m, 64] 128-byte-swizzled chunks one after the
+  /// other): the residual's, or a row-dot grad epilogue's norm_input.
+  Value stagedPair(Value base, Type elem, AccumulatorView &view,
+                   Value rowInTile, int64_t h, int64_t j);
   /// Two adjacent elements of `mem` at `indices` as vector<2xf32>.
   Value loadPair(Value mem, ValueRange indices, Type elem);
 
@@ -137,8 +145,10 @@ public:
       tid, rank, threadId;
   /// save_norm_input with a 16-bit output: the saved input's tensor map.
   Value tmaSaved;
-  /// rowDot: the row_dot operand's tensor map (A's box).
-  Value tmaRowDot;
+  /// rowDot: the row_dot operand's tensor map (A's box), norm_input's
+  /// (the output's box), and in the consumers' epilogue the byte offset of
+  /// the ring slot that holds the tile's norm_input.
+  Value tmaRowDot, tmaNormInput, normInputSlot;
   /// sm_100a: the tensor-memory accumulator stages' barriers (tmemFull[a]:
   /// the MMAs of the stage's tile completed, a commit; tmemEmpty[a]: every
   /// epilogue thread has read it).

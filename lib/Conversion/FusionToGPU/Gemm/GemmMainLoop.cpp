@@ -60,14 +60,30 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
   }
 }
 
+void GemmKernelEmitter::issueNormInputLoad(Value stage, Value blockRow,
+                                           Value blockCol) {
+  int64_t chunkBytes =
+      s.tileM * kStoreChunkN * s.normInputType.getIntOrFloatBitWidth() / 8;
+  nvgpu::MBarrierArriveExpectTxOp::create(
+      b, ring.full, idx(chunkBytes * (s.tileN / kStoreChunkN)), stage, Value());
+  for (int64_t c = 0; c < s.tileN / kStoreChunkN; ++c) {
+    Value box = smemView(add(stageOffset(stage), idx(c * chunkBytes)),
+                         {s.tileM, kStoreChunkN}, s.normInputType);
+    nvgpu::TmaAsyncLoadOp::create(
+        b, box, ring.full, tmaNormInput,
+        ValueRange{add(blockCol, idx(c * kStoreChunkN)), blockRow}, stage,
+        Value(), Value());
+  }
+}
+
 /// Thread 0: for every K step of every tile, waits until the consumers (and
 /// the row-sum threads) have released the slot, then refills it by TMA.
 /// With a residual, each tile starts by prefetching the tile's residual rows
 /// into L2, so that the epilogue's loads hit L2 instead of waiting on DRAM.
 void GemmKernelEmitter::producer() {
   Value residual = s.stagedResidual ? Value() : arg(GemmArg::Residual);
-  // The grad epilogue warps read norm_input from global memory too, and so
-  // do the consumers of a row-dot grad epilogue.
+  // The grad epilogue warps read norm_input from global memory too (a
+  // row-dot grad epilogue's comes through the ring: only its statistics).
   Value normInput = s.gradEpilogue() && (s.epilogueWarps || s.rowDot)
                         ? arg(GemmArg::NormInput)
                         : Value();
@@ -77,7 +93,8 @@ void GemmKernelEmitter::producer() {
     if (residual)
       prefetchResidual(residual, blockRow, blockCol);
     if (normInput) {
-      prefetchResidual(normInput, blockRow, blockCol, s.normInputType);
+      if (!s.rowDot)
+        prefetchResidual(normInput, blockRow, blockCol, s.normInputType);
       // The tile's saved statistics (tile_m f32 each, contiguous).
       for (GemmArg stat : {GemmArg::StatMean, GemmArg::StatRstd})
         if (Value mem = arg(stat))
@@ -91,7 +108,14 @@ void GemmKernelEmitter::producer() {
           issueLoad(kFirst ? add(kFirst, kk) : kk, stage, blockRow, blockCol);
           return SmallVector<Value>{ring.nextPos(*this, it[0])};
         });
-    return SmallVector<Value>(done);
+    if (!s.rowDot)
+      return SmallVector<Value>(done);
+    // The row-dot grad epilogue's norm_input: one more slot after the
+    // tile's K steps, in flight while their MMAs run.
+    Value stage = ring.stageOf(*this, done[0]);
+    ring.acquire(*this, stage, done[0]);
+    issueNormInputLoad(stage, blockRow, blockCol);
+    return SmallVector<Value>{ring.nextPos(*this, done[0])};
   };
   if (s.streamK) {
     scheduler.segmentLoop(*this, k, s.tileK, n, {idx(0)},
@@ -404,8 +428,20 @@ void GemmKernelEmitter::consumer() {
       warpgroupBarrier(c);
     }
     if (!contributes) {
+      Value pos = loop[1];
+      // rowDot: the tile's norm_input is the ring's next slot; each thread
+      // gives it back once its epilogue has read it.
+      if (s.rowDot) {
+        Value stage = ring.stageOf(*this, pos);
+        ring.waitFull(*this, stage, pos);
+        normInputSlot = stageOffset(stage);
+      }
       epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq, sums);
-      return SmallVector<Value>{loop[1], add(iters[1], idx(1))};
+      if (s.rowDot) {
+        ring.release(*this, pos);
+        pos = ring.nextPos(*this, pos);
+      }
+      return SmallVector<Value>{pos, add(iters[1], idx(1))};
     }
     // Stream-K. A contributed part runs no epilogue: the tile count (the
     // staging buffers' turn) stays.

@@ -152,6 +152,11 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
           " (re-run fusion-plan-kernels)";
     return failure();
   }
+  if (s.rowDot && s.normInputType.getIntOrFloatBitWidth() != 16) {
+    why = "a grad epilogue with row_dot stages norm_input's tiles through the "
+          "ring as 16-bit values, but norm_input is f32";
+    return failure();
+  }
   if (s.rowDot && s.rowDotType != s.abType) {
     why = "row_dot's tiles ride in the ring beside A's and need A's element "
           "type";
@@ -339,6 +344,11 @@ Type mlir::fusion::getTensorMapTypeResidual(MLIRContext *ctx,
   return tensorMapType(ctx, {s.tileM, kStoreChunkN}, s.residualType);
 }
 
+Type mlir::fusion::getTensorMapTypeNormInput(MLIRContext *ctx,
+                                             const GemmKernelSpec &s) {
+  return tensorMapType(ctx, {s.tileM, kStoreChunkN}, s.normInputType);
+}
+
 GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   const GemmKernelSpec &s = spec;
   auto take = [&](GemmArg arg, bool present) {
@@ -368,6 +378,7 @@ GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   take(GemmArg::TmaResidual, s.stagedResidual);
   take(GemmArg::TmaSavedNormInput, s.saveNormInput && s.tmaStore());
   take(GemmArg::TmaRowDot, s.rowDot);
+  take(GemmArg::TmaNormInput, s.rowDot);
 }
 
 std::optional<unsigned> GemmKernelAbi::position(GemmArg arg) const {
@@ -394,6 +405,7 @@ SmallVector<Type> GemmKernelAbi::types(MLIRContext *ctx) const {
     case GemmArg::TmaResidual:
     case GemmArg::TmaSavedNormInput:
     case GemmArg::TmaRowDot:
+    case GemmArg::TmaNormInput:
       types.push_back(ptr);
       break;
     case GemmArg::M:

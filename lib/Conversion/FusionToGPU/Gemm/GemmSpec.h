@@ -78,7 +78,10 @@ struct GemmKernelSpec {
   /// row_dot operand ([M, K], A's element type), whose tiles the producer
   /// loads into each stage beside A's and the consumers' reader multiplies
   /// with A's while the MMA runs (as the Lazy Pre-Norm reader squares A's);
-  /// the epilogue then needs no row exchange (cluster_n = 1, any N).
+  /// the epilogue then needs no row exchange (cluster_n = 1, any N). The
+  /// tile's norm_input [tile_m, tile_n] (16-bit: at most a stage's bytes)
+  /// comes through the ring too, one more slot after the tile's K steps,
+  /// which the consumers read in the epilogue and then release.
   bool rowDot = false;
   /// Forward norm epilogues with save_norm_input: the norm's input (acc +
   /// residual, rounded to outType) is stored too, beside the output.
@@ -153,6 +156,8 @@ Type getTensorMapTypeA(MLIRContext *ctx, const GemmKernelSpec &spec);
 Type getTensorMapTypeB(MLIRContext *ctx, const GemmKernelSpec &spec);
 Type getTensorMapTypeC(MLIRContext *ctx, const GemmKernelSpec &spec);
 Type getTensorMapTypeResidual(MLIRContext *ctx, const GemmKernelSpec &spec);
+/// rowDot: norm_input's, boxes of [tile_m, 64] like the output's.
+Type getTensorMapTypeNormInput(MLIRContext *ctx, const GemmKernelSpec &spec);
 
 /// The kernel's arguments.
 enum class GemmArg {
@@ -180,7 +185,8 @@ enum class GemmArg {
   TmaOutput,  ///< 16-bit outputs: the output's tensor map (!llvm.ptr)
   TmaResidual, ///< stagedResidual: the residual's tensor map (!llvm.ptr)
   TmaSavedNormInput, ///< save_norm_input, 16-bit: its tensor map (!llvm.ptr)
-  TmaRowDot   ///< rowDot: the row_dot operand's tensor map, A's box (!llvm.ptr)
+  TmaRowDot,  ///< rowDot: the row_dot operand's tensor map, A's box (!llvm.ptr)
+  TmaNormInput ///< rowDot: norm_input's tensor map, [tile_m, 64] boxes (!llvm.ptr)
 };
 
 /// The kernel ABI of a spec: which arguments the kernel takes, in order

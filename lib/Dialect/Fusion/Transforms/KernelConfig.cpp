@@ -269,6 +269,13 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
           str(getElementTypeOrSelf(op.getRowDot().getType()));
     return failure();
   }
+  if (rowDot && getElementTypeOrSelf(op.getNormInput().getType())
+                    .getIntOrFloatBitWidth() != 16) {
+    why = "expected a 16-bit norm_input with row_dot (its tiles come through "
+          "the ring as 16-bit values), but got " +
+          str(getElementTypeOrSelf(op.getNormInput().getType()));
+    return failure();
+  }
   if (rowDot) {
     tileN = std::min(gemmMaxElementwiseTileN(target),
                      static_cast<int64_t>(

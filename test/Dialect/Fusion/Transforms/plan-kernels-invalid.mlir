@@ -225,3 +225,17 @@ func.func @row_dot_type(%dy: tensor<256x512xbf16>, %w: tensor<512x1024xbf16>, %g
   return %dx : tensor<256x1024xbf16>
 }
 }
+
+// -----
+
+// Test that a row-dot grad epilogue needs a 16-bit norm_input (its tiles come
+// through the ring).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @row_dot_f32_norm_input(%dy: tensor<256x512xbf16>, %w: tensor<512x1024xbf16>, %g: tensor<1024xbf16>, %x: tensor<256x1024xf32>, %r: tensor<256xf32>, %y: tensor<256x512xbf16>) -> tensor<256x1024xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected a 16-bit norm_input with row_dot (its tiles come through the ring as 16-bit values), but got f32}}
+  %dx, %dg = fusion.fused_matmul %dy, %w norm_weight(%g : tensor<1024xbf16>) norm_input(%x : tensor<256x1024xf32>)
+      rstd(%r : tensor<256xf32>) row_dot(%y : tensor<256x512xbf16>) {epilogue = #fusion.epilogue<rms_norm_grad>}
+      : tensor<256x512xbf16>, tensor<512x1024xbf16> -> tensor<256x1024xbf16>, tensor<1024xf32>
+  return %dx : tensor<256x1024xbf16>
+}
+}
