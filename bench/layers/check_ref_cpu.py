@@ -174,9 +174,11 @@ def main():
                 failed += 1
                 continue
             text = rewrite.stdout
-            # The plain RMSNorm step is the row dot's case: make sure it is
-            # the form checked.
-            if kind == "train_step_rms regrouped" and "row_dot(" not in text:
+            # The plain steps are the row dot's cases (LayerNorm's with its
+            # shift and sum vectors): make sure it is the form checked.
+            want = {"train_step_rms regrouped": "row_dot(",
+                    "train_step_ln regrouped": "row_dot_sum("}.get(kind)
+            if want and want not in text:
                 print(f"{kind}: fusion-fuse formed no row_dot")
                 failed += 1
                 continue

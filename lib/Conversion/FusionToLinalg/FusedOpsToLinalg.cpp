@@ -87,14 +87,24 @@ struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
       // The accumulator is the incoming gradient dh; the residual gradient is
       // added to dx.
       Type dxElem = residual ? f32 : outElem;
-      // row_dot: the row sum as sum_k A[i,k] row_dot[i,k], in f32 (the
-      // verifier allows it without transpose_lhs and a prologue only).
-      Value rowSum;
-      if (Value rowDot = op.getRowDot())
-        rowSum = m.sumRows({{op.getLhs()}, {rowDot}},
-                           [](OpBuilder &b, Location l, ValueRange a) {
-                             return mul(b, l, a[0], a[1]);
-                           });
+      // row_dot: the row sums as sum_k A[i,k] (row_dot[i,k] - shift[k])
+      // and (LayerNorm) sum_k A[i,k] row_dot_sum[k], in f32 (the verifier
+      // allows them without transpose_lhs and a prologue only).
+      Value rowSum, rowSumG;
+      if (Value rowDot = op.getRowDot()) {
+        SmallVector<Operand> ins = {{op.getLhs()}, {rowDot}};
+        Value shift = op.getRowDotShift();
+        if (shift)
+          ins.push_back({shift, Bcast::Col});
+        rowSum = m.sumRows(ins, [&](OpBuilder &b, Location l, ValueRange a) {
+          return mul(b, l, a[0], shift ? sub(b, l, a[1], a[2]) : a[1]);
+        });
+        if (Value sum = op.getRowDotSum())
+          rowSumG = m.sumRows({{op.getLhs()}, {sum, Bcast::Col}},
+                              [](OpBuilder &b, Location l, ValueRange a) {
+                                return mul(b, l, a[0], a[1]);
+                              });
+      }
       NormGradResult g =
           op.getEpilogue() == EpilogueKind::rms_norm_grad
               ? buildRMSNormGrad(m, acc, op.getNormInput(), op.getRstd(),
@@ -102,7 +112,8 @@ struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
                                  op.getNormalizedInput(), Value(), rowSum)
               : buildLayerNormGrad(m, acc, op.getNormInput(), op.getMean(),
                                    op.getRstd(), op.getNormWeight(),
-                                   op.getWithBiasGrad(), dxElem);
+                                   op.getWithBiasGrad(), dxElem, Value(),
+                                   rowSumG, rowSum);
       Value dx = residual ? m.addTensors(g.inputGrad, residual, outElem)
                           : g.inputGrad;
       results.push_back(dx);

@@ -357,7 +357,8 @@ NormGradResult mlir::fusion::buildLayerNormGrad(TensorMath &m, Value dy,
                                                 Value x, Value mean, Value rstd,
                                                 Value weight, bool withBiasGrad,
                                                 Type outElemType,
-                                                Value residual) {
+                                                Value residual, Value rowSumG,
+                                                Value rowDot) {
   Value n = m.dimAsF32(x, innermost(x));
   // a = [dy, x, rstd, mean?, weight?]; x_hat = (x - mean) * rstd, or x.
   SmallVector<Operand> ins = {{dy}, {x}, {rstd, Bcast::Row}};
@@ -372,12 +373,14 @@ NormGradResult mlir::fusion::buildLayerNormGrad(TensorMath &m, Value dy,
   auto xHat = [&](OpBuilder &b, Location l, ValueRange a) {
     return mean ? mul(b, l, sub(b, l, a[1], a[3]), a[2]) : a[1];
   };
-  Value sumG = m.sumRows(ins, [&](OpBuilder &b, Location l, ValueRange a) {
-    return g(b, l, a);
-  });
-  Value dot = m.sumRows(ins, [&](OpBuilder &b, Location l, ValueRange a) {
-    return mul(b, l, g(b, l, a), xHat(b, l, a));
-  });
+  Value sumG = rowSumG ? rowSumG
+                       : m.sumRows(ins, [&](OpBuilder &b, Location l, ValueRange a) {
+                           return g(b, l, a);
+                         });
+  Value dot = rowDot ? rowDot
+                     : m.sumRows(ins, [&](OpBuilder &b, Location l, ValueRange a) {
+                         return mul(b, l, g(b, l, a), xHat(b, l, a));
+                       });
   // a = [ins..., sumG, dot, residual?].
   SmallVector<Operand> dxIns(ins);
   unsigned sumGIdx = dxIns.size();

@@ -165,9 +165,13 @@ NormGradResult buildRMSNormGrad(TensorMath &m, Value dy, Value x, Value rstd,
 /// g = dy * weight, where x_hat = (x - mean) * rstd, or x_hat = x when `mean`
 /// is null (x is the forward's normalized value); the optional `residual`
 /// as in buildRMSNormGrad.
+/// The row sums sum(g) and sum(g * x_hat) are `rowSumG` and `rowDot` ([M]
+/// f32) when given (a fused grad epilogue's row dots) instead.
 NormGradResult buildLayerNormGrad(TensorMath &m, Value dy, Value x, Value mean,
                                   Value rstd, Value weight, bool withBiasGrad,
-                                  Type outElemType, Value residual = Value());
+                                  Type outElemType, Value residual = Value(),
+                                  Value rowSumG = Value(),
+                                  Value rowDot = Value());
 
 } // namespace mlir::fusion
 

@@ -151,7 +151,14 @@ GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {
                         : p.clusterN > 1
                             ? mul(2, p.exchangeRounds, l.clusterSlotBytes)
                             : 0;
-  l.totalBytes = add(add(l.clusterSlotsOffset, l.clusterSlotsBytes),
+  // The row dot's vectors, a K step's 64 16-bit columns each per stage
+  // (TMA without swizzle: 128-byte aligned).
+  int64_t end = add(l.clusterSlotsOffset, l.clusterSlotsBytes);
+  l.rowDotVectorsOffset = end;
+  if (p.rowDotVectors > 0 && add(end, 127) > end) // (not saturated)
+    l.rowDotVectorsOffset = add(end, 127) / 128 * 128;
+  l.rowDotVectorsBytes = mul(p.stages, p.rowDotVectors, T::kTileK * 2);
+  l.totalBytes = add(add(l.rowDotVectorsOffset, l.rowDotVectorsBytes),
                      T::kSmemAlignment);
   return l;
 }

@@ -386,3 +386,14 @@ func.func @row_dot_f32_norm_input(%a: tensor<256x512xbf16>, %b: tensor<512x256xb
   return %c : tensor<256x256xbf16>
 }
 }
+
+// -----
+
+// The row dot's vectors come by TMA beside A's tiles: A's element type.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @row_dot_vector_type(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %g: tensor<256xbf16>, %x: tensor<256x256xbf16>, %r: tensor<256xf32>, %y: tensor<256x512xbf16>, %c: tensor<512xf32>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: row_dot_shift and row_dot_sum come with each K step by TMA beside A's tile and need A's element type}}
+  %c2, %dg = fusion.fused_matmul %a, %b norm_weight(%g : tensor<256xbf16>) norm_input(%x : tensor<256x256xbf16>) rstd(%r : tensor<256xf32>) row_dot(%y : tensor<256x512xbf16>) row_dot_shift(%c : tensor<512xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 1, consumers = 2, smem_bytes = 232192>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>, tensor<256xf32>
+  return %c2 : tensor<256x256xbf16>
+}
+}

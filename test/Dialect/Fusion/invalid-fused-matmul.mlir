@@ -287,57 +287,122 @@ func.func @fused_unexpected_norm_bias(%a: tensor<64x32xf32>, %b: tensor<32x16xf3
 
 // -----
 
-// Only rms_norm_grad takes its row sum from a row dot.
-func.func @fused_row_dot_epilogue(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>, %m: tensor<64xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>) {
-  // expected-error @below {{unexpected row_dot operand with epilogue layer_norm_grad (only rms_norm_grad takes its row sum from a row dot)}}
-  %y2 = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) mean(%m : tensor<64xf32>)
-      rstd(%r : tensor<64xf32>) row_dot(%y : tensor<64x32xf32>) {epilogue = #fusion.epilogue<layer_norm_grad>}
+// Only the grad epilogues take their row sums from a row dot.
+func.func @fused_row_dot_epilogue(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %w: tensor<16xf32>, %y: tensor<64x32xf32>) {
+  // expected-error @below {{unexpected row_dot operand with epilogue rms_norm (only the grad epilogues take their row sums from a row dot)}}
+  %o, %r = fusion.fused_matmul %a, %b norm_weight(%w : tensor<16xf32>) row_dot(%y : tensor<64x32xf32>)
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 0.5 : f32, save_stats}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+// The row dot's vectors come with a row dot.
+func.func @fused_row_dot_shift_alone(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %w: tensor<16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %c: tensor<32xf32>) {
+  // expected-error @below {{unexpected row_dot_shift operand without row_dot}}
+  %y2, %dw = fusion.fused_matmul %a, %b norm_weight(%w : tensor<16xf32>) norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+      row_dot_shift(%c : tensor<32xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @fused_row_dot_sum_alone(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %w: tensor<16xf32>, %x: tensor<64x16xf32>, %m: tensor<64xf32>, %r: tensor<64xf32>, %c: tensor<32xf32>) {
+  // expected-error @below {{unexpected row_dot_sum operand without row_dot}}
+  %y2, %dw = fusion.fused_matmul %a, %b norm_weight(%w : tensor<16xf32>) norm_input(%x : tensor<64x16xf32>) mean(%m : tensor<64xf32>) rstd(%r : tensor<64xf32>)
+      row_dot_sum(%c : tensor<32xf32>) {epilogue = #fusion.epilogue<layer_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+// The row dot replaces sums over a x_hat with a = dh * weight: a weightless
+// norm's gradient has no such form here.
+func.func @fused_row_dot_no_weight(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>) {
+  // expected-error @below {{expected a norm_weight operand with row_dot (a weightless norm's gradient is regrouped with normalized_input instead)}}
+  %y2 = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+      row_dot(%y : tensor<64x32xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>}
       : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+// LayerNorm's gradient also sums a: row_dot_sum.
+func.func @fused_row_dot_ln_no_sum(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %w: tensor<16xf32>, %x: tensor<64x16xf32>, %m: tensor<64xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>) {
+  // expected-error @below {{expected a row_dot_sum operand with row_dot and epilogue layer_norm_grad (the row sum of a)}}
+  %y2, %dw = fusion.fused_matmul %a, %b norm_weight(%w : tensor<16xf32>) norm_input(%x : tensor<64x16xf32>) mean(%m : tensor<64xf32>) rstd(%r : tensor<64xf32>)
+      row_dot(%y : tensor<64x32xf32>) {epilogue = #fusion.epilogue<layer_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @fused_row_dot_rms_sum(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %w: tensor<16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>, %c: tensor<32xf32>) {
+  // expected-error @below {{unexpected row_dot_sum operand with epilogue rms_norm_grad (only LayerNorm's gradient sums a)}}
+  %y2, %dw = fusion.fused_matmul %a, %b norm_weight(%w : tensor<16xf32>) norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+      row_dot(%y : tensor<64x32xf32>) row_dot_sum(%c : tensor<32xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<16xf32>
   return
 }
 
 // -----
 
 // The row dot reads A's rows as lhs holds them.
-func.func @fused_row_dot_transpose_lhs(%a: tensor<32x64xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>) {
+func.func @fused_row_dot_transpose_lhs(%a: tensor<32x64xf32>, %b: tensor<32x16xf32>, %w: tensor<16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>) {
   // expected-error @below {{unexpected row_dot operand with transpose_lhs (the row dot reads A's rows as lhs holds them, unscaled)}}
-  %y2 = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+  %y2, %dw = fusion.fused_matmul %a, %b norm_weight(%w : tensor<16xf32>) norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
       row_dot(%y : tensor<64x32xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>, transpose_lhs}
-      : tensor<32x64xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+      : tensor<32x64xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<16xf32>
   return
 }
 
 // -----
 
 // ... unscaled: a prologue would scale them.
-func.func @fused_row_dot_prologue(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>) {
+func.func @fused_row_dot_prologue(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %w: tensor<16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>) {
   // expected-error @below {{unexpected row_dot operand with a prologue (the row dot reads A's rows as lhs holds them, unscaled)}}
-  %y2 = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+  %y2, %dw = fusion.fused_matmul %a, %b norm_weight(%w : tensor<16xf32>) norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
       row_dot(%y : tensor<64x32xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>,
        prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-05 : f32}
-      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<16xf32>
   return
 }
 
 // -----
 
-// A weightless norm's gradient (normalized_input) has no row-dot form.
-func.func @fused_row_dot_normalized(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>) {
+// With normalized_input the gradient reads x_hat: no next layer needed.
+func.func @fused_row_dot_normalized(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %w: tensor<16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>) {
   // expected-error @below {{unexpected row_dot operand with normalized_input (a weightless norm's row sum needs no next layer)}}
-  %y2 = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+  %y2, %dw = fusion.fused_matmul %a, %b norm_weight(%w : tensor<16xf32>) norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
       row_dot(%y : tensor<64x32xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>, normalized_input}
-      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<16xf32>
   return
 }
 
 // -----
 
-// The row dot has A's shape [M, K].
-func.func @fused_row_dot_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x16xf32>) {
+// The row dot has A's shape [M, K] ...
+func.func @fused_row_dot_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %w: tensor<16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x16xf32>) {
   // expected-error @below {{expected row_dot of shape [64, 32] ([M, K], the shape of lhs), but got [64, 16]}}
-  %y2 = fusion.fused_matmul %a, %b norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+  %y2, %dw = fusion.fused_matmul %a, %b norm_weight(%w : tensor<16xf32>) norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
       row_dot(%y : tensor<64x16xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>}
-      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+// ... and its vectors are [K].
+func.func @fused_row_dot_shift_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %w: tensor<16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>, %c: tensor<16xf32>) {
+  // expected-error @below {{expected row_dot_shift of shape [32] ([K], a vector over lhs's columns), but got [16]}}
+  %y2, %dw = fusion.fused_matmul %a, %b norm_weight(%w : tensor<16xf32>) norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+      row_dot(%y : tensor<64x32xf32>) row_dot_shift(%c : tensor<16xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<16xf32>
   return
 }
 

@@ -172,6 +172,9 @@ struct GemmSmemParams {
   /// operand's [tile_m, tile_k] tile, and the epilogue keeps no norm_input
   /// tile (the consumers read norm_input from global memory).
   bool rowDot = false;
+  /// The row dot's [K] vectors (row_dot_shift, row_dot_sum: 0-2), 16-bit:
+  /// each stage also receives their tile_k columns (128 bytes each).
+  int64_t rowDotVectors = 0;
 };
 
 /// Where each buffer of a fused-GEMM kernel lives in its dynamic shared
@@ -204,6 +207,9 @@ struct GemmSmemParams {
 ///   |   [cluster_n][tile_m] f32 partials         |   round 0 for the rows'
 ///   | global rows: [2][tile_m] f32 scale, shift  |   scale and shift)
 ///   |   (none on sm_100a)                        |
+///   +--------------------------------------------+ rowDotVectorsOffset
+///   | row-dot vectors: stages x vectors x 64     |  (128-byte aligned; TMA,
+///   |   16-bit columns of the stage's K step     |   no swizzle)
 ///   +--------------------------------------------+ totalBytes - kSmemAlignment
 ///
 /// No region is shared with the ring, so a persistent CTA's producer
@@ -220,6 +226,7 @@ struct GemmSmemLayout {
   int64_t gradRowsOffset = 0, gradRowsBytes = 0;
   int64_t clusterSlotBytes = 0;
   int64_t clusterSlotsOffset = 0, clusterSlotsBytes = 0;
+  int64_t rowDotVectorsOffset = 0, rowDotVectorsBytes = 0;
   int64_t totalBytes = 0;
 
   int64_t stageBytes() const {

@@ -506,8 +506,11 @@ void TileEpilogue::normGrad() {
   // K, the next layer's output D), the same in every CTA of the row block:
   // no first pass over x, no exchange.
   if (s.rowDot) {
-    for (int64_t h = 0; h < 2; ++h)
+    for (int64_t h = 0; h < 2; ++h) {
       gradDot[h] = arith::DivFOp::create(b, prologueSumSq[h], nF);
+      if (ln)
+        gradSum[h] = arith::DivFOp::create(b, prologueSum[h], nF);
+    }
     return;
   }
   Value zero = splat(cstF32(0.0));

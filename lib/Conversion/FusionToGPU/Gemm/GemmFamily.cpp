@@ -243,6 +243,7 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   optional(GemmArg::NormWeight, op.getNormWeight());
   optional(GemmArg::NormBias, op.getNormBias());
   optional(GemmArg::NormInput, op.getNormInput());
+
   // The statistics: (mean, rstd) of a LayerNorm, (rstd) of an RMSNorm;
   // written by a forward norm (its extra results), read by a grad epilogue.
   if (spec.gradEpilogue()) {
@@ -333,6 +334,14 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
     args[GemmArg::TmaNormInput] = descriptor(
         host.map.lookup(op.getNormInput()), getTensorMapTypeNormInput(ctx, spec),
         {spec.tileM, kStoreChunkN});
+    if (Value shift = op.getRowDotShift())
+      args[GemmArg::TmaRowDotShift] =
+          descriptor(host.map.lookup(shift),
+                     getTensorMapTypeRowDotVector(ctx, spec), {spec.tileK});
+    if (Value sum = op.getRowDotSum())
+      args[GemmArg::TmaRowDotSum] =
+          descriptor(host.map.lookup(sum), getTensorMapTypeRowDotVector(ctx, spec),
+                     {spec.tileK});
   }
   SmallVector<Value> operands;
   GemmKernelAbi abi(spec);

@@ -96,6 +96,13 @@ void GemmKernelEmitter::setUpOperands() {
   if (Value map = arg(GemmArg::TmaRowDot))
     tmaRowDot = UnrealizedConversionCastOp::create(b, getTensorMapTypeA(ctx, s), map)
                     .getResult(0);
+  for (auto [which, map] : {std::pair<GemmArg, Value *>{GemmArg::TmaRowDotShift,
+                                                       &tmaRowDotShift},
+                            {GemmArg::TmaRowDotSum, &tmaRowDotSum}})
+    if (Value v = arg(which))
+      *map = UnrealizedConversionCastOp::create(
+                 b, getTensorMapTypeRowDotVector(ctx, s), v)
+                 .getResult(0);
   if (Value map = arg(GemmArg::TmaNormInput))
     tmaNormInput =
         UnrealizedConversionCastOp::create(b, getTensorMapTypeNormInput(ctx, s), map)
@@ -148,8 +155,9 @@ void GemmKernelEmitter::emit() {
     nvgpu::TmaPrefetchOp::create(b, tmaSaved, leader);
   if (tmaRowDot)
     nvgpu::TmaPrefetchOp::create(b, tmaRowDot, leader);
-  if (tmaNormInput)
-    nvgpu::TmaPrefetchOp::create(b, tmaNormInput, leader);
+  for (Value map : {tmaNormInput, tmaRowDotShift, tmaRowDotSum})
+    if (map)
+      nvgpu::TmaPrefetchOp::create(b, map, leader);
   gpu::BarrierOp::create(b);
   if (s.clusterN > 1) {
     // No peer may st.async into this CTA's slots before its barriers exist:

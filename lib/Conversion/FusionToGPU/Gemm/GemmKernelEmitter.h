@@ -46,6 +46,11 @@ public:
     std::optional<unsigned> i = abi.position(a);
     return i ? func.getArgument(*i) : Value();
   }
+  /// rowDot: the byte offset of stage `stage`'s vector slots.
+  Value rowDotVectorSlots(Value stage) {
+    return add(idx(s.layout.rowDotVectorsOffset),
+               mul(stage, idx(s.rowDotVectors() * s.tileK * 2)));
+  }
   Value stageOffset(Value stage) {
     return mul(stage, idx(s.layout.stageBytes()));
   }
@@ -101,7 +106,9 @@ public:
   /// (tile_n / 64 boxes of [tile_m, 64], laid out as the output staging).
   void issueNormInputLoad(Value stage, Value blockRow, Value blockCol);
   /// With `rowDot`, the products of A's values with the row_dot operand's
-  /// (its tile after B's in the stage) instead of A's squares.
+  /// (its tile after B's in the stage, less row_dot_shift) instead of A's
+  /// squares, and with `sum` A's row dot with row_dot_sum (the vectors'
+  /// columns in the stage's slots).
   Value sumSquaresOfHalfRow(Value stage, Value c, Value acc, Value reader,
                             int64_t groupRows, Value *sum = nullptr,
                             bool rowDot = false);
@@ -149,6 +156,8 @@ public:
   /// (the output's box), and in the consumers' epilogue the byte offset of
   /// the ring slot that holds the tile's norm_input.
   Value tmaRowDot, tmaNormInput, normInputSlot;
+  /// rowDot: the [K] vectors' tensor maps (64 columns, no swizzle).
+  Value tmaRowDotShift, tmaRowDotSum;
   /// sm_100a: the tensor-memory accumulator stages' barriers (tmemFull[a]:
   /// the MMAs of the stage's tile completed, a commit; tmemEmpty[a]: every
   /// epilogue thread has read it).

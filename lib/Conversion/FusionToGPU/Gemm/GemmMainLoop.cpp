@@ -17,8 +17,9 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
   Value bOff = add(aOff, idx(s.aTileBytes()));
   nvgpu::MBarrierArriveExpectTxOp::create(
       b, ring.full,
-      idx(s.aTileBytes() + s.bTileBytes() + s.rowDotTileBytes()), stage,
-      Value());
+      idx(s.aTileBytes() + s.bTileBytes() + s.rowDotTileBytes() +
+          s.rowDotVectors() * s.tileK * 2),
+      stage, Value());
   Value k0 = mul(kTile, idx(s.tileK));
   int64_t boxBytes = s.tileK * kSwizzleCols * s.abType.getIntOrFloatBitWidth() / 8;
   // A tile [tile_m, 64] at (row blockRow, col k0); coordinates innermost
@@ -38,12 +39,22 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
     nvgpu::TmaAsyncLoadOp::create(b, aTile, ring.full, tmaA,
                                   ValueRange{k0, blockRow}, stage, Value(), Value());
   }
-  // The row dot's operand: the same rows and K columns as A, after B.
+  // The row dot's operand: the same rows and K columns as A, after B; its
+  // vectors' K columns into the stage's slots.
   if (s.rowDot) {
     Value dTile = smemView(add(bOff, idx(s.bTileBytes())), {s.tileM, s.tileK},
                            s.abType);
     nvgpu::TmaAsyncLoadOp::create(b, dTile, ring.full, tmaRowDot,
                                   ValueRange{k0, blockRow}, stage, Value(), Value());
+    int64_t slot = 0;
+    for (Value map : {tmaRowDotShift, tmaRowDotSum}) {
+      if (!map)
+        continue;
+      Value v = smemView(add(rowDotVectorSlots(stage), idx(slot++ * s.tileK * 2)),
+                         {s.tileK}, s.abType);
+      nvgpu::TmaAsyncLoadOp::create(b, v, ring.full, map, ValueRange{k0}, stage,
+                                    Value(), Value());
+    }
   }
   // B in tile_n / 64 boxes of [64, 64]. Row-major B [K, N]: the tile
   // [64, tile_n] as 64-column halves (N-major, wgmma's transposed B).
@@ -308,8 +319,49 @@ Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc,
     SmallVector<Value> halves = halvesOf(aTile);
     if (rowDot) {
       SmallVector<Value> other = halvesOf(dTile);
-      for (auto [x, y] : llvm::zip_equal(halves, other))
-        acc = math::FmaOp::create(b, x, y, acc);
+      // The [K] vectors' 8 columns of this chunk (logical chunk
+      // firstChunk + j, unswizzled in their stage slots; TMA zero fill past
+      // K), split as A's halves: a broadcast read, the same for every row.
+      auto vectorHalves = [&](int64_t slot) {
+        Value mem = smemView(add(rowDotVectorSlots(stage), idx(slot * s.tileK * 2)),
+                             {s.tileK}, s.abType);
+        Value v = vector::LoadOp::create(b, vecType, mem,
+                                         ValueRange{mul(add(firstChunk, idx(j)), idx(8))},
+                                         /*nontemporal=*/false, llvm::MaybeAlign(16));
+        Value vf = arith::ExtFOp::create(b, f32Vec, v);
+        SmallVector<Value> out;
+        for (int64_t o : {0, 1}) {
+          SmallVector<int64_t> lanes;
+          for (int64_t l = 0; l < 4; ++l)
+            lanes.push_back(s.abType.isBF16() ? 2 * l + o : 4 * o + l);
+          out.push_back(vector::ShuffleOp::create(b, vf, vf, lanes));
+        }
+        return out;
+      };
+      SmallVector<Value> shift, sums;
+      int64_t slot = 0;
+      if (s.rowDotShiftType)
+        shift = vectorHalves(slot++);
+      if (s.rowDotSumType)
+        sums = vectorHalves(slot);
+      for (int64_t hh = 0; hh < 2; ++hh) {
+        Value y = shift.empty() ? other[hh]
+                                : arith::SubFOp::create(b, other[hh], shift[hh]);
+        if (!sum) {
+          acc = math::FmaOp::create(b, halves[hh], y, acc);
+          continue;
+        }
+        // LayerNorm's two sums: 2-lane accumulators, pair by pair (as the
+        // LayerNorm prologue's).
+        for (int64_t o : {0, 2}) {
+          auto pair = [&](Value x) -> Value {
+            return vector::ShuffleOp::create(b, x, x, ArrayRef<int64_t>{o, o + 1});
+          };
+          Value a = pair(halves[hh]);
+          acc = math::FmaOp::create(b, a, pair(y), acc);
+          *sum = math::FmaOp::create(b, a, pair(sums[hh]), *sum);
+        }
+      }
       continue;
     }
     if (!sum) {
@@ -345,7 +397,8 @@ void GemmKernelEmitter::consumer() {
                                     : SmallVector<int64_t>{s.tileK, s.tileN};
   // The reader: Lazy Pre-Norm's sums of squares, or a grad epilogue's row
   // dot of A with the row_dot operand (same loop, same hand-over).
-  bool lazy = s.lazyPrologue() || s.rowDot, withSums = s.layerNormPrologue();
+  bool lazy = s.lazyPrologue() || s.rowDot,
+       withSums = s.layerNormPrologue() || bool(s.rowDotSumType);
   Value row0 = engine->firstRow(*this, c, tid);
   // The rows' sums of squares, then (LayerNorm) their sums.
   Value rowSums = smemView(idx(s.rowStatsOffset()),

@@ -157,6 +157,12 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
           "ring as 16-bit values, but norm_input is f32";
     return failure();
   }
+  if (s.rowDot && ((s.rowDotShiftType && s.rowDotShiftType != s.abType) ||
+                   (s.rowDotSumType && s.rowDotSumType != s.abType))) {
+    why = "row_dot_shift and row_dot_sum come with each K step by TMA beside "
+          "A's tile and need A's element type";
+    return failure();
+  }
   if (s.rowDot && s.rowDotType != s.abType) {
     why = "row_dot's tiles ride in the ring beside A's and need A's element "
           "type";
@@ -294,6 +300,8 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
     s.numStats = op.getMean() && !s.normalizedInput ? 2 : 1;
     s.rowDot = static_cast<bool>(op.getRowDot());
     s.rowDotType = elemOf(op.getRowDot());
+    s.rowDotShiftType = elemOf(op.getRowDotShift());
+    s.rowDotSumType = elemOf(op.getRowDotSum());
   }
   if (failed(checkHandled(s, op, target, why)))
     return failure();
@@ -312,6 +320,11 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   params.strategy = {s.epilogueWarps, s.globalRows, s.stagedResidual};
   params.accumulatorInTensorMemory = target.tensorMemoryColumns > 0;
   params.rowDot = s.rowDot;
+  // A LayerNorm gradient's row dots: two row sums, as the LayerNorm
+  // prologue's.
+  if (s.rowDot && s.rowDotSumType)
+    params.prologueRowStats = 2;
+  params.rowDotVectors = s.rowDotVectors();
   s.layout = getGemmSmemLayout(params);
   s.tmem = *planGemmTensorMemory(target, s.tileM, s.tileN, why);
   if (s.sharedMemoryBytes() > config.getSmemBytes()) {
@@ -349,6 +362,17 @@ Type mlir::fusion::getTensorMapTypeNormInput(MLIRContext *ctx,
   return tensorMapType(ctx, {s.tileM, kStoreChunkN}, s.normInputType);
 }
 
+Type mlir::fusion::getTensorMapTypeRowDotVector(MLIRContext *ctx,
+                                                const GemmKernelSpec &s) {
+  auto box = MemRefType::get({s.tileK}, s.abType, MemRefLayoutAttrInterface{},
+                             IntegerAttr::get(IntegerType::get(ctx, 64), 3));
+  return nvgpu::TensorMapDescriptorType::get(
+      ctx, box, nvgpu::TensorMapSwizzleKind::SWIZZLE_NONE,
+      nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
+      nvgpu::TensorMapOOBKind::OOB_ZERO,
+      nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+}
+
 GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   const GemmKernelSpec &s = spec;
   auto take = [&](GemmArg arg, bool present) {
@@ -379,6 +403,8 @@ GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   take(GemmArg::TmaSavedNormInput, s.saveNormInput && s.tmaStore());
   take(GemmArg::TmaRowDot, s.rowDot);
   take(GemmArg::TmaNormInput, s.rowDot);
+  take(GemmArg::TmaRowDotShift, bool(s.rowDotShiftType));
+  take(GemmArg::TmaRowDotSum, bool(s.rowDotSumType));
 }
 
 std::optional<unsigned> GemmKernelAbi::position(GemmArg arg) const {
@@ -406,6 +432,8 @@ SmallVector<Type> GemmKernelAbi::types(MLIRContext *ctx) const {
     case GemmArg::TmaSavedNormInput:
     case GemmArg::TmaRowDot:
     case GemmArg::TmaNormInput:
+    case GemmArg::TmaRowDotShift:
+    case GemmArg::TmaRowDotSum:
       types.push_back(ptr);
       break;
     case GemmArg::M:
@@ -438,6 +466,7 @@ SmallVector<Type> GemmKernelAbi::types(MLIRContext *ctx) const {
     case GemmArg::NormInput:
       types.push_back(dyn2(s.normInputType));
       break;
+
     case GemmArg::StatMean:
     case GemmArg::StatRstd:
     case GemmArg::Partials:

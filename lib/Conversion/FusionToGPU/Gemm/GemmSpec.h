@@ -64,7 +64,7 @@ struct GemmKernelSpec {
   double prologueEpsilon = 0, epsilon = 0;
   /// Optional operands, in kernel-argument order (null when absent).
   Type residualType, rowScaleType, colBiasType, colSumType, normWeightType,
-      normBiasType, normInputType, rowDotType;
+      normBiasType, normInputType, rowDotType, rowDotShiftType, rowDotSumType;
   /// Number of f32 statistics: written by a forward norm (1 for rms_norm, 2
   /// for layer_norm), read by a grad epilogue (rstd, and the mean of a
   /// layer_norm_grad whose norm_input is not normalized).
@@ -81,7 +81,11 @@ struct GemmKernelSpec {
   /// the epilogue then needs no row exchange (cluster_n = 1, any N). The
   /// tile's norm_input [tile_m, tile_n] (16-bit: at most a stage's bytes)
   /// comes through the ring too, one more slot after the tile's K steps,
-  /// which the consumers read in the epilogue and then release.
+  /// which the consumers read in the epilogue and then release. The [K]
+  /// vectors row_dot_shift (subtracted from D) and row_dot_sum (LayerNorm:
+  /// the second row sum, A's row dot with it), of A's element type, come
+  /// with each K step too: their 64 columns by TMA into the stage's
+  /// 128-byte slots after the other buffers (layout.rowDotVectorsOffset).
   bool rowDot = false;
   /// Forward norm epilogues with save_norm_input: the norm's input (acc +
   /// residual, rounded to outType) is stored too, beside the output.
@@ -97,6 +101,10 @@ struct GemmKernelSpec {
   int64_t aTileBytes() const { return layout.aTileBytes; }
   int64_t bTileBytes() const { return layout.bTileBytes; }
   int64_t rowDotTileBytes() const { return layout.rowDotTileBytes; }
+  /// The row dot's [K] vectors: how many (shift, sum).
+  int64_t rowDotVectors() const {
+    return bool(rowDotShiftType) + bool(rowDotSumType);
+  }
   /// 16-bit outputs leave by TMA store through the staging buffers; f32
   /// outputs are stored from registers.
   bool tmaStore() const { return outType.getIntOrFloatBitWidth() == 16; }
@@ -158,6 +166,8 @@ Type getTensorMapTypeC(MLIRContext *ctx, const GemmKernelSpec &spec);
 Type getTensorMapTypeResidual(MLIRContext *ctx, const GemmKernelSpec &spec);
 /// rowDot: norm_input's, boxes of [tile_m, 64] like the output's.
 Type getTensorMapTypeNormInput(MLIRContext *ctx, const GemmKernelSpec &spec);
+/// rowDot: a [K] vector's, boxes of 64 columns without swizzle.
+Type getTensorMapTypeRowDotVector(MLIRContext *ctx, const GemmKernelSpec &spec);
 
 /// The kernel's arguments.
 enum class GemmArg {
@@ -186,7 +196,9 @@ enum class GemmArg {
   TmaResidual, ///< stagedResidual: the residual's tensor map (!llvm.ptr)
   TmaSavedNormInput, ///< save_norm_input, 16-bit: its tensor map (!llvm.ptr)
   TmaRowDot,  ///< rowDot: the row_dot operand's tensor map, A's box (!llvm.ptr)
-  TmaNormInput ///< rowDot: norm_input's tensor map, [tile_m, 64] boxes (!llvm.ptr)
+  TmaNormInput, ///< rowDot: norm_input's tensor map, [tile_m, 64] boxes (!llvm.ptr)
+  TmaRowDotShift, ///< rowDot: row_dot_shift's [K] tensor map, box 64 (!llvm.ptr)
+  TmaRowDotSum    ///< rowDot, LayerNorm: row_dot_sum's (!llvm.ptr)
 };
 
 /// The kernel ABI of a spec: which arguments the kernel takes, in order

@@ -809,12 +809,28 @@ LogicalResult FusedMatmulOp::verify() {
   if (getNormBias() && epi != EpilogueKind::layer_norm)
     return emitOpError() << "unexpected norm_bias operand with epilogue "
                          << epiName << " (only layer_norm takes a bias)";
+  if (!getRowDot() && (getRowDotShift() || getRowDotSum()))
+    return emitOpError() << "unexpected "
+                         << (getRowDotShift() ? "row_dot_shift" : "row_dot_sum")
+                         << " operand without row_dot";
   if (Value rowDot = getRowDot()) {
-    if (epi != EpilogueKind::rms_norm_grad)
+    if (!grad)
       return emitOpError() << "unexpected row_dot operand with epilogue "
                            << epiName
-                           << " (only rms_norm_grad takes its row sum from a "
-                              "row dot)";
+                           << " (only the grad epilogues take their row sums "
+                              "from a row dot)";
+    if (!getNormWeight())
+      return emitOpError("expected a norm_weight operand with row_dot (a "
+                         "weightless norm's gradient is regrouped with "
+                         "normalized_input instead)");
+    bool ln = epi == EpilogueKind::layer_norm_grad;
+    if (ln != static_cast<bool>(getRowDotSum()))
+      return emitOpError() << (ln ? "expected a row_dot_sum operand with "
+                                    "row_dot and epilogue layer_norm_grad (the "
+                                    "row sum of a)"
+                                  : "unexpected row_dot_sum operand with "
+                                    "epilogue rms_norm_grad (only LayerNorm's "
+                                    "gradient sums a)");
     if (getTransposeLhs() || hasPrologue)
       return emitOpError()
              << "unexpected row_dot operand with "
@@ -829,6 +845,10 @@ LogicalResult FusedMatmulOp::verify() {
                           " ([M, K], the shape of lhs)")))
       return failure();
     refine(m, shapeOf(rowDot)[0]);
+    for (auto [name, v] : {std::pair<StringRef, Value>{"row_dot_shift", getRowDotShift()},
+                           {"row_dot_sum", getRowDotSum()}})
+      if (v && failed(checkShape(*this, name, v, {k}, " ([K], a vector over lhs's columns)")))
+        return failure();
   }
 
   // Operand shapes.

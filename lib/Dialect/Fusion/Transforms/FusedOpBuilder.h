@@ -19,9 +19,10 @@ struct FusedMatmulSpec {
   Value lhs, rhs;
   bool transposeLhs = false, transposeRhs = false;
   Value residual, rowScale, colBias, colSum, normWeight, normBias, normInput, mean, rstd;
-  /// rms_norm_grad: its row sum as sum_k A[i,k] rowDot[i,k] (the next layer's
-  /// output).
-  Value rowDot;
+  /// Grad epilogues: their row sums as row dots with the next layer's output
+  /// (rowDot [M, K]), less rowDotShift [K]; LayerNorm's sum of a as the row
+  /// dot with rowDotSum [K].
+  Value rowDot, rowDotShift, rowDotSum;
   PrologueKind prologue = PrologueKind::none;
   EpilogueKind epilogue = EpilogueKind::none;
   std::optional<double> prologueEpsilon, epsilon;

@@ -263,6 +263,13 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
               .str();
     return failure();
   }
+  for (Value v : {op.getRowDotShift(), op.getRowDotSum()})
+    if (v && getElementTypeOrSelf(v.getType()) != elementType) {
+      why = "expected row_dot_shift and row_dot_sum of lhs's element type " +
+            str(elementType) + " (they come by TMA beside A's tiles), but got " +
+            str(getElementTypeOrSelf(v.getType()));
+      return failure();
+    }
   if (rowDot && getElementTypeOrSelf(op.getRowDot().getType()) != elementType) {
     why = "expected row_dot of lhs's element type " + str(elementType) +
           " (its tiles ride in the ring beside A's), but got " +
@@ -328,7 +335,9 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   params.outputElementBytes = outputElementBytes;
   params.accumulatorInTensorMemory = target.tensorMemoryColumns > 0;
   params.rowDot = rowDot;
-  params.prologueRowStats = op.getPrologue() == PrologueKind::layer_norm ? 2 : 1;
+  params.rowDotVectors = bool(op.getRowDotShift()) + bool(op.getRowDotSum());
+  params.prologueRowStats =
+      op.getPrologue() == PrologueKind::layer_norm || op.getRowDotSum() ? 2 : 1;
   params.exchangeRounds = (epilogue == EpilogueKind::layer_norm ||
                            epilogue == EpilogueKind::layer_norm_grad)
                               ? 2

@@ -13,20 +13,24 @@
 // skip connection) becomes the fused op's residual, which a grad epilogue
 // adds to dx.
 //
-// The row sum of an RMSNorm gradient spans the N columns of dh, which span
-// CTAs. Where the norm's output z feeds the next layer y = z W2^T (no bias)
-// and dh = dy W2 is that layer's dgrad, <dh_i, z_i> = <dy_i, y_i>: the grad
-// epilogue takes it as a row dot of the dgrad's A rows with y
-// (`row_dot`), summed over K, which every CTA of a row block streams, so no
-// row exchange and no row-size limit.
+// The row sums of a norm gradient span the N columns of dh, which span
+// CTAs. Where the norm's output z feeds the next layer y = z W2^T + b2 and
+// dh = dy W2 is that layer's dgrad, <dh_i, z_i> = <dy_i, y_i - b2>: the grad
+// epilogue takes it as a row dot of the dgrad's A rows with y (`row_dot`,
+// less `row_dot_shift`), summed over K, which every CTA of a row block
+// streams, so no row exchange and no row-size limit; LayerNorm's
+// z = x_hat w + beta shifts by beta W2^T too, and its sum of dh w is the
+// row dot with w W2^T (`row_dot_sum`).
 //
 //===----------------------------------------------------------------------===//
 
 #include "FusedOpBuilder.h"
+#include "WeightProducts.h"
 
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 #include "fusion/Dialect/Fusion/Transforms/Transforms.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -120,34 +124,37 @@ FusedMatmulSpec gradSpec(Regroup r) {
   return bwd;
 }
 
-/// The next layer's output y = z W2^T whose dgrad is `r.dgradGemm`
-/// (dh = dy W2), for an RMSNorm with a weight: then <dh_i, z_i> = <dy_i, y_i>
-/// and y can be the grad epilogue's row_dot. Null, with the reason, when the
-/// program has no such y.
-Value findRowDot(Regroup r, std::string &why) {
-  if (!isa<RMSNormOp>(r.norm)) {
-    why = "the LayerNorm gradient's two row sums have no row-dot form yet";
-    return Value();
-  }
+/// The next layer y = z op(W2) (+ b2) whose dgrad is `r.dgradGemm`
+/// (dh = dy op(W2)^T), for a norm with a weight w (and LayerNorm's bias
+/// beta): then <dh_i, z_i - beta> = <dy_i, y_i - b2 - beta op(W2)> and
+/// <dh_i, w> = <dy_i, w op(W2)>, the grad epilogue's row dots.
+struct RowDotSource {
+  MatmulOp next;
+  Value weight, beta;
+};
+
+/// The next layer of `r`, or nothing, with the reason, when the program has
+/// no such layer.
+std::optional<RowDotSource> findRowDot(Regroup r, std::string &why) {
   MatmulOp dgrad = r.dgradGemm;
+  auto ln = dyn_cast<LayerNormOp>(r.norm);
+  Value weight = ln ? ln.getWeight() : cast<RMSNormOp>(r.norm).getWeight();
+  if (!weight) {
+    why = "the norm has no weight";
+    return std::nullopt;
+  }
   if (dgrad.getBias()) {
     why = "the dgrad GEMM has a bias";
-    return Value();
+    return std::nullopt;
   }
   Value z = r.norm->getResult(0);
-  bool sawBias = false;
   for (Operation *user : z.getUsers()) {
     auto next = dyn_cast<MatmulOp>(user);
     // y = z op(W2) with op(W2) the transpose of the dgrad's op(W2).
     if (!next || next.getLhs() != z || next.getTransposeLhs() ||
         next.getRhs() != dgrad.getRhs() ||
-        next.getTransposeRhs() == dgrad.getTransposeRhs())
-      continue;
-    if (next.getBias()) {
-      sawBias = true;
-      continue;
-    }
-    if (next.getResult().getType() != dgrad.getLhs().getType())
+        next.getTransposeRhs() == dgrad.getTransposeRhs() ||
+        next.getResult().getType() != dgrad.getLhs().getType())
       continue;
     // y only added to a skip connection (y = fc2(h) + x): the GEMM would
     // store the sum, with y folded in as its residual; reading y too would
@@ -157,14 +164,55 @@ Value findRowDot(Regroup r, std::string &why) {
                      [](Operation *u) { return isa<AddOp>(u); })) {
       why = "the next layer's output is only added to a skip connection "
             "(its GEMM stores the sum, not the output)";
-      return Value();
+      return std::nullopt;
     }
-    return next.getResult();
+    // The bias as the shift itself (without a LayerNorm bias to add): of
+    // y's element type, as the kernel reads it.
+    Value bias = next.getBias();
+    if (bias && !(ln && ln.getBias()) &&
+        getElementTypeOrSelf(bias.getType()) !=
+            getElementTypeOrSelf(next.getResult().getType())) {
+      why = "the next layer's bias is not of its output's element type";
+      return std::nullopt;
+    }
+    return RowDotSource{next, weight, ln ? ln.getBias() : Value()};
   }
-  why = sawBias ? "the next layer has a bias"
-                : "the norm's output feeds no GEMM whose dgrad is the "
-                  "incoming gradient's";
-  return Value();
+  why = "the norm's output feeds no GEMM whose dgrad is the incoming "
+        "gradient's";
+  return std::nullopt;
+}
+
+/// v op(W2) (+ bias) as a [K] vector of `elem`: a 1-row fusion.matmul
+/// (accumulated in f32, the bias added, rounded once), collapsed.
+Value vectorTimesWeight(OpBuilder &b, Location loc, Value v, MatmulOp next,
+                        Value bias, Type elem) {
+  Value row = expandVector(b, loc, v, /*row=*/true);
+  int64_t n = cast<RankedTensorType>(next.getResult().getType()).getDimSize(1);
+  auto type = RankedTensorType::get({1, n}, elem);
+  Value prod = MatmulOp::create(b, loc, type, row, next.getRhs(), bias,
+                                /*transpose_lhs=*/false, next.getTransposeRhs());
+  return tensor::CollapseShapeOp::create(
+      b, loc, prod, SmallVector<ReassociationIndices>{{0, 1}});
+}
+
+/// Adds the row dot of `src` to the grad epilogue `bwd`, built before `at`:
+/// y, the shift b2 + beta op(W2) (none when both are absent) and, for
+/// LayerNorm, the sum vector w op(W2), both of y's element type (what the
+/// kernel reads beside A's tiles).
+void addRowDot(IRRewriter &rewriter, Operation *at, const RowDotSource &src,
+               FusedMatmulSpec &bwd) {
+  rewriter.setInsertionPoint(at);
+  Location loc = at->getLoc();
+  MatmulOp next = src.next;
+  Type elem = getElementTypeOrSelf(next.getResult().getType());
+  bwd.rowDot = next.getResult();
+  if (src.beta)
+    bwd.rowDotShift =
+        vectorTimesWeight(rewriter, loc, src.beta, next, next.getBias(), elem);
+  else
+    bwd.rowDotShift = next.getBias(); // (null without a bias)
+  if (bwd.epilogue == EpilogueKind::layer_norm_grad)
+    bwd.rowDotSum = vectorTimesWeight(rewriter, loc, src.weight, next, Value(), elem);
 }
 
 /// Replaces the norm gradient by the fused op built from `bwd`, and erases
@@ -203,31 +251,41 @@ void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report,
     if (!rowDotKernel)
       whyNoRowDot = "the " + target->chip.str() +
                     " GEMM kernel has no row-dot reader yet";
-    Value y = r->backwardOnly && rowDot && rowDotKernel
-                  ? findRowDot(*r, whyNoRowDot)
-                  : Value();
-    if (y) {
+    std::optional<RowDotSource> src;
+    if (r->backwardOnly && rowDot && rowDotKernel)
+      src = findRowDot(*r, whyNoRowDot);
+    if (src) {
       if (!apply) {
         remark(report, norm,
                "not regrouped: regrouping is opt-in in fusion-fuse until its "
                "sm_90a grad epilogue is measured on the H200 "
-               "(fusion-fuse{regroup-backward=true} applies it; the row sum "
+               "(fusion-fuse{regroup-backward=true} applies it; the row sums "
                "would come from the next layer's output, no row exchange)");
         continue;
       }
       FusedMatmulSpec bwd = gradSpec(*r);
-      auto rg = cast<RMSNormGradOp>(r->grad);
       bwd.normInput = norm->getOperand(0);
-      bwd.rstd = rg.getRstd();
-      bwd.normWeight = rg.getWeight();
-      bwd.rowDot = y;
+      if (auto lg = dyn_cast<LayerNormGradOp>(r->grad)) {
+        bwd.mean = lg.getMean();
+        bwd.rstd = lg.getRstd();
+        bwd.normWeight = lg.getWeight();
+      } else {
+        auto rg = cast<RMSNormGradOp>(r->grad);
+        bwd.rstd = rg.getRstd();
+        bwd.normWeight = rg.getWeight();
+      }
+      addRowDot(rewriter, r->grad, *src, bwd);
       replaceGrad(rewriter, *r, bwd);
       remark(report, norm,
              "regrouped (backward only, row dot): its gradient went into the "
              "epilogue of the dgrad GEMM producing its incoming gradient, the "
-             "row sum <dh, z> taken as <dy, y> with y the next layer's output, "
-             "over the dgrad's K in its main loop (no row exchange, any row "
-             "size)");
+             "row sums over the norm's output taken as row dots of dy with "
+             "the next layer's output y" +
+                 std::string(bwd.rowDotShift || bwd.rowDotSum
+                                 ? " and vectors of that layer's weight"
+                                 : "") +
+                 ", over the dgrad's K in its main loop (no row exchange, any "
+                 "row size)");
       continue;
     }
     int64_t n = cast<RankedTensorType>(norm->getOperand(0).getType()).getDimSize(1);

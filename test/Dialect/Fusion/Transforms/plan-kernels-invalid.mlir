@@ -239,3 +239,17 @@ func.func @row_dot_f32_norm_input(%dy: tensor<256x512xbf16>, %w: tensor<512x1024
   return %dx : tensor<256x1024xbf16>
 }
 }
+
+// -----
+
+// Test that the row dot's vectors must have A's element type (they come by
+// TMA beside A's tiles).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @row_dot_vector_type(%dy: tensor<256x512xbf16>, %w: tensor<512x1024xbf16>, %g: tensor<1024xbf16>, %x: tensor<256x1024xbf16>, %r: tensor<256xf32>, %y: tensor<256x512xbf16>, %c: tensor<512xf32>) -> tensor<256x1024xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected row_dot_shift and row_dot_sum of lhs's element type bf16 (they come by TMA beside A's tiles), but got f32}}
+  %dx, %dg = fusion.fused_matmul %dy, %w norm_weight(%g : tensor<1024xbf16>) norm_input(%x : tensor<256x1024xbf16>)
+      rstd(%r : tensor<256xf32>) row_dot(%y : tensor<256x512xbf16>) row_dot_shift(%c : tensor<512xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>}
+      : tensor<256x512xbf16>, tensor<512x1024xbf16> -> tensor<256x1024xbf16>, tensor<1024xf32>
+  return %dx : tensor<256x1024xbf16>
+}
+}

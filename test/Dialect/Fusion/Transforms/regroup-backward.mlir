@@ -220,3 +220,41 @@ func.func @rms_step_bias(%x: tensor<64x32xf32>, %w1: tensor<256x32xf32>, %b1: te
   return %y, %dz : tensor<64x16xf32>, tensor<64x256xf32>
 }
 }
+
+// -----
+
+// The row dot reads the next layer's bias beside y as its shift, in y's
+// element type: a bias of another type leaves the exchange form.
+// CHECK-LABEL: func.func @rms_step_next_bias_f32
+// CHECK: fusion.fused_matmul {{.*}}norm_input({{.*}}) rstd({{.*}}) {epilogue = #fusion.epilogue<rms_norm_grad>}
+// CHECK-NOT: row_dot
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @rms_step_next_bias_f32(%h: tensor<64x256xbf16>, %g: tensor<256xbf16>, %w2: tensor<128x256xbf16>, %b2: tensor<128xf32>, %dy: tensor<64x128xbf16>)
+    -> (tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<256xf32>) {
+  // expected-remark @below {{fusion.rms_norm regrouped (backward only): the norm has an affine weight or bias}}
+  %n, %rstd = fusion.rms_norm %h weight(%g : tensor<256xbf16>) {epsilon = 1.0e-06 : f32} : tensor<64x256xbf16> -> tensor<64x256xbf16>, tensor<64xf32>
+  %y = fusion.matmul %n, %w2 bias(%b2 : tensor<128xf32>) {transpose_rhs} : tensor<64x256xbf16>, tensor<128x256xbf16> -> tensor<64x128xbf16>
+  %dn = fusion.matmul %dy, %w2 : tensor<64x128xbf16>, tensor<128x256xbf16> -> tensor<64x256xbf16>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : tensor<256xbf16>) : tensor<64x256xbf16>, tensor<64x256xbf16>, tensor<64xf32> -> tensor<64x256xbf16>, tensor<256xf32>
+  return %y, %dh, %dg : tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<256xf32>
+}
+}
+
+// -----
+
+// A bf16 step whose next layer has a bias of y's type: the bias is the row
+// dot's shift.
+// CHECK-LABEL: func.func @rms_step_next_bias
+// CHECK-SAME: %[[B2:[^:]*]]: tensor<128xbf16>
+// CHECK: row_dot(%{{.*}} : tensor<64x128xbf16>) row_dot_shift(%[[B2]] : tensor<128xbf16>) {epilogue = #fusion.epilogue<rms_norm_grad>}
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @rms_step_next_bias(%h: tensor<64x256xbf16>, %g: tensor<256xbf16>, %w2: tensor<128x256xbf16>, %b2: tensor<128xbf16>, %dy: tensor<64x128xbf16>)
+    -> (tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<256xf32>) {
+  // expected-remark @below {{fusion.rms_norm regrouped (backward only, row dot)}}
+  %n, %rstd = fusion.rms_norm %h weight(%g : tensor<256xbf16>) {epsilon = 1.0e-06 : f32} : tensor<64x256xbf16> -> tensor<64x256xbf16>, tensor<64xf32>
+  %y = fusion.matmul %n, %w2 bias(%b2 : tensor<128xbf16>) {transpose_rhs} : tensor<64x256xbf16>, tensor<128x256xbf16> -> tensor<64x128xbf16>
+  %dn = fusion.matmul %dy, %w2 : tensor<64x128xbf16>, tensor<128x256xbf16> -> tensor<64x256xbf16>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : tensor<256xbf16>) : tensor<64x256xbf16>, tensor<64x256xbf16>, tensor<64xf32> -> tensor<64x256xbf16>, tensor<256xf32>
+  return %y, %dh, %dg : tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<256xf32>
+}
+}

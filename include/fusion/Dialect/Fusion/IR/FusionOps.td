@@ -516,17 +516,22 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     the statistics come from the forward, and `residual` is the gradient
     arriving along the skip connection, added to the result.
 
-    With `row_dot` (`rms_norm_grad` only, A not transposed, no prologue), the
-    row sum of the norm gradient, `sum_j a[i,j] x_hat[i,j]` with
-    a = dh * norm_weight, is taken instead as
+    With `row_dot` (grad epilogues with `norm_weight`, A not transposed, no
+    prologue), the row sums of the norm gradient, `sum_j a[i,j] x_hat[i,j]`
+    and (LayerNorm) `sum_j a[i,j]` with a = dh * norm_weight, are taken
+    instead as
 
-        sum_k A[i,k] row_dot[i,k]                        (row_dot [M, K])
+        sum_k A[i,k] (row_dot[i,k] - row_dot_shift[k])   (row_dot [M, K])
+        sum_k A[i,k] row_dot_sum[k]                      (layer_norm_grad)
 
-    The two are equal when `row_dot` is the output of the layer after the
-    norm, `z B^T` with z = x_hat * norm_weight the norm's output and B this
-    op's rhs (that layer's weight: its dgrad `dh = dy @ B` sees the same B):
-    `<dy_i B, z_i> = <dy_i, z_i B^T>`. Backward regrouping gives it so, and
-    then the row sum spans K (the columns of A, which every CTA of a row
+    (`row_dot_shift` [K] optional, 0 without it; `row_dot_sum` [K] required
+    with `layer_norm_grad`). The two are equal when `row_dot` is the output
+    of the layer after the norm, `y = z B^T + c` with z = x_hat * w (+ beta)
+    the norm's output and B this op's rhs (that layer's weight: its dgrad
+    `dh = dy @ B` sees the same B), `row_dot_shift` is `c + beta B^T` and
+    `row_dot_sum` is `w B^T`: `<dy_i B, z_i - beta> = <dy_i, y_i - c - beta B^T>`
+    and `<dy_i B, w> = <dy_i, w B^T>`. Backward regrouping gives them so, and
+    then the row sums span K (the columns of A, which every CTA of a row
     block streams) instead of N (the columns of dh, which span CTAs): the
     kernel needs no row exchange, for any N.
 
@@ -604,6 +609,8 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     Optional<Fusion_F32Tensor>:$mean,
     Optional<Fusion_F32Tensor>:$rstd,
     Optional<Fusion_FloatTensor>:$row_dot,
+    Optional<Fusion_FloatTensor>:$row_dot_shift,
+    Optional<Fusion_FloatTensor>:$row_dot_sum,
     DefaultValuedAttr<Fusion_PrologueKindAttr, "PrologueKind::none">:$prologue,
     DefaultValuedAttr<Fusion_EpilogueKindAttr, "EpilogueKind::none">:$epilogue,
     OptionalAttr<F32Attr>:$prologue_epsilon,
@@ -629,6 +636,8 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     (`mean` `(` $mean^ `:` type($mean) `)`)?
     (`rstd` `(` $rstd^ `:` type($rstd) `)`)?
     (`row_dot` `(` $row_dot^ `:` type($row_dot) `)`)?
+    (`row_dot_shift` `(` $row_dot_shift^ `:` type($row_dot_shift) `)`)?
+    (`row_dot_sum` `(` $row_dot_sum^ `:` type($row_dot_sum) `)`)?
     attr-dict `:` type($lhs) `,` type($rhs)
     `->` type($output)
     (`saved_norm_input` `(` type($saved_norm_input)^ `)`)?
