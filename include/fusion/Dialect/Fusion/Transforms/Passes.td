@@ -787,13 +787,17 @@ def FusionRegroupBackwardPass
         {epilogue = #fusion.epilogue<rms_norm_grad>, transpose_rhs} : ...
     ```
 
-    An RMSNorm with a weight whose output also feeds the next layer
-    `y = h @ W2^T` (no bias), the layer whose dgrad is `dh = dy @ W2`, gets
-    its gradient's row sum from that layer's output instead of from dh's
-    row: `<dh_i, h_i> = <dy_i, y_i>`, a row dot over the dgrad's K that its
-    CTAs compute in their main loop from A's tiles and y's (`row_dot`), so
-    the row needs no exchange across CTAs and any row size is regrouped
-    (a Llama pre-norm's training step):
+    A norm with a weight whose output also feeds the next layer
+    `y = h @ W2^T (+ b2)`, the layer whose dgrad is `dh = dy @ W2`, gets its
+    gradient's row sums from that layer's output instead of from dh's row:
+    `<dh_i, h_i> = <dy_i, y_i - b2>`, a row dot over the dgrad's K that its
+    CTAs compute in their main loop from A's tiles and y's (`row_dot`, less
+    `row_dot_shift` = b2), so the row needs no exchange across CTAs and any
+    row size is regrouped (a Llama pre-norm's training step). A LayerNorm
+    (output x_hat w + beta) shifts by b2 + beta W2^T and sums dh w as the
+    row dot with w W2^T (`row_dot_sum`): two [K] vectors the pass builds as
+    1-row `fusion.matmul`s. Not where y is only added to a skip connection
+    (its GEMM stores the sum, not y) or b2 is not of y's element type:
     ```mlir
     %h, %rstd = fusion.rms_norm %z weight(%g : ...) {epsilon = 1.0e-05 : f32} : ...
     %y = fusion.matmul %h, %w2 {transpose_rhs} : ...
