@@ -215,6 +215,24 @@ void addRowDot(IRRewriter &rewriter, Operation *at, const RowDotSource &src,
     bwd.rowDotSum = vectorTimesWeight(rewriter, loc, src.weight, next, Value(), elem);
 }
 
+/// The grad epilogue of a norm with an affine weight or bias (only its
+/// backward regrouped): reading the norm's input z, its saved statistics
+/// and its weight; dweight / dbias as the extra results.
+FusedMatmulSpec backwardOnlySpec(Regroup r) {
+  FusedMatmulSpec bwd = gradSpec(r);
+  bwd.normInput = r.norm->getOperand(0);
+  if (auto lg = dyn_cast<LayerNormGradOp>(r.grad)) {
+    bwd.mean = lg.getMean();
+    bwd.rstd = lg.getRstd();
+    bwd.normWeight = lg.getWeight();
+  } else {
+    auto rg = cast<RMSNormGradOp>(r.grad);
+    bwd.rstd = rg.getRstd();
+    bwd.normWeight = rg.getWeight();
+  }
+  return bwd;
+}
+
 /// Replaces the norm gradient by the fused op built from `bwd`, and erases
 /// the dgrad GEMM it absorbed.
 void replaceGrad(IRRewriter &rewriter, Regroup r, const FusedMatmulSpec &bwd) {
@@ -263,17 +281,7 @@ void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report,
                "would come from the next layer's output, no row exchange)");
         continue;
       }
-      FusedMatmulSpec bwd = gradSpec(*r);
-      bwd.normInput = norm->getOperand(0);
-      if (auto lg = dyn_cast<LayerNormGradOp>(r->grad)) {
-        bwd.mean = lg.getMean();
-        bwd.rstd = lg.getRstd();
-        bwd.normWeight = lg.getWeight();
-      } else {
-        auto rg = cast<RMSNormGradOp>(r->grad);
-        bwd.rstd = rg.getRstd();
-        bwd.normWeight = rg.getWeight();
-      }
+      FusedMatmulSpec bwd = backwardOnlySpec(*r);
       addRowDot(rewriter, r->grad, *src, bwd);
       replaceGrad(rewriter, *r, bwd);
       remark(report, norm,
@@ -316,19 +324,8 @@ void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report,
 
     bool rms = isa<RMSNormOp>(norm);
     if (r->backwardOnly) {
-      // The gradient in the epilogue of dy @ W2^T, reading the norm's input
-      // z and its saved statistics; dweight / dbias as the extra results.
-      FusedMatmulSpec bwd = gradSpec(*r);
-      bwd.normInput = norm->getOperand(0);
-      if (auto lg = dyn_cast<LayerNormGradOp>(r->grad)) {
-        bwd.mean = lg.getMean();
-        bwd.rstd = lg.getRstd();
-        bwd.normWeight = lg.getWeight();
-      } else {
-        auto rg = cast<RMSNormGradOp>(r->grad);
-        bwd.rstd = rg.getRstd();
-        bwd.normWeight = rg.getWeight();
-      }
+      // The gradient in the epilogue of dy @ W2^T.
+      FusedMatmulSpec bwd = backwardOnlySpec(*r);
       replaceGrad(rewriter, *r, bwd);
       remark(report, norm,
              "regrouped (backward only): the norm has an affine weight or "
