@@ -3,11 +3,10 @@
 # the epilogue of the dgrad GEMM that produces its incoming gradient) as
 # artifact folders of their own:
 #   BUILD/gpu-regroup           fusion-compile --regroup-backward: the RMSNorm
-#                               steps take the row sum from the next layer's
-#                               output (row_dot: the consumers' epilogue, any
-#                               H); the LayerNorm steps and the residual
-#                               blocks the row exchange form (epilogue warps,
-#                               H <= 1024; wider ones build unregrouped);
+#                               and LayerNorm steps take the row sums from the
+#                               next layer's output (row_dot: the consumers'
+#                               epilogue, any H); the residual blocks the row
+#                               exchange form (epilogue warps, H <= 1024);
 #   BUILD/gpu-regroup-exchange  --regroup-backward --no-regroup-row-dot: the
 #                               row exchange form for every step it takes;
 #   BUILD/gpu-plain             unregrouped (the baseline of the same commit).

@@ -13,12 +13,13 @@
 #
 # tests: test/gpu/test_train_step_gpu.py on every folder given (float64
 # references, dgamma / dbeta bitwise over two calls; in gpu-regroup the
-# RMSNorm steps at every H take the row dot, the LayerNorm steps at
-# H = 2048 / 4096 are not regrouped); sanitize: memcheck and racecheck
-# (synccheck once) on the first folder's steps: the row dot at H = 1024 and
-# 4096 and at 256 with M = 7, the exchange form over clusters of 4 (the
-# LayerNorm residual block) and 3 (768, racecheck), one CTA (the LayerNorm
-# residual block at 256), M = 4097 (a partial last row block) and 7; bench:
+# RMSNorm and LayerNorm steps at every H take the row dots, the residual
+# blocks the exchange form); sanitize: memcheck and racecheck (synccheck
+# once) on the first folder's steps: the row dot at H = 1024 and 4096 and at
+# 256 with M = 7, LayerNorm's (its vectors) at 768 and 4096, the exchange
+# form over a cluster of 4 (the LayerNorm residual block) and one CTA (the
+# LayerNorm residual block at 256), M = 4097 (a partial last row block) and
+# 7; bench:
 # bench/bench_train_step.py on every folder in the same run (BENCH_HS, by
 # default H = 512, 1024, 2048, 4096), the first folder being the regrouped
 # one. Phases can be run one call at a time (each within the device's
@@ -45,14 +46,15 @@ if has tests; then
   done
 fi
 if has sanitize; then
-  # (program, M, tools): the row dot (RMSNorm at 1024, 4096, 256), the
-  # exchange over clusters of 4 (LayerNorm with the residual) and 3, one CTA
-  # (the LayerNorm residual block at 256).
+  # (program, M, tools): the row dot (RMSNorm at 1024, 4096, 256; LayerNorm
+  # at 768 and 4096), the exchange over a cluster of 4 (LayerNorm with the
+  # residual) and one CTA (the LayerNorm residual block at 256).
   for c in "train_step_rms_h1024 4097 memcheck racecheck" \
            "train_step_rms_h4096 4097 memcheck racecheck synccheck" \
            "train_step_rms_h256 7 memcheck racecheck" \
+           "train_step_ln_h768 4097 memcheck racecheck" \
+           "train_step_ln_h4096 4097 racecheck" \
            "train_step_res_ln_h1024 4097 memcheck racecheck synccheck" \
-           "train_step_ln_h768 4097 racecheck" \
            "train_step_res_ln_h256 7 memcheck racecheck"; do
     set -- $c
     name=$1 m=$2; shift 2
