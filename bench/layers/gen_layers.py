@@ -288,6 +288,9 @@ def programs():
     # Rows one CTA holds (H = 256: the regrouped grad epilogue without a
     # cluster) and residual blocks (the grad epilogue's residual).
     out += [train_step(256, "rms"), train_step(256, "ln")]
+    # A row and a K that do not fill whole tiles (the regrouped row dot's
+    # K tail of A, y and its vectors, its last column tile of 232).
+    out += [train_step(1000, "rms"), train_step(1000, "ln")]
     out += [train_step(h, norm, skip=True) for h in TRAIN_RES_H for norm in ("rms", "ln")]
     for h in LAYER_H:
         out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True), bert_postnorm(h),

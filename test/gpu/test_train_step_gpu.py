@@ -58,6 +58,9 @@ CASES += [("train_step_rms_h1024", 7), ("train_step_rms_h768", 1), ("train_step_
 # Rows one CTA holds (H = 256) and the residual blocks (train_step_res_*:
 # regrouped, the skip gradient is the grad epilogue's residual).
 CASES += [(f"train_step_{norm}_h256", m) for norm in ("rms", "ln") for m in (65536, 4097, 7)]
+# H = 1000: rows and K not whole tiles (the row dot's K tail, a last column
+# tile of 232).
+CASES += [(f"train_step_{norm}_h1000", m) for norm in ("rms", "ln") for m in (4097, 7)]
 CASES += [(f"train_step_res_{norm}_h{h}", m) for norm in ("rms", "ln") for h in (256, 1024)
           for m in (65536, 4097, 7)]
 

@@ -11,7 +11,7 @@
 // cluster, no exchange), also at H = 4096, which the row exchange form does
 // not regroup. The residual blocks (whose fc2 GEMM stores y + h, not y) keep
 // the exchange form (grad-epilogue-train-step-sm90a.mlir).
-// RUN: %python %S/Inputs/gen_train_steps.py 256 1024 4096 > %t.mlir
+// RUN: %python %S/Inputs/gen_train_steps.py 256 1000 1024 4096 > %t.mlir
 // RUN: fusion-opt %t.mlir '--fusion-fuse=regroup-backward=true' --fusion-plan-kernels | FileCheck %s --check-prefix=PLAN
 // RUN: fusion-opt %t.mlir '--fusion-fuse=regroup-backward=true' '--fusion-to-gpu=format=isa' > %t.isa.mlir
 // RUN: %python %S/Inputs/ptx_text.py < %t.isa.mlir > %t.ptx
@@ -101,6 +101,8 @@
 // PTX-LABEL: .entry train_step_ln_h4096_kernel5_params(
 
 // PTXAS-DAG: ptxas ok: train_step_rms_h256_kernel3 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_rms_h1000_kernel3 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_ln_h1000_kernel5 registers={{[0-9]+}} spills=0
 // PTXAS-DAG: ptxas ok: train_step_rms_h1024_kernel3 registers={{[0-9]+}} spills=0
 // PTXAS-DAG: ptxas ok: train_step_rms_h4096_kernel3 registers={{[0-9]+}} spills=0
 // PTXAS-DAG: ptxas ok: train_step_rms_h4096_kernel3_params registers={{[0-9]+}} spills=0
