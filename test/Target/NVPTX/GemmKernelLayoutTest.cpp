@@ -6,8 +6,9 @@
 // stages that fit sm_100a's 512 tensor-memory columns and the power-of-two
 // allocation, the refusal's message, sizes read from a user's
 // #fusion.kernel_config that overflow int64 (the fuzzer's tile_m =
-// INT64_MAX, which wrapped before the sum saturated), and a target without
-// tensor memory.
+// INT64_MAX, which wrapped before the sum saturated), a target without
+// tensor memory; and getGemmSmemLayout's row-dot grad epilogue (y's tile in
+// each stage, no norm_input tile, the vectors' 128-byte aligned slots).
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,6 +88,56 @@ TEST(gemm_kernel_layout, tensor_memory_saturates) {
                  "of 72057594037927935 x tile_n columns, two where they fit), but one "
                  "stage needs 576460752303423480");
   EXPECT_TRUE(!plan(128, kMax).memory);
+}
+
+/// A 16-bit grad epilogue at tile_n 256 in the consumers, 3 stages.
+GemmSmemParams gradParams(bool rowDot, int64_t vectors) {
+  GemmSmemParams p;
+  p.tileN = 256;
+  p.stages = 3;
+  p.grad = true;
+  p.normInputElementBytes = 2;
+  p.rowDot = rowDot;
+  p.rowDotVectors = vectors;
+  p.prologueRowStats = vectors == 2 ? 2 : 1;
+  return p;
+}
+
+// The row dot: each stage holds A's, B's and y's tiles (16 + 32 + 16 KB,
+// 1024-byte multiples so every swizzled tile stays aligned); the epilogue
+// keeps no norm_input tile (the tile comes through a ring slot); the
+// kernel the planner picks at H = 1024 needs 230912 bytes.
+TEST(gemm_kernel_layout, row_dot_stages) {
+  GemmSmemLayout plain = getGemmSmemLayout(gradParams(false, 0));
+  GemmSmemLayout dot = getGemmSmemLayout(gradParams(true, 0));
+  EXPECT_INT(plain.stageBytes(), 16384 + 32768);
+  EXPECT_INT(dot.stageBytes(), 16384 + 32768 + 16384);
+  EXPECT_INT(dot.stageBytes() % 1024, 0);
+  EXPECT_INT(plain.normInputBytes, 128 * 256 * 2);
+  EXPECT_INT(dot.normInputBytes, 0);
+  EXPECT_INT(dot.rowDotVectorsBytes, 0);
+  EXPECT_INT(dot.totalBytes, 230912);
+}
+
+// Its vectors: 64 16-bit columns per vector and stage, after every other
+// region, 128-byte aligned (TMA without swizzle); LayerNorm's two fit 3
+// stages in sm_90a's 232448 bytes.
+TEST(gemm_kernel_layout, row_dot_vectors) {
+  for (int64_t vectors : {int64_t{1}, int64_t{2}}) {
+    GemmSmemLayout l = getGemmSmemLayout(gradParams(true, vectors));
+    EXPECT_INT(l.rowDotVectorsOffset % 128, 0);
+    EXPECT_TRUE(l.rowDotVectorsOffset >= l.clusterSlotsOffset + l.clusterSlotsBytes);
+    EXPECT_INT(l.rowDotVectorsBytes, 3 * vectors * 128);
+    EXPECT_INT(l.totalBytes,
+               l.rowDotVectorsOffset + l.rowDotVectorsBytes + GemmTiling::kSmemAlignment);
+  }
+  EXPECT_INT(getGemmSmemLayout(gradParams(true, 2)).totalBytes, 232192);
+  EXPECT_TRUE(getGemmSmemLayout(gradParams(true, 2)).totalBytes <=
+              getTargetInfo("sm_90a")->smemPerBlockOptin);
+  // Saturated sizes stay saturated (a user's #fusion.kernel_config).
+  GemmSmemParams huge = gradParams(true, 2);
+  huge.stages = kMax;
+  EXPECT_INT(getGemmSmemLayout(huge).totalBytes, kMax);
 }
 
 // Without tensor memory (sm_90a's register accumulators) nothing is planned
