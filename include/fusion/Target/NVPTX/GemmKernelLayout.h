@@ -170,7 +170,7 @@ struct GemmSmemParams {
   /// A grad epilogue whose row sum is a row dot of A with `row_dot` (the
   /// next layer's output, [M, K] like A): each stage also holds that
   /// operand's [tile_m, tile_k] tile, and the epilogue keeps no norm_input
-  /// tile (the consumers read norm_input from global memory).
+  /// tile of its own (a tile's norm_input comes through one more ring slot).
   bool rowDot = false;
   /// The row dot's [K] vectors (row_dot_shift, row_dot_sum: 0-2), 16-bit:
   /// each stage also receives their tile_k columns (128 bytes each).

@@ -326,6 +326,16 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
     params.prologueRowStats = 2;
   params.rowDotVectors = s.rowDotVectors();
   s.layout = getGemmSmemLayout(params);
+  // A tile's norm_input takes one ring slot (holds for the planner's tile_m
+  // 128 and tile_n <= 256: 32 KB + 128 tile_n bytes against 256 tile_n).
+  if (s.rowDot && s.tileM * s.tileN * 2 > s.layout.stageBytes()) {
+    why = "a grad epilogue with row_dot stages a tile's norm_input in one ring "
+          "slot, but its " +
+          std::to_string(s.tileM * s.tileN * 2) + " bytes exceed a stage's " +
+          std::to_string(s.layout.stageBytes()) + " (tile_m = " +
+          std::to_string(s.tileM) + ")";
+    return failure();
+  }
   s.tmem = *planGemmTensorMemory(target, s.tileM, s.tileN, why);
   if (s.sharedMemoryBytes() > config.getSmemBytes()) {
     why = "the kernel needs " + std::to_string(s.sharedMemoryBytes()) +

@@ -148,13 +148,17 @@ std::optional<RowDotSource> findRowDot(Regroup r, std::string &why) {
     return std::nullopt;
   }
   Value z = r.norm->getResult(0);
+  why = "the norm's output feeds no GEMM whose dgrad is the incoming "
+        "gradient's";
   for (Operation *user : z.getUsers()) {
     auto next = dyn_cast<MatmulOp>(user);
-    // y = z op(W2) with op(W2) the transpose of the dgrad's op(W2).
+    // y = z op(W2) with op(W2) the transpose of the dgrad's op(W2), ahead
+    // of the gradient in its block (the fused op is built there).
     if (!next || next.getLhs() != z || next.getTransposeLhs() ||
         next.getRhs() != dgrad.getRhs() ||
         next.getTransposeRhs() == dgrad.getTransposeRhs() ||
-        next.getResult().getType() != dgrad.getLhs().getType())
+        next.getResult().getType() != dgrad.getLhs().getType() ||
+        next->getBlock() != r.grad->getBlock() || !next->isBeforeInBlock(r.grad))
       continue;
     // y only added to a skip connection (y = fc2(h) + x): the GEMM would
     // store the sum, with y folded in as its residual; reading y too would
@@ -164,7 +168,7 @@ std::optional<RowDotSource> findRowDot(Regroup r, std::string &why) {
                      [](Operation *u) { return isa<AddOp>(u); })) {
       why = "the next layer's output is only added to a skip connection "
             "(its GEMM stores the sum, not the output)";
-      return std::nullopt;
+      continue;
     }
     // The bias as the shift itself (without a LayerNorm bias to add): of
     // y's element type, as the kernel reads it.
@@ -173,12 +177,10 @@ std::optional<RowDotSource> findRowDot(Regroup r, std::string &why) {
         getElementTypeOrSelf(bias.getType()) !=
             getElementTypeOrSelf(next.getResult().getType())) {
       why = "the next layer's bias is not of its output's element type";
-      return std::nullopt;
+      continue;
     }
     return RowDotSource{next, weight, ln ? ln.getBias() : Value()};
   }
-  why = "the norm's output feeds no GEMM whose dgrad is the incoming "
-        "gradient's";
   return std::nullopt;
 }
 

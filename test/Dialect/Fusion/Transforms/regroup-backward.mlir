@@ -258,3 +258,22 @@ func.func @rms_step_next_bias(%h: tensor<64x256xbf16>, %g: tensor<256xbf16>, %w2
   return %y, %dh, %dg : tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<256xf32>
 }
 }
+
+// -----
+
+// The next layer computed after the gradient: the fused op, built where the
+// gradient was, cannot read its output, so the exchange form.
+// CHECK-LABEL: func.func @rms_step_next_after_grad
+// CHECK: fusion.fused_matmul {{.*}}norm_input({{.*}}) rstd({{.*}}) {epilogue = #fusion.epilogue<rms_norm_grad>}
+// CHECK-NOT: row_dot
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @rms_step_next_after_grad(%h: tensor<64x256xbf16>, %g: tensor<256xbf16>, %w2: tensor<128x256xbf16>, %dy: tensor<64x128xbf16>)
+    -> (tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<256xf32>) {
+  // expected-remark @below {{fusion.rms_norm regrouped (backward only): the norm has an affine weight or bias}}
+  %n, %rstd = fusion.rms_norm %h weight(%g : tensor<256xbf16>) {epsilon = 1.0e-06 : f32} : tensor<64x256xbf16> -> tensor<64x256xbf16>, tensor<64xf32>
+  %dn = fusion.matmul %dy, %w2 : tensor<64x128xbf16>, tensor<128x256xbf16> -> tensor<64x256xbf16>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : tensor<256xbf16>) : tensor<64x256xbf16>, tensor<64x256xbf16>, tensor<64xf32> -> tensor<64x256xbf16>, tensor<256xf32>
+  %y = fusion.matmul %n, %w2 {transpose_rhs} : tensor<64x256xbf16>, tensor<128x256xbf16> -> tensor<64x128xbf16>
+  return %y, %dh, %dg : tensor<64x128xbf16>, tensor<64x256xbf16>, tensor<256xf32>
+}
+}
