@@ -352,6 +352,17 @@ func.func @fused_row_dot_rms_sum(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %
 
 // -----
 
+// The row dots stand for the row sums of lhs @ rhs: no col_bias.
+func.func @fused_row_dot_col_bias(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %cb: tensor<16xf32>, %w: tensor<16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>) {
+  // expected-error @below {{unexpected col_bias operand with row_dot (the row dots stand for the row sums of lhs @ rhs alone)}}
+  %y2, %dw = fusion.fused_matmul %a, %b col_bias(%cb : tensor<16xf32>) norm_weight(%w : tensor<16xf32>) norm_input(%x : tensor<64x16xf32>) rstd(%r : tensor<64xf32>)
+      row_dot(%y : tensor<64x32xf32>) {epilogue = #fusion.epilogue<rms_norm_grad>}
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
 // The row dot reads A's rows as lhs holds them.
 func.func @fused_row_dot_transpose_lhs(%a: tensor<32x64xf32>, %b: tensor<32x16xf32>, %w: tensor<16xf32>, %x: tensor<64x16xf32>, %r: tensor<64xf32>, %y: tensor<64x32xf32>) {
   // expected-error @below {{unexpected row_dot operand with transpose_lhs (the row dot reads A's rows as lhs holds them, unscaled)}}

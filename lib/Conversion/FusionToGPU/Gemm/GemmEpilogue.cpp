@@ -549,10 +549,11 @@ void TileEpilogue::normGrad() {
 Value TileEpilogue::gradXHat(int64_t h, int64_t j) {
   // rowDot: the tile's norm_input waits in a ring slot (TMA zero fill past
   // M and N).
-  Value x = s.rowDot ? e.stagedPair(e.normInputSlot, s.normInputType, view,
-                                    rowInTile, h, j)
-                     : loadCol(e.arg(GemmArg::NormInput), rowClamped[h], j,
-                               s.normInputType);
+  Value x = s.normInputThroughRing
+                ? e.stagedPair(e.normInputSlot, s.normInputType, view,
+                               rowInTile, h, j)
+                : loadCol(e.arg(GemmArg::NormInput), rowClamped[h], j,
+                          s.normInputType);
   if (s.normalizedInput)
     return x;
   if (gradMean[h])

@@ -331,9 +331,10 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
     args[GemmArg::TmaRowDot] =
         descriptor(host.map.lookup(op.getRowDot()), getTensorMapTypeA(ctx, spec),
                    {spec.tileM, spec.tileK});
-    args[GemmArg::TmaNormInput] = descriptor(
-        host.map.lookup(op.getNormInput()), getTensorMapTypeNormInput(ctx, spec),
-        {spec.tileM, kStoreChunkN});
+    if (spec.normInputThroughRing)
+      args[GemmArg::TmaNormInput] = descriptor(
+          host.map.lookup(op.getNormInput()),
+          getTensorMapTypeNormInput(ctx, spec), {spec.tileM, kStoreChunkN});
     if (Value shift = op.getRowDotShift())
       args[GemmArg::TmaRowDotShift] =
           descriptor(host.map.lookup(shift),

@@ -94,8 +94,9 @@ void GemmKernelEmitter::issueNormInputLoad(Value stage, Value blockRow,
 void GemmKernelEmitter::producer() {
   Value residual = s.stagedResidual ? Value() : arg(GemmArg::Residual);
   // The grad epilogue warps read norm_input from global memory too (a
-  // row-dot grad epilogue's comes through the ring: only its statistics).
-  Value normInput = s.gradEpilogue() && (s.epilogueWarps || s.rowDot)
+  // row-dot grad epilogue's comes through the ring on sm_90a: only its
+  // statistics).
+  Value normInput = s.gradEpilogue() && (s.epilogueWarps || s.normInputThroughRing)
                         ? arg(GemmArg::NormInput)
                         : Value();
   // The K steps [kFirst, kFirst + kCount) of a tile (kFirst null: 0).
@@ -104,7 +105,7 @@ void GemmKernelEmitter::producer() {
     if (residual)
       prefetchResidual(residual, blockRow, blockCol);
     if (normInput) {
-      if (!s.rowDot)
+      if (!s.normInputThroughRing)
         prefetchResidual(normInput, blockRow, blockCol, s.normInputType);
       // The tile's saved statistics (tile_m f32 each, contiguous).
       for (GemmArg stat : {GemmArg::StatMean, GemmArg::StatRstd})
@@ -119,7 +120,7 @@ void GemmKernelEmitter::producer() {
           issueLoad(kFirst ? add(kFirst, kk) : kk, stage, blockRow, blockCol);
           return SmallVector<Value>{ring.nextPos(*this, it[0])};
         });
-    if (!s.rowDot)
+    if (!s.normInputThroughRing)
       return SmallVector<Value>(done);
     // The row-dot grad epilogue's norm_input: one more slot after the
     // tile's K steps, in flight while their MMAs run.
@@ -484,13 +485,13 @@ void GemmKernelEmitter::consumer() {
       Value pos = loop[1];
       // rowDot: the tile's norm_input is the ring's next slot; each thread
       // gives it back once its epilogue has read it.
-      if (s.rowDot) {
+      if (s.normInputThroughRing) {
         Value stage = ring.stageOf(*this, pos);
         ring.waitFull(*this, stage, pos);
         normInputSlot = stageOffset(stage);
       }
       epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq, sums);
-      if (s.rowDot) {
+      if (s.normInputThroughRing) {
         ring.release(*this, pos);
         pos = ring.nextPos(*this, pos);
       }

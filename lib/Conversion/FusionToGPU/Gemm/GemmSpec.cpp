@@ -138,11 +138,6 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
                                           : "the target " + target.chip.str());
     return failure();
   }
-  if (s.rowDot && target.mma == MmaKind::Tcgen05) {
-    why = "a grad epilogue with row_dot is generated for sm_90a only (the " +
-          target.chip.str() + " kernel has no row-dot reader)";
-    return failure();
-  }
   if (s.rowDot && (s.epilogueWarps || s.globalRows || s.clusterN != 1)) {
     why = "a grad epilogue with row_dot is generated in the consumers of one "
           "CTA (its row sum needs no exchange), but the configuration has " +
@@ -152,7 +147,7 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
           " (re-run fusion-plan-kernels)";
     return failure();
   }
-  if (s.rowDot && s.normInputType.getIntOrFloatBitWidth() != 16) {
+  if (s.normInputThroughRing && s.normInputType.getIntOrFloatBitWidth() != 16) {
     why = "a grad epilogue with row_dot stages norm_input's tiles through the "
           "ring as 16-bit values, but norm_input is f32";
     return failure();
@@ -299,6 +294,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
     s.biasGrad = op.getWithBiasGrad();
     s.numStats = op.getMean() && !s.normalizedInput ? 2 : 1;
     s.rowDot = static_cast<bool>(op.getRowDot());
+    s.normInputThroughRing = s.rowDot && target.mma != MmaKind::Tcgen05;
     s.rowDotType = elemOf(op.getRowDot());
     s.rowDotShiftType = elemOf(op.getRowDotShift());
     s.rowDotSumType = elemOf(op.getRowDotSum());
@@ -328,7 +324,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   s.layout = getGemmSmemLayout(params);
   // A tile's norm_input takes one ring slot (holds for the planner's tile_m
   // 128 and tile_n <= 256: 32 KB + 128 tile_n bytes against 256 tile_n).
-  if (s.rowDot && s.tileM * s.tileN * 2 > s.layout.stageBytes()) {
+  if (s.normInputThroughRing && s.tileM * s.tileN * 2 > s.layout.stageBytes()) {
     why = "a grad epilogue with row_dot stages a tile's norm_input in one ring "
           "slot, but its " +
           std::to_string(s.tileM * s.tileN * 2) + " bytes exceed a stage's " +
@@ -412,7 +408,7 @@ GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   take(GemmArg::TmaResidual, s.stagedResidual);
   take(GemmArg::TmaSavedNormInput, s.saveNormInput && s.tmaStore());
   take(GemmArg::TmaRowDot, s.rowDot);
-  take(GemmArg::TmaNormInput, s.rowDot);
+  take(GemmArg::TmaNormInput, s.normInputThroughRing);
   take(GemmArg::TmaRowDotShift, bool(s.rowDotShiftType));
   take(GemmArg::TmaRowDotSum, bool(s.rowDotSumType));
 }

@@ -86,7 +86,11 @@ struct GemmKernelSpec {
   /// the second row sum, A's row dot with it), of A's element type, come
   /// with each K step too: their 64 columns by TMA into the stage's
   /// 128-byte slots after the other buffers (layout.rowDotVectorsOffset).
+  /// On sm_100a the Lazy row-sum warps take the row dots and the epilogue
+  /// warpgroup reads norm_input from global memory, a row per thread.
   bool rowDot = false;
+  /// rowDot on sm_90a: the tile's norm_input comes through a ring slot.
+  bool normInputThroughRing = false;
   /// Forward norm epilogues with save_norm_input: the norm's input (acc +
   /// residual, rounded to outType) is stored too, beside the output.
   bool saveNormInput = false;

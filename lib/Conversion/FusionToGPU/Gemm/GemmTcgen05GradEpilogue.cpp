@@ -94,13 +94,26 @@ void TmemTileEpilogue::normGrad() {
   Value nF = arith::UIToFPOp::create(
       b, f32(), arith::IndexCastOp::create(b, b.getI64Type(), e.n));
   Value zeros = splat(cstF32(0.0));
+  // Row dots: the row-sum warps left the row's sums in shared memory
+  // (complete with tmemFull, as Lazy's): no pass 1, no exchange.
+  if (s.rowDot) {
+    Value rowSums = smemView(idx(s.rowStatsOffset()), {2 * s.tileM}, f32());
+    gradDot = arith::DivFOp::create(
+        b, memref::LoadOp::create(b, rowSums, ValueRange{e.tid}), nF);
+    if (ln)
+      gradSum = arith::DivFOp::create(
+          b, memref::LoadOp::create(b, rowSums, ValueRange{add(e.tid, idx(s.tileM))}),
+          nF);
+  }
 
   // Pass 1, a 32-column half at a time (one tcgen05.ld): the row's sums of
   // a x_hat (and a), as 8 column lanes each.
   SmallVector<Value> inits = {zeros};
   if (ln)
     inits.push_back(zeros);
-  ValueRange sums = forLoop(
+  SmallVector<Value> sums;
+  if (!s.rowDot)
+    sums = forLoop(
       idx(0), idx(chunks), idx(1), inits, [&](Value c, ValueRange it) {
         SmallVector<Value> next(it.begin(), it.end());
         forEachGroupByHalves(
@@ -169,9 +182,11 @@ void TmemTileEpilogue::normGrad() {
     }
     return arith::DivFOp::create(b, total, nF).getResult();
   };
-  gradDot = rowTotal(sums[0], /*round=*/0);
-  if (ln)
-    gradSum = rowTotal(sums[1], /*round=*/1);
+  if (!s.rowDot) {
+    gradDot = rowTotal(sums[0], /*round=*/0);
+    if (ln)
+      gradSum = rowTotal(sums[1], /*round=*/1);
+  }
 
   // Pass 2: dx, each 8-column group stored as soon as it is computed.
   Value residual = e.arg(GemmArg::Residual);

@@ -91,8 +91,9 @@ static constexpr int64_t kLazyThreads = 64;
 void GemmKernelEmitter::emitTensorMemoryKernel() {
   // full[s]: the slot's TMA bytes landed. empty[s]: the MMAs that read it
   // completed (one tcgen05.commit).
-  // With Lazy Pre-Norm both also count the row-sum warps' 64 threads.
-  bool lazy = s.lazyPrologue();
+  // With Lazy Pre-Norm (or a grad epilogue's row dots) both also count the
+  // row-sum warps' 64 threads.
+  bool lazy = s.lazyPrologue() || s.rowDot;
   int64_t readers = lazy ? kLazyThreads : 0;
   ring = TmaRing(*this, s.stages);
   Value leader = eq(threadId, 0);
@@ -123,6 +124,9 @@ void GemmKernelEmitter::emitTensorMemoryKernel() {
   nvgpu::TmaPrefetchOp::create(b, tmaB, leader);
   if (tmaC)
     nvgpu::TmaPrefetchOp::create(b, tmaC, leader);
+  for (Value map : {tmaRowDot, tmaRowDotShift, tmaRowDotSum})
+    if (map)
+      nvgpu::TmaPrefetchOp::create(b, map, leader);
   // Warp 1 allocates (warp-wide, so under a warp-uniform condition) and
   // relinquishes the right to allocate more; the barrier publishes the
   // base address, and the mbarrier inits, to every thread.
@@ -207,7 +211,9 @@ void GemmKernelEmitter::mmaWarp(Value tmemBase) {
   tmem->deallocate(*this, tmemBase, s.tmem.allocColumns);
 }
 
-/// Warps 2-3 with Lazy Pre-Norm: thread r = threadId - 64 sums the squares
+/// Warps 2-3 with Lazy Pre-Norm (or a grad epilogue's row dots: the products
+/// with the row_dot operand, and with row_dot_sum LayerNorm's second sum):
+/// thread r = threadId - 64 sums the squares
 /// (and with the LayerNorm prologue the values, from the same loads)
 /// of half of rows 32 g + r / 2 (g = 0..3) of every A tile the MMA reads,
 /// reading each slot after full[s] and releasing it (the MMA's commit is
@@ -218,7 +224,7 @@ void GemmKernelEmitter::lazyRowSumWarps() {
   Type f32 = b.getF32Type();
   int64_t stages = s.tmem.stages;
   int64_t groups = s.tileM / (kLazyThreads / 2);
-  bool withSums = s.layerNormPrologue();
+  bool withSums = s.layerNormPrologue() || bool(s.rowDotSumType);
   // Accumulators per group: the squares, then (LayerNorm) the values.
   int64_t perGroup = withSums ? 2 : 1;
   Value reader = sub(threadId, idx(kLazyThreads));
@@ -244,7 +250,7 @@ void GemmKernelEmitter::lazyRowSumWarps() {
                 Value sum = withSums ? it[1 + groups + g] : Value();
                 next.push_back(sumSquaresOfHalfRow(
                     stage, idx(g), it[1 + g], reader, kLazyThreads / 2,
-                    withSums ? &sum : nullptr));
+                    withSums ? &sum : nullptr, s.rowDot));
                 if (withSums)
                   sums.push_back(sum);
               }

@@ -831,6 +831,9 @@ LogicalResult FusedMatmulOp::verify() {
                                   : "unexpected row_dot_sum operand with "
                                     "epilogue rms_norm_grad (only LayerNorm's "
                                     "gradient sums a)");
+    if (getColBias())
+      return emitOpError("unexpected col_bias operand with row_dot (the row "
+                         "dots stand for the row sums of lhs @ rhs alone)");
     if (getTransposeLhs() || hasPrologue)
       return emitOpError()
              << "unexpected row_dot operand with "

@@ -256,13 +256,6 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   // the main loop: its epilogue is per element, any N, no cluster.
   bool rowDot = static_cast<bool>(op.getRowDot());
   int64_t tileN, clusterN;
-  if (rowDot && target.tensorMemoryColumns > 0) {
-    why = ("expected a grad epilogue without row_dot on " + target.chip +
-           " (its row-dot reader is generated for sm_90a only), but the op "
-           "has one")
-              .str();
-    return failure();
-  }
   for (Value v : {op.getRowDotShift(), op.getRowDotSum()})
     if (v && getElementTypeOrSelf(v.getType()) != elementType) {
       why = "expected row_dot_shift and row_dot_sum of lhs's element type " +
@@ -276,8 +269,10 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
           str(getElementTypeOrSelf(op.getRowDot().getType()));
     return failure();
   }
-  if (rowDot && getElementTypeOrSelf(op.getNormInput().getType())
-                    .getIntOrFloatBitWidth() != 16) {
+  // (sm_90a: through a ring slot; sm_100a reads it from global memory.)
+  if (rowDot && target.tensorMemoryColumns == 0 &&
+      getElementTypeOrSelf(op.getNormInput().getType())
+              .getIntOrFloatBitWidth() != 16) {
     why = "expected a 16-bit norm_input with row_dot (its tiles come through "
           "the ring as 16-bit values), but got " +
           str(getElementTypeOrSelf(op.getNormInput().getType()));

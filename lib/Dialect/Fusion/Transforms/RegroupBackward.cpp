@@ -267,12 +267,8 @@ void mlir::fusion::applyRegroupBackward(ModuleOp module, bool report,
     }
     // The row dot makes the row's size free: no exchange.
     std::string whyNoRowDot = "off (row-dot=false)";
-    bool rowDotKernel = target->tensorMemoryColumns == 0;
-    if (!rowDotKernel)
-      whyNoRowDot = "the " + target->chip.str() +
-                    " GEMM kernel has no row-dot reader yet";
     std::optional<RowDotSource> src;
-    if (r->backwardOnly && rowDot && rowDotKernel)
+    if (r->backwardOnly && rowDot)
       src = findRowDot(*r, whyNoRowDot);
     if (src) {
       if (!apply) {

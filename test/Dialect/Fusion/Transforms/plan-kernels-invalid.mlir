@@ -199,21 +199,6 @@ func.func @m_huge(%a: tensor<1099511627776x64xbf16>, %b: tensor<64x128xbf16>) ->
 
 // -----
 
-// Test that a grad epilogue with a row dot is refused on sm_100a, whose GEMM
-// kernel has no row-dot reader (fusion-regroup-backward does not form one
-// there).
-module attributes {fusion.target = #fusion.target<"sm_100a">} {
-func.func @row_dot_sm100a(%dy: tensor<256x512xbf16>, %w: tensor<512x1024xbf16>, %g: tensor<1024xbf16>, %x: tensor<256x1024xbf16>, %r: tensor<256xf32>, %y: tensor<256x512xbf16>) -> tensor<256x1024xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op expected a grad epilogue without row_dot on sm_100a (its row-dot reader is generated for sm_90a only), but the op has one}}
-  %dx, %dg = fusion.fused_matmul %dy, %w norm_weight(%g : tensor<1024xbf16>) norm_input(%x : tensor<256x1024xbf16>)
-      rstd(%r : tensor<256xf32>) row_dot(%y : tensor<256x512xbf16>) {epilogue = #fusion.epilogue<rms_norm_grad>}
-      : tensor<256x512xbf16>, tensor<512x1024xbf16> -> tensor<256x1024xbf16>, tensor<1024xf32>
-  return %dx : tensor<256x1024xbf16>
-}
-}
-
-// -----
-
 // Test that the row dot's operand must have A's element type (its tiles ride
 // in the ring beside A's).
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
