@@ -796,8 +796,7 @@ def FusionRegroupBackwardPass
     row size is regrouped (a Llama pre-norm's training step). A LayerNorm
     (output x_hat w + beta) shifts by b2 + beta W2^T and sums dh w as the
     row dot with w W2^T (`row_dot_sum`): two [K] vectors the pass builds as
-    1-row `fusion.matmul`s. Not where y is only added to a skip connection
-    (its GEMM stores the sum, not y) or b2 is not of y's element type:
+    1-row `fusion.matmul`s. For example
     ```mlir
     %h, %rstd = fusion.rms_norm %z weight(%g : ...) {epsilon = 1.0e-05 : f32} : ...
     %y = fusion.matmul %h, %w2 {transpose_rhs} : ...
@@ -810,6 +809,9 @@ def FusionRegroupBackwardPass
         norm_input(%z : ...) rstd(%rstd : ...) row_dot(%y : ...)
         {epilogue = #fusion.epilogue<rms_norm_grad>} : ...
     ```
+    Not where y is only added to a skip connection (its GEMM stores the
+    sum, not y), b2 is not of y's element type, or y is computed after the
+    gradient.
 
     #### Input invariants
     - The grad takes the forward norm's weight (both or neither).
