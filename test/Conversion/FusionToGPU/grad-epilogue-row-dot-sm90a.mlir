@@ -19,11 +19,13 @@
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir > %t.ptxas.txt
 // RUN: FileCheck %s --check-prefix=PTXAS < %t.ptxas.txt
 // RUN: grep -v "ln_h256_kernel0 " %t.ptxas.txt | not grep -E "spills=[1-9]|FAILED"
-// RUN: fusion-opt %S/Inputs/row-dot-next-bias.mlir '--fusion-fuse=regroup-backward=true' '--fusion-to-gpu=format=isa' > %t.bias.mlir
+// RUN: fusion-opt %s '--fusion-fuse=regroup-backward=true' '--fusion-to-gpu=format=isa' > %t.bias.mlir
 // RUN: %python %S/Inputs/ptx_text.py < %t.bias.mlir | FileCheck %s --check-prefix=BIAS
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.bias.mlir | FileCheck %s --check-prefix=BIAS-PTXAS
 
-// The next layer's bias b2 as the shift: one vector, 65664 bytes a K step.
+// The next layer's bias b2 as the shift (the module below: an RMSNorm with
+// its weight, then nn.Linear with its bias, and the step's backward): one
+// vector, 65664 bytes a K step.
 // BIAS-LABEL: .entry rms_step_next_bias_kernel2(
 // BIAS-COUNT-6: prefetch.tensormap
 // BIAS-NOT: prefetch.tensormap
@@ -110,3 +112,14 @@
 // PTXAS-DAG: ptxas ok: train_step_ln_h1024_kernel5 registers={{[0-9]+}} spills=0
 // PTXAS-DAG: ptxas ok: train_step_ln_h4096_kernel5 registers={{[0-9]+}} spills=0
 // PTXAS-DAG: ptxas ok: train_step_ln_h4096_kernel5_params registers={{[0-9]+}} spills=0
+
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @rms_step_next_bias(%h: tensor<?x1024xbf16>, %g: tensor<1024xbf16>, %w2: tensor<1024x1024xbf16>, %b2: tensor<1024xbf16>, %dy: tensor<?x1024xbf16>)
+    -> (tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<1024xf32>) {
+  %n, %rstd = fusion.rms_norm %h weight(%g : tensor<1024xbf16>) {epsilon = 1.0e-06 : f32} : tensor<?x1024xbf16> -> tensor<?x1024xbf16>, tensor<?xf32>
+  %y = fusion.matmul %n, %w2 bias(%b2 : tensor<1024xbf16>) {transpose_rhs} : tensor<?x1024xbf16>, tensor<1024x1024xbf16> -> tensor<?x1024xbf16>
+  %dn = fusion.matmul %dy, %w2 : tensor<?x1024xbf16>, tensor<1024x1024xbf16> -> tensor<?x1024xbf16>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : tensor<1024xbf16>) : tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?xf32> -> tensor<?x1024xbf16>, tensor<1024xf32>
+  return %y, %dh, %dg : tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<1024xf32>
+}
+}

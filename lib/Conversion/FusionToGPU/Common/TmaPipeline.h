@@ -18,18 +18,23 @@
 
 namespace mlir::fusion {
 
-/// The tensor map type of a 128-byte swizzled box of `box` elements of
-/// `elem` (zero fill out of bounds): what every kernel's TMA loads and
-/// stores, and the MMA descriptors of their tiles, use.
-inline Type swizzledTensorMapType(MLIRContext *ctx, ArrayRef<int64_t> box,
-                                  Type elem) {
+/// The tensor map type of a box of `box` elements of `elem` in shared
+/// memory (zero fill out of bounds) with `swizzle`.
+inline Type tensorMapType(MLIRContext *ctx, ArrayRef<int64_t> box, Type elem,
+                          nvgpu::TensorMapSwizzleKind swizzle) {
   auto tile = MemRefType::get(box, elem, MemRefLayoutAttrInterface{},
                               IntegerAttr::get(IntegerType::get(ctx, 64), 3));
   return nvgpu::TensorMapDescriptorType::get(
-      ctx, tile, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
-      nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
+      ctx, tile, swizzle, nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
       nvgpu::TensorMapOOBKind::OOB_ZERO,
       nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+}
+
+/// 128-byte swizzled: what every kernel's TMA loads and stores, and the
+/// MMA descriptors of their tiles, use.
+inline Type swizzledTensorMapType(MLIRContext *ctx, ArrayRef<int64_t> box,
+                                  Type elem) {
+  return tensorMapType(ctx, box, elem, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B);
 }
 
 /// An mbarrier group of `count` barriers in shared memory.

@@ -49,7 +49,7 @@ public:
   /// rowDot: the byte offset of stage `stage`'s vector slots.
   Value rowDotVectorSlots(Value stage) {
     return add(idx(s.layout.rowDotVectorsOffset),
-               mul(stage, idx(s.rowDotVectors() * s.tileK * 2)));
+               mul(stage, idx(s.rowDotVectors() * s.rowDotVectorSlotBytes())));
   }
   Value stageOffset(Value stage) {
     return mul(stage, idx(s.layout.stageBytes()));
@@ -105,13 +105,12 @@ public:
   /// rowDot: the tile's norm_input [tile_m, tile_n] into ring slot `stage`
   /// (tile_n / 64 boxes of [tile_m, 64], laid out as the output staging).
   void issueNormInputLoad(Value stage, Value blockRow, Value blockCol);
-  /// With `rowDot`, the products of A's values with the row_dot operand's
-  /// (its tile after B's in the stage, less row_dot_shift) instead of A's
-  /// squares, and with `sum` A's row dot with row_dot_sum (the vectors'
-  /// columns in the stage's slots).
-  Value sumSquaresOfHalfRow(Value stage, Value c, Value acc, Value reader,
-                            int64_t groupRows, Value *sum = nullptr,
-                            bool rowDot = false);
+  /// A row-dot grad epilogue's reader (spec rowDot) sums the products of
+  /// A's values with the row_dot operand's (its tile after B's in the
+  /// stage, less row_dot_shift) instead of A's squares, and with `sum` A's
+  /// row dot with row_dot_sum (the vectors' columns in the stage's slots).
+  Value rowSumsOfHalfRow(Value stage, Value c, Value acc, Value reader,
+                         int64_t groupRows, Value *sum = nullptr);
   void consumer();
 
   // GemmEpilogue.cpp.

@@ -18,7 +18,7 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
   nvgpu::MBarrierArriveExpectTxOp::create(
       b, ring.full,
       idx(s.aTileBytes() + s.bTileBytes() + s.rowDotTileBytes() +
-          s.rowDotVectors() * s.tileK * 2),
+          s.rowDotVectors() * s.rowDotVectorSlotBytes()),
       stage, Value());
   Value k0 = mul(kTile, idx(s.tileK));
   int64_t boxBytes = s.tileK * kSwizzleCols * s.abType.getIntOrFloatBitWidth() / 8;
@@ -50,8 +50,9 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
     for (Value map : {tmaRowDotShift, tmaRowDotSum}) {
       if (!map)
         continue;
-      Value v = smemView(add(rowDotVectorSlots(stage), idx(slot++ * s.tileK * 2)),
-                         {s.tileK}, s.abType);
+      Value v = smemView(
+          add(rowDotVectorSlots(stage), idx(slot++ * s.rowDotVectorSlotBytes())),
+          {s.tileK}, s.abType);
       nvgpu::TmaAsyncLoadOp::create(b, v, ring.full, map, ValueRange{k0}, stage,
                                     Value(), Value());
     }
@@ -93,10 +94,12 @@ void GemmKernelEmitter::issueNormInputLoad(Value stage, Value blockRow,
 /// into L2, so that the epilogue's loads hit L2 instead of waiting on DRAM.
 void GemmKernelEmitter::producer() {
   Value residual = s.stagedResidual ? Value() : arg(GemmArg::Residual);
-  // The grad epilogue warps read norm_input from global memory too (a
-  // row-dot grad epilogue's comes through the ring on sm_90a: only its
-  // statistics).
-  Value normInput = s.gradEpilogue() && (s.epilogueWarps || s.normInputThroughRing)
+  // The grad epilogue warps read norm_input and its statistics from global
+  // memory too; a row-dot grad epilogue its statistics (its norm_input comes
+  // through the ring on sm_90a).
+  bool prefetchStats =
+      s.gradEpilogue() && (s.epilogueWarps || s.normInputThroughRing);
+  Value normInput = s.gradEpilogue() && s.epilogueWarps
                         ? arg(GemmArg::NormInput)
                         : Value();
   // The K steps [kFirst, kFirst + kCount) of a tile (kFirst null: 0).
@@ -104,9 +107,9 @@ void GemmKernelEmitter::producer() {
                   ValueRange iters) {
     if (residual)
       prefetchResidual(residual, blockRow, blockCol);
-    if (normInput) {
-      if (!s.normInputThroughRing)
-        prefetchResidual(normInput, blockRow, blockCol, s.normInputType);
+    if (normInput)
+      prefetchResidual(normInput, blockRow, blockCol, s.normInputType);
+    if (prefetchStats) {
       // The tile's saved statistics (tile_m f32 each, contiguous).
       for (GemmArg stat : {GemmArg::StatMean, GemmArg::StatRstd})
         if (Value mem = arg(stat))
@@ -265,9 +268,10 @@ void GemmKernelEmitter::prefetchRows(Value stat, Value blockRow) {
 /// together read exactly that row whichever positions they take; they take
 /// positions whose XOR with r % 8 spreads a quarter warp (4 rows x 2
 /// halves) over 8 different chunk positions: no bank conflicts.
-Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc,
+Value GemmKernelEmitter::rowSumsOfHalfRow(Value stage, Value c, Value acc,
                                              Value reader, int64_t groupRows,
-                                             Value *sum, bool rowDot) {
+                                             Value *sum) {
+  bool rowDot = s.rowDot;
   Type f32 = b.getF32Type();
   auto vecType = VectorType::get({8}, s.abType);
   auto f32Vec = VectorType::get({8}, f32);
@@ -324,8 +328,9 @@ Value GemmKernelEmitter::sumSquaresOfHalfRow(Value stage, Value c, Value acc,
       // firstChunk + j, unswizzled in their stage slots; TMA zero fill past
       // K), split as A's halves: a broadcast read, the same for every row.
       auto vectorHalves = [&](int64_t slot) {
-        Value mem = smemView(add(rowDotVectorSlots(stage), idx(slot * s.tileK * 2)),
-                             {s.tileK}, s.abType);
+        Value mem = smemView(
+            add(rowDotVectorSlots(stage), idx(slot * s.rowDotVectorSlotBytes())),
+            {s.tileK}, s.abType);
         Value v = vector::LoadOp::create(b, vecType, mem,
                                          ValueRange{mul(add(firstChunk, idx(j)), idx(8))},
                                          /*nontemporal=*/false, llvm::MaybeAlign(16));
@@ -405,7 +410,7 @@ void GemmKernelEmitter::consumer() {
   Value rowSums = smemView(idx(s.rowStatsOffset()),
                            {s.tileM * (withSums ? 2 : 1)}, f32);
   // The row sums' accumulators: 4 lanes, or 2 each with LayerNorm's sums
-  // (sumSquaresOfHalfRow).
+  // (rowSumsOfHalfRow).
   auto zeros4 = [&]() -> Value {
     return arith::ConstantOp::create(
         b, DenseElementsAttr::get(VectorType::get({withSums ? 2 : 4}, f32),
@@ -436,9 +441,8 @@ void GemmKernelEmitter::consumer() {
           SmallVector<Value> next = {acc, ring.nextPos(*this, it[1])};
           Value sum = withSums ? it[3] : Value();
           if (lazy)
-            next.push_back(sumSquaresOfHalfRow(stage, c, it[2], tid, 64,
-                                               withSums ? &sum : nullptr,
-                                               s.rowDot));
+            next.push_back(rowSumsOfHalfRow(stage, c, it[2], tid, 64,
+                                               withSums ? &sum : nullptr));
           if (withSums)
             next.push_back(sum);
           // Keep this MMA in flight; the previous step's is now done, so its

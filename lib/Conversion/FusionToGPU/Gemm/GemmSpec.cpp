@@ -342,41 +342,32 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   return s;
 }
 
-static Type tensorMapType(MLIRContext *ctx, ArrayRef<int64_t> box, Type elem) {
-  return swizzledTensorMapType(ctx, box, elem);
-}
-
 Type mlir::fusion::getTensorMapTypeA(MLIRContext *ctx, const GemmKernelSpec &s) {
   // transpose_lhs: boxes of [64 K rows, 64 M columns] of lhs [K, M].
   if (s.transposeA)
-    return tensorMapType(ctx, {s.tileK, kSwizzleCols}, s.abType);
-  return tensorMapType(ctx, {s.tileM, s.tileK}, s.abType);
+    return swizzledTensorMapType(ctx, {s.tileK, kSwizzleCols}, s.abType);
+  return swizzledTensorMapType(ctx, {s.tileM, s.tileK}, s.abType);
 }
 Type mlir::fusion::getTensorMapTypeB(MLIRContext *ctx, const GemmKernelSpec &s) {
-  return tensorMapType(ctx, {s.tileK, kSwizzleCols}, s.abType);
+  return swizzledTensorMapType(ctx, {s.tileK, kSwizzleCols}, s.abType);
 }
 Type mlir::fusion::getTensorMapTypeC(MLIRContext *ctx, const GemmKernelSpec &s) {
-  return tensorMapType(ctx, {s.tileM, kStoreChunkN}, s.outType);
+  return swizzledTensorMapType(ctx, {s.tileM, kStoreChunkN}, s.outType);
 }
 Type mlir::fusion::getTensorMapTypeResidual(MLIRContext *ctx,
                                             const GemmKernelSpec &s) {
-  return tensorMapType(ctx, {s.tileM, kStoreChunkN}, s.residualType);
+  return swizzledTensorMapType(ctx, {s.tileM, kStoreChunkN}, s.residualType);
 }
 
 Type mlir::fusion::getTensorMapTypeNormInput(MLIRContext *ctx,
                                              const GemmKernelSpec &s) {
-  return tensorMapType(ctx, {s.tileM, kStoreChunkN}, s.normInputType);
+  return swizzledTensorMapType(ctx, {s.tileM, kStoreChunkN}, s.normInputType);
 }
 
 Type mlir::fusion::getTensorMapTypeRowDotVector(MLIRContext *ctx,
                                                 const GemmKernelSpec &s) {
-  auto box = MemRefType::get({s.tileK}, s.abType, MemRefLayoutAttrInterface{},
-                             IntegerAttr::get(IntegerType::get(ctx, 64), 3));
-  return nvgpu::TensorMapDescriptorType::get(
-      ctx, box, nvgpu::TensorMapSwizzleKind::SWIZZLE_NONE,
-      nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
-      nvgpu::TensorMapOOBKind::OOB_ZERO,
-      nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+  return tensorMapType(ctx, {s.tileK}, s.abType,
+                       nvgpu::TensorMapSwizzleKind::SWIZZLE_NONE);
 }
 
 GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {

@@ -105,9 +105,13 @@ struct GemmKernelSpec {
   int64_t aTileBytes() const { return layout.aTileBytes; }
   int64_t bTileBytes() const { return layout.bTileBytes; }
   int64_t rowDotTileBytes() const { return layout.rowDotTileBytes; }
-  /// The row dot's [K] vectors: how many (shift, sum).
+  /// The row dot's [K] vectors: how many (shift, sum), and the bytes of a
+  /// K step's columns of one (a stage's slot).
   int64_t rowDotVectors() const {
     return bool(rowDotShiftType) + bool(rowDotSumType);
+  }
+  int64_t rowDotVectorSlotBytes() const {
+    return tileK * abType.getIntOrFloatBitWidth() / 8;
   }
   /// 16-bit outputs leave by TMA store through the staging buffers; f32
   /// outputs are stored from registers.

@@ -235,7 +235,7 @@ void GemmKernelEmitter::lazyRowSumWarps() {
         auto [kFirst, kCount] = kRange(split);
         Value tileCount = iters[1];
         SmallVector<Value> inits = {iters[0]};
-        // (2 lanes each with LayerNorm's sums: sumSquaresOfHalfRow.)
+        // (2 lanes each with LayerNorm's sums: rowSumsOfHalfRow.)
         for (int64_t g = 0; g < groups * perGroup; ++g)
           inits.push_back(arith::ConstantOp::create(
               b, DenseElementsAttr::get(VectorType::get({withSums ? 2 : 4}, f32),
@@ -248,9 +248,9 @@ void GemmKernelEmitter::lazyRowSumWarps() {
               SmallVector<Value> sums;
               for (int64_t g = 0; g < groups; ++g) {
                 Value sum = withSums ? it[1 + groups + g] : Value();
-                next.push_back(sumSquaresOfHalfRow(
+                next.push_back(rowSumsOfHalfRow(
                     stage, idx(g), it[1 + g], reader, kLazyThreads / 2,
-                    withSums ? &sum : nullptr, s.rowDot));
+                    withSums ? &sum : nullptr));
                 if (withSums)
                   sums.push_back(sum);
               }

@@ -30,7 +30,6 @@
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 #include "fusion/Dialect/Fusion/Transforms/Transforms.h"
 
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -184,19 +183,6 @@ std::optional<RowDotSource> findRowDot(Regroup r, std::string &why) {
   return std::nullopt;
 }
 
-/// v op(W2) (+ bias) as a [K] vector of `elem`: a 1-row fusion.matmul
-/// (accumulated in f32, the bias added, rounded once), collapsed.
-Value vectorTimesWeight(OpBuilder &b, Location loc, Value v, MatmulOp next,
-                        Value bias, Type elem) {
-  Value row = expandVector(b, loc, v, /*row=*/true);
-  int64_t n = cast<RankedTensorType>(next.getResult().getType()).getDimSize(1);
-  auto type = RankedTensorType::get({1, n}, elem);
-  Value prod = MatmulOp::create(b, loc, type, row, next.getRhs(), bias,
-                                /*transpose_lhs=*/false, next.getTransposeRhs());
-  return tensor::CollapseShapeOp::create(
-      b, loc, prod, SmallVector<ReassociationIndices>{{0, 1}});
-}
-
 /// Adds the row dot of `src` to the grad epilogue `bwd`, built before `at`:
 /// y, the shift b2 + beta op(W2) (none when both are absent) and, for
 /// LayerNorm, the sum vector w op(W2), both of y's element type (what the
@@ -206,15 +192,18 @@ void addRowDot(IRRewriter &rewriter, Operation *at, const RowDotSource &src,
   rewriter.setInsertionPoint(at);
   Location loc = at->getLoc();
   MatmulOp next = src.next;
+  Value w2 = next.getRhs();
+  bool transposed = next.getTransposeRhs();
   Type elem = getElementTypeOrSelf(next.getResult().getType());
   bwd.rowDot = next.getResult();
   if (src.beta)
-    bwd.rowDotShift =
-        vectorTimesWeight(rewriter, loc, src.beta, next, next.getBias(), elem);
+    bwd.rowDotShift = vectorTimesB(rewriter, loc, src.beta, w2, transposed,
+                                   next.getBias(), elem);
   else
     bwd.rowDotShift = next.getBias(); // (null without a bias)
   if (bwd.epilogue == EpilogueKind::layer_norm_grad)
-    bwd.rowDotSum = vectorTimesWeight(rewriter, loc, src.weight, next, Value(), elem);
+    bwd.rowDotSum =
+        vectorTimesB(rewriter, loc, src.weight, w2, transposed, Value(), elem);
 }
 
 /// The grad epilogue of a norm with an affine weight or bias (only its

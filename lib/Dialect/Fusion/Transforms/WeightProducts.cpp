@@ -115,11 +115,20 @@ std::pair<Value, bool> mlir::fusion::columnBias(OpBuilder &b, Location loc,
     return {bias ? AddOp::create(b, loc, betaB, bias).getResult() : betaB,
             true};
   }
-  Value row = expandVector(b, loc, beta, /*row=*/true);
-  Value prod = MatmulOp::create(b, loc, RankedTensorType::get({1, n}, f32),
-                                row, bMat, /*transposeLhs=*/false, transposed);
-  Value betaB = tensor::CollapseShapeOp::create(
-      b, loc, prod, SmallVector<ReassociationIndices>{{0, 1}});
+  Value betaB = vectorTimesB(b, loc, beta, bMat, transposed, Value(), f32);
   return {bias ? AddOp::create(b, loc, betaB, bias).getResult() : betaB,
           false};
+}
+
+Value mlir::fusion::vectorTimesB(OpBuilder &b, Location loc, Value v,
+                                 Value bMat, bool transposed, Value bias,
+                                 Type elem) {
+  auto bType = cast<RankedTensorType>(bMat.getType());
+  int64_t n = bType.getDimSize(transposed ? 0 : 1);
+  Value row = expandVector(b, loc, v, /*row=*/true);
+  Value prod = MatmulOp::create(b, loc, RankedTensorType::get({1, n}, elem),
+                                row, bMat, bias, /*transpose_lhs=*/false,
+                                transposed);
+  return tensor::CollapseShapeOp::create(
+      b, loc, prod, SmallVector<ReassociationIndices>{{0, 1}});
 }

@@ -32,6 +32,12 @@ Value expandVector(OpBuilder &b, Location loc, Value v, bool row);
 std::pair<Value, bool> foldWeightIntoB(OpBuilder &b, Location loc, Value bMat,
                                        Value g, bool transposed);
 
+/// v B (+ bias) as an [N] vector of `elem` (B stored [N, K] when
+/// transposed): a 1-row fusion.matmul of v as [1, K] (accumulated in f32,
+/// the bias added, rounded once to `elem`), collapsed.
+Value vectorTimesB(OpBuilder &b, Location loc, Value v, Value bMat,
+                   bool transposed, Value bias, Type elem);
+
 /// The f32 vector [N] beta B + bias (B stored [N, K] when transposed),
 /// either of which may be null (not both). A constant when every part is;
 /// otherwise beta B is `fusion.matmul` of beta as [1, K] with B into f32
