@@ -119,7 +119,8 @@ func.func @{name}({args}) -> {o} {{
 
 # The backward, fusion.gdpa_grad (dq, dk, dv of the same gdpa): name:
 # (heads, D, Dv, L_kv, activation, scale, dtype). The kernel takes D, Dv of
-# 64 or 128 and L_kv up to 256 (past 128 in two passes of 128 keys).
+# 64 to 256 and L_kv up to 256 (past 128 in two passes of 128 keys; with D
+# or Dv past 128, passes of 64 keys and two column passes each).
 GRADS = {
     "gdpa_grad_kunlun_h2": (2, 128, 128, 128, "gelu_tanh", 1.0, "bf16"),
     "gdpa_grad_kunlun_h4": (4, 128, 128, 128, "gelu_tanh", 1.0, "bf16"),
@@ -132,6 +133,11 @@ GRADS = {
     "gdpa_grad_kv150_silu": (2, 128, 64, 150, "silu", 0.125, "bf16"),
     "gdpa_grad_kv200_d64_f16": (3, 64, 128, 200, "gelu", 0.25, "f16"),
     "gdpa_grad_kv129_d64": (1, 64, 64, 129, "identity", 0.125, "bf16"),
+    # Heads past 128 columns (column passes).
+    "gdpa_grad_d256": (2, 256, 256, 128, "gelu_tanh", 0.0625, "bf16"),
+    "gdpa_grad_d192_kv100": (2, 192, 192, 100, "silu", 0.1, "bf16"),
+    "gdpa_grad_d64_dv256_kv200_f16": (2, 64, 256, 200, "relu", 0.125, "f16"),
+    "gdpa_grad_d256_dv64": (1, 256, 64, 64, "gelu", 0.0625, "bf16"),
 }
 
 
@@ -157,6 +163,7 @@ JAGGED_GRADS = {
     "gdpa_grad_jagged_kunlun": (2, 128, 128, 128, "gelu_tanh", 1.0, "bf16", "i32"),
     "gdpa_grad_jagged_silu_i64": (4, 64, 128, 100, "silu", 0.125, "bf16", "i64"),
     "gdpa_grad_jagged_kv192": (2, 128, 128, 192, "gelu_tanh", 0.5, "bf16", "i32"),
+    "gdpa_grad_jagged_d256": (2, 256, 256, 160, "gelu_tanh", 0.0625, "bf16", "i32"),
 }
 
 
@@ -193,6 +200,8 @@ RESIDUAL_GRADS = {
     "gdpa_grad_residual_kv256": (2, 128, 128, 256, "gelu_tanh", 1.0, "bf16", None, "own"),
     "gdpa_grad_residual_do_kv200": (2, 128, 128, 200, "gelu_tanh", 0.5, "bf16", None, "do"),
     "gdpa_grad_jagged_residual_kv160_d64": (4, 64, 64, 160, "silu", 0.125, "bf16", "i64", "own"),
+    "gdpa_grad_residual_do_d256": (2, 256, 256, 128, "gelu_tanh", 0.0625, "bf16", None, "do"),
+    "gdpa_grad_jagged_residual_d192": (2, 192, 192, 256, "gelu", 0.1, "bf16", "i64", "own"),
 }
 
 

@@ -7,8 +7,8 @@ poisoned (NaN), against float64 autograd of the same PyTorch code
 own bf16 (f16) autograd error + 1e-3. L_q not a multiple of the kernel's
 64-token tile (1, 3, 7, 65, 77, 129, 300, 1000), batches of 1 to 768, every
 activation, key lengths 1, 64, 72, 100, 128 and, in two passes of 128 keys,
-129, 150, 160, 192, 200, 256, D and Dv of 64 and 128
-(D != Dv); L_q = 0 (dk = dv = 0) and B = 0; bitwise determinism. Jagged
+129, 150, 160, 192, 200, 256, D and Dv of 64 and 128 (D != Dv), and past
+128 (192, 256: column passes, with 64 beside 256 both ways); L_q = 0 (dk = dv = 0) and B = 0; bitwise determinism. Jagged
 q (gdpa_grad_jagged_*: q, do, dq [T, H, D] by offsets, i32 and i64) against
 autograd sequence by sequence: lengths not a multiple of the tile, empty
 sequences, tokens past offsets[B] (dq zero), no sequences. With a residual
@@ -81,6 +81,13 @@ CASES = [
     ("gdpa_grad_kv150_silu", 16, 512), ("gdpa_grad_kv150_silu", 3, 77),
     ("gdpa_grad_kv200_d64_f16", 8, 256), ("gdpa_grad_kv200_d64_f16", 2, 65),
     ("gdpa_grad_kv129_d64", 4, 1000), ("gdpa_grad_kv129_d64", 1, 7),
+    # Heads past 128 columns: passes of 64 keys, each walking the tiles once
+    # per 128 columns of dK and dV (D or Dv 192, 256; the other 64 too).
+    ("gdpa_grad_d256", 64, 512), ("gdpa_grad_d256", 3, 300),
+    ("gdpa_grad_d256", 1, 1),
+    ("gdpa_grad_d192_kv100", 16, 384), ("gdpa_grad_d192_kv100", 2, 77),
+    ("gdpa_grad_d64_dv256_kv200_f16", 8, 256), ("gdpa_grad_d64_dv256_kv200_f16", 3, 65),
+    ("gdpa_grad_d256_dv64", 4, 129), ("gdpa_grad_d256_dv64", 1, 1000),
 ]
 
 
@@ -156,6 +163,8 @@ JAGGED_CASES = [
     ("gdpa_grad_jagged_silu_i64", [129, 0, 255, 64, 65, 7], 3),
     ("gdpa_grad_jagged_kv192", [300, 0, 128, 1, 77, 512, 5], 11),
     ("gdpa_grad_jagged_kv192", [3, 9, 1, 40, 2, 100, 30, 17, 0, 64], 0),
+    ("gdpa_grad_jagged_d256", [300, 0, 128, 1, 77, 512, 5], 11),
+    ("gdpa_grad_jagged_d256", [], 20),
 ]
 
 
@@ -204,6 +213,7 @@ RESIDUAL_CASES = [
     ("gdpa_grad_residual_do_d64", 3, 300), ("gdpa_grad_residual_do_d64", 8, 129),
     ("gdpa_grad_residual_kv256", 3, 300), ("gdpa_grad_residual_kv256", 64, 512),
     ("gdpa_grad_residual_do_kv200", 3, 300), ("gdpa_grad_residual_do_kv200", 2, 65),
+    ("gdpa_grad_residual_do_d256", 3, 300), ("gdpa_grad_residual_do_d256", 16, 512),
 ]
 
 
@@ -254,6 +264,8 @@ JAGGED_RESIDUAL_CASES = [
     ("gdpa_grad_jagged_residual_do_d64", [3, 9, 1, 40, 2, 100], 45),
     ("gdpa_grad_jagged_residual_kv160_d64", [129, 0, 255, 64, 65, 7], 3),
     ("gdpa_grad_jagged_residual_kv160_d64", [1000], 20),
+    ("gdpa_grad_jagged_residual_d192", [129, 0, 255, 64, 65, 7], 3),
+    ("gdpa_grad_jagged_residual_d192", [1000], 0),
 ]
 
 

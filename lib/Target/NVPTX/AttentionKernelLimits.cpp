@@ -150,21 +150,27 @@ std::string mlir::fusion::whyNoAttentionGradKernel(const TargetInfo &target,
     return llvm::formatv("no MMA engine for {0}: the {1} engine is not "
                          "implemented yet",
                          target.chip, stringifyMmaKind(target.mma));
-  // sm_90a keeps dK and dV in registers, sm_100a in tensor memory beside
-  // S^T (then dQ) and dP^T (AttentionGradLayout): 256 + D + Dv columns.
-  const char *dimWhy =
-      tmem ? "(the backward keeps dK and dV of its 128 keys in tensor memory "
-             "beside S^T and dP^T: 256 + D + Dv columns)"
-           : "(the backward keeps dK and dV of its 64 keys in registers over "
-             "all query tiles)";
+  // sm_90a keeps dK and dV in registers (past 128 columns in column passes),
+  // sm_100a in tensor memory beside S^T (then dQ) and dP^T
+  // (AttentionGradLayout): 256 + D + Dv columns.
   for (auto [name, d] : {std::pair<const char *, int64_t>{"head dimension D", s.headDim},
-                         {"value head dimension Dv", s.valueDim}})
-    if (d != 64 && d != 128)
-      return llvm::formatv("expected a static {0} of 64 or 128 {1}, but got {2}",
-                           name, dimWhy, sizeText(d));
-  // Keys past 128 in passes of 128 (dQ's partial sums in f32 through
+                         {"value head dimension Dv", s.valueDim}}) {
+    if (tmem && d != 64 && d != 128)
+      return llvm::formatv(
+          "expected a static {0} of 64 or 128 (the backward keeps dK and dV of "
+          "its 128 keys in tensor memory beside S^T and dP^T: 256 + D + Dv "
+          "columns), but got {1}",
+          name, sizeText(d));
+    if (!tmem && (ShapedType::isDynamic(d) || d < 64 || d > 256 || d % 64 != 0))
+      return llvm::formatv(
+          "expected a static {0} that is a multiple of 64 up to 256 (the "
+          "backward keeps dK and dV of its 64 keys in registers, 128 columns "
+          "per pass over the query tiles), but got {1}",
+          name, sizeText(d));
+  }
+  // Keys in passes over the query tiles (dQ's partial sums in f32 through
   // global memory, AttentionGradKernel.cpp).
-  const int64_t maxKv = AttentionGradLayout::kPassKeys * AttentionGradLayout::kMaxKvChunks;
+  const int64_t maxKv = AttentionGradLayout::kMaxKvLen;
   if (ShapedType::isDynamic(s.kvLen) || s.kvLen < 1 || s.kvLen > maxKv)
     return llvm::formatv(
         "expected a static key/value length from 1 to {0} for the backward "
@@ -175,6 +181,12 @@ std::string mlir::fusion::whyNoAttentionGradKernel(const TargetInfo &target,
              : "(one consumer warpgroup of 64 keys per 64, K and V in shared "
                "memory 128 keys at a time)",
         sizeText(s.kvLen));
+  if (s.rmsPrologue && std::max(s.headDim, s.valueDim) > AttentionGradLayout::kPassColumns)
+    return llvm::formatv(
+        "expected D and Dv up to {0} for gdpa_grad's RMSNorm-gradient "
+        "prologue (it turns each dO tile into dh once; wider heads take "
+        "column passes over the tiles), but got D {1}, Dv {2}",
+        AttentionGradLayout::kPassColumns, s.headDim, s.valueDim);
   if (s.rmsPrologue) {
     if (tmem)
       return llvm::formatv(
@@ -261,12 +273,20 @@ std::string mlir::fusion::describeAttentionGradLayout(const TargetInfo &target,
           : std::string(llvm::formatv("units (batch, head) with K, V whole in "
                                       "shared memory (L_kv {0} padded to {1})",
                                       kvLen, l.kvTile));
+  std::string columns =
+      l.wideHeads()
+          ? std::string(llvm::formatv(
+                "; D {0}, Dv {1}: each pass of keys walks the tiles {2} times, "
+                "dK's and dV's columns {3} at a time (S^T and dP^T recomputed, "
+                "dQ's column blocks of the pass's columns)",
+                l.headDim, l.valueDim, l.columnPasses(), l.kPassColumns))
+          : std::string();
   return llvm::formatv(
       "attention backward kernel on {0}: {1}, {2} consumer warpgroup{3} "
       "of {4} keys (dK, dV in registers over the unit's query tiles of {5} "
-      "tokens, dQ through dS in shared memory); {6} stage{7} of Q, dO: {8} "
-      "bytes of shared memory of {9}{10}",
+      "tokens, dQ through dS in shared memory){6}; {7} stage{8} of Q, dO: {9} "
+      "bytes of shared memory of {10}{11}",
       target.chip, keys, l.consumers(), l.consumers() == 1 ? "" : "s",
-      l.kGroupKeys, l.kTileQ, l.stages, l.stages == 1 ? "" : "s",
+      l.kGroupKeys, l.kTileQ, columns, l.stages, l.stages == 1 ? "" : "s",
       l.sharedMemoryBytes(), target.smemPerBlockOptin, prologue);
 }

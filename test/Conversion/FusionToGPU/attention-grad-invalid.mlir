@@ -64,24 +64,24 @@ func.func @mixed_residual(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x64xbf16
 
 // -----
 
-// D = 256: dK would not fit in registers beside dV.
+// D = 320: past the column passes' 256.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @head_dim(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x256xbf16>, %k: tensor<2x64x2x256xbf16>, %v: tensor<2x64x2x64xbf16>) -> tensor<2x64x2x256xbf16> {
-  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: expected a static head dimension D of 64 or 128 (the backward keeps dK and dV of its 64 keys in registers over all query tiles), but got 256}}
+func.func @head_dim(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x320xbf16>, %k: tensor<2x64x2x320xbf16>, %v: tensor<2x64x2x64xbf16>) -> tensor<2x64x2x320xbf16> {
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: expected a static head dimension D that is a multiple of 64 up to 256 (the backward keeps dK and dV of its 64 keys in registers, 128 columns per pass over the query tiles), but got 320}}
   %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
-      : tensor<2x64x2x64xbf16>, tensor<2x64x2x256xbf16>, tensor<2x64x2x256xbf16>, tensor<2x64x2x64xbf16> -> tensor<2x64x2x256xbf16>, tensor<2x64x2x256xbf16>, tensor<2x64x2x64xbf16>
-  return %dq : tensor<2x64x2x256xbf16>
+      : tensor<2x64x2x64xbf16>, tensor<2x64x2x320xbf16>, tensor<2x64x2x320xbf16>, tensor<2x64x2x64xbf16> -> tensor<2x64x2x320xbf16>, tensor<2x64x2x320xbf16>, tensor<2x64x2x64xbf16>
+  return %dq : tensor<2x64x2x320xbf16>
 }
 }
 
 // -----
 
-// Dv = 192.
+// Dv = 96: not a multiple of the 128-byte swizzled boxes' 64 columns.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
-func.func @value_dim(%do: tensor<2x64x2x192xbf16>, %q: tensor<2x64x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %v: tensor<2x64x2x192xbf16>) -> tensor<2x64x2x64xbf16> {
-  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: expected a static value head dimension Dv of 64 or 128 (the backward keeps dK and dV of its 64 keys in registers over all query tiles), but got 192}}
+func.func @value_dim(%do: tensor<2x64x2x96xbf16>, %q: tensor<2x64x2x64xbf16>, %k: tensor<2x64x2x64xbf16>, %v: tensor<2x64x2x96xbf16>) -> tensor<2x64x2x64xbf16> {
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: expected a static value head dimension Dv that is a multiple of 64 up to 256 (the backward keeps dK and dV of its 64 keys in registers, 128 columns per pass over the query tiles), but got 96}}
   %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
-      : tensor<2x64x2x192xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x192xbf16> -> tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x192xbf16>
+      : tensor<2x64x2x96xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x96xbf16> -> tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x64x2x96xbf16>
   return %dq : tensor<2x64x2x64xbf16>
 }
 }

@@ -170,22 +170,45 @@ struct AttentionGradLayout {
   /// sm_100a: keys and query tokens per tile (the MMAs' M = 128).
   static constexpr int64_t kTmemTile = 128;
 
-  /// Keys per pass over a unit's query tiles past kPassKeys keys, and the
-  /// most passes (both targets).
-  static constexpr int64_t kPassKeys = 128, kMaxKvChunks = 2;
+  /// Keys per pass over a unit's query tiles past kPassKeys keys (sm_90a
+  /// heads wider than kPassColumns: kWidePassKeys), and the most keys
+  /// (both targets).
+  static constexpr int64_t kPassKeys = 128, kWidePassKeys = 64, kMaxKvLen = 256;
+  /// sm_90a: the most columns of dK (dV) a consumer accumulates in one pass
+  /// over the query tiles; wider heads (D or Dv 192, 256) take column
+  /// passes (below).
+  static constexpr int64_t kPassColumns = 128;
 
   int64_t headDim = 0, valueDim = 0, kvTile = 0;
-  /// Passes over the unit's query tiles, kvTile (kPassKeys) keys each, for
-  /// L_kv > kPassKeys; dQ's partial sums of a pass go out in f32 to global
-  /// memory and the next pass adds to them.
+  /// Passes over the unit's query tiles, kvTile keys each, for L_kv past
+  /// the pass's keys (passKeysFor()); dQ's partial sums of a pass go out in
+  /// f32 to global memory and the next pass adds to them.
   int64_t kvChunks = 1;
   int64_t stages = 2;
-  /// kvTile and kvChunks for `kvLen` keys (planAttentionGradLayout makes
-  /// kvTile kPassKeys on sm_100a).
+  /// sm_90a, D or Dv past kPassColumns: every pass of keys walks the query
+  /// tiles columnPasses() times, pass p accumulating dK's and dV's columns
+  /// [128 p, 128 p + 128) (S^T and dP^T recomputed each time) and computing
+  /// dQ's column blocks of that range; keys 64 per pass (one consumer
+  /// warpgroup: K and V of 128 keys and a stage of Q and dO do not fit
+  /// beside two groups' buffers).
+  bool wideHeads() const { return std::max(headDim, valueDim) > kPassColumns; }
+  int64_t columnPasses() const {
+    return (std::max(headDim, valueDim) + kPassColumns - 1) / kPassColumns;
+  }
+  /// The columns of a dimension of `dim` (D or Dv) in column pass `pass`
+  /// (0 where the dimension ends before it).
+  static int64_t passColumns(int64_t dim, int64_t pass) {
+    return std::clamp<int64_t>(dim - pass * kPassColumns, 0, kPassColumns);
+  }
+  /// Keys per pass of keys.
+  int64_t passKeysFor() const { return wideHeads() ? kWidePassKeys : kPassKeys; }
+  /// kvTile and kvChunks for `kvLen` keys (headDim and valueDim set;
+  /// planAttentionGradLayout makes kvTile kPassKeys on sm_100a).
   void setKeys(int64_t kvLen) {
+    const int64_t passKeys = passKeysFor();
     kvTile = std::min<int64_t>((kvLen + kGroupKeys - 1) / kGroupKeys * kGroupKeys,
-                               kPassKeys);
-    kvChunks = (kvLen + kPassKeys - 1) / kPassKeys;
+                               passKeys);
+    kvChunks = (kvLen + passKeys - 1) / passKeys;
   }
   /// sm_100a: the tcgen05 kernel's layout (above).
   bool tensorMemory = false;
@@ -229,9 +252,13 @@ struct AttentionGradLayout {
   int64_t outOffset() const {
     return tensorMemory ? 2 * pBytes() : 3 * kBlockBytes;
   }
-  int64_t groupBytes() const {
-    return outOffset() + std::max(headDim, valueDim) * 2 * tileQ();
+  /// The staging buffer's columns: dK's and dV's of a column pass, or
+  /// dQ's blocks of one (sm_100a: the whole head).
+  int64_t stagingColumns() const {
+    return tensorMemory ? std::max(headDim, valueDim)
+                        : std::min(std::max(headDim, valueDim), kPassColumns);
   }
+  int64_t groupBytes() const { return outOffset() + stagingColumns() * 2 * tileQ(); }
   int64_t groupsOffset() const { return stagesOffset() + stages * stageBytes(); }
   /// sm_100a: where tcgen05.alloc writes the tensor memory's address.
   int64_t tmemSlotOffset() const {

@@ -117,13 +117,13 @@ private:
     }
   }
   /// The blocks [64, 64] at `offset` + e x 8 KB TMA-stored through `tma` at
-  /// column 64 e, row `row` of (batch, head), in one bulk group.
+  /// column `column` + 64 e, row `row` of (batch, head), in one bulk group.
   void storeBlocks(Value tma, Value offset, int64_t blocks, Value batch,
-                   Value head, Value row) {
+                   Value head, Value row, int64_t column = 0) {
     for (int64_t e = 0; e < blocks; ++e) {
       Value src = block(add(offset, idx(e * Spec::kBlockBytes)), {1, 64, 1, 64});
       nvgpu::TmaAsyncStoreOp::create(b, src, tma,
-                                     ValueRange{idx(e * 64), head, row, batch},
+                                     ValueRange{idx(column + e * 64), head, row, batch},
                                      Value());
     }
     NVVM::CpAsyncBulkCommitGroupOp::create(b);
@@ -209,14 +209,15 @@ private:
   Value residualAccumulator(MmaEngine &engine, Value residual);
   /// sm_90a, a residual from global memory: for query tile `t` of unit
   /// (`batch`, `head`), once the previous stores have read them, consumer
-  /// group `c`'s dQ blocks e = c + i x groups (i < `slots`) of the
-  /// residual, rows below L_q or the sequence's end, copied by cp.async into
-  /// the group's staging slots at `out` + i x 8 KB (zeros in the other
-  /// rows). Returns the copies' group, to wait for. (Issued at the tile's
+  /// group `c`'s dQ blocks e = `firstBlock` + c + i x groups (e below
+  /// `firstBlock` + `blocks`: the column pass's) of the residual, rows
+  /// below L_q or the sequence's end, copied by cp.async into the group's
+  /// staging slots at `out` + i x 8 KB (zeros in the other rows). Returns the copies' group, to wait for. (Issued at the tile's
   /// start instead, to hide their latency behind S^T and dP^T, the copies'
   /// addresses spilled up to 148 bytes.)
   Value copyResidual(Value c, Value t, Value batch, Value head,
-                     const UnitTokens &tokens, Value out, int64_t slots);
+                     const UnitTokens &tokens, Value out, int64_t firstBlock,
+                     int64_t blocks);
   /// Rows [0, `rows`) of the residual at token `row`, columns `column` +
   /// [0, 64) of (`batch`, `head`), into the block [64 tokens, 64] at
   /// `staging` (128-byte swizzled), by cp.async, 16 bytes a thread of the

@@ -184,8 +184,8 @@ void AttentionGradEmitter::producer() {
                       ValueRange iters) {
     Value pos = iters[0], kvPos = iters[1];
     Value xPos = s.rmsPrologue ? iters[2] : Value();
-    // Keys past 128: K and V 128 keys at a time, each pass over all the
-    // unit's tiles.
+    // Keys past a pass's (128; 64 for heads past 128 columns): K and V a
+    // pass's keys at a time, each pass over all the unit's tiles.
     for (int64_t chunk = 0; chunk < s.kvChunks; ++chunk) {
       kvRing.acquire(*this, zero, kvPos);
       nvgpu::MBarrierArriveExpectTxOp::create(b, kvRing.full,
@@ -200,41 +200,45 @@ void AttentionGradEmitter::producer() {
           load(map(Arg::TmaV), kvRing.full, zero, vBlock(idx(r), e), 64 * e, head,
                keyRow, batch);
       }
-      SmallVector<Value> tileInits = {pos};
-      if (s.rmsPrologue)
-        tileInits.push_back(xPos);
-      ValueRange after = forLoop(
-          idx(0), tokens.tiles, idx(1), tileInits, [&](Value t, ValueRange it) {
-            Value p = it[0];
-            Value stage = ring.stageOf(*this, p);
-            ring.acquire(*this, stage, p);
-            nvgpu::MBarrierArriveExpectTxOp::create(b, ring.full, idx(s.stageBytes()),
-                                                    stage, Value());
-            Value base = stageBase(stage);
-            Value first = add(tokens.first, mul(t, idx(s.tileQ())));
-            // The tile's halves of 64 tokens (sm_90a: one), each D / 64 (Dv /
-            // 64) blocks [64 tokens, 64].
-            for (int64_t h = 0; h < s.tileQ() / 64; ++h) {
-              Value row = h ? add(first, idx(64 * h)) : first;
-              int64_t qHalf = h * s.headDim * 128, doHalf = h * s.valueDim * 128;
-              for (int64_t c = 0; c < dBlocks; ++c)
-                load(map(Arg::TmaQ), ring.full, stage,
-                     add(base, idx(qHalf + c * Spec::kBlockBytes)), 64 * c, head, row,
-                     tokens.batchCoord);
-              for (int64_t e = 0; e < dvBlocks; ++e)
-                load(map(Arg::TmaDo), ring.full, stage,
-                     add(base, idx(s.qBytes() + doHalf + e * Spec::kBlockBytes)), 64 * e,
-                     head, row, tokens.batchCoord);
-            }
-            if (!s.rmsPrologue)
-              return SmallVector<Value>{ring.nextPos(*this, p)};
-            loadPrologueInput(tokens.batchCoord, head, first, it[1]);
-            return SmallVector<Value>{ring.nextPos(*this, p), xRing.nextPos(*this, it[1])};
-          });
-      pos = after[0];
+      // Heads past 128 columns: the tiles once per column pass (Q and dO
+      // whole each time).
+      for (int64_t pass = 0; pass < s.columnPasses(); ++pass) {
+        SmallVector<Value> tileInits = {pos};
+        if (s.rmsPrologue)
+          tileInits.push_back(xPos);
+        ValueRange after = forLoop(
+            idx(0), tokens.tiles, idx(1), tileInits, [&](Value t, ValueRange it) {
+              Value p = it[0];
+              Value stage = ring.stageOf(*this, p);
+              ring.acquire(*this, stage, p);
+              nvgpu::MBarrierArriveExpectTxOp::create(b, ring.full, idx(s.stageBytes()),
+                                                      stage, Value());
+              Value base = stageBase(stage);
+              Value first = add(tokens.first, mul(t, idx(s.tileQ())));
+              // The tile's halves of 64 tokens (sm_90a: one), each D / 64 (Dv /
+              // 64) blocks [64 tokens, 64].
+              for (int64_t h = 0; h < s.tileQ() / 64; ++h) {
+                Value row = h ? add(first, idx(64 * h)) : first;
+                int64_t qHalf = h * s.headDim * 128, doHalf = h * s.valueDim * 128;
+                for (int64_t c = 0; c < dBlocks; ++c)
+                  load(map(Arg::TmaQ), ring.full, stage,
+                       add(base, idx(qHalf + c * Spec::kBlockBytes)), 64 * c, head, row,
+                       tokens.batchCoord);
+                for (int64_t e = 0; e < dvBlocks; ++e)
+                  load(map(Arg::TmaDo), ring.full, stage,
+                       add(base, idx(s.qBytes() + doHalf + e * Spec::kBlockBytes)), 64 * e,
+                       head, row, tokens.batchCoord);
+              }
+              if (!s.rmsPrologue)
+                return SmallVector<Value>{ring.nextPos(*this, p)};
+              loadPrologueInput(tokens.batchCoord, head, first, it[1]);
+              return SmallVector<Value>{ring.nextPos(*this, p), xRing.nextPos(*this, it[1])};
+            });
+        pos = after[0];
+        if (s.rmsPrologue)
+          xPos = after[1];
+      }
       kvPos = kvRing.nextPos(*this, kvPos);
-      if (s.rmsPrologue)
-        xPos = after[1];
     }
     SmallVector<Value> next = {pos, kvPos};
     if (s.rmsPrologue)
@@ -251,10 +255,19 @@ void AttentionGradEmitter::consumer() {
   // N-major B; dQ: [64 tokens, 64 columns] over the keys, dS^T as M-major A.
   std::unique_ptr<MmaEngine> scoreEngine =
       engine(MmaShape{Spec::kTileQ, 64, e16, false, /*transposeB=*/true});
-  std::unique_ptr<MmaEngine> dvEngine =
-      engine(MmaShape{s.valueDim, Spec::kTileQ, e16, false, false});
-  std::unique_ptr<MmaEngine> dkEngine =
-      engine(MmaShape{s.headDim, Spec::kTileQ, e16, false, false});
+  // Per column pass (one unless D or Dv is past 128): dV's and dK's
+  // engines of the pass's columns (null where the dimension ended).
+  const int64_t passes = s.columnPasses();
+  SmallVector<std::unique_ptr<MmaEngine>> dvEngines, dkEngines;
+  for (int64_t pass = 0; pass < passes; ++pass) {
+    auto widthEngine = [&](int64_t width) -> std::unique_ptr<MmaEngine> {
+      if (!width)
+        return nullptr;
+      return engine(MmaShape{width, Spec::kTileQ, e16, false, false});
+    };
+    dvEngines.push_back(widthEngine(Spec::passColumns(s.valueDim, pass)));
+    dkEngines.push_back(widthEngine(Spec::passColumns(s.headDim, pass)));
+  }
   std::unique_ptr<MmaEngine> dqEngine =
       engine(MmaShape{64, Spec::kGroupKeys, e16, /*transposeA=*/true, false});
   Value c = sub(wg, idx(1));
@@ -265,9 +278,6 @@ void AttentionGradEmitter::consumer() {
   Value out = add(mine, idx(s.outOffset()));
   Value zero = idx(0);
   const int64_t dBlocks = s.headDim / 64, dvBlocks = s.valueDim / 64;
-  // dQ's column blocks per group: e = c + i x groups, i < dqSlots.
-  const int64_t dqSlots = llvm::divideCeil(dBlocks, s.consumers());
-  const bool dqGuard = dBlocks % s.consumers() != 0;
   Value scaleF = cstF32(s.scale);
 
   unitLoop({idx(0), idx(0), idx(0)}, [&](Value batch, Value head,
@@ -280,295 +290,329 @@ void AttentionGradEmitter::consumer() {
       // The groups whose keys of this pass start below L_kv.
       const int64_t activeGroups = llvm::divideCeil(s.passKeys(chunk), Spec::kGroupKeys);
       kvRing.waitFull(*this, zero, kvPos);
-      SmallVector<Value> inits = {pos, count, dvEngine->initAccumulator(*this),
-                                  dkEngine->initAccumulator(*this)};
-      ValueRange tiles = forLoop(
-          idx(0), tokens.tiles, idx(1), inits, [&](Value t, ValueRange it) {
-            Value p = it[0], tileCount = it[1], dV = it[2], dK = it[3];
-            Value stage = ring.stageOf(*this, p);
-            waitTile(stage, p);
-            Value base = stageBase(stage);
-            Value kv = opaqueZero();
-            // The tile's first token (dense: built below, where the dQ store
-            // needs it, as before jagged q existed: same PTX).
-            Value row = s.jagged ? add(tokens.first, mul(t, idx(Spec::kTileQ))) : Value();
-            // Jagged: the tile's tokens of this sequence; a last tile's rows
-            // past them (the next sequence's tokens) get dO = 0 before any
-            // group's dP^T reads it: their dP^T and so dS^T columns are 0 and
-            // their P^T columns meet dO's zero rows, so they add nothing to
-            // dV, dK or the other rows of dQ (their own dQ rows are not
-            // stored).
-            Value tokensLeft = s.jagged ? sub(tokens.end, row) : Value();
-            if (s.jagged)
-              ifThen(ult(tokensLeft, idx(Spec::kTileQ)), [&] {
-                zeroRowsFrom(add(base, idx(s.qBytes())), s.valueDim / 64, tokensLeft,
-                             add(mul(c, idx(128)), tid), 128 * s.consumers());
-                fenceAsyncShared();
-                consumersBarrier();
-              });
-
-            const bool registersA = s.operandsInRegisters();
-            // dS^T's buffer by tile parity (and P^T's): built inside scores()
-            // where every group has keys (the one-pass kernel's order, its PTX
-            // unchanged), ahead of the branch where some group has none.
-            Value parity, pTile, dsTile;
-            auto buffers = [&] {
-              parity = rem(tileCount, 2);
-              Value ds = dsBuffer(c, parity);
-              pTile = block(pBuffer, {64, 64});
-              dsTile = block(ds, {64, 64});
-            };
-            SmallVector<SmallVector<Value>> pWords(2), dsWords(2);
-            auto scores = [&] {
-              // S^T = K_c Q^T, dP^T = V_c dO^T.
-              Value sT; // fresh accumulators: their first K steps overwrite
-              for (int64_t kc = 0; kc < dBlocks; ++kc) {
-                Value a = block(add(kBlock(c, idx(kc)), kv), {64, 64});
-                Value q = block(add(base, idx(kc * Spec::kBlockBytes)), {64, 64});
-                sT = scoreEngine->issue(*this, a, q, operandMap, operandMap, sT);
-              }
-              Value dpT;
-              for (int64_t e = 0; e < dvBlocks; ++e) {
-                Value a = block(add(vBlock(c, e), kv), {64, 64});
-                Value dO = block(add(base, idx(s.qBytes() + e * Spec::kBlockBytes)),
-                                 {64, 64});
-                dpT = scoreEngine->issue(*this, a, dO, operandMap, operandMap, dpT);
-              }
-              scoreEngine->waitPending(*this, 0);
-
-              // P^T = act(s), dS^T = dP^T act'(s) scale, s = scale S^T, rounded
-              // pair by pair: both are dV's and dK's A fragments as they are
-              // (wgmma's register form); dS^T also goes into the group's buffer
-              // (128-byte swizzled [64 keys, 64 tokens], the layout
-              // writeSwizzled writes), where dQ reads every group's (P^T too
-              // where the spec keeps both in shared memory).
-              std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, sT, tid);
-              std::unique_ptr<AccumulatorView> dpView = scoreEngine->view(*this, dpT, tid);
-              if (!parity)
-                buffers();
-              Value rowPhase = sView->rowPhase();
-              for (int64_t j = 0; j < Spec::kTileQ / 8; ++j) {
-                // 16-byte chunk j of the row sits at position j ^ (row % 8).
-                Value chunk = arith::XOrIOp::create(b, idx(j), rowPhase);
-                Value col = add(mul(chunk, idx(8)), sView->pairColumn());
-                for (int64_t h = 0; h < 2; ++h) {
-                  Value x = sView->pair(h, j), dp = dpView->pair(h, j);
-                  Value pv[2], dsv[2];
-                  for (int64_t e = 0; e < 2; ++e)
-                    std::tie(pv[e], dsv[e]) = probabilityAndGrad(
-                        vector::ExtractOp::create(b, x, ArrayRef<int64_t>{e}),
-                        [&] {
-                          return vector::ExtractOp::create(b, dp, ArrayRef<int64_t>{e});
-                        },
-                        scaleF);
-                  Value keyRow = add(idx(sView->rowOffset(h)), rowInGroup);
-                  pWords[h].push_back(packPair(pv[0], pv[1]));
-                  dsWords[h].push_back(packPair(dsv[0], dsv[1]));
-                  if (!registersA)
-                    vector::StoreOp::create(b, pWords[h].back(), pTile, ValueRange{keyRow, col},
-                                            false, llvm::MaybeAlign(4));
-                  vector::StoreOp::create(b, dsWords[h].back(), dsTile, ValueRange{keyRow, col},
-                                          false, llvm::MaybeAlign(4));
-                }
-              }
-            };
-            if (activeGroups == s.consumers()) {
-              scores();
-            } else {
-              // A pass whose keys end in group activeGroups - 1 (L_kv 129
-              // to 192): the groups past it hold only keys past L_kv (their
-              // dV and dK rows are not stored, their dS^T not read), so they
-              // skip S^T, dP^T and the element-wise step; their dV and dK
-              // MMAs take zero pairs.
-              buffers();
-              Type pairType = VectorType::get({2}, s.elemType);
-              SmallVector<Type> types(2 * 2 * (Spec::kTileQ / 8), pairType);
-              auto ifOp = scf::IfOp::create(b, types, ult(c, idx(activeGroups)),
-                                            /*withElse=*/true);
-              {
-                OpBuilder::InsertionGuard guard(b);
-                b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-                scores();
-                SmallVector<Value> words;
-                for (auto *list : {&pWords, &dsWords})
-                  for (auto &perRow : *list)
-                    llvm::append_range(words, perRow);
-                scf::YieldOp::create(b, words);
-                b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-                Value zeroPair = arith::ConstantOp::create(
-                    b, DenseElementsAttr::get(cast<ShapedType>(pairType),
-                                              b.getFloatAttr(s.elemType, 0.0)));
-                scf::YieldOp::create(b, SmallVector<Value>(types.size(), zeroPair));
-              }
-              int64_t k = 0;
-              for (auto *list : {&pWords, &dsWords})
-                for (auto &perRow : *list) {
-                  perRow.clear();
-                  for (int64_t j = 0; j < Spec::kTileQ / 8; ++j)
-                    perRow.push_back(ifOp.getResult(k++));
-                }
-            }
-
-            // dV += P^T dO, dK += dS^T Q: from registers, issued before the
-            // barrier that waits for the other groups' dS^T.
-            Value dO = block(add(base, idx(s.qBytes())), {Spec::kTileQ, s.valueDim});
-            Value q = block(base, {Spec::kTileQ, s.headDim});
-            if (registersA) {
-              dV = dvEngine->issueRegisterA(
-                  *this, [&](int64_t h, int64_t j) { return pWords[h][j]; }, dO, operandMap,
-                  dV);
-              dK = dkEngine->issueRegisterA(
-                  *this, [&](int64_t h, int64_t j) { return dsWords[h][j]; }, q, operandMap,
-                  dK);
-            }
-            fenceAsyncShared();
-            // Every group's dS^T of this tile is written (dQ reads them all).
-            consumersBarrier();
-            if (!registersA) {
-              dV = dvEngine->issue(*this, pTile, dO, operandMap, operandMap, dV);
-              dK = dkEngine->issue(*this, dsTile, q, operandMap, operandMap, dK);
-            }
-
-            // dQ's column blocks of this group: dS (every group's dS^T,
-            // M-major) times K's blocks of those columns.
-            if (!s.jagged)
-              row = mul(t, idx(Spec::kTileQ));
-            for (int64_t i = 0; i < dqSlots; ++i) {
-              Value e = add(c, idx(i * s.consumers()));
-              auto dqBlock = [&] {
-                // Slot i of the staging buffer; the previous tile's stores
-                // must have read it.
-                Value staging;
-                auto stagingSlot = [&] {
-                  staging = add(out, idx(i * Spec::kBlockBytes));
-                  if (i == 0)
-                    waitStoresRead(isGroupLeader, c);
-                };
-                // dQ starts from the residual (f32), so that the MMAs add dS K
-                // to it and the sum is rounded once: read at the fragment's
-                // positions from a block [64 tokens, 64 columns] laid out as
-                // the staging buffer, the stage's dO block e
-                // (residualInStage) or the staging slot the residual was
-                // copied into (each thread's dQ later overwrites the positions
-                // it read). Loaded from global memory into registers beside dQ
-                // instead, the residual spilled 16-190 bytes.
-                Value dq; // null without a residual: a fresh accumulator
-                if (!firstChunk) {
-                  // A later pass of keys: dQ starts from the earlier passes'
-                  // sum (which holds the residual).
-                  Value at = dqPartialIndex(batch, head, t, tokens, e);
-                  dq = dqEngine->accumulatorFromPairs(
-                      *this, tid, [&](AccumulatorView &, int64_t h, int64_t j) -> Value {
-                        return vector::LoadOp::create(
-                            b, VectorType::get({2}, b.getF32Type()), partialsArg(),
-                            ValueRange{add(at, idx((h * 8 + j) * 256))},
-                            /*nontemporal=*/false, llvm::MaybeAlign(8));
-                      });
-                } else if (s.residualInStage) {
-                  // The stage's base rebuilt from an opaque zero (else held
-                  // in a register from the tile's start).
-                  Value stageNow = ring.stageOf(*this, add(p, opaqueZero()));
-                  Value dOBlock = add(mul(e, idx(Spec::kBlockBytes)), idx(s.qBytes()));
-                  Value stageAt = stageBase(stageNow);
-                  dq = residualAccumulator(*dqEngine, add(stageAt, dOBlock));
-                } else if (s.residual) {
-                  // The group's blocks of the residual into its staging slots
-                  // (all of them, with the first), then visible to the group.
-                  if (i == 0) {
-                    Value copies = copyResidual(c, t, batch, head, tokens, out, dqSlots);
-                    nvgpu::DeviceAsyncWaitOp::create(b, copies, b.getI32IntegerAttr(0));
-                    groupBarrier(c);
-                  }
-                  staging = add(out, idx(i * Spec::kBlockBytes));
-                  dq = residualAccumulator(*dqEngine, staging);
-                }
-                for (int64_t r = 0; r < activeGroups; ++r) {
-                  Value a = block(dsBuffer(idx(r), parity), {64, 64});
-                  Value k = block(add(kBlock(idx(r), e), kv), {64, 64});
-                  dq = dqEngine->issue(*this, a, k, operandMap, operandMap, dq);
-                }
-                dqEngine->waitPending(*this, 0);
-                std::unique_ptr<AccumulatorView> dqView = dqEngine->view(*this, dq, tid);
-                if (!lastChunk) {
-                  // Not the last pass: the partial sum out in f32, each
-                  // thread's pairs where it reads them back.
-                  Value at = dqPartialIndex(batch, head, t, tokens, e);
-                  for (int64_t h = 0; h < dqView->rowsPerThread(); ++h)
-                    for (int64_t j = 0; j < dqView->columnGroups(); ++j)
-                      vector::StoreOp::create(b, dqView->pair(h, j), partialsArg(),
-                                              ValueRange{add(at, idx((h * 8 + j) * 256))},
-                                              /*nontemporal=*/false, llvm::MaybeAlign(8));
-                  return;
-                }
-                if (!staging)
-                  stagingSlot();
-                writeSwizzled(staging, 8, *dqView, rowInGroup, [&](int64_t h, int64_t j) {
-                  return packPair(dqView->pair(h, j));
+      for (int64_t pass = 0; pass < passes; ++pass) {
+        MmaEngine *dvEngine = dvEngines[pass].get(), *dkEngine = dkEngines[pass].get();
+        const int64_t dvWidth = Spec::passColumns(s.valueDim, pass);
+        const int64_t dkWidth = Spec::passColumns(s.headDim, pass);
+        // dQ's column blocks of the pass, per group: e = firstBlock + c + i
+        // x groups, i < dqSlots.
+        const int64_t firstBlock = pass * Spec::kPassColumns / 64;
+        const int64_t passBlocks = dkWidth / 64;
+        const int64_t dqSlots = llvm::divideCeil(passBlocks, s.consumers());
+        const bool dqGuard = passBlocks % s.consumers() != 0;
+        SmallVector<Value> inits = {pos, count};
+        if (dvEngine)
+          inits.push_back(dvEngine->initAccumulator(*this));
+        if (dkEngine)
+          inits.push_back(dkEngine->initAccumulator(*this));
+        const unsigned dvAt = 2, dkAt = dvEngine ? 3 : 2;
+        ValueRange tiles = forLoop(
+            idx(0), tokens.tiles, idx(1), inits, [&](Value t, ValueRange it) {
+              Value p = it[0], tileCount = it[1];
+              Value dV = dvEngine ? it[dvAt] : Value(), dK = dkEngine ? it[dkAt] : Value();
+              Value stage = ring.stageOf(*this, p);
+              waitTile(stage, p);
+              Value base = stageBase(stage);
+              Value kv = opaqueZero();
+              // The tile's first token (dense: built below, where the dQ store
+              // needs it, as before jagged q existed: same PTX).
+              Value row = s.jagged ? add(tokens.first, mul(t, idx(Spec::kTileQ))) : Value();
+              // Jagged: the tile's tokens of this sequence; a last tile's rows
+              // past them (the next sequence's tokens) get dO = 0 before any
+              // group's dP^T reads it: their dP^T and so dS^T columns are 0 and
+              // their P^T columns meet dO's zero rows, so they add nothing to
+              // dV, dK or the other rows of dQ (their own dQ rows are not
+              // stored).
+              Value tokensLeft = s.jagged ? sub(tokens.end, row) : Value();
+              if (s.jagged)
+                ifThen(ult(tokensLeft, idx(Spec::kTileQ)), [&] {
+                  zeroRowsFrom(add(base, idx(s.qBytes())), s.valueDim / 64, tokensLeft,
+                               add(mul(c, idx(128)), tid), 128 * s.consumers());
+                  fenceAsyncShared();
+                  consumersBarrier();
                 });
-                fenceAsyncShared();
-                groupBarrier(c);
-                auto bulkStore = [&] {
-                  ifThen(isGroupLeader, [&] {
-                    Value src = block(staging, {1, 64, 1, 64});
-                    nvgpu::TmaAsyncStoreOp::create(
-                        b, src, map(Arg::TmaDq),
-                        ValueRange{mul(e, idx(64)), head, row, tokens.batchCoord},
-                        Value());
-                    NVVM::CpAsyncBulkCommitGroupOp::create(b);
-                  });
-                };
-                if (!s.jagged) {
-                  bulkStore();
-                  return;
-                }
-                // Jagged: a whole tile of this sequence by TMA; its last,
-                // partial tile 16 bytes a thread (rows below the end only).
-                scf::IfOp::create(
-                    b, ult(idx(Spec::kTileQ - 1), tokensLeft),
-                    [&](OpBuilder &, Location) {
-                      bulkStore();
-                      scf::YieldOp::create(b);
-                    },
-                    [&](OpBuilder &, Location) {
-                      storeRowsBelow(staging, tokensLeft, row, head, mul(e, idx(64)));
-                      scf::YieldOp::create(b);
-                    });
-              };
-              if (dqGuard)
-                ifThen(ult(e, idx(dBlocks)), dqBlock);
-              else
-                dqBlock();
-            }
-            // dV and dK's MMAs too: Q and dO of the stage are read.
-            dvEngine->waitPending(*this, 0);
-            ring.release(*this, p);
-            return SmallVector<Value>{ring.nextPos(*this, p), add(tileCount, idx(1)),
-                                      dV, dK};
-          });
-      // K and V are read (every group's dQ MMAs of the last tile included:
-      // each thread arrives after its own waits).
-      kvRing.release(*this, kvPos);
 
-      // The group's 64 keys of dV, then dK, through the staging buffer.
-      Value keyRow = mul(c, idx(Spec::kGroupKeys));
-      if (chunk)
-        keyRow = add(keyRow, idx(chunk * s.kvTile));
-      auto storeAccumulator = [&](MmaEngine &engine, Value acc, int64_t width, Arg tma) {
-        std::unique_ptr<AccumulatorView> view = engine.view(*this, acc, tid);
-        waitStoresRead(isGroupLeader, c);
-        writeSwizzled(out, width / 8, *view, rowInGroup,
-                      [&](int64_t h, int64_t j) { return packPair(view->pair(h, j)); });
-        fenceAsyncShared();
-        groupBarrier(c);
-        ifThen(isGroupLeader, [&] {
-          storeBlocks(map(tma), out, width / 64, batch, head, keyRow);
-        });
-      };
-      storeAccumulator(*dvEngine, tiles[2], s.valueDim, Arg::TmaDv);
-      storeAccumulator(*dkEngine, tiles[3], s.headDim, Arg::TmaDk);
-      pos = tiles[0];
+              const bool registersA = s.operandsInRegisters();
+              // dS^T's buffer by tile parity (and P^T's): built inside scores()
+              // where every group has keys (the one-pass kernel's order, its PTX
+              // unchanged), ahead of the branch where some group has none.
+              Value parity, pTile, dsTile;
+              auto buffers = [&] {
+                parity = rem(tileCount, 2);
+                Value ds = dsBuffer(c, parity);
+                pTile = block(pBuffer, {64, 64});
+                dsTile = block(ds, {64, 64});
+              };
+              SmallVector<SmallVector<Value>> pWords(2), dsWords(2);
+              auto scores = [&] {
+                // S^T = K_c Q^T, dP^T = V_c dO^T.
+                Value sT; // fresh accumulators: their first K steps overwrite
+                for (int64_t kc = 0; kc < dBlocks; ++kc) {
+                  Value a = block(add(kBlock(c, idx(kc)), kv), {64, 64});
+                  Value q = block(add(base, idx(kc * Spec::kBlockBytes)), {64, 64});
+                  sT = scoreEngine->issue(*this, a, q, operandMap, operandMap, sT);
+                }
+                Value dpT;
+                for (int64_t e = 0; e < dvBlocks; ++e) {
+                  Value a = block(add(vBlock(c, e), kv), {64, 64});
+                  Value dO = block(add(base, idx(s.qBytes() + e * Spec::kBlockBytes)),
+                                   {64, 64});
+                  dpT = scoreEngine->issue(*this, a, dO, operandMap, operandMap, dpT);
+                }
+                scoreEngine->waitPending(*this, 0);
+
+                // P^T = act(s), dS^T = dP^T act'(s) scale, s = scale S^T, rounded
+                // pair by pair: both are dV's and dK's A fragments as they are
+                // (wgmma's register form); dS^T also goes into the group's buffer
+                // (128-byte swizzled [64 keys, 64 tokens], the layout
+                // writeSwizzled writes), where dQ reads every group's (P^T too
+                // where the spec keeps both in shared memory).
+                std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, sT, tid);
+                std::unique_ptr<AccumulatorView> dpView = scoreEngine->view(*this, dpT, tid);
+                if (!parity)
+                  buffers();
+                Value rowPhase = sView->rowPhase();
+                for (int64_t j = 0; j < Spec::kTileQ / 8; ++j) {
+                  // 16-byte chunk j of the row sits at position j ^ (row % 8).
+                  Value chunk = arith::XOrIOp::create(b, idx(j), rowPhase);
+                  Value col = add(mul(chunk, idx(8)), sView->pairColumn());
+                  for (int64_t h = 0; h < 2; ++h) {
+                    Value x = sView->pair(h, j), dp = dpView->pair(h, j);
+                    Value pv[2], dsv[2];
+                    for (int64_t e = 0; e < 2; ++e)
+                      std::tie(pv[e], dsv[e]) = probabilityAndGrad(
+                          vector::ExtractOp::create(b, x, ArrayRef<int64_t>{e}),
+                          [&] {
+                            return vector::ExtractOp::create(b, dp, ArrayRef<int64_t>{e});
+                          },
+                          scaleF);
+                    Value keyRow = add(idx(sView->rowOffset(h)), rowInGroup);
+                    pWords[h].push_back(packPair(pv[0], pv[1]));
+                    dsWords[h].push_back(packPair(dsv[0], dsv[1]));
+                    if (!registersA)
+                      vector::StoreOp::create(b, pWords[h].back(), pTile, ValueRange{keyRow, col},
+                                              false, llvm::MaybeAlign(4));
+                    vector::StoreOp::create(b, dsWords[h].back(), dsTile, ValueRange{keyRow, col},
+                                            false, llvm::MaybeAlign(4));
+                  }
+                }
+              };
+              if (activeGroups == s.consumers()) {
+                scores();
+              } else {
+                // A pass whose keys end in group activeGroups - 1 (L_kv 129
+                // to 192): the groups past it hold only keys past L_kv (their
+                // dV and dK rows are not stored, their dS^T not read), so they
+                // skip S^T, dP^T and the element-wise step; their dV and dK
+                // MMAs take zero pairs.
+                buffers();
+                Type pairType = VectorType::get({2}, s.elemType);
+                SmallVector<Type> types(2 * 2 * (Spec::kTileQ / 8), pairType);
+                auto ifOp = scf::IfOp::create(b, types, ult(c, idx(activeGroups)),
+                                              /*withElse=*/true);
+                {
+                  OpBuilder::InsertionGuard guard(b);
+                  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+                  scores();
+                  SmallVector<Value> words;
+                  for (auto *list : {&pWords, &dsWords})
+                    for (auto &perRow : *list)
+                      llvm::append_range(words, perRow);
+                  scf::YieldOp::create(b, words);
+                  b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+                  Value zeroPair = arith::ConstantOp::create(
+                      b, DenseElementsAttr::get(cast<ShapedType>(pairType),
+                                                b.getFloatAttr(s.elemType, 0.0)));
+                  scf::YieldOp::create(b, SmallVector<Value>(types.size(), zeroPair));
+                }
+                int64_t k = 0;
+                for (auto *list : {&pWords, &dsWords})
+                  for (auto &perRow : *list) {
+                    perRow.clear();
+                    for (int64_t j = 0; j < Spec::kTileQ / 8; ++j)
+                      perRow.push_back(ifOp.getResult(k++));
+                  }
+              }
+
+              // dV += P^T dO, dK += dS^T Q (the pass's columns of dO and Q):
+              // from registers, issued before the barrier that waits for the
+              // other groups' dS^T.
+              const int64_t passOffset = firstBlock * Spec::kBlockBytes;
+              Value dO = block(add(base, idx(s.qBytes() + passOffset)),
+                               {Spec::kTileQ, dvWidth ? dvWidth : 64});
+              Value q = block(add(base, idx(passOffset)), {Spec::kTileQ, dkWidth ? dkWidth : 64});
+              if (registersA) {
+                if (dvEngine)
+                  dV = dvEngine->issueRegisterA(
+                      *this, [&](int64_t h, int64_t j) { return pWords[h][j]; }, dO,
+                      operandMap, dV);
+                if (dkEngine)
+                  dK = dkEngine->issueRegisterA(
+                      *this, [&](int64_t h, int64_t j) { return dsWords[h][j]; }, q,
+                      operandMap, dK);
+              }
+              fenceAsyncShared();
+              // Every group's dS^T of this tile is written (dQ reads them all).
+              consumersBarrier();
+              if (!registersA) {
+                if (dvEngine)
+                  dV = dvEngine->issue(*this, pTile, dO, operandMap, operandMap, dV);
+                if (dkEngine)
+                  dK = dkEngine->issue(*this, dsTile, q, operandMap, operandMap, dK);
+              }
+
+              // dQ's column blocks of this group: dS (every group's dS^T,
+              // M-major) times K's blocks of those columns.
+              if (!s.jagged)
+                row = mul(t, idx(Spec::kTileQ));
+              for (int64_t i = 0; i < dqSlots; ++i) {
+                Value e = add(c, idx(firstBlock + i * s.consumers()));
+                auto dqBlock = [&] {
+                  // Slot i of the staging buffer; the previous tile's stores
+                  // must have read it.
+                  Value staging;
+                  auto stagingSlot = [&] {
+                    staging = add(out, idx(i * Spec::kBlockBytes));
+                    if (i == 0)
+                      waitStoresRead(isGroupLeader, c);
+                  };
+                  // dQ starts from the residual (f32), so that the MMAs add dS K
+                  // to it and the sum is rounded once: read at the fragment's
+                  // positions from a block [64 tokens, 64 columns] laid out as
+                  // the staging buffer, the stage's dO block e
+                  // (residualInStage) or the staging slot the residual was
+                  // copied into (each thread's dQ later overwrites the positions
+                  // it read). Loaded from global memory into registers beside dQ
+                  // instead, the residual spilled 16-190 bytes.
+                  Value dq; // null without a residual: a fresh accumulator
+                  if (!firstChunk) {
+                    // A later pass of keys: dQ starts from the earlier passes'
+                    // sum (which holds the residual).
+                    Value at = dqPartialIndex(batch, head, t, tokens, e);
+                    dq = dqEngine->accumulatorFromPairs(
+                        *this, tid, [&](AccumulatorView &, int64_t h, int64_t j) -> Value {
+                          return vector::LoadOp::create(
+                              b, VectorType::get({2}, b.getF32Type()), partialsArg(),
+                              ValueRange{add(at, idx((h * 8 + j) * 256))},
+                              /*nontemporal=*/false, llvm::MaybeAlign(8));
+                        });
+                  } else if (s.residualInStage) {
+                    // The stage's base rebuilt from an opaque zero (else held
+                    // in a register from the tile's start).
+                    Value stageNow = ring.stageOf(*this, add(p, opaqueZero()));
+                    Value dOBlock = add(mul(e, idx(Spec::kBlockBytes)), idx(s.qBytes()));
+                    Value stageAt = stageBase(stageNow);
+                    dq = residualAccumulator(*dqEngine, add(stageAt, dOBlock));
+                  } else if (s.residual) {
+                    // The group's blocks of the residual into its staging slots
+                    // (all of them, with the first), then visible to the group.
+                    if (i == 0) {
+                      Value copies = copyResidual(c, t, batch, head, tokens, out,
+                                                  firstBlock, passBlocks);
+                      nvgpu::DeviceAsyncWaitOp::create(b, copies, b.getI32IntegerAttr(0));
+                      groupBarrier(c);
+                    }
+                    staging = add(out, idx(i * Spec::kBlockBytes));
+                    dq = residualAccumulator(*dqEngine, staging);
+                  }
+                  for (int64_t r = 0; r < activeGroups; ++r) {
+                    Value a = block(dsBuffer(idx(r), parity), {64, 64});
+                    Value k = block(add(kBlock(idx(r), e), kv), {64, 64});
+                    dq = dqEngine->issue(*this, a, k, operandMap, operandMap, dq);
+                  }
+                  dqEngine->waitPending(*this, 0);
+                  std::unique_ptr<AccumulatorView> dqView = dqEngine->view(*this, dq, tid);
+                  if (!lastChunk) {
+                    // Not the last pass: the partial sum out in f32, each
+                    // thread's pairs where it reads them back.
+                    Value at = dqPartialIndex(batch, head, t, tokens, e);
+                    for (int64_t h = 0; h < dqView->rowsPerThread(); ++h)
+                      for (int64_t j = 0; j < dqView->columnGroups(); ++j)
+                        vector::StoreOp::create(b, dqView->pair(h, j), partialsArg(),
+                                                ValueRange{add(at, idx((h * 8 + j) * 256))},
+                                                /*nontemporal=*/false, llvm::MaybeAlign(8));
+                    return;
+                  }
+                  if (!staging)
+                    stagingSlot();
+                  writeSwizzled(staging, 8, *dqView, rowInGroup, [&](int64_t h, int64_t j) {
+                    return packPair(dqView->pair(h, j));
+                  });
+                  fenceAsyncShared();
+                  groupBarrier(c);
+                  auto bulkStore = [&] {
+                    ifThen(isGroupLeader, [&] {
+                      Value src = block(staging, {1, 64, 1, 64});
+                      nvgpu::TmaAsyncStoreOp::create(
+                          b, src, map(Arg::TmaDq),
+                          ValueRange{mul(e, idx(64)), head, row, tokens.batchCoord},
+                          Value());
+                      NVVM::CpAsyncBulkCommitGroupOp::create(b);
+                    });
+                  };
+                  if (!s.jagged) {
+                    bulkStore();
+                    return;
+                  }
+                  // Jagged: a whole tile of this sequence by TMA; its last,
+                  // partial tile 16 bytes a thread (rows below the end only).
+                  scf::IfOp::create(
+                      b, ult(idx(Spec::kTileQ - 1), tokensLeft),
+                      [&](OpBuilder &, Location) {
+                        bulkStore();
+                        scf::YieldOp::create(b);
+                      },
+                      [&](OpBuilder &, Location) {
+                        storeRowsBelow(staging, tokensLeft, row, head, mul(e, idx(64)));
+                        scf::YieldOp::create(b);
+                      });
+                };
+                if (dqGuard)
+                  ifThen(ult(e, idx(firstBlock + passBlocks)), dqBlock);
+                else
+                  dqBlock();
+              }
+              // dV and dK's MMAs too: Q and dO of the stage are read.
+              (dvEngine ? dvEngine : dkEngine)->waitPending(*this, 0);
+              ring.release(*this, p);
+              SmallVector<Value> next = {ring.nextPos(*this, p), add(tileCount, idx(1))};
+              if (dV)
+                next.push_back(dV);
+              if (dK)
+                next.push_back(dK);
+              return next;
+            });
+        // K and V are read after the last column pass (every group's dQ
+        // MMAs of the last tile included: each thread arrives after its own
+        // waits).
+        if (pass == passes - 1)
+          kvRing.release(*this, kvPos);
+
+        // The group's 64 keys of dV, then dK (the pass's columns), through
+        // the staging buffer.
+        Value keyRow = mul(c, idx(Spec::kGroupKeys));
+        if (chunk)
+          keyRow = add(keyRow, idx(chunk * s.kvTile));
+        auto storeAccumulator = [&](MmaEngine &engine, Value acc, int64_t width, Arg tma) {
+          std::unique_ptr<AccumulatorView> view = engine.view(*this, acc, tid);
+          waitStoresRead(isGroupLeader, c);
+          writeSwizzled(out, width / 8, *view, rowInGroup,
+                        [&](int64_t h, int64_t j) { return packPair(view->pair(h, j)); });
+          fenceAsyncShared();
+          groupBarrier(c);
+          ifThen(isGroupLeader, [&] {
+            storeBlocks(map(tma), out, width / 64, batch, head, keyRow,
+                        pass * Spec::kPassColumns);
+          });
+        };
+        if (dvEngine)
+          storeAccumulator(*dvEngine, tiles[dvAt], dvWidth, Arg::TmaDv);
+        if (dkEngine)
+          storeAccumulator(*dkEngine, tiles[dkAt], dkWidth, Arg::TmaDk);
+        pos = tiles[0];
+        count = tiles[1];
+      }
       kvPos = kvRing.nextPos(*this, kvPos);
-      count = tiles[1];
     }
     return SmallVector<Value>{pos, kvPos, count};
   });
@@ -697,7 +741,7 @@ Value AttentionGradEmitter::residualAccumulator(MmaEngine &engine, Value residua
 
 Value AttentionGradEmitter::copyResidual(Value c, Value t, Value batch, Value head,
                                          const UnitTokens &tokens, Value out,
-                                         int64_t slots) {
+                                         int64_t firstBlock, int64_t blocks) {
   Value isGroupLeader = eq(tid, 0);
   // The previous tile's dQ stores (or the unit's dK, dV) read the slots.
   waitStoresRead(isGroupLeader, c);
@@ -705,16 +749,16 @@ Value AttentionGradEmitter::copyResidual(Value c, Value t, Value batch, Value he
   Value end = s.jagged ? tokens.end : arg(Arg::QueryLen);
   Value left = sub(end, row);
   Value rows = arith::MinUIOp::create(b, left, idx(Spec::kTileQ));
-  const int64_t dBlocks = s.headDim / 64;
+  const int64_t slots = llvm::divideCeil(blocks, s.consumers());
   for (int64_t i = 0; i < slots; ++i) {
-    Value e = add(c, idx(i * s.consumers()));
+    Value e = add(c, idx(firstBlock + i * s.consumers()));
     auto copy = [&] {
       Value column = mul(e, idx(64));
       copyResidualRows(add(out, idx(i * Spec::kBlockBytes)), rows, batch, head, row,
                        column);
     };
-    if (dBlocks % s.consumers() != 0)
-      ifThen(ult(e, idx(dBlocks)), copy);
+    if (blocks % s.consumers() != 0)
+      ifThen(ult(e, idx(firstBlock + blocks)), copy);
     else
       copy();
   }

@@ -161,6 +161,33 @@ func.func @long_kv(%dout: tensor<4x100x2x64xbf16>, %h: tensor<4x100x2x64xbf16>, 
 
 // -----
 
+// D = Dv = 256: the kernel takes heads past 128 columns in column passes
+// over the query tiles, and the prologue would turn each dO tile into dh
+// once per pass; the chain stays (the gdpa_grad alone runs in passes of 64
+// keys, two column passes each).
+// CHECK-LABEL: func.func @wide_heads
+// CHECK: fusion.rms_norm_grad
+// CHECK-NOT: rms_norm_grad(
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @wide_heads(%dout: tensor<4x100x2x256xbf16>, %h: tensor<4x100x2x256xbf16>, %rr: tensor<4x100xf32>, %w: tensor<512xbf16>,
+                      %ln: tensor<4x100x2x256xbf16>, %k: tensor<4x128x2x256xbf16>)
+    -> (tensor<4x100x2x256xbf16>, tensor<512xf32>) {
+  %doutf = tensor.collapse_shape %dout [[0], [1], [2, 3]] : tensor<4x100x2x256xbf16> into tensor<4x100x512xbf16>
+  %hf = tensor.collapse_shape %h [[0], [1], [2, 3]] : tensor<4x100x2x256xbf16> into tensor<4x100x512xbf16>
+  %dhf, %drw = fusion.rms_norm_grad %doutf, %hf, %rr weight(%w : tensor<512xbf16>)
+      : tensor<4x100x512xbf16>, tensor<4x100x512xbf16>, tensor<4x100xf32> -> tensor<4x100x512xbf16>, tensor<512xf32>
+  %dh = tensor.expand_shape %dhf [[0], [1], [2, 3]] output_shape [4, 100, 2, 256] : tensor<4x100x512xbf16> into tensor<4x100x2x256xbf16>
+  // expected-remark @below {{not folded in as its prologue: no sm_90a attention backward kernel takes it: expected D and Dv up to 128 for gdpa_grad's RMSNorm-gradient prologue (it turns each dO tile into dh once; wider heads take column passes over the tiles), but got D 256, Dv 256}}
+  // expected-remark @below {{attention backward kernel on sm_90a: units (batch, head) in 2 passes of 64 keys over the query tiles (L_kv 128; dQ's partial sums in f32 through global memory), 1 consumer warpgroup of 64 keys (dK, dV in registers over the unit's query tiles of 64 tokens, dQ through dS in shared memory); D 256, Dv 256: each pass of keys walks the tiles 2 times, dK's and dV's columns 128 at a time (S^T and dP^T recomputed, dQ's column blocks of the pass's columns); 1 stage of Q, dO: 173056 bytes of shared memory of 232448}}
+  %dq, %dk, %dv = fusion.gdpa_grad %dh, %ln, %k, %k {activation = #fusion.activation<gelu_tanh>, scale = 0.0625 : f32}
+      : tensor<4x100x2x256xbf16>, tensor<4x100x2x256xbf16>, tensor<4x128x2x256xbf16>, tensor<4x128x2x256xbf16>
+      -> tensor<4x100x2x256xbf16>, tensor<4x128x2x256xbf16>, tensor<4x128x2x256xbf16>
+  return %dq, %drw : tensor<4x100x2x256xbf16>, tensor<512xf32>
+}
+}
+
+// -----
+
 // dh has another use (returned): the norm gradient's dx must still be
 // written, so the chain stays.
 // CHECK-LABEL: func.func @dh_other_use
