@@ -240,6 +240,27 @@ mlir::fusion::planAttentionGradLayout(const TargetInfo &target,
   return layout;
 }
 
+AttentionGradLayout
+mlir::fusion::planAttentionGradLayout(const TargetInfo &target,
+                                      const AttentionGradShape &s) {
+  AttentionGradLayout layout;
+  layout.headDim = s.headDim;
+  layout.valueDim = s.valueDim;
+  layout.setKeys(s.kvLen);
+  if (s.rmsPrologue)
+    layout.prologueHeads = s.heads;
+  layout = planAttentionGradLayout(target, layout);
+  // sm_90a reads P^T from shared memory only for jagged q with a residual
+  // other than do (AttentionGradKernelSpec::operandsInRegisters).
+  const bool residualInStage = s.residual && s.residualIsGrad && s.headDim == s.valueDim;
+  const bool pInShared = s.jagged && s.residual && !residualInStage;
+  if (!layout.tensorMemory && layout.wideHeads() && !pInShared) {
+    layout.sharedP = false;
+    layout = planAttentionGradLayout(target, layout);
+  }
+  return layout;
+}
+
 std::string mlir::fusion::describeAttentionGradLayout(const TargetInfo &target,
                                                       const AttentionGradLayout &l,
                                                       int64_t kvLen) {

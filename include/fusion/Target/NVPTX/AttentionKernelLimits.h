@@ -245,12 +245,20 @@ struct AttentionGradLayout {
   int64_t pBytes() const {
     return tensorMemory ? kTmemTile * kTmemTile * 2 : kBlockBytes;
   }
-  /// Per consumer group: P^T, dS^T (2 parities; sm_100a one), the output
-  /// staging.
+  /// sm_90a: whether the groups hold a P^T buffer (read where the kernel
+  /// takes P^T from shared memory, AttentionGradKernelSpec::
+  /// operandsInRegisters); dropped only for heads past 128 columns (where
+  /// it buys a second stage at D = Dv = 256; the other kernels keep their
+  /// layout).
+  bool sharedP = true;
+  /// Per consumer group: P^T (where sharedP), dS^T (2 parities; sm_100a
+  /// one), the output staging.
   int64_t pOffset() const { return 0; }
-  int64_t dsOffset(int64_t parity) const { return (1 + parity) * pBytes(); }
+  int64_t dsOffset(int64_t parity) const {
+    return (tensorMemory || sharedP ? 1 + parity : parity) * pBytes();
+  }
   int64_t outOffset() const {
-    return tensorMemory ? 2 * pBytes() : 3 * kBlockBytes;
+    return tensorMemory ? 2 * pBytes() : (sharedP ? 3 : 2) * kBlockBytes;
   }
   /// The staging buffer's columns: dK's and dV's of a column pass, or
   /// dQ's blocks of one (sm_100a: the whole head).
@@ -307,7 +315,17 @@ struct AttentionGradShape {
   /// `heads` is H (ShapedType::kDynamic where not static).
   bool rmsPrologue = false;
   int64_t heads = 0;
+  /// A residual added to dq, and whether it is the grad operand itself.
+  bool residual = false, residualIsGrad = false;
 };
+
+/// The layout of the kernel for `s` (which the target takes:
+/// whyNoAttentionGradKernel) on `target`: planAttentionGradLayout of its
+/// dimensions, keys and prologue, without the P^T buffer where the sm_90a
+/// kernel keeps P^T in registers and the heads are past 128 columns.
+/// Shared by the kernel's spec and fusion-plan-kernels' report.
+AttentionGradLayout planAttentionGradLayout(const TargetInfo &target,
+                                            const AttentionGradShape &s);
 
 /// Empty when `target` has an attention backward kernel for `s`, else why
 /// not (a message that follows "cannot generate an <chip> attention

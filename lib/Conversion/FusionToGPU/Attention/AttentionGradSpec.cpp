@@ -44,6 +44,10 @@ mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target
                            k.getDimSize(1)};
   shape.rmsPrologue = op.hasRmsPrologue();
   shape.heads = q.getShape()[q.getRank() - 2];
+  if (Value residual = op.getResidual()) {
+    shape.residual = true;
+    shape.residualIsGrad = residual == op.getGrad();
+  }
   std::string why = whyNoAttentionGradKernel(target, shape);
   if (!why.empty())
     return fail(why);
@@ -52,22 +56,22 @@ mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target
   s.headDim = shape.headDim;
   s.valueDim = shape.valueDim;
   s.kvLen = shape.kvLen;
-  s.setKeys(s.kvLen);
+
   s.activation = op.getActivation();
   s.scale = op.getScale().convertToDouble();
   if (Value offsets = op.getOffsets()) {
     s.jagged = true;
     s.offsetsType = elemOf(offsets);
   }
-  // At most 209 KB (D = Dv = L_kv = 128, one stage 177 KB): the limits
-  // above keep one stage inside every Hopper's 227 KB.
+  // At most 230400 bytes (D = Dv = 256, two stages): the limits above
+  // keep one stage inside every Hopper's 227 KB.
   if (shape.rmsPrologue) {
     s.rmsPrologue = true;
-    s.prologueHeads = shape.heads;
     if (Value w = op.getRmsWeight())
       s.rmsWeightType = elemOf(w);
   }
-  static_cast<AttentionGradLayout &>(s) = planAttentionGradLayout(target, s);
+  static_cast<AttentionGradLayout &>(s) = planAttentionGradLayout(target, shape);
+  assert(s.sharedP || s.operandsInRegisters());
   if (Value residual = op.getResidual()) {
     s.residual = true;
     s.residualInStage = residual == op.getGrad() && s.headDim == s.valueDim &&

@@ -400,6 +400,10 @@ AttentionGradShape attentionGradShape(GDPAGradOp grad, bool prologue) {
                            type(grad.getKey()).getDimSize(1)};
   shape.rmsPrologue = prologue || grad.hasRmsPrologue();
   shape.heads = q.getDimSize(q.getRank() - 2);
+  if (Value residual = grad.getResidual()) {
+    shape.residual = true;
+    shape.residualIsGrad = residual == grad.getGrad();
+  }
   return shape;
 }
 
@@ -417,14 +421,8 @@ void reportAttentionGradPlan(GDPAGradOp op) {
                     << ": " << why;
     return;
   }
-  AttentionGradLayout layout;
-  layout.headDim = shape.headDim;
-  layout.valueDim = shape.valueDim;
-  layout.setKeys(shape.kvLen);
-  if (shape.rmsPrologue)
-    layout.prologueHeads = shape.heads;
   op.emitRemark(describeAttentionGradLayout(
-      *target, planAttentionGradLayout(*target, layout), shape.kvLen));
+      *target, planAttentionGradLayout(*target, shape), shape.kvLen));
 }
 
 /// Whether the target's attention backward kernel takes `grad`: a bf16 or
