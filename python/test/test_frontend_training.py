@@ -324,13 +324,17 @@ class FrontEndTrainingTest(unittest.TestCase):
         # into sm_90a libraries here (no GPU needed to build).
         cfg = BertConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4)
         class HSTUAttention(torch.nn.Module):
-            # gdpa with keys past 128: the backward kernel's two passes.
+            # gdpa with keys past 128: the backward kernel's two passes;
+            # with heads of 256 (the forward holds 64 keys of them), the
+            # backward's column passes.
             def forward(self, q, k, v):
                 s = torch.einsum("bihd,bjhd->bhij", q, k) * 0.125
                 return torch.einsum("bhij,bjhd->bihd", torch.nn.functional.silu(s), v)
         kv = [torch.randn(2, 200, 2, 64).bfloat16() for _ in range(2)]
+        wide_kv = [torch.randn(2, 64, 2, 256).bfloat16() for _ in range(2)]
         cases = [(randomize_norms(PreNorm().bfloat16()), (torch.randn(2, 37, 64).bfloat16(),)),
                  (HSTUAttention(), (torch.randn(2, 37, 2, 64).bfloat16(), *kv)),
+                 (HSTUAttention(), (torch.randn(2, 37, 2, 256).bfloat16(), *wide_kv)),
                  (randomize_norms(BertSelfOutput(cfg).bfloat16().eval()),
                   (torch.randn(2, 37, 64).bfloat16(), torch.randn(2, 37, 64).bfloat16())),
                  (torch.nn.Linear(64, 96).bfloat16(), (torch.randn(2, 37, 64).bfloat16(),))]

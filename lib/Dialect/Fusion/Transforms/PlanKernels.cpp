@@ -382,8 +382,17 @@ void reportAttentionPlan(Operation *op) {
     layout.heads = type(0).getDimSize(type(0).getRank() - 2);
   }
   bool jagged = false;
-  if (auto gdpa = dyn_cast<GDPAOp>(op))
+  if (auto gdpa = dyn_cast<GDPAOp>(op)) {
     jagged = static_cast<bool>(gdpa.getOffsets());
+    // What the kernel refuses (as D = Dv = 256 past 64 keys: K and V do not
+    // fit beside the tiles) is said, not planned.
+    std::string why = whyNoAttentionKernel(
+        *target, AttentionKernelShape{layout.headDim, layout.valueDim, kvLen});
+    if (!why.empty()) {
+      op->emitRemark() << "no attention kernel on " << target->chip << ": " << why;
+      return;
+    }
+  }
   if (auto fused = dyn_cast<NormAttentionOp>(op))
     jagged = static_cast<bool>(fused.getOffsets());
   op->emitRemark(describeAttentionLayout(*target, planAttentionLayout(*target, layout),

@@ -39,6 +39,14 @@ func.func @kv150(%q: tensor<?x512x1x128xbf16>, %k: tensor<?x150x1x128xbf16>, %v:
       : tensor<?x512x1x128xbf16>, tensor<?x150x1x128xbf16>, tensor<?x150x1x64xbf16> -> tensor<?x512x1x64xbf16>
   return %o : tensor<?x512x1x64xbf16>
 }
+// D = Dv = 256 past 64 keys: K and V do not fit beside the tiles; the
+// report says so (the conversion refuses it with the same words).
+func.func @wide_kv128(%q: tensor<?x?x2x256xbf16>, %k: tensor<?x128x2x256xbf16>, %v: tensor<?x128x2x256xbf16>) -> tensor<?x?x2x256xbf16> {
+  // expected-remark @below {{no attention kernel on sm_90a: needs 263168 bytes of shared memory for D = 256, Dv = 256 and a key/value length of 128 (one stage of q, k, v and the P tiles), but sm_90a has 232448}}
+  %o = fusion.gdpa %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.0625 : f32}
+      : tensor<?x?x2x256xbf16>, tensor<?x128x2x256xbf16>, tensor<?x128x2x256xbf16> -> tensor<?x?x2x256xbf16>
+  return %o : tensor<?x?x2x256xbf16>
+}
 }
 
 // -----
