@@ -255,7 +255,9 @@ def bench_jagged(args, programs, rows):
 GRAD_CASES = [("gdpa_grad_kunlun_h2", 768, 512), ("gdpa_grad_kunlun_h4", 768, 1024),
               # Keys past 128 (two passes of 128 keys): Kunlun's shapes at
               # L_kv 256, and 150 with D 128, Dv 64.
-              ("gdpa_grad_kv256_h2", 768, 512), ("gdpa_grad_kv150_silu", 768, 512)]
+              ("gdpa_grad_kv256_h2", 768, 512), ("gdpa_grad_kv150_silu", 768, 512),
+              # Heads of 256 (column passes; keys 64 per pass).
+              ("gdpa_grad_d256", 384, 512)]
 
 
 def bench_grad(args, programs, rows):
