@@ -6,8 +6,8 @@ poisoned (NaN), against float64 autograd of the same PyTorch code
 (act(scale q k^T) v): each gradient's relative error at most 2x PyTorch's
 own bf16 (f16) autograd error + 1e-3. L_q not a multiple of the kernel's
 64-token tile (1, 3, 7, 65, 77, 129, 300, 1000), batches of 1 to 768, every
-activation, key lengths 1, 64, 72, 100, 128 and, in two passes of 128 keys,
-129, 150, 160, 192, 200, 256, D and Dv of 64 and 128 (D != Dv), and past
+activation, key lengths 1, 64, 72, 100, 128 and, in passes of 128 keys (64
+for heads past 128 columns), 129, 150, 160, 192, 200, 256, D and Dv of 64 and 128 (D != Dv), and past
 128 (192, 256: column passes, with 64 beside 256 both ways); L_q = 0 (dk = dv = 0) and B = 0; bitwise determinism. Jagged
 q (gdpa_grad_jagged_*: q, do, dq [T, H, D] by offsets, i32 and i64) against
 autograd sequence by sequence: lengths not a multiple of the tile, empty

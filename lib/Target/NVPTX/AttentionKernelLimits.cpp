@@ -179,7 +179,7 @@ std::string mlir::fusion::whyNoAttentionGradKernel(const TargetInfo &target,
         tmem ? "(one M = 128 MMA over 128 keys at a time, K and V in shared "
                "memory 128 keys at a time)"
              : "(one consumer warpgroup of 64 keys per 64, K and V in shared "
-               "memory 128 keys at a time)",
+               "memory 128 keys at a time, 64 for heads past 128 columns)",
         sizeText(s.kvLen));
   if (s.rmsPrologue && std::max(s.headDim, s.valueDim) > AttentionGradLayout::kPassColumns)
     return llvm::formatv(

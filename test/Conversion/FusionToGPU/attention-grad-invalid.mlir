@@ -91,7 +91,7 @@ func.func @value_dim(%do: tensor<2x64x2x96xbf16>, %q: tensor<2x64x2x64xbf16>, %k
 // L_kv = 300: more than two passes of 128 keys.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @long_kv(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x64xbf16>, %k: tensor<2x300x2x64xbf16>, %v: tensor<2x300x2x64xbf16>) -> tensor<2x64x2x64xbf16> {
-  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: expected a static key/value length from 1 to 256 for the backward (one consumer warpgroup of 64 keys per 64, K and V in shared memory 128 keys at a time), but got 300}}
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: expected a static key/value length from 1 to 256 for the backward (one consumer warpgroup of 64 keys per 64, K and V in shared memory 128 keys at a time, 64 for heads past 128 columns), but got 300}}
   %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
       : tensor<2x64x2x64xbf16>, tensor<2x64x2x64xbf16>, tensor<2x300x2x64xbf16>, tensor<2x300x2x64xbf16> -> tensor<2x64x2x64xbf16>, tensor<2x300x2x64xbf16>, tensor<2x300x2x64xbf16>
   return %dq : tensor<2x64x2x64xbf16>
@@ -103,7 +103,7 @@ func.func @long_kv(%do: tensor<2x64x2x64xbf16>, %q: tensor<2x64x2x64xbf16>, %k: 
 // A dynamic key/value length.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @dynamic_kv(%do: tensor<?x?x2x64xbf16>, %q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>) -> tensor<?x?x2x64xbf16> {
-  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: expected a static key/value length from 1 to 256 for the backward (one consumer warpgroup of 64 keys per 64, K and V in shared memory 128 keys at a time), but got ?}}
+  // expected-error @below {{'fusion.gdpa_grad' op cannot generate an sm_90a attention kernel: expected a static key/value length from 1 to 256 for the backward (one consumer warpgroup of 64 keys per 64, K and V in shared memory 128 keys at a time, 64 for heads past 128 columns), but got ?}}
   %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
       : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16> -> tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>
   return %dq : tensor<?x?x2x64xbf16>

@@ -138,10 +138,11 @@ std::string describeAttentionLayout(const TargetInfo &target,
 ///   K [kvTile, D], V [kvTile, Dv]  per 64 keys r, D / 64 (Dv / 64) blocks
 ///                                  [64 keys, 64] (the unit's, loaded once)
 ///   stage s < stages               Q [64 tokens, D], dO [64 tokens, Dv]
-///   consumer group c               P^T [64 keys, 64 tokens], dS^T of two
-///                                  tile parities, the output staging
-///                                  [64, max(D, Dv)] (dQ's blocks, then the
-///                                  unit's dV and dK)
+///   consumer group c               P^T [64 keys, 64 tokens] (where
+///                                  sharedP), dS^T of two tile parities,
+///                                  the output staging [64, min(max(D, Dv),
+///                                  128)] (dQ's blocks, then the unit's dV
+///                                  and dK; per column pass past 128)
 /// One consumer warpgroup per 64 keys (kvTile / 64 of them). One definition
 /// for the kernel (AttentionGradKernel.cpp) and fusion-plan-kernels' report.
 ///
@@ -189,8 +190,9 @@ struct AttentionGradLayout {
   /// tiles columnPasses() times, pass p accumulating dK's and dV's columns
   /// [128 p, 128 p + 128) (S^T and dP^T recomputed each time) and computing
   /// dQ's column blocks of that range; keys 64 per pass (one consumer
-  /// warpgroup: K and V of 128 keys and a stage of Q and dO do not fit
-  /// beside two groups' buffers).
+  /// warpgroup; K and V of 128 keys, a stage and two groups' buffers need
+  /// 384 (D + Dv) + 65 KB: past 227 KB from D + Dv = 448. At 192 + 192 or
+  /// 64 + 256 one stage of 128 keys would fit: untried).
   bool wideHeads() const { return std::max(headDim, valueDim) > kPassColumns; }
   int64_t columnPasses() const {
     return (std::max(headDim, valueDim) + kPassColumns - 1) / kPassColumns;

@@ -212,9 +212,10 @@ private:
   /// group `c`'s dQ blocks e = `firstBlock` + c + i x groups (e below
   /// `firstBlock` + `blocks`: the column pass's) of the residual, rows
   /// below L_q or the sequence's end, copied by cp.async into the group's
-  /// staging slots at `out` + i x 8 KB (zeros in the other rows). Returns the copies' group, to wait for. (Issued at the tile's
-  /// start instead, to hide their latency behind S^T and dP^T, the copies'
-  /// addresses spilled up to 148 bytes.)
+  /// staging slots at `out` + i x 8 KB (zeros in the other rows). Returns
+  /// the copies' group, to wait for. (Issued at the tile's start instead, to
+  /// hide their latency behind S^T and dP^T, the copies' addresses spilled
+  /// up to 148 bytes.)
   Value copyResidual(Value c, Value t, Value batch, Value head,
                      const UnitTokens &tokens, Value out, int64_t firstBlock,
                      int64_t blocks);

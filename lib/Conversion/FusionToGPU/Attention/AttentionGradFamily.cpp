@@ -126,7 +126,7 @@ public:
     }
     if (spec.residual && !spec.gradResidual)
       operands.push_back(host.flatMemref(op.getResidual()));
-    // Passes of 128 keys: dQ's partial sums (dqPartialRows).
+    // Passes of keys: dQ's partial sums (dqPartialRows).
     Value partials;
     if (spec.kvChunks > 1) {
       Value rows = dqPartialRows(b, spec, batch, queryLen);

@@ -56,6 +56,17 @@
 // positions and added after the MMAs, it spilled 16-190 bytes beside dK
 // and dV.)
 //
+// Passes: past kvTile keys (128; 64 for heads past 128 columns) each unit
+// makes a pass over its query tiles per kvTile keys, K and V of those keys
+// loaded for it; gdpa has no softmax, so a pass's dK and dV are complete
+// for its keys, and dQ sums over the passes: every pass but the last writes
+// its dQ accumulators in f32 to a pooled buffer (each thread its own
+// pairs), every pass but the first starts from them. Heads past 128
+// columns (D or Dv 192, 256): dK and dV would not fit in the registers, so
+// each pass of keys walks the tiles once per 128 columns of them (column
+// pass p: dK's and dV's columns [128 p, 128 p + 128), S^T and dP^T
+// recomputed, dQ's column blocks of that range), one consumer warpgroup.
+//
 // Why dS^T has two buffers: the other groups read a group's dS^T (dQ's A)
 // until their own MMAs of the tile finish, which the next tile's barrier
 // proves; the tile after next reuses the buffer. Padding: keys past L_kv
@@ -283,8 +294,9 @@ void AttentionGradEmitter::consumer() {
   unitLoop({idx(0), idx(0), idx(0)}, [&](Value batch, Value head,
                                          const UnitTokens &tokens, ValueRange iters) {
     Value pos = iters[0], kvPos = iters[1], count = iters[2];
-    // Keys past 128: a pass of 128 keys at a time over the unit's tiles
-    // (dQ's partial sums carried in f32 through global memory).
+    // Keys past a pass's (128; 64 for heads past 128 columns): a pass of
+    // keys at a time over the unit's tiles (dQ's partial sums carried in
+    // f32 through global memory), each in column passes past 128 columns.
     for (int64_t chunk = 0; chunk < s.kvChunks; ++chunk) {
       const bool firstChunk = chunk == 0, lastChunk = chunk == s.kvChunks - 1;
       // The groups whose keys of this pass start below L_kv.

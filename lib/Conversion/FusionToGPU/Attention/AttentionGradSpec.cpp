@@ -71,7 +71,10 @@ mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target
       s.rmsWeightType = elemOf(w);
   }
   static_cast<AttentionGradLayout &>(s) = planAttentionGradLayout(target, shape);
-  assert(s.sharedP || s.operandsInRegisters());
+  // The producer shared with the tcgen05 kernel and the prologue walk the
+  // tiles once per pass of keys: column passes are the sm_90a consumers'
+  // alone (whyNoAttentionGradKernel keeps it so).
+  assert(s.columnPasses() == 1 || (!s.tensorMemory && !s.rmsPrologue));
   if (Value residual = op.getResidual()) {
     s.residual = true;
     s.residualInStage = residual == op.getGrad() && s.headDim == s.valueDim &&
@@ -89,6 +92,12 @@ mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target
                   "sequence), but got jagged q (offsets)");
     s.residual = s.residualInStage = s.gradResidual = true;
   }
+  // The layout dropped P^T's buffer only where the kernel keeps P^T in
+  // registers (planAttentionGradLayout's predicate over the shape; this
+  // one over the spec): else P^T would overwrite dS^T.
+  if (!s.sharedP && !s.operandsInRegisters())
+    return fail("internal error: the layout has no P^T buffer but the kernel "
+                "reads P^T from shared memory");
   return s;
 }
 

@@ -23,8 +23,9 @@ namespace mlir::fusion {
 struct AttentionGradKernelSpec : AttentionGradLayout {
   /// do, q, k, v and the three gradients: bf16 or f16.
   Type elemType;
-  /// L_kv (up to 256; kvTile rounds it up to 64, at most 128 (sm_100a:
-  /// 128), and past 128 kvChunks passes of 128 keys).
+  /// L_kv (up to 256; kvTile rounds it up to 64, at most passKeysFor()
+  /// (sm_100a: 128), and past that kvChunks passes of kvTile keys: 128, or
+  /// 64 for heads past 128 columns).
   int64_t kvLen = 0;
   /// The keys below L_kv of pass `chunk` (its first kvTile of them).
   int64_t passKeys(int64_t chunk) const {

@@ -101,7 +101,7 @@ func.func @gdpa_grad_two_passes(%do: tensor<?x?x2x64xbf16>, %q: tensor<?x?x2x64x
   return %dq : tensor<?x?x2x64xbf16>
 }
 func.func @gdpa_grad_long(%do: tensor<?x?x2x64xbf16>, %q: tensor<?x?x2x64xbf16>, %k: tensor<?x300x2x64xbf16>, %v: tensor<?x300x2x64xbf16>) -> tensor<?x?x2x64xbf16> {
-  // expected-remark @below {{no attention backward kernel on sm_90a: expected a static key/value length from 1 to 256 for the backward (one consumer warpgroup of 64 keys per 64, K and V in shared memory 128 keys at a time), but got 300}}
+  // expected-remark @below {{no attention backward kernel on sm_90a: expected a static key/value length from 1 to 256 for the backward (one consumer warpgroup of 64 keys per 64, K and V in shared memory 128 keys at a time, 64 for heads past 128 columns), but got 300}}
   %dq, %dk, %dv = fusion.gdpa_grad %do, %q, %k, %v {activation = #fusion.activation<silu>, scale = 0.125 : f32}
       : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x300x2x64xbf16>, tensor<?x300x2x64xbf16> -> tensor<?x?x2x64xbf16>, tensor<?x300x2x64xbf16>, tensor<?x300x2x64xbf16>
   return %dq : tensor<?x?x2x64xbf16>
