@@ -13,6 +13,7 @@
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
 // RUN: %python %S/Inputs/ptx_text.py < %t.isa.mlir > %t.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
+// RUN: FileCheck %s --check-prefix=MMA < %t.ptx
 
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 
@@ -97,6 +98,15 @@ func.func @jagged_residual(%do: tensor<?x2x256xbf16>, %q: tensor<?x2x256xbf16>, 
 // PTX-COUNT-21: cp.async.bulk.tensor.4d.global.shared::cta
 // PTX-NOT: cp.async.bulk.tensor.4d.global.shared::cta
 // PTX-LABEL: .entry jagged_residual_kernel0(
+
+// d64_dv256's MMAs per pass of keys: column pass 0 S^T (4 k-steps of
+// N = 64), dP^T over Dv = 256 (16), dQ's block (4), dK (4, N = 64) and dV
+// (4, N = 128); column pass 1, dV's columns only, S^T (4) and dV (4, N =
+// 128): no dP^T, dS^T or dQ there. 4 x 32 of N = 64, 4 x 8 of N = 128.
+// MMA-LABEL: .entry d64_dv256_kernel0(
+// MMA-COUNT-128: wgmma.mma_async.sync.aligned.m64n64k16
+// MMA-NOT: wgmma.mma_async.sync.aligned.m64n64k16
+// MMA-LABEL: .entry jagged_residual_kernel0(
 
 // With the column passes' copies of the consumer's tile loop ptxas spills
 // a little at 248 registers (the one-pass D = 128 kernels 4-20 bytes at

@@ -304,7 +304,8 @@ private:
   }
   /// p = act(s) and ds = dp act'(s) scale of one score x (s = scale x; dp
   /// built by `dp` after the activation, as the sm_90a consumer always
-  /// did): both engines' element-wise step (ActivationMath.h).
+  /// did): both engines' element-wise step (ActivationMath.h). Without
+  /// `dp`, p alone (ds null).
   std::pair<Value, Value> probabilityAndGrad(Value x, function_ref<Value()> dp,
                                              Value scale);
 

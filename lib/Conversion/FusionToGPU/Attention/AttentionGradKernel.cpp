@@ -312,6 +312,10 @@ void AttentionGradEmitter::consumer() {
         const int64_t passBlocks = dkWidth / 64;
         const int64_t dqSlots = llvm::divideCeil(passBlocks, s.consumers());
         const bool dqGuard = passBlocks % s.consumers() != 0;
+        // A column pass past D (Dv > 128 >= D: dV's columns only) needs P^T
+        // alone: no dP^T, dS^T or dQ (one consumer warpgroup there).
+        const bool grads = dkWidth > 0;
+        assert(grads || s.consumers() == 1);
         SmallVector<Value> inits = {pos, count};
         if (dvEngine)
           inits.push_back(dvEngine->initAccumulator(*this));
@@ -365,7 +369,7 @@ void AttentionGradEmitter::consumer() {
                   sT = scoreEngine->issue(*this, a, q, operandMap, operandMap, sT);
                 }
                 Value dpT;
-                for (int64_t e = 0; e < dvBlocks; ++e) {
+                for (int64_t e = 0; e < (grads ? dvBlocks : 0); ++e) {
                   Value a = block(add(vBlock(c, e), kv), {64, 64});
                   Value dO = block(add(base, idx(s.qBytes() + e * Spec::kBlockBytes)),
                                    {64, 64});
@@ -380,7 +384,8 @@ void AttentionGradEmitter::consumer() {
                 // writeSwizzled writes), where dQ reads every group's (P^T too
                 // where the spec keeps both in shared memory).
                 std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, sT, tid);
-                std::unique_ptr<AccumulatorView> dpView = scoreEngine->view(*this, dpT, tid);
+                std::unique_ptr<AccumulatorView> dpView =
+                    grads ? scoreEngine->view(*this, dpT, tid) : nullptr;
                 if (!parity)
                   buffers();
                 Value rowPhase = sView->rowPhase();
@@ -389,23 +394,28 @@ void AttentionGradEmitter::consumer() {
                   Value chunk = arith::XOrIOp::create(b, idx(j), rowPhase);
                   Value col = add(mul(chunk, idx(8)), sView->pairColumn());
                   for (int64_t h = 0; h < 2; ++h) {
-                    Value x = sView->pair(h, j), dp = dpView->pair(h, j);
+                    Value x = sView->pair(h, j);
+                    Value dp = grads ? dpView->pair(h, j) : Value();
                     Value pv[2], dsv[2];
-                    for (int64_t e = 0; e < 2; ++e)
+                    for (int64_t e = 0; e < 2; ++e) {
+                      auto dpElement = [&] {
+                        return vector::ExtractOp::create(b, dp, ArrayRef<int64_t>{e});
+                      };
                       std::tie(pv[e], dsv[e]) = probabilityAndGrad(
                           vector::ExtractOp::create(b, x, ArrayRef<int64_t>{e}),
-                          [&] {
-                            return vector::ExtractOp::create(b, dp, ArrayRef<int64_t>{e});
-                          },
-                          scaleF);
+                          grads ? function_ref<Value()>(dpElement) : nullptr, scaleF);
+                    }
                     Value keyRow = add(idx(sView->rowOffset(h)), rowInGroup);
                     pWords[h].push_back(packPair(pv[0], pv[1]));
-                    dsWords[h].push_back(packPair(dsv[0], dsv[1]));
+                    if (grads)
+                      dsWords[h].push_back(packPair(dsv[0], dsv[1]));
                     if (!registersA)
                       vector::StoreOp::create(b, pWords[h].back(), pTile, ValueRange{keyRow, col},
                                               false, llvm::MaybeAlign(4));
-                    vector::StoreOp::create(b, dsWords[h].back(), dsTile, ValueRange{keyRow, col},
-                                            false, llvm::MaybeAlign(4));
+                    if (grads)
+                      vector::StoreOp::create(b, dsWords[h].back(), dsTile,
+                                              ValueRange{keyRow, col}, false,
+                                              llvm::MaybeAlign(4));
                   }
                 }
               };
@@ -463,9 +473,12 @@ void AttentionGradEmitter::consumer() {
                       *this, [&](int64_t h, int64_t j) { return dsWords[h][j]; }, q,
                       operandMap, dK);
               }
-              fenceAsyncShared();
-              // Every group's dS^T of this tile is written (dQ reads them all).
-              consumersBarrier();
+              // Every group's dS^T of this tile is written (dQ reads them all);
+              // P^T too where dV reads it from shared memory.
+              if (grads || !registersA) {
+                fenceAsyncShared();
+                consumersBarrier();
+              }
               if (!registersA) {
                 if (dvEngine)
                   dV = dvEngine->issue(*this, pTile, dO, operandMap, operandMap, dV);
@@ -646,6 +659,8 @@ AttentionGradEmitter::probabilityAndGrad(Value x, function_ref<Value()> dp,
         LLVM::FastmathFlagsAttr::get(builder.getContext(), LLVM::FastmathFlags::afn));
   };
   Value sc = arith::MulFOp::create(b, x, scale);
+  if (!dp)
+    return {buildActivation(b, b.getLoc(), s.activation, sc, fastTanh), Value()};
   auto [act, grad] = buildActivationAndGrad(b, b.getLoc(), s.activation, sc, fastTanh);
   Value d = dp();
   return {act, arith::MulFOp::create(b, arith::MulFOp::create(b, d, grad), scale)};
