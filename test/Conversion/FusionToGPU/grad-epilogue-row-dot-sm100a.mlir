@@ -40,6 +40,24 @@
 // PTX-NOT: mapa
 // PTX-LABEL: .entry train_step_ln_h1024_kernel6_params(
 
+// The RMSNorm step's grad kernel at H = 4096 (16 column tiles, one CTA
+// each, no cluster): A, B, the output and y prefetched; a K step expects A,
+// B and y (65536 bytes), y's tile by TMA at A's coordinates (the same rows
+// and K columns); no vectors, no DSMEM, no cluster barrier.
+// PTX-LABEL: .entry train_step_rms_h4096_kernel4(
+// PTX-COUNT-4: prefetch.tensormap
+// PTX-NOT: prefetch.tensormap
+// PTX: mov.b32 [[T:%r[0-9]+]], 65536;
+// PTX-NEXT: mbarrier.arrive.expect_tx.shared.b64 {{.*}}, [[T]];
+// PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{{%rd[0-9]+}}], {{\[}}[[AMAP:%rd[0-9]+]], {[[KCOL:%r[0-9]+]], [[MROW:%r[0-9]+]]}]
+// PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{{%rd[0-9]+}}], {{\[}}{{%rd[0-9]+}}, {[[KCOL]], [[MROW]]}]
+// PTX-NOT: cp.async.bulk.tensor.1d
+// PTX: tcgen05.mma
+// PTX-NOT: mapa
+// PTX-NOT: st.async
+// PTX-NOT: barrier.cluster
+// PTX-LABEL: .entry train_step_rms_h4096_kernel4_params(
+
 // PTXAS-DAG: ptxas ok: train_step_rms_h1000_kernel4 registers={{[0-9]+}} spills=0
 // PTXAS-DAG: ptxas ok: train_step_ln_h1000_kernel6 registers={{[0-9]+}} spills=0
 // PTXAS-DAG: ptxas ok: train_step_rms_h1024_kernel4 registers={{[0-9]+}} spills=0
