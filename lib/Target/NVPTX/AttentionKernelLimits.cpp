@@ -252,8 +252,7 @@ mlir::fusion::planAttentionGradLayout(const TargetInfo &target,
   layout = planAttentionGradLayout(target, layout);
   // sm_90a reads P^T from shared memory only for jagged q with a residual
   // other than do (AttentionGradKernelSpec::operandsInRegisters).
-  const bool residualInStage = s.residual && s.residualIsGrad && s.headDim == s.valueDim;
-  const bool pInShared = s.jagged && s.residual && !residualInStage;
+  const bool pInShared = s.jagged && s.residual && !s.residualInStage(false);
   if (!layout.tensorMemory && layout.wideHeads() && !pInShared) {
     layout.sharedP = false;
     layout = planAttentionGradLayout(target, layout);

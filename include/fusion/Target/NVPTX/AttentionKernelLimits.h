@@ -319,6 +319,11 @@ struct AttentionGradShape {
   int64_t heads = 0;
   /// A residual added to dq, and whether it is the grad operand itself.
   bool residual = false, residualIsGrad = false;
+  /// sm_90a: the residual is read from the stage's dO block (do itself,
+  /// D = Dv).
+  bool residualInStage(bool tensorMemory) const {
+    return residual && residualIsGrad && headDim == valueDim && !tensorMemory;
+  }
 };
 
 /// The layout of the kernel for `s` (which the target takes:

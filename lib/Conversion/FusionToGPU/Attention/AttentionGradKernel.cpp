@@ -270,12 +270,12 @@ void AttentionGradEmitter::consumer() {
   // engines of the pass's columns (null where the dimension ended).
   const int64_t passes = s.columnPasses();
   SmallVector<std::unique_ptr<MmaEngine>> dvEngines, dkEngines;
+  auto widthEngine = [&](int64_t width) -> std::unique_ptr<MmaEngine> {
+    if (!width)
+      return nullptr;
+    return engine(MmaShape{width, Spec::kTileQ, e16, false, false});
+  };
   for (int64_t pass = 0; pass < passes; ++pass) {
-    auto widthEngine = [&](int64_t width) -> std::unique_ptr<MmaEngine> {
-      if (!width)
-        return nullptr;
-      return engine(MmaShape{width, Spec::kTileQ, e16, false, false});
-    };
     dvEngines.push_back(widthEngine(Spec::passColumns(s.valueDim, pass)));
     dkEngines.push_back(widthEngine(Spec::passColumns(s.headDim, pass)));
   }
@@ -460,9 +460,11 @@ void AttentionGradEmitter::consumer() {
               // from registers, issued before the barrier that waits for the
               // other groups' dS^T.
               const int64_t passOffset = firstBlock * Spec::kBlockBytes;
-              Value dO = block(add(base, idx(s.qBytes() + passOffset)),
-                               {Spec::kTileQ, dvWidth ? dvWidth : 64});
-              Value q = block(add(base, idx(passOffset)), {Spec::kTileQ, dkWidth ? dkWidth : 64});
+              Value dO = dvEngine ? block(add(base, idx(s.qBytes() + passOffset)),
+                                          {Spec::kTileQ, dvWidth})
+                                  : Value();
+              Value q = dkEngine ? block(add(base, idx(passOffset)), {Spec::kTileQ, dkWidth})
+                                 : Value();
               if (registersA) {
                 if (dvEngine)
                   dV = dvEngine->issueRegisterA(

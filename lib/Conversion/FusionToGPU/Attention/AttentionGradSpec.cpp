@@ -75,10 +75,9 @@ mlir::fusion::getAttentionGradKernelSpec(GDPAGradOp op, const TargetInfo &target
   // tiles once per pass of keys: column passes are the sm_90a consumers'
   // alone (whyNoAttentionGradKernel keeps it so).
   assert(s.columnPasses() == 1 || (!s.tensorMemory && !s.rmsPrologue));
-  if (Value residual = op.getResidual()) {
+  if (shape.residual) {
     s.residual = true;
-    s.residualInStage = residual == op.getGrad() && s.headDim == s.valueDim &&
-                        !s.tensorMemory;
+    s.residualInStage = shape.residualInStage(s.tensorMemory);
   }
   if (op.getGradResidual()) {
     // The stage's dO block is dO itself, or with the prologue the dh it
