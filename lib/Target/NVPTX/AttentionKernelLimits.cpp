@@ -184,8 +184,8 @@ std::string mlir::fusion::whyNoAttentionGradKernel(const TargetInfo &target,
   if (s.rmsPrologue && std::max(s.headDim, s.valueDim) > AttentionGradLayout::kPassColumns)
     return llvm::formatv(
         "expected D and Dv up to {0} for gdpa_grad's RMSNorm-gradient "
-        "prologue (it turns each dO tile into dh once; wider heads take "
-        "column passes over the tiles), but got D {1}, Dv {2}",
+        "prologue (its warps and x's tile need the registers and shared "
+        "memory that wider heads take for dK and dV), but got D {1}, Dv {2}",
         AttentionGradLayout::kPassColumns, s.headDim, s.valueDim);
   if (s.rmsPrologue) {
     if (tmem)
@@ -255,6 +255,9 @@ mlir::fusion::planAttentionGradLayout(const TargetInfo &target,
   const bool pInShared = s.jagged && s.residual && !s.residualInStage(false);
   if (!layout.tensorMemory && layout.wideHeads() && !pInShared) {
     layout.sharedP = false;
+    // The value group stages dQ one block at a time: no room for the
+    // residual's blocks beside it (or for the prologue's x tile).
+    layout.roleGroups = !(s.residual && !s.residualInStage(false)) && !s.rmsPrologue;
     layout = planAttentionGradLayout(target, layout);
   }
   return layout;
@@ -294,7 +297,14 @@ std::string mlir::fusion::describeAttentionGradLayout(const TargetInfo &target,
                                       "shared memory (L_kv {0} padded to {1})",
                                       kvLen, l.kvTile));
   std::string columns =
-      l.wideHeads()
+      l.roleGroups
+          ? std::string(llvm::formatv(
+                "; D {0}, Dv {1}: both warpgroups on the same keys, one "
+                "computing P^T, dV and dQ, the other dS^T and dK (each "
+                "walking the tiles once a pass of keys, dQ staged a 64-column "
+                "block at a time)",
+                l.headDim, l.valueDim))
+      : l.wideHeads()
           ? std::string(llvm::formatv(
                 "; D {0}, Dv {1}: each pass of keys walks the tiles {2} times, "
                 "dK's and dV's columns {3} at a time (S^T and dP^T recomputed, "

@@ -195,8 +195,19 @@ struct AttentionGradLayout {
   /// 64 + 256 one stage of 128 keys would fit: untried).
   bool wideHeads() const { return std::max(headDim, valueDim) > kPassColumns; }
   int64_t columnPasses() const {
+    if (roleGroups)
+      return 1;
     return (std::max(headDim, valueDim) + kPassColumns - 1) / kPassColumns;
   }
+  /// sm_90a heads past 128 columns without a residual copied for dq (the
+  /// planner's choice; AttentionGradRoles.cpp): instead of column passes,
+  /// two consumer warpgroups on the same 64 keys, each walking the tiles
+  /// once per pass of keys. The value group (0) computes S^T, P^T, dV
+  /// [64 keys, Dv] and dQ (from the key group's dS^T); the key group (1)
+  /// S^T, dP^T, dS^T (into two buffers by tile parity, before the groups'
+  /// own) and dK [64 keys, D]. Each group's own buffer is then one output
+  /// staging block [64, 64].
+  bool roleGroups = false;
   /// The columns of a dimension of `dim` (D or Dv) in column pass `pass`
   /// (0 where the dimension ends before it).
   static int64_t passColumns(int64_t dim, int64_t pass) {
@@ -235,7 +246,9 @@ struct AttentionGradLayout {
   int64_t tileQ() const { return tensorMemory ? kTmemTile : kTileQ; }
   /// sm_90a: a consumer warpgroup per 64 keys; sm_100a: one epilogue
   /// warpgroup (beside the producer's and the MMA warp's).
-  int64_t consumers() const { return tensorMemory ? 1 : kvTile / kGroupKeys; }
+  int64_t consumers() const {
+    return tensorMemory ? 1 : roleGroups ? 2 : kvTile / kGroupKeys;
+  }
   int64_t threads() const { return 128 * (1 + consumers()); }
   int64_t kBytes() const { return kvTile * headDim * 2; }
   int64_t vBytes() const { return kvTile * valueDim * 2; }
@@ -260,16 +273,27 @@ struct AttentionGradLayout {
     return (tensorMemory || sharedP ? 1 + parity : parity) * pBytes();
   }
   int64_t outOffset() const {
+    if (roleGroups)
+      return 0;
     return tensorMemory ? 2 * pBytes() : (sharedP ? 3 : 2) * kBlockBytes;
+  }
+  /// roleGroups: the key group's dS^T of tile parity `parity`, after the
+  /// stages (the groups' staging blocks after both).
+  int64_t roleDsOffset(int64_t parity) const {
+    return stagesOffset() + stages * stageBytes() + parity * kBlockBytes;
   }
   /// The staging buffer's columns: dK's and dV's of a column pass, or
   /// dQ's blocks of one (sm_100a: the whole head).
   int64_t stagingColumns() const {
+    if (roleGroups)
+      return 64;
     return tensorMemory ? std::max(headDim, valueDim)
                         : std::min(std::max(headDim, valueDim), kPassColumns);
   }
   int64_t groupBytes() const { return outOffset() + stagingColumns() * 2 * tileQ(); }
-  int64_t groupsOffset() const { return stagesOffset() + stages * stageBytes(); }
+  int64_t groupsOffset() const {
+    return stagesOffset() + stages * stageBytes() + (roleGroups ? 2 * kBlockBytes : 0);
+  }
   /// sm_100a: where tcgen05.alloc writes the tensor memory's address.
   int64_t tmemSlotOffset() const {
     return groupsOffset() + consumers() * groupBytes() + prologueBytes();

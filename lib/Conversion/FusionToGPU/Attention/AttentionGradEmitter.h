@@ -229,9 +229,24 @@ private:
   /// (vector<count x f32>), `align` bytes aligned.
   Value loadResidual(Value at, int64_t count, int64_t align);
 
+  /// dQ's accumulator of a later pass of keys, from the partial sums at
+  /// `at` (dqPartialIndex); the pairs out there from the last.
+  Value loadDqPartials(MmaEngine &dqEngine, Value at);
+  void storeDqPartials(AccumulatorView &dq, Value at);
+  /// dQ's column block `e` of the tile at token `row`: rounded into the
+  /// group's staging block (free: the caller waited for its stores), then
+  /// out by TMA (jagged: a sequence's last, partial tile 16 bytes a thread,
+  /// rows below the end only).
+  void storeDqBlock(AccumulatorView &dq, Value staging, Value rowInGroup, Value c,
+                    Value e, Value head, Value row, const UnitTokens &tokens,
+                    Value tokensLeft);
+
   void roles();
   void producer();
   void consumer();
+  /// Heads past 128 columns (roleGroups, AttentionGradRoles.cpp): the value
+  /// group (P^T, dV, dQ) and the key group (dS^T, dK) on the same 64 keys.
+  void roleConsumer();
   /// Consumers: wait until the stage of position `pos` holds the tile the
   /// MMAs read (with the prologue: its dO turned into dh).
   void waitTile(Value stage, Value pos) {

@@ -174,8 +174,9 @@ void AttentionGradEmitter::roles() {
   auto runPrologue = [&] { prologue(); };
   if (s.rmsPrologue)
     prologueRole = runPrologue;
-  warpgroupRoles(wg, tid, regs.producer, regs.consumer, [&] { producer(); },
-                 [&] { consumer(); }, prologueRole);
+  warpgroupRoles(
+      wg, tid, regs.producer, regs.consumer, [&] { producer(); },
+      [&] { s.roleGroups ? roleConsumer() : consumer(); }, prologueRole);
 }
 
 /// Thread 0: per unit K and V, then its query tiles' Q and dO.
@@ -515,14 +516,7 @@ void AttentionGradEmitter::consumer() {
                   if (!firstChunk) {
                     // A later pass of keys: dQ starts from the earlier passes'
                     // sum (which holds the residual).
-                    Value at = dqPartialIndex(batch, head, t, tokens, e);
-                    dq = dqEngine->accumulatorFromPairs(
-                        *this, tid, [&](AccumulatorView &, int64_t h, int64_t j) -> Value {
-                          return vector::LoadOp::create(
-                              b, VectorType::get({2}, b.getF32Type()), partialsArg(),
-                              ValueRange{add(at, idx((h * 8 + j) * 256))},
-                              /*nontemporal=*/false, llvm::MaybeAlign(8));
-                        });
+                    dq = loadDqPartials(*dqEngine, dqPartialIndex(batch, head, t, tokens, e));
                   } else if (s.residualInStage) {
                     // The stage's base rebuilt from an opaque zero (else held
                     // in a register from the tile's start).
@@ -552,47 +546,13 @@ void AttentionGradEmitter::consumer() {
                   if (!lastChunk) {
                     // Not the last pass: the partial sum out in f32, each
                     // thread's pairs where it reads them back.
-                    Value at = dqPartialIndex(batch, head, t, tokens, e);
-                    for (int64_t h = 0; h < dqView->rowsPerThread(); ++h)
-                      for (int64_t j = 0; j < dqView->columnGroups(); ++j)
-                        vector::StoreOp::create(b, dqView->pair(h, j), partialsArg(),
-                                                ValueRange{add(at, idx((h * 8 + j) * 256))},
-                                                /*nontemporal=*/false, llvm::MaybeAlign(8));
+                    storeDqPartials(*dqView, dqPartialIndex(batch, head, t, tokens, e));
                     return;
                   }
                   if (!staging)
                     stagingSlot();
-                  writeSwizzled(staging, 8, *dqView, rowInGroup, [&](int64_t h, int64_t j) {
-                    return packPair(dqView->pair(h, j));
-                  });
-                  fenceAsyncShared();
-                  groupBarrier(c);
-                  auto bulkStore = [&] {
-                    ifThen(isGroupLeader, [&] {
-                      Value src = block(staging, {1, 64, 1, 64});
-                      nvgpu::TmaAsyncStoreOp::create(
-                          b, src, map(Arg::TmaDq),
-                          ValueRange{mul(e, idx(64)), head, row, tokens.batchCoord},
-                          Value());
-                      NVVM::CpAsyncBulkCommitGroupOp::create(b);
-                    });
-                  };
-                  if (!s.jagged) {
-                    bulkStore();
-                    return;
-                  }
-                  // Jagged: a whole tile of this sequence by TMA; its last,
-                  // partial tile 16 bytes a thread (rows below the end only).
-                  scf::IfOp::create(
-                      b, ult(idx(Spec::kTileQ - 1), tokensLeft),
-                      [&](OpBuilder &, Location) {
-                        bulkStore();
-                        scf::YieldOp::create(b);
-                      },
-                      [&](OpBuilder &, Location) {
-                        storeRowsBelow(staging, tokensLeft, row, head, mul(e, idx(64)));
-                        scf::YieldOp::create(b);
-                      });
+                  storeDqBlock(*dqView, staging, rowInGroup, c, e, head, row, tokens,
+                               tokensLeft);
                 };
                 if (dqGuard)
                   ifThen(ult(e, idx(firstBlock + passBlocks)), dqBlock);
@@ -648,6 +608,60 @@ void AttentionGradEmitter::consumer() {
   // Shared memory must outlive the last stores that read it.
   ifThen(isGroupLeader,
          [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
+}
+
+Value AttentionGradEmitter::loadDqPartials(MmaEngine &dqEngine, Value at) {
+  return dqEngine.accumulatorFromPairs(
+      *this, tid, [&](AccumulatorView &, int64_t h, int64_t j) -> Value {
+        return vector::LoadOp::create(b, VectorType::get({2}, b.getF32Type()),
+                                      partialsArg(),
+                                      ValueRange{add(at, idx((h * 8 + j) * 256))},
+                                      /*nontemporal=*/false, llvm::MaybeAlign(8));
+      });
+}
+
+void AttentionGradEmitter::storeDqPartials(AccumulatorView &dq, Value at) {
+  for (int64_t h = 0; h < dq.rowsPerThread(); ++h)
+    for (int64_t j = 0; j < dq.columnGroups(); ++j)
+      vector::StoreOp::create(b, dq.pair(h, j), partialsArg(),
+                              ValueRange{add(at, idx((h * 8 + j) * 256))},
+                              /*nontemporal=*/false, llvm::MaybeAlign(8));
+}
+
+void AttentionGradEmitter::storeDqBlock(AccumulatorView &dq, Value staging,
+                                        Value rowInGroup, Value c, Value e, Value head,
+                                        Value row, const UnitTokens &tokens,
+                                        Value tokensLeft) {
+  Value isGroupLeader = eq(tid, 0);
+  writeSwizzled(staging, 8, dq, rowInGroup,
+                [&](int64_t h, int64_t j) { return packPair(dq.pair(h, j)); });
+  fenceAsyncShared();
+  groupBarrier(c);
+  auto bulkStore = [&] {
+    ifThen(isGroupLeader, [&] {
+      Value src = block(staging, {1, 64, 1, 64});
+      nvgpu::TmaAsyncStoreOp::create(
+          b, src, map(Arg::TmaDq),
+          ValueRange{mul(e, idx(64)), head, row, tokens.batchCoord}, Value());
+      NVVM::CpAsyncBulkCommitGroupOp::create(b);
+    });
+  };
+  if (!s.jagged) {
+    bulkStore();
+    return;
+  }
+  // Jagged: a whole tile of this sequence by TMA; its last, partial tile 16
+  // bytes a thread (rows below the end only).
+  scf::IfOp::create(
+      b, ult(idx(Spec::kTileQ - 1), tokensLeft),
+      [&](OpBuilder &, Location) {
+        bulkStore();
+        scf::YieldOp::create(b);
+      },
+      [&](OpBuilder &, Location) {
+        storeRowsBelow(staging, tokensLeft, row, head, mul(e, idx(64)));
+        scf::YieldOp::create(b);
+      });
 }
 
 std::pair<Value, Value>
