@@ -21,6 +21,7 @@
 // RUN: FileCheck %s --check-prefix=STORES < %t.ptx
 // RUN: FileCheck %s --check-prefix=MMA < %t.ptx
 // RUN: FileCheck %s --check-prefix=WIDE < %t.ptx
+// RUN: FileCheck %s --check-prefix=SYNC < %t.ptx
 
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 
@@ -129,6 +130,13 @@ func.func @jagged_residual(%do: tensor<?x2x256xbf16>, %q: tensor<?x2x256xbf16>, 
 // WIDE-COUNT-16: wgmma.mma_async.sync.aligned.m64n256k16
 // WIDE-NOT: wgmma.mma_async.sync.aligned.m64n256k16
 // WIDE-LABEL: .entry d192_kernel0(
+
+// The role groups meet only at dS^T's mbarriers: no named barrier over both
+// groups (bar.sync 3, 256: each group's bar.sync sites would differ, which
+// compute-sanitizer's synccheck reports as divergence).
+// SYNC-LABEL: .entry d256_kernel0(
+// SYNC-NOT: bar.sync{{[[:space:]]+}}3, 256
+// SYNC: .entry jagged_residual_kernel0(
 
 // The role groups run 384 threads (168 registers at launch, the consumers
 // 240 after setmaxnreg): the value group's dV beside a dQ block spills a

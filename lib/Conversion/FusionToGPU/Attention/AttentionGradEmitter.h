@@ -329,6 +329,10 @@ private:
   const TargetInfo &target;
   RegisterBudget regs;
   TmaRing ring, kvRing, xRing;
+  /// roleGroups: the dS^T buffers of the two tile parities, full when the
+  /// key group's 128 threads wrote them, empty when the value group's dQ
+  /// MMAs read them.
+  TmaRing dsRing;
   SmallVector<Value> maps;
   Value operandMap, heads, qTiles, units, wg, tid;
   /// The prologue: ready[s] (stage s holds dh, the consumers may start),

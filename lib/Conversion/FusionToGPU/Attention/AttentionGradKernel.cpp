@@ -130,6 +130,11 @@ void AttentionGradEmitter::emit() {
   const int64_t releases = s.tensorMemory ? 1 : 128 * s.consumers();
   ring.init(*this, releases, leader);
   kvRing.init(*this, releases, leader);
+  if (s.roleGroups) {
+    // dS^T from the key group to the value group, by tile parity.
+    dsRing = TmaRing(*this, 2);
+    dsRing.init(*this, 128, 128, leader);
+  }
   if (s.tensorMemory)
     initTensorMemoryBarriers(leader);
   if (s.rmsPrologue)

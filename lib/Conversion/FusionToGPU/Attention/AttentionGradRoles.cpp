@@ -13,24 +13,29 @@
 //   value group (warpgroup 1)           key group (warpgroup 2)
 //     S^T = K Q^T                         S^T = K Q^T, dP^T = V dO^T
 //     P^T = act(scale S^T)                dS^T = dP^T act'(scale S^T) scale
-//     dV += P^T dO     (N = Dv)           dK += dS^T Q     (N = D)
-//                                         dS^T into its buffer (tile parity)
-//     ------------- named barrier over both groups (dS^T written) -------------
+//     dV += P^T dO     (N = Dv)           dS^T into its buffer (tile parity),
+//                                           once the value group read it
+//                                           two tiles before (dsRing empty)
+//     wait until dS^T is written   <----  dsRing full
+//     (dsRing full)                       dK += dS^T Q     (N = D)
 //     dQ = dS K, a 64-column block at a
-//     time through one staging block
+//     time through one staging block;
+//     then the buffer is free (empty)
 //   release the stage; after the pass: dV (dK) through the group's staging
 //   block, 64 columns at a time.
 //
 // S^T is computed by both groups (the only work done twice: a sixth of the
 // executed flops at D = Dv, against the column passes' S^T and dP^T twice);
 // at D = Dv the groups' MMA work is equal (S^T, dV, dQ against S^T, dP^T,
-// dK). The dS^T buffer of a parity is written again two tiles later, after
-// the barrier of the tile between, which the value group reaches only after
-// its dQ MMAs of the tile read it. Padding and jagged q as in the column
-// kernel: keys past L_kv and tokens past L_q are zero-filled by the TMA; a
-// sequence's last tile gets dO = 0 in the next sequence's rows before
-// either group reads it. The residual dh (grad_residual, the stage's dO)
-// starts dQ's accumulator as there.
+// dK). The groups meet only at the mbarriers of dS^T's two buffers (no
+// named barrier over both: each group's bar.sync sites are its own), so the
+// key group runs up to two tiles ahead. Padding and jagged q as in the
+// column kernel: keys past L_kv and tokens past L_q are zero-filled by the
+// TMA; a sequence's last tile gets dO = 0 in the next sequence's rows
+// before either group reads it: the key group zeroes them before its dP^T,
+// and the value group issues dV only once dS^T is written (jagged). The
+// residual dh (grad_residual, the stage's dO) starts dQ's accumulator as
+// there.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,12 +82,12 @@ void AttentionGradEmitter::roleConsumer() {
       Value keyRow = idx(chunk * s.kvTile);
 
       // One tile's start for both roles: its stage, and for jagged q its
-      // first token, its tokens of the sequence and dO = 0 in the rows
-      // past them (both groups arrive on the barrier).
+      // first token and its tokens of the sequence; the key group sets dO =
+      // 0 in the rows past them.
       struct Tile {
         Value stage, base, row, tokensLeft;
       };
-      auto startTile = [&](Value t, Value p) {
+      auto startTile = [&](Value t, Value p, bool zeroRows) {
         Tile tile;
         tile.stage = ring.stageOf(*this, p);
         waitTile(tile.stage, p);
@@ -91,12 +96,13 @@ void AttentionGradEmitter::roleConsumer() {
                             : mul(t, idx(Spec::kTileQ));
         if (s.jagged) {
           tile.tokensLeft = sub(tokens.end, tile.row);
-          ifThen(ult(tile.tokensLeft, idx(Spec::kTileQ)), [&] {
-            zeroRowsFrom(add(tile.base, idx(s.qBytes())), dvBlocks, tile.tokensLeft,
-                         add(mul(c, idx(128)), tid), 128 * s.consumers());
-            fenceAsyncShared();
-            consumersBarrier();
-          });
+          if (zeroRows)
+            ifThen(ult(tile.tokensLeft, idx(Spec::kTileQ)), [&] {
+              zeroRowsFrom(add(tile.base, idx(s.qBytes())), dvBlocks, tile.tokensLeft,
+                           tid, 128);
+              fenceAsyncShared();
+              groupBarrier(c);
+            });
         }
         return tile;
       };
@@ -139,7 +145,7 @@ void AttentionGradEmitter::roleConsumer() {
             idx(0), tokens.tiles, idx(1), {pos, count, dvEngine->initAccumulator(*this)},
             [&](Value t, ValueRange it) {
               Value p = it[0], tileCount = it[1], dV = it[2];
-              Tile tile = startTile(t, p);
+              Tile tile = startTile(t, p, /*zeroRows=*/false);
               Value sT = scores(tile.base, /*withGrad=*/false).first;
               // P^T = act(scale S^T), rounded pair by pair: dV's A fragments
               // as they are (wgmma's register form).
@@ -157,11 +163,20 @@ void AttentionGradEmitter::roleConsumer() {
                   pWords[h].push_back(packPair(pv[0], pv[1]));
                 }
               Value dO = block(add(tile.base, idx(s.qBytes())), {Spec::kTileQ, s.valueDim});
-              dV = dvEngine->issueRegisterA(
-                  *this, [&](int64_t h, int64_t j) { return pWords[h][j]; }, dO,
-                  operandMap, dV);
-              // The key group's dS^T of this tile is written.
-              consumersBarrier();
+              auto issueDv = [&] {
+                dV = dvEngine->issueRegisterA(
+                    *this, [&](int64_t h, int64_t j) { return pWords[h][j]; }, dO,
+                    operandMap, dV);
+              };
+              // Dense: dV's MMAs before the wait for the key group's dS^T;
+              // jagged, after it (the key group zeroed dO's rows past the
+              // sequence before it wrote dS^T).
+              if (!s.jagged)
+                issueDv();
+              Value dsPos = rem(tileCount, 4);
+              dsRing.waitFull(*this, dsRing.stageOf(*this, dsPos), dsPos);
+              if (s.jagged)
+                issueDv();
               Value parity = rem(tileCount, 2);
               Value dsTile =
                   block(add(idx(s.roleDsOffset(0)), mul(parity, idx(Spec::kBlockBytes))),
@@ -195,8 +210,10 @@ void AttentionGradEmitter::roleConsumer() {
                 storeDqBlock(*dqView, staging, rowInGroup, c, e, head, tile.row, tokens,
                              tile.tokensLeft);
               }
-              // dV's MMAs too (waited with dQ's): the stage is read.
+              // dV's MMAs too (waited with dQ's): the stage and dS^T are
+              // read.
               dvEngine->waitPending(*this, 0);
+              dsRing.release(*this, dsPos);
               ring.release(*this, p);
               return SmallVector<Value>{ring.nextPos(*this, p), add(tileCount, idx(1)), dV};
             });
@@ -209,7 +226,7 @@ void AttentionGradEmitter::roleConsumer() {
             idx(0), tokens.tiles, idx(1), {pos, count, dkEngine->initAccumulator(*this)},
             [&](Value t, ValueRange it) {
               Value p = it[0], tileCount = it[1], dK = it[2];
-              Tile tile = startTile(t, p);
+              Tile tile = startTile(t, p, /*zeroRows=*/true);
               std::pair<Value, Value> sdp = scores(tile.base, /*withGrad=*/true);
               Value sT = sdp.first, dpT = sdp.second;
               // dS^T = dP^T act'(scale S^T) scale, rounded pair by pair: dK's
@@ -217,6 +234,10 @@ void AttentionGradEmitter::roleConsumer() {
               // (128-byte swizzled [64 keys, 64 tokens]) for dQ.
               std::unique_ptr<AccumulatorView> sView = scoreEngine->view(*this, sT, tid);
               std::unique_ptr<AccumulatorView> dpView = scoreEngine->view(*this, dpT, tid);
+              // The buffer of this tile's parity is free once the value
+              // group's dQ of two tiles before read it.
+              Value dsPos = rem(tileCount, 4);
+              dsRing.acquire(*this, dsRing.stageOf(*this, dsPos), dsPos);
               Value parity = rem(tileCount, 2);
               Value dsTile =
                   block(add(idx(s.roleDsOffset(0)), mul(parity, idx(Spec::kBlockBytes))),
@@ -250,8 +271,9 @@ void AttentionGradEmitter::roleConsumer() {
               dK = dkEngine->issueRegisterA(
                   *this, [&](int64_t h, int64_t j) { return dsWords[h][j]; }, q,
                   operandMap, dK);
+              // dS^T written (visible to the value group's MMAs).
               fenceAsyncShared();
-              consumersBarrier();
+              dsRing.publish(*this, dsPos);
               dkEngine->waitPending(*this, 0);
               ring.release(*this, p);
               return SmallVector<Value>{ring.nextPos(*this, p), add(tileCount, idx(1)), dK};

@@ -55,8 +55,16 @@ public:
   /// arrival and the TMA bytes, `empty` when `consumerThreads` threads
   /// arrived.
   void init(KernelBuilder &kb, int64_t consumerThreads, Value leader) const {
+    init(kb, 1, consumerThreads, leader);
+  }
+  /// Initializes them (by `leader`) for a ring between threads: `full`
+  /// completes when `producerThreads` threads arrived, `empty` when
+  /// `consumerThreads` did.
+  void init(KernelBuilder &kb, int64_t producerThreads, int64_t consumerThreads,
+            Value leader) const {
     for (int64_t st = 0; st < stages; ++st) {
-      nvgpu::MBarrierInitOp::create(kb.b, full, kb.idx(1), kb.idx(st), leader);
+      nvgpu::MBarrierInitOp::create(kb.b, full, kb.idx(producerThreads), kb.idx(st),
+                                    leader);
       nvgpu::MBarrierInitOp::create(kb.b, empty, kb.idx(consumerThreads),
                                     kb.idx(st), leader);
     }
@@ -92,6 +100,11 @@ public:
   /// Consumers: this thread is done reading the slot of position `pos`.
   void release(KernelBuilder &kb, Value pos) const {
     kb.arrive(empty, stageOf(kb, pos));
+  }
+  /// Producer threads of a ring between threads: this thread's writes to
+  /// the slot of position `pos` are done.
+  void publish(KernelBuilder &kb, Value pos) const {
+    kb.arrive(full, stageOf(kb, pos));
   }
 
   int64_t stages = 0;
