@@ -241,6 +241,11 @@ private:
                     Value e, Value head, Value row, const UnitTokens &tokens,
                     Value tokensLeft);
 
+  /// Consumer group `c` after its units: jagged, the dq rows outside every
+  /// sequence; then its store leader waits until its last bulk stores read
+  /// their shared memory.
+  void finishConsumer(Value c, Value isGroupLeader);
+
   void roles();
   void producer();
   void consumer();

@@ -608,6 +608,10 @@ void AttentionGradEmitter::consumer() {
     }
     return SmallVector<Value>{pos, kvPos, count};
   });
+  finishConsumer(c, isGroupLeader);
+}
+
+void AttentionGradEmitter::finishConsumer(Value c, Value isGroupLeader) {
   if (s.jagged)
     zeroRowsOutsideSequences(add(mul(c, idx(128)), tid));
   // Shared memory must outlive the last stores that read it.

@@ -299,9 +299,5 @@ void AttentionGradEmitter::roleConsumer() {
     }
     return SmallVector<Value>{pos, kvPos, count};
   });
-  if (s.jagged)
-    zeroRowsOutsideSequences(add(mul(c, idx(128)), tid));
-  // Shared memory must outlive the last stores that read it.
-  ifThen(isGroupLeader,
-         [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
+  finishConsumer(c, isGroupLeader);
 }
