@@ -201,6 +201,9 @@ RESIDUAL_GRADS = {
     "gdpa_grad_residual_do_kv200": (2, 128, 128, 200, "gelu_tanh", 0.5, "bf16", None, "do"),
     "gdpa_grad_jagged_residual_kv160_d64": (4, 64, 64, 160, "silu", 0.125, "bf16", "i64", "own"),
     "gdpa_grad_residual_do_d256": (2, 256, 256, 128, "gelu_tanh", 0.0625, "bf16", None, "do"),
+    # Heads of 256 with a residual of its own: the column-pass kernel (the
+    # role groups have no room to stage the residual's blocks).
+    "gdpa_grad_residual_d256": (2, 256, 256, 128, "gelu_tanh", 0.0625, "bf16", None, "own"),
     "gdpa_grad_jagged_residual_d192": (2, 192, 192, 256, "gelu", 0.1, "bf16", "i64", "own"),
 }
 

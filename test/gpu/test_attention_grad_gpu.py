@@ -214,6 +214,7 @@ RESIDUAL_CASES = [
     ("gdpa_grad_residual_kv256", 3, 300), ("gdpa_grad_residual_kv256", 64, 512),
     ("gdpa_grad_residual_do_kv200", 3, 300), ("gdpa_grad_residual_do_kv200", 2, 65),
     ("gdpa_grad_residual_do_d256", 3, 300), ("gdpa_grad_residual_do_d256", 16, 512),
+    ("gdpa_grad_residual_d256", 3, 300), ("gdpa_grad_residual_d256", 8, 129),
 ]
 
 
