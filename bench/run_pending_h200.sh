@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# What the H200 has not run yet (sessions 32-34, built and checked on the
-# CPU only), in phases that each fit the device's 10-minute call, writing
-# few files under OUT (only a handful come back):
+# The runs sessions 32-34 waited for (first run on an H100 in session 35,
+# bench/results/2026-12-05_session35_h100.txt; still to do on an H200), in
+# phases that each fit the device's 10-minute call, writing few files under
+# OUT (only a handful come back):
 #
 #   attgrad   test/gpu/test_attention_grad_gpu.py: keys past 128 (session
 #             32) and heads of 192 / 256 (column passes, session 34)

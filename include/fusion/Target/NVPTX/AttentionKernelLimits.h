@@ -143,8 +143,13 @@ std::string describeAttentionLayout(const TargetInfo &target,
 ///                                  the output staging [64, min(max(D, Dv),
 ///                                  128)] (dQ's blocks, then the unit's dV
 ///                                  and dK; per column pass past 128)
-/// One consumer warpgroup per 64 keys (kvTile / 64 of them). One definition
-/// for the kernel (AttentionGradKernel.cpp) and fusion-plan-kernels' report.
+/// One consumer warpgroup per 64 keys (kvTile / 64 of them). With
+/// roleGroups (heads past 128 columns, AttentionGradRoles.cpp) two
+/// consumer warpgroups on the same 64 keys instead, and after the stages:
+///   dS^T                           the key group's, two tile parities
+///   consumer group c               one output staging block [64, 64]
+/// One definition for the kernel (AttentionGradKernel.cpp,
+/// AttentionGradRoles.cpp) and fusion-plan-kernels' report.
 ///
 /// sm_100a (tensorMemory, AttentionGradTcgen05Kernel.cpp): the MMAs have
 /// M = 128, so the keys are always 128 (kvTile = 128; past L_kv the TMA
@@ -277,11 +282,9 @@ struct AttentionGradLayout {
       return 0;
     return tensorMemory ? 2 * pBytes() : (sharedP ? 3 : 2) * kBlockBytes;
   }
-  /// roleGroups: the key group's dS^T of tile parity `parity`, after the
-  /// stages (the groups' staging blocks after both).
-  int64_t roleDsOffset(int64_t parity) const {
-    return stagesOffset() + stages * stageBytes() + parity * kBlockBytes;
-  }
+  /// roleGroups: the key group's dS^T buffers (tile parity 0, then 1)
+  /// after the stages; the groups' staging blocks after both.
+  int64_t roleDsOffset() const { return stagesOffset() + stages * stageBytes(); }
   /// The staging buffer's columns: dK's and dV's of a column pass, or
   /// dQ's blocks of one (sm_100a: the whole head).
   int64_t stagingColumns() const {
@@ -292,7 +295,8 @@ struct AttentionGradLayout {
   }
   int64_t groupBytes() const { return outOffset() + stagingColumns() * 2 * tileQ(); }
   int64_t groupsOffset() const {
-    return stagesOffset() + stages * stageBytes() + (roleGroups ? 2 * kBlockBytes : 0);
+    return roleGroups ? roleDsOffset() + 2 * kBlockBytes
+                      : stagesOffset() + stages * stageBytes();
   }
   /// sm_100a: where tcgen05.alloc writes the tensor memory's address.
   int64_t tmemSlotOffset() const {

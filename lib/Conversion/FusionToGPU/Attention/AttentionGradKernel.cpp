@@ -62,10 +62,12 @@
 // for its keys, and dQ sums over the passes: every pass but the last writes
 // its dQ accumulators in f32 to a pooled buffer (each thread its own
 // pairs), every pass but the first starts from them. Heads past 128
-// columns (D or Dv 192, 256): dK and dV would not fit in the registers, so
-// each pass of keys walks the tiles once per 128 columns of them (column
-// pass p: dK's and dV's columns [128 p, 128 p + 128), S^T and dP^T
-// recomputed, dQ's column blocks of that range), one consumer warpgroup.
+// columns (D or Dv 192, 256): dK and dV would not fit in one warpgroup's
+// registers; AttentionGradRoles.cpp splits them between two warpgroups by
+// role, except with a residual of its own, for which this consumer walks
+// each pass of keys' tiles once per 128 columns of them (column pass p:
+// dK's and dV's columns [128 p, 128 p + 128), S^T and dP^T recomputed, dQ's
+// column blocks of that range), one consumer warpgroup.
 //
 // Why dS^T has two buffers: the other groups read a group's dS^T (dQ's A)
 // until their own MMAs of the tile finish, which the next tile's barrier

@@ -106,6 +106,15 @@ void AttentionGradEmitter::roleConsumer() {
         }
         return tile;
       };
+      // dS^T's ring position of the tile numbered `tileCount` (both groups
+      // count every tile), and its buffer, the tile's parity (the ring's
+      // slot).
+      auto dsPosition = [&](Value tileCount) { return rem(tileCount, 4); };
+      auto dsBufferOf = [&](Value tileCount) {
+        Value parity = rem(tileCount, 2);
+        return block(add(idx(s.roleDsOffset()), mul(parity, idx(Spec::kBlockBytes))),
+                     {64, 64});
+      };
       // S^T = K Q^T (and dP^T = V dO^T for the key group), waited.
       auto scores = [&](Value base, bool withGrad) -> std::pair<Value, Value> {
         Value kv = opaqueZero();
@@ -173,14 +182,11 @@ void AttentionGradEmitter::roleConsumer() {
               // sequence before it wrote dS^T).
               if (!s.jagged)
                 issueDv();
-              Value dsPos = rem(tileCount, 4);
+              Value dsPos = dsPosition(tileCount);
               dsRing.waitFull(*this, dsRing.stageOf(*this, dsPos), dsPos);
               if (s.jagged)
                 issueDv();
-              Value parity = rem(tileCount, 2);
-              Value dsTile =
-                  block(add(idx(s.roleDsOffset(0)), mul(parity, idx(Spec::kBlockBytes))),
-                        {64, 64});
+              Value dsTile = dsBufferOf(tileCount);
               for (int64_t blk = 0; blk < dBlocks; ++blk) {
                 Value e = idx(blk);
                 Value dq; // null: a fresh accumulator
@@ -236,12 +242,9 @@ void AttentionGradEmitter::roleConsumer() {
               std::unique_ptr<AccumulatorView> dpView = scoreEngine->view(*this, dpT, tid);
               // The buffer of this tile's parity is free once the value
               // group's dQ of two tiles before read it.
-              Value dsPos = rem(tileCount, 4);
+              Value dsPos = dsPosition(tileCount);
               dsRing.acquire(*this, dsRing.stageOf(*this, dsPos), dsPos);
-              Value parity = rem(tileCount, 2);
-              Value dsTile =
-                  block(add(idx(s.roleDsOffset(0)), mul(parity, idx(Spec::kBlockBytes))),
-                        {64, 64});
+              Value dsTile = dsBufferOf(tileCount);
               SmallVector<SmallVector<Value>> dsWords(2);
               Value rowPhase = sView->rowPhase();
               for (int64_t j = 0; j < Spec::kTileQ / 8; ++j) {
