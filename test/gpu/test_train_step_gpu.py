@@ -63,6 +63,10 @@ CASES += [(f"train_step_{norm}_h256", m) for norm in ("rms", "ln") for m in (655
 CASES += [(f"train_step_{norm}_h1000", m) for norm in ("rms", "ln") for m in (4097, 7)]
 CASES += [(f"train_step_res_{norm}_h{h}", m) for norm in ("rms", "ln") for h in (256, 1024)
           for m in (65536, 4097, 7)]
+# The row-dot regroup's whole row blocks (waves of gridDim.x row blocks,
+# then the last ones tile by tile): 132 x 128 rows are one whole wave on a
+# 132-SM GPU and nothing after it, 264 x 128 + 5 two and a ragged tail.
+CASES += [("train_step_rms_h1024", 16896), ("train_step_ln_h2048", 33797)]
 
 
 @pytest.mark.parametrize("name,m", CASES)
