@@ -16,7 +16,9 @@ pre-norm with an input that needs no gradient (the backward without dx); and
 the FlashNormAttention block as PyTorch (nn.LayerNorm over the heads, HSTU's
 einsum attention with gelu_tanh, the residuals, nn.RMSNorm; 2 heads of 128,
 128 keys), whose training forward is the FlashNormAttention kernel saving
-ln_q and h for the backward's kernels, at B 768 x L_q 512 and B 3 x L_q 77.
+ln_q and h for the backward's kernels, at B 768 x L_q 512 and B 3 x L_q 77;
+and HSTU's attention alone (einsum, SiLU, no softmax) with 200 keys of
+heads of 64 and with heads of 256 (64 keys), at two token counts each.
 The CPU twin: python/test/test_frontend_training.py.
 
 The GPU machine has no MLIR: build the libraries here first (no GPU needed),
@@ -176,6 +178,31 @@ def make_block_inputs(batch, lq, device, seed=1):
     return tuple(t.bfloat16() for t in (q, k, v))
 
 
+class HSTUAttention(torch.nn.Module):
+    """HSTU's attention as its users write it (generative recommenders):
+    einsum scores, scaled, SiLU (no softmax), einsum with the values."""
+
+    def forward(self, q, k, v):
+        s = torch.einsum("bihd,bjhd->bhij", q, k) * 0.125
+        return torch.einsum("bhij,bjhd->bihd", torch.nn.functional.silu(s), v)
+
+
+# HSTU attention's (B, L_q, H, D, L_kv): keys past 128 (the backward's two
+# passes of keys) and heads of 256 (the forward holds 64 keys of them; the
+# backward's role groups), each also at a few odd tokens.
+HSTU_SHAPES = {"kv200_d64": (64, 300, 2, 64, 200), "kv200_d64_3x77": (3, 77, 2, 64, 200),
+               "d256": (8, 129, 2, 256, 64), "d256_3x77": (3, 77, 2, 256, 64)}
+
+
+def make_hstu_inputs(shape, device, seed=1):
+    batch, lq, heads, dim, lkv = HSTU_SHAPES[shape]
+    g = torch.Generator(device=device).manual_seed(seed)
+    q = torch.randn(batch, lq, heads, dim, generator=g, device=device)
+    k = 0.25 * torch.randn(batch, lkv, heads, dim, generator=g, device=device)
+    v = torch.randn(batch, lkv, heads, dim, generator=g, device=device)
+    return tuple(t.bfloat16() for t in (q, k, v))
+
+
 def make(name, device):
     """The module of case `name`, bf16 on `device`, its norm parameters
     away from 1 and 0 (so that a dropped weight or bias shows)."""
@@ -221,6 +248,8 @@ def prepare(directory):
         build(name, make(name, "cpu"), make_inputs(name, SHAPES["7"], "cpu"))
     for shape, (batch, lq) in BLOCK_SHAPES.items():
         build(f"block {shape}", make_block("cpu"), make_block_inputs(batch, lq, "cpu"))
+    for shape in HSTU_SHAPES:
+        build(f"hstu {shape}", HSTUAttention(), make_hstu_inputs(shape, "cpu"))
 
 
 if __name__ == "__main__":
@@ -326,3 +355,10 @@ def test_norm_attention_block(shape, poisoned):
     batch, lq = BLOCK_SHAPES[shape]
     x = make_block_inputs(batch, lq, "cuda")
     check_module("norm_attention_block", make_block("cuda"), x, x[0].shape)
+
+
+@pytest.mark.parametrize("shape", list(HSTU_SHAPES))
+def test_hstu_attention(shape, poisoned):
+    # gdpa forward and gdpa_grad from HSTU's einsum attention as written.
+    x = make_hstu_inputs(shape, "cuda")
+    check_module(f"hstu_{shape}", HSTUAttention().cuda(), x, x[0].shape)
