@@ -55,7 +55,7 @@ DIR_ENV = "FUSION_FRONTEND_TRAINING_DIR"
 # heads, HSTU's einsum attention, the residuals, nn.RMSNorm): bench_frontend's,
 # also its forward benchmark's modules.
 sys.path.insert(0, os.path.join(REPO, "bench", "frontend"))
-from bench_frontend import LlamaRMSNorm, NormAttentionBlock  # noqa: E402
+from bench_frontend import HstuAttention, LlamaRMSNorm, NormAttentionBlock  # noqa: E402
 
 
 class PreNorm(torch.nn.Module):
@@ -178,20 +178,17 @@ def make_block_inputs(batch, lq, device, seed=1):
     return tuple(t.bfloat16() for t in (q, k, v))
 
 
-class HSTUAttention(torch.nn.Module):
-    """HSTU's attention as its users write it (generative recommenders):
-    einsum scores, scaled, SiLU (no softmax), einsum with the values."""
-
-    def forward(self, q, k, v):
-        s = torch.einsum("bihd,bjhd->bhij", q, k) * 0.125
-        return torch.einsum("bhij,bjhd->bihd", torch.nn.functional.silu(s), v)
-
-
-# HSTU attention's (B, L_q, H, D, L_kv): keys past 128 (the backward's two
+# HSTU's attention (bench_frontend's HstuAttention: einsum scores scaled by
+# 1 / sqrt(D), SiLU, no softmax): (B, L_q, H, D, L_kv): keys past 128 (the backward's two
 # passes of keys) and heads of 256 (the forward holds 64 keys of them; the
 # backward's role groups), each also at a few odd tokens.
 HSTU_SHAPES = {"kv200_d64": (64, 300, 2, 64, 200), "kv200_d64_3x77": (3, 77, 2, 64, 200),
                "d256": (8, 129, 2, 256, 64), "d256_3x77": (3, 77, 2, 256, 64)}
+
+
+def make_hstu(shape, device):
+    _, _, heads, dim, _ = HSTU_SHAPES[shape]
+    return HstuAttention(heads, dim).to(device)
 
 
 def make_hstu_inputs(shape, device, seed=1):
@@ -249,7 +246,7 @@ def prepare(directory):
     for shape, (batch, lq) in BLOCK_SHAPES.items():
         build(f"block {shape}", make_block("cpu"), make_block_inputs(batch, lq, "cpu"))
     for shape in HSTU_SHAPES:
-        build(f"hstu {shape}", HSTUAttention(), make_hstu_inputs(shape, "cpu"))
+        build(f"hstu {shape}", make_hstu(shape, "cpu"), make_hstu_inputs(shape, "cpu"))
 
 
 if __name__ == "__main__":
@@ -361,4 +358,4 @@ def test_norm_attention_block(shape, poisoned):
 def test_hstu_attention(shape, poisoned):
     # gdpa forward and gdpa_grad from HSTU's einsum attention as written.
     x = make_hstu_inputs(shape, "cuda")
-    check_module(f"hstu_{shape}", HSTUAttention().cuda(), x, x[0].shape)
+    check_module(f"hstu_{shape}", make_hstu(shape, "cuda"), x, x[0].shape)
