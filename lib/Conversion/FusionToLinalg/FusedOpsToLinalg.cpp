@@ -15,6 +15,7 @@
 #include "fusion/Conversion/FusionToLinalg/FusionToLinalg.h"
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -136,10 +137,41 @@ struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
     // save_norm_input: the norm's input rounded once to the output's type;
     // the norm itself reads the f32 value, as the kernels do.
     Value saved = op.getSaveNormInput() ? m.convert(t, outElem) : Value();
+    // norm_group_size G: the norm over the last dimension of t viewed as
+    // [M, N / G, G], its output collapsed back to [M, N]; the statistics
+    // come out [M, N / G].
+    std::optional<int64_t> group = op.getNormGroupSize();
+    SmallVector<ReassociationIndices> groupsReassociation = {{0}, {1, 2}};
+    if (norm && group) {
+      auto tType = cast<RankedTensorType>(t.getType());
+      int64_t n = tType.getDimSize(1);
+      SmallVector<OpFoldResult> shape = {
+          tensor::getMixedSize(rewriter, op.getLoc(), t, 0)};
+      if (ShapedType::isDynamic(n)) {
+        Value groups = arith::DivUIOp::create(
+            rewriter, op.getLoc(), tensor::DimOp::create(rewriter, op.getLoc(), t, 1),
+            arith::ConstantIndexOp::create(rewriter, op.getLoc(), *group));
+        shape.push_back(groups);
+      } else {
+        shape.push_back(rewriter.getIndexAttr(n / *group));
+      }
+      shape.push_back(rewriter.getIndexAttr(*group));
+      auto grouped = RankedTensorType::get(
+          {tType.getDimSize(0), ShapedType::isDynamic(n) ? n : n / *group, *group},
+          tType.getElementType());
+      t = tensor::ExpandShapeOp::create(rewriter, op.getLoc(), grouped, t,
+                                        groupsReassociation, shape);
+    }
+    auto ungroup = [&](Value y) -> Value {
+      if (!group)
+        return y;
+      return tensor::CollapseShapeOp::create(rewriter, op.getLoc(), y,
+                                             groupsReassociation);
+    };
     if (op.getEpilogue() == EpilogueKind::rms_norm) {
       RMSNormResult r = buildRMSNorm(m, t, op.getNormWeight(),
                                      op.getEpsilon()->convertToDouble(), outElem);
-      results = {r.output};
+      results = {ungroup(r.output)};
       if (saved)
         results.push_back(saved);
       if (op.getSaveStats())
@@ -148,7 +180,7 @@ struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
       LayerNormResult r =
           buildLayerNorm(m, t, op.getNormWeight(), op.getNormBias(),
                          op.getEpsilon()->convertToDouble(), outElem);
-      results = {r.output};
+      results = {ungroup(r.output)};
       if (saved)
         results.push_back(saved);
       if (op.getSaveStats())

@@ -662,3 +662,52 @@ func.func @fused_saved_norm_input_type(%a: tensor<64x32xbf16>, %b: tensor<32x16x
       : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16> saved_norm_input(tensor<64x16xf32>), tensor<64xf32>
   return
 }
+
+// -----
+
+// norm_group_size: only the forward norms normalize column groups.
+func.func @fused_group_without_norm(%a: tensor<64x32xf32>, %b: tensor<32x256xf32>) {
+  // expected-error @below {{unexpected norm_group_size with epilogue none (only rms_norm and layer_norm normalize column groups)}}
+  %0 = fusion.fused_matmul %a, %b {norm_group_size = 128 : i64}
+      : tensor<64x32xf32>, tensor<32x256xf32> -> tensor<64x256xf32>
+  return
+}
+
+// -----
+
+func.func @fused_group_zero(%a: tensor<64x32xf32>, %b: tensor<32x256xf32>) {
+  // expected-error @below {{expected norm_group_size > 0, but got 0}}
+  %0 = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, norm_group_size = 0 : i64}
+      : tensor<64x32xf32>, tensor<32x256xf32> -> tensor<64x256xf32>
+  return
+}
+
+// -----
+
+// N = 256 is not a whole number of groups of 96.
+func.func @fused_group_not_dividing(%a: tensor<64x32xf32>, %b: tensor<32x256xf32>) {
+  // expected-error @below {{expected norm_group_size to divide N (a row is N / norm_group_size groups), but got N = 256 and norm_group_size = 96}}
+  %0 = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, norm_group_size = 96 : i64}
+      : tensor<64x32xf32>, tensor<32x256xf32> -> tensor<64x256xf32>
+  return
+}
+
+// -----
+
+// The groups share one weight of the group's size (a per-head norm's).
+func.func @fused_group_weight(%a: tensor<64x32xf32>, %b: tensor<32x256xf32>, %w: tensor<256xf32>) {
+  // expected-error @below {{expected norm_weight of shape [128] ([norm_group_size], shared by the groups), but got [256]}}
+  %0 = fusion.fused_matmul %a, %b norm_weight(%w : tensor<256xf32>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, norm_group_size = 128 : i64}
+      : tensor<64x32xf32>, tensor<32x256xf32> -> tensor<64x256xf32>
+  return
+}
+
+// -----
+
+// Statistics per row and group.
+func.func @fused_group_stats(%a: tensor<64x32xf32>, %b: tensor<32x256xf32>) {
+  // expected-error @below {{expected statistics result of shape [64, 2] ([M, N / norm_group_size], per row and group), but got [64]}}
+  %0, %1 = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, norm_group_size = 128 : i64, save_stats}
+      : tensor<64x32xf32>, tensor<32x256xf32> -> tensor<64x256xf32>, tensor<64xf32>
+  return
+}

@@ -276,3 +276,17 @@ func.func @fused_save_norm_input_no_stats(%a: tensor<64x32xf32>, %b: tensor<32x1
       : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32> saved_norm_input(tensor<64x16xf32>)
   return %y, %h : tensor<64x16xf32>, tensor<64x16xf32>
 }
+
+// A per-head LayerNorm over groups of 64 columns (norm_group_size): [64]
+// parameters, statistics per row and group, a dynamic M.
+// CHECK-LABEL: func.func @fused_norm_groups
+func.func @fused_norm_groups(%a: tensor<?x32xbf16>, %b: tensor<256x32xbf16>, %w: tensor<64xbf16>, %nb: tensor<64xbf16>)
+    -> (tensor<?x256xbf16>, tensor<?x4xf32>, tensor<?x4xf32>) {
+  // CHECK: fusion.fused_matmul %{{.*}}, %{{.*}} norm_weight(%{{.*}} : tensor<64xbf16>) norm_bias(%{{.*}} : tensor<64xbf16>)
+  // CHECK-SAME: norm_group_size = 64 : i64
+  // CHECK-SAME: -> tensor<?x256xbf16>, tensor<?x4xf32>, tensor<?x4xf32>
+  %y, %m, %r = fusion.fused_matmul %a, %b norm_weight(%w : tensor<64xbf16>) norm_bias(%nb : tensor<64xbf16>)
+      {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32, norm_group_size = 64 : i64, save_stats, transpose_rhs}
+      : tensor<?x32xbf16>, tensor<256x32xbf16> -> tensor<?x256xbf16>, tensor<?x4xf32>, tensor<?x4xf32>
+  return %y, %m, %r : tensor<?x256xbf16>, tensor<?x4xf32>, tensor<?x4xf32>
+}

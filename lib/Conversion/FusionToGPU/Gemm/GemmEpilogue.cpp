@@ -64,10 +64,21 @@ private:
   void slicePartials(Value localMean[2], Value localM2[2]);
   void handOff();
   void storeStat(Value mem, int64_t h, Value x);
+  void storeGroupStats(Value mem, int64_t h, ArrayRef<Value> perGroup);
+  /// norm_group_size: the tile's groups of columns, each normalized on its
+  /// own (1 without: the row), and the columns a group's statistics divide
+  /// by.
+  int64_t normGroups() const {
+    return s.normGroupSize ? s.tileN / s.normGroupSize : 1;
+  }
+  Value groupCount() {
+    return s.normGroupSize ? cstF32(static_cast<double>(s.normGroupSize)) : nF;
+  }
   void rowSums(ArrayRef<int64_t> hs, ArrayRef<SmallVector<Value>> perRow,
                int64_t round, Value total[2]);
   void rmsNorm();
   void layerNorm(ArrayRef<int64_t> hs);
+  void groupedLayerNorm(int64_t h);
   void clusterLayerNorm();
   void normGrad();
   Value gradXHat(int64_t h, int64_t j);
@@ -96,7 +107,8 @@ private:
   // pairs per column group, their rstd, and the statistics writer.
   Value gm[2], inRow[2], rowClamped[2];
   SmallVector<Value> v[2];
-  Value rs[2] = {Value(), Value()};
+  /// rstd per row (whole-row norms; the grouped ones scale v in place).
+  SmallVector<Value> rs[2];
   Value isQuadLeader;
   // Grad epilogues: the rows' saved statistics, and mean(a x_hat) (and
   // mean(a)), from normGrad for gradOutputs.
@@ -283,6 +295,26 @@ void TileEpilogue::storeStat(Value mem, int64_t h, Value x) {
          [&] { memref::StoreOp::create(b, x, mem, ValueRange{gm[h]}); });
 }
 
+/// norm_group_size: row h's statistics of the tile's groups, `perGroup[g]`,
+/// stored under one branch (the row leader's; a branch per group spilled).
+void TileEpilogue::storeGroupStats(Value mem, int64_t h,
+                                   ArrayRef<Value> perGroup) {
+  Value first = add(mul(gm[h], div(e.n, s.normGroupSize)),
+                    div(blockCol, s.normGroupSize));
+  ifThen(both(inRow[h], isQuadLeader), [&] {
+    for (auto [g, x] : llvm::enumerate(perGroup)) {
+      Value at = add(first, idx(g));
+      if (!checkColumns) {
+        memref::StoreOp::create(b, x, mem, ValueRange{at});
+        continue;
+      }
+      ifThen(ult(add(blockCol, idx(g * s.normGroupSize)), e.n), [&] {
+        memref::StoreOp::create(b, x, mem, ValueRange{at});
+      });
+    }
+  });
+}
+
 /// Whole-row sums of the rows `hs`: the row's threads hold a CTA's columns;
 /// a cluster adds its peers' partials (both rows at once).
 void TileEpilogue::rowSums(ArrayRef<int64_t> hs,
@@ -304,14 +336,67 @@ void TileEpilogue::rmsNorm() {
   for (int64_t h = 0; h < 2; ++h)
     for (Value x : v[h])
       squares[h].push_back(arith::MulFOp::create(b, x, x));
+  if (s.normGroupSize) {
+    // Each group's sum over its column groups, then the quad's (no
+    // exchange: the tile holds whole groups).
+    // The group's values are scaled in place (rs stays empty): no rstd
+    // stays live into the stores (4 of them spilled 60 bytes at tile_n 256).
+    int64_t perGroup = s.normGroupSize / 8;
+    for (int64_t h = 0; h < 2; ++h) {
+      SmallVector<Value> rstd;
+      for (int64_t g = 0; g < normGroups(); ++g) {
+        Value total = sumPairs(
+            ArrayRef<Value>(squares[h]).slice(g * perGroup, perGroup));
+        Value r = rsqrt(arith::AddFOp::create(
+            b, arith::DivFOp::create(b, total, groupCount()),
+            cstF32(s.epsilon)));
+        rstd.push_back(r);
+        for (int64_t j = g * perGroup; j < (g + 1) * perGroup; ++j)
+          v[h][j] = arith::MulFOp::create(b, v[h][j], splat(r));
+      }
+      if (statRstd)
+        storeGroupStats(statRstd, h, rstd);
+    }
+    return;
+  }
   Value total[2];
   rowSums({0, 1}, squares, /*round=*/0, total);
   for (int64_t h = 0; h < 2; ++h) {
-    rs[h] = rsqrt(arith::AddFOp::create(
-        b, arith::DivFOp::create(b, total[h], nF), cstF32(s.epsilon)));
+    rs[h] = {rsqrt(arith::AddFOp::create(
+        b, arith::DivFOp::create(b, total[h], nF), cstF32(s.epsilon)))};
     if (statRstd)
-      storeStat(statRstd, h, rs[h]);
+      storeStat(statRstd, h, rs[h][0]);
   }
+}
+
+/// LayerNorm of row h's column groups (norm_group_size), two-pass per group
+/// (its sum, then its centered sum of squares), all in the quad.
+void TileEpilogue::groupedLayerNorm(int64_t h) {
+  Value statMean = e.arg(GemmArg::StatMean), statRstd = e.arg(GemmArg::StatRstd);
+  int64_t perGroup = s.normGroupSize / 8;
+  SmallVector<Value> means, rstd;
+  for (int64_t g = 0; g < normGroups(); ++g) {
+    MutableArrayRef<Value> cols =
+        MutableArrayRef<Value>(v[h]).slice(g * perGroup, perGroup);
+    Value mean = arith::DivFOp::create(b, sumPairs(cols), groupCount());
+    SmallVector<Value> squares;
+    for (Value &x : cols) {
+      // Groups past N hold 0: their statistics are neither stored nor used.
+      x = arith::SubFOp::create(b, x, splat(mean));
+      squares.push_back(arith::MulFOp::create(b, x, x));
+    }
+    Value var = arith::DivFOp::create(b, sumPairs(squares), groupCount());
+    Value r = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
+    means.push_back(mean);
+    rstd.push_back(r);
+    // Scaled in place, as the grouped RMSNorm's (rs stays empty).
+    for (Value &x : cols)
+      x = arith::MulFOp::create(b, x, splat(r));
+  }
+  if (statMean)
+    storeGroupStats(statMean, h, means);
+  if (statRstd)
+    storeGroupStats(statRstd, h, rstd);
 }
 
 /// LayerNorm of the rows `hs`, two-pass (the sum, then the centered sum of
@@ -335,11 +420,11 @@ void TileEpilogue::layerNorm(ArrayRef<int64_t> hs) {
   rowSums(hs, squares, /*round=*/1, centered);
   for (int64_t h : hs) {
     Value var = arith::DivFOp::create(b, centered[h], nF);
-    rs[h] = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
+    rs[h] = {rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)))};
     if (statMean)
       storeStat(statMean, h, mean[h]);
     if (statRstd)
-      storeStat(statRstd, h, rs[h]);
+      storeStat(statRstd, h, rs[h][0]);
   }
 }
 
@@ -361,19 +446,19 @@ void TileEpilogue::clusterLayerNorm() {
     for (int64_t j = 0; j < groups; ++j)
       v[h][j] = arith::SubFOp::create(b, v[h][j], splat(mean[h]));
     Value var = arith::DivFOp::create(b, m2[h], nF);
-    rs[h] = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
+    rs[h] = {rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)))};
     if (statMean)
       storeStat(statMean, h, mean[h]);
     if (statRstd)
-      storeStat(statRstd, h, rs[h]);
+      storeStat(statRstd, h, rs[h][0]);
   }
 }
 
 Value TileEpilogue::finalPair(int64_t h, int64_t j, Value w, Value nb) {
   auto outPair = VectorType::get({2}, s.outType);
   Value x = v[h][j];
-  if (rs[h])
-    x = arith::MulFOp::create(b, x, splat(rs[h]));
+  if (!rs[h].empty())
+    x = arith::MulFOp::create(b, x, splat(rs[h][0]));
   if (w)
     x = arith::MulFOp::create(b, x, w);
   if (nb)
@@ -386,6 +471,15 @@ std::pair<Value, Value> TileEpilogue::normParams(int64_t j) {
   if (s.gradEpilogue())
     return {Value(), Value()};
   Value weight = e.arg(GemmArg::NormWeight), bias = e.arg(GemmArg::NormBias);
+  if (s.normGroupSize) {
+    // [G], shared by the groups: the pair's column inside its group (the
+    // tile starts at a multiple of G), always in range.
+    Value col = add(sub(colBase, blockCol), idx(8 * j % s.normGroupSize));
+    auto load = [&](Value mem, Type elem) {
+      return mem ? e.loadPair(mem, ValueRange{col}, elem) : Value();
+    };
+    return {load(weight, s.normWeightType), load(bias, s.normBiasType)};
+  }
   return std::pair<Value, Value>{
       weight ? loadCol(weight, Value(), j, s.normWeightType) : Value(),
       bias ? loadCol(bias, Value(), j, s.normBiasType) : Value()};
@@ -657,7 +751,10 @@ void TileEpilogue::run() {
       storeSavedInput();
     // One CTA: one row at a time, the fewest values live at once (both
     // together spill). A cluster exchanges both rows' partials at once.
-    if (s.clusterN > 1) {
+    if (s.normGroupSize) {
+      groupedLayerNorm(0);
+      groupedLayerNorm(1);
+    } else if (s.clusterN > 1) {
       clusterLayerNorm();
     } else {
       layerNorm({0});

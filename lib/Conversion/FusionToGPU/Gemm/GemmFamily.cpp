@@ -251,11 +251,15 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
       args[GemmArg::StatMean] = host.dynamicMemref(op.getMean());
     args[GemmArg::StatRstd] = host.dynamicMemref(op.getRstd());
   } else {
+    // Per row and column group ([M, N / G]) with norm_group_size: flat.
     ValueRange stats = op.getExtras();
+    auto statMemref = [&](Value v) {
+      return spec.normGroupSize ? host.flatMemref(v) : host.dynamicMemref(v);
+    };
     if (stats.size() == 2)
-      args[GemmArg::StatMean] = host.dynamicMemref(stats[0]);
+      args[GemmArg::StatMean] = statMemref(stats[0]);
     if (!stats.empty())
-      args[GemmArg::StatRstd] = host.dynamicMemref(stats.back());
+      args[GemmArg::StatRstd] = statMemref(stats.back());
   }
   // A grad epilogue's dweight / dbias partial rows: [params][units][N],
   // units = tile_m / 16 per row block (one per warp), at least one; with

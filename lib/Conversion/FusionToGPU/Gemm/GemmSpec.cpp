@@ -202,7 +202,23 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
   }
   int64_t staticN =
       cast<RankedTensorType>(op.getOutput().getType()).getDimSize(1);
-  if (s.rowReduction() && !s.globalRows && !s.rowDot &&
+  if (s.normGroupSize) {
+    if (target.mma == MmaKind::Tcgen05) {
+      why = "the norm epilogue normalizes whole rows only, not groups of "
+            "columns (norm_group_size; sm_90a's does)";
+      return failure();
+    }
+    if (s.tileN % s.normGroupSize != 0 || s.normGroupSize % 8 != 0 ||
+        s.clusterN != 1 || s.globalRows || s.epilogueWarps) {
+      why = "a norm over groups of " + std::to_string(s.normGroupSize) +
+            " columns needs tiles of whole groups (tile_n = " +
+            std::to_string(s.tileN) +
+            ") in one CTA's consumers, without a cluster, global rows or "
+            "epilogue warps (re-run fusion-plan-kernels)";
+      return failure();
+    }
+  }
+  if (s.rowReduction() && !s.globalRows && !s.rowDot && !s.normGroupSize &&
       !ShapedType::isDynamic(staticN) &&
       s.tileN * s.clusterN < staticN) {
     why = "a norm row of N = " + std::to_string(staticN) +
@@ -287,6 +303,7 @@ FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
   s.normBiasType = elemOf(op.getNormBias());
   s.numStats = op.getExtras().size();
   s.saveNormInput = op.getSaveNormInput();
+  s.normGroupSize = op.getNormGroupSize().value_or(0);
   if (s.gradEpilogue()) {
     s.normInputType = elemOf(op.getNormInput());
     s.normalizedInput = op.getNormalizedInput();

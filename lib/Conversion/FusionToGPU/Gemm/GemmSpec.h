@@ -94,6 +94,11 @@ struct GemmKernelSpec {
   /// Forward norm epilogues with save_norm_input: the norm's input (acc +
   /// residual, rounded to outType) is stored too, beside the output.
   bool saveNormInput = false;
+  /// Forward norm epilogues with norm_group_size: the norm runs over each
+  /// group of this many columns (0: the whole row); tile_n holds whole
+  /// groups, the statistics are [M, N / normGroupSize] (flat), the norm's
+  /// parameters [normGroupSize].
+  int64_t normGroupSize = 0;
   /// Where the buffers live in shared memory.
   GemmSmemLayout layout;
   /// sm_100a: the accumulator stages in tensor memory (none on sm_90a).

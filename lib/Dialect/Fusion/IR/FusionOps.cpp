@@ -765,6 +765,15 @@ LogicalResult FusedMatmulOp::verify() {
   if (getWithBiasGrad() && epi != EpilogueKind::layer_norm_grad)
     return emitOpError() << "unexpected with_bias_grad with epilogue "
                          << epiName;
+  // norm_group_size G: the forward norm runs over each group of G columns.
+  std::optional<int64_t> group = getNormGroupSize();
+  if (group && !fwdNorm)
+    return emitOpError() << "unexpected norm_group_size with epilogue "
+                         << epiName
+                         << " (only rms_norm and layer_norm normalize column "
+                            "groups)";
+  if (group && *group <= 0)
+    return emitOpError() << "expected norm_group_size > 0, but got " << *group;
   if (failed(checkEpsilon(*this, "prologue_epsilon",
                           getPrologueEpsilonAttr())) ||
       failed(checkEpsilon(*this, "epsilon", getEpsilonAttr())))
@@ -859,14 +868,31 @@ LogicalResult FusedMatmulOp::verify() {
       failed(checkMN("row_scale", getRowScale(), true, false)) ||
       failed(checkMN("col_bias", getColBias(), false, true)) ||
       failed(checkMN("col_sum", getColSum(), false, true)) ||
-      failed(checkMN("norm_weight", getNormWeight(), false, true)) ||
-      failed(checkMN("norm_bias", getNormBias(), false, true)) ||
       failed(checkMN("norm_input", getNormInput(), true, true)) ||
       failed(checkMN("mean", getMean(), true, false)) ||
       failed(checkMN("rstd", getRstd(), true, false)))
     return failure();
 
-  // Extra results: statistics [M] (forward) or parameter gradients [N].
+  // The norm's parameters: [N], or [G] shared by the groups.
+  for (auto [name, v] : {std::pair<StringRef, Value>{"norm_weight", getNormWeight()},
+                         {"norm_bias", getNormBias()}}) {
+    if (!group) {
+      if (failed(checkMN(name, v, false, true)))
+        return failure();
+    } else if (failed(checkShapeIfPresent(
+                   *this, name, v, {*group},
+                   " ([norm_group_size], shared by the groups)"))) {
+      return failure();
+    }
+  }
+  // N as the operands refined it.
+  if (group && !ShapedType::isDynamic(n) && n % *group != 0)
+    return emitOpError() << "expected norm_group_size to divide N (a row is N / "
+                            "norm_group_size groups), but got N = "
+                         << n << " and norm_group_size = " << *group;
+
+  // Extra results: statistics [M] (forward; [M, N / G] with groups) or
+  // parameter gradients [N].
   unsigned expected = getExpectedNumExtras();
   if (getExtras().size() != expected)
     return emitOpError() << "expected " << expected
@@ -875,9 +901,18 @@ LogicalResult FusedMatmulOp::verify() {
                              : grad  ? " (parameter gradients)"
                                      : "")
                          << ", but got " << getExtras().size();
-  for (Value extra : getExtras())
+  for (Value extra : getExtras()) {
+    if (group) {
+      int64_t groups = ShapedType::isDynamic(n) ? ShapedType::kDynamic : n / *group;
+      if (failed(checkShape(*this, "statistics result", extra, {m, groups},
+                            " ([M, N / norm_group_size], per row and group)")))
+        return failure();
+      refine(m, shapeOf(extra)[0]);
+      continue;
+    }
     if (failed(fwdNorm ? checkMN("statistics result", extra, true, false)
                        : checkMN("parameter gradient result", extra, false, true)))
       return failure();
+  }
   return success();
 }

@@ -24,6 +24,11 @@ std::string EpilogueNormPlan::describe() const {
             (tileInTensorMemory ? "tensor" : "shared") +
             " memory until its row block's statistics are complete)")
         .str();
+  if (groupSize)
+    return ("each CTA normalizes whole groups of " + Twine(groupSize) +
+            " columns (N = " + Twine(n) + " as " + Twine(n / groupSize) +
+            " groups, tiles of " + Twine(sliceN) + " columns), no exchange")
+        .str();
   if (clusterSize == 1)
     return ("one CTA holds the whole row (N = " + Twine(n) +
             (sliceN == n ? "" : " in a tile of " + Twine(sliceN) + " columns") +
@@ -97,6 +102,60 @@ mlir::fusion::planEpilogueNorm(const TargetInfo &target, int64_t n,
   cluster = llvm::divideCeil(n, slice);
   return EpilogueNormPlan{cluster, slice, n,
                           cluster <= target.maxPortableClusterSize};
+}
+
+FailureOr<EpilogueNormPlan>
+mlir::fusion::planGroupedEpilogueNorm(const TargetInfo &target, int64_t n,
+                                      int64_t groupSize, std::string &whyNot) {
+  if (target.tensorMemoryColumns > 0) {
+    whyNot = ("the " + target.chip +
+              " kernel's norm epilogue normalizes whole rows only, not groups "
+              "of columns (norm_group_size; sm_90a's does)")
+                 .str();
+    return failure();
+  }
+  if (ShapedType::isDynamic(n)) {
+    whyNot = "the normalized dimension N is dynamic; the epilogue's tiles "
+             "need a static N";
+    return failure();
+  }
+  if (groupSize <= 0 || n <= 0 || n % groupSize != 0) {
+    whyNot = ("the groups of " + Twine(groupSize) + " columns do not tile N = " +
+              Twine(n))
+                 .str();
+    return failure();
+  }
+  // The accumulator holds 8-column groups per thread quad (wgmma's fragment).
+  if (groupSize % 8 != 0) {
+    whyNot = ("a group of " + Twine(groupSize) +
+              " columns is not a multiple of 8 (the accumulator fragment's "
+              "column groups)")
+                 .str();
+    return failure();
+  }
+  // The tile that pads N least (N = 384 in groups of 128: 3 tiles of 128,
+  // not 2 of 256), the widest of those.
+  int64_t needed = static_cast<int64_t>(llvm::alignTo(n, target.tileNGranularity));
+  int64_t widest = std::min(target.maxEpilogueTileN, needed);
+  int64_t best = 0, bestPadded = 0;
+  for (int64_t tile = llvm::alignDown(widest, target.tileNGranularity);
+       tile >= target.tileNGranularity; tile -= target.tileNGranularity) {
+    int64_t padded = static_cast<int64_t>(llvm::alignTo(n, tile));
+    if (tile % groupSize == 0 && (!best || padded < bestPadded)) {
+      best = tile;
+      bestPadded = padded;
+    }
+  }
+  if (best) {
+    EpilogueNormPlan plan{1, best, n, true};
+    plan.groupSize = groupSize;
+    return plan;
+  }
+  whyNot = ("no tile of a multiple of " + Twine(target.tileNGranularity) +
+            " columns up to " + Twine(widest) + " holds whole groups of " +
+            Twine(groupSize) + " columns")
+               .str();
+  return failure();
 }
 
 // In-kernel, the squares of a row of A are summed once per output tile: the

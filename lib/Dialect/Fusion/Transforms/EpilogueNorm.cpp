@@ -88,6 +88,27 @@ FailureOr<EpilogueCandidate> findProducer(Operation *norm, Value input,
   return c;
 }
 
+/// A heads view a per-head norm can take from a GEMM: [M, N] expanded into
+/// [M, N / G, G] (M kept, the columns split into groups of a static G).
+LogicalResult matchHeadsView(tensor::ExpandShapeOp heads, std::string &why) {
+  auto result = heads.getResultType();
+  SmallVector<ReassociationIndices> groups = heads.getReassociationIndices();
+  bool split = result.getRank() == 3 && groups.size() == 2 &&
+               groups[0] == ReassociationIndices{0} &&
+               groups[1] == ReassociationIndices{1, 2};
+  if (!split) {
+    why = "its input is a tensor.expand_shape other than [M, N] -> [M, N / G, "
+          "G] (the heads view of a per-head norm)";
+    return failure();
+  }
+  if (ShapedType::isDynamic(result.getDimSize(2))) {
+    why = "its input's groups (the heads view's innermost dimension) have a "
+          "dynamic size";
+    return failure();
+  }
+  return success();
+}
+
 /// Where the fused op goes: before the norm when every other user of the
 /// saved input comes after it (a training step's backward), else right
 /// after the input's producer when the fused op's operands are defined
@@ -139,26 +160,36 @@ void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
     }
     Value input = norm->getOperand(0);
     auto inputType = cast<RankedTensorType>(input.getType());
+    // A per-head norm (Qwen3's and Gemma 3's q_norm / k_norm): the GEMM's
+    // [M, H x G] unfolded into [M, H, G] and each head of G normalized on
+    // its own: the fused op normalizes column groups (norm_group_size).
+    tensor::ExpandShapeOp heads;
+    std::string why;
     if (inputType.getRank() != 2) {
-      auto expand = input.getDefiningOp<tensor::ExpandShapeOp>();
-      if (expand && expand.getSrc().getDefiningOp<MatmulOp>()) {
-        // Qwen3's and Gemma 3's q_norm / k_norm: the projection's columns
-        // unfolded into heads, each head normalized on its own.
-        notFused("its input unfolds a fusion.matmul's columns into groups of " +
-                 Twine(inputType.getShape().back()) +
-                 " (a per-head norm); no GEMM epilogue normalizes column groups yet");
+      heads = input.getDefiningOp<tensor::ExpandShapeOp>();
+      if (!heads) {
+        notFused("its input has rank " + Twine(inputType.getRank()) +
+                 "; a GEMM output is 2-D");
         continue;
       }
-      notFused("its input has rank " + Twine(inputType.getRank()) +
-               "; a GEMM output is 2-D");
-      continue;
+      if (failed(matchHeadsView(heads, why))) {
+        notFused(why);
+        continue;
+      }
+      input = heads.getSrc();
     }
-    std::string why;
     FailureOr<EpilogueCandidate> c = findProducer(norm, input, why);
     if (failed(c)) {
       notFused(why);
       continue;
     }
+    // The heads view's other users (a training step's backward) read the
+    // view of the saved norm input.
+    if (heads && !heads->hasOneUse() && !c->savedInput)
+      c->savedInput = input;
+    std::optional<int64_t> group;
+    if (heads)
+      group = inputType.getShape().back();
     if (c->savedInput) {
       if (std::optional<std::string> whyNot = whyNoSavedNormInput(*target)) {
         notFused("its input has other users and would be stored anyway, and " +
@@ -166,10 +197,12 @@ void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
         continue;
       }
     }
+    int64_t n = cast<RankedTensorType>(input.getType()).getDimSize(1);
     FailureOr<EpilogueNormPlan> plan =
-        planEpilogueNorm(*target, inputType.getDimSize(1), why,
-                         getElementTypeOrSelf(norm->getResult(0).getType())
-                                 .getIntOrFloatBitWidth() > 16);
+        group ? planGroupedEpilogueNorm(*target, n, *group, why)
+              : planEpilogueNorm(*target, n, why,
+                                 getElementTypeOrSelf(norm->getResult(0).getType())
+                                         .getIntOrFloatBitWidth() > 16);
     if (failed(plan)) {
       notFused(why);
       continue;
@@ -200,6 +233,14 @@ void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
         stats = {ln.getMean(), ln.getRstd()};
     }
     spec.saveStats = !stats.empty();
+    spec.normGroupSize = group;
+    // The fused op's output is [M, N]; with groups the norm's users read it
+    // through the heads view.
+    Type normOutputType = spec.outputType;
+    if (heads)
+      spec.outputType = RankedTensorType::get(
+          cast<RankedTensorType>(input.getType()).getShape(),
+          getElementTypeOrSelf(normOutputType));
     for (Value s : stats)
       spec.extraTypes.push_back(s.getType());
     spec.saveNormInput = static_cast<bool>(c->savedInput);
@@ -215,10 +256,18 @@ void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
     }
     rewriter.setInsertionPoint(at);
     FusedMatmulOp fused = buildFusedMatmul(rewriter, norm->getLoc(), spec);
-    rewriter.replaceAllUsesWith(norm->getResult(0), fused.getOutput());
+    Value output = fused.getOutput();
+    if (heads)
+      output = tensor::ExpandShapeOp::create(
+          rewriter, heads.getLoc(), normOutputType, output,
+          heads.getReassociationIndices());
+    rewriter.replaceAllUsesWith(norm->getResult(0), output);
     for (auto [old, now] : llvm::zip_equal(stats, fused.getExtras()))
       rewriter.replaceAllUsesWith(old, now);
-    std::string with = spec.colBias && c->residual
+    std::string with = group ? " over groups of " + std::to_string(*group) +
+                                   " columns (norm_group_size)"
+                             : "";
+    with += spec.colBias && c->residual
                            ? " with the matmul's bias as col_bias and its residual"
                        : spec.colBias ? " with the matmul's bias as col_bias"
                        : c->residual  ? " with its residual"
@@ -239,6 +288,8 @@ void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
            "fused into the epilogue of a fusion.fused_matmul" + Twine(with) +
                saving + ": " + plan->describe());
     rewriter.eraseOp(norm);
+    if (heads && heads->use_empty())
+      rewriter.eraseOp(heads);
     if (c->add)
       rewriter.eraseOp(c->add);
     rewriter.eraseOp(c->matmul);

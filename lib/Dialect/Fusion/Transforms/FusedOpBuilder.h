@@ -30,6 +30,8 @@ struct FusedMatmulSpec {
   /// Also return the norm's input (the saved_norm_input result, of
   /// outputType).
   bool saveNormInput = false;
+  /// Forward norms over groups of this many columns (norm_group_size).
+  std::optional<int64_t> normGroupSize;
   Type outputType;
   SmallVector<Type> extraTypes;
 };

@@ -283,6 +283,19 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                      static_cast<int64_t>(
                          llvm::alignTo(n, target.tileNGranularity)));
     clusterN = 1;
+  } else if (std::optional<int64_t> group = op.getNormGroupSize()) {
+    // Column groups: each CTA's tile holds whole groups, no exchange.
+    std::string whyNot;
+    FailureOr<EpilogueNormPlan> plan =
+        planGroupedEpilogueNorm(target, n, *group, whyNot);
+    if (failed(plan)) {
+      why = ("expected tiles that hold whole groups of the " +
+             stringifyEpilogueKind(epilogue) + " epilogue, but " + whyNot)
+                .str();
+      return failure();
+    }
+    tileN = plan->sliceN;
+    clusterN = 1;
   } else if (rowReduction) {
     std::string whyNot;
     int64_t outBits =
@@ -342,8 +355,9 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
       residual && getElementTypeOrSelf(residual.getType()) ==
                       getElementTypeOrSelf(op.getOutput().getType());
   auto strategyFor = [&](int64_t tileN) {
-    // The row dot's epilogue is the consumers' (nothing to wait for).
-    if (rowDot)
+    // The row dot's and the column groups' epilogues are the consumers'
+    // (nothing to wait for).
+    if (rowDot || op.getNormGroupSize())
       return GemmEpilogueStrategy();
     return chooseGemmEpilogueStrategy(target, rowReduction, op.isGradEpilogue(),
                                       tileN, clusterN, n,

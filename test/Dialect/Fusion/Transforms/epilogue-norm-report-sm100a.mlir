@@ -78,3 +78,17 @@ func.func @saved_input(%a: tensor<64x64xbf16>, %b: tensor<64x1024xbf16>) -> (ten
   return %y, %c : tensor<64x1024xbf16>, tensor<64x1024xbf16>
 }
 }
+
+// -----
+
+// A per-head norm (Qwen3's q_norm) stays standalone on sm_100a: its epilogue
+// normalizes whole rows only.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @per_head(%x: tensor<64x2048xbf16>, %w: tensor<2048x2048xbf16>, %g: tensor<128xbf16>) -> tensor<64x16x128xbf16> {
+  %q = fusion.matmul %x, %w {transpose_rhs} : tensor<64x2048xbf16>, tensor<2048x2048xbf16> -> tensor<64x2048xbf16>
+  %e = tensor.expand_shape %q [[0], [1, 2]] output_shape [64, 16, 128] : tensor<64x2048xbf16> into tensor<64x16x128xbf16>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: the sm_100a kernel's norm epilogue normalizes whole rows only, not groups of columns (norm_group_size; sm_90a's does)}}
+  %y = fusion.rms_norm %e weight(%g : tensor<128xbf16>) {epsilon = 1.0e-06 : f32} : tensor<64x16x128xbf16> -> tensor<64x16x128xbf16>
+  return %y : tensor<64x16x128xbf16>
+}
+}

@@ -242,15 +242,54 @@ func.func @bias_add(%x: tensor<64x64xbf16>, %w: tensor<256x64xbf16>, %b: tensor<
 // -----
 
 // A per-head norm (Qwen3's q_norm): the GEMM's columns unfolded into heads
-// of 128, each normalized on its own; the norm stays standalone.
+// of 128, each normalized on its own in the GEMM's epilogue.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @per_head(%x: tensor<?x2048xbf16>, %w: tensor<2048x2048xbf16>, %g: tensor<128xbf16>) -> tensor<?x16x128xbf16> {
   %c0 = arith.constant 0 : index
   %t = tensor.dim %x, %c0 : tensor<?x2048xbf16>
   %q = fusion.matmul %x, %w {transpose_rhs} : tensor<?x2048xbf16>, tensor<2048x2048xbf16> -> tensor<?x2048xbf16>
   %e = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 16, 128] : tensor<?x2048xbf16> into tensor<?x16x128xbf16>
-  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: its input unfolds a fusion.matmul's columns into groups of 128 (a per-head norm); no GEMM epilogue normalizes column groups yet}}
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul over groups of 128 columns (norm_group_size): each CTA normalizes whole groups of 128 columns (N = 2048 as 16 groups, tiles of 256 columns), no exchange}}
   %y = fusion.rms_norm %e weight(%g : tensor<128xbf16>) {epsilon = 1.0e-06 : f32} : tensor<?x16x128xbf16> -> tensor<?x16x128xbf16>
   return %y : tensor<?x16x128xbf16>
+}
+}
+
+// -----
+
+// Heads of 4 columns: the accumulator's column groups are 8 wide.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @per_head_narrow(%x: tensor<64x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<64x16x4xbf16> {
+  %q = fusion.matmul %x, %w {transpose_rhs} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xbf16>
+  %e = tensor.expand_shape %q [[0], [1, 2]] output_shape [64, 16, 4] : tensor<64x64xbf16> into tensor<64x16x4xbf16>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: a group of 4 columns is not a multiple of 8 (the accumulator fragment's column groups)}}
+  %y = fusion.rms_norm %e {epsilon = 1.0e-06 : f32} : tensor<64x16x4xbf16> -> tensor<64x16x4xbf16>
+  return %y : tensor<64x16x4xbf16>
+}
+}
+
+// -----
+
+// Heads of 80 columns: no tile of 64, 128, 192 or 256 columns holds whole heads.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @per_head_80(%x: tensor<64x64xbf16>, %w: tensor<320x64xbf16>) -> tensor<64x4x80xbf16> {
+  %q = fusion.matmul %x, %w {transpose_rhs} : tensor<64x64xbf16>, tensor<320x64xbf16> -> tensor<64x320xbf16>
+  %e = tensor.expand_shape %q [[0], [1, 2]] output_shape [64, 4, 80] : tensor<64x320xbf16> into tensor<64x4x80xbf16>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: no tile of a multiple of 64 columns up to 256 holds whole groups of 80 columns}}
+  %y = fusion.rms_norm %e {epsilon = 1.0e-06 : f32} : tensor<64x4x80xbf16> -> tensor<64x4x80xbf16>
+  return %y : tensor<64x4x80xbf16>
+}
+}
+
+// -----
+
+// A view that also splits the rows is not the heads view of a GEMM's columns.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @per_head_rows_split(%x: tensor<64x64xbf16>, %w: tensor<256x64xbf16>) -> tensor<2x32x2x128xbf16> {
+  %q = fusion.matmul %x, %w {transpose_rhs} : tensor<64x64xbf16>, tensor<256x64xbf16> -> tensor<64x256xbf16>
+  %e = tensor.expand_shape %q [[0, 1], [2, 3]] output_shape [2, 32, 2, 128] : tensor<64x256xbf16> into tensor<2x32x2x128xbf16>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: its input is a tensor.expand_shape other than [M, N] -> [M, N / G, G] (the heads view of a per-head norm)}}
+  %y = fusion.rms_norm %e {epsilon = 1.0e-06 : f32} : tensor<2x32x2x128xbf16> -> tensor<2x32x2x128xbf16>
+  return %y : tensor<2x32x2x128xbf16>
 }
 }

@@ -543,6 +543,19 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
 
     The output is rounded once, to its element type; extra results are f32.
 
+    With `norm_group_size` G (forward norm epilogues only) the norm runs over
+    each group of G consecutive columns on its own instead of the whole row:
+    the per-head norm of Qwen3's and Gemma 3's q_norm / k_norm, whose
+    projection's N = H x G columns are H heads of G. Row i's group g is
+    normalized with its own statistics, `norm_weight` and `norm_bias` are
+    [G] (shared by the groups, as the per-head norm's are), and the
+    statistics are [M, N / G]:
+
+        y[i, gG + c] = norm(t[i, gG : (g+1)G])[c]   (t = acc + residual)
+
+    which is the unfused `fusion.rms_norm` / `fusion.layer_norm` of
+    `tensor.expand_shape` t [M, N] -> [M, N / G, G], collapsed back.
+
     With `save_norm_input` (forward norm epilogues only) the op also returns
     the norm's input `acc + residual` as `saved_norm_input`, of the output's
     type, rounded once to its element type: the value the unfused program
@@ -565,6 +578,16 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
         {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, save_stats}
         : tensor<8192x512xbf16>, tensor<512x512xbf16>
         -> tensor<8192x512xbf16>, tensor<8192xf32>
+    ```
+
+    Example (a per-head RMSNorm of a projection's 16 heads of 128, as Qwen3's
+    q_proj then q_norm):
+    ```mlir
+    %q, %rstd = fusion.fused_matmul %x, %wq norm_weight(%g : tensor<128xbf16>)
+        {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32,
+         norm_group_size = 128 : i64, save_stats, transpose_rhs}
+        : tensor<?x2048xbf16>, tensor<2048x2048xbf16>
+        -> tensor<?x2048xbf16>, tensor<?x16xf32>
     ```
 
     Example (a training step's forward: the norm's input h = x W^T is kept
@@ -615,6 +638,7 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     DefaultValuedAttr<Fusion_EpilogueKindAttr, "EpilogueKind::none">:$epilogue,
     OptionalAttr<F32Attr>:$prologue_epsilon,
     OptionalAttr<F32Attr>:$epsilon,
+    OptionalAttr<I64Attr>:$norm_group_size,
     UnitAttr:$transpose_lhs,
     UnitAttr:$transpose_rhs,
     UnitAttr:$save_stats,

@@ -42,6 +42,9 @@ struct EpilogueNormPlan {
   /// `tileInTensorMemory`) until the row block's statistics are complete.
   bool throughGlobalMemory = false;
   bool tileInTensorMemory = false;
+  /// A norm over groups of this many columns (norm_group_size; 0: the whole
+  /// row): every CTA's slice holds whole groups, so no statistics cross CTAs.
+  int64_t groupSize = 0;
   /// "one CTA holds the whole row (N = 256)" or "a cluster of 4 CTAs along N,
   /// 256 columns each, exchanging partial sums through DSMEM".
   std::string describe() const;
@@ -64,6 +67,19 @@ struct EpilogueNormPlan {
 FailureOr<EpilogueNormPlan> planEpilogueNorm(const TargetInfo &target,
                                              int64_t n, std::string &whyNot,
                                              bool wideOutput = false);
+
+/// Decides how a norm over groups of `groupSize` columns of rows of `n`
+/// (a per-head norm, norm_group_size) runs in a GEMM epilogue on `target`:
+/// CTAs of the widest tile_n (a multiple of target.tileNGranularity, at most
+/// target.maxEpilogueTileN, no wider than N needs) that holds whole groups,
+/// each normalizing its groups alone (no cluster, no exchange). On failure
+/// (a dynamic N, N not a multiple of the group, a group no such tile
+/// holds, a group of other than a multiple of 8 columns, or a target whose
+/// epilogue normalizes whole rows only) returns the reason, phrased to
+/// follow "not fused: ".
+FailureOr<EpilogueNormPlan> planGroupedEpilogueNorm(const TargetInfo &target,
+                                                    int64_t n, int64_t groupSize,
+                                                    std::string &whyNot);
 
 //===----------------------------------------------------------------------===//
 // Kernel planning (L1 -> L2)

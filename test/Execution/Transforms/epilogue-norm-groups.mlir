@@ -1,0 +1,80 @@
+// A per-head norm (Qwen3's and Gemma 3's q_norm / k_norm: the projection's
+// columns unfolded into heads, each head normalized with one weight of the
+// head's size) is fused into the GEMM's epilogue over column groups
+// (norm_group_size): each function runs on the CPU on the same random inputs
+// before and after the pass. f32 checks the rewrite; the bf16 forms differ
+// by the norm reading the f32 accumulator instead of the GEMM's output
+// rounded to bf16 (about one bf16 ulp of the normalized values).
+// RUN: fusion-runner %s -e qwen3_q_norm --after-passes=fusion-epilogue-norm --atol=1e-4 --rtol=1e-4 | FileCheck %s
+// RUN: fusion-runner %s -e heads_layer_norm --after-passes=fusion-epilogue-norm --atol=1e-4 --rtol=1e-4 | FileCheck %s
+// RUN: fusion-runner %s -e heads_saved_for_backward --after-passes=fusion-epilogue-norm --atol=1e-4 --rtol=1e-4 | FileCheck %s
+// RUN: fusion-runner %s -e heads_linear_bias --after-passes=fusion-fuse --atol=1e-4 --rtol=1e-4 | FileCheck %s
+// RUN: fusion-runner %s -e qwen3_q_norm_bf16 --after-passes=fusion-fuse --atol=3e-2 --rtol=2e-2 | FileCheck %s
+// RUN: fusion-opt %s -fusion-epilogue-norm | FileCheck %s --check-prefix=IR
+// CHECK: PASS
+// IR-LABEL: func.func @qwen3_q_norm(
+// IR: %[[Y:.*]], %[[R:.*]] = fusion.fused_matmul %{{.*}}, %{{.*}} norm_weight(%{{.*}} : tensor<128xf32>)
+// IR-SAME: norm_group_size = 128 : i64
+// IR-SAME: -> tensor<32x256xf32>, tensor<32x2xf32>
+// IR: %[[E:.*]] = tensor.expand_shape %[[Y]] {{\[}}[0], [1, 2]] output_shape [32, 2, 128]
+// IR: return %[[E]], %[[R]]
+// IR-LABEL: func.func @heads_layer_norm(
+// IR: fusion.fused_matmul {{.*}} norm_weight(%{{.*}} : tensor<64xf32>) norm_bias(%{{.*}} : tensor<64xf32>)
+// IR-SAME: norm_group_size = 64 : i64
+// IR-SAME: -> tensor<32x256xf32>, tensor<32x4xf32>, tensor<32x4xf32>
+// IR-NOT: fusion.layer_norm %
+// IR-LABEL: func.func @heads_saved_for_backward(
+// IR: %[[Y:.*]], %[[H:.*]], %[[R:.*]] = fusion.fused_matmul
+// IR-SAME: save_norm_input
+// IR: %[[HV:.*]] = tensor.expand_shape %[[H]]
+// IR: fusion.rms_norm_grad %{{.*}}, %[[HV]], %[[R]]
+
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// q_proj then q_norm over 2 heads of 128 (Qwen3's RMSNorm, eps 1e-6).
+func.func @qwen3_q_norm(%x: tensor<32x64xf32>, %w: tensor<256x64xf32>, %g: tensor<128xf32>)
+    -> (tensor<32x2x128xf32>, tensor<32x2xf32>) {
+  %q = fusion.matmul %x, %w {transpose_rhs} : tensor<32x64xf32>, tensor<256x64xf32> -> tensor<32x256xf32>
+  %e = tensor.expand_shape %q [[0], [1, 2]] output_shape [32, 2, 128] : tensor<32x256xf32> into tensor<32x2x128xf32>
+  %y, %r = fusion.rms_norm %e weight(%g : tensor<128xf32>) {epsilon = 1.0e-06 : f32} : tensor<32x2x128xf32> -> tensor<32x2x128xf32>, tensor<32x2xf32>
+  return %y, %r : tensor<32x2x128xf32>, tensor<32x2xf32>
+}
+
+// A LayerNorm with weight and bias over 4 heads of 64.
+func.func @heads_layer_norm(%x: tensor<32x64xf32>, %w: tensor<64x256xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>)
+    -> (tensor<32x4x64xf32>, tensor<32x4xf32>, tensor<32x4xf32>) {
+  %q = fusion.matmul %x, %w : tensor<32x64xf32>, tensor<64x256xf32> -> tensor<32x256xf32>
+  %e = tensor.expand_shape %q [[0], [1, 2]] output_shape [32, 4, 64] : tensor<32x256xf32> into tensor<32x4x64xf32>
+  %y, %m, %r = fusion.layer_norm %e weight(%g : tensor<64xf32>) bias(%b : tensor<64xf32>) {epsilon = 1.0e-05 : f32} : tensor<32x4x64xf32> -> tensor<32x4x64xf32>, tensor<32x4xf32>, tensor<32x4xf32>
+  return %y, %m, %r : tensor<32x4x64xf32>, tensor<32x4xf32>, tensor<32x4xf32>
+}
+
+// A training step's forward and the norm's backward: the backward reads the
+// heads view of the projection, which the fused op stores beside its output.
+func.func @heads_saved_for_backward(%x: tensor<32x64xf32>, %w: tensor<384x64xf32>, %g: tensor<128xf32>, %dy: tensor<32x3x128xf32>)
+    -> (tensor<32x3x128xf32>, tensor<32x3x128xf32>, tensor<128xf32>) {
+  %q = fusion.matmul %x, %w {transpose_rhs} : tensor<32x64xf32>, tensor<384x64xf32> -> tensor<32x384xf32>
+  %e = tensor.expand_shape %q [[0], [1, 2]] output_shape [32, 3, 128] : tensor<32x384xf32> into tensor<32x3x128xf32>
+  %y, %r = fusion.rms_norm %e weight(%g : tensor<128xf32>) {epsilon = 1.0e-06 : f32} : tensor<32x3x128xf32> -> tensor<32x3x128xf32>, tensor<32x3xf32>
+  %dh, %dg = fusion.rms_norm_grad %dy, %e, %r weight(%g : tensor<128xf32>) : tensor<32x3x128xf32>, tensor<32x3x128xf32>, tensor<32x3xf32> -> tensor<32x3x128xf32>, tensor<128xf32>
+  return %y, %dh, %dg : tensor<32x3x128xf32>, tensor<32x3x128xf32>, tensor<128xf32>
+}
+
+// nn.Linear with a bias, then a per-head RMSNorm without weight, through
+// the whole fusion-fuse pipeline.
+func.func @heads_linear_bias(%x: tensor<32x64xf32>, %w: tensor<512x64xf32>, %bias: tensor<512xf32>)
+    -> tensor<32x4x128xf32> {
+  %q = fusion.matmul %x, %w bias(%bias : tensor<512xf32>) {transpose_rhs} : tensor<32x64xf32>, tensor<512x64xf32> -> tensor<32x512xf32>
+  %e = tensor.expand_shape %q [[0], [1, 2]] output_shape [32, 4, 128] : tensor<32x512xf32> into tensor<32x4x128xf32>
+  %y = fusion.rms_norm %e {epsilon = 1.0e-06 : f32} : tensor<32x4x128xf32> -> tensor<32x4x128xf32>
+  return %y : tensor<32x4x128xf32>
+}
+
+// bf16 as a model holds it, through fusion-fuse.
+func.func @qwen3_q_norm_bf16(%x: tensor<48x128xbf16>, %w: tensor<512x128xbf16>, %g: tensor<128xbf16>)
+    -> tensor<48x4x128xbf16> {
+  %q = fusion.matmul %x, %w {transpose_rhs} : tensor<48x128xbf16>, tensor<512x128xbf16> -> tensor<48x512xbf16>
+  %e = tensor.expand_shape %q [[0], [1, 2]] output_shape [48, 4, 128] : tensor<48x512xbf16> into tensor<48x4x128xbf16>
+  %y = fusion.rms_norm %e weight(%g : tensor<128xbf16>) {epsilon = 1.0e-06 : f32} : tensor<48x4x128xbf16> -> tensor<48x4x128xbf16>
+  return %y : tensor<48x4x128xbf16>
+}
+}
