@@ -16,17 +16,19 @@ DT = {"bf16": "bf16", "f32": "f32"}
 def case(name, m, k, n, prologue="none", epilogue="none", residual=False,
          row_scale=False, col_bias=False, weight=False, bias=False,
          save_stats=False, out=None, dtype="bf16", transpose_rhs=False,
-         a_offset=0.0):
+         a_offset=0.0, group=0):
     """`dtype`: the 16-bit type of A, B and the other 16-bit operands;
     `out`: the output type (default `dtype`, or f32); `transpose_rhs`: B is
     [N, K] (nn.Linear's weight layout); `a_offset`: added to A's normal
     values (rows whose mean is far from 0, where the LayerNorm prologue's
-    r (A B - m colsum(B)) cancels)."""
+    r (A B - m colsum(B)) cancels); `group`: the norm epilogue over each
+    group of that many columns (norm_group_size, a per-head norm: weight
+    and bias [group], statistics [M, N / group])."""
     return dict(name=name, m=m, k=k, n=n, prologue=prologue, epilogue=epilogue,
                 residual=residual, row_scale=row_scale, col_bias=col_bias,
                 weight=weight, bias=bias, save_stats=save_stats,
                 out=out or dtype, dtype=dtype, eps=1e-5, prologue_eps=1e-6,
-                transpose_rhs=transpose_rhs, a_offset=a_offset)
+                transpose_rhs=transpose_rhs, a_offset=a_offset, group=group)
 
 
 def suites():
@@ -193,6 +195,23 @@ def suites():
         case("lazy_ln_65536x1024x4096_nk", 65536, 1024, 4096, prologue="layer_norm",
              transpose_rhs=True),
     ]
+    # Per-head norms (norm_group_size: Qwen3's / Gemma 3's q_norm, k_norm):
+    # heads of 128 in tiles of 256, of 256, a LayerNorm with weight and bias
+    # over heads of 64 with a residual, heads of 32 in N = 96 (a tile of 128
+    # whose last group is past N), f32 output, odd M. Appended last (PTX
+    # labels carry module position).
+    correctness += [
+        case("heads_rms_g128_4099x2048x2048_nk", 4099, 2048, 2048, epilogue="rms_norm",
+             weight=True, save_stats=True, transpose_rhs=True, group=128),
+        case("heads_rms_g256_1001x512x1024", 1001, 512, 1024, epilogue="rms_norm",
+             weight=True, save_stats=True, group=256),
+        case("heads_ln_g64_3000x256x512_residual", 3000, 256, 512, epilogue="layer_norm",
+             residual=True, weight=True, bias=True, save_stats=True, group=64),
+        case("heads_rms_g32_n96", 777, 128, 96, epilogue="rms_norm", weight=True,
+             save_stats=True, group=32),
+        case("heads_ln_g128_f32out_bias", 999, 256, 512, epilogue="layer_norm",
+             col_bias=True, weight=True, save_stats=True, out="f32", group=128),
+    ]
     bench = []
     for d in (256, 512, 1024, 2048, 4096):
         bench.append(case(f"bench_gemm_{d}", 262144, d, d))
@@ -234,17 +253,20 @@ def mlir_function(c):
     if c["col_bias"]:
         args.append(("cb", t(n)))
         operands += f" col_bias(%cb : {t(n)})"
+    g = c.get("group", 0)
+    pn = g or n  # the norm parameters' size
     if c["weight"]:
-        args.append(("w", t(n)))
-        operands += f" norm_weight(%w : {t(n)})"
+        args.append(("w", t(pn)))
+        operands += f" norm_weight(%w : {t(pn)})"
     if c["bias"]:
-        args.append(("nb", t(n)))
-        operands += f" norm_bias(%nb : {t(n)})"
+        args.append(("nb", t(pn)))
+        operands += f" norm_bias(%nb : {t(pn)})"
     results = [t(m, n, e=c["out"])]
     nstats = 0
     if c["save_stats"]:
         nstats = 2 if c["epilogue"] == "layer_norm" else 1
-        results += [t(m, e="f32")] * nstats
+        stat = t(m, n // g, e="f32") if g else t(m, e="f32")
+        results += [stat] * nstats
     attrs = []
     if c["prologue"] != "none":
         attrs += [f"prologue = #fusion.prologue<{c['prologue']}>",
@@ -253,6 +275,8 @@ def mlir_function(c):
         attrs.append(f"epilogue = #fusion.epilogue<{c['epilogue']}>")
     if c["epilogue"] in ("rms_norm", "layer_norm"):
         attrs.append(f"epsilon = {c['eps']:e} : f32")
+    if g:
+        attrs.append(f"norm_group_size = {g} : i64")
     if c["save_stats"]:
         attrs.append("save_stats")
     if c["transpose_rhs"]:
@@ -277,15 +301,18 @@ def loader_signature(c):
         parts.append(f"s: f32[{m}]")
     if c["col_bias"]:
         parts.append(f"cb: {h}[{n}]")
+    g = c.get("group", 0)
+    pn = g or n
     if c["weight"]:
-        parts.append(f"w: {h}[{n}]")
+        parts.append(f"w: {h}[{pn}]")
     if c["bias"]:
-        parts.append(f"nb: {h}[{n}]")
+        parts.append(f"nb: {h}[{pn}]")
     parts.append(f"y: {c['out']}[{m},{n}]")
     if c["save_stats"]:
+        stat = f"f32[{m},{n // g}]" if g else f"f32[{m}]"
         if c["epilogue"] == "layer_norm":
-            parts.append(f"mean: f32[{m}]")
-        parts.append(f"rstd: f32[{m}]")
+            parts.append(f"mean: {stat}")
+        parts.append(f"rstd: {stat}")
     return "; ".join(parts)
 
 

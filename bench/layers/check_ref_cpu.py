@@ -27,6 +27,7 @@ import gen_layers  # noqa: E402
 KINDS = {
     "llama_prenorm": lambda h: gen_layers.llama_prenorm(h),
     "llama_prenorm_mulweight": lambda h: gen_layers.llama_prenorm(h, mul_weight=True),
+    "qwen3_q_norm": lambda h: gen_layers.qwen3_q_norm(h, d=h // 4),
     "bert_postnorm": lambda h: gen_layers.bert_postnorm(h),
     "bert_postnorm_addbias": lambda h: gen_layers.bert_postnorm(h, add_bias=True),
     "ln_prenorm": gen_layers.ln_prenorm,
@@ -165,7 +166,9 @@ def main():
                if kind.startswith("train_step") for variant, flags in FUSED.items()]
     for kind, make, fuse in checks:
         prog = make(a.h)
-        text = prog["mlir"].replace("tensor<?x", f"tensor<{a.m}x")
+        # (The heads view's dynamic token count, made static with the rest.)
+        text = prog["mlir"].replace("tensor<?x", f"tensor<{a.m}x").replace(
+            "output_shape [%m,", f"output_shape [{a.m},")
         if fuse:
             rewrite = subprocess.run([opt, "-", fuse], input=text, capture_output=True,
                                      text=True)

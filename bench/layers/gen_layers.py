@@ -14,6 +14,10 @@ which the token count is the size name M).
 Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
   llama_prenorm_h{H}          y = Linear(RMSNorm(x) with weight g), W [H, H] as stored ([out, in])
   llama_prenorm_mulweight_h{H} the same with HF Llama's RMSNorm: weight * rms_norm(x) as a fusion.mul
+  qwen3_q_norm_h{H}           y = q_norm(q_proj(x).view(M, H / 128, 128)).view(M, H): Qwen3's
+                              per-head RMSNorm (weight [128], eps 1e-6) after the projection
+                              (W [H, H] as stored), the heads view as tensor.expand_shape and
+                              the output collapsed back to [M, H] (the libraries' ABI)
   bert_postnorm_h{H}          y = LayerNorm(Linear(x, W, b) + residual) with gamma, beta
   bert_postnorm_addbias_h{H}  the same with the bias as a broadcasting fusion.add
   ln_prenorm_h{H}             y = Linear(LayerNorm(x) with gamma, beta) with W [H, H] ([out, in])
@@ -76,9 +80,10 @@ def ty(shape, dtype="bf16"):
     return "tensor<" + "x".join("?" if d == "M" else str(d) for d in shape) + f"x{dtype}>"
 
 
-def program(name, kind, h, args, results, body, eps=None):
+def program(name, kind, h, args, results, body, eps=None, params=None):
     """args / results: (name, dtype, shape) in call order; body: MLIR lines
-    that define the results' SSA values (named after the results)."""
+    that define the results' SSA values (named after the results); params:
+    the layer module's other constructor arguments (layers_ref)."""
     sig = ", ".join(f"%{n}: {ty(s, d)}" for n, d, s in args)
     res_types = ", ".join(ty(s, d) for _, d, s in results)
     res_names = ", ".join(f"%{n}" for n, _, _ in results)
@@ -86,7 +91,7 @@ def program(name, kind, h, args, results, body, eps=None):
             + "".join(f"  {line}\n" for line in body)
             + f"  return {res_names} : {res_types}\n}}\n")
     loader = "; ".join(f"{n}: {d}[{','.join(str(x) for x in s)}]" for n, d, s in args + results)
-    return dict(name=name, kind=kind, h=h, eps=eps,
+    return dict(name=name, kind=kind, h=h, eps=eps, params=params or {},
                 inputs=[dict(name=n, dtype=d, shape=list(s)) for n, d, s in args],
                 outputs=[dict(name=n, dtype=d, shape=list(s)) for n, d, s in results],
                 signature=loader, mlir=HEADER + text + "}\n")
@@ -106,6 +111,27 @@ def llama_prenorm(h, mul_weight=False):
                    [("y", "bf16", ("M", h))],
                    norm + [f"%y = fusion.matmul %n, %w {{transpose_rhs}} : {x}, {w} -> {x}"],
                    eps=LLAMA_EPS)
+
+
+QK_HEAD_DIM = 128  # Qwen3's head_dim
+
+
+def qwen3_q_norm(h, d=QK_HEAD_DIM):
+    """Qwen3's query path before RoPE: q_proj, the heads view, the per-head
+    RMSNorm over d with its weight [d] (Qwen3RMSNorm), flattened back."""
+    x, w, g = ty(("M", h)), ty((h, h)), ty((d,))
+    heads = ty(("M", h // d, d))
+    body = ["%c0 = arith.constant 0 : index",
+            f"%m = tensor.dim %x, %c0 : {x}",
+            f"%q = fusion.matmul %x, %w {{transpose_rhs}} : {x}, {w} -> {x}",
+            f"%e = tensor.expand_shape %q [[0], [1, 2]] output_shape [%m, {h // d}, {d}]"
+            f" : {x} into {heads}",
+            f"%n = fusion.rms_norm %e weight(%g : {g}) {{epsilon = {RMS_EPS:e} : f32}}"
+            f" : {heads} -> {heads}",
+            f"%y = tensor.collapse_shape %n [[0], [1, 2]] : {heads} into {x}"]
+    return program(f"qwen3_q_norm_h{h}", "qwen3_q_norm", h,
+                   [("x", "bf16", ("M", h)), ("w", "bf16", (h, h)), ("g", "bf16", (d,))],
+                   [("y", "bf16", ("M", h))], body, eps=RMS_EPS, params={"head_dim": d})
 
 
 def bert_postnorm(h, add_bias=False):
@@ -293,7 +319,7 @@ def programs():
     out += [train_step(1000, "rms"), train_step(1000, "ln")]
     out += [train_step(h, norm, skip=True) for h in TRAIN_RES_H for norm in ("rms", "ln")]
     for h in LAYER_H:
-        out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True), bert_postnorm(h),
+        out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True), qwen3_q_norm(h), bert_postnorm(h),
                 bert_postnorm(h, add_bias=True), ln_prenorm(h), rms_norm(h, stats=False),
                 layer_norm(h, stats=False)]
     for h in ROW_H:

@@ -116,11 +116,28 @@ class MulCol(nn.Module):
         return (x * c).to(x.dtype)  # bf16 * f32 promotes: round back like the program
 
 
+class Qwen3QNorm(nn.Module):
+    """Qwen3's q_proj then q_norm (Qwen3RMSNorm, HF LlamaRMSNorm's arithmetic)
+    over each head of `head_dim`, flattened back to [M, H] (the heads view
+    and its transpose are free in the model)."""
+
+    def __init__(self, h, eps, head_dim=128, **kw):
+        super().__init__()
+        self.head_dim = head_dim
+        self.q_proj = nn.Linear(h, h, bias=False, **kw)
+        self.q_norm = HFLlamaRMSNorm(head_dim, eps, **kw)
+
+    def forward(self, x):
+        q = self.q_proj(x)
+        return self.q_norm(q.view(*q.shape[:-1], -1, self.head_dim)).flatten(-2)
+
+
 # kind -> (module factory(h, eps, **kw), {input name: parameter path}, activation inputs)
 MODULES = {
     "llama_prenorm": (LlamaPreNorm, {"g": "norm.weight", "w": "proj.weight"}, ("x",)),
     "llama_prenorm_mulweight": (LlamaPreNormMulWeight, {"g": "norm.weight", "w": "proj.weight"},
                                 ("x",)),
+    "qwen3_q_norm": (Qwen3QNorm, {"g": "q_norm.weight", "w": "q_proj.weight"}, ("x",)),
     "bert_postnorm": (BertPostNorm, {"w": "dense.weight", "b": "dense.bias",
                                      "gamma": "norm.weight", "beta": "norm.bias"}, ("x", "r")),
     "bert_postnorm_addbias": (lambda h, eps, **kw: BertPostNorm(h, eps, add_bias=True, **kw),
@@ -233,7 +250,8 @@ def build_module(prog, x, dtype=torch.bfloat16):
     the input dict x, in dtype, without gradients. Returns (module, the
     activation inputs as a tuple: as given, or all in float64 for float64)."""
     factory, params, acts = MODULES[prog["kind"]]
-    module = factory(prog["h"], prog["eps"], device=x["x"].device, dtype=dtype)
+    module = factory(prog["h"], prog["eps"], **prog.get("params", {}), device=x["x"].device,
+                     dtype=dtype)
     with torch.no_grad():
         for name, path in params.items():
             module.get_parameter(path).copy_(x[name])

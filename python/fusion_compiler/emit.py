@@ -37,6 +37,9 @@ class TensorArg:
     shape: Tuple[int, ...]   # as in the model (activations: before flattening)
     activation: bool         # passed as [tokens, features], tokens dynamic
     per_row: bool = False    # a norm's statistic over activations: [tokens] f32
+    # An activation viewed as [tokens, H, D] (shape [..., H, D]), inside a
+    # partition only: a per-head norm's input and output (support.HEADS).
+    heads: bool = False
 
     @property
     def features(self) -> int:
@@ -45,7 +48,8 @@ class TensorArg:
     def mlir_type(self) -> str:
         if self.per_row:
             return "tensor<?xf32>"
-        dims = ["?", str(self.shape[-1])] if self.activation else [str(d) for d in self.shape]
+        row = self.shape[-2:] if self.heads else self.shape[-1:]
+        dims = ["?", *map(str, row)] if self.activation else [str(d) for d in self.shape]
         return f"tensor<{'x'.join(dims)}x{MLIR_DTYPES[self.dtype]}>"
 
 
@@ -116,7 +120,10 @@ def _statistics_type(x: TensorArg) -> str:
 
 
 def statistics_arg(x: TensorArg) -> TensorArg:
-    """A norm's per-row statistics (mean, rstd) over `x`: f32, one per row."""
+    """A norm's per-row statistics (mean, rstd) over `x`: f32, one per row
+    (over a per-head activation [tokens, H, D]: an activation [tokens, H])."""
+    if x.heads:
+        return TensorArg(torch.float32, tuple(x.shape[:-1]), True)
     if x.activation:
         return TensorArg(torch.float32, (int(torch.Size(x.shape[:-1]).numel()),), False, True)
     return TensorArg(torch.float32, tuple(x.shape[:-1]), False)
@@ -139,6 +146,57 @@ def _heads_reshape(result: str, source: str, src: TensorArg, out: TensorArg) -> 
                 f"{out.mlir_type()}")
     raise EmitError(f"a view from {list(src.shape)} to {list(out.shape)} inside an attention "
                     f"partition; only folding or unfolding the heads is written")
+
+
+def per_head_view(result: str, source: str, src: TensorArg, out: TensorArg,
+               tokens: str) -> Optional[str]:
+    """An activation's per-head view, tokens dynamic: `tensor.expand_shape`
+    of [?, H * D] into [?, H, D] (`tokens`: the SSA index of the token
+    count) or `tensor.collapse_shape` back; None where `out` is neither."""
+    if not src.activation or not out.activation or src.heads == out.heads:
+        return None
+    wide, flat = (out, src) if out.heads else (src, out)
+    if wide.shape[-2] * wide.shape[-1] != flat.shape[-1]:
+        return None
+    if out.heads:
+        return (f"{result} = tensor.expand_shape {source} [[0], [1, 2]] output_shape "
+                f"[{tokens}, {out.shape[-2]}, {out.shape[-1]}] : {src.mlir_type()} into "
+                f"{out.mlir_type()}")
+    return (f"{result} = tensor.collapse_shape {source} [[0], [1, 2]] : {src.mlir_type()} "
+            f"into {out.mlir_type()}")
+
+
+def view_arg(src: TensorArg, shape: Tuple[int, ...]) -> TensorArg:
+    """The type of a view of `src` with model shape `shape`: an activation
+    keeps its row ([features], or [H, D] per head), or unfolds [H * D] into
+    heads, or folds them back (a per-head norm's views, support.HEADS)."""
+    if not src.activation:
+        return TensorArg(src.dtype, shape, False)
+    row = tuple(src.shape[-2:]) if src.heads else tuple(src.shape[-1:])
+    if len(shape) > len(row) and tuple(shape[-len(row):]) == row:
+        return TensorArg(src.dtype, shape, True, heads=src.heads)
+    if not src.heads and len(shape) >= 3 and shape[-2] * shape[-1] == src.shape[-1]:
+        return TensorArg(src.dtype, shape, True, heads=True)
+    if src.heads and len(shape) >= 2 and shape[-1] == src.shape[-2] * src.shape[-1]:
+        return TensorArg(src.dtype, shape, True)
+    raise EmitError(f"a view of an activation from {list(src.shape)} to {list(shape)}: "
+                    f"only views that keep the features, or unfold or fold a per-head "
+                    f"norm's heads, are written")
+
+
+def tokens_index(body: List[Tuple[str, str]], args: Sequence[str],
+                 arg_types: Sequence[TensorArg]) -> str:
+    """The SSA name of the token count (an index), defined at the start of
+    `body` the first time: the first dimension of the first activation
+    argument (an argument, so that no op of the body gains a use)."""
+    if not any(text.startswith("%tokens = ") for text, _ in body):
+        i = next((i for i, a in enumerate(arg_types) if a.activation and not a.per_row), None)
+        if i is None:
+            raise EmitError("a per-head view in a function without activation arguments")
+        name = args[i].split(":")[0].strip()
+        body[:0] = [("%c0 = arith.constant 0 : index", ""),
+                    (f"%tokens = tensor.dim {name}, %c0 : {arg_types[i].mlir_type()}", "")]
+    return "%tokens"
 
 
 @dataclass
@@ -185,21 +243,22 @@ def write(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
     types: Dict[fx.Node, TensorArg] = {}
     saved_stats: Dict[fx.Node, Dict[str, str]] = {}
     tokens: Optional[int] = None
-    def spec(node: fx.Node, activation: bool) -> TensorArg:
+    def spec(node: fx.Node, activation: bool, heads: bool = False) -> TensorArg:
         nonlocal tokens
         t = _tensor(node)
         if t.dtype not in MLIR_DTYPES:
             raise EmitError(f"{node.name}: dtype {t.dtype}")
         shape = tuple(int(d) for d in t.shape)
         if activation:
-            if len(shape) < 2:
+            if len(shape) < (3 if heads else 2):
                 raise EmitError(f"{node.name}: a rank-{len(shape)} activation")
-            count = t.numel() // shape[-1] if shape[-1] else 0
+            row = shape[-1] * (shape[-2] if heads else 1)
+            count = t.numel() // row if row else 0
             if tokens is None:
                 tokens = count
             elif count != tokens:
                 raise EmitError(f"{node.name}: {count} tokens where the partition has {tokens}")
-        return TensorArg(t.dtype, shape, activation)
+        return TensorArg(t.dtype, shape, activation, heads=heads)
 
     args: List[str] = []
     inputs: List[TensorArg] = []
@@ -228,20 +287,28 @@ def write(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
             raise EmitError(f"{node.name}: {node.op} inside a partition")
         if node.target in VIEWS:
             source = node.args[0]
-            view = TensorArg(types[source].dtype, tuple(_tensor(node).shape),
-                             types[source].activation)
-            if view.activation or view.shape == types[source].shape:
+            view = view_arg(types[source], tuple(int(d) for d in _tensor(node).shape))
+            if view.heads == types[source].heads and \
+                    (view.activation or view.shape == types[source].shape):
                 names[node], types[node] = operand(source), view
                 continue
             result = f"%v{count}"
             count += 1
-            body.append((_heads_reshape(result, operand(source), types[source], view),
-                         _loc(node)))
+            if view.activation:  # a per-head norm's heads, unfolded or folded back
+                text = per_head_view(result, operand(source), types[source], view,
+                                  tokens_index(body, args, inputs))
+            else:
+                text = _heads_reshape(result, operand(source), types[source], view)
+            body.append((text, _loc(node)))
             names[node], types[node] = result, view
             continue
+        per_head = node.target in (ops.rms_norm, ops.layer_norm) and types[node.args[0]].heads
+        if not per_head and any(isinstance(a, fx.Node) and a in types and types[a].heads
+                                for a in node.args):
+            raise EmitError(f"{node.name}: an operand viewed per head (only a norm takes one)")
         result = f"%v{count}"
         count += 1
-        out = spec(node, not attention)
+        out = spec(node, not attention, heads=per_head)
         loc = _loc(node)
         where = source_line(node)
         if node.target in (ops.linear, ops.matmul):
@@ -299,6 +366,9 @@ def write(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
     for v in values:
         if not isinstance(v, fx.Node) or v not in types or names[v].startswith("%arg"):
             raise EmitError("a partition output that is not computed by it")
+        if types[v].heads:
+            raise EmitError(f"{v.name}: a per-head value as a partition output (the libraries "
+                            f"take and return [tokens, features])")
         outputs.append(TensorArg(types[v].dtype, tuple(int(d) for d in _tensor(v).shape),
                                  types[v].activation))
     return Forward(placeholders, inputs, args, body, listed, names, types, values, outputs,

@@ -38,7 +38,7 @@ import torch.fx as fx
 
 from . import ops
 from .emit import (EmitError, Forward, Program, TensorArg, _function, _heads_reshape, _loc,
-                   render, statistics_arg, write)
+                   per_head_view, render, statistics_arg, tokens_index, write)
 from .support import BINARY, VIEWS, binary_operands
 
 # A forward value the backward reads: (node, "value" | "rstd" | "mean").
@@ -118,6 +118,8 @@ class _Writer:
             arg = self.fwd.types[key[0]]
         else:
             arg = statistics_arg(self.fwd.types[key[0].args[0]])
+        if arg.heads:
+            raise EmitError(f"{key[0].name}: a per-head value read by the backward")
         name = f"%arg{len(self.args)}"
         self.args.append(f"{name}: {arg.mlir_type()}")
         self.arg_types.append(arg)
@@ -129,21 +131,32 @@ class _Writer:
         """Forward value `node`: read from the backward program's arguments,
         or, for a view of a partition input (the heads reshape of q, say),
         the same view of that input made here, so that the training forward
-        does not return (copy) a view of an input autograd saves anyway."""
+        does not return (copy) a view of an input autograd saves anyway;
+        likewise a per-head view (a per-head norm's input), made here of the
+        [tokens, features] value it views."""
         source = node.args[0] if (node.op == "call_function" and node.target in VIEWS
                                   and node.args) else None
         key = (node, "value")
         if key not in self.read_names and isinstance(source, fx.Node) and \
-                self._view_of_input(source):
+                (self._view_of_input(source) or self.fwd.types[node].heads):
             name = self.value(source)
             src, view = self.fwd.types[source], self.fwd.types[node]
-            if not (view.activation or view.shape == src.shape):
+            if view.heads != src.heads:
+                result = self.new()
+                self.body.append((per_head_view(result, name, src, view, self.tokens()),
+                                  _loc(node)))
+                name = result
+            elif not (view.activation or view.shape == src.shape):
                 result = self.new()
                 self.body.append((_heads_reshape(result, name, src, view), _loc(node)))
                 name = result
             self.read_names[key] = name
             return name
         return self.read(key)
+
+    def tokens(self) -> str:
+        """The SSA index of the token count (emit.tokens_index)."""
+        return tokens_index(self.body, [a.split(":")[0] for a in self.args], self.arg_types)
 
     def _view_of_input(self, node: fx.Node) -> bool:
         """`node` is a partition input or a chain of views of one."""
@@ -200,6 +213,11 @@ class _Writer:
             source = node.args[0]
             if self.fwd.names[node] == self.fwd.names[source]:
                 self.contribute(source, g, types[source])
+            elif types[node].heads != types[source].heads:  # a per-head norm's view
+                result = self.new()
+                self.body.append((per_head_view(result, g, types[node], types[source],
+                                             self.tokens()), loc))
+                self.contribute(source, result, types[source])
             else:  # a heads reshape (attention partitions): the inverse one
                 result = self.new()
                 self.body.append((_heads_reshape(result, g, types[node], types[source]), loc))

@@ -128,12 +128,120 @@ def mark_attention_blocks(graph: fx.Graph) -> None:
                 n.meta[BLOCK] = tokens
 
 
+# A per-head norm after a projection (Qwen3's and Gemma 3's q_norm / k_norm:
+# the GEMM's [..., H * D] viewed as [..., H, D], a norm over D): its rows are
+# H times the GEMM's. `mark_head_norms` marks the heads view and the norm
+# with the GEMM's token count, so that they join its partition, and adds the
+# view folding the norm's output back to [..., H * D] (in the partition: its
+# output keeps the libraries' [tokens, features] form) and the one
+# unfolding it again for the model (in PyTorch, free). emit.py writes them
+# as tensor.expand_shape / collapse_shape, the form fusion-fuse takes into
+# the GEMM's epilogue (norm_group_size).
+HEADS = "fusion_heads_norm"
+UNFOLDED = "fusion_heads_unfolded"  # the view unfolding the norm's output again
+
+
+def _unfolded_tokens(view: fx.Node) -> Optional[int]:
+    """The tokens of a view of [tokens..., H * D] as [tokens..., H, D] (the
+    heads last but one, any leading dims), else None."""
+    if view.op != "call_function" or view.target not in VIEWS or not view.args:
+        return None
+    src, out = _tensor(view.args[0]), _tensor(view)
+    if src is None or out is None or not _static(src) or not _static(out) or \
+            src.dim() < 2 or out.dim() < 3 or out.shape[-1] == 0 or \
+            out.shape[-2] * out.shape[-1] != src.shape[-1]:
+        return None
+    return src.numel() // src.shape[-1]
+
+
+def _leading_swap(node) -> bool:
+    """A transpose or permute that keeps the last dimension in place (Gemma
+    3's .transpose(1, 2) of the heads before its q_norm)."""
+    t = _tensor(node) if isinstance(node, fx.Node) else None
+    if t is None or node.op != "call_function":
+        return False
+    if node.target is aten.transpose.int:
+        return all((d % t.dim()) != t.dim() - 1 for d in node.args[1:3])
+    if node.target is aten.permute.default:
+        dims = [d % t.dim() for d in node.args[1]]
+        return dims[-1] == t.dim() - 1
+    return False
+
+
+def mark_head_norms(graph: fx.Graph) -> None:
+    """Marks (node.meta[HEADS] = tokens) each norm over the heads view of a
+    supported value computed with `tokens` rows (a GEMM's output, say) and
+    that view, and folds the norm's output back (see HEADS). A norm of that
+    view transposed (the heads before the tokens, the last dimension in
+    place) is moved before the transpose: a norm over the last dimension
+    commutes with it. Attention blocks (`mark_attention_blocks`, run first)
+    keep their own views."""
+    from .patterns import _CHECKS
+
+    def users(node):
+        return [u for u in node.users if u.target not in _CHECKS]
+
+    def drop_checks(node):
+        for check in [u for u in node.users if u.target in _CHECKS]:
+            graph.erase_node(check)  # export's metadata check of a value now inside
+
+    for norm in [n for n in graph.nodes if n.op == "call_function" and n.target in _NORMS]:
+        if BLOCK in norm.meta or reason(norm) is not None:
+            continue
+        view, swap = norm.args[0], None
+        if _leading_swap(view) and users(view) == [norm]:
+            view, swap = view.args[0], view
+        if not isinstance(view, fx.Node) or BLOCK in view.meta:
+            continue
+        tokens = _unfolded_tokens(view)
+        source = view.args[0] if tokens is not None else None
+        if not isinstance(source, fx.Node) or BLOCK in source.meta or \
+                not (is_compute(source) or source.target in VIEWS) or \
+                reason(source) is not None or rows(source) != tokens:
+            continue
+        if users(view) != [swap or norm]:
+            continue  # the heads view read elsewhere too
+        out, heads = _tensor(norm), _tensor(view)
+        if out is None or out.dim() != heads.dim():
+            continue
+        drop_checks(view)
+        swap_trace = swap.meta.get("stack_trace") if swap is not None else None
+        if swap is not None:
+            drop_checks(swap)
+            norm.replace_input_with(swap, view)
+            graph.erase_node(swap)
+            norm.meta["val"] = torch.empty_like(heads, dtype=out.dtype)
+        value = norm.meta["val"]
+        flat_shape = [*value.shape[:-2], value.shape[-2] * value.shape[-1]]
+        with graph.inserting_after(norm):
+            flat = graph.call_function(aten.view.default, (norm, flat_shape))
+        with graph.inserting_after(flat):
+            back = graph.call_function(aten.view.default, (flat, list(value.shape)))
+        last = back
+        if swap is not None:
+            with graph.inserting_after(back):
+                last = graph.call_function(swap.target, (back, *swap.args[1:]))
+        norm.replace_all_uses_with(last, delete_user_cb=lambda user: user is not flat)
+        flat.meta["val"] = value.view(flat_shape)
+        back.meta["val"] = flat.meta["val"].view(list(value.shape))
+        for new in (flat, back):
+            if "stack_trace" in norm.meta:
+                new.meta["stack_trace"] = norm.meta["stack_trace"]
+        if swap is not None:
+            last.meta["val"] = out
+            if swap_trace:
+                last.meta["stack_trace"] = swap_trace
+        for node in (view, norm, flat):
+            node.meta[HEADS] = tokens
+        back.meta[UNFOLDED] = True
+
+
 def reason(node: fx.Node) -> Optional[str]:
     """None where the node is supported, else why it stays in PyTorch."""
     if node.op != "call_function":
         return "not an operation"
-    if BLOCK in node.meta and node.target in VIEWS:
-        return None  # a heads view inside an attention block
+    if (BLOCK in node.meta or HEADS in node.meta) and node.target in VIEWS:
+        return None  # a heads view inside an attention block or of a per-head norm
     out = _tensor(node)
     name = getattr(node.target, "__name__", str(node.target))
     if node.target in ops.FRONTEND_OPS:
@@ -177,6 +285,8 @@ def reason(node: fx.Node) -> Optional[str]:
                     f"neighbours, serves it as well")
         return None
     if node.target in VIEWS:
+        if UNFOLDED in node.meta:
+            return f"{name}: the per-head norm's output unfolded into heads again (a view)"
         src, out = _tensor(node.args[0]), out
         if not (src is not None and out is not None and src.dim() >= 2 and out.dim() >= 2 and
                 _static(src) and _static(out) and src.shape[-1] == out.shape[-1]):
@@ -197,8 +307,11 @@ def is_compute(node: fx.Node) -> bool:
 
 def group(node: fx.Node):
     """The partitioning key of a node: ("block", tokens) inside an attention
-    block (`mark_attention_blocks`), else its row count."""
-    return ("block", node.meta[BLOCK]) if BLOCK in node.meta else rows(node)
+    block (`mark_attention_blocks`), the GEMM's token count for a per-head
+    norm and its views (`mark_head_norms`), else its row count."""
+    if BLOCK in node.meta:
+        return ("block", node.meta[BLOCK])
+    return node.meta[HEADS] if HEADS in node.meta else rows(node)
 
 
 def rows(node: fx.Node) -> Optional[int]:

@@ -27,10 +27,11 @@ def make_inputs(case, gen, device="cuda"):
         x["s"] = torch.rand(m, generator=gen, device=device) + 0.5
     if case["col_bias"]:
         x["cb"] = rnd(n)
+    pn = case.get("group") or n  # per-head norms: parameters of a head's size
     if case["weight"]:
-        x["w"] = rnd(n) * 0.5 + 1.0
+        x["w"] = rnd(pn) * 0.5 + 1.0
     if case["bias"]:
-        x["nb"] = rnd(n)
+        x["nb"] = rnd(pn)
     return x
 
 
@@ -40,9 +41,10 @@ def make_outputs(case, device="cuda"):
     out_dtype = torch.float32 if case["out"] == "f32" else half_dtype(case)
     y = {"y": torch.full((m, n), float("nan"), dtype=out_dtype, device=device)}
     if case["save_stats"]:
+        stat = (m, n // case["group"]) if case.get("group") else (m,)
         if case["epilogue"] == "layer_norm":
-            y["mean"] = torch.full((m,), float("nan"), device=device)
-        y["rstd"] = torch.full((m,), float("nan"), device=device)
+            y["mean"] = torch.full(stat, float("nan"), device=device)
+        y["rstd"] = torch.full(stat, float("nan"), device=device)
     return y
 
 
@@ -70,23 +72,29 @@ def reference(case, x, dtype):
     if case["residual"]:
         acc = acc + x["r"].to(dtype)
     out = {}
+    # Per-head norms: the rows viewed as [M, N / G, G], normalized over G.
+    g = case.get("group") or acc.shape[-1]
+    rows = acc.shape[:-1] + (acc.shape[-1] // g, g)
+    # Whole rows: statistics [M] (the one group dropped); groups: [M, N / G].
+    unrow = (lambda s: s) if case.get("group") else (lambda s: s.squeeze(-1))
     if case["epilogue"] == "rms_norm":
-        t = acc.to(torch.float64 if dtype == torch.float64 else torch.float32)
+        t = acc.to(torch.float64 if dtype == torch.float64 else torch.float32).reshape(rows)
         rstd = torch.rsqrt(t.pow(2).mean(-1) + case["eps"])
-        y = t * rstd[:, None]
+        y = t * rstd[..., None]
         if case["weight"]:
             y = y * x["w"].to(y.dtype)
-        out["y"], out["rstd"] = y.to(dtype), rstd
+        out["y"], out["rstd"] = y.flatten(-2).to(dtype), unrow(rstd)
     elif case["epilogue"] == "layer_norm":
-        t = acc.to(torch.float64 if dtype == torch.float64 else torch.float32)
+        t = acc.to(torch.float64 if dtype == torch.float64 else torch.float32).reshape(rows)
         mean = t.mean(-1)
-        rstd = torch.rsqrt((t - mean[:, None]).pow(2).mean(-1) + case["eps"])
-        y = (t - mean[:, None]) * rstd[:, None]
+        rstd = torch.rsqrt((t - mean[..., None]).pow(2).mean(-1) + case["eps"])
+        y = (t - mean[..., None]) * rstd[..., None]
         if case["weight"]:
             y = y * x["w"].to(y.dtype)
         if case["bias"]:
             y = y + x["nb"].to(y.dtype)
-        out["y"], out["mean"], out["rstd"] = y.to(dtype), mean, rstd
+        out["y"] = y.flatten(-2).to(dtype)
+        out["mean"], out["rstd"] = unrow(mean), unrow(rstd)
     else:
         out["y"] = acc
     return out

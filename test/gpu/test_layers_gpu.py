@@ -34,7 +34,8 @@ if PROGRAMS is None:
                 allow_module_level=True)
 LIBS = lr.Libraries(ARTIFACTS)
 
-KINDS = ("llama_prenorm", "llama_prenorm_mulweight", "bert_postnorm", "bert_postnorm_addbias")
+KINDS = ("llama_prenorm", "llama_prenorm_mulweight", "bert_postnorm", "bert_postnorm_addbias",
+         "qwen3_q_norm")
 HS = (768, 1024, 2048, 4096)
 VARIANTS = ("fused", "unfused")
 M = 65536
@@ -79,7 +80,8 @@ def test_layer(name, variant):
 
 
 @pytest.mark.parametrize("name,variant,m", [(n, v, m) for n in ("llama_prenorm_h1024",
-                                                                 "bert_postnorm_h1024")
+                                                                 "bert_postnorm_h1024",
+                                                                 "qwen3_q_norm_h2048")
                                             for m in (1, 7, 8192, 262144) for v in VARIANTS])
 def test_dynamic_token_count(name, variant, m):
     """One library, any token count: a single row, fewer rows than a tile,

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The per-head norm in the GEMM epilogue (norm_group_size: Qwen3's and
+# Gemma 3's q_norm / k_norm) on the GPU, from BUILD/gpu as
+# `bench/build_gpu_artifacts.sh build cases` and
+# `ARTIFACTS=build/gpu bash bench/layers/build_layers.sh build '^qwen3_q_norm_h'`
+# leave it: the correctness suite's heads_* kernels and the qwen3_q_norm
+# layers against float64, compute-sanitizer on three of them, and the layer
+# benchmark (ours fused and unfused against eager, torch.compile and cuBLAS's
+# q_proj alone).
+#
+#   COMMIT=abc OUT=/tmp/out bash bench/layers/run_qk_norm_h200.sh [ARTIFACTS]
+#
+# About 3 minutes.
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export FUSION_GPU_ARTIFACTS=${1:-build/gpu}
+nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader | tee "$OUT/gpu.txt"
+for t in "test_fused_matmul_gpu.py -k heads" "test_layers_gpu.py -k qwen3"; do
+  set -- $t
+  log="$OUT/$(basename "$1" .py)_qk_norm.txt"
+  timeout 300 python3 -m pytest -v -s -rs "test/gpu/$1" "${@:2}" > "$log" 2>&1
+  echo "== pytest $t: exit $?"
+  grep -E "FAILED|Error|^SKIPPED|rel err" "$log" | cut -c1-200 | head -40
+  tail -n 1 "$log"
+done
+run() {  # tool log command...
+  local tool=$1 log=$2; shift 2
+  timeout 200 compute-sanitizer --tool "$tool" --error-exitcode 9 "$@" > "$log" 2>&1
+  echo "== compute-sanitizer $tool $*: exit $? ($(grep -E 'SUMMARY|NaN left|Error' "$log" | tr '\n' ' ' | cut -c1-200))"
+}
+run memcheck "$OUT/sanitize_memcheck_qwen3.txt" python3 test/gpu/run_one_layer.py qwen3_q_norm_h2048 4099
+run racecheck "$OUT/sanitize_racecheck_qwen3.txt" python3 test/gpu/run_one_layer.py qwen3_q_norm_h2048 4099
+run memcheck "$OUT/sanitize_memcheck_heads_ln.txt" python3 test/gpu/run_one_case.py heads_ln_g64_3000x256x512_residual
+run racecheck "$OUT/sanitize_racecheck_heads_g32.txt" python3 test/gpu/run_one_case.py heads_rms_g32_n96
+timeout 400 python3 bench/bench_layers.py --kinds qwen3_q_norm --rounds 3 \
+  --out "$OUT/bench_layers_qwen3_q_norm.json" --commit "${COMMIT:-unknown}" \
+  > "$OUT/bench_layers_qwen3_q_norm_log.txt" 2>&1
+echo "== bench_layers.py qwen3_q_norm: exit $?"
+sed -n '/^| /p' "$OUT/bench_layers_qwen3_q_norm_log.txt"
+tail -n 5 "$OUT/bench_layers_qwen3_q_norm_log.txt"
