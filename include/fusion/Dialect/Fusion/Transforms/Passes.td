@@ -89,11 +89,39 @@ def FusionEpilogueNormPass : Pass<"fusion-epilogue-norm", "::mlir::ModuleOp"> {
     into the matmul by `fusion-raise-linalg` (the first pass of
     `fusion-fuse`).
 
+    A per-head norm (Qwen3's and Gemma 3's q_norm / k_norm: the projection's
+    columns unfolded into heads of G by `tensor.expand_shape` [M, N] ->
+    [M, N / G, G], each head normalized over its G with a weight [G]) fuses
+    over column groups (`norm_group_size`): on sm_90a each CTA's tile holds
+    whole heads (the widest of 64-256 columns that pads N least), so no
+    statistics cross CTAs; the norm's users read the fused output through
+    the same heads view, and its statistics are [M, N / G]. sm_100a's
+    epilogue normalizes whole rows only: the norm stays standalone there.
+    ```mlir
+    %q = fusion.matmul %x, %w {transpose_rhs}
+        : tensor<?x2048xbf16>, tensor<2048x2048xbf16> -> tensor<?x2048xbf16>
+    %e = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 16, 128]
+        : tensor<?x2048xbf16> into tensor<?x16x128xbf16>
+    %y = fusion.rms_norm %e weight(%g : tensor<128xbf16>) {epsilon = 1.0e-06 : f32}
+        : tensor<?x16x128xbf16> -> tensor<?x16x128xbf16>
+    ```
+    becomes
+    ```mlir
+    %o = fusion.fused_matmul %x, %w norm_weight(%g : tensor<128xbf16>)
+        {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32,
+         norm_group_size = 128 : i64, transpose_rhs}
+        : tensor<?x2048xbf16>, tensor<2048x2048xbf16> -> tensor<?x2048xbf16>
+    %y = tensor.expand_shape %o [[0], [1, 2]] output_shape [%t, 16, 128]
+        : tensor<?x2048xbf16> into tensor<?x16x128xbf16>
+    ```
+
     #### Input invariants
     - The norm input is a 2-D `fusion.matmul` result without `transpose_lhs`
       (with or without a bias), or a `fusion.add` of such a result and a
       residual, both of the sum's type (not a broadcast operand); the matmul
-      (and the add) have no other user.
+      (and the add) have no other user. Or, for a per-head norm, the
+      `tensor.expand_shape` [M, N] -> [M, N / G, G] (static G) of such a
+      value.
     - The module carries `fusion.target`; without it nothing is fused.
 
     #### Output IR
@@ -321,6 +349,10 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       most 256 per CTA on sm_90a, `tile_n` x `cluster_n` >= N (the last
       CTA's columns past N are masked out of the statistics); or, for rows
       through global memory, `cluster_n` = 1 and `tile_n` = 256 < N.
+    - Norm epilogues over column groups (`norm_group_size` G, sm_90a): the
+      widest `tile_n` of 64-256 columns, a multiple of G, that pads N least
+      (`planGroupedEpilogueNorm`), `cluster_n` = 1, the consumers' register
+      epilogue (no epilogue warps).
     - `none` and `row_scale` epilogues: `tile_n` = min(256, N rounded up to
       the target's tile_n granularity: 64 on sm_90a, whose kernels stage B in
       64-column boxes; 16 on sm_100a), `cluster_n` = 1.
