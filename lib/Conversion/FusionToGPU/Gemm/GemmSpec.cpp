@@ -203,18 +203,16 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
   int64_t staticN =
       cast<RankedTensorType>(op.getOutput().getType()).getDimSize(1);
   if (s.normGroupSize) {
-    if (target.mma == MmaKind::Tcgen05) {
-      why = "the norm epilogue normalizes whole rows only, not groups of "
-            "columns (norm_group_size; sm_90a's does)";
-      return failure();
-    }
-    if (s.tileN % s.normGroupSize != 0 || s.normGroupSize % 8 != 0 ||
+    // (sm_100a: a group after the other in the epilogue's 64-column chunks.)
+    int64_t unit = target.mma == MmaKind::Tcgen05 ? kStoreChunkN : 8;
+    if (s.tileN % s.normGroupSize != 0 || s.normGroupSize % unit != 0 ||
         s.clusterN != 1 || s.globalRows || s.epilogueWarps) {
       why = "a norm over groups of " + std::to_string(s.normGroupSize) +
             " columns needs tiles of whole groups (tile_n = " +
             std::to_string(s.tileN) +
-            ") in one CTA's consumers, without a cluster, global rows or "
-            "epilogue warps (re-run fusion-plan-kernels)";
+            ") of a multiple of " + std::to_string(unit) +
+            " columns in one CTA's epilogue, without a cluster, global rows "
+            "or epilogue warps (re-run fusion-plan-kernels)";
       return failure();
     }
   }

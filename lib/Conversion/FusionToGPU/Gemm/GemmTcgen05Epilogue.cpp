@@ -262,13 +262,35 @@ void TmemTileEpilogue::elementwise() {
 /// chunks' global loads (residual, col_bias, weight, bias) above the current
 /// chunk's work and spills at 512 columns.
 void TmemTileEpilogue::norm() {
+  if (!s.normGroupSize) {
+    normChunks(idx(0), idx(chunks), Value());
+    return;
+  }
+  // Column groups (norm_group_size, a multiple of the 64-column chunk): each
+  // group's chunks normalized on their own, a group after the other.
+  int64_t perGroup = s.normGroupSize / kStoreChunkN;
+  forLoop(idx(0), idx(s.tileN / s.normGroupSize), idx(1), ValueRange{},
+          [&](Value group, ValueRange) {
+            normChunks(mul(group, idx(perGroup)), idx(perGroup), group);
+            return SmallVector<Value>{};
+          });
+}
+
+/// The norm over chunks [first, first + count) of the tile: the whole row
+/// (or this CTA's slice of it), or with `group` (norm_group_size) the
+/// tile's column group `group`, whose statistics go to its slot of the
+/// [M, N / G] results.
+void TmemTileEpilogue::normChunks(Value first, Value count, Value group) {
   bool ln = s.epilogue == EpilogueKind::layer_norm;
   // Whether pass 1 changes the accumulator's values (they then go back into
   // the stage for the later passes).
   bool pieces = factor || e.arg(GemmArg::ColBias) || e.arg(GemmArg::Residual);
-  Value nF = arith::UIToFPOp::create(
-      b, f32(), arith::IndexCastOp::create(b, b.getI64Type(), e.n));
+  Value nF = group ? cstF32(static_cast<double>(s.normGroupSize))
+                   : arith::UIToFPOp::create(
+                         b, f32(), arith::IndexCastOp::create(b, b.getI64Type(), e.n))
+                         .getResult();
   Value zero = cstF32(0.0);
+  Value end = group ? add(first, count) : count; // (the whole row: from 0)
   SmallVector<Value> freshTotals(kQuad, zero);
   // Sums over the row's chunks: `term` per group, into the quad totals;
   // `stores`: chunkBody writes the chunk back into the stage.
@@ -276,7 +298,7 @@ void TmemTileEpilogue::norm() {
                     function_ref<Value(Value c, int64_t g, Value x)> term,
                     bool stores) {
     ValueRange totals = forLoop(
-        idx(0), idx(chunks), idx(1), freshTotals, [&](Value c, ValueRange it) {
+        first, end, idx(1), freshTotals, [&](Value c, ValueRange it) {
           Value groups[kGroups];
           chunkBody(c, groups);
           Value t[kQuad];
@@ -363,24 +385,35 @@ void TmemTileEpilogue::norm() {
   }
   // Statistics: once per row (rank 0 of a cluster, the CTA of the first
   // columns of a row through global memory).
+  // A column group's: at (row, its group of the N / G), when inside N.
   Value writesStats = exchange ? both(inRow, eq(e.rank, 0))
                       : global ? both(inRow, eq(blockCol, 0))
                                : inRow;
+  Value statAt = row;
+  if (group) {
+    Value groupCol = add(blockCol, mul(group, idx(s.normGroupSize)));
+    writesStats = both(writesStats, ult(groupCol, e.n));
+    statAt = add(mul(row, div(e.n, s.normGroupSize)), div(groupCol, s.normGroupSize));
+  }
   ifThen(writesStats, [&] {
     if (Value statMean = e.arg(GemmArg::StatMean))
-      memref::StoreOp::create(b, mean, statMean, ValueRange{row});
+      memref::StoreOp::create(b, mean, statMean, ValueRange{statAt});
     if (Value statRstd = e.arg(GemmArg::StatRstd))
-      memref::StoreOp::create(b, rstd, statRstd, ValueRange{row});
+      memref::StoreOp::create(b, rstd, statRstd, ValueRange{statAt});
   });
 
   // The last pass: normalize, weight, bias; the stage released after its
   // last loads.
+  // (With column groups the parameters [G] are read at the column inside
+  // the group: tiles start at multiples of G.)
   Value weight = e.arg(GemmArg::NormWeight), bias = e.arg(GemmArg::NormBias);
-  forLoop(idx(0), idx(chunks), idx(1), ValueRange{}, [&](Value c, ValueRange) {
+  forLoop(first, end, idx(1), ValueRange{}, [&](Value c, ValueRange) {
     Value groups[kGroups];
     loadChunk(c, groups, /*accumulator=*/!pieces, eq(c, chunks - 1));
     for (int64_t g = 0; g < kGroups; ++g) {
       Value col = groupColumn(c, g);
+      if (group)
+        col = rem(sub(col, blockCol), s.normGroupSize);
       Value x = groups[g];
       if (ln)
         x = arith::SubFOp::create(b, x, splat(mean));

@@ -80,6 +80,7 @@ private:
 
   void elementwise();
   void norm();
+  void normChunks(Value first, Value count, Value group);
   // GemmTcgen05GradEpilogue.cpp.
   void normGrad();
   /// Chunk c read a 32-column half at a time (loadChunk's `accumulator`;

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fusion/Dialect/Fusion/Transforms/Transforms.h"
+#include "fusion/Target/NVPTX/GemmKernelLayout.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/Twine.h"
@@ -107,13 +108,6 @@ mlir::fusion::planEpilogueNorm(const TargetInfo &target, int64_t n,
 FailureOr<EpilogueNormPlan>
 mlir::fusion::planGroupedEpilogueNorm(const TargetInfo &target, int64_t n,
                                       int64_t groupSize, std::string &whyNot) {
-  if (target.tensorMemoryColumns > 0) {
-    whyNot = ("the " + target.chip +
-              " kernel's norm epilogue normalizes whole rows only, not groups "
-              "of columns (norm_group_size; sm_90a's does)")
-                 .str();
-    return failure();
-  }
   if (ShapedType::isDynamic(n)) {
     whyNot = "the normalized dimension N is dynamic; the epilogue's tiles "
              "need a static N";
@@ -125,18 +119,25 @@ mlir::fusion::planGroupedEpilogueNorm(const TargetInfo &target, int64_t n,
                  .str();
     return failure();
   }
-  // The accumulator holds 8-column groups per thread quad (wgmma's fragment).
-  if (groupSize % 8 != 0) {
-    whyNot = ("a group of " + Twine(groupSize) +
-              " columns is not a multiple of 8 (the accumulator fragment's "
-              "column groups)")
+  // sm_90a: the accumulator holds 8-column groups per thread quad (wgmma's
+  // fragment); sm_100a: the epilogue warpgroup reads a row in 64-column
+  // chunks, a group after the other.
+  int64_t unit = target.tensorMemoryColumns > 0 ? GemmTiling::kStoreChunkN : 8;
+  if (groupSize % unit != 0) {
+    whyNot = ("a group of " + Twine(groupSize) + " columns is not a multiple of " +
+              Twine(unit) +
+              (target.tensorMemoryColumns > 0
+                   ? " (the " + target.chip +
+                         " epilogue's 64-column chunks of tensor memory)"
+                   : Twine(" (the accumulator fragment's column groups)")))
                  .str();
     return failure();
   }
   // The tile that pads N least (N = 384 in groups of 128: 3 tiles of 128,
-  // not 2 of 256), the widest of those.
+  // not 2 of 256), the widest of those, up to what the element-wise
+  // epilogues take (sm_100a: two tensor-memory stages).
   int64_t needed = static_cast<int64_t>(llvm::alignTo(n, target.tileNGranularity));
-  int64_t widest = std::min(target.maxEpilogueTileN, needed);
+  int64_t widest = std::min(gemmMaxElementwiseTileN(target), needed);
   int64_t best = 0, bestPadded = 0;
   for (int64_t tile = llvm::alignDown(widest, target.tileNGranularity);
        tile >= target.tileNGranularity; tile -= target.tileNGranularity) {

@@ -81,14 +81,28 @@ func.func @saved_input(%a: tensor<64x64xbf16>, %b: tensor<64x1024xbf16>) -> (ten
 
 // -----
 
-// A per-head norm (Qwen3's q_norm) stays standalone on sm_100a: its epilogue
-// normalizes whole rows only.
+// A per-head norm (Qwen3's q_norm) over heads of 128: a group after the
+// other in the epilogue warpgroup's 64-column chunks.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 func.func @per_head(%x: tensor<64x2048xbf16>, %w: tensor<2048x2048xbf16>, %g: tensor<128xbf16>) -> tensor<64x16x128xbf16> {
   %q = fusion.matmul %x, %w {transpose_rhs} : tensor<64x2048xbf16>, tensor<2048x2048xbf16> -> tensor<64x2048xbf16>
   %e = tensor.expand_shape %q [[0], [1, 2]] output_shape [64, 16, 128] : tensor<64x2048xbf16> into tensor<64x16x128xbf16>
-  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: the sm_100a kernel's norm epilogue normalizes whole rows only, not groups of columns (norm_group_size; sm_90a's does)}}
+  // expected-remark @below {{fusion.rms_norm fused into the epilogue of a fusion.fused_matmul over groups of 128 columns (norm_group_size): each CTA normalizes whole groups of 128 columns (N = 2048 as 16 groups, tiles of 256 columns), no exchange}}
   %y = fusion.rms_norm %e weight(%g : tensor<128xbf16>) {epsilon = 1.0e-06 : f32} : tensor<64x16x128xbf16> -> tensor<64x16x128xbf16>
   return %y : tensor<64x16x128xbf16>
+}
+}
+
+// -----
+
+// Heads of 32 stay standalone on sm_100a (sm_90a fuses them): its epilogue
+// reads a row in 64-column chunks.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @per_head_32(%x: tensor<64x64xbf16>, %w: tensor<256x64xbf16>) -> tensor<64x8x32xbf16> {
+  %q = fusion.matmul %x, %w {transpose_rhs} : tensor<64x64xbf16>, tensor<256x64xbf16> -> tensor<64x256xbf16>
+  %e = tensor.expand_shape %q [[0], [1, 2]] output_shape [64, 8, 32] : tensor<64x256xbf16> into tensor<64x8x32xbf16>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: a group of 32 columns is not a multiple of 64 (the sm_100a epilogue's 64-column chunks of tensor memory)}}
+  %y = fusion.rms_norm %e {epsilon = 1.0e-06 : f32} : tensor<64x8x32xbf16> -> tensor<64x8x32xbf16>
+  return %y : tensor<64x8x32xbf16>
 }
 }

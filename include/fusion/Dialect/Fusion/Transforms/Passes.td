@@ -95,8 +95,10 @@ def FusionEpilogueNormPass : Pass<"fusion-epilogue-norm", "::mlir::ModuleOp"> {
     over column groups (`norm_group_size`): on sm_90a each CTA's tile holds
     whole heads (the widest of 64-256 columns that pads N least), so no
     statistics cross CTAs; the norm's users read the fused output through
-    the same heads view, and its statistics are [M, N / G]. sm_100a's
-    epilogue normalizes whole rows only: the norm stays standalone there.
+    the same heads view, and its statistics are [M, N / G]. On sm_100a the
+    epilogue warpgroup normalizes the tile's heads one after the other in
+    its 64-column chunks (heads of a multiple of 64 columns; others stay
+    standalone).
     ```mlir
     %q = fusion.matmul %x, %w {transpose_rhs}
         : tensor<?x2048xbf16>, tensor<2048x2048xbf16> -> tensor<?x2048xbf16>
@@ -349,10 +351,11 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       most 256 per CTA on sm_90a, `tile_n` x `cluster_n` >= N (the last
       CTA's columns past N are masked out of the statistics); or, for rows
       through global memory, `cluster_n` = 1 and `tile_n` = 256 < N.
-    - Norm epilogues over column groups (`norm_group_size` G, sm_90a): the
-      widest `tile_n` of 64-256 columns, a multiple of G, that pads N least
+    - Norm epilogues over column groups (`norm_group_size` G): the widest
+      `tile_n` of 64-256 columns, a multiple of G, that pads N least
       (`planGroupedEpilogueNorm`), `cluster_n` = 1, the consumers' register
-      epilogue (no epilogue warps).
+      epilogue on sm_90a (no epilogue warps), the epilogue warpgroup's
+      chunks on sm_100a (G a multiple of 64).
     - `none` and `row_scale` epilogues: `tile_n` = min(256, N rounded up to
       the target's tile_n granularity: 64 on sm_90a, whose kernels stage B in
       64-column boxes; 16 on sm_100a), `cluster_n` = 1.
