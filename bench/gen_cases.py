@@ -211,6 +211,11 @@ def suites():
              save_stats=True, group=32),
         case("heads_ln_g128_f32out_bias", 999, 256, 512, epilogue="layer_norm",
              col_bias=True, weight=True, save_stats=True, out="f32", group=128),
+        # A decoder layer's input RMSNorm as the Lazy Pre-Norm prologue of
+        # q_proj with its per-head q_norm (fusion-fuse's form of Qwen3).
+        case("heads_lazy_rms_g128_2001x1024x1024_nk", 2001, 1024, 1024,
+             prologue="rms_norm", epilogue="rms_norm", weight=True, save_stats=True,
+             transpose_rhs=True, group=128),
     ]
     bench = []
     for d in (256, 512, 1024, 2048, 4096):

@@ -129,9 +129,11 @@ class PreNorm(torch.nn.Module):
 class QkNorm(torch.nn.Module):
     """Qwen3's query path before RoPE: q_proj, the heads unfolded, the
     per-head RMSNorm over D (Qwen3RMSNorm is LlamaRMSNorm's arithmetic),
-    heads first. The front end compiles the linear and the norm as two
-    partitions today (docs/design.md: the per-head norm is not yet a GEMM
-    epilogue)."""
+    heads first. The front end compiles the linear and the norm as one
+    partition (expand_shape to [?, H, D], the norm, collapse_shape back to
+    [?, H * D]), which fusion-fuse makes one GEMM with the norm in its
+    epilogue over groups of D columns (norm_group_size); the heads view and
+    the transpose after it stay in PyTorch (docs/design.md)."""
 
     def __init__(self, hidden, heads):
         super().__init__()
@@ -344,7 +346,7 @@ def run(args):
                     ("ours_ms", bench_ms, lambda: compiled(*x)),
                     ("ours_backend_ms", bench_ms, lambda: backend(*x)),
                 ]
-                if hasattr(m, "gemm_alone"):  # a bound for a form not fused yet
+                if hasattr(m, "gemm_alone"):  # the fused form's bound: its GEMM alone (cuBLAS)
                     measurements.append(("gemm_alone_ms", bench_ms, lambda: m.gemm_alone(*x)))
                 mean, spread, rounds = run_rounds(args.rounds, measurements, errors)
             row.update(mean)

@@ -149,15 +149,15 @@ def _heads_reshape(result: str, source: str, src: TensorArg, out: TensorArg) -> 
 
 
 def per_head_view(result: str, source: str, src: TensorArg, out: TensorArg,
-               tokens: str) -> Optional[str]:
+                  tokens: str) -> str:
     """An activation's per-head view, tokens dynamic: `tensor.expand_shape`
     of [?, H * D] into [?, H, D] (`tokens`: the SSA index of the token
-    count) or `tensor.collapse_shape` back; None where `out` is neither."""
-    if not src.activation or not out.activation or src.heads == out.heads:
-        return None
+    count) or `tensor.collapse_shape` back."""
     wide, flat = (out, src) if out.heads else (src, out)
-    if wide.shape[-2] * wide.shape[-1] != flat.shape[-1]:
-        return None
+    if not src.activation or not out.activation or src.heads == out.heads or \
+            wide.shape[-2] * wide.shape[-1] != flat.shape[-1]:
+        raise EmitError(f"a view from {list(src.shape)} to {list(out.shape)}: not the heads "
+                        f"of a per-head norm unfolded or folded back")
     if out.heads:
         return (f"{result} = tensor.expand_shape {source} [[0], [1, 2]] output_shape "
                 f"[{tokens}, {out.shape[-2]}, {out.shape[-1]}] : {src.mlir_type()} into "
@@ -296,7 +296,7 @@ def write(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
             count += 1
             if view.activation:  # a per-head norm's heads, unfolded or folded back
                 text = per_head_view(result, operand(source), types[source], view,
-                                  tokens_index(body, args, inputs))
+                                     tokens_index(body, args, inputs))
             else:
                 text = _heads_reshape(result, operand(source), types[source], view)
             body.append((text, _loc(node)))

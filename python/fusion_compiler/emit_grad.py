@@ -216,7 +216,7 @@ class _Writer:
             elif types[node].heads != types[source].heads:  # a per-head norm's view
                 result = self.new()
                 self.body.append((per_head_view(result, g, types[node], types[source],
-                                             self.tokens()), loc))
+                                                self.tokens()), loc))
                 self.contribute(source, result, types[source])
             else:  # a heads reshape (attention partitions): the inverse one
                 result = self.new()

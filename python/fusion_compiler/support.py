@@ -211,6 +211,7 @@ def mark_head_norms(graph: fx.Graph) -> None:
             norm.replace_input_with(swap, view)
             graph.erase_node(swap)
             norm.meta["val"] = torch.empty_like(heads, dtype=out.dtype)
+            norm.meta.pop("tensor_meta", None)  # of the transposed shape
         value = norm.meta["val"]
         flat_shape = [*value.shape[:-2], value.shape[-2] * value.shape[-1]]
         with graph.inserting_after(norm):

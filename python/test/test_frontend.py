@@ -126,6 +126,31 @@ if MISSING is None:
     def cohere_prenorm():
         return PreNorm(norm=lambda h: CohereLayerNorm(h, eps=1e-5))
 
+    class QkNorm(torch.nn.Module):
+        """Qwen3's query path before RoPE: q_proj, the heads unfolded, the
+        per-head RMSNorm over D (Qwen3RMSNorm is LlamaRMSNorm's arithmetic;
+        `norm` builds another from D), heads first. With `kv` heads also
+        Gemma 3's order: k_proj, its heads unfolded and moved first, then
+        k_norm over D; q and k concatenated along the heads."""
+
+        def __init__(self, hidden=256, heads=4, norm=None, kv=0):
+            super().__init__()
+            self.heads, self.dim, self.kv = heads, hidden // heads, kv
+            build = norm or (lambda d: LlamaRMSNorm(d, eps=1e-6))
+            self.q_proj = torch.nn.Linear(hidden, hidden, bias=False)
+            self.q_norm = build(self.dim)
+            if kv:
+                self.k_proj = torch.nn.Linear(hidden, kv * self.dim, bias=False)
+                self.k_norm = build(self.dim)
+
+        def forward(self, x):
+            shape = (*x.shape[:-1], -1, self.dim)
+            q = self.q_norm(self.q_proj(x).view(shape)).transpose(1, 2)
+            if not self.kv:
+                return q
+            k = self.k_norm(self.k_proj(x).view(shape).transpose(1, 2))
+            return torch.cat((q, k), dim=1)
+
     class NormAttentionBlock(torch.nn.Module):
         """The seed's Kunlun PFFN block as its users write it: LayerNorm of q
         over all heads of a token, HSTU's attention (gelu_tanh, no softmax),
@@ -326,6 +351,68 @@ class FrontEndTest(unittest.TestCase):
         with torch.no_grad():
             y = compiled(x)
         self.check_close(m, (x,), y)
+
+    def test_per_head_norm(self):
+        """Qwen3's q_norm (and Gemma 3's k_norm order, the heads moved first
+        before the norm): each per-head norm joins its linear's partition,
+        written as expand_shape, the norm over [?, H, D] and collapse_shape
+        (the library's output stays [tokens, H * D]), which fusion-fuse
+        fuses into the GEMM's epilogue (norm_group_size); the CPU library
+        matches PyTorch at odd token counts, one library for all."""
+        import subprocess
+        cases = [("llama", None, 0, ["rms_norm"]),
+                 ("gemma", lambda d: GemmaRMSNorm(d, eps=1e-6), 2, ["rms_norm"] * 2),
+                 ("nn.RMSNorm", lambda d: torch.nn.RMSNorm(d, eps=1e-6), 0, ["rms_norm"]),
+                 ("nn.LayerNorm", torch.nn.LayerNorm, 2, ["layer_norm"] * 2)]
+        for name, norm, kv, norms in cases:
+            with self.subTest(norm=name):
+                torch.manual_seed(0)
+                m = randomize_norms(QkNorm(norm=norm, kv=kv).bfloat16().eval())
+                libraries = set()
+                for tokens in (7, 129):
+                    x = torch.randn(1, tokens, 256).bfloat16()
+                    compiled = fc.compile(m, (x,), target="cpu", gradients=False)
+                    report = compiled.explain()
+                    self.assertEqual(len(report.partitions), 1, str(report))
+                    part = report.partitions[0]
+                    self.assertTrue(part.compiled, part.why_not)
+                    self.assertEqual(sorted(o for o, _ in part.ops), sorted(["linear"] * (
+                        1 + bool(kv)) + norms))
+                    self.assertIn("tensor.expand_shape %v0 [[0], [1, 2]] output_shape "
+                                  "[%tokens, 4, 64] : tensor<?x256xbf16> into "
+                                  "tensor<?x4x64xbf16>", part.mlir)
+                    self.assertIn("tensor.collapse_shape", part.mlir)
+                    fused = [r for r in part.remarks if "norm_group_size" in r]
+                    self.assertEqual(len(fused), len(norms), part.remarks)
+                    # Nothing of the projection's heads view is left to PyTorch
+                    # but the view of the output and the transpose.
+                    left = [w for _, w, _ in report.left_in_pytorch]
+                    self.assertFalse(any("does not keep the features" in w for w in left), left)
+                    libraries.add(part.library)
+                    with torch.no_grad():
+                        y = compiled(x)
+                    self.assertEqual(y.shape, (1, 4 + kv, tokens, 64))
+                    self.check_close(m, (x,), y)
+                self.assertEqual(len(libraries), 1)  # the token count is dynamic
+                # fusion-opt -fusion-fuse on the emitted program: the norms
+                # ride in the GEMMs' epilogues, no fusion.*_norm op is left.
+                out = subprocess.run([fc.find_tools().fusion_opt, "-", "-fusion-fuse"],
+                                     input=part.mlir, stdout=subprocess.PIPE, text=True,
+                                     check=True).stdout
+                self.assertEqual(out.count("norm_group_size = 64"), len(norms), out)
+                self.assertNotIn("_norm %", out)
+
+    def test_per_head_norm_builds_for_sm90a(self):
+        """For the H200: Qwen3's q_norm and k_norm partition (each norm in its
+        GEMM's epilogue), with its training programs, builds for sm_90a."""
+        m = randomize_norms(QkNorm(kv=2).bfloat16())
+        report = fc.build(m, (torch.randn(2, 9, 256).bfloat16(),), target="sm_90a",
+                          gradients=True)
+        part = report.partitions[0]
+        self.assertTrue(part.compiled, part.why_not)
+        self.assertEqual(part.gradients, "kernels", part.gradients_why)
+        for library in [part.library] + part.gradient_libraries:
+            self.assertTrue(os.path.exists(library))
 
     def test_gdpa_forms(self):
         # HSTU-style attention without softmax, as its users write it.

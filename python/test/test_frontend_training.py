@@ -31,8 +31,10 @@ if MISSING is None:
 
     import fusion_compiler as fc
     from fusion_compiler.calls import CompiledPartition
-    from test_frontend import (DecoderBlock, NormAttentionBlock, PreNorm, cohere_prenorm,
-                               float32_layer_norm_prenorm, gemma_prenorm, randomize_norms)
+    from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
+    from test_frontend import (DecoderBlock, NormAttentionBlock, PreNorm, QkNorm,
+                               cohere_prenorm, float32_layer_norm_prenorm, gemma_prenorm,
+                               randomize_norms)
 
 
 def leaves(module, inputs):
@@ -92,12 +94,13 @@ class FrontEndTrainingTest(unittest.TestCase):
     def setUp(self):
         torch.manual_seed(1234)
 
-    def check_gradients(self, module, inputs, partitions=1):
+    def check_gradients(self, module, inputs, partitions=1, last=True):
         """Compiles `module` for the CPU and checks every leaf's gradient
         against float64 autograd: within 2x PyTorch's own error in the
         module's dtype, plus a quarter of a rounding step of bf16 (or four
         of f32) at the gradient's scale, for a gradient PyTorch happens to
-        compute exactly. Returns the compiled module."""
+        compute exactly. last: the output is a partition's (not a PyTorch
+        op's after it). Returns the compiled module."""
         compiled = fc.compile(module, inputs, target="cpu")
         report = compiled.explain()
         self.assertEqual(len(report.partitions), partitions, str(report))
@@ -107,7 +110,8 @@ class FrontEndTrainingTest(unittest.TestCase):
         y, errors, ran = gradient_errors(module, inputs, compiled)
         # Each partition's training forward and backward ran as libraries.
         self.assertEqual(ran, 2 * partitions)
-        self.assertIsInstance(y.grad_fn, torch.autograd.function.BackwardCFunction)
+        if last:
+            self.assertIsInstance(y.grad_fn, torch.autograd.function.BackwardCFunction)
         step = 2 ** -10 if inputs[0].dtype == torch.bfloat16 else 2 ** -22
         for name, ours, theirs, scale in errors:
             self.assertIsNotNone(ours, f"{name}: no gradient")
@@ -291,6 +295,25 @@ class FrontEndTrainingTest(unittest.TestCase):
         self.assertEqual(CompiledPartition.calls, before)
         y.sum().backward()
         self.assertTrue(torch.allclose(y, m(x)))
+
+    def test_per_head_norm(self):
+        # Qwen3's q_norm and Gemma 3's k_norm order (GemmaRMSNorm): the
+        # training forward saves each projection's [tokens, H * D] output and
+        # the per-head rstd [tokens, H]; the backward unfolds them into heads
+        # for fusion.rms_norm_grad over [?, H, D] and folds dx back.
+        for norm in (None, lambda d: GemmaRMSNorm(d, eps=1e-6)):
+            with self.subTest(gemma=norm is not None):
+                m = randomize_norms(QkNorm(norm=norm, kv=2).bfloat16())
+                # (The output is the heads transposed and concatenated, in PyTorch.)
+                compiled = self.check_gradients(m, (torch.randn(1, 37, 256).bfloat16(),),
+                                                last=False)
+                part = compiled.explain().partitions[0]
+                # (fusion.add: x's gradients from q_proj and k_proj.)
+                self.assertEqual(part.backward_ops,
+                                 ["fusion.rms_norm_grad", "fusion.matmul", "fusion.add"])
+                self.assertIn(": tensor<?x4x64xbf16>, tensor<?x4x64xbf16>, tensor<?x4xf32> -> "
+                              "tensor<?x4x64xbf16>, tensor<64xf32>", part.backward_mlir)
+                self.assertIn("tensor.expand_shape", part.backward_mlir)
 
     def test_gdpa(self):
         # HSTU attention alone: fusion.gdpa_grad.

@@ -53,7 +53,7 @@ func.func @train_step(%x: tensor<32x48xf32>, %w1: tensor<48x256xf32>, %w2: tenso
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @alone(%x: tensor<32x64xf32>) -> tensor<32x64xf32> {
   // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: its input is not produced by a fusion.matmul (or a fusion.add of one)}}
-  // expected-remark @below {{fusion.rms_norm not fused as a Lazy Pre-Norm prologue: 'func.return' uses the normalized tensor other than as the left operand of a fusion.matmul, so the norm would stay}}
+  // expected-remark @below {{fusion.rms_norm not fused as a Lazy Pre-Norm prologue: 'func.return' uses the normalized tensor other than as the left operand of a fusion.matmul (or, for RMSNorm, of a fusion.fused_matmul with a norm epilogue and no prologue), so the norm would stay}}
   %y = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<32x64xf32> -> tensor<32x64xf32>
   return %y : tensor<32x64xf32>
 }

@@ -7,7 +7,9 @@
 // RMSNorm over heads of 128 (tiles of 256 holding 2 heads) with and without
 // statistics and with the saved norm input, heads of 256, a LayerNorm with
 // weight and bias over heads of 64, heads of 32 in N = 96 (a tile of 128
-// whose last group lies past N: the column-checked copy), and an f32 output.
+// whose last group lies past N: the column-checked copy), an f32 output, and
+// a Lazy Pre-Norm prologue before the heads' norm (a decoder layer's input
+// RMSNorm in q_proj, fusion-fuse's form of Qwen3's attention inputs).
 // RUN: fusion-opt %s --fusion-plan-kernels | FileCheck %s --check-prefix=PLAN
 // RUN: fusion-opt %s --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s --check-prefix=IR
 // RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
@@ -19,6 +21,7 @@
 // CHECK-DAG: ptxas ok: rms_g128_saved_kernel0 registers=168 spills=0
 // CHECK-DAG: ptxas ok: rms_g32_96_kernel0 registers=168 spills=0
 // CHECK-DAG: ptxas ok: ln_g128_f32_kernel0 registers=168 spills=0
+// CHECK-DAG: ptxas ok: lazy_rms_g128_kernel0 registers=168 spills=0
 // CHECK-NOT: FAILED
 // PLAN-LABEL: func.func @rms_g128_2048(
 // PLAN: tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1
@@ -72,5 +75,12 @@ func.func @ln_g128_f32(%a: tensor<?x256xbf16>, %b: tensor<512x256xbf16>, %w: ten
       {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32, norm_group_size = 128 : i64, save_stats, transpose_rhs}
       : tensor<?x256xbf16>, tensor<512x256xbf16> -> tensor<?x512xf32>, tensor<?x4xf32>, tensor<?x4xf32>
   return %y, %s0, %s1 : tensor<?x512xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+}
+func.func @lazy_rms_g128(%a: tensor<?x2048xbf16>, %b: tensor<2048x2048xbf16>, %w: tensor<128xbf16>) -> tensor<?x2048xbf16> {
+  %y = fusion.fused_matmul %a, %b norm_weight(%w : tensor<128xbf16>)
+      {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32,
+       epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, norm_group_size = 128 : i64, transpose_rhs}
+      : tensor<?x2048xbf16>, tensor<2048x2048xbf16> -> tensor<?x2048xbf16>
+  return %y : tensor<?x2048xbf16>
 }
 }

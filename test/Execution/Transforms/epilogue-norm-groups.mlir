@@ -10,8 +10,20 @@
 // RUN: fusion-runner %s -e heads_saved_for_backward --after-passes=fusion-epilogue-norm --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e heads_linear_bias --after-passes=fusion-fuse --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e qwen3_q_norm_bf16 --after-passes=fusion-fuse --atol=3e-2 --rtol=2e-2 | FileCheck %s
+// RUN: fusion-runner %s -e qwen3_attention_inputs --after-passes=fusion-fuse --atol=1e-4 --rtol=1e-4 | FileCheck %s
+// RUN: fusion-runner %s -e qwen3_attention_inputs_bf16 --after-passes=fusion-fuse --atol=3e-2 --rtol=2e-2 | FileCheck %s
 // RUN: fusion-opt %s -fusion-epilogue-norm | FileCheck %s --check-prefix=IR
+// RUN: fusion-opt %s -fusion-fuse | FileCheck %s --check-prefix=FUSE
 // CHECK: PASS
+// The decoder layer's input RMSNorm rides in all three projections as a Lazy
+// Pre-Norm prologue, q and k keeping their per-head norm epilogues.
+// FUSE-LABEL: func.func @qwen3_attention_inputs(
+// FUSE-NOT: fusion.rms_norm %
+// FUSE-DAG: norm_weight(%arg5 : tensor<64xf32>) {epilogue = #fusion.epilogue<rms_norm>, {{.*}}, norm_group_size = 64 : i64, prologue = #fusion.prologue<rms_norm>
+// FUSE-DAG: norm_weight(%arg6 : tensor<64xf32>) {epilogue = #fusion.epilogue<rms_norm>, {{.*}}, norm_group_size = 64 : i64, prologue = #fusion.prologue<rms_norm>
+// FUSE-DAG: {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = {{.*}}, transpose_rhs} : tensor<32x128xf32>, tensor<128x128xf32> -> tensor<32x128xf32>
+// FUSE-NOT: fusion.rms_norm %
+// FUSE: return
 // IR-LABEL: func.func @qwen3_q_norm(
 // IR: %[[Y:.*]], %[[R:.*]] = fusion.fused_matmul %{{.*}}, %{{.*}} norm_weight(%{{.*}} : tensor<128xf32>)
 // IR-SAME: norm_group_size = 128 : i64
@@ -76,5 +88,36 @@ func.func @qwen3_q_norm_bf16(%x: tensor<48x128xbf16>, %w: tensor<512x128xbf16>, 
   %e = tensor.expand_shape %q [[0], [1, 2]] output_shape [48, 4, 128] : tensor<48x512xbf16> into tensor<48x4x128xbf16>
   %y = fusion.rms_norm %e weight(%g : tensor<128xbf16>) {epsilon = 1.0e-06 : f32} : tensor<48x4x128xbf16> -> tensor<48x4x128xbf16>
   return %y : tensor<48x4x128xbf16>
+}
+
+// A Qwen3 decoder layer's attention inputs: the input RMSNorm (weight), then
+// q_proj, k_proj (fewer heads: grouped-query attention) and v_proj, q and k
+// with their per-head RMSNorm (heads of 64 here).
+func.func @qwen3_attention_inputs(%x: tensor<32x128xf32>, %gin: tensor<128xf32>,
+    %wq: tensor<256x128xf32>, %wk: tensor<128x128xf32>, %wv: tensor<128x128xf32>,
+    %gq: tensor<64xf32>, %gk: tensor<64xf32>)
+    -> (tensor<32x4x64xf32>, tensor<32x2x64xf32>, tensor<32x128xf32>) {
+  %h = fusion.rms_norm %x weight(%gin : tensor<128xf32>) {epsilon = 1.0e-06 : f32} : tensor<32x128xf32> -> tensor<32x128xf32>
+  %q = fusion.matmul %h, %wq {transpose_rhs} : tensor<32x128xf32>, tensor<256x128xf32> -> tensor<32x256xf32>
+  %k = fusion.matmul %h, %wk {transpose_rhs} : tensor<32x128xf32>, tensor<128x128xf32> -> tensor<32x128xf32>
+  %v = fusion.matmul %h, %wv {transpose_rhs} : tensor<32x128xf32>, tensor<128x128xf32> -> tensor<32x128xf32>
+  %qh = tensor.expand_shape %q [[0], [1, 2]] output_shape [32, 4, 64] : tensor<32x256xf32> into tensor<32x4x64xf32>
+  %kh = tensor.expand_shape %k [[0], [1, 2]] output_shape [32, 2, 64] : tensor<32x128xf32> into tensor<32x2x64xf32>
+  %qn = fusion.rms_norm %qh weight(%gq : tensor<64xf32>) {epsilon = 1.0e-06 : f32} : tensor<32x4x64xf32> -> tensor<32x4x64xf32>
+  %kn = fusion.rms_norm %kh weight(%gk : tensor<64xf32>) {epsilon = 1.0e-06 : f32} : tensor<32x2x64xf32> -> tensor<32x2x64xf32>
+  return %qn, %kn, %v : tensor<32x4x64xf32>, tensor<32x2x64xf32>, tensor<32x128xf32>
+}
+
+func.func @qwen3_attention_inputs_bf16(%x: tensor<48x128xbf16>, %gin: tensor<128xbf16>,
+    %wq: tensor<256x128xbf16>, %wk: tensor<128x128xbf16>, %gq: tensor<64xbf16>, %gk: tensor<64xbf16>)
+    -> (tensor<48x4x64xbf16>, tensor<48x2x64xbf16>) {
+  %h = fusion.rms_norm %x weight(%gin : tensor<128xbf16>) {epsilon = 1.0e-06 : f32} : tensor<48x128xbf16> -> tensor<48x128xbf16>
+  %q = fusion.matmul %h, %wq {transpose_rhs} : tensor<48x128xbf16>, tensor<256x128xbf16> -> tensor<48x256xbf16>
+  %k = fusion.matmul %h, %wk {transpose_rhs} : tensor<48x128xbf16>, tensor<128x128xbf16> -> tensor<48x128xbf16>
+  %qh = tensor.expand_shape %q [[0], [1, 2]] output_shape [48, 4, 64] : tensor<48x256xbf16> into tensor<48x4x64xbf16>
+  %kh = tensor.expand_shape %k [[0], [1, 2]] output_shape [48, 2, 64] : tensor<48x128xbf16> into tensor<48x2x64xbf16>
+  %qn = fusion.rms_norm %qh weight(%gq : tensor<64xbf16>) {epsilon = 1.0e-06 : f32} : tensor<48x4x64xbf16> -> tensor<48x4x64xbf16>
+  %kn = fusion.rms_norm %kh weight(%gk : tensor<64xbf16>) {epsilon = 1.0e-06 : f32} : tensor<48x2x64xbf16> -> tensor<48x2x64xbf16>
+  return %qn, %kn : tensor<48x4x64xbf16>, tensor<48x2x64xbf16>
 }
 }

@@ -53,9 +53,38 @@ RankedTensorType tensorType(Value v) {
 }
 
 
+/// A GEMM the norm feeds: a fusion.matmul, or (RMSNorm) a fusion.fused_matmul
+/// that fusion-epilogue-norm made of one and its own norm epilogue (a
+/// per-head q_norm after the input norm, Qwen3's and Gemma 3's decoder
+/// layers; a post-norm), still without a prologue.
+struct Consumer {
+  Operation *op;
+  Value rhs, bias;
+  bool transposeRhs;
+};
+
+std::optional<Consumer> asConsumer(Operation *user, const PreNorm &norm) {
+  if (auto mm = dyn_cast<MatmulOp>(user)) {
+    if (mm.getLhs() != norm.output || mm.getRhs() == norm.output ||
+        mm.getTransposeLhs())
+      return std::nullopt;
+    return Consumer{user, mm.getRhs(), mm.getBias(), mm.getTransposeRhs()};
+  }
+  auto fused = dyn_cast<FusedMatmulOp>(user);
+  if (!fused || norm.kind != PrologueKind::rms_norm ||
+      fused.getLhs() != norm.output || fused.getRhs() == norm.output ||
+      fused.getTransposeLhs() || fused.getPrologue() != PrologueKind::none ||
+      (fused.getEpilogue() != EpilogueKind::rms_norm &&
+       fused.getEpilogue() != EpilogueKind::layer_norm) ||
+      llvm::is_contained(fused->getOperands().drop_front(2), norm.output))
+    return std::nullopt;
+  return Consumer{user, fused.getRhs(), fused.getColBias(),
+                  fused.getTransposeRhs()};
+}
+
 /// Why `norm` cannot become a prologue, or the empty string.
 std::string whyNotLazy(const PreNorm &norm, bool layerNormEnabled,
-                       SmallVectorImpl<MatmulOp> &users) {
+                       SmallVectorImpl<Consumer> &users) {
   if (norm.kind == PrologueKind::layer_norm && !layerNormEnabled)
     return "LayerNorm deferral is off (option layer-norm)";
   int64_t rank = tensorType(norm.input).getRank();
@@ -66,14 +95,14 @@ std::string whyNotLazy(const PreNorm &norm, bool layerNormEnabled,
   if (norm.statsUsed)
     return "its statistics are used; the fused GEMM does not produce them";
   for (Operation *user : norm.output.getUsers()) {
-    auto mm = dyn_cast<MatmulOp>(user);
-    if (!mm || mm.getLhs() != norm.output || mm.getRhs() == norm.output ||
-        mm.getTransposeLhs())
+    std::optional<Consumer> consumer = asConsumer(user, norm);
+    if (!consumer)
       return ("'" + user->getName().getStringRef() +
               "' uses the normalized tensor other than as the left operand of "
-              "a fusion.matmul, so the norm would stay")
+              "a fusion.matmul (or, for RMSNorm, of a fusion.fused_matmul "
+              "with a norm epilogue and no prologue), so the norm would stay")
           .str();
-    users.push_back(mm);
+    users.push_back(*consumer);
   }
   if (users.empty())
     return "its result is unused";
@@ -90,7 +119,7 @@ void mlir::fusion::applyLazyPrenorm(ModuleOp module, bool layerNorm,
   });
   IRRewriter rewriter(module.getContext());
   for (PreNorm &norm : norms) {
-    SmallVector<MatmulOp> users;
+    SmallVector<Consumer> users;
     std::string why = whyNotLazy(norm, layerNorm, users);
     if (!why.empty()) {
       remark(report, norm.op, "not fused as a Lazy Pre-Norm prologue: " + why);
@@ -98,32 +127,49 @@ void mlir::fusion::applyLazyPrenorm(ModuleOp module, bool layerNorm,
     }
     bool weightAtCompileTime = true, betaBAtCompileTime = true;
     int64_t withBias = 0;
-    for (MatmulOp mm : users) {
-      rewriter.setInsertionPoint(mm);
-      Location loc = mm.getLoc();
-      bool tb = mm.getTransposeRhs();
+    int64_t withEpilogue = 0;
+    for (Consumer &mm : users) {
+      rewriter.setInsertionPoint(mm.op);
+      Location loc = mm.op->getLoc();
+      bool tb = mm.transposeRhs;
       FusedMatmulSpec spec;
+      // A fused op keeps its epilogue: its norm then runs over the product
+      // of the normalized rows, as before.
+      if (auto epi = dyn_cast<FusedMatmulOp>(mm.op)) {
+        ++withEpilogue;
+        spec.residual = epi.getResidual();
+        spec.normWeight = epi.getNormWeight();
+        spec.normBias = epi.getNormBias();
+        spec.epilogue = epi.getEpilogue();
+        if (FloatAttr eps = epi.getEpsilonAttr())
+          spec.epsilon = eps.getValueAsDouble();
+        spec.normGroupSize = epi.getNormGroupSize();
+        spec.saveStats = epi.getSaveStats();
+        spec.saveNormInput = epi.getSaveNormInput();
+        for (Value extra : epi.getExtras())
+          spec.extraTypes.push_back(extra.getType());
+      }
       spec.lhs = norm.input;
-      spec.rhs = mm.getRhs();
+      spec.rhs = mm.rhs;
       spec.transposeRhs = tb;
       spec.prologue = norm.kind;
       spec.prologueEpsilon = norm.epsilon;
-      spec.outputType = mm.getResult().getType();
-      withBias += mm.getBias() ? 1 : 0;
-      if (norm.bias || mm.getBias()) {
-        auto [colBias, atCompileTime] = columnBias(
-            rewriter, loc, norm.bias, mm.getRhs(), tb, mm.getBias());
+      spec.outputType = mm.op->getResult(0).getType();
+      withBias += mm.bias ? 1 : 0;
+      if (norm.bias || mm.bias) {
+        auto [colBias, atCompileTime] =
+            columnBias(rewriter, loc, norm.bias, mm.rhs, tb, mm.bias);
         spec.colBias = colBias;
         betaBAtCompileTime &= atCompileTime;
       }
       if (norm.weight) {
         auto [folded, atCompileTime] =
-            foldWeightIntoB(rewriter, loc, mm.getRhs(), norm.weight, tb);
+            foldWeightIntoB(rewriter, loc, mm.rhs, norm.weight, tb);
         spec.rhs = folded;
         weightAtCompileTime &= atCompileTime;
       }
       FusedMatmulOp fused = buildFusedMatmul(rewriter, loc, spec);
-      rewriter.replaceOp(mm, fused.getOutput());
+      rewriter.replaceOp(mm.op, fused->getResults());
     }
     std::string how = "";
     if (norm.weight)
@@ -140,6 +186,10 @@ void mlir::fusion::applyLazyPrenorm(ModuleOp module, bool layerNorm,
     if (withBias)
       how += ("; the bias of " + Twine(withBias) +
               " matmul(s) kept in the column bias")
+                 .str();
+    if (withEpilogue)
+      how += ("; " + Twine(withEpilogue) +
+              " of them with the norm epilogue fusion-epilogue-norm gave it")
                  .str();
     remark(report, norm.op,
            "fused as a Lazy Pre-Norm prologue into " + Twine(users.size()) +

@@ -22,3 +22,16 @@ func.func @constant(%x: tensor<3x2xf32>) -> tensor<3x2xf32> {
   %c = fusion.matmul %n, %b : tensor<3x2xf32>, tensor<2x2xf32> -> tensor<3x2xf32>
   return %c : tensor<3x2xf32>
 }
+
+// -----
+
+// A LayerNorm prologue stays off GEMMs with a norm epilogue (its kernel's
+// accumulator limit is narrower than their tiles).
+func.func @layer_norm_fused_epilogue_user(%x: tensor<8x16xf32>, %w: tensor<64x16xf32>) -> tensor<8x64xf32> {
+  // expected-remark @below {{fusion.layer_norm not fused as a Lazy Pre-Norm prologue: 'fusion.fused_matmul' uses the normalized tensor other than as the left operand of a fusion.matmul (or, for RMSNorm, of a fusion.fused_matmul with a norm epilogue and no prologue), so the norm would stay}}
+  %n, %m, %r = fusion.layer_norm %x {epsilon = 1.0e-05 : f32} : tensor<8x16xf32> -> tensor<8x16xf32>, tensor<8xf32>, tensor<8xf32>
+  %q = fusion.fused_matmul %n, %w
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, norm_group_size = 32 : i64, transpose_rhs}
+      : tensor<8x16xf32>, tensor<64x16xf32> -> tensor<8x64xf32>
+  return %q : tensor<8x64xf32>
+}

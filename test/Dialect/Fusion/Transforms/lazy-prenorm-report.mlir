@@ -23,7 +23,7 @@ func.func @weight(%x: tensor<8x16xf32>, %b: tensor<16x4xf32>, %g: tensor<16xf32>
 
 // A non-matmul user keeps the norm.
 func.func @other_user(%x: tensor<8x16xf32>, %b: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<8x16xf32>) {
-  // expected-remark @below {{fusion.rms_norm not fused as a Lazy Pre-Norm prologue: 'func.return' uses the normalized tensor other than as the left operand of a fusion.matmul, so the norm would stay}}
+  // expected-remark @below {{fusion.rms_norm not fused as a Lazy Pre-Norm prologue: 'func.return' uses the normalized tensor other than as the left operand of a fusion.matmul (or, for RMSNorm, of a fusion.fused_matmul with a norm epilogue and no prologue), so the norm would stay}}
   %n = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<8x16xf32> -> tensor<8x16xf32>
   %c = fusion.matmul %n, %b : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
   return %c, %n : tensor<8x4xf32>, tensor<8x16xf32>
@@ -77,3 +77,17 @@ func.func @linear_biases(%x: tensor<8x16xf32>, %w: tensor<4x16xf32>, %b: tensor<
   %c2 = fusion.matmul %n, %w2 {transpose_rhs} : tensor<8x16xf32>, tensor<4x16xf32> -> tensor<8x4xf32>
   return %c, %c2 : tensor<8x4xf32>, tensor<8x4xf32>
 }
+
+// -----
+
+// A GEMM whose norm epilogue fusion-epilogue-norm already fused (a per-head
+// q_norm after a decoder layer's input norm) takes the prologue too.
+func.func @fused_epilogue_user(%x: tensor<8x16xf32>, %w: tensor<64x16xf32>, %g: tensor<32xf32>) -> tensor<8x64xf32> {
+  // expected-remark @below {{fusion.rms_norm fused as a Lazy Pre-Norm prologue into 1 fusion.fused_matmul op(s); 1 of them with the norm epilogue fusion-epilogue-norm gave it}}
+  %n = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<8x16xf32> -> tensor<8x16xf32>
+  %q = fusion.fused_matmul %n, %w norm_weight(%g : tensor<32xf32>)
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, norm_group_size = 32 : i64, transpose_rhs}
+      : tensor<8x16xf32>, tensor<64x16xf32> -> tensor<8x64xf32>
+  return %q : tensor<8x64xf32>
+}
+

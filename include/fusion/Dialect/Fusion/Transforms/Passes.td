@@ -251,8 +251,13 @@ def FusionLazyPrenormPass : Pass<"fusion-lazy-prenorm", "::mlir::ModuleOp"> {
     bias (nn.Linear's) joins `col_bias`.
 
     Every matmul that consumes the normalized tensor as its left operand gets
-    its own fused op. The norm is fused only when it disappears: all its
-    users are such matmuls and its statistics are unused.
+    its own fused op. An RMSNorm also rides into a `fusion.fused_matmul`
+    that `fusion-epilogue-norm` (which runs first in `fusion-fuse`) made of
+    such a matmul and the norm after it, keeping that epilogue: a decoder
+    layer's input norm before q_proj / k_proj with their per-head q_norm /
+    k_norm (Qwen3, Gemma 3), or before a post-norm. The norm is fused only
+    when it disappears: all its users are such GEMMs and its statistics are
+    unused.
 
     Example:
     ```mlir
@@ -293,7 +298,9 @@ def FusionLazyPrenormPass : Pass<"fusion-lazy-prenorm", "::mlir::ModuleOp"> {
 
     #### Input invariants
     - The norm input is 2-D [M, K]; each user is a `fusion.matmul` taking
-      the norm output as `lhs` without `transpose_lhs`.
+      the norm output as `lhs` without `transpose_lhs`, or (RMSNorm) a
+      `fusion.fused_matmul` taking it as `lhs` only, without a prologue or
+      `transpose_lhs`, with an `rms_norm` / `layer_norm` epilogue.
 
     #### Output IR
     One `fusion.fused_matmul` per consuming matmul; the norm and the matmuls
