@@ -150,6 +150,33 @@ class QkNorm(torch.nn.Module):
         return self.q_norm(self.q_proj(x).view(shape)).transpose(1, 2)
 
 
+class Qwen3AttentionInputs(torch.nn.Module):
+    """A Qwen3 decoder layer's attention inputs before RoPE, as its code
+    writes them: input_layernorm (Qwen3RMSNorm), q_proj / k_proj / v_proj
+    (grouped-query: fewer k and v heads), q_norm and k_norm over each head's
+    D, heads first. fusion-fuse makes it three GEMMs: the input norm as
+    their Lazy Pre-Norm prologue, q and k with their per-head norm in the
+    epilogue (norm_group_size)."""
+
+    def __init__(self, hidden, heads, kv_heads, dim=128):
+        super().__init__()
+        self.dim = dim
+        self.input_layernorm = LlamaRMSNorm(hidden, eps=1e-6)
+        self.q_proj = torch.nn.Linear(hidden, heads * dim, bias=False)
+        self.k_proj = torch.nn.Linear(hidden, kv_heads * dim, bias=False)
+        self.v_proj = torch.nn.Linear(hidden, kv_heads * dim, bias=False)
+        self.q_norm = LlamaRMSNorm(dim, eps=1e-6)
+        self.k_norm = LlamaRMSNorm(dim, eps=1e-6)
+
+    def forward(self, x):
+        h = self.input_layernorm(x)
+        shape = (*x.shape[:-1], -1, self.dim)
+        q = self.q_norm(self.q_proj(h).view(shape)).transpose(1, 2)
+        k = self.k_norm(self.k_proj(h).view(shape)).transpose(1, 2)
+        v = self.v_proj(h).view(shape).transpose(1, 2)
+        return q, k, v
+
+
 class NormAttentionBlock(torch.nn.Module):
     """The seed's Kunlun PFFN block (issue 17) as its users write it:
     LayerNorm of q over all heads of a token, HSTU's attention (gelu_tanh,
@@ -205,6 +232,11 @@ def cases():
                     lambda h=h: BertSelfOutput(BertConfig(hidden_size=h)), h, 2))
     for h in (2048, 4096):
         out.append((f"qwen3_q_norm_h{h}", lambda h=h: QkNorm(h, h // 128), h, 1))
+    # Qwen3-1.7B's and Qwen3-8B's shapes (hidden 2048: 16 q and 8 kv heads;
+    # 4096: 32 and 8; heads of 128).
+    for h, heads, kv in ((2048, 16, 8), (4096, 32, 8)):
+        out.append((f"qwen3_attention_inputs_h{h}",
+                    lambda h=h, heads=heads, kv=kv: Qwen3AttentionInputs(h, heads, kv), h, 1))
     out.append(("llama_mlp_h2048_i5632",
                 lambda: LlamaMLP(LlamaConfig(hidden_size=2048, intermediate_size=5632,
                                              hidden_act="silu", mlp_bias=False)), 2048, 1))
@@ -303,8 +335,12 @@ def check(fc, m, h, count):
         theirs = m(*x)
         exact = copy.deepcopy(m).double()(*(t.double() for t in x))
     torch.cuda.synchronize()
-    return ((ours.double() - exact).abs().max().item(),
-            (theirs.double() - exact).abs().max().item(), calls)
+
+    def error(got, want):  # the largest over a module's outputs (q, k, v)
+        if isinstance(want, tuple):
+            return max(error(g, w) for g, w in zip(got, want))
+        return (got.double() - want).abs().max().item()
+    return error(ours, exact), error(theirs, exact), calls
 
 
 def run(args):

@@ -6,11 +6,15 @@
 # leave it: the correctness suite's heads_* kernels and the qwen3_q_norm
 # layers against float64, compute-sanitizer on three of them, and the layer
 # benchmark (ours fused and unfused against eager, torch.compile and cuBLAS's
-# q_proj alone).
+# q_proj alone). With FRONTEND=DIR (prepared here by
+# `bench/frontend/bench_frontend.py --prepare DIR --only qwen3`, about 2
+# minutes, and carried) also the front end's Qwen3 cases: q_proj + q_norm
+# and the decoder layer's attention inputs (input RMSNorm, q/k/v, q_norm,
+# k_norm) as PyTorch modules, against torch.compile.
 #
-#   COMMIT=abc OUT=/tmp/out bash bench/layers/run_qk_norm_h200.sh [ARTIFACTS]
+#   COMMIT=abc OUT=/tmp/out [FRONTEND=build/frontend-gpu] bash bench/layers/run_qk_norm_h200.sh [ARTIFACTS]
 #
-# About 3 minutes.
+# About 3 minutes (5 with the front end).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -39,3 +43,10 @@ timeout 400 python3 bench/bench_layers.py --kinds qwen3_q_norm --rounds 3 \
 echo "== bench_layers.py qwen3_q_norm: exit $?"
 sed -n '/^| /p' "$OUT/bench_layers_qwen3_q_norm_log.txt"
 tail -n 5 "$OUT/bench_layers_qwen3_q_norm_log.txt"
+if [ -n "${FRONTEND:-}" ]; then
+  timeout 500 python3 bench/frontend/bench_frontend.py --dir "$FRONTEND" --only qwen3 \
+    --json "$OUT/bench_frontend_qwen3.json" --commit "${COMMIT:-unknown}" \
+    > "$OUT/bench_frontend_qwen3_log.txt" 2>&1
+  echo "== bench_frontend.py qwen3: exit $?"
+  sed -n '/^| /p' "$OUT/bench_frontend_qwen3_log.txt"
+fi
