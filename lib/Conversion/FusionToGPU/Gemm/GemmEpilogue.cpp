@@ -108,7 +108,7 @@ private:
   Value gm[2], inRow[2], rowClamped[2];
   SmallVector<Value> v[2];
   /// rstd per row (whole-row norms; the grouped ones scale v in place).
-  SmallVector<Value> rs[2];
+  Value rs[2] = {Value(), Value()};
   Value isQuadLeader;
   // Grad epilogues: the rows' saved statistics, and mean(a x_hat) (and
   // mean(a)), from normGrad for gradOutputs.
@@ -338,9 +338,9 @@ void TileEpilogue::rmsNorm() {
       squares[h].push_back(arith::MulFOp::create(b, x, x));
   if (s.normGroupSize) {
     // Each group's sum over its column groups, then the quad's (no
-    // exchange: the tile holds whole groups).
-    // The group's values are scaled in place (rs stays empty): no rstd
-    // stays live into the stores (4 of them spilled 60 bytes at tile_n 256).
+    // exchange: the tile holds whole groups). The group's values are scaled
+    // in place (rs stays null): no rstd stays live into the stores (4 of
+    // them spilled 60 bytes at tile_n 256).
     int64_t perGroup = s.normGroupSize / 8;
     for (int64_t h = 0; h < 2; ++h) {
       SmallVector<Value> rstd;
@@ -362,10 +362,10 @@ void TileEpilogue::rmsNorm() {
   Value total[2];
   rowSums({0, 1}, squares, /*round=*/0, total);
   for (int64_t h = 0; h < 2; ++h) {
-    rs[h] = {rsqrt(arith::AddFOp::create(
-        b, arith::DivFOp::create(b, total[h], nF), cstF32(s.epsilon)))};
+    rs[h] = rsqrt(arith::AddFOp::create(
+        b, arith::DivFOp::create(b, total[h], nF), cstF32(s.epsilon)));
     if (statRstd)
-      storeStat(statRstd, h, rs[h][0]);
+      storeStat(statRstd, h, rs[h]);
   }
 }
 
@@ -389,7 +389,7 @@ void TileEpilogue::groupedLayerNorm(int64_t h) {
     Value r = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
     means.push_back(mean);
     rstd.push_back(r);
-    // Scaled in place, as the grouped RMSNorm's (rs stays empty).
+    // Scaled in place, as the grouped RMSNorm's (rs stays null).
     for (Value &x : cols)
       x = arith::MulFOp::create(b, x, splat(r));
   }
@@ -420,11 +420,11 @@ void TileEpilogue::layerNorm(ArrayRef<int64_t> hs) {
   rowSums(hs, squares, /*round=*/1, centered);
   for (int64_t h : hs) {
     Value var = arith::DivFOp::create(b, centered[h], nF);
-    rs[h] = {rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)))};
+    rs[h] = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
     if (statMean)
       storeStat(statMean, h, mean[h]);
     if (statRstd)
-      storeStat(statRstd, h, rs[h][0]);
+      storeStat(statRstd, h, rs[h]);
   }
 }
 
@@ -446,19 +446,19 @@ void TileEpilogue::clusterLayerNorm() {
     for (int64_t j = 0; j < groups; ++j)
       v[h][j] = arith::SubFOp::create(b, v[h][j], splat(mean[h]));
     Value var = arith::DivFOp::create(b, m2[h], nF);
-    rs[h] = {rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)))};
+    rs[h] = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
     if (statMean)
       storeStat(statMean, h, mean[h]);
     if (statRstd)
-      storeStat(statRstd, h, rs[h][0]);
+      storeStat(statRstd, h, rs[h]);
   }
 }
 
 Value TileEpilogue::finalPair(int64_t h, int64_t j, Value w, Value nb) {
   auto outPair = VectorType::get({2}, s.outType);
   Value x = v[h][j];
-  if (!rs[h].empty())
-    x = arith::MulFOp::create(b, x, splat(rs[h][0]));
+  if (rs[h])
+    x = arith::MulFOp::create(b, x, splat(rs[h]));
   if (w)
     x = arith::MulFOp::create(b, x, w);
   if (nb)
