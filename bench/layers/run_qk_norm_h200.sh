@@ -12,7 +12,12 @@
 # and the decoder layer's attention inputs (input RMSNorm, q/k/v, q_norm,
 # k_norm) as PyTorch modules, against torch.compile.
 #
-#   COMMIT=abc OUT=/tmp/out [FRONTEND=build/frontend-gpu] bash bench/layers/run_qk_norm_h200.sh [ARTIFACTS]
+# With TRAINING=DIR (`FUSION_TOOLS_DIR=build/bin python3
+# test/gpu/test_frontend_training_gpu.py --prepare DIR`, about 4 minutes)
+# also Qwen3's q_norm / k_norm trained through the front end.
+#
+#   COMMIT=abc OUT=/tmp/out [FRONTEND=build/frontend-gpu] [TRAINING=build/frontend-training-gpu] \
+#     bash bench/layers/run_qk_norm_h200.sh [ARTIFACTS]
 #
 # About 3 minutes (5 with the front end).
 set -uo pipefail
@@ -49,4 +54,11 @@ if [ -n "${FRONTEND:-}" ]; then
     > "$OUT/bench_frontend_qwen3_log.txt" 2>&1
   echo "== bench_frontend.py qwen3: exit $?"
   sed -n '/^| /p' "$OUT/bench_frontend_qwen3_log.txt"
+fi
+if [ -n "${TRAINING:-}" ]; then
+  FUSION_FRONTEND_TRAINING_DIR=$TRAINING timeout 300 python3 -m pytest -v -s -rs \
+    test/gpu/test_frontend_training_gpu.py -k qwen3 > "$OUT/frontend_training_qwen3.txt" 2>&1
+  echo "== test_frontend_training_gpu.py -k qwen3: exit $?"
+  grep -E "FAILED|Error|rel err" "$OUT/frontend_training_qwen3.txt" | cut -c1-200 | head -30
+  tail -n 1 "$OUT/frontend_training_qwen3.txt"
 fi

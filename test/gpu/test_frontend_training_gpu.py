@@ -17,8 +17,11 @@ the FlashNormAttention block as PyTorch (nn.LayerNorm over the heads, HSTU's
 einsum attention with gelu_tanh, the residuals, nn.RMSNorm; 2 heads of 128,
 128 keys), whose training forward is the FlashNormAttention kernel saving
 ln_q and h for the backward's kernels, at B 768 x L_q 512 and B 3 x L_q 77;
-and HSTU's attention alone (einsum, SiLU, no softmax) with 200 keys of
-heads of 64 and with heads of 256 (64 keys), at two token counts each.
+HSTU's attention alone (einsum, SiLU, no softmax) with 200 keys of
+heads of 64 and with heads of 256 (64 keys), at two token counts each; and
+Qwen3's q_proj / k_proj with their per-head q_norm / k_norm (8 query and 2
+key heads of 128, heads first), whose training forward is the GEMM with the
+norm over column groups in its epilogue, saving its input and rstd.
 The CPU twin: python/test/test_frontend_training.py.
 
 The GPU machine has no MLIR: build the libraries here first (no GPU needed),
@@ -200,6 +203,36 @@ def make_hstu_inputs(shape, device, seed=1):
     return tuple(t.bfloat16() for t in (q, k, v))
 
 
+class QwenQkNorm(torch.nn.Module):
+    """Qwen3's query and key paths before RoPE: q_proj and k_proj (fewer
+    key heads), each head normalized over its 128 by Qwen3RMSNorm (LlamaRMSNorm's
+    arithmetic), heads first, q and k concatenated along the heads."""
+
+    def __init__(self, heads=8, kv_heads=2, dim=128):
+        super().__init__()
+        self.dim = dim
+        self.q_proj = torch.nn.Linear(H, heads * dim, bias=False)
+        self.k_proj = torch.nn.Linear(H, kv_heads * dim, bias=False)
+        self.q_norm = LlamaRMSNorm(dim, eps=1e-6)
+        self.k_norm = LlamaRMSNorm(dim, eps=1e-6)
+
+    def forward(self, x):
+        shape = (*x.shape[:-1], -1, self.dim)
+        q = self.q_norm(self.q_proj(x).view(shape)).transpose(1, 2)
+        k = self.k_norm(self.k_proj(x).view(shape)).transpose(1, 2)
+        return torch.cat((q, k), dim=1)
+
+
+def make_qk_norm(device):
+    torch.manual_seed(0)
+    m = QwenQkNorm()
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.dim() == 1:
+                p.uniform_(0.5, 1.5)
+    return m.to(device).bfloat16()
+
+
 def make(name, device):
     """The module of case `name`, bf16 on `device`, its norm parameters
     away from 1 and 0 (so that a dropped weight or bias shows)."""
@@ -247,6 +280,8 @@ def prepare(directory):
         build(f"block {shape}", make_block("cpu"), make_block_inputs(batch, lq, "cpu"))
     for shape in HSTU_SHAPES:
         build(f"hstu {shape}", make_hstu(shape, "cpu"), make_hstu_inputs(shape, "cpu"))
+    build("qwen3 qk_norm", make_qk_norm("cpu"),
+          (torch.randn(SHAPES["7"]).bfloat16(),))
 
 
 if __name__ == "__main__":
@@ -359,3 +394,16 @@ def test_hstu_attention(shape, poisoned):
     # gdpa forward and gdpa_grad from HSTU's einsum attention as written.
     x = make_hstu_inputs(shape, "cuda")
     check_module(f"hstu_{shape}", make_hstu(shape, "cuda"), x, x[0].shape)
+
+
+@pytest.mark.parametrize("tokens", list(SHAPES))
+def test_qwen3_qk_norm(tokens, poisoned):
+    """Qwen3's per-head q_norm / k_norm after their projections, trained:
+    one partition, its training forward the GEMMs with the norm over each
+    head's 128 columns in the epilogue (norm_group_size), the backward's
+    rms_norm_grad over [tokens, heads, 128] and the projections' GEMMs."""
+    m = make_qk_norm("cuda")
+    b, l, _ = SHAPES[tokens]
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = (torch.randn(SHAPES[tokens], generator=g, device="cuda").bfloat16(),)
+    check_module("qwen3_qk_norm", m, x, (b, 10, l, 128))
