@@ -29,7 +29,7 @@
 // the two vectors' maps prefetched; a K step expects A, B, y and the
 // vectors' 64 columns (65792 bytes), the vectors by 1-D TMA; tcgen05 MMAs;
 // no DSMEM.
-// PTX-LABEL: .entry train_step_ln_h1024_kernel6(
+// PTX-LABEL: .entry train_step_ln_h1024_kernel5(
 // PTX-COUNT-6: prefetch.tensormap
 // PTX-NOT: prefetch.tensormap
 // PTX: mov.b32 [[B:%r[0-9]+]], 65792;
@@ -38,13 +38,13 @@
 // PTX: tcgen05.mma
 // PTX-NOT: st.async
 // PTX-NOT: mapa
-// PTX-LABEL: .entry train_step_ln_h1024_kernel6_params(
+// PTX-LABEL: .entry train_step_ln_h1024_kernel5_params(
 
 // The RMSNorm step's grad kernel at H = 4096 (16 column tiles, one CTA
 // each, no cluster): A, B, the output and y prefetched; a K step expects A,
 // B and y (65536 bytes), y's tile by TMA at A's coordinates (the same rows
 // and K columns); no vectors, no DSMEM, no cluster barrier.
-// PTX-LABEL: .entry train_step_rms_h4096_kernel4(
+// PTX-LABEL: .entry train_step_rms_h4096_kernel3(
 // PTX-COUNT-4: prefetch.tensormap
 // PTX-NOT: prefetch.tensormap
 // PTX: mov.b32 [[T:%r[0-9]+]], 65536;
@@ -56,11 +56,11 @@
 // PTX-NOT: mapa
 // PTX-NOT: st.async
 // PTX-NOT: barrier.cluster
-// PTX-LABEL: .entry train_step_rms_h4096_kernel4_params(
+// PTX-LABEL: .entry train_step_rms_h4096_kernel3_params(
 
-// PTXAS-DAG: ptxas ok: train_step_rms_h1000_kernel4 registers={{[0-9]+}} spills=0
-// PTXAS-DAG: ptxas ok: train_step_ln_h1000_kernel6 registers={{[0-9]+}} spills=0
-// PTXAS-DAG: ptxas ok: train_step_rms_h1024_kernel4 registers={{[0-9]+}} spills=0
-// PTXAS-DAG: ptxas ok: train_step_ln_h1024_kernel6 registers={{[0-9]+}} spills=0
-// PTXAS-DAG: ptxas ok: train_step_rms_h4096_kernel4 registers={{[0-9]+}} spills=0
-// PTXAS-DAG: ptxas ok: train_step_ln_h4096_kernel6 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_rms_h1000_kernel3 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_ln_h1000_kernel5 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_rms_h1024_kernel3 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_ln_h1024_kernel5 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_rms_h4096_kernel3 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_ln_h4096_kernel5 registers={{[0-9]+}} spills=0

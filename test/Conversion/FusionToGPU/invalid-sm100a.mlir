@@ -75,15 +75,3 @@ func.func @wide(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<25
   return %c : tensor<256x512xbf16>
 }
 }
-
-// -----
-
-// save_norm_input: the epilogue warpgroup stores the output only
-// (fusion-epilogue-norm keeps such a norm standalone on sm_100a).
-module attributes {fusion.target = #fusion.target<"sm_100a">} {
-func.func @save_norm_input(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> (tensor<256x256xbf16>, tensor<256x256xbf16>) {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: save_norm_input (the norm's input stored beside the output) is not in the sm_100a kernel's norm epilogue yet; only sm_90a's stores it}}
-  %y, %h = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, save_norm_input, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 1, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16> saved_norm_input(tensor<256x256xbf16>)
-  return %y, %h : tensor<256x256xbf16>, tensor<256x256xbf16>
-}
-}

@@ -4,7 +4,8 @@
 // tensor memory) normalizes the tile's groups one after the other, each over
 // its 64-column chunks (pass 1, LayerNorm's pass 2, the last pass), the
 // statistics per row and group, the parameters [G] at the column inside the
-// group; tiles of 256 columns (two tensor-memory stages). Assembled with
+// group; tiles of 256 columns (two tensor-memory stages); with the saved
+// norm input, each group's chunks stored twice (saved, then output). Assembled with
 // ptxas for sm_100a, without spills; structurally checked only (no
 // Blackwell GPU has run it).
 // RUN: fusion-opt %s --fusion-plan-kernels | FileCheck %s --check-prefix=PLAN
@@ -16,6 +17,7 @@
 // CHECK-DAG: ptxas ok: rms_g256_1024_kernel0 registers={{[0-9]+}} spills=0
 // CHECK-DAG: ptxas ok: ln_g64_512_kernel0 registers={{[0-9]+}} spills=0
 // CHECK-DAG: ptxas ok: ln_g128_f32_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: rms_g128_saved_kernel0 registers={{[0-9]+}} spills=0
 // CHECK-NOT: FAILED
 // PLAN-LABEL: func.func @rms_g128_2048(
 // PLAN: tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 1
@@ -55,5 +57,11 @@ func.func @ln_g128_f32(%a: tensor<?x256xbf16>, %b: tensor<512x256xbf16>, %w: ten
       {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32, norm_group_size = 128 : i64, save_stats, transpose_rhs}
       : tensor<?x256xbf16>, tensor<512x256xbf16> -> tensor<?x512xf32>, tensor<?x4xf32>, tensor<?x4xf32>
   return %y, %s0, %s1 : tensor<?x512xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+}
+func.func @rms_g128_saved(%a: tensor<?x2048xbf16>, %b: tensor<2048x2048xbf16>, %w: tensor<128xbf16>) -> (tensor<?x2048xbf16>, tensor<?x2048xbf16>, tensor<?x16xf32>) {
+  %y, %h, %s0 = fusion.fused_matmul %a, %b norm_weight(%w : tensor<128xbf16>)
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, norm_group_size = 128 : i64, save_norm_input, save_stats, transpose_rhs}
+      : tensor<?x2048xbf16>, tensor<2048x2048xbf16> -> tensor<?x2048xbf16> saved_norm_input(tensor<?x2048xbf16>), tensor<?x16xf32>
+  return %y, %h, %s0 : tensor<?x2048xbf16>, tensor<?x2048xbf16>, tensor<?x16xf32>
 }
 }

@@ -83,16 +83,22 @@ public:
                        Value rowClamped, bool withResidual = true);
   /// A chunk's store in three steps (storeChunk does all three): its first
   /// column, and with a 16-bit output its staging buffer (waited for) and
-  /// the row's swizzle phase.
+  /// the row's swizzle phase. `slot` (default: `chunk`) is the store's
+  /// position among the tile's stores, which rotate over the staging
+  /// buffers (with save_norm_input a tile stores twice as many chunks); the
+  /// `saved` stores go to the norm's saved input instead of the output.
   struct ChunkStore {
     Value column, staging, rowPhase;
+    bool saved = false;
   };
-  ChunkStore beginChunkStore(Value chunk, Value blockCol, Value tileCount);
+  ChunkStore beginChunkStore(Value chunk, Value blockCol, Value tileCount,
+                             Value slot = Value(), bool saved = false);
   void storeChunkGroup(const ChunkStore &store, int64_t g, Value values,
                        Value row, Value inRow);
   void endChunkStore(const ChunkStore &store, Value blockRow);
   void storeChunk(Value chunkValues[], Value chunk, Value row, Value inRow,
-                  Value blockRow, Value blockCol, Value tileCount);
+                  Value blockRow, Value blockCol, Value tileCount,
+                  Value slot = Value(), bool saved = false);
 
   // GemmMainLoop.cpp.
   void producer();

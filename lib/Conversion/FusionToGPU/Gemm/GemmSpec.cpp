@@ -31,15 +31,6 @@ static LogicalResult checkHandledTcgen05(const GemmKernelSpec &s,
   // is wrong whatever the kernel could emit.
   if (!planGemmTensorMemory(target, s.tileM, s.tileN, why))
     return failure();
-  // The epilogue warpgroup's passes over the tensor memory store the output
-  // only; fusion-epilogue-norm keeps such a norm standalone here.
-  if (s.saveNormInput) {
-    why = "save_norm_input (the norm's input stored beside the output) is "
-          "not in the " +
-          target.chip.str() +
-          " kernel's norm epilogue yet; only sm_90a's stores it";
-    return failure();
-  }
   // (The sm_90a kernel finishes a 16-bit row over a cluster in its epilogue
   // warps; here the epilogue warpgroup does, from the tensor memory.)
   if (s.epilogueWarps) {

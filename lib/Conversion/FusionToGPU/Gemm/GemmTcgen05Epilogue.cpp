@@ -320,12 +320,18 @@ void TmemTileEpilogue::normChunks(Value first, Value count, Value group) {
 
   // Pass 1: the element-wise pieces (written back), the row's sum of
   // squares (RMSNorm) or sum (LayerNorm); columns past N hold 0.
+  // save_norm_input: pass 1's values (acc + pieces) leave as the saved
+  // input, each chunk's store before the chunk's output store (slots
+  // first + i, then first + count + i: the tile's stores in order).
   Value total = rowSum(
       [&](Value c, Value groups[]) {
         loadChunk(c, groups, /*accumulator=*/true, Value());
         applyPieces(groups, c);
         if (pieces)
           storeBack(groups, c);
+        if (s.saveNormInput)
+          e.storeChunk(groups, c, row, inRow, blockRow, blockCol, tileCount,
+                       add(c, group ? first : idx(0)), /*saved=*/true);
       },
       [&](Value, int64_t, Value x) -> Value {
         return ln ? x : arith::MulFOp::create(b, x, x).getResult();
@@ -426,7 +432,8 @@ void TmemTileEpilogue::normChunks(Value first, Value count, Value group) {
             b, x, e.loadColumnGroup(bias, ValueRange{col}, s.normBiasType));
       groups[g] = x;
     }
-    e.storeChunk(groups, c, row, inRow, blockRow, blockCol, tileCount);
+    Value slot = s.saveNormInput ? add(c, group ? add(first, count) : count) : Value();
+    e.storeChunk(groups, c, row, inRow, blockRow, blockCol, tileCount, slot);
     return SmallVector<Value>{};
   });
 }
@@ -526,8 +533,8 @@ void GemmKernelEmitter::addColumnPieces(Value rowValues[], Value chunkColumn,
 /// predicated on M and N.
 void GemmKernelEmitter::storeChunk(Value rowValues[], Value chunk, Value row,
                                    Value inRow, Value blockRow, Value blockCol,
-                                   Value tileCount) {
-  ChunkStore store = beginChunkStore(chunk, blockCol, tileCount);
+                                   Value tileCount, Value slot, bool saved) {
+  ChunkStore store = beginChunkStore(chunk, blockCol, tileCount, slot, saved);
   for (int64_t g = 0; g < kGroups; ++g)
     storeChunkGroup(store, g, rowValues[g], row, inRow);
   endChunkStore(store, blockRow);
@@ -535,14 +542,16 @@ void GemmKernelEmitter::storeChunk(Value rowValues[], Value chunk, Value row,
 
 GemmKernelEmitter::ChunkStore
 GemmKernelEmitter::beginChunkStore(Value chunk, Value blockCol,
-                                   Value tileCount) {
+                                   Value tileCount, Value slot, bool saved) {
   ChunkStore store;
+  store.saved = saved;
   store.column = add(blockCol, mul(chunk, idx(kStoreChunkN)));
   if (!s.tmaStore())
     return store;
-  int64_t chunks = s.tileN / kStoreChunkN;
+  int64_t stores = (s.tileN / kStoreChunkN) * (s.saveNormInput ? 2 : 1);
   Value isStoreLeader = eq(tid, 0);
-  Value buffer = rem(add(mul(tileCount, idx(chunks)), chunk), s.storeBuffers());
+  Value buffer = rem(add(mul(tileCount, idx(stores)), slot ? slot : chunk),
+                     s.storeBuffers());
   // (Operands in a fixed order: host compilers evaluate call arguments in
   // different orders.)
   Value stagingBase = idx(s.storeStagingOffset());
@@ -562,7 +571,7 @@ GemmKernelEmitter::beginChunkStore(Value chunk, Value blockCol,
 void GemmKernelEmitter::storeChunkGroup(const ChunkStore &store, int64_t g,
                                         Value values, Value row, Value inRow) {
   if (!store.staging) {
-    Value out = arg(GemmArg::Output);
+    Value out = arg(store.saved ? GemmArg::SavedNormInput : GemmArg::Output);
     // Split-K: the work item's rows of the workspace [splitK x M, N].
     Value outRow = outRowOffset ? add(row, outRowOffset) : row;
     Value col = add(store.column, idx(8 * g));
@@ -589,7 +598,7 @@ void GemmKernelEmitter::endChunkStore(const ChunkStore &store, Value blockRow) {
       NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
   namedBarrier(kEpilogueBarrier, 128);
   ifThen(eq(tid, 0), [&] {
-    nvgpu::TmaAsyncStoreOp::create(b, store.staging, tmaC,
+    nvgpu::TmaAsyncStoreOp::create(b, store.staging, store.saved ? tmaSaved : tmaC,
                                    ValueRange{store.column, blockRow}, Value());
     NVVM::CpAsyncBulkCommitGroupOp::create(b);
   });

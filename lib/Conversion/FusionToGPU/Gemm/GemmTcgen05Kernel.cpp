@@ -124,7 +124,7 @@ void GemmKernelEmitter::emitTensorMemoryKernel() {
   nvgpu::TmaPrefetchOp::create(b, tmaB, leader);
   if (tmaC)
     nvgpu::TmaPrefetchOp::create(b, tmaC, leader);
-  for (Value map : {tmaRowDot, tmaRowDotShift, tmaRowDotSum})
+  for (Value map : {tmaSaved, tmaRowDot, tmaRowDotShift, tmaRowDotSum})
     if (map)
       nvgpu::TmaPrefetchOp::create(b, map, leader);
   // Warp 1 allocates (warp-wide, so under a warp-uniform condition) and

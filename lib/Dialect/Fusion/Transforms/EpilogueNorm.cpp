@@ -135,16 +135,6 @@ Operation *insertionPoint(const EpilogueCandidate &c, ArrayRef<Value> operands,
 }
 } // namespace
 
-/// Why `target`'s GEMM kernel cannot store the norm's input beside the
-/// output (save_norm_input), or nothing when it can.
-static std::optional<std::string> whyNoSavedNormInput(const TargetInfo &target) {
-  if (target.mma == MmaKind::Tcgen05)
-    return "the " + target.chip.str() +
-           " kernel's norm epilogue does not store the norm's input beside "
-           "its output yet (save_norm_input; sm_90a's does)";
-  return std::nullopt;
-}
-
 void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
   SmallVector<Operation *> norms = collectNorms(module);
   std::optional<TargetInfo> target = lookupTargetInfo(module);
@@ -190,13 +180,6 @@ void mlir::fusion::applyEpilogueNorm(ModuleOp module, bool report) {
     std::optional<int64_t> group;
     if (heads)
       group = inputType.getShape().back();
-    if (c->savedInput) {
-      if (std::optional<std::string> whyNot = whyNoSavedNormInput(*target)) {
-        notFused("its input has other users and would be stored anyway, and " +
-                 *whyNot);
-        continue;
-      }
-    }
     int64_t n = cast<RankedTensorType>(input.getType()).getDimSize(1);
     FailureOr<EpilogueNormPlan> plan =
         group ? planGroupedEpilogueNorm(*target, n, *group, why)

@@ -33,8 +33,7 @@ def FusionEpilogueNormPass : Pass<"fusion-epilogue-norm", "::mlir::ModuleOp"> {
     more store in the epilogue instead of a norm kernel re-reading h. The
     fused op then goes at the norm when the other users follow it, else
     right after the GEMM; a GEMM result that has users besides its residual
-    add is not fused (they need it without the residual), and neither is a
-    saved input on a target whose kernel does not store it (sm_100a).
+    add is not fused (they need it without the residual).
 
     Whether a row fits is decided from the module's target: when N is at most
     the widest accumulator slice one CTA holds (256 columns on sm_90a, 512 on
