@@ -9,7 +9,11 @@
 // weight and bias over heads of 64, heads of 32 in N = 96 (a tile of 128
 // whose last group lies past N: the column-checked copy), an f32 output, and
 // a Lazy Pre-Norm prologue before the heads' norm (a decoder layer's input
-// RMSNorm in q_proj, fusion-fuse's form of Qwen3's attention inputs).
+// RMSNorm in q_proj, fusion-fuse's form of Qwen3's attention inputs). The
+// grouped RMSNorm scales each pair by its group's rstd as it is stored, so
+// the saved norm input (stored after the norm) is the unnormalized value;
+// the grouped LayerNorm normalizes in place after storing it and, with it,
+// spills as the single-CTA LayerNorm does (ptxas-save-norm-input-sm90a.mlir).
 // RUN: fusion-opt %s --fusion-plan-kernels | FileCheck %s --check-prefix=PLAN
 // RUN: fusion-opt %s --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s --check-prefix=IR
 // RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
@@ -22,6 +26,7 @@
 // CHECK-DAG: ptxas ok: rms_g32_96_kernel0 registers=168 spills=0
 // CHECK-DAG: ptxas ok: ln_g128_f32_kernel0 registers=168 spills=0
 // CHECK-DAG: ptxas ok: lazy_rms_g128_kernel0 registers=168 spills=0
+// CHECK-DAG: ptxas ok: ln_g128_saved_kernel0 registers=168 spills=192
 // CHECK-NOT: FAILED
 // PLAN-LABEL: func.func @rms_g128_2048(
 // PLAN: tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1
@@ -82,5 +87,11 @@ func.func @lazy_rms_g128(%a: tensor<?x2048xbf16>, %b: tensor<2048x2048xbf16>, %w
        epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, norm_group_size = 128 : i64, transpose_rhs}
       : tensor<?x2048xbf16>, tensor<2048x2048xbf16> -> tensor<?x2048xbf16>
   return %y : tensor<?x2048xbf16>
+}
+func.func @ln_g128_saved(%a: tensor<?x1024xbf16>, %b: tensor<1024x1024xbf16>, %w: tensor<128xbf16>, %nb: tensor<128xbf16>) -> (tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x8xf32>, tensor<?x8xf32>) {
+  %y, %h, %s0, %s1 = fusion.fused_matmul %a, %b norm_weight(%w : tensor<128xbf16>) norm_bias(%nb : tensor<128xbf16>)
+      {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32, norm_group_size = 128 : i64, save_norm_input, save_stats, transpose_rhs}
+      : tensor<?x1024xbf16>, tensor<1024x1024xbf16> -> tensor<?x1024xbf16> saved_norm_input(tensor<?x1024xbf16>), tensor<?x8xf32>, tensor<?x8xf32>
+  return %y, %h, %s0, %s1 : tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x8xf32>, tensor<?x8xf32>
 }
 }

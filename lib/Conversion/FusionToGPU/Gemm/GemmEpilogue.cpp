@@ -107,8 +107,10 @@ private:
   // pairs per column group, their rstd, and the statistics writer.
   Value gm[2], inRow[2], rowClamped[2];
   SmallVector<Value> v[2];
-  /// rstd per row (whole-row norms; the grouped ones scale v in place).
+  /// rstd per row (whole-row norms), or per row and column group (a
+  /// grouped RMSNorm; the grouped LayerNorm scales v in place).
   Value rs[2] = {Value(), Value()};
+  SmallVector<Value> groupRs[2];
   Value isQuadLeader;
   // Grad epilogues: the rows' saved statistics, and mean(a x_hat) (and
   // mean(a)), from normGrad for gradOutputs.
@@ -338,24 +340,19 @@ void TileEpilogue::rmsNorm() {
       squares[h].push_back(arith::MulFOp::create(b, x, x));
   if (s.normGroupSize) {
     // Each group's sum over its column groups, then the quad's (no
-    // exchange: the tile holds whole groups). The group's values are scaled
-    // in place (rs stays null): no rstd stays live into the stores (4 of
-    // them spilled 60 bytes at tile_n 256).
+    // exchange: the tile holds whole groups); finalPair scales by the
+    // group's rstd, so that v stays the norm's input (save_norm_input).
     int64_t perGroup = s.normGroupSize / 8;
     for (int64_t h = 0; h < 2; ++h) {
-      SmallVector<Value> rstd;
       for (int64_t g = 0; g < normGroups(); ++g) {
         Value total = sumPairs(
             ArrayRef<Value>(squares[h]).slice(g * perGroup, perGroup));
-        Value r = rsqrt(arith::AddFOp::create(
+        groupRs[h].push_back(rsqrt(arith::AddFOp::create(
             b, arith::DivFOp::create(b, total, groupCount()),
-            cstF32(s.epsilon)));
-        rstd.push_back(r);
-        for (int64_t j = g * perGroup; j < (g + 1) * perGroup; ++j)
-          v[h][j] = arith::MulFOp::create(b, v[h][j], splat(r));
+            cstF32(s.epsilon))));
       }
       if (statRstd)
-        storeGroupStats(statRstd, h, rstd);
+        storeGroupStats(statRstd, h, groupRs[h]);
     }
     return;
   }
@@ -389,7 +386,7 @@ void TileEpilogue::groupedLayerNorm(int64_t h) {
     Value r = rsqrt(arith::AddFOp::create(b, var, cstF32(s.epsilon)));
     means.push_back(mean);
     rstd.push_back(r);
-    // Scaled in place, as the grouped RMSNorm's (rs stays null).
+    // Scaled in place (its input was stored before: run()).
     for (Value &x : cols)
       x = arith::MulFOp::create(b, x, splat(r));
   }
@@ -459,6 +456,9 @@ Value TileEpilogue::finalPair(int64_t h, int64_t j, Value w, Value nb) {
   Value x = v[h][j];
   if (rs[h])
     x = arith::MulFOp::create(b, x, splat(rs[h]));
+  if (!groupRs[h].empty())
+    x = arith::MulFOp::create(
+        b, x, splat(groupRs[h][8 * j / s.normGroupSize]));
   if (w)
     x = arith::MulFOp::create(b, x, w);
   if (nb)
