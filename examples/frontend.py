@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """A Hugging Face Llama pre-norm (LlamaRMSNorm with its weight, then q_proj),
-a BERT post-norm (BertSelfOutput: dense with bias, residual, LayerNorm) and
-a FlashNormAttention block (LayerNorm over the heads, HSTU's attention, the
-residuals, RMSNorm) through the Python front end: captured, fused, compiled and run, on the GPU
-where one is present (sm_90a), else on the CPU (the reference lowering).
+a BERT post-norm (BertSelfOutput: dense with bias, residual, LayerNorm), a
+Qwen3 decoder layer's attention inputs (input_layernorm, q/k/v projections,
+the per-head q_norm and k_norm) and a FlashNormAttention block (LayerNorm
+over the heads, HSTU's attention, the residuals, RMSNorm) through the Python
+front end: captured, fused, compiled and run, on the GPU where one is
+present (sm_90a), else on the CPU (the reference lowering).
 
     .venv/bin/python examples/frontend.py      # after scripts/quickstart.sh or test.sh
 
@@ -16,6 +18,7 @@ import torch
 from transformers import BertConfig
 from transformers.models.bert.modeling_bert import BertSelfOutput
 from transformers.models.llama.modeling_llama import LlamaRMSNorm
+from transformers.models.qwen3.modeling_qwen3 import Qwen3RMSNorm
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import fusion_compiler  # noqa: E402
@@ -29,6 +32,32 @@ class LlamaPreNorm(torch.nn.Module):
 
     def forward(self, x):
         return self.q_proj(self.input_layernorm(x))
+
+
+class Qwen3AttentionInputs(torch.nn.Module):
+    """Qwen3Attention's inputs before RoPE, as its code computes them: the
+    layer's input RMSNorm, then q, k, v (fewer key/value heads), each query
+    and key head normalized over its own dimension. Fused: the input norm
+    rides in all three GEMMs (Lazy Pre-Norm), q_norm and k_norm in the q and
+    k GEMMs' epilogues over groups of head_dim columns."""
+
+    def __init__(self, hidden=512, heads=8, kv_heads=2, head_dim=64):
+        super().__init__()
+        self.head_dim = head_dim
+        self.input_layernorm = Qwen3RMSNorm(hidden, eps=1e-6)
+        self.q_proj = torch.nn.Linear(hidden, heads * head_dim, bias=False)
+        self.k_proj = torch.nn.Linear(hidden, kv_heads * head_dim, bias=False)
+        self.v_proj = torch.nn.Linear(hidden, kv_heads * head_dim, bias=False)
+        self.q_norm = Qwen3RMSNorm(head_dim, eps=1e-6)
+        self.k_norm = Qwen3RMSNorm(head_dim, eps=1e-6)
+
+    def forward(self, x):
+        h = self.input_layernorm(x)
+        shape = (*x.shape[:-1], -1, self.head_dim)
+        q = self.q_norm(self.q_proj(h).view(shape)).transpose(1, 2)
+        k = self.k_norm(self.k_proj(h).view(shape)).transpose(1, 2)
+        v = self.v_proj(h).view(shape).transpose(1, 2)
+        return torch.cat((q, k, v), dim=1)
 
 
 class NormAttentionBlock(torch.nn.Module):
@@ -56,6 +85,8 @@ def main():
     bert = BertSelfOutput(BertConfig(hidden_size=1024))
     for name, model, shapes in (("Llama pre-norm", LlamaPreNorm(), [(2, 128, 1024)]),
                                 ("BERT post-norm", bert, [(2, 128, 1024)] * 2),
+                                ("Qwen3 attention inputs", Qwen3AttentionInputs(),
+                                 [(2, 128, 512)]),
                                 ("FlashNormAttention block", NormAttentionBlock(),
                                  [(4, 256, 2, 128), (4, 128, 2, 128), (4, 128, 2, 128)])):
         model = model.to(device=device, dtype=torch.bfloat16).eval()
