@@ -774,6 +774,9 @@ LogicalResult FusedMatmulOp::verify() {
                             "groups)";
   if (group && *group <= 0)
     return emitOpError() << "expected norm_group_size > 0, but got " << *group;
+  // (0: the whole row; a plain value, which GCC's -Wmaybe-uninitialized
+  // does not mistake for an unset optional.)
+  const int64_t groupSize = group.value_or(0);
   if (failed(checkEpsilon(*this, "prologue_epsilon",
                           getPrologueEpsilonAttr())) ||
       failed(checkEpsilon(*this, "epsilon", getEpsilonAttr())))
@@ -876,20 +879,20 @@ LogicalResult FusedMatmulOp::verify() {
   // The norm's parameters: [N], or [G] shared by the groups.
   for (auto [name, v] : {std::pair<StringRef, Value>{"norm_weight", getNormWeight()},
                          {"norm_bias", getNormBias()}}) {
-    if (!group) {
+    if (!groupSize) {
       if (failed(checkMN(name, v, false, true)))
         return failure();
     } else if (failed(checkShapeIfPresent(
-                   *this, name, v, {*group},
+                   *this, name, v, {groupSize},
                    " ([norm_group_size], shared by the groups)"))) {
       return failure();
     }
   }
   // N as the operands refined it.
-  if (group && !ShapedType::isDynamic(n) && n % *group != 0)
+  if (groupSize && !ShapedType::isDynamic(n) && n % groupSize != 0)
     return emitOpError() << "expected norm_group_size to divide N (a row is N / "
                             "norm_group_size groups), but got N = "
-                         << n << " and norm_group_size = " << *group;
+                         << n << " and norm_group_size = " << groupSize;
 
   // Extra results: statistics [M] (forward; [M, N / G] with groups) or
   // parameter gradients [N].
@@ -902,8 +905,8 @@ LogicalResult FusedMatmulOp::verify() {
                                      : "")
                          << ", but got " << getExtras().size();
   for (Value extra : getExtras()) {
-    if (group) {
-      int64_t groups = ShapedType::isDynamic(n) ? ShapedType::kDynamic : n / *group;
+    if (groupSize) {
+      int64_t groups = ShapedType::isDynamic(n) ? ShapedType::kDynamic : n / groupSize;
       if (failed(checkShape(*this, "statistics result", extra, {m, groups},
                             " ([M, N / norm_group_size], per row and group)")))
         return failure();
