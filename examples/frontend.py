@@ -18,7 +18,10 @@ import torch
 from transformers import BertConfig
 from transformers.models.bert.modeling_bert import BertSelfOutput
 from transformers.models.llama.modeling_llama import LlamaRMSNorm
-from transformers.models.qwen3.modeling_qwen3 import Qwen3RMSNorm
+try:
+    from transformers.models.qwen3.modeling_qwen3 import Qwen3RMSNorm
+except ImportError:  # transformers before 4.51: the same arithmetic
+    Qwen3RMSNorm = LlamaRMSNorm
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import fusion_compiler  # noqa: E402

@@ -34,6 +34,14 @@ try:
 except ImportError as error:  # pragma: no cover - depends on the machine
     MISSING = str(error)
 
+try:  # Qwen3 came in transformers 4.51: older ones skip its test only
+    from transformers import Qwen3Config
+    from transformers.models.qwen3.modeling_qwen3 import (Qwen3DecoderLayer,
+                                                          Qwen3RotaryEmbedding)
+    QWEN3_MISSING = None
+except ImportError as error:  # pragma: no cover - depends on the machine
+    QWEN3_MISSING = str(error)
+
 if MISSING is None:
     import fusion_compiler as fc
     from fusion_compiler.calls import CompiledPartition
@@ -98,6 +106,24 @@ if MISSING is None:
             cfg = llama_config()
             self.layer = LlamaDecoderLayer(cfg, 0)
             self.rope = LlamaRotaryEmbedding(cfg)
+
+        def forward(self, x):
+            pos = torch.arange(x.shape[1]).unsqueeze(0)
+            out = self.layer(x, position_embeddings=self.rope(x, pos), attention_mask=None,
+                             position_ids=pos)
+            return out[0] if isinstance(out, tuple) else out
+
+    class Qwen3Block(torch.nn.Module):
+        """A Qwen3DecoderLayer with its rotary embedding, as a model calls it:
+        Llama's layer with q_norm and k_norm over each head."""
+
+        def __init__(self):
+            super().__init__()
+            cfg = Qwen3Config(hidden_size=128, intermediate_size=256, num_attention_heads=4,
+                              num_key_value_heads=2, head_dim=32, rms_norm_eps=1e-6)
+            cfg._attn_implementation = "sdpa"
+            self.layer = Qwen3DecoderLayer(cfg, 0)
+            self.rope = Qwen3RotaryEmbedding(cfg)
 
         def forward(self, x):
             pos = torch.arange(x.shape[1]).unsqueeze(0)
@@ -348,6 +374,25 @@ class FrontEndTest(unittest.TestCase):
         self.assertTrue(any("3 fusion.fused_matmul" in r for r in report.partitions[0].remarks))
         left = " ".join(why for _, why, _ in report.left_in_pytorch)
         self.assertIn("scaled_dot_product_attention", left)
+        with torch.no_grad():
+            y = compiled(x)
+        self.check_close(m, (x,), y)
+
+    @unittest.skipIf(QWEN3_MISSING, f"needs transformers with Qwen3: {QWEN3_MISSING}")
+    def test_qwen3_decoder_layer(self):
+        """Hugging Face's Qwen3DecoderLayer: the input norm rides into q, k and
+        v (Lazy Pre-Norm), q_norm and k_norm into the q and k GEMMs'
+        epilogues over their heads (norm_group_size), in one partition."""
+        torch.manual_seed(0)
+        m = randomize_norms(Qwen3Block().bfloat16().eval())
+        x = torch.randn(2, 5, 128).bfloat16()
+        compiled = fc.compile(m, (x,), target="cpu")
+        report = compiled.explain()
+        first = report.partitions[0]
+        self.assertEqual(sorted(op for op, _ in first.ops), ["linear"] * 3 + ["rms_norm"] * 3)
+        self.assertEqual(sum("norm_group_size" in r for r in first.remarks), 2, first.remarks)
+        self.assertTrue(any("3 fusion.fused_matmul" in r and "2 of them with the norm epilogue" in r
+                            for r in first.remarks), first.remarks)
         with torch.no_grad():
             y = compiled(x)
         self.check_close(m, (x,), y)
