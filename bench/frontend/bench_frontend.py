@@ -237,6 +237,10 @@ def cases():
     for h, heads, kv in ((2048, 16, 8), (4096, 32, 8)):
         out.append((f"qwen3_attention_inputs_h{h}",
                     lambda h=h, heads=heads, kv=kv: Qwen3AttentionInputs(h, heads, kv), h, 1))
+    # Heads of 256 (Gemma 3 4B's shapes: hidden 2560, 8 query and 4 key/value
+    # heads), one head per 256-column tile.
+    out.append(("qwen3_attention_inputs_h2560_d256",
+                lambda: Qwen3AttentionInputs(2560, 8, 4, dim=256), 2560, 1))
     out.append(("llama_mlp_h2048_i5632",
                 lambda: LlamaMLP(LlamaConfig(hidden_size=2048, intermediate_size=5632,
                                              hidden_act="silu", mlp_bias=False)), 2048, 1))
