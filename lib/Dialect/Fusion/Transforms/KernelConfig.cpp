@@ -283,27 +283,19 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                      static_cast<int64_t>(
                          llvm::alignTo(n, target.tileNGranularity)));
     clusterN = 1;
-  } else if (std::optional<int64_t> group = op.getNormGroupSize()) {
-    // Column groups: each CTA's tile holds whole groups, no exchange.
-    std::string whyNot;
-    FailureOr<EpilogueNormPlan> plan =
-        planGroupedEpilogueNorm(target, n, *group, whyNot);
-    if (failed(plan)) {
-      why = ("expected tiles that hold whole groups of the " +
-             stringifyEpilogueKind(epilogue) + " epilogue, but " + whyNot)
-                .str();
-      return failure();
-    }
-    tileN = plan->sliceN;
-    clusterN = 1;
   } else if (rowReduction) {
+    // Column groups (norm_group_size): each CTA's tile holds whole groups,
+    // no exchange.
     std::string whyNot;
+    std::optional<int64_t> group = op.getNormGroupSize();
     int64_t outBits =
         getElementTypeOrSelf(op.getOutput().getType()).getIntOrFloatBitWidth();
     FailureOr<EpilogueNormPlan> plan =
-        planEpilogueNorm(target, n, whyNot, /*wideOutput=*/outBits > 16);
+        group ? planGroupedEpilogueNorm(target, n, *group, whyNot)
+              : planEpilogueNorm(target, n, whyNot, /*wideOutput=*/outBits > 16);
     if (failed(plan)) {
-      why = ("expected the CTAs of a row block to cover a row of the " +
+      why = ((group ? "expected tiles that hold whole groups of the "
+                    : "expected the CTAs of a row block to cover a row of the ") +
              stringifyEpilogueKind(epilogue) + " epilogue, but " + whyNot)
                 .str();
       return failure();

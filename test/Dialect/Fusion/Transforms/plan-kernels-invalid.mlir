@@ -238,3 +238,16 @@ func.func @row_dot_vector_type(%dy: tensor<256x512xbf16>, %w: tensor<512x1024xbf
   return %dx : tensor<256x1024xbf16>
 }
 }
+
+// -----
+
+// Test that a norm over column groups of 32 is refused on sm_100a, whose
+// epilogue reads rows in 64-column chunks (sm_90a takes it).
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @groups_of_32_sm100a(%a: tensor<256x64xbf16>, %b: tensor<64x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected tiles that hold whole groups of the rms_norm epilogue, but a group of 32 columns is not a multiple of 64 (the sm_100a epilogue's 64-column chunks of tensor memory)}}
+  %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, norm_group_size = 32 : i64}
+      : tensor<256x64xbf16>, tensor<64x256xbf16> -> tensor<256x256xbf16>
+  return %y : tensor<256x256xbf16>
+}
+}
