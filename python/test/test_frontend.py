@@ -99,13 +99,16 @@ if MISSING is None:
             return self.q_proj(self.input_layernorm(x))
 
     class DecoderBlock(torch.nn.Module):
-        """A LlamaDecoderLayer with its rotary embedding, as a model calls it."""
+        """A decoder layer with its rotary embedding, as a model calls it:
+        LlamaDecoderLayer by default, or another family's layer, rotary
+        embedding and config (Qwen3's: Llama's layer with q_norm and k_norm
+        over each head)."""
 
-        def __init__(self):
+        def __init__(self, layer=None, rope=None, cfg=None):
             super().__init__()
-            cfg = llama_config()
-            self.layer = LlamaDecoderLayer(cfg, 0)
-            self.rope = LlamaRotaryEmbedding(cfg)
+            cfg = cfg or llama_config()
+            self.layer = (layer or LlamaDecoderLayer)(cfg, 0)
+            self.rope = (rope or LlamaRotaryEmbedding)(cfg)
 
         def forward(self, x):
             pos = torch.arange(x.shape[1]).unsqueeze(0)
@@ -113,23 +116,11 @@ if MISSING is None:
                              position_ids=pos)
             return out[0] if isinstance(out, tuple) else out
 
-    class Qwen3Block(torch.nn.Module):
-        """A Qwen3DecoderLayer with its rotary embedding, as a model calls it:
-        Llama's layer with q_norm and k_norm over each head."""
-
-        def __init__(self):
-            super().__init__()
-            cfg = Qwen3Config(hidden_size=128, intermediate_size=256, num_attention_heads=4,
-                              num_key_value_heads=2, head_dim=32, rms_norm_eps=1e-6)
-            cfg._attn_implementation = "sdpa"
-            self.layer = Qwen3DecoderLayer(cfg, 0)
-            self.rope = Qwen3RotaryEmbedding(cfg)
-
-        def forward(self, x):
-            pos = torch.arange(x.shape[1]).unsqueeze(0)
-            out = self.layer(x, position_embeddings=self.rope(x, pos), attention_mask=None,
-                             position_ids=pos)
-            return out[0] if isinstance(out, tuple) else out
+    def qwen3_block():
+        cfg = Qwen3Config(hidden_size=128, intermediate_size=256, num_attention_heads=4,
+                          num_key_value_heads=2, head_dim=32, rms_norm_eps=1e-6)
+        cfg._attn_implementation = "sdpa"
+        return DecoderBlock(Qwen3DecoderLayer, Qwen3RotaryEmbedding, cfg)
 
     class Float32LayerNorm(torch.nn.LayerNorm):
         """A LayerNorm computed in float32 and cast back: diffusers'
@@ -384,7 +375,7 @@ class FrontEndTest(unittest.TestCase):
         v (Lazy Pre-Norm), q_norm and k_norm into the q and k GEMMs'
         epilogues over their heads (norm_group_size), in one partition."""
         torch.manual_seed(0)
-        m = randomize_norms(Qwen3Block().bfloat16().eval())
+        m = randomize_norms(qwen3_block().bfloat16().eval())
         x = torch.randn(2, 5, 128).bfloat16()
         compiled = fc.compile(m, (x,), target="cpu")
         report = compiled.explain()

@@ -223,20 +223,9 @@ class QwenQkNorm(torch.nn.Module):
         return torch.cat((q, k), dim=1)
 
 
-def make_qk_norm(device):
-    torch.manual_seed(0)
-    m = QwenQkNorm()
-    with torch.no_grad():
-        for p in m.parameters():
-            if p.dim() == 1:
-                p.uniform_(0.5, 1.5)
-    return m.to(device).bfloat16()
-
-
-def make(name, device):
-    """The module of case `name`, bf16 on `device`, its norm parameters
-    away from 1 and 0 (so that a dropped weight or bias shows)."""
-    factory, _ = CASES[name]
+def randomized(factory, device):
+    """factory()'s module, bf16 on `device`, its norm parameters away from 1
+    and 0 (so that a dropped weight or bias shows)."""
     torch.manual_seed(0)
     m = factory()
     with torch.no_grad():
@@ -244,6 +233,15 @@ def make(name, device):
             if p.dim() == 1:
                 p.uniform_(0.5, 1.5)
     return m.to(device).bfloat16()
+
+
+def make_qk_norm(device):
+    return randomized(QwenQkNorm, device)
+
+
+def make(name, device):
+    """The module of case `name` (`randomized`)."""
+    return randomized(CASES[name][0], device)
 
 
 def make_inputs(name, shape, device, seed=1):

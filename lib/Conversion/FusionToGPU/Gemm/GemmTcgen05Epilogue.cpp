@@ -331,7 +331,7 @@ void TmemTileEpilogue::normChunks(Value first, Value count, Value group) {
           storeBack(groups, c);
         if (s.saveNormInput)
           e.storeChunk(groups, c, row, inRow, blockRow, blockCol, tileCount,
-                       add(c, group ? first : idx(0)), /*saved=*/true);
+                       group ? add(c, first) : c, /*saved=*/true);
       },
       [&](Value, int64_t, Value x) -> Value {
         return ln ? x : arith::MulFOp::create(b, x, x).getResult();
@@ -432,7 +432,7 @@ void TmemTileEpilogue::normChunks(Value first, Value count, Value group) {
             b, x, e.loadColumnGroup(bias, ValueRange{col}, s.normBiasType));
       groups[g] = x;
     }
-    Value slot = s.saveNormInput ? add(c, group ? add(first, count) : count) : Value();
+    Value slot = s.saveNormInput ? add(c, end) : Value();
     e.storeChunk(groups, c, row, inRow, blockRow, blockCol, tileCount, slot);
     return SmallVector<Value>{};
   });
