@@ -293,3 +293,16 @@ func.func @per_head_rows_split(%x: tensor<64x64xbf16>, %w: tensor<256x64xbf16>) 
   return %y : tensor<2x32x2x128xbf16>
 }
 }
+
+// -----
+
+// Heads whose size is known only at run time: the plan needs a static group.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @per_head_dynamic(%x: tensor<64x64xbf16>, %w: tensor<?x64xbf16>, %h: index, %d: index) -> tensor<64x?x?xbf16> {
+  %q = fusion.matmul %x, %w {transpose_rhs} : tensor<64x64xbf16>, tensor<?x64xbf16> -> tensor<64x?xbf16>
+  %e = tensor.expand_shape %q [[0], [1, 2]] output_shape [64, %h, %d] : tensor<64x?xbf16> into tensor<64x?x?xbf16>
+  // expected-remark @below {{fusion.rms_norm not fused into a GEMM epilogue: its input's groups (the heads view's innermost dimension) have a dynamic size}}
+  %y = fusion.rms_norm %e {epsilon = 1.0e-06 : f32} : tensor<64x?x?xbf16> -> tensor<64x?x?xbf16>
+  return %y : tensor<64x?x?xbf16>
+}
+}
