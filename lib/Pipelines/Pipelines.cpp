@@ -68,6 +68,8 @@ void mlir::fusion::buildFusionFusePipeline(OpPassManager &pm,
   pm.addPass(createFusionLazyPrenormPass({options.lazyLayerNorm, report}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // A no-op unless the caller marked weight arguments (fusion.weight).
+  pm.addPass(createFusionOutlineWeightPrepPass({report}));
 }
 
 /// Upstream's gpu-lower-to-nvvm-pipeline (GPUToNVVMPipeline.cpp), pass for

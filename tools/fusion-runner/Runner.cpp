@@ -7,6 +7,7 @@
 #include "Runner.h"
 
 #include "fusion/Conversion/LibraryABI/LibraryABI.h"
+#include "fusion/Dialect/Fusion/IR/FusionDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -194,6 +195,50 @@ llvm::Error mlir::fusion_runner::checkSameSignature(func::FuncOp a,
           compareList(aType.getInputs(), bType.getInputs(), "argument"))
     return err;
   return compareList(aType.getResults(), bType.getResults(), "result");
+}
+
+//===----------------------------------------------------------------------===//
+// Weight preparation
+//===----------------------------------------------------------------------===//
+
+std::string mlir::fusion_runner::joinWeightPreparation(func::FuncOp f) {
+  auto prepareRef = f->getAttrOfType<FlatSymbolRefAttr>(
+      fusion::FusionDialect::kPrepareFuncAttrName);
+  if (!prepareRef)
+    return f.getSymName().str();
+  auto module = f->getParentOfType<ModuleOp>();
+  auto prepare = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      f, prepareRef);
+  std::string name = (f.getSymName() + "_with_prepare").str();
+  if (!prepare || SymbolTable::lookupSymbolIn(module, name))
+    return f.getSymName().str();
+
+  // The original arguments: those before the first prepared one.
+  unsigned original = f.getNumArguments();
+  for (unsigned i = 0; i < f.getNumArguments(); ++i)
+    if (f.getArgAttr(i, fusion::FusionDialect::kPreparedArgAttrName)) {
+      original = i;
+      break;
+    }
+  FunctionType type = f.getFunctionType();
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  Location loc = f.getLoc();
+  auto joined = func::FuncOp::create(
+      b, loc, name,
+      b.getFunctionType(type.getInputs().take_front(original),
+                        type.getResults()));
+  Block *body = joined.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  SmallVector<Value> weights;
+  for (unsigned i = 0; i < original; ++i)
+    if (f.getArgAttr(i, fusion::FusionDialect::kWeightArgAttrName))
+      weights.push_back(body->getArgument(i));
+  auto prepared = func::CallOp::create(b, loc, prepare, weights);
+  SmallVector<Value> args(body->getArguments());
+  llvm::append_range(args, prepared.getResults());
+  auto call = func::CallOp::create(b, loc, f, args);
+  func::ReturnOp::create(b, loc, call.getResults());
+  return name;
 }
 
 //===----------------------------------------------------------------------===//

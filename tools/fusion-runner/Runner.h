@@ -64,6 +64,14 @@ llvm::Expected<func::FuncOp> lookupEntry(ModuleOp module, StringRef funcName,
 llvm::Error checkSameSignature(func::FuncOp a, StringRef aWhat, func::FuncOp b,
                                StringRef bWhat);
 
+/// For a function whose weight preparation fusion-outline-weight-prep
+/// outlined (`fusion.prepare = @p`): adds @`<f>_with_prepare`, with @f's
+/// original signature, calling @p on the weight arguments and @f on its
+/// arguments and what @p returned, and returns its name; for any other
+/// function, its own name. So the runner compares a program before and
+/// after the outlining on the same inputs.
+std::string joinWeightPreparation(func::FuncOp f);
+
 /// Name of the wrapper `addEntryWrapper` creates for @`funcName`.
 std::string wrapperName(StringRef funcName);
 

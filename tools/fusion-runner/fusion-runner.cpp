@@ -425,6 +425,12 @@ addComparedProgram(MLIRContext &context, func::FuncOp refFunc,
                          "' failed");
     otherModule = modules.transformed.get();
     otherWhat += " after passes";
+    // Weight preparation outlined: compare @f_prepare then @f, joined.
+    if (auto f = otherModule.lookupSymbol<func::FuncOp>(otherName)) {
+      otherName = joinWeightPreparation(f);
+      if (otherName != f.getSymName())
+        otherWhat = "@" + otherName + " after passes";
+    }
   }
   auto otherFunc = lookupEntry(otherModule, otherName, otherWhat);
   if (!otherFunc)

@@ -93,6 +93,34 @@ static LogicalResult verifyKernelConfigForTarget(Operation *op,
   return success();
 }
 
+/// On a function's argument: `fusion.weight` (unit) or `fusion.prepared`
+/// (the index of a prepared value, an integer >= 0).
+LogicalResult FusionDialect::verifyRegionArgAttribute(Operation *op,
+                                                      unsigned regionIndex,
+                                                      unsigned argIndex,
+                                                      NamedAttribute attr) {
+  if (attr.getName() == kWeightArgAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "expected '" << kWeightArgAttrName
+                             << "' on argument " << argIndex
+                             << " to be a unit attribute, but got "
+                             << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == kPreparedArgAttrName) {
+    auto index = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!index || index.getValue().isNegative())
+      return op->emitError() << "expected '" << kPreparedArgAttrName
+                             << "' on argument " << argIndex
+                             << " to be an integer index >= 0, but got "
+                             << attr.getValue();
+    return success();
+  }
+  return op->emitError() << "unknown fusion dialect argument attribute '"
+                         << attr.getName().getValue() << "' on argument "
+                         << argIndex;
+}
+
 /// `fusion.target` may only sit on a module, and must hold a target.
 LogicalResult FusionDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
@@ -108,6 +136,14 @@ LogicalResult FusionDialect::verifyOperationAttribute(Operation *op,
                              << op->getName() << "'";
     return verifyKernelConfigForTarget(
         op, cast<KernelConfigAttr>(attr.getValue()));
+  }
+  if (attr.getName() == kPrepareFuncAttrName) {
+    if (!isa<FlatSymbolRefAttr>(attr.getValue()))
+      return op->emitError() << "expected '" << kPrepareFuncAttrName
+                             << "' to be a symbol reference (@<f>_prepare), "
+                                "but got "
+                             << attr.getValue();
+    return success();
   }
   if (attr.getName() != TargetAttr::getModuleAttrName())
     return op->emitError() << "unknown fusion dialect attribute '"

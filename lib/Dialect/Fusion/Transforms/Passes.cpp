@@ -14,6 +14,7 @@ namespace mlir::fusion {
 #define GEN_PASS_DEF_FUSIONEPILOGUENORMPASS
 #define GEN_PASS_DEF_FUSIONFORMNORMATTENTIONPASS
 #define GEN_PASS_DEF_FUSIONLAZYPRENORMPASS
+#define GEN_PASS_DEF_FUSIONOUTLINEWEIGHTPREPPASS
 #define GEN_PASS_DEF_FUSIONPLANKERNELSPASS
 #define GEN_PASS_DEF_FUSIONRAISELINALGPASS
 #define GEN_PASS_DEF_FUSIONREGROUPBACKWARDPASS
@@ -58,6 +59,15 @@ struct FusionLazyPrenormPass
   using Base::Base;
   void runOnOperation() override {
     applyLazyPrenorm(getOperation(), layerNorm, report);
+  }
+};
+
+struct FusionOutlineWeightPrepPass
+    : fusion::impl::FusionOutlineWeightPrepPassBase<
+          FusionOutlineWeightPrepPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    applyOutlineWeightPrep(getOperation(), report);
   }
 };
 

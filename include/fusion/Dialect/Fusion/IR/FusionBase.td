@@ -29,10 +29,25 @@ def Fusion_Dialect : Dialect {
     at the end of each op.
 
     The compilation target is a module attribute,
-    `fusion.target = #fusion.target<"sm_90a">`.
+    `fusion.target = #fusion.target<"sm_90a">`. A function's weight
+    arguments may be marked `fusion.weight` (a unit attribute), for
+    `fusion-outline-weight-prep`, which leaves `fusion.prepared = <index>`
+    on the arguments it adds and `fusion.prepare = @<f>_prepare` on the
+    function.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// A function argument that is a weight (unit attribute).
+    static constexpr ::llvm::StringLiteral kWeightArgAttrName = "fusion.weight";
+    /// An argument that receives the prepared value of this index.
+    static constexpr ::llvm::StringLiteral kPreparedArgAttrName =
+        "fusion.prepared";
+    /// A function's weight preparation (a symbol reference).
+    static constexpr ::llvm::StringLiteral kPrepareFuncAttrName =
+        "fusion.prepare";
+  }];
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 

@@ -330,6 +330,84 @@ def FusionLazyPrenormPass : Pass<"fusion-lazy-prenorm", "::mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// FusionOutlineWeightPrep
+//===----------------------------------------------------------------------===//
+
+def FusionOutlineWeightPrepPass
+    : Pass<"fusion-outline-weight-prep", "::mlir::ModuleOp"> {
+  let summary = "move what a function computes from its weights alone into "
+                "a function of its own, run once per weight version";
+  let description = [{
+    Lazy Pre-Norm folds a norm's weight into the GEMM's B (`diag(g) W`) and a
+    LayerNorm bias into `col_bias` (`beta W`). Where the weights are
+    arguments, those are device steps on every call, although they change
+    only when the weights do: for a decode-sized call they read and write
+    twice the bytes the GEMM reads. This pass moves them out of the call.
+
+    The caller marks the arguments that are weights with the unit argument
+    attribute `fusion.weight`. Every tensor op of the function computed from
+    weight arguments (and constants) alone moves into a new function
+    `@<f>_prepare`, which takes the weight arguments in their order and
+    returns the values the rest of `@f` reads; `@f` receives them as
+    arguments appended after its own, each marked `fusion.prepared` with its
+    index, and names its preparation in `fusion.prepare`. Views of a weight
+    alone (`tensor.expand_shape`, `collapse_shape`, `cast`) stay: they cost
+    nothing. The weight arguments stay in `@f`'s signature, used or not, so
+    that its ABI is the original's with the prepared values appended.
+
+    The Python front end marks the parameters of an inference partition when
+    asked (`fusion_compiler.compile(..., cache_weight_folds=True)`) and calls
+    `@f_prepare` again only when a weight's storage or version counter
+    changed; `fusion-fuse` runs this pass last, so a program without
+    `fusion.weight` arguments is unchanged.
+
+    Example (after `fusion-lazy-prenorm`):
+    ```mlir
+    func.func @f(%x: tensor<?x2048xbf16>, %g: tensor<2048xbf16> {fusion.weight},
+                 %w: tensor<2048x2048xbf16> {fusion.weight}) -> tensor<?x2048xbf16> {
+      %wg = fusion.mul %w, %g : tensor<2048x2048xbf16>, tensor<2048xbf16>
+      %y = fusion.fused_matmul %x, %wg {prologue = #fusion.prologue<rms_norm>, ...}
+      return %y : tensor<?x2048xbf16>
+    }
+    ```
+    becomes
+    ```mlir
+    func.func @f_prepare(%g: tensor<2048xbf16>, %w: tensor<2048x2048xbf16>)
+        -> tensor<2048x2048xbf16> {
+      %wg = fusion.mul %w, %g : tensor<2048x2048xbf16>, tensor<2048xbf16>
+      return %wg : tensor<2048x2048xbf16>
+    }
+    func.func @f(%x: tensor<?x2048xbf16>, %g: tensor<2048xbf16> {fusion.weight},
+                 %w: tensor<2048x2048xbf16> {fusion.weight},
+                 %wg: tensor<2048x2048xbf16> {fusion.prepared = 0 : i64})
+        -> tensor<?x2048xbf16> attributes {fusion.prepare = @f_prepare} {
+      %y = fusion.fused_matmul %x, %wg {prologue = #fusion.prologue<rms_norm>, ...}
+      return %y : tensor<?x2048xbf16>
+    }
+    ```
+
+    #### Input invariants
+    - Functions of one block; only ops without regions or memory effects,
+      with ranked tensor results, move.
+
+    #### Output IR
+    As above. A function is left as it is (a remark with `report`) when a
+    weight-only value is returned, or when `@<f>_prepare` already exists.
+
+    #### Options
+    - `report`: emit a remark per function outlined or left.
+
+    #### Target requirements
+    None.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit a remark per function outlined or left as it is">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // FusionPlanKernels
 //===----------------------------------------------------------------------===//
 

@@ -207,6 +207,15 @@ void applyRegroupBackward(ModuleOp module, bool report, bool apply = true,
 /// not, and why).
 void applyFormNormAttention(ModuleOp module, bool report, bool apply = true);
 
+/// Weight preparation (fusion-outline-weight-prep): in every function with
+/// weight arguments (FusionDialect::kWeightArgAttrName, `fusion.weight`), the tensor ops computed from those arguments
+/// (and constants) alone, and doing work (not only views of them), move into
+/// a new function @<f>_prepare(the weight arguments, in order) returning
+/// the values the rest of @f reads; @f gets them as arguments appended after
+/// its own (each marked `fusion.prepared` = its index). With `report`, a
+/// remark per function outlined or refused.
+void applyOutlineWeightPrep(ModuleOp module, bool report);
+
 /// Patterns raising linalg norms and matmuls to fusion ops, and absorbing a
 /// bias add after a matmul into fusion.matmul's bias (fusion-raise-linalg).
 void populateRaiseLinalgPatterns(RewritePatternSet &patterns);
