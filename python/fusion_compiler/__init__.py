@@ -199,9 +199,11 @@ def _gradients(entry: PartitionReport, sub, values, target: str, tools, load: bo
 
 
 def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
-               load: bool = True, gradients: bool = False):
+               load: bool = True, gradients: bool = False,
+               cache_weight_folds: bool = False):
     """Rewrites `gm` in place: recognized forms, partitions, compiled calls
-    (with their training programs where `gradients`)."""
+    (with their training programs where `gradients`; with the weights'
+    preparation outlined where `cache_weight_folds`)."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     from . import patterns, support
@@ -242,7 +244,8 @@ def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
         reports.append(entry)
         try:
             values = [a.meta.get("val") for a in node.args]
-            program = emit(sub, values, "sm_90a" if target == "cpu" else target)
+            program = emit(sub, values, "sm_90a" if target == "cpu" else target,
+                           mark_weights=cache_weight_folds)
             entry.name = f"{entry.name} ({program.name})"
             entry.ops, entry.mlir = program.ops, program.mlir_with_locations
             if report:
@@ -336,7 +339,7 @@ class CompiledModule:
 
 def compile(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, *,
             example_kwargs=None, strict: bool = False, report: bool = True,
-            gradients: bool = True) -> CompiledModule:
+            gradients: bool = True, cache_weight_folds: bool = False) -> CompiledModule:
     """Compiles `model` (an nn.Module or a function of tensors) for the
     shapes, dtypes and devices of `example_inputs`. target: "sm_90a" (the
     default; a CUDA device runs it) or "cpu" (the reference lowering, for
@@ -346,7 +349,16 @@ def compile(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, 
     gradients, and `explain` says why). report=False skips the fusion
     report (`explain`) for a faster compile. gradients=False compiles no
     training programs: a call that needs gradients then runs the
-    partitions' PyTorch ops."""
+    partitions' PyTorch ops. cache_weight_folds=True keeps what a
+    partition computes from its weights alone (Lazy Pre-Norm folds a
+    norm's weight into the next linear's: diag(g) W, and a LayerNorm's
+    bias into its bias) between calls, and computes it again only when a
+    weight changed (its storage or version counter: an optimizer step,
+    load_state_dict or copy_ under no_grad bump it; an update through
+    `.data` does not, and is not seen). It costs one more copy of each
+    folded weight in memory and saves, per call, reading the weight and
+    writing the fold (for a decode-sized call, most of the call's
+    traffic); calls that compute gradients are unchanged."""
     _check_target(target)
     try:
         gm = _capture(model, example_inputs, example_kwargs)
@@ -358,7 +370,8 @@ def compile(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, 
         why = f"torch.export could not capture the model: {type(error).__name__}: " + \
             (first[0] if first else "")
         return CompiledModule(model, Explanation(target, [], [("model", why, "?")]))
-    fused, explanation = _partition(gm, target, True, strict, report, gradients=gradients)
+    fused, explanation = _partition(gm, target, True, strict, report, gradients=gradients,
+                                    cache_weight_folds=cache_weight_folds)
     return CompiledModule(fused, explanation, example_inputs if not example_kwargs else ())
 
 
@@ -375,7 +388,8 @@ def explain(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, 
 
 
 def build(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, *,
-          example_kwargs=None, strict: bool = True, gradients: bool = False) -> Explanation:
+          example_kwargs=None, strict: bool = True, gradients: bool = False,
+          cache_weight_folds: bool = False) -> Explanation:
     """Compiles `model`'s partitions into the cache without loading them:
     ahead of time, on a machine without the target's GPU (the libraries
     need no GPU to build). A machine with the same tools' files
@@ -383,10 +397,12 @@ def build(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, *,
     this cache ($FUSION_CACHE_DIR) then compiles the same model without
     running the compiler at all. Returns the explanation, with each
     partition's library; gradients=True also builds each partition's
-    training forward and backward (`gradient_libraries`)."""
+    training forward and backward (`gradient_libraries`);
+    cache_weight_folds as `compile`'s (the libraries differ)."""
     _check_target(target)
     gm = _capture(model, example_inputs, example_kwargs)
-    return _partition(gm, target, True, strict, False, load=False, gradients=gradients)[1]
+    return _partition(gm, target, True, strict, False, load=False, gradients=gradients,
+                      cache_weight_folds=cache_weight_folds)[1]
 
 
 def _reason(error: Exception) -> str:

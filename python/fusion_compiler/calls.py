@@ -51,10 +51,67 @@ class _CpuFunction:
         self._fn(*words)
 
 
+_LIBRARIES: Dict[tuple, object] = {}
+
+
 def _gpu_function(path: str, name: str, runtime_library: Optional[str]):
     import fusion_runtime  # the runtime's loader, shipped with this package
-    library = fusion_runtime.Library(path, runtime=runtime_library)
+    library = _LIBRARIES.get((path, runtime_library))
+    if library is None:
+        library = _LIBRARIES[(path, runtime_library)] = fusion_runtime.Library(
+            path, runtime=runtime_library)
     return library.function(name)
+
+
+_TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
+                 "f64": torch.float64}
+
+
+def _prepared_outputs(signature: str) -> List[tuple]:
+    """(shape, dtype) of each result in a library function's description."""
+    import fusion_runtime  # the runtime's loader, shipped with this package
+    return [(tuple(spec.shape), _TORCH_DTYPES[spec.dtype])
+            for spec in fusion_runtime.parse_signature(signature)
+            if spec.name and spec.name.startswith("result")]
+
+
+class _WeightPreparation:
+    """What the partition computes from its weights alone (Lazy Pre-Norm's
+    weight folds: `fusion-outline-weight-prep` moved them into the library's
+    `<function>_prepare`), computed again only when a weight changed: a
+    weight's storage, version counter (bumped by every in-place update:
+    an optimizer step, `load_state_dict`, `copy_`) or device differs from
+    the last preparation's. A call inside a CUDA graph capture always
+    prepares, so that the graph replays the preparation with its weights.
+    The prepared tensors are kept (one copy of each folded weight) and
+    rewritten in place on the caller's stream."""
+
+    def __init__(self, fn, weights: List[int], outputs: List[tuple]):
+        self._fn = fn
+        self.weights = weights     # the partition's weight inputs, by index
+        self.outputs = outputs     # (shape, dtype) of each prepared value
+        self.calls = 0             # preparations run (for tests)
+        self._key = None
+        self._prepared: List[torch.Tensor] = []
+
+    def _version_key(self, args, device):
+        try:
+            return (device,) + tuple((args[i].data_ptr(), args[i]._version)
+                                     for i in self.weights)
+        except RuntimeError:  # an inference-mode tensor has no version counter
+            return None
+
+    def prepared(self, args, flat, device) -> List[torch.Tensor]:
+        capturing = device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+        key = None if capturing else self._version_key(args, device)
+        if key is None or key != self._key:
+            if not self._prepared or self._prepared[0].device != device:
+                self._prepared = [torch.empty(shape, dtype=dtype, device=device)
+                                  for shape, dtype in self.outputs]
+            self._fn(*(flat[i] for i in self.weights), *self._prepared)
+            self.calls += 1
+            self._key = key
+        return self._prepared
 
 
 class CompiledPartition(torch.nn.Module):
@@ -68,8 +125,19 @@ class CompiledPartition(torch.nn.Module):
         self.target = target
         self.runtime_library = runtime_library
         self._plans: Dict[tuple, tuple] = {}
-        self._fn = (_CpuFunction(library_path, program.name) if target == "cpu"
-                    else _gpu_function(library_path, program.name, runtime_library))
+        self._fn = self._function(program.name)
+        # The weights' preparation, where the library has one (a partition
+        # compiled with cache_weight_folds=True whose program has a fold).
+        self._preparation: Optional[_WeightPreparation] = None
+        import fusion_runtime  # the runtime's loader, shipped with this package
+        prepare = fusion_runtime.library_signatures(library_path).get(
+            program.name + "_prepare")
+        if prepare is not None:
+            weights = [i for i, a in enumerate(program.inputs)
+                       if not a.activation and not a.per_row]
+            self._preparation = _WeightPreparation(
+                self._function(program.name + "_prepare"), weights,
+                _prepared_outputs(prepare))
         # An output's leading (token) dimensions: those of the first
         # activation input with the same ones in the example.
         self._lead_from: List[Optional[int]] = []
@@ -77,6 +145,11 @@ class CompiledPartition(torch.nn.Module):
             match = next((i for i, a in enumerate(program.inputs)
                           if a.activation and a.shape[:-1] == out.shape[:-1]), None)
             self._lead_from.append(match)
+
+    def _function(self, name: str):
+        if self.target == "cpu":
+            return _CpuFunction(self.library_path, name)
+        return _gpu_function(self.library_path, name, self.runtime_library)
 
     def _check(self, i: int, t: torch.Tensor) -> None:
         spec = self.program.inputs[i]
@@ -164,8 +237,10 @@ class CompiledPartition(torch.nn.Module):
             if t.data_ptr() & (ALIGNMENT_BYTES - 1):
                 t = t.clone()
             flat.append(t)
+        prepared = (self._preparation.prepared(args, flat, device)
+                    if self._preparation is not None else ())
         outs = [_allocate(shape, dtype=dtype, device=device) for shape, dtype in allocs]
-        self._fn(*flat, *outs)
+        self._fn(*flat, *prepared, *outs)
         CompiledPartition.calls += 1
         return tuple(out.view(shape) for out, shape in zip(outs, shapes))
 

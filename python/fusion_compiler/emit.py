@@ -402,8 +402,19 @@ def _function(args, body, returned, result_types, target, inputs, outputs, singl
                    module(name, [text + loc for text, loc in body]))
 
 
-def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str) -> Program:
+def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str,
+         mark_weights: bool = False) -> Program:
     """The dialect function computing partition `sub`, whose placeholders
     take values like `arg_values` (the parent's metadata). Its name is
-    `fusion_<digest of its body>`: equal partitions are one function."""
-    return render(write(sub, arg_values), target)
+    `fusion_<digest of its body>`: equal partitions are one function.
+    `mark_weights`: the inputs that are neither activations nor per-row
+    statistics (the module's parameters) get `{fusion.weight}`, so that
+    fusion-fuse moves what is computed from them alone (Lazy Pre-Norm's
+    weight folds) into `<name>_prepare`, which the call runs only when a
+    weight changed (calls.py)."""
+    forward = write(sub, arg_values)
+    if mark_weights:
+        forward.args = [text + " {fusion.weight}"
+                        if not arg.activation and not arg.per_row else text
+                        for text, arg in zip(forward.args, forward.inputs)]
+    return render(forward, target)

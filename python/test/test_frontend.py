@@ -659,6 +659,41 @@ class FrontEndTest(unittest.TestCase):
             compiled(x)
         self.assertEqual(CompiledPartition.calls, before + 1)
 
+    def test_cache_weight_folds(self):
+        """cache_weight_folds=True: Lazy Pre-Norm's weight folds (the input
+        norm's weight into q, k and v) move into the library's
+        <function>_prepare, run on the first call and again only when a
+        weight changed in place; the outputs are the per-call fold's."""
+        torch.manual_seed(0)
+        m = randomize_norms(DecoderBlock().bfloat16().eval())
+        x = torch.randn(2, 5, 64).bfloat16()
+        plain = fc.compile(m, (x,), target="cpu", report=False)
+        cached = fc.compile(m, (x,), target="cpu", report=False, cache_weight_folds=True)
+        part = cached.explain().partitions[0]
+        self.assertIn("{fusion.weight}", part.mlir)
+        self.assertNotIn("{fusion.weight}", plain.explain().partitions[0].mlir)
+        preps = [mod._preparation for mod in cached.graph_module.modules()
+                 if isinstance(mod, CompiledPartition) and mod._preparation is not None]
+        # The input norm's folds into q / k / v (the post-attention norm
+        # rides in o_proj's epilogue instead: no fold).
+        self.assertEqual([len(p.outputs) for p in preps], [3])
+        self.assertTrue(all(mod._preparation is None for mod in plain.graph_module.modules()
+                            if isinstance(mod, CompiledPartition)))
+        with torch.no_grad():
+            want = plain(x)
+            got = cached(x)
+            self.assertEqual([p.calls for p in preps], [1])
+            self.assertTrue(torch.equal(got, want))
+            got = cached(x.flip(0))  # other activations: the same preparation
+            self.assertEqual([p.calls for p in preps], [1])
+            self.assertTrue(torch.equal(got, plain(x.flip(0))))
+            # An in-place update (an optimizer step, load_state_dict) is seen.
+            m.layer.input_layernorm.weight.mul_(1.5)
+            got = cached(x)
+            self.assertEqual([p.calls for p in preps], [2])
+            self.assertTrue(torch.equal(got, plain(x)))
+        self.check_close(m, (x,), got)
+
     def test_cache_reused_and_invalidated(self):
         m = PreNorm().bfloat16().eval()
         x = torch.randn(2, 3, 64).bfloat16()

@@ -54,6 +54,7 @@ __all__ = [
     "Runtime",
     "TensorSpec",
     "check_arguments",
+    "library_signatures",
     "memref_words",
     "merge_signatures",
     "parse_signature",
@@ -516,6 +517,17 @@ def _resolve_library_path(path: Union[str, "os.PathLike[str]"]) -> str:
             errno.ENOENT, f"no such library: {path} (the working directory is {os.getcwd()})",
             path)
     return path
+
+
+def library_signatures(path: str) -> Dict[str, str]:
+    """The descriptions a compiled library (GPU or CPU) exports for its
+    functions, function -> "arg0: bf16[?,512]; ...; result0: ...", read from
+    the file without loading it (no driver needed); empty where the file is
+    not such a library."""
+    exports = _elf_exports(os.path.abspath(path)) or {}
+    return {name[len(SIGNATURE_PREFIX):]: content.split(b"\0")[0].decode()
+            for name, (_, content) in exports.items()
+            if name.startswith(SIGNATURE_PREFIX) and content is not None}
 
 
 def _elf_exports(path: str) -> Optional[Dict[str, Tuple[int, Optional[bytes]]]]:

@@ -41,7 +41,10 @@ static void passResultsAsArguments(func::FuncOp func) {
   Block &body = func.getBody().front();
   SmallVector<Location> locs(outTypes.size(), func.getLoc());
   unsigned first = body.getNumArguments();
-  body.addArguments(outTypes, locs);
+  // insertArguments keeps the argument attributes (fusion.weight, ...) in step.
+  SmallVector<unsigned> at(outTypes.size(), first);
+  SmallVector<DictionaryAttr> noAttrs(outTypes.size());
+  (void)func.insertArguments(at, outTypes, noAttrs, locs);
   OpBuilder b(ret);
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
     auto op = bufferization::MaterializeInDestinationOp::create(
