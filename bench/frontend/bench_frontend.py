@@ -311,6 +311,8 @@ def prepare(directory, only=None):
         for kind in kinds:
             x = inputs(h, count, 8, "cpu", 0, kind)
             report = fc.build(m, x, target="sm_90a")
+            if not isinstance(h, tuple):  # the weights' folds kept between calls
+                fc.build(m, x, target="sm_90a", cache_weight_folds=True)
             print(f"{name} ({kind}): {len(report.partitions)} partition(s)")
             print(report)
             # The fusion decisions, recorded here (the GPU machine cannot run fusion-opt).
@@ -325,26 +327,39 @@ def prepare(directory, only=None):
                     through_backend(fc, m, target="sm_90a", load=False)(*x)
 
 
-def check(fc, m, h, count):
+def check(fc, m, h, count, cache_weight_folds=False):
     """(our error, PyTorch's bf16 error) against float64, largest absolute,
-    and how many library calls our forward made."""
+    and how many library calls our forward made. With `cache_weight_folds`,
+    the weights' folds kept between calls: the check also updates a norm
+    weight in place and checks the next call against the updated module."""
     from fusion_compiler.calls import CompiledPartition
     x = inputs(h, count, CHECK_M, "cuda", 1, "check")
     compiled = fc.compile(m, x, target="sm_90a", strict=True, report=False,
-                          gradients=False)
+                          gradients=False, cache_weight_folds=cache_weight_folds)
+
+    def error(got, want):  # the largest over a module's outputs (q, k, v)
+        if isinstance(want, tuple):
+            return max(error(g, w) for g, w in zip(got, want))
+        return (got.double() - want).abs().max().item()
     before = CompiledPartition.calls
     with torch.no_grad():
         ours = compiled(*x)
         calls = CompiledPartition.calls - before
         theirs = m(*x)
         exact = copy.deepcopy(m).double()(*(t.double() for t in x))
+        errors = [error(ours, exact)]
+        if cache_weight_folds:
+            m = copy.deepcopy(m)  # the caller's module stays as it was
+            compiled = fc.compile(m, x, target="sm_90a", strict=True, report=False,
+                                  gradients=False, cache_weight_folds=True)
+            compiled(*x)
+            for p in m.parameters():
+                if p.dim() == 1:
+                    p.mul_(1.25)  # in place: the next call must prepare again
+            errors.append(error(compiled(*x), copy.deepcopy(m).double()(
+                *(t.double() for t in x))))
     torch.cuda.synchronize()
-
-    def error(got, want):  # the largest over a module's outputs (q, k, v)
-        if isinstance(want, tuple):
-            return max(error(g, w) for g, w in zip(got, want))
-        return (got.double() - want).abs().max().item()
-    return error(ours, exact), error(theirs, exact), calls
+    return max(errors), error(theirs, exact), calls
 
 
 def run(args):
@@ -356,7 +371,7 @@ def run(args):
     for name, factory, h, count in cases():
         if args.only and not re.search(args.only, name):
             continue
-        row = dict(case=name, tokens=M, h=h, modules=SOURCE)
+        row = dict(case=name, tokens=args.tokens, h=h, modules=SOURCE)
         if isinstance(h, tuple):
             row.update(tokens=ATTENTION_SHAPES["bench"]["batch"] * h[2],
                        h=h[0] * h[1], heads=h[0], lq=h[2], kv=ATTENTION_SHAPES["bench"]["kv"])
@@ -367,9 +382,16 @@ def run(args):
             ours_err, torch_err, calls = check(fc, m, h, count)
             row.update(err_ours=ours_err, err_torch_bf16=torch_err, library_calls=calls,
                        correct=ours_err <= 2 * torch_err + 2 ** -7)
-            x = inputs(h, count, M, "cuda", 2, "bench")
+            tokenwise = not isinstance(h, tuple)
+            if tokenwise:
+                cached_err = check(fc, m, h, count, cache_weight_folds=True)[0]
+                row.update(err_ours_cached=cached_err,
+                           correct=row["correct"] and cached_err <= 2 * torch_err + 2 ** -7)
+            x = inputs(h, count, args.tokens, "cuda", 2, "bench")
             compiled = fc.compile(m, x, target="sm_90a", strict=True, report=False,
                                   gradients=False)
+            cached = fc.compile(m, x, target="sm_90a", strict=True, report=False,
+                                gradients=False, cache_weight_folds=True) if tokenwise else None
             row["partitions"] = [[op for op, _ in p.ops] for p in compiled.explain().partitions]
             inductor = compile_fresh(m)
             backend = through_backend(fc, m)
@@ -386,12 +408,15 @@ def run(args):
                     ("ours_ms", bench_ms, lambda: compiled(*x)),
                     ("ours_backend_ms", bench_ms, lambda: backend(*x)),
                 ]
+                if cached is not None:  # the weights' folds kept between calls
+                    cached(*x)
+                    measurements.append(("ours_cached_ms", bench_ms, lambda: cached(*x)))
                 if hasattr(m, "gemm_alone"):  # the fused form's bound: its GEMM alone (cuBLAS)
                     measurements.append(("gemm_alone_ms", bench_ms, lambda: m.gemm_alone(*x)))
                 mean, spread, rounds = run_rounds(args.rounds, measurements, errors)
             row.update(mean)
             row["spread_ms"] = spread
-            for key in ("ours_ms", "ours_backend_ms"):
+            for key in ("ours_ms", "ours_backend_ms", "ours_cached_ms"):
                 if key in mean:
                     row[f"vs_inductor_{key[:-3]}"] = mean.get("inductor_ms", float("nan")) / mean[key]
             if "ours_ms" in mean:
@@ -412,9 +437,11 @@ def run(args):
                           ("torch.compile ms", "inductor_ms", "{:.3f}"),
                           ("ours ms", "ours_ms", "{:.3f}"),
                           ("ours + Inductor ms", "ours_backend_ms", "{:.3f}"),
+                          ("ours, folds kept ms", "ours_cached_ms", "{:.3f}"),
                           ("ours vs torch.compile", "vs_inductor_ours", "{:.2f}x"),
                           ("ours + Inductor vs torch.compile", "vs_inductor_ours_backend",
                            "{:.2f}x"),
+                          ("folds kept vs torch.compile", "vs_inductor_ours_cached", "{:.2f}x"),
                           ("ours vs eager", "vs_eager", "{:.2f}x")], rows))
 
 
@@ -424,6 +451,8 @@ def main():
     p.add_argument("--dir", default="build/frontend-gpu", help="the prepared DIR")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--tokens", type=int, default=M,
+                   help="tokens of a benchmark call (default %(default)s; 1-64: decode-sized)")
     p.add_argument("--only", help="run the cases whose name matches this regex")
     p.add_argument("--commit", default=os.environ.get("FUSION_COMMIT", "unknown"))
     args = p.parse_args()

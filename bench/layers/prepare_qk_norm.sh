@@ -15,7 +15,7 @@ py=${PYTHON:-.venv/bin/python}
 bash bench/build_gpu_artifacts.sh "$build" cases > /dev/null
 ARTIFACTS="$build/gpu" bash bench/layers/build_layers.sh "$build" '^qwen3_q_norm_h'
 FUSION_TOOLS_DIR="$build/bin" "$py" bench/frontend/bench_frontend.py \
-  --prepare "$build/frontend-gpu" --only qwen3 > "$build/frontend-gpu.log" 2>&1
+  --prepare "$build/frontend-gpu" --only "qwen3|llama_prenorm" > "$build/frontend-gpu.log" 2>&1
 FUSION_TOOLS_DIR="$build/bin" "$py" test/gpu/test_frontend_training_gpu.py \
   --prepare "$build/frontend-training-gpu" > "$build/frontend-training-gpu.log" 2>&1
 du -sh "$build/gpu" "$build/frontend-gpu" "$build/frontend-training-gpu"

@@ -19,7 +19,7 @@
 #   COMMIT=abc OUT=/tmp/out [FRONTEND=build/frontend-gpu] [TRAINING=build/frontend-training-gpu] \
 #     bash bench/layers/run_qk_norm_h200.sh [ARTIFACTS]
 #
-# About 3 minutes (5 with the front end).
+# About 3 minutes (7 with the front end).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -49,11 +49,19 @@ echo "== bench_layers.py qwen3_q_norm: exit $?"
 sed -n '/^| /p' "$OUT/bench_layers_qwen3_q_norm_log.txt"
 tail -n 5 "$OUT/bench_layers_qwen3_q_norm_log.txt"
 if [ -n "${FRONTEND:-}" ]; then
-  timeout 500 python3 bench/frontend/bench_frontend.py --dir "$FRONTEND" --only qwen3 \
+  timeout 300 python3 bench/frontend/bench_frontend.py --dir "$FRONTEND" --only qwen3 \
     --json "$OUT/bench_frontend_qwen3.json" --commit "${COMMIT:-unknown}" \
     > "$OUT/bench_frontend_qwen3_log.txt" 2>&1
   echo "== bench_frontend.py qwen3: exit $?"
   sed -n '/^| /p' "$OUT/bench_frontend_qwen3_log.txt"
+  # Decode-sized calls (16 tokens), where the weights' folds kept between
+  # calls (cache_weight_folds) matter most.
+  timeout 150 python3 bench/frontend/bench_frontend.py --dir "$FRONTEND" --tokens 16 \
+    --only "qwen3_attention_inputs_h|llama_prenorm_h4096" \
+    --json "$OUT/bench_frontend_decode16.json" --commit "${COMMIT:-unknown}" \
+    > "$OUT/bench_frontend_decode16_log.txt" 2>&1
+  echo "== bench_frontend.py 16 tokens: exit $?"
+  sed -n '/^| /p' "$OUT/bench_frontend_decode16_log.txt"
 fi
 if [ -n "${TRAINING:-}" ]; then
   FUSION_FRONTEND_TRAINING_DIR=$TRAINING timeout 300 python3 -m pytest -v -s -rs \
