@@ -48,6 +48,13 @@ timeout 400 python3 bench/bench_layers.py --kinds qwen3_q_norm --rounds 3 \
 echo "== bench_layers.py qwen3_q_norm: exit $?"
 sed -n '/^| /p' "$OUT/bench_layers_qwen3_q_norm_log.txt"
 tail -n 5 "$OUT/bench_layers_qwen3_q_norm_log.txt"
+if [ -n "${TRAINING:-}" ]; then
+  FUSION_FRONTEND_TRAINING_DIR=$TRAINING timeout 300 python3 -m pytest -v -s -rs \
+    test/gpu/test_frontend_training_gpu.py -k qwen3 > "$OUT/frontend_training_qwen3.txt" 2>&1
+  echo "== test_frontend_training_gpu.py -k qwen3: exit $?"
+  grep -E "FAILED|Error|rel err" "$OUT/frontend_training_qwen3.txt" | cut -c1-200 | head -30
+  tail -n 1 "$OUT/frontend_training_qwen3.txt"
+fi
 if [ -n "${FRONTEND:-}" ]; then
   timeout 300 python3 bench/frontend/bench_frontend.py --dir "$FRONTEND" --only qwen3 \
     --json "$OUT/bench_frontend_qwen3.json" --commit "${COMMIT:-unknown}" \
@@ -62,11 +69,4 @@ if [ -n "${FRONTEND:-}" ]; then
     > "$OUT/bench_frontend_decode16_log.txt" 2>&1
   echo "== bench_frontend.py 16 tokens: exit $?"
   sed -n '/^| /p' "$OUT/bench_frontend_decode16_log.txt"
-fi
-if [ -n "${TRAINING:-}" ]; then
-  FUSION_FRONTEND_TRAINING_DIR=$TRAINING timeout 300 python3 -m pytest -v -s -rs \
-    test/gpu/test_frontend_training_gpu.py -k qwen3 > "$OUT/frontend_training_qwen3.txt" 2>&1
-  echo "== test_frontend_training_gpu.py -k qwen3: exit $?"
-  grep -E "FAILED|Error|rel err" "$OUT/frontend_training_qwen3.txt" | cut -c1-200 | head -30
-  tail -n 1 "$OUT/frontend_training_qwen3.txt"
 fi
