@@ -25,6 +25,12 @@ export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export FUSION_GPU_ARTIFACTS=${1:-build/gpu}
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader | tee "$OUT/gpu.txt"
+here=$(python3 -c "import torch; print(torch.__version__)")
+for d in ${FRONTEND:-} ${TRAINING:-}; do  # the prepared libraries are keyed by torch's export
+  [ -f "$d/torch-version.txt" ] && [ "$(cat "$d/torch-version.txt")" != "$here" ] && \
+    echo "WARNING: $d was prepared with torch $(cat "$d/torch-version.txt"), this is $here: its libraries may not be found"
+done
+if [ -z "${FRONTEND_ONLY:-}" ]; then  # FRONTEND_ONLY=1: only the front end's parts
 for t in "test_fused_matmul_gpu.py -k heads" "test_layers_gpu.py -k qwen3"; do
   set -- $t
   log="$OUT/$(basename "$1" .py)_qk_norm.txt"
@@ -48,6 +54,7 @@ timeout 400 python3 bench/bench_layers.py --kinds qwen3_q_norm --rounds 3 \
 echo "== bench_layers.py qwen3_q_norm: exit $?"
 sed -n '/^| /p' "$OUT/bench_layers_qwen3_q_norm_log.txt"
 tail -n 5 "$OUT/bench_layers_qwen3_q_norm_log.txt"
+fi
 if [ -n "${TRAINING:-}" ]; then
   FUSION_FRONTEND_TRAINING_DIR=$TRAINING timeout 300 python3 -m pytest -v -s -rs \
     test/gpu/test_frontend_training_gpu.py -k qwen3 > "$OUT/frontend_training_qwen3.txt" 2>&1
