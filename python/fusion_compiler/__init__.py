@@ -35,8 +35,9 @@ the call runs the inference program, unchanged.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .toolchain import FusionCompileError, compile_library, find_tools, fusion_report
 
@@ -198,6 +199,47 @@ def _gradients(entry: PartitionReport, sub, values, target: str, tools, load: bo
         return None
 
 
+def _in_model_order(call, sub, order: Dict[str, int]) -> None:
+    """Puts partition `sub` (called by `call`) in the model's order: its
+    ops as the model runs them (`order`: the export graph's node positions
+    by name, which fuse_partitions keeps), its inputs as those ops first
+    read them (operands in order), its outputs by where they are computed. The
+    partitioner's own order changes across torch versions, and the program's
+    text (its library's name and cache key) follows it: in this order, a
+    library built with one torch is found by another."""
+    late = len(order)
+    graph = sub.graph
+    inputs = [n for n in graph.nodes if n.op == "placeholder"]
+    output = next(n for n in graph.nodes if n.op == "output")
+    body = [n for n in graph.nodes if n.op not in ("placeholder", "output")]
+    # The ops: the model's order is a topological one of every subset.
+    body.sort(key=lambda n: order.get(n.name, late))
+    for n in body:
+        output.prepend(n)
+    # The inputs as the ops first read them.
+    first_read: Dict[Any, int] = {}
+    for n in body + [output]:
+        for operand in n.all_input_nodes:
+            if operand.op == "placeholder":
+                first_read.setdefault(operand, len(first_read))
+    perm = sorted(range(len(inputs)), key=lambda i: first_read.get(inputs[i], late))
+    anchor = body[0] if body else output
+    for i in perm:
+        anchor.prepend(inputs[i])
+    call.args = tuple(call.args[i] for i in perm)
+    # The outputs, and the parent's getitem of each.
+    results = output.args[0]
+    if isinstance(results, (tuple, list)) and len(results) > 1:
+        perm = sorted(range(len(results)), key=lambda i: order.get(results[i].name, late))
+        output.args = (type(results)(results[i] for i in perm),)
+        new_index = {old: new for new, old in enumerate(perm)}
+        for user in list(call.users):
+            if user.op == "call_function" and user.target is operator.getitem:
+                user.args = (call, new_index[user.args[1]])
+    graph.lint()
+    sub.recompile()
+
+
 def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
                load: bool = True, gradients: bool = False,
                cache_weight_folds: bool = False):
@@ -219,6 +261,9 @@ def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
     # from the [batch, tokens, hidden] ones), and one per attention block.
     counts = sorted({support.group(n) for n in gm.graph.nodes
                      if support.is_compute(n) and support.reason(n) is None} - {None}, key=str)
+    # The model's order of computation (torch.export's), which each
+    # partition's program follows whatever order the partitioner left.
+    order = {n.name: i for i, n in enumerate(gm.graph.nodes)}
     fused = gm
     for count in counts:
         partitioner = CapabilityBasedPartitioner(fused, support.FusionOperatorSupport(count),
@@ -234,6 +279,10 @@ def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
                     fused.add_submodule(new, fused.get_submodule(node.target))
                     fused.delete_submodule(node.target)
                     node.target = new
+    for node in list(fused.graph.nodes):
+        if node.op == "call_module" and str(node.target).startswith("fusion_rows"):
+            _in_model_order(node, fused.get_submodule(node.target), order)
+    fused.recompile()
     reports: List[PartitionReport] = []
     tools = find_tools() if (compile_now or report) else None
     for node in list(fused.graph.nodes):

@@ -369,6 +369,52 @@ class FrontEndTest(unittest.TestCase):
             y = compiled(x)
         self.check_close(m, (x,), y)
 
+    def test_program_independent_of_partitioner_order(self):
+        """A partition's program (its library's name and cache key) follows
+        the model's order, not the order torch's partitioner leaves (which
+        changed between torch 2.11 and 2.15, so that libraries built with
+        one were not found by the other): with the partitioner's inputs
+        reversed and its independent ops in another valid order, the same
+        programs come out."""
+        from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+        torch.manual_seed(0)
+        m = randomize_norms(DecoderBlock().bfloat16().eval())
+        x = torch.randn(2, 5, 64).bfloat16()
+        want = [p.mlir for p in fc.explain(m, (x,), target="cpu").partitions]
+        fuse = CapabilityBasedPartitioner.fuse_partitions
+
+        def shuffled(self, partitions, *args, **kwargs):
+            gm = fuse(self, partitions, *args, **kwargs)
+            for call in gm.graph.nodes:
+                if call.op != "call_module" or not str(call.target).startswith("fused_"):
+                    continue
+                graph = gm.get_submodule(call.target).graph
+                inputs = [n for n in graph.nodes if n.op == "placeholder"]
+                body = [n for n in graph.nodes if n.op not in ("placeholder", "output")]
+                output = next(n for n in graph.nodes if n.op == "output")
+                for n in reversed(inputs):  # reversed inputs
+                    (body[0] if body else output).prepend(n)
+                call.args = tuple(reversed(call.args))
+                # A topological order taking the latest ready op first.
+                done, left = set(), list(body)
+                while left:
+                    ready = [n for n in left if all(a in done or a.op == "placeholder"
+                                                    for a in n.all_input_nodes)]
+                    output.prepend(ready[-1])
+                    done.add(ready[-1])
+                    left.remove(ready[-1])
+                gm.get_submodule(call.target).recompile()
+            gm.recompile()
+            return gm
+        CapabilityBasedPartitioner.fuse_partitions = shuffled
+        try:
+            got = [p.mlir for p in fc.explain(m, (x,), target="cpu").partitions]
+        finally:
+            CapabilityBasedPartitioner.fuse_partitions = fuse
+        self.maxDiff = None
+        self.assertEqual(got, want)
+        self.assertIn("%arg0: tensor<?x64xbf16>", want[0])  # the activation first
+
     @unittest.skipIf(QWEN3_MISSING, f"needs transformers with Qwen3: {QWEN3_MISSING}")
     def test_qwen3_decoder_layer(self):
         """Hugging Face's Qwen3DecoderLayer: the input norm rides into q, k and
