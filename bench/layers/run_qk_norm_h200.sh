@@ -63,7 +63,7 @@ if [ -n "${TRAINING:-}" ]; then
   tail -n 1 "$OUT/frontend_training_qwen3.txt"
 fi
 if [ -n "${FRONTEND:-}" ]; then
-  timeout 300 python3 bench/frontend/bench_frontend.py --dir "$FRONTEND" --only qwen3 \
+  timeout 300 python3 bench/frontend/bench_frontend.py --dir "$FRONTEND" --only "${FRONTEND_CASES:-qwen3}" \
     --json "$OUT/bench_frontend_qwen3.json" --commit "${COMMIT:-unknown}" \
     > "$OUT/bench_frontend_qwen3_log.txt" 2>&1
   echo "== bench_frontend.py qwen3: exit $?"
