@@ -127,7 +127,18 @@ def compile_library(mlir: str, target: str, fuse: bool = True,
         with open(source, "w") as fh:
             fh.write(mlir)
         built = os.path.join(tmp, "lib.so")
-        _run([tools.fusion_compile, source, "-o", built] + flags, "fusion-compile")
+        try:
+            _run([tools.fusion_compile, source, "-o", built] + flags, "fusion-compile")
+        except FusionCompileError as error:
+            if "error while loading shared libraries" in str(error) or "exit 127" in str(error):
+                raise FusionCompileError(
+                    f"the library of this program is not in the cache ({cache_dir()}) and the "
+                    f"compiler cannot run on this machine (a library it needs is missing: no "
+                    f"MLIR here?). Build the libraries where the compiler runs "
+                    f"(fusion_compiler.build, or compile) with the same tools' files and "
+                    f"carry the cache; a different compiler, target, flag or model (shapes, "
+                    f"dtypes, epsilon) is another program.\n{error}") from None
+            raise
         shutil.copy(source, os.path.join(directory, "program.mlir"))
         os.replace(built, path)  # atomic: a concurrent reader sees all or nothing
     return CompiledLibrary(path, False)

@@ -777,6 +777,35 @@ class FrontEndTest(unittest.TestCase):
                     os.environ["FUSION_TOOLS_DIR"] = old
         self.assertNotEqual(changed.explain().partitions[0].library, eps)
 
+    def test_cache_miss_without_a_compiler(self):
+        """A machine that cannot run the compiler (tools carried without
+        MLIR) and misses the cache gets an error that says so and what to
+        do, not the loader's message alone."""
+        m = PreNorm().bfloat16().eval()
+        x = torch.randn(2, 3, 64).bfloat16()
+        tools = fc.find_tools()
+        with tempfile.TemporaryDirectory() as work:
+            bindir = os.path.join(work, "bin")
+            os.makedirs(bindir)
+            shutil.copy(tools.fusion_opt, bindir)
+            with open(os.path.join(bindir, "fusion-compile"), "w") as f:
+                f.write("#!/bin/sh\necho 'fusion-opt: error while loading shared libraries: "
+                        "libMLIR.so.22.1: cannot open shared object file' >&2\nexit 127\n")
+            os.chmod(os.path.join(bindir, "fusion-compile"), 0o755)
+            saved = {k: os.environ.get(k) for k in ("FUSION_TOOLS_DIR", "FUSION_CACHE_DIR")}
+            os.environ["FUSION_TOOLS_DIR"] = bindir
+            os.environ["FUSION_CACHE_DIR"] = os.path.join(work, "cache")
+            try:
+                with self.assertRaisesRegex(fc.FusionCompileError,
+                                            r"not in the cache .* compiler cannot run"):
+                    fc.compile(m, (x,), target="cpu", report=False, strict=True)
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+
     def test_equal_layers_share_a_library(self):
         class Two(torch.nn.Module):
             def __init__(self):
