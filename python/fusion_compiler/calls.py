@@ -79,9 +79,11 @@ class _WeightPreparation:
     """What the partition computes from its weights alone (Lazy Pre-Norm's
     weight folds: `fusion-outline-weight-prep` moved them into the library's
     `<function>_prepare`), computed again only when a weight changed: a
-    weight's storage, version counter (bumped by every in-place update:
-    an optimizer step, `load_state_dict`, `copy_`) or device differs from
-    the last preparation's. A call inside a CUDA graph capture always
+    weight is another tensor than the last preparation's (compared by
+    identity, the last ones held, so that a tensor computed anew at the
+    same address is not taken for the old one), or its version counter
+    (bumped by every in-place update: an optimizer step, `load_state_dict`,
+    `copy_`) or device moved on. A call inside a CUDA graph capture always
     prepares, so that the graph replays the preparation with its weights.
     The prepared tensors are kept (one copy of each folded weight) and
     rewritten in place on the caller's stream."""
@@ -91,26 +93,29 @@ class _WeightPreparation:
         self.weights = weights     # the partition's weight inputs, by index
         self.outputs = outputs     # (shape, dtype) of each prepared value
         self.calls = 0             # preparations run (for tests)
-        self._key = None
+        self._tensors: tuple = ()  # the weights of the last preparation (held)
+        self._key = None           # and their versions and device
         self._prepared: List[torch.Tensor] = []
 
     def _version_key(self, args, device):
         try:
-            return (device,) + tuple((args[i].data_ptr(), args[i]._version)
-                                     for i in self.weights)
+            return (device,) + tuple(args[i]._version for i in self.weights)
         except RuntimeError:  # an inference-mode tensor has no version counter
             return None
 
     def prepared(self, args, flat, device) -> List[torch.Tensor]:
         capturing = device.type == "cuda" and torch.cuda.is_current_stream_capturing()
         key = None if capturing else self._version_key(args, device)
-        if key is None or key != self._key:
+        tensors = tuple(args[i] for i in self.weights)
+        same = len(tensors) == len(self._tensors) and all(
+            a is b for a, b in zip(tensors, self._tensors))
+        if key is None or key != self._key or not same:
             if not self._prepared or self._prepared[0].device != device:
                 self._prepared = [torch.empty(shape, dtype=dtype, device=device)
                                   for shape, dtype in self.outputs]
             self._fn(*(flat[i] for i in self.weights), *self._prepared)
             self.calls += 1
-            self._key = key
+            self._key, self._tensors = key, tensors
         return self._prepared
 
 

@@ -740,6 +740,25 @@ class FrontEndTest(unittest.TestCase):
             self.assertTrue(torch.equal(got, plain(x)))
         self.check_close(m, (x,), got)
 
+    def test_cache_weight_folds_of_computed_weights(self):
+        """GemmaRMSNorm's weight 1 + w is computed in PyTorch at every call:
+        a new tensor, maybe at the old one's address, with a fresh version
+        counter. The folds are then prepared at every call (a held reference
+        tells the tensors apart), so that an update of w is seen."""
+        torch.manual_seed(0)
+        m = randomize_norms(gemma_prenorm().bfloat16().eval())
+        x = torch.randn(2, 5, 64).bfloat16()
+        plain = fc.compile(m, (x,), target="cpu", report=False)
+        cached = fc.compile(m, (x,), target="cpu", report=False, cache_weight_folds=True)
+        preps = [mod._preparation for mod in cached.graph_module.modules()
+                 if isinstance(mod, CompiledPartition) and mod._preparation is not None]
+        self.assertEqual(len(preps), 1)
+        with torch.no_grad():
+            self.assertTrue(torch.equal(cached(x), plain(x)))
+            m.input_layernorm.weight.add_(0.5)
+            self.assertTrue(torch.equal(cached(x), plain(x)))
+        self.assertEqual(preps[0].calls, 2)
+
     def test_cache_reused_and_invalidated(self):
         m = PreNorm().bfloat16().eval()
         x = torch.randn(2, 3, 64).bfloat16()
