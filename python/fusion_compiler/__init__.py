@@ -568,7 +568,7 @@ def _as_operator_calls(fused) -> None:
 
 
 def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = True,
-            load: bool = True):
+            load: bool = True, cache_weight_folds: bool = False):
     """A torch.compile backend: `torch.compile(model, backend=fusion_compiler.backend)`.
 
     Inductor's own pipeline runs (Dynamo's graph through AOTAutograd, with
@@ -577,7 +577,9 @@ def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = T
     inputs are on a CUDA device, else cpu) and Inductor compiles everything
     else, the backward graphs included. inductor=False runs the rest in
     PyTorch's eager kernels instead. load=False only builds the libraries
-    into the cache (like `build`; the graph then runs without them)."""
+    into the cache (like `build`; the graph then runs without them).
+    cache_weight_folds as `compile`'s (pass it with functools.partial or a
+    lambda)."""
     torch = _torch()
     if target is None:
         on_cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in example_inputs)
@@ -590,7 +592,8 @@ def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = T
         from torch._dynamo.backends.common import aot_autograd
 
         def forward_compiler(graph_module, inputs):
-            return _partition(graph_module, target, True, False, False, load)[0]
+            return _partition(graph_module, target, True, False, False, load,
+                              cache_weight_folds=cache_weight_folds)[0]
         return aot_autograd(fw_compiler=forward_compiler,
                             bw_compiler=lambda graph_module, inputs: graph_module)(
             gm, example_inputs)
@@ -605,7 +608,8 @@ def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = T
 
     def inner_compile(graph_module, inputs, **kwargs):
         if not kwargs.get("is_backward", False):
-            fused = _partition(graph_module, target, True, False, False, load)[0]
+            fused = _partition(graph_module, target, True, False, False, load,
+                               cache_weight_folds=cache_weight_folds)[0]
             _as_operator_calls(fused)
             graph_module = fused
         return compile_fx_inner(graph_module, inputs, **kwargs)

@@ -55,6 +55,12 @@ def needs_torch(cls):
     return unittest.skip(f"needs torch and transformers: {MISSING}")(cls)
 
 
+def live_partitions():
+    """Every live CompiledPartition (those torch.compile's graphs hold)."""
+    import gc
+    return [o for o in gc.get_objects() if type(o) is CompiledPartition]
+
+
 def reference_error(module, inputs, out):
     """(error of `out`, error of PyTorch's own bf16 run), each the largest
     absolute difference from the module run in float64."""
@@ -860,6 +866,35 @@ class FrontEndTest(unittest.TestCase):
                 y = compiled(x, r)
             self.assertEqual(CompiledPartition.calls, before + 1)
             self.check_close(m, (x, r), y)
+
+    def test_torch_compile_backend_weight_folds(self):
+        """cache_weight_folds through torch.compile: the parameters reach the
+        partition as graph inputs; the fold is prepared once, and again after
+        an in-place update, with and without Inductor."""
+        from fusion_compiler import calls
+        m = randomize_norms(PreNorm().bfloat16().eval())
+        x = torch.randn(2, 9, 64).bfloat16()
+        for inductor in (False, True):
+            torch._dynamo.reset()
+            compiled = torch.compile(m, backend=lambda gm, inputs: fc.backend(
+                gm, inputs, inductor=inductor, cache_weight_folds=True))
+            with torch.no_grad():
+                want = m(x)
+                compiled(x)
+                y = compiled(x)
+                preps = {id(p._preparation): p._preparation
+                         for p in list(calls._REGISTRY.values()) + live_partitions()
+                         if p._preparation is not None and p._preparation.calls}
+                self.assertEqual(len(preps), 1, inductor)
+                prep = next(iter(preps.values()))
+                self.assertEqual(prep.calls, 1, inductor)
+                self.check_close(m, (x,), y)
+                m.input_layernorm.weight.mul_(1.25)
+                y = compiled(x)
+                self.assertEqual(prep.calls, 2, inductor)
+                self.check_close(m, (x,), y)
+                self.assertFalse(torch.equal(y, want))
+                prep.calls = 0  # the next round finds its own
 
     def test_torch_compile_backend_training_step(self):
         # With gradients: the forward's forms are saved for the backward and
