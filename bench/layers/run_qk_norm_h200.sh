@@ -68,6 +68,10 @@ if [ -n "${FRONTEND:-}" ]; then
     > "$OUT/bench_frontend_qwen3_log.txt" 2>&1
   echo "== bench_frontend.py qwen3: exit $?"
   sed -n '/^| /p' "$OUT/bench_frontend_qwen3_log.txt"
+  FUSION_FRONTEND_DIR=$FRONTEND timeout 120 python3 -m pytest -v -s -rs \
+    test/gpu/test_weight_folds_gpu.py > "$OUT/weight_folds_gpu.txt" 2>&1
+  echo "== test_weight_folds_gpu.py: exit $?"
+  grep -E "PASS|FAIL|Error|SKIP" "$OUT/weight_folds_gpu.txt" | cut -c1-200 | head -20
   # Decode-sized calls (16 tokens), where the weights' folds kept between
   # calls (cache_weight_folds) matter most.
   timeout 150 python3 bench/frontend/bench_frontend.py --dir "$FRONTEND" --tokens 16 \
