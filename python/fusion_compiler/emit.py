@@ -408,12 +408,15 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str,
     take values like `arg_values` (the parent's metadata). Its name is
     `fusion_<digest of its body>`: equal partitions are one function.
     `mark_weights`: the inputs that are neither activations nor per-row
-    statistics (the module's parameters) get `{fusion.weight}`, so that
+    statistics (the module's parameters; not in an attention partition,
+    whose activations are static too) get `{fusion.weight}`, so that
     fusion-fuse moves what is computed from them alone (Lazy Pre-Norm's
     weight folds) into `<name>_prepare`, which the call runs only when a
     weight changed (calls.py)."""
     forward = write(sub, arg_values)
-    if mark_weights:
+    # An attention partition's inputs are all static (q, k and v too): none
+    # is taken for a weight there.
+    if mark_weights and not forward.attention:
         forward.args = [text + " {fusion.weight}"
                         if not arg.activation and not arg.per_row else text
                         for text, arg in zip(forward.args, forward.inputs)]

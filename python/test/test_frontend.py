@@ -584,6 +584,20 @@ class FrontEndTest(unittest.TestCase):
         self.assertTrue(report.partitions[0].compiled, report.partitions[0].why_not)
         self.assertTrue(os.path.exists(report.partitions[0].library))
 
+    def test_norm_attention_block_marks_no_weights(self):
+        """An attention partition's q, k and v are static like its weights:
+        cache_weight_folds marks nothing there (a q taken for a weight would
+        move the whole block into the preparation)."""
+        m = randomize_norms(NormAttentionBlock(2, 64).bfloat16())
+        q = torch.randn(2, 70, 2, 64).bfloat16()
+        k, v = torch.randn(2, 64, 2, 64).bfloat16(), torch.randn(2, 64, 2, 64).bfloat16()
+        part = fc.explain(m, (q, k, v), target="cpu").partitions[0]
+        self.assertIn("fusion.gdpa", part.mlir)
+        gm = fc._capture(m, (q, k, v))
+        marked = fc._partition(gm, "cpu", False, False, False, cache_weight_folds=True)[1]
+        self.assertNotIn("fusion.weight", marked.partitions[0].mlir)
+        self.assertEqual(marked.partitions[0].mlir, part.mlir)
+
     def test_norm_attention_block_variants(self):
         q = torch.randn(2, 70, 2, 64).bfloat16()
         k, v = (0.125 * torch.randn(2, 64, 2, 64)).bfloat16(), torch.randn(2, 64, 2, 64).bfloat16()
