@@ -402,9 +402,9 @@ def compile(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, 
     partition computes from its weights alone (Lazy Pre-Norm folds a
     norm's weight into the next linear's: diag(g) W, and a LayerNorm's
     bias into its bias) between calls, and computes it again only when a
-    weight changed (its storage or version counter: an optimizer step,
-    load_state_dict or copy_ under no_grad bump it; an update through
-    `.data` does not, and is not seen). It costs one more copy of each
+    weight changed (another tensor, or its version counter moved: an
+    optimizer step, load_state_dict or copy_ under no_grad bump it; an
+    update through `.data` does not, and is not seen). It costs one more copy of each
     folded weight in memory and saves, per call, reading the weight and
     writing the fold (for a decode-sized call, most of the call's
     traffic); calls that compute gradients are unchanged."""
