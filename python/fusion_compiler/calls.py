@@ -86,7 +86,9 @@ class _WeightPreparation:
     `copy_`) or device moved on. A call inside a CUDA graph capture always
     prepares, so that the graph replays the preparation with its weights.
     The prepared tensors are kept (one copy of each folded weight) and
-    rewritten in place on the caller's stream."""
+    rewritten in place on the caller's stream; a call on another stream
+    first waits for the preparation, and a new preparation first waits for
+    every stream that used the old one."""
 
     def __init__(self, fn, weights: List[int], outputs: List[tuple]):
         self._fn = fn
@@ -96,6 +98,8 @@ class _WeightPreparation:
         self._tensors: tuple = ()  # the weights of the last preparation (held)
         self._key = None           # and their versions and device
         self._prepared: List[torch.Tensor] = []
+        self._ready = None         # CUDA: the event after the last preparation
+        self._streams: list = []   # CUDA: the streams that used it since
 
     def _version_key(self, args, device):
         try:
@@ -109,13 +113,25 @@ class _WeightPreparation:
         tensors = tuple(args[i] for i in self.weights)
         same = len(tensors) == len(self._tensors) and all(
             a is b for a, b in zip(tensors, self._tensors))
+        stream = torch.cuda.current_stream(device) if device.type == "cuda" else None
         if key is None or key != self._key or not same:
+            if stream is not None and not capturing:
+                for other in self._streams:  # the old values' last readers
+                    if other != stream:
+                        stream.wait_stream(other)
             if not self._prepared or self._prepared[0].device != device:
                 self._prepared = [torch.empty(shape, dtype=dtype, device=device)
                                   for shape, dtype in self.outputs]
             self._fn(*(flat[i] for i in self.weights), *self._prepared)
             self.calls += 1
             self._key, self._tensors = key, tensors
+            if stream is not None and not capturing:
+                self._ready = torch.cuda.Event()
+                self._ready.record(stream)
+                self._streams = [stream]
+        elif stream is not None and stream not in self._streams and not capturing:
+            stream.wait_event(self._ready)  # prepared on another stream
+            self._streams.append(stream)
         return self._prepared
 
 

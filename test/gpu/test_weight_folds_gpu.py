@@ -116,3 +116,26 @@ def test_cuda_graph_replays_the_preparation(fc):
         before = prep.calls
         compiled(x)
         assert prep.calls == before + 1
+
+
+def test_other_streams_wait_for_the_preparation(fc):
+    """A call on another stream than the preparation's waits for it; a new
+    preparation waits for the streams that read the old one."""
+    m = module(2048)
+    x = torch.randn(1, 16, 2048, device="cuda").bfloat16()
+    compiled = fc.compile(m, (x,), target="sm_90a", strict=True, report=False,
+                          gradients=False, cache_weight_folds=True)
+    first, second = torch.cuda.Stream(), torch.cuda.Stream()
+    with torch.no_grad():
+        for _ in range(3):
+            m.input_layernorm.weight.mul_(1.01)
+            for stream in (first, second):
+                stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(first):
+                a = compiled(x)   # prepares on `first`
+            with torch.cuda.stream(second):
+                b = compiled(x)   # reads it on `second`
+            torch.cuda.synchronize()
+            assert torch.equal(a, b)
+            ok, errors = within_bf16(m, x, b)
+            assert ok, errors
