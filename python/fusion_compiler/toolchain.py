@@ -146,7 +146,9 @@ def compile_library(mlir: str, target: str, fuse: bool = True,
 
 def fusion_report(mlir: str, tools: Optional[Tools] = None) -> List[str]:
     """The remarks of `fusion-fuse{report=true}` on `mlir`: what each norm
-    was fused into, or why not, each prefixed with its source location."""
+    was fused into, or why not, each prefixed with its source location (a
+    remark on the program itself, such as its weight preparation, with
+    `<partition>:LINE`)."""
     tools = tools or find_tools()
     with tempfile.NamedTemporaryFile("w", suffix=".mlir") as fh:
         fh.write(mlir)
@@ -154,4 +156,5 @@ def fusion_report(mlir: str, tools: Optional[Tools] = None) -> List[str]:
         stderr = _run([tools.fusion_opt, fh.name, "--fusion-fuse=report=true",
                        "--mlir-print-op-on-diagnostic=false", "-o", os.devnull],
                       "fusion-opt --fusion-fuse=report=true")
-    return [line for line in stderr.splitlines() if ": remark: " in line]
+    return [line.replace(fh.name, "<partition>") for line in stderr.splitlines()
+            if ": remark: " in line]

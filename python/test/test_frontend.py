@@ -737,6 +737,11 @@ class FrontEndTest(unittest.TestCase):
         cached = fc.compile(m, (x,), target="cpu", report=False, cache_weight_folds=True)
         part = cached.explain().partitions[0]
         self.assertIn("{fusion.weight}", part.mlir)
+        # explain() says so (report=True), at the partition, not a temporary file.
+        reported = fc.compile(m, (x,), target="cpu", cache_weight_folds=True).explain()
+        self.assertIn("weight preparation outlined into @", str(reported))
+        self.assertIn("[<partition>", str(reported))
+        self.assertNotIn("/tmp", str(reported).split("weight preparation")[1].splitlines()[0])
         self.assertNotIn("{fusion.weight}", plain.explain().partitions[0].mlir)
         preps = [mod._preparation for mod in cached.graph_module.modules()
                  if isinstance(mod, CompiledPartition) and mod._preparation is not None]

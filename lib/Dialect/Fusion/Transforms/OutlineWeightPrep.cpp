@@ -29,7 +29,8 @@ using namespace mlir::fusion;
 namespace {
 /// A view of a tensor: free, so not worth a copy of its own.
 bool isView(Operation *op) {
-  return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp>(op);
+  return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp>(
+      op);
 }
 
 bool isConstant(Value v) { return matchPattern(v, m_Constant()); }
@@ -98,9 +99,10 @@ void outline(func::FuncOp f, SymbolTable &symbols, bool report) {
       if (!readOutside)
         continue;
       if (llvm::any_of(r.getUsers(), llvm::IsaPred<func::ReturnOp>)) {
-        fusion::remark(report, f,
-               "weight preparation not outlined: a value computed from the "
-               "weights alone is returned");
+        fusion::remark(
+            report, f,
+            "weight preparation not outlined: a value computed from the "
+            "weights alone is returned");
         return;
       }
       prepared.push_back(r);
@@ -111,7 +113,8 @@ void outline(func::FuncOp f, SymbolTable &symbols, bool report) {
   std::string name = (f.getName() + "_prepare").str();
   if (symbols.lookup(name)) {
     fusion::remark(report, f,
-           "weight preparation not outlined: @" + name + " already exists");
+                   "weight preparation not outlined: @" + name +
+                       " already exists");
     return;
   }
 
@@ -155,12 +158,15 @@ void outline(func::FuncOp f, SymbolTable &symbols, bool report) {
   for (Operation *op : llvm::reverse(found.ops))
     if (op->use_empty())
       op->erase();
-  f->setAttr(FusionDialect::kPrepareFuncAttrName, FlatSymbolRefAttr::get(prepare));
-  fusion::remark(report, f,
-         "weight preparation outlined into @" + name + ": " +
-             Twine(prepared.size()) +
-             " value(s) computed from the weights alone, passed to this "
-             "function after its arguments");
+  f->setAttr(FusionDialect::kPrepareFuncAttrName,
+             FlatSymbolRefAttr::get(prepare));
+  fusion::remark(
+      report, f,
+      "weight preparation outlined into @" + name + ": " +
+          Twine(prepared.size()) +
+          " value(s) computed from the weights alone (by its caller when "
+          "the weights change, not per call), passed to this "
+          "function after its arguments");
 }
 } // namespace
 

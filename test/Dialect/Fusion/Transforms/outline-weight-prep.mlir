@@ -11,7 +11,7 @@
 // CHECK-SAME: %[[X:[^:]*]]: tensor<4x8xf32>, %{{.*}}: tensor<8xf32> {fusion.weight}, %{{.*}}: tensor<16x8xf32> {fusion.weight}, %[[P:[^:]*]]: tensor<16x8xf32> {fusion.prepared = 0 : i64})
 // CHECK-SAME: attributes {fusion.prepare = @fold_prepare}
 // CHECK-NEXT: fusion.fused_matmul %[[X]], %[[P]]
-// expected-remark @below {{func.func weight preparation outlined into @fold_prepare: 1 value(s) computed from the weights alone, passed to this function after its arguments}}
+// expected-remark @below {{func.func weight preparation outlined into @fold_prepare: 1 value(s) computed from the weights alone (by its caller when the weights change, not per call), passed to this function after its arguments}}
 func.func @fold(%x: tensor<4x8xf32>, %g: tensor<8xf32> {fusion.weight}, %w: tensor<16x8xf32> {fusion.weight}) -> tensor<4x16xf32> {
   %wg = fusion.mul %w, %g : tensor<16x8xf32>, tensor<8xf32>
   %y = fusion.fused_matmul %x, %wg {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32, transpose_rhs} : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
