@@ -398,3 +398,14 @@ func.func @norm_groups_tile(%a: tensor<256x512xbf16>, %b: tensor<512x768xbf16>) 
   return %c : tensor<256x768xbf16>
 }
 }
+
+// -----
+
+// The small-M configuration is checked like the main one.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @small_m_tile_k(%a: tensor<?x512xbf16>, %b: tensor<512x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: its small-M configuration: tile_k must be 64 (one 128-byte swizzle span)}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>, fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 32, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181760>} : tensor<?x512xbf16>, tensor<512x1024xbf16> -> tensor<?x1024xbf16>
+  return %c : tensor<?x1024xbf16>
+}
+}

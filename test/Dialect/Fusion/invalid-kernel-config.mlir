@@ -81,3 +81,41 @@ func.func @stream_k_with_split_k(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144, split_k = 2, stream_k = true>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
+
+// -----
+
+// The small-M configuration is a second plan of a planned GEMM.
+func.func @small_m_without_main(%a: tensor<?x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @below {{expected 'fusion.kernel_small_m' beside a 'fusion.kernel' (the main kernel's configuration), but got none}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 148480>} : tensor<?x512xbf16>, tensor<512x256xbf16> -> tensor<?x256xbf16>
+  return %c : tensor<?x256xbf16>
+}
+
+// -----
+
+// The small-M configuration is a #fusion.kernel_config.
+func.func @small_m_not_a_config(%a: tensor<?x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @below {{expected 'fusion.kernel_small_m' to be a #fusion.kernel_config attribute, but got 64 : i64}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>, fusion.kernel_small_m = 64} : tensor<?x512xbf16>, tensor<512x256xbf16> -> tensor<?x256xbf16>
+  return %c : tensor<?x256xbf16>
+}
+
+// -----
+
+// Only a fused GEMM has kernel configurations.
+func.func @small_m_on_norm(%x: tensor<?x512xbf16>, %w: tensor<512xbf16>) -> tensor<?x512xbf16> {
+  // expected-error @below {{expected 'fusion.kernel_small_m' on a fusion.fused_matmul, but it is on 'fusion.rms_norm'}}
+  %y = fusion.rms_norm %x weight(%w : tensor<512xbf16>) {epsilon = 1.0e-5 : f32, fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 148480>} : tensor<?x512xbf16> -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// The small-M kernel's shared memory within the target's limit, like the main one's.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @small_m_smem_over_target(%a: tensor<?x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected a kernel configuration with smem_bytes <= 232448 (the sm_90a opt-in shared memory per CTA), but got smem_bytes = 300000}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>, fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 300000>} : tensor<?x512xbf16>, tensor<512x256xbf16> -> tensor<?x256xbf16>
+  return %c : tensor<?x256xbf16>
+}
+}

@@ -77,6 +77,15 @@ struct GemmTiling {
   /// tile row each: a 128-row tcgen05 accumulator puts row i in lane i).
   static constexpr int64_t kTmemAccumulatorStages = 2;
   static constexpr int64_t kTmemEpilogueGroups = 1;
+  /// The small-M kernel of a GEMM planned for a dynamic token count
+  /// (`fusion.kernel_small_m`): tiles of this many columns, four times the
+  /// CTAs of the widest tile at decode sizes, where one row block's tiles
+  /// of 256 columns would leave most SMs idle.
+  static constexpr int64_t kSmallMTileN = 64;
+  /// A call takes the small-M kernel when the main kernel's tiles would
+  /// occupy at most 1 / kSmallMOccupancy of the SMs (the host decides from
+  /// M at run time).
+  static constexpr int64_t kSmallMOccupancy = 2;
 };
 
 /// The consumer warpgroups of `target`'s GEMM kernel (recorded as

@@ -22,6 +22,7 @@
 #include "GemmSpec.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
@@ -104,9 +105,29 @@ public:
     // The engine first: without one, nothing else about the op matters.
     if (!createMmaEngine(target, MmaShape{}, whyNot))
       return failure();
-    FailureOr<GemmKernelSpec> spec =
-        getGemmKernelSpec(cast<FusedMatmulOp>(op), target, whyNot);
-    return success(succeeded(spec));
+    auto gemm = cast<FusedMatmulOp>(op);
+    FailureOr<GemmKernelSpec> spec = getGemmKernelSpec(gemm, target, whyNot);
+    if (failed(spec))
+      return failure();
+    auto smallConfig =
+        op->getAttrOfType<KernelConfigAttr>(KernelConfigAttr::getSmallMAttrName());
+    if (!smallConfig)
+      return success();
+    // The small-M kernel: a second body of the same kernel.
+    std::string why;
+    FailureOr<GemmKernelSpec> small =
+        getGemmKernelSpec(gemm, target, why, smallConfig);
+    if (failed(small)) {
+      whyNot = "its small-M configuration: " + why;
+      return failure();
+    }
+    std::unique_ptr<MmaEngine> mainEngine =
+        createMmaEngine(target, mmaShapeOf(*spec), whyNot);
+    std::unique_ptr<MmaEngine> smallEngine =
+        createMmaEngine(target, mmaShapeOf(*small), whyNot);
+    if (!mainEngine || !smallEngine)
+      return failure();
+    return checkSmallMKernel(*spec, *mainEngine, *small, *smallEngine, whyNot);
   }
 
   void lower(HostLowering &host, Operation *op, const TargetInfo &target,
@@ -119,9 +140,10 @@ private:
     Value gridX, smemBytes;
     std::optional<gpu::KernelDim3> cluster;
   };
+  /// `sms` (optional): the SM count, where the caller asked for it already.
   LaunchShape launchShape(HostLowering &host, const GemmKernelSpec &spec,
-                          StringRef kernelName, Value m, Value n,
-                          Value splits) const;
+                          StringRef kernelName, Value m, Value n, Value splits,
+                          Value sms = {}) const;
   /// A grad epilogue's dweight / dbias: the row family's kernel summing the
   /// partial rows in a fixed order (<kernel>_params), then the workspace
   /// freed.
@@ -172,12 +194,25 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   MLIRContext *ctx = b.getContext();
   std::string why;
   GemmKernelSpec spec = *getGemmKernelSpec(op, target, why);
+  // A small-M configuration (sm_90a; check() accepted it): one kernel with
+  // both bodies, the host choosing one per call from M.
+  std::optional<GemmKernelSpec> small;
+  if (auto config = op->getAttrOfType<KernelConfigAttr>(
+          KernelConfigAttr::getSmallMAttrName()))
+    small = *getGemmKernelSpec(op, target, why, config);
   gpu::GPUFuncOp kernel;
   if (target.mma == MmaKind::Tcgen05) {
     std::unique_ptr<TensorMemoryMmaEngine> engine =
         createTensorMemoryMmaEngine(target, mmaShapeOf(spec), why);
     kernel = buildGemmKernel(b, b.getLoc(), host.kernels, kernelName, spec,
                              *engine);
+  } else if (small) {
+    std::unique_ptr<MmaEngine> engine =
+        createMmaEngine(target, mmaShapeOf(spec), why);
+    std::unique_ptr<MmaEngine> smallEngine =
+        createMmaEngine(target, mmaShapeOf(*small), why);
+    kernel = buildGemmKernel(b, b.getLoc(), host.kernels, kernelName, spec,
+                             *engine, *small, *smallEngine);
   } else {
     std::unique_ptr<MmaEngine> engine =
         createMmaEngine(target, mmaShapeOf(spec), why);
@@ -353,8 +388,37 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   for (GemmArg arg : abi.args())
     operands.push_back(args.lookup(arg));
 
+  // The small-M body where the main kernel's tiles would occupy at most
+  // 1 / kSmallMOccupancy of the SMs: its grid and shared memory, and the
+  // flag that picks its body.
+  Value sms;
+  if (small)
+    sms = arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        func::CallOp::create(
+            b,
+            host.getRuntimeFunction("fusionrtMultiprocessorCount",
+                                    b.getFunctionType({}, {b.getI32Type()})),
+            ValueRange{})
+            .getResult(0));
   LaunchShape shape =
-      early ? *early : launchShape(host, spec, kernelName, m, n, splits);
+      early ? *early : launchShape(host, spec, kernelName, m, n, splits, sms);
+  if (small) {
+    Value tiles = arith::MulIOp::create(
+        b, arith::CeilDivUIOp::create(b, m, idx(spec.tileM)),
+        arith::CeilDivUIOp::create(b, n, idx(spec.tileN)));
+    Value useSmall = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::ule,
+        arith::MulIOp::create(b, tiles, idx(GemmTiling::kSmallMOccupancy)), sms);
+    LaunchShape smallShape =
+        launchShape(host, *small, kernelName, m, n, Value(), sms);
+    shape.gridX = arith::SelectOp::create(b, useSmall, smallShape.gridX, shape.gridX);
+    shape.smemBytes =
+        arith::SelectOp::create(b, useSmall, smallShape.smemBytes, shape.smemBytes);
+    operands.push_back(arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        arith::ExtUIOp::create(b, b.getI64Type(), useSmall)));
+  }
   auto launchOp = gpu::LaunchFuncOp::create(
       b, kernel, {shape.gridX, idx(1), idx(1)},
       {idx(spec.threads()), idx(1), idx(1)}, shape.smemBytes, operands,
@@ -404,7 +468,7 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
 GemmKernelFamily::LaunchShape
 GemmKernelFamily::launchShape(HostLowering &host, const GemmKernelSpec &spec,
                               StringRef kernelName, Value m, Value n,
-                              Value splits) const {
+                              Value splits, Value knownSms) const {
   ImplicitLocOpBuilder &b = host.b;
   MLIRContext *ctx = b.getContext();
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
@@ -446,7 +510,8 @@ GemmKernelFamily::launchShape(HostLowering &host, const GemmKernelSpec &spec,
                                spec.streamK ? i32Const(1).getResult()
                                             : arith::IndexCastOp::create(b, i32, tilesN)
                                                   .getResult()})
-                  : callIndex("fusionrtMultiprocessorCount", {}, {});
+                  : knownSms ? knownSms
+                             : callIndex("fusionrtMultiprocessorCount", {}, {});
   Value tiles = arith::MulIOp::create(b, tilesN, rowBlocks);
   // Split-K: one work item per tile and K range.
   if (splits)

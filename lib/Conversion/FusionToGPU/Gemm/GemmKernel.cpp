@@ -138,6 +138,11 @@ void GemmKernelEmitter::emit() {
     emitTensorMemoryKernel();
     return;
   }
+  emitBody();
+  gpu::ReturnOp::create(b);
+}
+
+void GemmKernelEmitter::emitBody() {
   // full[s]: the slot's TMA bytes landed. empty[s]: every consumer thread
   // is done reading it (the MMA and, with Lazy Pre-Norm, the row sums).
   ring = TmaRing(*this, s.stages);
@@ -168,7 +173,6 @@ void GemmKernelEmitter::emit() {
     NVVM::ClusterWaitOp::create(b, b.getUnitAttr());
   }
   roles();
-  gpu::ReturnOp::create(b);
 }
 
 /// The barriers besides the ring's, initialized by `leader`.
@@ -294,16 +298,10 @@ void GemmKernelEmitter::runStagedEpilogue() {
   StagedEpilogue(*exchange, shape, ops, scheduler).run();
 }
 
-gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,
-                                             gpu::GPUModuleOp module,
-                                             StringRef name,
-                                             const GemmKernelSpec &s,
-                                             MmaEngine &engine) {
-  OpBuilder::InsertionGuard guard(builder);
-  // The grad epilogue warps hold a weight piece, dweight / dbias
-  // accumulators and two rows' dh and x_hat pieces; the consumers only
-  // stage dh (no residual, no partials): registers move to the producer
-  // warpgroup (setmaxnreg takes multiples of 8).
+namespace {
+/// The registers the kernel of `s` on `engine` launches and runs its roles
+/// with (buildGemmKernel's split).
+RegisterBudget gemmRegisterBudget(const GemmKernelSpec &s, MmaEngine &engine) {
   int64_t producerRegisters = RegisterBudget::kTmaThread;
   if (s.gradEpilogue() && s.epilogueWarps)
     producerRegisters = s.epilogue == EpilogueKind::layer_norm_grad
@@ -311,12 +309,81 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,
                             : kGradEpilogueWarpRegisters;
   else if (s.epilogueWarps)
     producerRegisters = RegisterBudget::kEpilogueWarps;
-  RegisterBudget regs =
-      engine.registerBudget(s.threads(), s.consumers, producerRegisters);
+  return engine.registerBudget(s.threads(), s.consumers, producerRegisters);
+}
+} // namespace
+
+gpu::GPUFuncOp mlir::fusion::buildGemmKernel(OpBuilder &builder, Location loc,
+                                             gpu::GPUModuleOp module,
+                                             StringRef name,
+                                             const GemmKernelSpec &s,
+                                             MmaEngine &engine) {
+  OpBuilder::InsertionGuard guard(builder);
+  RegisterBudget regs = gemmRegisterBudget(s, engine);
   gpu::GPUFuncOp func = createKernelFunc(
       builder, loc, module, name, GemmKernelAbi(s).types(builder.getContext()),
       s.threads(), regs.launch);
   ImplicitLocOpBuilder b(loc, builder);
   GemmKernelEmitter(b, s, func, engine, regs).emit();
+  return func;
+}
+
+LogicalResult mlir::fusion::checkSmallMKernel(const GemmKernelSpec &main,
+                                              MmaEngine &mainEngine,
+                                              const GemmKernelSpec &small,
+                                              MmaEngine &smallEngine,
+                                              std::string &whyNot) {
+  if (GemmKernelAbi(main).args() != GemmKernelAbi(small).args()) {
+    whyNot = "the small-M kernel's arguments differ from the main kernel's "
+             "(one kernel takes both bodies)";
+    return failure();
+  }
+  if (main.threads() != small.threads()) {
+    whyNot = "the small-M kernel's threads (" + std::to_string(small.threads()) +
+             ") differ from the main kernel's (" + std::to_string(main.threads()) +
+             "; one kernel takes both bodies)";
+    return failure();
+  }
+  RegisterBudget a = gemmRegisterBudget(main, mainEngine),
+                 c = gemmRegisterBudget(small, smallEngine);
+  if (a.launch != c.launch || a.producer != c.producer ||
+      a.consumer != c.consumer) {
+    whyNot = "the small-M kernel's register split differs from the main "
+             "kernel's (one kernel takes both bodies)";
+    return failure();
+  }
+  return success();
+}
+
+gpu::GPUFuncOp mlir::fusion::buildGemmKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    const GemmKernelSpec &main, MmaEngine &mainEngine,
+    const GemmKernelSpec &small, MmaEngine &smallEngine) {
+  OpBuilder::InsertionGuard guard(builder);
+  RegisterBudget regs = gemmRegisterBudget(main, mainEngine);
+  SmallVector<Type> types = GemmKernelAbi(main).types(builder.getContext());
+  types.push_back(builder.getIndexType());
+  gpu::GPUFuncOp func =
+      createKernelFunc(builder, loc, module, name, types, main.threads(), regs.launch);
+  ImplicitLocOpBuilder b(loc, builder);
+  // The last argument picks the body: nonzero, the small-M tiles.
+  Value useSmall = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::ne, func.getArguments().back(),
+      arith::ConstantIndexOp::create(b, 0));
+  scf::IfOp::create(
+      b, useSmall,
+      [&](OpBuilder &, Location) {
+        GemmKernelEmitter body(b, small, func, smallEngine, regs);
+        body.setUpOperands();
+        body.emitBody();
+        scf::YieldOp::create(b);
+      },
+      [&](OpBuilder &, Location) {
+        GemmKernelEmitter body(b, main, func, mainEngine, regs);
+        body.setUpOperands();
+        body.emitBody();
+        scf::YieldOp::create(b);
+      });
+  gpu::ReturnOp::create(b);
   return func;
 }

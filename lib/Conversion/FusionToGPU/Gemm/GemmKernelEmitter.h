@@ -36,7 +36,11 @@ public:
                     gpu::GPUFuncOp func, TensorMemoryMmaEngine &tmem)
       : KernelBuilder(b), s(s), abi(s), func(func), tmem(&tmem) {}
 
+  /// The whole kernel: setUpOperands, emitBody and the return.
   void emit();
+  /// The sm_90a kernel's body after setUpOperands, without the return (the
+  /// small-M kernel holds two, one per tile shape).
+  void emitBody();
   /// What both kernels start with: the tensor maps, the sizes, the thread's
   /// place, the shared memory and the tile scheduler.
   void setUpOperands();

@@ -251,8 +251,10 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
 
 FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
                                                           const TargetInfo &target,
-                                                          std::string &why) {
-  auto config = op->getAttrOfType<KernelConfigAttr>(KernelConfigAttr::getAttrName());
+                                                          std::string &why,
+                                                          KernelConfigAttr config) {
+  if (!config)
+    config = op->getAttrOfType<KernelConfigAttr>(KernelConfigAttr::getAttrName());
   if (!config) {
     why = "the op has no fusion.kernel configuration (run fusion-plan-kernels)";
     return failure();

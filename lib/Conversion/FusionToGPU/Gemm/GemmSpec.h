@@ -164,11 +164,14 @@ struct GemmKernelSpec {
   int64_t gradUnitsPerRowBlock() const { return tileM / kGradRowsPerWarp; }
 };
 
-/// Reads the spec off a planned op for `target`; on failure returns why (a
-/// message that follows "cannot generate an <chip> kernel: ").
+/// Reads the spec off a planned op for `target`, configured as `config`
+/// (null: its `fusion.kernel`; the small-M kernel passes
+/// `fusion.kernel_small_m`); on failure returns why (a message that follows
+/// "cannot generate an <chip> kernel: ").
 FailureOr<GemmKernelSpec> getGemmKernelSpec(FusedMatmulOp op,
                                             const TargetInfo &target,
-                                            std::string &whyNot);
+                                            std::string &whyNot,
+                                            KernelConfigAttr config = {});
 
 /// The TMA tensor-map types of A and B for `spec` (128-byte swizzle; boxes
 /// of tileK columns), of the output (16-bit outputs: boxes of [tile_m, 64])
@@ -237,6 +240,21 @@ class MmaEngine;
 gpu::GPUFuncOp buildGemmKernel(OpBuilder &b, Location loc,
                                gpu::GPUModuleOp module, StringRef name,
                                const GemmKernelSpec &spec, MmaEngine &engine);
+/// A GEMM with a small-M configuration (`fusion.kernel_small_m`, sm_90a):
+/// one kernel holding both bodies, the main one and `small`'s (tiles of
+/// fewer columns for calls of few rows), taking GemmKernelAbi(main)'s
+/// arguments and an index after them: nonzero runs the small body. The
+/// two must take the same arguments, threads and registers
+/// (checkSmallMKernel).
+gpu::GPUFuncOp buildGemmKernel(OpBuilder &b, Location loc,
+                               gpu::GPUModuleOp module, StringRef name,
+                               const GemmKernelSpec &main, MmaEngine &mainEngine,
+                               const GemmKernelSpec &small,
+                               MmaEngine &smallEngine);
+/// Whether `main` and `small` can share one kernel; if not, why.
+LogicalResult checkSmallMKernel(const GemmKernelSpec &main, MmaEngine &mainEngine,
+                                const GemmKernelSpec &small,
+                                MmaEngine &smallEngine, std::string &whyNot);
 /// The same kernel on a tensor-memory engine (sm_100a: GemmTcgen05Kernel.cpp).
 class TensorMemoryMmaEngine;
 gpu::GPUFuncOp buildGemmKernel(OpBuilder &b, Location loc,

@@ -124,16 +124,23 @@ LogicalResult FusionDialect::verifyRegionArgAttribute(Operation *op,
 /// `fusion.target` may only sit on a module, and must hold a target.
 LogicalResult FusionDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
-  if (attr.getName() == KernelConfigAttr::getAttrName()) {
+  if (attr.getName() == KernelConfigAttr::getAttrName() ||
+      attr.getName() == KernelConfigAttr::getSmallMAttrName()) {
     if (!isa<KernelConfigAttr>(attr.getValue()))
-      return op->emitError() << "expected '" << KernelConfigAttr::getAttrName()
+      return op->emitError() << "expected '" << attr.getName().getValue()
                              << "' to be a #fusion.kernel_config attribute, "
                                 "but got "
                              << attr.getValue();
     if (!isa<FusedMatmulOp>(op))
-      return op->emitError() << "expected '" << KernelConfigAttr::getAttrName()
+      return op->emitError() << "expected '" << attr.getName().getValue()
                              << "' on a fusion.fused_matmul, but it is on '"
                              << op->getName() << "'";
+    if (attr.getName() == KernelConfigAttr::getSmallMAttrName() &&
+        !op->hasAttr(KernelConfigAttr::getAttrName()))
+      return op->emitError()
+             << "expected '" << KernelConfigAttr::getSmallMAttrName()
+             << "' beside a '" << KernelConfigAttr::getAttrName()
+             << "' (the main kernel's configuration), but got none";
     return verifyKernelConfigForTarget(
         op, cast<KernelConfigAttr>(attr.getValue()));
   }

@@ -200,7 +200,7 @@ bool chooseStreamK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
 FailureOr<KernelConfigAttr>
 mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                               std::string &why, bool allowSplitK,
-                              bool allowStreamK) {
+                              bool allowStreamK, int64_t maxTileN) {
   // Step 1: what the kernel needs. A is [M, K] row-major, or stored [K, M]
   // with transpose_lhs; B is [K, N], or [N, K] with transpose_rhs; the output
   // is [M, N]. M may be dynamic where it only sets the number of row blocks.
@@ -309,6 +309,8 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     tileN = std::min(widest,
                      static_cast<int64_t>(
                          llvm::alignTo(n, target.tileNGranularity)));
+    if (maxTileN > 0)
+      tileN = std::min(tileN, maxTileN);
     clusterN = 1;
   }
 
@@ -406,4 +408,42 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
       gemmConsumerGroups(target), layout->totalBytes, params.strategy.epilogueWarps,
       params.strategy.globalRows, params.strategy.stagedResidual, splitK,
       streamK);
+}
+
+std::optional<KernelConfigAttr>
+mlir::fusion::planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
+                                    KernelConfigAttr config,
+                                    std::string &whyNot) {
+  auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
+  if (!ShapedType::isDynamic(lhsType.getDimSize(op.getTransposeLhs() ? 1 : 0))) {
+    whyNot = "M is static (planned for its own size)";
+    return std::nullopt;
+  }
+  if (target.tensorMemoryColumns > 0) {
+    whyNot = "only where the accumulator is in registers (sm_90a)";
+    return std::nullopt;
+  }
+  if (op.isGradEpilogue() || op.getEpilogue() == EpilogueKind::rms_norm ||
+      op.getEpilogue() == EpilogueKind::layer_norm) {
+    whyNot = "the epilogue reduces over rows (tile_n is the norm's)";
+    return std::nullopt;
+  }
+  if (config.getClusterN() != 1 || config.getSplitK() != 1 ||
+      config.getStreamK() || config.getGlobalRows()) {
+    whyNot = "the main kernel has a cluster, split-K or stream-K";
+    return std::nullopt;
+  }
+  if (config.getTileN() <= GemmTiling::kSmallMTileN) {
+    whyNot = "the main kernel's tiles are no wider than a small-M kernel's";
+    return std::nullopt;
+  }
+  std::string why;
+  FailureOr<KernelConfigAttr> small =
+      planFusedMatmul(op, target, why, /*allowSplitK=*/false,
+                      /*allowStreamK=*/false, GemmTiling::kSmallMTileN);
+  if (failed(small)) {
+    whyNot = why;
+    return std::nullopt;
+  }
+  return *small;
 }

@@ -42,6 +42,7 @@
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 #include "fusion/Dialect/Fusion/Transforms/Transforms.h"
 #include "fusion/Target/NVPTX/AttentionKernelLimits.h"
+#include "fusion/Target/NVPTX/GemmKernelLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -82,6 +83,26 @@ bool wantsRowStatsKernel(FusedMatmulOp op, KernelConfigAttr config,
     return false;
   return !lazyRowStatsInKernel(target,
                                llvm::divideCeil(n, config.getTileN()));
+}
+
+/// Attaches `fusion.kernel_small_m` to `op`, planned as `config`, where
+/// planSmallMFusedMatmul gives one; with `report` a remark on `at` (the op
+/// the user wrote; `op` when null) says so.
+void attachSmallMKernel(FusedMatmulOp op, const TargetInfo &target,
+                        KernelConfigAttr config, bool report,
+                        Operation *at = nullptr) {
+  std::string whyNot;
+  std::optional<KernelConfigAttr> small =
+      planSmallMFusedMatmul(op, target, config, whyNot);
+  if (!small)
+    return;
+  op->setAttr(KernelConfigAttr::getSmallMAttrName(), *small);
+  if (report)
+    (at ? at : op.getOperation())->emitRemark()
+        << "small-M GEMM kernel on " << target.chip
+        << " for calls whose tiles of " << config.getTileN()
+        << " columns would occupy at most 1/" << GemmTiling::kSmallMOccupancy
+        << " of the SMs: " << *small;
 }
 
 /// Lazy Pre-Norm GEMM `op` (prologue rms_norm, epilogue none) as a
@@ -796,6 +817,7 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
       fused->setAttr(KernelConfigAttr::getAttrName(), *config);
       if (report)
         fused.emitRemark() << "GEMM kernel on " << target->chip << ": " << *config;
+      attachSmallMKernel(fused, *target, *config, report);
       continue;
     }
 
@@ -824,6 +846,7 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
     fused->setAttr(KernelConfigAttr::getAttrName(), *config);
     if (report)
       matmul.emitRemark() << "GEMM kernel on " << target->chip << ": " << *config;
+    attachSmallMKernel(fused, *target, *config, report, matmul);
     rewriter.replaceOp(matmul, fused.getOutput());
   }
   return success(ok);

@@ -163,6 +163,14 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
     does not re-derive them. They, `split_k` and `stream_k` are printed only
     when set.
 
+    A GEMM planned for a dynamic token count may also carry
+    `fusion.kernel_small_m`, a second configuration of the same op (tiles
+    of 64 columns; `planSmallMFusedMatmul`): the generator builds both
+    kernels, and the host launches the small-M one when the main kernel's
+    tiles, ceil(M / tile_m) x ceil(N / tile_n), would occupy at most half
+    the SMs (decode-sized calls: 16 tokens at N = 4096 are 16 tiles of
+    256 columns, 64 of 64).
+
     Example:
     ```mlir
     fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64,
@@ -186,6 +194,11 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
     /// The name of the discardable attribute holding the configuration.
     static constexpr ::llvm::StringLiteral getAttrName() {
       return ::llvm::StringLiteral("fusion.kernel");
+    }
+    /// The name of the discardable attribute holding the small-M kernel's
+    /// configuration (a GEMM planned for a dynamic token count).
+    static constexpr ::llvm::StringLiteral getSmallMAttrName() {
+      return ::llvm::StringLiteral("fusion.kernel_small_m");
     }
   }];
 }

@@ -109,11 +109,27 @@ FailureOr<EpilogueNormPlan> planGroupedEpilogueNorm(const TargetInfo &target,
 ///      prologue on a target accumulating in registers (chooseStreamK).
 /// On failure returns the reason, phrased to follow "'fusion.fused_matmul'
 /// op " (lowercase, "expected X, but got Y").
+/// `maxTileN` (0: none) caps tile_n where the epilogue leaves it free.
 FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
                                             const TargetInfo &target,
                                             std::string &why,
                                             bool allowSplitK = false,
-                                            bool allowStreamK = false);
+                                            bool allowStreamK = false,
+                                            int64_t maxTileN = 0);
+
+/// The small-M kernel of `op`, planned as `config` (its main kernel), for
+/// the calls whose few rows would leave most SMs idle: where M is dynamic,
+/// the target accumulates in registers (sm_90a), and the main kernel's
+/// tile_n is free and wider than GemmTiling::kSmallMTileN (no row
+/// reduction, cluster, split-K or stream-K), the same kernel with tiles
+/// of kSmallMTileN columns (and the deepest ring they fit); otherwise
+/// nothing, with the reason in `whyNot`. convert-fusion-to-gpu builds both
+/// and launches this one when the main kernel's tiles would occupy at most
+/// 1 / GemmTiling::kSmallMOccupancy of the SMs.
+std::optional<KernelConfigAttr> planSmallMFusedMatmul(FusedMatmulOp op,
+                                                      const TargetInfo &target,
+                                                      KernelConfigAttr config,
+                                                      std::string &whyNot);
 
 /// fusion-plan-kernels: rewrites every fusion.matmul into a fusion.fused_matmul
 /// without prologue or epilogue (a bias becomes its col_bias), and attaches

@@ -1,0 +1,99 @@
+// RUN: fusion-opt %s -split-input-file "--fusion-plan-kernels=report=true" -verify-diagnostics | FileCheck %s
+
+// The small-M kernel (planSmallMFusedMatmul): a GEMM planned for a dynamic
+// token count whose tile_n is free (no row reduction, cluster, split-K or
+// stream-K) also gets `fusion.kernel_small_m`, the same op planned with
+// tiles of 64 columns and the deepest ring they fit:
+//   6 * (128 + 64) * 64 * 2 + 2 * 128 * 64 * 2 + 512 + 1024 = 181760.
+// convert-fusion-to-gpu builds both bodies into one kernel and the host
+// picks one per call.
+
+// Llama's projection written as nn.Linear (transpose_rhs), any token count:
+// both configurations, and a remark for each.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @linear_dynamic
+func.func @linear_dynamic(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
+  // CHECK: fusion.fused_matmul
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>
+  // CHECK-SAME: fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181760>
+  // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config<tile_m = 128, tile_n = 256}}
+  // expected-remark @below {{small-M GEMM kernel on sm_90a for calls whose tiles of 256 columns would occupy at most 1/2 of the SMs: #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181760>}}
+  %y = fusion.matmul %x, %w {transpose_rhs} : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
+  return %y : tensor<?x4096xbf16>
+}
+}
+
+// -----
+
+// Lazy Pre-Norm with a column bias (the epilogue is per element): both.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @lazy_prenorm_dynamic
+func.func @lazy_prenorm_dynamic(%x: tensor<?x1024xbf16>, %w: tensor<1024x1024xbf16>, %bias: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
+  // CHECK: fusion.fused_matmul
+  // CHECK-SAME: fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64
+  // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config}}
+  // expected-remark @below {{small-M GEMM kernel on sm_90a}}
+  %y = fusion.fused_matmul %x, %w col_bias(%bias : tensor<1024xbf16>) {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32} : tensor<?x1024xbf16>, tensor<1024x1024xbf16> -> tensor<?x1024xbf16>
+  return %y : tensor<?x1024xbf16>
+}
+}
+
+// -----
+
+// A static token count is planned for its own size: no second kernel.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @linear_static
+func.func @linear_static(%x: tensor<16x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<16x4096xbf16> {
+  // CHECK: fusion.fused_matmul
+  // CHECK-NOT: kernel_small_m
+  // CHECK: return
+  // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config}}
+  %y = fusion.matmul %x, %w {transpose_rhs} : tensor<16x4096xbf16>, tensor<4096x4096xbf16> -> tensor<16x4096xbf16>
+  return %y : tensor<16x4096xbf16>
+}
+}
+
+// -----
+
+// A norm epilogue's tile_n is the norm's row split: no second kernel.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @post_norm_dynamic
+func.func @post_norm_dynamic(%x: tensor<?x1024xbf16>, %w: tensor<1024x1024xbf16>, %g: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
+  // CHECK: fusion.fused_matmul
+  // CHECK-NOT: kernel_small_m
+  // CHECK: return
+  // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config}}
+  %y = fusion.fused_matmul %x, %w norm_weight(%g : tensor<1024xbf16>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32} : tensor<?x1024xbf16>, tensor<1024x1024xbf16> -> tensor<?x1024xbf16>
+  return %y : tensor<?x1024xbf16>
+}
+}
+
+// -----
+
+// Tiles already of 64 columns (N = 64): nothing narrower to take.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @narrow_dynamic
+func.func @narrow_dynamic(%x: tensor<?x512xbf16>, %w: tensor<512x64xbf16>) -> tensor<?x64xbf16> {
+  // CHECK: fusion.fused_matmul
+  // CHECK-NOT: kernel_small_m
+  // CHECK: return
+  // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config<tile_m = 128, tile_n = 64}}
+  %y = fusion.matmul %x, %w : tensor<?x512xbf16>, tensor<512x64xbf16> -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+}
+
+// -----
+
+// sm_100a accumulates in tensor memory: its kernels keep one shape for now.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+// CHECK-LABEL: func.func @linear_dynamic_sm100a
+func.func @linear_dynamic_sm100a(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
+  // CHECK: fusion.fused_matmul
+  // CHECK-NOT: kernel_small_m
+  // CHECK: return
+  // expected-remark @below {{GEMM kernel on sm_100a: #fusion.kernel_config}}
+  %y = fusion.matmul %x, %w {transpose_rhs} : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
+  return %y : tensor<?x4096xbf16>
+}
+}
