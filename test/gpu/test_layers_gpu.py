@@ -89,6 +89,17 @@ def test_dynamic_token_count(name, variant, m):
     run_and_check(name, variant, m)
 
 
+# The small-M body of a GEMM planned for a dynamic token count (tiles of 64
+# columns, fusion.kernel_small_m) runs where the main kernel's tiles of 256
+# would occupy at most half the SMs; on 132 SMs that is up to 2048 tokens at
+# hidden 1024 (16 row blocks x 4 tiles x 2 = 128) and up to 512 at 4096
+# (4 x 16 x 2): both sides of each boundary, decode sizes, odd counts.
+@pytest.mark.parametrize("name,m", [("llama_prenorm_h1024", m) for m in (16, 300, 2048, 2049)]
+                         + [("llama_prenorm_h4096", m) for m in (1, 16, 129, 512, 513)])
+def test_small_m_kernel(name, m):
+    run_and_check(name, "fused", m)
+
+
 # nn.LayerNorm (weight, bias) then nn.Linear (bias): the default pipeline
 # (a LayerNorm row kernel, then the GEMM), unfused, and lazyln (fusion-compile
 # --lazy-layer-norm: the LayerNorm deferred into the GEMM, B's column sums
