@@ -82,6 +82,7 @@ void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
   plan.lazyRowStats = options.lazyRowStats;
   plan.splitK = options.splitK;
   plan.streamK = options.streamK;
+  plan.smallM = options.smallM;
   plan.maxEpilogueCluster = options.maxEpilogueCluster;
   pm.addPass(createFusionPlanKernelsPass(plan));
   pm.addPass(createConvertFusionToGPUPass());

@@ -22,6 +22,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 TOOLS_ENV = "FUSION_TOOLS_DIR"
 CACHE_ENV = "FUSION_CACHE_DIR"
+# Extra fusion-compile options for GPU libraries (e.g. "--small-m"), part of
+# the cache key: a library built with them is another library.
+FLAGS_ENV = "FUSION_COMPILE_FLAGS"
 
 
 class FusionCompileError(RuntimeError):
@@ -115,6 +118,8 @@ def compile_library(mlir: str, target: str, fuse: bool = True,
     flags = [] if fuse else ["--no-fuse"]
     if not gpu:
         flags.append("--cpu")
+    else:
+        flags += os.environ.get(FLAGS_ENV, "").split()
     key = hashlib.sha256("\0".join(
         [mlir, target, " ".join(flags), compiler_identity(tools, gpu)]).encode()).hexdigest()
     directory = os.path.join(cache_dir(), key[:2], key)

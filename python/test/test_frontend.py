@@ -850,6 +850,44 @@ class FrontEndTest(unittest.TestCase):
                     else:
                         os.environ[k] = v
 
+    def test_compile_flags_from_the_environment(self):
+        """FUSION_COMPILE_FLAGS reaches fusion-compile for GPU libraries
+        (e.g. --small-m), and a library built with them is another library
+        (another cache key); CPU libraries do not take them."""
+        from fusion_compiler import toolchain
+        tools = fc.find_tools()
+        with tempfile.TemporaryDirectory() as work:
+            bindir = os.path.join(work, "bin")
+            os.makedirs(bindir)
+            shutil.copy(tools.fusion_opt, bindir)
+            log = os.path.join(work, "calls.txt")
+            with open(os.path.join(bindir, "fusion-compile"), "w") as f:
+                f.write(f'#!/bin/sh\necho "$@" >> {log}\n'
+                        'while [ "$1" != "-o" ]; do shift; done; touch "$2"\n')
+            os.chmod(os.path.join(bindir, "fusion-compile"), 0o755)
+            saved = {k: os.environ.get(k) for k in ("FUSION_CACHE_DIR", "FUSION_COMPILE_FLAGS")}
+            os.environ["FUSION_CACHE_DIR"] = os.path.join(work, "cache")
+            try:
+                os.environ.pop("FUSION_COMPILE_FLAGS", None)
+                plain = toolchain.compile_library("module {}", "sm_90a", tools=toolchain.Tools(bindir))
+                os.environ["FUSION_COMPILE_FLAGS"] = "--small-m"
+                small = toolchain.compile_library("module {}", "sm_90a", tools=toolchain.Tools(bindir))
+                cpu = toolchain.compile_library("module {}", "cpu", tools=toolchain.Tools(bindir))
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            self.assertNotEqual(plain.path, small.path)
+            self.assertFalse(plain.cached or small.cached or cpu.cached)
+            with open(log) as f:
+                calls = f.read().splitlines()
+            self.assertEqual(len(calls), 3)
+            self.assertNotIn("--small-m", calls[0])
+            self.assertTrue(calls[1].endswith("--small-m"), calls[1])
+            self.assertTrue(calls[2].endswith("--cpu"), calls[2])
+
     def test_equal_layers_share_a_library(self):
         class Two(torch.nn.Module):
             def __init__(self):

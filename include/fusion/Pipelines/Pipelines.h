@@ -70,6 +70,12 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
                      "waves over the CTAs by K steps (off by default: "
                      "measured slower)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> smallM{
+      *this, "small-m",
+      llvm::cl::desc("fusion-plan-kernels' small-m: a second body of 64-column "
+                     "tiles for a dynamic token count's decode-sized calls "
+                     "(off by default until measured on the GPU)"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> maxEpilogueCluster{
       *this, "max-epilogue-cluster",
       llvm::cl::desc("fusion-plan-kernels' max-epilogue-cluster: the most CTAs "

@@ -5,8 +5,8 @@
 // argument; the host computes that flag from M (the main kernel's tiles
 // x 2 <= the SMs), and the grid and dynamic shared memory of the body it
 // picks. Both bodies assemble with ptxas without spills.
-// RUN: fusion-opt %s --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s
-// RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
+// RUN: fusion-opt %s "--fusion-plan-kernels=small-m=true" --convert-fusion-to-gpu | FileCheck %s
+// RUN: fusion-opt %s "--fusion-to-gpu=format=isa small-m=true" > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
 // RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
 // PTXAS-DAG: ptxas ok: linear_kernel0 registers=168 spills=0

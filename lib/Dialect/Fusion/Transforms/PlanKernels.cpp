@@ -729,7 +729,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
                                         StringRef lazyRowStats, bool splitK,
                                         bool report,
                                         int64_t maxEpilogueCluster,
-                                        bool rmsPrologue, bool streamK) {
+                                        bool rmsPrologue, bool streamK,
+                                        bool smallM) {
   foldAttentionResiduals(module);
   // After the residual fold: the Kunlun block's dh + dq1 is then the
   // gdpa_grad's residual(%dh), which the prologue takes as grad_residual.
@@ -817,7 +818,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
       fused->setAttr(KernelConfigAttr::getAttrName(), *config);
       if (report)
         fused.emitRemark() << "GEMM kernel on " << target->chip << ": " << *config;
-      attachSmallMKernel(fused, *target, *config, report);
+      if (smallM)
+        attachSmallMKernel(fused, *target, *config, report);
       continue;
     }
 
@@ -846,7 +848,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module,
     fused->setAttr(KernelConfigAttr::getAttrName(), *config);
     if (report)
       matmul.emitRemark() << "GEMM kernel on " << target->chip << ": " << *config;
-    attachSmallMKernel(fused, *target, *config, report, matmul);
+    if (smallM)
+      attachSmallMKernel(fused, *target, *config, report, matmul);
     rewriter.replaceOp(matmul, fused.getOutput());
   }
   return success(ok);

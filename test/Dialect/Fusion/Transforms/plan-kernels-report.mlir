@@ -1,6 +1,5 @@
 // fusion-plan-kernels{report=true}: a remark per planned kernel, saying what
-// it chose: the GEMM's configuration (the fusion.kernel it attaches, and the
-// small-M kernel's for a dynamic token count), and
+// it chose: the GEMM's configuration (the fusion.kernel it attaches), and
 // the attention kernel's plan (the layout convert-fusion-to-gpu builds:
 // items, stages and shared memory, the grid; a cluster of the heads with the
 // norms).
@@ -9,7 +8,6 @@
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @linear(%x: tensor<?x512xbf16>, %w: tensor<1024x512xbf16>) -> tensor<?x1024xbf16> {
   // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>}}
-  // expected-remark @below {{small-M GEMM kernel on sm_90a for calls whose tiles of 256 columns would occupy at most 1/2 of the SMs: #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181760>}}
   %y = fusion.matmul %x, %w {transpose_rhs} : tensor<?x512xbf16>, tensor<1024x512xbf16> -> tensor<?x1024xbf16>
   return %y : tensor<?x1024xbf16>
 }

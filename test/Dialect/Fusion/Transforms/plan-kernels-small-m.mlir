@@ -1,6 +1,9 @@
-// RUN: fusion-opt %s -split-input-file "--fusion-plan-kernels=report=true" -verify-diagnostics | FileCheck %s
+// RUN: fusion-opt %s -split-input-file "--fusion-plan-kernels=report=true small-m=true" -verify-diagnostics | FileCheck %s
+// RUN: fusion-opt %s -split-input-file -fusion-plan-kernels | FileCheck %s --check-prefix=DEFAULT
+// DEFAULT-NOT: kernel_small_m
 
-// The small-M kernel (planSmallMFusedMatmul): a GEMM planned for a dynamic
+// The small-M kernel (planSmallMFusedMatmul, with small-m=true; off by
+// default until measured on the GPU): a GEMM planned for a dynamic
 // token count whose tile_n is free (no row reduction, cluster, split-K or
 // stream-K) also gets `fusion.kernel_small_m`, the same op planned with
 // tiles of 64 columns and the deepest ring they fit:

@@ -772,6 +772,10 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     Option<"streamK", "stream-k", "bool", /*default=*/"false",
            "spread a GEMM's last waves over the CTAs by K steps where its "
            "tiles are not a multiple of the grid (no row reduction, sm_90a)">,
+    Option<"smallM", "small-m", "bool", /*default=*/"false",
+           "give a GEMM planned for a dynamic token count a second body of "
+           "64-column tiles for calls whose few rows would leave most SMs "
+           "idle (fusion.kernel_small_m; sm_90a)">,
     Option<"report", "report", "bool", /*default=*/"false",
            "emit a remark per planned kernel: the GEMM's configuration, the "
            "attention kernel's items, stages, shared memory and grid">,

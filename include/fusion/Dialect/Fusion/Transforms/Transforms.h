@@ -155,6 +155,8 @@ std::optional<KernelConfigAttr> planSmallMFusedMatmul(FusedMatmulOp op,
 /// `splitK`: whether small weight gradients may split K (chooseSplitK).
 /// `streamK`: whether GEMMs without a row reduction may spread their last
 /// waves over the CTAs by K steps (chooseStreamK).
+/// `smallM`: whether a GEMM planned for a dynamic token count also gets
+/// `fusion.kernel_small_m` (planSmallMFusedMatmul).
 ///
 /// Then (after the gdpa_grad's fold, before planning), under a target, a
 /// fusion.add of a norm gradient's input gradient (its only use, possibly
@@ -183,7 +185,8 @@ std::optional<KernelConfigAttr> planSmallMFusedMatmul(FusedMatmulOp op,
 LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
                           bool splitK = false, bool report = false,
                           int64_t maxEpilogueCluster = 0,
-                          bool rmsPrologue = false, bool streamK = false);
+                          bool rmsPrologue = false, bool streamK = false,
+                          bool smallM = false);
 
 /// The cost model's choice for a Lazy Pre-Norm GEMM of `columnTiles` output
 /// tiles per row: true to sum the rows in the kernel, false for a row
