@@ -184,7 +184,16 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     - with `transpose_rhs` (B is [N, K], nn.Linear's weight layout), B
       arrives K-major like A and each K step is four `nvvm.wgmma.mma_async`
       (K-major descriptors advanced 32 bytes per k16 step; the nvgpu op
-      steps only N-major B).
+      steps only N-major B);
+    - with `fusion.kernel_small_m` (sm_90a; `fusion-plan-kernels small-m`),
+      one kernel holding two bodies, the main configuration's and the
+      small-M one's (tiles of 64 columns), under an `scf.if` on an index
+      argument after the others; the host sets it where the main kernel's
+      tiles x 2 are at most the SMs, and launches with the grid and dynamic
+      shared memory of the body it picked (`arith.select`). One launch op,
+      one symbol: no async token crosses control flow (gpu-to-llvm would
+      take a token through a block argument for an event). The bodies must
+      take the same arguments, threads and registers, or the op is refused.
 
     Example:
     ```mlir

@@ -490,6 +490,34 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     ```
     (the row of 1536 columns: a cluster of 8 CTAs, 192 columns each).
 
+    Decode-sized calls (`small-m`, off by default until measured on the
+    GPU). A GEMM planned for a dynamic token count gets one plan for every
+    M: 16 tokens at N = 4096 run 16 CTAs of 256 columns, which read the
+    whole weight while most SMs idle. With `small-m`, such a GEMM whose
+    `tile_n` is free (no row reduction, cluster, split-K or stream-K) and
+    wider than 64, on a target accumulating in registers (sm_90a), also gets
+    `fusion.kernel_small_m`: the same op planned with 64-column tiles and the
+    deepest ring they fit (`planSmallMFusedMatmul`). `convert-fusion-to-gpu`
+    builds one kernel with both bodies, and the host picks the small one when
+    the main kernel's tiles, ceil(M / 128) x ceil(N / tile_n), times 2 are at
+    most the SMs (on 132 SMs: up to 512 tokens at N = 4096, 2048 at 1024):
+    ```mlir
+    %y = fusion.matmul %x, %w {transpose_rhs}
+        : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
+    ```
+    becomes
+    ```mlir
+    %y = fusion.fused_matmul %x, %w {transpose_rhs,
+        fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256,
+          tile_k = 64, stages = 4, cluster_n = 1, consumers = 2,
+          smem_bytes = 230912>,
+        fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128,
+          tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2,
+          smem_bytes = 181760>}
+        : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
+    ```
+    A static M is planned for its own size as before.
+
     Lazy Pre-Norm's row statistics (`lazy-row-stats`). A `fused_matmul`
     with prologue `rms_norm` and epilogue `none` sums the squares of its A
     rows in the kernel, from the A tiles in shared memory, once per output
@@ -719,6 +747,9 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       A and B slices no longer share L2 (a 4096 x 4096 weight gradient over
       65536 tokens 4.6 ms against 3.3 whole; 2-5% on long GEMMs);
       bench/results/HISTORY.md, session 27.
+    - `small-m` (default off until run on the GPU): the small-M kernel of a
+      GEMM planned for a dynamic token count (`fusion.kernel_small_m`,
+      above).
     - `max-epilogue-cluster` (default 0: the target's, 4 on sm_90a): the
       most CTAs of a cluster a forward norm epilogue's row may take; a row
       needing more goes through global memory (`global_rows`, every SM busy
@@ -728,7 +759,7 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       prologue form): fold a `fusion.rms_norm_grad` into the
       `fusion.gdpa_grad` it feeds as its RMSNorm-gradient prologue (above).
     - `report`: a remark per planned kernel: each GEMM's `fusion.kernel`
-      configuration, each norm gradient that took an add as its residual
+      configuration (and its `fusion.kernel_small_m`), each norm gradient that took an add as its residual
       (and, on an add of a norm gradient's input gradient that did not
       fold, why not), each gdpa_grad that took its rms_norm_grad as its
       prologue (and, on one fed by an rms_norm_grad that did not, why not),
