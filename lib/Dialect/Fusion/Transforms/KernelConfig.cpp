@@ -414,11 +414,6 @@ std::optional<KernelConfigAttr>
 mlir::fusion::planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                                     KernelConfigAttr config,
                                     std::string &whyNot) {
-  auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
-  if (!ShapedType::isDynamic(lhsType.getDimSize(op.getTransposeLhs() ? 1 : 0))) {
-    whyNot = "M is static (planned for its own size)";
-    return std::nullopt;
-  }
   if (target.tensorMemoryColumns > 0) {
     whyNot = "only where the accumulator is in registers (sm_90a)";
     return std::nullopt;

@@ -85,20 +85,44 @@ bool wantsRowStatsKernel(FusedMatmulOp op, KernelConfigAttr config,
                                llvm::divideCeil(n, config.getTileN()));
 }
 
-/// Attaches `fusion.kernel_small_m` to `op`, planned as `config`, where
-/// planSmallMFusedMatmul gives one; with `report` a remark on `at` (the op
-/// the user wrote; `op` when null) says so.
+/// The small-M plan of `op`, planned as `config`, where
+/// planSmallMFusedMatmul gives one: with a dynamic M attached as
+/// `fusion.kernel_small_m`; with a static M whose tiles would occupy at
+/// most 1 / kSmallMOccupancy of the SMs, in place of `config`. With
+/// `report` a remark on `at` (the op the user wrote; `op` when null) says
+/// so.
 void attachSmallMKernel(FusedMatmulOp op, const TargetInfo &target,
                         KernelConfigAttr config, bool report,
                         Operation *at = nullptr) {
+  auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
+  int64_t m = lhsType.getDimSize(op.getTransposeLhs() ? 1 : 0);
+  int64_t n = cast<RankedTensorType>(op.getOutput().getType()).getDimSize(1);
+  bool staticM = !ShapedType::isDynamic(m);
+  if (staticM && (ShapedType::isDynamic(n) ||
+                  static_cast<int64_t>(llvm::divideCeil(m, config.getTileM()) *
+                                       llvm::divideCeil(n, config.getTileN())) *
+                          GemmTiling::kSmallMOccupancy >
+                      target.multiprocessors))
+    return;
   std::string whyNot;
   std::optional<KernelConfigAttr> small =
       planSmallMFusedMatmul(op, target, config, whyNot);
   if (!small)
     return;
+  Operation *remarkOn = at ? at : op.getOperation();
+  if (staticM) {
+    op->setAttr(KernelConfigAttr::getAttrName(), *small);
+    if (report)
+      remarkOn->emitRemark()
+          << "GEMM kernel on " << target.chip << " replanned for its " << m
+          << " rows (its tiles of " << config.getTileN()
+          << " columns would occupy at most 1/" << GemmTiling::kSmallMOccupancy
+          << " of the SMs): " << *small;
+    return;
+  }
   op->setAttr(KernelConfigAttr::getSmallMAttrName(), *small);
   if (report)
-    (at ? at : op.getOperation())->emitRemark()
+    remarkOn->emitRemark()
         << "small-M GEMM kernel on " << target.chip
         << " for calls whose tiles of " << config.getTileN()
         << " columns would occupy at most 1/" << GemmTiling::kSmallMOccupancy

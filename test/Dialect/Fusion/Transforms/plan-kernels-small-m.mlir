@@ -9,7 +9,8 @@
 // tiles of 64 columns and the deepest ring they fit:
 //   6 * (128 + 64) * 64 * 2 + 2 * 128 * 64 * 2 + 512 + 1024 = 181760.
 // convert-fusion-to-gpu builds both bodies into one kernel and the host
-// picks one per call.
+// picks one per call. A static M whose tiles would occupy at most half the
+// SMs is planned with the 64-column tiles instead.
 
 // Llama's projection written as nn.Linear (transpose_rhs), any token count:
 // both configurations, and a remark for each.
@@ -43,16 +44,26 @@ func.func @lazy_prenorm_dynamic(%x: tensor<?x1024xbf16>, %w: tensor<1024x1024xbf
 
 // -----
 
-// A static token count is planned for its own size: no second kernel.
+// A static token count that few (16 tokens: one row block of 16 tiles of
+// 256, at most half the 132 SMs) is replanned with 64-column tiles; one
+// of 4096 tokens (512 tiles) keeps the main plan. Neither gets a second
+// kernel.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @linear_static
-func.func @linear_static(%x: tensor<16x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<16x4096xbf16> {
+func.func @linear_static(%x: tensor<16x4096xbf16>, %w: tensor<4096x4096xbf16>, %x2: tensor<4096x4096xbf16>) -> (tensor<16x4096xbf16>, tensor<4096x4096xbf16>) {
   // CHECK: fusion.fused_matmul
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181760>
+  // CHECK-NOT: kernel_small_m
+  // CHECK: fusion.fused_matmul
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256
   // CHECK-NOT: kernel_small_m
   // CHECK: return
-  // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config}}
+  // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config<tile_m = 128, tile_n = 256}}
+  // expected-remark @below {{GEMM kernel on sm_90a replanned for its 16 rows (its tiles of 256 columns would occupy at most 1/2 of the SMs): #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181760>}}
   %y = fusion.matmul %x, %w {transpose_rhs} : tensor<16x4096xbf16>, tensor<4096x4096xbf16> -> tensor<16x4096xbf16>
-  return %y : tensor<16x4096xbf16>
+  // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config<tile_m = 128, tile_n = 256}}
+  %y2 = fusion.matmul %x2, %w {transpose_rhs} : tensor<4096x4096xbf16>, tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
+  return %y, %y2 : tensor<16x4096xbf16>, tensor<4096x4096xbf16>
 }
 }
 

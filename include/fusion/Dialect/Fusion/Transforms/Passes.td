@@ -516,7 +516,8 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
           smem_bytes = 181760>}
         : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
     ```
-    A static M is planned for its own size as before.
+    A static M whose main tiles x 2 are at most the SMs is planned with
+    the 64-column tiles instead (one body).
 
     Lazy Pre-Norm's row statistics (`lazy-row-stats`). A `fused_matmul`
     with prologue `rms_norm` and epilogue `none` sums the squares of its A

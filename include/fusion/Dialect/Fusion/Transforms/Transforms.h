@@ -118,14 +118,16 @@ FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
                                             int64_t maxTileN = 0);
 
 /// The small-M kernel of `op`, planned as `config` (its main kernel), for
-/// the calls whose few rows would leave most SMs idle: where M is dynamic,
-/// the target accumulates in registers (sm_90a), and the main kernel's
-/// tile_n is free and wider than GemmTiling::kSmallMTileN (no row
-/// reduction, cluster, split-K or stream-K), the same kernel with tiles
-/// of kSmallMTileN columns (and the deepest ring they fit); otherwise
-/// nothing, with the reason in `whyNot`. convert-fusion-to-gpu builds both
-/// and launches this one when the main kernel's tiles would occupy at most
-/// 1 / GemmTiling::kSmallMOccupancy of the SMs.
+/// the calls whose few rows would leave most SMs idle: where the target
+/// accumulates in registers (sm_90a) and the main kernel's tile_n is free
+/// and wider than GemmTiling::kSmallMTileN (no row reduction, cluster,
+/// split-K or stream-K), the same kernel with tiles of kSmallMTileN
+/// columns (and the deepest ring they fit); otherwise nothing, with the
+/// reason in `whyNot`. With a dynamic M, fusion-plan-kernels attaches it as
+/// `fusion.kernel_small_m` and convert-fusion-to-gpu builds both bodies,
+/// launching this one when the main kernel's tiles would occupy at most
+/// 1 / GemmTiling::kSmallMOccupancy of the SMs; with a static M that few
+/// tiles, it replaces the main configuration.
 std::optional<KernelConfigAttr> planSmallMFusedMatmul(FusedMatmulOp op,
                                                       const TargetInfo &target,
                                                       KernelConfigAttr config,
