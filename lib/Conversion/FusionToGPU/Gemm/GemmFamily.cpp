@@ -109,8 +109,8 @@ public:
     FailureOr<GemmKernelSpec> spec = getGemmKernelSpec(gemm, target, whyNot);
     if (failed(spec))
       return failure();
-    auto smallConfig =
-        op->getAttrOfType<KernelConfigAttr>(KernelConfigAttr::getSmallMAttrName());
+    auto smallConfig = op->getAttrOfType<KernelConfigAttr>(
+        KernelConfigAttr::getSmallMAttrName());
     if (!smallConfig)
       return success();
     // The small-M kernel: a second body of the same kernel.
@@ -409,12 +409,14 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
         arith::CeilDivUIOp::create(b, n, idx(spec.tileN)));
     Value useSmall = arith::CmpIOp::create(
         b, arith::CmpIPredicate::ule,
-        arith::MulIOp::create(b, tiles, idx(GemmTiling::kSmallMOccupancy)), sms);
+        arith::MulIOp::create(b, tiles, idx(GemmTiling::kSmallMOccupancy)),
+        sms);
     LaunchShape smallShape =
         launchShape(host, *small, kernelName, m, n, Value(), sms);
-    shape.gridX = arith::SelectOp::create(b, useSmall, smallShape.gridX, shape.gridX);
-    shape.smemBytes =
-        arith::SelectOp::create(b, useSmall, smallShape.smemBytes, shape.smemBytes);
+    shape.gridX =
+        arith::SelectOp::create(b, useSmall, smallShape.gridX, shape.gridX);
+    shape.smemBytes = arith::SelectOp::create(b, useSmall, smallShape.smemBytes,
+                                              shape.smemBytes);
     operands.push_back(arith::IndexCastOp::create(
         b, b.getIndexType(),
         arith::ExtUIOp::create(b, b.getI64Type(), useSmall)));
@@ -502,16 +504,17 @@ GemmKernelFamily::launchShape(HostLowering &host, const GemmKernelSpec &spec,
   Value tilesN = arith::CeilDivUIOp::create(b, n, idx(spec.tileN));
   // Stream-K: a CTA finishing a cut tile waits for the next CTA's part,
   // so the grid is resident too (cooperative; any size of at least one).
-  Value sms = spec.globalRows || spec.streamK
-                  ? callIndex("fusionrtCooperativeGridLimit",
-                              {LLVM::LLVMPointerType::get(ctx), i32, i32, i32},
-                              {host.getKernelName(kernelName),
-                               i32Const(spec.threads()), smemBytes,
-                               spec.streamK ? i32Const(1).getResult()
-                                            : arith::IndexCastOp::create(b, i32, tilesN)
-                                                  .getResult()})
-                  : knownSms ? knownSms
-                             : callIndex("fusionrtMultiprocessorCount", {}, {});
+  Value sms = knownSms;
+  if (spec.globalRows || spec.streamK)
+    sms = callIndex(
+        "fusionrtCooperativeGridLimit",
+        {LLVM::LLVMPointerType::get(ctx), i32, i32, i32},
+        {host.getKernelName(kernelName), i32Const(spec.threads()), smemBytes,
+         spec.streamK
+             ? i32Const(1).getResult()
+             : arith::IndexCastOp::create(b, i32, tilesN).getResult()});
+  else if (!sms)
+    sms = callIndex("fusionrtMultiprocessorCount", {}, {});
   Value tiles = arith::MulIOp::create(b, tilesN, rowBlocks);
   // Split-K: one work item per tile and K range.
   if (splits)

@@ -339,9 +339,10 @@ LogicalResult mlir::fusion::checkSmallMKernel(const GemmKernelSpec &main,
     return failure();
   }
   if (main.threads() != small.threads()) {
-    whyNot = "the small-M kernel's threads (" + std::to_string(small.threads()) +
-             ") differ from the main kernel's (" + std::to_string(main.threads()) +
-             "; one kernel takes both bodies)";
+    whyNot = "the small-M kernel's threads (" +
+             std::to_string(small.threads()) +
+             ") differ from the main kernel's (" +
+             std::to_string(main.threads()) + "; one kernel takes both bodies)";
     return failure();
   }
   RegisterBudget a = gemmRegisterBudget(main, mainEngine),
@@ -363,13 +364,13 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(
   RegisterBudget regs = gemmRegisterBudget(main, mainEngine);
   SmallVector<Type> types = GemmKernelAbi(main).types(builder.getContext());
   types.push_back(builder.getIndexType());
-  gpu::GPUFuncOp func =
-      createKernelFunc(builder, loc, module, name, types, main.threads(), regs.launch);
+  gpu::GPUFuncOp func = createKernelFunc(builder, loc, module, name, types,
+                                         main.threads(), regs.launch);
   ImplicitLocOpBuilder b(loc, builder);
   // The last argument picks the body: nonzero, the small-M tiles.
-  Value useSmall = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ne, func.getArguments().back(),
-      arith::ConstantIndexOp::create(b, 0));
+  Value useSmall = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                         func.getArguments().back(),
+                                         arith::ConstantIndexOp::create(b, 0));
   scf::IfOp::create(
       b, useSmall,
       [&](OpBuilder &, Location) {

@@ -249,12 +249,12 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
   return success();
 }
 
-FailureOr<GemmKernelSpec> mlir::fusion::getGemmKernelSpec(FusedMatmulOp op,
-                                                          const TargetInfo &target,
-                                                          std::string &why,
-                                                          KernelConfigAttr config) {
+FailureOr<GemmKernelSpec>
+mlir::fusion::getGemmKernelSpec(FusedMatmulOp op, const TargetInfo &target,
+                                std::string &why, KernelConfigAttr config) {
   if (!config)
-    config = op->getAttrOfType<KernelConfigAttr>(KernelConfigAttr::getAttrName());
+    config =
+        op->getAttrOfType<KernelConfigAttr>(KernelConfigAttr::getAttrName());
   if (!config) {
     why = "the op has no fusion.kernel configuration (run fusion-plan-kernels)";
     return failure();

@@ -248,11 +248,13 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &b, Location loc,
 /// (checkSmallMKernel).
 gpu::GPUFuncOp buildGemmKernel(OpBuilder &b, Location loc,
                                gpu::GPUModuleOp module, StringRef name,
-                               const GemmKernelSpec &main, MmaEngine &mainEngine,
+                               const GemmKernelSpec &main,
+                               MmaEngine &mainEngine,
                                const GemmKernelSpec &small,
                                MmaEngine &smallEngine);
 /// Whether `main` and `small` can share one kernel; if not, why.
-LogicalResult checkSmallMKernel(const GemmKernelSpec &main, MmaEngine &mainEngine,
+LogicalResult checkSmallMKernel(const GemmKernelSpec &main,
+                                MmaEngine &mainEngine,
                                 const GemmKernelSpec &small,
                                 MmaEngine &smallEngine, std::string &whyNot);
 /// The same kernel on a tensor-memory engine (sm_100a: GemmTcgen05Kernel.cpp).

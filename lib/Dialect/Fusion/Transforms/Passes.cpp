@@ -91,8 +91,7 @@ struct FusionPlanKernelsPass
       return signalPassFailure();
     }
     if (failed(planKernels(getOperation(), lazyRowStats, splitK, report,
-                           maxEpilogueCluster, rmsPrologue, streamK,
-                           smallM)))
+                           maxEpilogueCluster, rmsPrologue, streamK, smallM)))
       signalPassFailure();
   }
 };

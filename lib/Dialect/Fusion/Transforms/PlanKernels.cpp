@@ -122,11 +122,11 @@ void attachSmallMKernel(FusedMatmulOp op, const TargetInfo &target,
   }
   op->setAttr(KernelConfigAttr::getSmallMAttrName(), *small);
   if (report)
-    remarkOn->emitRemark()
-        << "small-M GEMM kernel on " << target.chip
-        << " for calls whose tiles of " << config.getTileN()
-        << " columns would occupy at most 1/" << GemmTiling::kSmallMOccupancy
-        << " of the SMs: " << *small;
+    remarkOn->emitRemark() << "small-M GEMM kernel on " << target.chip
+                           << " for calls whose tiles of " << config.getTileN()
+                           << " columns would occupy at most 1/"
+                           << GemmTiling::kSmallMOccupancy
+                           << " of the SMs: " << *small;
 }
 
 /// Lazy Pre-Norm GEMM `op` (prologue rms_norm, epilogue none) as a
@@ -749,9 +749,8 @@ void foldRmsPrologues(ModuleOp module, bool report) {
 }
 } // namespace
 
-LogicalResult mlir::fusion::planKernels(ModuleOp module,
-                                        StringRef lazyRowStats, bool splitK,
-                                        bool report,
+LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
+                                        bool splitK, bool report,
                                         int64_t maxEpilogueCluster,
                                         bool rmsPrologue, bool streamK,
                                         bool smallM) {

@@ -110,12 +110,10 @@ FailureOr<EpilogueNormPlan> planGroupedEpilogueNorm(const TargetInfo &target,
 /// On failure returns the reason, phrased to follow "'fusion.fused_matmul'
 /// op " (lowercase, "expected X, but got Y").
 /// `maxTileN` (0: none) caps tile_n where the epilogue leaves it free.
-FailureOr<KernelConfigAttr> planFusedMatmul(FusedMatmulOp op,
-                                            const TargetInfo &target,
-                                            std::string &why,
-                                            bool allowSplitK = false,
-                                            bool allowStreamK = false,
-                                            int64_t maxTileN = 0);
+FailureOr<KernelConfigAttr>
+planFusedMatmul(FusedMatmulOp op, const TargetInfo &target, std::string &why,
+                bool allowSplitK = false, bool allowStreamK = false,
+                int64_t maxTileN = 0);
 
 /// The small-M kernel of `op`, planned as `config` (its main kernel), for
 /// the calls whose few rows would leave most SMs idle: where the target
