@@ -10,6 +10,7 @@ sets it to the build's bin/).
 """
 
 import copy
+import contextlib
 import os
 import shutil
 import sys
@@ -222,6 +223,23 @@ if MISSING is None:
 
 
 @needs_torch
+@contextlib.contextmanager
+def environment(**variables):
+    """Sets (None: unsets) environment variables, restored afterwards."""
+    def assign(values):
+        for k, v in values.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    saved = {k: os.environ.get(k) for k in variables}
+    try:
+        assign(variables)
+        yield
+    finally:
+        assign(saved)
+
+
 class FrontEndTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -836,19 +854,11 @@ class FrontEndTest(unittest.TestCase):
                 f.write("#!/bin/sh\necho 'fusion-opt: error while loading shared libraries: "
                         "libMLIR.so.22.1: cannot open shared object file' >&2\nexit 127\n")
             os.chmod(os.path.join(bindir, "fusion-compile"), 0o755)
-            saved = {k: os.environ.get(k) for k in ("FUSION_TOOLS_DIR", "FUSION_CACHE_DIR")}
-            os.environ["FUSION_TOOLS_DIR"] = bindir
-            os.environ["FUSION_CACHE_DIR"] = os.path.join(work, "cache")
-            try:
+            with environment(FUSION_TOOLS_DIR=bindir,
+                             FUSION_CACHE_DIR=os.path.join(work, "cache")):
                 with self.assertRaisesRegex(fc.FusionCompileError,
                                             r"not in the cache .* compiler cannot run"):
                     fc.compile(m, (x,), target="cpu", report=False, strict=True)
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
 
     def test_compile_flags_from_the_environment(self):
         """FUSION_COMPILE_FLAGS reaches fusion-compile for GPU libraries
@@ -865,20 +875,13 @@ class FrontEndTest(unittest.TestCase):
                 f.write(f'#!/bin/sh\necho "$@" >> {log}\n'
                         'while [ "$1" != "-o" ]; do shift; done; touch "$2"\n')
             os.chmod(os.path.join(bindir, "fusion-compile"), 0o755)
-            saved = {k: os.environ.get(k) for k in ("FUSION_CACHE_DIR", "FUSION_COMPILE_FLAGS")}
-            os.environ["FUSION_CACHE_DIR"] = os.path.join(work, "cache")
-            try:
-                os.environ.pop("FUSION_COMPILE_FLAGS", None)
-                plain = toolchain.compile_library("module {}", "sm_90a", tools=toolchain.Tools(bindir))
-                os.environ["FUSION_COMPILE_FLAGS"] = "--small-m"
-                small = toolchain.compile_library("module {}", "sm_90a", tools=toolchain.Tools(bindir))
-                cpu = toolchain.compile_library("module {}", "cpu", tools=toolchain.Tools(bindir))
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
+            tools = toolchain.Tools(bindir)
+            cache = os.path.join(work, "cache")
+            with environment(FUSION_CACHE_DIR=cache, FUSION_COMPILE_FLAGS=None):
+                plain = toolchain.compile_library("module {}", "sm_90a", tools=tools)
+            with environment(FUSION_CACHE_DIR=cache, FUSION_COMPILE_FLAGS="--small-m"):
+                small = toolchain.compile_library("module {}", "sm_90a", tools=tools)
+                cpu = toolchain.compile_library("module {}", "cpu", tools=tools)
             self.assertNotEqual(plain.path, small.path)
             self.assertFalse(plain.cached or small.cached or cpu.cached)
             with open(log) as f:
