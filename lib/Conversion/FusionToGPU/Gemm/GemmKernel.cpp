@@ -59,6 +59,10 @@
 // Rows past M read row M - 1 (clamped) and are not stored.
 // TMA zero-fills out-of-range A and B.
 //
+// With a small-M configuration (fusion.kernel_small_m) one kernel holds two
+// bodies, the main tiles' and the 64-column tiles', under an scf.if on an
+// index argument after the ABI's; the host picks one per call from M.
+//
 // This file: the set-up (shared memory, mbarriers, the row exchange) and the
 // roles, and buildGemmKernel. The roles are in GemmMainLoop.cpp and
 // GemmEpilogue.cpp (the consumers), and Common/StagedEpilogue.cpp (the
