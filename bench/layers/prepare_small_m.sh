@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds, here (no GPU), what bench/layers/run_small_m.sh runs: Llama's
-# pre-norm layers at hidden 1024 and 4096 with the small-M kernel
+# pre-norm layers at hidden 1024 and 4096 and Qwen3's q_proj + q_norm at
+# 2048 with the small-M kernel
 # (fusion-compile --small-m) into BUILD/gpu-small-m and without it into
 # BUILD/gpu-plain (the baseline of the same run), and the front end's
 # llama_prenorm cases both ways into BUILD/frontend-small-m (one cache: the
@@ -12,13 +13,13 @@
 set -euo pipefail
 build=${1:-build}
 py=${PYTHON:-.venv/bin/python}
-layers='^llama_prenorm_h(1024|4096)(_unfused)?$'
+layers='^(llama_prenorm_h(1024|4096)|qwen3_q_norm_h2048)(_unfused)?$'
 ARTIFACTS="$build/gpu-small-m" bash bench/layers/build_layers.sh "$build" "$layers" --small-m
 ARTIFACTS="$build/gpu-plain" bash bench/layers/build_layers.sh "$build" "$layers"
 rm -rf "$build/frontend-small-m"
 for flags in "--small-m" ""; do
   FUSION_COMPILE_FLAGS="$flags" FUSION_TOOLS_DIR="$build/bin" "$py" bench/frontend/bench_frontend.py \
-    --prepare "$build/frontend-small-m" --only "llama_prenorm" > "$build/frontend-small-m.log" 2>&1
+    --prepare "$build/frontend-small-m" --only "llama_prenorm|qwen3_q_norm_h2048" > "$build/frontend-small-m.log" 2>&1
 done
 "$py" -c "import torch; print(torch.__version__)" > "$build/frontend-small-m/torch-version.txt"
 du -sh "$build/gpu-small-m" "$build/gpu-plain" "$build/frontend-small-m"

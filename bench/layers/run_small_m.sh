@@ -33,7 +33,7 @@ echo "== racecheck llama_prenorm_h4096 300: exit $? ($(grep SUMMARY "$OUT/saniti
 for m in 16 65536; do
   for v in small-m plain; do
     timeout 120 python3 bench/bench_layers.py --artifacts "$build/gpu-$v" --m $m \
-      --kinds llama_prenorm --rounds 3 \
+      --kinds llama_prenorm,qwen3_q_norm --only "llama_prenorm_h(1024|4096)|qwen3_q_norm_h2048" --rounds 3 \
       --out "$OUT/bench_layers_llama_${m}_$v.json" --commit "${COMMIT:-unknown}" \
       > "$OUT/bench_layers_llama_${m}_$v.txt" 2>&1
     echo "== bench_layers.py $m tokens, $v: exit $?"
@@ -42,7 +42,7 @@ for m in 16 65536; do
 done
 for flags in "--small-m" ""; do
   FUSION_COMPILE_FLAGS="$flags" timeout 90 python3 bench/frontend/bench_frontend.py --dir "$FRONTEND" \
-    --tokens 16 --only "llama_prenorm_h(1024|4096)" \
+    --tokens 16 --only "llama_prenorm_h(1024|4096)|qwen3_q_norm_h2048" \
     --json "$OUT/bench_frontend_decode16${flags:+_small_m}.json" --commit "${COMMIT:-unknown}" \
     > "$OUT/bench_frontend_decode16${flags:+_small_m}.txt" 2>&1
   echo "== bench_frontend.py 16 tokens ${flags:-plain}: exit $?"

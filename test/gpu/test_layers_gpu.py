@@ -93,9 +93,12 @@ def test_dynamic_token_count(name, variant, m):
 # columns, fusion.kernel_small_m) runs where the main kernel's tiles of 256
 # would occupy at most half the SMs; on 132 SMs that is up to 2048 tokens at
 # hidden 1024 (16 row blocks x 4 tiles x 2 = 128) and up to 512 at 4096
-# (4 x 16 x 2): both sides of each boundary, decode sizes, odd counts.
+# (4 x 16 x 2); Qwen3's q_proj + q_norm takes tiles of one head (128
+# columns) up to 1024 tokens at 2048 (8 x 8 x 2): both sides of each
+# boundary, decode sizes, odd counts.
 @pytest.mark.parametrize("name,m", [("llama_prenorm_h1024", m) for m in (16, 300, 2048, 2049)]
-                         + [("llama_prenorm_h4096", m) for m in (1, 16, 129, 512, 513)])
+                         + [("llama_prenorm_h4096", m) for m in (1, 16, 129, 512, 513)]
+                         + [("qwen3_q_norm_h2048", m) for m in (16, 1024, 1025)])
 def test_small_m_kernel(name, m):
     run_and_check(name, "fused", m)
 

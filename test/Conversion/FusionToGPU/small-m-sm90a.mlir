@@ -4,13 +4,15 @@
 // tiles of 256 columns and the small-M tiles of 64, picked by its last
 // argument; the host computes that flag from M (the main kernel's tiles
 // x 2 <= the SMs), and the grid and dynamic shared memory of the body it
-// picks. Both bodies assemble with ptxas without spills.
+// picks. Both bodies assemble with ptxas without spills, for a plain
+// GEMM, Lazy Pre-Norm with a bias and a per-head norm (tiles of one head).
 // RUN: fusion-opt %s "--fusion-plan-kernels=small-m=true" --convert-fusion-to-gpu | FileCheck %s
 // RUN: fusion-opt %s "--fusion-to-gpu=format=isa small-m=true" > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
 // RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir
 // PTXAS-DAG: ptxas ok: linear_kernel0 registers=168 spills=0
 // PTXAS-DAG: ptxas ok: lazy_prenorm_kernel0 registers=168 spills=0
+// PTXAS-DAG: ptxas ok: q_proj_q_norm_kernel0 registers=168 spills=0
 // PTXAS-NOT: FAILED
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
@@ -36,6 +38,10 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @linear(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
   %y = fusion.matmul %x, %w {transpose_rhs} : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
   return %y : tensor<?x4096xbf16>
+}
+func.func @q_proj_q_norm(%x: tensor<?x2048xbf16>, %w: tensor<2048x2048xbf16>, %g: tensor<128xbf16>) -> tensor<?x2048xbf16> {
+  %y = fusion.fused_matmul %x, %w norm_weight(%g : tensor<128xbf16>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, norm_group_size = 128 : i64, transpose_rhs} : tensor<?x2048xbf16>, tensor<2048x2048xbf16> -> tensor<?x2048xbf16>
+  return %y : tensor<?x2048xbf16>
 }
 func.func @lazy_prenorm(%x: tensor<?x4096xbf16>, %w: tensor<4096x1024xbf16>, %bias: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
   %y = fusion.fused_matmul %x, %w col_bias(%bias : tensor<1024xbf16>) {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32} : tensor<?x4096xbf16>, tensor<4096x1024xbf16> -> tensor<?x1024xbf16>

@@ -107,7 +107,8 @@ mlir::fusion::planEpilogueNorm(const TargetInfo &target, int64_t n,
 
 FailureOr<EpilogueNormPlan>
 mlir::fusion::planGroupedEpilogueNorm(const TargetInfo &target, int64_t n,
-                                      int64_t groupSize, std::string &whyNot) {
+                                      int64_t groupSize, std::string &whyNot,
+                                      int64_t maxTileN) {
   if (ShapedType::isDynamic(n)) {
     whyNot = "the normalized dimension N is dynamic; the epilogue's tiles "
              "need a static N";
@@ -138,6 +139,8 @@ mlir::fusion::planGroupedEpilogueNorm(const TargetInfo &target, int64_t n,
   // epilogues take (sm_100a: two tensor-memory stages).
   int64_t needed = static_cast<int64_t>(llvm::alignTo(n, target.tileNGranularity));
   int64_t widest = std::min(gemmMaxElementwiseTileN(target), needed);
+  if (maxTileN > 0)
+    widest = std::min(widest, maxTileN);
   int64_t best = 0, bestPadded = 0;
   for (int64_t tile = llvm::alignDown(widest, target.tileNGranularity);
        tile >= target.tileNGranularity; tile -= target.tileNGranularity) {

@@ -28,6 +28,8 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace mlir::fusion;
 
@@ -291,7 +293,7 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     int64_t outBits =
         getElementTypeOrSelf(op.getOutput().getType()).getIntOrFloatBitWidth();
     FailureOr<EpilogueNormPlan> plan =
-        group ? planGroupedEpilogueNorm(target, n, *group, whyNot)
+        group ? planGroupedEpilogueNorm(target, n, *group, whyNot, maxTileN)
               : planEpilogueNorm(target, n, whyNot, /*wideOutput=*/outBits > 16);
     if (failed(plan)) {
       why = ((group ? "expected tiles that hold whole groups of the "
@@ -418,24 +420,32 @@ mlir::fusion::planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     whyNot = "only where the accumulator is in registers (sm_90a)";
     return std::nullopt;
   }
-  if (op.isGradEpilogue() || op.getEpilogue() == EpilogueKind::rms_norm ||
-      op.getEpilogue() == EpilogueKind::layer_norm) {
+  // A norm over whole rows fixes tile_n (the row's split over CTAs); one
+  // over column groups (per-head norms) takes the narrowest tile of whole
+  // groups.
+  std::optional<int64_t> group = op.getNormGroupSize();
+  if (op.isGradEpilogue() ||
+      (!group && (op.getEpilogue() == EpilogueKind::rms_norm ||
+                  op.getEpilogue() == EpilogueKind::layer_norm))) {
     whyNot = "the epilogue reduces over rows (tile_n is the norm's)";
     return std::nullopt;
   }
+  int64_t smallTileN = GemmTiling::kSmallMTileN;
+  if (group)
+    smallTileN = std::lcm(*group, target.tileNGranularity);
   if (config.getClusterN() != 1 || config.getSplitK() != 1 ||
       config.getStreamK() || config.getGlobalRows()) {
     whyNot = "the main kernel has a cluster, split-K or stream-K";
     return std::nullopt;
   }
-  if (config.getTileN() <= GemmTiling::kSmallMTileN) {
+  if (config.getTileN() <= smallTileN) {
     whyNot = "the main kernel's tiles are no wider than a small-M kernel's";
     return std::nullopt;
   }
   std::string why;
   FailureOr<KernelConfigAttr> small =
       planFusedMatmul(op, target, why, /*allowSplitK=*/false,
-                      /*allowStreamK=*/false, GemmTiling::kSmallMTileN);
+                      /*allowStreamK=*/false, smallTileN);
   if (failed(small)) {
     whyNot = why;
     return std::nullopt;

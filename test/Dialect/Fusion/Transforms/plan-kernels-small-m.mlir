@@ -5,8 +5,9 @@
 // The small-M kernel (planSmallMFusedMatmul, with small-m=true; off by
 // default until measured on the GPU): a GEMM planned for a dynamic
 // token count whose tile_n is free (no row reduction, cluster, split-K or
-// stream-K) also gets `fusion.kernel_small_m`, the same op planned with
-// tiles of 64 columns and the deepest ring they fit:
+// stream-K; a per-head norm's groups) also gets `fusion.kernel_small_m`,
+// the same op planned with tiles of 64 columns (of one head for per-head
+// norms) and the deepest ring they fit:
 //   6 * (128 + 64) * 64 * 2 + 2 * 128 * 64 * 2 + 512 + 1024 = 181760.
 // convert-fusion-to-gpu builds both bodies into one kernel and the host
 // picks one per call. A static M whose tiles would occupy at most half the
@@ -69,7 +70,7 @@ func.func @linear_static(%x: tensor<16x4096xbf16>, %w: tensor<4096x4096xbf16>, %
 
 // -----
 
-// A norm epilogue's tile_n is the norm's row split: no second kernel.
+// A norm epilogue over whole rows: tile_n is the row's split, no second kernel.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @post_norm_dynamic
 func.func @post_norm_dynamic(%x: tensor<?x1024xbf16>, %w: tensor<1024x1024xbf16>, %g: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
@@ -79,6 +80,28 @@ func.func @post_norm_dynamic(%x: tensor<?x1024xbf16>, %w: tensor<1024x1024xbf16>
   // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config}}
   %y = fusion.fused_matmul %x, %w norm_weight(%g : tensor<1024xbf16>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32} : tensor<?x1024xbf16>, tensor<1024x1024xbf16> -> tensor<?x1024xbf16>
   return %y : tensor<?x1024xbf16>
+}
+}
+
+// -----
+
+// A per-head norm (Qwen3's q_norm, heads of 128) takes the narrowest tile
+// of whole heads: 128 columns, 16 CTAs at 16 tokens instead of 8. Heads of
+// 256 already fill the main tile: nothing narrower to take.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @q_proj_q_norm
+func.func @q_proj_q_norm(%x: tensor<?x2048xbf16>, %w: tensor<2048x2048xbf16>, %g: tensor<128xbf16>, %g2: tensor<256xbf16>) -> (tensor<?x2048xbf16>, tensor<?x2048xbf16>) {
+  // CHECK: fusion.fused_matmul
+  // CHECK-SAME: fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 128, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 230912>
+  // CHECK: fusion.fused_matmul
+  // CHECK-NOT: kernel_small_m
+  // CHECK: return
+  // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config<tile_m = 128, tile_n = 256}}
+  // expected-remark @below {{small-M GEMM kernel on sm_90a for calls whose tiles of 256 columns would occupy at most 1/2 of the SMs: #fusion.kernel_config<tile_m = 128, tile_n = 128}}
+  %y = fusion.fused_matmul %x, %w norm_weight(%g : tensor<128xbf16>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, norm_group_size = 128 : i64, transpose_rhs} : tensor<?x2048xbf16>, tensor<2048x2048xbf16> -> tensor<?x2048xbf16>
+  // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config<tile_m = 128, tile_n = 256}}
+  %y2 = fusion.fused_matmul %x, %w norm_weight(%g2 : tensor<256xbf16>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, norm_group_size = 256 : i64, transpose_rhs} : tensor<?x2048xbf16>, tensor<2048x2048xbf16> -> tensor<?x2048xbf16>
+  return %y, %y2 : tensor<?x2048xbf16>, tensor<?x2048xbf16>
 }
 }
 

@@ -495,7 +495,8 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     M: 16 tokens at N = 4096 run 16 CTAs of 256 columns, which read the
     whole weight while most SMs idle. With `small-m`, such a GEMM whose
     `tile_n` is free (no row reduction, cluster, split-K or stream-K) and
-    wider than 64, on a target accumulating in registers (sm_90a), also gets
+    wider than 64 (a per-head norm's: wider than the narrowest tile of
+    whole heads, which it then takes), on a target accumulating in registers (sm_90a), also gets
     `fusion.kernel_small_m`: the same op planned with 64-column tiles and the
     deepest ring they fit (`planSmallMFusedMatmul`). `convert-fusion-to-gpu`
     builds one kernel with both bodies, and the host picks the small one when

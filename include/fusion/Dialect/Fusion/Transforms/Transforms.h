@@ -76,10 +76,12 @@ FailureOr<EpilogueNormPlan> planEpilogueNorm(const TargetInfo &target,
 /// (a dynamic N, N not a multiple of the group, a group no such tile
 /// holds, a group of other than a multiple of 8 columns, or a target whose
 /// epilogue normalizes whole rows only) returns the reason, phrased to
-/// follow "not fused: ".
+/// follow "not fused: ". `maxTileN` (0: none) caps the tile (the small-M
+/// kernel's: the narrowest tile that holds whole groups).
 FailureOr<EpilogueNormPlan> planGroupedEpilogueNorm(const TargetInfo &target,
                                                     int64_t n, int64_t groupSize,
-                                                    std::string &whyNot);
+                                                    std::string &whyNot,
+                                                    int64_t maxTileN = 0);
 
 //===----------------------------------------------------------------------===//
 // Kernel planning (L1 -> L2)
