@@ -293,8 +293,9 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     int64_t outBits =
         getElementTypeOrSelf(op.getOutput().getType()).getIntOrFloatBitWidth();
     FailureOr<EpilogueNormPlan> plan =
-        group ? planGroupedEpilogueNorm(target, n, *group, whyNot, maxTileN)
-              : planEpilogueNorm(target, n, whyNot, /*wideOutput=*/outBits > 16);
+        group
+            ? planGroupedEpilogueNorm(target, n, *group, whyNot, maxTileN)
+            : planEpilogueNorm(target, n, whyNot, /*wideOutput=*/outBits > 16);
     if (failed(plan)) {
       why = ((group ? "expected tiles that hold whole groups of the "
                     : "expected the CTAs of a row block to cover a row of the ") +

@@ -78,10 +78,9 @@ FailureOr<EpilogueNormPlan> planEpilogueNorm(const TargetInfo &target,
 /// epilogue normalizes whole rows only) returns the reason, phrased to
 /// follow "not fused: ". `maxTileN` (0: none) caps the tile (the small-M
 /// kernel's: the narrowest tile that holds whole groups).
-FailureOr<EpilogueNormPlan> planGroupedEpilogueNorm(const TargetInfo &target,
-                                                    int64_t n, int64_t groupSize,
-                                                    std::string &whyNot,
-                                                    int64_t maxTileN = 0);
+FailureOr<EpilogueNormPlan>
+planGroupedEpilogueNorm(const TargetInfo &target, int64_t n, int64_t groupSize,
+                        std::string &whyNot, int64_t maxTileN = 0);
 
 //===----------------------------------------------------------------------===//
 // Kernel planning (L1 -> L2)
