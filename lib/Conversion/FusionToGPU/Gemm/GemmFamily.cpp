@@ -97,6 +97,12 @@ public:
     // sm_100a: the kernel around the tensor-memory engine (its spec first:
     // the engine depends on the shape).
     if (target.mma == MmaKind::Tcgen05) {
+      if (op->hasAttr(KernelConfigAttr::getSmallMAttrName())) {
+        whyNot = "a small-M configuration (fusion.kernel_small_m) is "
+                 "generated on sm_90a only; the tensor-memory kernel keeps "
+                 "one body";
+        return failure();
+      }
       FailureOr<GemmKernelSpec> spec =
           getGemmKernelSpec(cast<FusedMatmulOp>(op), target, whyNot);
       return success(succeeded(spec) &&
