@@ -409,3 +409,14 @@ func.func @small_m_tile_k(%a: tensor<?x512xbf16>, %b: tensor<512x1024xbf16>) -> 
   return %c : tensor<?x1024xbf16>
 }
 }
+
+// -----
+
+// A kernel with a small-M body launches plain tiles in both bodies.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @small_m_split_k(%a: tensor<?x512xbf16>, %b: tensor<512x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: expected the small-M configuration of a kernel with a small-M body without a cluster, split-K, stream-K or rows through global memory, but got cluster_n = 1, split_k = 2, stream_k = false, global_rows = false}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>, fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181760, split_k = 2>} : tensor<?x512xbf16>, tensor<512x1024xbf16> -> tensor<?x1024xbf16>
+  return %c : tensor<?x1024xbf16>
+}
+}

@@ -337,6 +337,22 @@ LogicalResult mlir::fusion::checkSmallMKernel(const GemmKernelSpec &main,
                                               const GemmKernelSpec &small,
                                               MmaEngine &smallEngine,
                                               std::string &whyNot) {
+  // The host sizes no workspace per body and launches without a cluster or
+  // a cooperative grid: plain tiles only, in both bodies.
+  for (auto [which, s] :
+       {std::pair<const char *, const GemmKernelSpec *>{"main", &main},
+        {"small-M", &small}})
+    if (s->clusterN != 1 || s->splitK != 1 || s->streamK || s->globalRows) {
+      whyNot = std::string("expected the ") + which +
+               " configuration of a kernel with a small-M body without a "
+               "cluster, split-K, stream-K or rows through global memory, "
+               "but got cluster_n = " +
+               std::to_string(s->clusterN) +
+               ", split_k = " + std::to_string(s->splitK) +
+               ", stream_k = " + (s->streamK ? "true" : "false") +
+               ", global_rows = " + (s->globalRows ? "true" : "false");
+      return failure();
+    }
   if (GemmKernelAbi(main).args() != GemmKernelAbi(small).args()) {
     whyNot = "the small-M kernel's arguments differ from the main kernel's "
              "(one kernel takes both bodies)";
