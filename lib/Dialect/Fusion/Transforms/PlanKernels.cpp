@@ -839,6 +839,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
         fused = scaled;
       }
       fused->setAttr(KernelConfigAttr::getAttrName(), *config);
+      // Replanned: an earlier small-M plan goes with the main one.
+      fused->removeAttr(KernelConfigAttr::getSmallMAttrName());
       if (report)
         fused.emitRemark() << "GEMM kernel on " << target->chip << ": " << *config;
       if (smallM)

@@ -134,3 +134,22 @@ func.func @linear_dynamic_sm100a(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xb
   return %y : tensor<?x4096xbf16>
 }
 }
+
+// -----
+
+// Planning again replaces both configurations: without small-m, an earlier
+// small-M plan is dropped with the main one.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @replanned
+// DEFAULT-LABEL: func.func @replanned
+func.func @replanned(%x: tensor<?x512xbf16>, %w: tensor<512x256xbf16>) -> tensor<?x256xbf16> {
+  // CHECK: fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6
+  // DEFAULT: fusion.fused_matmul
+  // DEFAULT-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256
+  // DEFAULT-NOT: kernel_small_m
+  // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config}}
+  // expected-remark @below {{small-M GEMM kernel on sm_90a}}
+  %y = fusion.fused_matmul %x, %w {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>, fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 2, cluster_n = 1, consumers = 2, smem_bytes = 82944>} : tensor<?x512xbf16>, tensor<512x256xbf16> -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+}
