@@ -710,7 +710,8 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     #### Output IR
     Every `fusion.matmul` disappears into a `fusion.fused_matmul` (bias ->
     `col_bias`); every `fusion.fused_matmul` carries `fusion.kernel`. An
-    existing `fusion.kernel` is replaced. A LayerNorm-prologue GEMM without
+    existing `fusion.kernel` is replaced (an existing `fusion.kernel_small_m`
+    with it: replanned or dropped). A LayerNorm-prologue GEMM without
     `col_sum` gets B's column sums as its `col_sum`: an `arith.constant`
     splat of ones [1, K] (B's type), a planned `fusion.fused_matmul` of it
     with B into f32 [1, N] and a `tensor.collapse_shape` to [N] (an f32
