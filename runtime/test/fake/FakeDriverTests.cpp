@@ -100,12 +100,33 @@ extern "C" void hostCluster(MEMREF2_PARAMS(a), MEMREF2_PARAMS(b), MEMREF2_PARAMS
   mgpuStreamDestroy(stream);
 }
 
+/// A kernel with a small-M body (fusion.kernel_small_m): per call, the
+/// host picks the body from M, and with it the grid and the dynamic shared
+/// memory (the main body's 4 stages of 128 x 256 tiles, or the small one's
+/// 6 stages of 128 x 64), passing the choice as the last argument.
+extern "C" void hostTwoBody(MEMREF2_PARAMS(a), MEMREF2_PARAMS(b), MEMREF2_PARAMS(c)) {
+  ++hostCalls;
+  MemRef2 a = MEMREF2(a), b = MEMREF2(b), c = MEMREF2(c);
+  void *stream = mgpuStreamCreate();
+  void *maps[] = {encode(a, 128, 64), encode(b, 64, 64), encode(c, 128, 64)};
+  int64_t sms = fusionrtMultiprocessorCount();
+  int64_t rowBlocks = (a.sizes[0] + 127) / 128;
+  int64_t small = rowBlocks * (b.sizes[1] / 256) * 2 <= sms;
+  int64_t tiles = rowBlocks * (b.sizes[1] / (small ? 64 : 256));
+  void *function = mgpuModuleGetFunction(module, kGemmKernel);
+  void *params[] = {&maps[0], &maps[1], &maps[2], &small};
+  mgpuLaunchKernel(function, std::min(tiles, sms), 1, 1, 384, 1, 1, small ? 181760 : 230912,
+                   stream, params, nullptr, 4);
+  mgpuStreamSynchronize(stream);
+  mgpuStreamDestroy(stream);
+}
+
 /// The packet fusionrtInvoke takes for a host function of three bf16
-/// matrices of 8192 x 512, 512 x 512 and 8192 x 512, on `stream`.
+/// matrices of rows x 512, 512 x 512 and rows x 512, on `stream`.
 std::vector<int64_t> packet(void *function, int64_t flags = FUSIONRT_INVOKE_CALL_STREAM,
-                            int64_t stream = 0x5000) {
+                            int64_t stream = 0x5000, int64_t rows = 8192) {
   std::vector<int64_t> p = {reinterpret_cast<int64_t>(function), 21, 0, flags, stream};
-  const int64_t shapes[3][2] = {{8192, 512}, {512, 512}, {8192, 512}};
+  const int64_t shapes[3][2] = {{rows, 512}, {512, 512}, {rows, 512}};
   for (int i = 0; i < 3; ++i) {
     int64_t pointer = 0x7f1000000000 + i * 0x10000000;
     p.insert(p.end(), {pointer, pointer, 0, shapes[i][0], shapes[i][1], shapes[i][1], 1});
@@ -155,6 +176,32 @@ TEST(cluster_call_only_launches) {
   std::string steady = steadyStateCalls(packet(reinterpret_cast<void *>(&hostCluster)), 100);
   std::printf("  100 calls: %s\n", steady.c_str());
   EXPECT_EQ(steady, std::string("cuCtxGetCurrent 100, cuLaunchKernelEx 100"));
+}
+
+TEST(a_two_body_kernel_takes_each_calls_shared_memory) {
+  resetStatus();
+  // The GEMM kernel's limit is 200000 from the tests before: the small
+  // body's 181760 fits it, the main body's 230912 raises it once.
+  std::vector<int64_t> decode = packet(reinterpret_cast<void *>(&hostTwoBody),
+                                       FUSIONRT_INVOKE_CALL_STREAM, 0x5000, 16);
+  std::vector<int64_t> prefill = packet(reinterpret_cast<void *>(&hostTwoBody),
+                                        FUSIONRT_INVOKE_CALL_STREAM, 0x5000, 65536);
+  auto before = fake_driver::calls();
+  EXPECT_EQ(fusionrtInvoke(decode.data()), 0);
+  EXPECT_EQ(fusionrtInvoke(prefill.data()), 0);
+  std::string first = fake_driver::difference(before, fake_driver::calls());
+  std::printf("  a decode-sized call, then a long one: %s\n", first.c_str());
+  EXPECT_CONTAINS(first, "cuFuncSetAttribute 1,");
+  EXPECT_CONTAINS(first, "cuLaunchKernel 2");
+  // The limit only grows: alternating calls launch and nothing else.
+  before = fake_driver::calls();
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(fusionrtInvoke(decode.data()), 0);
+    EXPECT_EQ(fusionrtInvoke(prefill.data()), 0);
+  }
+  EXPECT_EQ(fake_driver::difference(before, fake_driver::calls()),
+            std::string("cuCtxGetCurrent 20, cuLaunchKernel 20"));
+  EXPECT_EQ(fusionrtPeekStatus(), FUSIONRT_SUCCESS);
 }
 
 TEST(direct_calls_ask_for_the_context_per_entry_point) {
