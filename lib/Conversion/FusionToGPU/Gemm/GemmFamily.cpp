@@ -9,9 +9,12 @@
 // adds the ranges in order into the output. A grad epilogue's parameter
 // gradients (dweight, dbias) leave the kernel as per-warp column partials
 // in a pooled workspace, summed in order by the row family's reduction
-// kernel (<kernel>_params).
+// kernel (<kernel>_params). With a small-M configuration
+// (fusion.kernel_small_m) the kernel holds a second body of narrower tiles,
+// and the host picks the body, the grid and the dynamic shared memory per
+// call from M (one launch: no async token crosses host control flow).
 // The arguments follow GemmKernelAbi, the same list the kernel is built
-// from.
+// from (and the small-M flag after them).
 //
 //===----------------------------------------------------------------------===//
 
