@@ -45,6 +45,12 @@ class TensorArg:
     def features(self) -> int:
         return self.shape[-1]
 
+    @property
+    def static(self) -> bool:
+        """Neither an activation nor a per-row statistic: the same shape
+        every call (a module's parameter, outside attention partitions)."""
+        return not self.activation and not self.per_row
+
     def mlir_type(self) -> str:
         if self.per_row:
             return "tensor<?xf32>"
@@ -417,7 +423,6 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str,
     # An attention partition's inputs are all static (q, k and v too): none
     # is taken for a weight there.
     if mark_weights and not forward.attention:
-        forward.args = [text + " {fusion.weight}"
-                        if not arg.activation and not arg.per_row else text
+        forward.args = [text + " {fusion.weight}" if arg.static else text
                         for text, arg in zip(forward.args, forward.inputs)]
     return render(forward, target)

@@ -215,18 +215,18 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
         createTensorMemoryMmaEngine(target, mmaShapeOf(spec), why);
     kernel = buildGemmKernel(b, b.getLoc(), host.kernels, kernelName, spec,
                              *engine);
-  } else if (small) {
-    std::unique_ptr<MmaEngine> engine =
-        createMmaEngine(target, mmaShapeOf(spec), why);
-    std::unique_ptr<MmaEngine> smallEngine =
-        createMmaEngine(target, mmaShapeOf(*small), why);
-    kernel = buildGemmKernel(b, b.getLoc(), host.kernels, kernelName, spec,
-                             *engine, *small, *smallEngine);
   } else {
     std::unique_ptr<MmaEngine> engine =
         createMmaEngine(target, mmaShapeOf(spec), why);
-    kernel = buildGemmKernel(b, b.getLoc(), host.kernels, kernelName, spec,
-                             *engine);
+    if (small) {
+      std::unique_ptr<MmaEngine> smallEngine =
+          createMmaEngine(target, mmaShapeOf(*small), why);
+      kernel = buildGemmKernel(b, b.getLoc(), host.kernels, kernelName, spec,
+                               *engine, *small, *smallEngine);
+    } else {
+      kernel = buildGemmKernel(b, b.getLoc(), host.kernels, kernelName, spec,
+                               *engine);
+    }
   }
 
   Value a = host.map.lookup(op.getLhs()), bMat = host.map.lookup(op.getRhs());
