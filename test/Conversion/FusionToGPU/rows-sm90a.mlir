@@ -42,7 +42,12 @@ func.func @ln(%x: tensor<?x4096xbf16>, %g: tensor<4096xbf16>, %b: tensor<4096xbf
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_inference_kernel0 {{.*}} args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : index)
 // CHECK: return
 // The kernels: no 4-byte store of a statistic (y is stored as v4.b32).
+// LayerNorm's mean and centered sum of squares merge in one pass of xor
+// shuffles, a pair at each distance (a ragged row, ln_odd, takes two passes).
 // PTX-LABEL: .entry ln_inference_kernel0(
+// PTX: shfl.sync.bfly.b32 {{[^;]*}}, 16, 31
+// PTX-NOT: shfl.sync.bfly.b32 {{[^;]*}}, 8, 31
+// PTX: shfl.sync.bfly.b32 {{[^;]*}}, 16, 31
 // PTX-NOT: st.global.b32
 // PTX: ret;
 // PTX-LABEL: .entry rms_inference_kernel0(

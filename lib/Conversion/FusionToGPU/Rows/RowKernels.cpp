@@ -107,6 +107,10 @@ private:
   }
   /// The sum of `partial` over the thread group of a row.
   Value groupSum(Value partial, int64_t reduction);
+  /// The mean of a row and the sum of its squared deviations from it, from
+  /// the thread's vectors `x` (every thread of the group holding as many
+  /// columns): Chan's pairwise merge of (mean, M2), one pass of shuffles.
+  std::pair<Value, Value> groupMoments(ArrayRef<Value> x);
   /// Norm gradients: the sums of `partials` over the thread group of a row,
   /// across its warps through the slots of `parity` (alternating between
   /// rows, so that one named barrier per row suffices).
@@ -213,6 +217,81 @@ Value RowKernelEmitter::groupSum(Value partial, int64_t reduction) {
         b, total,
         memref::LoadOp::create(b, slots, ValueRange{add(first, idx(w))}));
   return total;
+}
+
+std::pair<Value, Value> RowKernelEmitter::groupMoments(ArrayRef<Value> x) {
+  // The thread's own columns, two-pass in registers.
+  int64_t count = static_cast<int64_t>(x.size()) * s.vec;
+  Value sum = cstF32(0.0);
+  for (Value v : x)
+    sum = arith::AddFOp::create(b, sum, horizontalSum(v));
+  Value mean =
+      arith::MulFOp::create(b, sum, cstF32(1.0 / static_cast<double>(count)));
+  Value m2 = cstF32(0.0);
+  for (Value v : x) {
+    Value d = arith::SubFOp::create(b, v, splat(mean));
+    m2 = arith::AddFOp::create(b, m2,
+                               horizontalSum(arith::MulFOp::create(b, d, d)));
+  }
+  // Two halves of n columns each: mean (a + b) / 2, M2 a + M2 b plus
+  // (mean b - mean a)^2 n / 2. Both lanes of a pair compute the same bits
+  // (the sums commute, the difference is squared), so the whole group ends
+  // with the same statistics.
+  auto merge = [&](Value &mean, Value &m2, Value otherMean, Value otherM2,
+                   double n) {
+    Value delta = arith::SubFOp::create(b, otherMean, mean);
+    Value spread = arith::MulFOp::create(
+        b, arith::MulFOp::create(b, delta, delta), cstF32(n / 2));
+    mean = arith::MulFOp::create(
+        b, arith::AddFOp::create(b, mean, otherMean), cstF32(0.5));
+    m2 = arith::AddFOp::create(b, arith::AddFOp::create(b, m2, otherM2),
+                               spread);
+  };
+  double n = static_cast<double>(count);
+  int64_t width = std::min<int64_t>(s.threadsPerRow, 32);
+  for (int64_t offset = width / 2; offset > 0; offset /= 2, n *= 2) {
+    auto shuffle = [&](Value v) {
+      return gpu::ShuffleOp::create(b, v, offset, 32, gpu::ShuffleMode::XOR)
+          .getShuffleResult();
+    };
+    Value otherMean = shuffle(mean), otherM2 = shuffle(m2);
+    merge(mean, m2, otherMean, otherM2, n);
+  }
+  if (s.threadsPerRow <= 32)
+    return {mean, m2};
+  // Across the group's warps (n columns each): their means and M2 through
+  // the two slot arrays, merged in warp order by every thread.
+  int64_t warps = s.threadsPerRow / 32;
+  int64_t blockWarps = s.blockThreads() / 32;
+  Value meanSlots = smemView(idx(0), {blockWarps}, b.getF32Type());
+  Value m2Slots = smemView(idx(blockWarps * 4), {blockWarps}, b.getF32Type());
+  Value first = mul(rowInBlock, idx(warps));
+  ifThen(eq(rem(lane, 32), 0), [&] {
+    Value slot = add(first, div(lane, 32));
+    memref::StoreOp::create(b, mean, meanSlots, ValueRange{slot});
+    memref::StoreOp::create(b, m2, m2Slots, ValueRange{slot});
+  });
+  gpu::BarrierOp::create(b);
+  SmallVector<Value> means, m2s;
+  Value meanSum = cstF32(0.0), m2Sum = cstF32(0.0);
+  for (int64_t w = 0; w < warps; ++w) {
+    Value slot = add(first, idx(w));
+    means.push_back(memref::LoadOp::create(b, meanSlots, ValueRange{slot}));
+    meanSum = arith::AddFOp::create(b, meanSum, means.back());
+    m2Sum = arith::AddFOp::create(
+        b, m2Sum, memref::LoadOp::create(b, m2Slots, ValueRange{slot}));
+  }
+  Value rowMean = arith::MulFOp::create(
+      b, meanSum, cstF32(1.0 / static_cast<double>(warps)));
+  // M2 = sum of the warps' M2 + n sum (mean w - mean)^2.
+  Value spread = cstF32(0.0);
+  for (Value m : means) {
+    Value d = arith::SubFOp::create(b, m, rowMean);
+    spread = arith::AddFOp::create(b, spread, arith::MulFOp::create(b, d, d));
+  }
+  Value rowM2 = arith::AddFOp::create(
+      b, m2Sum, arith::MulFOp::create(b, spread, cstF32(n)));
+  return {rowMean, rowM2};
 }
 
 SmallVector<Value> RowKernelEmitter::gradGroupSums(ArrayRef<Value> partials,
@@ -327,8 +406,14 @@ void RowKernelEmitter::emitNormRows(Value input, Value output, Value weight,
       bv.push_back(loadIf(ok, bias, col));
   }
   Value nF = cstF32(static_cast<double>(s.n));
-  Value mean;
-  if (layerNorm) {
+  Value mean, total;
+  if (layerNorm && !ragged()) {
+    // Every thread holds as many columns: its mean and centered sum of
+    // squares, merged across the group in one pass (groupMoments).
+    std::tie(mean, total) = groupMoments(x);
+    for (Value &v : x)
+      v = arith::SubFOp::create(b, v, splat(mean));
+  } else if (layerNorm) {
     Value partial = cstF32(0.0);
     for (Value v : x)
       partial = arith::AddFOp::create(b, partial, horizontalSum(v));
@@ -340,11 +425,13 @@ void RowKernelEmitter::emitNormRows(Value input, Value output, Value weight,
                       : d;
     }
   }
-  Value sq = cstF32(0.0);
-  for (Value v : x)
-    sq = arith::AddFOp::create(
-        b, sq, horizontalSum(arith::MulFOp::create(b, v, v)));
-  Value total = groupSum(sq, layerNorm ? 1 : 0);
+  if (!total) {
+    Value sq = cstF32(0.0);
+    for (Value v : x)
+      sq = arith::AddFOp::create(
+          b, sq, horizontalSum(arith::MulFOp::create(b, v, v)));
+    total = groupSum(sq, layerNorm ? 1 : 0);
+  }
   Value rstd = rsqrt(arith::AddFOp::create(
       b, arith::DivFOp::create(b, total, nF), cstF32(s.epsilon)));
 
