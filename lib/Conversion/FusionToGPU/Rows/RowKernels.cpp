@@ -10,7 +10,9 @@
 // parameters at the same columns. The row sums are reduced by xor shuffles
 // in each warp, then, for groups wider than a warp, through one shared-memory
 // slot per warp, summed in the same order by every thread of the group (so
-// all of them see the same statistics). Every thread reaches the barriers;
+// all of them see the same statistics). LayerNorm's mean and centered sum of
+// squares go through the shuffles together (groupMoments: Chan's merge of
+// the threads' own two-pass statistics) unless the row is ragged. Every thread reaches the barriers;
 // a group past the last row re-reads the last row (so the loads need no
 // branch and issue together) and skips its stores. Rows of three vectors or
 // more per thread get a CTA each (RowSpec.cpp: measured faster on the H200).
