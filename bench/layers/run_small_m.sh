@@ -40,13 +40,14 @@ for m in 16 65536; do
     sed -n '/^| /p' "$OUT/bench_layers_llama_${m}_$v.txt"
   done
 done
-for flags in "--small-m" ""; do
+for flags in "--small-m" "--no-small-m"; do
+  tag=${flags#--}; tag=${tag//-/_}
   FUSION_COMPILE_FLAGS="$flags" timeout 90 python3 bench/frontend/bench_frontend.py --dir "$FRONTEND" \
     --tokens 16 --only "llama_prenorm_h(1024|4096)|qwen3_q_norm_h2048" \
-    --json "$OUT/bench_frontend_decode16${flags:+_small_m}.json" --commit "${COMMIT:-unknown}" \
-    > "$OUT/bench_frontend_decode16${flags:+_small_m}.txt" 2>&1
-  echo "== bench_frontend.py 16 tokens ${flags:-plain}: exit $?"
-  sed -n '/^| /p' "$OUT/bench_frontend_decode16${flags:+_small_m}.txt"
+    --json "$OUT/bench_frontend_decode16_$tag.json" --commit "${COMMIT:-unknown}" \
+    > "$OUT/bench_frontend_decode16_$tag.txt" 2>&1
+  echo "== bench_frontend.py 16 tokens $flags: exit $?"
+  sed -n '/^| /p' "$OUT/bench_frontend_decode16_$tag.txt"
 done
 FUSION_COMPILE_FLAGS=--small-m FUSION_FRONTEND_DIR=$FRONTEND timeout 90 python3 -m pytest -v -s -rs \
   test/gpu/test_weight_folds_gpu.py > "$OUT/weight_folds_gpu.txt" 2>&1

@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 TOOLS_ENV = "FUSION_TOOLS_DIR"
 CACHE_ENV = "FUSION_CACHE_DIR"
-# Extra fusion-compile options for GPU libraries (e.g. "--small-m"), part of
+# Extra fusion-compile options for GPU libraries (e.g. "--no-small-m"), part of
 # the cache key: a library built with them is another library.
 FLAGS_ENV = "FUSION_COMPILE_FLAGS"
 

@@ -74,8 +74,8 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
       *this, "small-m",
       llvm::cl::desc("fusion-plan-kernels' small-m: a second body of 64-column "
                      "tiles for a dynamic token count's decode-sized calls "
-                     "(off by default until measured on the GPU)"),
-      llvm::cl::init(false)};
+                     "(on by default; measured on the GPU in session 40)"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> maxEpilogueCluster{
       *this, "max-epilogue-cluster",
       llvm::cl::desc("fusion-plan-kernels' max-epilogue-cluster: the most CTAs "

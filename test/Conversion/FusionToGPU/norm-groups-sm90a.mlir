@@ -14,9 +14,12 @@
 // the saved norm input (stored after the norm) is the unnormalized value;
 // the grouped LayerNorm normalizes in place after storing it and, with it,
 // spills as the single-CTA LayerNorm does (ptxas-save-norm-input-sm90a.mlir).
-// RUN: fusion-opt %s --fusion-plan-kernels | FileCheck %s --check-prefix=PLAN
-// RUN: fusion-opt %s --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s --check-prefix=IR
-// RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
+// RUN: fusion-opt %s "--fusion-plan-kernels=small-m=false" | FileCheck %s --check-prefix=PLAN
+// RUN: fusion-opt %s "--fusion-plan-kernels=small-m=false" --convert-fusion-to-gpu | FileCheck %s --check-prefix=IR
+// RUN: fusion-opt %s "--fusion-to-gpu=format=isa small-m=false" > %t.isa.mlir
+// (small-m=false: the small-M body of dynamic token counts is tested in
+// Dialect/Fusion/Transforms/plan-kernels-small-m.mlir and
+// Conversion/FusionToGPU/small-m-sm90a.mlir.)
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s
 // CHECK-DAG: ptxas ok: rms_g128_2048_kernel0 registers=168 spills=0
 // CHECK-DAG: ptxas ok: rms_g128_1024_infer_kernel0 registers=168 spills=0

@@ -1,9 +1,9 @@
-// RUN: fusion-opt %s -split-input-file "--fusion-plan-kernels=report=true small-m=true" -verify-diagnostics | FileCheck %s
-// RUN: fusion-opt %s -split-input-file -fusion-plan-kernels | FileCheck %s --check-prefix=DEFAULT
-// DEFAULT-NOT: kernel_small_m
+// RUN: fusion-opt %s -split-input-file "--fusion-plan-kernels=report=true" -verify-diagnostics | FileCheck %s
+// RUN: fusion-opt %s -split-input-file "--fusion-plan-kernels=small-m=false" | FileCheck %s --check-prefix=OFF
+// OFF-NOT: kernel_small_m
 
-// The small-M kernel (planSmallMFusedMatmul, with small-m=true; off by
-// default until measured on the GPU): a GEMM planned for a dynamic
+// The small-M kernel (planSmallMFusedMatmul; small-m, on by default, and
+// off with small-m=false): a GEMM planned for a dynamic
 // token count whose tile_n is free (no row reduction, cluster, split-K or
 // stream-K; a per-head norm's groups) also gets `fusion.kernel_small_m`,
 // the same op planned with tiles of 64 columns (of one head for per-head
@@ -137,16 +137,16 @@ func.func @linear_dynamic_sm100a(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xb
 
 // -----
 
-// Planning again replaces both configurations: without small-m, an earlier
-// small-M plan is dropped with the main one.
+// Planning again replaces both configurations: with small-m=false, an
+// earlier small-M plan is dropped with the main one.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @replanned
-// DEFAULT-LABEL: func.func @replanned
+// OFF-LABEL: func.func @replanned
 func.func @replanned(%x: tensor<?x512xbf16>, %w: tensor<512x256xbf16>) -> tensor<?x256xbf16> {
   // CHECK: fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6
-  // DEFAULT: fusion.fused_matmul
-  // DEFAULT-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256
-  // DEFAULT-NOT: kernel_small_m
+  // OFF: fusion.fused_matmul
+  // OFF-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256
+  // OFF-NOT: kernel_small_m
   // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config}}
   // expected-remark @below {{small-M GEMM kernel on sm_90a}}
   %y = fusion.fused_matmul %x, %w {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>, fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 2, cluster_n = 1, consumers = 2, smem_bytes = 82944>} : tensor<?x512xbf16>, tensor<512x256xbf16> -> tensor<?x256xbf16>

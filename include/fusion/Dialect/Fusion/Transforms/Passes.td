@@ -490,8 +490,8 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     ```
     (the row of 1536 columns: a cluster of 8 CTAs, 192 columns each).
 
-    Decode-sized calls (`small-m`, off by default until measured on the
-    GPU). A GEMM planned for a dynamic token count gets one plan for every
+    Decode-sized calls (`small-m`, on by default; 42% less GEMM time at
+    16 tokens, within 1% at 65536, bench/results/HISTORY.md session 40). A GEMM planned for a dynamic token count gets one plan for every
     M: 16 tokens at N = 4096 run 16 CTAs of 256 columns, which read the
     whole weight while most SMs idle. With `small-m`, such a GEMM whose
     `tile_n` is free (no row reduction, cluster, split-K or stream-K) and
@@ -750,7 +750,7 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       A and B slices no longer share L2 (a 4096 x 4096 weight gradient over
       65536 tokens 4.6 ms against 3.3 whole; 2-5% on long GEMMs);
       bench/results/HISTORY.md, session 27.
-    - `small-m` (default off until run on the GPU): the small-M kernel of a
+    - `small-m` (default on): the small-M kernel of a
       GEMM planned for a dynamic token count (`fusion.kernel_small_m`,
       above).
     - `max-epilogue-cluster` (default 0: the target's, 4 on sm_90a): the
@@ -806,7 +806,7 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     Option<"streamK", "stream-k", "bool", /*default=*/"false",
            "spread a GEMM's last waves over the CTAs by K steps where its "
            "tiles are not a multiple of the grid (no row reduction, sm_90a)">,
-    Option<"smallM", "small-m", "bool", /*default=*/"false",
+    Option<"smallM", "small-m", "bool", /*default=*/"true",
            "give a GEMM planned for a dynamic token count a second body of "
            "64-column tiles for calls whose few rows would leave most SMs "
            "idle (fusion.kernel_small_m; sm_90a)">,

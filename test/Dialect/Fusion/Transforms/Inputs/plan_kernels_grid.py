@@ -104,7 +104,7 @@ def main():
     target = TARGETS[chip]
     grid = [(m, k, n, e) for m in MS for k in KS for n in NS for e in EPILOGUES]
     source = "// -----\n".join(function(chip, *g) for g in grid)
-    run = subprocess.run([fusion_opt, "-split-input-file", "-fusion-plan-kernels",
+    run = subprocess.run([fusion_opt, "-split-input-file", "-fusion-plan-kernels=small-m=false",
                           "-mlir-print-local-scope", "-"],
                          input=source, capture_output=True, text=True)
 
