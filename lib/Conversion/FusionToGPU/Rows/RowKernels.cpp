@@ -12,10 +12,11 @@
 // slot per warp, summed in the same order by every thread of the group (so
 // all of them see the same statistics). LayerNorm's mean and centered sum of
 // squares go through the shuffles together (groupMoments: Chan's merge of
-// the threads' own two-pass statistics) unless the row is ragged. Every thread reaches the barriers;
-// a group past the last row re-reads the last row (so the loads need no
-// branch and issue together) and skips its stores. Rows of three vectors or
-// more per thread get a CTA each (RowSpec.cpp: measured faster on the H200).
+// the threads' own two-pass statistics) unless the row is ragged. Every thread
+// reaches the barriers; a group past the last row re-reads the last row (so the
+// loads need no branch and issue together) and skips its stores. Rows of three
+// vectors or more per thread get a CTA each (RowSpec.cpp: measured faster on
+// the H200).
 //
 // Norm gradient: groups of threadsPerRow threads (a multiple of 32),
 // persistent: row group u (of units = gridDim.x * rowsPerBlock) takes rows
@@ -244,10 +245,10 @@ std::pair<Value, Value> RowKernelEmitter::groupMoments(ArrayRef<Value> x) {
     Value delta = arith::SubFOp::create(b, otherMean, mean);
     Value spread = arith::MulFOp::create(
         b, arith::MulFOp::create(b, delta, delta), cstF32(n / 2));
-    mean = arith::MulFOp::create(
-        b, arith::AddFOp::create(b, mean, otherMean), cstF32(0.5));
-    m2 = arith::AddFOp::create(b, arith::AddFOp::create(b, m2, otherM2),
-                               spread);
+    mean = arith::MulFOp::create(b, arith::AddFOp::create(b, mean, otherMean),
+                                 cstF32(0.5));
+    m2 =
+        arith::AddFOp::create(b, arith::AddFOp::create(b, m2, otherM2), spread);
   };
   double n = static_cast<double>(count);
   int64_t width = std::min<int64_t>(s.threadsPerRow, 32);
@@ -430,8 +431,8 @@ void RowKernelEmitter::emitNormRows(Value input, Value output, Value weight,
   if (!total) {
     Value sq = cstF32(0.0);
     for (Value v : x)
-      sq = arith::AddFOp::create(
-          b, sq, horizontalSum(arith::MulFOp::create(b, v, v)));
+      sq = arith::AddFOp::create(b, sq,
+                                 horizontalSum(arith::MulFOp::create(b, v, v)));
     total = groupSum(sq, layerNorm ? 1 : 0);
   }
   Value rstd = rsqrt(arith::AddFOp::create(
