@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Session 40's device run: LayerNorm's one-pass statistics (branch
-# ln-moments) against main's row kernel, built here into BUILD/ln-new/gpu and
-# BUILD/ln-old/gpu by `ARTIFACTS=... bench/layers/build_layers.sh build
-# '^(rms|layer)_norm(_infer)?_h'` (once per compiler), then, where
+# Session 40's device run: LayerNorm's one-pass statistics (commit 97bd34a)
+# against the two-pass row kernel before it (592aa64), built here into
+# BUILD/ln-new/gpu and BUILD/ln-old/gpu by `ARTIFACTS=...
+# bench/layers/build_layers.sh build '^(rms|layer)_norm(_infer)?_h'` (once
+# with each commit's compiler), then, where
 # BUILD/gpu-small-m exists (bench/layers/prepare_small_m.sh), the small-M
 # kernel's correctness and memcheck.
 #

@@ -108,6 +108,16 @@ private:
   Value horizontalSum(Value v) {
     return vector::ReductionOp::create(b, vector::CombiningKind::ADD, v);
   }
+  /// `v` of the lane `offset` away in the xor butterfly.
+  Value xorShuffle(Value v, int64_t offset) {
+    return gpu::ShuffleOp::create(b, v, offset, 32, gpu::ShuffleMode::XOR)
+        .getShuffleResult();
+  }
+  /// For a group wider than a warp: each warp's `values` (value r through
+  /// slot array firstArray + r, from the warp's lane 0) as every thread of
+  /// the group reads them after the CTA's barrier, [warp of the group][value].
+  SmallVector<SmallVector<Value>> warpValues(ArrayRef<Value> values,
+                                             int64_t firstArray = 0);
   /// The sum of `partial` over the thread group of a row.
   Value groupSum(Value partial, int64_t reduction);
   /// The mean of a row and the sum of its squared deviations from it, from
@@ -192,33 +202,43 @@ private:
   Value rowInBlock, lane;
 };
 
-Value RowKernelEmitter::groupSum(Value partial, int64_t reduction) {
-  int64_t width = std::min<int64_t>(s.threadsPerRow, 32);
-  for (int64_t offset = width / 2; offset > 0; offset /= 2) {
-    Value other = gpu::ShuffleOp::create(b, partial, offset, 32,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    partial = arith::AddFOp::create(b, partial, other);
-  }
-  if (s.threadsPerRow <= 32)
-    return partial;
-  // One slot per warp of the group; reduction r uses its own slots, so the
+SmallVector<SmallVector<Value>>
+RowKernelEmitter::warpValues(ArrayRef<Value> values, int64_t firstArray) {
+  // Slot array a holds a value of every warp of the CTA (the shared memory
+  // has room for two); each reduction of a kernel uses its own array, so a
   // second reduction's writes never race the first one's reads.
+  assert(firstArray + static_cast<int64_t>(values.size()) <= 2 &&
+         "the norm kernel has two slot arrays");
   int64_t warps = s.threadsPerRow / 32;
   int64_t blockWarps = s.blockThreads() / 32;
-  Value slots = smemView(idx(reduction * blockWarps * 4), {blockWarps},
-                         b.getF32Type());
+  SmallVector<Value> slots;
+  for (int64_t r = 0, e = values.size(); r < e; ++r)
+    slots.push_back(smemView(idx((firstArray + r) * blockWarps * 4),
+                             {blockWarps}, b.getF32Type()));
   Value first = mul(rowInBlock, idx(warps));
   ifThen(eq(rem(lane, 32), 0), [&] {
-    memref::StoreOp::create(b, partial, slots,
-                            ValueRange{add(first, div(lane, 32))});
+    Value slot = add(first, div(lane, 32));
+    for (auto [value, array] : llvm::zip(values, slots))
+      memref::StoreOp::create(b, value, array, ValueRange{slot});
   });
   gpu::BarrierOp::create(b);
-  Value total = cstF32(0.0);
+  SmallVector<SmallVector<Value>> out(warps);
   for (int64_t w = 0; w < warps; ++w)
-    total = arith::AddFOp::create(
-        b, total,
-        memref::LoadOp::create(b, slots, ValueRange{add(first, idx(w))}));
+    for (Value array : slots)
+      out[w].push_back(
+          memref::LoadOp::create(b, array, ValueRange{add(first, idx(w))}));
+  return out;
+}
+
+Value RowKernelEmitter::groupSum(Value partial, int64_t reduction) {
+  int64_t width = std::min<int64_t>(s.threadsPerRow, 32);
+  for (int64_t offset = width / 2; offset > 0; offset /= 2)
+    partial = arith::AddFOp::create(b, partial, xorShuffle(partial, offset));
+  if (s.threadsPerRow <= 32)
+    return partial;
+  Value total = cstF32(0.0);
+  for (ArrayRef<Value> warp : warpValues(partial, reduction))
+    total = arith::AddFOp::create(b, total, warp[0]);
   return total;
 }
 
@@ -252,44 +272,24 @@ std::pair<Value, Value> RowKernelEmitter::groupMoments(ArrayRef<Value> x) {
   };
   double n = static_cast<double>(count);
   int64_t width = std::min<int64_t>(s.threadsPerRow, 32);
-  for (int64_t offset = width / 2; offset > 0; offset /= 2, n *= 2) {
-    auto shuffle = [&](Value v) {
-      return gpu::ShuffleOp::create(b, v, offset, 32, gpu::ShuffleMode::XOR)
-          .getShuffleResult();
-    };
-    Value otherMean = shuffle(mean), otherM2 = shuffle(m2);
-    merge(mean, m2, otherMean, otherM2, n);
-  }
+  for (int64_t offset = width / 2; offset > 0; offset /= 2, n *= 2)
+    merge(mean, m2, xorShuffle(mean, offset), xorShuffle(m2, offset), n);
   if (s.threadsPerRow <= 32)
     return {mean, m2};
-  // Across the group's warps (n columns each): their means and M2 through
-  // the two slot arrays, merged in warp order by every thread.
-  int64_t warps = s.threadsPerRow / 32;
-  int64_t blockWarps = s.blockThreads() / 32;
-  Value meanSlots = smemView(idx(0), {blockWarps}, b.getF32Type());
-  Value m2Slots = smemView(idx(blockWarps * 4), {blockWarps}, b.getF32Type());
-  Value first = mul(rowInBlock, idx(warps));
-  ifThen(eq(rem(lane, 32), 0), [&] {
-    Value slot = add(first, div(lane, 32));
-    memref::StoreOp::create(b, mean, meanSlots, ValueRange{slot});
-    memref::StoreOp::create(b, m2, m2Slots, ValueRange{slot});
-  });
-  gpu::BarrierOp::create(b);
-  SmallVector<Value> means, m2s;
+  // Across the group's warps (n columns each): their (mean, M2) merged in
+  // warp order by every thread: the mean of the means, M2 the sum of the
+  // warps' M2 + n sum (mean w - mean)^2.
+  SmallVector<SmallVector<Value>> warps = warpValues({mean, m2});
   Value meanSum = cstF32(0.0), m2Sum = cstF32(0.0);
-  for (int64_t w = 0; w < warps; ++w) {
-    Value slot = add(first, idx(w));
-    means.push_back(memref::LoadOp::create(b, meanSlots, ValueRange{slot}));
-    meanSum = arith::AddFOp::create(b, meanSum, means.back());
-    m2Sum = arith::AddFOp::create(
-        b, m2Sum, memref::LoadOp::create(b, m2Slots, ValueRange{slot}));
+  for (ArrayRef<Value> warp : warps) {
+    meanSum = arith::AddFOp::create(b, meanSum, warp[0]);
+    m2Sum = arith::AddFOp::create(b, m2Sum, warp[1]);
   }
   Value rowMean = arith::MulFOp::create(
-      b, meanSum, cstF32(1.0 / static_cast<double>(warps)));
-  // M2 = sum of the warps' M2 + n sum (mean w - mean)^2.
+      b, meanSum, cstF32(1.0 / static_cast<double>(warps.size())));
   Value spread = cstF32(0.0);
-  for (Value m : means) {
-    Value d = arith::SubFOp::create(b, m, rowMean);
+  for (ArrayRef<Value> warp : warps) {
+    Value d = arith::SubFOp::create(b, warp[0], rowMean);
     spread = arith::AddFOp::create(b, spread, arith::MulFOp::create(b, d, d));
   }
   Value rowM2 = arith::AddFOp::create(
@@ -302,12 +302,8 @@ SmallVector<Value> RowKernelEmitter::gradGroupSums(ArrayRef<Value> partials,
   SmallVector<Value> sums(partials.begin(), partials.end());
   int64_t width = std::min<int64_t>(s.threadsPerRow, 32);
   for (int64_t offset = width / 2; offset > 0; offset /= 2)
-    for (Value &sum : sums) {
-      Value other = gpu::ShuffleOp::create(b, sum, offset, 32,
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      sum = arith::AddFOp::create(b, sum, other);
-    }
+    for (Value &sum : sums)
+      sum = arith::AddFOp::create(b, sum, xorShuffle(sum, offset));
   if (s.threadsPerRow <= 32) {
     // A one-warp group has no barrier after its sums, and LLVM would then
     // keep the weight it read before them (8 f32 registers per vector)
@@ -358,12 +354,8 @@ SmallVector<Value> RowKernelEmitter::gradGroupSums(ArrayRef<Value> partials,
     sum = ifOp.getResult(0);
   }
   for (int64_t offset = span / 2; offset > 0; offset /= 2)
-    for (Value &sum : sums) {
-      Value other = gpu::ShuffleOp::create(b, sum, offset, 32,
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      sum = arith::AddFOp::create(b, sum, other);
-    }
+    for (Value &sum : sums)
+      sum = arith::AddFOp::create(b, sum, xorShuffle(sum, offset));
   return sums;
 }
 
@@ -409,6 +401,7 @@ void RowKernelEmitter::emitNormRows(Value input, Value output, Value weight,
       bv.push_back(loadIf(ok, bias, col));
   }
   Value nF = cstF32(static_cast<double>(s.n));
+  // LayerNorm centers x; total is the row's sum of squares of (centered) x.
   Value mean, total;
   if (layerNorm && !ragged()) {
     // Every thread holds as many columns: its mean and centered sum of
@@ -416,19 +409,21 @@ void RowKernelEmitter::emitNormRows(Value input, Value output, Value weight,
     std::tie(mean, total) = groupMoments(x);
     for (Value &v : x)
       v = arith::SubFOp::create(b, v, splat(mean));
-  } else if (layerNorm) {
-    Value partial = cstF32(0.0);
-    for (Value v : x)
-      partial = arith::AddFOp::create(b, partial, horizontalSum(v));
-    mean = arith::DivFOp::create(b, groupSum(partial, 0), nF);
-    // Centered values; the lanes past the row stay 0.
-    for (int64_t i = 0; i < s.vecsPerThread; ++i) {
-      Value d = arith::SubFOp::create(b, x[i], splat(mean));
-      x[i] = ragged() ? arith::SelectOp::create(b, inRow[i], d, zeros()).getResult()
-                      : d;
+  } else {
+    if (layerNorm) {
+      Value partial = cstF32(0.0);
+      for (Value v : x)
+        partial = arith::AddFOp::create(b, partial, horizontalSum(v));
+      mean = arith::DivFOp::create(b, groupSum(partial, 0), nF);
+      // Centered values; the lanes past the row stay 0.
+      for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+        Value d = arith::SubFOp::create(b, x[i], splat(mean));
+        x[i] =
+            ragged()
+                ? arith::SelectOp::create(b, inRow[i], d, zeros()).getResult()
+                : d;
+      }
     }
-  }
-  if (!total) {
     Value sq = cstF32(0.0);
     for (Value v : x)
       sq = arith::AddFOp::create(b, sq,

@@ -491,8 +491,9 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     (the row of 1536 columns: a cluster of 8 CTAs, 192 columns each).
 
     Decode-sized calls (`small-m`, on by default; 42% less GEMM time at
-    16 tokens, within 1% at 65536, bench/results/HISTORY.md session 40). A GEMM planned for a dynamic token count gets one plan for every
-    M: 16 tokens at N = 4096 run 16 CTAs of 256 columns, which read the
+    16 tokens, within 1% at 65536, bench/results/HISTORY.md session 40).
+    A GEMM planned for a dynamic token count gets one plan for every M:
+    16 tokens at N = 4096 run 16 CTAs of 256 columns, which read the
     whole weight while most SMs idle. With `small-m`, such a GEMM whose
     `tile_n` is free (no row reduction, cluster, split-K or stream-K) and
     wider than 64 (a per-head norm's: wider than the narrowest tile of
