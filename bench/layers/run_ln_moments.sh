@@ -9,6 +9,11 @@
 #
 #   C=abc OUT=$OUT bash bench/layers/run_ln_moments.sh [BUILD]
 #
+# ONLY (default 'layer_norm(_infer)?_h1024_m', matched against NAME_mM) picks
+# the benchmarked norms.
+# Session 41 ran it again for the uncentered output (x rstd + shift) against
+# main's kernel, with ONLY='layer_norm(_infer)?_h(1024|4096)_m'.
+#
 # About 8 minutes; each step has its own timeout.
 set -u
 export PYTHONUNBUFFERED=1
@@ -24,7 +29,7 @@ for tool in memcheck racecheck; do
     python3 test/gpu/run_one_layer.py layer_norm_h4096 4099 > "$OUT/${tool}_ln4096.txt" 2>&1
   echo "== $tool layer_norm_h4096 4099: $? $(grep SUMMARY "$OUT/${tool}_ln4096.txt")"
 done
-timeout 240 bash bench/layers/run_norm_variants_h200.sh "$OUT" "${C:-unknown}" 'layer_norm(_infer)?_h1024$' \
+timeout 360 bash bench/layers/run_norm_variants_h200.sh "$OUT" "${C:-unknown}" "${ONLY:-layer_norm(_infer)?_h1024_m}" \
   $build/ln-old/gpu $build/ln-new/gpu $build/ln-old/gpu $build/ln-new/gpu
 if [ -d "$build/gpu-small-m" ]; then
   FUSION_GPU_ARTIFACTS=$build/gpu-small-m timeout 100 python3 -m pytest -q -rs \
