@@ -23,7 +23,7 @@
 // CHECK: %[[TWICE:.*]] = arith.muli %{{.*}}, %c2 : index
 // CHECK: %[[SMALL:.*]] = arith.cmpi ule, %[[TWICE]], %[[SMS]]
 // CHECK: %[[GRID:.*]] = arith.select %[[SMALL]]
-// CHECK: %[[SMEM:.*]] = arith.select %[[SMALL]], %c181760_i32, %c230912_i32 : i32
+// CHECK: %[[SMEM:.*]] = arith.select %[[SMALL]], %c230912_i32{{(_[0-9]+)?}}, %c230912_i32{{(_[0-9]+)?}} : i32
 // CHECK: %[[FLAG64:.*]] = arith.extui %[[SMALL]] : i1 to i64
 // CHECK: %[[FLAG:.*]] = arith.index_cast %[[FLAG64]] : i64 to index
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@linear_kernel0 blocks in (%[[GRID]], %{{.*}}, %{{.*}}) threads in (%c384, %{{.*}}, %{{.*}}) dynamic_shared_memory_size %[[SMEM]] args({{.*}}, %[[FLAG]] : index)

@@ -12,8 +12,14 @@
 // RUN: FileCheck %s --check-prefix=OFF < %t.off/host.ll
 // RUN: llvm-nm -D --defined-only %t.so | FileCheck %s
 // SMALL: call i32 @fusionrtMultiprocessorCount()
-// SMALL: select i1 %{{.*}}, i32 181760, i32 230912
-// OFF-NOT: i32 181760
+// The flag: the main kernel's tiles x 2 <= the SMs; it picks the grid (both
+// bodies take the same dynamic shared memory at hidden 4096) and is the
+// kernel's last argument.
+// SMALL: %[[TWICE:.*]] = mul i64 %{{.*}}, 2
+// SMALL-NEXT: %[[FLAG:.*]] = icmp ule i64 %[[TWICE]], %{{.*}}
+// SMALL: select i1 %[[FLAG]], i64 %{{.*}}, i64 %{{.*}}
+// SMALL-NEXT: zext i1 %[[FLAG]] to i64
+// OFF-NOT: icmp ule
 // CHECK: T llama_prenorm
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @llama_prenorm(%x: tensor<?x4096xbf16>, %g: tensor<4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {

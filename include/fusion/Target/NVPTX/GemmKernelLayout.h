@@ -86,6 +86,11 @@ struct GemmTiling {
   /// occupy at most 1 / kSmallMOccupancy of the SMs (the host decides from
   /// M at run time).
   static constexpr int64_t kSmallMOccupancy = 2;
+  /// The small-M kernel's ring may go deeper than kMaxStages: at decode
+  /// sizes its CTAs do little but stream the weight, and the bytes of it in
+  /// flight set their bandwidth (6 stages of 128 x 64 + 64 x 64 held 48 KB
+  /// of weight per CTA, where cuBLAS's decode GEMM holds 176 KB).
+  static constexpr int64_t kSmallMMaxStages = 12;
 };
 
 /// The consumer warpgroups of `target`'s GEMM kernel (recorded as

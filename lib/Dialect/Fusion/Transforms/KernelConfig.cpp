@@ -59,10 +59,11 @@ std::string breakdown(const GemmSmemLayout &l) {
   return s;
 }
 
-/// The deepest ring in [kMinStages, kMaxStages] that fits `budget`, or
+/// The deepest ring in [kMinStages, maxStages] that fits `budget`, or
 /// nothing when even kMinStages does not.
-std::optional<GemmSmemLayout> deepestFit(int64_t budget, GemmSmemParams p) {
-  for (p.stages = K::kMaxStages; p.stages >= K::kMinStages; --p.stages) {
+std::optional<GemmSmemLayout> deepestFit(int64_t budget, GemmSmemParams p,
+                                         int64_t maxStages) {
+  for (p.stages = maxStages; p.stages >= K::kMinStages; --p.stages) {
     GemmSmemLayout l = getGemmSmemLayout(p);
     if (l.totalBytes <= budget)
       return l;
@@ -202,7 +203,10 @@ bool chooseStreamK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
 FailureOr<KernelConfigAttr>
 mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                               std::string &why, bool allowSplitK,
-                              bool allowStreamK, int64_t maxTileN) {
+                              bool allowStreamK, int64_t maxTileN,
+                              int64_t maxStages) {
+  if (maxStages <= 0)
+    maxStages = K::kMaxStages;
   // Step 1: what the kernel needs. A is [M, K] row-major, or stored [K, M]
   // with transpose_lhs; B is [K, N], or [N, K] with transpose_rhs; the output
   // is [M, N]. M may be dynamic where it only sets the number of row blocks.
@@ -361,7 +365,7 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                                       8 * outputElementBytes, residualLikeOutput);
   };
   params.strategy = strategyFor(tileN);
-  std::optional<GemmSmemLayout> layout = deepestFit(budget, params);
+  std::optional<GemmSmemLayout> layout = deepestFit(budget, params, maxStages);
   while (!layout && (!rowReduction || rowDot) &&
          tileN > target.tileNGranularity) {
     tileN = std::max(target.tileNGranularity,
@@ -369,7 +373,7 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                          tileN / 2, target.tileNGranularity)));
     params.tileN = tileN;
     params.strategy = strategyFor(tileN);
-    layout = deepestFit(budget, params);
+    layout = deepestFit(budget, params, maxStages);
   }
   if (!layout) {
     params.stages = K::kMinStages;
@@ -399,7 +403,8 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
       allowSplitK ? chooseSplitK(op, target, m, n, k, tileN, clusterN) : 1;
   if (splitK > 1) {
     params.outputElementBytes = 4;
-    if (std::optional<GemmSmemLayout> f32Layout = deepestFit(budget, params))
+    if (std::optional<GemmSmemLayout> f32Layout =
+            deepestFit(budget, params, maxStages))
       layout = f32Layout;
     else
       splitK = 1;
@@ -446,7 +451,8 @@ mlir::fusion::planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   std::string why;
   FailureOr<KernelConfigAttr> small =
       planFusedMatmul(op, target, why, /*allowSplitK=*/false,
-                      /*allowStreamK=*/false, smallTileN);
+                      /*allowStreamK=*/false, smallTileN,
+                      GemmTiling::kSmallMMaxStages);
   if (failed(small)) {
     whyNot = why;
     return std::nullopt;

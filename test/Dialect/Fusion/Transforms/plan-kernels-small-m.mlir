@@ -7,8 +7,10 @@
 // token count whose tile_n is free (no row reduction, cluster, split-K or
 // stream-K; a per-head norm's groups) also gets `fusion.kernel_small_m`,
 // the same op planned with tiles of 64 columns (of one head for per-head
-// norms) and the deepest ring they fit:
-//   6 * (128 + 64) * 64 * 2 + 2 * 128 * 64 * 2 + 512 + 1024 = 181760.
+// norms) and the deepest ring they fit, up to 12 stages (kSmallMMaxStages:
+// the main kernels stop at 6):
+//   8 * (128 + 64) * 64 * 2 + 2 * 128 * 64 * 2 + 512 + 1024 = 230912.
+// (Tiles of 128 columns, one head of 128, fit 6: 230912 again.)
 // convert-fusion-to-gpu builds both bodies into one kernel and the host
 // picks one per call. A static M whose tiles would occupy at most half the
 // SMs is planned with the 64-column tiles instead.
@@ -20,9 +22,9 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @linear_dynamic(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
   // CHECK: fusion.fused_matmul
   // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>
-  // CHECK-SAME: fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181760>
+  // CHECK-SAME: fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 8, cluster_n = 1, consumers = 2, smem_bytes = 230912>
   // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config<tile_m = 128, tile_n = 256}}
-  // expected-remark @below {{small-M GEMM kernel on sm_90a for calls whose tiles of 256 columns would occupy at most 1/2 of the SMs: #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181760>}}
+  // expected-remark @below {{small-M GEMM kernel on sm_90a for calls whose tiles of 256 columns would occupy at most 1/2 of the SMs: #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 8, cluster_n = 1, consumers = 2, smem_bytes = 230912>}}
   %y = fusion.matmul %x, %w {transpose_rhs} : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
   return %y : tensor<?x4096xbf16>
 }
@@ -53,14 +55,14 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @linear_static
 func.func @linear_static(%x: tensor<16x4096xbf16>, %w: tensor<4096x4096xbf16>, %x2: tensor<4096x4096xbf16>) -> (tensor<16x4096xbf16>, tensor<4096x4096xbf16>) {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181760>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 8, cluster_n = 1, consumers = 2, smem_bytes = 230912>
   // CHECK-NOT: kernel_small_m
   // CHECK: fusion.fused_matmul
   // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256
   // CHECK-NOT: kernel_small_m
   // CHECK: return
   // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config<tile_m = 128, tile_n = 256}}
-  // expected-remark @below {{GEMM kernel on sm_90a replanned for its 16 rows (its tiles of 256 columns would occupy at most 1/2 of the SMs): #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 181760>}}
+  // expected-remark @below {{GEMM kernel on sm_90a replanned for its 16 rows (its tiles of 256 columns would occupy at most 1/2 of the SMs): #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 8, cluster_n = 1, consumers = 2, smem_bytes = 230912>}}
   %y = fusion.matmul %x, %w {transpose_rhs} : tensor<16x4096xbf16>, tensor<4096x4096xbf16> -> tensor<16x4096xbf16>
   // expected-remark @below {{GEMM kernel on sm_90a: #fusion.kernel_config<tile_m = 128, tile_n = 256}}
   %y2 = fusion.matmul %x2, %w {transpose_rhs} : tensor<4096x4096xbf16>, tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
@@ -143,7 +145,7 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @replanned
 // OFF-LABEL: func.func @replanned
 func.func @replanned(%x: tensor<?x512xbf16>, %w: tensor<512x256xbf16>) -> tensor<?x256xbf16> {
-  // CHECK: fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6
+  // CHECK: fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 8
   // OFF: fusion.fused_matmul
   // OFF-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256
   // OFF-NOT: kernel_small_m

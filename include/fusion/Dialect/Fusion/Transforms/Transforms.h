@@ -110,18 +110,20 @@ planGroupedEpilogueNorm(const TargetInfo &target, int64_t n, int64_t groupSize,
 ///      prologue on a target accumulating in registers (chooseStreamK).
 /// On failure returns the reason, phrased to follow "'fusion.fused_matmul'
 /// op " (lowercase, "expected X, but got Y").
-/// `maxTileN` (0: none) caps tile_n where the epilogue leaves it free.
+/// `maxTileN` (0: none) caps tile_n where the epilogue leaves it free;
+/// `maxStages` (0: GemmTiling::kMaxStages) caps the ring's depth.
 FailureOr<KernelConfigAttr>
 planFusedMatmul(FusedMatmulOp op, const TargetInfo &target, std::string &why,
                 bool allowSplitK = false, bool allowStreamK = false,
-                int64_t maxTileN = 0);
+                int64_t maxTileN = 0, int64_t maxStages = 0);
 
 /// The small-M kernel of `op`, planned as `config` (its main kernel), for
 /// the calls whose few rows would leave most SMs idle: where the target
 /// accumulates in registers (sm_90a) and the main kernel's tile_n is free
 /// and wider than GemmTiling::kSmallMTileN (no row reduction, cluster,
 /// split-K or stream-K), the same kernel with tiles of kSmallMTileN
-/// columns (and the deepest ring they fit); otherwise nothing, with the
+/// columns and the deepest ring they fit, up to
+/// GemmTiling::kSmallMMaxStages stages; otherwise nothing, with the
 /// reason in `whyNot`. With a dynamic M, fusion-plan-kernels attaches it as
 /// `fusion.kernel_small_m` and convert-fusion-to-gpu builds both bodies,
 /// launching this one when the main kernel's tiles would occupy at most
