@@ -83,6 +83,7 @@ void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
   plan.splitK = options.splitK;
   plan.streamK = options.streamK;
   plan.smallM = options.smallM;
+  plan.rowsPrefetch = options.rowsPrefetch;
   plan.maxEpilogueCluster = options.maxEpilogueCluster;
   pm.addPass(createFusionPlanKernelsPass(plan));
   pm.addPass(createConvertFusionToGPUPass());

@@ -76,6 +76,12 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
                      "tiles for a dynamic token count's decode-sized calls "
                      "(on by default; measured on the GPU in session 40)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> rowsPrefetch{
+      *this, "rows-prefetch",
+      llvm::cl::desc("fusion-plan-kernels' rows-prefetch: standalone norms "
+                     "of one warp per row on a persistent, prefetching grid "
+                     "(off by default: not yet measured)"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> maxEpilogueCluster{
       *this, "max-epilogue-cluster",
       llvm::cl::desc("fusion-plan-kernels' max-epilogue-cluster: the most CTAs "

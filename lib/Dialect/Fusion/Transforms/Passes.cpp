@@ -91,7 +91,8 @@ struct FusionPlanKernelsPass
       return signalPassFailure();
     }
     if (failed(planKernels(getOperation(), lazyRowStats, splitK, report,
-                           maxEpilogueCluster, rmsPrologue, streamK, smallM)))
+                           maxEpilogueCluster, rmsPrologue, streamK, smallM,
+                           rowsPrefetch)))
       signalPassFailure();
   }
 };

@@ -753,7 +753,7 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
                                         bool splitK, bool report,
                                         int64_t maxEpilogueCluster,
                                         bool rmsPrologue, bool streamK,
-                                        bool smallM) {
+                                        bool smallM, bool rowsPrefetch) {
   foldAttentionResiduals(module);
   // After the residual fold: the Kunlun block's dh + dq1 is then the
   // gdpa_grad's residual(%dh), which the prologue takes as grad_residual.
@@ -877,5 +877,11 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
       attachSmallMKernel(fused, *target, *config, report, matmul);
     rewriter.replaceOp(matmul, fused.getOutput());
   }
+  if (rowsPrefetch)
+    module.walk([&](Operation *op) {
+      if (isa<RMSNormOp, LayerNormOp>(op))
+        op->setAttr(FusionDialect::kRowsPrefetchAttrName,
+                    UnitAttr::get(module.getContext()));
+    });
   return success(ok);
 }

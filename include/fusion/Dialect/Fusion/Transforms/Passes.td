@@ -754,6 +754,22 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     - `small-m` (default on): the small-M kernel of a
       GEMM planned for a dynamic token count (`fusion.kernel_small_m`,
       above).
+    - `rows-prefetch` (default off; experimental, not yet measured): every
+      standalone `fusion.rms_norm` / `fusion.layer_norm` gets the unit
+      attribute `fusion.rows_prefetch`, and where its row is one warp's
+      (16-bit, whole vectors, up to 1024 wide) convert-fusion-to-gpu runs
+      it on a persistent grid of 25 one-warp CTAs per SM that load each
+      warp's next row while it normalizes the current one:
+
+      ```mlir
+      // before
+      %y, %r = fusion.rms_norm %x weight(%g : tensor<1024xbf16>) {epsilon = 1.0e-05 : f32}
+          : tensor<?x1024xbf16> -> tensor<?x1024xbf16>, tensor<?xf32>
+      // after (rows-prefetch=true)
+      %y, %r = fusion.rms_norm %x weight(%g : tensor<1024xbf16>)
+          {epsilon = 1.0e-05 : f32, fusion.rows_prefetch}
+          : tensor<?x1024xbf16> -> tensor<?x1024xbf16>, tensor<?xf32>
+      ```
     - `max-epilogue-cluster` (default 0: the target's, 4 on sm_90a): the
       most CTAs of a cluster a forward norm epilogue's row may take; a row
       needing more goes through global memory (`global_rows`, every SM busy
@@ -821,7 +837,13 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     Option<"rmsPrologue", "rms-prologue", "bool", /*default=*/"false",
            "fold a fusion.rms_norm_grad feeding a fusion.gdpa_grad into it "
            "as its RMSNorm-gradient prologue where the target's kernel "
-           "takes that form (off until convert-fusion-to-gpu lowers it)">
+           "takes that form (off until convert-fusion-to-gpu lowers it)">,
+    Option<"rowsPrefetch", "rows-prefetch", "bool", /*default=*/"false",
+           "mark every standalone fusion.rms_norm / fusion.layer_norm "
+           "fusion.rows_prefetch: a row of one warp (16-bit, whole "
+           "vectors) then runs on a persistent grid that loads each warp's "
+           "next row while it normalizes the current one (experimental, "
+           "not yet measured)">
   ];
 }
 
