@@ -362,6 +362,23 @@ def check(fc, m, h, count, cache_weight_folds=False):
     return max(errors), error(theirs, exact), calls
 
 
+def graph_replay(fn):
+    """fn captured in a CUDA graph (after two calls on a side stream, as
+    PyTorch's capture recipe has it); returns the graph's replay. A decode
+    server (vLLM, torch.compile's mode="reduce-overhead") replays its
+    decode steps this way, so that the host's time per call drops out."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph.replay
+
+
 def run(args):
     import fusion_compiler as fc
     from bench_util import bench_ms, compile_fresh, run_rounds, write_json, markdown_table
@@ -413,12 +430,24 @@ def run(args):
                     measurements.append(("ours_cached_ms", bench_ms, lambda: cached(*x)))
                 if hasattr(m, "gemm_alone"):  # the fused form's bound: its GEMM alone (cuBLAS)
                     measurements.append(("gemm_alone_ms", bench_ms, lambda: m.gemm_alone(*x)))
+                # Decode-sized calls, as a server replays them: our call (the
+                # folds kept) and torch.compile's in CUDA graphs.
+                if cached is not None and args.tokens <= args.graph_tokens:
+                    for key, fn in (("inductor_graph_ms", lambda: inductor(*x)),
+                                    ("ours_cached_graph_ms", lambda: cached(*x))):
+                        try:
+                            measurements.append((key, bench_ms, graph_replay(fn)))
+                        except Exception as e:  # recorded; the other measurements run
+                            errors[key] = f"{type(e).__name__}: {e}"[:300]
                 mean, spread, rounds = run_rounds(args.rounds, measurements, errors)
             row.update(mean)
             row["spread_ms"] = spread
             for key in ("ours_ms", "ours_backend_ms", "ours_cached_ms"):
                 if key in mean:
                     row[f"vs_inductor_{key[:-3]}"] = mean.get("inductor_ms", float("nan")) / mean[key]
+            if "ours_cached_graph_ms" in mean:
+                row["vs_inductor_graph"] = (mean.get("inductor_graph_ms", float("nan")) /
+                                            mean["ours_cached_graph_ms"])
             if "ours_ms" in mean:
                 row["vs_eager"] = mean.get("eager_ms", float("nan")) / mean["ours_ms"]
         except Exception as e:  # recorded, the next case runs
@@ -442,6 +471,9 @@ def run(args):
                           ("ours + Inductor vs torch.compile", "vs_inductor_ours_backend",
                            "{:.2f}x"),
                           ("folds kept vs torch.compile", "vs_inductor_ours_cached", "{:.2f}x"),
+                          ("CUDA graphs: torch.compile ms", "inductor_graph_ms", "{:.3f}"),
+                          ("CUDA graphs: ours, folds kept ms", "ours_cached_graph_ms", "{:.3f}"),
+                          ("CUDA graphs: ours vs torch.compile", "vs_inductor_graph", "{:.2f}x"),
                           ("ours vs eager", "vs_eager", "{:.2f}x")], rows))
 
 
@@ -453,6 +485,9 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--tokens", type=int, default=M,
                    help="tokens of a benchmark call (default %(default)s; 1-64: decode-sized)")
+    p.add_argument("--graph-tokens", type=int, default=64,
+                   help="at most this many tokens a call: also time torch.compile's call and "
+                        "ours (folds kept) replayed as CUDA graphs (default %(default)s)")
     p.add_argument("--only", help="run the cases whose name matches this regex")
     p.add_argument("--commit", default=os.environ.get("FUSION_COMMIT", "unknown"))
     args = p.parse_args()
