@@ -76,6 +76,12 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
                      "tiles for a dynamic token count's decode-sized calls "
                      "(on by default; measured on the GPU in session 40)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> smallMSplit{
+      *this, "small-m-split",
+      llvm::cl::desc("fusion-plan-kernels' small-m-split: the small-M body "
+                     "splits K per tile at decode sizes (off by default: not "
+                     "yet run on a GPU)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> rowsPrefetch{
       *this, "rows-prefetch",
       llvm::cl::desc("fusion-plan-kernels' rows-prefetch: standalone norms "

@@ -420,3 +420,27 @@ func.func @small_m_split_k(%a: tensor<?x512xbf16>, %b: tensor<512x1024xbf16>) ->
   return %c : tensor<?x1024xbf16>
 }
 }
+
+// -----
+
+// decode_splits belongs to the small-M body (its arguments follow the
+// body flag): not on the main configuration.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @decode_splits_main(%a: tensor<?x512xbf16>, %b: tensor<512x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: expected decode_splits on the small-M configuration (fusion.kernel_small_m) only, but the main one has decode_splits = 4}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 8, cluster_n = 1, consumers = 2, smem_bytes = 230912, decode_splits = 4>} : tensor<?x512xbf16>, tensor<512x1024xbf16> -> tensor<?x1024xbf16>
+  return %c : tensor<?x1024xbf16>
+}
+}
+
+// -----
+
+// A K range does not see the whole row: no decode splits with Lazy
+// Pre-Norm's row sums in the kernel.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @decode_splits_lazy(%a: tensor<?x512xbf16>, %b: tensor<512x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: its small-M configuration: decode_splits is generated for one CTA's tiles whose K loop carries only the accumulator (no prologue, row dot or grad epilogue) on a target accumulating in registers (sm_90a)}}
+  %c = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>, fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 8, cluster_n = 1, consumers = 2, smem_bytes = 230912, decode_splits = 4>} : tensor<?x512xbf16>, tensor<512x1024xbf16> -> tensor<?x1024xbf16>
+  return %c : tensor<?x1024xbf16>
+}
+}

@@ -119,3 +119,21 @@ func.func @small_m_smem_over_target(%a: tensor<?x512xbf16>, %b: tensor<512x256xb
   return %c : tensor<?x256xbf16>
 }
 }
+
+// -----
+
+// decode_splits counts K ranges: at least one.
+func.func @zero_decode_splits(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{expected decode_splits >= 1, but got 0}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 8, cluster_n = 1, consumers = 2, smem_bytes = 230912, decode_splits = 0>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+
+// -----
+
+// decode_splits with the two-kernel split-K.
+func.func @decode_splits_split_k(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{expected decode_splits without split_k, stream_k, cluster_n, epilogue_warps or global_rows (plain tiles whose K ranges one CTA finishes), but got decode_splits = 4, split_k = 2, cluster_n = 1}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 8, cluster_n = 1, consumers = 2, smem_bytes = 230912, split_k = 2, decode_splits = 4>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}

@@ -7,6 +7,13 @@
 // RUN: fusion-compile %s -o %t.so --keep-temps %t.small
 // RUN: fusion-compile %s -o %t-flag.so --small-m --keep-temps %t.flag
 // RUN: fusion-compile %s -o %t-off.so --no-small-m --keep-temps %t.off
+// RUN: fusion-compile %s -o %t-split.so --small-m-split --keep-temps %t.split
+// RUN: FileCheck %s --check-prefix=SPLIT < %t.split/host.ll
+// RUN: FileCheck %s --check-prefix=NOSPLIT < %t.small/host.ll
+// --small-m-split (experimental): the small-M body's decode splits, the
+// kernel launched cooperatively.
+// SPLIT: call i32 @fusionrtCooperativeGridLimit
+// NOSPLIT-NOT: fusionrtCooperativeGridLimit
 // RUN: FileCheck %s --check-prefix=SMALL < %t.small/host.ll
 // RUN: FileCheck %s --check-prefix=SMALL < %t.flag/host.ll
 // RUN: FileCheck %s --check-prefix=OFF < %t.off/host.ll

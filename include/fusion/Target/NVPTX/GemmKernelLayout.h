@@ -91,6 +91,10 @@ struct GemmTiling {
   /// flight set their bandwidth (6 stages of 128 x 64 + 64 x 64 held 48 KB
   /// of weight per CTA, where cuBLAS's decode GEMM holds 176 KB).
   static constexpr int64_t kSmallMMaxStages = 12;
+  /// With fusion-plan-kernels small-m-split: the small-M kernel's most K
+  /// ranges per tile (decode_splits); the host takes as many as give every
+  /// (tile, range) a CTA of its own.
+  static constexpr int64_t kSmallMMaxDecodeSplits = 4;
 };
 
 /// The consumer warpgroups of `target`'s GEMM kernel (recorded as

@@ -118,6 +118,14 @@ public:
     FailureOr<GemmKernelSpec> spec = getGemmKernelSpec(gemm, target, whyNot);
     if (failed(spec))
       return failure();
+    // Decode splits take the arguments after a small-M body's flag.
+    if (spec->decodeSplits != 1) {
+      whyNot = "expected decode_splits on the small-M configuration "
+               "(fusion.kernel_small_m) only, but the main one has "
+               "decode_splits = " +
+               std::to_string(spec->decodeSplits);
+      return failure();
+    }
     auto smallConfig = op->getAttrOfType<KernelConfigAttr>(
         KernelConfigAttr::getSmallMAttrName());
     if (!smallConfig)
@@ -422,13 +430,74 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
         sms);
     LaunchShape smallShape =
         launchShape(host, *small, kernelName, m, n, Value(), sms);
-    shape.gridX =
-        arith::SelectOp::create(b, useSmall, smallShape.gridX, shape.gridX);
+    Value smallGrid = smallShape.gridX;
+    SmallVector<Value> decodeOperands;
+    if (small->decodeSplits > 1) {
+      // Decode splits: S = min(decode_splits, the cooperative grid over the
+      // small tiles, the K steps) ranges per tile, counted as the kernel
+      // counts them; with more than one, a CTA per work item (all resident:
+      // the kernel is launched cooperatively, range 0 waiting for the
+      // others), each range's sums in a workspace slot of its own with a
+      // counter, zeroed per call (one of each when the main body runs).
+      auto ceilDiv = [&](Value x, Value y) -> Value {
+        return arith::CeilDivUIOp::create(b, x, y);
+      };
+      auto maxOf = [&](Value x, int64_t y) -> Value {
+        return arith::MaxUIOp::create(b, x, idx(y));
+      };
+      Type i32 = b.getI32Type();
+      func::FuncOp limitFn = host.getRuntimeFunction(
+          "fusionrtCooperativeGridLimit",
+          b.getFunctionType({LLVM::LLVMPointerType::get(ctx), i32, i32, i32},
+                            {i32}));
+      Value coop = arith::IndexCastOp::create(
+          b, b.getIndexType(),
+          func::CallOp::create(
+              b, limitFn,
+              ValueRange{host.getKernelName(kernelName),
+                         arith::ConstantOp::create(
+                             b, b.getI32IntegerAttr(small->threads())),
+                         smallShape.smemBytes,
+                         arith::ConstantOp::create(b, b.getI32IntegerAttr(1))})
+              .getResult(0));
+      Value smallTiles =
+          maxOf(arith::MulIOp::create(b, ceilDiv(m, idx(small->tileM)),
+                                      ceilDiv(n, idx(small->tileN))),
+                1);
+      Value steps = ceilDiv(k, idx(small->tileK));
+      Value splitCount = arith::MinUIOp::create(
+          b,
+          arith::MinUIOp::create(
+              b, idx(small->decodeSplits),
+              maxOf(arith::DivUIOp::create(b, coop, smallTiles), 1)),
+          maxOf(steps, 1));
+      Value perRange = maxOf(ceilDiv(steps, splitCount), 1);
+      Value ranges = maxOf(ceilDiv(steps, perRange), 1);
+      Value items = arith::MulIOp::create(b, smallTiles, ranges);
+      smallGrid = arith::SelectOp::create(
+          b,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, ranges, idx(1)),
+          items, smallGrid);
+      Value slots = arith::SelectOp::create(b, useSmall, items, idx(1));
+      auto vector = [&](Type elem) {
+        return MemRefType::get({ShapedType::kDynamic}, elem);
+      };
+      Value slotWords =
+          arith::MulIOp::create(b, slots, idx(small->tileM * small->tileN));
+      Value partials = host.chain.alloc(vector(b.getF32Type()), slotWords);
+      Value counters = host.chain.alloc(vector(i32), slots);
+      host.chain.zero(counters,
+                      arith::ConstantOp::create(b, b.getI32IntegerAttr(0)));
+      workspace.append({partials, counters});
+      decodeOperands = {splitCount, partials, counters};
+    }
+    shape.gridX = arith::SelectOp::create(b, useSmall, smallGrid, shape.gridX);
     shape.smemBytes = arith::SelectOp::create(b, useSmall, smallShape.smemBytes,
                                               shape.smemBytes);
     operands.push_back(arith::IndexCastOp::create(
         b, b.getIndexType(),
         arith::ExtUIOp::create(b, b.getI64Type(), useSmall)));
+    operands.append(decodeOperands);
   }
   auto launchOp = gpu::LaunchFuncOp::create(
       b, kernel, {shape.gridX, idx(1), idx(1)},

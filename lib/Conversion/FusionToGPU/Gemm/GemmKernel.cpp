@@ -134,6 +134,14 @@ void GemmKernelEmitter::setUpOperands() {
     scheduler.workItems =
         mul(numTiles, arith::CeilDivUIOp::create(b, numK, kPerSplit));
   }
+  if (s.decodeSplits > 1) {
+    // The same with this call's S (at least one range, even without K).
+    kPerSplit = arith::MaxUIOp::create(
+        b, arith::CeilDivUIOp::create(b, numK, decodeSplitsArg), idx(1));
+    decodeRanges = arith::MaxUIOp::create(
+        b, arith::CeilDivUIOp::create(b, numK, kPerSplit), idx(1));
+    scheduler.workItems = mul(numTiles, decodeRanges);
+  }
 }
 
 void GemmKernelEmitter::emit() {
@@ -383,18 +391,30 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(
   OpBuilder::InsertionGuard guard(builder);
   RegisterBudget regs = gemmRegisterBudget(main, mainEngine);
   SmallVector<Type> types = GemmKernelAbi(main).types(builder.getContext());
+  unsigned flag = types.size();
   types.push_back(builder.getIndexType());
+  // Decode splits: S, the partial sums' and the counters' workspace.
+  if (small.decodeSplits > 1)
+    types.append(
+        {builder.getIndexType(),
+         MemRefType::get({ShapedType::kDynamic}, builder.getF32Type()),
+         MemRefType::get({ShapedType::kDynamic}, builder.getI32Type())});
   gpu::GPUFuncOp func = createKernelFunc(builder, loc, module, name, types,
                                          main.threads(), regs.launch);
   ImplicitLocOpBuilder b(loc, builder);
-  // The last argument picks the body: nonzero, the small-M tiles.
-  Value useSmall = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
-                                         func.getArguments().back(),
-                                         arith::ConstantIndexOp::create(b, 0));
+  // The argument after the ABI's picks the body: nonzero, the small-M tiles.
+  Value useSmall =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ne, func.getArgument(flag),
+                            arith::ConstantIndexOp::create(b, 0));
   scf::IfOp::create(
       b, useSmall,
       [&](OpBuilder &, Location) {
         GemmKernelEmitter body(b, small, func, smallEngine, regs);
+        if (small.decodeSplits > 1) {
+          body.decodeSplitsArg = func.getArgument(flag + 1);
+          body.decodePartials = func.getArgument(flag + 2);
+          body.decodeCounters = func.getArgument(flag + 3);
+        }
         body.setUpOperands();
         body.emitBody();
         scf::YieldOp::create(b);

@@ -183,10 +183,25 @@ public:
     Value first = mul(split, kPerSplit);
     return {first, arith::MinUIOp::create(b, kPerSplit, sub(numK, first))};
   }
+  /// A small-M body's decode splits (s.decodeSplits > 1): the range count S
+  /// of this call and the workspace, the kernel arguments after the body
+  /// flag (set before setUpOperands); the call's ranges per tile.
+  Value decodeSplitsArg, decodePartials, decodeCounters, decodeRanges;
+  /// The workspace of partial sums and counters: the decode splits' or the
+  /// ABI's (stream-K).
+  Value workspacePartials() {
+    return decodePartials ? decodePartials : arg(GemmArg::Partials);
+  }
+  Value workspaceCounters() {
+    return decodeCounters ? decodeCounters : arg(GemmArg::Counters);
+  }
   /// Stream-K (GemmMainLoop.cpp): a cut tile's sums through the workspace.
   Value partialSlotOffset(Value cta, Value c, int64_t pair);
   void publishPartial(Value acc, Value c);
   Value addNextPartial(Value acc, Value c);
+  /// Decode splits: range 0 of tile `tileIndex` adds ranges 1.. of it (work
+  /// items tileIndex + r x tiles, each on the CTA of that index).
+  Value addRangePartials(Value acc, Value c, Value tileIndex);
 };
 
 } // namespace mlir::fusion

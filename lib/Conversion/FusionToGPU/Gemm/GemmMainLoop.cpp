@@ -161,7 +161,7 @@ Value GemmKernelEmitter::partialSlotOffset(Value cta, Value c, int64_t pair) {
 /// its workspace slot, then (after every consumer's stores, GPU-scope
 /// fence) its counter to 1, as the row exchange publishes a tile.
 void GemmKernelEmitter::publishPartial(Value acc, Value c) {
-  Value partials = arg(GemmArg::Partials);
+  Value partials = workspacePartials();
   Value cta = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   std::unique_ptr<AccumulatorView> view = engine->view(*this, acc, tid);
   int64_t groups = view->columnGroups();
@@ -171,7 +171,7 @@ void GemmKernelEmitter::publishPartial(Value acc, Value c) {
                               ValueRange{partialSlotOffset(cta, c, h * groups + j)},
                               /*nontemporal=*/false, llvm::MaybeAlign(8));
   publishCount(
-      arg(GemmArg::Counters), [&] { return cta; }, isStoreLeader(),
+      workspaceCounters(), [&] { return cta; }, isStoreLeader(),
       [&] { consumerBarrier(); });
 }
 
@@ -194,6 +194,35 @@ Value GemmKernelEmitter::addNextPartial(Value acc, Value c) {
             /*nontemporal=*/false, llvm::MaybeAlign(8));
         return arith::AddFOp::create(b, view->pair(h, j), other);
       });
+}
+
+/// Decode splits: with S > 1 the host launches a CTA per work item, so
+/// item w's sums are in slot w, published by CTA w; range 0 waits for each
+/// other range's counter in turn and adds its sums (in range order: the
+/// same bits run to run).
+Value GemmKernelEmitter::addRangePartials(Value acc, Value c, Value tileIndex) {
+  Value partials = workspacePartials();
+  auto pairType = VectorType::get({2}, b.getF32Type());
+  ValueRange sum = forLoop(
+      idx(1), decodeRanges, idx(1), ValueRange{acc},
+      [&](Value r, ValueRange it) {
+        Value item = add(tileIndex, mul(r, numTiles));
+        awaitCount(
+            workspaceCounters(), [&] { return item; }, i32(1), isStoreLeader(),
+            [&] { consumerBarrier(); });
+        std::unique_ptr<AccumulatorView> view = engine->view(*this, it[0], tid);
+        int64_t groups = view->columnGroups();
+        Value next = engine->accumulatorFromPairs(
+            *this, tid, [&](AccumulatorView &, int64_t h, int64_t j) -> Value {
+              Value other = vector::LoadOp::create(
+                  b, pairType, partials,
+                  ValueRange{partialSlotOffset(item, c, h * groups + j)},
+                  /*nontemporal=*/false, llvm::MaybeAlign(8));
+              return arith::AddFOp::create(b, view->pair(h, j), other);
+            });
+        return SmallVector<Value>{next};
+      });
+  return sum[0];
 }
 
 /// The residual tile [tile_m, tile_n] at (blockRow, blockCol), rows and
@@ -508,7 +537,13 @@ void GemmKernelEmitter::consumer() {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&acc.getThenRegion().front());
-      scf::YieldOp::create(b, addNextPartial(loop[0], c));
+      Value tileIndex = s.decodeSplits > 1
+                            ? add(mul(div(blockRow, s.tileM), numTilesN),
+                                  div(blockCol, s.tileN))
+                            : Value();
+      scf::YieldOp::create(b, tileIndex
+                                  ? addRangePartials(loop[0], c, tileIndex)
+                                  : addNextPartial(loop[0], c));
       b.setInsertionPointToStart(&acc.getElseRegion().front());
       scf::YieldOp::create(b, loop[0]);
     }
@@ -533,6 +568,14 @@ void GemmKernelEmitter::consumer() {
     scheduler.tileLoop(*this, {idx(0), idx(0)}, [&](Value blockRow, Value blockCol,
                                                     Value split, ValueRange iters) {
       auto [kFirst, kCount] = kRange(split);
+      if (s.decodeSplits > 1) {
+        // Ranges past 0 hand their sums to range 0, which finishes the tile.
+        outRowOffset = Value();
+        return tile(
+            blockRow, blockCol, kFirst, kCount,
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ne, split, idx(0)),
+            eq(split, 0), iters);
+      }
       // Split-K: this range's partial sums go to workspace rows split x M + ...
       outRowOffset = split ? mul(split, m) : Value();
       return tile(blockRow, blockCol, kFirst, kCount, Value(), Value(), iters);

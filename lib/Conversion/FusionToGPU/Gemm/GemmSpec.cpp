@@ -119,6 +119,16 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
           "bias";
     return failure();
   }
+  // (A norm over column groups is one CTA's: the tile's finishing range
+  // has the whole accumulator.)
+  if (s.decodeSplits > 1 &&
+      (s.gradEpilogue() || s.lazyPrologue() || s.rowDot || s.clusterN != 1 ||
+       s.globalRows || target.mma == MmaKind::Tcgen05)) {
+    why = "decode_splits is generated for one CTA's tiles whose K loop "
+          "carries only the accumulator (no prologue, row dot or grad "
+          "epilogue) on a target accumulating in registers (sm_90a)";
+    return failure();
+  }
   if (s.streamK && (s.rowReduction() || s.lazyPrologue() ||
                     target.mma == MmaKind::Tcgen05)) {
     why = "stream_k is generated for a GEMM without a row reduction or a "
@@ -272,6 +282,7 @@ mlir::fusion::getGemmKernelSpec(FusedMatmulOp op, const TargetInfo &target,
   s.stagedResidual = config.getStagedResidual();
   s.splitK = config.getSplitK();
   s.streamK = config.getStreamK();
+  s.decodeSplits = config.getDecodeSplits();
   s.abType = lhsType.getElementType();
   s.finalType = cast<RankedTensorType>(op.getOutput().getType()).getElementType();
   s.outType = s.splitK > 1 ? Float32Type::get(op.getContext()) : s.finalType;

@@ -55,6 +55,13 @@ struct GemmKernelSpec {
   /// the workspace (Partials: a [tile_m x tile_n] f32 slot per CTA) and
   /// its counter (Counters: one per CTA), the CTA before adds it.
   bool streamK = false;
+  /// A small-M body's most K ranges per tile (decode_splits; 1: none): the
+  /// host passes the count it takes per call, S, with a workspace after
+  /// the body flag (buildGemmKernel); work item w is tile w mod tiles of
+  /// range w / tiles, and range 0 adds the other ranges' sums (a
+  /// [tile_m x tile_n] f32 slot per item, rows past M left out; a counter
+  /// per item) before the epilogue.
+  int64_t decodeSplits = 1;
   Type finalType;
   Type abType, outType;
   /// A stored [K, M] (transpose_lhs: M-major), B stored [N, K] (transpose_rhs).

@@ -233,13 +233,11 @@ TargetAttr TargetAttr::lookup(Operation *op) {
 // KernelConfigAttr
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                         int64_t tileM, int64_t tileN, int64_t tileK,
-                         int64_t stages, int64_t clusterN, int64_t consumers,
-                         int64_t smemBytes, bool epilogueWarps,
-                         bool globalRows, bool stagedResidual, int64_t splitK,
-                         bool streamK) {
+LogicalResult KernelConfigAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t tileM, int64_t tileN,
+    int64_t tileK, int64_t stages, int64_t clusterN, int64_t consumers,
+    int64_t smemBytes, bool epilogueWarps, bool globalRows, bool stagedResidual,
+    int64_t splitK, bool streamK, int64_t decodeSplits) {
   for (auto [name, v] : {std::pair<StringRef, int64_t>{"tile_m", tileM},
                          {"tile_n", tileN},
                          {"tile_k", tileK},
@@ -281,5 +279,16 @@ KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           "tile's K between two CTAs: plain tiles only), but "
                           "got split_k = "
                        << splitK << ", cluster_n = " << clusterN;
+  if (decodeSplits < 1)
+    return emitError() << "expected decode_splits >= 1, but got "
+                       << decodeSplits;
+  if (decodeSplits > 1 &&
+      (splitK != 1 || streamK || clusterN != 1 || epilogueWarps || globalRows))
+    return emitError() << "expected decode_splits without split_k, stream_k, "
+                          "cluster_n, epilogue_warps or global_rows (plain "
+                          "tiles whose K ranges one CTA finishes), but got "
+                          "decode_splits = "
+                       << decodeSplits << ", split_k = " << splitK
+                       << ", cluster_n = " << clusterN;
   return success();
 }

@@ -413,15 +413,15 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                  chooseStreamK(op, target, m, n, tileN, clusterN, splitK);
   return KernelConfigAttr::get(
       op.getContext(), K::kTileM, tileN, K::kTileK, layout->stages, clusterN,
-      gemmConsumerGroups(target), layout->totalBytes, params.strategy.epilogueWarps,
-      params.strategy.globalRows, params.strategy.stagedResidual, splitK,
-      streamK);
+      gemmConsumerGroups(target), layout->totalBytes,
+      params.strategy.epilogueWarps, params.strategy.globalRows,
+      params.strategy.stagedResidual, splitK, streamK, /*decodeSplits=*/1);
 }
 
 std::optional<KernelConfigAttr>
 mlir::fusion::planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                                     KernelConfigAttr config,
-                                    std::string &whyNot) {
+                                    std::string &whyNot, bool decodeSplits) {
   if (target.tensorMemoryColumns > 0) {
     whyNot = "only where the accumulator is in registers (sm_90a)";
     return std::nullopt;
@@ -456,6 +456,18 @@ mlir::fusion::planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   if (failed(small)) {
     whyNot = why;
     return std::nullopt;
+  }
+  // K ranges per tile (decode_splits): where each range's K loop carries
+  // nothing but the accumulator (no Lazy row sums in the kernel, no row
+  // dot), so that range 0 may finish the tile from the others' sums.
+  if (decodeSplits && op.getPrologue() == PrologueKind::none &&
+      !op.getRowDot()) {
+    KernelConfigAttr c = *small;
+    return KernelConfigAttr::get(
+        op.getContext(), c.getTileM(), c.getTileN(), c.getTileK(),
+        c.getStages(), c.getClusterN(), c.getConsumers(), c.getSmemBytes(),
+        c.getEpilogueWarps(), c.getGlobalRows(), c.getStagedResidual(),
+        c.getSplitK(), c.getStreamK(), GemmTiling::kSmallMMaxDecodeSplits);
   }
   return *small;
 }

@@ -90,9 +90,10 @@ bool wantsRowStatsKernel(FusedMatmulOp op, KernelConfigAttr config,
 /// `fusion.kernel_small_m`; with a static M whose tiles would occupy at
 /// most 1 / kSmallMOccupancy of the SMs, in place of `config`. With
 /// `report` a remark on `at` (the op the user wrote; `op` when null) says
-/// so.
+/// so. `decodeSplits` (small-m-split): a dynamic M's small-M configuration
+/// also splits K (decode_splits) where planSmallMFusedMatmul allows it.
 void attachSmallMKernel(FusedMatmulOp op, const TargetInfo &target,
-                        KernelConfigAttr config, bool report,
+                        KernelConfigAttr config, bool report, bool decodeSplits,
                         Operation *at = nullptr) {
   auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
   int64_t m = lhsType.getDimSize(op.getTransposeLhs() ? 1 : 0);
@@ -105,8 +106,8 @@ void attachSmallMKernel(FusedMatmulOp op, const TargetInfo &target,
                       target.multiprocessors))
     return;
   std::string whyNot;
-  std::optional<KernelConfigAttr> small =
-      planSmallMFusedMatmul(op, target, config, whyNot);
+  std::optional<KernelConfigAttr> small = planSmallMFusedMatmul(
+      op, target, config, whyNot, decodeSplits && !staticM);
   if (!small)
     return;
   Operation *remarkOn = at ? at : op.getOperation();
@@ -753,7 +754,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
                                         bool splitK, bool report,
                                         int64_t maxEpilogueCluster,
                                         bool rmsPrologue, bool streamK,
-                                        bool smallM, bool rowsPrefetch) {
+                                        bool smallM, bool rowsPrefetch,
+                                        bool smallMSplit) {
   foldAttentionResiduals(module);
   // After the residual fold: the Kunlun block's dh + dq1 is then the
   // gdpa_grad's residual(%dh), which the prologue takes as grad_residual.
@@ -844,7 +846,7 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
       if (report)
         fused.emitRemark() << "GEMM kernel on " << target->chip << ": " << *config;
       if (smallM)
-        attachSmallMKernel(fused, *target, *config, report);
+        attachSmallMKernel(fused, *target, *config, report, smallMSplit);
       continue;
     }
 
@@ -874,7 +876,7 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
     if (report)
       matmul.emitRemark() << "GEMM kernel on " << target->chip << ": " << *config;
     if (smallM)
-      attachSmallMKernel(fused, *target, *config, report, matmul);
+      attachSmallMKernel(fused, *target, *config, report, smallMSplit, matmul);
     rewriter.replaceOp(matmul, fused.getOutput());
   }
   if (rowsPrefetch)

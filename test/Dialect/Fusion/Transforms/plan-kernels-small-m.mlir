@@ -1,5 +1,18 @@
 // RUN: fusion-opt %s -split-input-file "--fusion-plan-kernels=report=true" -verify-diagnostics | FileCheck %s
 // RUN: fusion-opt %s -split-input-file "--fusion-plan-kernels=small-m=false" | FileCheck %s --check-prefix=OFF
+// RUN: fusion-opt %s -split-input-file "--fusion-plan-kernels=small-m-split=true" | FileCheck %s --check-prefix=SPLIT
+// With small-m-split (experimental) a dynamic M's small-M configuration
+// also gets decode_splits = 4 where its K loop carries only the accumulator
+// (a plain GEMM, a per-head norm), not with Lazy Pre-Norm's row sums in
+// the kernel, nor in a static M's replanned main configuration.
+// SPLIT-LABEL: func.func @linear_dynamic
+// SPLIT: fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 8, cluster_n = 1, consumers = 2, smem_bytes = 230912, decode_splits = 4>
+// SPLIT-LABEL: func.func @lazy_prenorm_dynamic
+// SPLIT-NOT: decode_splits
+// SPLIT-LABEL: func.func @linear_static
+// SPLIT-NOT: decode_splits
+// SPLIT-LABEL: func.func @q_proj_q_norm
+// SPLIT: fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 128, {{.*}}, decode_splits = 4>
 // OFF-NOT: kernel_small_m
 
 // The small-M kernel (planSmallMFusedMatmul; small-m, on by default, and

@@ -156,12 +156,17 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
     |                  | the partial one over the CTAs by K steps (a tile cut between   |
     |                  | two CTAs, the later part's f32 sums handed to the CTA that     |
     |                  | finishes it through global memory); measured slower (L2)       |
+    | `decode_splits`  | a small-M configuration only: up to this many K ranges per     |
+    |                  | tile, the count chosen per call so that every (tile, range)    |
+    |                  | has a CTA; range 0 adds the others' sums (a workspace slot     |
+    |                  | each) and runs the epilogue (fusion-plan-kernels               |
+    |                  | small-m-split; experimental)                                   |
 
     `epilogue_warps`, `global_rows` and `staged_residual` are the epilogue
     strategy the planner chose (`chooseGemmEpilogueStrategy` in
     `fusion/Target/NVPTX/GemmKernelLayout.h`); the generator reads them, it
-    does not re-derive them. They, `split_k` and `stream_k` are printed only
-    when set.
+    does not re-derive them. They, `split_k`, `stream_k` and `decode_splits`
+    are printed only when set.
 
     A GEMM planned for a dynamic token count may also carry
     `fusion.kernel_small_m`, a second configuration of the same op (tiles
@@ -187,7 +192,8 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
                         DefaultValuedParameter<"bool", "false">:$global_rows,
                         DefaultValuedParameter<"bool", "false">:$staged_residual,
                         DefaultValuedParameter<"int64_t", "1">:$split_k,
-                        DefaultValuedParameter<"bool", "false">:$stream_k);
+                        DefaultValuedParameter<"bool", "false">:$stream_k,
+                        DefaultValuedParameter<"int64_t", "1">:$decode_splits);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -754,6 +754,13 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     - `small-m` (default on): the small-M kernel of a
       GEMM planned for a dynamic token count (`fusion.kernel_small_m`,
       above).
+    - `small-m-split` (default off; experimental, not yet run on a GPU):
+      a dynamic M's small-M configuration also gets `decode_splits = 4`
+      where its K loop carries only the accumulator (no Lazy row sums in
+      the kernel, no row dot): per call the host takes S = min(4, the
+      cooperative grid over the small tiles, the K steps) K ranges per
+      tile, a CTA per (tile, range), and range 0 adds the other ranges'
+      sums from a workspace before the epilogue.
     - `rows-prefetch` (default off; experimental, not yet measured): every
       standalone `fusion.rms_norm` / `fusion.layer_norm` gets the unit
       attribute `fusion.rows_prefetch`, and where its row is one warp's
@@ -838,6 +845,11 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
            "fold a fusion.rms_norm_grad feeding a fusion.gdpa_grad into it "
            "as its RMSNorm-gradient prologue where the target's kernel "
            "takes that form (off until convert-fusion-to-gpu lowers it)">,
+    Option<"smallMSplit", "small-m-split", "bool", /*default=*/"false",
+           "let the small-M kernel of a dynamic token count split K into up "
+           "to 4 ranges per tile (decode_splits), range 0 finishing the "
+           "tile, where its K loop carries only the accumulator "
+           "(experimental, not yet run on a GPU)">,
     Option<"rowsPrefetch", "rows-prefetch", "bool", /*default=*/"false",
            "mark every standalone fusion.rms_norm / fusion.layer_norm "
            "fusion.rows_prefetch: a row of one warp (16-bit, whole "

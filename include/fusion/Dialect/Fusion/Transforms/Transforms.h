@@ -129,10 +129,13 @@ planFusedMatmul(FusedMatmulOp op, const TargetInfo &target, std::string &why,
 /// launching this one when the main kernel's tiles would occupy at most
 /// 1 / GemmTiling::kSmallMOccupancy of the SMs; with a static M that few
 /// tiles, it replaces the main configuration.
-std::optional<KernelConfigAttr> planSmallMFusedMatmul(FusedMatmulOp op,
-                                                      const TargetInfo &target,
-                                                      KernelConfigAttr config,
-                                                      std::string &whyNot);
+/// With `decodeSplits`, where the K loop carries only the accumulator (no
+/// Lazy prologue, no row dot), also decode_splits =
+/// GemmTiling::kSmallMMaxDecodeSplits.
+std::optional<KernelConfigAttr>
+planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
+                      KernelConfigAttr config, std::string &whyNot,
+                      bool decodeSplits = false);
 
 /// fusion-plan-kernels: rewrites every fusion.matmul into a fusion.fused_matmul
 /// without prologue or epilogue (a bias becomes its col_bias), and attaches
@@ -189,11 +192,14 @@ std::optional<KernelConfigAttr> planSmallMFusedMatmul(FusedMatmulOp op,
 /// `rowsPrefetch`: every standalone fusion.rms_norm / fusion.layer_norm left
 /// after the GEMM planning gets `fusion.rows_prefetch` (its row kernel's
 /// persistent, prefetching form where the row is one warp's).
+/// `smallMSplit`: a dynamic M's small-M configuration may split K
+/// (decode_splits; planSmallMFusedMatmul).
 LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
                           bool splitK = false, bool report = false,
                           int64_t maxEpilogueCluster = 0,
                           bool rmsPrologue = false, bool streamK = false,
-                          bool smallM = false, bool rowsPrefetch = false);
+                          bool smallM = false, bool rowsPrefetch = false,
+                          bool smallMSplit = false);
 
 /// The cost model's choice for a Lazy Pre-Norm GEMM of `columnTiles` output
 /// tiles per row: true to sum the rows in the kernel, false for a row
