@@ -86,6 +86,45 @@ gpu::GPUFuncOp buildSplitKSumKernel(ImplicitLocOpBuilder &host,
   return func;
 }
 
+/// The most CTAs of `kernelName` a cooperative launch holds at once, and
+/// the runtime marks the kernel cooperative (CTAs that wait for one
+/// another: rows through global memory, stream-K, decode splits); it
+/// refuses the launch where fewer than `minimumBlocks` fit.
+Value cooperativeGridLimit(HostLowering &host, StringRef kernelName,
+                           int64_t threads, Value smemBytes,
+                           function_ref<Value()> minimumBlocks) {
+  ImplicitLocOpBuilder &b = host.b;
+  Type i32 = b.getI32Type();
+  func::FuncOp f = host.getRuntimeFunction(
+      "fusionrtCooperativeGridLimit",
+      b.getFunctionType(
+          {LLVM::LLVMPointerType::get(b.getContext()), i32, i32, i32}, {i32}));
+  Value name = host.getKernelName(kernelName);
+  Value threadCount =
+      arith::ConstantOp::create(b, b.getI32IntegerAttr(threads));
+  return arith::IndexCastOp::create(
+      b, b.getIndexType(),
+      func::CallOp::create(
+          b, f, ValueRange{name, threadCount, smemBytes, minimumBlocks()})
+          .getResult(0));
+}
+
+/// A workspace handing data between CTAs: `partialWords` f32 and
+/// `counterCount` i32 counters, zeroed before the launch (both to be freed
+/// after it, in stream order).
+std::pair<Value, Value> allocHandOff(HostLowering &host, Value partialWords,
+                                     Value counterCount) {
+  ImplicitLocOpBuilder &b = host.b;
+  auto vector = [&](Type elem) {
+    return MemRefType::get({ShapedType::kDynamic}, elem);
+  };
+  Value partials = host.chain.alloc(vector(b.getF32Type()), partialWords);
+  Value counters = host.chain.alloc(vector(b.getI32Type()), counterCount);
+  host.chain.zero(counters,
+                  arith::ConstantOp::create(b, b.getI32IntegerAttr(0)));
+  return {partials, counters};
+}
+
 MmaShape mmaShapeOf(const GemmKernelSpec &s) {
   return MmaShape{s.tileN, s.tileK, s.abType, s.transposeA, s.transposeB};
 }
@@ -357,12 +396,7 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
       partialCount =
           arith::MulIOp::create(b, counterCount, idx(spec.tileM * spec.tileN));
     }
-    auto vector = [&](Type elem) {
-      return MemRefType::get({ShapedType::kDynamic}, elem);
-    };
-    Value partials = host.chain.alloc(vector(b.getF32Type()), partialCount);
-    Value counters = host.chain.alloc(vector(b.getI32Type()), counterCount);
-    host.chain.zero(counters, arith::ConstantOp::create(b, b.getI32IntegerAttr(0)));
+    auto [partials, counters] = allocHandOff(host, partialCount, counterCount);
     args[GemmArg::Partials] = partials;
     args[GemmArg::Counters] = counters;
     workspace = {partials, counters};
@@ -445,21 +479,9 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
       auto maxOf = [&](Value x, int64_t y) -> Value {
         return arith::MaxUIOp::create(b, x, idx(y));
       };
-      Type i32 = b.getI32Type();
-      func::FuncOp limitFn = host.getRuntimeFunction(
-          "fusionrtCooperativeGridLimit",
-          b.getFunctionType({LLVM::LLVMPointerType::get(ctx), i32, i32, i32},
-                            {i32}));
-      Value coop = arith::IndexCastOp::create(
-          b, b.getIndexType(),
-          func::CallOp::create(
-              b, limitFn,
-              ValueRange{host.getKernelName(kernelName),
-                         arith::ConstantOp::create(
-                             b, b.getI32IntegerAttr(small->threads())),
-                         smallShape.smemBytes,
-                         arith::ConstantOp::create(b, b.getI32IntegerAttr(1))})
-              .getResult(0));
+      Value coop = cooperativeGridLimit(
+          host, kernelName, small->threads(), smallShape.smemBytes,
+          [&] { return arith::ConstantOp::create(b, b.getI32IntegerAttr(1)); });
       Value smallTiles =
           maxOf(arith::MulIOp::create(b, ceilDiv(m, idx(small->tileM)),
                                       ceilDiv(n, idx(small->tileN))),
@@ -479,15 +501,10 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
           arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, ranges, idx(1)),
           items, smallGrid);
       Value slots = arith::SelectOp::create(b, useSmall, items, idx(1));
-      auto vector = [&](Type elem) {
-        return MemRefType::get({ShapedType::kDynamic}, elem);
-      };
-      Value slotWords =
-          arith::MulIOp::create(b, slots, idx(small->tileM * small->tileN));
-      Value partials = host.chain.alloc(vector(b.getF32Type()), slotWords);
-      Value counters = host.chain.alloc(vector(i32), slots);
-      host.chain.zero(counters,
-                      arith::ConstantOp::create(b, b.getI32IntegerAttr(0)));
+      auto [partials, counters] = allocHandOff(
+          host,
+          arith::MulIOp::create(b, slots, idx(small->tileM * small->tileN)),
+          slots);
       workspace.append({partials, counters});
       decodeOperands = {splitCount, partials, counters};
     }
@@ -584,13 +601,12 @@ GemmKernelFamily::launchShape(HostLowering &host, const GemmKernelSpec &spec,
   // so the grid is resident too (cooperative; any size of at least one).
   Value sms = knownSms;
   if (spec.globalRows || spec.streamK)
-    sms = callIndex(
-        "fusionrtCooperativeGridLimit",
-        {LLVM::LLVMPointerType::get(ctx), i32, i32, i32},
-        {host.getKernelName(kernelName), i32Const(spec.threads()), smemBytes,
-         spec.streamK
-             ? i32Const(1).getResult()
-             : arith::IndexCastOp::create(b, i32, tilesN).getResult()});
+    sms = cooperativeGridLimit(
+        host, kernelName, spec.threads(), smemBytes, [&]() -> Value {
+          if (spec.streamK)
+            return i32Const(1);
+          return arith::IndexCastOp::create(b, i32, tilesN);
+        });
   else if (!sms)
     sms = callIndex("fusionrtMultiprocessorCount", {}, {});
   Value tiles = arith::MulIOp::create(b, tilesN, rowBlocks);

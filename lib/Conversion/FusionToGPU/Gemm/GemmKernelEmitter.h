@@ -198,6 +198,7 @@ public:
   /// Stream-K (GemmMainLoop.cpp): a cut tile's sums through the workspace.
   Value partialSlotOffset(Value cta, Value c, int64_t pair);
   void publishPartial(Value acc, Value c);
+  Value addPartialOf(Value acc, Value c, Value slot);
   Value addNextPartial(Value acc, Value c);
   /// Decode splits: range 0 of tile `tileIndex` adds ranges 1.. of it (work
   /// items tileIndex + r x tiles, each on the CTA of that index).

@@ -175,13 +175,12 @@ void GemmKernelEmitter::publishPartial(Value acc, Value c) {
       [&] { consumerBarrier(); });
 }
 
-/// Stream-K, the CTA that computed a cut tile's first part: waits for the
-/// next CTA's counter, then adds that CTA's sums to the accumulator.
-Value GemmKernelEmitter::addNextPartial(Value acc, Value c) {
-  Value partials = arg(GemmArg::Partials);
-  Value next = add(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(1));
+/// The sums of workspace slot `slot` added to the accumulator, once its
+/// counter is set (one thread polls, the consumers meet at a barrier).
+Value GemmKernelEmitter::addPartialOf(Value acc, Value c, Value slot) {
+  Value partials = workspacePartials();
   awaitCount(
-      arg(GemmArg::Counters), [&] { return next; }, i32(1), isStoreLeader(),
+      workspaceCounters(), [&] { return slot; }, i32(1), isStoreLeader(),
       [&] { consumerBarrier(); });
   std::unique_ptr<AccumulatorView> view = engine->view(*this, acc, tid);
   int64_t groups = view->columnGroups();
@@ -190,39 +189,28 @@ Value GemmKernelEmitter::addNextPartial(Value acc, Value c) {
       *this, tid, [&](AccumulatorView &, int64_t h, int64_t j) -> Value {
         Value other = vector::LoadOp::create(
             b, pairType, partials,
-            ValueRange{partialSlotOffset(next, c, h * groups + j)},
+            ValueRange{partialSlotOffset(slot, c, h * groups + j)},
             /*nontemporal=*/false, llvm::MaybeAlign(8));
         return arith::AddFOp::create(b, view->pair(h, j), other);
       });
 }
 
+/// Stream-K, the CTA that computed a cut tile's first part: the next CTA's
+/// sums.
+Value GemmKernelEmitter::addNextPartial(Value acc, Value c) {
+  return addPartialOf(
+      acc, c, add(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(1)));
+}
+
 /// Decode splits: with S > 1 the host launches a CTA per work item, so
-/// item w's sums are in slot w, published by CTA w; range 0 waits for each
-/// other range's counter in turn and adds its sums (in range order: the
-/// same bits run to run).
+/// item w's sums are in slot w, published by CTA w; range 0 adds the other
+/// ranges' in range order (the same bits run to run).
 Value GemmKernelEmitter::addRangePartials(Value acc, Value c, Value tileIndex) {
-  Value partials = workspacePartials();
-  auto pairType = VectorType::get({2}, b.getF32Type());
-  ValueRange sum = forLoop(
-      idx(1), decodeRanges, idx(1), ValueRange{acc},
-      [&](Value r, ValueRange it) {
-        Value item = add(tileIndex, mul(r, numTiles));
-        awaitCount(
-            workspaceCounters(), [&] { return item; }, i32(1), isStoreLeader(),
-            [&] { consumerBarrier(); });
-        std::unique_ptr<AccumulatorView> view = engine->view(*this, it[0], tid);
-        int64_t groups = view->columnGroups();
-        Value next = engine->accumulatorFromPairs(
-            *this, tid, [&](AccumulatorView &, int64_t h, int64_t j) -> Value {
-              Value other = vector::LoadOp::create(
-                  b, pairType, partials,
-                  ValueRange{partialSlotOffset(item, c, h * groups + j)},
-                  /*nontemporal=*/false, llvm::MaybeAlign(8));
-              return arith::AddFOp::create(b, view->pair(h, j), other);
-            });
-        return SmallVector<Value>{next};
-      });
-  return sum[0];
+  return forLoop(idx(1), decodeRanges, idx(1), ValueRange{acc},
+                 [&](Value r, ValueRange it) {
+                   return SmallVector<Value>{addPartialOf(
+                       it[0], c, add(tileIndex, mul(r, numTiles)))};
+                 })[0];
 }
 
 /// The residual tile [tile_m, tile_n] at (blockRow, blockCol), rows and

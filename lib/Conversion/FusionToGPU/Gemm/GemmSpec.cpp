@@ -120,10 +120,10 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
     return failure();
   }
   // (A norm over column groups is one CTA's: the tile's finishing range
-  // has the whole accumulator.)
-  if (s.decodeSplits > 1 &&
-      (s.gradEpilogue() || s.lazyPrologue() || s.rowDot || s.clusterN != 1 ||
-       s.globalRows || target.mma == MmaKind::Tcgen05)) {
+  // has the whole accumulator. A cluster or rows through global memory the
+  // attribute's verifier refuses beside decode_splits.)
+  if (s.decodeSplits > 1 && (s.gradEpilogue() || s.lazyPrologue() || s.rowDot ||
+                             target.mma == MmaKind::Tcgen05)) {
     why = "decode_splits is generated for one CTA's tiles whose K loop "
           "carries only the accumulator (no prologue, row dot or grad "
           "epilogue) on a target accumulating in registers (sm_90a)";

@@ -59,8 +59,8 @@ struct GemmKernelSpec {
   /// host passes the count it takes per call, S, with a workspace after
   /// the body flag (buildGemmKernel); work item w is tile w mod tiles of
   /// range w / tiles, and range 0 adds the other ranges' sums (a
-  /// [tile_m x tile_n] f32 slot per item, rows past M left out; a counter
-  /// per item) before the epilogue.
+  /// [tile_m x tile_n] f32 slot and a counter per item, stream-K's
+  /// hand-over) before the epilogue.
   int64_t decodeSplits = 1;
   Type finalType;
   Type abType, outType;
