@@ -14,7 +14,7 @@
 # hidden 4096 33.5 -> ~18 us (128 CTAs), Qwen3's q_proj + q_norm at 2048
 # 17.4 -> 5-7 us (64 CTAs), Llama at 1024 unchanged (its Lazy row sums in
 # the kernel keep it unsplit); the 16-token calls 10-25% faster; 65536
-# tokens unchanged (the main body).
+# tokens unchanged (the main body, timed last).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 build=${1:-build/split}
@@ -44,4 +44,13 @@ for v in plain split plain split; do i=$((i + 1))
     --only "llama_prenorm_h(1024|4096)|qwen3_q_norm_h2048" --rounds 3 \
     --out "$OUT/layers16_$i-$v.json" --commit "${C:-unknown}-$v" > "$OUT/layers16_$i-$v.txt" 2>&1
   echo "== bench_layers 16 tokens $i-$v: exit $?"; sed -n '/^| [a-z]/p' "$OUT/layers16_$i-$v.txt"
+done
+# The main body at 65536 tokens: with --small-m-split every call also
+# allocates a one-slot workspace, zeroes its counter and launches
+# cooperatively; it must not cost there.
+for v in plain split; do
+  timeout 120 python3 bench/bench_layers.py --artifacts "$build/$v/gpu" --m 65536 --kinds llama_prenorm,qwen3_q_norm \
+    --only "llama_prenorm_h4096|qwen3_q_norm_h2048" --rounds 2 \
+    --out "$OUT/layers65536_$v.json" --commit "${C:-unknown}-$v" > "$OUT/layers65536_$v.txt" 2>&1
+  echo "== bench_layers 65536 tokens $v: exit $?"; sed -n '/^| [a-z]/p' "$OUT/layers65536_$v.txt"
 done
