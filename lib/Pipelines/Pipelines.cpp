@@ -83,7 +83,6 @@ void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
   plan.splitK = options.splitK;
   plan.streamK = options.streamK;
   plan.smallM = options.smallM;
-  plan.rowsPrefetch = options.rowsPrefetch;
   plan.smallMSplit = options.smallMSplit;
   plan.maxEpilogueCluster = options.maxEpilogueCluster;
   pm.addPass(createFusionPlanKernelsPass(plan));

@@ -82,12 +82,6 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
                      "splits K per tile at decode sizes (off by default: not "
                      "yet run on a GPU)"),
       llvm::cl::init(false)};
-  PassOptions::Option<bool> rowsPrefetch{
-      *this, "rows-prefetch",
-      llvm::cl::desc("fusion-plan-kernels' rows-prefetch: standalone norms "
-                     "of one warp per row on a persistent, prefetching grid "
-                     "(off by default: not yet measured)"),
-      llvm::cl::init(false)};
   PassOptions::Option<int64_t> maxEpilogueCluster{
       *this, "max-epilogue-cluster",
       llvm::cl::desc("fusion-plan-kernels' max-epilogue-cluster: the most CTAs "

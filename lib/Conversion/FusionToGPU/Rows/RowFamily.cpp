@@ -101,10 +101,6 @@ void RowKernelFamily::lower(HostLowering &host, Operation *op,
         operands.push_back(flat(ln.getRstd()));
     }
     gridX = arith::CeilDivUIOp::create(b, rows, idx(spec.rowsPerBlock));
-    // A persistent grid: at most normCTAsPerSM CTAs per SM (the target's).
-    if (spec.normCTAsPerSM)
-      gridX = arith::MinUIOp::create(
-          b, gridX, idx(target.multiprocessors * spec.normCTAsPerSM));
   } else {
     operands = {flat(op->getOperand(0)), flat(op->getOperand(1)),
                 flat(op->getResult(0))};

@@ -58,11 +58,8 @@ public:
       : KernelBuilder(b), s(s), args(func.getArguments()) {}
 
   void emitNorm();
-  /// Normalizes row `row` (null: this CTA's row group's) from `packed`,
-  /// its vectors as loaded (empty: loaded here).
   void emitNormRows(Value input, Value output, Value weight, Value bias,
-                    Value meanOut, Value rstdOut, Value rows,
-                    Value row = Value(), ValueRange packed = {});
+                    Value meanOut, Value rstdOut, Value rows);
   void emitNormGrad();
   void emitParamGradReduce();
   void emitElementwise();
@@ -372,46 +369,18 @@ void RowKernelEmitter::emitNorm() {
   Value rows = args[next++];
   setUpGroup();
   // Without rows there is nothing to read (the grid is one CTA).
-  if (!s.normCTAsPerSM) {
-    ifThen(ult(idx(0), rows), [&] {
-      emitNormRows(input, output, weight, bias, meanOut, rstdOut, rows);
-    });
-    return;
-  }
-  // Persistent, one warp per row: rows blockIdx.x, + gridDim.x, ...; each
-  // step loads the next row's vectors (the last row again past the end)
-  // before normalizing the current one, so that a warp has two rows of
-  // loads in flight.
-  Value first = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  Value step = gpu::GridDimOp::create(b, gpu::Dimension::x);
-  Value last = sub(rows, idx(1));
-  auto loadRow = [&](Value row) {
-    Value base = mul(arith::MinUIOp::create(b, row, last), idx(s.n));
-    SmallVector<Value> packed;
-    for (int64_t i = 0; i < s.vecsPerThread; ++i)
-      packed.push_back(
-          loadPacked(Value(), input, add(base, rowVector(i).first)));
-    return packed;
-  };
-  ifThen(ult(first, rows), [&] {
-    forLoop(first, rows, step, loadRow(first),
-            [&](Value row, ValueRange current) {
-              SmallVector<Value> next = loadRow(add(row, step));
-              emitNormRows(input, output, weight, bias, meanOut, rstdOut, rows,
-                           row, current);
-              return next;
-            });
+  ifThen(ult(idx(0), rows), [&] {
+    emitNormRows(input, output, weight, bias, meanOut, rstdOut, rows);
   });
 }
 
 void RowKernelEmitter::emitNormRows(Value input, Value output, Value weight,
                                     Value bias, Value meanOut, Value rstdOut,
-                                    Value rows, Value row, ValueRange packed) {
+                                    Value rows) {
   bool layerNorm = s.kind == RowOpKind::LayerNorm;
-  if (!row)
-    row = add(
-        mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(s.rowsPerBlock)),
-        rowInBlock);
+  Value row = add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x),
+                      idx(s.rowsPerBlock)),
+                  rowInBlock);
   Value rowValid = ult(row, rows);
   Value rowBase = mul(row, idx(s.n));
   // The loads read row min(row, rows - 1): a group past the last row re-reads
@@ -424,11 +393,8 @@ void RowKernelEmitter::emitNormRows(Value input, Value output, Value weight,
     auto [col, ok] = rowVector(i);
     inRow.push_back(ok);
     column.push_back(col);
-    if (!packed.empty())
-      x.push_back(widen(packed[i]));
-    else
-      x.push_back(ragged() ? loadIf(ok, input, add(loadBase, col))
-                           : load(input, add(loadBase, col), s.vec));
+    x.push_back(ragged() ? loadIf(ok, input, add(loadBase, col))
+                         : load(input, add(loadBase, col), s.vec));
     if (weight && s.output)
       w.push_back(loadIf(ok, weight, col));
     if (bias && s.output)
@@ -874,8 +840,6 @@ gpu::GPUFuncOp mlir::fusion::buildRowKernel(OpBuilder &builder, Location loc,
   std::optional<int64_t> maxRegisters;
   if (s.isNormGrad())
     maxRegisters = s.gradMaxRegisters;
-  else if (s.normMaxRegisters)
-    maxRegisters = s.normMaxRegisters;
   gpu::GPUFuncOp func = createKernelFunc(builder, loc, module, name, types,
                                          s.blockThreads(), maxRegisters);
   ImplicitLocOpBuilder b(loc, builder);

@@ -58,7 +58,7 @@ int64_t vectorWidth(Type elem, int64_t n) {
 }
 
 /// The rows of a norm: threads per row and vectors per thread.
-LogicalResult shapeNorm(RowKernelSpec &s, std::string &why, bool prefetch) {
+LogicalResult shapeNorm(RowKernelSpec &s, std::string &why) {
   constexpr int64_t kPreferredVectors = 4, kMaxThreads = 1024,
                     kMaxVectors = 16;
   int64_t chunks = s.chunks();
@@ -84,16 +84,6 @@ LogicalResult shapeNorm(RowKernelSpec &s, std::string &why, bool prefetch) {
   s.rowsPerBlock = s.vecsPerThread >= 3
                        ? 1
                        : std::max<int64_t>(1, 128 / s.threadsPerRow);
-  // fusion.rows_prefetch, one warp per row of 16-bit whole vectors:
-  // persistent, the next row's vectors (packed, vecsPerThread x 4
-  // registers) in flight while the current one is normalized; 80
-  // registers, 25 one-warp CTAs per SM. Other rows ignore the request.
-  if (prefetch && s.threadsPerRow == 32 && s.rowsPerBlock == 1 &&
-      s.chunks() % s.threadsPerRow == 0 &&
-      s.elem.getIntOrFloatBitWidth() == 16) {
-    s.normMaxRegisters = 80;
-    s.normCTAsPerSM = 65536 / (s.normMaxRegisters * 32);
-  }
   return success();
 }
 
@@ -300,8 +290,7 @@ FailureOr<RowKernelSpec> mlir::fusion::getRowKernelSpec(Operation *op,
             // Statistics nothing reads are not written.
             s.rstd = norm.getRstd() && !norm.getRstd().use_empty();
             s.output = !norm.getOutput().use_empty();
-            return shapeNorm(s, why,
-                             op->hasAttr(FusionDialect::kRowsPrefetchAttrName));
+            return shapeNorm(s, why);
           })
           .Case([&](LayerNormOp norm) {
             s.kind = RowOpKind::LayerNorm;
@@ -311,8 +300,7 @@ FailureOr<RowKernelSpec> mlir::fusion::getRowKernelSpec(Operation *op,
             s.mean = !norm.getMean().use_empty();
             s.rstd = !norm.getRstd().use_empty();
             s.output = !norm.getOutput().use_empty();
-            return shapeNorm(s, why,
-                             op->hasAttr(FusionDialect::kRowsPrefetchAttrName));
+            return shapeNorm(s, why);
           })
           .Case<RMSNormGradOp, LayerNormGradOp>([&](auto grad) {
             s.kind = isa<RMSNormGradOp>(op) ? RowOpKind::RMSNormGrad

@@ -78,11 +78,6 @@ struct RowKernelSpec {
   // of the dx kernel (.maxnreg) and the CTAs of its persistent grid on each
   // SM that it allows.
   int64_t gradRowsPerStep = 1, gradMaxRegisters = 0, gradCTAsPerSM = 1;
-  // Norms of one warp per row (16-bit rows of whole vectors, one row per
-  // CTA): a persistent grid of normCTAsPerSM one-warp CTAs per SM, each
-  // loading its next row while it normalizes the current one (0: one CTA
-  // per row). normMaxRegisters caps the kernel's registers to fit them.
-  int64_t normCTAsPerSM = 0, normMaxRegisters = 0;
   // Element-wise: vectors per thread (coalesced, blockThreads apart).
   static constexpr int64_t kVectorsPerThread = 4;
   // The parameter-gradient reduction kernel's shape: columns per CTA, warps

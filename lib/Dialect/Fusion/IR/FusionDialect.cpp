@@ -144,18 +144,6 @@ LogicalResult FusionDialect::verifyOperationAttribute(Operation *op,
     return verifyKernelConfigForTarget(
         op, cast<KernelConfigAttr>(attr.getValue()));
   }
-  if (attr.getName() == kRowsPrefetchAttrName) {
-    if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError()
-             << "expected '" << kRowsPrefetchAttrName
-             << "' to be a unit attribute, but got " << attr.getValue();
-    if (!isa<RMSNormOp, LayerNormOp>(op))
-      return op->emitError() << "expected '" << kRowsPrefetchAttrName
-                             << "' on a fusion.rms_norm or fusion.layer_norm, "
-                                "but it is on '"
-                             << op->getName() << "'";
-    return success();
-  }
   if (attr.getName() == kPrepareFuncAttrName) {
     if (!isa<FlatSymbolRefAttr>(attr.getValue()))
       return op->emitError() << "expected '" << kPrepareFuncAttrName

@@ -754,7 +754,7 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
                                         bool splitK, bool report,
                                         int64_t maxEpilogueCluster,
                                         bool rmsPrologue, bool streamK,
-                                        bool smallM, bool rowsPrefetch,
+                                        bool smallM,
                                         bool smallMSplit) {
   foldAttentionResiduals(module);
   // After the residual fold: the Kunlun block's dh + dq1 is then the
@@ -879,11 +879,5 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
       attachSmallMKernel(fused, *target, *config, report, smallMSplit, matmul);
     rewriter.replaceOp(matmul, fused.getOutput());
   }
-  if (rowsPrefetch)
-    module.walk([&](Operation *op) {
-      if (isa<RMSNormOp, LayerNormOp>(op))
-        op->setAttr(FusionDialect::kRowsPrefetchAttrName,
-                    UnitAttr::get(module.getContext()));
-    });
   return success(ok);
 }

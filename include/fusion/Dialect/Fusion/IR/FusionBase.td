@@ -47,11 +47,6 @@ def Fusion_Dialect : Dialect {
     /// A function's weight preparation (a symbol reference).
     static constexpr ::llvm::StringLiteral kPrepareFuncAttrName =
         "fusion.prepare";
-    /// A standalone norm whose row kernel runs on a persistent grid that
-    /// loads each warp's next row ahead (unit attribute; fusion-plan-kernels
-    /// rows-prefetch).
-    static constexpr ::llvm::StringLiteral kRowsPrefetchAttrName =
-        "fusion.rows_prefetch";
   }];
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }

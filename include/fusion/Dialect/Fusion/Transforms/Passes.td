@@ -761,22 +761,6 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       cooperative grid over the small tiles, the K steps) K ranges per
       tile, a CTA per (tile, range), and range 0 adds the other ranges'
       sums from a workspace before the epilogue.
-    - `rows-prefetch` (default off; experimental, not yet measured): every
-      standalone `fusion.rms_norm` / `fusion.layer_norm` gets the unit
-      attribute `fusion.rows_prefetch`, and where its row is one warp's
-      (16-bit, whole vectors, up to 1024 wide) convert-fusion-to-gpu runs
-      it on a persistent grid of 25 one-warp CTAs per SM that load each
-      warp's next row while it normalizes the current one:
-
-      ```mlir
-      // before
-      %y, %r = fusion.rms_norm %x weight(%g : tensor<1024xbf16>) {epsilon = 1.0e-05 : f32}
-          : tensor<?x1024xbf16> -> tensor<?x1024xbf16>, tensor<?xf32>
-      // after (rows-prefetch=true)
-      %y, %r = fusion.rms_norm %x weight(%g : tensor<1024xbf16>)
-          {epsilon = 1.0e-05 : f32, fusion.rows_prefetch}
-          : tensor<?x1024xbf16> -> tensor<?x1024xbf16>, tensor<?xf32>
-      ```
     - `max-epilogue-cluster` (default 0: the target's, 4 on sm_90a): the
       most CTAs of a cluster a forward norm epilogue's row may take; a row
       needing more goes through global memory (`global_rows`, every SM busy
@@ -849,13 +833,7 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
            "let the small-M kernel of a dynamic token count split K into up "
            "to 4 ranges per tile (decode_splits), range 0 finishing the "
            "tile, where its K loop carries only the accumulator "
-           "(experimental, not yet run on a GPU)">,
-    Option<"rowsPrefetch", "rows-prefetch", "bool", /*default=*/"false",
-           "mark every standalone fusion.rms_norm / fusion.layer_norm "
-           "fusion.rows_prefetch: a row of one warp (16-bit, whole "
-           "vectors) then runs on a persistent grid that loads each warp's "
-           "next row while it normalizes the current one (experimental, "
-           "not yet measured)">
+           "(experimental, not yet run on a GPU)">
   ];
 }
 

@@ -189,16 +189,13 @@ planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
 /// (sm_90a, dense q, a cluster of the H heads; whyNoAttentionGradKernel).
 /// Off by default until convert-fusion-to-gpu lowers the prologue.
 ///
-/// `rowsPrefetch`: every standalone fusion.rms_norm / fusion.layer_norm left
-/// after the GEMM planning gets `fusion.rows_prefetch` (its row kernel's
-/// persistent, prefetching form where the row is one warp's).
 /// `smallMSplit`: a dynamic M's small-M configuration may split K
 /// (decode_splits; planSmallMFusedMatmul).
 LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
                           bool splitK = false, bool report = false,
                           int64_t maxEpilogueCluster = 0,
                           bool rmsPrologue = false, bool streamK = false,
-                          bool smallM = false, bool rowsPrefetch = false,
+                          bool smallM = false,
                           bool smallMSplit = false);
 
 /// The cost model's choice for a Lazy Pre-Norm GEMM of `columnTiles` output
