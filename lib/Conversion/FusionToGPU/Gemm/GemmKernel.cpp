@@ -410,6 +410,7 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(
       b, useSmall,
       [&](OpBuilder &, Location) {
         GemmKernelEmitter body(b, small, func, smallEngine, regs);
+        body.skipGroupsPastM = true;
         if (small.decodeSplits > 1) {
           body.decodeSplitsArg = func.getArgument(flag + 1);
           body.decodePartials = func.getArgument(flag + 2);

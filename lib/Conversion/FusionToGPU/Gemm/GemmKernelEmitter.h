@@ -187,6 +187,10 @@ public:
   /// of this call and the workspace, the kernel arguments after the body
   /// flag (set before setUpOperands); the call's ranges per tile.
   Value decodeSplitsArg, decodePartials, decodeCounters, decodeRanges;
+  /// A small-M body: a consumer group whose rows all lie past M (at 16
+  /// tokens, every group but the first) waits for each slot and gives it
+  /// back without its MMAs, which the padding rows would only zero-fill.
+  bool skipGroupsPastM = false;
   /// The workspace of partial sums and counters: the decode splits' or the
   /// ABI's (stream-K).
   Value workspacePartials() {
@@ -197,12 +201,15 @@ public:
   }
   /// Stream-K (GemmMainLoop.cpp): a cut tile's sums through the workspace.
   Value partialSlotOffset(Value cta, Value c, int64_t pair);
-  void publishPartial(Value acc, Value c);
-  Value addPartialOf(Value acc, Value c, Value slot);
+  /// With `rowsLeft` (the rows of the tile inside M; decode splits), a
+  /// thread's rows past M are neither stored nor loaded.
+  void publishPartial(Value acc, Value c, Value rowsLeft = Value());
+  Value addPartialOf(Value acc, Value c, Value slot, Value rowsLeft = Value());
   Value addNextPartial(Value acc, Value c);
+  Value threadRowInside(Value c, int64_t h, Value rowsLeft);
   /// Decode splits: range 0 of tile `tileIndex` adds ranges 1.. of it (work
   /// items tileIndex + r x tiles, each on the CTA of that index).
-  Value addRangePartials(Value acc, Value c, Value tileIndex);
+  Value addRangePartials(Value acc, Value c, Value tileIndex, Value rowsLeft);
 };
 
 } // namespace mlir::fusion

@@ -160,16 +160,24 @@ Value GemmKernelEmitter::partialSlotOffset(Value cta, Value c, int64_t pair) {
 /// Stream-K, the CTA that computed a cut tile's later part: its sums into
 /// its workspace slot, then (after every consumer's stores, GPU-scope
 /// fence) its counter to 1, as the row exchange publishes a tile.
-void GemmKernelEmitter::publishPartial(Value acc, Value c) {
+void GemmKernelEmitter::publishPartial(Value acc, Value c, Value rowsLeft) {
   Value partials = workspacePartials();
   Value cta = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   std::unique_ptr<AccumulatorView> view = engine->view(*this, acc, tid);
   int64_t groups = view->columnGroups();
-  for (int64_t h = 0; h < view->rowsPerThread(); ++h)
-    for (int64_t j = 0; j < groups; ++j)
-      vector::StoreOp::create(b, view->pair(h, j), partials,
-                              ValueRange{partialSlotOffset(cta, c, h * groups + j)},
-                              /*nontemporal=*/false, llvm::MaybeAlign(8));
+  for (int64_t h = 0; h < view->rowsPerThread(); ++h) {
+    auto store = [&, h] {
+      for (int64_t j = 0; j < groups; ++j)
+        vector::StoreOp::create(
+            b, view->pair(h, j), partials,
+            ValueRange{partialSlotOffset(cta, c, h * groups + j)},
+            /*nontemporal=*/false, llvm::MaybeAlign(8));
+    };
+    if (rowsLeft)
+      ifThen(threadRowInside(c, h, rowsLeft), store);
+    else
+      store();
+  }
   publishCount(
       workspaceCounters(), [&] { return cta; }, isStoreLeader(),
       [&] { consumerBarrier(); });
@@ -177,7 +185,8 @@ void GemmKernelEmitter::publishPartial(Value acc, Value c) {
 
 /// The sums of workspace slot `slot` added to the accumulator, once its
 /// counter is set (one thread polls, the consumers meet at a barrier).
-Value GemmKernelEmitter::addPartialOf(Value acc, Value c, Value slot) {
+Value GemmKernelEmitter::addPartialOf(Value acc, Value c, Value slot,
+                                      Value rowsLeft) {
   Value partials = workspacePartials();
   awaitCount(
       workspaceCounters(), [&] { return slot; }, i32(1), isStoreLeader(),
@@ -185,14 +194,38 @@ Value GemmKernelEmitter::addPartialOf(Value acc, Value c, Value slot) {
   std::unique_ptr<AccumulatorView> view = engine->view(*this, acc, tid);
   int64_t groups = view->columnGroups();
   auto pairType = VectorType::get({2}, b.getF32Type());
+  SmallVector<Value> inside;
+  if (rowsLeft)
+    for (int64_t h = 0; h < view->rowsPerThread(); ++h)
+      inside.push_back(threadRowInside(c, h, rowsLeft));
   return engine->accumulatorFromPairs(
       *this, tid, [&](AccumulatorView &, int64_t h, int64_t j) -> Value {
-        Value other = vector::LoadOp::create(
-            b, pairType, partials,
-            ValueRange{partialSlotOffset(slot, c, h * groups + j)},
-            /*nontemporal=*/false, llvm::MaybeAlign(8));
-        return arith::AddFOp::create(b, view->pair(h, j), other);
+        auto sum = [&, h, j]() -> Value {
+          Value other = vector::LoadOp::create(
+              b, pairType, partials,
+              ValueRange{partialSlotOffset(slot, c, h * groups + j)},
+              /*nontemporal=*/false, llvm::MaybeAlign(8));
+          return arith::AddFOp::create(b, view->pair(h, j), other);
+        };
+        if (!rowsLeft)
+          return sum();
+        auto pick =
+            scf::IfOp::create(b, pairType, inside[h], /*withElse=*/true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&pick.getThenRegion().front());
+        scf::YieldOp::create(b, sum());
+        b.setInsertionPointToStart(&pick.getElseRegion().front());
+        scf::YieldOp::create(b, view->pair(h, j));
+        return pick.getResult(0);
       });
+}
+
+/// Whether consumer thread `tid` of group c holds, in its accumulator's row
+/// h, a row of the tile inside M (`rowsLeft` rows are).
+Value GemmKernelEmitter::threadRowInside(Value c, int64_t h, Value rowsLeft) {
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                               add(engine->firstRow(*this, c, tid), idx(8 * h)),
+                               rowsLeft);
 }
 
 /// Stream-K, the CTA that computed a cut tile's first part: the next CTA's
@@ -205,11 +238,12 @@ Value GemmKernelEmitter::addNextPartial(Value acc, Value c) {
 /// Decode splits: with S > 1 the host launches a CTA per work item, so
 /// item w's sums are in slot w, published by CTA w; range 0 adds the other
 /// ranges' in range order (the same bits run to run).
-Value GemmKernelEmitter::addRangePartials(Value acc, Value c, Value tileIndex) {
+Value GemmKernelEmitter::addRangePartials(Value acc, Value c, Value tileIndex,
+                                          Value rowsLeft) {
   return forLoop(idx(1), decodeRanges, idx(1), ValueRange{acc},
                  [&](Value r, ValueRange it) {
                    return SmallVector<Value>{addPartialOf(
-                       it[0], c, add(tileIndex, mul(r, numTiles)))};
+                       it[0], c, add(tileIndex, mul(r, numTiles)), rowsLeft)};
                  })[0];
 }
 
@@ -445,32 +479,61 @@ void GemmKernelEmitter::consumer() {
       inits.push_back(zeros4());
     if (withSums)
       inits.push_back(zeros4());
-    ValueRange loop = forLoop(
-        idx(0), kCount, idx(1), inits,
-        [&](Value kk, ValueRange it) {
-          Value stage = ring.stageOf(*this, it[1]);
-          ring.waitFull(*this, stage, it[1]);
-          Value off = stageOffset(stage);
-          Value aMine = smemView(add(off, mul(c, idx(rows * s.tileK * 2))),
-                                 {rows, s.tileK}, s.abType);
-          Value bTile = smemView(add(off, idx(s.aTileBytes())), bShape, s.abType);
-          Value acc = engine->issue(*this, aMine, bTile, tmaA, tmaB, it[0]);
-          SmallVector<Value> next = {acc, ring.nextPos(*this, it[1])};
-          Value sum = withSums ? it[3] : Value();
-          if (lazy)
-            next.push_back(rowSumsOfHalfRow(stage, c, it[2], tid, 64,
-                                               withSums ? &sum : nullptr));
-          if (withSums)
-            next.push_back(sum);
-          // Keep this MMA in flight; the previous step's is now done, so its
-          // slot goes back to the producer.
-          engine->waitPending(*this, 1);
-          ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ne, kk, idx(0)),
-                 [&] { ring.release(*this, ring.prevPos(*this, it[1])); });
-          return next;
-        });
-    engine->waitPending(*this, 0);
-    ring.release(*this, ring.prevPos(*this, loop[1]));
+    auto withMma = [&]() -> SmallVector<Value> {
+      ValueRange loop =
+          forLoop(idx(0), kCount, idx(1), inits, [&](Value kk, ValueRange it) {
+            Value stage = ring.stageOf(*this, it[1]);
+            ring.waitFull(*this, stage, it[1]);
+            Value off = stageOffset(stage);
+            Value aMine = smemView(add(off, mul(c, idx(rows * s.tileK * 2))),
+                                   {rows, s.tileK}, s.abType);
+            Value bTile =
+                smemView(add(off, idx(s.aTileBytes())), bShape, s.abType);
+            Value acc = engine->issue(*this, aMine, bTile, tmaA, tmaB, it[0]);
+            SmallVector<Value> next = {acc, ring.nextPos(*this, it[1])};
+            Value sum = withSums ? it[3] : Value();
+            if (lazy)
+              next.push_back(rowSumsOfHalfRow(stage, c, it[2], tid, 64,
+                                              withSums ? &sum : nullptr));
+            if (withSums)
+              next.push_back(sum);
+            // Keep this MMA in flight; the previous step's is now done, so its
+            // slot goes back to the producer.
+            engine->waitPending(*this, 1);
+            ifThen(
+                arith::CmpIOp::create(b, arith::CmpIPredicate::ne, kk, idx(0)),
+                [&] { ring.release(*this, ring.prevPos(*this, it[1])); });
+            return next;
+          });
+      engine->waitPending(*this, 0);
+      ring.release(*this, ring.prevPos(*this, loop[1]));
+      return SmallVector<Value>(loop);
+    };
+    // A group whose rows all lie past M waits for each slot (so that its
+    // release counts for that slot's phase) and gives it back at once.
+    SmallVector<Value> loop;
+    if (skipGroupsPastM && !lazy && !withSums) {
+      Value live = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                         add(blockRow, mul(c, idx(rows))), m);
+      auto split = scf::IfOp::create(b, TypeRange(ValueRange(inits)), live,
+                                     /*withElse=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&split.getThenRegion().front());
+      scf::YieldOp::create(b, withMma());
+      b.setInsertionPointToStart(&split.getElseRegion().front());
+      ValueRange idle =
+          forLoop(idx(0), kCount, idx(1), ValueRange{inits[1]},
+                  [&](Value, ValueRange it) {
+                    Value stage = ring.stageOf(*this, it[0]);
+                    ring.waitFull(*this, stage, it[0]);
+                    ring.release(*this, it[0]);
+                    return SmallVector<Value>{ring.nextPos(*this, it[0])};
+                  });
+      scf::YieldOp::create(b, ValueRange{acc0, idle[0]});
+      loop.assign(split.getResults().begin(), split.getResults().end());
+    } else {
+      loop = withMma();
+    }
     SmallVector<Value> sumSq, sums;
     if (lazy) {
       // Lanes 2r and 2r + 1 hold the halves of a row; the epilogue needs the
@@ -520,7 +583,10 @@ void GemmKernelEmitter::consumer() {
     }
     // Stream-K. A contributed part runs no epilogue: the tile count (the
     // staging buffers' turn) stays.
-    ifThen(contributes, [&] { publishPartial(loop[0], c); });
+    // Decode splits: the rows of the tile past M are neither handed over
+    // nor added.
+    Value rowsLeft = s.decodeSplits > 1 ? sub(m, blockRow) : Value();
+    ifThen(contributes, [&] { publishPartial(loop[0], c, rowsLeft); });
     auto acc = scf::IfOp::create(b, loop[0].getType(), finishes, /*withElse=*/true);
     {
       OpBuilder::InsertionGuard guard(b);
@@ -529,9 +595,9 @@ void GemmKernelEmitter::consumer() {
                             ? add(mul(div(blockRow, s.tileM), numTilesN),
                                   div(blockCol, s.tileN))
                             : Value();
-      scf::YieldOp::create(b, tileIndex
-                                  ? addRangePartials(loop[0], c, tileIndex)
-                                  : addNextPartial(loop[0], c));
+      scf::YieldOp::create(
+          b, tileIndex ? addRangePartials(loop[0], c, tileIndex, rowsLeft)
+                       : addNextPartial(loop[0], c));
       b.setInsertionPointToStart(&acc.getElseRegion().front());
       scf::YieldOp::create(b, loop[0]);
     }
