@@ -432,9 +432,16 @@ def run(args):
                     measurements.append(("gemm_alone_ms", bench_ms, lambda: m.gemm_alone(*x)))
                 # Decode-sized calls, as a server replays them: our call (the
                 # folds kept) and torch.compile's in CUDA graphs.
+                # With frozen_weights the graph reads the kept folds instead
+                # of replaying their preparation (inference, as Inductor's
+                # freezing).
                 if cached is not None and args.tokens <= args.graph_tokens:
+                    frozen = fc.compile(m, x, target="sm_90a", strict=True, report=False,
+                                        gradients=False, cache_weight_folds=True,
+                                        frozen_weights=True)
                     for key, fn in (("inductor_graph_ms", lambda: inductor(*x)),
-                                    ("ours_cached_graph_ms", lambda: cached(*x))):
+                                    ("ours_cached_graph_ms", lambda: cached(*x)),
+                                    ("ours_frozen_graph_ms", lambda: frozen(*x))):
                         try:
                             measurements.append((key, bench_ms, graph_replay(fn)))
                         except Exception as e:  # recorded; the other measurements run
@@ -448,6 +455,9 @@ def run(args):
             if "ours_cached_graph_ms" in mean:
                 row["vs_inductor_graph"] = (mean.get("inductor_graph_ms", float("nan")) /
                                             mean["ours_cached_graph_ms"])
+            if "ours_frozen_graph_ms" in mean:
+                row["vs_inductor_frozen_graph"] = (mean.get("inductor_graph_ms", float("nan")) /
+                                                   mean["ours_frozen_graph_ms"])
             if "ours_ms" in mean:
                 row["vs_eager"] = mean.get("eager_ms", float("nan")) / mean["ours_ms"]
         except Exception as e:  # recorded, the next case runs
@@ -473,7 +483,10 @@ def run(args):
                           ("folds kept vs torch.compile", "vs_inductor_ours_cached", "{:.2f}x"),
                           ("CUDA graphs: torch.compile ms", "inductor_graph_ms", "{:.3f}"),
                           ("CUDA graphs: ours, folds kept ms", "ours_cached_graph_ms", "{:.3f}"),
+                          ("CUDA graphs: ours, frozen weights ms", "ours_frozen_graph_ms", "{:.3f}"),
                           ("CUDA graphs: ours vs torch.compile", "vs_inductor_graph", "{:.2f}x"),
+                          ("CUDA graphs: frozen vs torch.compile", "vs_inductor_frozen_graph",
+                           "{:.2f}x"),
                           ("ours vs eager", "vs_eager", "{:.2f}x")], rows))
 
 

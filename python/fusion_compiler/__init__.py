@@ -242,10 +242,11 @@ def _in_model_order(call, sub, order: Dict[str, int]) -> None:
 
 def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
                load: bool = True, gradients: bool = False,
-               cache_weight_folds: bool = False):
+               cache_weight_folds: bool = False, frozen_weights: bool = False):
     """Rewrites `gm` in place: recognized forms, partitions, compiled calls
     (with their training programs where `gradients`; with the weights'
-    preparation outlined where `cache_weight_folds`)."""
+    preparation outlined where `cache_weight_folds`, kept out of CUDA graph
+    captures where `frozen_weights`)."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     from . import patterns, support
@@ -310,7 +311,8 @@ def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
                 entry.library = lib.path
                 if load:
                     compiled = CompiledPartition(program, lib.path, target,
-                                                 tools.runtime_library)
+                                                 tools.runtime_library,
+                                                 frozen_weights=frozen_weights)
                     compiled.fallback = sub
                     fused.add_submodule(node.target, compiled)
                 if gradients:
@@ -388,7 +390,8 @@ class CompiledModule:
 
 def compile(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, *,
             example_kwargs=None, strict: bool = False, report: bool = True,
-            gradients: bool = True, cache_weight_folds: bool = False) -> CompiledModule:
+            gradients: bool = True, cache_weight_folds: bool = False,
+            frozen_weights: bool = False) -> CompiledModule:
     """Compiles `model` (an nn.Module or a function of tensors) for the
     shapes, dtypes and devices of `example_inputs`. target: "sm_90a" (the
     default; a CUDA device runs it) or "cpu" (the reference lowering, for
@@ -407,7 +410,13 @@ def compile(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, 
     update through `.data` does not, and is not seen). It costs one more copy of each
     folded weight in memory and saves, per call, reading the weight and
     writing the fold (for a decode-sized call, most of the call's
-    traffic); calls that compute gradients are unchanged."""
+    traffic); calls that compute gradients are unchanged. A call captured
+    in a CUDA graph records the preparation, so that the graph's replays
+    see in-place updates too; frozen_weights=True (with
+    cache_weight_folds=True; inference, as Inductor's freezing) declares
+    that the weights do not change while a graph replays: a capture after
+    a call that prepared them (the capture recipe's warm-up calls) reads
+    the kept folds instead of computing them again at every replay."""
     _check_target(target)
     try:
         gm = _capture(model, example_inputs, example_kwargs)
@@ -419,8 +428,12 @@ def compile(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, 
         why = f"torch.export could not capture the model: {type(error).__name__}: " + \
             (first[0] if first else "")
         return CompiledModule(model, Explanation(target, [], [("model", why, "?")]))
+    if frozen_weights and not cache_weight_folds:
+        raise ValueError("frozen_weights=True keeps the weights' folds out of CUDA graph "
+                         "captures: it needs cache_weight_folds=True")
     fused, explanation = _partition(gm, target, True, strict, report, gradients=gradients,
-                                    cache_weight_folds=cache_weight_folds)
+                                    cache_weight_folds=cache_weight_folds,
+                                    frozen_weights=frozen_weights)
     return CompiledModule(fused, explanation, example_inputs if not example_kwargs else ())
 
 
@@ -568,7 +581,8 @@ def _as_operator_calls(fused) -> None:
 
 
 def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = True,
-            load: bool = True, cache_weight_folds: bool = False):
+            load: bool = True, cache_weight_folds: bool = False,
+            frozen_weights: bool = False):
     """A torch.compile backend: `torch.compile(model, backend=fusion_compiler.backend)`.
 
     Inductor's own pipeline runs (Dynamo's graph through AOTAutograd, with
@@ -578,9 +592,12 @@ def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = T
     else, the backward graphs included. inductor=False runs the rest in
     PyTorch's eager kernels instead. load=False only builds the libraries
     into the cache (like `build`; the graph then runs without them).
-    cache_weight_folds as `compile`'s (pass it with functools.partial or a
-    lambda)."""
+    cache_weight_folds and frozen_weights as `compile`'s (pass them with
+    functools.partial or a lambda)."""
     torch = _torch()
+    if frozen_weights and not cache_weight_folds:
+        raise ValueError("frozen_weights=True keeps the weights' folds out of CUDA graph "
+                         "captures: it needs cache_weight_folds=True")
     if target is None:
         on_cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in example_inputs)
         target = DEFAULT_TARGET if on_cuda else "cpu"
@@ -593,7 +610,8 @@ def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = T
 
         def forward_compiler(graph_module, inputs):
             return _partition(graph_module, target, True, False, False, load,
-                              cache_weight_folds=cache_weight_folds)[0]
+                              cache_weight_folds=cache_weight_folds,
+                              frozen_weights=frozen_weights)[0]
         return aot_autograd(fw_compiler=forward_compiler,
                             bw_compiler=lambda graph_module, inputs: graph_module)(
             gm, example_inputs)
@@ -609,7 +627,8 @@ def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = T
     def inner_compile(graph_module, inputs, **kwargs):
         if not kwargs.get("is_backward", False):
             fused = _partition(graph_module, target, True, False, False, load,
-                               cache_weight_folds=cache_weight_folds)[0]
+                               cache_weight_folds=cache_weight_folds,
+                               frozen_weights=frozen_weights)[0]
             _as_operator_calls(fused)
             graph_module = fused
         return compile_fx_inner(graph_module, inputs, **kwargs)

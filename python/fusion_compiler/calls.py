@@ -75,6 +75,11 @@ def _prepared_outputs(signature: str) -> List[tuple]:
             if spec.name and spec.name.startswith("result")]
 
 
+def _capturing(device) -> bool:
+    """Whether the current stream of `device` is capturing a CUDA graph."""
+    return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+
+
 class _WeightPreparation:
     """What the partition computes from its weights alone (Lazy Pre-Norm's
     weight folds: `fusion-outline-weight-prep` moved them into the library's
@@ -83,15 +88,19 @@ class _WeightPreparation:
     identity, the last ones held, so that a tensor computed anew at the
     same address is not taken for the old one), or its version counter
     (bumped by every in-place update: an optimizer step, `load_state_dict`,
-    `copy_`) or device moved on. A call inside a CUDA graph capture always
-    prepares, so that the graph replays the preparation with its weights.
-    The prepared tensors are kept (one copy of each folded weight) and
-    rewritten in place on the caller's stream; a call on another stream
-    first waits for the preparation, and a new preparation first waits for
-    every stream that used the old one."""
+    `copy_`) or device moved on. A call inside a CUDA graph capture
+    prepares, so that the graph replays the preparation with its weights,
+    unless the weights are frozen (`frozen`: inference, as Inductor's
+    freezing) and the kept preparation is current: the graph then reads the
+    kept values, and its replays do not see a later in-place update (calls
+    outside a graph still do). The prepared tensors are kept (one copy of
+    each folded weight) and rewritten in place on the caller's stream; a
+    call on another stream first waits for the preparation, and a new
+    preparation first waits for every stream that used the old one."""
 
-    def __init__(self, fn, weights: List[int], outputs: List[tuple]):
+    def __init__(self, fn, weights: List[int], outputs: List[tuple], frozen: bool = False):
         self._fn = fn
+        self.frozen = frozen       # a capture reuses a current preparation
         self.weights = weights     # the partition's weight inputs, by index
         self.outputs = outputs     # (shape, dtype) of each prepared value
         self.calls = 0             # preparations run (for tests)
@@ -108,11 +117,17 @@ class _WeightPreparation:
             return None
 
     def prepared(self, args, flat, device) -> List[torch.Tensor]:
-        capturing = device.type == "cuda" and torch.cuda.is_current_stream_capturing()
-        key = None if capturing else self._version_key(args, device)
+        capturing = _capturing(device)
+        key = self._version_key(args, device)
         tensors = tuple(args[i] for i in self.weights)
         same = len(tensors) == len(self._tensors) and all(
             a is b for a, b in zip(tensors, self._tensors))
+        if capturing:
+            if self.frozen and key is not None and key == self._key and same:
+                return self._prepared  # the graph reads the kept preparation
+            # Recorded in the graph, not run now: the next call outside a
+            # capture prepares again.
+            key = None
         stream = torch.cuda.current_stream(device) if device.type == "cuda" else None
         if key is None or key != self._key or not same:
             if stream is not None and not capturing:
@@ -139,12 +154,13 @@ class CompiledPartition(torch.nn.Module):
     calls = 0  # calls that ran a library, over all partitions (for tests and debugging)
 
     def __init__(self, program: Program, library_path: str, target: str,
-                 runtime_library: Optional[str] = None):
+                 runtime_library: Optional[str] = None, frozen_weights: bool = False):
         super().__init__()
         self.program = program
         self.library_path = library_path
         self.target = target
         self.runtime_library = runtime_library
+        self.frozen_weights = frozen_weights
         self._plans: Dict[tuple, tuple] = {}
         self._fn = self._function(program.name)
         # The weights' preparation, where the library has one (a partition
@@ -157,7 +173,7 @@ class CompiledPartition(torch.nn.Module):
             weights = [i for i, a in enumerate(program.inputs) if a.static]
             self._preparation = _WeightPreparation(
                 self._function(program.name + "_prepare"), weights,
-                _prepared_outputs(prepare))
+                _prepared_outputs(prepare), frozen=frozen_weights)
         # An output's leading (token) dimensions: those of the first
         # activation input with the same ones in the example.
         self._lead_from: List[Optional[int]] = []
@@ -307,7 +323,8 @@ def register(partition: CompiledPartition) -> str:
     key = json.dumps(dict(library=partition.library_path, function=p.name,
                           target=partition.target, runtime=partition.runtime_library,
                           inputs=[_spec(a) for a in p.inputs],
-                          outputs=[_spec(a) for a in p.outputs], single=p.single_output),
+                          outputs=[_spec(a) for a in p.outputs], single=p.single_output,
+                          frozen=partition.frozen_weights),
                      sort_keys=True)
     _REGISTRY[key] = partition
     return key
@@ -322,7 +339,7 @@ def _partition_of(key: str) -> CompiledPartition:
             return [TensorArg(getattr(torch, t), tuple(shape), act) for t, shape, act in specs]
         program = Program(d["function"], "", args(d["inputs"]), args(d["outputs"]), d["single"])
         part = _REGISTRY[key] = CompiledPartition(program, d["library"], d["target"],
-                                                  d["runtime"])
+                                                  d["runtime"], d.get("frozen", False))
     return part
 
 

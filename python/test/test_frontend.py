@@ -783,6 +783,50 @@ class FrontEndTest(unittest.TestCase):
             self.assertTrue(torch.equal(got, plain(x)))
         self.check_close(m, (x,), got)
 
+    def test_frozen_weights_in_graph_captures(self):
+        """A CUDA graph capture records the weights' preparation (so that its
+        replays see in-place updates), except with frozen_weights=True once
+        the kept preparation is current: then the capture reads the kept
+        folds. A capture records nothing that runs now, so the next call
+        outside it prepares again. (The capture is simulated: calls'
+        _capturing says yes; the tensors stay on the CPU.)"""
+        from unittest import mock
+
+        from fusion_compiler import calls as calls_module
+        torch.manual_seed(0)
+        m = randomize_norms(PreNorm().bfloat16().eval())
+        x = torch.randn(2, 5, 64).bfloat16()
+        with self.assertRaisesRegex(ValueError, "needs cache_weight_folds=True"):
+            fc.compile(m, (x,), target="cpu", report=False, frozen_weights=True)
+        plain = fc.compile(m, (x,), target="cpu", report=False)
+        for frozen in (False, True):
+            cached = fc.compile(m, (x,), target="cpu", report=False,
+                                cache_weight_folds=True, frozen_weights=frozen)
+            preps = [mod._preparation for mod in cached.graph_module.modules()
+                     if isinstance(mod, CompiledPartition) and mod._preparation is not None]
+            self.assertEqual(len(preps), 1)
+            self.assertEqual(preps[0].frozen, frozen)
+            with torch.no_grad():
+                self.assertTrue(torch.equal(cached(x), plain(x)))  # warm-up: prepares
+                self.assertEqual(preps[0].calls, 1)
+                with mock.patch.object(calls_module, "_capturing", return_value=True):
+                    got = cached(x)
+                # Frozen: the capture read the kept folds; else it recorded a preparation.
+                self.assertEqual(preps[0].calls, 1 if frozen else 2)
+                self.assertTrue(torch.equal(got, plain(x)))
+                cached(x)  # outside a capture: prepared again after a recording only
+                self.assertEqual(preps[0].calls, 1 if frozen else 3)
+                # An in-place update is still seen outside a graph, and a capture
+                # after it (the kept preparation no longer current) records one.
+                m.input_layernorm.weight.mul_(1.5)
+                self.assertTrue(torch.equal(cached(x), plain(x)))
+                self.assertEqual(preps[0].calls, 2 if frozen else 4)
+                m.input_layernorm.weight.mul_(0.5)
+                with mock.patch.object(calls_module, "_capturing", return_value=True):
+                    self.assertTrue(torch.equal(cached(x), plain(x)))
+                self.assertEqual(preps[0].calls, 3 if frozen else 5)
+                m.input_layernorm.weight.mul_(4 / 3)  # back, for the next round
+
     def test_cache_weight_folds_of_computed_weights(self):
         """GemmaRMSNorm's weight 1 + w is computed in PyTorch at every call:
         a new tensor, maybe at the old one's address, with a fresh version

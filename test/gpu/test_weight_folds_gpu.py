@@ -2,7 +2,8 @@
 GPU: Llama's pre-norm (LlamaRMSNorm with its weight, then q_proj) through
 the front end, against float64, after in-place weight updates, and inside a
 CUDA graph (the capture records the preparation, so a replay after an
-update of the weight in place computes with the new weight).
+update of the weight in place computes with the new weight; with
+frozen_weights=True it reads the kept folds instead).
 
 The libraries come from a folder `bench/frontend/bench_frontend.py --prepare
 DIR --only llama_prenorm` filled where the compiler runs (with the device's
@@ -116,6 +117,42 @@ def test_cuda_graph_replays_the_preparation(fc):
         before = prep.calls
         compiled(x)
         assert prep.calls == before + 1
+
+
+def test_frozen_weights_graph_reads_the_kept_folds(fc):
+    """frozen_weights=True: a capture after the warm-up reads the kept folds
+    (no preparation in the graph); the replays are correct; an eager call
+    after an in-place update prepares again, in place, so the replays then
+    read the new folds."""
+    m = module(1024)
+    x = torch.randn(1, 16, 1024, device="cuda").bfloat16()
+    compiled = fc.compile(m, (x,), target="sm_90a", strict=True, report=False,
+                          gradients=False, cache_weight_folds=True, frozen_weights=True)
+    prep = preparation(compiled)
+    with torch.no_grad():
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            compiled(x)  # warm-up outside the capture: prepares
+        torch.cuda.current_stream().wait_stream(stream)
+        assert prep.calls == 1
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            y = compiled(x)
+        assert prep.calls == 1  # nothing recorded
+        y.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        ok, errors = within_bf16(m, x, y)
+        assert ok, errors
+        m.input_layernorm.weight.mul_(0.5)
+        compiled(x)  # prepares again, into the same tensors
+        assert prep.calls == 2
+        y.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        ok, errors = within_bf16(m, x, y)
+        assert ok, errors
 
 
 def test_other_streams_wait_for_the_preparation(fc):
