@@ -754,7 +754,8 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     - `small-m` (default on): the small-M kernel of a
       GEMM planned for a dynamic token count (`fusion.kernel_small_m`,
       above).
-    - `small-m-split` (default off; experimental, not yet run on a GPU):
+    - `small-m-split` (default off; run on an H100 in session 42: the
+      16-token GEMM at hidden 4096 28% faster, 3-5% slower at 65536 tokens):
       a dynamic M's small-M configuration also gets `decode_splits = 4`
       where its K loop carries only the accumulator (no Lazy row sums in
       the kernel, no row dot): per call the host takes S = min(4, the
@@ -833,7 +834,7 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
            "let the small-M kernel of a dynamic token count split K into up "
            "to 4 ranges per tile (decode_splits), range 0 finishing the "
            "tile, where its K loop carries only the accumulator "
-           "(experimental, not yet run on a GPU)">
+           "(opt-in: faster at decode sizes, slower at 65536 tokens)">
   ];
 }
 
