@@ -31,7 +31,20 @@
 // CHECK: gpu.func @linear_kernel0({{.*}}, %[[ARG:.*]]: index) kernel
 // CHECK: %[[PICK:.*]] = arith.cmpi ne, %[[ARG]], %c0
 // CHECK-NEXT: scf.if %[[PICK]] {
-// CHECK: nvgpu.warpgroup.mma.init.accumulator -> <fragmented = vector<64x64xf32>>
+// CHECK: %[[ACC0:.*]] = nvgpu.warpgroup.mma.init.accumulator -> <fragmented = vector<64x64xf32>>
+// A consumer group whose first row is at or past M skips its MMAs: it waits
+// for each slot and releases it, and keeps the zero accumulator.
+// CHECK: %[[LIVE:.*]] = arith.cmpi ult, %{{.*}}, %arg2 : index
+// CHECK-NEXT: scf.if %[[LIVE]] -> (!nvgpu.warpgroup.accumulator<fragmented = vector<64x64xf32>>, index) {
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: } else {
+// CHECK: scf.for {{.*}} -> (index) {
+// CHECK-NOT: wgmma
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK-NOT: wgmma
+// CHECK: nvgpu.mbarrier.arrive
+// CHECK-NOT: wgmma
+// CHECK: scf.yield %[[ACC0]], %{{.*}} : !nvgpu.warpgroup.accumulator<fragmented = vector<64x64xf32>>, index
 // CHECK: } else {
 // CHECK: nvgpu.warpgroup.mma.init.accumulator -> <fragmented = vector<64x256xf32>>
 module attributes {fusion.target = #fusion.target<"sm_90a">} {

@@ -30,6 +30,17 @@
 // CHECK: gpu.launch_func {{.*}}, %{{.*}} : index)
 // The kernel: the flag, S, the workspace.
 // CHECK: gpu.func @linear_kernel0({{.*}}, %{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<?xf32>, %{{.*}}: memref<?xi32>) kernel
+// Ranges past 0 hand over only their rows inside M (M - the tile's first
+// row of them), and range 0 adds only those.
+// CHECK: %[[LEFT:.*]] = arith.subi %arg2, %{{.*}} : index
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %{{.*}}, %[[LEFT]] : index
+// CHECK-NEXT: scf.if %[[IN]] {
+// CHECK: vector.store %{{.*}}, %[[SLOTS:arg[0-9]+]][%{{.*}}] {alignment = 8 : i64} : memref<?xf32>, vector<2xf32>
+// CHECK: scf.if %{{.*}} -> (vector<2xf32>) {
+// CHECK: vector.load %[[SLOTS]][%{{.*}}] {alignment = 8 : i64} : memref<?xf32>, vector<2xf32>
+// CHECK: } else {
+// CHECK-NOT: vector.load
+// CHECK: scf.yield %{{.*}} : vector<2xf32>
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @linear(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
   %y = fusion.matmul %x, %w {transpose_rhs} : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
