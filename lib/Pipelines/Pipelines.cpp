@@ -84,6 +84,7 @@ void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
   plan.streamK = options.streamK;
   plan.smallM = options.smallM;
   plan.smallMSplit = options.smallMSplit;
+  plan.decodeSwap = options.decodeSwap;
   plan.maxEpilogueCluster = options.maxEpilogueCluster;
   pm.addPass(createFusionPlanKernelsPass(plan));
   pm.addPass(createConvertFusionToGPUPass());

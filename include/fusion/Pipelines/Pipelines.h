@@ -82,6 +82,12 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
                      "splits K per tile at decode sizes (off by default: "
                      "slower at 65536 tokens, session 42)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> decodeSwap{
+      *this, "decode-swap",
+      llvm::cl::desc("fusion-plan-kernels' decode-swap: a third GEMM body "
+                     "with the operands swapped for calls of up to 32 "
+                     "tokens (off by default: not yet run on a GPU)"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> maxEpilogueCluster{
       *this, "max-epilogue-cluster",
       llvm::cl::desc("fusion-plan-kernels' max-epilogue-cluster: the most CTAs "

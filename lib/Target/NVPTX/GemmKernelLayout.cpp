@@ -102,7 +102,8 @@ GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {
   // [tile_k, tile_n], A first. With tile_k = 64 two-byte elements each row
   // is 128 bytes, so every tile is a whole number of 1024-byte swizzle atoms
   // as long as its row count is a multiple of 8.
-  l.aTileBytes = mul(T::kTileM, T::kTileK, p.elementBytes);
+  l.aTileBytes = mul(p.decodeTokens > 0 ? p.decodeTokens : T::kTileM, T::kTileK,
+                     p.elementBytes);
   l.bTileBytes = mul(T::kTileK, p.tileN, p.elementBytes);
   // The row_dot operand's tile, read beside A's by the consumers.
   l.rowDotTileBytes = p.rowDot ? l.aTileBytes : 0;
@@ -119,12 +120,15 @@ GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {
                                       : 2;
   l.storeChunkBytes = mul(T::kTileM, T::kStoreChunkN, p.outputElementBytes);
   l.storeStagingOffset = l.ringBytes();
-  l.storeStagingBytes =
-      p.outputElementBytes == 2 ? mul(l.storeBuffers, l.storeChunkBytes) : 0;
+  l.storeStagingBytes = p.outputElementBytes == 2 && p.decodeTokens == 0
+                            ? mul(l.storeBuffers, l.storeChunkBytes)
+                            : 0;
   // Lazy Pre-Norm's per-row sums of squares (and LayerNorm's row sums,
   // tile_m words further) outlive the K loop.
   l.rowStatsOffset = add(l.storeStagingOffset, l.storeStagingBytes);
-  l.rowStatsBytes = mul(T::kTileM, T::kPartialBytes, p.prologueRowStats);
+  l.rowStatsBytes = p.decodeTokens > 0
+                        ? 0
+                        : mul(T::kTileM, T::kPartialBytes, p.prologueRowStats);
   // Grad epilogues read the forward's norm_input tile next to the gradient.
   l.normInputOffset = add(l.rowStatsOffset, l.rowStatsBytes);
   // (The sm_100a kernel reads norm_input from global memory, a row per

@@ -93,6 +93,15 @@ func.func @small_m_without_main(%a: tensor<?x512xbf16>, %b: tensor<512x256xbf16>
 
 // -----
 
+// The decode configuration is the kernel's third body, beside the small-M one.
+func.func @decode_without_small_m(%a: tensor<?x512xbf16>, %b: tensor<256x512xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @below {{expected 'fusion.kernel_decode' beside a 'fusion.kernel_small_m' (the decode body is the kernel's third), but got none}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>, fusion.kernel_decode = #fusion.kernel_config<tile_m = 32, tile_n = 64, tile_k = 64, stages = 18, cluster_n = 1, consumers = 2, smem_bytes = 222208>, transpose_rhs} : tensor<?x512xbf16>, tensor<256x512xbf16> -> tensor<?x256xbf16>
+  return %c : tensor<?x256xbf16>
+}
+
+// -----
+
 // The small-M configuration is a #fusion.kernel_config.
 func.func @small_m_not_a_config(%a: tensor<?x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<?x256xbf16> {
   // expected-error @below {{expected 'fusion.kernel_small_m' to be a #fusion.kernel_config attribute, but got 64 : i64}}

@@ -14,6 +14,13 @@
 // kernel launched cooperatively.
 // SPLIT: call i32 @fusionrtCooperativeGridLimit
 // NOSPLIT-NOT: fusionrtCooperativeGridLimit
+// RUN: fusion-compile %s -o %t-decode.so --decode-swap --keep-temps %t.decode
+// RUN: FileCheck %s --check-prefix=DECODE < %t.decode/host.ll
+// RUN: FileCheck %s --check-prefix=NODECODE < %t.small/host.ll
+// --decode-swap (experimental): the third body, flag 2, for at most 32 tokens.
+// DECODE: %[[DEC:.*]] = icmp ule i64 %{{.*}}, 32
+// DECODE: select i1 %[[DEC]], i64 2, i64 %{{.*}}
+// NODECODE-NOT: i64 2, i64
 // RUN: FileCheck %s --check-prefix=SMALL < %t.small/host.ll
 // RUN: FileCheck %s --check-prefix=SMALL < %t.flag/host.ll
 // RUN: FileCheck %s --check-prefix=OFF < %t.off/host.ll

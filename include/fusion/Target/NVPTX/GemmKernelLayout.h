@@ -95,6 +95,14 @@ struct GemmTiling {
   /// ranges per tile (decode_splits); the host takes as many as give every
   /// (tile, range) a CTA of its own.
   static constexpr int64_t kSmallMMaxDecodeSplits = 4;
+  /// The swapped decode body (`fusion.kernel_decode`, fusion-plan-kernels
+  /// decode-swap): D = y^T, a 64-row slice of the weight as the MMA's A and
+  /// a tile of at most kDecodeTokens tokens as its N, so that a ring stage
+  /// holds 8 KB of weight and 4 KB of tokens (wgmma's M of 64 would pad
+  /// 16 tokens to 64 rows the other way round); kDecodeMaxStages of them.
+  static constexpr int64_t kDecodeTokens = 32;
+  static constexpr int64_t kDecodeTileN = 64;
+  static constexpr int64_t kDecodeMaxStages = 18;
 };
 
 /// The consumer warpgroups of `target`'s GEMM kernel (recorded as
@@ -167,6 +175,10 @@ GemmEpilogueStrategy chooseGemmEpilogueStrategy(const TargetInfo &target,
 /// What sizes the shared memory of one fused-GEMM kernel.
 struct GemmSmemParams {
   int64_t tileN = 0, stages = 0, clusterN = 1;
+  /// The swapped decode body's tokens per tile (0: none, the A tile is
+  /// kTileM rows): its A tile is that many rows of tokens, and it stores its
+  /// outputs from registers (no staging, no row statistics).
+  int64_t decodeTokens = 0;
   /// Bytes of an A/B element, of an output element, of a grad epilogue's
   /// norm_input element (0 without one).
   int64_t elementBytes = 2, outputElementBytes = 2, normInputElementBytes = 0;

@@ -883,3 +883,60 @@ void GemmKernelEmitter::handOffTile(AccumulatorView &view,
         NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
   arrive(tileFull, idx(0));
 }
+
+/// The decode body's epilogue (one consumer group): thread (warp w, lane l)
+/// holds D = y^T at features blockCol + 16 w + l / 4 + 8 h and tokens
+/// blockRow + 8 j + 2 (l % 4) + e. Each element gets the token's
+/// row_scale, the feature's col_bias and y's residual, and is stored as a
+/// 16-bit scalar where both lie inside M and N (the loads clamp to the last
+/// row and column instead of branching).
+void GemmKernelEmitter::decodeEpilogue(Value acc, Value blockRow,
+                                       Value blockCol) {
+  Type f32 = b.getF32Type();
+  auto toF32 = [&](Value v) -> Value {
+    return v.getType().isF32() ? v : arith::ExtFOp::create(b, f32, v);
+  };
+  Value out = arg(GemmArg::Output), rowScale = arg(GemmArg::RowScale),
+        colBias = arg(GemmArg::ColBias), residual = arg(GemmArg::Residual);
+  std::unique_ptr<AccumulatorView> view = engine->view(*this, acc, tid);
+  Value row0 = engine->firstRow(*this, idx(0), tid);
+  Value lastToken = sub(m, idx(1)), lastFeature = sub(n, idx(1));
+  Value feature[2], featureIn[2], featureAt[2], bias[2];
+  for (int64_t h = 0; h < view->rowsPerThread(); ++h) {
+    feature[h] = add(add(blockCol, row0), idx(view->rowOffset(h)));
+    featureIn[h] = ult(feature[h], n);
+    featureAt[h] = arith::MinUIOp::create(b, feature[h], lastFeature);
+    if (colBias)
+      bias[h] =
+          toF32(memref::LoadOp::create(b, colBias, ValueRange{featureAt[h]}));
+  }
+  for (int64_t j = 0; j < view->columnGroups(); ++j) {
+    for (int64_t e = 0; e < 2; ++e) {
+      Value token = add(add(blockRow, idx(8 * j + e)), view->pairColumn());
+      Value tokenIn = ult(token, m);
+      Value tokenAt = arith::MinUIOp::create(b, token, lastToken);
+      Value scale =
+          rowScale
+              ? toF32(memref::LoadOp::create(b, rowScale, ValueRange{tokenAt}))
+              : Value();
+      for (int64_t h = 0; h < view->rowsPerThread(); ++h) {
+        Value x = vector::ExtractOp::create(b, view->pair(h, j),
+                                            ArrayRef<int64_t>{e});
+        if (scale)
+          x = arith::MulFOp::create(b, x, scale);
+        if (bias[h])
+          x = arith::AddFOp::create(b, x, bias[h]);
+        if (residual)
+          x = arith::AddFOp::create(
+              b, x,
+              toF32(memref::LoadOp::create(b, residual,
+                                           ValueRange{tokenAt, featureAt[h]})));
+        Value y = arith::TruncFOp::create(b, s.finalType, x);
+        Value inside = both(tokenIn, featureIn[h]);
+        ifThen(inside, [&] {
+          memref::StoreOp::create(b, y, out, ValueRange{token, feature[h]});
+        });
+      }
+    }
+  }
+}

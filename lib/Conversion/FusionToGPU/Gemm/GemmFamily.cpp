@@ -126,6 +126,9 @@ std::pair<Value, Value> allocHandOff(HostLowering &host, Value partialWords,
 }
 
 MmaShape mmaShapeOf(const GemmKernelSpec &s) {
+  // The decode body: the tokens are the MMA's N, K-major like a transposed B.
+  if (s.decodeSwap)
+    return MmaShape{s.tileM, s.tileK, s.abType, false, true};
   return MmaShape{s.tileN, s.tileK, s.abType, s.transposeA, s.transposeB};
 }
 
@@ -139,10 +142,11 @@ public:
     // sm_100a: the kernel around the tensor-memory engine (its spec first:
     // the engine depends on the shape).
     if (target.mma == MmaKind::Tcgen05) {
-      if (op->hasAttr(KernelConfigAttr::getSmallMAttrName())) {
-        whyNot = "a small-M configuration (fusion.kernel_small_m) is "
-                 "generated on sm_90a only; the tensor-memory kernel keeps "
-                 "one body";
+      if (op->hasAttr(KernelConfigAttr::getSmallMAttrName()) ||
+          op->hasAttr(KernelConfigAttr::getDecodeAttrName())) {
+        whyNot = "a small-M or decode configuration (fusion.kernel_small_m, "
+                 "fusion.kernel_decode) is generated on sm_90a only; the "
+                 "tensor-memory kernel keeps one body";
         return failure();
       }
       FailureOr<GemmKernelSpec> spec =
@@ -183,7 +187,30 @@ public:
         createMmaEngine(target, mmaShapeOf(*small), whyNot);
     if (!mainEngine || !smallEngine)
       return failure();
-    return checkSmallMKernel(*spec, *mainEngine, *small, *smallEngine, whyNot);
+    if (failed(checkSmallMKernel(*spec, *mainEngine, *small, *smallEngine,
+                                 whyNot)))
+      return failure();
+    // The decode body: a third body of the same kernel.
+    auto decodeConfig = op->getAttrOfType<KernelConfigAttr>(
+        KernelConfigAttr::getDecodeAttrName());
+    if (!decodeConfig)
+      return success();
+    FailureOr<GemmKernelSpec> decode =
+        getGemmKernelSpec(gemm, target, why, decodeConfig, /*decodeSwap=*/true);
+    if (failed(decode)) {
+      whyNot = "its decode configuration: " + why;
+      return failure();
+    }
+    std::unique_ptr<MmaEngine> decodeEngine =
+        createMmaEngine(target, mmaShapeOf(*decode), whyNot);
+    if (!decodeEngine)
+      return failure();
+    if (failed(checkSmallMKernel(*spec, *mainEngine, *decode, *decodeEngine,
+                                 why))) {
+      whyNot = "its decode configuration: " + why;
+      return failure();
+    }
+    return success();
   }
 
   void lower(HostLowering &host, Operation *op, const TargetInfo &target,
@@ -252,10 +279,15 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   GemmKernelSpec spec = *getGemmKernelSpec(op, target, why);
   // A small-M configuration (sm_90a; check() accepted it): one kernel with
   // both bodies, the host choosing one per call from M.
-  std::optional<GemmKernelSpec> small;
+  std::optional<GemmKernelSpec> small, decode;
   if (auto config = op->getAttrOfType<KernelConfigAttr>(
           KernelConfigAttr::getSmallMAttrName()))
     small = *getGemmKernelSpec(op, target, why, config);
+  // A decode configuration (beside the small-M one): the kernel's third
+  // body, for calls of at most its tile_m tokens.
+  if (auto config = op->getAttrOfType<KernelConfigAttr>(
+          KernelConfigAttr::getDecodeAttrName()))
+    decode = *getGemmKernelSpec(op, target, why, config, /*decodeSwap=*/true);
   gpu::GPUFuncOp kernel;
   if (target.mma == MmaKind::Tcgen05) {
     std::unique_ptr<TensorMemoryMmaEngine> engine =
@@ -268,8 +300,11 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
     if (small) {
       std::unique_ptr<MmaEngine> smallEngine =
           createMmaEngine(target, mmaShapeOf(*small), why);
+      std::unique_ptr<MmaEngine> decodeEngine =
+          decode ? createMmaEngine(target, mmaShapeOf(*decode), why) : nullptr;
       kernel = buildGemmKernel(b, b.getLoc(), host.kernels, kernelName, spec,
-                               *engine, *small, *smallEngine);
+                               *engine, *small, *smallEngine,
+                               decode ? &*decode : nullptr, decodeEngine.get());
     } else {
       kernel = buildGemmKernel(b, b.getLoc(), host.kernels, kernelName, spec,
                                *engine);
@@ -511,10 +546,27 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
     shape.gridX = arith::SelectOp::create(b, useSmall, smallGrid, shape.gridX);
     shape.smemBytes = arith::SelectOp::create(b, useSmall, smallShape.smemBytes,
                                               shape.smemBytes);
-    operands.push_back(arith::IndexCastOp::create(
+    Value flag = arith::IndexCastOp::create(
         b, b.getIndexType(),
-        arith::ExtUIOp::create(b, b.getI64Type(), useSmall)));
+        arith::ExtUIOp::create(b, b.getI64Type(), useSmall));
+    if (decode) {
+      // The decode body for calls of at most its tile_m tokens (flag 2), its
+      // tokens descriptor (boxes of [tile_m, 64]) the last argument.
+      Value useDecode = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, m,
+                                              idx(decode->tileM));
+      LaunchShape decodeShape =
+          launchShape(host, *decode, kernelName, m, n, Value(), sms);
+      shape.gridX =
+          arith::SelectOp::create(b, useDecode, decodeShape.gridX, shape.gridX);
+      shape.smemBytes = arith::SelectOp::create(
+          b, useDecode, decodeShape.smemBytes, shape.smemBytes);
+      flag = arith::SelectOp::create(b, useDecode, idx(2), flag);
+    }
+    operands.push_back(flag);
     operands.append(decodeOperands);
+    if (decode)
+      operands.push_back(descriptor(a, getTensorMapTypeA(ctx, *decode),
+                                    {decode->tileM, decode->tileK}));
   }
   auto launchOp = gpu::LaunchFuncOp::create(
       b, kernel, {shape.gridX, idx(1), idx(1)},

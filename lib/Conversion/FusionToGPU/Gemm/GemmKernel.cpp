@@ -78,8 +78,9 @@ using namespace mlir;
 using namespace mlir::fusion;
 
 void GemmKernelEmitter::setUpOperands() {
-  tmaA = UnrealizedConversionCastOp::create(b, getTensorMapTypeA(ctx, s),
-                                            arg(GemmArg::TmaA))
+  tmaA = UnrealizedConversionCastOp::create(
+             b, getTensorMapTypeA(ctx, s),
+             decodeTokensMap ? decodeTokensMap : arg(GemmArg::TmaA))
              .getResult(0);
   tmaB = UnrealizedConversionCastOp::create(b, getTensorMapTypeB(ctx, s),
                                             arg(GemmArg::TmaB))
@@ -387,7 +388,8 @@ LogicalResult mlir::fusion::checkSmallMKernel(const GemmKernelSpec &main,
 gpu::GPUFuncOp mlir::fusion::buildGemmKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     const GemmKernelSpec &main, MmaEngine &mainEngine,
-    const GemmKernelSpec &small, MmaEngine &smallEngine) {
+    const GemmKernelSpec &small, MmaEngine &smallEngine,
+    const GemmKernelSpec *decode, MmaEngine *decodeEngine) {
   OpBuilder::InsertionGuard guard(builder);
   RegisterBudget regs = gemmRegisterBudget(main, mainEngine);
   SmallVector<Type> types = GemmKernelAbi(main).types(builder.getContext());
@@ -399,9 +401,50 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(
         {builder.getIndexType(),
          MemRefType::get({ShapedType::kDynamic}, builder.getF32Type()),
          MemRefType::get({ShapedType::kDynamic}, builder.getI32Type())});
+  // The decode body's tokens descriptor.
+  if (decode)
+    types.push_back(LLVM::LLVMPointerType::get(builder.getContext()));
   gpu::GPUFuncOp func = createKernelFunc(builder, loc, module, name, types,
                                          main.threads(), regs.launch);
   ImplicitLocOpBuilder b(loc, builder);
+  auto smallBody = [&] {
+    GemmKernelEmitter body(b, small, func, smallEngine, regs);
+    body.skipGroupsPastM = true;
+    if (small.decodeSplits > 1) {
+      body.decodeSplitsArg = func.getArgument(flag + 1);
+      body.decodePartials = func.getArgument(flag + 2);
+      body.decodeCounters = func.getArgument(flag + 3);
+    }
+    body.setUpOperands();
+    body.emitBody();
+  };
+  auto mainBody = [&] {
+    GemmKernelEmitter body(b, main, func, mainEngine, regs);
+    body.setUpOperands();
+    body.emitBody();
+  };
+  if (decode) {
+    // The flag: 0 the main body, 1 the small-M body, 2 the decode body.
+    auto bodies = scf::IndexSwitchOp::create(
+        b, TypeRange{}, func.getArgument(flag), ArrayRef<int64_t>{1, 2}, 2);
+    auto fill = [&](Region &region, function_ref<void()> emit) {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(&region.emplaceBlock());
+      emit();
+      scf::YieldOp::create(b);
+    };
+    fill(bodies.getCaseRegions()[0], smallBody);
+    fill(bodies.getCaseRegions()[1], [&] {
+      GemmKernelEmitter body(b, *decode, func, *decodeEngine, regs);
+      body.skipGroupsPastM = true;
+      body.decodeTokensMap = func.getArgument(func.getNumArguments() - 1);
+      body.setUpOperands();
+      body.emitBody();
+    });
+    fill(bodies.getDefaultRegion(), mainBody);
+    gpu::ReturnOp::create(b);
+    return func;
+  }
   // The argument after the ABI's picks the body: nonzero, the small-M tiles.
   Value useSmall =
       arith::CmpIOp::create(b, arith::CmpIPredicate::ne, func.getArgument(flag),
@@ -409,21 +452,11 @@ gpu::GPUFuncOp mlir::fusion::buildGemmKernel(
   scf::IfOp::create(
       b, useSmall,
       [&](OpBuilder &, Location) {
-        GemmKernelEmitter body(b, small, func, smallEngine, regs);
-        body.skipGroupsPastM = true;
-        if (small.decodeSplits > 1) {
-          body.decodeSplitsArg = func.getArgument(flag + 1);
-          body.decodePartials = func.getArgument(flag + 2);
-          body.decodeCounters = func.getArgument(flag + 3);
-        }
-        body.setUpOperands();
-        body.emitBody();
+        smallBody();
         scf::YieldOp::create(b);
       },
       [&](OpBuilder &, Location) {
-        GemmKernelEmitter body(b, main, func, mainEngine, regs);
-        body.setUpOperands();
-        body.emitBody();
+        mainBody();
         scf::YieldOp::create(b);
       });
   gpu::ReturnOp::create(b);

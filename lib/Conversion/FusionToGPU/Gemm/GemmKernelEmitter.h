@@ -191,6 +191,12 @@ public:
   /// tokens, every group but the first) waits for each slot and gives it
   /// back without its MMAs, which the padding rows would only zero-fill.
   bool skipGroupsPastM = false;
+  /// The decode body's tokens descriptor (boxes of [tile_m, 64] of A),
+  /// the kernel's argument after the body flag (and decode splits').
+  Value decodeTokensMap;
+  /// The decode body's epilogue (GemmEpilogue.cpp): y[t, o] = D[o, t] with
+  /// the element-wise pieces, stored from registers.
+  void decodeEpilogue(Value acc, Value blockRow, Value blockCol);
   /// The workspace of partial sums and counters: the decode splits' or the
   /// ABI's (stream-K).
   Value workspacePartials() {

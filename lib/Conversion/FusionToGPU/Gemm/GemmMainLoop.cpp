@@ -485,11 +485,21 @@ void GemmKernelEmitter::consumer() {
             Value stage = ring.stageOf(*this, it[1]);
             ring.waitFull(*this, stage, it[1]);
             Value off = stageOffset(stage);
-            Value aMine = smemView(add(off, mul(c, idx(rows * s.tileK * 2))),
-                                   {rows, s.tileK}, s.abType);
-            Value bTile =
-                smemView(add(off, idx(s.aTileBytes())), bShape, s.abType);
-            Value acc = engine->issue(*this, aMine, bTile, tmaA, tmaB, it[0]);
+            Value acc;
+            if (s.decodeSwap) {
+              // D = W x^T: the weight's 64-row slice (the ring's B tile) as
+              // A, the tokens (its A tile) as N.
+              Value w = smemView(add(off, idx(s.aTileBytes())),
+                                 {s.tileN, s.tileK}, s.abType);
+              Value x = smemView(off, {s.tileM, s.tileK}, s.abType);
+              acc = engine->issue(*this, w, x, tmaB, tmaA, it[0]);
+            } else {
+              Value aMine = smemView(add(off, mul(c, idx(rows * s.tileK * 2))),
+                                     {rows, s.tileK}, s.abType);
+              Value bTile =
+                  smemView(add(off, idx(s.aTileBytes())), bShape, s.abType);
+              acc = engine->issue(*this, aMine, bTile, tmaA, tmaB, it[0]);
+            }
             SmallVector<Value> next = {acc, ring.nextPos(*this, it[1])};
             Value sum = withSums ? it[3] : Value();
             if (lazy)
@@ -513,8 +523,12 @@ void GemmKernelEmitter::consumer() {
     // release counts for that slot's phase) and gives it back at once.
     SmallVector<Value> loop;
     if (skipGroupsPastM && !lazy && !withSums) {
-      Value live = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                         add(blockRow, mul(c, idx(rows))), m);
+      // (The decode body: the first group computes, the second only waits.)
+      Value live =
+          s.decodeSwap
+              ? eq(c, 0)
+              : arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                      add(blockRow, mul(c, idx(rows))), m);
       auto split = scf::IfOp::create(b, TypeRange(ValueRange(inits)), live,
                                      /*withElse=*/true);
       OpBuilder::InsertionGuard guard(b);
@@ -574,7 +588,10 @@ void GemmKernelEmitter::consumer() {
         ring.waitFull(*this, stage, pos);
         normInputSlot = stageOffset(stage);
       }
-      epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq, sums);
+      if (s.decodeSwap)
+        ifThen(eq(c, 0), [&] { decodeEpilogue(loop[0], blockRow, blockCol); });
+      else
+        epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq, sums);
       if (s.normInputThroughRing) {
         ring.release(*this, pos);
         pos = ring.nextPos(*this, pos);

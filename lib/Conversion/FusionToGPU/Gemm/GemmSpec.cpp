@@ -79,6 +79,15 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
   if (target.mma == MmaKind::Tcgen05) {
     if (failed(checkHandledTcgen05(s, target, why)))
       return failure();
+  } else if (s.decodeSwap) {
+    if (s.tileM % 8 != 0 || s.tileM > 256 || s.tileN != 64 || !s.transposeB ||
+        s.transposeA || s.lazyPrologue() || s.rowReduction() ||
+        s.gradEpilogue() || s.outType.getIntOrFloatBitWidth() != 16) {
+      why = "the decode body takes tile_m tokens (a multiple of 8, at most "
+            "256) by 64 features of nn.Linear's weight, an element-wise "
+            "epilogue and a 16-bit output";
+      return failure();
+    }
   } else if (s.tileM != 64 * s.consumers) {
     why = "tile_m must be 64 rows per consumer warpgroup";
     return failure();
@@ -261,7 +270,8 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
 
 FailureOr<GemmKernelSpec>
 mlir::fusion::getGemmKernelSpec(FusedMatmulOp op, const TargetInfo &target,
-                                std::string &why, KernelConfigAttr config) {
+                                std::string &why, KernelConfigAttr config,
+                                bool decodeSwap) {
   if (!config)
     config =
         op->getAttrOfType<KernelConfigAttr>(KernelConfigAttr::getAttrName());
@@ -283,6 +293,7 @@ mlir::fusion::getGemmKernelSpec(FusedMatmulOp op, const TargetInfo &target,
   s.splitK = config.getSplitK();
   s.streamK = config.getStreamK();
   s.decodeSplits = config.getDecodeSplits();
+  s.decodeSwap = decodeSwap;
   s.abType = lhsType.getElementType();
   s.finalType = cast<RankedTensorType>(op.getOutput().getType()).getElementType();
   s.outType = s.splitK > 1 ? Float32Type::get(op.getContext()) : s.finalType;
@@ -324,6 +335,7 @@ mlir::fusion::getGemmKernelSpec(FusedMatmulOp op, const TargetInfo &target,
   GemmSmemParams params;
   params.tileN = s.tileN;
   params.stages = s.stages;
+  params.decodeTokens = s.decodeSwap ? s.tileM : 0;
   params.clusterN = s.clusterN;
   params.elementBytes = s.abType.getIntOrFloatBitWidth() / 8;
   params.outputElementBytes = s.outType.getIntOrFloatBitWidth() / 8;
@@ -414,7 +426,11 @@ GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   take(GemmArg::Partials, s.globalRows || s.streamK);
   take(GemmArg::Counters, s.globalRows || s.streamK);
   take(GemmArg::ParamPartials, s.paramGrads() > 0);
-  take(GemmArg::TmaOutput, s.tmaStore());
+  // (The decode body stores from registers, but takes the other bodies'
+  // arguments.)
+  take(GemmArg::TmaOutput,
+       s.tmaStore() ||
+           (s.decodeSwap && s.outType.getIntOrFloatBitWidth() == 16));
   take(GemmArg::TmaResidual, s.stagedResidual);
   take(GemmArg::TmaSavedNormInput, s.saveNormInput && s.tmaStore());
   take(GemmArg::TmaRowDot, s.rowDot);

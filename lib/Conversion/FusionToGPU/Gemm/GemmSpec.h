@@ -62,6 +62,12 @@ struct GemmKernelSpec {
   /// [tile_m x tile_n] f32 slot and a counter per item, stream-K's
   /// hand-over) before the epilogue.
   int64_t decodeSplits = 1;
+  /// The swapped decode body (fusion.kernel_decode): tile_m tokens by
+  /// tile_n = 64 features, D = y^T = W x^T with the 64-row slice of W as
+  /// the MMA's A (the B tile of the ring) and the tokens as its N (the A
+  /// tile, [tile_m, 64], through the kernel's extra tokens descriptor); one
+  /// consumer group computes, the outputs leave from registers.
+  bool decodeSwap = false;
   Type finalType;
   Type abType, outType;
   /// A stored [K, M] (transpose_lhs: M-major), B stored [N, K] (transpose_rhs).
@@ -127,7 +133,9 @@ struct GemmKernelSpec {
   }
   /// 16-bit outputs leave by TMA store through the staging buffers; f32
   /// outputs are stored from registers.
-  bool tmaStore() const { return outType.getIntOrFloatBitWidth() == 16; }
+  bool tmaStore() const {
+    return !decodeSwap && outType.getIntOrFloatBitWidth() == 16;
+  }
   int64_t storeChunkBytes() const { return layout.storeChunkBytes; }
   int64_t storeBuffers() const { return layout.storeBuffers; }
   int64_t storeStagingOffset() const { return layout.storeStagingOffset; }
@@ -173,12 +181,14 @@ struct GemmKernelSpec {
 
 /// Reads the spec off a planned op for `target`, configured as `config`
 /// (null: its `fusion.kernel`; the small-M kernel passes
-/// `fusion.kernel_small_m`); on failure returns why (a message that follows
+/// `fusion.kernel_small_m`, the decode body `fusion.kernel_decode` with
+/// `decodeSwap`); on failure returns why (a message that follows
 /// "cannot generate an <chip> kernel: ").
 FailureOr<GemmKernelSpec> getGemmKernelSpec(FusedMatmulOp op,
                                             const TargetInfo &target,
                                             std::string &whyNot,
-                                            KernelConfigAttr config = {});
+                                            KernelConfigAttr config = {},
+                                            bool decodeSwap = false);
 
 /// The TMA tensor-map types of A and B for `spec` (128-byte swizzle; boxes
 /// of tileK columns), of the output (16-bit outputs: boxes of [tile_m, 64])
@@ -252,13 +262,15 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &b, Location loc,
 /// fewer columns for calls of few rows), taking GemmKernelAbi(main)'s
 /// arguments and an index after them: nonzero runs the small body. The
 /// two must take the same arguments, threads and registers
-/// (checkSmallMKernel).
-gpu::GPUFuncOp buildGemmKernel(OpBuilder &b, Location loc,
-                               gpu::GPUModuleOp module, StringRef name,
-                               const GemmKernelSpec &main,
-                               MmaEngine &mainEngine,
-                               const GemmKernelSpec &small,
-                               MmaEngine &smallEngine);
+/// (checkSmallMKernel). With `decode` (`fusion.kernel_decode`), a third
+/// body: the flag's value 2 runs it, and the kernel's last argument is its
+/// tokens descriptor.
+gpu::GPUFuncOp
+buildGemmKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                StringRef name, const GemmKernelSpec &main,
+                MmaEngine &mainEngine, const GemmKernelSpec &small,
+                MmaEngine &smallEngine, const GemmKernelSpec *decode = nullptr,
+                MmaEngine *decodeEngine = nullptr);
 /// Whether `main` and `small` can share one kernel; if not, why.
 LogicalResult checkSmallMKernel(const GemmKernelSpec &main,
                                 MmaEngine &mainEngine,

@@ -125,7 +125,8 @@ LogicalResult FusionDialect::verifyRegionArgAttribute(Operation *op,
 LogicalResult FusionDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
   if (attr.getName() == KernelConfigAttr::getAttrName() ||
-      attr.getName() == KernelConfigAttr::getSmallMAttrName()) {
+      attr.getName() == KernelConfigAttr::getSmallMAttrName() ||
+      attr.getName() == KernelConfigAttr::getDecodeAttrName()) {
     if (!isa<KernelConfigAttr>(attr.getValue()))
       return op->emitError() << "expected '" << attr.getName().getValue()
                              << "' to be a #fusion.kernel_config attribute, "
@@ -141,6 +142,12 @@ LogicalResult FusionDialect::verifyOperationAttribute(Operation *op,
              << "expected '" << KernelConfigAttr::getSmallMAttrName()
              << "' beside a '" << KernelConfigAttr::getAttrName()
              << "' (the main kernel's configuration), but got none";
+    if (attr.getName() == KernelConfigAttr::getDecodeAttrName() &&
+        !op->hasAttr(KernelConfigAttr::getSmallMAttrName()))
+      return op->emitError()
+             << "expected '" << KernelConfigAttr::getDecodeAttrName()
+             << "' beside a '" << KernelConfigAttr::getSmallMAttrName()
+             << "' (the decode body is the kernel's third), but got none";
     return verifyKernelConfigForTarget(
         op, cast<KernelConfigAttr>(attr.getValue()));
   }

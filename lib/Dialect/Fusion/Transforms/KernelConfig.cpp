@@ -471,3 +471,53 @@ mlir::fusion::planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   }
   return *small;
 }
+
+std::optional<KernelConfigAttr>
+mlir::fusion::planDecodeFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
+                                    KernelConfigAttr config,
+                                    std::string &whyNot) {
+  if (target.tensorMemoryColumns > 0) {
+    whyNot = "only where the accumulator is in registers (sm_90a)";
+    return std::nullopt;
+  }
+  if (op.getPrologue() != PrologueKind::none || op.getRowDot() ||
+      (op.getEpilogue() != EpilogueKind::none &&
+       op.getEpilogue() != EpilogueKind::row_scale) ||
+      op.getSaveNormInput()) {
+    whyNot = "its epilogue is not element-wise (or its prologue is in the "
+             "kernel): the decode body's threads hold a token's features "
+             "across the warpgroup";
+    return std::nullopt;
+  }
+  if (!op.getTransposeRhs() || op.getTransposeLhs()) {
+    whyNot = "the weight is not nn.Linear's [N, K] (transpose_rhs), whose "
+             "64-row slices are the decode body's MMA operand A";
+    return std::nullopt;
+  }
+  auto is16 = [](Value v) {
+    return getElementTypeOrSelf(v.getType()).getIntOrFloatBitWidth() == 16;
+  };
+  if (!is16(op.getLhs()) || !is16(op.getOutput())) {
+    whyNot = "the decode body takes 16-bit operands and a 16-bit output";
+    return std::nullopt;
+  }
+  if (config.getClusterN() != 1 || config.getSplitK() != 1 ||
+      config.getStreamK() || config.getGlobalRows()) {
+    whyNot = "the main kernel has a cluster, split-K or stream-K";
+    return std::nullopt;
+  }
+  GemmSmemParams params;
+  params.tileN = K::kDecodeTileN;
+  params.decodeTokens = K::kDecodeTokens;
+  std::optional<GemmSmemLayout> layout =
+      deepestFit(target.smemPerBlockOptin, params, K::kDecodeMaxStages);
+  if (!layout) {
+    whyNot = "its ring does not fit the target's shared memory";
+    return std::nullopt;
+  }
+  return KernelConfigAttr::get(
+      op.getContext(), K::kDecodeTokens, K::kDecodeTileN, K::kTileK,
+      layout->stages, /*clusterN=*/1, config.getConsumers(), layout->totalBytes,
+      /*epilogueWarps=*/false, /*globalRows=*/false, /*stagedResidual=*/false,
+      /*splitK=*/1, /*streamK=*/false, /*decodeSplits=*/1);
+}

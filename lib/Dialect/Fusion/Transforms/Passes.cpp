@@ -92,7 +92,7 @@ struct FusionPlanKernelsPass
     }
     if (failed(planKernels(getOperation(), lazyRowStats, splitK, report,
                            maxEpilogueCluster, rmsPrologue, streamK, smallM,
-                           smallMSplit)))
+                           smallMSplit, decodeSwap)))
       signalPassFailure();
   }
 };

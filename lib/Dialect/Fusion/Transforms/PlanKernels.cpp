@@ -92,9 +92,11 @@ bool wantsRowStatsKernel(FusedMatmulOp op, KernelConfigAttr config,
 /// `report` a remark on `at` (the op the user wrote; `op` when null) says
 /// so. `decodeSplits` (small-m-split): a dynamic M's small-M configuration
 /// also splits K (decode_splits) where planSmallMFusedMatmul allows it.
+/// `decodeSwap` (decode-swap): a dynamic M's GEMM also gets
+/// `fusion.kernel_decode` where planDecodeFusedMatmul gives one.
 void attachSmallMKernel(FusedMatmulOp op, const TargetInfo &target,
                         KernelConfigAttr config, bool report, bool decodeSplits,
-                        Operation *at = nullptr) {
+                        bool decodeSwap, Operation *at = nullptr) {
   auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
   int64_t m = lhsType.getDimSize(op.getTransposeLhs() ? 1 : 0);
   int64_t n = cast<RankedTensorType>(op.getOutput().getType()).getDimSize(1);
@@ -128,6 +130,20 @@ void attachSmallMKernel(FusedMatmulOp op, const TargetInfo &target,
                            << " columns would occupy at most 1/"
                            << GemmTiling::kSmallMOccupancy
                            << " of the SMs: " << *small;
+  if (!decodeSwap)
+    return;
+  std::optional<KernelConfigAttr> decode =
+      planDecodeFusedMatmul(op, target, config, whyNot);
+  if (!decode) {
+    if (report)
+      remarkOn->emitRemark() << "no decode GEMM body: " << whyNot;
+    return;
+  }
+  op->setAttr(KernelConfigAttr::getDecodeAttrName(), *decode);
+  if (report)
+    remarkOn->emitRemark() << "decode GEMM body on " << target.chip
+                           << " (operands swapped) for calls of at most "
+                           << decode->getTileM() << " tokens: " << *decode;
 }
 
 /// Lazy Pre-Norm GEMM `op` (prologue rms_norm, epilogue none) as a
@@ -754,8 +770,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
                                         bool splitK, bool report,
                                         int64_t maxEpilogueCluster,
                                         bool rmsPrologue, bool streamK,
-                                        bool smallM,
-                                        bool smallMSplit) {
+                                        bool smallM, bool smallMSplit,
+                                        bool decodeSwap) {
   foldAttentionResiduals(module);
   // After the residual fold: the Kunlun block's dh + dq1 is then the
   // gdpa_grad's residual(%dh), which the prologue takes as grad_residual.
@@ -843,10 +859,12 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
       fused->setAttr(KernelConfigAttr::getAttrName(), *config);
       // Replanned: an earlier small-M plan goes with the main one.
       fused->removeAttr(KernelConfigAttr::getSmallMAttrName());
+      fused->removeAttr(KernelConfigAttr::getDecodeAttrName());
       if (report)
         fused.emitRemark() << "GEMM kernel on " << target->chip << ": " << *config;
       if (smallM)
-        attachSmallMKernel(fused, *target, *config, report, smallMSplit);
+        attachSmallMKernel(fused, *target, *config, report, smallMSplit,
+                           decodeSwap);
       continue;
     }
 
@@ -876,7 +894,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
     if (report)
       matmul.emitRemark() << "GEMM kernel on " << target->chip << ": " << *config;
     if (smallM)
-      attachSmallMKernel(fused, *target, *config, report, smallMSplit, matmul);
+      attachSmallMKernel(fused, *target, *config, report, smallMSplit,
+                         decodeSwap, matmul);
     rewriter.replaceOp(matmul, fused.getOutput());
   }
   return success(ok);

@@ -206,6 +206,11 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
     static constexpr ::llvm::StringLiteral getSmallMAttrName() {
       return ::llvm::StringLiteral("fusion.kernel_small_m");
     }
+    /// The swapped decode body's configuration (fusion-plan-kernels
+    /// decode-swap): tile_m tokens by tile_n features.
+    static constexpr ::llvm::StringLiteral getDecodeAttrName() {
+      return ::llvm::StringLiteral("fusion.kernel_decode");
+    }
   }];
 }
 

@@ -762,6 +762,20 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       cooperative grid over the small tiles, the K steps) K ranges per
       tile, a CTA per (tile, range), and range 0 adds the other ranges'
       sums from a workspace before the epilogue.
+    - `decode-swap` (default off; experimental, not yet run on a GPU): a
+      GEMM planned for a dynamic token count with an element-wise epilogue
+      (none or row_scale, with col_bias and residual; no prologue in the
+      kernel), nn.Linear's [N, K] weight and 16-bit operands, also gets
+      `fusion.kernel_decode`: the same kernel's third body, taken by calls
+      of at most 32 tokens, computes y^T = W x^T with a 64-row slice of the
+      weight as the MMA's A and the tokens as its N (rings of 8 KB of
+      weight and 4 KB of tokens a stage):
+
+      ```mlir
+      // after (decode-swap=true), beside fusion.kernel and fusion.kernel_small_m
+      fusion.kernel_decode = #fusion.kernel_config<tile_m = 32, tile_n = 64,
+          tile_k = 64, stages = 18, cluster_n = 1, consumers = 2, smem_bytes = ...>
+      ```
     - `max-epilogue-cluster` (default 0: the target's, 4 on sm_90a): the
       most CTAs of a cluster a forward norm epilogue's row may take; a row
       needing more goes through global memory (`global_rows`, every SM busy
@@ -834,7 +848,12 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
            "let the small-M kernel of a dynamic token count split K into up "
            "to 4 ranges per tile (decode_splits), range 0 finishing the "
            "tile, where its K loop carries only the accumulator "
-           "(opt-in: faster at decode sizes, slower at 65536 tokens)">
+           "(opt-in: faster at decode sizes, slower at 65536 tokens)">,
+    Option<"decodeSwap", "decode-swap", "bool", /*default=*/"false",
+           "give a GEMM of a dynamic token count whose epilogue is "
+           "element-wise a third body for calls of up to 32 tokens, with "
+           "the operands swapped (fusion.kernel_decode; experimental, not "
+           "yet run on a GPU)">
   ];
 }
 

@@ -137,6 +137,23 @@ planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                       KernelConfigAttr config, std::string &whyNot,
                       bool decodeSplits = false);
 
+/// The swapped decode body of `op` (planned as `config`, the main
+/// configuration): where the epilogue is element-wise (none or row_scale,
+/// with col_bias and residual), the prologue is not in the kernel, B is
+/// nn.Linear's [N, K] weight, A, B and the output are 16-bit and `target`
+/// keeps the accumulator in registers (sm_90a), a configuration of
+/// GemmTiling::kDecodeTokens tokens (tile_m) by kDecodeTileN features
+/// (tile_n) with the deepest ring that fits, up to kDecodeMaxStages;
+/// otherwise nothing, with the reason in `whyNot`. fusion-plan-kernels
+/// (decode-swap) attaches it to a dynamic M's GEMM as `fusion.kernel_decode`
+/// and convert-fusion-to-gpu builds it as a third body, launched for calls
+/// of at most tile_m tokens: D = y^T = W x^T, a 64-row slice of W as
+/// wgmma's A, the tokens as its N.
+std::optional<KernelConfigAttr> planDecodeFusedMatmul(FusedMatmulOp op,
+                                                      const TargetInfo &target,
+                                                      KernelConfigAttr config,
+                                                      std::string &whyNot);
+
 /// fusion-plan-kernels: rewrites every fusion.matmul into a fusion.fused_matmul
 /// without prologue or epilogue (a bias becomes its col_bias), and attaches
 /// `fusion.kernel` (the result of planFusedMatmul) to every
@@ -189,14 +206,16 @@ planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
 /// (sm_90a, dense q, a cluster of the H heads; whyNoAttentionGradKernel).
 /// Off by default until convert-fusion-to-gpu lowers the prologue.
 ///
+/// `decodeSwap`: a dynamic M's GEMM may also get `fusion.kernel_decode`
+/// (planDecodeFusedMatmul).
 /// `smallMSplit`: a dynamic M's small-M configuration may split K
 /// (decode_splits; planSmallMFusedMatmul).
 LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
                           bool splitK = false, bool report = false,
                           int64_t maxEpilogueCluster = 0,
                           bool rmsPrologue = false, bool streamK = false,
-                          bool smallM = false,
-                          bool smallMSplit = false);
+                          bool smallM = false, bool smallMSplit = false,
+                          bool decodeSwap = false);
 
 /// The cost model's choice for a Lazy Pre-Norm GEMM of `columnTiles` output
 /// tiles per row: true to sum the rows in the kernel, false for a row
