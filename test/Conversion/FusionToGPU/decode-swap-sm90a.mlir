@@ -13,6 +13,10 @@
 // RUN: fusion-opt %s "--fusion-plan-kernels=small-m=true decode-swap=true" --convert-fusion-to-gpu | FileCheck %s
 // RUN: fusion-opt %s "--fusion-to-gpu=format=isa small-m=true decode-swap=true" > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
+// RUN: not fusion-opt %s "--fusion-plan-kernels=small-m=false decode-swap=true" 2>&1 | FileCheck %s --check-prefix=NOSMALL
+// RUN: not fusion-opt %s "--fusion-plan-kernels=small-m=false small-m-split=true" 2>&1 | FileCheck %s --check-prefix=NOSMALLSPLIT
+// NOSMALL: error: fusion-plan-kernels: expected small-m with decode-swap (the small-M body's decode splits, the decode body beside it), but got small-m=false
+// NOSMALLSPLIT: error: fusion-plan-kernels: expected small-m with small-m-split
 // PLAN: remark: decode GEMM body on sm_90a (operands swapped) for calls of at most 32 tokens: #fusion.kernel_config<tile_m = 32, tile_n = 64, tile_k = 64, stages = 18, cluster_n = 1, consumers = 2, smem_bytes = 222208>
 // PLAN: remark: decode GEMM body on sm_90a
 // PLAN: remark: no decode GEMM body: its epilogue is not element-wise

@@ -90,6 +90,15 @@ struct FusionPlanKernelsPass
           << static_cast<int64_t>(maxEpilogueCluster);
       return signalPassFailure();
     }
+    // Both are bodies beside the small-M one.
+    if ((smallMSplit || decodeSwap) && !smallM) {
+      getOperation().emitError()
+          << "fusion-plan-kernels: expected small-m with "
+          << (smallMSplit ? "small-m-split" : "decode-swap")
+          << " (the small-M body's decode splits, the decode body beside "
+             "it), but got small-m=false";
+      return signalPassFailure();
+    }
     if (failed(planKernels(getOperation(), lazyRowStats, splitK, report,
                            maxEpilogueCluster, rmsPrologue, streamK, smallM,
                            smallMSplit, decodeSwap)))
