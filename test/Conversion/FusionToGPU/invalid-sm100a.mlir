@@ -81,7 +81,7 @@ func.func @wide(%a: tensor<256x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<25
 // A small-M configuration: the sm_90a kernel's second body only.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 func.func @small_m(%a: tensor<?x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: a small-M configuration (fusion.kernel_small_m) is generated on sm_90a only; the tensor-memory kernel keeps one body}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: a small-M or decode configuration (fusion.kernel_small_m, fusion.kernel_decode) is generated on sm_90a only; the tensor-memory kernel keeps one body}}
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 1, smem_bytes = 230912>, fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, cluster_n = 1, consumers = 1, smem_bytes = 181760>} : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
   return %c : tensor<?x4096xbf16>
 }
