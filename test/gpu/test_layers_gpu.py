@@ -107,8 +107,8 @@ def test_small_m_kernel(name, m):
 # libraries built with the flag, bench/layers/run_decode_swap.sh): calls of
 # at most 32 tokens, both sides of that boundary, odd counts; Llama's
 # projection (row scale), a LayerNorm pre-norm's linear (column bias), and
-# Qwen3's q_proj + q_norm, which keeps the small-M body (its per-head norm
-# is not element-wise). Without the flag they run the small-M body.
+# Qwen3's q_proj + q_norm (tiles of one head, the per-head RMSNorm across
+# both consumer groups). Without the flag they run the small-M body.
 @pytest.mark.parametrize("name,m", [("llama_prenorm_h4096", m) for m in (1, 7, 16, 31, 32, 33)]
                          + [("ln_prenorm_h1024", m) for m in (1, 16, 32, 33)]
                          + [("qwen3_q_norm_h2048", m) for m in (7, 32)])

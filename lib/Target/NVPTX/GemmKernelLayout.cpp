@@ -126,8 +126,10 @@ GemmSmemLayout mlir::fusion::getGemmSmemLayout(const GemmSmemParams &p) {
   // Lazy Pre-Norm's per-row sums of squares (and LayerNorm's row sums,
   // tile_m words further) outlive the K loop.
   l.rowStatsOffset = add(l.storeStagingOffset, l.storeStagingBytes);
+  // (The decode body: a per-head norm's sums of squares, a warp's per
+  // token, 8 warps.)
   l.rowStatsBytes = p.decodeTokens > 0
-                        ? 0
+                        ? mul(8, p.decodeTokens, T::kPartialBytes)
                         : mul(T::kTileM, T::kPartialBytes, p.prologueRowStats);
   // Grad epilogues read the forward's norm_input tile next to the gradient.
   l.normInputOffset = add(l.rowStatsOffset, l.rowStatsBytes);

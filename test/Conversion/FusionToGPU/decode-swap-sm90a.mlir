@@ -7,8 +7,10 @@
 // wgmma m64n32k16 (the weight's 64-row slice as A, the tokens as N) over a
 // ring of 4 KB of tokens and 8 KB of weight a stage, one consumer group
 // computing and the other only releasing the slots, and stores y from
-// registers with the row scale, column bias and residual. A per-head norm
-// (not element-wise) gets none. Every body assembles without spills.
+// registers with the row scale, column bias and residual. A per-head RMSNorm
+// over heads of 128 (Qwen3's q_norm) takes tiles of one head: both groups
+// compute 64 features each and meet at a barrier to sum each token's squares.
+// Every body assembles without spills but the residual GEMM's main one.
 // RUN: fusion-opt %s "--fusion-plan-kernels=small-m=true decode-swap=true report=true" 2>&1 >/dev/null | FileCheck %s --check-prefix=PLAN
 // RUN: fusion-opt %s "--fusion-plan-kernels=small-m=true decode-swap=true" --convert-fusion-to-gpu | FileCheck %s
 // RUN: fusion-opt %s "--fusion-to-gpu=format=isa small-m=true decode-swap=true" > %t.isa.mlir
@@ -17,9 +19,9 @@
 // RUN: not fusion-opt %s "--fusion-plan-kernels=small-m=false small-m-split=true" 2>&1 | FileCheck %s --check-prefix=NOSMALLSPLIT
 // NOSMALL: error: fusion-plan-kernels: expected small-m with decode-swap (the small-M body's decode splits, the decode body beside it), but got small-m=false
 // NOSMALLSPLIT: error: fusion-plan-kernels: expected small-m with small-m-split
-// PLAN: remark: decode GEMM body on sm_90a (operands swapped) for calls of at most 32 tokens: #fusion.kernel_config<tile_m = 32, tile_n = 64, tile_k = 64, stages = 18, cluster_n = 1, consumers = 2, smem_bytes = 222208>
+// PLAN: remark: decode GEMM body on sm_90a (operands swapped) for calls of at most 32 tokens: #fusion.kernel_config<tile_m = 32, tile_n = 64, tile_k = 64, stages = 18, cluster_n = 1, consumers = 2, smem_bytes = 223232>
 // PLAN: remark: decode GEMM body on sm_90a
-// PLAN: remark: no decode GEMM body: its epilogue is not element-wise
+// PLAN: remark: decode GEMM body on sm_90a (operands swapped) for calls of at most 32 tokens: #fusion.kernel_config<tile_m = 32, tile_n = 128, tile_k = 64, stages = 11, cluster_n = 1, consumers = 2, smem_bytes = {{[0-9]+}}>
 // PTXAS-DAG: ptxas ok: projection_kernel0 registers=168 spills=0
 // (The main body of a GEMM with a residual spills with or without the decode
 // body: 364 bytes at 4096 x 1024 without it.)
@@ -32,14 +34,11 @@
 // CHECK-LABEL: func.func @projection
 // CHECK: %[[DECODE:.*]] = arith.cmpi ule, %[[M:.*]], %c32 : index
 // CHECK: arith.select %[[DECODE]], %{{.*}}, %{{.*}} : index
-// CHECK: arith.select %[[DECODE]], %c222208_i32, %{{.*}} : i32
+// CHECK: arith.select %[[DECODE]], %c223232_i32, %{{.*}} : i32
 // CHECK: %[[FLAG:.*]] = arith.select %[[DECODE]], %c2{{.*}}, %{{.*}} : index
 // CHECK: %[[TOKENS:.*]] = nvgpu.tma.create.descriptor %{{.*}} box[%c32{{.*}}, %c64{{.*}}] : memref<*xbf16> -> <tensor = memref<32x64xbf16, 3>
 // CHECK: %[[TOKENSPTR:.*]] = builtin.unrealized_conversion_cast %[[TOKENS]]
 // CHECK: gpu.launch_func async {{.*}} @fusion_kernels::@projection_kernel0 {{.*}} args({{.*}}, %[[FLAG]] : index, %[[TOKENSPTR]] : !llvm.ptr)
-// CHECK-LABEL: func.func @q_proj_q_norm
-// CHECK-NOT: memref<32x64xbf16, 3>
-// CHECK: gpu.launch_func
 // The kernel: three bodies on the flag.
 // CHECK: gpu.func @projection_kernel0({{.*}}, %[[ARG:.*]]: index, %{{.*}}: !llvm.ptr) kernel
 // CHECK: scf.index_switch %[[ARG]]
@@ -71,6 +70,18 @@
 // CHECK-NEXT: %[[R:.*]] = memref.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<?x?xbf16>
 // CHECK-NEXT: %[[RF:.*]] = arith.extf %[[R]] : bf16 to f32
 // CHECK-NEXT: arith.addf %[[D]], %[[RF]] : f32
+// The per-head norm: both groups' MMAs, each token's sum of squares over the
+// warp's 16 features (three shuffles), the 8 warps' sums through shared
+// memory between two barriers of both groups, rsqrt, the weight.
+// CHECK: gpu.func @q_proj_q_norm_kernel0(
+// CHECK: case 2 {
+// CHECK-NOT: scf.if %{{.*}} -> (!nvgpu.warpgroup.accumulator
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 32, k = 16>
+// CHECK: gpu.shuffle xor
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// CHECK: math.rsqrt
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<?x?xbf16>
 
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @projection(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>, %rstd: tensor<?xf32>, %bias: tensor<4096xbf16>) -> tensor<?x4096xbf16> {

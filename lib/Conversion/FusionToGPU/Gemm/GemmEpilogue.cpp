@@ -884,12 +884,16 @@ void GemmKernelEmitter::handOffTile(AccumulatorView &view,
   arrive(tileFull, idx(0));
 }
 
-/// The decode body's epilogue (one consumer group): thread (warp w, lane l)
-/// holds D = y^T at features blockCol + 16 w + l / 4 + 8 h and tokens
-/// blockRow + 8 j + 2 (l % 4) + e. Each element gets the token's
-/// row_scale, the feature's col_bias and y's residual, and is stored as a
-/// 16-bit scalar where both lie inside M and N (the loads clamp to the last
-/// row and column instead of branching).
+/// The decode body's epilogue: thread (warp w, lane l) of consumer group c
+/// holds D = y^T at features blockCol + 64 c + 16 w + l / 4 + 8 h and
+/// tokens blockRow + 8 j + 2 (l % 4) + e. Each element gets the token's
+/// row_scale, the feature's col_bias and y's residual; a per-head RMSNorm
+/// (heads of the tile's 128 features, both groups) then divides by the
+/// token's root mean square over the head (each warp's sums of squares per
+/// token through shared memory, both groups meeting at a barrier) and
+/// multiplies by the weight. Stored as 16-bit scalars where both lie inside
+/// M and N (the loads clamp to the last row and column instead of
+/// branching).
 void GemmKernelEmitter::decodeEpilogue(Value acc, Value blockRow,
                                        Value blockCol) {
   Type f32 = b.getF32Type();
@@ -897,29 +901,46 @@ void GemmKernelEmitter::decodeEpilogue(Value acc, Value blockRow,
     return v.getType().isF32() ? v : arith::ExtFOp::create(b, f32, v);
   };
   Value out = arg(GemmArg::Output), rowScale = arg(GemmArg::RowScale),
-        colBias = arg(GemmArg::ColBias), residual = arg(GemmArg::Residual);
+        colBias = arg(GemmArg::ColBias), residual = arg(GemmArg::Residual),
+        weight = arg(GemmArg::NormWeight);
+  bool headNorm = s.normEpilogue();
   std::unique_ptr<AccumulatorView> view = engine->view(*this, acc, tid);
-  Value row0 = engine->firstRow(*this, idx(0), tid);
+  int64_t rowsPerThread = view->rowsPerThread(), groups = view->columnGroups();
+  Value c = sub(wg, idx(1));
+  // The feature within the tile.
+  Value row0 = add(mul(c, idx(engine->groupRows())),
+                   engine->firstRow(*this, idx(0), tid));
   Value lastToken = sub(m, idx(1)), lastFeature = sub(n, idx(1));
-  Value feature[2], featureIn[2], featureAt[2], bias[2];
-  for (int64_t h = 0; h < view->rowsPerThread(); ++h) {
-    feature[h] = add(add(blockCol, row0), idx(view->rowOffset(h)));
-    featureIn[h] = ult(feature[h], n);
-    featureAt[h] = arith::MinUIOp::create(b, feature[h], lastFeature);
-    if (colBias)
-      bias[h] =
-          toF32(memref::LoadOp::create(b, colBias, ValueRange{featureAt[h]}));
+  SmallVector<Value> feature, featureIn, featureAt, bias, scaleOf;
+  for (int64_t h = 0; h < rowsPerThread; ++h) {
+    Value inTile = add(row0, idx(view->rowOffset(h)));
+    feature.push_back(add(blockCol, inTile));
+    featureIn.push_back(ult(feature[h], n));
+    featureAt.push_back(arith::MinUIOp::create(b, feature[h], lastFeature));
+    bias.push_back(colBias ? toF32(memref::LoadOp::create(
+                                 b, colBias, ValueRange{featureAt[h]}))
+                           : Value());
+    // The norm's weight of the feature's place in its head (heads of
+    // tile_n features).
+    scaleOf.push_back(
+        weight ? toF32(memref::LoadOp::create(b, weight, ValueRange{inTile}))
+               : Value());
   }
-  for (int64_t j = 0; j < view->columnGroups(); ++j) {
+  // v[j][e][h]: the element before the norm.
+  SmallVector<Value> token, tokenIn;
+  SmallVector<SmallVector<Value>> v;
+  for (int64_t j = 0; j < groups; ++j) {
     for (int64_t e = 0; e < 2; ++e) {
-      Value token = add(add(blockRow, idx(8 * j + e)), view->pairColumn());
-      Value tokenIn = ult(token, m);
-      Value tokenAt = arith::MinUIOp::create(b, token, lastToken);
+      Value t = add(add(blockRow, idx(8 * j + e)), view->pairColumn());
+      token.push_back(t);
+      tokenIn.push_back(ult(t, m));
+      Value tokenAt = arith::MinUIOp::create(b, t, lastToken);
       Value scale =
           rowScale
               ? toF32(memref::LoadOp::create(b, rowScale, ValueRange{tokenAt}))
               : Value();
-      for (int64_t h = 0; h < view->rowsPerThread(); ++h) {
+      SmallVector<Value> column;
+      for (int64_t h = 0; h < rowsPerThread; ++h) {
         Value x = vector::ExtractOp::create(b, view->pair(h, j),
                                             ArrayRef<int64_t>{e});
         if (scale)
@@ -931,12 +952,53 @@ void GemmKernelEmitter::decodeEpilogue(Value acc, Value blockRow,
               b, x,
               toF32(memref::LoadOp::create(b, residual,
                                            ValueRange{tokenAt, featureAt[h]})));
-        Value y = arith::TruncFOp::create(b, s.finalType, x);
-        Value inside = both(tokenIn, featureIn[h]);
-        ifThen(inside, [&] {
-          memref::StoreOp::create(b, y, out, ValueRange{token, feature[h]});
-        });
+        column.push_back(x);
       }
+      v.push_back(column);
     }
   }
+  if (headNorm) {
+    // Each token column's sum of squares over the warp's 16 features (the
+    // lanes of one l % 4 hold them), then over the 8 warps of both groups.
+    Value sums = smemView(idx(s.rowStatsOffset()), {8 * s.tileM}, f32);
+    Value warp = add(mul(c, idx(4)), div(tid, 32));
+    for (auto [i, column] : llvm::enumerate(v)) {
+      Value sq = cstF32(0.0);
+      for (Value x : column)
+        sq = math::FmaOp::create(b, x, x, sq);
+      sq = view->columnReduce(sq);
+      Value inTile = sub(token[i], blockRow);
+      ifThen(view->isColumnLeader(), [&] {
+        memref::StoreOp::create(
+            b, sq, sums, ValueRange{add(mul(warp, idx(s.tileM)), inTile)});
+      });
+    }
+    consumerBarrier();
+    Value groupF = cstF32(static_cast<double>(s.normGroupSize));
+    for (auto [i, column] : llvm::enumerate(v)) {
+      Value inTile = sub(token[i], blockRow);
+      Value total = cstF32(0.0);
+      for (int64_t w = 0; w < 8; ++w)
+        total = arith::AddFOp::create(
+            b, total,
+            memref::LoadOp::create(b, sums,
+                                   ValueRange{add(idx(w * s.tileM), inTile)}));
+      Value rstd = rsqrt(arith::AddFOp::create(
+          b, arith::DivFOp::create(b, total, groupF), cstF32(s.epsilon)));
+      for (int64_t h = 0; h < rowsPerThread; ++h) {
+        column[h] = arith::MulFOp::create(b, column[h], rstd);
+        if (scaleOf[h])
+          column[h] = arith::MulFOp::create(b, column[h], scaleOf[h]);
+      }
+    }
+    // The next tile's sums overwrite these only after every thread read.
+    consumerBarrier();
+  }
+  for (auto [i, column] : llvm::enumerate(v))
+    for (auto [h, x] : llvm::enumerate(column)) {
+      Value y = arith::TruncFOp::create(b, s.finalType, x);
+      ifThen(both(tokenIn[i], featureIn[h]), [&] {
+        memref::StoreOp::create(b, y, out, ValueRange{token[i], feature[h]});
+      });
+    }
 }

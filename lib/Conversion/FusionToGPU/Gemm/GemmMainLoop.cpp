@@ -487,10 +487,11 @@ void GemmKernelEmitter::consumer() {
             Value off = stageOffset(stage);
             Value acc;
             if (s.decodeSwap) {
-              // D = W x^T: the weight's 64-row slice (the ring's B tile) as
-              // A, the tokens (its A tile) as N.
-              Value w = smemView(add(off, idx(s.aTileBytes())),
-                                 {s.tileN, s.tileK}, s.abType);
+              // D = W x^T: the weight's 64-row slice (group c's of the ring's
+              // B tile) as A, the tokens (its A tile) as N.
+              Value w = smemView(add(off, add(idx(s.aTileBytes()),
+                                              mul(c, idx(rows * s.tileK * 2)))),
+                                 {rows, s.tileK}, s.abType);
               Value x = smemView(off, {s.tileM, s.tileK}, s.abType);
               acc = engine->issue(*this, w, x, tmaB, tmaA, it[0]);
             } else {
@@ -522,7 +523,10 @@ void GemmKernelEmitter::consumer() {
     // A group whose rows all lie past M waits for each slot (so that its
     // release counts for that slot's phase) and gives it back at once.
     SmallVector<Value> loop;
-    if (skipGroupsPastM && !lazy && !withSums) {
+    // (The decode body's per-head norm: both groups compute, 64 features
+    // each.)
+    bool bothDecodeGroups = s.decodeSwap && s.tileN == 2 * rows;
+    if (skipGroupsPastM && !lazy && !withSums && !bothDecodeGroups) {
       // (The decode body: the first group computes, the second only waits.)
       Value live =
           s.decodeSwap
@@ -588,7 +592,9 @@ void GemmKernelEmitter::consumer() {
         ring.waitFull(*this, stage, pos);
         normInputSlot = stageOffset(stage);
       }
-      if (s.decodeSwap)
+      if (bothDecodeGroups)
+        decodeEpilogue(loop[0], blockRow, blockCol);
+      else if (s.decodeSwap)
         ifThen(eq(c, 0), [&] { decodeEpilogue(loop[0], blockRow, blockCol); });
       else
         epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq, sums);

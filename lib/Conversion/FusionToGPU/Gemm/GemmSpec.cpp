@@ -80,12 +80,19 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
     if (failed(checkHandledTcgen05(s, target, why)))
       return failure();
   } else if (s.decodeSwap) {
-    if (s.tileM % 8 != 0 || s.tileM > 256 || s.tileN != 64 || !s.transposeB ||
-        s.transposeA || s.lazyPrologue() || s.rowReduction() ||
-        s.gradEpilogue() || s.outType.getIntOrFloatBitWidth() != 16) {
+    // Element-wise epilogues over 64 features, or a per-head RMSNorm over
+    // heads of the two consumer groups' 128.
+    bool headNorm = s.epilogue == EpilogueKind::rms_norm &&
+                    s.normGroupSize == 128 && s.tileN == 128 &&
+                    s.consumers == 2 && s.numStats == 0;
+    if (s.tileM % 8 != 0 || s.tileM > 256 || (s.tileN != 64 && !headNorm) ||
+        !s.transposeB || s.transposeA || s.lazyPrologue() ||
+        (s.rowReduction() && !headNorm) || s.gradEpilogue() ||
+        s.outType.getIntOrFloatBitWidth() != 16) {
       why = "the decode body takes tile_m tokens (a multiple of 8, at most "
-            "256) by 64 features of nn.Linear's weight, an element-wise "
-            "epilogue and a 16-bit output";
+            "256) by 64 features of nn.Linear's weight with an element-wise "
+            "epilogue, or 128 with a per-head RMSNorm over heads of 128, and "
+            "a 16-bit output";
       return failure();
     }
   } else if (s.tileM != 64 * s.consumers) {

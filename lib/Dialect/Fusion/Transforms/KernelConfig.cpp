@@ -480,9 +480,14 @@ mlir::fusion::planDecodeFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     whyNot = "only where the accumulator is in registers (sm_90a)";
     return std::nullopt;
   }
+  // A per-head RMSNorm over heads of two consumer groups' 64 features
+  // (Qwen3's q_norm / k_norm) is reduced across the CTA's tile.
+  bool headNorm = op.getEpilogue() == EpilogueKind::rms_norm &&
+                  op.getNormGroupSize() == 2 * K::kDecodeTileN &&
+                  config.getConsumers() == 2 && op.getExtras().empty();
   if (op.getPrologue() != PrologueKind::none || op.getRowDot() ||
       (op.getEpilogue() != EpilogueKind::none &&
-       op.getEpilogue() != EpilogueKind::row_scale) ||
+       op.getEpilogue() != EpilogueKind::row_scale && !headNorm) ||
       op.getSaveNormInput()) {
     whyNot = "its epilogue is not element-wise (or its prologue is in the "
              "kernel): the decode body's threads hold a token's features "
@@ -506,8 +511,9 @@ mlir::fusion::planDecodeFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     whyNot = "the main kernel has a cluster, split-K or stream-K";
     return std::nullopt;
   }
+  int64_t tileN = headNorm ? 2 * K::kDecodeTileN : K::kDecodeTileN;
   GemmSmemParams params;
-  params.tileN = K::kDecodeTileN;
+  params.tileN = tileN;
   params.decodeTokens = K::kDecodeTokens;
   std::optional<GemmSmemLayout> layout =
       deepestFit(target.smemPerBlockOptin, params, K::kDecodeMaxStages);
@@ -516,8 +522,8 @@ mlir::fusion::planDecodeFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     return std::nullopt;
   }
   return KernelConfigAttr::get(
-      op.getContext(), K::kDecodeTokens, K::kDecodeTileN, K::kTileK,
-      layout->stages, /*clusterN=*/1, config.getConsumers(), layout->totalBytes,
+      op.getContext(), K::kDecodeTokens, tileN, K::kTileK, layout->stages,
+      /*clusterN=*/1, config.getConsumers(), layout->totalBytes,
       /*epilogueWarps=*/false, /*globalRows=*/false, /*stagedResidual=*/false,
       /*splitK=*/1, /*streamK=*/false, /*decodeSplits=*/1);
 }

@@ -765,7 +765,8 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     - `decode-swap` (default off; experimental, not yet run on a GPU): a
       GEMM planned for a dynamic token count with an element-wise epilogue
       (none or row_scale, with col_bias and residual; no prologue in the
-      kernel), nn.Linear's [N, K] weight and 16-bit operands, also gets
+      kernel) or a per-head RMSNorm over heads of 128 (tiles of one head),
+      nn.Linear's [N, K] weight and 16-bit operands, also gets
       `fusion.kernel_decode`: the same kernel's third body, taken by calls
       of at most 32 tokens, computes y^T = W x^T with a 64-row slice of the
       weight as the MMA's A and the tokens as its N (rings of 8 KB of

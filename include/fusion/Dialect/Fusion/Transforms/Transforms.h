@@ -139,7 +139,9 @@ planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
 
 /// The swapped decode body of `op` (planned as `config`, the main
 /// configuration): where the epilogue is element-wise (none or row_scale,
-/// with col_bias and residual), the prologue is not in the kernel, B is
+/// with col_bias and residual) or a per-head RMSNorm over heads of
+/// 2 x kDecodeTileN (then tile_n is one head), the prologue is not in the
+/// kernel, B is
 /// nn.Linear's [N, K] weight, A, B and the output are 16-bit and `target`
 /// keeps the accumulator in registers (sm_90a), a configuration of
 /// GemmTiling::kDecodeTokens tokens (tile_m) by kDecodeTileN features
