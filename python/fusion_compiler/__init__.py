@@ -388,6 +388,14 @@ class CompiledModule:
         return [p.mlir for p in self.explanation.partitions]
 
 
+def _check_frozen_weights(cache_weight_folds: bool, frozen_weights: bool) -> None:
+    """frozen_weights says what a graph capture does with the kept folds:
+    there are none without cache_weight_folds."""
+    if frozen_weights and not cache_weight_folds:
+        raise ValueError("frozen_weights=True keeps the weights' folds out of CUDA graph "
+                         "captures: it needs cache_weight_folds=True")
+
+
 def compile(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, *,
             example_kwargs=None, strict: bool = False, report: bool = True,
             gradients: bool = True, cache_weight_folds: bool = False,
@@ -428,9 +436,7 @@ def compile(model, example_inputs: Sequence[Any], target: str = DEFAULT_TARGET, 
         why = f"torch.export could not capture the model: {type(error).__name__}: " + \
             (first[0] if first else "")
         return CompiledModule(model, Explanation(target, [], [("model", why, "?")]))
-    if frozen_weights and not cache_weight_folds:
-        raise ValueError("frozen_weights=True keeps the weights' folds out of CUDA graph "
-                         "captures: it needs cache_weight_folds=True")
+    _check_frozen_weights(cache_weight_folds, frozen_weights)
     fused, explanation = _partition(gm, target, True, strict, report, gradients=gradients,
                                     cache_weight_folds=cache_weight_folds,
                                     frozen_weights=frozen_weights)
@@ -595,9 +601,7 @@ def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = T
     cache_weight_folds and frozen_weights as `compile`'s (pass them with
     functools.partial or a lambda)."""
     torch = _torch()
-    if frozen_weights and not cache_weight_folds:
-        raise ValueError("frozen_weights=True keeps the weights' folds out of CUDA graph "
-                         "captures: it needs cache_weight_folds=True")
+    _check_frozen_weights(cache_weight_folds, frozen_weights)
     if target is None:
         on_cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in example_inputs)
         target = DEFAULT_TARGET if on_cuda else "cpu"

@@ -798,6 +798,8 @@ class FrontEndTest(unittest.TestCase):
         x = torch.randn(2, 5, 64).bfloat16()
         with self.assertRaisesRegex(ValueError, "needs cache_weight_folds=True"):
             fc.compile(m, (x,), target="cpu", report=False, frozen_weights=True)
+        with self.assertRaisesRegex(ValueError, "needs cache_weight_folds=True"):
+            fc.backend(None, [x], target="cpu", frozen_weights=True)
         plain = fc.compile(m, (x,), target="cpu", report=False)
         for frozen in (False, True):
             cached = fc.compile(m, (x,), target="cpu", report=False,

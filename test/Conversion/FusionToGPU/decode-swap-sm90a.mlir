@@ -79,7 +79,9 @@
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 32, k = 16>
 // CHECK: gpu.shuffle xor
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
-// CHECK: math.rsqrt
+// CHECK: %[[RSTD:.*]] = math.rsqrt
+// CHECK-NEXT: %[[NORMED:.*]] = arith.mulf %{{.*}}, %[[RSTD]] : f32
+// CHECK-NEXT: arith.mulf %[[NORMED]], %{{.*}} : f32
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
 // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<?x?xbf16>
 

@@ -926,12 +926,13 @@ void GemmKernelEmitter::decodeEpilogue(Value acc, Value blockRow,
         weight ? toF32(memref::LoadOp::create(b, weight, ValueRange{inTile}))
                : Value());
   }
-  // v[j][e][h]: the element before the norm.
-  SmallVector<Value> token, tokenIn;
+  // v[2 j + e][h]: the element before the norm, of token column 2 j + e.
+  SmallVector<Value> tokenInTile, token, tokenIn;
   SmallVector<SmallVector<Value>> v;
   for (int64_t j = 0; j < groups; ++j) {
     for (int64_t e = 0; e < 2; ++e) {
-      Value t = add(add(blockRow, idx(8 * j + e)), view->pairColumn());
+      tokenInTile.push_back(add(idx(8 * j + e), view->pairColumn()));
+      Value t = add(blockRow, tokenInTile.back());
       token.push_back(t);
       tokenIn.push_back(ult(t, m));
       Value tokenAt = arith::MinUIOp::create(b, t, lastToken);
@@ -962,33 +963,32 @@ void GemmKernelEmitter::decodeEpilogue(Value acc, Value blockRow,
     // lanes of one l % 4 hold them), then over the 8 warps of both groups.
     Value sums = smemView(idx(s.rowStatsOffset()), {8 * s.tileM}, f32);
     Value warp = add(mul(c, idx(4)), div(tid, 32));
-    for (auto [i, column] : llvm::enumerate(v)) {
+    for (size_t i = 0; i < v.size(); ++i) {
       Value sq = cstF32(0.0);
-      for (Value x : column)
+      for (Value x : v[i])
         sq = math::FmaOp::create(b, x, x, sq);
       sq = view->columnReduce(sq);
-      Value inTile = sub(token[i], blockRow);
       ifThen(view->isColumnLeader(), [&] {
         memref::StoreOp::create(
-            b, sq, sums, ValueRange{add(mul(warp, idx(s.tileM)), inTile)});
+            b, sq, sums,
+            ValueRange{add(mul(warp, idx(s.tileM)), tokenInTile[i])});
       });
     }
     consumerBarrier();
     Value groupF = cstF32(static_cast<double>(s.normGroupSize));
-    for (auto [i, column] : llvm::enumerate(v)) {
-      Value inTile = sub(token[i], blockRow);
+    for (size_t i = 0; i < v.size(); ++i) {
       Value total = cstF32(0.0);
       for (int64_t w = 0; w < 8; ++w)
         total = arith::AddFOp::create(
             b, total,
-            memref::LoadOp::create(b, sums,
-                                   ValueRange{add(idx(w * s.tileM), inTile)}));
+            memref::LoadOp::create(
+                b, sums, ValueRange{add(idx(w * s.tileM), tokenInTile[i])}));
       Value rstd = rsqrt(arith::AddFOp::create(
           b, arith::DivFOp::create(b, total, groupF), cstF32(s.epsilon)));
       for (int64_t h = 0; h < rowsPerThread; ++h) {
-        column[h] = arith::MulFOp::create(b, column[h], rstd);
+        v[i][h] = arith::MulFOp::create(b, v[i][h], rstd);
         if (scaleOf[h])
-          column[h] = arith::MulFOp::create(b, column[h], scaleOf[h]);
+          v[i][h] = arith::MulFOp::create(b, v[i][h], scaleOf[h]);
       }
     }
     // The next tile's sums overwrite these only after every thread read.

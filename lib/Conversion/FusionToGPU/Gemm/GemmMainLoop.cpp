@@ -520,19 +520,21 @@ void GemmKernelEmitter::consumer() {
       ring.release(*this, ring.prevPos(*this, loop[1]));
       return SmallVector<Value>(loop);
     };
-    // A group whose rows all lie past M waits for each slot (so that its
-    // release counts for that slot's phase) and gives it back at once.
+    // Whether this group computes (null: every group does): in the small-M
+    // body the groups with rows inside M; in the decode body of one 64-row
+    // slice of the weight the first (with a per-head norm's 128, both).
+    Value live;
+    if (skipGroupsPastM && !lazy && !withSums) {
+      if (!s.decodeSwap)
+        live = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                     add(blockRow, mul(c, idx(rows))), m);
+      else if (s.tileN == rows)
+        live = eq(c, 0);
+    }
+    // A group that does not waits for each slot (so that its release
+    // counts for that slot's phase) and gives it back at once.
     SmallVector<Value> loop;
-    // (The decode body's per-head norm: both groups compute, 64 features
-    // each.)
-    bool bothDecodeGroups = s.decodeSwap && s.tileN == 2 * rows;
-    if (skipGroupsPastM && !lazy && !withSums && !bothDecodeGroups) {
-      // (The decode body: the first group computes, the second only waits.)
-      Value live =
-          s.decodeSwap
-              ? eq(c, 0)
-              : arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                      add(blockRow, mul(c, idx(rows))), m);
+    if (live) {
       auto split = scf::IfOp::create(b, TypeRange(ValueRange(inits)), live,
                                      /*withElse=*/true);
       OpBuilder::InsertionGuard guard(b);
@@ -592,10 +594,12 @@ void GemmKernelEmitter::consumer() {
         ring.waitFull(*this, stage, pos);
         normInputSlot = stageOffset(stage);
       }
-      if (bothDecodeGroups)
-        decodeEpilogue(loop[0], blockRow, blockCol);
+      // (The decode body's idle group would store zeros over the next
+      // tile's features.)
+      if (s.decodeSwap && live)
+        ifThen(live, [&] { decodeEpilogue(loop[0], blockRow, blockCol); });
       else if (s.decodeSwap)
-        ifThen(eq(c, 0), [&] { decodeEpilogue(loop[0], blockRow, blockCol); });
+        decodeEpilogue(loop[0], blockRow, blockCol);
       else
         epilogue(loop[0], blockRow, row0, blockCol, iters[1], sumSq, sums);
       if (s.normInputThroughRing) {

@@ -136,18 +136,20 @@ LogicalResult FusionDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "expected '" << attr.getName().getValue()
                              << "' on a fusion.fused_matmul, but it is on '"
                              << op->getName() << "'";
-    if (attr.getName() == KernelConfigAttr::getSmallMAttrName() &&
-        !op->hasAttr(KernelConfigAttr::getAttrName()))
-      return op->emitError()
-             << "expected '" << KernelConfigAttr::getSmallMAttrName()
-             << "' beside a '" << KernelConfigAttr::getAttrName()
-             << "' (the main kernel's configuration), but got none";
-    if (attr.getName() == KernelConfigAttr::getDecodeAttrName() &&
-        !op->hasAttr(KernelConfigAttr::getSmallMAttrName()))
-      return op->emitError()
-             << "expected '" << KernelConfigAttr::getDecodeAttrName()
-             << "' beside a '" << KernelConfigAttr::getSmallMAttrName()
-             << "' (the decode body is the kernel's third), but got none";
+    // The small-M body beside the main one; the decode body beside both.
+    struct Beside {
+      StringRef attr, needs, why;
+    };
+    for (Beside rule : {Beside{KernelConfigAttr::getSmallMAttrName(),
+                               KernelConfigAttr::getAttrName(),
+                               "the main kernel's configuration"},
+                        Beside{KernelConfigAttr::getDecodeAttrName(),
+                               KernelConfigAttr::getSmallMAttrName(),
+                               "the decode body is the kernel's third"}})
+      if (attr.getName() == rule.attr && !op->hasAttr(rule.needs))
+        return op->emitError()
+               << "expected '" << rule.attr << "' beside a '" << rule.needs
+               << "' (" << rule.why << "), but got none";
     return verifyKernelConfigForTarget(
         op, cast<KernelConfigAttr>(attr.getValue()));
   }

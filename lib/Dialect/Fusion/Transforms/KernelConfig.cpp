@@ -418,14 +418,30 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
       params.strategy.stagedResidual, splitK, streamK, /*decodeSplits=*/1);
 }
 
+/// Whether a GEMM planned as `config` on `target` may take a second (or
+/// third) body in the same kernel: the accumulator in registers (sm_90a),
+/// and a main kernel of plain tiles (the host sizes no workspace per body
+/// and launches without a cluster).
+static bool takesMoreBodies(const TargetInfo &target, KernelConfigAttr config,
+                            std::string &whyNot) {
+  if (target.tensorMemoryColumns > 0) {
+    whyNot = "only where the accumulator is in registers (sm_90a)";
+    return false;
+  }
+  if (config.getClusterN() != 1 || config.getSplitK() != 1 ||
+      config.getStreamK() || config.getGlobalRows()) {
+    whyNot = "the main kernel has a cluster, split-K or stream-K";
+    return false;
+  }
+  return true;
+}
+
 std::optional<KernelConfigAttr>
 mlir::fusion::planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                                     KernelConfigAttr config,
                                     std::string &whyNot, bool decodeSplits) {
-  if (target.tensorMemoryColumns > 0) {
-    whyNot = "only where the accumulator is in registers (sm_90a)";
+  if (!takesMoreBodies(target, config, whyNot))
     return std::nullopt;
-  }
   // A norm over whole rows fixes tile_n (the row's split over CTAs); one
   // over column groups (per-head norms) takes the narrowest tile of whole
   // groups.
@@ -439,11 +455,6 @@ mlir::fusion::planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   int64_t smallTileN = GemmTiling::kSmallMTileN;
   if (group)
     smallTileN = std::lcm(*group, target.tileNGranularity);
-  if (config.getClusterN() != 1 || config.getSplitK() != 1 ||
-      config.getStreamK() || config.getGlobalRows()) {
-    whyNot = "the main kernel has a cluster, split-K or stream-K";
-    return std::nullopt;
-  }
   if (config.getTileN() <= smallTileN) {
     whyNot = "the main kernel's tiles are no wider than a small-M kernel's";
     return std::nullopt;
@@ -476,10 +487,8 @@ std::optional<KernelConfigAttr>
 mlir::fusion::planDecodeFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                                     KernelConfigAttr config,
                                     std::string &whyNot) {
-  if (target.tensorMemoryColumns > 0) {
-    whyNot = "only where the accumulator is in registers (sm_90a)";
+  if (!takesMoreBodies(target, config, whyNot))
     return std::nullopt;
-  }
   // A per-head RMSNorm over heads of two consumer groups' 64 features
   // (Qwen3's q_norm / k_norm) is reduced across the CTA's tile.
   bool headNorm = op.getEpilogue() == EpilogueKind::rms_norm &&
@@ -504,11 +513,6 @@ mlir::fusion::planDecodeFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   };
   if (!is16(op.getLhs()) || !is16(op.getOutput())) {
     whyNot = "the decode body takes 16-bit operands and a 16-bit output";
-    return std::nullopt;
-  }
-  if (config.getClusterN() != 1 || config.getSplitK() != 1 ||
-      config.getStreamK() || config.getGlobalRows()) {
-    whyNot = "the main kernel has a cluster, split-K or stream-K";
     return std::nullopt;
   }
   int64_t tileN = headNorm ? 2 * K::kDecodeTileN : K::kDecodeTileN;
