@@ -217,6 +217,16 @@ def suites():
              prologue="rms_norm", epilogue="rms_norm", weight=True, save_stats=True,
              transpose_rhs=True, group=128),
     ]
+    # A residual with no norm (Llama's o_proj / down_proj plus the residual
+    # stream, foldGemmResiduals), added chunk by chunk in the store: tiles of
+    # 256 (four chunks), odd M; with a column bias and a partial last column
+    # block. Appended last (PTX labels carry module position).
+    correctness += [
+        case("residual_nk_3001x1024x4096", 3001, 1024, 4096, residual=True,
+             transpose_rhs=True),
+        case("residual_colbias_1001x256x1000", 1001, 256, 1000, residual=True,
+             col_bias=True),
+    ]
     bench = []
     for d in (256, 512, 1024, 2048, 4096):
         bench.append(case(f"bench_gemm_{d}", 262144, d, d))

@@ -20,6 +20,9 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
                               the output collapsed back to [M, H] (the libraries' ABI)
   bert_postnorm_h{H}          y = LayerNorm(Linear(x, W, b) + residual) with gamma, beta
   bert_postnorm_addbias_h{H}  the same with the bias as a broadcasting fusion.add
+  llama_o_proj_h{H}           y = r + Linear(x), W [H, H] ([out, in]), no bias: the residual
+                              stream after Llama's o_proj / down_proj (fusion.matmul, fusion.add)
+  gpt2_c_proj_h{H}            the same with the Linear's bias (GPT-2's / ViT's pre-LN c_proj)
   ln_prenorm_h{H}             y = Linear(LayerNorm(x) with gamma, beta) with W [H, H] ([out, in])
                               and bias b: nn.LayerNorm then nn.Linear
   rms_norm_h{H}               y, rstd = RMSNorm(x) with weight
@@ -150,6 +153,21 @@ def bert_postnorm(h, add_bias=False):
                    [("x", "bf16", ("M", h)), ("w", "bf16", (h, h)), ("b", "bf16", (h,)),
                     ("r", "bf16", ("M", h)), ("gamma", "bf16", (h,)), ("beta", "bf16", (h,))],
                    [("y", "bf16", ("M", h))], body, eps=LN_EPS)
+
+
+def linear_residual(h, bias=False):
+    """The residual stream after a projection, h = r + Linear(x): Llama's
+    o_proj and down_proj (no bias, llama_o_proj_h{H}), GPT-2's / ViT's
+    pre-LN c_proj (with its bias, gpt2_c_proj_h{H}); W [H, H] as stored."""
+    x, v, w = ty(("M", h)), ty((h,)), ty((h, h))
+    b = f" bias(%b : {v})" if bias else ""
+    kind = "gpt2_c_proj" if bias else "llama_o_proj"
+    return program(f"{kind}_h{h}", kind, h,
+                   [("x", "bf16", ("M", h)), ("w", "bf16", (h, h))]
+                   + ([("b", "bf16", (h,))] if bias else []) + [("r", "bf16", ("M", h))],
+                   [("y", "bf16", ("M", h))],
+                   [f"%p = fusion.matmul %x, %w{b} {{transpose_rhs}} : {x}, {w} -> {x}",
+                    f"%y = fusion.add %r, %p : {x}"])
 
 
 def ln_prenorm(h):
@@ -321,7 +339,7 @@ def programs():
     for h in LAYER_H:
         out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True), qwen3_q_norm(h), bert_postnorm(h),
                 bert_postnorm(h, add_bias=True), ln_prenorm(h), rms_norm(h, stats=False),
-                layer_norm(h, stats=False)]
+                layer_norm(h, stats=False), linear_residual(h), linear_residual(h, bias=True)]
     for h in ROW_H:
         out += [rms_norm(h), layer_norm(h), rms_norm_grad(h), layer_norm_grad(h)] + [elementwise(k, h)
                                                for k in ("add_rowbias", "add", "mul_col")]

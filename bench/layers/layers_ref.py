@@ -97,6 +97,18 @@ class LNPreNorm(nn.Module):
         return self.proj(self.norm(x))
 
 
+class LinearResidual(nn.Module):
+    """The residual stream after a projection: r + proj(x) (Llama's o_proj,
+    no bias; GPT-2's c_proj, with its bias)."""
+
+    def __init__(self, h, eps=None, bias=False, **kw):
+        super().__init__()
+        self.proj = nn.Linear(h, h, bias=bias, **kw)
+
+    def forward(self, x, r):
+        return r + self.proj(x)
+
+
 class RowBias(nn.Module):
     def __init__(self, h, **kw):
         super().__init__()
@@ -145,6 +157,9 @@ MODULES = {
                                "beta": "norm.bias"}, ("x", "r")),
     "ln_prenorm": (LNPreNorm, {"gamma": "norm.weight", "beta": "norm.bias",
                                "w": "proj.weight", "b": "proj.bias"}, ("x",)),
+    "llama_o_proj": (LinearResidual, {"w": "proj.weight"}, ("x", "r")),
+    "gpt2_c_proj": (lambda h, eps, **kw: LinearResidual(h, bias=True, **kw),
+                    {"w": "proj.weight", "b": "proj.bias"}, ("x", "r")),
     "rms_norm": (lambda h, eps, **kw: nn.RMSNorm(h, eps=eps, **kw), {"g": "weight"}, ("x",)),
     "layer_norm": (lambda h, eps, **kw: nn.LayerNorm(h, eps=eps, **kw),
                    {"gamma": "weight", "beta": "bias"}, ("x",)),

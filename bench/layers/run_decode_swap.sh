@@ -4,7 +4,7 @@
 # compute y^T = W x^T with the weight's 64-row slice as wgmma's A and the
 # tokens as its N (m64n32k16), 18 stages of 8 KB of weight + 4 KB of tokens.
 # Build here, with the same compiler, then on the device (carry build/decode):
-#   l='^(llama_prenorm_h(1024|4096)|qwen3_q_norm_h2048|ln_prenorm_h1024)(_unfused)?$'
+#   l='^(llama_prenorm_h(1024|4096)|qwen3_q_norm_h2048|ln_prenorm_h1024|llama_o_proj_h4096)(_unfused)?$'
 #   ARTIFACTS=build/decode/plain/gpu bash bench/layers/build_layers.sh build "$l"
 #   ARTIFACTS=build/decode/decode/gpu bash bench/layers/build_layers.sh build "$l" --decode-swap
 #   C=abc OUT=$OUT bash bench/layers/run_decode_swap.sh build/decode

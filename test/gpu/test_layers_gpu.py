@@ -35,7 +35,7 @@ if PROGRAMS is None:
 LIBS = lr.Libraries(ARTIFACTS)
 
 KINDS = ("llama_prenorm", "llama_prenorm_mulweight", "bert_postnorm", "bert_postnorm_addbias",
-         "qwen3_q_norm")
+         "qwen3_q_norm", "llama_o_proj", "gpt2_c_proj")
 HS = (768, 1024, 2048, 4096)
 VARIANTS = ("fused", "unfused")
 M = 65536
@@ -81,7 +81,8 @@ def test_layer(name, variant):
 
 @pytest.mark.parametrize("name,variant,m", [(n, v, m) for n in ("llama_prenorm_h1024",
                                                                  "bert_postnorm_h1024",
-                                                                 "qwen3_q_norm_h2048")
+                                                                 "qwen3_q_norm_h2048",
+                                                                 "llama_o_proj_h4096")
                                             for m in (1, 7, 8192, 262144) for v in VARIANTS])
 def test_dynamic_token_count(name, variant, m):
     """One library, any token count: a single row, fewer rows than a tile,
@@ -98,7 +99,8 @@ def test_dynamic_token_count(name, variant, m):
 # boundary, decode sizes, odd counts.
 @pytest.mark.parametrize("name,m", [("llama_prenorm_h1024", m) for m in (16, 300, 2048, 2049)]
                          + [("llama_prenorm_h4096", m) for m in (1, 16, 129, 512, 513)]
-                         + [("qwen3_q_norm_h2048", m) for m in (16, 1024, 1025)])
+                         + [("qwen3_q_norm_h2048", m) for m in (16, 1024, 1025)]
+                         + [("gpt2_c_proj_h768", m) for m in (16, 33, 1001)])
 def test_small_m_kernel(name, m):
     run_and_check(name, "fused", m)
 
@@ -106,12 +108,14 @@ def test_small_m_kernel(name, m):
 # The swapped decode body (fusion-compile --decode-swap, fusion.kernel_decode;
 # libraries built with the flag, bench/layers/run_decode_swap.sh): calls of
 # at most 32 tokens, both sides of that boundary, odd counts; Llama's
-# projection (row scale), a LayerNorm pre-norm's linear (column bias), and
+# projection (row scale), a LayerNorm pre-norm's linear (column bias), the
+# residual stream after o_proj (the residual), and
 # Qwen3's q_proj + q_norm (tiles of one head, the per-head RMSNorm across
 # both consumer groups). Without the flag they run the small-M body.
 @pytest.mark.parametrize("name,m", [("llama_prenorm_h4096", m) for m in (1, 7, 16, 31, 32, 33)]
                          + [("ln_prenorm_h1024", m) for m in (1, 16, 32, 33)]
-                         + [("qwen3_q_norm_h2048", m) for m in (7, 32)])
+                         + [("qwen3_q_norm_h2048", m) for m in (7, 32)]
+                         + [("llama_o_proj_h4096", m) for m in (1, 16, 32, 33)])
 def test_decode_body(name, m):
     run_and_check(name, "fused", m)
 

@@ -45,16 +45,17 @@
 // PLAN: fusion.fused_matmul %[[DY:.*]], %{{.*}} residual(%[[DY]] : tensor<?x1024xbf16>) norm_weight
 // PLAN-SAME: epilogue = #fusion.epilogue<layer_norm_grad>, {{.*}}fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 4, consumers = 2, smem_bytes = 224768, epilogue_warps = true>
 
-// The grad kernel (kernel3; kernel4 in the residual blocks) and its
+// The grad kernel (kernel3; in the residual blocks too, whose forward
+// fc2 + h is fc2's residual, foldGemmResiduals) and its
 // reduction of each step.
 // PTXAS-DAG: ptxas ok: train_step_rms_h256_kernel3 registers={{[0-9]+}} spills=0
 // PTXAS-DAG: ptxas ok: train_step_ln_h256_kernel3 registers={{[0-9]+}} spills=0
-// PTXAS-DAG: ptxas ok: train_step_res_rms_h256_kernel4 registers={{[0-9]+}} spills=0
-// PTXAS-DAG: ptxas ok: train_step_res_rms_h256_kernel4_params registers={{[0-9]+}} spills=0
-// PTXAS-DAG: ptxas ok: train_step_res_ln_h256_kernel4 registers={{[0-9]+}} spills=0
-// PTXAS-DAG: ptxas ok: train_step_res_rms_h1024_kernel4 registers={{[0-9]+}} spills=0
-// PTXAS-DAG: ptxas ok: train_step_res_ln_h1024_kernel4 registers={{[0-9]+}} spills=0
-// PTXAS-DAG: ptxas ok: train_step_res_ln_h1024_kernel4_params registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_res_rms_h256_kernel3 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_res_rms_h256_kernel3_params registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_res_ln_h256_kernel3 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_res_rms_h1024_kernel3 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_res_ln_h1024_kernel3 registers={{[0-9]+}} spills=0
+// PTXAS-DAG: ptxas ok: train_step_res_ln_h1024_kernel3_params registers={{[0-9]+}} spills=0
 // PTXAS-DAG: ptxas ok: train_step_rms_h512_kernel3 registers={{[0-9]+}} spills=0
 // PTXAS-DAG: ptxas ok: train_step_rms_h512_kernel3_params registers={{[0-9]+}} spills=0
 // PTXAS-DAG: ptxas ok: train_step_ln_h512_kernel3 registers={{[0-9]+}} spills=0

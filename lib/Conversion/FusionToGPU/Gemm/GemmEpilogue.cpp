@@ -92,7 +92,17 @@ private:
   using GroupPairs = std::function<std::function<Value(int64_t)>(int64_t)>;
   void storeFromRegisters(Value out, const GroupPairs &pairs);
   void storeThroughStaging(Value map, const GroupPairs &pairs,
-                           int64_t firstChunk);
+                           int64_t firstChunk,
+                           const std::function<void(int64_t)> &loadChunk = {});
+  /// An element-wise epilogue stored by TMA adds the residual (and
+  /// col_bias) chunk by chunk (loadResidualChunk), not in loadRows: all of
+  /// a 256-column tile's residual pairs live beside the accumulator spilled
+  /// 140 bytes (364 with col_bias).
+  bool chunkedResidual() const {
+    return !s.rowReduction() && !s.epilogueWarps && !s.stagedResidual &&
+           s.tmaStore() && e.arg(GemmArg::Residual);
+  }
+  void loadResidualChunk(int64_t c);
   void storeSavedInput();
 
   GemmKernelEmitter &e;
@@ -107,6 +117,9 @@ private:
   // pairs per column group, their rstd, and the statistics writer.
   Value gm[2], inRow[2], rowClamped[2];
   SmallVector<Value> v[2];
+  /// chunkedResidual: the residual's and col_bias's pairs of the chunks
+  /// loaded so far.
+  SmallVector<Value> residualPairs[2], colBiasPairs;
   /// rstd per row (whole-row norms), or per row and column group (a
   /// grouped RMSNorm; the grouped LayerNorm scales v in place).
   Value rs[2] = {Value(), Value()};
@@ -165,7 +178,7 @@ void TileEpilogue::loadRows() {
         residual = e.arg(GemmArg::Residual);
   // A grad epilogue adds the residual (the skip connection's gradient) to
   // its result (normGrad), not to the incoming gradient.
-  if (s.gradEpilogue())
+  if (s.gradEpilogue() || chunkedResidual())
     residual = Value();
   for (int64_t h = 0; h < 2; ++h) {
     gm[h] = add(row0, idx(view.rowOffset(h)));
@@ -205,9 +218,9 @@ void TileEpilogue::loadRows() {
   Value colSum = e.arg(GemmArg::ColSum);
   for (int64_t j = 0; j < groups; ++j) {
     Value cs = colSum ? loadColSelect(colSum, j, s.colSumType) : Value();
-    Value cb = !colBias ? Value()
-               : colSum    ? loadColSelect(colBias, j, s.colBiasType)
-                           : loadCol(colBias, Value(), j, s.colBiasType);
+    Value cb = !colBias || chunkedResidual() ? Value()
+               : colSum ? loadColSelect(colBias, j, s.colBiasType)
+                        : loadCol(colBias, Value(), j, s.colBiasType);
     for (int64_t h = 0; h < 2; ++h) {
       Value x = view.pair(h, j);
       if (cs)
@@ -514,14 +527,22 @@ void TileEpilogue::storeFromRegisters(Value out, const GroupPairs &pairs) {
 /// past M and columns past N. With save_norm_input a tile has two stores
 /// (the saved input's chunks first, then the output's) and the buffers
 /// rotate over both; `firstChunk` is this store's first chunk in the tile.
-void TileEpilogue::storeThroughStaging(Value map, const GroupPairs &pairs,
-                                       int64_t firstChunk) {
+void TileEpilogue::storeThroughStaging(
+    Value map, const GroupPairs &pairs, int64_t firstChunk,
+    const std::function<void(int64_t)> &loadChunk) {
   Value rowPhase = view.rowPhase(); // the row's index modulo 8
   Value isStoreLeader = e.isStoreLeader();
   int64_t chunks = s.tileN / kStoreChunkN;
   int64_t chunksPerTile = s.saveNormInput ? 2 * chunks : chunks;
   int64_t groupsPerChunk = kStoreChunkN / 8;
+  // loadChunk: chunk c + 1's loads issued before chunk c waits for its
+  // buffer, so that their latency overlaps chunk c's stores (the barriers
+  // keep ptxas from hoisting more of them).
+  if (loadChunk)
+    loadChunk(0);
   for (int64_t c = 0; c < chunks; ++c) {
+    if (loadChunk && c + 1 < chunks)
+      loadChunk(c + 1);
     Value buffer = rem(add(mul(tileCount, idx(chunksPerTile)), idx(firstChunk + c)),
                        s.storeBuffers());
     Value staging = smemView(
@@ -705,6 +726,13 @@ std::array<Value, 2> TileEpilogue::gradOutputs(int64_t j) {
 std::function<Value(int64_t)> TileEpilogue::groupOutputs(int64_t j) {
   if (s.gradEpilogue())
     return [pairs = gradOutputs(j)](int64_t h) { return pairs[h]; };
+  if (chunkedResidual()) {
+    for (int64_t h = 0; h < 2; ++h) {
+      if (colBiasPairs[j])
+        v[h][j] = arith::AddFOp::create(b, v[h][j], colBiasPairs[j]);
+      v[h][j] = arith::AddFOp::create(b, v[h][j], residualPairs[h][j]);
+    }
+  }
   std::pair<Value, Value> params = normParams(j);
   return [this, j, params](int64_t h) {
     return finalPair(h, j, params.first, params.second);
@@ -731,6 +759,22 @@ void TileEpilogue::storeColumnPartial(int64_t param, int64_t j, Value pair) {
     vector::StoreOp::create(b, sum, e.arg(GemmArg::ParamPartials), ValueRange{at},
                             /*nontemporal=*/false, llvm::MaybeAlign(8));
   });
+}
+
+/// chunkedResidual: col_bias's and the residual's pairs of chunk c's column
+/// groups, added to v by groupOutputs in loadRows' order.
+void TileEpilogue::loadResidualChunk(int64_t c) {
+  int64_t groupsPerChunk = kStoreChunkN / 8;
+  Value residual = e.arg(GemmArg::Residual), colBias = e.arg(GemmArg::ColBias);
+  colBiasPairs.resize(groups);
+  for (int64_t j = c * groupsPerChunk; j < (c + 1) * groupsPerChunk; ++j)
+    if (colBias)
+      colBiasPairs[j] = loadCol(colBias, Value(), j, s.colBiasType);
+  for (int64_t h = 0; h < 2; ++h) {
+    residualPairs[h].resize(groups);
+    for (int64_t j = c * groupsPerChunk; j < (c + 1) * groupsPerChunk; ++j)
+      residualPairs[h][j] = loadCol(residual, rowClamped[h], j, s.residualType);
+  }
 }
 
 void TileEpilogue::run() {
@@ -767,8 +811,11 @@ void TileEpilogue::run() {
   if (!s.tmaStore())
     storeFromRegisters(e.arg(GemmArg::Output), outputs);
   else
-    storeThroughStaging(e.tmaC, outputs,
-                        /*firstChunk=*/s.saveNormInput ? s.tileN / kStoreChunkN : 0);
+    storeThroughStaging(
+        e.tmaC, outputs,
+        /*firstChunk=*/s.saveNormInput ? s.tileN / kStoreChunkN : 0,
+        chunkedResidual() ? [this](int64_t c) { loadResidualChunk(c); }
+                          : std::function<void(int64_t)>());
 }
 
 } // namespace

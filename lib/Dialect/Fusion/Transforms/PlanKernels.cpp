@@ -7,12 +7,12 @@
 // family covers both. Standalone fusion.rms_norm, fusion.layer_norm,
 // fusion.add and fusion.mul are left in place: convert-fusion-to-gpu gives
 // them row kernels of their own; fusion.gdpa too (the attention kernel),
-// and fusion.gdpa_grad (the attention backward kernel). A Lazy Pre-Norm GEMM whose rows span many
-// output tiles gets its row statistics from a stats-only fusion.rms_norm
-// instead of summing them once per tile (lazy-row-stats; splitLazyRowStats).
-// A LayerNorm prologue gets B's column sums as its col_sum operand
-// (addColumnSums): a 1-row GEMM of ones with B per call, planned like any
-// other, or a constant when B is one. The fusion.add of a gdpa_grad's query
+// and fusion.gdpa_grad (the attention backward kernel). A Lazy Pre-Norm GEMM
+// whose rows span many output tiles gets its row statistics from a stats-only
+// fusion.rms_norm instead of summing them once per tile (lazy-row-stats;
+// splitLazyRowStats). A LayerNorm prologue gets B's column sums as its col_sum
+// operand (addColumnSums): a 1-row GEMM of ones with B per call, planned like
+// any other, or a constant when B is one. The fusion.add of a gdpa_grad's query
 // gradient and a tensor of its type becomes the gdpa_grad's residual, added
 // in the attention backward kernel; so does the add of a gdpa's output and
 // such a tensor, into the gdpa's residual (foldAttentionResiduals).
@@ -27,7 +27,10 @@
 // operand reshaped back to dx's shape by the inverse views, the add's uses
 // given the views of the new dx. The row family's dx kernel then reads the
 // residual beside dy and writes dx once, instead of an add kernel reading
-// dx and the residual again (the result is rounded once, not twice). Only
+// dx and the residual again (the result is rounded once, not twice). Last,
+// the fusion.add of a GEMM's result (its only use) and a 16-bit tensor of
+// its type becomes the GEMM's residual (foldGemmResiduals: the residual
+// stream after Llama's o_proj / down_proj is one kernel). Only
 // under a target (the row family takes it on every target there is); the
 // fusion passes before this one, FlashNormAttention formation among them,
 // see the add unchanged.
@@ -585,6 +588,68 @@ void foldAttentionResiduals(ModuleOp module) {
   }
 }
 
+/// fusion.add(x, r) or fusion.add(r, x), where r is a GEMM's result used by
+/// that add alone and x has r's type (no broadcast), becomes the GEMM's
+/// `residual` (16-bit outputs: the kernels' tested form), added to the f32
+/// accumulator before the one rounding (Llama's
+/// o_proj and down_proj, `h = x + linear(a)`): one kernel and one pass over
+/// the output instead of a GEMM and an add kernel. The GEMM: a fusion.matmul
+/// (not a weight gradient, transpose_lhs), rebuilt at the add as a
+/// fused_matmul with its bias as col_bias; or a fused_matmul whose epilogue
+/// is element-wise (none, row_scale) and adds no residual yet, given x where
+/// x is defined before it. A norm epilogue's output plus x is not a residual
+/// (the residual enters the norm): that add stays; so does every add without
+/// a target.
+void foldGemmResiduals(ModuleOp module, bool report) {
+  DominanceInfo dom(module);
+  SmallVector<AddOp> adds;
+  module.walk([&](AddOp add) { adds.push_back(add); });
+  IRRewriter rewriter(module.getContext());
+  for (AddOp add : adds) {
+    for (auto [x, r] : {std::pair<Value, Value>{add.getLhs(), add.getRhs()},
+                        {add.getRhs(), add.getLhs()}}) {
+      if (!r.hasOneUse() || x.getType() != r.getType() || x == r ||
+          cast<ShapedType>(r.getType()).getElementTypeBitWidth() != 16)
+        continue;
+      Operation *gemm = r.getDefiningOp();
+      // Without a target nothing is planned (the CPU's reference lowering).
+      if (!gemm || !lookupTargetInfo(gemm))
+        continue;
+      auto matmul = dyn_cast<MatmulOp>(gemm);
+      auto fused = dyn_cast<FusedMatmulOp>(gemm);
+      bool foldable =
+          matmul ? !matmul.getTransposeLhs()
+          : fused
+              ? fused.getOutput() == r && !fused.getResidual() &&
+                    (fused.getEpilogue() == EpilogueKind::none ||
+                     fused.getEpilogue() == EpilogueKind::row_scale) &&
+                    !fused.getTransposeLhs() && dom.properlyDominates(x, fused)
+              : false;
+      if (!foldable)
+        continue;
+      if (report)
+        add.emitRemark() << "residual add folded into the GEMM's epilogue";
+      if (fused) {
+        fused.getResidualMutable().assign(x);
+        rewriter.replaceOp(add, r);
+        break;
+      }
+      FusedMatmulSpec spec;
+      spec.lhs = matmul.getLhs();
+      spec.rhs = matmul.getRhs();
+      spec.transposeRhs = matmul.getTransposeRhs();
+      spec.colBias = matmul.getBias();
+      spec.residual = x;
+      spec.outputType = r.getType();
+      rewriter.setInsertionPoint(add);
+      FusedMatmulOp built = buildFusedMatmul(rewriter, add.getLoc(), spec);
+      rewriter.replaceOp(add, built.getOutput());
+      rewriter.eraseOp(matmul);
+      break;
+    }
+  }
+}
+
 /// A fusion.rms_norm_grad whose input gradient dx, rows [.., H * Dv] viewed
 /// as [.., H, Dv] by `view`, is `grad`'s output gradient dh: foldable into
 /// the gdpa_grad as its RMSNorm-gradient prologue.
@@ -780,6 +845,7 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
   // After the attention folds: an add that fold took is gone (and
   // gets no remark from this one).
   foldNormGradResiduals(module, report);
+  foldGemmResiduals(module, report);
   // Collect first: the matmuls are replaced while planning.
   SmallVector<Operation *> gemms;
   bool ok = true;

@@ -696,6 +696,30 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     sm_90a and sm_100a, both of which take the residual); otherwise the add
     stays.
 
+    The residual after a projection (`foldGemmResiduals`, after the folds
+    above): a `fusion.add` of a GEMM's result (used by that add alone) and a
+    16-bit tensor of the same type (no broadcast, either operand order)
+    becomes the GEMM's `residual`, added to the f32 accumulator before the
+    one rounding: the residual stream after Llama's `o_proj` and
+    `down_proj`, GPT-2's `c_proj` (one kernel instead of a GEMM and an add
+    kernel that reads the product again). The GEMM is a `fusion.matmul` (not
+    a weight gradient), rebuilt at the add as a `fusion.fused_matmul` with
+    its bias as `col_bias`, or a `fusion.fused_matmul` with an element-wise
+    epilogue (`none`, `row_scale`: a Lazy Pre-Norm GEMM) and no residual yet,
+    where the tensor is defined before it. An add after a norm epilogue
+    stays (that residual would enter the norm), as do f32 sums.
+    ```mlir
+    %p = fusion.matmul %a, %w {transpose_rhs}
+        : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
+    %h = fusion.add %x, %p : tensor<?x4096xbf16>
+    ```
+    becomes (then planned like any other)
+    ```mlir
+    %h = fusion.fused_matmul %a, %w residual(%x : tensor<?x4096xbf16>)
+        {transpose_rhs}
+        : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
+    ```
+
     #### Input invariants
     - The module (or an enclosing one) carries `fusion.target` whenever it
       holds a GEMM.
@@ -723,7 +747,8 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     shape, into the norm gradient's `residual` (with a
     `tensor.collapse_shape` / `expand_shape` of the other operand, and a
     `tensor.dim` of the norm's input for a dynamic size, when views lie
-    between); with `rms-prologue`, a `fusion.rms_norm_grad` and the
+    between), and a `fusion.add` of a GEMM's result and a tensor of its
+    type, into the GEMM's `residual` (above); with `rms-prologue`, a `fusion.rms_norm_grad` and the
     `tensor.expand_shape` of its input gradient folded into a
     `fusion.gdpa_grad` as its prologue (above) disappear, new
     `tensor.expand_shape`s of its dy and x appearing where no view of them
@@ -786,7 +811,8 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       prologue form): fold a `fusion.rms_norm_grad` into the
       `fusion.gdpa_grad` it feeds as its RMSNorm-gradient prologue (above).
     - `report`: a remark per planned kernel: each GEMM's `fusion.kernel`
-      configuration (and its `fusion.kernel_small_m`), each norm gradient that took an add as its residual
+      configuration (and its `fusion.kernel_small_m`), each residual add
+      folded into a GEMM, each norm gradient that took an add as its residual
       (and, on an add of a norm gradient's input gradient that did not
       fold, why not), each gdpa_grad that took its rms_norm_grad as its
       prologue (and, on one fed by an rms_norm_grad that did not, why not),

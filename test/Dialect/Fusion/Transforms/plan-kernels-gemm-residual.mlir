@@ -1,0 +1,138 @@
+// RUN: fusion-opt %s -split-input-file -fusion-plan-kernels | FileCheck %s
+// RUN: fusion-opt %s -split-input-file "-fusion-plan-kernels=report=true small-m=false" -verify-diagnostics -o /dev/null
+
+// fusion-plan-kernels folds a fusion.add of a GEMM's result (its only use)
+// and a 16-bit tensor of the result's type into the GEMM's residual
+// (foldGemmResiduals), with the GEMM on either side of the add: Llama's
+// o_proj / down_proj plus the residual stream is one kernel. A matmul's
+// bias rides along as col_bias; a fused_matmul with an element-wise
+// epilogue (a Lazy Pre-Norm GEMM) takes the residual as it is. Not folded:
+// the result has another use, the add broadcasts, a norm epilogue's output
+// (the residual enters the norm), a weight gradient, f32 outputs.
+
+// Llama's attention output: h = x + o_proj(a), nn.Linear's weight, any
+// token count.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @o_proj
+// CHECK-SAME: (%[[A:[^:]*]]: tensor<?x4096xbf16>, %[[W:[^:]*]]: tensor<4096x4096xbf16>, %[[X:[^:]*]]: tensor<?x4096xbf16>)
+// CHECK-NEXT: %[[H:.*]] = fusion.fused_matmul %[[A]], %[[W]] residual(%[[X]] : tensor<?x4096xbf16>) {fusion.kernel = {{.*}}, transpose_rhs}
+// CHECK-NEXT: return %[[H]]
+func.func @o_proj(%a: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>, %x: tensor<?x4096xbf16>) -> tensor<?x4096xbf16> {
+  %p = fusion.matmul %a, %w {transpose_rhs} : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
+  // expected-remark @below {{residual add folded into the GEMM's epilogue}}
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %h = fusion.add %x, %p : tensor<?x4096xbf16>
+  return %h : tensor<?x4096xbf16>
+}
+}
+
+// -----
+
+// A linear layer with its bias (col_bias), the GEMM the add's lhs, f16.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @bias_lhs
+// CHECK-SAME: (%[[A:[^:]*]]: tensor<1000x512xf16>, %[[W:[^:]*]]: tensor<512x768xf16>, %[[B:[^:]*]]: tensor<768xf16>, %[[X:[^:]*]]: tensor<1000x768xf16>)
+// CHECK-NEXT: %[[H:.*]] = fusion.fused_matmul %[[A]], %[[W]] residual(%[[X]] : tensor<1000x768xf16>) col_bias(%[[B]] : tensor<768xf16>)
+// CHECK-NEXT: return %[[H]]
+func.func @bias_lhs(%a: tensor<1000x512xf16>, %w: tensor<512x768xf16>, %b: tensor<768xf16>, %x: tensor<1000x768xf16>) -> tensor<1000x768xf16> {
+  %p = fusion.matmul %a, %w bias(%b : tensor<768xf16>) : tensor<1000x512xf16>, tensor<512x768xf16> -> tensor<1000x768xf16>
+  // expected-remark @below {{residual add folded into the GEMM's epilogue}}
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %h = fusion.add %p, %x : tensor<1000x768xf16>
+  return %h : tensor<1000x768xf16>
+}
+}
+
+// -----
+
+// A Lazy Pre-Norm GEMM (element-wise epilogue) takes the residual in place.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @lazy
+// CHECK-SAME: (%[[A:[^:]*]]: tensor<?x1024xbf16>, %[[W:[^:]*]]: tensor<1024x1024xbf16>, %[[X:[^:]*]]: tensor<?x1024xbf16>)
+// CHECK-NEXT: %[[H:.*]] = fusion.fused_matmul %[[A]], %[[W]] residual(%[[X]] : tensor<?x1024xbf16>) {fusion.kernel = {{.*}}, prologue = #fusion.prologue<rms_norm>
+// CHECK-NEXT: return %[[H]]
+func.func @lazy(%a: tensor<?x1024xbf16>, %w: tensor<1024x1024xbf16>, %x: tensor<?x1024xbf16>) -> tensor<?x1024xbf16> {
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %p = fusion.fused_matmul %a, %w {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-05 : f32, transpose_rhs}
+      : tensor<?x1024xbf16>, tensor<1024x1024xbf16> -> tensor<?x1024xbf16>
+  // expected-remark @below {{residual add folded into the GEMM's epilogue}}
+  %h = fusion.add %p, %x : tensor<?x1024xbf16>
+  return %h : tensor<?x1024xbf16>
+}
+}
+
+// -----
+
+// Not folded: the GEMM's result is returned too (it would be stored
+// anyway); the add broadcasts a row; a norm epilogue's output; a weight
+// gradient; an f32 output.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @other_use
+// CHECK: fusion.fused_matmul
+// CHECK-NOT: residual
+// CHECK: fusion.add
+func.func @other_use(%a: tensor<256x512xbf16>, %w: tensor<512x256xbf16>, %x: tensor<256x256xbf16>) -> (tensor<256x256xbf16>, tensor<256x256xbf16>) {
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %p = fusion.matmul %a, %w : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %h = fusion.add %x, %p : tensor<256x256xbf16>
+  return %h, %p : tensor<256x256xbf16>, tensor<256x256xbf16>
+}
+// CHECK-LABEL: func.func @broadcast
+// CHECK: fusion.fused_matmul
+// CHECK-NOT: residual
+// CHECK: fusion.add
+func.func @broadcast(%a: tensor<256x512xbf16>, %w: tensor<512x256xbf16>, %b: tensor<256xbf16>) -> tensor<256x256xbf16> {
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %p = fusion.matmul %a, %w : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %h = fusion.add %p, %b : tensor<256x256xbf16>, tensor<256xbf16>
+  return %h : tensor<256x256xbf16>
+}
+// CHECK-LABEL: func.func @after_norm
+// CHECK: fusion.fused_matmul
+// CHECK-NOT: residual
+// CHECK: fusion.add
+func.func @after_norm(%a: tensor<256x512xbf16>, %w: tensor<512x256xbf16>, %x: tensor<256x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %p = fusion.fused_matmul %a, %w {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %h = fusion.add %p, %x : tensor<256x256xbf16>
+  return %h : tensor<256x256xbf16>
+}
+// CHECK-LABEL: func.func @weight_grad
+// CHECK: fusion.fused_matmul
+// CHECK-NOT: residual
+// CHECK: fusion.add
+func.func @weight_grad(%dy: tensor<4096x256xbf16>, %a: tensor<4096x512xbf16>, %g: tensor<256x512xbf16>) -> tensor<256x512xbf16> {
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %p = fusion.matmul %dy, %a {transpose_lhs} : tensor<4096x256xbf16>, tensor<4096x512xbf16> -> tensor<256x512xbf16>
+  %h = fusion.add %p, %g : tensor<256x512xbf16>
+  return %h : tensor<256x512xbf16>
+}
+// CHECK-LABEL: func.func @f32_output
+// CHECK: fusion.fused_matmul
+// CHECK-NOT: residual
+// CHECK: fusion.add
+func.func @f32_output(%a: tensor<256x512xbf16>, %w: tensor<512x256xbf16>, %x: tensor<256x256xf32>) -> tensor<256x256xf32> {
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %p = fusion.matmul %a, %w : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xf32>
+  %h = fusion.add %p, %x : tensor<256x256xf32>
+  return %h : tensor<256x256xf32>
+}
+}
+
+// -----
+
+// sm_100a's GEMM takes the residual too.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+// CHECK-LABEL: func.func @sm100
+// CHECK-NEXT: fusion.fused_matmul {{.*}} residual(
+// CHECK-NEXT: return
+func.func @sm100(%a: tensor<?x1024xbf16>, %w: tensor<1024x1024xbf16>, %x: tensor<?x1024xbf16>) -> tensor<?x1024xbf16> {
+  %p = fusion.matmul %a, %w {transpose_rhs} : tensor<?x1024xbf16>, tensor<1024x1024xbf16> -> tensor<?x1024xbf16>
+  // expected-remark @below {{residual add folded into the GEMM's epilogue}}
+  // expected-remark @below {{GEMM kernel on sm_100a}}
+  %h = fusion.add %x, %p : tensor<?x1024xbf16>
+  return %h : tensor<?x1024xbf16>
+}
+}
+
