@@ -220,12 +220,15 @@ def suites():
     # A residual with no norm (Llama's o_proj / down_proj plus the residual
     # stream, foldGemmResiduals), added chunk by chunk in the store: tiles of
     # 256 (four chunks), odd M; with a column bias and a partial last column
-    # block. Appended last (PTX labels carry module position).
+    # block; an f32 output (stored from registers) with both. Appended last
+    # (PTX labels carry module position).
     correctness += [
         case("residual_nk_3001x1024x4096", 3001, 1024, 4096, residual=True,
              transpose_rhs=True),
         case("residual_colbias_1001x256x1000", 1001, 256, 1000, residual=True,
              col_bias=True),
+        case("residual_colbias_f32out_999x256x520", 999, 256, 520, residual=True,
+             col_bias=True, out="f32"),
     ]
     bench = []
     for d in (256, 512, 1024, 2048, 4096):

@@ -4,12 +4,15 @@
 // spilling: the residual (and col_bias) pairs are loaded chunk by chunk in
 // the TMA store, the next chunk's before this chunk's buffer wait, not all
 // at once beside the accumulator (140 bytes spilled at tile_n 256, 364 with
-// col_bias). Dynamic M: the small-M body is in the same kernel.
+// col_bias); f32 outputs, stored from registers, a chunk's pairs before its
+// stores (28 bytes spilled with col_bias). Dynamic M: the small-M body is in
+// the same kernel.
 // RUN: fusion-opt %s --fusion-plan-kernels --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s
 // CHECK-DAG: ptxas ok: o_proj_h4096_kernel0 registers={{[0-9]+}} spills=0
 // CHECK-DAG: ptxas ok: c_proj_bias_h1000_kernel0 registers={{[0-9]+}} spills=0
 // CHECK-DAG: ptxas ok: c_proj_bias_h768_kernel0 registers={{[0-9]+}} spills=0
+// CHECK-DAG: ptxas ok: f32_out_bias_n4096_kernel0 registers={{[0-9]+}} spills=0
 // CHECK-NOT: FAILED
 
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
@@ -27,5 +30,12 @@ func.func @c_proj_bias_h768(%a: tensor<?x768xbf16>, %w: tensor<768x768xbf16>, %b
   %p = fusion.matmul %a, %w bias(%b : tensor<768xbf16>) {transpose_rhs} : tensor<?x768xbf16>, tensor<768x768xbf16> -> tensor<?x768xbf16>
   %h = fusion.add %x, %p : tensor<?x768xbf16>
   return %h : tensor<?x768xbf16>
+}
+// An f32 output (a fused_matmul written as such: the fold takes 16-bit
+// sums only).
+func.func @f32_out_bias_n4096(%a: tensor<?x1024xbf16>, %w: tensor<4096x1024xbf16>, %b: tensor<4096xbf16>, %x: tensor<?x4096xbf16>) -> tensor<?x4096xf32> {
+  %y = fusion.fused_matmul %a, %w residual(%x : tensor<?x4096xbf16>) col_bias(%b : tensor<4096xbf16>) {transpose_rhs}
+      : tensor<?x1024xbf16>, tensor<4096x1024xbf16> -> tensor<?x4096xf32>
+  return %y : tensor<?x4096xf32>
 }
 }

@@ -90,7 +90,8 @@ private:
   std::pair<Value, Value> normParams(int64_t j);
   /// Row h's pair of column group j, as the stores take it: `pairs(j)(h)`.
   using GroupPairs = std::function<std::function<Value(int64_t)>(int64_t)>;
-  void storeFromRegisters(Value out, const GroupPairs &pairs);
+  void storeFromRegisters(Value out, const GroupPairs &pairs,
+                          const std::function<void(int64_t)> &loadChunk = {});
   void storeThroughStaging(Value map, const GroupPairs &pairs,
                            int64_t firstChunk,
                            const std::function<void(int64_t)> &loadChunk = {});
@@ -100,7 +101,7 @@ private:
   /// 140 bytes (364 with col_bias).
   bool chunkedResidual() const {
     return !s.rowReduction() && !s.epilogueWarps && !s.stagedResidual &&
-           s.tmaStore() && e.arg(GemmArg::Residual);
+           !s.decodeSwap && e.arg(GemmArg::Residual);
   }
   void loadResidualChunk(int64_t c);
   void storeSavedInput();
@@ -500,9 +501,14 @@ std::pair<Value, Value> TileEpilogue::normParams(int64_t j) {
 
 /// f32 outputs: 2 elements at a time from registers, predicated on M and N
 /// (N is a multiple of 8, so a pair is all in range or all out).
-void TileEpilogue::storeFromRegisters(Value out, const GroupPairs &pairs) {
+void TileEpilogue::storeFromRegisters(
+    Value out, const GroupPairs &pairs,
+    const std::function<void(int64_t)> &loadChunk) {
   unsigned outBytes = s.outType.getIntOrFloatBitWidth() / 8;
+  int64_t groupsPerChunk = kStoreChunkN / 8;
   for (int64_t j = 0; j < groups; ++j) {
+    if (loadChunk && j % groupsPerChunk == 0)
+      loadChunk(j / groupsPerChunk);
     std::function<Value(int64_t)> output = pairs(j);
     for (int64_t h = 0; h < 2; ++h) {
       Value o = output(h);
@@ -809,7 +815,10 @@ void TileEpilogue::run() {
   }
   GroupPairs outputs = [this](int64_t j) { return groupOutputs(j); };
   if (!s.tmaStore())
-    storeFromRegisters(e.arg(GemmArg::Output), outputs);
+    storeFromRegisters(e.arg(GemmArg::Output), outputs,
+                       chunkedResidual()
+                           ? [this](int64_t c) { loadResidualChunk(c); }
+                           : std::function<void(int64_t)>());
   else
     storeThroughStaging(
         e.tmaC, outputs,
