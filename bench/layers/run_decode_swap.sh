@@ -17,7 +17,7 @@
 # row sums in the kernel); 65536 tokens within 1% (the main body's code
 # shares the kernel: the decode splits' cost 3-5% there, session 42).
 # Two device calls: PART=check (the default: tests, sanitizers, ncu, the
-# 16-token calls) and PART=65536.
+# 16-token calls; or as two, PART=tests and PART=perf) and PART=65536.
 set -u
 export PYTHONUNBUFFERED=1
 build=${1:-build/decode}
@@ -32,6 +32,8 @@ if [ "${PART:-check}" = 65536 ]; then
   done
   exit 0
 fi
+part=${PART:-check}  # check = tests then perf
+if [ "$part" != perf ]; then
 for v in decode plain; do
   FUSION_GPU_ARTIFACTS=$build/$v/gpu timeout 150 python3 -m pytest -q -rs test/gpu/test_layers_gpu.py \
     -k "decode_body or small_m_kernel" > "$OUT/layers_$v.txt" 2>&1
@@ -45,6 +47,8 @@ for t in "memcheck llama_prenorm_h4096 16" "racecheck qwen3_q_norm_h2048 16" \
     python3 test/gpu/run_one_layer.py $2 $3 > "$OUT/san_$1_$2_$3.txt" 2>&1
   echo "== $1 decode $2 $3: exit $? $(grep SUMMARY "$OUT/san_$1_$2_$3.txt")"
 done
+fi
+[ "$part" = tests ] && exit 0
 for v in plain decode; do
   for l in llama_prenorm_h4096 ln_prenorm_h1024 qwen3_q_norm_h2048; do
     FUSION_GPU_ARTIFACTS=$build/$v/gpu timeout 60 ncu --profile-from-start off --metrics gpu__time_duration.sum \

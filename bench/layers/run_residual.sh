@@ -36,6 +36,7 @@ if [ "${1:-}" = --prepare ]; then
   du -sh build/resid
   exit 0
 fi
+# BENCH: the bench_layers cases (a regex; default every H of both kinds).
 art=build/resid/gpu
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
@@ -58,7 +59,7 @@ for t in "memcheck llama_o_proj_h4096 1001" "racecheck gpt2_c_proj_h768 4099"; d
   echo "== $1 $2 $3: exit $? $(grep SUMMARY "$OUT/san_$1_$2.txt")"
 done
 timeout 240 python3 bench/bench_layers.py --artifacts "$art" --m 65536 \
-  --kinds llama_o_proj,gpt2_c_proj --rounds 2 \
+  --kinds llama_o_proj,gpt2_c_proj --only "${BENCH:-.}" --rounds 2 \
   --out "$OUT/layers_residual.json" --commit "${C:-unknown}" > "$OUT/layers_residual.txt" 2>&1
 echo "== bench_layers residual 65536: exit $?"
 sed -n '/^| /p' "$OUT/layers_residual.txt" | cut -c1-260
