@@ -13,6 +13,7 @@ import copy
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -392,6 +393,24 @@ class FrontEndTest(unittest.TestCase):
         with torch.no_grad():
             y = compiled(x)
         self.check_close(m, (x,), y)
+
+    def test_llama_residual_stream_builds_as_one_gemm(self):
+        """For the H200: the decoder layer's down_proj and its residual add
+        (a partition of their own) build as one GEMM that adds the residual
+        (fusion-plan-kernels' foldGemmResiduals), as o_proj's residual sum
+        does inside the post-attention norm's GEMM: no add kernel is left."""
+        m = randomize_norms(DecoderBlock().bfloat16().eval())
+        report = fc.build(m, (torch.randn(2, 5, 64).bfloat16(),), target="sm_90a")
+        ops = [[op for op, _ in p.ops] for p in report.partitions]
+        self.assertIn(["linear", "add"], ops)
+        for part in report.partitions:
+            self.assertTrue(part.compiled, part.why_not)
+            planned = subprocess.run([fc.find_tools().fusion_opt, "-", "-fusion-fuse",
+                                      "-fusion-plan-kernels"], input=part.mlir,
+                                     stdout=subprocess.PIPE, text=True, check=True).stdout
+            self.assertNotIn("fusion.add", planned)
+            if "add" in [op for op, _ in part.ops]:
+                self.assertEqual(planned.count("residual("), 1, planned)
 
     def test_program_independent_of_partitioner_order(self):
         """A partition's program (its library's name and cache key) follows
