@@ -52,15 +52,29 @@ _GEMMS = (ops.linear, ops.matmul)
 _NORMS = (ops.rms_norm, ops.layer_norm)
 
 
+def _through_token_views(x):
+    """x, or the value a chain of views keeping the features dimension (a
+    GEMM's [tokens, n] output back to [b, s, n], GPT-2's Conv1D) shows."""
+    while isinstance(x, fx.Node) and x.op == "call_function" and x.target in VIEWS:
+        src, out = _tensor(x.args[0]), _tensor(x)
+        if src is None or out is None or src.dim() < 2 or out.dim() < 2 or \
+                src.shape[-1] != out.shape[-1]:
+            break
+        x = x.args[0]
+    return x
+
+
 def _absorbable(node: fx.Node, pair) -> bool:
     """Whether the fusion passes can take an add or mul into a kernel: an
-    add of a GEMM's output (its bias or a residual, in the GEMM's epilogue)
-    or into a norm's input (the residual sum of an epilogue norm); a mul of a
-    norm's output by a vector (its weight). Any other element-wise op is
-    better left where it can fuse with its PyTorch neighbours."""
+    add of a GEMM's output (its bias or a residual, in the GEMM's epilogue;
+    through views that keep the features dimension) or into a norm's input
+    (the residual sum of an epilogue norm); a mul of a norm's output by a
+    vector (its weight). Any other element-wise op is better left where it
+    can fuse with its PyTorch neighbours."""
     a, b = pair
     if BINARY[node.target] == "add":
-        if any(isinstance(x, fx.Node) and x.target in _GEMMS for x in (a, b)):
+        if any(isinstance(x, fx.Node) and x.target in _GEMMS
+               for x in map(_through_token_views, (a, b))):
             return True
         return any(u.target in _NORMS and u.args[0] is node for u in node.users)
     return isinstance(a, fx.Node) and a.target in _NORMS and _tensor(b) is not None and \

@@ -25,8 +25,9 @@ REQUIRE = os.environ.get("FUSION_TEST_REQUIRE_TORCH") == "1"
 try:
     import torch
     import transformers  # noqa: F401
-    from transformers import BertConfig, LlamaConfig, T5Config
+    from transformers import BertConfig, GPT2Config, LlamaConfig, T5Config
     from transformers.models.bert.modeling_bert import BertSelfOutput
+    from transformers.models.gpt2.modeling_gpt2 import GPT2Block
     from transformers.models.t5.modeling_t5 import T5LayerFF
     from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
     from transformers.models.cohere.modeling_cohere import CohereLayerNorm
@@ -411,6 +412,24 @@ class FrontEndTest(unittest.TestCase):
             self.assertNotIn("fusion.add", planned)
             if "add" in [op for op, _ in part.ops]:
                 self.assertEqual(planned.count("residual("), 1, planned)
+
+    def test_gpt2_block(self):
+        """GPT-2's block (Conv1D: addmm of a [tokens, in] view by a stored
+        [in, out] weight, then a view back): ln_1 with c_attn; attention's
+        c_proj, the residual, ln_2 and c_fc; the MLP's c_proj and the
+        residual, whose add sees the GEMM through Conv1D's view."""
+        cfg = GPT2Config(n_embd=64, n_head=4, n_inner=256, resid_pdrop=0.0,
+                         embd_pdrop=0.0, attn_pdrop=0.0)
+        cfg._attn_implementation = "sdpa"
+        m = randomize_norms(GPT2Block(cfg, 0).bfloat16().eval())
+        x = torch.randn(2, 7, 64).bfloat16()
+        compiled = fc.compile(m, (x,), target="cpu")
+        ops = [[op for op, _ in p.ops] for p in compiled.explain().partitions]
+        self.assertEqual(ops, [["layer_norm", "matmul"],
+                               ["matmul", "add", "layer_norm", "matmul"], ["matmul", "add"]])
+        with torch.no_grad():
+            y = compiled(x)
+        self.check_close(m, (x,), y[0] if isinstance(y, tuple) else y)
 
     def test_program_independent_of_partitioner_order(self):
         """A partition's program (its library's name and cache key) follows
