@@ -8,6 +8,17 @@
 using namespace mlir;
 using namespace mlir::fusion;
 
+FusedMatmulSpec mlir::fusion::plainMatmulSpec(MatmulOp matmul) {
+  FusedMatmulSpec spec;
+  spec.lhs = matmul.getLhs();
+  spec.rhs = matmul.getRhs();
+  spec.transposeLhs = matmul.getTransposeLhs();
+  spec.transposeRhs = matmul.getTransposeRhs();
+  spec.colBias = matmul.getBias();
+  spec.outputType = matmul.getResult().getType();
+  return spec;
+}
+
 FusedMatmulOp mlir::fusion::buildFusedMatmul(OpBuilder &b, Location loc,
                                              const FusedMatmulSpec &s) {
   auto f32Attr = [&](std::optional<double> v) -> FloatAttr {

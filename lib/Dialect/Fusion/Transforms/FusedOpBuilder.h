@@ -36,6 +36,10 @@ struct FusedMatmulSpec {
   SmallVector<Type> extraTypes;
 };
 
+/// The fused_matmul a plain `matmul` is: no prologue or epilogue, its bias
+/// as col_bias, its transposes and result type.
+FusedMatmulSpec plainMatmulSpec(MatmulOp matmul);
+
 /// Creates the fused_matmul `spec` describes (the caller checks legality;
 /// the op verifier runs when the pass finishes).
 FusedMatmulOp buildFusedMatmul(OpBuilder &b, Location loc,

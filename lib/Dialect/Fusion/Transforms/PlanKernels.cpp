@@ -634,13 +634,8 @@ void foldGemmResiduals(ModuleOp module, bool report) {
         rewriter.replaceOp(add, r);
         break;
       }
-      FusedMatmulSpec spec;
-      spec.lhs = matmul.getLhs();
-      spec.rhs = matmul.getRhs();
-      spec.transposeRhs = matmul.getTransposeRhs();
-      spec.colBias = matmul.getBias();
+      FusedMatmulSpec spec = plainMatmulSpec(matmul);
       spec.residual = x;
-      spec.outputType = r.getType();
       rewriter.setInsertionPoint(add);
       FusedMatmulOp built = buildFusedMatmul(rewriter, add.getLoc(), spec);
       rewriter.replaceOp(add, built.getOutput());
@@ -938,15 +933,9 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
     // bias the column bias (transpose_lhs too: a weight gradient dy^T x,
     // whose A the kernel loads M-major).
     auto matmul = cast<MatmulOp>(op);
-    FusedMatmulSpec spec;
-    spec.lhs = matmul.getLhs();
-    spec.rhs = matmul.getRhs();
-    spec.transposeLhs = matmul.getTransposeLhs();
-    spec.transposeRhs = matmul.getTransposeRhs();
-    spec.colBias = matmul.getBias();
-    spec.outputType = matmul.getResult().getType();
     rewriter.setInsertionPoint(matmul);
-    FusedMatmulOp fused = buildFusedMatmul(rewriter, matmul.getLoc(), spec);
+    FusedMatmulOp fused =
+        buildFusedMatmul(rewriter, matmul.getLoc(), plainMatmulSpec(matmul));
     FailureOr<KernelConfigAttr> config =
         planFusedMatmul(fused, *target, why, splitK, streamK);
     if (failed(config)) {
