@@ -31,6 +31,8 @@ KINDS = {
     "bert_postnorm": lambda h: gen_layers.bert_postnorm(h),
     "bert_postnorm_addbias": lambda h: gen_layers.bert_postnorm(h, add_bias=True),
     "ln_prenorm": gen_layers.ln_prenorm,
+    "llama_o_proj": gen_layers.linear_residual,
+    "gpt2_c_proj": lambda h: gen_layers.linear_residual(h, bias=True),
     "rms_norm": gen_layers.rms_norm,
     "layer_norm": gen_layers.layer_norm,
     "add_rowbias": lambda h: gen_layers.elementwise("add_rowbias", h),
