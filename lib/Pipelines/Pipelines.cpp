@@ -85,6 +85,7 @@ void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
   plan.smallM = options.smallM;
   plan.smallMSplit = options.smallMSplit;
   plan.decodeSwap = options.decodeSwap;
+  plan.gemmResiduals = options.gemmResiduals;
   plan.maxEpilogueCluster = options.maxEpilogueCluster;
   pm.addPass(createFusionPlanKernelsPass(plan));
   pm.addPass(createConvertFusionToGPUPass());

@@ -86,8 +86,15 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
       *this, "decode-swap",
       llvm::cl::desc("fusion-plan-kernels' decode-swap: a third GEMM body "
                      "with the operands swapped for calls of up to 32 "
-                     "tokens (off by default: not yet run on a GPU)"),
+                     "tokens (off by default: experimental)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> gemmResiduals{
+      *this, "gemm-residuals",
+      llvm::cl::desc("fusion-plan-kernels' gemm-residuals: a GEMM result's "
+                     "add with a tensor of its type becomes the GEMM's "
+                     "residual (on by default; fusion-compile --no-fuse "
+                     "turns it off)"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> maxEpilogueCluster{
       *this, "max-epilogue-cluster",
       llvm::cl::desc("fusion-plan-kernels' max-epilogue-cluster: the most CTAs "

@@ -831,7 +831,7 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
                                         int64_t maxEpilogueCluster,
                                         bool rmsPrologue, bool streamK,
                                         bool smallM, bool smallMSplit,
-                                        bool decodeSwap) {
+                                        bool decodeSwap, bool gemmResiduals) {
   foldAttentionResiduals(module);
   // After the residual fold: the Kunlun block's dh + dq1 is then the
   // gdpa_grad's residual(%dh), which the prologue takes as grad_residual.
@@ -840,7 +840,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
   // After the attention folds: an add that fold took is gone (and
   // gets no remark from this one).
   foldNormGradResiduals(module, report);
-  foldGemmResiduals(module, report);
+  if (gemmResiduals)
+    foldGemmResiduals(module, report);
   // Collect first: the matmuls are replaced while planning.
   SmallVector<Operation *> gemms;
   bool ok = true;

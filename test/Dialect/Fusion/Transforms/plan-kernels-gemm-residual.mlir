@@ -1,5 +1,9 @@
 // RUN: fusion-opt %s -split-input-file -fusion-plan-kernels | FileCheck %s
 // RUN: fusion-opt %s -split-input-file "-fusion-plan-kernels=report=true small-m=false" -verify-diagnostics -o /dev/null
+// gemm-residuals=false (fusion-compile --no-fuse) keeps every add:
+// RUN: fusion-opt %s -split-input-file "-fusion-plan-kernels=gemm-residuals=false" | FileCheck %s --check-prefix=KEPT
+// KEPT-COUNT-9: fusion.add
+// KEPT-NOT: residual(
 
 // fusion-plan-kernels folds a fusion.add of a GEMM's result (its only use)
 // and a 16-bit tensor of the result's type into the GEMM's residual

@@ -787,7 +787,12 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
       cooperative grid over the small tiles, the K steps) K ranges per
       tile, a CTA per (tile, range), and range 0 adds the other ranges'
       sums from a workspace before the epilogue.
-    - `decode-swap` (default off; experimental, not yet run on a GPU): a
+    - `gemm-residuals` (default on): the residual fold after a projection
+      (`foldGemmResiduals`, above); `fusion-compile --no-fuse` turns it off,
+      so that its unfused baseline keeps the GEMM and the add kernel.
+    - `decode-swap` (default off; run on an H100 in session 43: the 16-token
+      GEMM at hidden 4096 33 -> 23 us, the per-head form slower; 65536
+      tokens not yet measured): a
       GEMM planned for a dynamic token count with an element-wise epilogue
       (none or row_scale, with col_bias and residual; no prologue in the
       kernel) or a per-head RMSNorm over heads of 128 (tiles of one head),
@@ -879,8 +884,11 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     Option<"decodeSwap", "decode-swap", "bool", /*default=*/"false",
            "give a GEMM of a dynamic token count whose epilogue is "
            "element-wise a third body for calls of up to 32 tokens, with "
-           "the operands swapped (fusion.kernel_decode; experimental, not "
-           "yet run on a GPU)">
+           "the operands swapped (fusion.kernel_decode; experimental)">,
+    Option<"gemmResiduals", "gemm-residuals", "bool", /*default=*/"true",
+           "fold a fusion.add of a GEMM's result and a tensor of its type "
+           "into the GEMM's residual (foldGemmResiduals; fusion-compile "
+           "--no-fuse turns it off, for the unfused baseline)">
   ];
 }
 

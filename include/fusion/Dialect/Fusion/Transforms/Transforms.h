@@ -212,12 +212,14 @@ std::optional<KernelConfigAttr> planDecodeFusedMatmul(FusedMatmulOp op,
 /// (planDecodeFusedMatmul).
 /// `smallMSplit`: a dynamic M's small-M configuration may split K
 /// (decode_splits; planSmallMFusedMatmul).
+/// `gemmResiduals`: a GEMM result's fusion.add with a tensor of its type
+/// becomes the GEMM's residual (foldGemmResiduals).
 LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
                           bool splitK = false, bool report = false,
                           int64_t maxEpilogueCluster = 0,
                           bool rmsPrologue = false, bool streamK = false,
                           bool smallM = false, bool smallMSplit = false,
-                          bool decodeSwap = false);
+                          bool decodeSwap = false, bool gemmResiduals = true);
 
 /// The cost model's choice for a Lazy Pre-Norm GEMM of `columnTiles` output
 /// tiles per row: true to sum the rows in the kernel, false for a row
