@@ -153,7 +153,9 @@ def fusion_report(mlir: str, tools: Optional[Tools] = None) -> List[str]:
     """The remarks of `fusion-fuse{report=true}` on `mlir`: what each norm
     was fused into, or why not, each prefixed with its source location (a
     remark on the program itself, such as its weight preparation, with
-    `<partition>:LINE`)."""
+    `<partition>:LINE`); then fusion-plan-kernels' folds of residual adds
+    into the kernels that take them (a GEMM's, `x + linear(a)`), where the
+    program plans for its target."""
     tools = tools or find_tools()
     with tempfile.NamedTemporaryFile("w", suffix=".mlir") as fh:
         fh.write(mlir)
@@ -161,5 +163,14 @@ def fusion_report(mlir: str, tools: Optional[Tools] = None) -> List[str]:
         stderr = _run([tools.fusion_opt, fh.name, "--fusion-fuse=report=true",
                        "--mlir-print-op-on-diagnostic=false", "-o", os.devnull],
                       "fusion-opt --fusion-fuse=report=true")
-    return [line.replace(fh.name, "<partition>") for line in stderr.splitlines()
-            if ": remark: " in line]
+        try:
+            planned = _run([tools.fusion_opt, fh.name, "--fusion-fuse",
+                            "--fusion-plan-kernels=report=true",
+                            "--mlir-print-op-on-diagnostic=false", "-o", os.devnull],
+                           "fusion-opt --fusion-plan-kernels=report=true")
+        except FusionCompileError:
+            planned = ""  # the compile says why; the report stays fusion-fuse's
+    remarks = [line for line in stderr.splitlines() if ": remark: " in line]
+    remarks += [line for line in planned.splitlines()
+                if ": remark: " in line and "folded into the GEMM" in line]
+    return [line.replace(fh.name, "<partition>") for line in remarks]

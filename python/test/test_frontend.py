@@ -404,6 +404,11 @@ class FrontEndTest(unittest.TestCase):
         report = fc.build(m, (torch.randn(2, 5, 64).bfloat16(),), target="sm_90a")
         ops = [[op for op, _ in p.ops] for p in report.partitions]
         self.assertIn(["linear", "add"], ops)
+        # explain() says so (its report plans the partitions for sm_90a).
+        explained = fc.compile(m, (torch.randn(2, 5, 64).bfloat16(),), target="cpu").explain()
+        down = explained.partitions[ops.index(["linear", "add"])]
+        self.assertTrue(any("residual add folded into the GEMM's epilogue" in r
+                            for r in down.remarks), down.remarks)
         for part in report.partitions:
             self.assertTrue(part.compiled, part.why_not)
             planned = subprocess.run([fc.find_tools().fusion_opt, "-", "-fusion-fuse",
