@@ -20,6 +20,7 @@
 # 16-token calls; or as two, PART=tests and PART=perf) and PART=65536.
 set -u
 export PYTHONUNBUFFERED=1
+. bench/layers/layer_checks.sh
 build=${1:-build/decode}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
@@ -43,17 +44,13 @@ done
 for t in "memcheck llama_prenorm_h4096 16" "racecheck qwen3_q_norm_h2048 16" \
          "synccheck qwen3_q_norm_h2048 32" "memcheck ln_prenorm_h1024 31"; do
   set -- $t
-  FUSION_GPU_ARTIFACTS=$build/decode/gpu timeout 90 compute-sanitizer --tool $1 --error-exitcode 9 \
-    python3 test/gpu/run_one_layer.py $2 $3 > "$OUT/san_$1_$2_$3.txt" 2>&1
-  echo "== $1 decode $2 $3: exit $? $(grep SUMMARY "$OUT/san_$1_$2_$3.txt")"
+  sanitize_layer "$build/decode/gpu" $1 $2 $3 "$OUT/san_$1_$2_$3.txt" decode
 done
 fi
 [ "$part" = tests ] && exit 0
 for v in plain decode; do
   for l in llama_prenorm_h4096 ln_prenorm_h1024 qwen3_q_norm_h2048; do
-    FUSION_GPU_ARTIFACTS=$build/$v/gpu timeout 60 ncu --profile-from-start off --metrics gpu__time_duration.sum \
-      python3 bench/layers/profile_layer.py $l 3 16 2>&1 | grep -E "_kernel[0-9] |gpu__time" | \
-      awk '/kernel/{k=$1} /gpu__time/{printf "%s %s ", k, $3} END{print ""}' | sed "s/^/== ncu $v $l 16: /"
+    ncu_kernel_times "$build/$v/gpu" $l 16 $v
   done
 done
 i=0

@@ -14,6 +14,7 @@
 # H <= 1024 (the prediction, within 2% of it, was wrong).
 set -u
 export PYTHONUNBUFFERED=1
+. bench/layers/layer_checks.sh
 regex='^(llama_o_proj|gpt2_c_proj)_h[0-9]+(_unfused)?$|^train_step_res_(rms|ln)_h(256|1024)$'
 if [ "${1:-}" = --prepare ]; then
   build=${2:-build}
@@ -44,9 +45,7 @@ echo "== train_step_res: exit $? $(tail -n 1 "$OUT/resid_train.txt")"
 grep -E "FAILED" "$OUT/resid_train.txt" | cut -c1-200 | head -6
 for t in "memcheck llama_o_proj_h4096 1001" "racecheck gpt2_c_proj_h768 4099"; do
   set -- $t
-  FUSION_GPU_ARTIFACTS=$art timeout 90 compute-sanitizer --tool $1 --error-exitcode 9 \
-    python3 test/gpu/run_one_layer.py $2 $3 > "$OUT/san_$1_$2.txt" 2>&1
-  echo "== $1 $2 $3: exit $? $(grep SUMMARY "$OUT/san_$1_$2.txt")"
+  sanitize_layer "$art" $1 $2 $3 "$OUT/san_$1_$2.txt"
 done
 timeout 240 python3 bench/bench_layers.py --artifacts "$art" --m 65536 \
   --kinds llama_o_proj,gpt2_c_proj --only "${BENCH:-.}" --rounds 2 \

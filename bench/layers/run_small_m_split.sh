@@ -17,6 +17,7 @@
 # tokens unchanged (the main body, timed last).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
+. bench/layers/layer_checks.sh
 build=${1:-build/split}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -27,15 +28,11 @@ grep -E "FAILED" "$OUT/layers_split.txt" | cut -c1-160 | head -10
 for t in "memcheck llama_prenorm_h4096 16" "racecheck llama_prenorm_h4096 16" \
          "synccheck qwen3_q_norm_h2048 16" "memcheck qwen3_q_norm_h2048 300"; do
   set -- $t
-  FUSION_GPU_ARTIFACTS=$build/split/gpu timeout 90 compute-sanitizer --tool $1 --error-exitcode 9 \
-    python3 test/gpu/run_one_layer.py $2 $3 > "$OUT/$1_$2_$3.txt" 2>&1
-  echo "== $1 $2 $3: exit $? $(grep SUMMARY "$OUT/$1_$2_$3.txt")"
+  sanitize_layer "$build/split/gpu" $1 $2 $3 "$OUT/$1_$2_$3.txt"
 done
 for v in plain split; do
   for l in llama_prenorm_h4096 qwen3_q_norm_h2048; do
-    FUSION_GPU_ARTIFACTS=$build/$v/gpu timeout 60 ncu --profile-from-start off --metrics gpu__time_duration.sum \
-      python3 bench/layers/profile_layer.py $l 3 16 2>&1 | grep -E "_kernel[0-9] |gpu__time" | \
-      awk '/kernel/{k=$1} /gpu__time/{printf "%s %s ", k, $3} END{print ""}' | sed "s/^/== ncu $v $l 16: /"
+    ncu_kernel_times "$build/$v/gpu" $l 16 $v
   done
 done
 i=0

@@ -52,14 +52,19 @@ _GEMMS = (ops.linear, ops.matmul)
 _NORMS = (ops.rms_norm, ops.layer_norm)
 
 
+def _keeps_features(view: fx.Node) -> bool:
+    """Whether a view keeps the features dimension: [tokens..., n] to
+    [tokens'..., n], static (a GEMM's [tokens, n] output back to [b, s, n])."""
+    src, out = _tensor(view.args[0]), _tensor(view)
+    return (src is not None and out is not None and src.dim() >= 2 and out.dim() >= 2 and
+            _static(src) and _static(out) and src.shape[-1] == out.shape[-1])
+
+
 def _through_token_views(x):
-    """x, or the value a chain of views keeping the features dimension (a
-    GEMM's [tokens, n] output back to [b, s, n], GPT-2's Conv1D) shows."""
-    while isinstance(x, fx.Node) and x.op == "call_function" and x.target in VIEWS:
-        src, out = _tensor(x.args[0]), _tensor(x)
-        if src is None or out is None or src.dim() < 2 or out.dim() < 2 or \
-                src.shape[-1] != out.shape[-1]:
-            break
+    """x, or the value a chain of views keeping the features dimension (GPT-2's
+    Conv1D output) shows."""
+    while isinstance(x, fx.Node) and x.op == "call_function" and x.target in VIEWS and \
+            _keeps_features(x):
         x = x.args[0]
     return x
 
@@ -302,9 +307,7 @@ def reason(node: fx.Node) -> Optional[str]:
     if node.target in VIEWS:
         if UNFOLDED in node.meta:
             return f"{name}: the per-head norm's output unfolded into heads again (a view)"
-        src, out = _tensor(node.args[0]), out
-        if not (src is not None and out is not None and src.dim() >= 2 and out.dim() >= 2 and
-                _static(src) and _static(out) and src.shape[-1] == out.shape[-1]):
+        if not _keeps_features(node):
             return f"{name}: a view that does not keep the features dimension"
         # A view of a computed value (a GEMM's [tokens, n] back to [b, s, n]);
         # a view of an input stays outside, where it costs nothing either.

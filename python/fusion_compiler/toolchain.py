@@ -155,7 +155,7 @@ def fusion_report(mlir: str, tools: Optional[Tools] = None) -> List[str]:
     remark on the program itself, such as its weight preparation, with
     `<partition>:LINE`); then fusion-plan-kernels' folds of residual adds
     into the kernels that take them (a GEMM's, `x + linear(a)`), where the
-    program plans for its target."""
+    program has an add and plans for its target."""
     tools = tools or find_tools()
     with tempfile.NamedTemporaryFile("w", suffix=".mlir") as fh:
         fh.write(mlir)
@@ -163,13 +163,15 @@ def fusion_report(mlir: str, tools: Optional[Tools] = None) -> List[str]:
         stderr = _run([tools.fusion_opt, fh.name, "--fusion-fuse=report=true",
                        "--mlir-print-op-on-diagnostic=false", "-o", os.devnull],
                       "fusion-opt --fusion-fuse=report=true")
-        try:
-            planned = _run([tools.fusion_opt, fh.name, "--fusion-fuse",
-                            "--fusion-plan-kernels=report=true",
-                            "--mlir-print-op-on-diagnostic=false", "-o", os.devnull],
-                           "fusion-opt --fusion-plan-kernels=report=true")
-        except FusionCompileError:
-            planned = ""  # the compile says why; the report stays fusion-fuse's
+        planned = ""
+        if "fusion.add" in mlir:
+            try:
+                planned = _run([tools.fusion_opt, fh.name, "--fusion-fuse",
+                                "--fusion-plan-kernels=report=true",
+                                "--mlir-print-op-on-diagnostic=false", "-o", os.devnull],
+                               "fusion-opt --fusion-plan-kernels=report=true")
+            except FusionCompileError:
+                pass  # the compile says why; the report stays fusion-fuse's
     remarks = [line for line in stderr.splitlines() if ": remark: " in line]
     remarks += [line for line in planned.splitlines()
                 if ": remark: " in line and "folded into the GEMM" in line]

@@ -505,10 +505,9 @@ void TileEpilogue::storeFromRegisters(
     Value out, const GroupPairs &pairs,
     const std::function<void(int64_t)> &loadChunk) {
   unsigned outBytes = s.outType.getIntOrFloatBitWidth() / 8;
-  int64_t groupsPerChunk = kStoreChunkN / 8;
   for (int64_t j = 0; j < groups; ++j) {
-    if (loadChunk && j % groupsPerChunk == 0)
-      loadChunk(j / groupsPerChunk);
+    if (loadChunk && j % kChunkGroups == 0)
+      loadChunk(j / kChunkGroups);
     std::function<Value(int64_t)> output = pairs(j);
     for (int64_t h = 0; h < 2; ++h) {
       Value o = output(h);
@@ -540,7 +539,6 @@ void TileEpilogue::storeThroughStaging(
   Value isStoreLeader = e.isStoreLeader();
   int64_t chunks = s.tileN / kStoreChunkN;
   int64_t chunksPerTile = s.saveNormInput ? 2 * chunks : chunks;
-  int64_t groupsPerChunk = kStoreChunkN / 8;
   // loadChunk: chunk c + 1's loads issued before chunk c waits for its
   // buffer, so that their latency overlaps chunk c's stores (the barriers
   // keep ptxas from hoisting more of them).
@@ -559,8 +557,8 @@ void TileEpilogue::storeThroughStaging(
                                            b.getUnitAttr());
     });
     e.consumerBarrier();
-    for (int64_t g = 0; g < groupsPerChunk; ++g) {
-      int64_t j = c * groupsPerChunk + g;
+    for (int64_t g = 0; g < kChunkGroups; ++g) {
+      int64_t j = c * kChunkGroups + g;
       std::function<Value(int64_t)> output = pairs(j);
       Value swizzled = arith::XOrIOp::create(b, idx(g), rowPhase);
       Value col = add(mul(swizzled, idx(8)), view.pairColumn());
@@ -770,15 +768,14 @@ void TileEpilogue::storeColumnPartial(int64_t param, int64_t j, Value pair) {
 /// chunkedResidual: col_bias's and the residual's pairs of chunk c's column
 /// groups, added to v by groupOutputs in loadRows' order.
 void TileEpilogue::loadResidualChunk(int64_t c) {
-  int64_t groupsPerChunk = kStoreChunkN / 8;
   Value residual = e.arg(GemmArg::Residual), colBias = e.arg(GemmArg::ColBias);
   colBiasPairs.resize(groups);
-  for (int64_t j = c * groupsPerChunk; j < (c + 1) * groupsPerChunk; ++j)
+  for (int64_t j = c * kChunkGroups; j < (c + 1) * kChunkGroups; ++j)
     if (colBias)
       colBiasPairs[j] = loadCol(colBias, Value(), j, s.colBiasType);
   for (int64_t h = 0; h < 2; ++h) {
     residualPairs[h].resize(groups);
-    for (int64_t j = c * groupsPerChunk; j < (c + 1) * groupsPerChunk; ++j)
+    for (int64_t j = c * kChunkGroups; j < (c + 1) * kChunkGroups; ++j)
       residualPairs[h][j] = loadCol(residual, rowClamped[h], j, s.residualType);
   }
 }
@@ -814,17 +811,15 @@ void TileEpilogue::run() {
     normGrad();
   }
   GroupPairs outputs = [this](int64_t j) { return groupOutputs(j); };
+  std::function<void(int64_t)> loadChunk;
+  if (chunkedResidual())
+    loadChunk = [this](int64_t c) { loadResidualChunk(c); };
   if (!s.tmaStore())
-    storeFromRegisters(e.arg(GemmArg::Output), outputs,
-                       chunkedResidual()
-                           ? [this](int64_t c) { loadResidualChunk(c); }
-                           : std::function<void(int64_t)>());
+    storeFromRegisters(e.arg(GemmArg::Output), outputs, loadChunk);
   else
-    storeThroughStaging(
-        e.tmaC, outputs,
-        /*firstChunk=*/s.saveNormInput ? s.tileN / kStoreChunkN : 0,
-        chunkedResidual() ? [this](int64_t c) { loadResidualChunk(c); }
-                          : std::function<void(int64_t)>());
+    storeThroughStaging(e.tmaC, outputs,
+                        /*firstChunk=*/s.saveNormInput ? s.tileN / kStoreChunkN : 0,
+                        loadChunk);
 }
 
 } // namespace
@@ -884,12 +879,11 @@ Value GemmKernelEmitter::stagedResidualPair(AccumulatorView &view,
 
 Value GemmKernelEmitter::stagedPair(Value base, Type elem, AccumulatorView &view,
                                     Value rowInTile, int64_t h, int64_t j) {
-  int64_t groupsPerChunk = kStoreChunkN / 8;
   int64_t chunkBytes = s.tileM * kStoreChunkN * elem.getIntOrFloatBitWidth() / 8;
   Value rowPhase = view.rowPhase(); // the row's index modulo 8
-  Value swizzled = arith::XOrIOp::create(b, idx(j % groupsPerChunk), rowPhase);
+  Value swizzled = arith::XOrIOp::create(b, idx(j % kChunkGroups), rowPhase);
   Value col = add(mul(swizzled, idx(8)), mul(view.pairIndex(/*fresh=*/true), idx(2)));
-  Value staging = smemView(add(base, idx((j / groupsPerChunk) * chunkBytes)),
+  Value staging = smemView(add(base, idx((j / kChunkGroups) * chunkBytes)),
                            {s.tileM, kStoreChunkN}, elem);
   return loadPair(staging, ValueRange{add(rowInTile, idx(8 * h)), col}, elem);
 }
@@ -917,17 +911,16 @@ void GemmKernelEmitter::handOffTile(AccumulatorView &view,
   auto outPair = VectorType::get({2}, s.outType);
   Value rowPhase = view.rowPhase(); // the row's index modulo 8
   Value quad = view.pairIndex(/*fresh=*/true);
-  int64_t groupsPerChunk = kStoreChunkN / 8;
   for (int64_t c = 0; c < s.tileN / kStoreChunkN; ++c) {
     Value staging =
         smemView(idx(s.storeStagingOffset() + c * s.storeChunkBytes()),
                  {s.tileM, kStoreChunkN}, s.outType);
-    for (int64_t g = 0; g < groupsPerChunk; ++g) {
+    for (int64_t g = 0; g < kChunkGroups; ++g) {
       Value swizzled = arith::XOrIOp::create(b, idx(g), rowPhase);
       Value col = add(mul(swizzled, idx(8)), mul(quad, idx(2)));
       for (int64_t h = 0; h < 2; ++h)
         vector::StoreOp::create(
-            b, arith::TruncFOp::create(b, outPair, v[h][c * groupsPerChunk + g]),
+            b, arith::TruncFOp::create(b, outPair, v[h][c * kChunkGroups + g]),
             staging, ValueRange{add(rowInTile, idx(8 * h)), col},
             /*nontemporal=*/false, llvm::MaybeAlign(4));
     }

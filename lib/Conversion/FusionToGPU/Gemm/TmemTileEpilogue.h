@@ -18,7 +18,7 @@ inline constexpr int64_t kEpilogueBarrier = 1;
 /// Columns one tcgen05.ld 32x32b.x32 reads per thread.
 inline constexpr int64_t kLoadColumns = 32;
 /// 8-column groups of a 64-column chunk.
-inline constexpr int64_t kGroups = kStoreChunkN / 8;
+inline constexpr int64_t kGroups = kChunkGroups;
 /// The threads of a wgmma quad that share a row on sm_90a.
 inline constexpr int64_t kQuad = 4;
 

@@ -599,7 +599,8 @@ void foldAttentionResiduals(ModuleOp module) {
 /// is element-wise (none, row_scale) and adds no residual yet, given x where
 /// x is defined before it. A norm epilogue's output plus x is not a residual
 /// (the residual enters the norm): that add stays; so does every add without
-/// a target.
+/// a target, and an add in another block than a plain matmul (the GEMM would
+/// move into a loop).
 void foldGemmResiduals(ModuleOp module, bool report) {
   DominanceInfo dom(module);
   SmallVector<AddOp> adds;
@@ -608,7 +609,8 @@ void foldGemmResiduals(ModuleOp module, bool report) {
   for (AddOp add : adds) {
     for (auto [x, r] : {std::pair<Value, Value>{add.getLhs(), add.getRhs()},
                         {add.getRhs(), add.getLhs()}}) {
-      if (!r.hasOneUse() || x.getType() != r.getType() || x == r ||
+      // (add(r, r) gives r two uses.)
+      if (!r.hasOneUse() || x.getType() != r.getType() ||
           cast<ShapedType>(r.getType()).getElementTypeBitWidth() != 16)
         continue;
       Operation *gemm = r.getDefiningOp();
@@ -617,15 +619,16 @@ void foldGemmResiduals(ModuleOp module, bool report) {
         continue;
       auto matmul = dyn_cast<MatmulOp>(gemm);
       auto fused = dyn_cast<FusedMatmulOp>(gemm);
-      bool foldable =
-          matmul ? !matmul.getTransposeLhs()
-          : fused
-              ? fused.getOutput() == r && !fused.getResidual() &&
-                    (fused.getEpilogue() == EpilogueKind::none ||
-                     fused.getEpilogue() == EpilogueKind::row_scale) &&
-                    !fused.getTransposeLhs() && dom.properlyDominates(x, fused)
-              : false;
-      if (!foldable)
+      if (matmul && (matmul.getTransposeLhs() ||
+                     matmul->getBlock() != add->getBlock()))
+        continue;
+      if (fused && (fused.getOutput() != r || fused.getResidual() ||
+                    fused.getTransposeLhs() ||
+                    (fused.getEpilogue() != EpilogueKind::none &&
+                     fused.getEpilogue() != EpilogueKind::row_scale) ||
+                    !dom.properlyDominates(x, fused)))
+        continue;
+      if (!matmul && !fused)
         continue;
       if (report)
         add.emitRemark() << "residual add folded into the GEMM's epilogue";

@@ -2,7 +2,7 @@
 // RUN: fusion-opt %s -split-input-file "-fusion-plan-kernels=report=true small-m=false" -verify-diagnostics -o /dev/null
 // gemm-residuals=false (fusion-compile --no-fuse) keeps every add:
 // RUN: fusion-opt %s -split-input-file "-fusion-plan-kernels=gemm-residuals=false" | FileCheck %s --check-prefix=KEPT
-// KEPT-COUNT-9: fusion.add
+// KEPT-COUNT-10: fusion.add
 // KEPT-NOT: residual(
 
 // fusion-plan-kernels folds a fusion.add of a GEMM's result (its only use)
@@ -12,7 +12,8 @@
 // bias rides along as col_bias; a fused_matmul with an element-wise
 // epilogue (a Lazy Pre-Norm GEMM) takes the residual as it is. Not folded:
 // the result has another use, the add broadcasts, a norm epilogue's output
-// (the residual enters the norm), a weight gradient, f32 outputs.
+// (the residual enters the norm), a weight gradient, an add inside a loop
+// the matmul is outside of (the GEMM would run every iteration), f32 outputs.
 
 // Llama's attention output: h = x + o_proj(a), nn.Linear's weight, any
 // token count.
@@ -69,7 +70,7 @@ func.func @lazy(%a: tensor<?x1024xbf16>, %w: tensor<1024x1024xbf16>, %x: tensor<
 
 // Not folded: the GEMM's result is returned too (it would be stored
 // anyway); the add broadcasts a row; a norm epilogue's output; a weight
-// gradient; an f32 output.
+// gradient; an add in a loop; an f32 output.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @other_use
 // CHECK: fusion.fused_matmul
@@ -111,6 +112,23 @@ func.func @weight_grad(%dy: tensor<4096x256xbf16>, %a: tensor<4096x512xbf16>, %g
   %p = fusion.matmul %dy, %a {transpose_lhs} : tensor<4096x256xbf16>, tensor<4096x512xbf16> -> tensor<256x512xbf16>
   %h = fusion.add %p, %g : tensor<256x512xbf16>
   return %h : tensor<256x512xbf16>
+}
+// CHECK-LABEL: func.func @in_loop
+// CHECK: fusion.fused_matmul
+// CHECK-NOT: residual
+// CHECK: scf.for
+// CHECK: fusion.add
+func.func @in_loop(%a: tensor<256x512xbf16>, %w: tensor<512x256xbf16>, %x: tensor<256x256xbf16>) -> tensor<256x256xbf16> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %p = fusion.matmul %a, %w : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %h = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %x) -> (tensor<256x256xbf16>) {
+    %s = fusion.add %acc, %p : tensor<256x256xbf16>
+    scf.yield %s : tensor<256x256xbf16>
+  }
+  return %h : tensor<256x256xbf16>
 }
 // CHECK-LABEL: func.func @f32_output
 // CHECK: fusion.fused_matmul

@@ -707,7 +707,8 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     its bias as `col_bias`, or a `fusion.fused_matmul` with an element-wise
     epilogue (`none`, `row_scale`: a Lazy Pre-Norm GEMM) and no residual yet,
     where the tensor is defined before it. An add after a norm epilogue
-    stays (that residual would enter the norm), as do f32 sums.
+    stays (that residual would enter the norm), as do f32 sums and an add
+    in another block than its matmul (the GEMM would move into a loop).
     ```mlir
     %p = fusion.matmul %a, %w {transpose_rhs}
         : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
