@@ -6,7 +6,7 @@
 # machine's torch):
 #   bash bench/frontend/run_frozen_graphs.sh --prepare build/frontend-frozen
 # then on the device, carrying build/frontend-frozen:
-#   OUT=$OUT bash bench/frontend/run_frozen_graphs.sh build/frontend-frozen
+#   C=abc OUT=$OUT bash bench/frontend/run_frozen_graphs.sh build/frontend-frozen
 # With FLAGS="--decode-swap" on both (another folder), the same with the
 # swapped decode body (bench/layers/run_decode_swap.sh): the libraries are
 # cached per fusion-compile flags.
@@ -36,7 +36,7 @@ FUSION_FRONTEND_DIR=$dir timeout 200 python3 -m pytest -q -rs test/gpu/test_weig
   > "$OUT/weight_folds.txt" 2>&1
 echo "== test_weight_folds_gpu.py: exit $? $(tail -n 1 "$OUT/weight_folds.txt")"
 grep -E "FAILED|Error" "$OUT/weight_folds.txt" | cut -c1-200 | head -6
-timeout 300 python3 bench/frontend/bench_frontend.py --dir "$dir" --tokens 16 --only "$cases" \
+timeout 300 python3 bench/frontend/bench_frontend.py --dir "$dir" --tokens 16 --only "$cases" --commit "${C:-unknown}" \
   --json "$OUT/frontend16_frozen.json" > "$OUT/frontend16_frozen.txt" 2>&1
 echo "== bench_frontend 16 tokens: exit $?"
 grep -E "^\| (case|llama|qwen)" "$OUT/frontend16_frozen.txt" | cut -d'|' -f2,6,14-18
