@@ -230,6 +230,22 @@ def suites():
         case("residual_colbias_f32out_999x256x520", 999, 256, 520, residual=True,
              col_bias=True, out="f32"),
     ]
+    # Shapes that fusion-compile --multicast plans for a pair of CTAs along
+    # M (cluster_m = 2: more tiles than SMs): odd row-block counts, whose
+    # last pair's second CTA lies past M, and partial last row and column
+    # blocks; a Lazy Pre-Norm prologue, a residual with a column bias and
+    # nn.Linear's B, a row scale with an f32 output. Compiled by default
+    # they are the plain kernels. Appended last (PTX labels carry module
+    # position).
+    correctness += [
+        case("mc_gemm_17019x128x256", 17019, 128, 256),
+        case("mc_gemm_38437x520x512", 38437, 520, 512),
+        case("mc_lazy_rms_33333x1024x768", 33333, 1024, 768, prologue="rms_norm"),
+        case("mc_residual_colbias_nk_20001x768x1000", 20001, 768, 1000,
+             residual=True, col_bias=True, transpose_rhs=True),
+        case("mc_rowscale_f32out_17001x512x384", 17001, 512, 384,
+             epilogue="row_scale", row_scale=True, out="f32"),
+    ]
     bench = []
     for d in (256, 512, 1024, 2048, 4096):
         bench.append(case(f"bench_gemm_{d}", 262144, d, d))

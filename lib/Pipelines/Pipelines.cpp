@@ -82,6 +82,7 @@ void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
   plan.lazyRowStats = options.lazyRowStats;
   plan.splitK = options.splitK;
   plan.streamK = options.streamK;
+  plan.multicast = options.multicast;
   plan.smallM = options.smallM;
   plan.smallMSplit = options.smallMSplit;
   plan.decodeSwap = options.decodeSwap;

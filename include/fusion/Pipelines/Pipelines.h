@@ -70,6 +70,12 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
                      "waves over the CTAs by K steps (off by default: "
                      "measured slower)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> multicast{
+      *this, "multicast",
+      llvm::cl::desc("fusion-plan-kernels' multicast: a pair of CTAs along M "
+                     "sharing B's tiles by TMA multicast (cluster_m = 2; "
+                     "sm_90a; off by default)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> smallM{
       *this, "small-m",
       llvm::cl::desc("fusion-plan-kernels' small-m: a second body of 64-column "

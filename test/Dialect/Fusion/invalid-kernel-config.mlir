@@ -146,3 +146,21 @@ func.func @decode_splits_split_k(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 8, cluster_n = 1, consumers = 2, smem_bytes = 230912, split_k = 2, decode_splits = 4>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
 }
+
+// -----
+
+// cluster_m: a pair of CTAs sharing B's tiles, no more.
+func.func @cluster_m_four(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{expected cluster_m = 1 or 2 (a pair of CTAs sharing B's tiles by multicast), but got 4}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144, cluster_m = 4>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+
+// -----
+
+// cluster_m with a norm epilogue's cluster along N.
+func.func @cluster_m_with_cluster_n(%a: tensor<256x512xbf16>, %b: tensor<512x1024xbf16>) -> tensor<256x1024xbf16> {
+  // expected-error @below {{expected cluster_m without cluster_n, split_k, stream_k, decode_splits, epilogue_warps or global_rows (a pair of CTAs running the same column blocks and K steps in step), but got cluster_m = 2, cluster_n = 4, split_k = 1}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 4, consumers = 2, smem_bytes = 226816, epilogue_warps = true, cluster_m = 2>} : tensor<256x512xbf16>, tensor<512x1024xbf16> -> tensor<256x1024xbf16>
+  return %c : tensor<256x1024xbf16>
+}

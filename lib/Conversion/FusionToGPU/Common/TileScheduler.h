@@ -7,7 +7,11 @@
 // blockIdx.x), the cluster takes one row block at a time and CTA `rank`
 // holds its columns [rank x tile_n, ...). With split-K (no cluster) the
 // work items are (split, tile) pairs, split-major: item w is tile
-// w mod numTiles of K range w / numTiles.
+// w mod numTiles of K range w / numTiles. With a cluster of clusterM CTAs
+// along M (a pair sharing B's tiles by multicast), the cluster walks
+// (row pair, column block) items row-major, and CTA `rankM` holds row
+// block clusterM x pair + rankM of each (past M for the last pair of an
+// odd count: its A loads zero-fill, its stores clip).
 //
 // Stream-K (segmentLoop): with G CTAs and numTiles = W G + r tiles, r > 0,
 // the first (W - 1) G tiles go as above, whole; the last G + r tiles'
@@ -57,6 +61,23 @@ public:
   /// The same over (split, tile) work items with split-K.
   ValueRange tileLoop(KernelBuilder &kb, ValueRange inits, SplitBody body) const {
     ImplicitLocOpBuilder &b = kb.b;
+    if (clusterM > 1) {
+      Value clusters = arith::DivUIOp::create(
+          b, gpu::GridDimOp::create(b, gpu::Dimension::x), kb.idx(clusterM));
+      Value clusterId = arith::DivUIOp::create(
+          b, gpu::BlockIdOp::create(b, gpu::Dimension::x), kb.idx(clusterM));
+      Value pairs = arith::CeilDivUIOp::create(
+          b, arith::CeilDivUIOp::create(b, m, kb.idx(tileM)), kb.idx(clusterM));
+      return kb.forLoop(
+          clusterId, kb.mul(pairs, numTilesN), clusters, inits,
+          [&](Value item, ValueRange iters) {
+            Value pair = arith::DivUIOp::create(b, item, numTilesN);
+            Value rowBlock = kb.add(kb.mul(pair, kb.idx(clusterM)), rankM);
+            Value col = arith::RemUIOp::create(b, item, numTilesN);
+            return body(kb.mul(rowBlock, kb.idx(tileM)),
+                        kb.mul(col, kb.idx(tileN)), Value(), iters);
+          });
+    }
     if (clusterN > 1) {
       Value clusters = arith::DivUIOp::create(
           b, gpu::GridDimOp::create(b, gpu::Dimension::x), kb.idx(clusterN));
@@ -165,6 +186,9 @@ public:
 
   int64_t tileM = 0, tileN = 0, clusterN = 1;
   Value m, numTiles, numTilesN, rank;
+  /// A cluster along M (tileLoop only): its size and this CTA's place.
+  int64_t clusterM = 1;
+  Value rankM;
   /// Split-K: numTiles x the non-empty K ranges (null without split-K).
   Value workItems;
 };

@@ -9,6 +9,15 @@
 // the phase before its first, so the producer's first wait on `empty`
 // passes at once.
 //
+// A ring shared with a peer CTA (shareWith: a pair of CTAs whose producers
+// each multicast part of the same B tile into both): a slot may be refilled
+// only when the consumers of both CTAs are done with it, so a stage's
+// `empty` barrier also counts one arrival from each consumer warp of the
+// peer, which each warp's lane 0 sends (a remote arrive) after the warp's
+// own releases. The producer then waits for the last slots' releases
+// before it exits (drain), so that no peer arrival lands in a CTA that has
+// already exited.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FUSION_LIB_CONVERSION_FUSIONTOGPU_COMMON_TMAPIPELINE_H
@@ -97,9 +106,49 @@ public:
   void waitFull(KernelBuilder &kb, Value stage, Value pos) const {
     kb.wait(full, stage, parityOf(kb, pos));
   }
-  /// Consumers: this thread is done reading the slot of position `pos`.
+  /// Consumers: this thread is done reading the slot of position `pos`
+  /// (and, in a shared ring, its warp tells the peer's barrier so, once
+  /// every lane has released).
   void release(KernelBuilder &kb, Value pos) const {
-    kb.arrive(empty, stageOf(kb, pos));
+    Value stage = stageOf(kb, pos);
+    kb.arrive(empty, stage);
+    if (!peerRank)
+      return;
+    ImplicitLocOpBuilder &b = kb.b;
+    NVVM::SyncWarpOp::create(b, kb.i32(-1));
+    Value lane = arith::RemUIOp::create(
+        b, gpu::ThreadIdOp::create(b, gpu::Dimension::x), kb.idx(32));
+    kb.ifThen(kb.eq(lane, 0), [&] {
+      Value address = nvgpu::MBarrierGetOp::create(b, b.getI32Type(), empty, stage);
+      Value local = LLVM::IntToPtrOp::create(
+          b, LLVM::LLVMPointerType::get(kb.ctx, 3), ValueRange{address});
+      Value remote = NVVM::MapaOp::create(
+          b, LLVM::LLVMPointerType::get(kb.ctx, 7), local, peerRank);
+      NVVM::MBarrierArriveOp::create(b, Type(), remote, Value(),
+                                     NVVM::MemScopeKind::CLUSTER,
+                                     /*relaxed=*/false);
+    });
+  }
+  /// Shares the ring with the CTA of rank `peer` in the cluster (an i32),
+  /// whose `consumerWarps` consumer warps each arrive once per slot here.
+  void shareWith(Value peer, int64_t consumerWarps) {
+    peerRank = peer;
+    peerWarps = consumerWarps;
+  }
+  /// The arrivals a stage's `empty` barrier waits for: `consumerThreads`
+  /// of this CTA, and the peer's warps in a shared ring.
+  int64_t emptyArrivals(int64_t consumerThreads) const {
+    return consumerThreads + (peerRank ? peerWarps : 0);
+  }
+  /// Producer, after its last load: waits until the slots of the `stages`
+  /// positions from `pos` on are released, i.e. every slot it filled
+  /// (a shared ring's peer arrivals included).
+  void drain(KernelBuilder &kb, Value pos) const {
+    kb.forLoop(kb.idx(0), kb.idx(stages), kb.idx(1), ValueRange{pos},
+               [&](Value, ValueRange it) {
+                 acquire(kb, stageOf(kb, it[0]), it[0]);
+                 return SmallVector<Value>{nextPos(kb, it[0])};
+               });
   }
   /// Producer threads of a ring between threads: this thread's writes to
   /// the slot of position `pos` are done.
@@ -109,6 +158,10 @@ public:
 
   int64_t stages = 0;
   Value full, empty;
+  /// A shared ring's peer (its rank in the cluster, i32) and the consumer
+  /// warps it counts from it; null peerRank: not shared.
+  Value peerRank;
+  int64_t peerWarps = 0;
 };
 
 } // namespace mlir::fusion

@@ -546,6 +546,10 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
     shape.gridX = arith::SelectOp::create(b, useSmall, smallGrid, shape.gridX);
     shape.smemBytes = arith::SelectOp::create(b, useSmall, smallShape.smemBytes,
                                               shape.smemBytes);
+    // A main body of CTA pairs (cluster_m): the other bodies launch in
+    // clusters of one.
+    Value useMain = arith::XOrIOp::create(
+        b, useSmall, arith::ConstantOp::create(b, b.getBoolAttr(true)));
     Value flag = arith::IndexCastOp::create(
         b, b.getIndexType(),
         arith::ExtUIOp::create(b, b.getI64Type(), useSmall));
@@ -561,7 +565,14 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
       shape.smemBytes = arith::SelectOp::create(
           b, useDecode, decodeShape.smemBytes, shape.smemBytes);
       flag = arith::SelectOp::create(b, useDecode, idx(2), flag);
+      useMain = arith::AndIOp::create(
+          b, useMain,
+          arith::XOrIOp::create(b, useDecode,
+                                arith::ConstantOp::create(b, b.getBoolAttr(true))));
     }
+    if (shape.cluster)
+      shape.cluster->x =
+          arith::SelectOp::create(b, useMain, shape.cluster->x, idx(1));
     operands.push_back(flag);
     operands.append(decodeOperands);
     if (decode)
@@ -613,7 +624,9 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
 /// global memory: CTAs wait for one another's tiles, so the kernel is
 /// launched cooperatively (all of the grid resident) on at most as many CTAs
 /// as the device holds at once, which must hold a row's tiles (the runtime
-/// refuses the launch otherwise).
+/// refuses the launch otherwise). With a pair of CTAs along M sharing B's
+/// tiles (cluster_m = 2): min(row pairs x column blocks, co-resident pairs)
+/// clusters.
 GemmKernelFamily::LaunchShape
 GemmKernelFamily::launchShape(HostLowering &host, const GemmKernelSpec &spec,
                               StringRef kernelName, Value m, Value n,
@@ -649,6 +662,20 @@ GemmKernelFamily::launchShape(HostLowering &host, const GemmKernelSpec &spec,
     return shape;
   }
   Value tilesN = arith::CeilDivUIOp::create(b, n, idx(spec.tileN));
+  if (spec.clusterM > 1) {
+    Value resident = callIndex(
+        "fusionrtMaxActiveClusters",
+        {LLVM::LLVMPointerType::get(ctx), i32, i32, i32},
+        {host.getKernelName(kernelName), i32Const(spec.clusterM),
+         i32Const(spec.threads()), smemBytes});
+    Value items = arith::MulIOp::create(
+        b, arith::CeilDivUIOp::create(b, rowBlocks, idx(spec.clusterM)), tilesN);
+    Value clusters = arith::MaxUIOp::create(
+        b, arith::MinUIOp::create(b, items, resident), idx(1));
+    shape.gridX = arith::MulIOp::create(b, clusters, idx(spec.clusterM));
+    shape.cluster = gpu::KernelDim3{idx(spec.clusterM), idx(1), idx(1)};
+    return shape;
+  }
   // Stream-K: a CTA finishing a cut tile waits for the next CTA's part,
   // so the grid is resident too (cooperative; any size of at least one).
   Value sms = knownSms;

@@ -126,6 +126,11 @@ void GemmKernelEmitter::setUpOperands() {
   rank = rem(gpu::BlockIdOp::create(b, gpu::Dimension::x), s.clusterN);
   scheduler = TileScheduler(s.tileM, s.tileN, s.clusterN, m, numTiles,
                             numTilesN, rank);
+  if (s.clusterM > 1) {
+    rankM = rem(gpu::BlockIdOp::create(b, gpu::Dimension::x), s.clusterM);
+    scheduler.clusterM = s.clusterM;
+    scheduler.rankM = rankM;
+  }
   if (s.splitK > 1) {
     // K steps per range: ceil(numK / splitK) (at least 1), so that every one
     // of the ceil(numK / that) ranges has a step; the reduction kernel counts
@@ -160,7 +165,14 @@ void GemmKernelEmitter::emitBody() {
   // is done reading it (the MMA and, with Lazy Pre-Norm, the row sums).
   ring = TmaRing(*this, s.stages);
   Value leader = eq(threadId, 0);
-  ring.init(*this, engine->groupThreads() * s.consumers, leader);
+  // cluster_m = 2: the pair's rings are shared (each slot holds B boxes
+  // of both producers).
+  int64_t consumerThreads = engine->groupThreads() * s.consumers;
+  if (s.clusterM > 1)
+    ring.shareWith(arith::IndexCastOp::create(b, b.getI32Type(),
+                                              sub(idx(1), rankM)),
+                   consumerThreads / 32);
+  ring.init(*this, ring.emptyArrivals(consumerThreads), leader);
   setUpBarriers(leader);
   setUpRowExchange();
   nvgpu::TmaPrefetchOp::create(b, tmaA, leader);
@@ -177,8 +189,9 @@ void GemmKernelEmitter::emitBody() {
     if (map)
       nvgpu::TmaPrefetchOp::create(b, map, leader);
   gpu::BarrierOp::create(b);
-  if (s.clusterN > 1) {
-    // No peer may st.async into this CTA's slots before its barriers exist:
+  if (s.clusterN > 1 || s.clusterM > 1) {
+    // No peer may st.async or multicast into this CTA's slots (or arrive on
+    // its barriers) before its barriers exist:
     // make the inits visible cluster-wide, then a cluster barrier (every
     // thread of every CTA, before any exits).
     ifThen(leader, [&] { NVVM::FenceMbarrierInitOp::create(b); });

@@ -159,6 +159,8 @@ public:
   std::optional<RowExchange> exchange;
   Value tileFull, tileEmpty, residualFull, tmaA, tmaB, tmaC, tmaR, m, n, k, wg,
       tid, rank, threadId;
+  /// cluster_m > 1: the CTA's place in its pair (row block parity).
+  Value rankM;
   /// save_norm_input with a 16-bit output: the saved input's tensor map.
   Value tmaSaved;
   /// rowDot: the row_dot operand's tensor map (A's box), norm_input's

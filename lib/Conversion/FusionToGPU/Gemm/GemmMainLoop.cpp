@@ -61,13 +61,22 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
   // [64, tile_n] as 64-column halves (N-major, wgmma's transposed B).
   // transpose_rhs, B [N, K]: the tile [tile_n, 64] as 64-row blocks, which
   // stack into one K-major tile with 128-byte rows, laid out like A.
-  for (int64_t h = 0; h < s.tileN / kSwizzleCols; ++h) {
-    Value box = smemView(add(bOff, idx(h * boxBytes)), {kSwizzleCols, s.tileK},
-                         s.abType);
-    Value col = add(blockCol, idx(h * kSwizzleCols));
+  // cluster_m = 2: box h comes from the CTA of rank h mod 2, multicast into
+  // the slot (and onto the full barrier) of both.
+  int64_t boxes = s.tileN / kSwizzleCols;
+  Value mask = s.clusterM > 1
+                   ? arith::ConstantOp::create(
+                         b, b.getI16IntegerAttr((1 << s.clusterM) - 1))
+                         .getResult()
+                   : Value();
+  for (int64_t j = 0; j < boxes / s.clusterM; ++j) {
+    Value h = mask ? add(idx(j * s.clusterM), rankM) : idx(j);
+    Value box = smemView(add(bOff, mul(h, idx(boxBytes))),
+                         {kSwizzleCols, s.tileK}, s.abType);
+    Value col = add(blockCol, mul(h, idx(kSwizzleCols)));
     SmallVector<Value> coords = s.transposeB ? SmallVector<Value>{k0, col}
                                              : SmallVector<Value>{col, k0};
-    nvgpu::TmaAsyncLoadOp::create(b, box, ring.full, tmaB, coords, stage, Value(),
+    nvgpu::TmaAsyncLoadOp::create(b, box, ring.full, tmaB, coords, stage, mask,
                                   Value());
   }
 }
@@ -140,11 +149,15 @@ void GemmKernelEmitter::producer() {
                           });
     return;
   }
-  scheduler.tileLoop(*this, {idx(0)}, [&](Value blockRow, Value blockCol,
-                                          Value split, ValueRange iters) {
-    auto [kFirst, kCount] = kRange(split);
-    return tile(blockRow, blockCol, kFirst, kCount, iters);
-  });
+  ValueRange done = scheduler.tileLoop(
+      *this, {idx(0)},
+      [&](Value blockRow, Value blockCol, Value split, ValueRange iters) {
+        auto [kFirst, kCount] = kRange(split);
+        return tile(blockRow, blockCol, kFirst, kCount, iters);
+      });
+  // A shared ring: the peer's last arrivals land before this CTA exits.
+  if (ring.peerRank)
+    ring.drain(*this, done[0]);
 }
 
 /// Stream-K: slot `cta` of the workspace holds a CTA's sums of the later

@@ -211,6 +211,20 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
           stringifyEpilogueKind(s.epilogue).str();
     return failure();
   }
+  if (s.clusterM > 1 &&
+      (target.mma == MmaKind::Tcgen05 || s.rowDot || s.decodeSwap ||
+       s.tileN % (kSwizzleCols * s.clusterM) != 0)) {
+    why = "cluster_m = " + std::to_string(s.clusterM) +
+          " (B's tile multicast over a pair of CTAs) is generated on a "
+          "target accumulating in registers (sm_90a), without a row dot or "
+          "the decode body, for tile_n a multiple of " +
+          std::to_string(kSwizzleCols * s.clusterM) + ", but got " +
+          (target.mma == MmaKind::Tcgen05 ? "the target " + target.chip.str()
+           : s.rowDot                     ? std::string("a row dot")
+           : s.decodeSwap                 ? std::string("the decode body")
+                          : "tile_n = " + std::to_string(s.tileN));
+    return failure();
+  }
   if (s.clusterN < 1 || s.clusterN > target.maxClusterSize) {
     why = "cluster_n = " + std::to_string(s.clusterN) + " must be in [1, " +
           std::to_string(target.maxClusterSize) + "] (the largest cluster " +
@@ -294,6 +308,7 @@ mlir::fusion::getGemmKernelSpec(FusedMatmulOp op, const TargetInfo &target,
   s.stages = config.getStages();
   s.consumers = config.getConsumers();
   s.clusterN = config.getClusterN();
+  s.clusterM = config.getClusterM();
   s.globalRows = config.getGlobalRows();
   s.epilogueWarps = config.getEpilogueWarps();
   s.stagedResidual = config.getStagedResidual();

@@ -45,6 +45,11 @@ struct GemmKernelSpec {
   /// CTAs of a cluster along N: each holds N / clusterN columns of a row and
   /// the norm's row sums are exchanged through distributed shared memory.
   int64_t clusterN = 1;
+  /// CTAs of a cluster along M (cluster_m; 1 or 2): a pair of consecutive
+  /// row blocks of the same column block, each CTA loading half of the
+  /// B tile's 64-column boxes by TMA multicast into both, the pair's rings
+  /// shared (TmaRing::shareWith).
+  int64_t clusterM = 1;
   /// The epilogue strategy the planner recorded (GemmEpilogueStrategy):
   /// global rows, epilogue warps, staged residual.
   bool globalRows = false, epilogueWarps = false, stagedResidual = false;

@@ -234,7 +234,7 @@ LogicalResult KernelConfigAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, int64_t tileM, int64_t tileN,
     int64_t tileK, int64_t stages, int64_t clusterN, int64_t consumers,
     int64_t smemBytes, bool epilogueWarps, bool globalRows, bool stagedResidual,
-    int64_t splitK, bool streamK, int64_t decodeSplits) {
+    int64_t splitK, bool streamK, int64_t decodeSplits, int64_t clusterM) {
   for (auto [name, v] : {std::pair<StringRef, int64_t>{"tile_m", tileM},
                          {"tile_n", tileN},
                          {"tile_k", tileK},
@@ -287,5 +287,18 @@ LogicalResult KernelConfigAttr::verify(
                           "decode_splits = "
                        << decodeSplits << ", split_k = " << splitK
                        << ", cluster_n = " << clusterN;
+  if (clusterM != 1 && clusterM != 2)
+    return emitError() << "expected cluster_m = 1 or 2 (a pair of CTAs "
+                          "sharing B's tiles by multicast), but got "
+                       << clusterM;
+  if (clusterM > 1 && (clusterN != 1 || splitK != 1 || streamK ||
+                       decodeSplits != 1 || epilogueWarps || globalRows))
+    return emitError() << "expected cluster_m without cluster_n, split_k, "
+                          "stream_k, decode_splits, epilogue_warps or "
+                          "global_rows (a pair of CTAs running the same "
+                          "column blocks and K steps in step), but got "
+                          "cluster_m = "
+                       << clusterM << ", cluster_n = " << clusterN
+                       << ", split_k = " << splitK;
   return success();
 }

@@ -198,13 +198,33 @@ bool chooseStreamK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
                                        llvm::divideCeil(n, tileN));
   return tiles > target.multiprocessors && tiles % target.multiprocessors != 0;
 }
+/// cluster_m = 2 (B's tiles multicast over a pair of CTAs along M): on a
+/// target accumulating in registers, for tiles of at least two 64-column
+/// boxes of B (tile_k = 64 columns, the 128-byte swizzle), with no cluster along N, split-K, stream-K, epilogue warps,
+/// global rows or row dot (plain tiles of one CTA each, whose rings the
+/// pair shares), and, with static M and N, more tiles than SMs and at
+/// least two row blocks (fewer leave no L2 traffic worth sharing).
+int64_t chooseClusterM(FusedMatmulOp op, const TargetInfo &target, int64_t m,
+                       int64_t n, int64_t tileN, int64_t clusterN,
+                       int64_t splitK, bool streamK,
+                       const GemmEpilogueStrategy &strategy) {
+  if (target.tensorMemoryColumns > 0 || clusterN != 1 || splitK != 1 ||
+      streamK || strategy.epilogueWarps || strategy.globalRows ||
+      op.getRowDot() || tileN % (2 * K::kTileK) != 0)
+    return 1;
+  if (ShapedType::isDynamic(m) || ShapedType::isDynamic(n))
+    return 2;
+  int64_t rowBlocks = llvm::divideCeil(m, K::kTileM);
+  int64_t tiles = rowBlocks * llvm::divideCeil(n, tileN);
+  return rowBlocks >= 2 && tiles > target.multiprocessors ? 2 : 1;
+}
 } // namespace
 
 FailureOr<KernelConfigAttr>
 mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                               std::string &why, bool allowSplitK,
                               bool allowStreamK, int64_t maxTileN,
-                              int64_t maxStages) {
+                              int64_t maxStages, bool allowMulticast) {
   if (maxStages <= 0)
     maxStages = K::kMaxStages;
   // Step 1: what the kernel needs. A is [M, K] row-major, or stored [K, M]
@@ -411,11 +431,16 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   }
   bool streamK = allowStreamK &&
                  chooseStreamK(op, target, m, n, tileN, clusterN, splitK);
+  int64_t clusterM = allowMulticast
+                         ? chooseClusterM(op, target, m, n, tileN, clusterN,
+                                          splitK, streamK, params.strategy)
+                         : 1;
   return KernelConfigAttr::get(
       op.getContext(), K::kTileM, tileN, K::kTileK, layout->stages, clusterN,
       gemmConsumerGroups(target), layout->totalBytes,
       params.strategy.epilogueWarps, params.strategy.globalRows,
-      params.strategy.stagedResidual, splitK, streamK, /*decodeSplits=*/1);
+      params.strategy.stagedResidual, splitK, streamK, /*decodeSplits=*/1,
+      clusterM);
 }
 
 /// Whether a GEMM planned as `config` on `target` may take a second (or
@@ -478,7 +503,8 @@ mlir::fusion::planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
         op.getContext(), c.getTileM(), c.getTileN(), c.getTileK(),
         c.getStages(), c.getClusterN(), c.getConsumers(), c.getSmemBytes(),
         c.getEpilogueWarps(), c.getGlobalRows(), c.getStagedResidual(),
-        c.getSplitK(), c.getStreamK(), GemmTiling::kSmallMMaxDecodeSplits);
+        c.getSplitK(), c.getStreamK(), GemmTiling::kSmallMMaxDecodeSplits,
+        /*clusterM=*/1);
   }
   return *small;
 }
@@ -529,5 +555,5 @@ mlir::fusion::planDecodeFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
       op.getContext(), K::kDecodeTokens, tileN, K::kTileK, layout->stages,
       /*clusterN=*/1, config.getConsumers(), layout->totalBytes,
       /*epilogueWarps=*/false, /*globalRows=*/false, /*stagedResidual=*/false,
-      /*splitK=*/1, /*streamK=*/false, /*decodeSplits=*/1);
+      /*splitK=*/1, /*streamK=*/false, /*decodeSplits=*/1, /*clusterM=*/1);
 }

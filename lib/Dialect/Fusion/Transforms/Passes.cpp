@@ -101,7 +101,7 @@ struct FusionPlanKernelsPass
     }
     if (failed(planKernels(getOperation(), lazyRowStats, splitK, report,
                            maxEpilogueCluster, rmsPrologue, streamK, smallM,
-                           smallMSplit, decodeSwap, gemmResiduals)))
+                           smallMSplit, decodeSwap, gemmResiduals, multicast)))
       signalPassFailure();
   }
 };

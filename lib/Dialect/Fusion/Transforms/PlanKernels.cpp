@@ -834,7 +834,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
                                         int64_t maxEpilogueCluster,
                                         bool rmsPrologue, bool streamK,
                                         bool smallM, bool smallMSplit,
-                                        bool decodeSwap, bool gemmResiduals) {
+                                        bool decodeSwap, bool gemmResiduals,
+                                        bool multicast) {
   foldAttentionResiduals(module);
   // After the residual fold: the Kunlun block's dh + dq1 is then the
   // gdpa_grad's residual(%dh), which the prologue takes as grad_residual.
@@ -904,7 +905,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
         planTarget.maxEpilogueClusterSize = std::min(
             planTarget.maxEpilogueClusterSize, maxEpilogueCluster);
       FailureOr<KernelConfigAttr> config =
-          planFusedMatmul(fused, planTarget, why, splitK, streamK);
+          planFusedMatmul(fused, planTarget, why, splitK, streamK,
+                          /*maxTileN=*/0, /*maxStages=*/0, multicast);
       if (failed(config)) {
         fused.emitOpError() << why;
         ok = false;
@@ -913,7 +915,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
       if (wantsRowStatsKernel(fused, *config, *target, lazyRowStats)) {
         FusedMatmulOp scaled = splitLazyRowStats(rewriter, fused);
         config = planFusedMatmul(scaled, *target, why, /*allowSplitK=*/false,
-                                 streamK);
+                                 streamK, /*maxTileN=*/0, /*maxStages=*/0,
+                                 multicast);
         if (failed(config)) {
           scaled.emitOpError() << why;
           ok = false;
@@ -941,7 +944,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
     FusedMatmulOp fused =
         buildFusedMatmul(rewriter, matmul.getLoc(), plainMatmulSpec(matmul));
     FailureOr<KernelConfigAttr> config =
-        planFusedMatmul(fused, *target, why, splitK, streamK);
+        planFusedMatmul(fused, *target, why, splitK, streamK,
+                        /*maxTileN=*/0, /*maxStages=*/0, multicast);
     if (failed(config)) {
       // Report on the op the user wrote, and leave it in place.
       matmul.emitOpError() << why;

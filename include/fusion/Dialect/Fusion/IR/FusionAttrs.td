@@ -161,12 +161,17 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
     |                  | has a CTA; range 0 adds the others' sums (a workspace slot     |
     |                  | each) and runs the epilogue (fusion-plan-kernels               |
     |                  | small-m-split; experimental)                                   |
+    | `cluster_m`      | CTAs of a cluster along M (consecutive row blocks, the same    |
+    |                  | column block): each loads its share of B's tile once by TMA    |
+    |                  | multicast into every CTA of the cluster, halving B's L2 reads  |
+    |                  | (sm_90a; not with cluster_n, split_k, stream_k, decode_splits, |
+    |                  | epilogue_warps or global_rows; fusion-plan-kernels multicast)  |
 
     `epilogue_warps`, `global_rows` and `staged_residual` are the epilogue
     strategy the planner chose (`chooseGemmEpilogueStrategy` in
     `fusion/Target/NVPTX/GemmKernelLayout.h`); the generator reads them, it
-    does not re-derive them. They, `split_k`, `stream_k` and `decode_splits`
-    are printed only when set.
+    does not re-derive them. They, `split_k`, `stream_k`, `decode_splits` and
+    `cluster_m` are printed only when set.
 
     A GEMM planned for a dynamic token count may also carry
     `fusion.kernel_small_m`, a second configuration of the same op (tiles
@@ -183,6 +188,8 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
     fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64,
         stages = 3, cluster_n = 4, consumers = 2, smem_bytes = 226816,
         epilogue_warps = true, staged_residual = true>
+    fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64,
+        stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144, cluster_m = 2>
     ```
   }];
   let parameters = (ins "int64_t":$tile_m, "int64_t":$tile_n, "int64_t":$tile_k,
@@ -193,7 +200,8 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
                         DefaultValuedParameter<"bool", "false">:$staged_residual,
                         DefaultValuedParameter<"int64_t", "1">:$split_k,
                         DefaultValuedParameter<"bool", "false">:$stream_k,
-                        DefaultValuedParameter<"int64_t", "1">:$decode_splits);
+                        DefaultValuedParameter<"int64_t", "1">:$decode_splits,
+                        DefaultValuedParameter<"int64_t", "1">:$cluster_m);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

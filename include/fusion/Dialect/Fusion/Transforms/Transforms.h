@@ -107,7 +107,9 @@ planGroupedEpilogueNorm(const TargetInfo &target, int64_t n, int64_t groupSize,
 ///      configuration for the generator;
 ///   6. with `allowSplitK`, split-K for a small weight gradient;
 ///   7. with `allowStreamK`, stream-K for a GEMM without a row reduction or
-///      prologue on a target accumulating in registers (chooseStreamK).
+///      prologue on a target accumulating in registers (chooseStreamK);
+///   8. with `allowMulticast`, cluster_m = 2 where B's tiles may be shared
+///      by a pair of CTAs along M (chooseClusterM).
 /// On failure returns the reason, phrased to follow "'fusion.fused_matmul'
 /// op " (lowercase, "expected X, but got Y").
 /// `maxTileN` (0: none) caps tile_n where the epilogue leaves it free;
@@ -115,7 +117,8 @@ planGroupedEpilogueNorm(const TargetInfo &target, int64_t n, int64_t groupSize,
 FailureOr<KernelConfigAttr>
 planFusedMatmul(FusedMatmulOp op, const TargetInfo &target, std::string &why,
                 bool allowSplitK = false, bool allowStreamK = false,
-                int64_t maxTileN = 0, int64_t maxStages = 0);
+                int64_t maxTileN = 0, int64_t maxStages = 0,
+                bool allowMulticast = false);
 
 /// The small-M kernel of `op`, planned as `config` (its main kernel), for
 /// the calls whose few rows would leave most SMs idle: where the target
@@ -214,12 +217,15 @@ std::optional<KernelConfigAttr> planDecodeFusedMatmul(FusedMatmulOp op,
 /// (decode_splits; planSmallMFusedMatmul).
 /// `gemmResiduals`: a GEMM result's fusion.add with a tensor of its type
 /// becomes the GEMM's residual (foldGemmResiduals).
+/// `multicast`: GEMMs may be planned for a pair of CTAs sharing B's tiles
+/// (cluster_m = 2; planFusedMatmul's allowMulticast).
 LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
                           bool splitK = false, bool report = false,
                           int64_t maxEpilogueCluster = 0,
                           bool rmsPrologue = false, bool streamK = false,
                           bool smallM = false, bool smallMSplit = false,
-                          bool decodeSwap = false, bool gemmResiduals = true);
+                          bool decodeSwap = false, bool gemmResiduals = true,
+                          bool multicast = false);
 
 /// The cost model's choice for a Lazy Pre-Norm GEMM of `columnTiles` output
 /// tiles per row: true to sum the rows in the kernel, false for a row

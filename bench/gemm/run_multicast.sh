@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# B's tiles multicast over a pair of CTAs along M (fusion-compile --multicast,
+# cluster_m = 2): correctness on the GPU, the sanitizers, and an A/B against
+# the default build with cuBLAS in the same rounds.
+#
+# Here (no GPU; about two minutes):
+#   bash bench/gemm/run_multicast.sh --prepare [BUILD]
+# builds BUILD/mc: the correctness and benchmark suites and the layers
+# compiled with --multicast, and BUILD/mc/base: the benchmark suite by default.
+# On the device (carry BUILD/mc), in two calls of at most 10 minutes:
+#   PART=check C=<commit> OUT=$OUT bash bench/gemm/run_multicast.sh [BUILD]
+#   PART=bench C=<commit> OUT=$OUT bash bench/gemm/run_multicast.sh [BUILD]
+set -uo pipefail
+if [[ ${1:-} == --prepare ]]; then
+  build=${2:-build}
+  out=$build/mc
+  rm -rf "$out" && mkdir -p "$out/base" || exit 1
+  cp -P "$build"/lib/libfusion_runtime.so* "$out/" && cp -P "$build"/lib/libfusion_runtime.so* "$out/base/"
+  for suite in correctness bench; do
+    python3 bench/gen_cases.py "$out" --suite "$suite" > /dev/null || exit 1
+    "$build/bin/fusion-compile" "$out/$suite.mlir" -o "$out/lib$suite.so" --multicast || exit 1
+  done
+  python3 bench/gen_cases.py "$out/base" --suite bench > /dev/null || exit 1
+  "$build/bin/fusion-compile" "$out/base/bench.mlir" -o "$out/base/libbench.so" || exit 1
+  ARTIFACTS=$out bench/layers/build_layers.sh "$build" \
+    '^(llama_prenorm|llama_o_proj|gpt2_c_proj|qwen3_q_norm|bert_postnorm)_h' --multicast || exit 1
+  du -sh "$out"
+  exit 0
+fi
+build=${1:-build}
+art=$build/mc
+OUT=${OUT:-/tmp}
+C=${C:-unknown}
+date=$(date +%F)
+export FUSION_GPU_ARTIFACTS=$art
+nvidia-smi --query-gpu=name,power.limit,clocks.max.sm --format=csv,noheader
+if [[ ${PART:-check} == check ]]; then
+  timeout 280 python3 -m pytest -q -x test/gpu/test_fused_matmul_gpu.py 2>&1 | tail -4
+  timeout 200 python3 -m pytest -q test/gpu/test_layers_gpu.py \
+    -k "(llama_prenorm or llama_o_proj or gpt2_c_proj or qwen3_q_norm or bert_postnorm) and not unfused" \
+    2>&1 | tail -4
+  for tool in memcheck racecheck synccheck; do
+    timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 \
+      python3 test/gpu/run_one_case.py mc_gemm_17019x128x256 > $OUT/sanitize_$tool.txt 2>&1
+    echo "$tool mc_gemm_17019x128x256 exit $? $(grep -E 'ERROR SUMMARY|rel err' $OUT/sanitize_$tool.txt | tr '\n' ' ')"
+  done
+  timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    python3 test/gpu/run_one_case.py mc_lazy_rms_33333x1024x768 > $OUT/sanitize_lazy.txt 2>&1
+  echo "memcheck mc_lazy_rms_33333x1024x768 exit $? $(grep -E 'ERROR SUMMARY|rel err' $OUT/sanitize_lazy.txt | tr '\n' ' ')"
+else
+  python3 bench/gemm/ab_multicast.py --base $art/base --new $art --commit "$C" \
+    --only "${BENCH:-^bench_(gemm_(1024|2048|4096)|gemm_nk_(1024|4096)|lazy_rms_(1024|4096))$}" \
+    --rounds 3 --out $OUT/${date}_multicast_ab.json
+fi
