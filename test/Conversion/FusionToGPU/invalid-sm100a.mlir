@@ -86,3 +86,14 @@ func.func @small_m(%a: tensor<?x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tenso
   return %c : tensor<?x4096xbf16>
 }
 }
+
+// -----
+
+// The pair of CTAs sharing B's tiles (cluster_m) is the sm_90a kernel's.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @cluster_m(%a: tensor<65536x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<65536x4096xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: cluster_m = 2 (B's tile multicast over a pair of CTAs) is generated on a target accumulating in registers (sm_90a), without a row dot or the decode body, for tile_n a multiple of 128, but got the target sm_100a}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 1, smem_bytes = 230912, cluster_m = 2>} : tensor<65536x4096xbf16>, tensor<4096x4096xbf16> -> tensor<65536x4096xbf16>
+  return %c : tensor<65536x4096xbf16>
+}
+}

@@ -444,3 +444,15 @@ func.func @decode_splits_lazy(%a: tensor<?x512xbf16>, %b: tensor<512x1024xbf16>)
   return %c : tensor<?x1024xbf16>
 }
 }
+
+// -----
+
+// B's tile is shared by 64-column boxes, every other box from each CTA of
+// the pair: tile_n holds an even number of boxes.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @cluster_m_narrow_tile(%a: tensor<65536x512xbf16>, %b: tensor<512x64xbf16>) -> tensor<65536x64xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: cluster_m = 2 (B's tile multicast over a pair of CTAs) is generated on a target accumulating in registers (sm_90a), without a row dot or the decode body, for tile_n a multiple of 128, but got tile_n = 64}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 64, tile_k = 64, stages = 8, cluster_n = 1, consumers = 2, smem_bytes = 230912, cluster_m = 2>} : tensor<65536x512xbf16>, tensor<512x64xbf16> -> tensor<65536x64xbf16>
+  return %c : tensor<65536x64xbf16>
+}
+}

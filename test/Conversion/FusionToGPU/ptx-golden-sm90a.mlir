@@ -30,7 +30,7 @@
 // RUN: fusion-opt %t.cases/correctness.mlir --fusion-to-gpu=format=isa | %python %S/Inputs/ptx_digest.py > %t.correctness.digest
 // RUN: diff %S/Inputs/ptx-golden/correctness.digest %t.correctness.digest
 // RUN: grep -c _kernel0 %t.correctness.digest | FileCheck --check-prefix=CORRECTNESS %s
-// CORRECTNESS: {{^}}100{{$}}
+// CORRECTNESS: {{^}}105{{$}}
 // RUN: %python %S/../../../bench/gen_cases.py %t.cases --suite bench
 // RUN: fusion-opt %t.cases/bench.mlir --fusion-to-gpu=format=isa | %python %S/Inputs/ptx_digest.py > %t.bench.digest
 // RUN: diff %S/Inputs/ptx-golden/bench.digest %t.bench.digest
