@@ -119,7 +119,8 @@ public:
     Value lane = arith::RemUIOp::create(
         b, gpu::ThreadIdOp::create(b, gpu::Dimension::x), kb.idx(32));
     kb.ifThen(kb.eq(lane, 0), [&] {
-      Value address = nvgpu::MBarrierGetOp::create(b, b.getI32Type(), empty, stage);
+      Value address =
+          nvgpu::MBarrierGetOp::create(b, b.getI32Type(), empty, stage);
       Value local = LLVM::IntToPtrOp::create(
           b, LLVM::LLVMPointerType::get(kb.ctx, 3), ValueRange{address});
       Value remote = NVVM::MapaOp::create(

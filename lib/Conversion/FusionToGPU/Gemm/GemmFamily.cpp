@@ -567,8 +567,8 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
       flag = arith::SelectOp::create(b, useDecode, idx(2), flag);
       useMain = arith::AndIOp::create(
           b, useMain,
-          arith::XOrIOp::create(b, useDecode,
-                                arith::ConstantOp::create(b, b.getBoolAttr(true))));
+          arith::XOrIOp::create(
+              b, useDecode, arith::ConstantOp::create(b, b.getBoolAttr(true))));
     }
     if (shape.cluster)
       shape.cluster->x =
@@ -663,13 +663,14 @@ GemmKernelFamily::launchShape(HostLowering &host, const GemmKernelSpec &spec,
   }
   Value tilesN = arith::CeilDivUIOp::create(b, n, idx(spec.tileN));
   if (spec.clusterM > 1) {
-    Value resident = callIndex(
-        "fusionrtMaxActiveClusters",
-        {LLVM::LLVMPointerType::get(ctx), i32, i32, i32},
-        {host.getKernelName(kernelName), i32Const(spec.clusterM),
-         i32Const(spec.threads()), smemBytes});
+    Value resident =
+        callIndex("fusionrtMaxActiveClusters",
+                  {LLVM::LLVMPointerType::get(ctx), i32, i32, i32},
+                  {host.getKernelName(kernelName), i32Const(spec.clusterM),
+                   i32Const(spec.threads()), smemBytes});
     Value items = arith::MulIOp::create(
-        b, arith::CeilDivUIOp::create(b, rowBlocks, idx(spec.clusterM)), tilesN);
+        b, arith::CeilDivUIOp::create(b, rowBlocks, idx(spec.clusterM)),
+        tilesN);
     Value clusters = arith::MaxUIOp::create(
         b, arith::MinUIOp::create(b, items, resident), idx(1));
     shape.gridX = arith::MulIOp::create(b, clusters, idx(spec.clusterM));

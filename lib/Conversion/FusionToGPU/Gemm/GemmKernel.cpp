@@ -169,9 +169,9 @@ void GemmKernelEmitter::emitBody() {
   // of both producers).
   int64_t consumerThreads = engine->groupThreads() * s.consumers;
   if (s.clusterM > 1)
-    ring.shareWith(arith::IndexCastOp::create(b, b.getI32Type(),
-                                              sub(idx(1), rankM)),
-                   consumerThreads / 32);
+    ring.shareWith(
+        arith::IndexCastOp::create(b, b.getI32Type(), sub(idx(1), rankM)),
+        consumerThreads / 32);
   ring.init(*this, ring.emptyArrivals(consumerThreads), leader);
   setUpBarriers(leader);
   setUpRowExchange();

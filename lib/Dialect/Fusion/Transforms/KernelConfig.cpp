@@ -200,10 +200,11 @@ bool chooseStreamK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
 }
 /// cluster_m = 2 (B's tiles multicast over a pair of CTAs along M): on a
 /// target accumulating in registers, for tiles of at least two 64-column
-/// boxes of B (tile_k = 64 columns, the 128-byte swizzle), with no cluster along N, split-K, stream-K, epilogue warps,
-/// global rows or row dot (plain tiles of one CTA each, whose rings the
-/// pair shares), and, with static M and N, more tiles than SMs and at
-/// least two row blocks (fewer leave no L2 traffic worth sharing).
+/// boxes of B (tile_k = 64 columns, the 128-byte swizzle), with no cluster
+/// along N, split-K, stream-K, epilogue warps, global rows or row dot (plain
+/// tiles of one CTA each, whose rings the pair shares), and, with static M and
+/// N, more tiles than SMs and at least two row blocks (fewer leave no L2
+/// traffic worth sharing).
 int64_t chooseClusterM(FusedMatmulOp op, const TargetInfo &target, int64_t m,
                        int64_t n, int64_t tileN, int64_t clusterN,
                        int64_t splitK, bool streamK,

@@ -829,13 +829,10 @@ void foldRmsPrologues(ModuleOp module, bool report) {
 }
 } // namespace
 
-LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
-                                        bool splitK, bool report,
-                                        int64_t maxEpilogueCluster,
-                                        bool rmsPrologue, bool streamK,
-                                        bool smallM, bool smallMSplit,
-                                        bool decodeSwap, bool gemmResiduals,
-                                        bool multicast) {
+LogicalResult mlir::fusion::planKernels(
+    ModuleOp module, StringRef lazyRowStats, bool splitK, bool report,
+    int64_t maxEpilogueCluster, bool rmsPrologue, bool streamK, bool smallM,
+    bool smallMSplit, bool decodeSwap, bool gemmResiduals, bool multicast) {
   foldAttentionResiduals(module);
   // After the residual fold: the Kunlun block's dh + dq1 is then the
   // gdpa_grad's residual(%dh), which the prologue takes as grad_residual.
