@@ -447,7 +447,8 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
 /// Whether a GEMM planned as `config` on `target` may take a second (or
 /// third) body in the same kernel: the accumulator in registers (sm_90a),
 /// and a main kernel of plain tiles (the host sizes no workspace per body
-/// and launches without a cluster).
+/// and launches no cluster along N; a main body of CTA pairs along M,
+/// cluster_m, launches the other bodies in clusters of one).
 static bool takesMoreBodies(const TargetInfo &target, KernelConfigAttr config,
                             std::string &whyNot) {
   if (target.tensorMemoryColumns > 0) {
