@@ -230,13 +230,14 @@ def suites():
         case("residual_colbias_f32out_999x256x520", 999, 256, 520, residual=True,
              col_bias=True, out="f32"),
     ]
-    # Shapes that fusion-compile --multicast plans for a pair of CTAs along
-    # M (cluster_m = 2: more tiles than SMs): odd row-block counts, whose
-    # last pair's second CTA lies past M, and partial last row and column
-    # blocks; a Lazy Pre-Norm prologue, a residual with a column bias and
-    # nn.Linear's B, a row scale with an f32 output. Compiled by default
-    # they are the plain kernels. Appended last (PTX labels carry module
-    # position).
+    # Shapes the planner gives a pair of CTAs along M (cluster_m = 2, on by
+    # default: more tiles than SMs): odd row-block counts, whose last
+    # pair's second CTA lies past M, and partial last row and column
+    # blocks; a Lazy Pre-Norm prologue, nn.Linear's B, a row scale with an
+    # f32 output. (The residual with a column bias ran as a pair in session
+    # 44; the planner now keeps it on one CTA: it spilled as a pair.)
+    # Compiled with --no-multicast they are one CTA per tile. Appended last
+    # (PTX labels carry module position).
     correctness += [
         case("mc_gemm_17019x128x256", 17019, 128, 256),
         case("mc_gemm_38437x520x512", 38437, 520, 512),

@@ -50,10 +50,10 @@ if [[ ${PART:-check} == check ]]; then
 else
   python3 bench/gemm/ab_multicast.py --base $art/base --new $art --commit "$C" \
     --only "${BENCH:-^bench_(gemm_(1024|2048|4096)|gemm_nk_(1024|4096)|lazy_rms_(1024|4096))$}" \
-    --rounds 3 --out $OUT/${date}_multicast_ab.json
+    --rounds ${ROUNDS:-3} --out $OUT/${date}_multicast_ab.json
   # L2 -> SM traffic and the tensor pipe at base clocks, default and paired.
   metrics=gpu__time_duration.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,launch__grid_size,launch__cluster_dim_x
-  for side in base mc; do
+  for side in ${NCU_SIDES:-base mc}; do
     dir=$art; [[ $side == base ]] && dir=$art/base
     FUSION_GPU_ARTIFACTS=$dir timeout 120 ncu --kernel-name regex:kernel0 --launch-skip 1 --launch-count 1 \
       --metrics $metrics python3 bench/profile_case.py ${NCU_CASE:-bench_gemm_4096} 2 > $OUT/ncu_$side.txt 2>&1

@@ -74,8 +74,8 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
       *this, "multicast",
       llvm::cl::desc("fusion-plan-kernels' multicast: a pair of CTAs along M "
                      "sharing B's tiles by TMA multicast (cluster_m = 2; "
-                     "sm_90a; off by default)"),
-      llvm::cl::init(false)};
+                     "sm_90a; on by default)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> smallM{
       *this, "small-m",
       llvm::cl::desc("fusion-plan-kernels' small-m: a second body of 64-column "

@@ -1,6 +1,6 @@
 // REQUIRES: ptxas
 // Test the pair of CTAs along M sharing B's tiles (cluster_m = 2,
-// fusion-plan-kernels multicast=true): the host launches clusters of two on
+// fusion-plan-kernels multicast, on by default): the host launches clusters of two on
 // min(row pairs x column blocks, co-resident pairs) clusters
 // (fusionrtMaxActiveClusters), and a dynamic M's other body (small-M) in
 // clusters of one. In the kernel each stage's empty barrier waits for the
@@ -8,10 +8,10 @@
 // are fenced and a cluster barrier passed before any peer may multicast;
 // each producer loads its A tile and every other 64-column box of B, the
 // boxes multicast into both CTAs (mask 0b11); a consumer warp's lane 0
-// arrives on the peer's empty barrier (mapa, release at cluster scope) after
+// arrives on the peer's empty barrier (mapa, release at CTA scope) after
 // the warp's own releases.
-// RUN: fusion-opt %s "--fusion-plan-kernels=multicast=true" --convert-fusion-to-gpu | FileCheck %s
-// RUN: fusion-opt %s "--fusion-to-gpu=format=isa multicast=true" > %t.isa.mlir
+// RUN: fusion-opt %s --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s
+// RUN: fusion-opt %s "--fusion-to-gpu=format=isa" > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
 // PTXAS-DAG: ptxas ok: linear_kernel0 registers=168 spills=0
 // PTXAS-DAG: ptxas ok: lazy_prenorm_dynamic_kernel0 registers=168 spills=0
@@ -53,7 +53,7 @@ func.func @lazy_prenorm_dynamic(%x: tensor<?x1024xbf16>, %w: tensor<1024x1024xbf
 // CHECK: nvgpu.mbarrier.arrive %[[EMPTY]]
 // CHECK: nvvm.bar.warp.sync
 // CHECK: nvvm.mapa %{{.*}}, %{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
-// CHECK-NEXT: nvvm.mbarrier.arrive %{{.*}} {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
+// CHECK-NEXT: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<7>
 // CHECK-LABEL: gpu.func @lazy_prenorm_dynamic_kernel0
 // The small-M body (first) shares nothing, the main body its ring.
 // CHECK: nvgpu.mbarrier.init %{{.*}}, %c256, predicate

@@ -6,7 +6,9 @@
 // x 2 <= the SMs), and the grid and dynamic shared memory of the body it
 // picks. Both bodies assemble with ptxas without spills, for a plain
 // GEMM, Lazy Pre-Norm with a bias and a per-head norm (tiles of one head).
-// RUN: fusion-opt %s "--fusion-plan-kernels=small-m=true" --convert-fusion-to-gpu | FileCheck %s
+// (The host IR is checked with multicast=false: the main body of a pair
+// along M and its launch in clusters are multicast-sm90a.mlir's.)
+// RUN: fusion-opt %s "--fusion-plan-kernels=small-m=true multicast=false" --convert-fusion-to-gpu | FileCheck %s
 // RUN: fusion-opt %s "--fusion-to-gpu=format=isa small-m=true" > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
 // RUN: FileCheck %s --check-prefix=PTX < %t.isa.mlir

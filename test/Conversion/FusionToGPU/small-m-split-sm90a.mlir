@@ -7,7 +7,8 @@
 // cooperatively: range 0 of a tile waits for the others), allocates the
 // workspace, zeroes the counters, and frees both after the launch. Lazy
 // Pre-Norm with its row sums in the kernel keeps plain small-M tiles.
-// RUN: fusion-opt %s "--fusion-plan-kernels=small-m-split=true" --convert-fusion-to-gpu | FileCheck %s
+// (multicast=false: the host IR without the main body's cluster of two.)
+// RUN: fusion-opt %s "--fusion-plan-kernels=small-m-split=true multicast=false" --convert-fusion-to-gpu | FileCheck %s
 // RUN: fusion-opt %s "--fusion-to-gpu=format=isa small-m-split=true" > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
 // PTXAS-DAG: ptxas ok: linear_kernel0 registers=168 spills=0

@@ -20,7 +20,7 @@
 // --decode-swap (experimental): the third body, flag 2, for at most 32 tokens.
 // DECODE: %[[DEC:.*]] = icmp ule i64 %{{.*}}, 32
 // DECODE: select i1 %[[DEC]], i64 2, i64 %{{.*}}
-// NODECODE-NOT: i64 2, i64
+// NODECODE-NOT: icmp ule i64 %{{.*}}, 32{{$}}
 // RUN: FileCheck %s --check-prefix=SMALL < %t.small/host.ll
 // RUN: FileCheck %s --check-prefix=SMALL < %t.flag/host.ll
 // RUN: FileCheck %s --check-prefix=OFF < %t.off/host.ll
@@ -29,10 +29,13 @@
 // The flag: the main kernel's tiles x 2 <= the SMs; it picks the grid (both
 // bodies take the same dynamic shared memory at hidden 4096) and is the
 // kernel's last argument.
-// SMALL: %[[TWICE:.*]] = mul i64 %{{.*}}, 2
-// SMALL-NEXT: %[[FLAG:.*]] = icmp ule i64 %[[TWICE]], %{{.*}}
+// SMALL: %[[FLAG:.*]] = icmp ule i64 %[[TWICE:.*]], %{{.*}}
 // SMALL: select i1 %[[FLAG]], i64 %{{.*}}, i64 %{{.*}}
+// SMALL-NEXT: %[[MAIN:.*]] = xor i1 %[[FLAG]], true
 // SMALL-NEXT: zext i1 %[[FLAG]] to i64
+// The main body is a pair of CTAs along M (cluster_m): the other launches
+// in clusters of one.
+// SMALL-NEXT: select i1 %[[MAIN]], i64 2, i64 1
 // OFF-NOT: icmp ule
 // CHECK: T llama_prenorm
 module attributes {fusion.target = #fusion.target<"sm_90a">} {

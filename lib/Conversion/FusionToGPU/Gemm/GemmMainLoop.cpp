@@ -156,7 +156,7 @@ void GemmKernelEmitter::producer() {
         return tile(blockRow, blockCol, kFirst, kCount, iters);
       });
   // A shared ring: the peer's last arrivals land before this CTA exits.
-  if (ring.peerRank)
+  if (ring.shared())
     ring.drain(*this, done[0]);
 }
 

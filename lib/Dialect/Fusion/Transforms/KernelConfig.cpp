@@ -202,16 +202,20 @@ bool chooseStreamK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
 /// target accumulating in registers, for tiles of at least two 64-column
 /// boxes of B (tile_k = 64 columns, the 128-byte swizzle), with no cluster
 /// along N, split-K, stream-K, epilogue warps, global rows or row dot (plain
-/// tiles of one CTA each, whose rings the pair shares), and, with static M and
-/// N, more tiles than SMs and at least two row blocks (fewer leave no L2
-/// traffic worth sharing).
+/// tiles of one CTA each, whose rings the pair shares); not a weight
+/// gradient (transpose_lhs) or a grad epilogue (neither yet run as a pair on
+/// a GPU), nor an epilogue adding both a residual and a column bias (its
+/// chunked loads spill 20-44 bytes beside the pair's registers, none
+/// without); with static M and N, only for more tiles than SMs and at least
+/// two row blocks (fewer leave no L2 traffic worth sharing).
 int64_t chooseClusterM(FusedMatmulOp op, const TargetInfo &target, int64_t m,
                        int64_t n, int64_t tileN, int64_t clusterN,
                        int64_t splitK, bool streamK,
                        const GemmEpilogueStrategy &strategy) {
   if (target.tensorMemoryColumns > 0 || clusterN != 1 || splitK != 1 ||
       streamK || strategy.epilogueWarps || strategy.globalRows ||
-      op.getRowDot() || tileN % (2 * K::kTileK) != 0)
+      op.getRowDot() || op.getTransposeLhs() || op.isGradEpilogue() ||
+      (op.getResidual() && op.getColBias()) || tileN % (2 * K::kTileK) != 0)
     return 1;
   if (ShapedType::isDynamic(m) || ShapedType::isDynamic(n))
     return 2;

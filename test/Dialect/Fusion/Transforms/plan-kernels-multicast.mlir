@@ -1,18 +1,19 @@
-// RUN: fusion-opt %s -split-input-file '-fusion-plan-kernels=multicast=true' | FileCheck %s
-// RUN: fusion-opt %s -split-input-file -fusion-plan-kernels | FileCheck %s --check-prefix=DEFAULT
+// RUN: fusion-opt %s -split-input-file -fusion-plan-kernels | FileCheck %s
+// RUN: fusion-opt %s -split-input-file '-fusion-plan-kernels=multicast=false' | FileCheck %s --check-prefix=OFF
 // RUN: fusion-opt %s -split-input-file '-fusion-plan-kernels=multicast=true stream-k=true' | FileCheck %s --check-prefix=STREAMK
 
-// Test the pair of CTAs along M (chooseClusterM, opt-in: multicast=true):
+// Test the pair of CTAs along M (chooseClusterM; multicast, on by default):
 // a plain GEMM of more tiles than SMs (65536 x 2048: 4096 tiles) gets
 // cluster_m = 2; 256 x 2048 (64 tiles of 64 columns) does not; a dynamic M does, its
 // small-M body (tiles of 64) not; a Lazy Pre-Norm GEMM and a norm
 // epilogue one CTA holds do; a norm row over a cluster along N does not,
-// nor a GEMM planned for stream-K (STREAMK), nor a weight gradient split
-// over K.
+// nor a GEMM planned for stream-K (STREAMK), nor a weight gradient (split
+// over K, or not: transpose_lhs is not yet run as a pair), nor a residual
+// with a column bias.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @multicast_choice
-// DEFAULT-LABEL: func.func @multicast_choice
-// DEFAULT-NOT: cluster_m
+// OFF-LABEL: func.func @multicast_choice
+// OFF-NOT: cluster_m
 // STREAMK-LABEL: func.func @multicast_choice
 // STREAMK-NOT: cluster_m
 func.func @multicast_choice(%x: tensor<65536x2048xbf16>, %w: tensor<2048x2048xbf16>,
@@ -60,13 +61,19 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @no_multicast_beside_a_cluster_or_split_k
 // CHECK-NOT: cluster_m
 func.func @no_multicast_beside_a_cluster_or_split_k(%a: tensor<65536x512xbf16>, %b: tensor<512x1024xbf16>,
-                                                    %g: tensor<1024xbf16>, %dy: tensor<65536x1024xbf16>)
-    -> (tensor<65536x1024xbf16>, tensor<1024x512xbf16>) {
+                                                    %g: tensor<1024xbf16>, %dy: tensor<65536x1024xbf16>,
+                                                    %dy4: tensor<65536x4096xbf16>, %cb: tensor<1024xbf16>)
+    -> (tensor<65536x1024xbf16>, tensor<1024x512xbf16>, tensor<4096x4096xbf16>, tensor<65536x1024xbf16>) {
   %y = fusion.fused_matmul %a, %b norm_weight(%g : tensor<1024xbf16>)
       {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
       : tensor<65536x512xbf16>, tensor<512x1024xbf16> -> tensor<65536x1024xbf16>
   %dw = fusion.matmul %dy, %a {transpose_lhs} : tensor<65536x1024xbf16>, tensor<65536x512xbf16> -> tensor<1024x512xbf16>
-  return %y, %dw : tensor<65536x1024xbf16>, tensor<1024x512xbf16>
+  %dw4 = fusion.matmul %dy4, %dy4 {transpose_lhs} : tensor<65536x4096xbf16>, tensor<65536x4096xbf16> -> tensor<4096x4096xbf16>
+  // A residual and a column bias: the epilogue's chunked loads spill beside
+  // the pair's registers.
+  %h = fusion.fused_matmul %a, %b residual(%dy : tensor<65536x1024xbf16>) col_bias(%cb : tensor<1024xbf16>)
+      : tensor<65536x512xbf16>, tensor<512x1024xbf16> -> tensor<65536x1024xbf16>
+  return %y, %dw, %dw4, %h : tensor<65536x1024xbf16>, tensor<1024x512xbf16>, tensor<4096x4096xbf16>, tensor<65536x1024xbf16>
 }
 }
 

@@ -205,7 +205,7 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @short_k
 func.func @short_k(%a: tensor<262144x512xbf16>, %b: tensor<512x512xbf16>) -> tensor<262144x512xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912, cluster_m = 2>
   %y = fusion.fused_matmul %a, %b {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32}
       : tensor<262144x512xbf16>, tensor<512x512xbf16> -> tensor<262144x512xbf16>
   return %y : tensor<262144x512xbf16>
@@ -220,7 +220,7 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @short_k_norm
 func.func @short_k_norm(%a: tensor<262144x256xbf16>, %b: tensor<256x256xbf16>) -> tensor<262144x256xbf16> {
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912, cluster_m = 2>
   %y = fusion.fused_matmul %a, %b {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
       : tensor<262144x256xbf16>, tensor<256x256xbf16> -> tensor<262144x256xbf16>
   return %y : tensor<262144x256xbf16>
@@ -238,7 +238,7 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @linear_bias(%x: tensor<?x512xbf16>, %w: tensor<1024x512xbf16>, %b: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
   // CHECK-NOT: fusion.matmul
   // CHECK: %[[Y:.*]] = fusion.fused_matmul %[[X]], %[[W]] col_bias(%[[B]] : tensor<1024xbf16>)
-  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>
+  // CHECK-SAME: fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912, cluster_m = 2>
   // CHECK-SAME: transpose_rhs
   // CHECK: return %[[Y]]
   %y = fusion.matmul %x, %w bias(%b : tensor<1024xbf16>) {transpose_rhs}

@@ -19,7 +19,7 @@ func.func @stream_k_choice(%x: tensor<65536x2048xbf16>, %w: tensor<2048x2048xbf1
   // CHECK-SAME: smem_bytes = 230912, stream_k = true>
   %y = fusion.matmul %x, %w {transpose_rhs} : tensor<65536x2048xbf16>, tensor<2048x2048xbf16> -> tensor<65536x2048xbf16>
   // CHECK: fusion.fused_matmul
-  // CHECK-SAME: smem_bytes = 230912>
+  // CHECK-SAME: smem_bytes = 230912, cluster_m = 2>
   %y2 = fusion.matmul %x2, %w2 : tensor<135168x1024xbf16>, tensor<1024x2048xbf16> -> tensor<135168x2048xbf16>
   // CHECK: fusion.fused_matmul
   // CHECK-SAME: smem_bytes = 230912, stream_k = true>
