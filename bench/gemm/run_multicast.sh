@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# B's tiles multicast over a pair of CTAs along M (fusion-compile --multicast,
-# cluster_m = 2): correctness on the GPU, the sanitizers, and an A/B against
-# the default build with cuBLAS in the same rounds.
+# B's tiles multicast over a pair of CTAs along M (cluster_m = 2, on by
+# default since session 44): correctness on the GPU, the sanitizers, an A/B
+# against one CTA per tile (fusion-compile --no-multicast) with cuBLAS in
+# the same rounds, and the layers' user-visible calls both ways.
 #
-# Here (no GPU; about two minutes):
+# Here (no GPU; about three minutes):
 #   bash bench/gemm/run_multicast.sh --prepare [BUILD]
-# builds BUILD/mc: the correctness and benchmark suites and the layers
-# compiled with --multicast, and BUILD/mc/base: the benchmark suite by default.
-# On the device (carry BUILD/mc), in two calls of at most 10 minutes:
-#   PART=check C=<commit> OUT=$OUT bash bench/gemm/run_multicast.sh [BUILD]
-#   PART=bench C=<commit> OUT=$OUT bash bench/gemm/run_multicast.sh [BUILD]
+# builds BUILD/mc: the correctness and benchmark suites and the layers by
+# default (pairs); BUILD/mc/base: the benchmark suite with --no-multicast;
+# BUILD/mc/one: the layers with --no-multicast.
+# On the device (carry BUILD/mc), in calls of at most 10 minutes:
+#   PART=check  C=<commit> OUT=$OUT bash bench/gemm/run_multicast.sh [BUILD]
+#   PART=bench  C=<commit> OUT=$OUT bash bench/gemm/run_multicast.sh [BUILD]
+#   PART=layers C=<commit> OUT=$OUT bash bench/gemm/run_multicast.sh [BUILD]
 set -uo pipefail
 if [[ ${1:-} == --prepare ]]; then
   build=${2:-build}
@@ -18,12 +21,14 @@ if [[ ${1:-} == --prepare ]]; then
   cp -P "$build"/lib/libfusion_runtime.so* "$out/" && cp -P "$build"/lib/libfusion_runtime.so* "$out/base/"
   for suite in correctness bench; do
     python3 bench/gen_cases.py "$out" --suite "$suite" > /dev/null || exit 1
-    "$build/bin/fusion-compile" "$out/$suite.mlir" -o "$out/lib$suite.so" --multicast || exit 1
+    "$build/bin/fusion-compile" "$out/$suite.mlir" -o "$out/lib$suite.so" || exit 1
   done
   python3 bench/gen_cases.py "$out/base" --suite bench > /dev/null || exit 1
-  "$build/bin/fusion-compile" "$out/base/bench.mlir" -o "$out/base/libbench.so" || exit 1
-  ARTIFACTS=$out bench/layers/build_layers.sh "$build" \
-    '^(llama_prenorm|llama_o_proj|gpt2_c_proj|qwen3_q_norm|bert_postnorm)_h' --multicast || exit 1
+  "$build/bin/fusion-compile" "$out/base/bench.mlir" -o "$out/base/libbench.so" --no-multicast || exit 1
+  layers='^(llama_prenorm|llama_o_proj|gpt2_c_proj|qwen3_q_norm|bert_postnorm)_h'
+  ARTIFACTS=$out bench/layers/build_layers.sh "$build" "$layers" || exit 1
+  mkdir -p "$out/one"
+  ARTIFACTS=$out/one bench/layers/build_layers.sh "$build" '^(llama_prenorm|llama_o_proj)_h' --no-multicast || exit 1
   du -sh "$out"
   exit 0
 fi
@@ -47,6 +52,15 @@ if [[ ${PART:-check} == check ]]; then
   timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 \
     python3 test/gpu/run_one_case.py mc_lazy_rms_33333x1024x768 > $OUT/sanitize_lazy.txt 2>&1
   echo "memcheck mc_lazy_rms_33333x1024x768 exit $? $(grep -E 'ERROR SUMMARY|rel err' $OUT/sanitize_lazy.txt | tr '\n' ' ')"
+elif [[ $PART == layers ]]; then
+  # The user-visible call of Llama's pre-norm and o_proj + residual, pairs
+  # and one CTA per tile, each against torch.compile in its own rounds.
+  for side in mc one; do
+    dir=$art; [[ $side == one ]] && dir=$art/one
+    FUSION_GPU_ARTIFACTS=$dir python3 bench/bench_layers.py --artifacts $dir --kinds all \
+      --only "${LAYERS:-^(llama_prenorm|llama_o_proj)_h(1024|4096)$}" --rounds 2 --commit "$C" \
+      --out $OUT/${date}_multicast_layers_$side.json 2>&1 | grep -E "^\|" | head -20
+  done
 else
   python3 bench/gemm/ab_multicast.py --base $art/base --new $art --commit "$C" \
     --only "${BENCH:-^bench_(gemm_(1024|2048|4096)|gemm_nk_(1024|4096)|lazy_rms_(1024|4096))$}" \
