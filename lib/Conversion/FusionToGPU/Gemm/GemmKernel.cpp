@@ -33,6 +33,13 @@
 //                     (with epilogue warps: the row partials, then the tile
 //                     into whole-tile staging, and on to the next tile).
 //
+// With cluster_m = 2 the CTAs of a cluster are a pair on consecutive row
+// blocks of the same column block (TileScheduler): each producer loads its
+// A tile and every other 64-column box of B, multicast into both CTAs'
+// slot, and the pair shares the ring (TmaRing::shareWith: a slot is refilled
+// once the consumers of both CTAs released it; the producer drains the ring
+// before it exits).
+//
 // A slot is refilled only after *all* its readers, the MMA and the row-sum
 // reads, are done with it: every consumer thread arrives on empty[s] only
 // after its own loads of slot s and after the wgmma reading it completed
