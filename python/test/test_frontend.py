@@ -508,7 +508,6 @@ class FrontEndTest(unittest.TestCase):
         (the library's output stays [tokens, H * D]), which fusion-fuse
         fuses into the GEMM's epilogue (norm_group_size); the CPU library
         matches PyTorch at odd token counts, one library for all."""
-        import subprocess
         cases = [("llama", None, 0, ["rms_norm"]),
                  ("gemma", lambda d: GemmaRMSNorm(d, eps=1e-6), 2, ["rms_norm"] * 2),
                  ("nn.RMSNorm", lambda d: torch.nn.RMSNorm(d, eps=1e-6), 0, ["rms_norm"]),
@@ -1060,7 +1059,6 @@ class FrontEndTest(unittest.TestCase):
         self.assertTrue(torch.allclose(grad, x.grad, atol=1e-5, rtol=1e-4))
 
     def test_pip_installs_the_package(self):
-        import subprocess
         with tempfile.TemporaryDirectory() as tmp:
             source = os.path.join(tmp, "src")
             # A copy (symlinks resolved), so the build leaves the checkout clean.
