@@ -30,7 +30,8 @@ func.func @linear(%x: tensor<65536x1024xbf16>, %w: tensor<2048x1024xbf16>) -> te
 
 // CHECK-LABEL: func.func @lazy_prenorm_dynamic
 // CHECK: call @fusionrtMaxActiveClusters(%{{.*}}, %c2_i32,
-// CHECK: %[[PAIRS:.*]] = arith.select %{{.*}}, %c2{{.*}}, %c1{{.*}} : index
+// CHECK: %[[SMALL:.*]] = arith.cmpi ule
+// CHECK: %[[PAIRS:.*]] = arith.select %[[SMALL]], %c1{{.*}}, %c2{{.*}} : index
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@lazy_prenorm_dynamic_kernel0 clusters in (%[[PAIRS]], %c1{{.*}}, %c1{{.*}})
 func.func @lazy_prenorm_dynamic(%x: tensor<?x1024xbf16>, %w: tensor<1024x1024xbf16>) -> tensor<?x1024xbf16> {
   %y = fusion.fused_matmul %x, %w {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-05 : f32, transpose_rhs}

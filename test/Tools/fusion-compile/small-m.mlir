@@ -31,11 +31,10 @@
 // kernel's last argument.
 // SMALL: %[[FLAG:.*]] = icmp ule i64 %[[TWICE:.*]], %{{.*}}
 // SMALL: select i1 %[[FLAG]], i64 %{{.*}}, i64 %{{.*}}
-// SMALL-NEXT: %[[MAIN:.*]] = xor i1 %[[FLAG]], true
-// SMALL-NEXT: zext i1 %[[FLAG]] to i64
 // The main body is a pair of CTAs along M (cluster_m): the other launches
 // in clusters of one.
-// SMALL-NEXT: select i1 %[[MAIN]], i64 2, i64 1
+// SMALL-NEXT: select i1 %[[FLAG]], i64 1, i64 2
+// SMALL-NEXT: zext i1 %[[FLAG]] to i64
 // OFF-NOT: icmp ule
 // CHECK: T llama_prenorm
 module attributes {fusion.target = #fusion.target<"sm_90a">} {

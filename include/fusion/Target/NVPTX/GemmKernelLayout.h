@@ -55,6 +55,10 @@ struct GemmTiling {
   /// K step of a stage: 64 bf16/f16 elements are 128 bytes, the span of the
   /// 128-byte swizzle.
   static constexpr int64_t kTileK = 64;
+  /// Columns of one 128-byte swizzle span of 16-bit elements: B's tile
+  /// comes in TMA boxes of this many columns (a pair along M, cluster_m,
+  /// loads every other box from each CTA).
+  static constexpr int64_t kSwizzleCols = 64;
   /// Columns of one output staging buffer: 64 16-bit elements are 128
   /// bytes, one swizzle span and one TMA store box.
   static constexpr int64_t kStoreChunkN = 64;

@@ -61,15 +61,22 @@ public:
   /// The same over (split, tile) work items with split-K.
   ValueRange tileLoop(KernelBuilder &kb, ValueRange inits, SplitBody body) const {
     ImplicitLocOpBuilder &b = kb.b;
-    if (clusterM > 1) {
+    // A cluster of `size` consecutive CTAs: its first item (the cluster's
+    // index) and the step between its items (the clusters of the grid).
+    auto clusterGrid = [&](int64_t size) -> std::pair<Value, Value> {
       Value clusters = arith::DivUIOp::create(
-          b, gpu::GridDimOp::create(b, gpu::Dimension::x), kb.idx(clusterM));
+          b, gpu::GridDimOp::create(b, gpu::Dimension::x), kb.idx(size));
       Value clusterId = arith::DivUIOp::create(
-          b, gpu::BlockIdOp::create(b, gpu::Dimension::x), kb.idx(clusterM));
+          b, gpu::BlockIdOp::create(b, gpu::Dimension::x), kb.idx(size));
+      return {clusterId, clusters};
+    };
+    if (clusterM > 1) {
+      // Items (row pair, column block).
+      auto [first, step] = clusterGrid(clusterM);
       Value pairs = arith::CeilDivUIOp::create(
           b, arith::CeilDivUIOp::create(b, m, kb.idx(tileM)), kb.idx(clusterM));
       return kb.forLoop(
-          clusterId, kb.mul(pairs, numTilesN), clusters, inits,
+          first, kb.mul(pairs, numTilesN), step, inits,
           [&](Value item, ValueRange iters) {
             Value pair = arith::DivUIOp::create(b, item, numTilesN);
             Value rowBlock = kb.add(kb.mul(pair, kb.idx(clusterM)), rankM);
@@ -79,13 +86,11 @@ public:
           });
     }
     if (clusterN > 1) {
-      Value clusters = arith::DivUIOp::create(
-          b, gpu::GridDimOp::create(b, gpu::Dimension::x), kb.idx(clusterN));
-      Value clusterId = arith::DivUIOp::create(
-          b, gpu::BlockIdOp::create(b, gpu::Dimension::x), kb.idx(clusterN));
+      // Items: row blocks, CTA `rank` holding its columns.
+      auto [first, step] = clusterGrid(clusterN);
       return kb.forLoop(
-          clusterId, arith::CeilDivUIOp::create(b, m, kb.idx(tileM)), clusters,
-          inits, [&](Value rowBlock, ValueRange iters) {
+          first, arith::CeilDivUIOp::create(b, m, kb.idx(tileM)), step, inits,
+          [&](Value rowBlock, ValueRange iters) {
             return body(kb.mul(rowBlock, kb.idx(tileM)),
                         kb.mul(rank, kb.idx(tileN)), Value(), iters);
           });

@@ -548,8 +548,12 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
                                               shape.smemBytes);
     // A main body of CTA pairs (cluster_m): the other bodies launch in
     // clusters of one.
-    Value useMain = arith::XOrIOp::create(
-        b, useSmall, arith::ConstantOp::create(b, b.getBoolAttr(true)));
+    auto clusterOfOne = [&](Value useOther) {
+      if (shape.cluster)
+        shape.cluster->x =
+            arith::SelectOp::create(b, useOther, idx(1), shape.cluster->x);
+    };
+    clusterOfOne(useSmall);
     Value flag = arith::IndexCastOp::create(
         b, b.getIndexType(),
         arith::ExtUIOp::create(b, b.getI64Type(), useSmall));
@@ -565,14 +569,8 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
       shape.smemBytes = arith::SelectOp::create(
           b, useDecode, decodeShape.smemBytes, shape.smemBytes);
       flag = arith::SelectOp::create(b, useDecode, idx(2), flag);
-      useMain = arith::AndIOp::create(
-          b, useMain,
-          arith::XOrIOp::create(
-              b, useDecode, arith::ConstantOp::create(b, b.getBoolAttr(true))));
+      clusterOfOne(useDecode);
     }
-    if (shape.cluster)
-      shape.cluster->x =
-          arith::SelectOp::create(b, useMain, shape.cluster->x, idx(1));
     operands.push_back(flag);
     operands.append(decodeOperands);
     if (decode)

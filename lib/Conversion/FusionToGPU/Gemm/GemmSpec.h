@@ -23,8 +23,7 @@
 
 namespace mlir::fusion {
 
-/// Columns of one 128-byte swizzle span of 16-bit elements.
-inline constexpr int64_t kSwizzleCols = 64;
+inline constexpr int64_t kSwizzleCols = GemmTiling::kSwizzleCols;
 inline constexpr int64_t kStoreChunkN = GemmTiling::kStoreChunkN;
 /// 8-column groups (the accumulator's column pairs) of a store chunk.
 inline constexpr int64_t kChunkGroups = kStoreChunkN / 8;

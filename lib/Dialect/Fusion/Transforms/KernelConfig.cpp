@@ -200,7 +200,7 @@ bool chooseStreamK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
 }
 /// cluster_m = 2 (B's tiles multicast over a pair of CTAs along M): on a
 /// target accumulating in registers, for tiles of at least two 64-column
-/// boxes of B (tile_k = 64 columns, the 128-byte swizzle), with no cluster
+/// boxes of B (kSwizzleCols, the 128-byte swizzle), with no cluster
 /// along N, split-K, stream-K, epilogue warps, global rows or row dot (plain
 /// tiles of one CTA each, whose rings the pair shares); not a weight
 /// gradient (transpose_lhs) or a grad epilogue (neither yet run as a pair on
@@ -215,7 +215,8 @@ int64_t chooseClusterM(FusedMatmulOp op, const TargetInfo &target, int64_t m,
   if (target.tensorMemoryColumns > 0 || clusterN != 1 || splitK != 1 ||
       streamK || strategy.epilogueWarps || strategy.globalRows ||
       op.getRowDot() || op.getTransposeLhs() || op.isGradEpilogue() ||
-      (op.getResidual() && op.getColBias()) || tileN % (2 * K::kTileK) != 0)
+      (op.getResidual() && op.getColBias()) ||
+      tileN % (2 * K::kSwizzleCols) != 0)
     return 1;
   if (ShapedType::isDynamic(m) || ShapedType::isDynamic(n))
     return 2;
