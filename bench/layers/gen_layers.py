@@ -332,6 +332,10 @@ def programs():
     # Rows one CTA holds (H = 256: the regrouped grad epilogue without a
     # cluster) and residual blocks (the grad epilogue's residual).
     out += [train_step(256, "rms"), train_step(256, "ln")]
+    # A weight gradient of 33 row blocks and a last column block of 64 of
+    # 256: planned as CTA pairs (cluster_m = 2), the last pair's second CTA
+    # lies past M.
+    out += [linear_wgrad(4160)]
     # A row and a K that do not fill whole tiles (the regrouped row dot's
     # K tail of A, y and its vectors, its last column tile of 232).
     out += [train_step(1000, "rms"), train_step(1000, "ln")]

@@ -1,7 +1,8 @@
 """The weight-gradient GEMM on the H200: `fusion.matmul %dy, %x
 {transpose_lhs}` (nn.Linear's dW = dy^T x, lhs [tokens, out] read M-major
 by TMA), each alone in a program (bench/layers/gen_layers.py,
-linear_wgrad_h{H}) compiled into $FUSION_GPU_ARTIFACTS/layers/. The token
+linear_wgrad_h{H}; h4160: 33 row blocks and a partial last column block,
+an odd row-block count for CTA pairs) compiled into $FUSION_GPU_ARTIFACTS/layers/. The token
 count is the GEMM's K and stays dynamic: M = 65536, the odd 4097 and 100
 (K not a multiple of the 64-deep K step), 1 and 7. Against float64 on fresh
 random inputs, the output poisoned with NaN: relative error at most 2x
@@ -59,7 +60,8 @@ def run(name, m, seed=1):
 
 
 @pytest.mark.parametrize("name,m", [(f"linear_wgrad_h{h}", m) for h in HS for m in (65536, 4097)]
-                         + [(f"linear_wgrad_h{h}", m) for h in (768, 1024, 4096) for m in (100, 7, 1)])
+                         + [(f"linear_wgrad_h{h}", m) for h in (768, 1024, 4096) for m in (100, 7, 1)]
+                         + [("linear_wgrad_h4160", m) for m in (65536, 4097, 100)])
 def test_weight_grad(name, m):
     dy, x, dw = run(name, m)
     assert not torch.isnan(dw).any(), f"{int(torch.isnan(dw).sum())} elements not written"
