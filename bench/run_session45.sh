@@ -22,7 +22,10 @@ if [[ ${1:-} == --prepare ]]; then
   rm -rf build/ts build/resid2 && mkdir -p build/ts/base build/ts/wg build/resid2/gpu
   ARTIFACTS=build/ts/base bash bench/layers/build_layers.sh "$main" "$steps" | tail -n 1
   ARTIFACTS=build/ts/wg bash bench/layers/build_layers.sh "$wg" "$steps" | tail -n 1
-  ARTIFACTS=build/resid2/gpu bash bench/layers/build_layers.sh "$cb" '^gpt2_c_proj_h(768|1024|4096)$' | tail -n 1
+  cp -P "$cb"/lib/libfusion_runtime.so* build/resid2/gpu/
+  python3 bench/gen_cases.py build/resid2/gpu --suite correctness > /dev/null
+  "$cb/bin/fusion-compile" build/resid2/gpu/correctness.mlir -o build/resid2/gpu/libcorrectness.so || exit 1
+  ARTIFACTS=build/resid2/gpu bash bench/layers/build_layers.sh "$cb" '^(gpt2_c_proj_h(768|1024|4096)|bert_postnorm_h(768|1024))$' | tail -n 1
   du -sh build/mc build/ts build/resid build/resid2
   exit 0
 fi
@@ -41,8 +44,10 @@ if [[ ${PART:-1} == 1 ]]; then
     timeout 90 compute-sanitizer --tool $1 --error-exitcode 9 env FUSION_GPU_ARTIFACTS=build/ts/wg python3 test/gpu/run_one_layer.py linear_wgrad_h$2 $3 > $OUT/san_wg_$1.txt 2>&1 &&
       true; echo "== $1 linear_wgrad_h$2 M=$3 [wg]: exit $? $(grep -E 'SUMMARY' $OUT/san_wg_$1.txt | tr '\n' ' ')"
   done
-  FUSION_GPU_ARTIFACTS=build/resid2/gpu timeout 120 python3 -m pytest -q test/gpu/test_layers_gpu.py -k "gpt2_c_proj and not unfused" > $OUT/resid2.txt 2>&1
-  echo "== gpt2_c_proj as pairs [resid2]: exit $? $(tail -n 1 $OUT/resid2.txt)"; grep FAILED $OUT/resid2.txt | head -5
+  FUSION_GPU_ARTIFACTS=build/resid2/gpu timeout 100 python3 -m pytest -q test/gpu/test_fused_matmul_gpu.py > $OUT/resid2_cases.txt 2>&1
+  echo "== fused-GEMM cases [resid2]: exit $? $(tail -n 1 $OUT/resid2_cases.txt)"; grep FAILED $OUT/resid2_cases.txt | head -5
+  FUSION_GPU_ARTIFACTS=build/resid2/gpu timeout 120 python3 -m pytest -q test/gpu/test_layers_gpu.py -k "(gpt2_c_proj or bert_postnorm) and not unfused" > $OUT/resid2.txt 2>&1
+  echo "== gpt2_c_proj, bert_postnorm [resid2]: exit $? $(tail -n 1 $OUT/resid2.txt)"; grep FAILED $OUT/resid2.txt | head -5
   timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 env FUSION_GPU_ARTIFACTS=build/resid2/gpu python3 test/gpu/run_one_layer.py gpt2_c_proj_h4096 1001 > $OUT/san_resid2.txt 2>&1
   echo "== memcheck gpt2_c_proj_h4096 M=1001 [resid2]: exit $? $(grep SUMMARY $OUT/san_resid2.txt)"
   for v in base wg; do
