@@ -202,9 +202,9 @@ bool chooseStreamK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
 /// target accumulating in registers, for tiles of at least two 64-column
 /// boxes of B (kSwizzleCols, the 128-byte swizzle), with no cluster
 /// along N, split-K, stream-K, epilogue warps, global rows or row dot (plain
-/// tiles of one CTA each, whose rings the pair shares); not a weight
-/// gradient (transpose_lhs) or a grad epilogue (neither yet run as a pair on
-/// a GPU), nor an epilogue adding both a residual and a column bias (its
+/// tiles of one CTA each, whose rings the pair shares; a weight gradient,
+/// transpose_lhs, too: only B's boxes are shared); not a grad epilogue (not
+/// yet run as a pair on a GPU), nor an epilogue adding both a residual and a column bias (its
 /// chunked loads spill 20-44 bytes beside the pair's registers, none
 /// without); with static M and N, only for more tiles than SMs and at least
 /// two row blocks (fewer leave no L2 traffic worth sharing).
@@ -214,7 +214,7 @@ int64_t chooseClusterM(FusedMatmulOp op, const TargetInfo &target, int64_t m,
                        const GemmEpilogueStrategy &strategy) {
   if (target.tensorMemoryColumns > 0 || clusterN != 1 || splitK != 1 ||
       streamK || strategy.epilogueWarps || strategy.globalRows ||
-      op.getRowDot() || op.getTransposeLhs() || op.isGradEpilogue() ||
+      op.getRowDot() || op.isGradEpilogue() ||
       (op.getResidual() && op.getColBias()) ||
       tileN % (2 * K::kSwizzleCols) != 0)
     return 1;

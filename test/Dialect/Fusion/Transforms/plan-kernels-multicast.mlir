@@ -7,9 +7,9 @@
 // cluster_m = 2; 256 x 2048 (64 tiles of 64 columns) does not; a dynamic M does, its
 // small-M body (tiles of 64) not; a Lazy Pre-Norm GEMM and a norm
 // epilogue one CTA holds do; a norm row over a cluster along N does not,
-// nor a GEMM planned for stream-K (STREAMK), nor a weight gradient (split
-// over K, or not: transpose_lhs is not yet run as a pair), nor a residual
-// with a column bias.
+// nor a GEMM planned for stream-K (STREAMK), nor a weight gradient split
+// over K, nor a residual with a column bias; a weight gradient of more
+// tiles than SMs (transpose_lhs, A loaded K-major) does.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @multicast_choice
 // OFF-LABEL: func.func @multicast_choice
@@ -62,18 +62,36 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-NOT: cluster_m
 func.func @no_multicast_beside_a_cluster_or_split_k(%a: tensor<65536x512xbf16>, %b: tensor<512x1024xbf16>,
                                                     %g: tensor<1024xbf16>, %dy: tensor<65536x1024xbf16>,
-                                                    %dy4: tensor<65536x4096xbf16>, %cb: tensor<1024xbf16>)
-    -> (tensor<65536x1024xbf16>, tensor<1024x512xbf16>, tensor<4096x4096xbf16>, tensor<65536x1024xbf16>) {
+                                                    %cb: tensor<1024xbf16>)
+    -> (tensor<65536x1024xbf16>, tensor<1024x512xbf16>, tensor<65536x1024xbf16>) {
   %y = fusion.fused_matmul %a, %b norm_weight(%g : tensor<1024xbf16>)
       {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
       : tensor<65536x512xbf16>, tensor<512x1024xbf16> -> tensor<65536x1024xbf16>
   %dw = fusion.matmul %dy, %a {transpose_lhs} : tensor<65536x1024xbf16>, tensor<65536x512xbf16> -> tensor<1024x512xbf16>
-  %dw4 = fusion.matmul %dy4, %dy4 {transpose_lhs} : tensor<65536x4096xbf16>, tensor<65536x4096xbf16> -> tensor<4096x4096xbf16>
   // A residual and a column bias: the epilogue's chunked loads spill beside
   // the pair's registers.
   %h = fusion.fused_matmul %a, %b residual(%dy : tensor<65536x1024xbf16>) col_bias(%cb : tensor<1024xbf16>)
       : tensor<65536x512xbf16>, tensor<512x1024xbf16> -> tensor<65536x1024xbf16>
-  return %y, %dw, %dw4, %h : tensor<65536x1024xbf16>, tensor<1024x512xbf16>, tensor<4096x4096xbf16>, tensor<65536x1024xbf16>
+  return %y, %dw, %h : tensor<65536x1024xbf16>, tensor<1024x512xbf16>, tensor<65536x1024xbf16>
+}
+}
+
+// -----
+
+// A weight gradient of 4096 x 4096 over 65536 tokens: 512 tiles, not split
+// over K, so a pair; the pairs share B's (x's) boxes, each CTA loading its
+// own transposed A (dy^T) rows.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @multicast_weight_gradient
+// OFF-LABEL: func.func @multicast_weight_gradient
+// OFF-NOT: cluster_m
+func.func @multicast_weight_gradient(%dy: tensor<65536x4096xbf16>, %x: tensor<65536x4096xbf16>)
+    -> tensor<4096x4096xbf16> {
+  // CHECK: fusion.fused_matmul
+  // CHECK-SAME: cluster_m = 2>
+  // CHECK-SAME: transpose_lhs
+  %dw = fusion.matmul %dy, %x {transpose_lhs} : tensor<65536x4096xbf16>, tensor<65536x4096xbf16> -> tensor<4096x4096xbf16>
+  return %dw : tensor<4096x4096xbf16>
 }
 }
 
