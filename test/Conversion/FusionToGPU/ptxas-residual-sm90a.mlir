@@ -1,14 +1,18 @@
 // REQUIRES: ptxas
 // Test that the sm_90a GEMM with a residual and no norm (Llama's o_proj /
 // down_proj plus the residual stream, foldGemmResiduals) assembles without
-// spilling: the residual (and col_bias) pairs are loaded chunk by chunk in
-// the TMA store, the next chunk's before this chunk's buffer wait, not all
-// at once beside the accumulator (140 bytes spilled at tile_n 256, 364 with
-// col_bias); f32 outputs, stored from registers, a chunk's pairs before its
-// stores (28 bytes spilled with col_bias). Dynamic M: the small-M body is in
-// the same kernel.
+// spilling: the residual's pairs are loaded chunk by chunk in the TMA
+// store, the next chunk's before this chunk's buffer wait, not all at once
+// beside the accumulator (140 bytes spilled at tile_n 256, 364 with
+// col_bias), and col_bias's at their use (with the residual's, a chunk
+// ahead, a pair of CTAs spilled 8-44 bytes); f32 outputs, stored from
+// registers, a chunk's pairs before its stores (28 bytes spilled with
+// col_bias). Dynamic M: the small-M body is in the same kernel. Every one
+// of them is planned as a pair of CTAs (cluster_m = 2); PAIRS checks so.
 // RUN: fusion-opt %s --fusion-plan-kernels --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s
+// RUN: fusion-opt %s --fusion-plan-kernels | FileCheck %s --check-prefix=PAIRS
+// PAIRS-COUNT-4: cluster_m = 2
 // CHECK-DAG: ptxas ok: o_proj_h4096_kernel0 registers={{[0-9]+}} spills=0
 // CHECK-DAG: ptxas ok: c_proj_bias_h1000_kernel0 registers={{[0-9]+}} spills=0
 // CHECK-DAG: ptxas ok: c_proj_bias_h768_kernel0 registers={{[0-9]+}} spills=0

@@ -95,10 +95,13 @@ private:
   void storeThroughStaging(Value map, const GroupPairs &pairs,
                            int64_t firstChunk,
                            const std::function<void(int64_t)> &loadChunk = {});
-  /// An element-wise epilogue stored by TMA adds the residual (and
-  /// col_bias) chunk by chunk (loadResidualChunk), not in loadRows: all of
-  /// a 256-column tile's residual pairs live beside the accumulator spilled
-  /// 140 bytes (364 with col_bias).
+  /// An element-wise epilogue stored by TMA adds the residual chunk by
+  /// chunk (loadResidualChunk, the next chunk's ahead of its use) and
+  /// col_bias group by group at its use (groupOutputs), not in loadRows: all
+  /// of a 256-column tile's residual pairs live beside the accumulator
+  /// spilled 140 bytes (364 with col_bias); col_bias's pairs loaded with the
+  /// residual's, a chunk ahead, 8-44 bytes (a pair of CTAs, cluster_m = 2).
+  /// col_bias's loads hit L1 after the tile's first row.
   bool chunkedResidual() const {
     return !s.rowReduction() && !s.epilogueWarps && !s.stagedResidual &&
            !s.decodeSwap && e.arg(GemmArg::Residual);
@@ -118,9 +121,8 @@ private:
   // pairs per column group, their rstd, and the statistics writer.
   Value gm[2], inRow[2], rowClamped[2];
   SmallVector<Value> v[2];
-  /// chunkedResidual: the residual's and col_bias's pairs of the chunks
-  /// loaded so far.
-  SmallVector<Value> residualPairs[2], colBiasPairs;
+  /// chunkedResidual: the residual's pairs of the chunks loaded so far.
+  SmallVector<Value> residualPairs[2];
   /// rstd per row (whole-row norms), or per row and column group (a
   /// grouped RMSNorm; the grouped LayerNorm scales v in place).
   Value rs[2] = {Value(), Value()};
@@ -731,9 +733,11 @@ std::function<Value(int64_t)> TileEpilogue::groupOutputs(int64_t j) {
   if (s.gradEpilogue())
     return [pairs = gradOutputs(j)](int64_t h) { return pairs[h]; };
   if (chunkedResidual()) {
+    Value colBias = e.arg(GemmArg::ColBias);
+    Value cb = colBias ? loadCol(colBias, Value(), j, s.colBiasType) : Value();
     for (int64_t h = 0; h < 2; ++h) {
-      if (colBiasPairs[j])
-        v[h][j] = arith::AddFOp::create(b, v[h][j], colBiasPairs[j]);
+      if (cb)
+        v[h][j] = arith::AddFOp::create(b, v[h][j], cb);
       v[h][j] = arith::AddFOp::create(b, v[h][j], residualPairs[h][j]);
     }
   }
@@ -765,14 +769,10 @@ void TileEpilogue::storeColumnPartial(int64_t param, int64_t j, Value pair) {
   });
 }
 
-/// chunkedResidual: col_bias's and the residual's pairs of chunk c's column
-/// groups, added to v by groupOutputs in loadRows' order.
+/// chunkedResidual: the residual's pairs of chunk c's column groups, added
+/// to v by groupOutputs in loadRows' order.
 void TileEpilogue::loadResidualChunk(int64_t c) {
-  Value residual = e.arg(GemmArg::Residual), colBias = e.arg(GemmArg::ColBias);
-  colBiasPairs.resize(groups);
-  for (int64_t j = c * kChunkGroups; j < (c + 1) * kChunkGroups; ++j)
-    if (colBias)
-      colBiasPairs[j] = loadCol(colBias, Value(), j, s.colBiasType);
+  Value residual = e.arg(GemmArg::Residual);
   for (int64_t h = 0; h < 2; ++h) {
     residualPairs[h].resize(groups);
     for (int64_t j = c * kChunkGroups; j < (c + 1) * kChunkGroups; ++j)

@@ -204,10 +204,9 @@ bool chooseStreamK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
 /// along N, split-K, stream-K, epilogue warps, global rows or row dot (plain
 /// tiles of one CTA each, whose rings the pair shares; a weight gradient,
 /// transpose_lhs, too: only B's boxes are shared); not a grad epilogue (not
-/// yet run as a pair on a GPU), nor an epilogue adding both a residual and a column bias (its
-/// chunked loads spill 20-44 bytes beside the pair's registers, none
-/// without); with static M and N, only for more tiles than SMs and at least
-/// two row blocks (fewer leave no L2 traffic worth sharing).
+/// yet run as a pair on a GPU); with static M and N, only for more tiles
+/// than SMs and at least two row blocks (fewer leave no L2 traffic worth
+/// sharing).
 int64_t chooseClusterM(FusedMatmulOp op, const TargetInfo &target, int64_t m,
                        int64_t n, int64_t tileN, int64_t clusterN,
                        int64_t splitK, bool streamK,
@@ -215,7 +214,6 @@ int64_t chooseClusterM(FusedMatmulOp op, const TargetInfo &target, int64_t m,
   if (target.tensorMemoryColumns > 0 || clusterN != 1 || splitK != 1 ||
       streamK || strategy.epilogueWarps || strategy.globalRows ||
       op.getRowDot() || op.isGradEpilogue() ||
-      (op.getResidual() && op.getColBias()) ||
       tileN % (2 * K::kSwizzleCols) != 0)
     return 1;
   if (ShapedType::isDynamic(m) || ShapedType::isDynamic(n))
