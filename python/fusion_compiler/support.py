@@ -69,10 +69,24 @@ def _through_token_views(x):
     return x
 
 
+def _gemm_sum(x) -> bool:
+    """Whether x is an add, used once, of two GEMMs' outputs (through views
+    that keep the features dimension): a parallel residual's projections
+    summed first, GPT-NeoX's and GPT-J's mlp_output + attn_output, to which
+    the residual is added next (fusion-plan-kernels reassociates the sums
+    so that each GEMM takes a residual)."""
+    x = _through_token_views(x)
+    return (isinstance(x, fx.Node) and x.op == "call_function" and
+            BINARY.get(x.target) == "add" and len(x.users) == 1 and
+            all(isinstance(y, fx.Node) and y.target in _GEMMS
+                for y in map(_through_token_views, x.args[:2])))
+
+
 def _absorbable(node: fx.Node, pair) -> bool:
     """Whether the fusion passes can take an add or mul into a kernel: an
     add of a GEMM's output (its bias or a residual, in the GEMM's epilogue;
-    through views that keep the features dimension) or into a norm's input
+    through views that keep the features dimension), of two GEMMs' sum (a
+    parallel residual, _gemm_sum) or into a norm's input
     (the residual sum of an epilogue norm); a mul of a norm's output by a
     vector (its weight). Any other element-wise op is better left where it
     can fuse with its PyTorch neighbours."""
@@ -80,6 +94,8 @@ def _absorbable(node: fx.Node, pair) -> bool:
     if BINARY[node.target] == "add":
         if any(isinstance(x, fx.Node) and x.target in _GEMMS
                for x in map(_through_token_views, (a, b))):
+            return True
+        if any(_gemm_sum(x) for x in (a, b)):
             return True
         return any(u.target in _NORMS and u.args[0] is node for u in node.users)
     return isinstance(a, fx.Node) and a.target in _NORMS and _tensor(b) is not None and \

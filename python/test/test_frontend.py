@@ -436,6 +436,51 @@ class FrontEndTest(unittest.TestCase):
             y = compiled(x)
         self.check_close(m, (x,), y[0] if isinstance(y, tuple) else y)
 
+    def test_gpt_neox_parallel_residual(self):
+        """GPT-NeoX's layer (Pythia; GPT-J's likewise) adds its two branches'
+        projections and the residual as `mlp_output + attn_output +
+        hidden_states`, the projections first: both adds come into the
+        projections' partition (support._gemm_sum) and fusion-plan-kernels
+        reassociates them, so that each GEMM takes a residual: no add
+        kernel is left; the layer's output matches float64."""
+        from transformers import GPTNeoXConfig
+        from transformers.models.gpt_neox.modeling_gpt_neox import (GPTNeoXLayer,
+                                                                    GPTNeoXRotaryEmbedding)
+        cfg = GPTNeoXConfig(hidden_size=64, num_attention_heads=4, intermediate_size=256,
+                            use_parallel_residual=True, hidden_dropout=0.0,
+                            attention_dropout=0.0, rotary_pct=0.25)
+        cfg._attn_implementation = "sdpa"
+
+        class Layer(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layer = GPTNeoXLayer(cfg, 0)
+                self.rotary = GPTNeoXRotaryEmbedding(cfg)
+
+            def forward(self, x):
+                positions = torch.arange(x.shape[1])[None]
+                out = self.layer(x, position_embeddings=self.rotary(x, positions))
+                return out[0] if isinstance(out, tuple) else out
+
+        torch.manual_seed(0)
+        m = randomize_norms(Layer().bfloat16().eval())
+        x = torch.randn(2, 7, 64).bfloat16()
+        compiled = fc.compile(m, (x,), target="cpu")
+        parts = compiled.explain().partitions
+        ops = [[op for op, _ in p.ops] for p in parts]
+        self.assertIn(["linear", "linear", "add", "add"], ops)
+        part = parts[ops.index(["linear", "linear", "add", "add"])]
+        self.assertTrue(part.compiled, part.why_not)
+        planned = subprocess.run([fc.find_tools().fusion_opt, "-", "-fusion-fuse",
+                                  "-fusion-set-target=chip=sm_90a", "-fusion-plan-kernels"],
+                                 input=part.mlir, stdout=subprocess.PIPE, text=True,
+                                 check=True).stdout
+        self.assertNotIn("fusion.add", planned)
+        self.assertEqual(planned.count("residual("), 2, planned)
+        with torch.no_grad():
+            y = compiled(x)
+        self.check_close(m, (x,), y[0] if isinstance(y, tuple) else y)
+
     def test_program_independent_of_partitioner_order(self):
         """A partition's program (its library's name and cache key) follows
         the model's order, not the order torch's partitioner leaves (which

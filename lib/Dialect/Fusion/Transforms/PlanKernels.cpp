@@ -588,20 +588,91 @@ void foldAttentionResiduals(ModuleOp module) {
   }
 }
 
+/// Whether `r`, a GEMM's result, would take `x` as its residual at `add`
+/// (foldGemmResiduals' conditions): used by the add alone, x of r's type
+/// (no broadcast), a 16-bit sum, a target to plan for; the GEMM a
+/// fusion.matmul in the add's block (rebuilt there; not a weight gradient)
+/// or a fusion.fused_matmul with an element-wise epilogue, no residual yet
+/// and x defined before it.
+bool takesGemmResidual(Value r, Value x, Operation *add, DominanceInfo &dom) {
+  // (add(r, r) gives r two uses.)
+  if (!r.hasOneUse() || x.getType() != r.getType() ||
+      cast<ShapedType>(r.getType()).getElementTypeBitWidth() != 16)
+    return false;
+  Operation *gemm = r.getDefiningOp();
+  // Without a target nothing is planned (the CPU's reference lowering).
+  if (!gemm || !lookupTargetInfo(gemm))
+    return false;
+  if (auto matmul = dyn_cast<MatmulOp>(gemm))
+    return !matmul.getTransposeLhs() && matmul->getBlock() == add->getBlock();
+  auto fused = dyn_cast<FusedMatmulOp>(gemm);
+  return fused && fused.getOutput() == r && !fused.getResidual() &&
+         !fused.getTransposeLhs() &&
+         (fused.getEpilogue() == EpilogueKind::none ||
+          fused.getEpilogue() == EpilogueKind::row_scale) &&
+         dom.properlyDominates(x, fused);
+}
+
+/// A parallel residual, `x + (g1 + g2)` with g1 and g2 two GEMMs' results
+/// (GPT-NeoX's and GPT-J's `mlp_output + attn_output + residual`, whose
+/// left-to-right sum adds the two projections first), becomes
+/// `g1 + (g2 + x)`, so that foldGemmResiduals gives each GEMM its residual:
+/// x to g2's, g2's sum to g1's. g1 is a fusion.matmul (rebuilt at the add,
+/// after g2's sum); x is not a GEMM's own result (then the sum folds as
+/// written). The sum is rounded to 16 bits after each GEMM instead of after
+/// each add: within the sum's own rounding of it.
+void reassociateParallelResiduals(ModuleOp module, bool report) {
+  DominanceInfo dom(module);
+  SmallVector<AddOp> adds;
+  module.walk([&](AddOp add) { adds.push_back(add); });
+  IRRewriter rewriter(module.getContext());
+  llvm::SmallPtrSet<Operation *, 8> erased;
+  for (AddOp add : adds) {
+    if (erased.contains(add))
+      continue;
+    for (auto [x, sum] : {std::pair<Value, Value>{add.getLhs(), add.getRhs()},
+                          {add.getRhs(), add.getLhs()}}) {
+      auto inner = sum.getDefiningOp<AddOp>();
+      if (!inner || !sum.hasOneUse() || sum.getType() != add.getType() ||
+          x.getDefiningOp<MatmulOp>() || x.getDefiningOp<FusedMatmulOp>())
+        continue;
+      Value g[2] = {inner.getLhs(), inner.getRhs()};
+      std::optional<int> outer;
+      for (int i = 0; i < 2 && !outer; ++i)
+        if (g[i].getDefiningOp<MatmulOp>() &&
+            takesGemmResidual(g[i], sum, add, dom) &&
+            takesGemmResidual(g[1 - i], x, add, dom))
+          outer = i;
+      if (!outer)
+        continue;
+      if (report)
+        add.emitRemark() << "parallel residual: the sum of two GEMMs and x "
+                            "reassociated so that each GEMM takes a residual";
+      rewriter.setInsertionPoint(add);
+      Value partial =
+          AddOp::create(rewriter, add.getLoc(), g[1 - *outer], x).getResult();
+      Value total =
+          AddOp::create(rewriter, add.getLoc(), g[*outer], partial).getResult();
+      rewriter.replaceOp(add, total);
+      erased.insert(inner);
+      rewriter.eraseOp(inner);
+      break;
+    }
+  }
+}
+
 /// fusion.add(x, r) or fusion.add(r, x), where r is a GEMM's result used by
 /// that add alone and x has r's type (no broadcast), becomes the GEMM's
 /// `residual` (16-bit outputs: the kernels' tested form), added to the f32
 /// accumulator before the one rounding (Llama's
 /// o_proj and down_proj, `h = x + linear(a)`): one kernel and one pass over
-/// the output instead of a GEMM and an add kernel. The GEMM: a fusion.matmul
-/// (not a weight gradient, transpose_lhs), rebuilt at the add as a
-/// fused_matmul with its bias as col_bias; or a fused_matmul whose epilogue
-/// is element-wise (none, row_scale) and adds no residual yet, given x where
-/// x is defined before it. A norm epilogue's output plus x is not a residual
-/// (the residual enters the norm): that add stays; so does every add without
-/// a target, and an add in another block than a plain matmul (the GEMM would
-/// move into a loop).
+/// the output instead of a GEMM and an add kernel (takesGemmResidual: which
+/// GEMMs). A norm epilogue's output plus x is not a residual (the residual
+/// enters the norm): that add stays; so does every add without a target,
+/// and an add in another block than a plain matmul (the GEMM would move
+/// into a loop).
 void foldGemmResiduals(ModuleOp module, bool report) {
+  reassociateParallelResiduals(module, report);
   DominanceInfo dom(module);
   SmallVector<AddOp> adds;
   module.walk([&](AddOp add) { adds.push_back(add); });
@@ -609,34 +680,16 @@ void foldGemmResiduals(ModuleOp module, bool report) {
   for (AddOp add : adds) {
     for (auto [x, r] : {std::pair<Value, Value>{add.getLhs(), add.getRhs()},
                         {add.getRhs(), add.getLhs()}}) {
-      // (add(r, r) gives r two uses.)
-      if (!r.hasOneUse() || x.getType() != r.getType() ||
-          cast<ShapedType>(r.getType()).getElementTypeBitWidth() != 16)
-        continue;
-      Operation *gemm = r.getDefiningOp();
-      // Without a target nothing is planned (the CPU's reference lowering).
-      if (!gemm || !lookupTargetInfo(gemm))
-        continue;
-      auto matmul = dyn_cast<MatmulOp>(gemm);
-      auto fused = dyn_cast<FusedMatmulOp>(gemm);
-      if (matmul && (matmul.getTransposeLhs() ||
-                     matmul->getBlock() != add->getBlock()))
-        continue;
-      if (fused && (fused.getOutput() != r || fused.getResidual() ||
-                    fused.getTransposeLhs() ||
-                    (fused.getEpilogue() != EpilogueKind::none &&
-                     fused.getEpilogue() != EpilogueKind::row_scale) ||
-                    !dom.properlyDominates(x, fused)))
-        continue;
-      if (!matmul && !fused)
+      if (!takesGemmResidual(r, x, add, dom))
         continue;
       if (report)
         add.emitRemark() << "residual add folded into the GEMM's epilogue";
-      if (fused) {
+      if (auto fused = r.getDefiningOp<FusedMatmulOp>()) {
         fused.getResidualMutable().assign(x);
         rewriter.replaceOp(add, r);
         break;
       }
+      auto matmul = r.getDefiningOp<MatmulOp>();
       FusedMatmulSpec spec = plainMatmulSpec(matmul);
       spec.residual = x;
       rewriter.setInsertionPoint(add);

@@ -2,7 +2,7 @@
 // RUN: fusion-opt %s -split-input-file "-fusion-plan-kernels=report=true small-m=false" -verify-diagnostics -o /dev/null
 // gemm-residuals=false (fusion-compile --no-fuse) keeps every add:
 // RUN: fusion-opt %s -split-input-file "-fusion-plan-kernels=gemm-residuals=false" | FileCheck %s --check-prefix=KEPT
-// KEPT-COUNT-10: fusion.add
+// KEPT-COUNT-15: fusion.add
 // KEPT-NOT: residual(
 
 // fusion-plan-kernels folds a fusion.add of a GEMM's result (its only use)
@@ -45,6 +45,74 @@ func.func @bias_lhs(%a: tensor<1000x512xf16>, %w: tensor<512x768xf16>, %b: tenso
   // expected-remark @below {{GEMM kernel on sm_90a}}
   %h = fusion.add %p, %x : tensor<1000x768xf16>
   return %h : tensor<1000x768xf16>
+}
+}
+
+// -----
+
+// GPT-NeoX's parallel residual, mlp + attn + x as its users write it (the
+// two projections summed first): reassociated to mlp + (attn + x), so that
+// both GEMMs take a residual, attn's x and mlp's attn's sum; no add left.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @parallel_residual
+// CHECK-SAME: (%[[A:[^:]*]]: tensor<?x1024xbf16>, %[[WA:[^:]*]]: tensor<1024x1024xbf16>, %[[M:[^:]*]]: tensor<?x4096xbf16>, %[[WM:[^:]*]]: tensor<1024x4096xbf16>, %[[BM:[^:]*]]: tensor<1024xbf16>, %[[X:[^:]*]]: tensor<?x1024xbf16>)
+// CHECK-NEXT: %[[T:.*]] = fusion.fused_matmul %[[A]], %[[WA]] residual(%[[X]] : tensor<?x1024xbf16>)
+// CHECK-NEXT: %[[H:.*]] = fusion.fused_matmul %[[M]], %[[WM]] residual(%[[T]] : tensor<?x1024xbf16>) col_bias(%[[BM]] : tensor<1024xbf16>)
+// CHECK-NEXT: return %[[H]]
+func.func @parallel_residual(%a: tensor<?x1024xbf16>, %wa: tensor<1024x1024xbf16>,
+                             %m: tensor<?x4096xbf16>, %wm: tensor<1024x4096xbf16>, %bm: tensor<1024xbf16>,
+                             %x: tensor<?x1024xbf16>) -> tensor<?x1024xbf16> {
+  %attn = fusion.matmul %a, %wa {transpose_rhs} : tensor<?x1024xbf16>, tensor<1024x1024xbf16> -> tensor<?x1024xbf16>
+  %mlp = fusion.matmul %m, %wm bias(%bm : tensor<1024xbf16>) {transpose_rhs} : tensor<?x4096xbf16>, tensor<1024x4096xbf16> -> tensor<?x1024xbf16>
+  %s = fusion.add %mlp, %attn : tensor<?x1024xbf16>
+  // Two folds and two kernels, remarked at the same place (one expected
+  // line matches both).
+  // expected-remark @below {{parallel residual: the sum of two GEMMs and x reassociated so that each GEMM takes a residual}}
+  // expected-remark @below {{residual add folded into the GEMM's epilogue}}
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %h = fusion.add %s, %x : tensor<?x1024xbf16>
+  return %h : tensor<?x1024xbf16>
+}
+}
+
+// -----
+
+// Not reassociated: x + (g1 + g2) where x is a GEMM's own result (the sum
+// folds as written: g2 takes g1, then x's GEMM the sum), and where neither
+// projection is a plain matmul to rebuild after the partial sum (a norm
+// epilogue's output takes no residual: one fold, one add left).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @parallel_x_is_a_gemm
+// CHECK-COUNT-2: residual(
+// CHECK-NOT: fusion.add
+// CHECK: return
+func.func @parallel_x_is_a_gemm(%a: tensor<256x512xbf16>, %w: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %g1 = fusion.matmul %a, %w : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %g2 = fusion.matmul %a, %w : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %g3 = fusion.matmul %a, %w : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  // expected-remark @below {{residual add folded into the GEMM's epilogue}}
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %s = fusion.add %g1, %g2 : tensor<256x256xbf16>
+  // expected-remark @below {{residual add folded into the GEMM's epilogue}}
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %h = fusion.add %g3, %s : tensor<256x256xbf16>
+  return %h : tensor<256x256xbf16>
+}
+// CHECK-LABEL: func.func @parallel_after_norm
+// CHECK: fusion.fused_matmul {{.*}}epilogue = #fusion.epilogue<rms_norm>
+// CHECK: fusion.fused_matmul {{.*}}residual(
+// CHECK: fusion.add
+func.func @parallel_after_norm(%a: tensor<256x512xbf16>, %w: tensor<512x256xbf16>, %x: tensor<256x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %n = fusion.fused_matmul %a, %w {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %g = fusion.matmul %a, %w : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  // expected-remark @below {{residual add folded into the GEMM's epilogue}}
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %s = fusion.add %g, %n : tensor<256x256xbf16>
+  %h = fusion.add %s, %x : tensor<256x256xbf16>
+  return %h : tensor<256x256xbf16>
 }
 }
 

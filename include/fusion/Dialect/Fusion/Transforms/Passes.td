@@ -720,6 +720,23 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
         {transpose_rhs}
         : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
     ```
+    A parallel residual written as its users write it, the two projections
+    summed first (GPT-NeoX's and GPT-J's `mlp_output + attn_output +
+    residual`), is first reassociated (`reassociateParallelResiduals`) so
+    that each GEMM takes a residual: `mlp + (attn + x)`, where mlp is a
+    `fusion.matmul` (rebuilt after attn's sum) and x is not a GEMM's own
+    result (then the sum folds as written). Each partial sum is rounded to
+    16 bits once, after its GEMM:
+    ```mlir
+    %s = fusion.add %mlp, %attn : tensor<?x1024xbf16>
+    %h = fusion.add %s, %x : tensor<?x1024xbf16>
+    ```
+    becomes
+    ```mlir
+    %t = fusion.fused_matmul %a, %wa residual(%x : tensor<?x1024xbf16>) ...
+    %h = fusion.fused_matmul %m, %wm residual(%t : tensor<?x1024xbf16>)
+        col_bias(%bm : tensor<1024xbf16>) ...
+    ```
 
     #### Input invariants
     - The module (or an enclosing one) carries `fusion.target` whenever it
