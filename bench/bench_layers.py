@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(HERE, "layers"))
 
 DEFAULT_KINDS = ("llama_prenorm", "bert_postnorm", "bert_postnorm_addbias", "qwen3_q_norm")
 ALL_KINDS = DEFAULT_KINDS + ("llama_prenorm_mulweight", "ln_prenorm", "llama_o_proj",
-                             "gpt2_c_proj")
+                             "gpt2_c_proj", "neox_parallel")
 # Libraries per program: fusion-compile's default, --no-fuse, and (ln_prenorm)
 # --lazy-layer-norm; a variant not built for a program is skipped.
 VARIANTS = ("fused", "unfused", "lazyln")
@@ -38,7 +38,7 @@ TIMING = ("fused_call_ms / unfused_call_ms: do_bench median (warmup 25 ms, rep 2
           "unfused_kernel_ms: our kernels' device time per call from profiler records "
           "(bench_fused_matmul.kernel_ms); eager_ms, compile_ms, cublas_linear_ms: do_bench "
           "medians of the nn.Module in eager, under torch.compile compiled fresh and static "
-          "for the case, and of F.linear(x, W) alone; each the mean of the interleaved rounds "
+          "for the case, and of F.linear(x, W) alone (neox_parallel: its two F.linear, no bias); each the mean of the interleaved rounds "
           "(listed in rounds, each with its order: the first round in the listed order, the others "
           "shuffled, each measurement after 300 ms of its own function, untimed, so that the "
           "card's power-capped clocks settle on it (bench_util.run_rounds); spread_ms = max - min)")
@@ -85,8 +85,13 @@ def bench_case(prog, libs, a, lr, bu):
     except Exception as e:
         errors["compile"] = bu.error_text(e)
     del ref64, ref16
-    xx, w = x["x"], x["w"]
-    measurements.append(("cublas_linear", bu.bench_ms, lambda: F.linear(xx, w)))
+    if "w" in x:
+        xx, w = x["x"], x["w"]
+        linear = lambda: F.linear(xx, w)
+    else:  # neox_parallel: its two projections (no bias)
+        xa, wa, xm, wm = x["a"], x["wa"], x["m"], x["wm"]
+        linear = lambda: (F.linear(xa, wa), F.linear(xm, wm))
+    measurements.append(("cublas_linear", bu.bench_ms, linear))
     mean, spread, rounds = bu.run_rounds(a.rounds, measurements, errors)
     row.update({f"{k}_ms": v for k, v in mean.items()})
     row["spread_ms"], row["rounds"] = spread, rounds

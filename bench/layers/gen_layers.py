@@ -23,6 +23,9 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
   llama_o_proj_h{H}           y = r + Linear(x), W [H, H] ([out, in]), no bias: the residual
                               stream after Llama's o_proj / down_proj (fusion.matmul, fusion.add)
   gpt2_c_proj_h{H}            the same with the Linear's bias (GPT-2's / ViT's pre-LN c_proj)
+  neox_parallel_h{H}          y = Linear(m, Wm, bm) + Linear(a, Wa, ba) + x: GPT-NeoX's (Pythia's)
+                              parallel residual as HF writes it (the projections summed first),
+                              Wa [H, H], Wm [H, 4H] ([out, in]), m [M, 4H] the MLP's activations
   ln_prenorm_h{H}             y = Linear(LayerNorm(x) with gamma, beta) with W [H, H] ([out, in])
                               and bias b: nn.LayerNorm then nn.Linear
   rms_norm_h{H}               y, rstd = RMSNorm(x) with weight
@@ -168,6 +171,25 @@ def linear_residual(h, bias=False):
                    [("y", "bf16", ("M", h))],
                    [f"%p = fusion.matmul %x, %w{b} {{transpose_rhs}} : {x}, {w} -> {x}",
                     f"%y = fusion.add %r, %p : {x}"])
+
+
+def neox_parallel(h):
+    """GPT-NeoX's parallel residual, `mlp_output + attn_output + hidden_states`
+    (HF GPTNeoXLayer with use_parallel_residual): the attention's dense (W_a
+    [H, H], bias) and the MLP's dense_4h_to_h (W_m [H, 4H], bias) summed
+    first, then the residual; fusion-plan-kernels reassociates it so that
+    both GEMMs take a residual."""
+    x, v, wa = ty(("M", h)), ty((h,)), ty((h, h))
+    m, wm = ty(("M", 4 * h)), ty((h, 4 * h))
+    return program(f"neox_parallel_h{h}", "neox_parallel", h,
+                   [("a", "bf16", ("M", h)), ("wa", "bf16", (h, h)), ("ba", "bf16", (h,)),
+                    ("m", "bf16", ("M", 4 * h)), ("wm", "bf16", (h, 4 * h)),
+                    ("bm", "bf16", (h,)), ("x", "bf16", ("M", h))],
+                   [("y", "bf16", ("M", h))],
+                   [f"%attn = fusion.matmul %a, %wa bias(%ba : {v}) {{transpose_rhs}} : {x}, {wa} -> {x}",
+                    f"%mlp = fusion.matmul %m, %wm bias(%bm : {v}) {{transpose_rhs}} : {m}, {wm} -> {x}",
+                    f"%s = fusion.add %mlp, %attn : {x}",
+                    f"%y = fusion.add %s, %x : {x}"])
 
 
 def ln_prenorm(h):
@@ -343,7 +365,8 @@ def programs():
     for h in LAYER_H:
         out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True), qwen3_q_norm(h), bert_postnorm(h),
                 bert_postnorm(h, add_bias=True), ln_prenorm(h), rms_norm(h, stats=False),
-                layer_norm(h, stats=False), linear_residual(h), linear_residual(h, bias=True)]
+                layer_norm(h, stats=False), linear_residual(h), linear_residual(h, bias=True),
+                neox_parallel(h)]
     for h in ROW_H:
         out += [rms_norm(h), layer_norm(h), rms_norm_grad(h), layer_norm_grad(h)] + [elementwise(k, h)
                                                for k in ("add_rowbias", "add", "mul_col")]

@@ -109,6 +109,20 @@ class LinearResidual(nn.Module):
         return r + self.proj(x)
 
 
+class ParallelResidual(nn.Module):
+    """GPT-NeoX's parallel residual as HF writes it: mlp_output + attn_output
+    + hidden_states, the attention's dense and the MLP's dense_4h_to_h (both
+    with their biases) given their inputs a [M, H] and m [M, 4H]."""
+
+    def __init__(self, h, eps=None, **kw):
+        super().__init__()
+        self.attn_dense = nn.Linear(h, h, **kw)
+        self.mlp_dense = nn.Linear(4 * h, h, **kw)
+
+    def forward(self, a, m, x):
+        return self.mlp_dense(m) + self.attn_dense(a) + x
+
+
 class RowBias(nn.Module):
     def __init__(self, h, **kw):
         super().__init__()
@@ -160,6 +174,9 @@ MODULES = {
     "llama_o_proj": (LinearResidual, {"w": "proj.weight"}, ("x", "r")),
     "gpt2_c_proj": (lambda h, eps, **kw: LinearResidual(h, bias=True, **kw),
                     {"w": "proj.weight", "b": "proj.bias"}, ("x", "r")),
+    "neox_parallel": (ParallelResidual, {"wa": "attn_dense.weight", "ba": "attn_dense.bias",
+                                         "wm": "mlp_dense.weight", "bm": "mlp_dense.bias"},
+                      ("a", "m", "x")),
     "rms_norm": (lambda h, eps, **kw: nn.RMSNorm(h, eps=eps, **kw), {"g": "weight"}, ("x",)),
     "layer_norm": (lambda h, eps, **kw: nn.LayerNorm(h, eps=eps, **kw),
                    {"gamma": "weight", "beta": "bias"}, ("x",)),
@@ -300,7 +317,9 @@ def make_inputs(prog, m, gen, device="cuda", offset=0.0):
             t = normal() + offset
         elif name == "w":
             t = uniform(h ** -0.5)
-        elif name == "b":
+        elif name in ("wa", "wm"):  # [out, in]
+            t = uniform(shape[-1] ** -0.5)
+        elif name in ("b", "ba", "bm"):
             t = uniform(1.0)
         elif name in ("g", "gamma"):
             t = 1.0 + 0.5 * normal()

@@ -35,7 +35,7 @@ if PROGRAMS is None:
 LIBS = lr.Libraries(ARTIFACTS)
 
 KINDS = ("llama_prenorm", "llama_prenorm_mulweight", "bert_postnorm", "bert_postnorm_addbias",
-         "qwen3_q_norm", "llama_o_proj", "gpt2_c_proj")
+         "qwen3_q_norm", "llama_o_proj", "gpt2_c_proj", "neox_parallel")
 HS = (768, 1024, 2048, 4096)
 VARIANTS = ("fused", "unfused")
 M = 65536
