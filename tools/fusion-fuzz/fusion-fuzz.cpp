@@ -20,7 +20,7 @@
 //
 // Diagnostics are swallowed: a diagnostic is a correct answer. A crash, an
 // abort (`LLVM ERROR`, exit), a sanitizer report, a timeout (libFuzzer's
-// -timeout, 10 s in scripts/fuzz.sh) or running out of memory
+// -timeout, 30 s in scripts/fuzz.sh) or running out of memory
 // (-rss_limit_mb) is a bug, and libFuzzer saves the input that caused it.
 //
 // Mutations: Mutator.cpp edits the text where the compiler's decisions live
