@@ -18,7 +18,9 @@ function of `ops.py`, and drops the nodes that are identities in inference
   tensors with silu, relu or gelu (exact or tanh), written with `einsum` or with
   `matmul`s of heads-first transposes (torch.export's graphs).
 - Linear: `aten.linear`; `aten.addmm(b, x, w.t())` and `aten.mm(x, w.t())`
-  (nn.Linear after AOTAutograd); `addmm`/`mm` with an untransposed weight.
+  (nn.Linear after AOTAutograd); `addmm`/`mm` with an untransposed weight;
+  `aten.matmul(x, w.T)` / `aten.matmul(x, w)` of a rank-2 rhs as written
+  (`x @ self.weight.T`, Falcon's FalconLinear).
 
 A form is rewritten only where its intermediate values are used by nothing
 else (a value saved for a backward keeps the form as it is).
@@ -318,8 +320,9 @@ def _match_layer_norm(graph: fx.Graph, node: fx.Node) -> bool:
 
 
 def _transposed_weight(node) -> Optional[fx.Node]:
-    """w where `node` is w.t() of a rank-2 w (t, permute [1, 0], transpose 0 1)."""
-    if _is_call(node, aten.t.default) or (_is_call(node, aten.permute.default)
+    """w where `node` is w.t() of a rank-2 w (t, permute [1, 0], transpose 0 1,
+    numpy_T: `w.T`)."""
+    if _is_call(node, aten.t.default, aten.numpy_T.default) or (_is_call(node, aten.permute.default)
                                           and list(node.args[1]) == [1, 0]) or \
             (_is_call(node, aten.transpose.int) and sorted(node.args[1:3]) in ([0, 1], [-2, -1])):
         w = node.args[0]
@@ -341,6 +344,12 @@ def _match_linear(graph: fx.Graph, node: fx.Node) -> bool:
         b, x, rhs = node.args[:3]
     elif _is_call(node, aten.mm.default):
         b, (x, rhs) = None, node.args[:2]
+    elif _is_call(node, aten.matmul.default):
+        # `x @ w` / `x @ w.T` as written (Falcon's FalconLinear): tokens of any
+        # leading dimensions by a rank-2 rhs; a batched rhs is not a GEMM here.
+        b, (x, rhs) = None, node.args[:2]
+        if len(_shape(rhs) or ()) != 2 or len(_shape(x) or ()) < 2:
+            return False
     else:
         return False
     w = _transposed_weight(rhs)
@@ -474,8 +483,8 @@ def recognize(gm: fx.GraphModule) -> Dict[str, int]:
         elif _is_call(node, aten.layer_norm.default, aten.native_layer_norm.default) and \
                 _match_layer_norm(graph, node):
             found["layer_norm"] += 1
-        elif _is_call(node, aten.linear.default, aten.addmm.default, aten.mm.default) and \
-                _match_linear(graph, node):
+        elif _is_call(node, aten.linear.default, aten.addmm.default, aten.mm.default,
+                      aten.matmul.default) and _match_linear(graph, node):
             found["linear"] += 1
         elif _activation(node) is not None and _match_gdpa(graph, node):
             found["gdpa"] += 1

@@ -436,6 +436,43 @@ class FrontEndTest(unittest.TestCase):
             y = compiled(x)
         self.check_close(m, (x,), y[0] if isinstance(y, tuple) else y)
 
+    def test_matmul_as_written(self):
+        """`x @ self.weight.T + self.bias` (Falcon's FalconLinear; torch.export
+        keeps it as aten.matmul of aten.numpy_T) and `x @ self.weight` with an
+        [in, out] weight are GEMMs: one fused_matmul each, the bias as its
+        col_bias, no add left; outputs within 2x PyTorch's bf16 error."""
+
+        class AsWritten(torch.nn.Module):
+            def __init__(self, transposed):
+                super().__init__()
+                self.transposed = transposed
+                shape = (48, 64) if transposed else (64, 48)
+                self.weight = torch.nn.Parameter(torch.randn(*shape) / 8)
+                self.bias = torch.nn.Parameter(torch.randn(48))
+
+            def forward(self, x):
+                w = self.weight.T if self.transposed else self.weight
+                return x @ w + self.bias
+
+        for transposed, op in ((True, "linear"), (False, "matmul")):
+            with self.subTest(transposed=transposed):
+                torch.manual_seed(0)
+                m = AsWritten(transposed).bfloat16().eval()
+                x = torch.randn(3, 7, 64).bfloat16()
+                compiled = fc.compile(m, (x,), target="cpu")
+                parts = compiled.explain().partitions
+                self.assertEqual([[o for o, _ in p.ops] for p in parts], [[op, "add"]])
+                self.assertTrue(parts[0].compiled, parts[0].why_not)
+                planned = subprocess.run([fc.find_tools().fusion_opt, "-", "-fusion-fuse",
+                                          "-fusion-set-target=chip=sm_90a",
+                                          "-fusion-plan-kernels"], input=parts[0].mlir,
+                                         stdout=subprocess.PIPE, text=True, check=True).stdout
+                self.assertNotIn("fusion.add", planned)
+                self.assertEqual(planned.count("col_bias("), 1, planned)
+                with torch.no_grad():
+                    y = compiled(x)
+                self.check_close(m, (x,), y)
+
     def test_gpt_neox_parallel_residual(self):
         """GPT-NeoX's layer (Pythia; GPT-J's likewise) adds its two branches'
         projections and the residual as `mlp_output + attn_output +
