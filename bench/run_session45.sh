@@ -3,10 +3,12 @@
 # CTA pairs for weight gradients (branch wgrad-pairs) and for the bias +
 # residual epilogue (branch colbias-pairs), against main's kernels, and
 # session 44's pairs through the layers' user-visible calls.
-# Here, with a build of main, of wgrad-pairs and of colbias-pairs (e.g.
-# git worktree add /tmp/wg wgrad-pairs && cmake -G Ninja -S /tmp/wg -B /tmp/wg/build
-# -DCMAKE_BUILD_TYPE=Release && ninja -C /tmp/wg/build; likewise colbias-pairs):
-#   bash bench/run_session45.sh --prepare build /tmp/wg/build /tmp/cb/build
+# Kept as run (bench/results/2026-12-06_session45_h100.txt); both branches
+# are merged, so to repeat the A/B build 1a366d5 (before), 1b471f6 (weight
+# gradients as pairs) and 63a8380 (and the bias + residual epilogue), e.g.
+# git worktree add /tmp/wg 1b471f6 && cmake -G Ninja -S /tmp/wg -B /tmp/wg/build
+# -DCMAKE_BUILD_TYPE=Release && ninja -C /tmp/wg/build; then here:
+#   bash bench/run_session45.sh --prepare /tmp/base/build /tmp/wg/build /tmp/cb/build
 # which makes build/mc and build/resid (run_multicast.sh, run_residual.sh),
 # build/ts/{base,wg} (training steps and weight gradients by main's and
 # wgrad-pairs' compilers) and build/resid2 (GPT-2's c_proj by colbias-pairs').
