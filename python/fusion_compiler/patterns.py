@@ -444,6 +444,25 @@ def _match_gdpa(graph: fx.Graph, act_node: fx.Node) -> bool:
     return True
 
 
+def _functional_adds(graph: fx.Graph) -> None:
+    """`aten.add_(a, b)` (`mlp_output += attention_output`, Falcon's parallel
+    residual) as `aten.add(a, b)` where a is an intermediate that nothing
+    else reads: the in-place update is then the out-of-place sum, which the
+    partitioner and the residual folds take."""
+    for node in list(graph.nodes):
+        if not _is_call(node, aten.add_.Tensor) or node.kwargs:
+            continue
+        a = node.args[0]
+        if not isinstance(a, fx.Node) or a.op != "call_function" or len(a.users) != 1 or \
+                _shape(a) != _shape(node):
+            continue
+        with graph.inserting_before(node):
+            new = graph.call_function(aten.add.Tensor, tuple(node.args))
+        new.meta.update(node.meta)
+        node.replace_all_uses_with(new)
+        graph.erase_node(node)
+
+
 def _drop_identities(graph: fx.Graph) -> None:
     for node in list(graph.nodes):
         source = None
@@ -463,6 +482,7 @@ def recognize(gm: fx.GraphModule) -> Dict[str, int]:
     graph = gm.graph
     found = {"rms_norm": 0, "layer_norm": 0, "linear": 0, "gdpa": 0}
     _drop_identities(graph)
+    _functional_adds(graph)
     for node in list(graph.nodes):
         if node.graph is not graph:
             continue

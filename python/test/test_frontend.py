@@ -436,6 +436,54 @@ class FrontEndTest(unittest.TestCase):
             y = compiled(x)
         self.check_close(m, (x,), y[0] if isinstance(y, tuple) else y)
 
+    def test_falcon_parallel_residual(self):
+        """Falcon's decoder layer (parallel attention): its FalconLinear
+        projections (`x @ self.weight.T`), `mlp_output += attention_output`
+        (an in-place aten.add_ on the MLP's output, taken as an add) and
+        `dropout_add(mlp_output, residual)`: the two output projections and
+        both adds in one partition, planned without an add; the layer's
+        output within 2x PyTorch's bf16 error of float64."""
+        try:
+            from transformers import FalconConfig
+            from transformers.models.falcon.modeling_falcon import (FalconDecoderLayer,
+                                                                    FalconRotaryEmbedding)
+        except ImportError as error:  # pragma: no cover - depends on transformers
+            self.skipTest(f"no Falcon in this transformers: {error}")
+        cfg = FalconConfig(hidden_size=64, num_attention_heads=4, new_decoder_architecture=False,
+                           parallel_attn=True, multi_query=True, bias=False, hidden_dropout=0.0,
+                           attention_dropout=0.0, alibi=False)
+        cfg._attn_implementation = "sdpa"
+
+        class Layer(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layer = FalconDecoderLayer(cfg, 0)
+                self.rotary = FalconRotaryEmbedding(cfg)
+
+            def forward(self, x):
+                positions = torch.arange(x.shape[1])[None]
+                out = self.layer(x, attention_mask=None, position_ids=positions,
+                                 position_embeddings=self.rotary(x, positions), alibi=None)
+                return out[0] if isinstance(out, tuple) else out
+
+        torch.manual_seed(0)
+        m = randomize_norms(Layer().bfloat16().eval())
+        x = torch.randn(2, 7, 64).bfloat16()
+        compiled = fc.compile(m, (x,), target="cpu")
+        parts = compiled.explain().partitions
+        ops = [[op for op, _ in p.ops] for p in parts]
+        self.assertIn(["linear", "linear", "add", "add"], ops)
+        part = parts[ops.index(["linear", "linear", "add", "add"])]
+        planned = subprocess.run([fc.find_tools().fusion_opt, "-", "-fusion-fuse",
+                                  "-fusion-set-target=chip=sm_90a", "-fusion-plan-kernels"],
+                                 input=part.mlir, stdout=subprocess.PIPE, text=True,
+                                 check=True).stdout
+        self.assertNotIn("fusion.add", planned)
+        self.assertEqual(planned.count("residual("), 2, planned)
+        with torch.no_grad():
+            y = compiled(x)
+        self.check_close(m, (x,), y[0] if isinstance(y, tuple) else y)
+
     def test_matmul_as_written(self):
         """`x @ self.weight.T + self.bias` (Falcon's FalconLinear; torch.export
         keeps it as aten.matmul of aten.numpy_T) and `x @ self.weight` with an
