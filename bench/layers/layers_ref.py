@@ -315,9 +315,7 @@ def make_inputs(prog, m, gen, device="cuda", offset=0.0):
         uniform = lambda bound: (torch.rand(shape, generator=gen, device=device) * 2 - 1) * bound
         if name == "x":
             t = normal() + offset
-        elif name == "w":
-            t = uniform(h ** -0.5)
-        elif name in ("wa", "wm"):  # [out, in]
+        elif name in ("w", "wa", "wm"):  # nn.Linear's [out, in]: bound 1/sqrt(in)
             t = uniform(shape[-1] ** -0.5)
         elif name in ("b", "ba", "bm"):
             t = uniform(1.0)

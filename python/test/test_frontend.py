@@ -84,6 +84,14 @@ def llama_config():
     return cfg
 
 
+def planned_for_sm90a(mlir):
+    """A partition's program after fusion-fuse and fusion-plan-kernels for
+    sm_90a (the folds a GPU build makes)."""
+    return subprocess.run([fc.find_tools().fusion_opt, "-", "-fusion-fuse",
+                           "-fusion-set-target=chip=sm_90a", "-fusion-plan-kernels"],
+                          input=mlir, stdout=subprocess.PIPE, text=True, check=True).stdout
+
+
 def randomize_norms(module):
     """Norm weights away from 1, so that a dropped weight shows."""
     with torch.no_grad():
@@ -260,6 +268,24 @@ class FrontEndTest(unittest.TestCase):
         # Within 2x PyTorch's own bf16 error (plus one bf16 step at the
         # outputs' scale for cases where PyTorch happens to round exactly).
         self.assertLessEqual(ours, 2 * theirs + 2 ** -7 * 4, f"ours {ours}, PyTorch {theirs}")
+
+    def check_parallel_residual(self, m, x):
+        """A parallel residual's layer (GPT-NeoX, Falcon): its two output
+        projections and both adds in one partition, compiled, planned for
+        sm_90a as two GEMMs each taking a residual and no add; the output
+        within 2x PyTorch's bf16 error of float64."""
+        compiled = fc.compile(m, (x,), target="cpu")
+        parts = compiled.explain().partitions
+        ops = [[op for op, _ in p.ops] for p in parts]
+        self.assertIn(["linear", "linear", "add", "add"], ops)
+        part = parts[ops.index(["linear", "linear", "add", "add"])]
+        self.assertTrue(part.compiled, part.why_not)
+        planned = planned_for_sm90a(part.mlir)
+        self.assertNotIn("fusion.add", planned)
+        self.assertEqual(planned.count("residual("), 2, planned)
+        with torch.no_grad():
+            y = compiled(x)
+        self.check_close(m, (x,), y[0] if isinstance(y, tuple) else y)
 
     def test_llama_prenorm(self):
         m = randomize_norms(PreNorm().bfloat16().eval())
@@ -469,20 +495,7 @@ class FrontEndTest(unittest.TestCase):
         torch.manual_seed(0)
         m = randomize_norms(Layer().bfloat16().eval())
         x = torch.randn(2, 7, 64).bfloat16()
-        compiled = fc.compile(m, (x,), target="cpu")
-        parts = compiled.explain().partitions
-        ops = [[op for op, _ in p.ops] for p in parts]
-        self.assertIn(["linear", "linear", "add", "add"], ops)
-        part = parts[ops.index(["linear", "linear", "add", "add"])]
-        planned = subprocess.run([fc.find_tools().fusion_opt, "-", "-fusion-fuse",
-                                  "-fusion-set-target=chip=sm_90a", "-fusion-plan-kernels"],
-                                 input=part.mlir, stdout=subprocess.PIPE, text=True,
-                                 check=True).stdout
-        self.assertNotIn("fusion.add", planned)
-        self.assertEqual(planned.count("residual("), 2, planned)
-        with torch.no_grad():
-            y = compiled(x)
-        self.check_close(m, (x,), y[0] if isinstance(y, tuple) else y)
+        self.check_parallel_residual(m, x)
 
     def test_matmul_as_written(self):
         """`x @ self.weight.T + self.bias` (Falcon's FalconLinear; torch.export
@@ -511,10 +524,7 @@ class FrontEndTest(unittest.TestCase):
                 parts = compiled.explain().partitions
                 self.assertEqual([[o for o, _ in p.ops] for p in parts], [[op, "add"]])
                 self.assertTrue(parts[0].compiled, parts[0].why_not)
-                planned = subprocess.run([fc.find_tools().fusion_opt, "-", "-fusion-fuse",
-                                          "-fusion-set-target=chip=sm_90a",
-                                          "-fusion-plan-kernels"], input=parts[0].mlir,
-                                         stdout=subprocess.PIPE, text=True, check=True).stdout
+                planned = planned_for_sm90a(parts[0].mlir)
                 self.assertNotIn("fusion.add", planned)
                 self.assertEqual(planned.count("col_bias("), 1, planned)
                 with torch.no_grad():
@@ -550,21 +560,7 @@ class FrontEndTest(unittest.TestCase):
         torch.manual_seed(0)
         m = randomize_norms(Layer().bfloat16().eval())
         x = torch.randn(2, 7, 64).bfloat16()
-        compiled = fc.compile(m, (x,), target="cpu")
-        parts = compiled.explain().partitions
-        ops = [[op for op, _ in p.ops] for p in parts]
-        self.assertIn(["linear", "linear", "add", "add"], ops)
-        part = parts[ops.index(["linear", "linear", "add", "add"])]
-        self.assertTrue(part.compiled, part.why_not)
-        planned = subprocess.run([fc.find_tools().fusion_opt, "-", "-fusion-fuse",
-                                  "-fusion-set-target=chip=sm_90a", "-fusion-plan-kernels"],
-                                 input=part.mlir, stdout=subprocess.PIPE, text=True,
-                                 check=True).stdout
-        self.assertNotIn("fusion.add", planned)
-        self.assertEqual(planned.count("residual("), 2, planned)
-        with torch.no_grad():
-            y = compiled(x)
-        self.check_close(m, (x,), y[0] if isinstance(y, tuple) else y)
+        self.check_parallel_residual(m, x)
 
     def test_program_independent_of_partitioner_order(self):
         """A partition's program (its library's name and cache key) follows

@@ -626,10 +626,9 @@ void reassociateParallelResiduals(ModuleOp module, bool report) {
   SmallVector<AddOp> adds;
   module.walk([&](AddOp add) { adds.push_back(add); });
   IRRewriter rewriter(module.getContext());
-  llvm::SmallPtrSet<Operation *, 8> erased;
+  // The inner add erased below comes before its user in `adds`: never
+  // visited after its erasure.
   for (AddOp add : adds) {
-    if (erased.contains(add))
-      continue;
     for (auto [x, sum] : {std::pair<Value, Value>{add.getLhs(), add.getRhs()},
                           {add.getRhs(), add.getLhs()}}) {
       auto inner = sum.getDefiningOp<AddOp>();
@@ -654,7 +653,6 @@ void reassociateParallelResiduals(ModuleOp module, bool report) {
       Value total =
           AddOp::create(rewriter, add.getLoc(), g[*outer], partial).getResult();
       rewriter.replaceOp(add, total);
-      erased.insert(inner);
       rewriter.eraseOp(inner);
       break;
     }
