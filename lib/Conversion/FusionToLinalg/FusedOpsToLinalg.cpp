@@ -162,15 +162,20 @@ struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
       t = tensor::ExpandShapeOp::create(rewriter, op.getLoc(), grouped, t,
                                         groupsReassociation, shape);
     }
+    // post_residual: added to the norm's f32 output before the one
+    // rounding.
+    Value post = op.getPostResidual();
+    Type normElem = post ? f32 : outElem;
     auto ungroup = [&](Value y) -> Value {
-      if (!group)
-        return y;
-      return tensor::CollapseShapeOp::create(rewriter, op.getLoc(), y,
-                                             groupsReassociation);
+      if (group)
+        y = tensor::CollapseShapeOp::create(rewriter, op.getLoc(), y,
+                                            groupsReassociation);
+      return post ? m.addTensors(y, post, outElem) : y;
     };
     if (op.getEpilogue() == EpilogueKind::rms_norm) {
-      RMSNormResult r = buildRMSNorm(m, t, op.getNormWeight(),
-                                     op.getEpsilon()->convertToDouble(), outElem);
+      RMSNormResult r =
+          buildRMSNorm(m, t, op.getNormWeight(),
+                       op.getEpsilon()->convertToDouble(), normElem);
       results = {ungroup(r.output)};
       if (saved)
         results.push_back(saved);
@@ -179,7 +184,7 @@ struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
     } else if (op.getEpilogue() == EpilogueKind::layer_norm) {
       LayerNormResult r =
           buildLayerNorm(m, t, op.getNormWeight(), op.getNormBias(),
-                         op.getEpsilon()->convertToDouble(), outElem);
+                         op.getEpsilon()->convertToDouble(), normElem);
       results = {ungroup(r.output)};
       if (saved)
         results.push_back(saved);

@@ -419,6 +419,27 @@ func.func @fused_row_dot_shift_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32
 
 // -----
 
+// post_residual is [M, N].
+func.func @fused_post_residual_shape(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %x: tensor<64x32xbf16>) {
+  // expected-error @below {{expected post_residual of shape [64, 16] ([M, N]), but got [64, 32]}}
+  %y = fusion.fused_matmul %a, %b post_residual(%x : tensor<64x32xbf16>)
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+// post_residual is added to a forward norm's output only.
+func.func @fused_post_residual_no_norm(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %x: tensor<64x16xbf16>) {
+  // expected-error @below {{unexpected post_residual operand with epilogue none (it is added to the output of an rms_norm or layer_norm epilogue)}}
+  %y = fusion.fused_matmul %a, %b post_residual(%x : tensor<64x16xbf16>)
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
 // The residual is [M, N].
 func.func @fused_residual_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %res: tensor<64x32xf32>) {
   // expected-error @below {{expected residual of shape [64, 16] ([M, N]), but got [64, 32]}}

@@ -265,6 +265,21 @@ func.func @fused_save_norm_input(%a: tensor<64x32xbf16>, %b: tensor<16x32xbf16>,
   return %y, %h, %mean, %rstd : tensor<64x16xbf16>, tensor<64x16xbf16>, tensor<64xf32>, tensor<64xf32>
 }
 
+// post_residual: added to the norm's output (a sandwich norm's residual
+// stream, x + rms_norm(o_proj(a))), beside a residual that enters the norm.
+// CHECK-LABEL: func.func @fused_post_residual
+// CHECK-SAME: (%[[A:.*]]: tensor<?x32xbf16>, %[[B:.*]]: tensor<16x32xbf16>, %[[W:.*]]: tensor<16xf32>, %[[R:.*]]: tensor<?x16xbf16>, %[[X:.*]]: tensor<?x16xbf16>)
+func.func @fused_post_residual(%a: tensor<?x32xbf16>, %b: tensor<16x32xbf16>, %w: tensor<16xf32>,
+    %r: tensor<?x16xbf16>, %x: tensor<?x16xbf16>) -> tensor<?x16xbf16> {
+  // CHECK: fusion.fused_matmul %[[A]], %[[B]] residual(%[[R]] : tensor<?x16xbf16>) norm_weight(%[[W]] : tensor<16xf32>) post_residual(%[[X]] : tensor<?x16xbf16>)
+  // CHECK-SAME: {epilogue = #fusion.epilogue<rms_norm>, epsilon = 9.99999997E-7 : f32, transpose_rhs}
+  %y = fusion.fused_matmul %a, %b residual(%r : tensor<?x16xbf16>) norm_weight(%w : tensor<16xf32>)
+      post_residual(%x : tensor<?x16xbf16>)
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, transpose_rhs}
+      : tensor<?x32xbf16>, tensor<16x32xbf16> -> tensor<?x16xbf16>
+  return %y : tensor<?x16xbf16>
+}
+
 // Without statistics, f32.
 // CHECK-LABEL: func.func @fused_save_norm_input_no_stats
 func.func @fused_save_norm_input_no_stats(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>)

@@ -117,7 +117,7 @@ void StagedEpilogue::run() {
     rowStatistics(blockRow, blockCol, tileCount, firstSlots, secondSlots);
     if (ops.tmaSaved)
       waitSavedInputRead();
-    normalizeTile(blockCol, tileCount);
+    normalizeTile(blockRow, blockCol, tileCount);
     storeTile(blockRow, blockCol);
     return SmallVector<Value>{add(tileCount, idx(1))};
   });
@@ -260,7 +260,8 @@ void StagedEpilogue::rowStatistics(Value blockRow, Value blockCol,
 /// paired round to the output type. Four independent rows per step give
 /// the warp, alone on its scheduler, the loads of the next rows to overlap
 /// with the arithmetic of the first.
-void StagedEpilogue::normalizeTile(Value blockCol, Value tileCount) {
+void StagedEpilogue::normalizeTile(Value blockRow, Value blockCol,
+                                   Value tileCount) {
   constexpr int64_t kPhaseBRows = 2;
   Type f32 = b.getF32Type();
   auto f32x4 = VectorType::get({4}, f32);
@@ -342,17 +343,42 @@ void StagedEpilogue::normalizeTile(Value blockCol, Value tileCount) {
       weight = load(ops.weight, shape.weightType);
     if (ops.bias)
       bias = load(ops.bias, shape.biasType);
+    // post_residual: the row's piece from global memory (rows past M read
+    // row M - 1; TMA clips their output), added after the weight and bias.
+    Value lastRow = sub(x.m, idx(1));
+    auto postPiece = [&](Value r) -> std::pair<Value, Value> {
+      Value row = arith::MinUIOp::create(b, add(blockRow, r), lastRow);
+      Value v = vector::LoadOp::create(
+          b, VectorType::get({8}, shape.postResidualType), ops.postResidual,
+          ValueRange{row, pieceCol}, /*nontemporal=*/false,
+          llvm::MaybeAlign(std::min<int64_t>(
+              shape.postResidualType.getIntOrFloatBitWidth(), 16)));
+      return split(shape.postResidualType.isF32()
+                       ? v
+                       : arith::ExtFOp::create(b, f32x8, v).getResult());
+    };
     forLoop(pieceRow0, idx(shape.tileM), idx(kPhaseBRows * pieceRowStride),
             ValueRange{}, [&](Value r, ValueRange) {
               SmallVector<Value> rows{r}, inTile{Value()};
-              SmallVector<std::pair<Value, Value>> ys;
+              SmallVector<std::pair<Value, Value>> ys, posts;
               for (int64_t j = 1; j < kPhaseBRows; ++j) {
                 Value next = add(r, idx(j * pieceRowStride));
                 inTile.push_back(ult(next, idx(shape.tileM)));
                 rows.push_back(arith::SelectOp::create(b, inTile[j], next, r));
               }
-              for (Value row : rows)
+              // The global loads first: their latency under the rows'
+              // shared-memory loads and arithmetic.
+              if (ops.postResidual)
+                for (Value row : rows)
+                  posts.push_back(postPiece(row));
+              for (auto [i, row] : llvm::enumerate(rows)) {
                 ys.push_back(normalized(row));
+                if (ops.postResidual)
+                  ys.back() = {
+                      arith::AddFOp::create(b, ys.back().first, posts[i].first),
+                      arith::AddFOp::create(b, ys.back().second,
+                                            posts[i].second)};
+              }
               write(r, ys[0]);
               for (int64_t j = 1; j < kPhaseBRows; ++j)
                 ifThen(inTile[j], [&] { write(rows[j], ys[j]); });

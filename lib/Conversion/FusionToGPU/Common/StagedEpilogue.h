@@ -42,6 +42,8 @@ struct StagedEpilogueShape {
        biasGrad = false;
   Type normInputType;
   int64_t gradRowsOffset = 0;
+  /// Forward norms: post_residual's element type (null when absent).
+  Type postResidualType;
 };
 
 struct StagedEpilogueOperands {
@@ -52,6 +54,8 @@ struct StagedEpilogueOperands {
   /// parameter gradients' partial rows ([params][units][N] f32, units =
   /// gridDim.x / clusterN).
   Value normInput, residual, paramPartials;
+  /// Forward norms: [M, N], added to the normalized output (post_residual).
+  Value postResidual;
   /// tileFull (the consumers staged the tile), tileEmpty (its store read
   /// the buffers), residualFull (stagedResidual: the residual landed).
   Value tileFull, tileEmpty, residualFull;
@@ -85,7 +89,7 @@ private:
   /// Phase A's merge of a cluster's slots for row r: mean, variance.
   SmallVector<Value> clusterStats(Value r, Value firstSlots, Value secondSlots);
   /// Phase B: the tile normalized in place.
-  void normalizeTile(Value blockCol, Value tileCount);
+  void normalizeTile(Value blockRow, Value blockCol, Value tileCount);
   /// save_norm_input: the staged tile (the norm's input) stored as it is,
   /// and, before phase B overwrites it, the wait for that store's reads.
   void storeSavedInput(Value blockRow, Value blockCol);

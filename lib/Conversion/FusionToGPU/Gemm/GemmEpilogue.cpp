@@ -479,6 +479,9 @@ Value TileEpilogue::finalPair(int64_t h, int64_t j, Value w, Value nb) {
     x = arith::MulFOp::create(b, x, w);
   if (nb)
     x = arith::AddFOp::create(b, x, nb);
+  if (Value post = e.arg(GemmArg::PostResidual))
+    x = arith::AddFOp::create(
+        b, x, loadCol(post, rowClamped[h], j, s.postResidualType));
   return s.outType.isF32() ? x : arith::TruncFOp::create(b, outPair, x);
 }
 

@@ -363,6 +363,7 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   };
   optional(GemmArg::SavedNormInput, op.getSavedNormInput());
   optional(GemmArg::Residual, op.getResidual());
+  optional(GemmArg::PostResidual, op.getPostResidual());
   optional(GemmArg::RowScale, op.getRowScale());
   optional(GemmArg::ColBias, op.getColBias());
   optional(GemmArg::ColSum, op.getColSum());

@@ -302,6 +302,7 @@ void GemmKernelEmitter::runStagedEpilogue() {
   shape.residualType = s.residualType;
   shape.weightType = s.normWeightType;
   shape.biasType = s.normBiasType;
+  shape.postResidualType = s.postResidualType;
   shape.storeStagingOffset = s.storeStagingOffset();
   shape.storeChunkBytes = s.storeChunkBytes();
   shape.storeBuffers = s.storeBuffers();
@@ -315,6 +316,7 @@ void GemmKernelEmitter::runStagedEpilogue() {
   ops.statRstd = arg(GemmArg::StatRstd);
   ops.partials = arg(GemmArg::Partials);
   ops.counters = arg(GemmArg::Counters);
+  ops.postResidual = arg(GemmArg::PostResidual);
   if (s.gradEpilogue()) {
     ops.normInput = arg(GemmArg::NormInput);
     ops.residual = arg(GemmArg::Residual);

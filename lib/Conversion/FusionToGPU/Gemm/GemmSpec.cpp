@@ -76,6 +76,16 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
     why = "tile_k must be 64 (one 128-byte swizzle span)";
     return failure();
   }
+  // (The sm_90a norm outputs: finalPair in the consumers, phase B in the
+  // epilogue warps.)
+  if (s.postResidualType && (target.mma == MmaKind::Tcgen05 || s.decodeSwap)) {
+    why = "post_residual is added by the sm_90a kernel's norm epilogues, not "
+          "by " +
+          (s.decodeSwap ? std::string("the decode body")
+                        : "the " + target.chip.str() + " kernel") +
+          " (fusion-plan-kernels folds the add only where it is)";
+    return failure();
+  }
   if (target.mma == MmaKind::Tcgen05) {
     if (failed(checkHandledTcgen05(s, target, why)))
       return failure();
@@ -331,6 +341,7 @@ mlir::fusion::getGemmKernelSpec(FusedMatmulOp op, const TargetInfo &target,
     return v ? cast<RankedTensorType>(v.getType()).getElementType() : Type();
   };
   s.residualType = elemOf(op.getResidual());
+  s.postResidualType = elemOf(op.getPostResidual());
   s.rowScaleType = elemOf(op.getRowScale());
   s.colBiasType = elemOf(op.getColBias());
   s.colSumType = elemOf(op.getColSum());
@@ -437,6 +448,7 @@ GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   take(GemmArg::Output, true);
   take(GemmArg::SavedNormInput, s.saveNormInput);
   take(GemmArg::Residual, bool(s.residualType));
+  take(GemmArg::PostResidual, bool(s.postResidualType));
   take(GemmArg::RowScale, bool(s.rowScaleType));
   take(GemmArg::ColBias, bool(s.colBiasType));
   take(GemmArg::ColSum, bool(s.colSumType));
@@ -501,6 +513,9 @@ SmallVector<Type> GemmKernelAbi::types(MLIRContext *ctx) const {
       break;
     case GemmArg::Residual:
       types.push_back(dyn2(s.residualType));
+      break;
+    case GemmArg::PostResidual:
+      types.push_back(dyn2(s.postResidualType));
       break;
     case GemmArg::RowScale:
       types.push_back(dyn1(s.rowScaleType));

@@ -84,6 +84,8 @@ struct GemmKernelSpec {
   /// Optional operands, in kernel-argument order (null when absent).
   Type residualType, rowScaleType, colBiasType, colSumType, normWeightType,
       normBiasType, normInputType, rowDotType, rowDotShiftType, rowDotSumType;
+  /// Forward norms: post_residual's, added to the norm's output.
+  Type postResidualType;
   /// Number of f32 statistics: written by a forward norm (1 for rms_norm, 2
   /// for layer_norm), read by a grad epilogue (rstd, and the mean of a
   /// layer_norm_grad whose norm_input is not normalized).
@@ -210,33 +212,38 @@ Type getTensorMapTypeRowDotVector(MLIRContext *ctx, const GemmKernelSpec &spec);
 
 /// The kernel's arguments.
 enum class GemmArg {
-  TmaA,       ///< A's tensor map (!llvm.ptr)
-  TmaB,       ///< B's tensor map (!llvm.ptr)
-  M, N, K,    ///< index
-  Output,     ///< memref<?x?xout>
+  TmaA, ///< A's tensor map (!llvm.ptr)
+  TmaB, ///< B's tensor map (!llvm.ptr)
+  M,
+  N,
+  K,              ///< index
+  Output,         ///< memref<?x?xout>
   SavedNormInput, ///< save_norm_input: memref<?x?xout>, acc + residual
-  Residual,   ///< memref<?x?xT>
-  RowScale,   ///< memref<?xT>
-  ColBias,    ///< memref<?xT>
-  ColSum,     ///< LayerNorm prologue: memref<?xf32>, colsum(B)
-  NormWeight, ///< memref<?xT>
-  NormBias,   ///< memref<?xT>
-  NormInput,  ///< grad epilogues: memref<?x?xT>, the forward's x or x_hat
-  StatMean,   ///< memref<?xf32> (layer_norm statistics; a grad's input)
-  StatRstd,   ///< memref<?xf32>
-  Partials,   ///< global rows: memref<?xf32>, 2 per row and column tile;
-              ///< stream-K: a tile_m x tile_n slot per CTA
-  Counters,   ///< global rows: memref<?xi32>, one per row block, zeroed;
-              ///< stream-K: one per CTA, zeroed
-  ParamPartials, ///< grad epilogues: memref<?xf32>, [paramGrads][units][N]
-                 ///< (units: row blocks x 8, or gridDim.x / cluster_n with
-                 ///< epilogue warps)
-  TmaOutput,  ///< 16-bit outputs: the output's tensor map (!llvm.ptr)
-  TmaResidual, ///< stagedResidual: the residual's tensor map (!llvm.ptr)
+  Residual,       ///< memref<?x?xT>
+  PostResidual,   ///< forward norms: memref<?x?xT>, added after the norm
+  RowScale,       ///< memref<?xT>
+  ColBias,        ///< memref<?xT>
+  ColSum,         ///< LayerNorm prologue: memref<?xf32>, colsum(B)
+  NormWeight,     ///< memref<?xT>
+  NormBias,       ///< memref<?xT>
+  NormInput,      ///< grad epilogues: memref<?x?xT>, the forward's x or x_hat
+  StatMean,       ///< memref<?xf32> (layer_norm statistics; a grad's input)
+  StatRstd,       ///< memref<?xf32>
+  Partials,       ///< global rows: memref<?xf32>, 2 per row and column tile;
+                  ///< stream-K: a tile_m x tile_n slot per CTA
+  Counters,       ///< global rows: memref<?xi32>, one per row block, zeroed;
+                  ///< stream-K: one per CTA, zeroed
+  ParamPartials,  ///< grad epilogues: memref<?xf32>, [paramGrads][units][N]
+                  ///< (units: row blocks x 8, or gridDim.x / cluster_n with
+                  ///< epilogue warps)
+  TmaOutput,      ///< 16-bit outputs: the output's tensor map (!llvm.ptr)
+  TmaResidual,    ///< stagedResidual: the residual's tensor map (!llvm.ptr)
   TmaSavedNormInput, ///< save_norm_input, 16-bit: its tensor map (!llvm.ptr)
-  TmaRowDot,  ///< rowDot: the row_dot operand's tensor map, A's box (!llvm.ptr)
-  TmaNormInput, ///< rowDot: norm_input's tensor map, [tile_m, 64] boxes (!llvm.ptr)
-  TmaRowDotShift, ///< rowDot: row_dot_shift's [K] tensor map, box 64 (!llvm.ptr)
+  TmaRowDot, ///< rowDot: the row_dot operand's tensor map, A's box (!llvm.ptr)
+  TmaNormInput,   ///< rowDot: norm_input's tensor map, [tile_m, 64] boxes
+                  ///< (!llvm.ptr)
+  TmaRowDotShift, ///< rowDot: row_dot_shift's [K] tensor map, box 64
+                  ///< (!llvm.ptr)
   TmaRowDotSum    ///< rowDot, LayerNorm: row_dot_sum's (!llvm.ptr)
 };
 

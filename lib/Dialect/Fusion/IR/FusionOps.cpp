@@ -759,6 +759,11 @@ LogicalResult FusedMatmulOp::verify() {
     return emitOpError() << "expected saved_norm_input of the output's type "
                          << getOutput().getType() << ", but got "
                          << saved.getType();
+  if (getPostResidual() && !fwdNorm)
+    return emitOpError() << "unexpected post_residual operand with epilogue "
+                         << epiName
+                         << " (it is added to the output of an rms_norm or "
+                            "layer_norm epilogue)";
   if (getNormalizedInput() && !grad)
     return emitOpError() << "unexpected normalized_input with epilogue "
                          << epiName;
@@ -868,6 +873,7 @@ LogicalResult FusedMatmulOp::verify() {
 
   // Operand shapes.
   if (failed(checkMN("residual", getResidual(), true, true)) ||
+      failed(checkMN("post_residual", getPostResidual(), true, true)) ||
       failed(checkMN("row_scale", getRowScale(), true, false)) ||
       failed(checkMN("col_bias", getColBias(), false, true)) ||
       failed(checkMN("col_sum", getColSum(), false, true)) ||

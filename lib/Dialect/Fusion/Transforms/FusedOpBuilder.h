@@ -23,6 +23,8 @@ struct FusedMatmulSpec {
   /// (rowDot [M, K]), less rowDotShift [K]; LayerNorm's sum of a as the row
   /// dot with rowDotSum [K].
   Value rowDot, rowDotShift, rowDotSum;
+  /// Forward norms: added to the norm's output (post_residual).
+  Value postResidual;
   PrologueKind prologue = PrologueKind::none;
   EpilogueKind epilogue = EpilogueKind::none;
   std::optional<double> prologueEpsilon, epsilon;

@@ -534,6 +534,10 @@ mlir::fusion::planDecodeFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
              "across the warpgroup";
     return std::nullopt;
   }
+  if (op.getPostResidual()) {
+    whyNot = "the decode body's per-head norm adds no post_residual";
+    return std::nullopt;
+  }
   if (!op.getTransposeRhs() || op.getTransposeLhs()) {
     whyNot = "the weight is not nn.Linear's [N, K] (transpose_rhs), whose "
              "64-row slices are the decode body's MMA operand A";

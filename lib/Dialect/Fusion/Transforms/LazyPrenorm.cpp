@@ -138,6 +138,7 @@ void mlir::fusion::applyLazyPrenorm(ModuleOp module, bool layerNorm,
       if (auto epi = dyn_cast<FusedMatmulOp>(mm.op)) {
         ++withEpilogue;
         spec.residual = epi.getResidual();
+        spec.postResidual = epi.getPostResidual();
         spec.normWeight = epi.getNormWeight();
         spec.normBias = epi.getNormBias();
         spec.epilogue = epi.getEpilogue();

@@ -613,6 +613,25 @@ bool takesGemmResidual(Value r, Value x, Operation *add, DominanceInfo &dom) {
          dom.properlyDominates(x, fused);
 }
 
+/// Whether `r`, the output of a forward norm epilogue, would take `x` as its
+/// post_residual at `add` (foldGemmResiduals): used by the add alone, x of
+/// r's type, a 16-bit sum, no post_residual yet, x defined before the GEMM,
+/// a target whose kernel adds one (sm_90a: the consumers' and the epilogue
+/// warps' norm outputs).
+bool takesPostResidual(Value r, Value x, DominanceInfo &dom) {
+  auto fused = r.getDefiningOp<FusedMatmulOp>();
+  if (!fused || fused.getOutput() != r || !r.hasOneUse() ||
+      x.getType() != r.getType() ||
+      cast<ShapedType>(r.getType()).getElementTypeBitWidth() != 16 ||
+      fused.getPostResidual() ||
+      (fused.getEpilogue() != EpilogueKind::rms_norm &&
+       fused.getEpilogue() != EpilogueKind::layer_norm))
+    return false;
+  std::optional<TargetInfo> target = lookupTargetInfo(fused);
+  return target && target->mma == MmaKind::Wgmma &&
+         dom.properlyDominates(x, fused);
+}
+
 /// A parallel residual, `x + (g1 + g2)` with g1 and g2 two GEMMs' results
 /// (GPT-NeoX's and GPT-J's `mlp_output + attn_output + residual`, whose
 /// left-to-right sum adds the two projections first), becomes
@@ -666,9 +685,11 @@ void reassociateParallelResiduals(ModuleOp module, bool report) {
 /// o_proj and down_proj, `h = x + linear(a)`): one kernel and one pass over
 /// the output instead of a GEMM and an add kernel (takesGemmResidual: which
 /// GEMMs). A norm epilogue's output plus x is not a residual (the residual
-/// enters the norm): that add stays; so does every add without a target,
-/// and an add in another block than a plain matmul (the GEMM would move
-/// into a loop).
+/// enters the norm): on sm_90a it becomes the GEMM's post_residual, added
+/// after the norm (the sandwich norm of Gemma 2 / 3 and OLMo 2, `x +
+/// norm(o_proj(a))`: takesPostResidual), elsewhere that add stays; so does
+/// every add without a target, and an add in another block than a plain
+/// matmul (the GEMM would move into a loop).
 void foldGemmResiduals(ModuleOp module, bool report) {
   reassociateParallelResiduals(module, report);
   DominanceInfo dom(module);
@@ -678,6 +699,14 @@ void foldGemmResiduals(ModuleOp module, bool report) {
   for (AddOp add : adds) {
     for (auto [x, r] : {std::pair<Value, Value>{add.getLhs(), add.getRhs()},
                         {add.getRhs(), add.getLhs()}}) {
+      if (takesPostResidual(r, x, dom)) {
+        if (report)
+          add.emitRemark() << "residual add after the norm folded into the "
+                              "GEMM's norm epilogue (post_residual)";
+        r.getDefiningOp<FusedMatmulOp>().getPostResidualMutable().assign(x);
+        rewriter.replaceOp(add, r);
+        break;
+      }
       if (!takesGemmResidual(r, x, add, dom))
         continue;
       if (report)

@@ -2,7 +2,7 @@
 // RUN: fusion-opt %s -split-input-file "-fusion-plan-kernels=report=true small-m=false" -verify-diagnostics -o /dev/null
 // gemm-residuals=false (fusion-compile --no-fuse) keeps every add:
 // RUN: fusion-opt %s -split-input-file "-fusion-plan-kernels=gemm-residuals=false" | FileCheck %s --check-prefix=KEPT
-// KEPT-COUNT-15: fusion.add
+// KEPT-COUNT-19: fusion.add
 // KEPT-NOT: residual(
 
 // fusion-plan-kernels folds a fusion.add of a GEMM's result (its only use)
@@ -11,8 +11,7 @@
 // o_proj / down_proj plus the residual stream is one kernel. A matmul's
 // bias rides along as col_bias; a fused_matmul with an element-wise
 // epilogue (a Lazy Pre-Norm GEMM) takes the residual as it is. Not folded:
-// the result has another use, the add broadcasts, a norm epilogue's output
-// (the residual enters the norm), a weight gradient, an add inside a loop
+// the result has another use, the add broadcasts, a weight gradient, an add inside a loop
 // the matmul is outside of (the GEMM would run every iteration), f32 outputs.
 
 // Llama's attention output: h = x + o_proj(a), nn.Linear's weight, any
@@ -118,6 +117,56 @@ func.func @parallel_after_norm(%a: tensor<256x512xbf16>, %w: tensor<512x256xbf16
 
 // -----
 
+// A norm epilogue's output plus x: the sandwich norm's residual stream
+// (Gemma 2 / 3, OLMo 2: h = x + rms_norm(o_proj(a))) becomes the GEMM's
+// post_residual, added after the norm, the stream on either side of the
+// add; a LayerNorm with a linear bias too.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+// CHECK-LABEL: func.func @after_norm
+// CHECK-SAME: (%[[A:[^:]*]]: tensor<?x2048xbf16>, %[[W:[^:]*]]: tensor<2304x2048xbf16>, %[[G:[^:]*]]: tensor<2304xf32>, %[[X:[^:]*]]: tensor<?x2304xbf16>)
+// CHECK-NEXT: %[[H:.*]] = fusion.fused_matmul %[[A]], %[[W]] norm_weight(%[[G]] : tensor<2304xf32>) post_residual(%[[X]] : tensor<?x2304xbf16>) {epilogue = #fusion.epilogue<rms_norm>
+// CHECK-NEXT: return %[[H]]
+func.func @after_norm(%a: tensor<?x2048xbf16>, %w: tensor<2304x2048xbf16>, %g: tensor<2304xf32>, %x: tensor<?x2304xbf16>) -> tensor<?x2304xbf16> {
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %n = fusion.fused_matmul %a, %w norm_weight(%g : tensor<2304xf32>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, transpose_rhs}
+      : tensor<?x2048xbf16>, tensor<2304x2048xbf16> -> tensor<?x2304xbf16>
+  // expected-remark @below {{residual add after the norm folded into the GEMM's norm epilogue (post_residual)}}
+  %h = fusion.add %x, %n : tensor<?x2304xbf16>
+  return %h : tensor<?x2304xbf16>
+}
+// CHECK-LABEL: func.func @after_layer_norm
+// CHECK: fusion.fused_matmul {{.*}}col_bias({{.*}}post_residual(%arg5 : tensor<1000x768xbf16>) {epilogue = #fusion.epilogue<layer_norm>
+// CHECK-NOT: fusion.add
+func.func @after_layer_norm(%a: tensor<1000x512xbf16>, %w: tensor<512x768xbf16>, %b: tensor<768xbf16>, %g: tensor<768xbf16>, %beta: tensor<768xbf16>, %x: tensor<1000x768xbf16>) -> tensor<1000x768xbf16> {
+  // expected-remark @below {{GEMM kernel on sm_90a}}
+  %n = fusion.fused_matmul %a, %w col_bias(%b : tensor<768xbf16>) norm_weight(%g : tensor<768xbf16>) norm_bias(%beta : tensor<768xbf16>)
+      {epilogue = #fusion.epilogue<layer_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<1000x512xbf16>, tensor<512x768xbf16> -> tensor<1000x768xbf16>
+  // expected-remark @below {{residual add after the norm folded into the GEMM's norm epilogue (post_residual)}}
+  %h = fusion.add %n, %x : tensor<1000x768xbf16>
+  return %h : tensor<1000x768xbf16>
+}
+}
+
+// -----
+
+// On sm_100a the norm epilogues add no post_residual: the add stays.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+// CHECK-LABEL: func.func @after_norm_sm100a
+// CHECK: fusion.fused_matmul
+// CHECK-NOT: post_residual
+// CHECK: fusion.add
+func.func @after_norm_sm100a(%a: tensor<256x512xbf16>, %w: tensor<512x256xbf16>, %x: tensor<256x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-remark @below {{GEMM kernel on sm_100a}}
+  %n = fusion.fused_matmul %a, %w {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  %h = fusion.add %n, %x : tensor<256x256xbf16>
+  return %h : tensor<256x256xbf16>
+}
+}
+
+// -----
+
 // A Lazy Pre-Norm GEMM (element-wise epilogue) takes the residual in place.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @lazy
@@ -137,8 +186,8 @@ func.func @lazy(%a: tensor<?x1024xbf16>, %w: tensor<1024x1024xbf16>, %x: tensor<
 // -----
 
 // Not folded: the GEMM's result is returned too (it would be stored
-// anyway); the add broadcasts a row; a norm epilogue's output; a weight
-// gradient; an add in a loop; an f32 output.
+// anyway); the add broadcasts a row; a norm epilogue's output that is
+// returned too; a weight gradient; an add in a loop; an f32 output.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @other_use
 // CHECK: fusion.fused_matmul
@@ -160,16 +209,16 @@ func.func @broadcast(%a: tensor<256x512xbf16>, %w: tensor<512x256xbf16>, %b: ten
   %h = fusion.add %p, %b : tensor<256x256xbf16>, tensor<256xbf16>
   return %h : tensor<256x256xbf16>
 }
-// CHECK-LABEL: func.func @after_norm
+// CHECK-LABEL: func.func @after_norm_other_use
 // CHECK: fusion.fused_matmul
 // CHECK-NOT: residual
 // CHECK: fusion.add
-func.func @after_norm(%a: tensor<256x512xbf16>, %w: tensor<512x256xbf16>, %x: tensor<256x256xbf16>) -> tensor<256x256xbf16> {
+func.func @after_norm_other_use(%a: tensor<256x512xbf16>, %w: tensor<512x256xbf16>, %x: tensor<256x256xbf16>) -> (tensor<256x256xbf16>, tensor<256x256xbf16>) {
   // expected-remark @below {{GEMM kernel on sm_90a}}
   %p = fusion.fused_matmul %a, %w {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
       : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
   %h = fusion.add %p, %x : tensor<256x256xbf16>
-  return %h : tensor<256x256xbf16>
+  return %h, %p : tensor<256x256xbf16>, tensor<256x256xbf16>
 }
 // CHECK-LABEL: func.func @weight_grad
 // CHECK: fusion.fused_matmul

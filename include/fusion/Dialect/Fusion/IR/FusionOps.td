@@ -511,7 +511,15 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     | `layer_norm_grad` | layer_norm_grad(acc, norm_input, mean, rstd, norm_weight) + residual | dweight with `norm_weight`, then dbias with `with_bias_grad` |
 
     The forward norms follow `fusion.rms_norm` / `fusion.layer_norm` exactly
-    (post-norm: the residual enters the norm). In the grad epilogues `acc` is
+    (post-norm: the residual enters the norm). With `post_residual` (forward
+    norm epilogues only, [M, N] like the output) the norm's output, after its
+    weight and bias, gets one more addend before the one rounding:
+
+        output = norm(acc + residual) + post_residual
+
+    the residual stream of a sandwich norm, `x + norm(o_proj(a))` in Gemma 2
+    and 3 and OLMo 2, where the norm follows the projection and the stream
+    adds its output. In the grad epilogues `acc` is
     the incoming gradient `dh` (the dgrad GEMM `dy @ W^T`), `norm_input` and
     the statistics come from the forward, and `residual` is the gradient
     arriving along the skip connection, added to the result.
@@ -571,6 +579,15 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     | `output`          | always |
     | `saved_norm_input` | `save_norm_input` |
     | `extras`          | as the epilogue table above says |
+
+    Example (OLMo 2's post-attention norm and its residual stream,
+    h = x + rms_norm(o_proj(a))):
+    ```mlir
+    %h = fusion.fused_matmul %a, %wo norm_weight(%g : tensor<4096xbf16>)
+        post_residual(%x : tensor<?x4096xbf16>)
+        {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, transpose_rhs}
+        : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
+    ```
 
     Example (GEMM + RMSNorm epilogue with saved rstd):
     ```mlir
@@ -634,6 +651,7 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     Optional<Fusion_FloatTensor>:$row_dot,
     Optional<Fusion_FloatTensor>:$row_dot_shift,
     Optional<Fusion_FloatTensor>:$row_dot_sum,
+    Optional<Fusion_FloatTensor>:$post_residual,
     DefaultValuedAttr<Fusion_PrologueKindAttr, "PrologueKind::none">:$prologue,
     DefaultValuedAttr<Fusion_EpilogueKindAttr, "EpilogueKind::none">:$epilogue,
     OptionalAttr<F32Attr>:$prologue_epsilon,
@@ -662,6 +680,7 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     (`row_dot` `(` $row_dot^ `:` type($row_dot) `)`)?
     (`row_dot_shift` `(` $row_dot_shift^ `:` type($row_dot_shift) `)`)?
     (`row_dot_sum` `(` $row_dot_sum^ `:` type($row_dot_sum) `)`)?
+    (`post_residual` `(` $post_residual^ `:` type($post_residual) `)`)?
     attr-dict `:` type($lhs) `,` type($rhs)
     `->` type($output)
     (`saved_norm_input` `(` type($saved_norm_input)^ `)`)?
