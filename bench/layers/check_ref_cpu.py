@@ -33,6 +33,8 @@ KINDS = {
     "ln_prenorm": gen_layers.ln_prenorm,
     "llama_o_proj": gen_layers.linear_residual,
     "gpt2_c_proj": lambda h: gen_layers.linear_residual(h, bias=True),
+    "neox_parallel": gen_layers.neox_parallel,
+    "olmo2_post": gen_layers.olmo2_post,
     "rms_norm": gen_layers.rms_norm,
     "layer_norm": gen_layers.layer_norm,
     "add_rowbias": lambda h: gen_layers.elementwise("add_rowbias", h),

@@ -26,6 +26,10 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
   neox_parallel_h{H}          y = Linear(m, Wm, bm) + Linear(a, Wa, ba) + x: GPT-NeoX's (Pythia's)
                               parallel residual as HF writes it (the projections summed first),
                               Wa [H, H], Wm [H, 4H] ([out, in]), m [M, 4H] the MLP's activations
+  olmo2_post_h{H}             y = r + RMSNorm(Linear(x), g): OLMo 2's (and Gemma 2 / 3's) sandwich
+                              norm after o_proj, the norm's output added to the residual stream
+                              (W [H, H], [out, in], no bias; eps 1e-6); also at H = 256 (a row
+                              one CTA's consumers finish)
   ln_prenorm_h{H}             y = Linear(LayerNorm(x) with gamma, beta) with W [H, H] ([out, in])
                               and bias b: nn.LayerNorm then nn.Linear
   rms_norm_h{H}               y, rstd = RMSNorm(x) with weight
@@ -190,6 +194,23 @@ def neox_parallel(h):
                     f"%mlp = fusion.matmul %m, %wm bias(%bm : {v}) {{transpose_rhs}} : {m}, {wm} -> {x}",
                     f"%s = fusion.add %mlp, %attn : {x}",
                     f"%y = fusion.add %s, %x : {x}"])
+
+
+def olmo2_post(h):
+    """OLMo 2's attention output, h = r + post_attention_layernorm(o_proj(x))
+    (Olmo2RMSNorm: the norm in f32, times its weight, rounded once; Gemma 2
+    and 3 write the same with their own weight form): the norm after the
+    projection, its output added to the residual stream. fusion-fuse forms
+    the norm epilogue and fusion-plan-kernels folds the add (post_residual)."""
+    x, g, w = ty(("M", h)), ty((h,)), ty((h, h))
+    return program(f"olmo2_post_h{h}", "olmo2_post", h,
+                   [("x", "bf16", ("M", h)), ("w", "bf16", (h, h)), ("g", "bf16", (h,)),
+                    ("r", "bf16", ("M", h))],
+                   [("y", "bf16", ("M", h))],
+                   [f"%p = fusion.matmul %x, %w {{transpose_rhs}} : {x}, {w} -> {x}",
+                    f"%n = fusion.rms_norm %p weight(%g : {g}) {{epsilon = {RMS_EPS:e} : f32}}"
+                    f" : {x} -> {x}",
+                    f"%y = fusion.add %r, %n : {x}"], eps=RMS_EPS)
 
 
 def ln_prenorm(h):
@@ -366,7 +387,8 @@ def programs():
         out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True), qwen3_q_norm(h), bert_postnorm(h),
                 bert_postnorm(h, add_bias=True), ln_prenorm(h), rms_norm(h, stats=False),
                 layer_norm(h, stats=False), linear_residual(h), linear_residual(h, bias=True),
-                neox_parallel(h)]
+                neox_parallel(h), olmo2_post(h)]
+    out += [olmo2_post(256)]
     for h in ROW_H:
         out += [rms_norm(h), layer_norm(h), rms_norm_grad(h), layer_norm_grad(h)] + [elementwise(k, h)
                                                for k in ("add_rowbias", "add", "mul_col")]

@@ -123,6 +123,20 @@ class ParallelResidual(nn.Module):
         return self.mlp_dense(m) + self.attn_dense(a) + x
 
 
+class SandwichPostNorm(nn.Module):
+    """OLMo 2's attention output: r + RMSNorm(o_proj(x)), the norm after
+    the projection (Olmo2RMSNorm's arithmetic: f32, times the weight, rounded
+    once, as nn.RMSNorm), its output added to the residual stream."""
+
+    def __init__(self, h, eps, **kw):
+        super().__init__()
+        self.proj = nn.Linear(h, h, bias=False, **kw)
+        self.norm = nn.RMSNorm(h, eps=eps, **kw)
+
+    def forward(self, x, r):
+        return r + self.norm(self.proj(x))
+
+
 class RowBias(nn.Module):
     def __init__(self, h, **kw):
         super().__init__()
@@ -177,6 +191,7 @@ MODULES = {
     "neox_parallel": (ParallelResidual, {"wa": "attn_dense.weight", "ba": "attn_dense.bias",
                                          "wm": "mlp_dense.weight", "bm": "mlp_dense.bias"},
                       ("a", "m", "x")),
+    "olmo2_post": (SandwichPostNorm, {"w": "proj.weight", "g": "norm.weight"}, ("x", "r")),
     "rms_norm": (lambda h, eps, **kw: nn.RMSNorm(h, eps=eps, **kw), {"g": "weight"}, ("x",)),
     "layer_norm": (lambda h, eps, **kw: nn.LayerNorm(h, eps=eps, **kw),
                    {"gamma": "weight", "beta": "bias"}, ("x",)),

@@ -35,7 +35,7 @@ if PROGRAMS is None:
 LIBS = lr.Libraries(ARTIFACTS)
 
 KINDS = ("llama_prenorm", "llama_prenorm_mulweight", "bert_postnorm", "bert_postnorm_addbias",
-         "qwen3_q_norm", "llama_o_proj", "gpt2_c_proj", "neox_parallel")
+         "qwen3_q_norm", "llama_o_proj", "gpt2_c_proj", "neox_parallel", "olmo2_post")
 HS = (768, 1024, 2048, 4096)
 VARIANTS = ("fused", "unfused")
 M = 65536
@@ -74,9 +74,19 @@ def run_and_check(name, variant, m, seed=1):
 
 
 @pytest.mark.parametrize("name,variant", [(f"{k}_h{h}", v) for k in KINDS for h in HS
-                                          for v in VARIANTS])
+                                          for v in VARIANTS] + [("olmo2_post_h256", "fused")])
 def test_layer(name, variant):
     run_and_check(name, variant, M)
+
+
+# The sandwich norm's residual stream (post_residual) at odd token counts:
+# rows past M in the last row block (they read row M - 1's residual), in
+# the consumers' form (256), a cluster (768) and rows through global memory
+# (2048).
+@pytest.mark.parametrize("name,m", [(f"olmo2_post_h{h}", m) for h in (256, 768, 2048)
+                                    for m in (1, 100, 4097)])
+def test_post_residual_token_counts(name, m):
+    run_and_check(name, "fused", m)
 
 
 @pytest.mark.parametrize("name,variant,m", [(n, v, m) for n in ("llama_prenorm_h1024",
