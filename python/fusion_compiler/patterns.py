@@ -477,6 +477,19 @@ def _drop_identities(graph: fx.Graph) -> None:
             _drop_dead(graph, [node])
 
 
+def _drop_checks_of_recognized(graph: fx.Graph) -> None:
+    """Erases export's metadata checks of the values the recognized ops
+    compute (the `.to(float32)` of Hugging Face's RMSNorm leaves one on the
+    norm's input, a GEMM's output): the dialect op's result has the checked
+    dtype and device by construction, and a check outside a partition would
+    make the partition store that value for it alone (a norm epilogue's
+    save_norm_input: one more [tokens, N] write per call)."""
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target in _CHECKS and node.args and \
+                _is_call(node.args[0], *ops.FRONTEND_OPS) and not node.users:
+            graph.erase_node(node)
+
+
 def recognize(gm: fx.GraphModule) -> Dict[str, int]:
     """Rewrites `gm`'s graph in place; returns how many of each form it found."""
     graph = gm.graph
@@ -512,6 +525,7 @@ def recognize(gm: fx.GraphModule) -> Dict[str, int]:
             _replace(graph, node, ops.gdpa, tuple(node.args), node)
             graph.erase_node(node)
             found["gdpa"] += 1
+    _drop_checks_of_recognized(graph)
     graph.lint()
     gm.recompile()
     return found

@@ -82,11 +82,24 @@ def _gemm_sum(x) -> bool:
                 for y in map(_through_token_views, x.args[:2])))
 
 
+def _gemm_norm(x) -> bool:
+    """Whether x is a norm, used once, of a GEMM's output (through views
+    that keep the features dimension): the sandwich norm after a projection
+    (OLMo 2's and Gemma 2 / 3's post_attention_layernorm), whose output the
+    residual stream adds next (fusion-plan-kernels folds that add into the
+    GEMM's norm epilogue as its post_residual)."""
+    x = _through_token_views(x)
+    return (isinstance(x, fx.Node) and x.op == "call_function" and x.target in _NORMS and
+            len(x.users) == 1 and isinstance(_through_token_views(x.args[0]), fx.Node) and
+            _through_token_views(x.args[0]).target in _GEMMS)
+
+
 def _absorbable(node: fx.Node, pair) -> bool:
     """Whether the fusion passes can take an add or mul into a kernel: an
     add of a GEMM's output (its bias or a residual, in the GEMM's epilogue;
     through views that keep the features dimension), of two GEMMs' sum (a
-    parallel residual, _gemm_sum) or into a norm's input
+    parallel residual, _gemm_sum), of a GEMM's norm (a sandwich norm's
+    residual stream, _gemm_norm) or into a norm's input
     (the residual sum of an epilogue norm); a mul of a norm's output by a
     vector (its weight). Any other element-wise op is better left where it
     can fuse with its PyTorch neighbours."""
@@ -95,7 +108,7 @@ def _absorbable(node: fx.Node, pair) -> bool:
         if any(isinstance(x, fx.Node) and x.target in _GEMMS
                for x in map(_through_token_views, (a, b))):
             return True
-        if any(_gemm_sum(x) for x in (a, b)):
+        if any(_gemm_sum(x) or _gemm_norm(x) for x in (a, b)):
             return True
         return any(u.target in _NORMS and u.args[0] is node for u in node.users)
     return isinstance(a, fx.Node) and a.target in _NORMS and _tensor(b) is not None and \

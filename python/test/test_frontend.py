@@ -562,6 +562,57 @@ class FrontEndTest(unittest.TestCase):
         x = torch.randn(2, 7, 64).bfloat16()
         self.check_parallel_residual(m, x)
 
+    def test_sandwich_post_norms(self):
+        """OLMo 2's and Gemma 2's decoder layers, as HF writes them, norm
+        each branch's projection before the residual stream adds it
+        (`residual + post_attention_layernorm(o_proj(...))`, likewise after
+        down_proj): each add comes into its projection's partition
+        (support._gemm_norm) and fusion-plan-kernels folds it into the
+        GEMM's norm epilogue as its post_residual, so no add kernel is
+        left, nor a store of the norm's input; the layer's output matches
+        float64."""
+        from transformers import Gemma2Config, Olmo2Config
+        from transformers.models.gemma2.modeling_gemma2 import (Gemma2DecoderLayer,
+                                                                Gemma2RotaryEmbedding)
+        from transformers.models.olmo2.modeling_olmo2 import (Olmo2DecoderLayer,
+                                                              Olmo2RotaryEmbedding)
+        for config, layer, rotary in ((Olmo2Config, Olmo2DecoderLayer, Olmo2RotaryEmbedding),
+                                      (Gemma2Config, Gemma2DecoderLayer, Gemma2RotaryEmbedding)):
+            with self.subTest(layer=layer.__name__):
+                cfg = config(hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                             num_key_value_heads=4, head_dim=16)
+                cfg._attn_implementation = "eager"  # Gemma 2's softcap: not in SDPA
+
+                class Layer(torch.nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layer, self.rotary = layer(cfg, 0), rotary(cfg)
+
+                    def forward(self, x):
+                        positions = torch.arange(x.shape[1])[None]
+                        out = self.layer(x, position_embeddings=self.rotary(x, positions),
+                                         attention_mask=None, position_ids=positions)
+                        return out[0] if isinstance(out, tuple) else out
+
+                torch.manual_seed(0)
+                m = randomize_norms(Layer().bfloat16().eval())
+                x = torch.randn(2, 7, 64).bfloat16()
+                compiled = fc.compile(m, (x,), target="cpu")
+                parts = [p for p in compiled.explain().partitions
+                         if "add" in [op for op, _ in p.ops]]
+                self.assertEqual(len(parts), 2, compiled.explain())
+                for part in parts:
+                    self.assertTrue(part.compiled, part.why_not)
+                    planned = planned_for_sm90a(part.mlir)
+                    self.assertEqual(planned.count("post_residual("), 1, planned)
+                    self.assertNotIn("fusion.add", planned)
+                    # The norm's input is not stored for export's metadata
+                    # check of it (patterns._drop_checks_of_recognized).
+                    self.assertNotIn("save_norm_input", planned)
+                with torch.no_grad():
+                    y = compiled(x)
+                self.check_close(m, (x,), y)
+
     def test_program_independent_of_partitioner_order(self):
         """A partition's program (its library's name and cache key) follows
         the model's order, not the order torch's partitioner leaves (which

@@ -706,9 +706,8 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     a weight gradient), rebuilt at the add as a `fusion.fused_matmul` with
     its bias as `col_bias`, or a `fusion.fused_matmul` with an element-wise
     epilogue (`none`, `row_scale`: a Lazy Pre-Norm GEMM) and no residual yet,
-    where the tensor is defined before it. An add after a norm epilogue
-    stays (that residual would enter the norm), as do f32 sums and an add
-    in another block than its matmul (the GEMM would move into a loop).
+    where the tensor is defined before it. f32 sums stay, as does an add in
+    another block than its matmul (the GEMM would move into a loop).
     ```mlir
     %p = fusion.matmul %a, %w {transpose_rhs}
         : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
@@ -736,6 +735,25 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     %t = fusion.fused_matmul %a, %wa residual(%x : tensor<?x1024xbf16>) ...
     %h = fusion.fused_matmul %m, %wm residual(%t : tensor<?x1024xbf16>)
         col_bias(%bm : tensor<1024xbf16>) ...
+    ```
+
+    An add of a forward norm epilogue's output (used by that add alone) and
+    a 16-bit tensor of its type is not a residual (that would enter the
+    norm): on sm_90a the tensor becomes the GEMM's `post_residual`, added
+    after the norm's weight and bias before the one rounding (a sandwich
+    norm's residual stream, `x + norm(o_proj(a))` in Gemma 2 / 3 and
+    OLMo 2); on other targets the add stays:
+    ```mlir
+    %n = fusion.fused_matmul %a, %w norm_weight(%g : tensor<4096xbf16>)
+        {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, transpose_rhs}
+        : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
+    %h = fusion.add %x, %n : tensor<?x4096xbf16>
+    ```
+    becomes
+    ```mlir
+    %h = fusion.fused_matmul %a, %w norm_weight(%g : tensor<4096xbf16>)
+        post_residual(%x : tensor<?x4096xbf16>) {epilogue = #fusion.epilogue<rms_norm>, ...}
+        : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
     ```
 
     #### Input invariants
