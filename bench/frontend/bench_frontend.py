@@ -95,6 +95,39 @@ except ImportError:
         return _Config(**kw)
 
 
+class Olmo2RMSNorm(torch.nn.Module):
+    """OLMo 2's RMSNorm as transformers writes it (the norm in float32,
+    times the weight, rounded once; modeling_olmo2.py)."""
+
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return (self.weight * hidden_states).to(input_dtype)
+
+
+class Olmo2PostAttention(torch.nn.Module):
+    """OLMo 2's attention output as its decoder layer writes it: o_proj,
+    then post_attention_layernorm, added to the residual stream
+    (`residual + self.post_attention_layernorm(self.self_attn(...))`); Gemma
+    2 / 3 write the same with their norm's (1 + w). The front end makes it
+    one GEMM whose norm epilogue adds the stream (post_residual)."""
+
+    def __init__(self, hidden):
+        super().__init__()
+        self.o_proj = torch.nn.Linear(hidden, hidden, bias=False)
+        self.post_attention_layernorm = Olmo2RMSNorm(hidden)
+
+    def forward(self, attn, residual):
+        return residual + self.post_attention_layernorm(self.o_proj(attn))
+
+
 class DecoderLayer(torch.nn.Module):
     """A LlamaDecoderLayer with its rotary embedding, as a model calls it
     (causal attention through SDPA); transformers only."""
@@ -232,6 +265,9 @@ def cases():
                     lambda h=h: BertSelfOutput(BertConfig(hidden_size=h)), h, 2))
     for h in (2048, 4096):
         out.append((f"qwen3_q_norm_h{h}", lambda h=h: QkNorm(h, h // 128), h, 1))
+    # OLMo 2 1B's and 7B's hidden sizes.
+    for h in (2048, 4096):
+        out.append((f"olmo2_post_attention_h{h}", lambda h=h: Olmo2PostAttention(h), h, 2))
     # Qwen3-1.7B's and Qwen3-8B's shapes (hidden 2048: 16 q and 8 kv heads;
     # 4096: 32 and 8; heads of 128).
     for h, heads, kv in ((2048, 16, 8), (4096, 32, 8)):
