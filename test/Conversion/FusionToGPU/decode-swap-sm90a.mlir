@@ -22,11 +22,13 @@
 // PLAN: remark: decode GEMM body on sm_90a (operands swapped) for calls of at most 32 tokens: #fusion.kernel_config<tile_m = 32, tile_n = 64, tile_k = 64, stages = 18, cluster_n = 1, consumers = 2, smem_bytes = 223232>
 // PLAN: remark: decode GEMM body on sm_90a
 // PLAN: remark: decode GEMM body on sm_90a (operands swapped) for calls of at most 32 tokens: #fusion.kernel_config<tile_m = 32, tile_n = 128, tile_k = 64, stages = 11, cluster_n = 1, consumers = 2, smem_bytes = {{[0-9]+}}>
+// PLAN: remark: no decode GEMM body: the decode body's per-head norm adds no post_residual
 // PTXAS-DAG: ptxas ok: projection_kernel0 registers=168 spills=0
 // (The main body of a GEMM with a residual spills with or without the decode
 // body: 364 bytes at 4096 x 1024 without it.)
 // PTXAS-DAG: ptxas ok: o_proj_residual_kernel0 registers=168 spills=
 // PTXAS-DAG: ptxas ok: q_proj_q_norm_kernel0 registers=168 spills=0
+// PTXAS-DAG: ptxas ok: q_norm_post_residual_kernel0 registers=168 spills=0
 // PTXAS-NOT: FAILED
 
 // The host: the decode body for M <= 32 (flag 2, its grid and shared
@@ -96,6 +98,12 @@ func.func @o_proj_residual(%x: tensor<?x4096xbf16>, %w: tensor<1024x4096xbf16>, 
 }
 func.func @q_proj_q_norm(%x: tensor<?x2048xbf16>, %w: tensor<2048x2048xbf16>, %g: tensor<128xbf16>) -> tensor<?x2048xbf16> {
   %y = fusion.fused_matmul %x, %w norm_weight(%g : tensor<128xbf16>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, norm_group_size = 128 : i64, transpose_rhs} : tensor<?x2048xbf16>, tensor<2048x2048xbf16> -> tensor<?x2048xbf16>
+  return %y : tensor<?x2048xbf16>
+}
+// A per-head norm whose output the residual stream adds (post_residual):
+// no decode body (its norm adds none); the small-M body does.
+func.func @q_norm_post_residual(%x: tensor<?x2048xbf16>, %w: tensor<2048x2048xbf16>, %g: tensor<128xbf16>, %r: tensor<?x2048xbf16>) -> tensor<?x2048xbf16> {
+  %y = fusion.fused_matmul %x, %w norm_weight(%g : tensor<128xbf16>) post_residual(%r : tensor<?x2048xbf16>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, norm_group_size = 128 : i64, transpose_rhs} : tensor<?x2048xbf16>, tensor<2048x2048xbf16> -> tensor<?x2048xbf16>
   return %y : tensor<?x2048xbf16>
 }
 }
