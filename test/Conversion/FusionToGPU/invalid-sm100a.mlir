@@ -98,14 +98,3 @@ func.func @cluster_m(%a: tensor<65536x4096xbf16>, %b: tensor<4096x4096xbf16>) ->
 }
 }
 
-// -----
-
-// A post_residual (added after the norm): the sm_90a kernel's alone
-// (fusion-plan-kernels folds the add only for sm_90a).
-module attributes {fusion.target = #fusion.target<"sm_100a">} {
-func.func @post_residual(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %x: tensor<256x256xbf16>) -> tensor<256x256xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: post_residual is added by the sm_90a kernel's norm epilogues, not by the sm_100a kernel (fusion-plan-kernels folds the add only where it is)}}
-  %c = fusion.fused_matmul %a, %b post_residual(%x : tensor<256x256xbf16>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 1, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
-  return %c : tensor<256x256xbf16>
-}
-}

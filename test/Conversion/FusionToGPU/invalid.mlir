@@ -456,3 +456,15 @@ func.func @cluster_m_narrow_tile(%a: tensor<65536x512xbf16>, %b: tensor<512x64xb
   return %c : tensor<65536x64xbf16>
 }
 }
+
+// -----
+
+// A decode body for a norm with a post_residual (the planner gives none:
+// its per-head norm adds no post_residual).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @post_residual_decode(%x: tensor<?x2048xbf16>, %w: tensor<2048x2048xbf16>, %g: tensor<128xbf16>, %r: tensor<?x2048xbf16>) -> tensor<?x2048xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: its decode configuration: post_residual is added by the norm epilogues of the main and small-M bodies, not by the decode body (fusion-plan-kernels plans no decode body for it)}}
+  %y = fusion.fused_matmul %x, %w norm_weight(%g : tensor<128xbf16>) post_residual(%r : tensor<?x2048xbf16>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912, cluster_m = 2>, fusion.kernel_decode = #fusion.kernel_config<tile_m = 32, tile_n = 128, tile_k = 64, stages = 11, cluster_n = 1, consumers = 2, smem_bytes = 227328>, fusion.kernel_small_m = #fusion.kernel_config<tile_m = 128, tile_n = 128, tile_k = 64, stages = 6, cluster_n = 1, consumers = 2, smem_bytes = 230912>, norm_group_size = 128 : i64, transpose_rhs} : tensor<?x2048xbf16>, tensor<2048x2048xbf16> -> tensor<?x2048xbf16>
+  return %y : tensor<?x2048xbf16>
+}
+}

@@ -76,14 +76,12 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
     why = "tile_k must be 64 (one 128-byte swizzle span)";
     return failure();
   }
-  // (The sm_90a norm outputs: finalPair in the consumers, phase B in the
-  // epilogue warps.)
-  if (s.postResidualType && (target.mma == MmaKind::Tcgen05 || s.decodeSwap)) {
-    why = "post_residual is added by the sm_90a kernel's norm epilogues, not "
-          "by " +
-          (s.decodeSwap ? std::string("the decode body")
-                        : "the " + target.chip.str() + " kernel") +
-          " (fusion-plan-kernels folds the add only where it is)";
+  // (The norm outputs add it: sm_90a's finalPair in the consumers and phase
+  // B in the epilogue warps, sm_100a's last pass over the tensor memory.)
+  if (s.postResidualType && s.decodeSwap) {
+    why = "post_residual is added by the norm epilogues of the main and "
+          "small-M bodies, not by the decode body (fusion-plan-kernels plans "
+          "no decode body for it)";
     return failure();
   }
   if (target.mma == MmaKind::Tcgen05) {

@@ -412,12 +412,14 @@ void TmemTileEpilogue::normChunks(Value first, Value count, Value group) {
   // last loads.
   // (With column groups the parameters [G] are read at the column inside
   // the group: tiles start at multiples of G.)
-  Value weight = e.arg(GemmArg::NormWeight), bias = e.arg(GemmArg::NormBias);
+  // post_residual: the row's 8 columns from global memory, added last.
+  Value weight = e.arg(GemmArg::NormWeight), bias = e.arg(GemmArg::NormBias),
+        post = e.arg(GemmArg::PostResidual);
   forLoop(first, end, idx(1), ValueRange{}, [&](Value c, ValueRange) {
     Value groups[kGroups];
     loadChunk(c, groups, /*accumulator=*/!pieces, eq(c, chunks - 1));
     for (int64_t g = 0; g < kGroups; ++g) {
-      Value col = groupColumn(c, g);
+      Value col = groupColumn(c, g), rowCol = col;
       if (group)
         col = rem(sub(col, blockCol), s.normGroupSize);
       Value x = groups[g];
@@ -430,6 +432,11 @@ void TmemTileEpilogue::normChunks(Value first, Value count, Value group) {
       if (bias)
         x = arith::AddFOp::create(
             b, x, e.loadColumnGroup(bias, ValueRange{col}, s.normBiasType));
+      if (post)
+        x = arith::AddFOp::create(
+            b, x,
+            e.loadColumnGroup(post, ValueRange{rowClamped, rowCol},
+                              s.postResidualType));
       groups[g] = x;
     }
     Value slot = s.saveNormInput ? add(c, end) : Value();

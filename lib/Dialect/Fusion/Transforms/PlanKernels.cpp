@@ -616,8 +616,7 @@ bool takesGemmResidual(Value r, Value x, Operation *add, DominanceInfo &dom) {
 /// Whether `r`, the output of a forward norm epilogue, would take `x` as its
 /// post_residual at `add` (foldGemmResiduals): used by the add alone, x of
 /// r's type, a 16-bit sum, no post_residual yet, x defined before the GEMM,
-/// a target whose kernel adds one (sm_90a: the consumers' and the epilogue
-/// warps' norm outputs).
+/// a target to plan for (the sm_90a and sm_100a norm outputs add it).
 bool takesPostResidual(Value r, Value x, DominanceInfo &dom) {
   auto fused = r.getDefiningOp<FusedMatmulOp>();
   if (!fused || fused.getOutput() != r || !r.hasOneUse() ||
@@ -627,9 +626,7 @@ bool takesPostResidual(Value r, Value x, DominanceInfo &dom) {
       (fused.getEpilogue() != EpilogueKind::rms_norm &&
        fused.getEpilogue() != EpilogueKind::layer_norm))
     return false;
-  std::optional<TargetInfo> target = lookupTargetInfo(fused);
-  return target && target->mma == MmaKind::Wgmma &&
-         dom.properlyDominates(x, fused);
+  return lookupTargetInfo(fused) && dom.properlyDominates(x, fused);
 }
 
 /// A parallel residual, `x + (g1 + g2)` with g1 and g2 two GEMMs' results
@@ -685,11 +682,11 @@ void reassociateParallelResiduals(ModuleOp module, bool report) {
 /// o_proj and down_proj, `h = x + linear(a)`): one kernel and one pass over
 /// the output instead of a GEMM and an add kernel (takesGemmResidual: which
 /// GEMMs). A norm epilogue's output plus x is not a residual (the residual
-/// enters the norm): on sm_90a it becomes the GEMM's post_residual, added
-/// after the norm (the sandwich norm of Gemma 2 / 3 and OLMo 2, `x +
-/// norm(o_proj(a))`: takesPostResidual), elsewhere that add stays; so does
-/// every add without a target, and an add in another block than a plain
-/// matmul (the GEMM would move into a loop).
+/// enters the norm): it becomes the GEMM's post_residual, added after the
+/// norm (the sandwich norm of Gemma 2 / 3 and OLMo 2, `x +
+/// norm(o_proj(a))`: takesPostResidual). Every add without a target stays,
+/// as does an add in another block than a plain matmul (the GEMM would move
+/// into a loop).
 void foldGemmResiduals(ModuleOp module, bool report) {
   reassociateParallelResiduals(module, report);
   DominanceInfo dom(module);

@@ -739,10 +739,9 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
 
     An add of a forward norm epilogue's output (used by that add alone) and
     a 16-bit tensor of its type is not a residual (that would enter the
-    norm): on sm_90a the tensor becomes the GEMM's `post_residual`, added
-    after the norm's weight and bias before the one rounding (a sandwich
-    norm's residual stream, `x + norm(o_proj(a))` in Gemma 2 / 3 and
-    OLMo 2); on other targets the add stays:
+    norm): the tensor becomes the GEMM's `post_residual`, added after the
+    norm's weight and bias before the one rounding (a sandwich norm's
+    residual stream, `x + norm(o_proj(a))` in Gemma 2 / 3 and OLMo 2):
     ```mlir
     %n = fusion.fused_matmul %a, %w norm_weight(%g : tensor<4096xbf16>)
         {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, transpose_rhs}
