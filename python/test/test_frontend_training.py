@@ -216,6 +216,29 @@ class FrontEndTrainingTest(unittest.TestCase):
         self.assertEqual(part.backward_ops, ["fusion.layer_norm_grad", "fusion.matmul"])
         self.assertIn("{with_bias_grad}", part.backward_mlir)
 
+    def test_sandwich_post_norm(self):
+        # OLMo 2's attention output, residual + post_attention_layernorm(
+        # o_proj(a)): the add after the norm in the partition (its forward a
+        # post_residual), its gradient passed on to the residual as is, the
+        # norm's gradient with dweight, the linear's dgrad and wgrad.
+        from transformers.models.olmo2.modeling_olmo2 import Olmo2RMSNorm
+
+        class PostNorm(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.o_proj = torch.nn.Linear(64, 64, bias=False)
+                self.norm = Olmo2RMSNorm(64, eps=1e-6)
+
+            def forward(self, a, x):
+                return x + self.norm(self.o_proj(a))
+
+        m = randomize_norms(PostNorm().bfloat16())
+        a, x = torch.randn(2, 37, 64).bfloat16(), torch.randn(2, 37, 64).bfloat16()
+        compiled = self.check_gradients(m, (a, x))
+        part = compiled.explain().partitions[0]
+        self.assertEqual([op for op, _ in part.ops], ["linear", "rms_norm", "add"])
+        self.assertIn("fusion.rms_norm_grad", part.backward_ops)
+
     def test_llama_decoder_layer(self):
         # Several partitions, a norm's output read by three linears (their
         # gradients summed by fusion.add), residuals, and attention between
