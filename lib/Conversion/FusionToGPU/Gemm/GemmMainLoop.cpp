@@ -100,9 +100,11 @@ void GemmKernelEmitter::issueNormInputLoad(Value stage, Value blockRow,
 /// Thread 0: for every K step of every tile, waits until the consumers (and
 /// the row-sum threads) have released the slot, then refills it by TMA.
 /// With a residual, each tile starts by prefetching the tile's residual rows
-/// into L2, so that the epilogue's loads hit L2 instead of waiting on DRAM.
+/// into L2, so that the epilogue's loads hit L2 instead of waiting on DRAM;
+/// likewise a post_residual's, which phase B reads a tile's MMA later.
 void GemmKernelEmitter::producer() {
   Value residual = s.stagedResidual ? Value() : arg(GemmArg::Residual);
+  Value postResidual = arg(GemmArg::PostResidual);
   // The grad epilogue warps read norm_input and its statistics from global
   // memory too; a row-dot grad epilogue its statistics (its norm_input comes
   // through the ring on sm_90a).
@@ -116,6 +118,8 @@ void GemmKernelEmitter::producer() {
                   ValueRange iters) {
     if (residual)
       prefetchResidual(residual, blockRow, blockCol);
+    if (postResidual)
+      prefetchResidual(postResidual, blockRow, blockCol, s.postResidualType);
     if (normInput)
       prefetchResidual(normInput, blockRow, blockCol, s.normInputType);
     if (prefetchStats) {
