@@ -21,7 +21,9 @@ HSTU's attention alone (einsum, SiLU, no softmax) with 200 keys of
 heads of 64 and with heads of 256 (64 keys), at two token counts each; and
 Qwen3's q_proj / k_proj with their per-head q_norm / k_norm (8 query and 2
 key heads of 128, heads first), whose training forward is the GEMM with the
-norm over column groups in its epilogue, saving its input and rstd.
+norm over column groups in its epilogue, saving its input and rstd; and OLMo
+2's attention output (o_proj, its RMSNorm, the residual stream added after
+it: the norm epilogue's post_residual).
 The CPU twin: python/test/test_frontend_training.py.
 
 The GPU machine has no MLIR: build the libraries here first (no GPU needed),
@@ -58,7 +60,8 @@ DIR_ENV = "FUSION_FRONTEND_TRAINING_DIR"
 # heads, HSTU's einsum attention, the residuals, nn.RMSNorm): bench_frontend's,
 # also its forward benchmark's modules.
 sys.path.insert(0, os.path.join(REPO, "bench", "frontend"))
-from bench_frontend import HstuAttention, LlamaRMSNorm, NormAttentionBlock  # noqa: E402
+from bench_frontend import (HstuAttention, LlamaRMSNorm, NormAttentionBlock,  # noqa: E402
+                            Olmo2PostAttention)
 
 
 class PreNorm(torch.nn.Module):
@@ -155,7 +158,11 @@ CASES = {"llama_prenorm": (lambda: PreNorm(lambda h: LlamaRMSNorm(h, eps=1e-5)),
          "gemma_prenorm": (lambda: PreNorm(GemmaRMSNorm), 1),
          "fp32_layernorm": (lambda: PreNorm(Float32LayerNorm), 1),
          "cohere_prenorm": (lambda: PreNorm(CohereLayerNorm), 1),
-         "bert_postnorm": (BertPostNorm, 2), "linear_bias": (lambda: torch.nn.Linear(H, H), 1)}
+         "bert_postnorm": (BertPostNorm, 2), "linear_bias": (lambda: torch.nn.Linear(H, H), 1),
+         # OLMo 2's attention output, residual + RMSNorm(o_proj(a)): the
+         # training forward's norm epilogue adds the stream (post_residual)
+         # and saves the norm's input.
+         "olmo2_post": (lambda: Olmo2PostAttention(H), 2)}
 
 
 # The block's (B, L_q); keys and values [B, 128, 2, 128].
@@ -250,9 +257,12 @@ def make_inputs(name, shape, device, seed=1):
                  for _ in range(CASES[name][1]))
 
 
-def prepare(directory):
+def prepare(directory, only=None):
     """Builds every case's sm_90a libraries (forward, training forward,
-    backward) into `directory`/cache, beside copies of the tools' files."""
+    backward) into `directory`/cache, beside copies of the tools' files
+    (`only`: the cases whose label matches this regex)."""
+    import re
+
     import fusion_compiler as fc
     tools = fc.find_tools()
     bindir, libdir = os.path.join(directory, "bin"), os.path.join(directory, "lib")
@@ -265,6 +275,8 @@ def prepare(directory):
     os.environ["FUSION_TOOLS_DIR"] = bindir
     os.environ["FUSION_CACHE_DIR"] = os.path.join(directory, "cache")
     def build(label, module, inputs):
+        if only and not re.search(only, label):
+            return
         report = fc.build(module, inputs, target="sm_90a", gradients=True)
         for p in report.partitions:
             if p.gradients != "kernels":
@@ -287,7 +299,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--prepare", metavar="DIR", required=True,
                         help="build the libraries into DIR (no GPU needed)")
-    prepare(parser.parse_args().prepare)
+    parser.add_argument("--only", help="the cases whose label matches this regex")
+    args = parser.parse_args()
+    prepare(args.prepare, args.only)
     sys.exit(0)
 
 import pytest  # noqa: E402
