@@ -117,7 +117,9 @@ class Olmo2PostAttention(torch.nn.Module):
     then post_attention_layernorm, added to the residual stream
     (`residual + self.post_attention_layernorm(self.self_attn(...))`); Gemma
     2 / 3 write the same with their norm's (1 + w). The front end makes it
-    one GEMM whose norm epilogue adds the stream (post_residual)."""
+    one partition: a GEMM with the norm epilogue and an add kernel, or with
+    FUSION_COMPILE_FLAGS=--post-residual one GEMM whose norm epilogue adds
+    the stream (post_residual)."""
 
     def __init__(self, hidden):
         super().__init__()

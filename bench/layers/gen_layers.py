@@ -201,7 +201,8 @@ def olmo2_post(h):
     (Olmo2RMSNorm: the norm in f32, times its weight, rounded once; Gemma 2
     and 3 write the same with their own weight form): the norm after the
     projection, its output added to the residual stream. fusion-fuse forms
-    the norm epilogue and fusion-plan-kernels folds the add (post_residual)."""
+    the norm epilogue; with fusion-compile --post-residual fusion-plan-kernels
+    folds the add into it (post_residual), else the add stays a row kernel."""
     x, g, w = ty(("M", h)), ty((h,)), ty((h, h))
     return program(f"olmo2_post_h{h}", "olmo2_post", h,
                    [("x", "bf16", ("M", h)), ("w", "bf16", (h, h)), ("g", "bf16", (h,)),

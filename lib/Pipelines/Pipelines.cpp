@@ -87,6 +87,7 @@ void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
   plan.smallMSplit = options.smallMSplit;
   plan.decodeSwap = options.decodeSwap;
   plan.gemmResiduals = options.gemmResiduals;
+  plan.postResiduals = options.postResiduals;
   plan.maxEpilogueCluster = options.maxEpilogueCluster;
   pm.addPass(createFusionPlanKernelsPass(plan));
   pm.addPass(createConvertFusionToGPUPass());

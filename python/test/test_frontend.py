@@ -84,11 +84,11 @@ def llama_config():
     return cfg
 
 
-def planned_for_sm90a(mlir):
+def planned_for_sm90a(mlir, plan="-fusion-plan-kernels"):
     """A partition's program after fusion-fuse and fusion-plan-kernels for
-    sm_90a (the folds a GPU build makes)."""
+    sm_90a (the folds a GPU build makes; `plan`: the pass with options)."""
     return subprocess.run([fc.find_tools().fusion_opt, "-", "-fusion-fuse",
-                           "-fusion-set-target=chip=sm_90a", "-fusion-plan-kernels"],
+                           "-fusion-set-target=chip=sm_90a", plan],
                           input=mlir, stdout=subprocess.PIPE, text=True, check=True).stdout
 
 
@@ -567,10 +567,11 @@ class FrontEndTest(unittest.TestCase):
         each branch's projection before the residual stream adds it
         (`residual + post_attention_layernorm(o_proj(...))`, likewise after
         down_proj): each add comes into its projection's partition
-        (support._gemm_norm) and fusion-plan-kernels folds it into the
-        GEMM's norm epilogue as its post_residual, so no add kernel is
-        left, nor a store of the norm's input; the layer's output matches
-        float64."""
+        (support._gemm_norm); with fusion-plan-kernels post-residuals
+        (fusion-compile --post-residual; opt-in) it folds into the GEMM's
+        norm epilogue as its post_residual, so no add kernel is left, and
+        by default it stays the partition's add kernel; no store of the
+        norm's input either way; the layer's output matches float64."""
         from transformers import Gemma2Config, Olmo2Config
         from transformers.models.gemma2.modeling_gemma2 import (Gemma2DecoderLayer,
                                                                 Gemma2RotaryEmbedding)
@@ -603,9 +604,14 @@ class FrontEndTest(unittest.TestCase):
                 self.assertEqual(len(parts), 2, compiled.explain())
                 for part in parts:
                     self.assertTrue(part.compiled, part.why_not)
-                    planned = planned_for_sm90a(part.mlir)
+                    planned = planned_for_sm90a(
+                        part.mlir, "-fusion-plan-kernels=post-residuals=true")
                     self.assertEqual(planned.count("post_residual("), 1, planned)
                     self.assertNotIn("fusion.add", planned)
+                    default = planned_for_sm90a(part.mlir)
+                    self.assertNotIn("post_residual(", default)
+                    self.assertEqual(default.count("fusion.add"), 1, default)
+                    self.assertNotIn("save_norm_input", default)
                     # The norm's input is not stored for export's metadata
                     # check of it (patterns._drop_checks_of_recognized).
                     self.assertNotIn("save_norm_input", planned)

@@ -160,8 +160,8 @@ CASES = {"llama_prenorm": (lambda: PreNorm(lambda h: LlamaRMSNorm(h, eps=1e-5)),
          "cohere_prenorm": (lambda: PreNorm(CohereLayerNorm), 1),
          "bert_postnorm": (BertPostNorm, 2), "linear_bias": (lambda: torch.nn.Linear(H, H), 1),
          # OLMo 2's attention output, residual + RMSNorm(o_proj(a)): the
-         # training forward's norm epilogue adds the stream (post_residual)
-         # and saves the norm's input.
+         # training forward's norm epilogue saves the norm's input (and, with
+         # FUSION_COMPILE_FLAGS=--post-residual, adds the stream).
          "olmo2_post": (lambda: Olmo2PostAttention(H), 2)}
 
 

@@ -101,6 +101,13 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
                      "residual (on by default; fusion-compile --no-fuse "
                      "turns it off)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> postResiduals{
+      *this, "post-residuals",
+      llvm::cl::desc("fusion-plan-kernels' post-residuals: a norm epilogue's "
+                     "output's add with a tensor of its type becomes the "
+                     "GEMM's post_residual (off by default: slower than the "
+                     "add kernel on an H100, session 46)"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> maxEpilogueCluster{
       *this, "max-epilogue-cluster",
       llvm::cl::desc("fusion-plan-kernels' max-epilogue-cluster: the most CTAs "

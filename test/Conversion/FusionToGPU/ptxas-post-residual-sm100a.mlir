@@ -7,9 +7,9 @@
 // as 2 x 384, 2304, Gemma 2's hidden size, as 8 x 320, 4096 as 8 x 512);
 // the epilogue warpgroup's last pass adds the residual's 8 columns from
 // global memory. Not run (no B200).
-// RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels --fusion-to-gpu=format=isa > %t.isa.mlir
+// RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels=post-residuals=true --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas -arch=sm_100a < %t.isa.mlir | FileCheck %s
-// RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels | FileCheck %s --check-prefix=FORMS
+// RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels=post-residuals=true | FileCheck %s --check-prefix=FORMS
 // FORMS-COUNT-7: post_residual(
 // FORMS-NOT: fusion.add
 // CHECK-DAG: ptxas ok: olmo2_h256_kernel0 registers={{[0-9]+}} spills=0

@@ -7,9 +7,9 @@
 // rows through global memory (2304, Gemma 2's hidden size; 4096), each
 // loading the residual's piece beside the staged row. Dynamic M: the
 // small-M body is in the same kernel. FORMS checks the planned forms.
-// RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels --fusion-to-gpu=format=isa > %t.isa.mlir
+// RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels=post-residuals=true --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s
-// RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels | FileCheck %s --check-prefix=FORMS
+// RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels=post-residuals=true | FileCheck %s --check-prefix=FORMS
 // FORMS-LABEL: func.func @olmo2_h256
 // FORMS: post_residual({{.*}}cluster_n = 1, consumers = 2
 // FORMS-LABEL: func.func @layer_norm_bias_h256

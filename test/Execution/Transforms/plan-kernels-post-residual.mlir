@@ -1,15 +1,16 @@
 // A sandwich norm's residual stream, `x + norm(linear(a))` (Gemma 2 / 3,
 // OLMo 2: the norm after the projection, its output added to the stream),
 // becomes one fused_matmul whose norm epilogue adds x as its post_residual
-// (fusion-fuse forms the norm epilogue, fusion-plan-kernels folds the add):
+// (fusion-fuse forms the norm epilogue, fusion-plan-kernels post-residuals
+// folds the add):
 // each function runs on the CPU on the same random inputs before and after
 // (the sum rounded once instead of the norm's output and then the sum:
 // within a bf16 ulp).
-// RUN: fusion-runner %s -e olmo2 --after-passes=fusion-fuse,fusion-plan-kernels --atol=3e-2 --rtol=1e-2 | FileCheck %s
-// RUN: fusion-runner %s -e layer_norm_bias --after-passes=fusion-fuse,fusion-plan-kernels --atol=3e-2 --rtol=1e-2 | FileCheck %s
-// RUN: fusion-runner %s -e wide --after-passes=fusion-fuse,fusion-plan-kernels --atol=3e-2 --rtol=1e-2 | FileCheck %s
+// RUN: fusion-runner %s -e olmo2 --after-passes='fusion-fuse,fusion-plan-kernels{post-residuals=true}' --atol=3e-2 --rtol=1e-2 | FileCheck %s
+// RUN: fusion-runner %s -e layer_norm_bias --after-passes='fusion-fuse,fusion-plan-kernels{post-residuals=true}' --atol=3e-2 --rtol=1e-2 | FileCheck %s
+// RUN: fusion-runner %s -e wide --after-passes='fusion-fuse,fusion-plan-kernels{post-residuals=true}' --atol=3e-2 --rtol=1e-2 | FileCheck %s
 // The rewrite happened, in every function:
-// RUN: fusion-opt %s -fusion-fuse -fusion-plan-kernels | FileCheck %s --check-prefix=IR
+// RUN: fusion-opt %s -fusion-fuse "-fusion-plan-kernels=post-residuals=true" | FileCheck %s --check-prefix=IR
 // And a wrong rewrite would be caught: x left out differs.
 // RUN: not fusion-runner %s -e olmo2 --compare=olmo2_without_x --atol=3e-2 --rtol=1e-2 | FileCheck %s --check-prefix=FAIL
 // CHECK: PASS

@@ -101,7 +101,8 @@ struct FusionPlanKernelsPass
     }
     if (failed(planKernels(getOperation(), lazyRowStats, splitK, report,
                            maxEpilogueCluster, rmsPrologue, streamK, smallM,
-                           smallMSplit, decodeSwap, gemmResiduals, multicast)))
+                           smallMSplit, decodeSwap, gemmResiduals, multicast,
+                           postResiduals)))
       signalPassFailure();
   }
 };

@@ -682,12 +682,12 @@ void reassociateParallelResiduals(ModuleOp module, bool report) {
 /// o_proj and down_proj, `h = x + linear(a)`): one kernel and one pass over
 /// the output instead of a GEMM and an add kernel (takesGemmResidual: which
 /// GEMMs). A norm epilogue's output plus x is not a residual (the residual
-/// enters the norm): it becomes the GEMM's post_residual, added after the
-/// norm (the sandwich norm of Gemma 2 / 3 and OLMo 2, `x +
-/// norm(o_proj(a))`: takesPostResidual). Every add without a target stays,
+/// enters the norm): with `postResiduals` (opt-in) it becomes the GEMM's
+/// post_residual, added after the norm (the sandwich norm of Gemma 2 / 3
+/// and OLMo 2, `x + norm(o_proj(a))`: takesPostResidual). Every add without a target stays,
 /// as does an add in another block than a plain matmul (the GEMM would move
 /// into a loop).
-void foldGemmResiduals(ModuleOp module, bool report) {
+void foldGemmResiduals(ModuleOp module, bool report, bool postResiduals) {
   reassociateParallelResiduals(module, report);
   DominanceInfo dom(module);
   SmallVector<AddOp> adds;
@@ -696,7 +696,7 @@ void foldGemmResiduals(ModuleOp module, bool report) {
   for (AddOp add : adds) {
     for (auto [x, r] : {std::pair<Value, Value>{add.getLhs(), add.getRhs()},
                         {add.getRhs(), add.getLhs()}}) {
-      if (takesPostResidual(r, x, dom)) {
+      if (postResiduals && takesPostResidual(r, x, dom)) {
         if (report)
           add.emitRemark() << "residual add after the norm folded into the "
                               "GEMM's norm epilogue (post_residual)";
@@ -909,7 +909,8 @@ void foldRmsPrologues(ModuleOp module, bool report) {
 LogicalResult mlir::fusion::planKernels(
     ModuleOp module, StringRef lazyRowStats, bool splitK, bool report,
     int64_t maxEpilogueCluster, bool rmsPrologue, bool streamK, bool smallM,
-    bool smallMSplit, bool decodeSwap, bool gemmResiduals, bool multicast) {
+    bool smallMSplit, bool decodeSwap, bool gemmResiduals, bool multicast,
+    bool postResiduals) {
   foldAttentionResiduals(module);
   // After the residual fold: the Kunlun block's dh + dq1 is then the
   // gdpa_grad's residual(%dh), which the prologue takes as grad_residual.
@@ -919,7 +920,7 @@ LogicalResult mlir::fusion::planKernels(
   // gets no remark from this one).
   foldNormGradResiduals(module, report);
   if (gemmResiduals)
-    foldGemmResiduals(module, report);
+    foldGemmResiduals(module, report, postResiduals);
   // Collect first: the matmuls are replaced while planning.
   SmallVector<Operation *> gemms;
   bool ok = true;

@@ -1,5 +1,8 @@
-// RUN: fusion-opt %s -split-input-file -fusion-plan-kernels | FileCheck %s
-// RUN: fusion-opt %s -split-input-file "-fusion-plan-kernels=report=true small-m=false" -verify-diagnostics -o /dev/null
+// RUN: fusion-opt %s -split-input-file "-fusion-plan-kernels=post-residuals=true" | FileCheck %s
+// RUN: fusion-opt %s -split-input-file "-fusion-plan-kernels=report=true small-m=false post-residuals=true" -verify-diagnostics -o /dev/null
+// post-residuals is opt-in: by default the add after a norm epilogue stays.
+// RUN: fusion-opt %s -split-input-file -fusion-plan-kernels | FileCheck %s --check-prefix=DEFAULT
+// DEFAULT-NOT: post_residual(
 // gemm-residuals=false (fusion-compile --no-fuse) keeps every add:
 // RUN: fusion-opt %s -split-input-file "-fusion-plan-kernels=gemm-residuals=false" | FileCheck %s --check-prefix=KEPT
 // KEPT-COUNT-19: fusion.add
@@ -119,8 +122,8 @@ func.func @parallel_after_norm(%a: tensor<256x512xbf16>, %w: tensor<512x256xbf16
 
 // A norm epilogue's output plus x: the sandwich norm's residual stream
 // (Gemma 2 / 3, OLMo 2: h = x + rms_norm(o_proj(a))) becomes the GEMM's
-// post_residual, added after the norm, the stream on either side of the
-// add; a LayerNorm with a linear bias too.
+// post_residual (with post-residuals=true), added after the norm, the
+// stream on either side of the add; a LayerNorm with a linear bias too.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK-LABEL: func.func @after_norm
 // CHECK-SAME: (%[[A:[^:]*]]: tensor<?x2048xbf16>, %[[W:[^:]*]]: tensor<2304x2048xbf16>, %[[G:[^:]*]]: tensor<2304xf32>, %[[X:[^:]*]]: tensor<?x2304xbf16>)

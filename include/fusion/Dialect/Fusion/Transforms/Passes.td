@@ -737,9 +737,9 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
         col_bias(%bm : tensor<1024xbf16>) ...
     ```
 
-    An add of a forward norm epilogue's output (used by that add alone) and
-    a 16-bit tensor of its type is not a residual (that would enter the
-    norm): the tensor becomes the GEMM's `post_residual`, added after the
+    With `post-residuals` (opt-in), an add of a forward norm epilogue's
+    output (used by that add alone) and a 16-bit tensor of its type, not a
+    residual (that would enter the norm): the tensor becomes the GEMM's `post_residual`, added after the
     norm's weight and bias before the one rounding (a sandwich norm's
     residual stream, `x + norm(o_proj(a))` in Gemma 2 / 3 and OLMo 2):
     ```mlir
@@ -842,6 +842,12 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     - `gemm-residuals` (default on): the residual fold after a projection
       (`foldGemmResiduals`, above); `fusion-compile --no-fuse` turns it off,
       so that its unfused baseline keeps the GEMM and the add kernel.
+    - `post-residuals` (default off; `fusion-compile --post-residual`): the
+      post_residual fold after a norm epilogue (above). Correct on an H100
+      (session 46) but slower than the norm epilogue and an add kernel:
+      OLMo 2's o_proj at hidden 1024, 65536 tokens, 0.516 ms against the
+      three unfused kernels' 0.427 (phase B's loads of the residual wait on
+      L2 once per two rows, and the epilogue warps then bound the kernel).
     - `decode-swap` (default off; run on an H100 in session 43: the 16-token
       GEMM at hidden 4096 33 -> 23 us, the per-head form slower; 65536
       tokens not yet measured): a
@@ -943,7 +949,11 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     Option<"gemmResiduals", "gemm-residuals", "bool", /*default=*/"true",
            "fold a fusion.add of a GEMM's result and a tensor of its type "
            "into the GEMM's residual (foldGemmResiduals; fusion-compile "
-           "--no-fuse turns it off, for the unfused baseline)">
+           "--no-fuse turns it off, for the unfused baseline)">,
+    Option<"postResiduals", "post-residuals", "bool", /*default=*/"false",
+           "fold a fusion.add of a forward norm epilogue's output and a "
+           "tensor of its type into the GEMM's post_residual (opt-in: "
+           "slower than the add kernel on an H100, session 46)">
   ];
 }
 

@@ -217,6 +217,9 @@ std::optional<KernelConfigAttr> planDecodeFusedMatmul(FusedMatmulOp op,
 /// (decode_splits; planSmallMFusedMatmul).
 /// `gemmResiduals`: a GEMM result's fusion.add with a tensor of its type
 /// becomes the GEMM's residual (foldGemmResiduals).
+/// `postResiduals`: a forward norm epilogue's output's fusion.add with a
+/// tensor of its type becomes the GEMM's post_residual (takesPostResidual;
+/// opt-in: slower than the add kernel on an H100, session 46).
 /// `multicast`: GEMMs may be planned for a pair of CTAs sharing B's tiles
 /// (cluster_m = 2; planFusedMatmul's allowMulticast).
 LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
@@ -225,7 +228,7 @@ LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
                           bool rmsPrologue = false, bool streamK = false,
                           bool smallM = false, bool smallMSplit = false,
                           bool decodeSwap = false, bool gemmResiduals = true,
-                          bool multicast = false);
+                          bool multicast = false, bool postResiduals = false);
 
 /// The cost model's choice for a Lazy Pre-Norm GEMM of `columnTiles` output
 /// tiles per row: true to sum the rows in the kernel, false for a row
