@@ -684,9 +684,9 @@ void reassociateParallelResiduals(ModuleOp module, bool report) {
 /// GEMMs). A norm epilogue's output plus x is not a residual (the residual
 /// enters the norm): with `postResiduals` (opt-in) it becomes the GEMM's
 /// post_residual, added after the norm (the sandwich norm of Gemma 2 / 3
-/// and OLMo 2, `x + norm(o_proj(a))`: takesPostResidual). Every add without a target stays,
-/// as does an add in another block than a plain matmul (the GEMM would move
-/// into a loop).
+/// and OLMo 2, `x + norm(o_proj(a))`: takesPostResidual). Every add without a
+/// target stays, as does an add in another block than a plain matmul (the GEMM
+/// would move into a loop).
 void foldGemmResiduals(ModuleOp module, bool report, bool postResiduals) {
   reassociateParallelResiduals(module, report);
   DominanceInfo dom(module);
@@ -906,11 +906,13 @@ void foldRmsPrologues(ModuleOp module, bool report) {
 }
 } // namespace
 
-LogicalResult mlir::fusion::planKernels(
-    ModuleOp module, StringRef lazyRowStats, bool splitK, bool report,
-    int64_t maxEpilogueCluster, bool rmsPrologue, bool streamK, bool smallM,
-    bool smallMSplit, bool decodeSwap, bool gemmResiduals, bool multicast,
-    bool postResiduals) {
+LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
+                                        bool splitK, bool report,
+                                        int64_t maxEpilogueCluster,
+                                        bool rmsPrologue, bool streamK,
+                                        bool smallM, bool smallMSplit,
+                                        bool decodeSwap, bool gemmResiduals,
+                                        bool multicast, bool postResiduals) {
   foldAttentionResiduals(module);
   // After the residual fold: the Kunlun block's dh + dq1 is then the
   // gdpa_grad's residual(%dh), which the prologue takes as grad_residual.
