@@ -119,18 +119,20 @@ if MISSING is None:
         """A decoder layer with its rotary embedding, as a model calls it:
         LlamaDecoderLayer by default, or another family's layer, rotary
         embedding and config (Qwen3's: Llama's layer with q_norm and k_norm
-        over each head)."""
+        over each head); `extra`: the layer's other keyword arguments
+        (Falcon's alibi)."""
 
-        def __init__(self, layer=None, rope=None, cfg=None):
+        def __init__(self, layer=None, rope=None, cfg=None, **extra):
             super().__init__()
             cfg = cfg or llama_config()
             self.layer = (layer or LlamaDecoderLayer)(cfg, 0)
             self.rope = (rope or LlamaRotaryEmbedding)(cfg)
+            self.extra = extra
 
         def forward(self, x):
             pos = torch.arange(x.shape[1]).unsqueeze(0)
             out = self.layer(x, position_embeddings=self.rope(x, pos), attention_mask=None,
-                             position_ids=pos)
+                             position_ids=pos, **self.extra)
             return out[0] if isinstance(out, tuple) else out
 
     def qwen3_block():
@@ -479,21 +481,9 @@ class FrontEndTest(unittest.TestCase):
                            parallel_attn=True, multi_query=True, bias=False, hidden_dropout=0.0,
                            attention_dropout=0.0, alibi=False)
         cfg._attn_implementation = "sdpa"
-
-        class Layer(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.layer = FalconDecoderLayer(cfg, 0)
-                self.rotary = FalconRotaryEmbedding(cfg)
-
-            def forward(self, x):
-                positions = torch.arange(x.shape[1])[None]
-                out = self.layer(x, attention_mask=None, position_ids=positions,
-                                 position_embeddings=self.rotary(x, positions), alibi=None)
-                return out[0] if isinstance(out, tuple) else out
-
         torch.manual_seed(0)
-        m = randomize_norms(Layer().bfloat16().eval())
+        m = randomize_norms(DecoderBlock(FalconDecoderLayer, FalconRotaryEmbedding, cfg,
+                                         alibi=None).bfloat16().eval())
         x = torch.randn(2, 7, 64).bfloat16()
         self.check_parallel_residual(m, x)
 
@@ -545,20 +535,9 @@ class FrontEndTest(unittest.TestCase):
                             use_parallel_residual=True, hidden_dropout=0.0,
                             attention_dropout=0.0, rotary_pct=0.25)
         cfg._attn_implementation = "sdpa"
-
-        class Layer(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.layer = GPTNeoXLayer(cfg, 0)
-                self.rotary = GPTNeoXRotaryEmbedding(cfg)
-
-            def forward(self, x):
-                positions = torch.arange(x.shape[1])[None]
-                out = self.layer(x, position_embeddings=self.rotary(x, positions))
-                return out[0] if isinstance(out, tuple) else out
-
         torch.manual_seed(0)
-        m = randomize_norms(Layer().bfloat16().eval())
+        m = randomize_norms(DecoderBlock(GPTNeoXLayer, GPTNeoXRotaryEmbedding, cfg)
+                            .bfloat16().eval())
         x = torch.randn(2, 7, 64).bfloat16()
         self.check_parallel_residual(m, x)
 
@@ -583,20 +562,8 @@ class FrontEndTest(unittest.TestCase):
                 cfg = config(hidden_size=64, intermediate_size=128, num_attention_heads=4,
                              num_key_value_heads=4, head_dim=16)
                 cfg._attn_implementation = "eager"  # Gemma 2's softcap: not in SDPA
-
-                class Layer(torch.nn.Module):
-                    def __init__(self):
-                        super().__init__()
-                        self.layer, self.rotary = layer(cfg, 0), rotary(cfg)
-
-                    def forward(self, x):
-                        positions = torch.arange(x.shape[1])[None]
-                        out = self.layer(x, position_embeddings=self.rotary(x, positions),
-                                         attention_mask=None, position_ids=positions)
-                        return out[0] if isinstance(out, tuple) else out
-
                 torch.manual_seed(0)
-                m = randomize_norms(Layer().bfloat16().eval())
+                m = randomize_norms(DecoderBlock(layer, rotary, cfg).bfloat16().eval())
                 x = torch.randn(2, 7, 64).bfloat16()
                 compiled = fc.compile(m, (x,), target="cpu")
                 parts = [p for p in compiled.explain().partitions

@@ -588,20 +588,27 @@ void foldAttentionResiduals(ModuleOp module) {
   }
 }
 
-/// Whether `r`, a GEMM's result, would take `x` as its residual at `add`
-/// (foldGemmResiduals' conditions): used by the add alone, x of r's type
-/// (no broadcast), a 16-bit sum, a target to plan for; the GEMM a
-/// fusion.matmul in the add's block (rebuilt there; not a weight gradient)
-/// or a fusion.fused_matmul with an element-wise epilogue, no residual yet
-/// and x defined before it.
-bool takesGemmResidual(Value r, Value x, Operation *add, DominanceInfo &dom) {
-  // (add(r, r) gives r two uses.)
-  if (!r.hasOneUse() || x.getType() != r.getType() ||
-      cast<ShapedType>(r.getType()).getElementTypeBitWidth() != 16)
-    return false;
+/// Whether `x + r` can be one rounding in the epilogue of the GEMM that
+/// defines `r`: r used by the add alone (add(r, r) gives it two uses), x of
+/// r's type (no broadcast), a 16-bit sum, and a target to plan for (without
+/// one the CPU runs the reference lowering). Returns that GEMM.
+Operation *foldableAddend(Value r, Value x) {
   Operation *gemm = r.getDefiningOp();
-  // Without a target nothing is planned (the CPU's reference lowering).
-  if (!gemm || !lookupTargetInfo(gemm))
+  if (!gemm || !r.hasOneUse() || x.getType() != r.getType() ||
+      cast<ShapedType>(r.getType()).getElementTypeBitWidth() != 16 ||
+      !lookupTargetInfo(gemm))
+    return nullptr;
+  return gemm;
+}
+
+/// Whether `r`, a GEMM's result, would take `x` as its residual at `add`
+/// (foldGemmResiduals' conditions): foldableAddend; the GEMM a fusion.matmul
+/// in the add's block (rebuilt there; not a weight gradient) or a
+/// fusion.fused_matmul with an element-wise epilogue, no residual yet and x
+/// defined before it.
+bool takesGemmResidual(Value r, Value x, Operation *add, DominanceInfo &dom) {
+  Operation *gemm = foldableAddend(r, x);
+  if (!gemm)
     return false;
   if (auto matmul = dyn_cast<MatmulOp>(gemm))
     return !matmul.getTransposeLhs() && matmul->getBlock() == add->getBlock();
@@ -614,19 +621,15 @@ bool takesGemmResidual(Value r, Value x, Operation *add, DominanceInfo &dom) {
 }
 
 /// Whether `r`, the output of a forward norm epilogue, would take `x` as its
-/// post_residual at `add` (foldGemmResiduals): used by the add alone, x of
-/// r's type, a 16-bit sum, no post_residual yet, x defined before the GEMM,
-/// a target to plan for (the sm_90a and sm_100a norm outputs add it).
+/// post_residual (foldGemmResiduals with postResiduals): foldableAddend, no
+/// post_residual yet, x defined before the GEMM (the sm_90a and sm_100a
+/// norm outputs add it).
 bool takesPostResidual(Value r, Value x, DominanceInfo &dom) {
-  auto fused = r.getDefiningOp<FusedMatmulOp>();
-  if (!fused || fused.getOutput() != r || !r.hasOneUse() ||
-      x.getType() != r.getType() ||
-      cast<ShapedType>(r.getType()).getElementTypeBitWidth() != 16 ||
-      fused.getPostResidual() ||
-      (fused.getEpilogue() != EpilogueKind::rms_norm &&
-       fused.getEpilogue() != EpilogueKind::layer_norm))
-    return false;
-  return lookupTargetInfo(fused) && dom.properlyDominates(x, fused);
+  auto fused = dyn_cast_or_null<FusedMatmulOp>(foldableAddend(r, x));
+  return fused && fused.getOutput() == r && !fused.getPostResidual() &&
+         (fused.getEpilogue() == EpilogueKind::rms_norm ||
+          fused.getEpilogue() == EpilogueKind::layer_norm) &&
+         dom.properlyDominates(x, fused);
 }
 
 /// A parallel residual, `x + (g1 + g2)` with g1 and g2 two GEMMs' results
