@@ -331,31 +331,25 @@ void StagedEpilogue::normalizeTile(Value blockRow, Value blockCol,
   };
   Value pieceCol = add(blockCol, mul(q, idx(8)));
   ifThen(both(ult(q, idx(piecesPerRow)), ult(pieceCol, x.n)), [&] {
-    // The piece's parameters: loaded here, not held across phase A.
-    auto load = [&](Value mem, Type elem) -> std::pair<Value, Value> {
+    // A piece of 8 columns from global memory, in f32 as even and odd.
+    auto load = [&](Value mem, Type elem,
+                    ValueRange at) -> std::pair<Value, Value> {
       Value v = vector::LoadOp::create(
-          b, VectorType::get({8}, elem), mem, ValueRange{pieceCol},
-          /*nontemporal=*/false,
+          b, VectorType::get({8}, elem), mem, at, /*nontemporal=*/false,
           llvm::MaybeAlign(std::min<int64_t>(elem.getIntOrFloatBitWidth(), 16)));
       return split(elem.isF32() ? v : arith::ExtFOp::create(b, f32x8, v).getResult());
     };
+    // The piece's parameters: loaded here, not held across phase A.
     if (ops.weight)
-      weight = load(ops.weight, shape.weightType);
+      weight = load(ops.weight, shape.weightType, pieceCol);
     if (ops.bias)
-      bias = load(ops.bias, shape.biasType);
-    // post_residual: the row's piece from global memory (rows past M read
-    // row M - 1; TMA clips their output), added after the weight and bias.
+      bias = load(ops.bias, shape.biasType, pieceCol);
+    // post_residual: the row's piece (rows past M read row M - 1; TMA clips
+    // their output), added after the weight and bias.
     Value lastRow = sub(x.m, idx(1));
-    auto postPiece = [&](Value r) -> std::pair<Value, Value> {
+    auto postPiece = [&](Value r) {
       Value row = arith::MinUIOp::create(b, add(blockRow, r), lastRow);
-      Value v = vector::LoadOp::create(
-          b, VectorType::get({8}, shape.postResidualType), ops.postResidual,
-          ValueRange{row, pieceCol}, /*nontemporal=*/false,
-          llvm::MaybeAlign(std::min<int64_t>(
-              shape.postResidualType.getIntOrFloatBitWidth(), 16)));
-      return split(shape.postResidualType.isF32()
-                       ? v
-                       : arith::ExtFOp::create(b, f32x8, v).getResult());
+      return load(ops.postResidual, shape.postResidualType, {row, pieceCol});
     };
     forLoop(pieceRow0, idx(shape.tileM), idx(kPhaseBRows * pieceRowStride),
             ValueRange{}, [&](Value r, ValueRange) {
