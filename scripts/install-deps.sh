@@ -59,6 +59,18 @@ if [ -x "$venv/bin/python3" ] && "$venv/bin/python3" -c "import torch, transform
   exit 0
 fi
 [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
+# pip holds the downloaded wheels (about 3 GB, in $TMPDIR) and the installed
+# tree (about 5.3 GB) at once: say so up front instead of pip's bare ENOSPC.
+need_kb=$((9 * 1024 * 1024))
+for dir in "$venv" "${TMPDIR:-/tmp}"; do
+  free_kb=$(df -Pk "$dir" | awk 'NR == 2 { print $4 }')
+  if [ "${free_kb:-0}" -lt "$need_kb" ]; then
+    echo "install-deps: error: installing $spec needs about 9 GB free on the file system of" \
+      "$dir, which has $((free_kb / 1024)) MB free; free some space (an old build or" \
+      "clone), point TMPDIR or FUSION_VENV elsewhere, or set FUSION_TORCH=0 to skip torch" >&2
+    exit 1
+  fi
+done
 echo "install-deps: installing $spec from PyPI into $venv"
 start=$SECONDS
 "$venv/bin/python3" -m pip install -q --no-cache-dir --disable-pip-version-check \
