@@ -12,7 +12,8 @@
 //      the regrouped step measured slower than the standalone norm
 //      gradients, bench/results/HISTORY.md);
 //   4. epilogue norms (the norm disappears with the GEMM producing its input);
-//   5. Lazy Pre-Norm for the remaining pre-norms (no producing GEMM).
+//   5. Lazy Pre-Norm for the remaining pre-norms (no producing GEMM);
+//   6. an MLP's activation (and gated product) into its first GEMM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,6 +67,10 @@ void mlir::fusion::buildFusionFusePipeline(OpPassManager &pm,
       {report, options.regroupBackward, options.regroupRowDot}));
   pm.addPass(createFusionEpilogueNormPass({report}));
   pm.addPass(createFusionLazyPrenormPass({options.lazyLayerNorm, report}));
+  // After Lazy Pre-Norm: a gated MLP's two GEMMs then carry their pre-norm
+  // in the same prologue.
+  if (options.activationEpilogue)
+    pm.addPass(createFusionActivationEpiloguePass({report}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // A no-op unless the caller marked weight arguments (fusion.weight).

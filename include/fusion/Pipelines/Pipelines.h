@@ -39,6 +39,11 @@ struct FusionFuseOptions : public PassPipelineOptions<FusionFuseOptions> {
                      "where its FlashNormAttention kernel takes the block); "
                      "false: only its remarks, the block stays as its ops"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> activationEpilogue{
+      *this, "activation-epilogue",
+      llvm::cl::desc("let fusion-activation-epilogue fold an MLP's activation "
+                     "(and a gated product) into its first GEMM"),
+      llvm::cl::init(true)};
 };
 
 /// fusion-fuse: fusion-raise-linalg, fusion-form-norm-attention (rewriting

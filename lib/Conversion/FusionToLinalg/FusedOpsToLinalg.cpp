@@ -13,6 +13,7 @@
 #include "TensorMath.h"
 
 #include "fusion/Conversion/FusionToLinalg/FusionToLinalg.h"
+#include "fusion/Dialect/Fusion/IR/ActivationMath.h"
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -27,10 +28,13 @@ namespace {
 // fused_matmul
 //===----------------------------------------------------------------------===//
 
-/// The f32 accumulator after the prologue, row_scale and col_bias.
-Value buildFusedAccumulator(TensorMath &m, FusedMatmulOp op) {
+/// The f32 accumulator after the prologue, row_scale and col_bias: of A @ B,
+/// or of A @ UP (`rhs` = up, the gated product's second weight: the same
+/// prologue and row_scale, no col_bias).
+Value buildFusedAccumulator(TensorMath &m, FusedMatmulOp op, Value rhs = {}) {
   Type f32 = m.builder().getF32Type();
-  Value a = op.getLhs(), b = op.getRhs();
+  bool isUp = static_cast<bool>(rhs);
+  Value a = op.getLhs(), b = isUp ? rhs : op.getRhs();
   bool tb = op.getTransposeRhs();
   // The verifier allows transpose_lhs only without a prologue (which reads
   // A's rows).
@@ -67,7 +71,7 @@ Value buildFusedAccumulator(TensorMath &m, FusedMatmulOp op) {
   }
   if (op.getEpilogue() == EpilogueKind::row_scale)
     acc = m.mulTensors(acc, op.getRowScale(), Bcast::Row);
-  if (op.getColBias())
+  if (op.getColBias() && !isUp)
     acc = m.addTensors(acc, op.getColBias(), f32, Bcast::Col);
   return acc;
 }
@@ -129,6 +133,19 @@ struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
     // Forward: the residual enters the norm (post-norm).
     bool norm = op.getEpilogue() == EpilogueKind::rms_norm ||
                 op.getEpilogue() == EpilogueKind::layer_norm;
+    // activation: act(acc), and with up act(acc) * acc_up, rounded once
+    // (the verifier allows no residual with it).
+    if (std::optional<Activation> act = op.getActivation()) {
+      SmallVector<Operand> ins = {{acc}};
+      if (Value up = op.getUp())
+        ins.push_back({buildFusedAccumulator(m, op, up)});
+      Value out = m.map(ins, outElem, [&](OpBuilder &b, Location l, ValueRange x) {
+        Value y = buildActivation(b, l, *act, x[0]);
+        return x.size() > 1 ? mul(b, l, y, x[1]) : y;
+      });
+      rewriter.replaceOp(op, out);
+      return success();
+    }
     Value t = acc;
     if (residual)
       t = m.addTensors(acc, residual, norm ? f32 : outElem);

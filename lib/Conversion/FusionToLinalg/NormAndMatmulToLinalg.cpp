@@ -1,6 +1,7 @@
 //===- NormAndMatmulToLinalg.cpp - L0 matmul, add and norm lowering -------===//
 //
-// Reference lowering of fusion.matmul, fusion.add, fusion.mul, the two norms
+// Reference lowering of fusion.matmul, fusion.add, fusion.mul,
+// fusion.activation, the two norms
 // and their gradients. The formulas live in TensorMath.cpp (buildRMSNorm, ...) so that
 // the fused ops reuse them.
 //
@@ -9,6 +10,7 @@
 #include "TensorMath.h"
 
 #include "fusion/Conversion/FusionToLinalg/FusionToLinalg.h"
+#include "fusion/Dialect/Fusion/IR/ActivationMath.h"
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -57,6 +59,22 @@ struct BroadcastingBinaryLowering : OpRewritePattern<OpTy> {
 };
 using AddLowering = BroadcastingBinaryLowering<AddOp>;
 using MulLowering = BroadcastingBinaryLowering<MulOp>;
+
+/// fusion.activation -> act of each element in f32, rounded to the type.
+struct ActivationLowering : OpRewritePattern<ActivationOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ActivationOp op,
+                                PatternRewriter &rewriter) const override {
+    TensorMath m(rewriter, op.getLoc());
+    Activation act = op.getActivation();
+    Value r = m.map({{op.getInput()}}, elementTypeOf(op.getResult()),
+                    [act](OpBuilder &b, Location l, ValueRange a) {
+                      return buildActivation(b, l, act, a[0]);
+                    });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
 
 /// fusion.rms_norm -> sum of squares, rsqrt, scale.
 struct RMSNormLowering : OpRewritePattern<RMSNormOp> {
@@ -137,6 +155,7 @@ void mlir::fusion::populateNormAndMatmulToLinalgPatterns(
   patterns.add<MatmulLowering,        // fusion.matmul
                AddLowering,           // fusion.add
                MulLowering,           // fusion.mul
+               ActivationLowering,    // fusion.activation
                RMSNormLowering,       // fusion.rms_norm
                LayerNormLowering,     // fusion.layer_norm
                RMSNormGradLowering,   // fusion.rms_norm_grad

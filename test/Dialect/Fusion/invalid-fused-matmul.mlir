@@ -732,3 +732,68 @@ func.func @fused_group_stats(%a: tensor<64x32xf32>, %b: tensor<32x256xf32>) {
       : tensor<64x32xf32>, tensor<32x256xf32> -> tensor<64x256xf32>, tensor<64xf32>
   return
 }
+
+// -----
+
+// An activation follows an element-wise epilogue only.
+func.func @fused_activation_norm(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>) {
+  // expected-error @below {{unexpected activation with epilogue rms_norm (only the none and row_scale epilogues apply one)}}
+  %y = fusion.fused_matmul %a, %b
+      {activation = #fusion.activation<silu>, epilogue = #fusion.epilogue<rms_norm>, epsilon = 0.5 : f32}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+// No residual enters an activation.
+func.func @fused_activation_residual(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %r: tensor<64x16xbf16>) {
+  // expected-error @below {{unexpected residual operand with activation (the residual stream adds after the MLP's second GEMM, not to its activation)}}
+  %y = fusion.fused_matmul %a, %b residual(%r : tensor<64x16xbf16>)
+      {activation = #fusion.activation<gelu>}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+// up is the gated product's second weight: it needs the activation.
+func.func @fused_up_no_activation(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %u: tensor<32x16xbf16>) {
+  // expected-error @below {{expected an activation with up (the gated product act(A @ rhs) * (A @ up))}}
+  %y = fusion.fused_matmul %a, %b up(%u : tensor<32x16xbf16>)
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+// up has rhs's type.
+func.func @fused_up_type(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %u: tensor<32x8xbf16>) {
+  // expected-error @below {{expected up of rhs's type 'tensor<32x16xbf16>' (the gated product's second weight), but got 'tensor<32x8xbf16>'}}
+  %y = fusion.fused_matmul %a, %b up(%u : tensor<32x8xbf16>)
+      {activation = #fusion.activation<silu>}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+// The gated product takes no bias.
+func.func @fused_up_col_bias(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %u: tensor<32x16xbf16>, %c: tensor<16xbf16>) {
+  // expected-error @below {{unexpected col_bias operand with up (the gated product takes no bias)}}
+  %y = fusion.fused_matmul %a, %b col_bias(%c : tensor<16xbf16>) up(%u : tensor<32x16xbf16>)
+      {activation = #fusion.activation<silu>}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+// The LayerNorm prologue's correction is of rhs alone.
+func.func @fused_up_layer_norm_prologue(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %u: tensor<32x16xbf16>) {
+  // expected-error @below {{unexpected up with prologue layer_norm (its correction, mean x colsum(B), is of rhs alone)}}
+  %y = fusion.fused_matmul %a, %b up(%u : tensor<32x16xbf16>)
+      {activation = #fusion.activation<silu>, prologue = #fusion.prologue<layer_norm>, prologue_epsilon = 1.0e-05 : f32}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}

@@ -109,3 +109,12 @@ func.func @matmul_bias_shape(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %b: te
   %y = fusion.matmul %x, %w bias(%b : tensor<8xbf16>) {transpose_rhs} : tensor<4x8xbf16>, tensor<16x8xbf16> -> tensor<4x16xbf16>
   return %y : tensor<4x16xbf16>
 }
+
+// -----
+
+// An activation keeps its input's type.
+func.func @activation_type(%x: tensor<4x8xbf16>) -> tensor<4x8xf32> {
+  // expected-error @below {{requires the same type for all operands and results}}
+  %y = "fusion.activation"(%x) {activation = #fusion.activation<silu>} : (tensor<4x8xbf16>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}

@@ -125,3 +125,24 @@ func.func @broadcasting(%x: tensor<8x16xbf16>, %b: tensor<16xbf16>, %c: tensor<8
   %3 = fusion.mul %x, %x : tensor<8x16xbf16>
   return %0, %1, %2, %3 : tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16>
 }
+
+// -----
+
+// The element-wise activation, every kind, and fused_matmul's activation
+// epilogue and gated product (up).
+// CHECK-LABEL: func.func @activations
+func.func @activations(%x: tensor<?x64xbf16>, %y: tensor<8x16xf32>, %wg: tensor<96x64xbf16>, %wu: tensor<96x64xbf16>, %b: tensor<96xbf16>) -> (tensor<?x64xbf16>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<?x96xbf16>, tensor<?x96xbf16>) {
+  // CHECK: fusion.activation %{{.*}} {activation = #fusion.activation<silu>} : tensor<?x64xbf16>
+  %0 = fusion.activation %x {activation = #fusion.activation<silu>} : tensor<?x64xbf16>
+  // CHECK: fusion.activation %{{.*}} {activation = #fusion.activation<gelu_tanh>} : tensor<8x16xf32>
+  %1 = fusion.activation %y {activation = #fusion.activation<gelu_tanh>} : tensor<8x16xf32>
+  // CHECK: fusion.activation %{{.*}} {activation = #fusion.activation<relu>} : tensor<8x16xf32>
+  %2 = fusion.activation %1 {activation = #fusion.activation<relu>} : tensor<8x16xf32>
+  // CHECK: fusion.fused_matmul %{{.*}}, %{{.*}} col_bias(%{{.*}} : tensor<96xbf16>) {activation = #fusion.activation<gelu>, transpose_rhs}
+  %3 = fusion.fused_matmul %x, %wg col_bias(%b : tensor<96xbf16>) {activation = #fusion.activation<gelu>, transpose_rhs}
+      : tensor<?x64xbf16>, tensor<96x64xbf16> -> tensor<?x96xbf16>
+  // CHECK: fusion.fused_matmul %{{.*}}, %{{.*}} up(%{{.*}} : tensor<96x64xbf16>) {activation = #fusion.activation<silu>, transpose_rhs}
+  %4 = fusion.fused_matmul %x, %wg up(%wu : tensor<96x64xbf16>) {activation = #fusion.activation<silu>, transpose_rhs}
+      : tensor<?x64xbf16>, tensor<96x64xbf16> -> tensor<?x96xbf16>
+  return %0, %1, %2, %3, %4 : tensor<?x64xbf16>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<?x96xbf16>, tensor<?x96xbf16>
+}

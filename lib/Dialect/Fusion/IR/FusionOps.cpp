@@ -764,6 +764,32 @@ LogicalResult FusedMatmulOp::verify() {
                          << epiName
                          << " (it is added to the output of an rms_norm or "
                             "layer_norm epilogue)";
+  // activation: act(acc), and with up the gated act(acc) * (A @ up).
+  if (std::optional<Activation> act = getActivation()) {
+    if (epi != EpilogueKind::none && epi != EpilogueKind::row_scale)
+      return emitOpError() << "unexpected activation with epilogue " << epiName
+                           << " (only the none and row_scale epilogues apply "
+                              "one)";
+    if (getResidual())
+      return emitOpError("unexpected residual operand with activation (the "
+                         "residual stream adds after the MLP's second GEMM, "
+                         "not to its activation)");
+  }
+  if (Value up = getUp()) {
+    if (!getActivation())
+      return emitOpError("expected an activation with up (the gated product "
+                         "act(A @ rhs) * (A @ up))");
+    if (up.getType() != getRhs().getType())
+      return emitOpError() << "expected up of rhs's type " << getRhs().getType()
+                           << " (the gated product's second weight), but got "
+                           << up.getType();
+    if (getColBias())
+      return emitOpError("unexpected col_bias operand with up (the gated "
+                         "product takes no bias)");
+    if (getPrologue() == PrologueKind::layer_norm)
+      return emitOpError("unexpected up with prologue layer_norm (its "
+                         "correction, mean x colsum(B), is of rhs alone)");
+  }
   if (getNormalizedInput() && !grad)
     return emitOpError() << "unexpected normalized_input with epilogue "
                          << epiName;

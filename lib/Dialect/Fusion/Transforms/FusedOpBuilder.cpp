@@ -29,11 +29,13 @@ FusedMatmulOp mlir::fusion::buildFusedMatmul(OpBuilder &b, Location loc,
       b, loc, s.outputType, s.saveNormInput ? s.outputType : Type(),
       s.extraTypes, s.lhs, s.rhs, s.residual, s.rowScale, s.colBias, s.colSum,
       s.normWeight, s.normBias, s.normInput, s.mean, s.rstd, s.rowDot,
-      s.rowDotShift, s.rowDotSum, s.postResidual,
+      s.rowDotShift, s.rowDotSum, s.postResidual, s.up,
       PrologueKindAttr::get(b.getContext(), s.prologue),
       EpilogueKindAttr::get(b.getContext(), s.epilogue),
       f32Attr(s.prologueEpsilon), f32Attr(s.epsilon),
       s.normGroupSize ? b.getI64IntegerAttr(*s.normGroupSize) : IntegerAttr(),
+      s.activation ? ActivationAttr::get(b.getContext(), *s.activation)
+                   : ActivationAttr(),
       unit(s.transposeLhs), unit(s.transposeRhs), unit(s.saveStats),
       unit(s.withBiasGrad), unit(s.normalizedInput), unit(s.saveNormInput));
 }

@@ -25,6 +25,9 @@ struct FusedMatmulSpec {
   Value rowDot, rowDotShift, rowDotSum;
   /// Forward norms: added to the norm's output (post_residual).
   Value postResidual;
+  /// act(acc) (activation), and with `up` the gated act(acc) * (A @ up).
+  std::optional<Activation> activation;
+  Value up;
   PrologueKind prologue = PrologueKind::none;
   EpilogueKind epilogue = EpilogueKind::none;
   std::optional<double> prologueEpsilon, epsilon;

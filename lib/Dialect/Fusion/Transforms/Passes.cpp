@@ -11,6 +11,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::fusion {
+#define GEN_PASS_DEF_FUSIONACTIVATIONEPILOGUEPASS
 #define GEN_PASS_DEF_FUSIONEPILOGUENORMPASS
 #define GEN_PASS_DEF_FUSIONFORMNORMATTENTIONPASS
 #define GEN_PASS_DEF_FUSIONLAZYPRENORMPASS
@@ -36,6 +37,15 @@ struct FusionSetTargetPass
       return signalPassFailure();
     module->setAttr(TargetAttr::getModuleAttrName(),
                     TargetAttr::get(module.getContext(), chip));
+  }
+};
+
+struct FusionActivationEpiloguePass
+    : fusion::impl::FusionActivationEpiloguePassBase<
+          FusionActivationEpiloguePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    applyActivationEpilogue(getOperation(), report);
   }
 };
 

@@ -168,6 +168,8 @@ FusedMatmulOp splitLazyRowStats(IRRewriter &rewriter, FusedMatmulOp op) {
   spec.transposeRhs = op.getTransposeRhs();
   spec.residual = op.getResidual();
   spec.colBias = op.getColBias();
+  spec.activation = op.getActivation();
+  spec.up = op.getUp();
   spec.rowScale = stats.getRstd();
   spec.epilogue = EpilogueKind::row_scale;
   spec.outputType = op.getOutput().getType();
@@ -604,8 +606,8 @@ Operation *foldableAddend(Value r, Value x) {
 /// Whether `r`, a GEMM's result, would take `x` as its residual at `add`
 /// (foldGemmResiduals' conditions): foldableAddend; the GEMM a fusion.matmul
 /// in the add's block (rebuilt there; not a weight gradient) or a
-/// fusion.fused_matmul with an element-wise epilogue, no residual yet and x
-/// defined before it.
+/// fusion.fused_matmul with an element-wise epilogue (no activation: the
+/// residual would enter it), no residual yet and x defined before it.
 bool takesGemmResidual(Value r, Value x, Operation *add, DominanceInfo &dom) {
   Operation *gemm = foldableAddend(r, x);
   if (!gemm)
@@ -614,7 +616,7 @@ bool takesGemmResidual(Value r, Value x, Operation *add, DominanceInfo &dom) {
     return !matmul.getTransposeLhs() && matmul->getBlock() == add->getBlock();
   auto fused = dyn_cast<FusedMatmulOp>(gemm);
   return fused && fused.getOutput() == r && !fused.getResidual() &&
-         !fused.getTransposeLhs() &&
+         !fused.getTransposeLhs() && !fused.getActivation() &&
          (fused.getEpilogue() == EpilogueKind::none ||
           fused.getEpilogue() == EpilogueKind::row_scale) &&
          dom.properlyDominates(x, fused);

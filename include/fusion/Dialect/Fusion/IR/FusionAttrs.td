@@ -17,7 +17,7 @@ def Fusion_ActivationGeluTanh : I32EnumAttrCase<"gelu_tanh", 3>;
 def Fusion_ActivationSilu : I32EnumAttrCase<"silu", 4>;
 
 def Fusion_Activation : I32EnumAttr<"Activation",
-    "element-wise activation that replaces softmax in GDPA", [
+    "element-wise activation: GDPA's in place of softmax, an MLP's", [
       Fusion_ActivationIdentity, Fusion_ActivationRelu, Fusion_ActivationGelu,
       Fusion_ActivationGeluTanh, Fusion_ActivationSilu]> {
   let genSpecializedAttr = 0;
@@ -25,9 +25,11 @@ def Fusion_Activation : I32EnumAttr<"Activation",
 }
 
 def Fusion_ActivationAttr : EnumAttr<Fusion_Dialect, Fusion_Activation, "activation"> {
-  let summary = "GDPA activation";
+  let summary = "element-wise activation";
   let description = [{
-    The activation applied to each attention score (there is no softmax):
+    The activation fusion.gdpa applies to each attention score (there is no
+    softmax), fusion.activation to each element, and fusion.fused_matmul's
+    `activation` to each output:
 
     | value       | act(s)                                          |
     |-------------|-------------------------------------------------|

@@ -115,6 +115,38 @@ def Fusion_AddOp : Fusion_BroadcastingBinaryOp<"add", "sum", "+",
 def Fusion_MulOp : Fusion_BroadcastingBinaryOp<"mul", "product", "*",
     "scaling by a vector">;
 
+def Fusion_ActivationOp : Fusion_Op<"activation",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "element-wise activation (an MLP's silu, gelu, relu)";
+  let description = [{
+    `result = act(input)`, element by element, computed in f32 and rounded
+    to the element type, with `act` one of `#fusion.activation` (the same
+    formulas as fusion.gdpa's: `silu`, `gelu`, `gelu_tanh`, `relu`,
+    `identity`).
+
+    The activation between an MLP's two linear layers: GPT-2's and BERT's
+    `gelu(fc1(x))`, and the gate of Llama's gated MLP,
+    `down(silu(gate(x)) * up(x))`. `fusion-fuse` moves it into the epilogue
+    of the GEMM that produces its input (`fusion.fused_matmul`'s
+    `activation`), and a gated product into one GEMM over both weights
+    (`up`); what it leaves runs as an element-wise kernel.
+
+    Example (Llama's gated MLP, as written):
+    ```mlir
+    %g = fusion.matmul %x, %wg {transpose_rhs}
+        : tensor<?x4096xbf16>, tensor<11008x4096xbf16> -> tensor<?x11008xbf16>
+    %u = fusion.matmul %x, %wu {transpose_rhs}
+        : tensor<?x4096xbf16>, tensor<11008x4096xbf16> -> tensor<?x11008xbf16>
+    %a = fusion.activation %g {activation = #fusion.activation<silu>}
+        : tensor<?x11008xbf16>
+    %h = fusion.mul %a, %u : tensor<?x11008xbf16>
+    ```
+  }];
+  let arguments = (ins Fusion_FloatTensor:$input, Fusion_ActivationAttr:$activation);
+  let results = (outs Fusion_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 //===----------------------------------------------------------------------===//
 // L0: normalization
 //===----------------------------------------------------------------------===//
@@ -510,6 +542,19 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     | `rms_norm_grad`   | rms_norm_grad(acc, norm_input, rstd, norm_weight) + residual | dweight [N] with `norm_weight` |
     | `layer_norm_grad` | layer_norm_grad(acc, norm_input, mean, rstd, norm_weight) + residual | dweight with `norm_weight`, then dbias with `with_bias_grad` |
 
+    With `activation` (epilogues `none` and `row_scale`, no residual) the
+    output is `act(acc)`, the activation of an MLP's first layer (GPT-2's
+    `gelu(fc1(x))`, with fc1's bias in `col_bias`). With `up` as well (an
+    operand of rhs's type: a second weight over the same A) the output is
+    the gated product of Llama's, Mistral's, Qwen's and Gemma's MLP:
+
+        output = act(acc) * acc_up,   acc_up = A @ UP   (UP = up, or up^T
+                                                         with transpose_rhs)
+
+    with acc_up scaled by the prologue and row_scale as acc is (no
+    col_bias with `up`): `silu(gate(x)) * up(x)` as one GEMM that writes
+    [M, N] once.
+
     The forward norms follow `fusion.rms_norm` / `fusion.layer_norm` exactly
     (post-norm: the residual enters the norm). With `post_residual` (forward
     norm epilogues only, [M, N] like the output) the norm's output, after its
@@ -589,6 +634,15 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
         : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
     ```
 
+    Example (Llama's gated MLP's first half, silu(x W_gate^T) * (x W_up^T),
+    after its RMSNorm moved into the prologue by Lazy Pre-Norm):
+    ```mlir
+    %h = fusion.fused_matmul %x, %wg up(%wu : tensor<11008x4096xbf16>)
+        {activation = #fusion.activation<silu>, prologue = #fusion.prologue<rms_norm>,
+         prologue_epsilon = 1.0e-05 : f32, transpose_rhs}
+        : tensor<?x4096xbf16>, tensor<11008x4096xbf16> -> tensor<?x11008xbf16>
+    ```
+
     Example (GEMM + RMSNorm epilogue with saved rstd):
     ```mlir
     %y, %rstd = fusion.fused_matmul %a, %b
@@ -652,11 +706,13 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     Optional<Fusion_FloatTensor>:$row_dot_shift,
     Optional<Fusion_FloatTensor>:$row_dot_sum,
     Optional<Fusion_FloatTensor>:$post_residual,
+    Optional<Fusion_FloatTensor>:$up,
     DefaultValuedAttr<Fusion_PrologueKindAttr, "PrologueKind::none">:$prologue,
     DefaultValuedAttr<Fusion_EpilogueKindAttr, "EpilogueKind::none">:$epilogue,
     OptionalAttr<F32Attr>:$prologue_epsilon,
     OptionalAttr<F32Attr>:$epsilon,
     OptionalAttr<I64Attr>:$norm_group_size,
+    OptionalAttr<Fusion_ActivationAttr>:$activation,
     UnitAttr:$transpose_lhs,
     UnitAttr:$transpose_rhs,
     UnitAttr:$save_stats,
@@ -681,6 +737,7 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     (`row_dot_shift` `(` $row_dot_shift^ `:` type($row_dot_shift) `)`)?
     (`row_dot_sum` `(` $row_dot_sum^ `:` type($row_dot_sum) `)`)?
     (`post_residual` `(` $post_residual^ `:` type($post_residual) `)`)?
+    (`up` `(` $up^ `:` type($up) `)`)?
     attr-dict `:` type($lhs) `,` type($rhs)
     `->` type($output)
     (`saved_norm_input` `(` type($saved_norm_input)^ `)`)?

@@ -16,6 +16,66 @@ include "mlir/Pass/PassBase.td"
 // FusionEpilogueNorm
 //===----------------------------------------------------------------------===//
 
+def FusionActivationEpiloguePass
+    : Pass<"fusion-activation-epilogue", "::mlir::ModuleOp"> {
+  let summary = "fold an MLP's activation, and its gated product, into the first GEMM";
+  let description = [{
+    Rewrites `fusion.activation` of a GEMM's result (a `fusion.matmul`, its
+    bias becoming `col_bias`, or a `fusion.fused_matmul` whose epilogue is
+    `none` or `row_scale` with no residual) into the GEMM's epilogue:
+    `fusion.fused_matmul` with `activation`, GPT-2's and BERT's
+    `gelu(fc1(x))` as one kernel. When the activation's only user multiplies
+    it with a second GEMM's result over the same A (the gated MLP of Llama,
+    Mistral, Qwen, Gemma and OLMo: `silu(gate(x)) * up(x)`), with the same
+    prologue and row scale, weights of one type and no bias, the two GEMMs
+    and the product become one `fusion.fused_matmul` with `up`: one kernel
+    whose tiles hold both weights' columns, writing the [M, N] product once
+    instead of four [M, N] tensors (two GEMM outputs, the activation's and
+    the product's) and reading three back. Each GEMM result must have no
+    other user. `fusion-fuse` runs it after Lazy Pre-Norm, so that the
+    RMSNorm before a gated MLP is already in both GEMMs' prologue (its
+    weight folded into each weight).
+
+    Example:
+    ```mlir
+    %g = fusion.matmul %x, %wg {transpose_rhs}
+        : tensor<?x4096xbf16>, tensor<11008x4096xbf16> -> tensor<?x11008xbf16>
+    %u = fusion.matmul %x, %wu {transpose_rhs}
+        : tensor<?x4096xbf16>, tensor<11008x4096xbf16> -> tensor<?x11008xbf16>
+    %a = fusion.activation %g {activation = #fusion.activation<silu>}
+        : tensor<?x11008xbf16>
+    %h = fusion.mul %a, %u : tensor<?x11008xbf16>
+    ```
+    becomes
+    ```mlir
+    %h = fusion.fused_matmul %x, %wg up(%wu : tensor<11008x4096xbf16>)
+        {activation = #fusion.activation<silu>, transpose_rhs}
+        : tensor<?x4096xbf16>, tensor<11008x4096xbf16> -> tensor<?x11008xbf16>
+    ```
+    and GPT-2's first MLP layer
+    ```mlir
+    %h = fusion.matmul %x, %w1 bias(%b1 : tensor<3072xbf16>) {transpose_rhs}
+        : tensor<?x768xbf16>, tensor<3072x768xbf16> -> tensor<?x3072xbf16>
+    %a = fusion.activation %h {activation = #fusion.activation<gelu_tanh>}
+        : tensor<?x3072xbf16>
+    ```
+    becomes
+    ```mlir
+    %a = fusion.fused_matmul %x, %w1 col_bias(%b1 : tensor<3072xbf16>)
+        {activation = #fusion.activation<gelu_tanh>, transpose_rhs}
+        : tensor<?x768xbf16>, tensor<3072x768xbf16> -> tensor<?x3072xbf16>
+    ```
+    The activation is applied to the f32 accumulator and the product
+    rounded once, where the unfused program rounds the GEMMs' outputs and
+    the activation's too.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit a remark on every fusion.activation: what it was folded "
+           "into, or why not">
+  ];
+}
+
 def FusionEpilogueNormPass : Pass<"fusion-epilogue-norm", "::mlir::ModuleOp"> {
   let summary = "fuse a post-norm into the epilogue of the GEMM that produces its input";
   let description = [{

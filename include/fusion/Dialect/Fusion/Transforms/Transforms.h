@@ -250,6 +250,12 @@ bool lazyRowStatsInKernel(const TargetInfo &target, int64_t columnTiles);
 /// considered.
 void applyLazyPrenorm(ModuleOp module, bool layerNorm, bool report);
 
+/// Activation epilogue (fusion-activation-epilogue): act(GEMM) ->
+/// fusion.fused_matmul with `activation`, and act(GEMM_gate) * GEMM_up over
+/// the same A, prologue and row scale -> one with `up` as well. With
+/// `report`, a remark on every fusion.activation.
+void applyActivationEpilogue(ModuleOp module, bool report);
+
 /// Epilogue norm (fusion-epilogue-norm): norm(matmul [+ residual]) ->
 /// fusion.fused_matmul with a norm epilogue, the matmul's bias as col_bias,
 /// when planEpilogueNorm accepts the row on the module's target. Needs
