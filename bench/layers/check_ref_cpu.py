@@ -35,6 +35,8 @@ KINDS = {
     "gpt2_c_proj": lambda h: gen_layers.linear_residual(h, bias=True),
     "neox_parallel": gen_layers.neox_parallel,
     "olmo2_post": gen_layers.olmo2_post,
+    "llama_mlp": lambda h: gen_layers.llama_mlp(h, inter=h * 3 // 2),
+    "gpt2_mlp": gen_layers.gpt2_mlp,
     "rms_norm": gen_layers.rms_norm,
     "layer_norm": gen_layers.layer_norm,
     "add_rowbias": lambda h: gen_layers.elementwise("add_rowbias", h),
@@ -168,6 +170,9 @@ def main():
     checks = [(kind, make, None) for kind, make in KINDS.items()]
     checks += [(f"{kind} {variant}", KINDS[kind], flags) for kind in KINDS
                if kind.startswith("train_step") for variant, flags in FUSED.items()]
+    # The MLPs as fusion-fuse rewrites them (the activation in the first
+    # GEMM's epilogue; Llama's gate, up and product one GEMM).
+    checks += [(f"{kind} fused", KINDS[kind], "--fusion-fuse") for kind in ("llama_mlp", "gpt2_mlp")]
     for kind, make, fuse in checks:
         prog = make(a.h)
         # (The heads view's dynamic token count, made static with the rest.)
@@ -184,9 +189,11 @@ def main():
             # The plain steps are the row dot's cases (LayerNorm's with its
             # shift and sum vectors): make sure it is the form checked.
             want = {"train_step_rms regrouped": "row_dot(",
-                    "train_step_ln regrouped": "row_dot_sum("}.get(kind)
+                    "train_step_ln regrouped": "row_dot_sum(",
+                    "llama_mlp fused": " up(",
+                    "gpt2_mlp fused": "activation = #fusion.activation<gelu_tanh>"}.get(kind)
             if want and want not in text:
-                print(f"{kind}: fusion-fuse formed no row_dot")
+                print(f"{kind}: fusion-fuse formed no {want.strip()}")
                 failed += 1
                 continue
         entry, arg_specs = prog["name"], prog["inputs"]

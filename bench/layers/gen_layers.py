@@ -214,6 +214,52 @@ def olmo2_post(h):
                     f"%y = fusion.add %r, %n : {x}"], eps=RMS_EPS)
 
 
+# Llama-style intermediate sizes (LLaMA 2 7B: 4096 -> 11008; the others at
+# about 2.7 H, multiples of 128).
+MLP_I = {768: 2048, 1024: 2816, 2048: 5632, 4096: 11008}
+
+
+def llama_mlp(h, inter=None):
+    """The second half of a Llama decoder layer as HF writes it:
+    post_attention_layernorm (RMSNorm with its weight), then LlamaMLP,
+    down_proj(silu(gate_proj(n)) * up_proj(n)) (nn.Linear weights, no
+    bias). fusion-fuse puts the norm in both GEMMs' prologue (Lazy
+    Pre-Norm) and makes gate, up, silu and the product one GEMM (the gated
+    product, `up`); unfused, it is a norm kernel, three GEMMs, an activation
+    kernel and a product kernel."""
+    inter = inter or MLP_I[h]
+    x, g, wi, wd = ty(("M", h)), ty((h,)), ty((inter, h)), ty((h, inter))
+    t = ty(("M", inter))
+    return program(f"llama_mlp_h{h}", "llama_mlp", h,
+                   [("x", "bf16", ("M", h)), ("g", "bf16", (h,)), ("wg", "bf16", (inter, h)),
+                    ("wu", "bf16", (inter, h)), ("wd", "bf16", (h, inter))],
+                   [("y", "bf16", ("M", h))],
+                   [f"%n = fusion.rms_norm %x weight(%g : {g}) {{epsilon = {LLAMA_EPS:e} : f32}}"
+                    f" : {x} -> {x}",
+                    f"%a = fusion.matmul %n, %wg {{transpose_rhs}} : {x}, {wi} -> {t}",
+                    f"%u = fusion.matmul %n, %wu {{transpose_rhs}} : {x}, {wi} -> {t}",
+                    f"%s = fusion.activation %a {{activation = #fusion.activation<silu>}} : {t}",
+                    f"%p = fusion.mul %s, %u : {t}",
+                    f"%y = fusion.matmul %p, %wd {{transpose_rhs}} : {t}, {wd} -> {x}"],
+                   eps=LLAMA_EPS, params={"inter": inter})
+
+
+def gpt2_mlp(h):
+    """GPT-2's MLP: c_proj(gelu_tanh(c_fc(x))) with both biases (as
+    nn.Linear(H, 4H) and nn.Linear(4H, H): weights [out, in]).
+    fusion-fuse folds the gelu into c_fc's epilogue, after its bias."""
+    inter = 4 * h
+    x, w1, w2, v1, v = ty(("M", h)), ty((inter, h)), ty((h, inter)), ty((inter,)), ty((h,))
+    t = ty(("M", inter))
+    return program(f"gpt2_mlp_h{h}", "gpt2_mlp", h,
+                   [("x", "bf16", ("M", h)), ("w1", "bf16", (inter, h)), ("b1", "bf16", (inter,)),
+                    ("w2", "bf16", (h, inter)), ("b2", "bf16", (h,))],
+                   [("y", "bf16", ("M", h))],
+                   [f"%f = fusion.matmul %x, %w1 bias(%b1 : {v1}) {{transpose_rhs}} : {x}, {w1} -> {t}",
+                    f"%a = fusion.activation %f {{activation = #fusion.activation<gelu_tanh>}} : {t}",
+                    f"%y = fusion.matmul %a, %w2 bias(%b2 : {v}) {{transpose_rhs}} : {t}, {w2} -> {x}"])
+
+
 def ln_prenorm(h):
     """nn.LayerNorm(H) (weight gamma, bias beta) then nn.Linear(H, H) (W as
     stored, [out, in], and its bias b): Lazy Pre-Norm's LayerNorm prologue
@@ -388,7 +434,7 @@ def programs():
         out += [llama_prenorm(h), llama_prenorm(h, mul_weight=True), qwen3_q_norm(h), bert_postnorm(h),
                 bert_postnorm(h, add_bias=True), ln_prenorm(h), rms_norm(h, stats=False),
                 layer_norm(h, stats=False), linear_residual(h), linear_residual(h, bias=True),
-                neox_parallel(h), olmo2_post(h)]
+                neox_parallel(h), olmo2_post(h), llama_mlp(h), gpt2_mlp(h)]
     out += [olmo2_post(256)]
     for h in ROW_H:
         out += [rms_norm(h), layer_norm(h), rms_norm_grad(h), layer_norm_grad(h)] + [elementwise(k, h)

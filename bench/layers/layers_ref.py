@@ -137,6 +137,34 @@ class SandwichPostNorm(nn.Module):
         return r + self.norm(self.proj(x))
 
 
+class LlamaMLPBlock(nn.Module):
+    """post_attention_layernorm (nn.RMSNorm with its weight) then HF's
+    LlamaMLP: down_proj(silu(gate_proj(n)) * up_proj(n)), no biases."""
+
+    def __init__(self, h, eps, inter, **kw):
+        super().__init__()
+        self.norm = nn.RMSNorm(h, eps=eps, **kw)
+        self.gate_proj = nn.Linear(h, inter, bias=False, **kw)
+        self.up_proj = nn.Linear(h, inter, bias=False, **kw)
+        self.down_proj = nn.Linear(inter, h, bias=False, **kw)
+
+    def forward(self, x):
+        n = self.norm(x)
+        return self.down_proj(F.silu(self.gate_proj(n)) * self.up_proj(n))
+
+
+class GPT2MLP(nn.Module):
+    """GPT-2's MLP: c_proj(gelu_new(c_fc(x))), gelu_new the tanh form."""
+
+    def __init__(self, h, eps=None, **kw):
+        super().__init__()
+        self.c_fc = nn.Linear(h, 4 * h, **kw)
+        self.c_proj = nn.Linear(4 * h, h, **kw)
+
+    def forward(self, x):
+        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+
 class RowBias(nn.Module):
     def __init__(self, h, **kw):
         super().__init__()
@@ -192,6 +220,10 @@ MODULES = {
                                          "wm": "mlp_dense.weight", "bm": "mlp_dense.bias"},
                       ("a", "m", "x")),
     "olmo2_post": (SandwichPostNorm, {"w": "proj.weight", "g": "norm.weight"}, ("x", "r")),
+    "llama_mlp": (LlamaMLPBlock, {"g": "norm.weight", "wg": "gate_proj.weight",
+                                  "wu": "up_proj.weight", "wd": "down_proj.weight"}, ("x",)),
+    "gpt2_mlp": (GPT2MLP, {"w1": "c_fc.weight", "b1": "c_fc.bias", "w2": "c_proj.weight",
+                           "b2": "c_proj.bias"}, ("x",)),
     "rms_norm": (lambda h, eps, **kw: nn.RMSNorm(h, eps=eps, **kw), {"g": "weight"}, ("x",)),
     "layer_norm": (lambda h, eps, **kw: nn.LayerNorm(h, eps=eps, **kw),
                    {"gamma": "weight", "beta": "bias"}, ("x",)),
@@ -330,9 +362,10 @@ def make_inputs(prog, m, gen, device="cuda", offset=0.0):
         uniform = lambda bound: (torch.rand(shape, generator=gen, device=device) * 2 - 1) * bound
         if name == "x":
             t = normal() + offset
-        elif name in ("w", "wa", "wm"):  # nn.Linear's [out, in]: bound 1/sqrt(in)
+        elif name in ("w", "wa", "wm", "wg", "wu", "wd", "w1", "w2"):
+            # nn.Linear's [out, in]: bound 1/sqrt(in)
             t = uniform(shape[-1] ** -0.5)
-        elif name in ("b", "ba", "bm"):
+        elif name in ("b", "ba", "bm", "b1", "b2"):
             t = uniform(1.0)
         elif name in ("g", "gamma"):
             t = 1.0 + 0.5 * normal()

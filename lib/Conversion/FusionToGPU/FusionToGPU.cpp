@@ -171,7 +171,9 @@ LogicalResult FunctionLowering::check() {
              << "cannot be lowered to the GPU: a function lowered by "
                 "convert-fusion-to-gpu may hold fusion.fused_matmul, "
                 "fusion.rms_norm, fusion.layer_norm, their grads, fusion.add, "
-                "fusion.mul, fusion.gdpa, fusion.gdpa_grad and fusion.norm_attention ops, tensor reshapes, splat float constants and index arithmetic (run fusion-fuse "
+                "fusion.mul, fusion.activation, fusion.gdpa, fusion.gdpa_grad "
+                "and fusion.norm_attention ops, tensor reshapes, splat float "
+                "constants and index arithmetic (run fusion-fuse "
                 "and fusion-plan-kernels first)";
     std::string why;
     if (failed(family->check(&op, target, why)))

@@ -7,11 +7,13 @@
 // library does not export, has none.
 
 // CHECK: func.func @rms(
+// CHECK: func.func @act(%{{.*}}: memref<?x4096xbf16>, %{{.*}}: memref<?x4096xbf16>)
 // CHECK: func.func private @hidden(
 // CHECK-NOT: __fusion_signature_hidden
 // CHECK-DAG: llvm.mlir.global external constant @__fusion_signature_rms("arg0: bf16[?,1024]; arg1: bf16[1024]; result0: bf16[?,1024]; result1: f32[?]\00")
 // CHECK-DAG: llvm.mlir.global external constant @__fusion_signature_ln_odd("arg0: f32[2,?,1001]; result0: f32[2,?,1001]; result1: f32[2,?]; result2: f32[2,?]\00")
 // CHECK-DAG: llvm.mlir.global external constant @__fusion_signature_bias("arg0: f16[?,768]; arg1: f16[768]; result0: f16[?,768]\00")
+// CHECK-DAG: llvm.mlir.global external constant @__fusion_signature_act("arg0: bf16[?,4096]; result0: bf16[?,4096]\00")
 // CHECK-NOT: __fusion_signature_hidden
 
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
@@ -26,6 +28,10 @@ func.func @ln_odd(%x: tensor<2x?x1001xf32>) -> (tensor<2x?x1001xf32>, tensor<2x?
 func.func @bias(%x: tensor<?x768xf16>, %b: tensor<768xf16>) -> tensor<?x768xf16> {
   %y = fusion.add %x, %b : tensor<?x768xf16>, tensor<768xf16>
   return %y : tensor<?x768xf16>
+}
+func.func @act(%x: tensor<?x4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = fusion.activation %x {activation = #fusion.activation<silu>} : tensor<?x4096xbf16>
+  return %y : tensor<?x4096xbf16>
 }
 func.func private @hidden(%x: tensor<4x1024xbf16>) -> tensor<4x1024xbf16> {
   %y = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<4x1024xbf16> -> tensor<4x1024xbf16>

@@ -175,7 +175,7 @@ func.func @smem(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<25
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @mixed(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
-  // expected-error @below {{'tensor.empty' op cannot be lowered to the GPU: a function lowered by convert-fusion-to-gpu may hold fusion.fused_matmul, fusion.rms_norm, fusion.layer_norm, their grads, fusion.add, fusion.mul, fusion.gdpa, fusion.gdpa_grad and fusion.norm_attention ops, tensor reshapes, splat float constants and index arithmetic (run fusion-fuse and fusion-plan-kernels first)}}
+  // expected-error @below {{'tensor.empty' op cannot be lowered to the GPU: a function lowered by convert-fusion-to-gpu may hold fusion.fused_matmul, fusion.rms_norm, fusion.layer_norm, their grads, fusion.add, fusion.mul, fusion.activation, fusion.gdpa, fusion.gdpa_grad and fusion.norm_attention ops, tensor reshapes, splat float constants and index arithmetic (run fusion-fuse and fusion-plan-kernels first)}}
   %e = tensor.empty() : tensor<256x256xbf16>
   %d = fusion.add %c, %e : tensor<256x256xbf16>
   return %d : tensor<256x256xbf16>
@@ -203,6 +203,39 @@ func.func @norm_dynamic_row(%x: tensor<64x?xbf16>) -> tensor<64x?xbf16> {
   // expected-error @below {{'fusion.rms_norm' op cannot generate an sm_90a row kernel: expected a static innermost dimension of the input (the kernel's vector width and launch shape depend on it), but got ?}}
   %y = fusion.rms_norm %x {epsilon = 1.0e-05 : f32} : tensor<64x?xbf16> -> tensor<64x?xbf16>
   return %y : tensor<64x?xbf16>
+}
+}
+
+// -----
+
+// Row kernels: fusion.activation's innermost size too (its vector width).
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @activation_dynamic_row(%x: tensor<64x?xbf16>) -> tensor<64x?xbf16> {
+  // expected-error @below {{'fusion.activation' op cannot generate an sm_90a row kernel: expected a static innermost dimension of the input (the kernel's vector width and launch shape depend on it), but got ?}}
+  %y = fusion.activation %x {activation = #fusion.activation<silu>} : tensor<64x?xbf16>
+  return %y : tensor<64x?xbf16>
+}
+}
+
+// -----
+
+// Row kernels: an activation of one value (rank 0) has no rows.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @activation_scalar(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @below {{'fusion.activation' op cannot generate an sm_90a row kernel: expected the input of rank >= 1}}
+  %y = fusion.activation %x {activation = #fusion.activation<gelu>} : tensor<f32>
+  return %y : tensor<f32>
+}
+}
+
+// -----
+
+// Row kernels: an empty innermost dimension.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @activation_empty_row(%x: tensor<?x0xf16>) -> tensor<?x0xf16> {
+  // expected-error @below {{'fusion.activation' op cannot generate an sm_90a row kernel: expected a non-empty innermost dimension of the input, but got 0}}
+  %y = fusion.activation %x {activation = #fusion.activation<relu>} : tensor<?x0xf16>
+  return %y : tensor<?x0xf16>
 }
 }
 

@@ -16,6 +16,8 @@
 
 #include "GemmKernelEmitter.h"
 
+#include "fusion/Dialect/Fusion/IR/ActivationMath.h"
+
 #include <functional>
 
 using namespace mlir;
@@ -61,6 +63,8 @@ private:
   Value loadColSelect(Value mem, int64_t j, Type elem);
 
   void loadRows();
+  Value activated(Value pair);
+  void gatedProduct();
   void slicePartials(Value localMean[2], Value localM2[2]);
   void handOff();
   void storeStat(Value mem, int64_t h, Value x);
@@ -482,7 +486,26 @@ Value TileEpilogue::finalPair(int64_t h, int64_t j, Value w, Value nb) {
   if (Value post = e.arg(GemmArg::PostResidual))
     x = arith::AddFOp::create(
         b, x, loadCol(post, rowClamped[h], j, s.postResidualType));
+  // (The gated product applied it in gatedProduct.)
+  if (s.activation && !s.gated)
+    x = activated(x);
   return s.outType.isF32() ? x : arith::TruncFOp::create(b, outPair, x);
+}
+
+Value TileEpilogue::activated(Value pair) { return e.activated(pair); }
+
+/// The gated product: the tile's accumulator holds B's columns in its first
+/// half of column groups and up's same columns in its second; each output
+/// pair becomes act(first) * second, in the first half, which is all the
+/// stores then see (`groups` halves).
+void TileEpilogue::gatedProduct() {
+  int64_t half = groups / 2;
+  for (int64_t h = 0; h < 2; ++h) {
+    for (int64_t j = 0; j < half; ++j)
+      v[h][j] = arith::MulFOp::create(b, activated(v[h][j]), v[h][j + half]);
+    v[h].resize(half);
+  }
+  groups = half;
 }
 
 std::pair<Value, Value> TileEpilogue::normParams(int64_t j) {
@@ -542,7 +565,7 @@ void TileEpilogue::storeThroughStaging(
     const std::function<void(int64_t)> &loadChunk) {
   Value rowPhase = view.rowPhase(); // the row's index modulo 8
   Value isStoreLeader = e.isStoreLeader();
-  int64_t chunks = s.tileN / kStoreChunkN;
+  int64_t chunks = s.outTileN() / kStoreChunkN;
   int64_t chunksPerTile = s.saveNormInput ? 2 * chunks : chunks;
   // loadChunk: chunk c + 1's loads issued before chunk c waits for its
   // buffer, so that their latency overlaps chunk c's stores (the barriers
@@ -785,6 +808,8 @@ void TileEpilogue::loadResidualChunk(int64_t c) {
 
 void TileEpilogue::run() {
   loadRows();
+  if (s.gated)
+    gatedProduct();
   if (s.epilogueWarps) {
     handOff();
     return;
@@ -847,8 +872,8 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
     wait(tileEmpty, idx(0), flip(tileParity(tileCount)));
     wait(residualFull, idx(0), tileParity(tileCount));
   }
-  Value fullColumns = arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
-                                            add(blockCol, idx(s.tileN)), n);
+  Value fullColumns = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::ule, add(blockCol, idx(s.outTileN())), n);
   auto rows = [&](bool checkColumns) {
     TileEpilogue(*this, *view, row0, rowInTile, blockRow, blockCol, tileCount,
                  prologueSumSq, prologueSum, colBase, nF, lastRow,
@@ -859,6 +884,62 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
   scf::IfOp::create(
       b, fullColumns, [&](OpBuilder &, Location) { rows(false); },
       [&](OpBuilder &, Location) { rows(true); });
+}
+
+/// act of an f32 value or of each element of an f32 vector (the
+/// activation epilogue). A 16-bit output takes silu's and gelu_tanh's tanh
+/// as tanh.approx.f32 (relative error about 2^-11, below the output's
+/// rounding): one MUFU instruction instead of an exponential and a
+/// division, or libdevice's tanhf.
+Value GemmKernelEmitter::activated(Value x) {
+  auto fastTanh = [](OpBuilder &builder, Location loc, Value u) -> Value {
+    return LLVM::TanhOp::create(
+        builder, loc, u,
+        LLVM::FastmathFlagsAttr::get(builder.getContext(),
+                                     LLVM::FastmathFlags::afn));
+  };
+  function_ref<Value(OpBuilder &, Location, Value)> tanh = nullptr;
+  if (!s.finalType.isF32())
+    tanh = fastTanh;
+  auto one = [&](Value y) -> Value {
+    if (*s.activation == Activation::gelu)
+      return gelu(y);
+    return buildActivation(b, b.getLoc(), *s.activation, y, tanh);
+  };
+  auto vec = dyn_cast<VectorType>(x.getType());
+  if (!vec)
+    return one(x);
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < vec.getNumElements(); ++i)
+    out.push_back(one(vector::ExtractOp::create(b, x, i)));
+  return vector::FromElementsOp::create(b, vec, out);
+}
+
+/// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) with erf by Abramowitz and Stegun
+/// 7.1.26 (absolute error at most 1.5e-7, below f32 outputs' tolerance and
+/// 16-bit rounding): an exponential, a division and five FMAs, where
+/// libdevice's erff kept enough values live to spill 12 bytes beside a
+/// 256-column accumulator.
+Value GemmKernelEmitter::gelu(Value x) {
+  constexpr double kP = 0.3275911;
+  constexpr double kA[] = {0.254829592, -0.284496736, 1.421413741, -1.453152027,
+                           1.061405429};
+  Value z = arith::MulFOp::create(b, x, cstF32(M_SQRT1_2));
+  Value a = math::AbsFOp::create(b, z);
+  Value t = arith::DivFOp::create(
+      b, cstF32(1.0), math::FmaOp::create(b, a, cstF32(kP), cstF32(1.0)));
+  Value poly = cstF32(kA[4]);
+  for (int i = 3; i >= 0; --i)
+    poly = math::FmaOp::create(b, poly, t, cstF32(kA[i]));
+  poly = arith::MulFOp::create(b, poly, t);
+  Value e = math::ExpOp::create(
+      b, arith::NegFOp::create(b, arith::MulFOp::create(b, a, a)));
+  // erf(|z|) = 1 - poly e; erf(z) takes z's sign.
+  Value erfAbs =
+      math::FmaOp::create(b, arith::NegFOp::create(b, poly), e, cstF32(1.0));
+  Value erf = math::CopySignOp::create(b, erfAbs, z);
+  Value half = arith::MulFOp::create(b, x, cstF32(0.5));
+  return math::FmaOp::create(b, half, erf, half);
 }
 
 Value GemmKernelEmitter::loadPair(Value mem, ValueRange indices, Type elem) {
@@ -1048,6 +1129,8 @@ void GemmKernelEmitter::decodeEpilogue(Value acc, Value blockRow,
   }
   for (auto [i, column] : llvm::enumerate(v))
     for (auto [h, x] : llvm::enumerate(column)) {
+      if (s.activation)
+        x = activated(x);
       Value y = arith::TruncFOp::create(b, s.finalType, x);
       ifThen(both(tokenIn[i], featureIn[h]), [&] {
         memref::StoreOp::create(b, y, out, ValueRange{token[i], feature[h]});

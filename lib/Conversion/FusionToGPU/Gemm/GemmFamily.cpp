@@ -339,6 +339,11 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   // 64 K columns] of a transposed one.
   args[GemmArg::TmaB] =
       descriptor(bMat, getTensorMapTypeB(ctx, spec), {spec.tileK, 64});
+  // The gated product's second weight, in the same boxes.
+  if (spec.gated)
+    args[GemmArg::TmaUp] =
+        descriptor(host.map.lookup(op.getUp()), getTensorMapTypeB(ctx, spec),
+                   {spec.tileK, 64});
   args[GemmArg::M] = m;
   args[GemmArg::N] = n;
   args[GemmArg::K] = k;
@@ -493,7 +498,7 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   if (small) {
     Value tiles = arith::MulIOp::create(
         b, arith::CeilDivUIOp::create(b, m, idx(spec.tileM)),
-        arith::CeilDivUIOp::create(b, n, idx(spec.tileN)));
+        arith::CeilDivUIOp::create(b, n, idx(spec.outTileN())));
     Value useSmall = arith::CmpIOp::create(
         b, arith::CmpIPredicate::ule,
         arith::MulIOp::create(b, tiles, idx(GemmTiling::kSmallMOccupancy)),
@@ -520,7 +525,7 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
           [&] { return arith::ConstantOp::create(b, b.getI32IntegerAttr(1)); });
       Value smallTiles =
           maxOf(arith::MulIOp::create(b, ceilDiv(m, idx(small->tileM)),
-                                      ceilDiv(n, idx(small->tileN))),
+                                      ceilDiv(n, idx(small->outTileN()))),
                 1);
       Value steps = ceilDiv(k, idx(small->tileK));
       Value splitCount = arith::MinUIOp::create(
@@ -660,7 +665,7 @@ GemmKernelFamily::launchShape(HostLowering &host, const GemmKernelSpec &spec,
     shape.cluster = gpu::KernelDim3{idx(spec.clusterN), idx(1), idx(1)};
     return shape;
   }
-  Value tilesN = arith::CeilDivUIOp::create(b, n, idx(spec.tileN));
+  Value tilesN = arith::CeilDivUIOp::create(b, n, idx(spec.outTileN()));
   if (spec.clusterM > 1) {
     Value resident =
         callIndex("fusionrtMaxActiveClusters",

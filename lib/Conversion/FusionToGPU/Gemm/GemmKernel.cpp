@@ -92,6 +92,10 @@ void GemmKernelEmitter::setUpOperands() {
   tmaB = UnrealizedConversionCastOp::create(b, getTensorMapTypeB(ctx, s),
                                             arg(GemmArg::TmaB))
              .getResult(0);
+  if (Value map = arg(GemmArg::TmaUp))
+    tmaUp =
+        UnrealizedConversionCastOp::create(b, getTensorMapTypeB(ctx, s), map)
+            .getResult(0);
   if (s.stagedResidual)
     tmaR = UnrealizedConversionCastOp::create(
                b, getTensorMapTypeResidual(ctx, s), arg(GemmArg::TmaResidual))
@@ -123,7 +127,7 @@ void GemmKernelEmitter::setUpOperands() {
   n = arg(GemmArg::N);
   k = arg(GemmArg::K);
   numK = arith::CeilDivUIOp::create(b, k, idx(s.tileK));
-  numTilesN = arith::CeilDivUIOp::create(b, n, idx(s.tileN));
+  numTilesN = arith::CeilDivUIOp::create(b, n, idx(s.outTileN()));
   numTiles = mul(arith::CeilDivUIOp::create(b, m, idx(s.tileM)), numTilesN);
   threadId = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   wg = div(threadId, 128);
@@ -131,7 +135,7 @@ void GemmKernelEmitter::setUpOperands() {
   initSharedMemory(kSmemAlignment);
   // The CTA's place in its cluster: clusters run along x over a 1-D grid.
   rank = rem(gpu::BlockIdOp::create(b, gpu::Dimension::x), s.clusterN);
-  scheduler = TileScheduler(s.tileM, s.tileN, s.clusterN, m, numTiles,
+  scheduler = TileScheduler(s.tileM, s.outTileN(), s.clusterN, m, numTiles,
                             numTilesN, rank);
   if (s.clusterM > 1) {
     rankM = rem(gpu::BlockIdOp::create(b, gpu::Dimension::x), s.clusterM);
@@ -184,6 +188,8 @@ void GemmKernelEmitter::emitBody() {
   setUpRowExchange();
   nvgpu::TmaPrefetchOp::create(b, tmaA, leader);
   nvgpu::TmaPrefetchOp::create(b, tmaB, leader);
+  if (tmaUp)
+    nvgpu::TmaPrefetchOp::create(b, tmaUp, leader);
   if (tmaC)
     nvgpu::TmaPrefetchOp::create(b, tmaC, leader);
   if (tmaR)

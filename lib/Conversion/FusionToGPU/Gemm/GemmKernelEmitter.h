@@ -142,6 +142,10 @@ public:
   /// other): the residual's, or a row-dot grad epilogue's norm_input.
   Value stagedPair(Value base, Type elem, AccumulatorView &view,
                    Value rowInTile, int64_t h, int64_t j);
+  /// act of an f32 value or vector (the activation epilogue).
+  Value activated(Value x);
+  /// gelu of an f32 value (erf by a short rational approximation).
+  Value gelu(Value x);
   /// Two adjacent elements of `mem` at `indices` as vector<2xf32>.
   Value loadPair(Value mem, ValueRange indices, Type elem);
 
@@ -163,6 +167,8 @@ public:
   Value rankM;
   /// save_norm_input with a 16-bit output: the saved input's tensor map.
   Value tmaSaved;
+  /// The gated product: up's tensor map (B's boxes).
+  Value tmaUp;
   /// rowDot: the row_dot operand's tensor map (A's box), norm_input's
   /// (the output's box), and in the consumers' epilogue the byte offset of
   /// the ring slot that holds the tile's norm_input.

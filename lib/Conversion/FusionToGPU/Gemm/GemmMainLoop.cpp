@@ -62,22 +62,56 @@ void GemmKernelEmitter::issueLoad(Value kTile, Value stage, Value blockRow,
   // transpose_rhs, B [N, K]: the tile [tile_n, 64] as 64-row blocks, which
   // stack into one K-major tile with 128-byte rows, laid out like A.
   // cluster_m = 2: box h comes from the CTA of rank h mod 2, multicast into
-  // the slot (and onto the full barrier) of both.
+  // the slot (and onto the full barrier) of both. The gated product: the
+  // first half of the boxes from B, the second from up, both over the
+  // tile's output columns [blockCol, blockCol + tile_n / 2).
   int64_t boxes = s.tileN / kSwizzleCols;
   Value mask = s.clusterM > 1
                    ? arith::ConstantOp::create(
                          b, b.getI16IntegerAttr((1 << s.clusterM) - 1))
                          .getResult()
                    : Value();
-  for (int64_t j = 0; j < boxes / s.clusterM; ++j) {
-    Value h = mask ? add(idx(j * s.clusterM), rankM) : idx(j);
+  // (The box's view before its column: the kernels without up as they were.)
+  auto loadBox = [&](Value h, Value map, function_ref<Value()> column) {
     Value box = smemView(add(bOff, mul(h, idx(boxBytes))),
                          {kSwizzleCols, s.tileK}, s.abType);
-    Value col = add(blockCol, mul(h, idx(kSwizzleCols)));
+    Value col = column();
     SmallVector<Value> coords = s.transposeB ? SmallVector<Value>{k0, col}
                                              : SmallVector<Value>{col, k0};
-    nvgpu::TmaAsyncLoadOp::create(b, box, ring.full, tmaB, coords, stage, mask,
+    nvgpu::TmaAsyncLoadOp::create(b, box, ring.full, map, coords, stage, mask,
                                   Value());
+  };
+  for (int64_t j = 0; j < boxes / s.clusterM; ++j) {
+    Value h = mask ? add(idx(j * s.clusterM), rankM) : idx(j);
+    if (!s.gated) {
+      loadBox(h, tmaB,
+              [&] { return add(blockCol, mul(h, idx(kSwizzleCols))); });
+      continue;
+    }
+    // Box h of the gated tile: B's box h, or up's box h - boxes / 2.
+    int64_t half = boxes / 2;
+    if (!mask) {
+      // (h is a constant: one load, from the map it names.)
+      loadBox(h, j < half ? tmaB : tmaUp,
+              [&] { return add(blockCol, idx((j % half) * kSwizzleCols)); });
+      continue;
+    }
+    Value isUp =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::uge, h, idx(half));
+    auto column = [&] {
+      Value inHalf = arith::SelectOp::create(b, isUp, sub(h, idx(half)), h);
+      return add(blockCol, mul(inHalf, idx(kSwizzleCols)));
+    };
+    scf::IfOp::create(
+        b, isUp,
+        [&](OpBuilder &, Location) {
+          loadBox(h, tmaUp, column);
+          scf::YieldOp::create(b);
+        },
+        [&](OpBuilder &, Location) {
+          loadBox(h, tmaB, column);
+          scf::YieldOp::create(b);
+        });
   }
 }
 
@@ -637,7 +671,7 @@ void GemmKernelEmitter::consumer() {
       b.setInsertionPointToStart(&acc.getThenRegion().front());
       Value tileIndex = s.decodeSplits > 1
                             ? add(mul(div(blockRow, s.tileM), numTilesN),
-                                  div(blockCol, s.tileN))
+                                  div(blockCol, s.outTileN()))
                             : Value();
       scf::YieldOp::create(
           b, tileIndex ? addRangePartials(loop[0], c, tileIndex, rowsLeft)

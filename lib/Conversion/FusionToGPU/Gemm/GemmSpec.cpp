@@ -84,6 +84,29 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
           "no decode body for it)";
     return failure();
   }
+  // The gated product: whole 64-column boxes of both weights in a tile, and
+  // tiles of their own (no cluster, no K split, no decode body).
+  if (s.gated) {
+    if (target.mma == MmaKind::Tcgen05) {
+      why = "the gated product (up) is generated for sm_90a only so far";
+      return failure();
+    }
+    if (s.tileN % (2 * kSwizzleCols) != 0 || s.clusterN > 1 || s.splitK > 1 ||
+        s.streamK || s.decodeSwap || s.decodeSplits > 1 || s.epilogueWarps ||
+        s.globalRows || s.stagedResidual) {
+      why = "the gated product (up) takes tiles of its own whose tile_n holds "
+            "both weights' 64-column boxes (a multiple of 128), without "
+            "clusters along N, split-K, stream-K, decode splits or the decode "
+            "body (re-run fusion-plan-kernels)";
+      return failure();
+    }
+  }
+  if (s.activation && (s.splitK > 1 || s.streamK || s.decodeSplits > 1)) {
+    why = "the activation applies to a tile's whole sum, which split-K, "
+          "stream-K and decode splits hand over between CTAs (re-run "
+          "fusion-plan-kernels, which plans none of them for it)";
+    return failure();
+  }
   if (target.mma == MmaKind::Tcgen05) {
     if (failed(checkHandledTcgen05(s, target, why)))
       return failure();
@@ -340,6 +363,8 @@ mlir::fusion::getGemmKernelSpec(FusedMatmulOp op, const TargetInfo &target,
   };
   s.residualType = elemOf(op.getResidual());
   s.postResidualType = elemOf(op.getPostResidual());
+  s.activation = op.getActivation();
+  s.gated = static_cast<bool>(op.getUp());
   s.rowScaleType = elemOf(op.getRowScale());
   s.colBiasType = elemOf(op.getColBias());
   s.colSumType = elemOf(op.getColSum());
@@ -440,6 +465,7 @@ GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   };
   take(GemmArg::TmaA, true);
   take(GemmArg::TmaB, true);
+  take(GemmArg::TmaUp, s.gated);
   take(GemmArg::M, true);
   take(GemmArg::N, true);
   take(GemmArg::K, true);
@@ -491,6 +517,7 @@ SmallVector<Type> GemmKernelAbi::types(MLIRContext *ctx) const {
     switch (arg) {
     case GemmArg::TmaA:
     case GemmArg::TmaB:
+    case GemmArg::TmaUp:
     case GemmArg::TmaOutput:
     case GemmArg::TmaResidual:
     case GemmArg::TmaSavedNormInput:

@@ -86,6 +86,13 @@ struct GemmKernelSpec {
       normBiasType, normInputType, rowDotType, rowDotShiftType, rowDotSumType;
   /// Forward norms: post_residual's, added to the norm's output.
   Type postResidualType;
+  /// The activation epilogue: act(acc) before the one rounding.
+  std::optional<Activation> activation;
+  /// The gated product (up): the tile's MMA spans tile_n accumulator
+  /// columns, its first half from B's rows (transpose_rhs) or columns
+  /// [blockCol, blockCol + tile_n / 2), its second half from up's same
+  /// ones; output column blockCol + c is act(acc[c]) * acc[tile_n / 2 + c].
+  bool gated = false;
   /// Number of f32 statistics: written by a forward norm (1 for rms_norm, 2
   /// for layer_norm), read by a grad epilogue (rstd, and the mean of a
   /// layer_norm_grad whose norm_input is not normalized).
@@ -125,6 +132,10 @@ struct GemmKernelSpec {
   /// sm_100a: the accumulator stages in tensor memory (none on sm_90a).
   GemmTensorMemory tmem;
 
+  /// The output columns of a tile: tile_n, or half of it for the gated
+  /// product (whose tile_n counts both weights' columns). Column blocks,
+  /// blockCol and the stores step by it.
+  int64_t outTileN() const { return gated ? tileN / 2 : tileN; }
   /// A producer warpgroup (TMA, epilogue warps) and the consumer
   /// warpgroups (MMA, epilogue).
   int64_t threads() const { return 128 * (consumers + 1); }
@@ -212,8 +223,9 @@ Type getTensorMapTypeRowDotVector(MLIRContext *ctx, const GemmKernelSpec &spec);
 
 /// The kernel's arguments.
 enum class GemmArg {
-  TmaA, ///< A's tensor map (!llvm.ptr)
-  TmaB, ///< B's tensor map (!llvm.ptr)
+  TmaA,  ///< A's tensor map (!llvm.ptr)
+  TmaB,  ///< B's tensor map (!llvm.ptr)
+  TmaUp, ///< gated: up's tensor map, B's boxes (!llvm.ptr)
   M,
   N,
   K,              ///< index

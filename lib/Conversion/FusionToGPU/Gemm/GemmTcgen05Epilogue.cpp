@@ -577,6 +577,10 @@ GemmKernelEmitter::beginChunkStore(Value chunk, Value blockCol,
 
 void GemmKernelEmitter::storeChunkGroup(const ChunkStore &store, int64_t g,
                                         Value values, Value row, Value inRow) {
+  // The activation epilogue (element-wise epilogues only: the saved
+  // input and the norms' outputs take none).
+  if (s.activation && !store.saved)
+    values = activated(values);
   if (!store.staging) {
     Value out = arg(store.saved ? GemmArg::SavedNormInput : GemmArg::Output);
     // Split-K: the work item's rows of the workspace [splitK x M, N].

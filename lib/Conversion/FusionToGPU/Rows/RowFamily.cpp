@@ -1,14 +1,15 @@
 //===- RowFamily.cpp - the row kernel family: standalone norms and adds ---===//
 //
 // The row family of convert-fusion-to-gpu (RowSpec.h): fusion.rms_norm,
-// fusion.layer_norm, fusion.add and fusion.mul that no fusion pass absorbed
-// each become one kernel (RowKernels.cpp) and its launch; a
-// fusion.rms_norm_grad or fusion.layer_norm_grad becomes the dx kernel and,
-// with parameter gradients, the kernel summing their partial rows (in a
-// buffer from the stream-ordered pool, freed after it); a norm gradient's
-// residual is one more flat operand of the dx kernel. Operands are
-// passed flat (memref.reinterpret_cast of the contiguous buffers), with the
-// row count: the product of the leading dimensions, dynamic ones included.
+// fusion.layer_norm, fusion.add, fusion.mul and fusion.activation that no
+// fusion pass absorbed each become one kernel (RowKernels.cpp) and its
+// launch; a fusion.rms_norm_grad or fusion.layer_norm_grad becomes the dx
+// kernel and, with parameter gradients, the kernel summing their partial
+// rows (in a buffer from the stream-ordered pool, freed after it); a norm
+// gradient's residual is one more flat operand of the dx kernel. Operands
+// are passed flat (memref.reinterpret_cast of the contiguous buffers), with
+// the row count: the product of the leading dimensions, dynamic ones
+// included.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +29,7 @@ public:
   StringRef name() const override { return "row"; }
   bool matches(Operation *op) const override {
     return isa<RMSNormOp, LayerNormOp, RMSNormGradOp, LayerNormGradOp, AddOp,
-               MulOp>(op);
+               MulOp, ActivationOp>(op);
   }
   LogicalResult check(Operation *op, const TargetInfo &,
                       std::string &whyNot) const override {
@@ -102,8 +103,10 @@ void RowKernelFamily::lower(HostLowering &host, Operation *op,
     }
     gridX = arith::CeilDivUIOp::create(b, rows, idx(spec.rowsPerBlock));
   } else {
-    operands = {flat(op->getOperand(0)), flat(op->getOperand(1)),
-                flat(op->getResult(0))};
+    // Element-wise: input(s), then the output (fusion.activation has no rhs).
+    for (Value operand : op->getOperands())
+      operands.push_back(flat(operand));
+    operands.push_back(flat(op->getResult(0)));
     Value vectors = arith::MulIOp::create(b, rows, idx(spec.chunks()));
     gridX = arith::CeilDivUIOp::create(
         b, vectors,

@@ -342,6 +342,13 @@ FailureOr<RowKernelSpec> mlir::fusion::getRowKernelSpec(Operation *op,
               s.vec = 1;
             return success();
           })
+          .Case([&](ActivationOp act) {
+            // Input and result share their type (SameOperandsAndResultType):
+            // one element type, one vector width.
+            s.kind = RowOpKind::Activation;
+            s.activation = act.getActivation();
+            return success();
+          })
           .Default([&](Operation *) {
             why = "not an op of the row family";
             return failure();

@@ -22,7 +22,9 @@
 //     sums the partial rows of each column in a fixed order (the parameter
 //     gradients are bitwise the same run to run);
 //   - fusion.add and fusion.mul with rhs broadcast (same shape, a row vector,
-//     a column, one value): a flat element-wise kernel, 16-byte vectors.
+//     a column, one value): a flat element-wise kernel, 16-byte vectors;
+//   - fusion.activation: the same kernel with one operand, act(x) in f32
+//     (ActivationMath.h's formulas) rounded once on the store.
 // Every operand is viewed as [rows, n]: the leading dimensions flattened,
 // `n` the innermost size, which must be static (the launch shape and the
 // vector width depend on it); rows may be dynamic.
@@ -32,6 +34,7 @@
 #ifndef FUSION_LIB_CONVERSION_FUSIONTOGPU_ROWS_ROWSPEC_H
 #define FUSION_LIB_CONVERSION_FUSIONTOGPU_ROWS_ROWSPEC_H
 
+#include "fusion/Dialect/Fusion/IR/FusionAttrs.h"
 #include "fusion/Target/NVPTX/TargetInfo.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -41,7 +44,15 @@
 
 namespace mlir::fusion {
 
-enum class RowOpKind { RMSNorm, LayerNorm, RMSNormGrad, LayerNormGrad, Add, Mul };
+enum class RowOpKind {
+  RMSNorm,
+  LayerNorm,
+  RMSNormGrad,
+  LayerNormGrad,
+  Add,
+  Mul,
+  Activation
+};
 
 /// How a binary op's rhs covers lhs viewed as [rows, n].
 enum class Broadcast {
@@ -69,6 +80,8 @@ struct RowKernelSpec {
   /// Norm gradients: dweight (a weight is given) and dbias are results.
   bool weightGrad = false, biasGrad = false;
   Broadcast broadcast = Broadcast::Same;
+  /// fusion.activation: the function applied to each element.
+  Activation activation = Activation::identity;
 
   // Norms: a group of threadsPerRow threads per row, each holding
   // vecsPerThread vectors; rowsPerBlock groups per CTA.
@@ -95,6 +108,9 @@ struct RowKernelSpec {
   bool isLayerNorm() const {
     return kind == RowOpKind::LayerNorm || kind == RowOpKind::LayerNormGrad;
   }
+  /// The one element-wise op without an rhs (fusion.activation; the others,
+  /// fusion.add and fusion.mul, are binary).
+  bool isUnary() const { return kind == RowOpKind::Activation; }
   /// Norm gradients: the parameter gradients computed (0, 1 or 2).
   int64_t paramGrads() const { return weightGrad + biasGrad; }
   int64_t chunks() const { return n / vec; }
@@ -124,8 +140,8 @@ struct RowKernelSpec {
   }
 };
 
-/// The spec of a row kernel for `op` (fusion.rms_norm, layer_norm, add or
-/// mul), or failure with why not in `why`.
+/// The spec of a row kernel for `op` (fusion.rms_norm, layer_norm, their
+/// grads, add, mul or activation), or failure with why not in `why`.
 FailureOr<RowKernelSpec> getRowKernelSpec(Operation *op, std::string &why);
 
 /// Builds the kernel `name` in `module`. Arguments, all device memrefs viewed
@@ -133,6 +149,7 @@ FailureOr<RowKernelSpec> getRowKernelSpec(Operation *op, std::string &why);
 ///   norms:   input, output, [weight], [bias], [mean], [rstd], rows
 ///   grads:   dy, x, [mean], rstd, [weight], [residual], dx, [partials], rows
 ///   binary:  lhs, rhs, output, rows
+///   unary:   input, output, rows (fusion.activation)
 /// A norm gradient's partials are [paramGrads][gridDim.x][n] f32: row group
 /// u of the U = gridDim.x * rowsPerBlock groups visits rows u, u + U, ...,
 /// and CTA c writes partial row c, the sum of its groups' columns (group 0's

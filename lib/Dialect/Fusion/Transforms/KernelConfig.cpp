@@ -161,9 +161,9 @@ int64_t chooseSplitK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
                      int64_t n, int64_t k, int64_t tileN, int64_t clusterN) {
   constexpr int64_t kMaxSplits = 16, kMinStepsPerSplit = 2;
   if (!op.getTransposeLhs() || op.getPrologue() != PrologueKind::none ||
-      op.getEpilogue() != EpilogueKind::none || op.getResidual() ||
-      op.getRowScale() || op.getColBias() || clusterN != 1 ||
-      ShapedType::isDynamic(m) || ShapedType::isDynamic(n))
+      op.getEpilogue() != EpilogueKind::none || op.getActivation() ||
+      op.getResidual() || op.getRowScale() || op.getColBias() ||
+      clusterN != 1 || ShapedType::isDynamic(m) || ShapedType::isDynamic(n))
     return 1;
   int64_t tiles = static_cast<int64_t>(llvm::divideCeil(m, GemmTiling::kTileM) *
                                        llvm::divideCeil(n, tileN));
@@ -179,17 +179,17 @@ int64_t chooseSplitK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
 /// Stream-K (sm_90a, opt-in: measured slower on the H200, the CTAs' K
 /// ranges no longer sharing A and B slices in L2): a GEMM whose tiles need
 /// not be a multiple of the persistent grid spreads its last full wave and
-/// the partial one evenly over the CTAs by K steps (TileScheduler.h). Only where each tile's
-/// epilogue is its own (no row reduction), the K loop carries nothing but
-/// the accumulator (no Lazy prologue), the accumulator is in registers, and
-/// K is not split already; with static M and N, only where the tiles are
-/// more than the SMs and not a multiple of them (a dynamic M decides at run
-/// time: whole tiles where they divide).
+/// the partial one evenly over the CTAs by K steps (TileScheduler.h). Only
+/// where each tile's epilogue is its own (no row reduction, no activation), the
+/// K loop carries nothing but the accumulator (no Lazy prologue), the
+/// accumulator is in registers, and K is not split already; with static M and
+/// N, only where the tiles are more than the SMs and not a multiple of them (a
+/// dynamic M decides at run time: whole tiles where they divide).
 bool chooseStreamK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
                    int64_t n, int64_t tileN, int64_t clusterN, int64_t splitK) {
   if (target.tensorMemoryColumns > 0 || splitK != 1 || clusterN != 1 ||
       op.getPrologue() != PrologueKind::none || op.isGradEpilogue() ||
-      op.getEpilogue() == EpilogueKind::rms_norm ||
+      op.getActivation() || op.getEpilogue() == EpilogueKind::rms_norm ||
       op.getEpilogue() == EpilogueKind::layer_norm)
     return false;
   if (ShapedType::isDynamic(m) || ShapedType::isDynamic(n))
@@ -337,11 +337,13 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     int64_t widest = op.getPrologue() == PrologueKind::layer_norm
                          ? gemmMaxLayerNormPrologueTileN(target)
                          : gemmMaxElementwiseTileN(target);
-    tileN = std::min(widest,
-                     static_cast<int64_t>(
-                         llvm::alignTo(n, target.tileNGranularity)));
+    // The gated product's tile holds both weights' columns, in whole
+    // 64-column boxes each: 2N columns, in steps of two boxes.
+    int64_t step = op.getUp() ? 2 * K::kSwizzleCols : target.tileNGranularity;
+    tileN = std::min(widest, static_cast<int64_t>(
+                                 llvm::alignTo(op.getUp() ? 2 * n : n, step)));
     if (maxTileN > 0)
-      tileN = std::min(tileN, maxTileN);
+      tileN = std::min(tileN, std::max(maxTileN, step));
     clusterN = 1;
   }
 
@@ -390,11 +392,11 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   };
   params.strategy = strategyFor(tileN);
   std::optional<GemmSmemLayout> layout = deepestFit(budget, params, maxStages);
-  while (!layout && (!rowReduction || rowDot) &&
-         tileN > target.tileNGranularity) {
-    tileN = std::max(target.tileNGranularity,
-                     static_cast<int64_t>(llvm::alignDown(
-                         tileN / 2, target.tileNGranularity)));
+  int64_t narrowest =
+      op.getUp() ? 2 * K::kSwizzleCols : target.tileNGranularity;
+  while (!layout && (!rowReduction || rowDot) && tileN > narrowest) {
+    tileN = std::max(
+        narrowest, static_cast<int64_t>(llvm::alignDown(tileN / 2, narrowest)));
     params.tileN = tileN;
     params.strategy = strategyFor(tileN);
     layout = deepestFit(budget, params, maxStages);
@@ -483,6 +485,9 @@ mlir::fusion::planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     return std::nullopt;
   }
   int64_t smallTileN = GemmTiling::kSmallMTileN;
+  // The gated product: a box of each weight.
+  if (op.getUp())
+    smallTileN = 2 * K::kSwizzleCols;
   if (group)
     smallTileN = std::lcm(*group, target.tileNGranularity);
   if (config.getTileN() <= smallTileN) {
@@ -500,9 +505,10 @@ mlir::fusion::planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   }
   // K ranges per tile (decode_splits): where each range's K loop carries
   // nothing but the accumulator (no Lazy row sums in the kernel, no row
-  // dot), so that range 0 may finish the tile from the others' sums.
+  // dot), so that range 0 may finish the tile from the others' sums (and
+  // not with an activation: kept out of the hand-over, as from split-K's).
   if (decodeSplits && op.getPrologue() == PrologueKind::none &&
-      !op.getRowDot()) {
+      !op.getRowDot() && !op.getActivation()) {
     KernelConfigAttr c = *small;
     return KernelConfigAttr::get(
         op.getContext(), c.getTileM(), c.getTileN(), c.getTileK(),
@@ -536,6 +542,11 @@ mlir::fusion::planDecodeFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   }
   if (op.getPostResidual()) {
     whyNot = "the decode body's per-head norm adds no post_residual";
+    return std::nullopt;
+  }
+  if (op.getUp()) {
+    whyNot = "the decode body's tiles are 64 features of one weight, the "
+             "gated product's pair both weights' columns";
     return std::nullopt;
   }
   if (!op.getTransposeRhs() || op.getTransposeLhs()) {

@@ -945,7 +945,7 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
     // Standalone row and attention kernels (convert-fusion-to-gpu):
     // nothing to plan.
     if (isa<RMSNormOp, LayerNormOp, RMSNormGradOp, LayerNormGradOp, AddOp,
-            MulOp, GDPAOp, GDPAGradOp, NormAttentionOp>(op))
+            MulOp, ActivationOp, GDPAOp, GDPAGradOp, NormAttentionOp>(op))
       return;
     emitNoKernel(op);
     ok = false;
