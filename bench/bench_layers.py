@@ -28,7 +28,8 @@ sys.path.insert(0, os.path.join(HERE, "layers"))
 
 DEFAULT_KINDS = ("llama_prenorm", "bert_postnorm", "bert_postnorm_addbias", "qwen3_q_norm")
 ALL_KINDS = DEFAULT_KINDS + ("llama_prenorm_mulweight", "ln_prenorm", "llama_o_proj",
-                             "gpt2_c_proj", "neox_parallel", "olmo2_post")
+                             "gpt2_c_proj", "neox_parallel", "olmo2_post", "llama_mlp",
+                             "gpt2_mlp")
 # Libraries per program: fusion-compile's default, --no-fuse, and (ln_prenorm)
 # --lazy-layer-norm; a variant not built for a program is skipped.
 VARIANTS = ("fused", "unfused", "lazyln")
@@ -38,7 +39,8 @@ TIMING = ("fused_call_ms / unfused_call_ms: do_bench median (warmup 25 ms, rep 2
           "unfused_kernel_ms: our kernels' device time per call from profiler records "
           "(bench_fused_matmul.kernel_ms); eager_ms, compile_ms, cublas_linear_ms: do_bench "
           "medians of the nn.Module in eager, under torch.compile compiled fresh and static "
-          "for the case, and of F.linear(x, W) alone (neox_parallel: its two F.linear, no bias); each the mean of the interleaved rounds "
+          "for the case, and of F.linear(x, W) alone (neox_parallel: its two F.linear, no bias; the "
+          "MLPs: their GEMMs, F.linear without bias); each the mean of the interleaved rounds "
           "(listed in rounds, each with its order: the first round in the listed order, the others "
           "shuffled, each measurement after 300 ms of its own function, untimed, so that the "
           "card's power-capped clocks settle on it (bench_util.run_rounds); spread_ms = max - min)")
@@ -88,6 +90,14 @@ def bench_case(prog, libs, a, lr, bu):
     if "w" in x:
         xx, w = x["x"], x["w"]
         linear = lambda: F.linear(xx, w)
+    elif "wg" in x:  # llama_mlp: its three GEMMs alone (the product's input given)
+        xx, wg, wu, wd = x["x"], x["wg"], x["wu"], x["wd"]
+        p = torch.empty(xx.shape[0], wg.shape[0], dtype=xx.dtype, device=xx.device).normal_()
+        linear = lambda: (F.linear(xx, wg), F.linear(xx, wu), F.linear(p, wd))
+    elif "w1" in x:  # gpt2_mlp: its two GEMMs alone
+        xx, w1, w2 = x["x"], x["w1"], x["w2"]
+        p = torch.empty(xx.shape[0], w1.shape[0], dtype=xx.dtype, device=xx.device).normal_()
+        linear = lambda: (F.linear(xx, w1), F.linear(p, w2))
     else:  # neox_parallel: its two projections (no bias)
         xa, wa, xm, wm = x["a"], x["wa"], x["m"], x["wm"]
         linear = lambda: (F.linear(xa, wa), F.linear(xm, wm))

@@ -35,7 +35,8 @@ if PROGRAMS is None:
 LIBS = lr.Libraries(ARTIFACTS)
 
 KINDS = ("llama_prenorm", "llama_prenorm_mulweight", "bert_postnorm", "bert_postnorm_addbias",
-         "qwen3_q_norm", "llama_o_proj", "gpt2_c_proj", "neox_parallel", "olmo2_post")
+         "qwen3_q_norm", "llama_o_proj", "gpt2_c_proj", "neox_parallel", "olmo2_post",
+         "llama_mlp", "gpt2_mlp")
 HS = (768, 1024, 2048, 4096)
 VARIANTS = ("fused", "unfused")
 M = 65536
@@ -86,6 +87,17 @@ def test_layer(name, variant):
 @pytest.mark.parametrize("name,m", [(f"olmo2_post_h{h}", m) for h in (256, 768, 2048)
                                     for m in (1, 100, 4097)])
 def test_post_residual_token_counts(name, m):
+    run_and_check(name, "fused", m)
+
+
+# The MLPs at odd token counts: the gated GEMM's small-M body (a box of
+# each weight per tile) at 1 and 100 tokens, its last row block part past M
+# at 4097; GPT-2's activation epilogue likewise (and its decode-free small-M
+# body).
+@pytest.mark.parametrize("name,m", [(n, m) for n in ("llama_mlp_h1024", "llama_mlp_h4096",
+                                                     "gpt2_mlp_h768")
+                                    for m in (1, 100, 4097)])
+def test_mlp_token_counts(name, m):
     run_and_check(name, "fused", m)
 
 

@@ -97,16 +97,3 @@ func.func @cluster_m(%a: tensor<65536x4096xbf16>, %b: tensor<4096x4096xbf16>) ->
   return %c : tensor<65536x4096xbf16>
 }
 }
-
-
-// -----
-
-// The gated product (fusion-activation-epilogue does not form it for
-// sm_100a: activation-epilogue-sm100a.mlir).
-module attributes {fusion.target = #fusion.target<"sm_100a">} {
-func.func @gated(%a: tensor<256x512xbf16>, %g: tensor<512x512xbf16>, %u: tensor<512x512xbf16>) -> tensor<256x512xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: the gated product (up) is generated for sm_90a only so far}}
-  %c = fusion.fused_matmul %a, %g up(%u : tensor<512x512xbf16>) {activation = #fusion.activation<silu>, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 1, smem_bytes = 214528>} : tensor<256x512xbf16>, tensor<512x512xbf16> -> tensor<256x512xbf16>
-  return %c : tensor<256x512xbf16>
-}
-}

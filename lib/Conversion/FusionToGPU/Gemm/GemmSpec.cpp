@@ -87,10 +87,6 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
   // The gated product: whole 64-column boxes of both weights in a tile, and
   // tiles of their own (no cluster, no K split, no decode body).
   if (s.gated) {
-    if (target.mma == MmaKind::Tcgen05) {
-      why = "the gated product (up) is generated for sm_90a only so far";
-      return failure();
-    }
     if (s.tileN % (2 * kSwizzleCols) != 0 || s.clusterN > 1 || s.splitK > 1 ||
         s.streamK || s.decodeSwap || s.decodeSplits > 1 || s.epilogueWarps ||
         s.globalRows || s.stagedResidual) {

@@ -247,12 +247,25 @@ Value TmemTileEpilogue::quadTotal(Value t[]) {
                                arith::AddFOp::create(b, t[2], t[3]));
 }
 
+/// Chunk by chunk: the pieces, then the store (which applies an activation).
+/// The gated product: output chunk c is act(chunk c) * chunk c + chunks / 2
+/// (B's columns in the stage's first half, up's in its second), loaded
+/// together.
 void TmemTileEpilogue::elementwise() {
-  for (int64_t c = 0; c < chunks; ++c) {
+  int64_t outChunks = s.gated ? chunks / 2 : chunks;
+  for (int64_t c = 0; c < outChunks; ++c) {
     Value groups[kGroups];
     loadChunk(idx(c), groups, /*accumulator=*/true, Value(),
-              /*lastAlways=*/c == chunks - 1);
+              /*lastAlways=*/!s.gated && c == chunks - 1);
     applyPieces(groups, idx(c));
+    if (s.gated) {
+      Value up[kGroups];
+      loadChunk(idx(c + outChunks), up, /*accumulator=*/true, Value(),
+                /*lastAlways=*/c == outChunks - 1);
+      applyPieces(up, idx(c + outChunks));
+      for (int64_t g = 0; g < kGroups; ++g)
+        groups[g] = arith::MulFOp::create(b, e.activated(groups[g]), up[g]);
+    }
     e.storeChunk(groups, idx(c), row, inRow, blockRow, blockCol, tileCount);
   }
 }
@@ -555,7 +568,7 @@ GemmKernelEmitter::beginChunkStore(Value chunk, Value blockCol,
   store.column = add(blockCol, mul(chunk, idx(kStoreChunkN)));
   if (!s.tmaStore())
     return store;
-  int64_t stores = (s.tileN / kStoreChunkN) * (s.saveNormInput ? 2 : 1);
+  int64_t stores = (s.outTileN() / kStoreChunkN) * (s.saveNormInput ? 2 : 1);
   Value isStoreLeader = eq(tid, 0);
   Value buffer = rem(add(mul(tileCount, idx(stores)), slot ? slot : chunk),
                      s.storeBuffers());
@@ -578,8 +591,9 @@ GemmKernelEmitter::beginChunkStore(Value chunk, Value blockCol,
 void GemmKernelEmitter::storeChunkGroup(const ChunkStore &store, int64_t g,
                                         Value values, Value row, Value inRow) {
   // The activation epilogue (element-wise epilogues only: the saved
-  // input and the norms' outputs take none).
-  if (s.activation && !store.saved)
+  // input and the norms' outputs take none; the gated product applied it
+  // to the gate's values already).
+  if (s.activation && !s.gated && !store.saved)
     values = activated(values);
   if (!store.staging) {
     Value out = arg(store.saved ? GemmArg::SavedNormInput : GemmArg::Output);

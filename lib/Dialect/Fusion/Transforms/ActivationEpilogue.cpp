@@ -15,7 +15,6 @@
 
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
 #include "fusion/Dialect/Fusion/Transforms/Transforms.h"
-#include "fusion/Target/NVPTX/TargetInfo.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -87,8 +86,6 @@ std::string whyNotGated(const FusedMatmulSpec &gate, const FusedMatmulSpec &up) 
 struct ActivationFolder {
   bool report;
   IRRewriter &rewriter;
-  /// The module's target (none: the CPU only).
-  std::optional<TargetInfo> target;
 
   void fold(ActivationOp act) {
     std::string why;
@@ -153,13 +150,6 @@ struct ActivationFolder {
     why = whyNotGated(gate, *up);
     if (!why.empty())
       return {};
-    if (target && target->mma == MmaKind::Tcgen05) {
-      why = ("the " + target->chip +
-             " GEMM kernel does not take the gated "
-             "product yet")
-                .str();
-      return {};
-    }
     // Both GEMMs' operands are defined before either: they can all be read
     // at the product.
     return mul;
@@ -171,7 +161,7 @@ void mlir::fusion::applyActivationEpilogue(ModuleOp module, bool report) {
   SmallVector<ActivationOp> acts;
   module.walk([&](ActivationOp act) { acts.push_back(act); });
   IRRewriter rewriter(module.getContext());
-  ActivationFolder folder{report, rewriter, lookupTargetInfo(module)};
+  ActivationFolder folder{report, rewriter};
   for (ActivationOp act : acts)
     folder.fold(act);
 }
