@@ -678,13 +678,8 @@ void AttentionGradEmitter::storeDqBlock(AccumulatorView &dq, Value staging,
 std::pair<Value, Value>
 AttentionGradEmitter::probabilityAndGrad(Value x, function_ref<Value()> dp,
                                          Value scale) {
-  auto fastTanh = [](OpBuilder &builder, Location loc, Value u) -> Value {
-    // tanh.approx.f32, as the forward's gelu_tanh (relative error about
-    // 2^-11, below the rounding of P and dS to 16 bits).
-    return LLVM::TanhOp::create(
-        builder, loc, u,
-        LLVM::FastmathFlagsAttr::get(builder.getContext(), LLVM::FastmathFlags::afn));
-  };
+  // tanh.approx.f32 (fastTanh), as the forward's gelu_tanh (relative error
+  // about 2^-11, below the rounding of P and dS to 16 bits).
   Value sc = arith::MulFOp::create(b, x, scale);
   if (!dp)
     return {buildActivation(b, b.getLoc(), s.activation, sc, fastTanh), Value()};

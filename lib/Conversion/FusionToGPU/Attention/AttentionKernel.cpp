@@ -387,12 +387,6 @@ Value AttentionKernelEmitter::activated(Value x, bool unscaled) {
   // error about 2^-11, below the rounding of P to 16 bits), one MUFU
   // instruction instead of libdevice's tanhf: the activation is on every
   // score.
-  auto fastTanh = [](OpBuilder &builder, Location loc, Value u) -> Value {
-    return LLVM::TanhOp::create(
-        builder, loc, u,
-        LLVM::FastmathFlagsAttr::get(builder.getContext(),
-                                     LLVM::FastmathFlags::afn));
-  };
   if (unscaled)
     return buildUnscaledActivation(b, b.getLoc(), s.activation, x, s.scale, fastTanh);
   return buildScaledActivation(b, b.getLoc(), s.activation, x, s.scale, fastTanh);

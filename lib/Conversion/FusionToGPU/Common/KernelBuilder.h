@@ -32,6 +32,17 @@ inline Attribute sharedSpace(MLIRContext *ctx) {
   return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
 }
 
+/// tanh(u) as tanh.approx.f32 (llvm.tanh with afn): one MUFU instruction,
+/// relative error about 2^-11, below a 16-bit rounding of what the
+/// activations build from it (ActivationMath.h's `tanh` argument). The
+/// kernels' activations take it for 16-bit results.
+inline Value fastTanh(OpBuilder &builder, Location loc, Value u) {
+  return LLVM::TanhOp::create(
+      builder, loc, u,
+      LLVM::FastmathFlagsAttr::get(builder.getContext(),
+                                   LLVM::FastmathFlags::afn));
+}
+
 /// A kernel `name` taking `argTypes`, at the end of `module`, launched with
 /// `threads` threads per CTA (its known block size and .maxntid) and, when
 /// given, at most `maxRegisters` registers per thread (.maxnreg: with

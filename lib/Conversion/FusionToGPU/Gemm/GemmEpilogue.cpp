@@ -892,12 +892,6 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
 /// rounding): one MUFU instruction instead of an exponential and a
 /// division, or libdevice's tanhf.
 Value GemmKernelEmitter::activated(Value x) {
-  auto fastTanh = [](OpBuilder &builder, Location loc, Value u) -> Value {
-    return LLVM::TanhOp::create(
-        builder, loc, u,
-        LLVM::FastmathFlagsAttr::get(builder.getContext(),
-                                     LLVM::FastmathFlags::afn));
-  };
   function_ref<Value(OpBuilder &, Location, Value)> tanh = nullptr;
   if (!s.finalType.isF32())
     tanh = fastTanh;

@@ -780,12 +780,6 @@ Value RowKernelEmitter::activate(Value x) {
   // about a 16-bit rounding of act(x) where act(x) is not small; in the
   // negative tails, where act(x) goes to 0 as x (1 + tanh) / 2, it is an
   // absolute error of about |x| 2^-12 instead. f32 gets the exact formulas.
-  auto fastTanh = [](OpBuilder &builder, Location loc, Value u) -> Value {
-    return LLVM::TanhOp::create(
-        builder, loc, u,
-        LLVM::FastmathFlagsAttr::get(builder.getContext(),
-                                     LLVM::FastmathFlags::afn));
-  };
   function_ref<Value(OpBuilder &, Location, Value)> tanh = nullptr;
   if (s.elem.getIntOrFloatBitWidth() == 16)
     tanh = fastTanh;
