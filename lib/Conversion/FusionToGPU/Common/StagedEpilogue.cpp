@@ -345,38 +345,91 @@ void StagedEpilogue::normalizeTile(Value blockRow, Value blockCol,
     if (ops.bias)
       bias = load(ops.bias, shape.biasType, pieceCol);
     // post_residual: the row's piece (rows past M read row M - 1; TMA clips
-    // their output), added after the weight and bias.
+    // their output), added after the weight and bias. Its pieces are loaded
+    // an iteration ahead, as they are in memory (16-bit: 4 registers a
+    // piece) and widened at their use, so that the L2 round trip overlaps
+    // the previous rows' work: loaded at their use they bounded the
+    // epilogue warps (session 46: 0.66x torch.compile at hidden 1024);
+    // carried widened, they spilled.
     Value lastRow = sub(x.m, idx(1));
-    auto postPiece = [&](Value r) {
+    Type postType = shape.postResidualType;
+    auto rawPiece = [&](Value r) -> Value {
       Value row = arith::MinUIOp::create(b, add(blockRow, r), lastRow);
-      return load(ops.postResidual, shape.postResidualType, {row, pieceCol});
+      return vector::LoadOp::create(b, VectorType::get({8}, postType),
+                                    ops.postResidual, ValueRange{row, pieceCol},
+                                    /*nontemporal=*/false,
+                                    llvm::MaybeAlign(std::min<int64_t>(
+                                        postType.getIntOrFloatBitWidth(), 16)));
     };
-    forLoop(pieceRow0, idx(shape.tileM), idx(kPhaseBRows * pieceRowStride),
-            ValueRange{}, [&](Value r, ValueRange) {
-              SmallVector<Value> rows{r}, inTile{Value()};
-              SmallVector<std::pair<Value, Value>> ys, posts;
-              for (int64_t j = 1; j < kPhaseBRows; ++j) {
-                Value next = add(r, idx(j * pieceRowStride));
-                inTile.push_back(ult(next, idx(shape.tileM)));
-                rows.push_back(arith::SelectOp::create(b, inTile[j], next, r));
-              }
+    auto widenPiece = [&](Value v) -> std::pair<Value, Value> {
+      return split(postType.isF32()
+                       ? v
+                       : arith::ExtFOp::create(b, f32x8, v).getResult());
+    };
+    // With post_residual a row per step and its pieces two steps ahead
+    // (three pieces live, 12 registers); two rows a step with one ahead
+    // spilled 8 bytes in the global-rows kernels (LayerNorm at 4096, Gemma
+    // 2's 2304), three steps ahead 12, four 24.
+    int64_t rowsPer = ops.postResidual ? 1 : kPhaseBRows;
+    int64_t ahead = ops.postResidual ? 2 : 0;
+    int64_t step = rowsPer * pieceRowStride;
+    // The step's rows from `r` (rows past the tile: `r` again, not written).
+    auto stepRows = [&](Value r, SmallVector<Value> &rows,
+                        SmallVector<Value> &inTile) {
+      rows = {r};
+      inTile = {Value()};
+      for (int64_t j = 1; j < rowsPer; ++j) {
+        Value next = add(r, idx(j * pieceRowStride));
+        inTile.push_back(ult(next, idx(shape.tileM)));
+        rows.push_back(arith::SelectOp::create(b, inTile[j], next, r));
+      }
+    };
+    // (A step past the tile loads rows of the next row block, or row M - 1:
+    // valid addresses, never used.)
+    auto issue = [&](Value r) {
+      SmallVector<Value> raws;
+      for (int64_t j = 0; j < rowsPer; ++j)
+        raws.push_back(rawPiece(add(r, idx(j * pieceRowStride))));
+      return raws;
+    };
+    SmallVector<Value> first;
+    for (int64_t d = 0; d < ahead; ++d) {
+      SmallVector<Value> raws = issue(add(pieceRow0, idx(d * step)));
+      first.append(raws.begin(), raws.end());
+    }
+    forLoop(pieceRow0, idx(shape.tileM), idx(step), first,
+            [&](Value r, ValueRange posts) {
+              SmallVector<Value> rows, inTile;
+              stepRows(r, rows, inTile);
+              SmallVector<std::pair<Value, Value>> ys;
               // The global loads first: their latency under the rows'
-              // shared-memory loads and arithmetic.
-              if (ops.postResidual)
-                for (Value row : rows)
-                  posts.push_back(postPiece(row));
+              // shared-memory loads and arithmetic (with post_residual, the
+              // step `ahead` steps on).
+              SmallVector<Value> next(
+                  posts.begin() + std::min<size_t>(rowsPer, posts.size()),
+                  posts.end());
+              if (ops.postResidual) {
+                SmallVector<Value> raws = issue(add(r, idx(ahead * step)));
+                next.append(raws.begin(), raws.end());
+              }
               for (auto [i, row] : llvm::enumerate(rows)) {
                 ys.push_back(normalized(row));
-                if (ops.postResidual)
-                  ys.back() = {
-                      arith::AddFOp::create(b, ys.back().first, posts[i].first),
-                      arith::AddFOp::create(b, ys.back().second,
-                                            posts[i].second)};
+                if (ops.postResidual) {
+                  // A row past the tile is the step's first again: its piece
+                  // is the step's first.
+                  Value raw = i == 0 ? posts[0]
+                                     : arith::SelectOp::create(
+                                           b, inTile[i], posts[i], posts[0])
+                                           .getResult();
+                  auto [even, odd] = widenPiece(raw);
+                  ys.back() = {arith::AddFOp::create(b, ys.back().first, even),
+                               arith::AddFOp::create(b, ys.back().second, odd)};
+                }
               }
               write(r, ys[0]);
-              for (int64_t j = 1; j < kPhaseBRows; ++j)
+              for (int64_t j = 1; j < rowsPer; ++j)
                 ifThen(inTile[j], [&] { write(rows[j], ys[j]); });
-              return SmallVector<Value>{};
+              return next;
             });
   });
 }
