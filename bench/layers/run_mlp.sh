@@ -6,7 +6,11 @@
 # and at 1 / 100 / 4097 (the small-M body, a last row block past M),
 # sanitizers, and the user-visible time against the unfused call (six
 # kernels: norm, three GEMMs, the activation and product kernels) and
-# torch.compile. Build here (about 20 s):
+# torch.compile. Also OLMo 2's sandwich post-norm with its residual stream
+# folded (olmo2_post_h{H} built with --post-residual into build/mlp/post:
+# session 47's phase B with the residual's pieces two rows ahead), against
+# its default build (the norm epilogue, then the add kernel) in the same
+# run. Build here (about 40 s):
 #   bash bench/layers/run_mlp.sh --prepare build
 # then on the device, carrying build/mlp:
 #   C=abc OUT=$OUT bash bench/layers/run_mlp.sh
@@ -21,6 +25,8 @@ if [ "${1:-}" = --prepare ]; then
   rm -rf build/mlp && mkdir -p "$out"
   cp -P "$build"/lib/libfusion_runtime.so* "$out/"
   ARTIFACTS=$out bash bench/layers/build_layers.sh "$build" "$regex" | tail -n 2
+  ARTIFACTS=build/mlp/post bash bench/layers/build_layers.sh "$build" '^olmo2_post_h' \
+    --post-residual | tail -n 1
   du -sh build/mlp
   exit 0
 fi
@@ -41,3 +47,18 @@ timeout 400 python3 bench/bench_layers.py --artifacts "$art" --m 65536 \
   --out "$OUT/layers_mlp.json" --commit "${C:-unknown}" > "$OUT/layers_mlp.txt" 2>&1
 echo "== bench_layers mlp 65536: exit $?"
 sed -n '/^| /p' "$OUT/layers_mlp.txt" | cut -c1-260
+# post_residual: correctness (the token counts of test_post_residual_token_counts
+# too), then the fused call (post_residual) against the unfused one and
+# torch.compile; the default build's fused call is session 46's baseline
+# (norm epilogue + add kernel): its bench_layers row from build/mlp/gpu
+# would need those libraries, so the unfused call (3 kernels) stands in.
+FUSION_GPU_ARTIFACTS=build/mlp/post timeout 200 python3 -m pytest -q -rs test/gpu/test_layers_gpu.py \
+  -k "olmo2_post" > "$OUT/post_layers.txt" 2>&1
+echo "== layers olmo2_post (post_residual): exit $? $(tail -n 1 "$OUT/post_layers.txt")"
+grep -E "FAILED" "$OUT/post_layers.txt" | cut -c1-200 | head -6
+sanitize_layer build/mlp/post memcheck olmo2_post_h2048 1001 "$OUT/san_post_memcheck.txt"
+timeout 200 python3 bench/bench_layers.py --artifacts build/mlp/post --m 65536 \
+  --kinds olmo2_post --only "_h(1024|4096)$" --rounds 2 \
+  --out "$OUT/layers_post.json" --commit "${C:-unknown}" > "$OUT/layers_post.txt" 2>&1
+echo "== bench_layers olmo2_post (post_residual) 65536: exit $?"
+sed -n '/^| /p' "$OUT/layers_post.txt" | cut -c1-260
