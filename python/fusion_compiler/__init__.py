@@ -9,7 +9,8 @@
 `compile` captures the model with `torch.export` (an ATen graph), recognizes
 the forms the dialect holds (RMSNorm, Hugging Face's LlamaRMSNorm arithmetic
 in float32 included, LayerNorm, nn.Linear with and without bias, mm/addmm,
-residual and bias adds, element-wise products), groups them into maximal
+residual and bias adds, element-wise products, an MLP's activation of a
+GEMM's output and the gated MLP's act(gate) * up), groups them into maximal
 partitions, writes each partition as a function of the dialect, compiles it
 with the project's own pipeline (`fusion-compile`: fusion-fuse, kernel
 planning, sm_90a kernels; or the reference lowering with target="cpu"),
@@ -67,6 +68,9 @@ class PartitionReport:
     backward_in_pytorch: List[str] = field(default_factory=list)  # pieces, and why
     backward_mlir: str = ""
     gradient_libraries: List[str] = field(default_factory=list)
+    # A partition with activations trains in pieces (_gradients_in_pieces):
+    # theirs, each with its own training programs.
+    pieces: List["PartitionReport"] = field(default_factory=list)
 
 
 @dataclass
@@ -84,7 +88,9 @@ class Explanation:
             for op, where in p.ops:
                 lines.append(f"    {op:<10} {where}")
             if p.gradients == "kernels":
-                lines.append(f"    backward on the kernels: {', '.join(p.backward_ops)}; "
+                pieces = f" in {len(p.pieces)} piece{'s' if len(p.pieces) > 1 else ''}" \
+                    if p.pieces else ""
+                lines.append(f"    backward on the kernels{pieces}: {', '.join(p.backward_ops)}; "
                              f"saved for it: {', '.join(p.backward_saves) or 'nothing'}")
                 for piece in p.backward_in_pytorch:
                     lines.append(f"    backward in PyTorch: {piece}")
@@ -148,7 +154,8 @@ def _regroup(partitions, support):
     """Moves each linear layer into the partition that computes its input
     (the partitioner's greedy merge can put it with its consumers instead):
     every GEMM reading a norm's output then sits beside the norm, where
-    Lazy Pre-Norm can take them all. Keeps the partitions worth a library:
+    Lazy Pre-Norm can take them all; then each activation into its GEMM's
+    partition. Keeps the partitions worth a library:
     those holding a GEMM or a norm (element-wise ops alone gain nothing
     over PyTorch's own kernels)."""
     from . import ops
@@ -165,6 +172,34 @@ def _regroup(partitions, support):
             part.remove_node(node)
             source.add_node(node)
             owner[node] = source
+    # Each activation beside the GEMM whose epilogue computes it (with the
+    # views between them, and the gated product where its up GEMM is there
+    # too): a GEMM moved above can leave its activation with the consumers,
+    # Falcon's dense_h_to_4h with its norm, its gelu with dense_4h_to_h and
+    # the parallel residual's adds. Moved after the GEMMs, so that those
+    # consumers stay where they are. Every input of a moved node is in the
+    # partition it joins: no cycle between partitions comes of it.
+    for part in partitions:
+        for node in list(part.nodes):
+            if support.activation_kind(node) is None:
+                continue
+            chain, value = [node], node.args[0]
+            while value.target in support.VIEWS:
+                chain.append(value)
+                value = value.args[0]
+            source = owner.get(value)
+            if source is None or source is part or value.target not in (ops.linear, ops.matmul) \
+                    or any(owner.get(n) is not part for n in chain):
+                continue
+            users = [u for u in node.users if owner.get(u) is part]
+            if len(node.users) == 1 and len(users) == 1 and \
+                    support.BINARY.get(users[0].target) == "mul" and \
+                    all(a is node or owner.get(a) is source for a in users[0].args[:2]):
+                chain.insert(0, users[0])  # the gated product act(gate) * up
+            for moved in reversed(chain):
+                part.remove_node(moved)
+                source.add_node(moved)
+                owner[moved] = source
     anchors = (ops.linear, ops.matmul, ops.rms_norm, ops.layer_norm, ops.gdpa)
     return [p for p in partitions if any(n.target in anchors for n in p.nodes)]
 
@@ -174,8 +209,11 @@ def _gradients(entry: PartitionReport, sub, values, target: str, tools, load: bo
     PartitionGradients to call where `load`, else only built into the cache.
     Never raises: a backward that cannot be written or compiled leaves the
     partition's gradients to its PyTorch ops, and `entry` says why."""
+    from . import support
     from .emit import EmitError
     from .emit_grad import emit_training
+    if any(support.activation_kind(n) is not None for n in sub.graph.nodes):
+        return _gradients_in_pieces(entry, sub, target, load)
     try:
         training = emit_training(sub, values, "sm_90a" if target == "cpu" else target)
         entry.backward_ops = [f"fusion.{op}" for op in dict.fromkeys(training.full.ops)]
@@ -197,6 +235,55 @@ def _gradients(entry: PartitionReport, sub, values, target: str, tools, load: bo
     except (EmitError, FusionCompileError, OSError) as error:
         entry.gradients, entry.gradients_why = "pytorch", _reason(error)
         return None
+
+
+def _gradients_in_pieces(entry: PartitionReport, sub, target: str, load: bool):
+    """The training of a partition with activations (an MLP's act(fc1(x)),
+    the gated product act(gate(x)) * up(x)), whose backward the dialect
+    cannot write (it has no op for an activation's gradient): the
+    partition's graph partitioned again with its activations left to
+    PyTorch, so that each piece between them is a partition with its own
+    training programs and PyTorch's autograd computes the activations, and
+    the products they feed, between the pieces (the layer's training as
+    before activations were fused; inference keeps the one program). A
+    training.PiecewiseGradients to call where `load`; where a piece's
+    backward cannot be written or compiled, None: the partition's PyTorch
+    ops then serve its gradients, and `entry` says why."""
+    import copy
+
+    import torch.fx as fx
+
+    from . import support
+    from .training import PiecewiseGradients
+    graph = copy.deepcopy(sub.graph)  # new nodes, their metadata (shapes, marks) kept
+    for node in graph.nodes:
+        if support.activation_kind(node) is not None:
+            node.meta[support.TRAINED_IN_PYTORCH] = True
+    pieces, explanation = _partition(fx.GraphModule(sub, graph), target, True, False, False,
+                                     load=load, gradients=True, recognized=True)
+    parts = explanation.partitions
+    entry.pieces = parts
+    failed = [p for p in parts if not p.compiled or p.gradients != "kernels"]
+    if not parts or failed:
+        why = f"{failed[0].name}: {failed[0].why_not or failed[0].gradients_why}" if failed \
+            else "no piece with a GEMM or a norm"
+        entry.gradients = "pytorch"
+        entry.gradients_why = f"its training pieces between the activations: {why}"
+        return None
+    entry.gradients = "kernels"
+    entry.backward_ops = list(dict.fromkeys(op for p in parts for op in p.backward_ops))
+    entry.backward_saves = [saved for p in parts for saved in p.backward_saves]
+    entry.backward_in_pytorch = list(dict.fromkeys(
+        piece for p in parts for piece in p.backward_in_pytorch))
+    left = ", ".join(n.name for n in pieces.graph.nodes
+                     if n.op == "call_function" and support.is_compute(n))
+    count = f"{len(parts)} piece{'s' if len(parts) > 1 else ''}"
+    entry.backward_in_pytorch.append(
+        f"{left}: PyTorch's autograd, beside {count} with training programs of their own "
+        f"(the dialect has no op for an activation's gradient)")
+    entry.backward_mlir = "\n".join(p.backward_mlir for p in parts)
+    entry.gradient_libraries = [lib for p in parts for lib in [p.library] + p.gradient_libraries]
+    return PiecewiseGradients(pieces) if load else None
 
 
 def _in_model_order(call, sub, order: Dict[str, int]) -> None:
@@ -242,20 +329,23 @@ def _in_model_order(call, sub, order: Dict[str, int]) -> None:
 
 def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
                load: bool = True, gradients: bool = False,
-               cache_weight_folds: bool = False, frozen_weights: bool = False):
+               cache_weight_folds: bool = False, frozen_weights: bool = False,
+               recognized: bool = False):
     """Rewrites `gm` in place: recognized forms, partitions, compiled calls
     (with their training programs where `gradients`; with the weights'
     preparation outlined where `cache_weight_folds`, kept out of CUDA graph
-    captures where `frozen_weights`)."""
+    captures where `frozen_weights`). recognized: `gm` is a partition's
+    graph, its forms already recognized and marked (_gradients_in_pieces)."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     from . import patterns, support
     from .calls import CompiledPartition
     from .emit import EmitError, emit
 
-    patterns.recognize(gm)
-    support.mark_attention_blocks(gm.graph)
-    support.mark_head_norms(gm.graph)
+    if not recognized:
+        patterns.recognize(gm)
+        support.mark_attention_blocks(gm.graph)
+        support.mark_head_norms(gm.graph)
     left = _left_in_pytorch(gm)
     # One partitioning per row count, so that a partition's activations
     # flatten alike (attention's [batch, heads, tokens, dim] tensors apart
@@ -520,8 +610,9 @@ def _inline_front_end_op(fused, node) -> None:
     """A front-end op left outside every partition (recognized, but not
     supported: mixed dtypes, say), back in ATen ops for Inductor; also an
     ATen op the backend kept from Inductor's decompositions for the
-    partitions to find (native_layer_norm) that none took, decomposed as
-    Inductor would have (it only falls back to ATen's kernel for it)."""
+    partitions to find (native_layer_norm, silu, gelu) that none took,
+    decomposed as Inductor would have (it only falls back to ATen's kernel
+    for native_layer_norm)."""
     import torch.fx as fx
 
     tensors = [a for a in node.args if isinstance(a, fx.Node)]
@@ -534,8 +625,13 @@ def _inline_front_end_op(fused, node) -> None:
 
 
 def _kept_from_decomposition():
+    """ATen ops the backend keeps from Inductor's decompositions, for the
+    partitions to find: LayerNorm, and the activations fusion.activation
+    computes (Inductor writes silu as x / (1 + exp(-x)) in float32, gelu
+    likewise in steps; relu it keeps)."""
     import torch
-    return (torch.ops.aten.native_layer_norm.default,)
+    aten = torch.ops.aten
+    return (aten.native_layer_norm.default, aten.silu.default, aten.gelu.default)
 
 
 def _as_operator_calls(fused) -> None:
@@ -622,9 +718,9 @@ def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = T
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
     from torch._inductor.decomposition import select_decomp_table
 
-    # Inductor's decompositions, but LayerNorm kept whole for the partitions
-    # to find (one no partition takes is decomposed afterwards,
-    # _as_operator_calls).
+    # Inductor's decompositions, but LayerNorm and the activations kept whole
+    # for the partitions to find (one no partition takes is decomposed
+    # afterwards, _as_operator_calls).
     decompositions = {op: fn for op, fn in select_decomp_table().items()
                       if op not in _kept_from_decomposition()}
 

@@ -234,6 +234,10 @@ class CompiledPartition(torch.nn.Module):
         if torch.is_grad_enabled() and any(
                 isinstance(t, torch.Tensor) and t.requires_grad for t in args):
             gradients = getattr(self, "gradients", None)
+            if callable(gradients):
+                # In pieces between the activations (training.PiecewiseGradients),
+                # each piece's training forward and backward on our kernels.
+                return gradients(*args)
             if gradients is not None:
                 # The training forward, and the backward on our kernels.
                 from .training import PartitionFunction

@@ -21,7 +21,7 @@ import torch
 import torch.fx as fx
 
 from . import ops
-from .support import BINARY, MLIR_DTYPES, VIEWS, binary_operands
+from .support import BINARY, MLIR_DTYPES, VIEWS, activation_kind, binary_operands
 
 TARGET_ATTR = '#fusion.target<"{}">'
 
@@ -353,6 +353,12 @@ def write(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
                          f"scale = {float(scale):.9e} : f32}} : {ty(q)}, {ty(k)}, {ty(v)} -> "
                          f"{out.mlir_type()}", loc))
             op = "gdpa"
+        elif activation_kind(node) is not None:
+            # act(x), same type in and out; fusion-fuse moves it into the
+            # epilogue of the GEMM computing x (support._gemm_activation).
+            x, op = node.args[0], activation_kind(node)
+            body.append((f"{result} = fusion.activation {operand(x)} {{activation = "
+                         f"#fusion.activation<{op}>}} : {ty(x)}", loc))
         elif node.target in BINARY:
             a, b = binary_operands(node)
             types_text = ty(a) if ty(a) == ty(b) else f"{ty(a)}, {ty(b)}"

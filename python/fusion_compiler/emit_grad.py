@@ -39,7 +39,7 @@ import torch.fx as fx
 from . import ops
 from .emit import (EmitError, Forward, Program, TensorArg, _function, _heads_reshape, _loc,
                    per_head_view, render, statistics_arg, tokens_index, write)
-from .support import BINARY, VIEWS, binary_operands
+from .support import BINARY, VIEWS, activation_kind, binary_operands
 
 # A forward value the backward reads: (node, "value" | "rstd" | "mean").
 Key = Tuple[fx.Node, str]
@@ -256,6 +256,11 @@ class _Writer:
                 self.contribute(operand, grad, types[operand])
         elif node.target in BINARY:
             self.binary(node, g, loc)
+        elif activation_kind(node) is not None:
+            # (A partition with activations trains in pieces instead:
+            # fusion_compiler._gradients_in_pieces.)
+            raise EmitError(f"{node.name}: the gradient of {activation_kind(node)} (the "
+                            f"dialect has no op for an activation's gradient)")
         else:
             raise EmitError(f"{node.name}: no gradient written for {node.target}")
 

@@ -21,6 +21,11 @@ function of `ops.py`, and drops the nodes that are identities in inference
   (nn.Linear after AOTAutograd); `addmm`/`mm` with an untransposed weight;
   `aten.matmul(x, w.T)` / `aten.matmul(x, w)` of a rank-2 rhs as written
   (`x @ self.weight.T`, Falcon's FalconLinear).
+- Activations: `aten.silu`, `aten.gelu` (exact or tanh) and `aten.relu` stay
+  the ATen ops they are (`support.activation_kind`; an MLP's act(fc1(x)),
+  the gated MLP's act(gate(x)) * up(x)); GELU written out (GPT-2's gelu_new,
+  `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, or with erf) becomes
+  `aten.gelu` where its input is a GEMM's.
 
 A form is rewritten only where its intermediate values are used by nothing
 else (a value saved for a backward keeps the form as it is).
@@ -28,6 +33,7 @@ else (a value saved for a backward keeps the form as it is).
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Dict, List, Optional
 
@@ -36,6 +42,7 @@ import torch.fx as fx
 
 from . import ops
 from .dynamo_forms import GDPA, same_equation
+from .support import activation_kind as _activation
 
 aten = torch.ops.aten
 
@@ -361,18 +368,83 @@ def _match_linear(graph: fx.Graph, node: fx.Node) -> bool:
     return True
 
 
-_ACTIVATION_OPS = {aten.silu.default: "silu", aten.relu.default: "relu"}
-
-
-def _activation(node) -> Optional[str]:
-    if not isinstance(node, fx.Node) or node.op != "call_function":
+def _scalar_operand(node, target, value: float):
+    """The tensor operand of `node` where it is `target`(t, value) or
+    `target`(value, t) (a Python scalar, within float32's precision), else None."""
+    if not (_is_call(node, target) and len(node.args) == 2 and not node.kwargs):
         return None
-    if node.target in _ACTIVATION_OPS:
-        return _ACTIVATION_OPS[node.target]
-    if node.target is aten.gelu.default:
-        approximate = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1 else "none")
-        return {"none": "gelu", "tanh": "gelu_tanh"}.get(approximate)
+    for t, c in (node.args, node.args[::-1]):
+        if isinstance(t, fx.Node) and isinstance(c, (int, float)) and \
+                abs(c - value) <= 1e-6 * abs(value):
+            return t
     return None
+
+
+def _other_operand(node, one) -> Optional[fx.Node]:
+    """The operand of the binary `node` that is not `one`."""
+    if len(node.args) != 2 or one not in node.args or node.args[0] is node.args[1]:
+        return None
+    other = node.args[1] if node.args[0] is one else node.args[0]
+    return other if isinstance(other, fx.Node) else None
+
+
+def _match_written_gelu(graph: fx.Graph, node: fx.Node) -> bool:
+    """GELU written out in ATen ops, as Hugging Face's activations write it,
+    from its tanh or erf `node`:
+
+        0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))   gelu_new (GPT-2's
+                        NewGELUActivation), GELUTanh's Python form, gelu_accurate
+        0.5 x (1 + erf(x / sqrt(2)))                       GELUActivation's Python form
+
+    rewritten to `aten.gelu(x, approximate="tanh" | "none")`, the op the
+    partitions take (`fusion.activation<gelu_tanh | gelu>`), where x is a
+    GEMM's output (through views that keep the features dimension): there
+    it rides in the GEMM's epilogue. The formula computed in float32 and
+    rounded once differs from the module's steps, each rounded to x's
+    dtype, by less than their own rounding; elsewhere the module's steps
+    stay as written."""
+    from .support import _through_token_views
+    if _is_call(node, aten.tanh.default):
+        scaled = node.args[0]
+        inner = _scalar_operand(scaled, aten.mul.Tensor, math.sqrt(2 / math.pi))
+        if not _is_call(inner, aten.add.Tensor) or len(inner.args) != 2:
+            return False
+        x = cubed = None
+        for a, b in (inner.args, inner.args[::-1]):
+            cube = _scalar_operand(b, aten.mul.Tensor, 0.044715)
+            if _is_call(cube, aten.pow.Tensor_Scalar) and cube.args[0] is a and \
+                    cube.args[1] == 3:
+                x, cubed = a, [b, cube]
+        if x is None:
+            return False
+        chain, approximate = [node, scaled, inner] + cubed, "tanh"
+    elif _is_call(node, aten.erf.default):
+        scaled = node.args[0]
+        x = _scalar_operand(scaled, aten.div.Tensor, math.sqrt(2)) or \
+            _scalar_operand(scaled, aten.mul.Tensor, math.sqrt(0.5))
+        chain, approximate = [node, scaled], "none"
+    else:
+        return False
+    one_plus = _only_user(node)
+    if not isinstance(x, fx.Node) or _scalar_operand(one_plus, aten.add.Tensor, 1.0) is not node:
+        return False
+    root = _only_user(one_plus)
+    half = _other_operand(root, one_plus) if _is_call(root, aten.mul.Tensor) else None
+    if half is None or _scalar_operand(half, aten.mul.Tensor, 0.5) is not x:
+        return False
+    chain += [one_plus, half, root]
+    if any(_only_user(n) is None for n in chain[:-1]) or _dtype(root) != _dtype(x) or \
+            _shape(root) != _shape(x):
+        return False
+    gemm = _through_token_views(x)
+    if not _is_call(gemm, ops.linear, ops.matmul):
+        return False
+    with graph.inserting_before(root):
+        new = graph.call_function(aten.gelu.default, (x,), {"approximate": approximate})
+    new.meta = dict(root.meta)
+    root.replace_all_uses_with(new)
+    _drop_dead(graph, chain)
+    return True
 
 
 def _einsum_is(node, spec: str) -> bool:
@@ -525,6 +597,14 @@ def recognize(gm: fx.GraphModule) -> Dict[str, int]:
             _replace(graph, node, ops.gdpa, tuple(node.args), node)
             graph.erase_node(node)
             found["gdpa"] += 1
+    # Activations stay the ATen ops they are (aten.silu, aten.gelu, aten.relu:
+    # support.activation_kind); a GELU written out becomes aten.gelu where its
+    # input is a GEMM's, recognized above.
+    found["gelu"] = 0
+    for node in list(graph.nodes):
+        if node.graph is graph and _is_call(node, aten.tanh.default, aten.erf.default) and \
+                _match_written_gelu(graph, node):
+            found["gelu"] += 1
     _drop_checks_of_recognized(graph)
     graph.lint()
     gm.recompile()

@@ -1,10 +1,11 @@
 """Which nodes of a recognized graph the dialect holds, and why not the others.
 
 After `patterns.recognize`, a node is supported when it is one of `ops.py`'s
-functions, a tensor `add`/`mul` the dialect's broadcasting ops hold, or a
-view that only regroups the leading (token) dimensions, with float dtypes
-the kernels take. Everything else stays in PyTorch; `reason(node)` says why,
-for `explain`.
+functions, a tensor `add`/`mul` the dialect's broadcasting ops hold, an
+activation (silu, gelu, relu) of a GEMM's output, or a view that only
+regroups the leading (token) dimensions, with float dtypes the kernels
+take. Everything else stays in PyTorch; `reason(node)` says why, for
+`explain`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,30 @@ MLIR_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32
 BINARY = {aten.add.Tensor: "add", aten.mul.Tensor: "mul"}
 VIEWS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default,
          aten.flatten.using_ints, aten.unflatten.int)
+
+
+# ATen's activations that `fusion.activation` computes (in float32, rounded
+# once to the element type, as PyTorch's kernels for 16-bit tensors do).
+_ACTIVATION_OPS = {aten.silu.default: "silu", aten.relu.default: "relu"}
+
+
+def activation_kind(node) -> Optional[str]:
+    """The `#fusion.activation` kind of an activation node (aten.silu,
+    aten.relu, aten.gelu with approximate "none" or "tanh"), else None."""
+    if not isinstance(node, fx.Node) or node.op != "call_function":
+        return None
+    if node.target in _ACTIVATION_OPS:
+        return _ACTIVATION_OPS[node.target]
+    if node.target is aten.gelu.default:
+        approximate = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1 else "none")
+        return {"none": "gelu", "tanh": "gelu_tanh"}.get(approximate)
+    return None
+
+
+# An activation marked so stays in PyTorch: a partition's training pieces
+# (the dialect has no op for an activation's gradient; see
+# fusion_compiler._gradients_in_pieces).
+TRAINED_IN_PYTORCH = "fusion_trained_in_pytorch"
 
 
 def _tensor(node) -> Optional[torch.Tensor]:
@@ -94,6 +119,41 @@ def _gemm_norm(x) -> bool:
             _through_token_views(x.args[0]).target in _GEMMS)
 
 
+def _users(node: fx.Node):
+    from .patterns import _CHECKS
+    return [u for u in node.users if u.target not in _CHECKS]
+
+
+def _gemm_activation(node: fx.Node) -> bool:
+    """Whether the activation `node` reads a supported GEMM's output (through
+    views that keep the features dimension) that nothing else reads: the
+    GEMM's epilogue then computes it (fusion-fuse's activation epilogue, or
+    the gated product's one GEMM) and the GEMM's own output is never
+    stored."""
+    user, value = node, node.args[0]
+    while isinstance(value, fx.Node) and _users(value) == [user]:
+        if value.target in _GEMMS:
+            return reason(value) is None
+        if value.op != "call_function" or value.target not in VIEWS or \
+                not _keeps_features(value):
+            return False
+        user, value = value, value.args[0]
+    return False
+
+
+def _gated(a, b) -> bool:
+    """Whether a * b is the gated MLP's product act(gate(x)) * up(x) (either
+    order, through views that keep the features dimension): a supported
+    activation of a GEMM's output times another GEMM's output, which
+    fusion-fuse makes one GEMM over both weights (fused_matmul's `up`)."""
+    for act, up in ((a, b), (b, a)):
+        act, up = _through_token_views(act), _through_token_views(up)
+        if activation_kind(act) is not None and reason(act) is None and \
+                isinstance(up, fx.Node) and up.target in _GEMMS and reason(up) is None:
+            return True
+    return False
+
+
 def _absorbable(node: fx.Node, pair) -> bool:
     """Whether the fusion passes can take an add or mul into a kernel: an
     add of a GEMM's output (its bias or a residual, in the GEMM's epilogue;
@@ -101,8 +161,9 @@ def _absorbable(node: fx.Node, pair) -> bool:
     parallel residual, _gemm_sum), of a GEMM's norm (a sandwich norm's
     residual stream, _gemm_norm) or into a norm's input
     (the residual sum of an epilogue norm); a mul of a norm's output by a
-    vector (its weight). Any other element-wise op is better left where it
-    can fuse with its PyTorch neighbours."""
+    vector (its weight), or the gated MLP's product (_gated). Any other
+    element-wise op is better left where it can fuse with its PyTorch
+    neighbours."""
     a, b = pair
     if BINARY[node.target] == "add":
         if any(isinstance(x, fx.Node) and x.target in _GEMMS
@@ -111,8 +172,11 @@ def _absorbable(node: fx.Node, pair) -> bool:
         if any(_gemm_sum(x) or _gemm_norm(x) for x in (a, b)):
             return True
         return any(u.target in _NORMS and u.args[0] is node for u in node.users)
-    return isinstance(a, fx.Node) and a.target in _NORMS and _tensor(b) is not None and \
-        _tensor(b).dim() == 1
+    if isinstance(a, fx.Node) and a.target in _NORMS and _tensor(b) is not None and \
+            _tensor(b).dim() == 1:
+        return True
+    return _tensor(a) is not None and _tensor(b) is not None and \
+        tuple(_tensor(a).shape) == tuple(_tensor(b).shape) and _gated(a, b)
 
 
 # An attention block (FlashNormAttention's form: norms over all heads of a
@@ -315,6 +379,21 @@ def reason(node: fx.Node) -> Optional[str]:
         if node.target is ops.gdpa and any(t.dim() != 4 for t in tensors):
             return f"{name}: expected q, k, v as [batch, tokens, heads, dim]"
         return None
+    kind = activation_kind(node)
+    if kind is not None:
+        x = _tensor(node.args[0])
+        if x is None or out is None or out.dtype != x.dtype or x.dtype not in FLOAT_DTYPES:
+            return f"{name}: dtype {getattr(x, 'dtype', None)}; the kernels take bf16, f16, f32"
+        if x.dim() < 2 or not _static(x):
+            return f"{name}: expected [tokens..., features] with static sizes"
+        if TRAINED_IN_PYTORCH in node.meta:
+            return (f"{name}: its gradient (no dialect op for it) is PyTorch's, between the "
+                    f"partition's training pieces")
+        if not _gemm_activation(node):
+            return (f"{name}: nothing to fuse it into (a GEMM's output that only it reads: "
+                    f"the GEMM's epilogue); PyTorch's kernel, or Inductor's fusion with its "
+                    f"neighbours, serves it as well")
+        return None
     if node.target in BINARY:
         pair = binary_operands(node)
         if pair is None:
@@ -330,8 +409,8 @@ def reason(node: fx.Node) -> Optional[str]:
                     f"broadcasts a [features] vector or takes equal shapes")
         if BLOCK not in node.meta and not _absorbable(node, pair):
             return (f"{name}: nothing to fuse it into (a GEMM's bias or residual, a norm's "
-                    f"input or weight); PyTorch's kernel, or Inductor's fusion with its "
-                    f"neighbours, serves it as well")
+                    f"input or weight, a gated MLP's act(gate) * up); PyTorch's kernel, or "
+                    f"Inductor's fusion with its neighbours, serves it as well")
         return None
     if node.target in VIEWS:
         if UNFOLDED in node.meta:
@@ -348,8 +427,10 @@ def reason(node: fx.Node) -> Optional[str]:
 
 
 def is_compute(node: fx.Node) -> bool:
-    """A node that computes (not a view): an op of ops.py, an add or a mul."""
-    return node.target in ops.FRONTEND_OPS or node.target in BINARY
+    """A node that computes (not a view): an op of ops.py, an add or a mul,
+    an activation."""
+    return node.target in ops.FRONTEND_OPS or node.target in BINARY or \
+        activation_kind(node) is not None
 
 
 def group(node: fx.Node):

@@ -8,7 +8,9 @@ the intermediates the backward reads) and saves what the backward reads;
 its backward runs the backward program written for the inputs that need
 gradients (`ctx.needs_input_grad`), compiled at the first backward that asks
 for that set (the one for every input is compiled with the partition), and
-computes in PyTorch only what the dialect cannot write (column sums).
+computes in PyTorch only what the dialect cannot write (column sums). A
+partition with activations trains in pieces between them
+(`PiecewiseGradients`): the dialect has no op for an activation's gradient.
 """
 
 from __future__ import annotations
@@ -95,6 +97,20 @@ class PartitionGradients:
                 total = t if total is None else total + t
             out.append(total.to(dtype) if total is not None else None)
         return out
+
+
+class PiecewiseGradients:
+    """A partition's training in pieces (fusion_compiler._gradients_in_pieces):
+    its graph with each piece between its activations a compiled partition
+    with its own training programs (a PartitionFunction under autograd),
+    and the activations, and the products they feed, PyTorch's autograd
+    ops between them. Called as the partition is."""
+
+    def __init__(self, pieces: torch.fx.GraphModule):
+        self.pieces = pieces  # not a submodule of the partition: a plain attribute
+
+    def __call__(self, *args: torch.Tensor):
+        return self.pieces(*args)
 
 
 class PartitionFunction(torch.autograd.Function):

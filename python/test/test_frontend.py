@@ -25,11 +25,11 @@ REQUIRE = os.environ.get("FUSION_TEST_REQUIRE_TORCH") == "1"
 try:
     import torch
     import transformers  # noqa: F401
-    from transformers import BertConfig, GPT2Config, LlamaConfig, T5Config
-    from transformers.models.bert.modeling_bert import BertSelfOutput
-    from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+    from transformers import BertConfig, GemmaConfig, GPT2Config, LlamaConfig, T5Config
+    from transformers.models.bert.modeling_bert import BertIntermediate, BertSelfOutput
+    from transformers.models.gpt2.modeling_gpt2 import GPT2MLP, GPT2Block
     from transformers.models.t5.modeling_t5 import T5LayerFF
-    from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
+    from transformers.models.gemma.modeling_gemma import GemmaMLP, GemmaRMSNorm
     from transformers.models.cohere.modeling_cohere import CohereLayerNorm
     from transformers.models.llama.modeling_llama import (LlamaDecoderLayer, LlamaMLP,
                                                           LlamaRMSNorm, LlamaRotaryEmbedding)
@@ -90,6 +90,12 @@ def planned_for_sm90a(mlir, plan="-fusion-plan-kernels"):
     return subprocess.run([fc.find_tools().fusion_opt, "-", "-fusion-fuse",
                            "-fusion-set-target=chip=sm_90a", plan],
                           input=mlir, stdout=subprocess.PIPE, text=True, check=True).stdout
+
+
+def fused(mlir):
+    """A partition's program after fusion-fuse (the default pipeline)."""
+    return subprocess.run([fc.find_tools().fusion_opt, "-", "-fusion-fuse"], input=mlir,
+                          stdout=subprocess.PIPE, text=True, check=True).stdout
 
 
 def randomize_norms(module):
@@ -271,20 +277,27 @@ class FrontEndTest(unittest.TestCase):
         # outputs' scale for cases where PyTorch happens to round exactly).
         self.assertLessEqual(ours, 2 * theirs + 2 ** -7 * 4, f"ours {ours}, PyTorch {theirs}")
 
-    def check_parallel_residual(self, m, x):
+    def check_parallel_residual(self, m, x, parallel):
         """A parallel residual's layer (GPT-NeoX, Falcon): its two output
-        projections and both adds in one partition, compiled, planned for
-        sm_90a as two GEMMs each taking a residual and no add; the output
-        within 2x PyTorch's bf16 error of float64."""
+        projections and both adds in one partition (`parallel`: its ops),
+        compiled, planned for sm_90a as two GEMMs each taking a residual and
+        no add; the MLP's gelu in its first GEMM's epilogue, wherever that
+        GEMM is (beside its norm: fusion_compiler._regroup); the output within 2x
+        PyTorch's bf16 error of float64."""
         compiled = fc.compile(m, (x,), target="cpu")
         parts = compiled.explain().partitions
         ops = [[op for op, _ in p.ops] for p in parts]
-        self.assertIn(["linear", "linear", "add", "add"], ops)
-        part = parts[ops.index(["linear", "linear", "add", "add"])]
+        self.assertIn(parallel, ops)
+        part = parts[ops.index(parallel)]
         self.assertTrue(part.compiled, part.why_not)
         planned = planned_for_sm90a(part.mlir)
         self.assertNotIn("fusion.add", planned)
         self.assertEqual(planned.count("residual("), 2, planned)
+        planned = "".join(planned_for_sm90a(p.mlir) for p in parts)
+        self.assertEqual(planned.count("activation = #fusion.activation<gelu>, "), 1, planned)
+        self.assertNotIn("fusion.activation %", planned)
+        left = [why for _, why, _ in compiled.explain().left_in_pytorch]
+        self.assertFalse(any(w.startswith("gelu") for w in left), left)
         with torch.no_grad():
             y = compiled(x)
         self.check_close(m, (x,), y[0] if isinstance(y, tuple) else y)
@@ -310,21 +323,30 @@ class FrontEndTest(unittest.TestCase):
 
     def test_t5_layer_ff(self):
         """T5's feed-forward block: T5LayerNorm (float32 statistics, but rstd
-        multiplies x itself, promoted), then wi, ReLU, wo and the residual."""
+        multiplies x itself, promoted), then wi, ReLU, wo and the residual:
+        one partition, the norm in wi's prologue (Lazy Pre-Norm), the ReLU
+        in its epilogue."""
         cfg = T5Config(d_model=64, d_ff=128, dropout_rate=0.0)
         m = randomize_norms(T5LayerFF(cfg).bfloat16().eval())
         x = torch.randn(2, 9, 64).bfloat16()
         compiled = fc.compile(m, (x,), target="cpu")
         report = compiled.explain()
+        self.assertEqual(len(report.partitions), 1, str(report))
         part = report.partitions[0]
         self.assertTrue(part.compiled, part.why_not)
-        self.assertEqual([op for op, _ in part.ops], ["rms_norm", "linear"])
+        self.assertEqual([op for op, _ in part.ops],
+                         ["rms_norm", "linear", "relu", "linear", "add"])
         self.assertIn("fusion.rms_norm %arg0 weight(%arg1 : tensor<64xbf16>)", part.mlir)
+        self.assertIn("fusion.activation %v1 {activation = #fusion.activation<relu>}", part.mlir)
         self.assertTrue(any("Lazy Pre-Norm" in r and "modeling_t5.py" in r
                             for r in part.remarks), part.remarks)
-        # Nothing of the norm is left to PyTorch.
+        self.assertTrue(any("fusion.activation folded into the GEMM's epilogue" in r and
+                            "modeling_t5.py" in r for r in part.remarks), part.remarks)
+        self.assertIn("activation = #fusion.activation<relu>, "
+                      "prologue = #fusion.prologue<rms_norm>", fused(part.mlir))
+        # Nothing of the norm, nor the ReLU, is left to PyTorch.
         left = [why for _, why, _ in report.left_in_pytorch]
-        self.assertFalse(any(w.startswith(("pow", "rsqrt", "mean")) for w in left), left)
+        self.assertFalse(any(w.startswith(("pow", "rsqrt", "mean", "relu")) for w in left), left)
         with torch.no_grad():
             y = compiled(x)
         self.check_close(m, (x,), y)
@@ -394,14 +416,123 @@ class FrontEndTest(unittest.TestCase):
             y = compiled(x, r)
         self.check_close(m, (x, r), y)
 
-    def test_llama_mlp_leaves_silu_to_pytorch(self):
-        m = LlamaMLP(llama_config()).bfloat16().eval()
+    def test_gated_mlp(self):
+        """The gated MLP, down_proj(act(gate_proj(x)) * up_proj(x)): Llama's
+        (Mistral's and Qwen2's are the same module) with SiLU, Gemma's with
+        gelu_pytorch_tanh (aten.gelu, approximate="tanh"). One partition,
+        the activation and the product in it as fusion.activation and
+        fusion.mul, which fusion-fuse makes one GEMM over both weights
+        (fused_matmul's `up`), explain says so at the product's line;
+        nothing is left to PyTorch; the output within 2x PyTorch's bf16
+        error of float64."""
+        gemma = GemmaConfig(hidden_size=64, intermediate_size=128,
+                            hidden_activation="gelu_pytorch_tanh")
+        for mlp, cfg, kind in ((LlamaMLP, llama_config(), "silu"),
+                               (GemmaMLP, gemma, "gelu_tanh")):
+            with self.subTest(mlp=mlp.__name__):
+                torch.manual_seed(0)
+                m = mlp(cfg).bfloat16().eval()
+                x = torch.randn(2, 5, 64).bfloat16()
+                compiled = fc.compile(m, (x,), target="cpu")
+                report = compiled.explain()
+                self.assertEqual(report.left_in_pytorch, [])
+                self.assertEqual(len(report.partitions), 1, str(report))
+                part = report.partitions[0]
+                self.assertTrue(part.compiled, part.why_not)
+                self.assertEqual([op for op, _ in part.ops],
+                                 ["linear", kind, "linear", "mul", "linear"])
+                self.assertIn(f"fusion.activation %v0 {{activation = #fusion.activation<{kind}>}}"
+                              f" : tensor<?x128xbf16>", part.mlir)
+                self.assertIn("fusion.mul %v1, %v2 : tensor<?x128xbf16>", part.mlir)
+                self.assertTrue(any("gated product folded into one GEMM over both weights "
+                                    f"(activation {kind}, up)" in r and "modeling_" in r
+                                    for r in part.remarks), part.remarks)
+                out = fused(part.mlir)
+                self.assertEqual(out.count(" up("), 1, out)
+                self.assertEqual(out.count("fusion.fused_matmul"), 1, out)
+                self.assertIn("fusion.matmul %output, %arg3", out)  # down_proj
+                self.assertNotIn("fusion.activation %", out)
+                self.assertNotIn("fusion.mul", out)
+                before = CompiledPartition.calls
+                with torch.no_grad():
+                    y = compiled(x)
+                self.assertEqual(CompiledPartition.calls, before + 1)
+                self.check_close(m, (x,), y)
+
+    def test_mlp_activation_epilogue(self):
+        """An MLP's first layer and its activation: BERT's intermediate
+        (dense, then exact gelu: aten.gelu), GPT-2's MLP (Conv1D's addmm of a
+        view, gelu_new written out in ATen ops: 0.5 x (1 + tanh(...)),
+        recognized as gelu_tanh, then c_proj) and a ReLU MLP (OPT's, ViT's
+        with nn.ReLU): the activation in the partition, in its GEMM's
+        epilogue after fusion-fuse (the bias kept as col_bias), nothing of
+        it left to PyTorch; the output within 2x PyTorch's bf16 error."""
+
+        class ReluMLP(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1, self.fc2 = torch.nn.Linear(64, 128), torch.nn.Linear(128, 64)
+                self.act = torch.nn.ReLU()
+
+            def forward(self, x):
+                return self.fc2(self.act(self.fc1(x)))
+
+        bert = BertIntermediate(BertConfig(hidden_size=64, intermediate_size=128))
+        gpt2 = GPT2MLP(256, GPT2Config(n_embd=64, resid_pdrop=0.0))
+        cases = [(bert, ["linear", "gelu"], "gelu"),
+                 (gpt2, ["matmul", "gelu_tanh", "matmul"], "gelu_tanh"),
+                 (ReluMLP(), ["linear", "relu", "linear"], "relu")]
+        for m, ops, kind in cases:
+            with self.subTest(module=type(m).__name__):
+                torch.manual_seed(0)
+                m = m.bfloat16().eval()
+                x = torch.randn(2, 7, 64).bfloat16()
+                compiled = fc.compile(m, (x,), target="cpu")
+                report = compiled.explain()
+                self.assertEqual(len(report.partitions), 1, str(report))
+                part = report.partitions[0]
+                self.assertTrue(part.compiled, part.why_not)
+                self.assertEqual([op for op, _ in part.ops], ops)
+                self.assertTrue(any("fusion.activation folded into the GEMM's epilogue" in r
+                                    for r in part.remarks), part.remarks)
+                out = fused(part.mlir)
+                self.assertIn(f"col_bias(%arg2 : tensor<{128 if m is not gpt2 else 256}xbf16>) "
+                              f"{{activation = #fusion.activation<{kind}>", out)
+                self.assertNotIn("fusion.activation %", out)
+                left = [why for _, why, _ in report.left_in_pytorch]
+                self.assertFalse(any(w.startswith(("gelu", "relu", "tanh", "pow", "mul", "add"))
+                                     for w in left), left)
+                with torch.no_grad():
+                    y = compiled(x)
+                self.check_close(m, (x,), y)
+
+    def test_activation_stays_in_pytorch_without_a_gemm(self):
+        """An activation whose input no GEMM computes (a model's input), or
+        whose GEMM's output is also read elsewhere, stays in PyTorch, and
+        explain says why; a GELU written out there keeps its steps."""
+
+        from transformers.activations import NewGELUActivation
+
+        class Shared(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(64, 64)
+                self.gelu = NewGELUActivation()
+
+            def forward(self, x):
+                h = self.fc(x)
+                silu = torch.nn.functional.silu
+                return silu(h) * h + silu(x) + self.gelu(x)
+
+        m = Shared().bfloat16().eval()
         x = torch.randn(2, 5, 64).bfloat16()
         compiled = fc.compile(m, (x,), target="cpu")
         report = compiled.explain()
+        self.assertEqual([[op for op, _ in p.ops] for p in report.partitions], [["linear"]])
         left = [why for _, why, _ in report.left_in_pytorch]
-        self.assertTrue(any(w.startswith("silu") for w in left), left)
-        self.assertTrue(all(p.compiled for p in report.partitions))
+        self.assertEqual(sum(w.startswith("silu.default: nothing to fuse it into") for w in left),
+                         2, left)
+        self.assertTrue(any(w.startswith("tanh") for w in left), left)
         with torch.no_grad():
             y = compiled(x)
         self.check_close(m, (x,), y)
@@ -413,28 +544,44 @@ class FrontEndTest(unittest.TestCase):
         report = compiled.explain()
         ops = [[op for op, _ in p.ops] for p in report.partitions]
         # The input norm with q, k and v; o_proj, the residual, the second
-        # norm with gate and up; the product, down_proj and the residual.
-        self.assertEqual(ops[0], ["rms_norm", "linear", "linear", "linear"])
-        self.assertIn(["linear", "add", "rms_norm", "linear", "linear"], ops)
+        # norm, the MLP (gate, silu, up, the product, down_proj) and the
+        # residual.
+        self.assertEqual(ops, [["rms_norm", "linear", "linear", "linear"],
+                               ["linear", "add", "rms_norm", "linear", "silu", "linear", "mul",
+                                "linear", "add"]])
         self.assertTrue(any("3 fusion.fused_matmul" in r for r in report.partitions[0].remarks))
+        # The MLP's gate and up projections, its silu and product: one GEMM.
+        mlp = report.partitions[1]
+        self.assertTrue(any("gated product folded into one GEMM" in r for r in mlp.remarks),
+                        mlp.remarks)
+        out = fused(mlp.mlir)
+        self.assertEqual(out.count(" up("), 1, out)
+        self.assertEqual(out.count("activation = #fusion.activation<silu>"), 1, out)
+        self.assertNotIn("fusion.activation %", out)
+        self.assertNotIn("fusion.mul", out)
         left = " ".join(why for _, why, _ in report.left_in_pytorch)
         self.assertIn("scaled_dot_product_attention", left)
+        self.assertNotIn("silu", left)
+        # The products left are RoPE's (by cos and sin), none of [2, 5, 128].
+        self.assertNotIn("[2, 5, 128]", left)
         with torch.no_grad():
             y = compiled(x)
         self.check_close(m, (x,), y)
 
     def test_llama_residual_stream_builds_as_one_gemm(self):
         """For the H200: the decoder layer's down_proj and its residual add
-        (a partition of their own) build as one GEMM that adds the residual
+        (in the MLP's partition) build as one GEMM that adds the residual
         (fusion-plan-kernels' foldGemmResiduals), as o_proj's residual sum
-        does inside the post-attention norm's GEMM: no add kernel is left."""
+        does inside the post-attention norm's GEMM: no add kernel is left;
+        the gated MLP is one GEMM between them."""
         m = randomize_norms(DecoderBlock().bfloat16().eval())
         report = fc.build(m, (torch.randn(2, 5, 64).bfloat16(),), target="sm_90a")
         ops = [[op for op, _ in p.ops] for p in report.partitions]
-        self.assertIn(["linear", "add"], ops)
+        mlp = next(i for i, o in enumerate(ops) if "mul" in o)
+        self.assertEqual(ops[mlp][-2:], ["linear", "add"])
         # explain() says so (its report plans the partitions for sm_90a).
         explained = fc.compile(m, (torch.randn(2, 5, 64).bfloat16(),), target="cpu").explain()
-        down = explained.partitions[ops.index(["linear", "add"])]
+        down = explained.partitions[mlp]
         self.assertTrue(any("residual add folded into the GEMM's epilogue" in r
                             for r in down.remarks), down.remarks)
         for part in report.partitions:
@@ -443,14 +590,16 @@ class FrontEndTest(unittest.TestCase):
                                       "-fusion-plan-kernels"], input=part.mlir,
                                      stdout=subprocess.PIPE, text=True, check=True).stdout
             self.assertNotIn("fusion.add", planned)
-            if "add" in [op for op, _ in part.ops]:
-                self.assertEqual(planned.count("residual("), 1, planned)
+            self.assertEqual(planned.count("residual("), [o for o, _ in part.ops].count("add"),
+                             planned)
+        self.assertEqual(planned.count(" up("), 1, planned)
 
     def test_gpt2_block(self):
         """GPT-2's block (Conv1D: addmm of a [tokens, in] view by a stored
         [in, out] weight, then a view back): ln_1 with c_attn; attention's
-        c_proj, the residual, ln_2 and c_fc; the MLP's c_proj and the
-        residual, whose add sees the GEMM through Conv1D's view."""
+        c_proj, the residual, ln_2, c_fc, gelu_new (written out in ATen
+        ops, taken as gelu_tanh: in c_fc's epilogue), the MLP's c_proj and
+        the residual, whose add sees the GEMM through Conv1D's view."""
         cfg = GPT2Config(n_embd=64, n_head=4, n_inner=256, resid_pdrop=0.0,
                          embd_pdrop=0.0, attn_pdrop=0.0)
         cfg._attn_implementation = "sdpa"
@@ -459,7 +608,15 @@ class FrontEndTest(unittest.TestCase):
         compiled = fc.compile(m, (x,), target="cpu")
         ops = [[op for op, _ in p.ops] for p in compiled.explain().partitions]
         self.assertEqual(ops, [["layer_norm", "matmul"],
-                               ["matmul", "add", "layer_norm", "matmul"], ["matmul", "add"]])
+                               ["matmul", "add", "layer_norm", "matmul", "gelu_tanh", "matmul",
+                                "add"]])
+        part = compiled.explain().partitions[1]
+        self.assertTrue(part.compiled, part.why_not)
+        out = fused(part.mlir)
+        self.assertEqual(out.count("activation = #fusion.activation<gelu_tanh>"), 1, out)
+        self.assertNotIn("fusion.activation %", out)
+        left = [why for _, why, _ in compiled.explain().left_in_pytorch]
+        self.assertFalse(any(w.startswith(("tanh", "pow")) for w in left), left)
         with torch.no_grad():
             y = compiled(x)
         self.check_close(m, (x,), y[0] if isinstance(y, tuple) else y)
@@ -485,7 +642,8 @@ class FrontEndTest(unittest.TestCase):
         m = randomize_norms(DecoderBlock(FalconDecoderLayer, FalconRotaryEmbedding, cfg,
                                          alibi=None).bfloat16().eval())
         x = torch.randn(2, 7, 64).bfloat16()
-        self.check_parallel_residual(m, x)
+        # (dense_h_to_4h and its gelu are in the input norm's partition.)
+        self.check_parallel_residual(m, x, ["linear", "linear", "add", "add"])
 
     def test_matmul_as_written(self):
         """`x @ self.weight.T + self.bias` (Falcon's FalconLinear; torch.export
@@ -539,13 +697,17 @@ class FrontEndTest(unittest.TestCase):
         m = randomize_norms(DecoderBlock(GPTNeoXLayer, GPTNeoXRotaryEmbedding, cfg)
                             .bfloat16().eval())
         x = torch.randn(2, 7, 64).bfloat16()
-        self.check_parallel_residual(m, x)
+        # dense, then the MLP's post_attention_layernorm, dense_h_to_4h, gelu
+        # and dense_4h_to_h, and the adds.
+        self.check_parallel_residual(m, x, ["linear", "layer_norm", "linear", "gelu", "linear",
+                                            "add", "add"])
 
     def test_sandwich_post_norms(self):
         """OLMo 2's and Gemma 2's decoder layers, as HF writes them, norm
         each branch's projection before the residual stream adds it
         (`residual + post_attention_layernorm(o_proj(...))`, likewise after
-        down_proj): each add comes into its projection's partition
+        down_proj; the gated MLP between them one GEMM): each add comes
+        into its projection's partition
         (support._gemm_norm); with fusion-plan-kernels post-residuals
         (fusion-compile --post-residual; opt-in) it folds into the GEMM's
         norm epilogue as its post_residual, so no add kernel is left, and
@@ -568,20 +730,25 @@ class FrontEndTest(unittest.TestCase):
                 compiled = fc.compile(m, (x,), target="cpu")
                 parts = [p for p in compiled.explain().partitions
                          if "add" in [op for op, _ in p.ops]]
-                self.assertEqual(len(parts), 2, compiled.explain())
-                for part in parts:
+                # Both adds, with the gated MLP between them (one GEMM).
+                adds = [[op for op, _ in p.ops].count("add") for p in parts]
+                self.assertEqual(sum(adds), 2, compiled.explain())
+                gated = 0
+                for part, count in zip(parts, adds):
                     self.assertTrue(part.compiled, part.why_not)
                     planned = planned_for_sm90a(
                         part.mlir, "-fusion-plan-kernels=post-residuals=true")
-                    self.assertEqual(planned.count("post_residual("), 1, planned)
+                    self.assertEqual(planned.count("post_residual("), count, planned)
                     self.assertNotIn("fusion.add", planned)
                     default = planned_for_sm90a(part.mlir)
                     self.assertNotIn("post_residual(", default)
-                    self.assertEqual(default.count("fusion.add"), 1, default)
+                    self.assertEqual(default.count("fusion.add"), count, default)
+                    gated += default.count(" up(")
                     self.assertNotIn("save_norm_input", default)
                     # The norm's input is not stored for export's metadata
                     # check of it (patterns._drop_checks_of_recognized).
                     self.assertNotIn("save_norm_input", planned)
+                self.assertEqual(gated, 1)
                 with torch.no_grad():
                     y = compiled(x)
                 self.check_close(m, (x,), y)
@@ -1136,7 +1303,8 @@ class FrontEndTest(unittest.TestCase):
                 self.a, self.b = PreNorm(64, 64), PreNorm(64, 64)
 
             def forward(self, x):
-                return self.b(torch.nn.functional.silu(self.a(x)))
+                # (tanh: no dialect op, so the layers are two partitions.)
+                return self.b(torch.tanh(self.a(x)))
         m = Two().bfloat16().eval()
         x = torch.randn(2, 3, 64).bfloat16()
         report = fc.build(m, (x,), target="cpu")
@@ -1164,6 +1332,32 @@ class FrontEndTest(unittest.TestCase):
                 y = compiled(x, r)
             self.assertEqual(CompiledPartition.calls, before + 1)
             self.check_close(m, (x, r), y)
+
+    def test_torch_compile_backend_gated_mlp(self):
+        """Through torch.compile the gated MLP is one partition too: the
+        backend keeps aten.silu from Inductor's decompositions (which write
+        it as x / (1 + exp(-x)) in float32) for the partitions to find, and
+        with gradients (silu's input saved for the backward: not taken)
+        decomposes it again; the step matches eager autograd."""
+        m = LlamaMLP(llama_config()).bfloat16().eval()
+        x = torch.randn(2, 5, 64).bfloat16()
+        for inductor in (True, False):
+            torch._dynamo.reset()
+            compiled = torch.compile(
+                m, backend=lambda gm, inputs: fc.backend(gm, inputs, inductor=inductor))
+            before = CompiledPartition.calls
+            with torch.no_grad():
+                y = compiled(x)
+            self.assertEqual(CompiledPartition.calls, before + 1, inductor)
+            self.check_close(m, (x,), y)
+        m = copy.deepcopy(m).float()
+        x = torch.randn(2, 3, 64, requires_grad=True)
+        torch._dynamo.reset()
+        torch.compile(m, backend=fc.backend)(x).square().sum().backward()
+        grad = x.grad.clone()
+        x.grad = None
+        m(x).square().sum().backward()
+        self.assertTrue(torch.allclose(grad, x.grad, atol=1e-5, rtol=1e-4))
 
     def test_torch_compile_backend_weight_folds(self):
         """cache_weight_folds through torch.compile: the parameters reach the

@@ -32,9 +32,10 @@ if MISSING is None:
     import fusion_compiler as fc
     from fusion_compiler.calls import CompiledPartition
     from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
+    from transformers.models.llama.modeling_llama import LlamaMLP
     from test_frontend import (DecoderBlock, NormAttentionBlock, PreNorm, QkNorm,
                                cohere_prenorm, float32_layer_norm_prenorm, gemma_prenorm,
-                               randomize_norms)
+                               llama_config, randomize_norms)
 
 
 def leaves(module, inputs):
@@ -100,7 +101,9 @@ class FrontEndTrainingTest(unittest.TestCase):
         module's dtype, plus a quarter of a rounding step of bf16 (or four
         of f32) at the gradient's scale, for a gradient PyTorch happens to
         compute exactly. last: the output is a partition's (not a PyTorch
-        op's after it). Returns the compiled module."""
+        op's after it). A partition with activations trains in pieces
+        (each piece's training forward and backward run). Returns the
+        compiled module."""
         compiled = fc.compile(module, inputs, target="cpu")
         report = compiled.explain()
         self.assertEqual(len(report.partitions), partitions, str(report))
@@ -108,8 +111,9 @@ class FrontEndTrainingTest(unittest.TestCase):
             self.assertTrue(p.compiled, p.why_not)
             self.assertEqual(p.gradients, "kernels", f"{p.name}: {p.gradients_why}")
         y, errors, ran = gradient_errors(module, inputs, compiled)
-        # Each partition's training forward and backward ran as libraries.
-        self.assertEqual(ran, 2 * partitions)
+        # Each partition's (or piece's) training forward and backward ran as
+        # libraries.
+        self.assertEqual(ran, 2 * sum(len(p.pieces) or 1 for p in report.partitions))
         if last:
             self.assertIsInstance(y.grad_fn, torch.autograd.function.BackwardCFunction)
         step = 2 ** -10 if inputs[0].dtype == torch.bfloat16 else 2 ** -22
@@ -171,14 +175,38 @@ class FrontEndTrainingTest(unittest.TestCase):
 
     def test_t5_layer_ff(self):
         # T5LayerNorm (rstd in float32 times x itself) with its weight, then
-        # wi; ReLU in PyTorch; wo and the residual: two partitions, the
-        # first's backward with fusion.rms_norm_grad.
+        # wi, ReLU, wo and the residual: one partition, which trains in two
+        # pieces (the dialect has no op for ReLU's gradient: PyTorch's
+        # autograd between them), the first's backward with
+        # fusion.rms_norm_grad.
         m = randomize_norms(T5LayerFF(T5Config(d_model=64, d_ff=128, dropout_rate=0.0))
                             .bfloat16())
-        compiled = self.check_gradients(m, (torch.randn(2, 37, 64).bfloat16(),), partitions=2)
+        compiled = self.check_gradients(m, (torch.randn(2, 37, 64).bfloat16(),))
         part = compiled.explain().partitions[0]
-        self.assertEqual([op for op, _ in part.ops], ["rms_norm", "linear"])
-        self.assertEqual(part.backward_ops, ["fusion.matmul", "fusion.rms_norm_grad"])
+        self.assertEqual([op for op, _ in part.ops],
+                         ["rms_norm", "linear", "relu", "linear", "add"])
+        self.assertEqual([[op for op, _ in p.ops] for p in part.pieces],
+                         [["rms_norm", "linear"], ["linear", "add"]])
+        self.assertEqual(part.pieces[0].backward_ops, ["fusion.matmul", "fusion.rms_norm_grad"])
+        self.assertIn("backward on the kernels in 2 pieces", str(compiled.explain()))
+        self.assertTrue(any(p.startswith("relu: PyTorch's autograd") for p in
+                            part.backward_in_pytorch), part.backward_in_pytorch)
+
+    def test_gated_mlp(self):
+        # Llama's MLP: one partition for inference (the gated product one
+        # GEMM); for training the pieces gate_proj + up_proj and down_proj,
+        # silu and the product between them PyTorch's.
+        m = LlamaMLP(llama_config()).bfloat16()
+        x = torch.randn(2, 37, 64).bfloat16()
+        compiled = self.check_gradients(m, (x,))
+        part = compiled.explain().partitions[0]
+        self.assertEqual([[op for op, _ in p.ops] for p in part.pieces],
+                         [["linear", "linear"], ["linear"]])
+        # Without gradients the call is the one inference program.
+        before = CompiledPartition.calls
+        with torch.no_grad():
+            compiled(x)
+        self.assertEqual(CompiledPartition.calls, before + 1)
 
     def test_gemma_prenorm(self):
         # GemmaRMSNorm's float32 weight 1 + w: its gradient through the
@@ -245,7 +273,7 @@ class FrontEndTrainingTest(unittest.TestCase):
         # them in PyTorch: the whole layer's gradients.
         m = randomize_norms(DecoderBlock().float())
         x = torch.randn(2, 7, 64)
-        compiled = self.check_gradients(m, (x,), partitions=3)
+        compiled = self.check_gradients(m, (x,), partitions=2)
         self.assertIn("fusion.add", compiled.explain().partitions[0].backward_ops)
 
     def test_needs_input_grad(self):
