@@ -204,6 +204,23 @@ def _regroup(partitions, support):
     return [p for p in partitions if any(n.target in anchors for n in p.nodes)]
 
 
+def _drop_checks_of_partitioned(graph, partitions) -> None:
+    """Erases export's metadata checks (nothing reads them) of the values a
+    partition computes: the partition's result has the traced dtype and
+    device by construction, and the check outside it would make the
+    partition return the value for it alone, one more [tokens, features]
+    store per call. Hugging Face's RMSNorm `.to(float32)` checks its input,
+    which in a decoder layer is the residual sum after attention, an add
+    that patterns._drop_checks_of_recognized (the recognized ops' values)
+    does not see."""
+    from .patterns import _CHECKS
+    inside = {n for p in partitions for n in p.nodes}
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target in _CHECKS and not node.users \
+                and node.args and node.args[0] in inside:
+            graph.erase_node(node)
+
+
 def _gradients(entry: PartitionReport, sub, values, target: str, tools, load: bool):
     """The partition's training programs (emit_grad.py), compiled: a
     PartitionGradients to call where `load`, else only built into the cache.
@@ -361,6 +378,7 @@ def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
                                                  allows_single_node_partition=True)
         proposed = _regroup(partitioner.propose_partitions(), support)
         if proposed:
+            _drop_checks_of_partitioned(fused.graph, proposed)
             fused = partitioner.fuse_partitions(proposed)
             # fuse_partitions names every call fused_<i>: keep them apart.
             for node in fused.graph.nodes:

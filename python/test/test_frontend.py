@@ -554,6 +554,10 @@ class FrontEndTest(unittest.TestCase):
         mlp = report.partitions[1]
         self.assertTrue(any("gated product folded into one GEMM" in r for r in mlp.remarks),
                         mlp.remarks)
+        # It returns the layer's output alone: the residual sum before the
+        # second norm (HF's RMSNorm checks its dtype: export's
+        # _assert_tensor_metadata) is not stored for the check.
+        self.assertRegex(mlp.mlir, r"return %\w+ : tensor<\?x64xbf16>\n", mlp.mlir)
         out = fused(mlp.mlir)
         self.assertEqual(out.count(" up("), 1, out)
         self.assertEqual(out.count("activation = #fusion.activation<silu>"), 1, out)
