@@ -279,9 +279,13 @@ def cases():
     # heads), one head per 256-column tile.
     out.append(("qwen3_attention_inputs_h2560_d256",
                 lambda: Qwen3AttentionInputs(2560, 8, 4, dim=256), 2560, 1))
-    out.append(("llama_mlp_h2048_i5632",
-                lambda: LlamaMLP(LlamaConfig(hidden_size=2048, intermediate_size=5632,
-                                             hidden_act="silu", mlp_bias=False)), 2048, 1))
+    # The gated MLP (one GEMM over gate and up since session 47): TinyLlama's
+    # and Llama 2 7B's shapes.
+    for h, i in ((2048, 5632), (4096, 11008)):
+        out.append((f"llama_mlp_h{h}_i{i}",
+                    lambda h=h, i=i: LlamaMLP(LlamaConfig(hidden_size=h, intermediate_size=i,
+                                                          hidden_act="silu", mlp_bias=False)),
+                    h, 1))
     if SOURCE == "transformers":
         out.append(("llama_decoder_layer_h2048", lambda: DecoderLayer(2048, 5632, 32, 4),
                     2048, 1))

@@ -10,7 +10,9 @@
 # folded (olmo2_post_h{H} built with --post-residual into build/mlp/post:
 # session 47's phase B with the residual's pieces two rows ahead), against
 # its default build (the norm epilogue, then the add kernel) in the same
-# run. Build here (about 40 s):
+# run. And through the Python front end (HF's LlamaMLP at 2048 / 5632 and
+# 4096 / 11008, a LlamaDecoderLayer at 2048: bench_frontend.py). Build here
+# (about a minute):
 #   bash bench/layers/run_mlp.sh --prepare build
 # then on the device, carrying build/mlp:
 #   C=abc OUT=$OUT bash bench/layers/run_mlp.sh
@@ -27,6 +29,9 @@ if [ "${1:-}" = --prepare ]; then
   ARTIFACTS=$out bash bench/layers/build_layers.sh "$build" "$regex" | tail -n 2
   ARTIFACTS=build/mlp/post bash bench/layers/build_layers.sh "$build" '^olmo2_post_h' \
     --post-residual | tail -n 1
+  py=python3; [ -x .venv/bin/python ] && py=.venv/bin/python  # (torch: scripts/install-deps.sh)
+  FUSION_TOOLS_DIR=$build/bin $py bench/frontend/bench_frontend.py --prepare build/mlp/fe \
+    --only "llama_mlp|llama_decoder" > build/mlp/fe.log 2>&1 || { tail -n 5 build/mlp/fe.log; exit 1; }
   du -sh build/mlp
   exit 0
 fi
@@ -62,3 +67,10 @@ timeout 200 python3 bench/bench_layers.py --artifacts build/mlp/post --m 65536 \
   --out "$OUT/layers_post.json" --commit "${C:-unknown}" > "$OUT/layers_post.txt" 2>&1
 echo "== bench_layers olmo2_post (post_residual) 65536: exit $?"
 sed -n '/^| /p' "$OUT/layers_post.txt" | cut -c1-260
+# Through the front end: HF's LlamaMLP and a LlamaDecoderLayer, the whole
+# Python call against torch.compile.
+timeout 300 python3 bench/frontend/bench_frontend.py --dir build/mlp/fe --rounds 2 \
+  --only "llama_mlp|llama_decoder" --json "$OUT/frontend_mlp.json" --commit "${C:-unknown}" \
+  > "$OUT/frontend_mlp.txt" 2>&1
+echo "== bench_frontend llama_mlp / decoder: exit $?"
+tail -n 12 "$OUT/frontend_mlp.txt" | cut -c1-260
