@@ -80,13 +80,25 @@ def _capturing(device) -> bool:
     return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
 
 
+def _same_weight(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether `a` is the weight `b`: the same tensor, or the same view of
+    the same one (the rows of a fused gate_up weight, sliced anew by every
+    call: patterns._match_gate_up), which shares its version counter."""
+    if a is b:
+        return True
+    base = a._base
+    return base is not None and base is b._base and a.storage_offset() == b.storage_offset() \
+        and a.shape == b.shape and a.stride() == b.stride() and a.dtype == b.dtype
+
+
 class _WeightPreparation:
     """What the partition computes from its weights alone (Lazy Pre-Norm's
     weight folds: `fusion-outline-weight-prep` moved them into the library's
     `<function>_prepare`), computed again only when a weight changed: a
     weight is another tensor than the last preparation's (compared by
     identity, the last ones held, so that a tensor computed anew at the
-    same address is not taken for the old one), or its version counter
+    same address is not taken for the old one; a view by its base's
+    identity and where it looks), or its version counter
     (bumped by every in-place update: an optimizer step, `load_state_dict`,
     `copy_`) or device moved on. A call inside a CUDA graph capture
     prepares, so that the graph replays the preparation with its weights,
@@ -121,7 +133,7 @@ class _WeightPreparation:
         key = self._version_key(args, device)
         tensors = tuple(args[i] for i in self.weights)
         same = len(tensors) == len(self._tensors) and all(
-            a is b for a, b in zip(tensors, self._tensors))
+            _same_weight(a, b) for a, b in zip(tensors, self._tensors))
         if capturing:
             if self.frozen and key is not None and key == self._key and same:
                 return self._prepared  # the graph reads the kept preparation

@@ -21,6 +21,15 @@ function of `ops.py`, and drops the nodes that are identities in inference
   (nn.Linear after AOTAutograd); `addmm`/`mm` with an untransposed weight;
   `aten.matmul(x, w.T)` / `aten.matmul(x, w)` of a rank-2 rhs as written
   (`x @ self.weight.T`, Falcon's FalconLinear).
+- Fused gate and up projections: `linear(x, W)` of a [2I, H] weight, no
+  bias, whose output (through views that keep the features dimension) is
+  cut into its halves along the last dimension (`chunk(2, -1)`, `split`,
+  `split_with_sizes`, or two slices) used only as `act(half) * other half`
+  (Phi-3's gate_up_proj): two linears over the weight's rows, `W[:I]` for
+  the first half and `W[I:]` for the second, each a view of the parameter
+  (free; `aten.slice` in PyTorch, passed to the partition as its input), so
+  that the gated product is the gated MLP's, one GEMM after fusion-fuse.
+  With a bias the form stays as it is (the gated GEMM takes none).
 - Activations: `aten.silu`, `aten.gelu` (exact or tanh) and `aten.relu` stay
   the ATen ops they are (`support.activation_kind`; an MLP's act(fc1(x)),
   the gated MLP's act(gate(x)) * up(x)); GELU written out (GPT-2's gelu_new,
@@ -368,6 +377,124 @@ def _match_linear(graph: fx.Graph, node: fx.Node) -> bool:
     return True
 
 
+_FEATURE_VIEWS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+
+
+def _normalized_dim(dim, rank: int) -> Optional[int]:
+    return dim % rank if isinstance(dim, int) and rank and -rank <= dim < rank else None
+
+
+def _arg(node: fx.Node, i: int, name: str, default):
+    return node.args[i] if len(node.args) > i else node.kwargs.get(name, default)
+
+
+def _halves(value: fx.Node):
+    """[(node, start, stop)]: the two nodes that take the halves of `value`'s
+    last dimension, [0, n/2) and [n/2, n), and nothing else reads it:
+    getitem 0 and 1 of a chunk(value, 2, -1), split(value, n/2, -1) or
+    split_with_sizes(value, [n/2, n/2], -1), or two slices along it; else None."""
+    shape = _shape(value)
+    if not shape or not isinstance(shape[-1], int) or shape[-1] % 2:
+        return None
+    rank, width = len(shape), shape[-1]
+    half = width // 2
+    users = _users(value)
+    if len(users) == 1 and users[0].args and users[0].args[0] is value:
+        cut = users[0]
+        if _is_call(cut, aten.chunk.default):
+            pieces, dim = _arg(cut, 1, "chunks", None) == 2, _arg(cut, 2, "dim", 0)
+        elif _is_call(cut, aten.split.Tensor):
+            pieces, dim = _arg(cut, 1, "split_size", None) == half, _arg(cut, 2, "dim", 0)
+        elif _is_call(cut, aten.split_with_sizes.default):
+            sizes = _arg(cut, 1, "split_sizes", None)
+            pieces = sizes is not None and list(sizes) == [half, half]
+            dim = _arg(cut, 2, "dim", 0)
+        else:
+            return None
+        if not pieces or _normalized_dim(dim, rank) != rank - 1:
+            return None
+        items = _users(cut)
+        if len(items) != 2 or not all(u.target is operator.getitem for u in items) or \
+                sorted(u.args[1] for u in items) != [0, 1]:
+            return None
+        return [(u, u.args[1] * half, (u.args[1] + 1) * half)
+                for u in sorted(items, key=lambda u: u.args[1])]
+    if len(users) != 2 or not all(_is_call(u, aten.slice.Tensor) and u.args[0] is value
+                                  for u in users):
+        return None
+    found = []
+    for u in users:
+        if _normalized_dim(_arg(u, 1, "dim", 0), rank) != rank - 1 or _arg(u, 4, "step", 1) != 1:
+            return None
+        start, stop = _arg(u, 2, "start", None), _arg(u, 3, "end", None)
+        start = 0 if start is None else start
+        stop = width if stop is None else stop
+        if not isinstance(start, int) or not isinstance(stop, int):
+            return None
+        start = max(start + width, 0) if start < 0 else min(start, width)
+        stop = max(stop + width, 0) if stop < 0 else min(stop, width)
+        found.append((u, start, stop))
+    found.sort(key=lambda f: f[1])
+    if [(a, b) for _, a, b in found] != [(0, half), (half, width)]:
+        return None
+    return found
+
+
+def _match_gate_up(graph: fx.Graph, gemm: fx.Node) -> bool:
+    """Phi-3's gate_up_proj: `linear(x, W)` without bias, whose output (through
+    views that keep the features dimension: AOTAutograd's [tokens, 2I] back
+    to [b, s, 2I]) is cut into halves used only as act(one) * other,
+    becomes two linears over W's rows, W[:I] for the first half and W[I:]
+    for the second (aten.slice of the weight, a view: in PyTorch, the
+    partition's input), with the views repeated on each: the gated MLP's
+    two GEMMs, which fusion-fuse makes one."""
+    from . import support
+    x, w, bias = gemm.args[:3]
+    if bias is not None or not isinstance(w, fx.Node) or len(_shape(w) or ()) != 2 or \
+            support.reason(gemm) is not None:
+        return False
+    chain, value = [], gemm
+    while True:
+        view = _only_user(value)
+        if not (_is_call(view, *_FEATURE_VIEWS) and view.args[0] is value and
+                len(view.args) == 2 and not view.kwargs and support._keeps_features(view)):
+            break
+        chain.append(view)
+        value = view
+    halves = _halves(value)
+    if halves is None:
+        return False
+    def gated(gate, up) -> bool:  # act(gate) * up, each value read once
+        act = _only_user(gate)
+        mul = _only_user(act) if _activation(act) is not None else None
+        return _is_call(mul, aten.mul.Tensor) and len(mul.args) == 2 and not mul.kwargs and \
+            set(mul.args) == {act, up} and _only_user(up) is mul
+    first, second = halves[0][0], halves[1][0]
+    if not (gated(first, second) or gated(second, first)):
+        return False
+    trace = {"stack_trace": gemm.meta["stack_trace"]} if "stack_trace" in gemm.meta else {}
+    kept = {k: v for k, v in gemm.meta.items() if k not in ("val", "tensor_meta")}
+    with graph.inserting_before(gemm):
+        for half, start, stop in halves:
+            rows = graph.call_function(aten.slice.Tensor, (w, 0, start, stop))
+            rows.meta.update(trace)
+            rows.meta["val"] = _val(w)[start:stop]
+            rows.meta[support.WEIGHT_ROWS] = (start, stop)
+            new = graph.call_function(ops.linear, (x, rows, None))
+            new.meta.update(kept)
+            new.meta["val"] = ops.linear(_val(x), rows.meta["val"], None)
+            for view in chain:
+                shape = [*view.args[1][:-1], stop - start]
+                out = graph.call_function(view.target, (new, shape))
+                out.meta.update({k: v for k, v in view.meta.items()
+                                 if k not in ("val", "tensor_meta")})
+                out.meta["val"] = _val(new).reshape(shape)
+                new = out
+            half.replace_all_uses_with(new)
+    _drop_dead(graph, [h for h, _, _ in halves] + [halves[0][0].args[0]] + chain[::-1] + [gemm])
+    return True
+
+
 def _scalar_operand(node, target, value: float):
     """The tensor operand of `node` where it is `target`(t, value) or
     `target`(value, t) (a Python scalar, within float32's precision), else None."""
@@ -597,6 +724,12 @@ def recognize(gm: fx.GraphModule) -> Dict[str, int]:
             _replace(graph, node, ops.gdpa, tuple(node.args), node)
             graph.erase_node(node)
             found["gdpa"] += 1
+    # A fused gate and up projection cut in halves (Phi-3's gate_up_proj):
+    # the gated MLP's two linears.
+    found["gate_up"] = 0
+    for node in list(graph.nodes):
+        if node.graph is graph and _is_call(node, ops.linear) and _match_gate_up(graph, node):
+            found["gate_up"] += 1
     # Activations stay the ATen ops they are (aten.silu, aten.gelu, aten.relu:
     # support.activation_kind); a GELU written out becomes aten.gelu where its
     # input is a GEMM's, recognized above.

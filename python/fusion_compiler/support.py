@@ -51,6 +51,13 @@ def activation_kind(node) -> Optional[str]:
 TRAINED_IN_PYTORCH = "fusion_trained_in_pytorch"
 
 
+# The rows [start, stop) of a fused gate_up weight (patterns._match_gate_up:
+# Phi-3's gate_up_proj as the gated MLP's two linears): aten.slice of the
+# parameter along its rows, a view that stays in PyTorch (free) and is the
+# partition's input.
+WEIGHT_ROWS = "fusion_weight_rows"
+
+
 def _tensor(node) -> Optional[torch.Tensor]:
     v = node.meta.get("val") if isinstance(node, fx.Node) else None
     return v if isinstance(v, torch.Tensor) else None
@@ -423,6 +430,10 @@ def reason(node: fx.Node) -> Optional[str]:
         if not (isinstance(source, fx.Node) and is_compute(source) and reason(source) is None):
             return f"{name}: a view of a value computed outside"
         return None
+    if WEIGHT_ROWS in node.meta:
+        start, stop = node.meta[WEIGHT_ROWS]
+        return (f"{name}: rows [{start}, {stop}) of a fused gate_up weight, a view (free) "
+                f"that the partition takes as its input")
     return f"{name}: no dialect op for it"
 
 

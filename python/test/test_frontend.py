@@ -45,6 +45,14 @@ try:  # Qwen3 came in transformers 4.51: older ones skip its test only
 except ImportError as error:  # pragma: no cover - depends on the machine
     QWEN3_MISSING = str(error)
 
+try:  # Phi-3 came in transformers 4.40: older ones skip its tests only
+    from transformers import Phi3Config
+    from transformers.models.phi3.modeling_phi3 import (Phi3DecoderLayer, Phi3MLP,
+                                                        Phi3RMSNorm, Phi3RotaryEmbedding)
+    PHI3_MISSING = None
+except ImportError as error:  # pragma: no cover - depends on the machine
+    PHI3_MISSING = str(error)
+
 if MISSING is None:
     import fusion_compiler as fc
     from fusion_compiler.calls import CompiledPartition
@@ -458,6 +466,150 @@ class FrontEndTest(unittest.TestCase):
                     y = compiled(x)
                 self.assertEqual(CompiledPartition.calls, before + 1)
                 self.check_close(m, (x,), y)
+
+    @unittest.skipIf(PHI3_MISSING, f"needs transformers with Phi-3: {PHI3_MISSING}")
+    def test_fused_gate_up_projection(self):
+        """Phi-3's MLP: one gate_up_proj [2I, H] without bias, its output cut
+        by chunk(2, -1), up * silu(gate), down_proj; and the same form written
+        with slices, the gate second and exact gelu (GEGLU). The GEMM becomes
+        two over the weight's rows (aten.slice of the parameter: views, the
+        partition's inputs, all that stays in PyTorch), so the partition is
+        the gated MLP's, one GEMM with `up` after fusion-fuse; the output
+        within 2x PyTorch's bf16 error of float64, through compile and
+        through the torch.compile backend. With a bias the form stays as it
+        is: the GEMM alone in the partition."""
+
+        class SlicedGeglu(torch.nn.Module):
+            def __init__(self, bias=False):
+                super().__init__()
+                self.proj = torch.nn.Linear(64, 256, bias=bias)
+                self.out = torch.nn.Linear(128, 64, bias=False)
+
+            def forward(self, x):
+                h = self.proj(x)
+                return self.out(h[..., :128] * torch.nn.functional.gelu(h[..., 128:]))
+
+        phi3 = Phi3Config(hidden_size=64, intermediate_size=128)
+        for m, kind, gate in ((Phi3MLP(phi3), "silu", "[0, 128)"),
+                              (SlicedGeglu(), "gelu", "[128, 256)")):
+            with self.subTest(module=type(m).__name__):
+                torch.manual_seed(0)
+                m = m.bfloat16().eval()
+                x = torch.randn(2, 5, 64).bfloat16()
+                compiled = fc.compile(m, (x,), target="cpu")
+                report = compiled.explain()
+                self.assertEqual(len(report.partitions), 1, str(report))
+                part = report.partitions[0]
+                self.assertTrue(part.compiled, part.why_not)
+                self.assertEqual([op for op, _ in part.ops],
+                                 ["linear", "linear", kind, "mul", "linear"])
+                # Only the weight's halves stay in PyTorch: views.
+                left = [why for _, why, _ in report.left_in_pytorch]
+                self.assertEqual(left, [f"slice.Tensor: rows {rows} of a fused gate_up weight, "
+                                        f"a view (free) that the partition takes as its input"
+                                        for rows in ("[0, 128)", "[128, 256)")])
+                self.assertIn("%arg1: tensor<128x64xbf16>, %arg2: tensor<128x64xbf16>",
+                              part.mlir)
+                self.assertIn(f"fusion.activation %v{0 if gate == '[0, 128)' else 1} "
+                              f"{{activation = #fusion.activation<{kind}>}}", part.mlir)
+                self.assertTrue(any("gated product folded into one GEMM over both weights "
+                                    f"(activation {kind}, up)" in r for r in part.remarks),
+                                part.remarks)
+                out = fused(part.mlir)
+                self.assertEqual(out.count(" up("), 1, out)
+                self.assertEqual(out.count("fusion.fused_matmul"), 1, out)
+                self.assertNotIn("fusion.activation %", out)
+                self.assertNotIn("fusion.mul", out)
+                before = CompiledPartition.calls
+                with torch.no_grad():
+                    y = compiled(x)
+                self.assertEqual(CompiledPartition.calls, before + 1)
+                self.check_close(m, (x,), y)
+        # Through torch.compile (AOTAutograd's mm, its view back to [b, s, 2I]
+        # and split): one library call too.
+        m = Phi3MLP(phi3).bfloat16().eval()
+        torch._dynamo.reset()
+        backend = torch.compile(m, backend=lambda gm, inputs: fc.backend(gm, inputs,
+                                                                         inductor=False))
+        before = CompiledPartition.calls
+        with torch.no_grad():
+            y = backend(x)
+        self.assertEqual(CompiledPartition.calls, before + 1)
+        self.check_close(m, (x,), y)
+        # With a bias: unchanged, the chunk, gelu and product PyTorch's.
+        m = SlicedGeglu(bias=True).bfloat16().eval()
+        report = fc.compile(m, (x,), target="cpu").explain()
+        self.assertEqual([[op for op, _ in p.ops] for p in report.partitions],
+                         [["linear"], ["linear"]])
+        self.assertFalse(any(why.startswith("slice.Tensor: rows")
+                             for _, why, _ in report.left_in_pytorch), report.left_in_pytorch)
+
+    @unittest.skipIf(PHI3_MISSING, f"needs transformers with Phi-3: {PHI3_MISSING}")
+    def test_fused_gate_up_weight_folds(self):
+        """A norm before Phi-3's MLP: Lazy Pre-Norm folds its weight into both
+        halves of gate_up_proj's weight; with cache_weight_folds=True the
+        halves, views sliced anew by every call, are the same weights (the
+        preparation runs once), and an in-place update of the parameter is
+        seen."""
+
+        class NormMLP(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = Phi3RMSNorm(64, eps=1e-5)
+                self.mlp = Phi3MLP(Phi3Config(hidden_size=64, intermediate_size=128))
+
+            def forward(self, x):
+                return self.mlp(self.norm(x))
+
+        m = randomize_norms(NormMLP().bfloat16().eval())
+        x = torch.randn(2, 5, 64).bfloat16()
+        plain = fc.compile(m, (x,), target="cpu", report=False)
+        cached = fc.compile(m, (x,), target="cpu", report=False, cache_weight_folds=True)
+        preps = [mod._preparation for mod in cached.graph_module.modules()
+                 if isinstance(mod, CompiledPartition) and mod._preparation is not None]
+        self.assertEqual([len(p.outputs) for p in preps], [2])
+        with torch.no_grad():
+            self.assertTrue(torch.equal(cached(x), plain(x)))
+            self.assertTrue(torch.equal(cached(x.flip(0)), plain(x.flip(0))))
+            self.assertEqual([p.calls for p in preps], [1])
+            m.mlp.gate_up_proj.weight.mul_(1.5)
+            got = cached(x)
+            self.assertEqual([p.calls for p in preps], [2])
+            self.assertTrue(torch.equal(got, plain(x)))
+        self.check_close(m, (x,), got)
+
+    @unittest.skipIf(PHI3_MISSING, f"needs transformers with Phi-3: {PHI3_MISSING}")
+    def test_phi3_decoder_layer(self):
+        """Hugging Face's Phi3DecoderLayer: the input norm with qkv_proj (its
+        slices q, k, v stay PyTorch's); o_proj, the residual, the second
+        norm, the MLP's gate_up_proj as two GEMMs over its weight's rows,
+        silu, the product, down_proj and the residual in one partition, the
+        gated product one GEMM after fusion-fuse."""
+        cfg = Phi3Config(hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                         num_key_value_heads=2, rms_norm_eps=1e-5)
+        cfg._attn_implementation = "sdpa"
+        m = randomize_norms(DecoderBlock(Phi3DecoderLayer, Phi3RotaryEmbedding, cfg)
+                            .bfloat16().eval())
+        x = torch.randn(2, 5, 64).bfloat16()
+        compiled = fc.compile(m, (x,), target="cpu")
+        report = compiled.explain()
+        ops = [[op for op, _ in p.ops] for p in report.partitions]
+        self.assertEqual(ops, [["rms_norm", "linear"],
+                               ["linear", "add", "rms_norm", "linear", "linear", "silu", "mul",
+                                "linear", "add"]])
+        mlp = report.partitions[1]
+        self.assertTrue(mlp.compiled, mlp.why_not)
+        out = fused(mlp.mlir)
+        self.assertEqual(out.count(" up("), 1, out)
+        self.assertNotIn("fusion.activation %", out)
+        self.assertNotIn("fusion.mul", out)
+        left = " ".join(why for _, why, _ in report.left_in_pytorch)
+        self.assertNotIn("silu", left)
+        self.assertNotIn("chunk", left)
+        self.assertEqual(left.count("of a fused gate_up weight"), 2, left)
+        with torch.no_grad():
+            y = compiled(x)
+        self.check_close(m, (x,), y)
 
     def test_mlp_activation_epilogue(self):
         """An MLP's first layer and its activation: BERT's intermediate

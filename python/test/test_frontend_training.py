@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from test_frontend import MISSING, needs_torch  # noqa: E402
+from test_frontend import MISSING, PHI3_MISSING, needs_torch  # noqa: E402
 
 if MISSING is None:
     import torch
@@ -203,6 +203,23 @@ class FrontEndTrainingTest(unittest.TestCase):
         self.assertEqual([[op for op, _ in p.ops] for p in part.pieces],
                          [["linear", "linear"], ["linear"]])
         # Without gradients the call is the one inference program.
+        before = CompiledPartition.calls
+        with torch.no_grad():
+            compiled(x)
+        self.assertEqual(CompiledPartition.calls, before + 1)
+
+    @unittest.skipIf(PHI3_MISSING, f"needs transformers with Phi-3: {PHI3_MISSING}")
+    def test_fused_gate_up_projection(self):
+        # Phi-3's MLP: gate_up_proj as two linears over its weight's rows
+        # (views), pieces as Llama's; the weight's gradient is the halves'
+        # through PyTorch's slices.
+        from test_frontend import Phi3Config, Phi3MLP
+        m = Phi3MLP(Phi3Config(hidden_size=64, intermediate_size=128)).bfloat16()
+        x = torch.randn(2, 37, 64).bfloat16()
+        compiled = self.check_gradients(m, (x,))
+        part = compiled.explain().partitions[0]
+        self.assertEqual([[op for op, _ in p.ops] for p in part.pieces],
+                         [["linear", "linear"], ["linear"]])
         before = CompiledPartition.calls
         with torch.no_grad():
             compiled(x)
