@@ -1,7 +1,7 @@
 // fusion.activation gets the row family's element-wise kernel (the one of
 // fusion.add and fusion.mul, with one operand): the input viewed flat, 16-byte
 // vectors where the innermost size allows, act(x) in f32 and one rounding on
-// the store; gelu_tanh's tanh and silu's sigmoid by tanh.approx.f32 for 16-bit
+// the store; gelu_tanh's and silu's sigmoid by ex2 and rcp.approx for 16-bit
 // types, the exact formulas for f32.
 // RUN: fusion-opt %s --convert-fusion-to-gpu --canonicalize --cse | FileCheck %s
 // RUN: fusion-opt %s --fusion-to-gpu=format=isa > %t.isa.mlir
@@ -115,8 +115,9 @@ func.func @silu_f32(%x: tensor<?x1024xf32>) -> tensor<?x1024xf32> {
 }
 
 // The kernels. bf16 silu: four guarded 16-byte vectors per thread, each
-// element as h + h tanh(h), h = x / 2, by the hardware tanh; no exponential
-// or division; one rounding on the store.
+// element as x sigmoid(x), the sigmoid 1 / (1 + 2^(-x log2 e)) by exp2 and
+// rcp.approx (no hardware tanh: its error in silu's negative tail is many
+// ulps; no IEEE division); one rounding on the store.
 // CHECK-LABEL: gpu.func @silu_bf16_kernel0(
 // CHECK-SAME: %[[IN:[^:]*]]: memref<?xbf16>, %[[OUT:[^:]*]]: memref<?xbf16>, %[[R:[^:]*]]: index)
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
@@ -127,10 +128,12 @@ func.func @silu_f32(%x: tensor<?x1024xf32>) -> tensor<?x1024xf32> {
 // CHECK: %[[V:.*]] = vector.load %[[IN]][%[[AT:.*]]] {alignment = 16 : i64} : memref<?xbf16>, vector<8xbf16>
 // CHECK: %[[W:.*]] = arith.extf %[[V]] : vector<8xbf16> to vector<8xf32>
 // CHECK: %[[E:.*]] = vector.extract %[[W]][0]
-// CHECK: %[[H:.*]] = arith.mulf %[[E]], %{{.*}} : f32
-// CHECK: %[[TH:.*]] = llvm.intr.tanh(%[[H]]) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32
-// CHECK: math.fma %[[H]], %[[TH]], %[[H]] : f32
-// CHECK-NOT: math.exp
+// CHECK: %[[Z:.*]] = arith.mulf %[[E]], %{{.*}} : f32
+// CHECK: %[[P:.*]] = math.exp2 %[[Z]] : f32
+// CHECK: %[[D:.*]] = arith.addf %[[P]], %{{.*}} : f32
+// CHECK: %[[S:.*]] = nvvm.rcp.approx.ftz.f %[[D]] : f32
+// CHECK: arith.mulf %[[E]], %[[S]] : f32
+// CHECK-NOT: llvm.intr.tanh
 // CHECK-NOT: arith.divf
 // CHECK: %[[ACT:.*]] = vector.from_elements {{.*}} : vector<8xf32>
 // CHECK: %[[T:.*]] = arith.truncf %[[ACT]] : vector<8xf32> to vector<8xbf16>
@@ -152,7 +155,7 @@ func.func @silu_f32(%x: tensor<?x1024xf32>) -> tensor<?x1024xf32> {
 // The ragged f16 rows: one element per access, 2-byte aligned.
 // CHECK-LABEL: gpu.func @gelu_tanh_odd_f16_kernel0(
 // CHECK: vector.load %{{.*}} {alignment = 2 : i64} : memref<?xf16>, vector<1xf16>
-// CHECK: llvm.intr.tanh
+// CHECK: nvvm.rcp.approx.ftz.f
 // CHECK: vector.store %{{.*}} {alignment = 2 : i64} : memref<?xf16>, vector<1xf16>
 // identity is a copy: no conversion either way.
 // CHECK-LABEL: gpu.func @identity_bf16_kernel0(
@@ -180,13 +183,14 @@ func.func @silu_f32(%x: tensor<?x1024xf32>) -> tensor<?x1024xf32> {
 // PTXAS-COUNT-18: ptxas ok: {{.*}}_kernel{{[0-9]}} registers={{[0-9]+}} spills=0
 // PTXAS-NOT: FAILED
 // PTXAS-NOT: ptxas ok
-// The 16-bit kernels use the MUFU tanh; the f32 ones do not, and take the
-// IEEE reciprocal for silu's sigmoid.
+// The 16-bit kernels take silu's sigmoid by ex2.approx and rcp.approx, no
+// MUFU tanh; the f32 ones the IEEE reciprocal.
 // PTX-LABEL: .entry silu_bf16_kernel0(
 // PTX: ld.global.v4.b32
-// PTX: tanh.approx.f32
-// PTX-NOT: ex2.approx
-// PTX-NOT: rcp
+// PTX: ex2.approx
+// PTX: rcp.approx.ftz.f32
+// PTX-NOT: tanh.approx
+// PTX-NOT: rcp.rn
 // PTX: st.global.v4.b32
 // PTX: ret;
 // PTX-LABEL: .entry gelu_f32_kernel0(

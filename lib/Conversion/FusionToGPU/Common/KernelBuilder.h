@@ -15,6 +15,8 @@
 #ifndef FUSION_LIB_CONVERSION_FUSIONTOGPU_COMMON_KERNELBUILDER_H
 #define FUSION_LIB_CONVERSION_FUSIONTOGPU_COMMON_KERNELBUILDER_H
 
+#include "fusion/Dialect/Fusion/IR/ActivationMath.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -26,6 +28,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <cmath>
+
 namespace mlir::fusion {
 
 inline Attribute sharedSpace(MLIRContext *ctx) {
@@ -33,14 +37,63 @@ inline Attribute sharedSpace(MLIRContext *ctx) {
 }
 
 /// tanh(u) as tanh.approx.f32 (llvm.tanh with afn): one MUFU instruction,
-/// relative error about 2^-11, below a 16-bit rounding of what the
-/// activations build from it (ActivationMath.h's `tanh` argument). The
-/// kernels' activations take it for 16-bit results.
+/// relative error about 2^-11 of the tanh (ActivationMath.h's `tanh`
+/// argument; the attention kernels' activation of every score takes it).
+/// Where tanh is near -1 that is an absolute error of about 2^-11, which
+/// silu and gelu_tanh (h + h tanh) turn into |x| 2^-12 absolute in their
+/// negative tail: many ulps of a 16-bit result from x = -4 on
+/// (fastActivation avoids it).
 inline Value fastTanh(OpBuilder &builder, Location loc, Value u) {
   return LLVM::TanhOp::create(
       builder, loc, u,
       LLVM::FastmathFlagsAttr::get(builder.getContext(),
                                    LLVM::FastmathFlags::afn));
+}
+
+/// sigmoid(z) = 1 / (1 + 2^(-z log2 e)) by libdevice's exp2f (ex2.approx.f32
+/// with its range handling) and rcp.approx.ftz.f32: relative error about
+/// 2^-21 for every z (1 + 2^(...) overflowing to infinity gives 0).
+inline Value fastSigmoid(OpBuilder &builder, Location loc, Value z) {
+  Type f32 = builder.getF32Type();
+  auto cst = [&](double v) {
+    return arith::ConstantOp::create(builder, loc, builder.getF32FloatAttr(v));
+  };
+  Value scaled = arith::MulFOp::create(builder, loc, z, cst(-M_LOG2E));
+  Value e = math::Exp2Op::create(builder, loc, scaled);
+  Value d = arith::AddFOp::create(builder, loc, e, cst(1.0));
+  return NVVM::RcpApproxFtzF32Op::create(builder, loc, f32, d);
+}
+
+/// act(x) of an f32 value for a kernel's 16-bit result: silu as
+/// x sigmoid(x) and gelu_tanh as x sigmoid(2 u), u = sqrt(2/pi) (x +
+/// 0.044715 x^3) (= 0.5 x (1 + tanh u)), by fastSigmoid; the others as
+/// ActivationMath.h builds them (gelu: `gelu` when given, else math.erf).
+inline Value fastActivation(OpBuilder &builder, Location loc, Activation act,
+                            Value x,
+                            function_ref<Value(Value)> gelu = nullptr) {
+  auto cst = [&](double v) {
+    return arith::ConstantOp::create(builder, loc, builder.getF32FloatAttr(v));
+  };
+  switch (act) {
+  case Activation::silu:
+    return arith::MulFOp::create(builder, loc, x, fastSigmoid(builder, loc, x));
+  case Activation::gelu_tanh: {
+    // 2u = x (2 sqrt(2/pi) + 2 sqrt(2/pi) 0.044715 x^2).
+    double k = 2.0 * std::sqrt(2.0 / M_PI);
+    Value x2 = arith::MulFOp::create(builder, loc, x, x);
+    Value poly =
+        math::FmaOp::create(builder, loc, x2, cst(k * 0.044715), cst(k));
+    Value twoU = arith::MulFOp::create(builder, loc, x, poly);
+    return arith::MulFOp::create(builder, loc, x,
+                                 fastSigmoid(builder, loc, twoU));
+  }
+  case Activation::gelu:
+    if (gelu)
+      return gelu(x);
+    return buildActivation(builder, loc, act, x);
+  default:
+    return buildActivation(builder, loc, act, x);
+  }
 }
 
 /// A kernel `name` taking `argTypes`, at the end of `module`, launched with

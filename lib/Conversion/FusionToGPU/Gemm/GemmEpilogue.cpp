@@ -887,18 +887,16 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
 }
 
 /// act of an f32 value or of each element of an f32 vector (the
-/// activation epilogue). A 16-bit output takes silu's and gelu_tanh's tanh
-/// as tanh.approx.f32 (relative error about 2^-11, below the output's
-/// rounding): one MUFU instruction instead of an exponential and a
-/// division, or libdevice's tanhf.
+/// activation epilogue): for a 16-bit output silu and gelu_tanh by
+/// fastSigmoid (ex2.approx and rcp.approx, relative error about 2^-21
+/// everywhere), gelu by `gelu` below; an f32 output takes ActivationMath's
+/// exact formulas.
 Value GemmKernelEmitter::activated(Value x) {
-  function_ref<Value(OpBuilder &, Location, Value)> tanh = nullptr;
-  if (!s.finalType.isF32())
-    tanh = fastTanh;
   auto one = [&](Value y) -> Value {
-    if (*s.activation == Activation::gelu)
-      return gelu(y);
-    return buildActivation(b, b.getLoc(), *s.activation, y, tanh);
+    if (s.finalType.isF32())
+      return buildActivation(b, b.getLoc(), *s.activation, y);
+    return fastActivation(b, b.getLoc(), *s.activation, y,
+                          [&](Value v) { return gelu(v); });
   };
   auto vec = dyn_cast<VectorType>(x.getType());
   if (!vec)
@@ -909,19 +907,19 @@ Value GemmKernelEmitter::activated(Value x) {
   return vector::FromElementsOp::create(b, vec, out);
 }
 
-/// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) with erf by Abramowitz and Stegun
-/// 7.1.26 (absolute error at most 1.5e-7, below f32 outputs' tolerance and
-/// 16-bit rounding): an exponential, a division and five FMAs, where
-/// libdevice's erff kept enough values live to spill 12 bytes beside a
-/// 256-column accumulator.
+/// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) for 16-bit outputs, with erf by
+/// Abramowitz and Stegun 7.1.26 (absolute error at most 1.5e-7: below a
+/// 16-bit rounding of gelu(x) down to x = -5, where gelu is -1.4e-6): an
+/// exponential, a reciprocal (rcp.approx) and five FMAs, where libdevice's erff
+/// kept enough values live to spill 12 bytes beside a 256-column accumulator.
 Value GemmKernelEmitter::gelu(Value x) {
   constexpr double kP = 0.3275911;
   constexpr double kA[] = {0.254829592, -0.284496736, 1.421413741, -1.453152027,
                            1.061405429};
   Value z = arith::MulFOp::create(b, x, cstF32(M_SQRT1_2));
   Value a = math::AbsFOp::create(b, z);
-  Value t = arith::DivFOp::create(
-      b, cstF32(1.0), math::FmaOp::create(b, a, cstF32(kP), cstF32(1.0)));
+  Value t = NVVM::RcpApproxFtzF32Op::create(
+      b, b.getF32Type(), math::FmaOp::create(b, a, cstF32(kP), cstF32(1.0)));
   Value poly = cstF32(kA[4]);
   for (int i = 3; i >= 0; --i)
     poly = math::FmaOp::create(b, poly, t, cstF32(kA[i]));

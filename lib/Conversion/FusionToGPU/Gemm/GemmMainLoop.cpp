@@ -311,7 +311,7 @@ void GemmKernelEmitter::prefetchResidual(Value residual, Value blockRow,
   Value base = arith::IndexCastOp::create(
       b, b.getI64Type(),
       memref::ExtractAlignedPointerAsIndexOp::create(b, residual));
-  Value cols = arith::MinUIOp::create(b, idx(s.tileN), sub(n, blockCol));
+  Value cols = arith::MinUIOp::create(b, idx(s.outTileN()), sub(n, blockCol));
   Value bytes = arith::IndexCastOp::create(b, b.getI32Type(),
                                            mul(cols, idx(elemBytes)));
   Value rows = arith::MinUIOp::create(b, idx(s.tileM), sub(m, blockRow));

@@ -87,6 +87,12 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
   // The gated product: whole 64-column boxes of both weights in a tile, and
   // tiles of their own (no cluster, no K split, no decode body).
   if (s.gated) {
+    // (The epilogue's column pieces would read the up half's columns at the
+    // gate half's places; the verifier refuses them with up.)
+    if (s.colBiasType || s.colSumType || s.residualType || s.postResidualType) {
+      why = "the gated product (up) takes no col_bias, col_sum or residual";
+      return failure();
+    }
     if (s.tileN % (2 * kSwizzleCols) != 0 || s.clusterN > 1 || s.splitK > 1 ||
         s.streamK || s.decodeSwap || s.decodeSplits > 1 || s.epilogueWarps ||
         s.globalRows || s.stagedResidual) {

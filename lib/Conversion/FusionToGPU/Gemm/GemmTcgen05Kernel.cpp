@@ -122,6 +122,8 @@ void GemmKernelEmitter::emitTensorMemoryKernel() {
   }
   nvgpu::TmaPrefetchOp::create(b, tmaA, leader);
   nvgpu::TmaPrefetchOp::create(b, tmaB, leader);
+  if (tmaUp)
+    nvgpu::TmaPrefetchOp::create(b, tmaUp, leader);
   if (tmaC)
     nvgpu::TmaPrefetchOp::create(b, tmaC, leader);
   for (Value map : {tmaSaved, tmaRowDot, tmaRowDotShift, tmaRowDotSum})

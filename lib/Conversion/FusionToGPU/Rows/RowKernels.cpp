@@ -773,22 +773,18 @@ void RowKernelEmitter::emitParamGradReduce() {
 Value RowKernelEmitter::activate(Value x) {
   if (s.activation == Activation::identity)
     return x;
-  // For 16-bit types, gelu_tanh's tanh and silu's sigmoid (as
-  // (1 + tanh(x / 2)) / 2) by tanh.approx.f32 (llvm.tanh with afn), one MUFU
-  // instruction instead of libdevice's tanhf, or expf and an IEEE division,
-  // as the attention kernels do. Its error, about 2^-11 of the tanh, is
-  // about a 16-bit rounding of act(x) where act(x) is not small; in the
-  // negative tails, where act(x) goes to 0 as x (1 + tanh) / 2, it is an
-  // absolute error of about |x| 2^-12 instead. f32 gets the exact formulas.
-  function_ref<Value(OpBuilder &, Location, Value)> tanh = nullptr;
-  if (s.elem.getIntOrFloatBitWidth() == 16)
-    tanh = fastTanh;
-  // The formulas are scalar (their constants are f32): element by element.
+  // For 16-bit types silu and gelu_tanh by fastSigmoid (ex2.approx and
+  // rcp.approx: relative error about 2^-21 everywhere, where the tanh form
+  // errs by |x| 2^-12 absolute in their negative tails), as the GEMM
+  // epilogue's; f32 gets the exact formulas. The formulas are scalar (their
+  // constants are f32): element by element.
+  bool fast = s.elem.getIntOrFloatBitWidth() == 16;
   SmallVector<Value> elements;
-  for (int64_t e = 0; e < s.vec; ++e)
-    elements.push_back(buildActivation(
-        b, b.getLoc(), s.activation,
-        vector::ExtractOp::create(b, x, ArrayRef<int64_t>{e}), tanh));
+  for (int64_t e = 0; e < s.vec; ++e) {
+    Value v = vector::ExtractOp::create(b, x, ArrayRef<int64_t>{e});
+    elements.push_back(fast ? fastActivation(b, b.getLoc(), s.activation, v)
+                            : buildActivation(b, b.getLoc(), s.activation, v));
+  }
   return vector::FromElementsOp::create(b, f32Vector(), elements);
 }
 

@@ -165,8 +165,9 @@ int64_t chooseSplitK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
       op.getResidual() || op.getRowScale() || op.getColBias() ||
       clusterN != 1 || ShapedType::isDynamic(m) || ShapedType::isDynamic(n))
     return 1;
-  int64_t tiles = static_cast<int64_t>(llvm::divideCeil(m, GemmTiling::kTileM) *
-                                       llvm::divideCeil(n, tileN));
+  int64_t tiles =
+      static_cast<int64_t>(llvm::divideCeil(m, GemmTiling::kTileM) *
+                           llvm::divideCeil(n, gemmOutputTileN(op, tileN)));
   if (2 * tiles > target.multiprocessors)
     return 1;
   int64_t splits = std::min(kMaxSplits, target.multiprocessors / tiles);
@@ -194,8 +195,9 @@ bool chooseStreamK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
     return false;
   if (ShapedType::isDynamic(m) || ShapedType::isDynamic(n))
     return true;
-  int64_t tiles = static_cast<int64_t>(llvm::divideCeil(m, GemmTiling::kTileM) *
-                                       llvm::divideCeil(n, tileN));
+  int64_t tiles =
+      static_cast<int64_t>(llvm::divideCeil(m, GemmTiling::kTileM) *
+                           llvm::divideCeil(n, gemmOutputTileN(op, tileN)));
   return tiles > target.multiprocessors && tiles % target.multiprocessors != 0;
 }
 /// cluster_m = 2 (B's tiles multicast over a pair of CTAs along M): on a
@@ -219,10 +221,14 @@ int64_t chooseClusterM(FusedMatmulOp op, const TargetInfo &target, int64_t m,
   if (ShapedType::isDynamic(m) || ShapedType::isDynamic(n))
     return 2;
   int64_t rowBlocks = llvm::divideCeil(m, K::kTileM);
-  int64_t tiles = rowBlocks * llvm::divideCeil(n, tileN);
+  int64_t tiles = rowBlocks * llvm::divideCeil(n, gemmOutputTileN(op, tileN));
   return rowBlocks >= 2 && tiles > target.multiprocessors ? 2 : 1;
 }
 } // namespace
+
+int64_t mlir::fusion::gemmOutputTileN(FusedMatmulOp op, int64_t tileN) {
+  return op.getUp() ? tileN / 2 : tileN;
+}
 
 FailureOr<KernelConfigAttr>
 mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,

@@ -84,8 +84,8 @@ bool wantsRowStatsKernel(FusedMatmulOp op, KernelConfigAttr config,
   int64_t n = cast<RankedTensorType>(op.getOutput().getType()).getShape().back();
   if (ShapedType::isDynamic(n))
     return false;
-  return !lazyRowStatsInKernel(target,
-                               llvm::divideCeil(n, config.getTileN()));
+  return !lazyRowStatsInKernel(
+      target, llvm::divideCeil(n, gemmOutputTileN(op, config.getTileN())));
 }
 
 /// The small-M plan of `op`, planned as `config`, where
@@ -104,11 +104,13 @@ void attachSmallMKernel(FusedMatmulOp op, const TargetInfo &target,
   int64_t m = lhsType.getDimSize(op.getTransposeLhs() ? 1 : 0);
   int64_t n = cast<RankedTensorType>(op.getOutput().getType()).getDimSize(1);
   bool staticM = !ShapedType::isDynamic(m);
-  if (staticM && (ShapedType::isDynamic(n) ||
-                  static_cast<int64_t>(llvm::divideCeil(m, config.getTileM()) *
-                                       llvm::divideCeil(n, config.getTileN())) *
-                          GemmTiling::kSmallMOccupancy >
-                      target.multiprocessors))
+  if (staticM &&
+      (ShapedType::isDynamic(n) ||
+       static_cast<int64_t>(
+           llvm::divideCeil(m, config.getTileM()) *
+           llvm::divideCeil(n, gemmOutputTileN(op, config.getTileN()))) *
+               GemmTiling::kSmallMOccupancy >
+           target.multiprocessors))
     return;
   std::string whyNot;
   std::optional<KernelConfigAttr> small = planSmallMFusedMatmul(
@@ -121,7 +123,7 @@ void attachSmallMKernel(FusedMatmulOp op, const TargetInfo &target,
     if (report)
       remarkOn->emitRemark()
           << "GEMM kernel on " << target.chip << " replanned for its " << m
-          << " rows (its tiles of " << config.getTileN()
+          << " rows (its tiles of " << gemmOutputTileN(op, config.getTileN())
           << " columns would occupy at most 1/" << GemmTiling::kSmallMOccupancy
           << " of the SMs): " << *small;
     return;
@@ -129,7 +131,8 @@ void attachSmallMKernel(FusedMatmulOp op, const TargetInfo &target,
   op->setAttr(KernelConfigAttr::getSmallMAttrName(), *small);
   if (report)
     remarkOn->emitRemark() << "small-M GEMM kernel on " << target.chip
-                           << " for calls whose tiles of " << config.getTileN()
+                           << " for calls whose tiles of "
+                           << gemmOutputTileN(op, config.getTileN())
                            << " columns would occupy at most 1/"
                            << GemmTiling::kSmallMOccupancy
                            << " of the SMs: " << *small;

@@ -140,6 +140,11 @@ planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                       KernelConfigAttr config, std::string &whyNot,
                       bool decodeSplits = false);
 
+/// The output columns of a tile of `tileN` accumulator columns: half of
+/// them for the gated product (`up`: both weights' columns), else all; what
+/// the tile counts over N divide by.
+int64_t gemmOutputTileN(FusedMatmulOp op, int64_t tileN);
+
 /// The swapped decode body of `op` (planned as `config`, the main
 /// configuration): where the epilogue is element-wise (none or row_scale,
 /// with col_bias and residual) or a per-head RMSNorm over heads of
