@@ -37,6 +37,7 @@ KINDS = {
     "olmo2_post": gen_layers.olmo2_post,
     "llama_mlp": lambda h: gen_layers.llama_mlp(h, inter=h * 3 // 2),
     "gpt2_mlp": gen_layers.gpt2_mlp,
+    "gate_up": lambda h: gen_layers.gate_up(h, inter=2 * h),
     "rms_norm": gen_layers.rms_norm,
     "layer_norm": gen_layers.layer_norm,
     "add_rowbias": lambda h: gen_layers.elementwise("add_rowbias", h),

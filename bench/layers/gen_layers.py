@@ -244,6 +244,22 @@ def llama_mlp(h, inter=None):
                    eps=LLAMA_EPS, params={"inter": inter})
 
 
+def gate_up(h, inter=None):
+    """The gated product alone, silu(gate_proj(x)) * up_proj(x) (one gated
+    GEMM after fusion-fuse): test_layers_gpu's elementwise check of the
+    activation's tail."""
+    inter = inter or MLP_I[h]
+    x, wi, t = ty(("M", h)), ty((inter, h)), ty(("M", inter))
+    return program(f"gate_up_h{h}", "gate_up", h,
+                   [("x", "bf16", ("M", h)), ("wg", "bf16", (inter, h)),
+                    ("wu", "bf16", (inter, h))],
+                   [("y", "bf16", ("M", inter))],
+                   [f"%a = fusion.matmul %x, %wg {{transpose_rhs}} : {x}, {wi} -> {t}",
+                    f"%u = fusion.matmul %x, %wu {{transpose_rhs}} : {x}, {wi} -> {t}",
+                    f"%s = fusion.activation %a {{activation = #fusion.activation<silu>}} : {t}",
+                    f"%y = fusion.mul %s, %u : {t}"], params={"inter": inter})
+
+
 def gpt2_mlp(h):
     """GPT-2's MLP: c_proj(gelu_tanh(c_fc(x))) with both biases (as
     nn.Linear(H, 4H) and nn.Linear(4H, H): weights [out, in]).
@@ -435,7 +451,7 @@ def programs():
                 bert_postnorm(h, add_bias=True), ln_prenorm(h), rms_norm(h, stats=False),
                 layer_norm(h, stats=False), linear_residual(h), linear_residual(h, bias=True),
                 neox_parallel(h), olmo2_post(h), llama_mlp(h), gpt2_mlp(h)]
-    out += [olmo2_post(256)]
+    out += [olmo2_post(256), gate_up(1024)]
     for h in ROW_H:
         out += [rms_norm(h), layer_norm(h), rms_norm_grad(h), layer_norm_grad(h)] + [elementwise(k, h)
                                                for k in ("add_rowbias", "add", "mul_col")]

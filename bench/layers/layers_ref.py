@@ -153,6 +153,18 @@ class LlamaMLPBlock(nn.Module):
         return self.down_proj(F.silu(self.gate_proj(n)) * self.up_proj(n))
 
 
+class GateUp(nn.Module):
+    """LlamaMLP's gated product alone: silu(gate_proj(x)) * up_proj(x)."""
+
+    def __init__(self, h, eps=None, inter=None, **kw):
+        super().__init__()
+        self.gate_proj = nn.Linear(h, inter, bias=False, **kw)
+        self.up_proj = nn.Linear(h, inter, bias=False, **kw)
+
+    def forward(self, x):
+        return F.silu(self.gate_proj(x)) * self.up_proj(x)
+
+
 class GPT2MLP(nn.Module):
     """GPT-2's MLP: c_proj(gelu_new(c_fc(x))), gelu_new the tanh form."""
 
@@ -222,6 +234,7 @@ MODULES = {
     "olmo2_post": (SandwichPostNorm, {"w": "proj.weight", "g": "norm.weight"}, ("x", "r")),
     "llama_mlp": (LlamaMLPBlock, {"g": "norm.weight", "wg": "gate_proj.weight",
                                   "wu": "up_proj.weight", "wd": "down_proj.weight"}, ("x",)),
+    "gate_up": (GateUp, {"wg": "gate_proj.weight", "wu": "up_proj.weight"}, ("x",)),
     "gpt2_mlp": (GPT2MLP, {"w1": "c_fc.weight", "b1": "c_fc.bias", "w2": "c_proj.weight",
                            "b2": "c_proj.bias"}, ("x",)),
     "rms_norm": (lambda h, eps, **kw: nn.RMSNorm(h, eps=eps, **kw), {"g": "weight"}, ("x",)),

@@ -20,7 +20,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 . bench/layers/layer_checks.sh
-regex='^(llama_mlp|gpt2_mlp)_h[0-9]+(_unfused)?$'
+regex='^(llama_mlp|gpt2_mlp|gate_up)_h[0-9]+(_unfused)?$'
 if [ "${1:-}" = --prepare ]; then
   build=${2:-build}
   out=build/mlp/gpu
@@ -39,7 +39,7 @@ art=build/mlp/gpu
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 FUSION_GPU_ARTIFACTS=$art timeout 300 python3 -m pytest -q -rs test/gpu/test_layers_gpu.py \
-  -k "mlp" > "$OUT/mlp_layers.txt" 2>&1
+  -k "mlp or activation_tail" > "$OUT/mlp_layers.txt" 2>&1
 echo "== layers llama_mlp / gpt2_mlp: exit $? $(tail -n 1 "$OUT/mlp_layers.txt")"
 grep -E "FAILED|rel err" "$OUT/mlp_layers.txt" | cut -c1-200 | head -12
 for t in "memcheck llama_mlp_h1024 4097" "racecheck llama_mlp_h768 100" \
