@@ -279,6 +279,16 @@ class FrontEndTest(unittest.TestCase):
     def setUp(self):
         torch.manual_seed(1234)
 
+    def compile_one_partition(self, m, x):
+        """Compiles `m` on `x` for the CPU; asserts one partition, compiled.
+        Returns (the compiled module, its explanation, the partition)."""
+        compiled = fc.compile(m, (x,), target="cpu")
+        report = compiled.explain()
+        self.assertEqual(len(report.partitions), 1, str(report))
+        part = report.partitions[0]
+        self.assertTrue(part.compiled, part.why_not)
+        return compiled, report, part
+
     def check_close(self, module, inputs, out):
         ours, theirs = reference_error(module, inputs, out)
         # Within 2x PyTorch's own bf16 error (plus one bf16 step at the
@@ -337,11 +347,7 @@ class FrontEndTest(unittest.TestCase):
         cfg = T5Config(d_model=64, d_ff=128, dropout_rate=0.0)
         m = randomize_norms(T5LayerFF(cfg).bfloat16().eval())
         x = torch.randn(2, 9, 64).bfloat16()
-        compiled = fc.compile(m, (x,), target="cpu")
-        report = compiled.explain()
-        self.assertEqual(len(report.partitions), 1, str(report))
-        part = report.partitions[0]
-        self.assertTrue(part.compiled, part.why_not)
+        compiled, report, part = self.compile_one_partition(m, x)
         self.assertEqual([op for op, _ in part.ops],
                          ["rms_norm", "linear", "relu", "linear", "add"])
         self.assertIn("fusion.rms_norm %arg0 weight(%arg1 : tensor<64xbf16>)", part.mlir)
@@ -364,11 +370,7 @@ class FrontEndTest(unittest.TestCase):
         its MLIR holding each of `mlir`; runs it against float64. Returns the
         report."""
         x = torch.randn(3, 7, 64).bfloat16()
-        compiled = fc.compile(m, (x,), target="cpu")
-        report = compiled.explain()
-        self.assertEqual(len(report.partitions), 1, str(report))
-        part = report.partitions[0]
-        self.assertTrue(part.compiled, part.why_not)
+        compiled, report, part = self.compile_one_partition(m, x)
         self.assertEqual([o for o, _ in part.ops], [op, "linear"])
         for text in mlir:
             self.assertIn(text, part.mlir)
@@ -441,12 +443,8 @@ class FrontEndTest(unittest.TestCase):
                 torch.manual_seed(0)
                 m = mlp(cfg).bfloat16().eval()
                 x = torch.randn(2, 5, 64).bfloat16()
-                compiled = fc.compile(m, (x,), target="cpu")
-                report = compiled.explain()
+                compiled, report, part = self.compile_one_partition(m, x)
                 self.assertEqual(report.left_in_pytorch, [])
-                self.assertEqual(len(report.partitions), 1, str(report))
-                part = report.partitions[0]
-                self.assertTrue(part.compiled, part.why_not)
                 self.assertEqual([op for op, _ in part.ops],
                                  ["linear", kind, "linear", "mul", "linear"])
                 self.assertIn(f"fusion.activation %v0 {{activation = #fusion.activation<{kind}>}}"
@@ -496,11 +494,7 @@ class FrontEndTest(unittest.TestCase):
                 torch.manual_seed(0)
                 m = m.bfloat16().eval()
                 x = torch.randn(2, 5, 64).bfloat16()
-                compiled = fc.compile(m, (x,), target="cpu")
-                report = compiled.explain()
-                self.assertEqual(len(report.partitions), 1, str(report))
-                part = report.partitions[0]
-                self.assertTrue(part.compiled, part.why_not)
+                compiled, report, part = self.compile_one_partition(m, x)
                 self.assertEqual([op for op, _ in part.ops],
                                  ["linear", "linear", kind, "mul", "linear"])
                 # Only the weight's halves stay in PyTorch: views.
@@ -639,11 +633,7 @@ class FrontEndTest(unittest.TestCase):
                 torch.manual_seed(0)
                 m = m.bfloat16().eval()
                 x = torch.randn(2, 7, 64).bfloat16()
-                compiled = fc.compile(m, (x,), target="cpu")
-                report = compiled.explain()
-                self.assertEqual(len(report.partitions), 1, str(report))
-                part = report.partitions[0]
-                self.assertTrue(part.compiled, part.why_not)
+                compiled, report, part = self.compile_one_partition(m, x)
                 self.assertEqual([op for op, _ in part.ops], ops)
                 self.assertTrue(any("fusion.activation folded into the GEMM's epilogue" in r
                                     for r in part.remarks), part.remarks)

@@ -192,21 +192,26 @@ class FrontEndTrainingTest(unittest.TestCase):
         self.assertTrue(any(p.startswith("relu: PyTorch's autograd") for p in
                             part.backward_in_pytorch), part.backward_in_pytorch)
 
-    def test_gated_mlp(self):
-        # Llama's MLP: one partition for inference (the gated product one
-        # GEMM); for training the pieces gate_proj + up_proj and down_proj,
-        # silu and the product between them PyTorch's.
-        m = LlamaMLP(llama_config()).bfloat16()
+    def check_gated_pieces(self, m):
+        """A gated MLP's gradients (check_gradients) from its training
+        pieces, gate and up's GEMMs and down_proj's, PyTorch's silu and
+        product between them; without gradients the call is the one
+        inference program."""
         x = torch.randn(2, 37, 64).bfloat16()
         compiled = self.check_gradients(m, (x,))
         part = compiled.explain().partitions[0]
         self.assertEqual([[op for op, _ in p.ops] for p in part.pieces],
                          [["linear", "linear"], ["linear"]])
-        # Without gradients the call is the one inference program.
         before = CompiledPartition.calls
         with torch.no_grad():
             compiled(x)
         self.assertEqual(CompiledPartition.calls, before + 1)
+
+    def test_gated_mlp(self):
+        # Llama's MLP: one partition for inference (the gated product one
+        # GEMM); for training the pieces gate_proj + up_proj and down_proj,
+        # silu and the product between them PyTorch's.
+        self.check_gated_pieces(LlamaMLP(llama_config()).bfloat16())
 
     @unittest.skipIf(PHI3_MISSING, f"needs transformers with Phi-3: {PHI3_MISSING}")
     def test_fused_gate_up_projection(self):
@@ -214,16 +219,8 @@ class FrontEndTrainingTest(unittest.TestCase):
         # (views), pieces as Llama's; the weight's gradient is the halves'
         # through PyTorch's slices.
         from test_frontend import Phi3Config, Phi3MLP
-        m = Phi3MLP(Phi3Config(hidden_size=64, intermediate_size=128)).bfloat16()
-        x = torch.randn(2, 37, 64).bfloat16()
-        compiled = self.check_gradients(m, (x,))
-        part = compiled.explain().partitions[0]
-        self.assertEqual([[op for op, _ in p.ops] for p in part.pieces],
-                         [["linear", "linear"], ["linear"]])
-        before = CompiledPartition.calls
-        with torch.no_grad():
-            compiled(x)
-        self.assertEqual(CompiledPartition.calls, before + 1)
+        self.check_gated_pieces(Phi3MLP(Phi3Config(hidden_size=64, intermediate_size=128))
+                                .bfloat16())
 
     def test_gemma_prenorm(self):
         # GemmaRMSNorm's float32 weight 1 + w: its gradient through the
