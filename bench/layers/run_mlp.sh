@@ -14,8 +14,15 @@
 # 4096 / 11008, a LlamaDecoderLayer at 2048: bench_frontend.py). Build here
 # (about a minute):
 #   bash bench/layers/run_mlp.sh --prepare build
-# then on the device, carrying build/mlp:
-#   C=abc OUT=$OUT bash bench/layers/run_mlp.sh
+# then on the device, carrying build/mlp, one phase per call (each fits the
+# 600 s limit; `all` runs them in turn):
+#   C=abc OUT=$OUT bash bench/layers/run_mlp.sh tests      # correctness, sanitizers
+#   C=abc OUT=$OUT BENCH='_h(768|1024)$' bash bench/layers/run_mlp.sh bench
+#   C=abc OUT=$OUT BENCH='_h(2048|4096)$' bash bench/layers/run_mlp.sh bench
+#                                        # bench_layers, the MLPs (two calls: each
+#                                        # case compiles torch.compile afresh)
+#   C=abc OUT=$OUT bash bench/layers/run_mlp.sh post       # post_residual: tests, bench
+#   C=abc OUT=$OUT bash bench/layers/run_mlp.sh frontend   # bench_frontend
 # Session 47's predictions are in bench/results/HISTORY.md.
 set -u
 export PYTHONUNBUFFERED=1
@@ -37,7 +44,14 @@ if [ "${1:-}" = --prepare ]; then
 fi
 art=build/mlp/gpu
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+phase=${1:-all}
+case "$phase" in tests|bench|post|frontend|all) ;;
+  *) echo "run_mlp.sh: expected --prepare, tests, bench, post, frontend or all, got '$phase'" >&2
+     exit 2 ;;
+esac
+want() { [ "$phase" = all ] || [ "$phase" = "$1" ]; }
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+if want tests; then
 FUSION_GPU_ARTIFACTS=$art timeout 300 python3 -m pytest -q -rs test/gpu/test_layers_gpu.py \
   -k "mlp or activation_tail" > "$OUT/mlp_layers.txt" 2>&1
 echo "== layers llama_mlp / gpt2_mlp: exit $? $(tail -n 1 "$OUT/mlp_layers.txt")"
@@ -47,11 +61,15 @@ for t in "memcheck llama_mlp_h1024 4097" "racecheck llama_mlp_h768 100" \
   set -- $t
   sanitize_layer "$art" $1 $2 $3 "$OUT/san_$1_$2.txt"
 done
-timeout 400 python3 bench/bench_layers.py --artifacts "$art" --m 65536 \
+fi
+if want bench; then
+timeout 550 python3 bench/bench_layers.py --artifacts "$art" --m 65536 \
   --kinds llama_mlp,gpt2_mlp --only "${BENCH:-.}" --rounds 2 \
   --out "$OUT/layers_mlp.json" --commit "${C:-unknown}" > "$OUT/layers_mlp.txt" 2>&1
 echo "== bench_layers mlp 65536: exit $?"
 sed -n '/^| /p' "$OUT/layers_mlp.txt" | cut -c1-260
+fi
+if want post; then
 # post_residual: correctness (the token counts of test_post_residual_token_counts
 # too), then the fused call (post_residual) against the unfused one and
 # torch.compile; the default build's fused call is session 46's baseline
@@ -67,6 +85,8 @@ timeout 200 python3 bench/bench_layers.py --artifacts build/mlp/post --m 65536 \
   --out "$OUT/layers_post.json" --commit "${C:-unknown}" > "$OUT/layers_post.txt" 2>&1
 echo "== bench_layers olmo2_post (post_residual) 65536: exit $?"
 sed -n '/^| /p' "$OUT/layers_post.txt" | cut -c1-260
+fi
+if want frontend; then
 # Through the front end: HF's LlamaMLP and a LlamaDecoderLayer, the whole
 # Python call against torch.compile.
 timeout 300 python3 bench/frontend/bench_frontend.py --dir build/mlp/fe --rounds 2 \
@@ -74,3 +94,4 @@ timeout 300 python3 bench/frontend/bench_frontend.py --dir build/mlp/fe --rounds
   > "$OUT/frontend_mlp.txt" 2>&1
 echo "== bench_frontend llama_mlp / decoder: exit $?"
 tail -n 12 "$OUT/frontend_mlp.txt" | cut -c1-260
+fi
