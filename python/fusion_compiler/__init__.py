@@ -652,6 +652,23 @@ def _kept_from_decomposition():
     return (aten.native_layer_norm.default, aten.silu.default, aten.gelu.default)
 
 
+def _decompose_kept(graph_module) -> None:
+    """A backward graph's ops of those kept from Inductor's decompositions
+    (_kept_from_decomposition), decomposed as Inductor would have: the
+    min-cut partitioner may recompute a forward's silu or gelu there (a
+    cheap pointwise op instead of a saved tensor), and Inductor refuses an
+    op whose decomposition exists ("make_fallback(aten.silu.default): a
+    decomposition exists"; seen once in CI, not reproduced here)."""
+    kept = _kept_from_decomposition()
+    nodes = [n for n in graph_module.graph.nodes
+             if n.op == "call_function" and n.target in kept and
+             all("val" in a.meta for a in n.args if hasattr(a, "meta"))]
+    for node in nodes:
+        _inline_front_end_op(graph_module, node)
+    if nodes:
+        graph_module.recompile()
+
+
 def _as_operator_calls(fused) -> None:
     """Replaces each call of a CompiledPartition module in `fused` by a call
     of the operator fusion_compiler::run_partition, with its metadata, so
@@ -749,6 +766,8 @@ def backend(gm, example_inputs, target: Optional[str] = None, inductor: bool = T
                                frozen_weights=frozen_weights)[0]
             _as_operator_calls(fused)
             graph_module = fused
+        else:
+            _decompose_kept(graph_module)
         return compile_fx_inner(graph_module, inputs, **kwargs)
 
     return compile_fx(gm, example_inputs, inner_compile=inner_compile,

@@ -1505,6 +1505,26 @@ class FrontEndTest(unittest.TestCase):
         m(x).square().sum().backward()
         self.assertTrue(torch.allclose(grad, x.grad, atol=1e-5, rtol=1e-4))
 
+    def test_backward_graph_decomposes_kept_activations(self):
+        """A backward graph that recomputes a kept silu or gelu (Inductor's
+        min-cut partitioner may) gets them decomposed before Inductor sees
+        them, as the forward's leftovers are; the values stay."""
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.experimental.proxy_tensor import make_fx
+        from fusion_compiler import _decompose_kept
+
+        def f(g, u):
+            return torch.ops.aten.silu(g) * u + torch.ops.aten.gelu(g, approximate="tanh")
+
+        g, u = torch.randn(4, 8), torch.randn(4, 8)
+        with FakeTensorMode() as mode:
+            gm = make_fx(f)(mode.from_tensor(g), mode.from_tensor(u))
+        kept = (torch.ops.aten.silu.default, torch.ops.aten.gelu.default)
+        self.assertTrue(any(n.target in kept for n in gm.graph.nodes))
+        _decompose_kept(gm)
+        self.assertFalse(any(n.target in kept for n in gm.graph.nodes), gm.graph)
+        self.assertTrue(torch.allclose(gm(g, u), f(g, u), atol=1e-6))
+
     def test_torch_compile_backend_weight_folds(self):
         """cache_weight_folds through torch.compile: the parameters reach the
         partition as graph inputs; the fold is prepared once, and again after
