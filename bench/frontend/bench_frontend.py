@@ -289,6 +289,16 @@ def cases():
     if SOURCE == "transformers":
         out.append(("llama_decoder_layer_h2048", lambda: DecoderLayer(2048, 5632, 32, 4),
                     2048, 1))
+        # Phi-3-mini's MLP (hidden 3072, gate_up_proj of 2 x 8192 rows: the
+        # front end cuts the weight into its halves, one gated GEMM) and
+        # GPT-2 medium's (gelu_new in c_fc's epilogue).
+        from transformers.models.phi3.modeling_phi3 import Phi3Config, Phi3MLP
+        from transformers.models.gpt2.modeling_gpt2 import GPT2Config, GPT2MLP
+        out.append(("phi3_mlp_h3072_i8192",
+                    lambda: Phi3MLP(Phi3Config(hidden_size=3072, intermediate_size=8192)),
+                    3072, 1))
+        out.append(("gpt2_mlp_h1024",
+                    lambda: GPT2MLP(4096, GPT2Config(n_embd=1024, resid_pdrop=0.0)), 1024, 1))
     return out
 
 

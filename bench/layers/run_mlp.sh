@@ -11,7 +11,8 @@
 # session 47's phase B with the residual's pieces two rows ahead), against
 # its default build (the norm epilogue, then the add kernel) in the same
 # run. And through the Python front end (HF's LlamaMLP at 2048 / 5632 and
-# 4096 / 11008, a LlamaDecoderLayer at 2048: bench_frontend.py). Build here
+# 4096 / 11008, a LlamaDecoderLayer at 2048, Phi-3-mini's and GPT-2
+# medium's MLP: bench_frontend.py). Build here
 # (about a minute):
 #   bash bench/layers/run_mlp.sh --prepare build
 # then on the device, carrying build/mlp, one phase per call (each fits the
@@ -38,7 +39,7 @@ if [ "${1:-}" = --prepare ]; then
     --post-residual | tail -n 1
   py=python3; [ -x .venv/bin/python ] && py=.venv/bin/python  # (torch: scripts/install-deps.sh)
   FUSION_TOOLS_DIR=$build/bin $py bench/frontend/bench_frontend.py --prepare build/mlp/fe \
-    --only "llama_mlp|llama_decoder" > build/mlp/fe.log 2>&1 || { tail -n 5 build/mlp/fe.log; exit 1; }
+    --only "llama_mlp|llama_decoder|phi3_mlp|gpt2_mlp" > build/mlp/fe.log 2>&1 || { tail -n 5 build/mlp/fe.log; exit 1; }
   du -sh build/mlp
   exit 0
 fi
@@ -89,8 +90,8 @@ fi
 if want frontend; then
 # Through the front end: HF's LlamaMLP and a LlamaDecoderLayer, the whole
 # Python call against torch.compile.
-timeout 300 python3 bench/frontend/bench_frontend.py --dir build/mlp/fe --rounds 2 \
-  --only "llama_mlp|llama_decoder" --json "$OUT/frontend_mlp.json" --commit "${C:-unknown}" \
+timeout 550 python3 bench/frontend/bench_frontend.py --dir build/mlp/fe --rounds 2 \
+  --only "llama_mlp|llama_decoder|phi3_mlp|gpt2_mlp" --json "$OUT/frontend_mlp.json" --commit "${C:-unknown}" \
   > "$OUT/frontend_mlp.txt" 2>&1
 echo "== bench_frontend llama_mlp / decoder: exit $?"
 tail -n 12 "$OUT/frontend_mlp.txt" | cut -c1-260
