@@ -501,3 +501,26 @@ func.func @post_residual_decode(%x: tensor<?x2048xbf16>, %w: tensor<2048x2048xbf
   return %y : tensor<?x2048xbf16>
 }
 }
+
+// -----
+
+// The gated product's tile holds whole boxes of both weights: tile_n 192
+// would give 96 columns of each.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @gated_tile_n(%a: tensor<256x512xbf16>, %g: tensor<512x512xbf16>, %u: tensor<512x512xbf16>) -> tensor<256x512xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: the gated product (up) takes tiles of its own whose tile_n holds both weights' 64-column boxes (a multiple of 128), without clusters along N, split-K, stream-K, decode splits or the decode body (re-run fusion-plan-kernels)}}
+  %c = fusion.fused_matmul %a, %g up(%u : tensor<512x512xbf16>) {activation = #fusion.activation<silu>, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 192, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>} : tensor<256x512xbf16>, tensor<512x512xbf16> -> tensor<256x512xbf16>
+  return %c : tensor<256x512xbf16>
+}
+}
+
+// -----
+
+// An activation after split-K's partial sums would apply to each range's.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @activation_split_k(%a: tensor<4096x256xbf16>, %b: tensor<4096x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: the activation applies to a tile's whole sum, which split-K, stream-K and decode splits hand over between CTAs (re-run fusion-plan-kernels, which plans none of them for it)}}
+  %c = fusion.fused_matmul %a, %b {activation = #fusion.activation<gelu>, transpose_lhs, fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912, split_k = 4>} : tensor<4096x256xbf16>, tensor<4096x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+}
