@@ -8,10 +8,8 @@
 // product are one GEMM over both weights, then down_proj: five launches,
 // none of an activation or product kernel. With --no-fuse: the norm, three
 // GEMMs, the activation kernel and the product kernel.
-// RUN: fusion-compile %s -o %t.so --keep-temps %t.fused
-// RUN: fusion-compile %s -o %t-unfused.so --no-fuse --keep-temps %t.unfused
-// RUN: FileCheck %s --check-prefix=FUSED < %t.fused/host.mlir
-// RUN: FileCheck %s --check-prefix=UNFUSED < %t.unfused/host.mlir
+// RUN: fusion-compile %s -o %t.so --keep-temps %t.fused && FileCheck %s --check-prefix=FUSED < %t.fused/host.mlir
+// RUN: fusion-compile %s -o %t-unfused.so --no-fuse --keep-temps %t.unfused && FileCheck %s --check-prefix=UNFUSED < %t.unfused/host.mlir
 // RUN: llvm-nm -D --defined-only %t.so | FileCheck %s --check-prefix=SYM
 // FUSED-COUNT-5: gpu.launch_func
 // FUSED-NOT: gpu.launch_func

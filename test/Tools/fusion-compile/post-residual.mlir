@@ -4,10 +4,8 @@
 // norm) is one GEMM whose norm epilogue adds the stream (post_residual,
 // fusion-plan-kernels post-residuals); by default (off: slower than the add
 // kernel on an H100, session 46) the add stays a row kernel.
-// RUN: fusion-compile %s -o %t.so --post-residual --keep-temps %t.on
-// RUN: fusion-compile %s -o %t-off.so --keep-temps %t.off
-// RUN: FileCheck %s --check-prefix=ON < %t.on/host.mlir
-// RUN: FileCheck %s --check-prefix=OFF < %t.off/host.mlir
+// RUN: fusion-compile %s -o %t.so --post-residual --keep-temps %t.on && FileCheck %s --check-prefix=ON < %t.on/host.mlir
+// RUN: fusion-compile %s -o %t-off.so --keep-temps %t.off && FileCheck %s --check-prefix=OFF < %t.off/host.mlir
 // RUN: llvm-nm -D --defined-only %t.so | FileCheck %s --check-prefix=SYM
 // RUN: llvm-nm -D --defined-only %t-off.so | FileCheck %s --check-prefix=SYM
 // In the host function's flattened memrefs, %arg19 is r's (the fourth
