@@ -289,6 +289,22 @@ class FrontEndTest(unittest.TestCase):
         self.assertTrue(part.compiled, part.why_not)
         return compiled, report, part
 
+    def check_gated_gemm(self, m, x, compiled, part):
+        """The partition after fusion-fuse: one fused_matmul, the gated one
+        (` up(`), no activation or product left; the call one library call,
+        close to PyTorch. Returns the fused IR."""
+        out = fused(part.mlir)
+        self.assertEqual(out.count(" up("), 1, out)
+        self.assertEqual(out.count("fusion.fused_matmul"), 1, out)
+        self.assertNotIn("fusion.activation %", out)
+        self.assertNotIn("fusion.mul", out)
+        before = CompiledPartition.calls
+        with torch.no_grad():
+            y = compiled(x)
+        self.assertEqual(CompiledPartition.calls, before + 1)
+        self.check_close(m, (x,), y)
+        return out
+
     def check_close(self, module, inputs, out):
         ours, theirs = reference_error(module, inputs, out)
         # Within 2x PyTorch's own bf16 error (plus one bf16 step at the
@@ -453,17 +469,8 @@ class FrontEndTest(unittest.TestCase):
                 self.assertTrue(any("gated product folded into one GEMM over both weights "
                                     f"(activation {kind}, up)" in r and "modeling_" in r
                                     for r in part.remarks), part.remarks)
-                out = fused(part.mlir)
-                self.assertEqual(out.count(" up("), 1, out)
-                self.assertEqual(out.count("fusion.fused_matmul"), 1, out)
+                out = self.check_gated_gemm(m, x, compiled, part)
                 self.assertIn("fusion.matmul %output, %arg3", out)  # down_proj
-                self.assertNotIn("fusion.activation %", out)
-                self.assertNotIn("fusion.mul", out)
-                before = CompiledPartition.calls
-                with torch.no_grad():
-                    y = compiled(x)
-                self.assertEqual(CompiledPartition.calls, before + 1)
-                self.check_close(m, (x,), y)
 
     @unittest.skipIf(PHI3_MISSING, f"needs transformers with Phi-3: {PHI3_MISSING}")
     def test_fused_gate_up_projection(self):
@@ -509,16 +516,7 @@ class FrontEndTest(unittest.TestCase):
                 self.assertTrue(any("gated product folded into one GEMM over both weights "
                                     f"(activation {kind}, up)" in r for r in part.remarks),
                                 part.remarks)
-                out = fused(part.mlir)
-                self.assertEqual(out.count(" up("), 1, out)
-                self.assertEqual(out.count("fusion.fused_matmul"), 1, out)
-                self.assertNotIn("fusion.activation %", out)
-                self.assertNotIn("fusion.mul", out)
-                before = CompiledPartition.calls
-                with torch.no_grad():
-                    y = compiled(x)
-                self.assertEqual(CompiledPartition.calls, before + 1)
-                self.check_close(m, (x,), y)
+                self.check_gated_gemm(m, x, compiled, part)
         # Through torch.compile (AOTAutograd's mm, its view back to [b, s, 2I]
         # and split): one library call too.
         m = Phi3MLP(phi3).bfloat16().eval()

@@ -27,6 +27,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <cmath>
 
@@ -94,6 +95,27 @@ inline Value fastActivation(OpBuilder &builder, Location loc, Activation act,
   default:
     return buildActivation(builder, loc, act, x);
   }
+}
+
+/// act of an f32 value, or of each element of an f32 vector (the formulas
+/// are scalar), as a kernel applies it to a result of `resultType`'s
+/// element type: fastActivation for 16-bit results, ActivationMath's exact
+/// formulas for f32 ones.
+inline Value kernelActivation(OpBuilder &builder, Location loc, Activation act,
+                              Value x, Type resultType,
+                              function_ref<Value(Value)> gelu = nullptr) {
+  bool fast = getElementTypeOrSelf(resultType).getIntOrFloatBitWidth() == 16;
+  auto one = [&](Value y) -> Value {
+    return fast ? fastActivation(builder, loc, act, y, gelu)
+                : buildActivation(builder, loc, act, y);
+  };
+  auto vec = dyn_cast<VectorType>(x.getType());
+  if (!vec)
+    return one(x);
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < vec.getNumElements(); ++i)
+    out.push_back(one(vector::ExtractOp::create(builder, loc, x, i)));
+  return vector::FromElementsOp::create(builder, loc, vec, out);
 }
 
 /// A kernel `name` taking `argTypes`, at the end of `module`, launched with

@@ -892,19 +892,8 @@ void GemmKernelEmitter::epilogue(Value acc, Value blockRow, Value rowInTile,
 /// everywhere), gelu by `gelu` below; an f32 output takes ActivationMath's
 /// exact formulas.
 Value GemmKernelEmitter::activated(Value x) {
-  auto one = [&](Value y) -> Value {
-    if (s.finalType.isF32())
-      return buildActivation(b, b.getLoc(), *s.activation, y);
-    return fastActivation(b, b.getLoc(), *s.activation, y,
+  return kernelActivation(b, b.getLoc(), *s.activation, x, s.finalType,
                           [&](Value v) { return gelu(v); });
-  };
-  auto vec = dyn_cast<VectorType>(x.getType());
-  if (!vec)
-    return one(x);
-  SmallVector<Value> out;
-  for (int64_t i = 0; i < vec.getNumElements(); ++i)
-    out.push_back(one(vector::ExtractOp::create(b, x, i)));
-  return vector::FromElementsOp::create(b, vec, out);
 }
 
 /// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) for 16-bit outputs, with erf by

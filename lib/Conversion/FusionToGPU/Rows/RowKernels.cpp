@@ -776,16 +776,8 @@ Value RowKernelEmitter::activate(Value x) {
   // For 16-bit types silu and gelu_tanh by fastSigmoid (ex2.approx and
   // rcp.approx: relative error about 2^-21 everywhere, where the tanh form
   // errs by |x| 2^-12 absolute in their negative tails), as the GEMM
-  // epilogue's; f32 gets the exact formulas. The formulas are scalar (their
-  // constants are f32): element by element.
-  bool fast = s.elem.getIntOrFloatBitWidth() == 16;
-  SmallVector<Value> elements;
-  for (int64_t e = 0; e < s.vec; ++e) {
-    Value v = vector::ExtractOp::create(b, x, ArrayRef<int64_t>{e});
-    elements.push_back(fast ? fastActivation(b, b.getLoc(), s.activation, v)
-                            : buildActivation(b, b.getLoc(), s.activation, v));
-  }
-  return vector::FromElementsOp::create(b, f32Vector(), elements);
+  // epilogue's; f32 gets the exact formulas (kernelActivation).
+  return kernelActivation(b, b.getLoc(), s.activation, x, s.elem);
 }
 
 void RowKernelEmitter::emitElementwise() {

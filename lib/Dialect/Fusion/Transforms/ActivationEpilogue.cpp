@@ -47,20 +47,7 @@ FailureOr<FusedMatmulSpec> activationBase(Value result, std::string &why) {
                                 "activation";
     return failure();
   }
-  FusedMatmulSpec spec;
-  spec.lhs = fused.getLhs();
-  spec.rhs = fused.getRhs();
-  spec.transposeLhs = fused.getTransposeLhs();
-  spec.transposeRhs = fused.getTransposeRhs();
-  spec.rowScale = fused.getRowScale();
-  spec.colBias = fused.getColBias();
-  spec.colSum = fused.getColSum();
-  spec.prologue = fused.getPrologue();
-  if (FloatAttr eps = fused.getPrologueEpsilonAttr())
-    spec.prologueEpsilon = eps.getValueAsDouble();
-  spec.epilogue = fused.getEpilogue();
-  spec.outputType = fused.getOutput().getType();
-  return spec;
+  return fusedMatmulSpec(fused);
 }
 
 /// Why the GEMMs of `gate` and `up` cannot be one gated GEMM ("" when they

@@ -19,6 +19,44 @@ FusedMatmulSpec mlir::fusion::plainMatmulSpec(MatmulOp matmul) {
   return spec;
 }
 
+FusedMatmulSpec mlir::fusion::fusedMatmulSpec(FusedMatmulOp op) {
+  FusedMatmulSpec spec;
+  spec.lhs = op.getLhs();
+  spec.rhs = op.getRhs();
+  spec.transposeLhs = op.getTransposeLhs();
+  spec.transposeRhs = op.getTransposeRhs();
+  spec.residual = op.getResidual();
+  spec.rowScale = op.getRowScale();
+  spec.colBias = op.getColBias();
+  spec.colSum = op.getColSum();
+  spec.normWeight = op.getNormWeight();
+  spec.normBias = op.getNormBias();
+  spec.normInput = op.getNormInput();
+  spec.mean = op.getMean();
+  spec.rstd = op.getRstd();
+  spec.rowDot = op.getRowDot();
+  spec.rowDotShift = op.getRowDotShift();
+  spec.rowDotSum = op.getRowDotSum();
+  spec.postResidual = op.getPostResidual();
+  spec.activation = op.getActivation();
+  spec.up = op.getUp();
+  spec.prologue = op.getPrologue();
+  spec.epilogue = op.getEpilogue();
+  if (FloatAttr eps = op.getPrologueEpsilonAttr())
+    spec.prologueEpsilon = eps.getValueAsDouble();
+  if (FloatAttr eps = op.getEpsilonAttr())
+    spec.epsilon = eps.getValueAsDouble();
+  spec.saveStats = op.getSaveStats();
+  spec.withBiasGrad = op.getWithBiasGrad();
+  spec.normalizedInput = op.getNormalizedInput();
+  spec.saveNormInput = op.getSaveNormInput();
+  spec.normGroupSize = op.getNormGroupSize();
+  spec.outputType = op.getOutput().getType();
+  for (Value extra : op.getExtras())
+    spec.extraTypes.push_back(extra.getType());
+  return spec;
+}
+
 FusedMatmulOp mlir::fusion::buildFusedMatmul(OpBuilder &b, Location loc,
                                              const FusedMatmulSpec &s) {
   auto f32Attr = [&](std::optional<double> v) -> FloatAttr {

@@ -45,6 +45,11 @@ struct FusedMatmulSpec {
 /// as col_bias, its transposes and result type.
 FusedMatmulSpec plainMatmulSpec(MatmulOp matmul);
 
+/// The spec `op` was built from: every operand, attribute and result type,
+/// so that buildFusedMatmul rebuilds it as it is and a pass that rebuilds
+/// one with a change keeps the rest.
+FusedMatmulSpec fusedMatmulSpec(FusedMatmulOp op);
+
 /// Creates the fused_matmul `spec` describes (the caller checks legality;
 /// the op verifier runs when the pass finishes).
 FusedMatmulOp buildFusedMatmul(OpBuilder &b, Location loc,

@@ -165,17 +165,13 @@ FusedMatmulOp splitLazyRowStats(IRRewriter &rewriter, FusedMatmulOp op) {
   auto stats = RMSNormOp::create(rewriter, op.getLoc(), lhsType, rstdType,
                                  op.getLhs(), /*weight=*/Value(),
                                  op.getPrologueEpsilonAttr());
-  FusedMatmulSpec spec;
-  spec.lhs = op.getLhs();
-  spec.rhs = op.getRhs();
-  spec.transposeRhs = op.getTransposeRhs();
-  spec.residual = op.getResidual();
-  spec.colBias = op.getColBias();
-  spec.activation = op.getActivation();
-  spec.up = op.getUp();
+  // The same op (its residual, col_bias, activation and up kept) without
+  // the prologue, its rows scaled by that rstd.
+  FusedMatmulSpec spec = fusedMatmulSpec(op);
+  spec.prologue = PrologueKind::none;
+  spec.prologueEpsilon.reset();
   spec.rowScale = stats.getRstd();
   spec.epilogue = EpilogueKind::row_scale;
-  spec.outputType = op.getOutput().getType();
   FusedMatmulOp scaled = buildFusedMatmul(rewriter, op.getLoc(), spec);
   rewriter.replaceOp(op, scaled.getOutput());
   return scaled;
