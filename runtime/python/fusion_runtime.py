@@ -733,7 +733,12 @@ def merge_signatures(function: str, described: Sequence[TensorSpec],
     a described function: the given one, which must have the description's
     arguments, dtypes and ranks and no static size other than the
     description's; a `?` or an integer there takes the description's size.
-    Returns it and the static sizes of the description where the given
+    A size the description names (sizes the function ties together) keeps
+    its tie: where the given signature has a name there, that name, which
+    must then be the same wherever the description has that name; where it
+    has `?` or an integer, the description's name (renamed if the given
+    signature uses it for another size).
+    Returns it and the static sizes that must hold where the merged
     signature has a name (argument, dimension, size), checked separately.
     Raises ArgumentError quoting both."""
     def mismatch(why: str) -> ArgumentError:
@@ -742,13 +747,34 @@ def merge_signatures(function: str, described: Sequence[TensorSpec],
             f"library's description, '{_describe_specs(described)}': {why}")
     if len(given) != len(described):
         raise mismatch(f"expected {len(described)} arguments, but got {len(given)}")
-    merged, static = [], []
+    given_names = set()
     for index, (want, got) in enumerate(zip(described, given)):
         label = _label(index, got if got.name else want)
         if got.dtype != want.dtype:
             raise mismatch(f"{label}: expected dtype {want.dtype}, but got {got.dtype}")
         if got.rank != want.rank:
             raise mismatch(f"{label}: expected rank {want.rank}, but got {got.rank}")
+        given_names.update(size for size in got.shape if isinstance(size, str))
+    # The given name of each size the description names.
+    renamed: Dict[str, str] = {}
+    for index, (want, got) in enumerate(zip(described, given)):
+        for dim, (size, given_size) in enumerate(zip(want.shape, got.shape)):
+            if isinstance(size, str) and isinstance(given_size, str):
+                seen = renamed.setdefault(size, given_size)
+                if seen != given_size:
+                    raise mismatch(
+                        f"{_label(index, got if got.name else want)}: dimension {dim} is the "
+                        f"description's size {size}, which the signature given names {seen} "
+                        f"elsewhere: expected {seen}, but got {given_size}")
+    for size in sorted({s for spec in described for s in spec.shape
+                        if isinstance(s, str)} - set(renamed)):
+        name = size
+        while name in given_names:
+            name += "_"
+        renamed[size] = name
+    merged, static = [], []
+    for index, (want, got) in enumerate(zip(described, given)):
+        label = _label(index, got if got.name else want)
         dims: List[Dim] = []
         for dim, (size, given_size) in enumerate(zip(want.shape, got.shape)):
             if isinstance(size, int):
@@ -760,6 +786,10 @@ def merge_signatures(function: str, described: Sequence[TensorSpec],
                     dims.append(given_size)
                 else:
                     dims.append(size)
+            elif isinstance(size, str):
+                if isinstance(given_size, int):
+                    static.append((index, dim, given_size))
+                dims.append(renamed[size])
             else:
                 dims.append(given_size)
         merged.append(TensorSpec(got.dtype, tuple(dims), got.name or want.name))
@@ -856,7 +886,7 @@ class Function:
             if got != size:
                 raise ArgumentError(
                     f"{self.name}: {_label(index, self.specs[index])}: expected size {size} in "
-                    f"dimension {dim} (the library's description), but got {got}")
+                    f"dimension {dim} (the function's signature), but got {got}")
         device = tensors[0].device if tensors else None
         index = getattr(device, "index", None)
         torch = _torch()

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fusion/Conversion/LibraryABI/LibraryABI.h"
+#include "fusion/Conversion/LibraryABI/SizeTies.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -92,43 +93,88 @@ static StringRef describeElementType(Type t) {
 
 /// The function's description in the loader's signature syntax: its
 /// arguments, then its results as the output arguments the caller passes,
-/// e.g. "arg0: bf16[?,1024]; arg1: bf16[1024,1024]; result0: bf16[?,1024]"
-/// (`?` a dynamic size). Fails on a type the loader cannot pass.
+/// e.g. "arg0: bf16[s0,1024]; arg1: bf16[1024,1024]; result0: bf16[s0,1024]".
+/// A dynamic size the function's ops tie to another argument's or result's
+/// is named (s0, s1, ... in order of appearance), so that the loader checks
+/// they agree; one tied to a static size is written as that size; any other
+/// is `?`. Fails on a type the loader cannot pass.
 FailureOr<std::string>
 mlir::fusion::describeFunction(func::FuncOp func, const LibraryKind &kind) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  auto add = [&](Type type, StringRef what, unsigned i) -> LogicalResult {
+  SmallVector<std::pair<Type, StringRef>> entries;
+  for (Type t : func.getArgumentTypes())
+    entries.push_back({t, "argument"});
+  for (Type t : func.getResultTypes())
+    entries.push_back({t, "result"});
+  unsigned numArgs = func.getNumArguments();
+  for (auto [i, entry] : llvm::enumerate(entries)) {
+    auto [type, what] = entry;
     auto t = dyn_cast<RankedTensorType>(type);
-    StringRef dtype = t ? describeElementType(t.getElementType()) : "";
-    if (dtype.empty())
+    if (!t || describeElementType(t.getElementType()).empty())
       return func.emitOpError()
              << "cannot be lowered to " << kind.loweredTo << ": " << what
-             << " #" << i << " has type " << type << ", but "
-             << kind.entryPoint
+             << " #" << (i < numArgs ? i : i - numArgs) << " has type " << type
+             << ", but " << kind.entryPoint
              << " takes ranked tensors of bf16, f16, f32, f64, i1, i8, ui8, "
                 "i16, i32 or i64";
+  }
+
+  // The value standing for each entry: an argument, or what the function
+  // returns for a result.
+  SmallVector<Value> values(func.getArguments());
+  if (!func.getBody().empty())
+    llvm::append_range(values,
+                       func.getBody().front().getTerminator()->getOperands());
+  std::optional<SizeTies> ties;
+  if (!func.getBody().empty() && values.size() == entries.size())
+    ties.emplace(func);
+  // Tied dynamic sizes: how many entries' dimensions each class has, then
+  // the names of those with more than one, in order of appearance.
+  DenseMap<unsigned, unsigned> uses;
+  DenseMap<unsigned, std::string> names;
+  auto forEachDynamic = [&](auto fn) {
+    for (auto [value, entry] : llvm::zip(values, entries))
+      for (auto [d, size] :
+           llvm::enumerate(cast<RankedTensorType>(entry.first).getShape()))
+        if (ShapedType::isDynamic(size) && ties->consistent(value, d))
+          fn(value, d);
+  };
+  if (ties) {
+    forEachDynamic([&](Value v, int64_t d) { ++uses[ties->classOf(v, d)]; });
+    forEachDynamic([&](Value v, int64_t d) {
+      unsigned c = ties->classOf(v, d);
+      if (uses[c] > 1 && !ties->staticSize(v, d) && !names.count(c))
+        names[c] = ("s" + Twine(names.size())).str();
+    });
+  }
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (auto [i, entry] : llvm::enumerate(entries)) {
+    auto t = cast<RankedTensorType>(entry.first);
     if (!text.empty())
       os << "; ";
-    os << (what == "argument" ? "arg" : "result") << i << ": " << dtype << "[";
-    llvm::interleave(
-        t.getShape(), os,
-        [&](int64_t d) {
-          if (ShapedType::isDynamic(d))
-            os << "?";
-          else
-            os << d;
-        },
-        ",");
+    bool isArg = i < numArgs;
+    os << (isArg ? "arg" : "result") << (isArg ? i : i - numArgs) << ": "
+       << describeElementType(t.getElementType()) << "[";
+    for (auto [d, size] : llvm::enumerate(t.getShape())) {
+      if (d)
+        os << ",";
+      if (!ShapedType::isDynamic(size)) {
+        os << size;
+        continue;
+      }
+      Value v = ties ? values[i] : Value();
+      if (!v || !ties->consistent(v, d)) {
+        os << "?";
+      } else if (std::optional<int64_t> fixed = ties->staticSize(v, d)) {
+        os << *fixed;
+      } else {
+        auto it = names.find(ties->classOf(v, d));
+        os << (it == names.end() ? StringRef("?") : StringRef(it->second));
+      }
+    }
     os << "]";
-    return success();
-  };
-  for (auto [i, t] : llvm::enumerate(func.getArgumentTypes()))
-    if (failed(add(t, "argument", i)))
-      return failure();
-  for (auto [i, t] : llvm::enumerate(func.getResultTypes()))
-    if (failed(add(t, "result", i)))
-      return failure();
+  }
   return text;
 }
 

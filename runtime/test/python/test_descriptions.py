@@ -176,6 +176,36 @@ class MergeSignaturesTest(unittest.TestCase):
         specs, _ = self.merge("arg0: f16[4]", "f16[?]")
         self.assertEqual(str(specs[0]), "arg0: f16[4]")
 
+    def test_the_descriptions_tied_sizes_stay_tied(self):
+        # The compiler names the dynamic sizes its function ties (s0): a
+        # given `?` keeps the name, so the loader still checks they agree.
+        described = "arg0: bf16[s0,1024]; arg1: bf16[1024]; result0: bf16[s0,1024]"
+        specs, static = self.merge(described, "x: bf16[?,1024]; w: bf16[1024]; y: bf16[?,?]")
+        self.assertEqual([str(s) for s in specs],
+                         ["x: bf16[s0,1024]", "w: bf16[1024]", "y: bf16[s0,1024]"])
+        self.assertEqual(static, [])
+        # The given signature's name takes over, wherever the tie is.
+        specs, _ = self.merge(described, "x: bf16[M,1024]; w: bf16[1024]; y: bf16[?,1024]")
+        self.assertEqual([str(s) for s in specs],
+                         ["x: bf16[M,1024]", "w: bf16[1024]", "y: bf16[M,1024]"])
+        # A given name used for another size does not capture the tie.
+        specs, _ = self.merge(described, "x: bf16[?,1024]; w: bf16[s0]; y: bf16[?,1024]")
+        self.assertEqual([str(s) for s in specs],
+                         ["x: bf16[s0_,1024]", "w: bf16[s0]", "y: bf16[s0_,1024]"])
+        # A given size over a tied one is checked beside the tie.
+        specs, static = self.merge(described, "x: bf16[8,1024]; w: bf16[1024]; y: bf16[?,1024]")
+        self.assertEqual([str(s) for s in specs],
+                         ["x: bf16[s0,1024]", "w: bf16[1024]", "y: bf16[s0,1024]"])
+        self.assertEqual(static, [(0, 0, 8)])
+
+    def test_two_names_for_one_tied_size_are_refused(self):
+        with self.assertRaisesRegex(
+                fr.ArgumentError,
+                "argument 2 \\('y'\\): dimension 0 is the description's size s0, which the "
+                "signature given names M elsewhere: expected M, but got N"):
+            self.merge("arg0: bf16[s0,1024]; arg1: bf16[1024]; result0: bf16[s0,1024]",
+                       "x: bf16[M,1024]; w: bf16[1024]; y: bf16[N,1024]")
+
     def test_mismatches(self):
         with self.assertRaisesRegex(fr.ArgumentError, "expected dtype bf16, but got f16"):
             self.merge("arg0: bf16[4]", "f16[4]")

@@ -15,7 +15,7 @@
 // CHECK: bufferization.materialize_in_destination %[[S]] in restrict writable %[[R]] : (tensor<?xf32>, memref<?xf32>) -> ()
 // CHECK-NEXT: return{{$}}
 // CHECK: func.func private @helper(%{{.*}}: tensor<4xf32>) -> tensor<4xf32>
-// CHECK-DAG: llvm.mlir.global external constant @__fusion_signature_layer("arg0: bf16[?,64]; arg1: bf16[64]; result0: bf16[?,64]; result1: f32[?]\00")
+// CHECK-DAG: llvm.mlir.global external constant @__fusion_signature_layer("arg0: bf16[s0,64]; arg1: bf16[64]; result0: bf16[s0,64]; result1: f32[s0]\00")
 // CHECK-DAG: llvm.mlir.global external constant @__fusion_signature_twice("arg0: f32[8,16]; result0: f32[8,16]; result1: f32[8,16]\00")
 // CHECK-NOT: __fusion_signature_helper
 

@@ -3,17 +3,18 @@
 // constant, NUL-terminated, externally visible string
 // __fusion_signature_<function> in the Python loader's signature syntax
 // (the arguments, then the results as the output arguments the caller
-// passes; `?` for a dynamic size), and that a private function, which the
+// passes; a dynamic size the ops tie to another named, s0, s1, ...:
+// test/Conversion/LibraryABI/size-ties.mlir), and that a private function, which the
 // library does not export, has none.
 
 // CHECK: func.func @rms(
 // CHECK: func.func @act(%{{.*}}: memref<?x4096xbf16>, %{{.*}}: memref<?x4096xbf16>)
 // CHECK: func.func private @hidden(
 // CHECK-NOT: __fusion_signature_hidden
-// CHECK-DAG: llvm.mlir.global external constant @__fusion_signature_rms("arg0: bf16[?,1024]; arg1: bf16[1024]; result0: bf16[?,1024]; result1: f32[?]\00")
-// CHECK-DAG: llvm.mlir.global external constant @__fusion_signature_ln_odd("arg0: f32[2,?,1001]; result0: f32[2,?,1001]; result1: f32[2,?]; result2: f32[2,?]\00")
-// CHECK-DAG: llvm.mlir.global external constant @__fusion_signature_bias("arg0: f16[?,768]; arg1: f16[768]; result0: f16[?,768]\00")
-// CHECK-DAG: llvm.mlir.global external constant @__fusion_signature_act("arg0: bf16[?,4096]; result0: bf16[?,4096]\00")
+// CHECK-DAG: llvm.mlir.global external constant @__fusion_signature_rms("arg0: bf16[s0,1024]; arg1: bf16[1024]; result0: bf16[s0,1024]; result1: f32[s0]\00")
+// CHECK-DAG: llvm.mlir.global external constant @__fusion_signature_ln_odd("arg0: f32[2,s0,1001]; result0: f32[2,s0,1001]; result1: f32[2,s0]; result2: f32[2,s0]\00")
+// CHECK-DAG: llvm.mlir.global external constant @__fusion_signature_bias("arg0: f16[s0,768]; arg1: f16[768]; result0: f16[s0,768]\00")
+// CHECK-DAG: llvm.mlir.global external constant @__fusion_signature_act("arg0: bf16[s0,4096]; result0: bf16[s0,4096]\00")
 // CHECK-NOT: __fusion_signature_hidden
 
 module attributes {fusion.target = #fusion.target<"sm_90a">} {

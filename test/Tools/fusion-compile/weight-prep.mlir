@@ -11,7 +11,7 @@
 // RUN: %python %S/Inputs/signatures.py %t-cpu.so | FileCheck %s --check-prefix=SIG
 // CHECK-DAG: T prenorm
 // CHECK-DAG: T prenorm_prepare
-// SIG: prenorm: arg0: bf16[?,512]; arg1: bf16[512]; arg2: bf16[1024,512]; arg3: bf16[1024,512]; result0: bf16[?,1024]
+// SIG: prenorm: arg0: bf16[s0,512]; arg1: bf16[512]; arg2: bf16[1024,512]; arg3: bf16[1024,512]; result0: bf16[s0,1024]
 // SIG: prenorm_prepare: arg0: bf16[512]; arg1: bf16[1024,512]; result0: bf16[1024,512]
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @prenorm(%x: tensor<?x512xbf16>, %g: tensor<512xbf16> {fusion.weight},

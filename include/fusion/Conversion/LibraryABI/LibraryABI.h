@@ -46,8 +46,10 @@ LogicalResult checkLibrarySymbols(ModuleOp module, const LibraryKind &kind);
 
 /// The function's description in the loader's signature syntax: its
 /// arguments, then its results as the output arguments the caller passes,
-/// e.g. "arg0: bf16[?,1024]; arg1: bf16[1024,1024]; result0: bf16[?,1024]"
-/// (`?` a dynamic size). Emits an error on a type the loader cannot pass.
+/// e.g. "arg0: bf16[s0,1024]; arg1: bf16[1024,1024]; result0: bf16[s0,1024]":
+/// a dynamic size the function's ops tie to another (SizeTies.h) is named
+/// (s0, s1, ...) so that the loader checks that they agree, any other is
+/// `?`. Emits an error on a type the loader cannot pass.
 FailureOr<std::string> describeFunction(func::FuncOp func,
                                         const LibraryKind &kind);
 
