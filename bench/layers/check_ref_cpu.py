@@ -43,6 +43,10 @@ KINDS = {
     "add_rowbias": lambda h: gen_layers.elementwise("add_rowbias", h),
     "add": lambda h: gen_layers.elementwise("add", h),
     "mul_col": lambda h: gen_layers.elementwise("mul_col", h),
+    # (heads of 128 and 256: 256 columns whatever --h is)
+    "rope": lambda h: gen_layers.rope("rope", 256),
+    "rope_neox": lambda h: gen_layers.rope("rope_neox", 256),
+    "rope_gptj": lambda h: gen_layers.rope("rope_gptj", 256),
     "linear_wgrad": gen_layers.linear_wgrad,
     "train_step_rms": lambda h: gen_layers.train_step(h, "rms"),
     "train_step_ln": lambda h: gen_layers.train_step(h, "ln"),

@@ -39,6 +39,11 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
   add_rowbias_h{H}            y = x + b       ([M, H] + [H])
   add_h{H}                    y = x + r       ([M, H] + [M, H])
   mul_col_h{H}                y = x * c       ([M, H] bf16 * [M, 1] f32)
+  rope_h{H}                   y = x cos + rotate_half(x) sin per head of 128 (Llama's q after
+                              q_proj; cos, sin [M, 128] bf16, the tables per token)
+  rope_neox_h{H}              the same over the first 32 columns of each head of 128 (GPT-NeoX's
+                              rotary_pct 0.25), the rest passed through
+  rope_gptj_h{H}              GPT-J's pairs (2i, 2i + 1) over the first 64 columns of heads of 256
   rms_norm_grad_h{H}          dx, dg = RMSNorm's backward (dy, x, saved rstd, weight g)
   layer_norm_grad_h{H}        dx, dgamma, dbeta = LayerNorm's backward (dy, x, mean, rstd, gamma)
   rms_norm_grad_res_h{H}      the same plus the residual branch's gradient, as a user writes it:
@@ -431,6 +436,20 @@ def elementwise(kind, h):
                    [("y", "bf16", ("M", h))], [f"%y = fusion.{op} %x, %{rhs[0]} : {types}"])
 
 
+def rope(kind, h):
+    """fusion.rope of [M, h] bf16 by per-token tables [M, R] bf16."""
+    head, rot, pairs = {"rope": (128, 128, False), "rope_neox": (128, 32, False),
+                        "rope_gptj": (256, 64, True)}[kind]
+    attrs = f"head_dim = {head} : i64" + (", interleaved" if pairs else "")
+    return program(f"{kind}_h{h}", kind, h,
+                   [("x", "bf16", ("M", h)), ("cos", "bf16", ("M", rot)),
+                    ("sin", "bf16", ("M", rot))],
+                   [("y", "bf16", ("M", h))],
+                   [f"%y = fusion.rope %x, %cos, %sin {{{attrs}}} : {ty(('M', h))}, "
+                    f"{ty(('M', rot))} -> {ty(('M', h))}"],
+                   params={"head_dim": head, "rotary_dim": rot, "interleaved": pairs})
+
+
 def programs():
     out = []
     out += [p for h in TRAIN_H
@@ -455,6 +474,8 @@ def programs():
     for h in ROW_H:
         out += [rms_norm(h), layer_norm(h), rms_norm_grad(h), layer_norm_grad(h)] + [elementwise(k, h)
                                                for k in ("add_rowbias", "add", "mul_col")]
+    out += [rope(k, h) for k in ("rope", "rope_neox") for h in (1024, 4096)]
+    out += [rope("rope_gptj", h) for h in (1024, 4096)]
     out += [p for h in RES_H for p in (rms_norm_grad_res(h), layer_norm_grad_res(h))]
     out += [p for h in NARROW_GRAD_H for p in (rms_norm_grad(h), layer_norm_grad(h))]
     out += [layer_norm_grad_res(h, "f32") for h in RES32_H]

@@ -196,6 +196,29 @@ class MulCol(nn.Module):
         return (x * c).to(x.dtype)  # bf16 * f32 promotes: round back like the program
 
 
+class Rope(nn.Module):
+    """Rotary position embedding as Hugging Face writes it, on the [M, H]
+    output of a projection: per head of `head_dim`, the first `rotary_dim`
+    columns become x cos + rotate_half(x) sin (GPT-J's rotate_every_two
+    with `interleaved`), the rest pass through; cos and sin [M, rotary_dim]
+    per token."""
+
+    def __init__(self, head_dim, rotary_dim, interleaved, **kw):
+        super().__init__()
+        self.head_dim, self.rotary_dim, self.interleaved = head_dim, rotary_dim, interleaved
+
+    def forward(self, x, cos, sin):
+        q = x.view(*x.shape[:-1], -1, self.head_dim)
+        rot, rest = q[..., :self.rotary_dim], q[..., self.rotary_dim:]
+        if self.interleaved:
+            turned = torch.stack((-rot[..., 1::2], rot[..., ::2]), dim=-1).flatten(-2)
+        else:
+            half = self.rotary_dim // 2
+            turned = torch.cat((-rot[..., half:], rot[..., :half]), dim=-1)
+        c, s = cos.unsqueeze(-2), sin.unsqueeze(-2)  # over the heads
+        return torch.cat((rot * c + turned * s, rest), dim=-1).flatten(-2)
+
+
 class Qwen3QNorm(nn.Module):
     """Qwen3's q_proj then q_norm (Qwen3RMSNorm, HF LlamaRMSNorm's arithmetic)
     over each head of `head_dim`, flattened back to [M, H] (the heads view
@@ -243,6 +266,9 @@ MODULES = {
     "add_rowbias": (lambda h, eps, **kw: RowBias(h, **kw), {"b": "bias"}, ("x",)),
     "add": (lambda h, eps, **kw: Add(), {}, ("x", "r")),
     "mul_col": (lambda h, eps, **kw: MulCol(), {}, ("x", "c")),
+    "rope": (lambda h, eps, **kw: Rope(**kw), {}, ("x", "cos", "sin")),
+    "rope_neox": (lambda h, eps, **kw: Rope(**kw), {}, ("x", "cos", "sin")),
+    "rope_gptj": (lambda h, eps, **kw: Rope(**kw), {}, ("x", "cos", "sin")),
 }
 
 

@@ -1,7 +1,7 @@
 """Issue 14's standalone row ops on the H200: fusion.rms_norm (with weight,
 returning rstd), fusion.layer_norm (weight, bias, returning mean and rstd),
 fusion.add of a row bias [H] and of a same-shape tensor, fusion.mul by a
-column [M, 1] of f32, each alone in a program (bench/layers/gen_layers.py)
+column [M, 1] of f32, fusion.rope (test_rope), each alone in a program (bench/layers/gen_layers.py)
 compiled fused and unfused into $FUSION_GPU_ARTIFACTS/layers/ by
 bench/build_gpu_artifacts.sh. Against float64 PyTorch on fresh random
 inputs with NaN-poisoned outputs: relative error at most 2x PyTorch's own
@@ -90,6 +90,15 @@ def test_layer_norm_large_mean(name, variant):
     """Rows of mean 100 and standard deviation 1: a one-pass variance
     (E[x^2] - E[x]^2 in f32) loses the statistics here; docs/PERF.md."""
     run_and_check(name, variant, 65536, seed=5, offset=100.0)
+
+
+@pytest.mark.parametrize("name,m", [(f"{k}_h{h}", m) for k in ("rope", "rope_neox", "rope_gptj")
+                                    for h in (1024, 4096) for m in (65536, 4097, 7, 1)])
+def test_rope(name, m):
+    """fusion.rope's element-wise kernel: Llama's halves over heads of 128,
+    GPT-NeoX's quarter of each head (the rest passed through), GPT-J's
+    pairs over 64 columns of heads of 256; per-token tables."""
+    run_and_check(name, "fused", m)
 
 
 def test_consecutive_token_counts_through_one_function():

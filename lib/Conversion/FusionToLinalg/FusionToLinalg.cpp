@@ -1,8 +1,9 @@
 //===- FusionToLinalg.cpp - the convert-fusion-to-linalg pass -------------===//
 //
 // Aggregates the reference-lowering patterns of each op family; the patterns
-// themselves live in NormAndMatmulToLinalg.cpp, AttentionToLinalg.cpp and
-// FusedOpsToLinalg.cpp, all built from the helpers in TensorMath.h.
+// themselves live in NormAndMatmulToLinalg.cpp, AttentionToLinalg.cpp,
+// FusedOpsToLinalg.cpp and RopeToLinalg.cpp, all built from the helpers in
+// TensorMath.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +30,7 @@ void mlir::fusion::populateFusionToLinalgPatterns(RewritePatternSet &patterns) {
   populateNormAndMatmulToLinalgPatterns(patterns);
   populateAttentionToLinalgPatterns(patterns);
   populateFusedOpsToLinalgPatterns(patterns);
+  populateRopeToLinalgPatterns(patterns);
 }
 
 namespace {

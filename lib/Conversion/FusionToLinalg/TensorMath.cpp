@@ -14,9 +14,7 @@ using namespace mlir::fusion;
 // Scalars and casts
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// Converts a float scalar to `to` (extf / truncf); other types pass through.
-Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
+Value mlir::fusion::castScalar(OpBuilder &b, Location loc, Value v, Type to) {
   auto from = dyn_cast<FloatType>(v.getType());
   auto toF = dyn_cast<FloatType>(to);
   if (!from || !toF || from == toF)
@@ -25,7 +23,6 @@ Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
     return arith::ExtFOp::create(b, loc, toF, v);
   return arith::TruncFOp::create(b, loc, toF, v);
 }
-} // namespace
 
 Value mlir::fusion::f32Constant(OpBuilder &b, Location l, double v) {
   return arith::ConstantOp::create(b, l, b.getF32FloatAttr(v));

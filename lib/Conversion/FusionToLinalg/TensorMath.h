@@ -55,6 +55,9 @@ Value add(OpBuilder &b, Location l, Value x, Value y);
 /// x - y (arith.subf).
 Value sub(OpBuilder &b, Location l, Value x, Value y);
 
+/// A float scalar converted to `to` (extf / truncf); others pass through.
+Value castScalar(OpBuilder &b, Location loc, Value v, Type to);
+
 /// The element type of the ranked tensor `v`.
 Type elementTypeOf(Value v);
 

@@ -156,6 +156,17 @@ void tieOp(SizeTies &t, Operation *op) {
           if (size != 1)
             t.tie(rhs, d, lhs, offset + d);
       })
+      .Case([&](RopeOp r) {
+        // The tables [..., R] have input's leading dimensions, or a static 1.
+        Value x = r.getInput();
+        t.tieAll(r.getResult(), x);
+        for (Value table : {r.getCos(), r.getSin()}) {
+          auto shape = cast<RankedTensorType>(table.getType()).getShape();
+          for (int64_t d = 0; d + 1 < rankOf(x); ++d)
+            if (shape[d] != 1)
+              t.tie(table, d, x, d);
+        }
+      })
       .Case([&](RMSNormOp n) {
         tieRows(t, n.getInput(), {n.getOutput()}, {n.getRstd()},
                 {n.getWeight()});

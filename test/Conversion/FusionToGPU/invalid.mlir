@@ -263,6 +263,29 @@ func.func @add_middle_broadcast(%x: tensor<4x8x16xbf16>, %y: tensor<8x16xbf16>) 
 
 // -----
 
+// Row kernels: rope's tables in another element type than its input.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @rope_f32_tables(%x: tensor<?x256xbf16>, %c: tensor<?x64xf32>) -> tensor<?x256xbf16> {
+  // expected-error @below {{'fusion.rope' op cannot generate an sm_90a row kernel: expected cos and sin of the input's element type (the kernel reads them in the input's vectors), but got f32}}
+  %y = fusion.rope %x, %c, %c {head_dim = 64 : i64} : tensor<?x256xbf16>, tensor<?x64xf32> -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+}
+
+// -----
+
+// Row kernels: rope's tables shared over a middle dimension (one per batch
+// and head position is not a table row per input row modulo the tables').
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @rope_middle_broadcast(%x: tensor<2x5x256xbf16>, %c: tensor<2x1x64xbf16>) -> tensor<2x5x256xbf16> {
+  // expected-error @below {{'fusion.rope' op cannot generate an sm_90a row kernel: expected cos's leading dimensions to be the input's, after leading 1s (one table row per position, shared by the batches), but got tensor<2x1x64xbf16>}}
+  %y = fusion.rope %x, %c, %c {head_dim = 64 : i64} : tensor<2x5x256xbf16>, tensor<2x1x64xbf16> -> tensor<2x5x256xbf16>
+  return %y : tensor<2x5x256xbf16>
+}
+}
+
+// -----
+
 // One value returned twice: each result needs its own output buffer.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @twice(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> (tensor<256x256xbf16>, tensor<256x256xbf16>) {

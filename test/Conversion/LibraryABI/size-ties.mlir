@@ -77,3 +77,10 @@ func.func @broadcast(%x: tensor<?x64xf32>, %b: tensor<64xf32>) -> tensor<?x64xf3
   %y = arith.addf %bb, %x : tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
+
+// rope: the tables' rows are the input's; a table of 1 serves every batch.
+// CHECK-DAG: @__fusion_signature_rope("arg0: bf16[3,s0,256]; arg1: bf16[1,s0,64]; arg2: bf16[1,s0,64]; result0: bf16[3,s0,256]\00")
+func.func @rope(%x: tensor<3x?x256xbf16>, %c: tensor<1x?x64xbf16>, %s: tensor<1x?x64xbf16>) -> tensor<3x?x256xbf16> {
+  %y = fusion.rope %x, %c, %s {head_dim = 64 : i64} : tensor<3x?x256xbf16>, tensor<1x?x64xbf16> -> tensor<3x?x256xbf16>
+  return %y : tensor<3x?x256xbf16>
+}

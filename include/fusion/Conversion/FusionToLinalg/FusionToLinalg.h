@@ -17,6 +17,9 @@ void populateAttentionToLinalgPatterns(RewritePatternSet &patterns);
 /// Patterns lowering the fused ops (fused_matmul, norm_attention and its grad).
 void populateFusedOpsToLinalgPatterns(RewritePatternSet &patterns);
 
+/// The pattern lowering rope (each head's rotary position embedding).
+void populateRopeToLinalgPatterns(RewritePatternSet &patterns);
+
 /// All of the above.
 void populateFusionToLinalgPatterns(RewritePatternSet &patterns);
 

@@ -1,8 +1,8 @@
 //===- RowFamily.cpp - the row kernel family: standalone norms and adds ---===//
 //
 // The row family of convert-fusion-to-gpu (RowSpec.h): fusion.rms_norm,
-// fusion.layer_norm, fusion.add, fusion.mul and fusion.activation that no
-// fusion pass absorbed each become one kernel (RowKernels.cpp) and its
+// fusion.layer_norm, fusion.add, fusion.mul, fusion.activation and fusion.rope
+// that no fusion pass absorbed each become one kernel (RowKernels.cpp) and its
 // launch; a fusion.rms_norm_grad or fusion.layer_norm_grad becomes the dx
 // kernel and, with parameter gradients, the kernel summing their partial
 // rows (in a buffer from the stream-ordered pool, freed after it); a norm
@@ -29,7 +29,7 @@ public:
   StringRef name() const override { return "row"; }
   bool matches(Operation *op) const override {
     return isa<RMSNormOp, LayerNormOp, RMSNormGradOp, LayerNormGradOp, AddOp,
-               MulOp, ActivationOp>(op);
+               MulOp, ActivationOp, RopeOp>(op);
   }
   LogicalResult check(Operation *op, const TargetInfo &,
                       std::string &whyNot) const override {
@@ -113,6 +113,10 @@ void RowKernelFamily::lower(HostLowering &host, Operation *op,
         idx(spec.blockThreads() * RowKernelSpec::kVectorsPerThread));
   }
   operands.push_back(rows);
+  // fusion.rope: the rows of its tables (input row r reads table row r
+  // modulo them: one table for every batch).
+  if (spec.isRope())
+    operands.push_back(countOf(b, host.map.lookup(op->getOperand(1))).second);
   // At least one CTA: a launch of none is an error (the kernel guards rows).
   gridX = arith::MaxUIOp::create(b, gridX, idx(1));
   Value smem = arith::ConstantOp::create(

@@ -69,6 +69,7 @@ public:
   void emitNormGrad();
   void emitParamGradReduce();
   void emitElementwise();
+  void emitRope();
 
 private:
   /// act(x) of each element of f32 vector `x` (fusion.activation).
@@ -780,7 +781,77 @@ Value RowKernelEmitter::activate(Value x) {
   return kernelActivation(b, b.getLoc(), s.activation, x, s.elem);
 }
 
+void RowKernelEmitter::emitRope() {
+  // input, cos, sin, output, rows, the tables' rows.
+  Value input = args[0], cosTable = args[1], sinTable = args[2];
+  Value output = args[3], rows = args[4], tableRows = args[5];
+  int64_t r = s.rotaryDim, half = r / 2;
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value vectors = mul(rows, idx(s.chunks()));
+  for (int64_t u = 0; u < RowKernelSpec::kVectorsPerThread; ++u) {
+    Value v =
+        add(mul(add(mul(block, idx(RowKernelSpec::kVectorsPerThread)), idx(u)),
+                idx(s.blockThreads())),
+            tid);
+    ifThen(ult(v, vectors), [&] {
+      Value at = mul(v, idx(s.vec));
+      Value row = div(v, s.chunks());
+      Value col = mul(rem(v, s.chunks()), idx(s.vec));
+      Value j = rem(col, s.headDim);
+      Value rotated = ult(j, idx(r));
+      // Past the rotary dimension the tables' last vector is read and not
+      // used; the table row of input row `row` (one table for the batches).
+      Value tableAt =
+          add(mul(arith::RemUIOp::create(b, row, tableRows), idx(r)),
+              arith::MinUIOp::create(b, j, idx(r - s.vec)));
+      Value x = load(input, at, s.vec);
+      Value c = load(cosTable, tableAt, s.vec);
+      Value sn = load(sinTable, tableAt, s.vec);
+      // The partner's term, -partner sin or +partner sin.
+      Value term;
+      if (s.interleaved && s.vec > 1) {
+        // Whole pairs (2i, 2i + 1) in the vector: swap them in registers.
+        SmallVector<int64_t> swap;
+        SmallVector<float> signs;
+        for (int64_t e = 0; e < s.vec; ++e) {
+          swap.push_back(e ^ 1);
+          signs.push_back(e % 2 ? 1.0f : -1.0f);
+        }
+        Value swapped = vector::ShuffleOp::create(b, x, x, swap);
+        Value sign = arith::ConstantOp::create(
+            b, DenseElementsAttr::get(f32Vector(), ArrayRef<float>(signs)));
+        term = arith::MulFOp::create(b, arith::MulFOp::create(b, swapped, sn),
+                                     sign);
+      } else {
+        Value first, partner;
+        if (s.interleaved) {
+          first = eq(arith::AndIOp::create(b, j, idx(1)), 0);
+          partner =
+              arith::SelectOp::create(b, first, add(col, idx(1)),
+                                      arith::SubIOp::create(b, col, idx(1)));
+        } else {
+          first = ult(j, idx(half));
+          partner =
+              arith::SelectOp::create(b, first, add(col, idx(half)),
+                                      arith::SubIOp::create(b, col, idx(half)));
+        }
+        partner = arith::SelectOp::create(b, rotated, partner, col);
+        Value p = load(input, add(mul(row, idx(s.n)), partner), s.vec);
+        Value sign =
+            arith::SelectOp::create(b, first, cstF32(-1.0), cstF32(1.0));
+        term = arith::MulFOp::create(b, arith::MulFOp::create(b, p, sn),
+                                     splat(sign));
+      }
+      Value y = arith::AddFOp::create(b, arith::MulFOp::create(b, x, c), term);
+      store(arith::SelectOp::create(b, rotated, y, x), output, at);
+    });
+  }
+}
+
 void RowKernelEmitter::emitElementwise() {
+  if (s.isRope())
+    return emitRope();
   // Binary: lhs, rhs, output, rows; unary: input, output, rows.
   bool unary = s.isUnary();
   Value lhs = args[0], rhs = unary ? Value() : args[1];
@@ -860,10 +931,14 @@ gpu::GPUFuncOp mlir::fusion::buildRowKernel(OpBuilder &builder, Location loc,
       types.push_back(flat(f32));
   } else if (s.isUnary()) {
     types = {flat(s.elem), flat(s.elem)};
+  } else if (s.isRope()) {
+    types = {flat(s.elem), flat(s.elem), flat(s.elem), flat(s.elem)};
   } else {
     types = {flat(s.elem), flat(s.rhsElem), flat(s.elem)};
   }
   types.push_back(builder.getIndexType());
+  if (s.isRope())
+    types.push_back(builder.getIndexType()); // the tables' rows
   std::optional<int64_t> maxRegisters;
   if (s.isNormGrad())
     maxRegisters = s.gradMaxRegisters;

@@ -271,6 +271,52 @@ FailureOr<Broadcast> classify(Value lhs, Value rhs, std::string &why) {
 }
 } // namespace
 
+namespace {
+/// fusion.rope: one element type (the tables are read in the input's
+/// vectors), tables whose leading dimensions are input's after leading 1s
+/// (the table row of input row r is r modulo the table's rows), and vectors
+/// that stay inside a head and a half of its rotary dimension (else
+/// elements).
+LogicalResult shapeRope(RowKernelSpec &s, RopeOp rope, std::string &why) {
+  s.kind = RowOpKind::Rope;
+  s.headDim = rope.getHeadDim();
+  s.interleaved = rope.getInterleaved();
+  auto table = cast<RankedTensorType>(rope.getCos().getType());
+  s.rotaryDim = table.getShape().back();
+  std::string got;
+  llvm::raw_string_ostream os(got);
+  if (table.getElementType() != s.elem) {
+    os << table.getElementType();
+    why = "expected cos and sin of the input's element type (the kernel reads "
+          "them in the input's vectors), but got " +
+          got;
+    return failure();
+  }
+  ArrayRef<int64_t> x = tensorType(rope.getInput()).getShape(),
+                    t = table.getShape();
+  bool broadcasting = true;
+  for (size_t i = 0; i + 1 < x.size(); ++i) {
+    if (broadcasting && t[i] == 1 && x[i] != 1)
+      continue;
+    broadcasting = false;
+    if (t[i] == x[i])
+      continue;
+    os << table;
+    why = "expected cos's leading dimensions to be the input's, after "
+          "leading 1s (one table row per position, shared by the batches), "
+          "but got " +
+          got;
+    return failure();
+  }
+  // A vector holds whole pairs (interleaved) or lies in one half.
+  bool whole = s.interleaved ? s.vec % 2 == 0 && s.rotaryDim % s.vec == 0
+                             : (s.rotaryDim / 2) % s.vec == 0;
+  if (s.headDim % s.vec != 0 || !whole)
+    s.vec = 1;
+  return success();
+}
+} // namespace
+
 FailureOr<RowKernelSpec> mlir::fusion::getRowKernelSpec(Operation *op,
                                                         std::string &why) {
   RowKernelSpec s;
@@ -349,6 +395,7 @@ FailureOr<RowKernelSpec> mlir::fusion::getRowKernelSpec(Operation *op,
             s.activation = act.getActivation();
             return success();
           })
+          .Case([&](RopeOp rope) { return shapeRope(s, rope, why); })
           .Default([&](Operation *) {
             why = "not an op of the row family";
             return failure();

@@ -51,7 +51,8 @@ enum class RowOpKind {
   LayerNormGrad,
   Add,
   Mul,
-  Activation
+  Activation,
+  Rope
 };
 
 /// How a binary op's rhs covers lhs viewed as [rows, n].
@@ -82,6 +83,10 @@ struct RowKernelSpec {
   Broadcast broadcast = Broadcast::Same;
   /// fusion.activation: the function applied to each element.
   Activation activation = Activation::identity;
+  /// fusion.rope: the heads' size, the rotary dimension (R <= headDim,
+  /// the tables' innermost size) and GPT-J's pairs (2i, 2i + 1).
+  int64_t headDim = 0, rotaryDim = 0;
+  bool interleaved = false;
 
   // Norms: a group of threadsPerRow threads per row, each holding
   // vecsPerThread vectors; rowsPerBlock groups per CTA.
@@ -111,6 +116,7 @@ struct RowKernelSpec {
   /// The one element-wise op without an rhs (fusion.activation; the others,
   /// fusion.add and fusion.mul, are binary).
   bool isUnary() const { return kind == RowOpKind::Activation; }
+  bool isRope() const { return kind == RowOpKind::Rope; }
   /// Norm gradients: the parameter gradients computed (0, 1 or 2).
   int64_t paramGrads() const { return weightGrad + biasGrad; }
   int64_t chunks() const { return n / vec; }

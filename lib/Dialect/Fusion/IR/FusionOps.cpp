@@ -326,6 +326,47 @@ ParseResult MulOp::parse(OpAsmParser &parser, OperationState &result) {
 void MulOp::print(OpAsmPrinter &p) { printBroadcastingBinary(p, *this); }
 
 //===----------------------------------------------------------------------===//
+// RopeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RopeOp::verify() {
+  Value input = getInput(), cos = getCos();
+  if (getResult().getType() != input.getType())
+    return emitOpError() << "expected result of input's type "
+                         << input.getType() << ", but got "
+                         << getResult().getType();
+  ArrayRef<int64_t> x = shapeOf(input), c = shapeOf(cos);
+  if (x.empty())
+    return emitOpError("expected input of rank >= 1 ([..., heads x head_dim]), "
+                       "but got rank 0");
+  if (c.size() != x.size())
+    return emitOpError() << "expected cos of rank " << x.size()
+                         << " (input's: [..., rotary_dim]), but got rank "
+                         << c.size();
+  int64_t d = getHeadDim(), n = x.back(), r = c.back();
+  if (d <= 0 || (!ShapedType::isDynamic(n) && n % d != 0))
+    return emitOpError() << "expected head_dim > 0 dividing the innermost "
+                            "dimension of input (heads x head_dim), but got "
+                            "head_dim = "
+                         << d << " and " << formatShape(x);
+  if (ShapedType::isDynamic(r) || r <= 0 || r % 2 != 0 || r > d)
+    return emitOpError() << "expected a static, even rotary dimension (cos's "
+                            "innermost) in [2, head_dim = "
+                         << d << "], but got " << formatShape(c);
+  for (size_t i = 0; i + 1 < x.size(); ++i) {
+    if (c[i] == 1 || sameDim(c[i], x[i]))
+      continue;
+    return emitOpError() << "expected cos " << formatShape(c)
+                         << " to have input's leading dimensions "
+                         << formatShape(x.drop_back())
+                         << " or 1 where one table serves them all, but "
+                            "dimension "
+                         << i << " is " << c[i] << " where input has " << x[i];
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Norms
 //===----------------------------------------------------------------------===//
 

@@ -944,7 +944,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
     // Standalone row and attention kernels (convert-fusion-to-gpu):
     // nothing to plan.
     if (isa<RMSNormOp, LayerNormOp, RMSNormGradOp, LayerNormGradOp, AddOp,
-            MulOp, ActivationOp, GDPAOp, GDPAGradOp, NormAttentionOp>(op))
+            MulOp, ActivationOp, RopeOp, GDPAOp, GDPAGradOp, NormAttentionOp>(
+            op))
       return;
     emitNoKernel(op);
     ok = false;

@@ -147,6 +147,41 @@ def Fusion_ActivationOp : Fusion_Op<"activation",
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+def Fusion_RopeOp : Fusion_Op<"rope",
+    [Pure, AllTypesMatch<["cos", "sin"]>]> {
+  let summary = "rotary position embedding of each head of a projection";
+  let description = [{
+    Rotates each head of `input` ([..., H * D], the output of a q or k
+    projection, heads of `head_dim` D side by side) by its token's angles:
+    with `cos` and `sin` [..., R] (R even, R <= D; the leading dimensions
+    input's, or 1 where one table serves them all) and h = R / 2, for each
+    head and column j < R,
+
+        result[j] = input[j] * cos[j] - input[j + h] * sin[j]    (j < h)
+        result[j] = input[j] * cos[j] + input[j - h] * sin[j]    (j >= h)
+
+    (Hugging Face's `q * cos + rotate_half(q) * sin`; with `interleaved`
+    the pairs are (2i, 2i + 1), GPT-J's `rotate_every_two`), and columns j
+    >= R pass through (partial rotary, GPT-NeoX's `rotary_pct`). Computed in
+    f32 and rounded once to input's element type.
+
+    Example (Llama's q after q_proj: 32 heads of 128, the tables per token):
+    ```mlir
+    %q = fusion.rope %x, %cos, %sin {head_dim = 128 : i64}
+        : tensor<?x4096xbf16>, tensor<?x128xbf16> -> tensor<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Fusion_FloatTensor:$input, Fusion_FloatTensor:$cos,
+                       Fusion_FloatTensor:$sin, I64Attr:$head_dim,
+                       UnitAttr:$interleaved);
+  let results = (outs Fusion_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $cos `,` $sin attr-dict `:` type($input) `,` type($cos) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // L0: normalization
 //===----------------------------------------------------------------------===//
