@@ -38,11 +38,24 @@ class _CpuFunction:
     """A function of a CPU library (fusion-compile --cpu): same ABI, host memory."""
 
     def __init__(self, path: str, name: str):
+        import fusion_runtime  # the runtime's loader, shipped with this package
         self._cdll = ctypes.CDLL(path)
         self._fn = getattr(self._cdll, name)
         self._fn.restype = None
+        self._name = name
+        # The library's description: its tensors' sizes checked as the GPU
+        # loader checks them (the dynamic sizes the function ties included).
+        description = fusion_runtime.library_signatures(path).get(name)
+        self._specs = fusion_runtime.parse_signature(description) if description else None
+        self._checked = set()
 
     def __call__(self, *tensors: torch.Tensor) -> None:
+        if self._specs is not None:
+            shapes = tuple(tuple(t.shape) for t in tensors)
+            if shapes not in self._checked:
+                import fusion_runtime
+                fusion_runtime.check_shapes(self._specs, shapes, self._name)
+                self._checked.add(shapes)
         words: List[int] = []
         for t in tensors:
             words += _memref_words(t)

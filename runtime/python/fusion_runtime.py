@@ -54,6 +54,7 @@ __all__ = [
     "Runtime",
     "TensorSpec",
     "check_arguments",
+    "check_shapes",
     "library_signatures",
     "memref_words",
     "merge_signatures",
@@ -223,6 +224,39 @@ def check_arguments(specs: Sequence[TensorSpec], tensors: Sequence[Any],
     given values.
     """
     return _checked_words(specs, tensors, function)[0]
+
+
+def check_shapes(specs: Sequence[TensorSpec], shapes: Sequence[Sequence[int]],
+                 function: str) -> Dict[str, int]:
+    """The size checks of check_arguments alone, on shapes (a CPU library's
+    call, whose tensors are host memory): the number of arguments, each
+    one's rank and static sizes, and the sizes bound to names (the sizes the
+    function ties). Returns the bound sizes; raises TypeError or
+    ArgumentError with check_arguments' messages."""
+    if len(shapes) != len(specs):
+        raise TypeError(
+            f"{function}: expected {len(specs)} tensor arguments "
+            f"({'; '.join(str(s) for s in specs)}), but got {len(shapes)}")
+    bound: Dict[str, Tuple[int, int, int]] = {}
+    for index, (spec, shape) in enumerate(zip(specs, shapes)):
+        shape = tuple(int(d) for d in shape)
+        label = f"{function}: {_label(index, spec)}"
+        if len(shape) != spec.rank:
+            raise ArgumentError(
+                f"{label}: expected rank {spec.rank} (shape {spec}), but got rank {len(shape)} "
+                f"(shape {list(shape)})")
+        for dim, (want, got) in enumerate(zip(spec.shape, shape)):
+            if isinstance(want, int) and want != got:
+                raise ArgumentError(
+                    f"{label}: expected size {want} in dimension {dim}, but got {got}")
+            if isinstance(want, str):
+                seen = bound.setdefault(want, (got, index, dim))
+                if seen[0] != got:
+                    where = f"{_label(seen[1], specs[seen[1]])} dimension {seen[2]}"
+                    raise ArgumentError(
+                        f"{label}: expected size {want} = {seen[0]} in dimension {dim} (bound by "
+                        f"{where}), but got {got}")
+    return {name: size for name, (size, _, _) in bound.items()}
 
 
 _TENSOR_ATTRS = ("data_ptr", "shape", "stride", "dtype", "device")

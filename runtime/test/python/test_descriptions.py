@@ -206,6 +206,21 @@ class MergeSignaturesTest(unittest.TestCase):
             self.merge("arg0: bf16[s0,1024]; arg1: bf16[1024]; result0: bf16[s0,1024]",
                        "x: bf16[M,1024]; w: bf16[1024]; y: bf16[N,1024]")
 
+    def test_check_shapes_binds_the_tied_sizes(self):
+        # A CPU library's call (host tensors): the size checks alone.
+        specs = fr.parse_signature("arg0: bf16[s0,4]; arg1: f32[s0]; result0: bf16[s0,4]")
+        self.assertEqual(fr.check_shapes(specs, [(3, 4), (3,), (3, 4)], "f"), {"s0": 3})
+        with self.assertRaisesRegex(
+                fr.ArgumentError, "f: argument 2 \\('result0'\\): expected size s0 = 3 in "
+                                  "dimension 0 \\(bound by argument 0 \\('arg0'\\) dimension 0\\), "
+                                  "but got 2"):
+            fr.check_shapes(specs, [(3, 4), (3,), (2, 4)], "f")
+        with self.assertRaisesRegex(fr.ArgumentError, "f: argument 0 \\('arg0'\\): expected size 4 "
+                                                      "in dimension 1, but got 5"):
+            fr.check_shapes(specs, [(3, 5), (3,), (3, 4)], "f")
+        with self.assertRaisesRegex(TypeError, "f: expected 3 tensor arguments"):
+            fr.check_shapes(specs, [(3, 4)], "f")
+
     def test_mismatches(self):
         with self.assertRaisesRegex(fr.ArgumentError, "expected dtype bf16, but got f16"):
             self.merge("arg0: bf16[4]", "f16[4]")
