@@ -41,7 +41,10 @@
 // u < 4, of lhs viewed flat; rhs is read at the same place, at its column
 // (a row vector), at its row (a column) or once. fusion.activation reads
 // only its input: act(x) of each element in f32 (ActivationMath.h), with
-// gelu_tanh's tanh and silu's sigmoid by tanh.approx.f32 for 16-bit types.
+// gelu_tanh's and silu's sigmoid by ex2 and rcp.approx for 16-bit types.
+// fusion.rope reads each vector's partner (R / 2 columns away, or its pairs
+// swapped in registers when interleaved) and its token's cos and sin at the
+// vector's head column, table row = row modulo the tables' rows.
 //
 //===----------------------------------------------------------------------===//
 
