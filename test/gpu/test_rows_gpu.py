@@ -101,6 +101,26 @@ def test_rope(name, m):
     run_and_check(name, "fused", m)
 
 
+def test_outputs_of_other_rows_are_refused():
+    """The library's description names the token count the norm ties to its
+    outputs (s0): an output of other rows, or an rstd of another length, is
+    refused by the loader before the kernel could write past it."""
+    name = "rms_norm_h1024"
+    prog = PROGRAMS.get(name)
+    if prog is None or LIBS.function(prog, "fused") is None:
+        pytest.skip(f"{name} (fused) not built")
+    # Its description alone (no signature given: the tie is the compiler's).
+    library = LIBS.fr.Library(LIBS.path(name, "fused"), runtime=LIBS.runtime)
+    fn = library.function(name + lr.variant_suffix("fused"))
+    assert "s0" in library.signature(name + lr.variant_suffix("fused"))
+    x = lr.make_inputs(prog, 64, torch.Generator(device="cuda").manual_seed(3))
+    for short in ("y", "rstd"):
+        y = lr.make_outputs(prog, 64)
+        y[short] = y[short][:32]
+        with pytest.raises(LIBS.fr.ArgumentError, match=r"expected size s0 = 64 in dimension 0"):
+            fn(*x.values(), *y.values())
+
+
 def test_consecutive_token_counts_through_one_function():
     """Calls with different M back to back on one stream, without a
     synchronization between them (cached launch state must follow M)."""
