@@ -71,6 +71,8 @@ void mlir::fusion::buildFusionFusePipeline(OpPassManager &pm,
   // in the same prologue.
   if (options.activationEpilogue)
     pm.addPass(createFusionActivationEpiloguePass({report}));
+  if (options.ropeEpilogue)
+    pm.addPass(createFusionRopeEpiloguePass({report}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // A no-op unless the caller marked weight arguments (fusion.weight).

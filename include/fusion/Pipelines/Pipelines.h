@@ -44,6 +44,12 @@ struct FusionFuseOptions : public PassPipelineOptions<FusionFuseOptions> {
       llvm::cl::desc("let fusion-activation-epilogue fold an MLP's activation "
                      "(and a gated product) into its first GEMM"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> ropeEpilogue{
+      *this, "rope-epilogue",
+      llvm::cl::desc("run fusion-rope-epilogue: fold a projection's rotary "
+                     "embedding into its GEMM (off: no GEMM kernel takes it "
+                     "yet)"),
+      llvm::cl::init(false)};
 };
 
 /// fusion-fuse: fusion-raise-linalg, fusion-form-norm-attention (rewriting

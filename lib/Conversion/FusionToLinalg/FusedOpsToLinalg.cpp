@@ -146,6 +146,15 @@ struct FusedMatmulLowering : OpRewritePattern<FusedMatmulOp> {
       rewriter.replaceOp(op, out);
       return success();
     }
+    // rope: acc rotated per head, rounded once (no residual, norm or
+    // activation with it).
+    if (Value cos = op.getRopeCos()) {
+      rewriter.replaceOp(op, buildRope(rewriter, op.getLoc(), acc, cos,
+                                       op.getRopeSin(), *op.getRopeHeadDim(),
+                                       op.getRopeInterleaved(), outElem,
+                                       /*tableRowModulo=*/true));
+      return success();
+    }
     Value t = acc;
     if (residual)
       t = m.addTensors(acc, residual, norm ? f32 : outElem);

@@ -128,6 +128,13 @@ private:
 // and its unfused composition are written with the same formulas.
 //===----------------------------------------------------------------------===//
 
+/// fusion.rope of `x` ([..., N], heads of `headDim`) by `cos` / `sin`
+/// ([..., R]: x's leading dimensions or 1; with `tableRowModulo`, 2-D
+/// tables [T, R] read at row m mod T), in f32, rounded once to `outElem`.
+Value buildRope(OpBuilder &b, Location loc, Value x, Value cos, Value sin,
+                int64_t headDim, bool interleaved, Type outElem,
+                bool tableRowModulo);
+
 struct RMSNormResult {
   Value output; ///< of `outElemType`
   Value rstd;   ///< f32 [rows]

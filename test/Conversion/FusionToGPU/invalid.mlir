@@ -547,3 +547,16 @@ func.func @activation_split_k(%a: tensor<4096x256xbf16>, %b: tensor<4096x256xbf1
   return %c : tensor<256x256xbf16>
 }
 }
+
+// -----
+
+// The rope epilogue (fusion-rope-epilogue, off in fusion-fuse by default)
+// has no GEMM kernel yet.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @rope_epilogue(%x: tensor<?x64xbf16>, %w: tensor<128x64xbf16>, %c: tensor<?x64xbf16>) -> tensor<?x128xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: the rope epilogue (fusion-rope-epilogue) has no GEMM kernel yet; without the fold fusion.rope runs as a row kernel}}
+  %y = fusion.fused_matmul %x, %w rope(%c, %c : tensor<?x64xbf16>, tensor<?x64xbf16>) {rope_head_dim = 64 : i64, transpose_rhs}
+      : tensor<?x64xbf16>, tensor<128x64xbf16> -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
+}
+}

@@ -797,3 +797,110 @@ func.func @fused_up_layer_norm_prologue(%a: tensor<64x32xbf16>, %b: tensor<32x16
       : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
   return
 }
+
+// -----
+
+// rope: both tables or neither (the generic form can give one).
+func.func @fused_rope_one_table(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %c: tensor<64x8xbf16>) {
+  // expected-error @below {{expected both rope tables (cos and sin) or neither}}
+  %y = "fusion.fused_matmul"(%a, %b, %c) <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, rope_head_dim = 8 : i64}>
+      : (tensor<64x32xbf16>, tensor<32x16xbf16>, tensor<64x8xbf16>) -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+func.func @fused_rope_head_dim_alone(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>) {
+  // expected-error @below {{unexpected rope_head_dim without rope tables}}
+  %y = fusion.fused_matmul %a, %b {rope_head_dim = 8 : i64}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+func.func @fused_rope_interleaved_alone(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>) {
+  // expected-error @below {{unexpected rope_interleaved without rope tables}}
+  %y = fusion.fused_matmul %a, %b {rope_interleaved}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+func.func @fused_rope_no_head_dim(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %c: tensor<64x8xbf16>) {
+  // expected-error @below {{expected rope_head_dim with rope tables}}
+  %y = fusion.fused_matmul %a, %b rope(%c, %c : tensor<64x8xbf16>, tensor<64x8xbf16>)
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+func.func @fused_rope_norm(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %c: tensor<64x8xbf16>) {
+  // expected-error @below {{unexpected rope with epilogue rms_norm (only the none and row_scale epilogues rotate their output)}}
+  %y = fusion.fused_matmul %a, %b rope(%c, %c : tensor<64x8xbf16>, tensor<64x8xbf16>)
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32, rope_head_dim = 8 : i64}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+func.func @fused_rope_residual(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %r: tensor<64x16xbf16>, %c: tensor<64x8xbf16>) {
+  // expected-error @below {{unexpected rope with a residual (it rotates a q or k projection's output)}}
+  %y = fusion.fused_matmul %a, %b residual(%r : tensor<64x16xbf16>) rope(%c, %c : tensor<64x8xbf16>, tensor<64x8xbf16>)
+      {rope_head_dim = 8 : i64}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+func.func @fused_rope_sin_type(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %c: tensor<64x8xbf16>, %s: tensor<64x8xf32>) {
+  // expected-error @below {{expected the rope sin table of cos's type 'tensor<64x8xbf16>', but got 'tensor<64x8xf32>'}}
+  %y = fusion.fused_matmul %a, %b rope(%c, %s : tensor<64x8xbf16>, tensor<64x8xf32>)
+      {rope_head_dim = 8 : i64}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+func.func @fused_rope_table_rank(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %c: tensor<2x32x8xbf16>) {
+  // expected-error @below {{expected rope tables of rank 2 ([T, R]), but got [2, 32, 8]}}
+  %y = fusion.fused_matmul %a, %b rope(%c, %c : tensor<2x32x8xbf16>, tensor<2x32x8xbf16>)
+      {rope_head_dim = 8 : i64}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+func.func @fused_rope_head_dim(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %c: tensor<64x8xbf16>) {
+  // expected-error @below {{expected rope_head_dim > 0 dividing N (heads x head_dim), but got rope_head_dim = 12 and N = 16}}
+  %y = fusion.fused_matmul %a, %b rope(%c, %c : tensor<64x8xbf16>, tensor<64x8xbf16>)
+      {rope_head_dim = 12 : i64}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+func.func @fused_rope_rotary_dim(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %c: tensor<64x6xbf16>) {
+  // expected-error @below {{expected a static, even rotary dimension R in [2, rope_head_dim = 4] ([T, R] tables), but got [64, 6]}}
+  %y = fusion.fused_matmul %a, %b rope(%c, %c : tensor<64x6xbf16>, tensor<64x6xbf16>)
+      {rope_head_dim = 4 : i64}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+func.func @fused_rope_table_rows(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %c: tensor<48x8xbf16>) {
+  // expected-error @below {{expected the rope tables' rows T to divide M (row m reads table row m mod T), but got T = 48 and M = 64}}
+  %y = fusion.fused_matmul %a, %b rope(%c, %c : tensor<48x8xbf16>, tensor<48x8xbf16>)
+      {rope_head_dim = 8 : i64}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}

@@ -146,3 +146,18 @@ func.func @activations(%x: tensor<?x64xbf16>, %y: tensor<8x16xf32>, %wg: tensor<
       : tensor<?x64xbf16>, tensor<96x64xbf16> -> tensor<?x96xbf16>
   return %0, %1, %2, %3, %4 : tensor<?x64xbf16>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<?x96xbf16>, tensor<?x96xbf16>
 }
+
+// A projection with its rotary embedding (rope tables [T, R]), Llama's after
+// Lazy Pre-Norm's RMSNorm and GPT-J's pairs.
+// CHECK-LABEL: func.func @fused_rope
+func.func @fused_rope(%x: tensor<?x64xbf16>, %w: tensor<96x64xbf16>, %c: tensor<?x16xbf16>, %s: tensor<?x16xbf16>, %c1: tensor<1x8xbf16>) -> (tensor<?x96xbf16>, tensor<?x96xbf16>) {
+  // CHECK: fusion.fused_matmul %{{.*}}, %{{.*}} rope(%{{.*}}, %{{.*}} : tensor<?x16xbf16>, tensor<?x16xbf16>) {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 9.99999997E-7 : f32, rope_head_dim = 32 : i64, transpose_rhs}
+  %0 = fusion.fused_matmul %x, %w rope(%c, %s : tensor<?x16xbf16>, tensor<?x16xbf16>)
+      {prologue = #fusion.prologue<rms_norm>, prologue_epsilon = 1.0e-06 : f32, rope_head_dim = 32 : i64, transpose_rhs}
+      : tensor<?x64xbf16>, tensor<96x64xbf16> -> tensor<?x96xbf16>
+  // CHECK: fusion.fused_matmul %{{.*}}, %{{.*}} rope(%{{.*}}, %{{.*}} : tensor<1x8xbf16>, tensor<1x8xbf16>) {rope_head_dim = 48 : i64, rope_interleaved, transpose_rhs}
+  %1 = fusion.fused_matmul %x, %w rope(%c1, %c1 : tensor<1x8xbf16>, tensor<1x8xbf16>)
+      {rope_head_dim = 48 : i64, rope_interleaved, transpose_rhs}
+      : tensor<?x64xbf16>, tensor<96x64xbf16> -> tensor<?x96xbf16>
+  return %0, %1 : tensor<?x96xbf16>, tensor<?x96xbf16>
+}

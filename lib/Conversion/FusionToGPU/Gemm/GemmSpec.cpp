@@ -326,6 +326,11 @@ FailureOr<GemmKernelSpec>
 mlir::fusion::getGemmKernelSpec(FusedMatmulOp op, const TargetInfo &target,
                                 std::string &why, KernelConfigAttr config,
                                 bool decodeSwap) {
+  if (op.getRopeCos()) {
+    why = "the rope epilogue (fusion-rope-epilogue) has no GEMM kernel yet; "
+          "without the fold fusion.rope runs as a row kernel";
+    return failure();
+  }
   if (!config)
     config =
         op->getAttrOfType<KernelConfigAttr>(KernelConfigAttr::getAttrName());

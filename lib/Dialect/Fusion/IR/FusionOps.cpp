@@ -831,6 +831,53 @@ LogicalResult FusedMatmulOp::verify() {
       return emitOpError("unexpected up with prologue layer_norm (its "
                          "correction, mean x colsum(B), is of rhs alone)");
   }
+  // rope: fusion.rope of the output, by tables [T, R] of row m mod T.
+  Value ropeCos = getRopeCos(), ropeSin = getRopeSin();
+  if (static_cast<bool>(ropeCos) != static_cast<bool>(ropeSin))
+    return emitOpError("expected both rope tables (cos and sin) or neither");
+  if (!ropeCos && (getRopeHeadDimAttr() || getRopeInterleaved()))
+    return emitOpError() << "unexpected "
+                         << (getRopeHeadDimAttr() ? "rope_head_dim"
+                                                  : "rope_interleaved")
+                         << " without rope tables";
+  if (ropeCos) {
+    if (!getRopeHeadDimAttr())
+      return emitOpError("expected rope_head_dim with rope tables");
+    if (epi != EpilogueKind::none && epi != EpilogueKind::row_scale)
+      return emitOpError() << "unexpected rope with epilogue " << epiName
+                           << " (only the none and row_scale epilogues rotate "
+                              "their output)";
+    if (getResidual() || getActivation() || getUp())
+      return emitOpError() << "unexpected rope with "
+                           << (getResidual()     ? "a residual"
+                               : getActivation() ? "an activation"
+                                                 : "up")
+                           << " (it rotates a q or k projection's output)";
+    if (ropeSin.getType() != ropeCos.getType())
+      return emitOpError() << "expected the rope sin table of cos's type "
+                           << ropeCos.getType() << ", but got "
+                           << ropeSin.getType();
+    ArrayRef<int64_t> t = shapeOf(ropeCos);
+    int64_t d = *getRopeHeadDim();
+    if (t.size() != 2)
+      return emitOpError() << "expected rope tables of rank 2 ([T, R]), but "
+                              "got "
+                           << formatShape(t);
+    if (d <= 0 || (!ShapedType::isDynamic(n) && n % d != 0))
+      return emitOpError() << "expected rope_head_dim > 0 dividing N (heads x "
+                              "head_dim), but got rope_head_dim = "
+                           << d << " and N = " << n;
+    if (ShapedType::isDynamic(t[1]) || t[1] <= 0 || t[1] % 2 != 0 || t[1] > d)
+      return emitOpError() << "expected a static, even rotary dimension R in "
+                              "[2, rope_head_dim = "
+                           << d << "] ([T, R] tables), but got "
+                           << formatShape(t);
+    if (!ShapedType::isDynamic(t[0]) && !ShapedType::isDynamic(m) &&
+        (t[0] <= 0 || m % t[0] != 0))
+      return emitOpError() << "expected the rope tables' rows T to divide M "
+                              "(row m reads table row m mod T), but got T = "
+                           << t[0] << " and M = " << m;
+  }
   if (getNormalizedInput() && !grad)
     return emitOpError() << "unexpected normalized_input with epilogue "
                          << epiName;

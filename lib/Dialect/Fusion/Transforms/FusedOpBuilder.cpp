@@ -40,6 +40,10 @@ FusedMatmulSpec mlir::fusion::fusedMatmulSpec(FusedMatmulOp op) {
   spec.postResidual = op.getPostResidual();
   spec.activation = op.getActivation();
   spec.up = op.getUp();
+  spec.ropeCos = op.getRopeCos();
+  spec.ropeSin = op.getRopeSin();
+  spec.ropeHeadDim = op.getRopeHeadDim();
+  spec.ropeInterleaved = op.getRopeInterleaved();
   spec.prologue = op.getPrologue();
   spec.epilogue = op.getEpilogue();
   if (FloatAttr eps = op.getPrologueEpsilonAttr())
@@ -67,7 +71,7 @@ FusedMatmulOp mlir::fusion::buildFusedMatmul(OpBuilder &b, Location loc,
       b, loc, s.outputType, s.saveNormInput ? s.outputType : Type(),
       s.extraTypes, s.lhs, s.rhs, s.residual, s.rowScale, s.colBias, s.colSum,
       s.normWeight, s.normBias, s.normInput, s.mean, s.rstd, s.rowDot,
-      s.rowDotShift, s.rowDotSum, s.postResidual, s.up,
+      s.rowDotShift, s.rowDotSum, s.postResidual, s.up, s.ropeCos, s.ropeSin,
       PrologueKindAttr::get(b.getContext(), s.prologue),
       EpilogueKindAttr::get(b.getContext(), s.epilogue),
       f32Attr(s.prologueEpsilon), f32Attr(s.epsilon),
@@ -75,7 +79,9 @@ FusedMatmulOp mlir::fusion::buildFusedMatmul(OpBuilder &b, Location loc,
       s.activation ? ActivationAttr::get(b.getContext(), *s.activation)
                    : ActivationAttr(),
       unit(s.transposeLhs), unit(s.transposeRhs), unit(s.saveStats),
-      unit(s.withBiasGrad), unit(s.normalizedInput), unit(s.saveNormInput));
+      unit(s.withBiasGrad), unit(s.normalizedInput), unit(s.saveNormInput),
+      s.ropeHeadDim ? b.getI64IntegerAttr(*s.ropeHeadDim) : IntegerAttr(),
+      unit(s.ropeInterleaved));
 }
 
 SmallVector<Operation *> mlir::fusion::collectNorms(Operation *root) {

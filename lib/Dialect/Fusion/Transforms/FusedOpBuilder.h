@@ -28,6 +28,11 @@ struct FusedMatmulSpec {
   /// act(acc) (activation), and with `up` the gated act(acc) * (A @ up).
   std::optional<Activation> activation;
   Value up;
+  /// Each head of ropeHeadDim columns rotated by the tables [T, R]
+  /// (fusion.rope of the output; GPT-J's pairs with ropeInterleaved).
+  Value ropeCos, ropeSin;
+  std::optional<int64_t> ropeHeadDim;
+  bool ropeInterleaved = false;
   PrologueKind prologue = PrologueKind::none;
   EpilogueKind epilogue = EpilogueKind::none;
   std::optional<double> prologueEpsilon, epsilon;

@@ -19,6 +19,7 @@ namespace mlir::fusion {
 #define GEN_PASS_DEF_FUSIONPLANKERNELSPASS
 #define GEN_PASS_DEF_FUSIONRAISELINALGPASS
 #define GEN_PASS_DEF_FUSIONREGROUPBACKWARDPASS
+#define GEN_PASS_DEF_FUSIONROPEEPILOGUEPASS
 #define GEN_PASS_DEF_FUSIONSETTARGETPASS
 #include "fusion/Dialect/Fusion/Transforms/Passes.h.inc"
 } // namespace mlir::fusion
@@ -47,6 +48,12 @@ struct FusionActivationEpiloguePass
   void runOnOperation() override {
     applyActivationEpilogue(getOperation(), report);
   }
+};
+
+struct FusionRopeEpiloguePass
+    : fusion::impl::FusionRopeEpiloguePassBase<FusionRopeEpiloguePass> {
+  using Base::Base;
+  void runOnOperation() override { applyRopeEpilogue(getOperation(), report); }
 };
 
 struct FusionEpilogueNormPass

@@ -590,6 +590,13 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     col_bias with `up`): `silu(gate(x)) * up(x)` as one GEMM that writes
     [M, N] once.
 
+    With `rope(cos, sin)` (epilogues `none` and `row_scale`, no residual,
+    activation or up; `rope_head_dim` D) the output is `fusion.rope` of acc:
+    each head of D columns rotated by the tables [T, R] of row m mod T (T
+    divides M: [L, R] serves B x L tokens), `rope_interleaved` GPT-J's pairs.
+    A q or k projection and its rotary embedding as one GEMM (Llama's
+    `q_proj` after its RMSNorm, Qwen2's with its bias).
+
     The forward norms follow `fusion.rms_norm` / `fusion.layer_norm` exactly
     (post-norm: the residual enters the norm). With `post_residual` (forward
     norm epilogues only, [M, N] like the output) the norm's output, after its
@@ -742,6 +749,8 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     Optional<Fusion_FloatTensor>:$row_dot_sum,
     Optional<Fusion_FloatTensor>:$post_residual,
     Optional<Fusion_FloatTensor>:$up,
+    Optional<Fusion_FloatTensor>:$rope_cos,
+    Optional<Fusion_FloatTensor>:$rope_sin,
     DefaultValuedAttr<Fusion_PrologueKindAttr, "PrologueKind::none">:$prologue,
     DefaultValuedAttr<Fusion_EpilogueKindAttr, "EpilogueKind::none">:$epilogue,
     OptionalAttr<F32Attr>:$prologue_epsilon,
@@ -753,7 +762,9 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     UnitAttr:$save_stats,
     UnitAttr:$with_bias_grad,
     UnitAttr:$normalized_input,
-    UnitAttr:$save_norm_input);
+    UnitAttr:$save_norm_input,
+    OptionalAttr<I64Attr>:$rope_head_dim,
+    UnitAttr:$rope_interleaved);
   let results = (outs Fusion_FloatTensor:$output,
                       Optional<Fusion_FloatTensor>:$saved_norm_input,
                       Variadic<Fusion_F32Tensor>:$extras);
@@ -773,6 +784,7 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     (`row_dot_sum` `(` $row_dot_sum^ `:` type($row_dot_sum) `)`)?
     (`post_residual` `(` $post_residual^ `:` type($post_residual) `)`)?
     (`up` `(` $up^ `:` type($up) `)`)?
+    (`rope` `(` $rope_cos^ `,` $rope_sin `:` type($rope_cos) `,` type($rope_sin) `)`)?
     attr-dict `:` type($lhs) `,` type($rhs)
     `->` type($output)
     (`saved_norm_input` `(` type($saved_norm_input)^ `)`)?

@@ -16,6 +16,42 @@ include "mlir/Pass/PassBase.td"
 // FusionEpilogueNorm
 //===----------------------------------------------------------------------===//
 
+def FusionRopeEpiloguePass
+    : Pass<"fusion-rope-epilogue", "::mlir::ModuleOp"> {
+  let summary = "fold a q or k projection's rotary embedding into its GEMM";
+  let description = [{
+    Rewrites `fusion.rope` of a 2-D GEMM result (its only use; a
+    `fusion.matmul`, its bias becoming `col_bias`, or a
+    `fusion.fused_matmul` whose epilogue is `none` or `row_scale` with no
+    residual, activation or up) into the GEMM's epilogue:
+    `fusion.fused_matmul` with `rope(cos, sin)`, so that q_proj (after
+    Lazy Pre-Norm's RMSNorm) and its rotary embedding are one GEMM that
+    writes q once. The rotation is applied to the f32 accumulator and
+    rounded once. Not in `fusion-fuse` by default (`rope-epilogue=true`
+    adds it): the GEMM kernels do not generate the rope epilogue yet, and
+    without the fold `fusion.rope` runs as a row kernel.
+
+    Example:
+    ```mlir
+    %q = fusion.matmul %x, %wq {transpose_rhs}
+        : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
+    %r = fusion.rope %q, %cos, %sin {head_dim = 128 : i64}
+        : tensor<?x4096xbf16>, tensor<?x128xbf16> -> tensor<?x4096xbf16>
+    ```
+    becomes
+    ```mlir
+    %r = fusion.fused_matmul %x, %wq
+        rope(%cos, %sin : tensor<?x128xbf16>, tensor<?x128xbf16>)
+        {rope_head_dim = 128 : i64, transpose_rhs}
+        : tensor<?x4096xbf16>, tensor<4096x4096xbf16> -> tensor<?x4096xbf16>
+    ```
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit a remark on every fusion.rope: folded, or why not">
+  ];
+}
+
 def FusionActivationEpiloguePass
     : Pass<"fusion-activation-epilogue", "::mlir::ModuleOp"> {
   let summary = "fold an MLP's activation, and its gated product, into the first GEMM";

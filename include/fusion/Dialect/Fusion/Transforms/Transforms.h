@@ -261,6 +261,10 @@ void applyLazyPrenorm(ModuleOp module, bool layerNorm, bool report);
 /// `report`, a remark on every fusion.activation.
 void applyActivationEpilogue(ModuleOp module, bool report);
 
+/// Rope epilogue (fusion-rope-epilogue): rope(GEMM) -> fusion.fused_matmul
+/// with rope(cos, sin). With `report`, a remark on every fusion.rope.
+void applyRopeEpilogue(ModuleOp module, bool report);
+
 /// Epilogue norm (fusion-epilogue-norm): norm(matmul [+ residual]) ->
 /// fusion.fused_matmul with a norm epilogue, the matmul's bias as col_bias,
 /// when planEpilogueNorm accepts the row on the module's target. Needs

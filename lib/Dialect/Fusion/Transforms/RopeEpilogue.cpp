@@ -1,0 +1,78 @@
+//===- RopeEpilogue.cpp - the fusion-rope-epilogue pass
+//--------------------===//
+//
+// fusion.rope of a GEMM's [M, N] result (its only use) becomes that GEMM's
+// rope epilogue: fusion.fused_matmul with rope(cos, sin), rope_head_dim and
+// rope_interleaved, the 2-D tables [T, R] read at row m mod T. The GEMM is a
+// fusion.matmul (its bias becoming col_bias) or a fused_matmul with the none
+// or row_scale epilogue (Lazy Pre-Norm's) and no residual, activation, up or
+// rope of its own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FusedOpBuilder.h"
+
+#include "fusion/Dialect/Fusion/Transforms/Transforms.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::fusion;
+
+namespace {
+/// Why the GEMM producing `input` cannot take a rope epilogue, or "".
+std::string whyNot(Value input) {
+  Operation *producer = input.getDefiningOp();
+  if (!producer || !isa<MatmulOp, FusedMatmulOp>(producer))
+    return "its input is not produced by a fusion.matmul or fused_matmul";
+  if (!input.hasOneUse())
+    return "the GEMM's result has other users";
+  if (cast<RankedTensorType>(input.getType()).getRank() != 2)
+    return "the GEMM's result is not 2-D";
+  if (auto fused = dyn_cast<FusedMatmulOp>(producer)) {
+    EpilogueKind epi = fused.getEpilogue();
+    if (epi != EpilogueKind::none && epi != EpilogueKind::row_scale)
+      return ("the GEMM has the " + stringifyEpilogueKind(epi) + " epilogue")
+          .str();
+    if (fused.getResidual() || fused.getActivation() || fused.getUp() ||
+        fused.getRopeCos())
+      return "the GEMM already has a residual, an activation or a rope";
+    if (input != fused.getOutput())
+      return "the input is not the GEMM's output";
+  }
+  return "";
+}
+} // namespace
+
+void mlir::fusion::applyRopeEpilogue(ModuleOp module, bool report) {
+  SmallVector<RopeOp> ropes;
+  module.walk([&](RopeOp rope) { ropes.push_back(rope); });
+  IRRewriter rewriter(module.getContext());
+  for (RopeOp rope : ropes) {
+    std::string why = whyNot(rope.getInput());
+    if (!why.empty()) {
+      remark(report, rope, "not folded into a GEMM epilogue: " + why);
+      continue;
+    }
+    Operation *producer = rope.getInput().getDefiningOp();
+    FusedMatmulSpec spec;
+    if (auto matmul = dyn_cast<MatmulOp>(producer))
+      spec = plainMatmulSpec(matmul);
+    else
+      spec = fusedMatmulSpec(cast<FusedMatmulOp>(producer));
+    spec.ropeCos = rope.getCos();
+    spec.ropeSin = rope.getSin();
+    spec.ropeHeadDim = rope.getHeadDim();
+    spec.ropeInterleaved = rope.getInterleaved();
+    spec.outputType = rope.getResult().getType();
+    // At the rope: its tables are defined by then.
+    rewriter.setInsertionPoint(rope);
+    FusedMatmulOp fused = buildFusedMatmul(rewriter, rope.getLoc(), spec);
+    remark(report, rope,
+           "folded into the GEMM's epilogue (rope_head_dim " +
+               Twine(rope.getHeadDim()) +
+               (rope.getInterleaved() ? ", interleaved)" : ")"));
+    rewriter.replaceOp(rope, fused.getOutput());
+    rewriter.eraseOp(producer);
+  }
+}
