@@ -53,9 +53,11 @@ struct FusionFuseOptions : public PassPipelineOptions<FusionFuseOptions> {
 };
 
 /// fusion-fuse: fusion-raise-linalg, fusion-form-norm-attention (rewriting
-/// unless norm-attention=false),
-/// fusion-regroup-backward (rewriting only with regroup-backward), fusion-epilogue-norm,
-/// fusion-lazy-prenorm, then canonicalize and cse.
+/// unless norm-attention=false), fusion-regroup-backward (rewriting only with
+/// regroup-backward), fusion-epilogue-norm, fusion-lazy-prenorm,
+/// fusion-activation-epilogue (unless activation-epilogue=false),
+/// fusion-rope-epilogue (only with rope-epilogue=true), canonicalize and cse,
+/// then fusion-outline-weight-prep.
 void buildFusionFusePipeline(OpPassManager &pm, const FusionFuseOptions &options);
 
 struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
