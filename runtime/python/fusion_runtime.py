@@ -44,7 +44,7 @@ import errno
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "ArgumentError",
@@ -226,6 +226,41 @@ def check_arguments(specs: Sequence[TensorSpec], tensors: Sequence[Any],
     return _checked_words(specs, tensors, function)[0]
 
 
+def _check_sizes(specs: Sequence[TensorSpec], index: int, shape: Tuple[int, ...],
+                 bound: Dict[str, Tuple[int, int, int]], label: Callable[[], str]) -> None:
+    """Argument `index`'s rank and sizes against its spec: static sizes
+    equal, a named size equal to where the name was first bound (recorded in
+    `bound`: name -> (size, argument, dimension)). `label` builds the
+    message's prefix, only on failure."""
+    spec = specs[index]
+    if len(shape) != spec.rank:
+        raise ArgumentError(
+            f"{label()}: expected rank {spec.rank} (shape {spec}), but got rank {len(shape)} "
+            f"(shape {list(shape)})")
+    for dim, (want, got) in enumerate(zip(spec.shape, shape)):
+        if want.__class__ is int:
+            if want != got:
+                raise ArgumentError(
+                    f"{label()}: expected size {want} in dimension {dim}, but got {got}")
+        elif isinstance(want, str):
+            seen = bound.get(want)
+            if seen is None:
+                bound[want] = (got, index, dim)
+            elif seen[0] != got:
+                value, where_index, where_dim = seen
+                where = f"{_label(where_index, specs[where_index])} dimension {where_dim}"
+                raise ArgumentError(
+                    f"{label()}: expected size {want} = {value} in dimension {dim} (bound by "
+                    f"{where}), but got {got}")
+
+
+def _check_count(specs: Sequence[TensorSpec], count: int, function: str) -> None:
+    if count != len(specs):
+        raise TypeError(
+            f"{function}: expected {len(specs)} tensor arguments "
+            f"({'; '.join(str(s) for s in specs)}), but got {count}")
+
+
 def check_shapes(specs: Sequence[TensorSpec], shapes: Sequence[Sequence[int]],
                  function: str) -> Dict[str, int]:
     """The size checks of check_arguments alone, on shapes (a CPU library's
@@ -233,29 +268,11 @@ def check_shapes(specs: Sequence[TensorSpec], shapes: Sequence[Sequence[int]],
     one's rank and static sizes, and the sizes bound to names (the sizes the
     function ties). Returns the bound sizes; raises TypeError or
     ArgumentError with check_arguments' messages."""
-    if len(shapes) != len(specs):
-        raise TypeError(
-            f"{function}: expected {len(specs)} tensor arguments "
-            f"({'; '.join(str(s) for s in specs)}), but got {len(shapes)}")
+    _check_count(specs, len(shapes), function)
     bound: Dict[str, Tuple[int, int, int]] = {}
-    for index, (spec, shape) in enumerate(zip(specs, shapes)):
-        shape = tuple(int(d) for d in shape)
-        label = f"{function}: {_label(index, spec)}"
-        if len(shape) != spec.rank:
-            raise ArgumentError(
-                f"{label}: expected rank {spec.rank} (shape {spec}), but got rank {len(shape)} "
-                f"(shape {list(shape)})")
-        for dim, (want, got) in enumerate(zip(spec.shape, shape)):
-            if isinstance(want, int) and want != got:
-                raise ArgumentError(
-                    f"{label}: expected size {want} in dimension {dim}, but got {got}")
-            if isinstance(want, str):
-                seen = bound.setdefault(want, (got, index, dim))
-                if seen[0] != got:
-                    where = f"{_label(seen[1], specs[seen[1]])} dimension {seen[2]}"
-                    raise ArgumentError(
-                        f"{label}: expected size {want} = {seen[0]} in dimension {dim} (bound by "
-                        f"{where}), but got {got}")
+    for index, shape in enumerate(shapes):
+        _check_sizes(specs, index, tuple(int(d) for d in shape), bound,
+                     lambda: f"{function}: {_label(index, specs[index])}")
     return {name: size for name, (size, _, _) in bound.items()}
 
 
@@ -267,10 +284,7 @@ def _checked_words(specs: Sequence[TensorSpec], tensors: Sequence[Any],
     """check_arguments, and the expanded memref descriptors of the checked
     tensors (memref_words of each, in order), in one pass. Messages are
     built only on failure: this runs on every call."""
-    if len(tensors) != len(specs):
-        raise TypeError(
-            f"{function}: expected {len(specs)} tensor arguments "
-            f"({'; '.join(str(s) for s in specs)}), but got {len(tensors)}")
+    _check_count(specs, len(tensors), function)
     bound: Dict[str, Tuple[int, int, int]] = {}  # name -> (size, argument, dimension)
     words: List[int] = []
     device = None
@@ -287,25 +301,7 @@ def _checked_words(specs: Sequence[TensorSpec], tensors: Sequence[Any],
                 f"{label()}: expected dtype {spec.torch_dtype} ({spec.dtype}), but got "
                 f"{tensor.dtype}")
         shape = tuple(int(s) for s in tensor.shape)
-        if len(shape) != spec.rank:
-            raise ArgumentError(
-                f"{label()}: expected rank {spec.rank} (shape {spec}), but got rank {len(shape)} "
-                f"(shape {list(shape)})")
-        for dim, (want, got) in enumerate(zip(spec.shape, shape)):
-            if want.__class__ is int:
-                if want != got:
-                    raise ArgumentError(
-                        f"{label()}: expected size {want} in dimension {dim}, but got {got}")
-            elif isinstance(want, str):
-                seen = bound.get(want)
-                if seen is None:
-                    bound[want] = (got, index, dim)
-                elif seen[0] != got:
-                    value, where_index, where_dim = seen
-                    where = f"{_label(where_index, specs[where_index])} dimension {where_dim}"
-                    raise ArgumentError(
-                        f"{label()}: expected size {want} = {value} in dimension {dim} (bound by "
-                        f"{where}), but got {got}")
+        _check_sizes(specs, index, shape, bound, label)
         strides = tuple(int(s) for s in tensor.stride())
         expected = _row_major_strides(shape)
         # As torch.Tensor.is_contiguous: the stride of a size-1 dimension,

@@ -125,6 +125,8 @@ private:
   LogicalResult check();
 
   func::FuncOp func;
+  /// The function's description (describeFunction), set by check().
+  std::string description;
   gpu::GPUModuleOp kernels;
   const TargetInfo &target;
   ArrayRef<std::unique_ptr<KernelFamily>> families;
@@ -160,8 +162,10 @@ static std::optional<FloatAttr> deviceFillValue(Operation &op) {
 }
 
 LogicalResult FunctionLowering::check() {
-  if (failed(describeFunction(func, kGPULibrary)))
+  FailureOr<std::string> described = describeFunction(func, kGPULibrary);
+  if (failed(described))
     return failure();
+  description = std::move(*described);
   for (Operation &op : func.getBody().front()) {
     if (isa<func::ReturnOp>(op) || isHostOp(op) || deviceFillValue(op))
       continue;
@@ -270,7 +274,6 @@ static void writeReturnedReshapeInPlace(Value v, Value out,
 LogicalResult FunctionLowering::run() {
   if (failed(check()))
     return failure();
-  std::string description = *describeFunction(func, kGPULibrary);
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
 
