@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(HERE, "layers"))
 DEFAULT_KINDS = ("llama_prenorm", "bert_postnorm", "bert_postnorm_addbias", "qwen3_q_norm")
 ALL_KINDS = DEFAULT_KINDS + ("llama_prenorm_mulweight", "ln_prenorm", "llama_o_proj",
                              "gpt2_c_proj", "neox_parallel", "olmo2_post", "llama_mlp",
-                             "gpt2_mlp")
+                             "gpt2_mlp", "llama_q_rope", "neox_q_rope", "gptj_q_rope")
 # Libraries per program: fusion-compile's default, --no-fuse, and (ln_prenorm)
 # --lazy-layer-norm; a variant not built for a program is skipped.
 VARIANTS = ("fused", "unfused", "lazyln")

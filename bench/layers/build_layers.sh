@@ -12,7 +12,8 @@
 #   bench/layers/build_layers.sh [BUILD] [REGEX] [FLAGS...]   (default: build, every program)
 #
 # FLAGS: extra fusion-compile options for the fused libraries (not the
-# _unfused ones, which are --no-fuse), e.g. --regroup-backward. ARTIFACTS
+# _unfused ones, which are --no-fuse), e.g. --regroup-backward; a program's
+# <name>.flags file (gen_layers.py) adds its own, e.g. --rope-epilogue. ARTIFACTS
 # (default BUILD/gpu): the artifact folder whose layers/ receives the
 # libraries; another folder than BUILD/gpu also gets a copy of the runtime,
 # so that it can be carried and run on its own (FUSION_GPU_ARTIFACTS=it).
@@ -42,6 +43,8 @@ for f in "$out"/*.mlir; do
   name=$(basename "$f" .mlir)
   [[ -z "$only" || "$name" =~ $only ]] || continue
   flags=(${extra[@]+"${extra[@]}"})
+  # <name>.flags (gen_layers.py): the fused library's own options.
+  [[ -f "$out/$name.flags" ]] && flags+=($(cat "$out/$name.flags"))
   if [[ "$name" == *_unfused ]]; then
     [[ "$variants" == *unfused* ]] || continue
     flags=(--no-fuse)

@@ -47,6 +47,9 @@ KINDS = {
     "rope": lambda h: gen_layers.rope("rope", 256),
     "rope_neox": lambda h: gen_layers.rope("rope_neox", 256),
     "rope_gptj": lambda h: gen_layers.rope("rope_gptj", 256),
+    "llama_q_rope": lambda h: gen_layers.q_rope("llama_q_rope", 256),
+    "neox_q_rope": lambda h: gen_layers.q_rope("neox_q_rope", 256),
+    "gptj_q_rope": lambda h: gen_layers.q_rope("gptj_q_rope", 256),
     "linear_wgrad": gen_layers.linear_wgrad,
     "train_step_rms": lambda h: gen_layers.train_step(h, "rms"),
     "train_step_ln": lambda h: gen_layers.train_step(h, "ln"),
@@ -178,6 +181,9 @@ def main():
     # The MLPs as fusion-fuse rewrites them (the activation in the first
     # GEMM's epilogue; Llama's gate, up and product one GEMM).
     checks += [(f"{kind} fused", KINDS[kind], "--fusion-fuse") for kind in ("llama_mlp", "gpt2_mlp")]
+    # The projections' rotary embedding in the GEMM's epilogue.
+    checks += [(f"{kind} fused", KINDS[kind], "--fusion-fuse=rope-epilogue=true")
+               for kind in ("llama_q_rope", "neox_q_rope", "gptj_q_rope")]
     for kind, make, fuse in checks:
         prog = make(a.h)
         # (The heads view's dynamic token count, made static with the rest.)
@@ -196,7 +202,9 @@ def main():
             want = {"train_step_rms regrouped": "row_dot(",
                     "train_step_ln regrouped": "row_dot_sum(",
                     "llama_mlp fused": " up(",
-                    "gpt2_mlp fused": "activation = #fusion.activation<gelu_tanh>"}.get(kind)
+                    "gpt2_mlp fused": "activation = #fusion.activation<gelu_tanh>",
+                    "llama_q_rope fused": " rope(", "neox_q_rope fused": " rope(",
+                    "gptj_q_rope fused": " rope("}.get(kind)
             if want and want not in text:
                 print(f"{kind}: fusion-fuse formed no {want.strip()}")
                 failed += 1

@@ -44,6 +44,11 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
   rope_neox_h{H}              the same over the first 32 columns of each head of 128 (GPT-NeoX's
                               rotary_pct 0.25), the rest passed through
   rope_gptj_h{H}              GPT-J's pairs (2i, 2i + 1) over the first 64 columns of heads of 256
+  llama_q_rope_h{H}           y = rope(q_proj(RMSNorm(x) with weight g)), heads of 128, cos, sin
+                              [M, 128] per token: Llama's query before attention; its fused
+                              library is built with --rope-epilogue (the rope in the GEMM)
+  neox_q_rope_h{H}            y = rope(Linear(x, W, b)) over the first 32 of each head of 128
+  gptj_q_rope_h{H}            y = rope(Linear(x, W)), GPT-J's pairs over the first 64 of 256
   rms_norm_grad_h{H}          dx, dg = RMSNorm's backward (dy, x, saved rstd, weight g)
   layer_norm_grad_h{H}        dx, dgamma, dbeta = LayerNorm's backward (dy, x, mean, rstd, gamma)
   rms_norm_grad_res_h{H}      the same plus the residual branch's gradient, as a user writes it:
@@ -450,6 +455,38 @@ def rope(kind, h):
                    params={"head_dim": head, "rotary_dim": rot, "interleaved": pairs})
 
 
+def q_rope(kind, h):
+    """A query projection and its rotary embedding ([M, h] bf16, tables
+    [M, R] bf16 per token); the fused library folds the rope into the GEMM
+    (fusion-compile --rope-epilogue)."""
+    head, rot, pairs, norm, bias = {"llama_q_rope": (128, 128, False, True, False),
+                                    "neox_q_rope": (128, 32, False, False, True),
+                                    "gptj_q_rope": (256, 64, True, False, False)}[kind]
+    x, w, t = ty(("M", h)), ty((h, h)), ty(("M", rot))
+    args = [("x", "bf16", ("M", h))]
+    body = []
+    src = "%x"
+    if norm:
+        args.append(("g", "bf16", (h,)))
+        body.append(f"%n = fusion.rms_norm %x weight(%g : {ty((h,))}) {{epsilon = {LLAMA_EPS:e} : f32}}"
+                    f" : {x} -> {x}")
+        src = "%n"
+    args.append(("w", "bf16", (h, h)))
+    bias_arg = ""
+    if bias:
+        args.append(("b", "bf16", (h,)))
+        bias_arg = f" bias(%b : {ty((h,))})"
+    args += [("cos", "bf16", ("M", rot)), ("sin", "bf16", ("M", rot))]
+    attrs = f"head_dim = {head} : i64" + (", interleaved" if pairs else "")
+    body += [f"%q = fusion.matmul {src}, %w{bias_arg} {{transpose_rhs}} : {x}, {w} -> {x}",
+             f"%y = fusion.rope %q, %cos, %sin {{{attrs}}} : {x}, {t} -> {x}"]
+    prog = program(f"{kind}_h{h}", kind, h, args, [("y", "bf16", ("M", h))], body,
+                   eps=LLAMA_EPS if norm else None,
+                   params={"head_dim": head, "rotary_dim": rot, "interleaved": pairs})
+    prog["flags"] = ["--rope-epilogue"]
+    return prog
+
+
 def programs():
     out = []
     out += [p for h in TRAIN_H
@@ -476,6 +513,8 @@ def programs():
                                                for k in ("add_rowbias", "add", "mul_col")]
     out += [rope(k, h) for k in ("rope", "rope_neox") for h in (1024, 4096)]
     out += [rope("rope_gptj", h) for h in (1024, 4096)]
+    out += [q_rope(k, h) for k in ("llama_q_rope", "neox_q_rope", "gptj_q_rope")
+            for h in (1024, 4096)]
     out += [p for h in RES_H for p in (rms_norm_grad_res(h), layer_norm_grad_res(h))]
     out += [p for h in NARROW_GRAD_H for p in (rms_norm_grad(h), layer_norm_grad(h))]
     out += [layer_norm_grad_res(h, "f32") for h in RES32_H]
@@ -502,6 +541,10 @@ def main():
         for suffix in ("", "_unfused") + (("_lazyln",) if q["kind"] in LAZY_LN_KINDS else ()):
             with open(os.path.join(a.outdir, q["name"] + suffix + ".mlir"), "w") as f:
                 f.write(q["mlir"].replace(f"@{q['name']}(", f"@{q['name']}{suffix}(", 1))
+        # The fused library's extra fusion-compile options (build_layers.sh).
+        if q.get("flags"):
+            with open(os.path.join(a.outdir, q["name"] + ".flags"), "w") as f:
+                f.write(" ".join(q["flags"]) + "\n")
     manifest = [{k: v for k, v in q.items() if k != "mlir"} for q in progs]
     with open(os.path.join(a.outdir, "layers.json"), "w") as f:
         json.dump(manifest, f, indent=1)

@@ -219,6 +219,21 @@ class Rope(nn.Module):
         return torch.cat((rot * c + turned * s, rest), dim=-1).flatten(-2)
 
 
+class QProjRope(nn.Module):
+    """A query projection, then its rotary embedding (Rope): Llama's
+    (nn.RMSNorm with weight first, no bias), GPT-NeoX's (bias, partial
+    rotary) or GPT-J's (interleaved pairs)."""
+
+    def __init__(self, h, eps, head_dim, rotary_dim, interleaved, norm=False, bias=False, **kw):
+        super().__init__()
+        self.norm = nn.RMSNorm(h, eps=eps, **kw) if norm else nn.Identity()
+        self.proj = nn.Linear(h, h, bias=bias, **kw)
+        self.rope = Rope(head_dim, rotary_dim, interleaved)
+
+    def forward(self, x, cos, sin):
+        return self.rope(self.proj(self.norm(x)), cos, sin)
+
+
 class Qwen3QNorm(nn.Module):
     """Qwen3's q_proj then q_norm (Qwen3RMSNorm, HF LlamaRMSNorm's arithmetic)
     over each head of `head_dim`, flattened back to [M, H] (the heads view
@@ -269,6 +284,12 @@ MODULES = {
     "rope": (lambda h, eps, **kw: Rope(**kw), {}, ("x", "cos", "sin")),
     "rope_neox": (lambda h, eps, **kw: Rope(**kw), {}, ("x", "cos", "sin")),
     "rope_gptj": (lambda h, eps, **kw: Rope(**kw), {}, ("x", "cos", "sin")),
+    "llama_q_rope": (lambda h, eps, **kw: QProjRope(h, eps, norm=True, **kw),
+                     {"g": "norm.weight", "w": "proj.weight"}, ("x", "cos", "sin")),
+    "neox_q_rope": (lambda h, eps, **kw: QProjRope(h, eps, bias=True, **kw),
+                    {"w": "proj.weight", "b": "proj.bias"}, ("x", "cos", "sin")),
+    "gptj_q_rope": (lambda h, eps, **kw: QProjRope(h, eps, **kw),
+                    {"w": "proj.weight"}, ("x", "cos", "sin")),
 }
 
 

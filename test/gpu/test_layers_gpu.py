@@ -101,6 +101,28 @@ def test_mlp_token_counts(name, m):
     run_and_check(name, "fused", m)
 
 
+# A projection's rotary embedding in its GEMM's epilogue (fusion-compile
+# --rope-epilogue; the unfused library runs a GEMM and the rope row kernel):
+# Llama's (RMSNorm's row scale, heads of 128, rotate-half: each thread holds
+# column groups 8 apart), GPT-NeoX's (bias, the first 32 of 128 rotated),
+# GPT-J's (interleaved pairs over the first 64 of 256), tables [M, R] with a
+# row per token; at 65536 tokens both ways, and at odd counts the fused
+# library's small-M body (tiles of one head), a single row and a last row
+# block past M (rows clamped into the tables).
+ROPE_LAYERS = [f"{k}_h{h}" for k in ("llama_q_rope", "neox_q_rope", "gptj_q_rope")
+               for h in (1024, 4096)]
+
+
+@pytest.mark.parametrize("name,variant", [(n, v) for n in ROPE_LAYERS for v in VARIANTS])
+def test_rope_epilogue(name, variant):
+    run_and_check(name, variant, M)
+
+
+@pytest.mark.parametrize("name,m", [(n, m) for n in ROPE_LAYERS for m in (1, 100, 4097)])
+def test_rope_epilogue_token_counts(name, m):
+    run_and_check(name, "fused", m)
+
+
 def test_activation_tail():
     """silu(g) * u element by element, x scaled so that g spans about
     [-40, 40]: every element within the output's rounding (2^-8 of its

@@ -11,6 +11,7 @@
 #include "fusion/Target/NVPTX/TargetInfo.h"
 
 #include <algorithm>
+#include <numeric>
 
 using namespace mlir::fusion;
 
@@ -49,6 +50,35 @@ int64_t mlir::fusion::gemmMaxElementwiseTileN(const TargetInfo &target) {
     return target.maxEpilogueTileN;
   return std::min(target.maxEpilogueTileN,
                   target.tensorMemoryColumns / T::kTmemAccumulatorStages);
+}
+
+std::optional<int64_t>
+mlir::fusion::gemmRopeTileUnit(const TargetInfo &target, int64_t headDim,
+                               int64_t rotary, bool interleaved,
+                               std::string &whyNot) {
+  if (target.tensorMemoryColumns > 0) {
+    whyNot = ("the " + target.chip + " GEMM kernel has no rope epilogue yet")
+                 .str();
+    return std::nullopt;
+  }
+  int64_t groupUnit = interleaved ? 8 : 16;
+  if (rotary % groupUnit != 0) {
+    whyNot = "the rotary dimension " + std::to_string(rotary) +
+             " is not a multiple of " + std::to_string(groupUnit) +
+             (interleaved ? " (interleaved pairs in whole 8-column groups)"
+                          : " (rotate-half partners in whole 8-column groups)");
+    return std::nullopt;
+  }
+  int64_t unit = std::lcm(target.tileNGranularity, headDim);
+  if (unit > gemmMaxElementwiseTileN(target)) {
+    whyNot = "a tile of whole heads of " + std::to_string(headDim) +
+             " columns in " + std::to_string(target.tileNGranularity) +
+             "-column boxes is " + std::to_string(unit) +
+             " wide, wider than the widest tile (" +
+             std::to_string(gemmMaxElementwiseTileN(target)) + ")";
+    return std::nullopt;
+  }
+  return unit;
 }
 
 int64_t mlir::fusion::gemmMaxLayerNormPrologueTileN(const TargetInfo &target) {

@@ -125,6 +125,17 @@ int64_t gemmConsumerGroups(const TargetInfo &target);
 /// tcgen05.mma of N = 256 per k16, two stages in 512 columns).
 int64_t gemmMaxElementwiseTileN(const TargetInfo &target);
 
+/// The rope epilogue's unit of tile_n on `target` (tiles hold whole heads of
+/// `headDim` columns in whole 64-column boxes: lcm(tileNGranularity,
+/// headDim)), or nothing, with why, where the epilogue cannot rotate them:
+/// the accumulator in tensor memory (no such kernel yet), a unit wider than
+/// gemmMaxElementwiseTileN, or `rotary` columns that are not whole 8-column
+/// groups of a thread (a multiple of 16 for rotate-half, whose partners are
+/// rotary / 2 columns on; of 8 for interleaved pairs).
+std::optional<int64_t> gemmRopeTileUnit(const TargetInfo &target,
+                                        int64_t headDim, int64_t rotary,
+                                        bool interleaved, std::string &whyNot);
+
 /// The widest tile_n of a GEMM with the LayerNorm prologue: 192 where the
 /// accumulator is in registers (sm_90a: at 256 the epilogue's extra row
 /// mean and column sums spilled 8-132 bytes), else

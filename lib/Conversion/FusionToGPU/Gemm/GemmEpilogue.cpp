@@ -63,6 +63,7 @@ private:
   Value loadColSelect(Value mem, int64_t j, Type elem);
 
   void loadRows();
+  Value ropePair(int64_t h, int64_t j);
   Value activated(Value pair);
   void gatedProduct();
   void slicePartials(Value localMean[2], Value localM2[2]);
@@ -243,6 +244,46 @@ void TileEpilogue::loadRows() {
       v[h][j] = x;
     }
   }
+}
+
+/// The rope epilogue, row h's pair of column group j as stored: each head
+/// of rope_head_dim columns (the tile holds whole heads, from a multiple of
+/// the head dim) rotates its first R columns by its token's row, m mod T,
+/// of the [T, R] tables. Rotate-half pairs head column c < R / 2 with
+/// c + R / 2: column group j with group j +- R / 16 of the same thread;
+/// interleaved pairs (2i, 2i + 1) are the two elements of one accumulator
+/// pair:
+///   y_c = x_c cos_c - x_p sin_c   (the pair's first)
+///   y_p = x_p cos_p + x_c sin_p   (its second)
+/// v keeps the unrotated values (both of a pair read them) and the tables
+/// are loaded at the store of their group: rotating the whole tile first
+/// kept every table pair live at once (spills of 16-76 bytes at tile_n
+/// 256). Every table index lies inside [T, R] (rows clamped into M,
+/// columns below R), so the loads are unconditional, also past N.
+Value TileEpilogue::ropePair(int64_t h, int64_t j) {
+  int64_t d = s.ropeHeadDim, r = s.ropeRotary, headCol = (8 * j) % d;
+  Value x = v[h][j];
+  if (headCol >= r)
+    return x;
+  Value cos = e.arg(GemmArg::RopeCos), sin = e.arg(GemmArg::RopeSin);
+  Value tableRow = arith::RemUIOp::create(
+      b, rowClamped[h], memref::DimOp::create(b, cos, 0));
+  Value col = add(sub(colBase, blockCol), idx(headCol));
+  Value c = e.loadPair(cos, ValueRange{tableRow, col}, s.ropeType);
+  Value sn = e.loadPair(sin, ValueRange{tableRow, col}, s.ropeType);
+  if (s.ropeInterleaved) {
+    // (x0 c0 - x1 s0, x1 c1 + x0 s1) = x c + swap(x) (-s0, s1).
+    Value swapped = vector::ShuffleOp::create(b, x, x, {1, 0});
+    Value signs = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(pairType(), ArrayRef<float>{-1.0f, 1.0f}));
+    return math::FmaOp::create(b, swapped, arith::MulFOp::create(b, sn, signs),
+                               arith::MulFOp::create(b, x, c));
+  }
+  bool first = headCol < r / 2;
+  Value partner = v[h][first ? j + r / 16 : j - r / 16];
+  if (first)
+    partner = arith::NegFOp::create(b, partner);
+  return math::FmaOp::create(b, partner, sn, arith::MulFOp::create(b, x, c));
 }
 
 /// LayerNorm over several CTAs: each row's slice mean and centered sum of
@@ -473,7 +514,7 @@ void TileEpilogue::clusterLayerNorm() {
 
 Value TileEpilogue::finalPair(int64_t h, int64_t j, Value w, Value nb) {
   auto outPair = VectorType::get({2}, s.outType);
-  Value x = v[h][j];
+  Value x = s.ropeType ? ropePair(h, j) : v[h][j];
   if (rs[h])
     x = arith::MulFOp::create(b, x, splat(rs[h]));
   if (!groupRs[h].empty())

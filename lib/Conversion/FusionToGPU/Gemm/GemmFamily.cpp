@@ -371,6 +371,8 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   optional(GemmArg::PostResidual, op.getPostResidual());
   optional(GemmArg::RowScale, op.getRowScale());
   optional(GemmArg::ColBias, op.getColBias());
+  optional(GemmArg::RopeCos, op.getRopeCos());
+  optional(GemmArg::RopeSin, op.getRopeSin());
   optional(GemmArg::ColSum, op.getColSum());
   optional(GemmArg::NormWeight, op.getNormWeight());
   optional(GemmArg::NormBias, op.getNormBias());

@@ -109,6 +109,41 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
           "fusion-plan-kernels, which plans none of them for it)";
     return failure();
   }
+  if (s.ropeType) {
+    if (target.mma == MmaKind::Tcgen05) {
+      why = "the rope epilogue has no " + target.chip.str() +
+            " kernel yet (its epilogue warpgroup holds a row per thread); "
+            "without the fold (fusion-fuse rope-epilogue=false) fusion.rope "
+            "runs as a row kernel";
+      return failure();
+    }
+    if (s.decodeSwap || s.splitK > 1 || s.streamK || s.decodeSplits > 1 ||
+        s.clusterN > 1 || s.epilogueWarps || s.globalRows) {
+      why = "the rope epilogue rotates a tile's whole sums in the consumers' "
+            "registers: no split-K, stream-K, decode splits or decode body, "
+            "no cluster along N and no epilogue warps (re-run "
+            "fusion-plan-kernels, which plans none of them for it)";
+      return failure();
+    }
+    if (s.outTileN() % s.ropeHeadDim != 0) {
+      why = "the rope epilogue takes tiles of whole heads, but tile_n = " +
+            std::to_string(s.outTileN()) +
+            " is not a multiple of rope_head_dim = " +
+            std::to_string(s.ropeHeadDim) + " (re-run fusion-plan-kernels)";
+      return failure();
+    }
+    int64_t unit = s.ropeInterleaved ? 8 : 16;
+    if (s.ropeRotary % unit != 0) {
+      why = "the rope epilogue rotates whole 8-column groups of a thread's "
+            "accumulator, so it expects a rotary dimension R that is a "
+            "multiple of " +
+            std::to_string(unit) +
+            (s.ropeInterleaved ? " (interleaved pairs)"
+                               : " (halves of a multiple of 8)") +
+            ", but got R = " + std::to_string(s.ropeRotary);
+      return failure();
+    }
+  }
   if (target.mma == MmaKind::Tcgen05) {
     if (failed(checkHandledTcgen05(s, target, why)))
       return failure();
@@ -326,11 +361,6 @@ FailureOr<GemmKernelSpec>
 mlir::fusion::getGemmKernelSpec(FusedMatmulOp op, const TargetInfo &target,
                                 std::string &why, KernelConfigAttr config,
                                 bool decodeSwap) {
-  if (op.getRopeCos()) {
-    why = "the rope epilogue (fusion-rope-epilogue) has no GEMM kernel yet; "
-          "without the fold fusion.rope runs as a row kernel";
-    return failure();
-  }
   if (!config)
     config =
         op->getAttrOfType<KernelConfigAttr>(KernelConfigAttr::getAttrName());
@@ -374,6 +404,12 @@ mlir::fusion::getGemmKernelSpec(FusedMatmulOp op, const TargetInfo &target,
   s.gated = static_cast<bool>(op.getUp());
   s.rowScaleType = elemOf(op.getRowScale());
   s.colBiasType = elemOf(op.getColBias());
+  if (Value cos = op.getRopeCos()) {
+    s.ropeType = elemOf(cos);
+    s.ropeHeadDim = *op.getRopeHeadDim();
+    s.ropeRotary = cast<RankedTensorType>(cos.getType()).getShape().back();
+    s.ropeInterleaved = op.getRopeInterleaved();
+  }
   s.colSumType = elemOf(op.getColSum());
   s.normWeightType = elemOf(op.getNormWeight());
   s.normBiasType = elemOf(op.getNormBias());
@@ -482,6 +518,8 @@ GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   take(GemmArg::PostResidual, bool(s.postResidualType));
   take(GemmArg::RowScale, bool(s.rowScaleType));
   take(GemmArg::ColBias, bool(s.colBiasType));
+  take(GemmArg::RopeCos, bool(s.ropeType));
+  take(GemmArg::RopeSin, bool(s.ropeType));
   take(GemmArg::ColSum, bool(s.colSumType));
   take(GemmArg::NormWeight, bool(s.normWeightType));
   take(GemmArg::NormBias, bool(s.normBiasType));
@@ -566,6 +604,10 @@ SmallVector<Type> GemmKernelAbi::types(MLIRContext *ctx) const {
       break;
     case GemmArg::NormInput:
       types.push_back(dyn2(s.normInputType));
+      break;
+    case GemmArg::RopeCos:
+    case GemmArg::RopeSin:
+      types.push_back(dyn2(s.ropeType));
       break;
 
     case GemmArg::StatMean:

@@ -86,6 +86,15 @@ struct GemmKernelSpec {
       normBiasType, normInputType, rowDotType, rowDotShiftType, rowDotSumType;
   /// Forward norms: post_residual's, added to the norm's output.
   Type postResidualType;
+  /// The rope epilogue (rope(cos, sin)): the tables' element type (null:
+  /// none), each head's columns (rope_head_dim D), the rotary ones (R, the
+  /// tables' columns) and GPT-J's interleaved pairs. A tile holds whole
+  /// heads (outTileN() % D == 0), so each thread holds both columns of
+  /// every pair it rotates: c and c + R / 2 are column groups R / 16
+  /// apart, (2i, 2i + 1) one accumulator pair.
+  Type ropeType;
+  int64_t ropeHeadDim = 0, ropeRotary = 0;
+  bool ropeInterleaved = false;
   /// The activation epilogue: act(acc) before the one rounding.
   std::optional<Activation> activation;
   /// The gated product (up): the tile's MMA spans tile_n accumulator
@@ -235,6 +244,8 @@ enum class GemmArg {
   PostResidual,   ///< forward norms: memref<?x?xT>, added after the norm
   RowScale,       ///< memref<?xT>
   ColBias,        ///< memref<?xT>
+  RopeCos,        ///< rope: memref<?x?xT>, [T, R]
+  RopeSin,        ///< rope: memref<?x?xT>, [T, R]
   ColSum,         ///< LayerNorm prologue: memref<?xf32>, colsum(B)
   NormWeight,     ///< memref<?xT>
   NormBias,       ///< memref<?xT>

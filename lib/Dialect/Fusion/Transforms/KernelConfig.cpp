@@ -163,7 +163,8 @@ int64_t chooseSplitK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
   if (!op.getTransposeLhs() || op.getPrologue() != PrologueKind::none ||
       op.getEpilogue() != EpilogueKind::none || op.getActivation() ||
       op.getResidual() || op.getRowScale() || op.getColBias() ||
-      clusterN != 1 || ShapedType::isDynamic(m) || ShapedType::isDynamic(n))
+      op.getRopeCos() || clusterN != 1 || ShapedType::isDynamic(m) ||
+      ShapedType::isDynamic(n))
     return 1;
   int64_t tiles =
       static_cast<int64_t>(llvm::divideCeil(m, GemmTiling::kTileM) *
@@ -190,7 +191,8 @@ bool chooseStreamK(FusedMatmulOp op, const TargetInfo &target, int64_t m,
                    int64_t n, int64_t tileN, int64_t clusterN, int64_t splitK) {
   if (target.tensorMemoryColumns > 0 || splitK != 1 || clusterN != 1 ||
       op.getPrologue() != PrologueKind::none || op.isGradEpilogue() ||
-      op.getActivation() || op.getEpilogue() == EpilogueKind::rms_norm ||
+      op.getActivation() || op.getRopeCos() ||
+      op.getEpilogue() == EpilogueKind::rms_norm ||
       op.getEpilogue() == EpilogueKind::layer_norm)
     return false;
   if (ShapedType::isDynamic(m) || ShapedType::isDynamic(n))
@@ -223,6 +225,27 @@ int64_t chooseClusterM(FusedMatmulOp op, const TargetInfo &target, int64_t m,
   int64_t rowBlocks = llvm::divideCeil(m, K::kTileM);
   int64_t tiles = rowBlocks * llvm::divideCeil(n, gemmOutputTileN(op, tileN));
   return rowBlocks >= 2 && tiles > target.multiprocessors ? 2 : 1;
+}
+/// The rope epilogue's tiles hold whole heads: `step` (tile_n's unit)
+/// becomes a multiple of gemmRopeTileUnit; false, with why, where the
+/// target's epilogue cannot rotate them. Without rope, true.
+bool ropeStep(FusedMatmulOp op, const TargetInfo &target, int64_t &step,
+              std::string &why) {
+  if (!op.getRopeCos())
+    return true;
+  auto table = cast<RankedTensorType>(op.getRopeCos().getType());
+  std::string whyNot;
+  std::optional<int64_t> unit =
+      gemmRopeTileUnit(target, *op.getRopeHeadDim(), table.getShape().back(),
+                       op.getRopeInterleaved(), whyNot);
+  if (!unit) {
+    why = "expected a rope epilogue the GEMM kernel can rotate, but " + whyNot +
+          " (without the fold, fusion-fuse rope-epilogue=false, fusion.rope "
+          "runs as a row kernel)";
+    return false;
+  }
+  step = std::lcm(step, *unit);
+  return true;
 }
 } // namespace
 
@@ -344,12 +367,16 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
                          ? gemmMaxLayerNormPrologueTileN(target)
                          : gemmMaxElementwiseTileN(target);
     // The gated product's tile holds both weights' columns, in whole
-    // 64-column boxes each: 2N columns, in steps of two boxes.
+    // 64-column boxes each: 2N columns, in steps of two boxes. The rope
+    // epilogue's holds whole heads.
     int64_t step = op.getUp() ? 2 * K::kSwizzleCols : target.tileNGranularity;
+    if (!ropeStep(op, target, step, why))
+      return failure();
     tileN = std::min(widest, static_cast<int64_t>(
                                  llvm::alignTo(op.getUp() ? 2 * n : n, step)));
     if (maxTileN > 0)
       tileN = std::min(tileN, std::max(maxTileN, step));
+    tileN = std::max(step, static_cast<int64_t>(llvm::alignDown(tileN, step)));
     clusterN = 1;
   }
 
@@ -400,6 +427,8 @@ mlir::fusion::planFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   std::optional<GemmSmemLayout> layout = deepestFit(budget, params, maxStages);
   int64_t narrowest =
       op.getUp() ? 2 * K::kSwizzleCols : target.tileNGranularity;
+  if (!rowReduction && !ropeStep(op, target, narrowest, why))
+    return failure();
   while (!layout && (!rowReduction || rowDot) && tileN > narrowest) {
     tileN = std::max(
         narrowest, static_cast<int64_t>(llvm::alignDown(tileN / 2, narrowest)));
@@ -496,6 +525,12 @@ mlir::fusion::planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     smallTileN = 2 * K::kSwizzleCols;
   if (group)
     smallTileN = std::lcm(*group, target.tileNGranularity);
+  // The rope epilogue: whole heads.
+  std::string ropeWhy;
+  if (op.getRopeCos() && !ropeStep(op, target, smallTileN, ropeWhy)) {
+    whyNot = ropeWhy;
+    return std::nullopt;
+  }
   if (config.getTileN() <= smallTileN) {
     whyNot = "the main kernel's tiles are no wider than a small-M kernel's";
     return std::nullopt;
@@ -514,7 +549,7 @@ mlir::fusion::planSmallMFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
   // dot), so that range 0 may finish the tile from the others' sums (and
   // not with an activation: kept out of the hand-over, as from split-K's).
   if (decodeSplits && op.getPrologue() == PrologueKind::none &&
-      !op.getRowDot() && !op.getActivation()) {
+      !op.getRowDot() && !op.getActivation() && !op.getRopeCos()) {
     KernelConfigAttr c = *small;
     return KernelConfigAttr::get(
         op.getContext(), c.getTileM(), c.getTileN(), c.getTileK(),
@@ -544,6 +579,11 @@ mlir::fusion::planDecodeFusedMatmul(FusedMatmulOp op, const TargetInfo &target,
     whyNot = "its epilogue is not element-wise (or its prologue is in the "
              "kernel): the decode body's threads hold a token's features "
              "across the warpgroup";
+    return std::nullopt;
+  }
+  if (op.getRopeCos()) {
+    whyNot = "the decode body's threads hold a token's features across the "
+             "warpgroup, not a head's rotated pairs (rope)";
     return std::nullopt;
   }
   if (op.getPostResidual()) {
