@@ -47,8 +47,8 @@ struct FusionFuseOptions : public PassPipelineOptions<FusionFuseOptions> {
   PassOptions::Option<bool> ropeEpilogue{
       *this, "rope-epilogue",
       llvm::cl::desc("run fusion-rope-epilogue: fold a projection's rotary "
-                     "embedding into its GEMM (off: no GEMM kernel takes it "
-                     "yet)"),
+                     "embedding into its GEMM (off until the sm_90a kernel "
+                     "has run on a GPU)"),
       llvm::cl::init(false)};
 };
 

@@ -27,7 +27,7 @@
 // The host passes both tables; the kernel reads their row m mod T
 // (memref.dim of cos), and rotates with a multiply and an FMA per pair.
 // CHECK-LABEL: func.func @llama_q_rope(
-// CHECK-LABEL: gpu.func @llama_q_rope_kernel
+// CHECK-LABEL: gpu.func @llama_q_rope_kernel2
 // CHECK-SAME: %[[COS:[a-z0-9]+]]: memref<?x?xbf16>, %[[SIN:[a-z0-9]+]]: memref<?x?xbf16>
 // CHECK: memref.dim %[[COS]], %c0
 // CHECK: arith.remui

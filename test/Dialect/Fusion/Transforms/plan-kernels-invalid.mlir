@@ -251,3 +251,17 @@ func.func @groups_of_32_sm100a(%a: tensor<256x64xbf16>, %b: tensor<64x256xbf16>)
   return %y : tensor<256x256xbf16>
 }
 }
+
+// -----
+
+// Test that a rope epilogue the GEMM kernel cannot rotate is refused
+// (fusion-rope-epilogue leaves such a rope unfolded; this one was written
+// by hand): rotate-half partners 12 columns apart.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @rope_rotary_24(%x: tensor<?x64xbf16>, %w: tensor<128x64xbf16>, %c: tensor<?x24xbf16>) -> tensor<?x128xbf16> {
+  // expected-error @below {{'fusion.fused_matmul' op expected a rope epilogue the GEMM kernel can rotate, but the rotary dimension 24 is not a multiple of 16 (rotate-half partners in whole 8-column groups) (without the fold, fusion-fuse rope-epilogue=false, fusion.rope runs as a row kernel)}}
+  %y = fusion.fused_matmul %x, %w rope(%c, %c : tensor<?x24xbf16>, tensor<?x24xbf16>) {rope_head_dim = 64 : i64, transpose_rhs}
+      : tensor<?x64xbf16>, tensor<128x64xbf16> -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
+}
+}

@@ -44,3 +44,45 @@ func.func @after_norm(%x: tensor<?x64xbf16>, %w: tensor<256x64xbf16>, %g: tensor
   %r = fusion.rope %q, %c, %c {head_dim = 128 : i64} : tensor<?x256xbf16>, tensor<?x128xbf16> -> tensor<?x256xbf16>
   return %r : tensor<?x256xbf16>
 }
+
+// -----
+
+// With a fusion.target, what its GEMM kernel cannot rotate stays a rope
+// (its row kernel): rotate-half partners in whole 8-column groups of a
+// thread need R a multiple of 16; a tile of whole heads of 80 columns in
+// 64-column boxes would be 320 wide.
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @rotary_24(%x: tensor<?x64xbf16>, %w: tensor<256x64xbf16>, %c: tensor<?x24xbf16>) -> tensor<?x256xbf16> {
+  %q = fusion.matmul %x, %w {transpose_rhs} : tensor<?x64xbf16>, tensor<256x64xbf16> -> tensor<?x256xbf16>
+  // expected-remark @below {{fusion.rope not folded into a GEMM epilogue: the rotary dimension 24 is not a multiple of 16 (rotate-half partners in whole 8-column groups)}}
+  %r = fusion.rope %q, %c, %c {head_dim = 128 : i64} : tensor<?x256xbf16>, tensor<?x24xbf16> -> tensor<?x256xbf16>
+  return %r : tensor<?x256xbf16>
+}
+func.func @heads_of_80(%x: tensor<?x64xbf16>, %w: tensor<320x64xbf16>, %c: tensor<?x32xbf16>) -> tensor<?x320xbf16> {
+  %q = fusion.matmul %x, %w {transpose_rhs} : tensor<?x64xbf16>, tensor<320x64xbf16> -> tensor<?x320xbf16>
+  // expected-remark @below {{fusion.rope not folded into a GEMM epilogue: a tile of whole heads of 80 columns in 64-column boxes is 320 wide, wider than the widest tile (256)}}
+  %r = fusion.rope %q, %c, %c {head_dim = 80 : i64} : tensor<?x320xbf16>, tensor<?x32xbf16> -> tensor<?x320xbf16>
+  return %r : tensor<?x320xbf16>
+}
+// Interleaved pairs need R a multiple of 8 only.
+// CHECK-LABEL: func.func @interleaved_24
+// CHECK: rope(%arg2, %arg2 : tensor<?x24xbf16>, tensor<?x24xbf16>) {rope_head_dim = 128 : i64, rope_interleaved, transpose_rhs}
+func.func @interleaved_24(%x: tensor<?x64xbf16>, %w: tensor<256x64xbf16>, %c: tensor<?x24xbf16>) -> tensor<?x256xbf16> {
+  %q = fusion.matmul %x, %w {transpose_rhs} : tensor<?x64xbf16>, tensor<256x64xbf16> -> tensor<?x256xbf16>
+  // expected-remark @below {{fusion.rope folded into the GEMM's epilogue (rope_head_dim 128, interleaved)}}
+  %r = fusion.rope %q, %c, %c {head_dim = 128 : i64, interleaved} : tensor<?x256xbf16>, tensor<?x24xbf16> -> tensor<?x256xbf16>
+  return %r : tensor<?x256xbf16>
+}
+}
+
+// -----
+
+// sm_100a's GEMM kernel has no rope epilogue yet.
+module attributes {fusion.target = #fusion.target<"sm_100a">} {
+func.func @blackwell(%x: tensor<?x64xbf16>, %w: tensor<256x64xbf16>, %c: tensor<?x128xbf16>) -> tensor<?x256xbf16> {
+  %q = fusion.matmul %x, %w {transpose_rhs} : tensor<?x64xbf16>, tensor<256x64xbf16> -> tensor<?x256xbf16>
+  // expected-remark @below {{fusion.rope not folded into a GEMM epilogue: the sm_100a GEMM kernel has no rope epilogue yet}}
+  %r = fusion.rope %q, %c, %c {head_dim = 128 : i64} : tensor<?x256xbf16>, tensor<?x128xbf16> -> tensor<?x256xbf16>
+  return %r : tensor<?x256xbf16>
+}
+}

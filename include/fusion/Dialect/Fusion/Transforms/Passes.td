@@ -27,9 +27,13 @@ def FusionRopeEpiloguePass
     `fusion.fused_matmul` with `rope(cos, sin)`, so that q_proj (after
     Lazy Pre-Norm's RMSNorm) and its rotary embedding are one GEMM that
     writes q once. The rotation is applied to the f32 accumulator and
-    rounded once. Not in `fusion-fuse` by default (`rope-epilogue=true`
-    adds it): the GEMM kernels do not generate the rope epilogue yet, and
-    without the fold `fusion.rope` runs as a row kernel.
+    rounded once. On a module with a `fusion.target`, only a rope that
+    target's GEMM kernel can rotate is folded (sm_90a: a rotary dimension
+    that is a multiple of 16, of 8 for interleaved pairs, and tiles of
+    whole heads at most 256 wide); the others stay, with a remark, and run
+    as a row kernel. Not in `fusion-fuse` by default (`rope-epilogue=true`,
+    `fusion-compile --rope-epilogue`, adds it) until the sm_90a kernel has
+    run on a GPU.
 
     Example:
     ```mlir
