@@ -50,6 +50,7 @@ KINDS = {
     "llama_q_rope": lambda h: gen_layers.q_rope("llama_q_rope", 256),
     "neox_q_rope": lambda h: gen_layers.q_rope("neox_q_rope", 256),
     "gptj_q_rope": lambda h: gen_layers.q_rope("gptj_q_rope", 256),
+    "llama_q_rope_pos": lambda h: gen_layers.q_rope("llama_q_rope", 256, positions=3),
     "linear_wgrad": gen_layers.linear_wgrad,
     "train_step_rms": lambda h: gen_layers.train_step(h, "rms"),
     "train_step_ln": lambda h: gen_layers.train_step(h, "ln"),
@@ -183,7 +184,7 @@ def main():
     checks += [(f"{kind} fused", KINDS[kind], "--fusion-fuse") for kind in ("llama_mlp", "gpt2_mlp")]
     # The projections' rotary embedding in the GEMM's epilogue.
     checks += [(f"{kind} fused", KINDS[kind], "--fusion-fuse=rope-epilogue=true")
-               for kind in ("llama_q_rope", "neox_q_rope", "gptj_q_rope")]
+               for kind in ("llama_q_rope", "neox_q_rope", "gptj_q_rope", "llama_q_rope_pos")]
     for kind, make, fuse in checks:
         prog = make(a.h)
         # (The heads view's dynamic token count, made static with the rest.)
@@ -204,7 +205,7 @@ def main():
                     "llama_mlp fused": " up(",
                     "gpt2_mlp fused": "activation = #fusion.activation<gelu_tanh>",
                     "llama_q_rope fused": " rope(", "neox_q_rope fused": " rope(",
-                    "gptj_q_rope fused": " rope("}.get(kind)
+                    "gptj_q_rope fused": " rope(", "llama_q_rope_pos fused": " rope("}.get(kind)
             if want and want not in text:
                 print(f"{kind}: fusion-fuse formed no {want.strip()}")
                 failed += 1

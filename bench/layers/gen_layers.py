@@ -49,6 +49,8 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
                               library is built with --rope-epilogue (the rope in the GEMM)
   neox_q_rope_h{H}            y = rope(Linear(x, W, b)) over the first 32 of each head of 128
   gptj_q_rope_h{H}            y = rope(Linear(x, W)), GPT-J's pairs over the first 64 of 256
+  llama_q_rope_pos2048_h1024  llama_q_rope with tables per position [2048, 128]: token m's
+                              row m mod 2048 (B sequences of 2048 flattened)
   rms_norm_grad_h{H}          dx, dg = RMSNorm's backward (dy, x, saved rstd, weight g)
   layer_norm_grad_h{H}        dx, dgamma, dbeta = LayerNorm's backward (dy, x, mean, rstd, gamma)
   rms_norm_grad_res_h{H}      the same plus the residual branch's gradient, as a user writes it:
@@ -455,14 +457,16 @@ def rope(kind, h):
                    params={"head_dim": head, "rotary_dim": rot, "interleaved": pairs})
 
 
-def q_rope(kind, h):
+def q_rope(kind, h, positions=None):
     """A query projection and its rotary embedding ([M, h] bf16, tables
-    [M, R] bf16 per token); the fused library folds the rope into the GEMM
+    [M, R] bf16 per token, or [positions, R] per position: token m's row
+    m mod positions); the fused library folds the rope into the GEMM
     (fusion-compile --rope-epilogue)."""
     head, rot, pairs, norm, bias = {"llama_q_rope": (128, 128, False, True, False),
                                     "neox_q_rope": (128, 32, False, False, True),
                                     "gptj_q_rope": (256, 64, True, False, False)}[kind]
-    x, w, t = ty(("M", h)), ty((h, h)), ty(("M", rot))
+    rows = positions or "M"
+    x, w, t = ty(("M", h)), ty((h, h)), ty((rows, rot))
     args = [("x", "bf16", ("M", h))]
     body = []
     src = "%x"
@@ -476,11 +480,12 @@ def q_rope(kind, h):
     if bias:
         args.append(("b", "bf16", (h,)))
         bias_arg = f" bias(%b : {ty((h,))})"
-    args += [("cos", "bf16", ("M", rot)), ("sin", "bf16", ("M", rot))]
+    args += [("cos", "bf16", (rows, rot)), ("sin", "bf16", (rows, rot))]
     attrs = f"head_dim = {head} : i64" + (", interleaved" if pairs else "")
     body += [f"%q = fusion.matmul {src}, %w{bias_arg} {{transpose_rhs}} : {x}, {w} -> {x}",
              f"%y = fusion.rope %q, %cos, %sin {{{attrs}}} : {x}, {t} -> {x}"]
-    prog = program(f"{kind}_h{h}", kind, h, args, [("y", "bf16", ("M", h))], body,
+    name = f"{kind}_pos{positions}_h{h}" if positions else f"{kind}_h{h}"
+    prog = program(name, kind, h, args, [("y", "bf16", ("M", h))], body,
                    eps=LLAMA_EPS if norm else None,
                    params={"head_dim": head, "rotary_dim": rot, "interleaved": pairs})
     prog["flags"] = ["--rope-epilogue"]
@@ -515,6 +520,9 @@ def programs():
     out += [rope("rope_gptj", h) for h in (1024, 4096)]
     out += [q_rope(k, h) for k in ("llama_q_rope", "neox_q_rope", "gptj_q_rope")
             for h in (1024, 4096)]
+    # Tables per position, [2048, 128], shared by the sequences (HF's cos,
+    # sin of [1, L, D]): the GEMM epilogue's and the row kernel's m mod T.
+    out += [q_rope("llama_q_rope", 1024, positions=2048)]
     out += [p for h in RES_H for p in (rms_norm_grad_res(h), layer_norm_grad_res(h))]
     out += [p for h in NARROW_GRAD_H for p in (rms_norm_grad(h), layer_norm_grad(h))]
     out += [layer_norm_grad_res(h, "f32") for h in RES32_H]

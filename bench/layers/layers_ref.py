@@ -201,13 +201,18 @@ class Rope(nn.Module):
     output of a projection: per head of `head_dim`, the first `rotary_dim`
     columns become x cos + rotate_half(x) sin (GPT-J's rotate_every_two
     with `interleaved`), the rest pass through; cos and sin [M, rotary_dim]
-    per token."""
+    per token, or [T, rotary_dim] per position (token m's row m mod T)."""
 
     def __init__(self, head_dim, rotary_dim, interleaved, **kw):
         super().__init__()
         self.head_dim, self.rotary_dim, self.interleaved = head_dim, rotary_dim, interleaved
 
     def forward(self, x, cos, sin):
+        if x.dim() == 2 and cos.shape[0] != x.shape[0]:
+            # Per-position tables [T, R] of the tokens flattened: token m's
+            # row is m mod T.
+            at = torch.arange(x.shape[0], device=x.device) % cos.shape[0]
+            cos, sin = cos[at], sin[at]
         q = x.view(*x.shape[:-1], -1, self.head_dim)
         rot, rest = q[..., :self.rotary_dim], q[..., self.rotary_dim:]
         if self.interleaved:

@@ -108,9 +108,10 @@ def test_mlp_token_counts(name, m):
 # GPT-J's (interleaved pairs over the first 64 of 256), tables [M, R] with a
 # row per token; at 65536 tokens both ways, and at odd counts the fused
 # library's small-M body (tiles of one head), a single row and a last row
-# block past M (rows clamped into the tables).
+# block past M (rows clamped into the tables); and tables per position
+# [2048, 128] (token m's row m mod 2048).
 ROPE_LAYERS = [f"{k}_h{h}" for k in ("llama_q_rope", "neox_q_rope", "gptj_q_rope")
-               for h in (1024, 4096)]
+               for h in (1024, 4096)] + ["llama_q_rope_pos2048_h1024"]
 
 
 @pytest.mark.parametrize("name,variant", [(n, v) for n in ROPE_LAYERS for v in VARIANTS])

@@ -106,7 +106,10 @@ struct RopeLowering : OpRewritePattern<RopeOp> {
                                      op.getCos(), op.getSin(), op.getHeadDim(),
                                      op.getInterleaved(),
                                      elementTypeOf(op.getResult()),
-                                     /*tableRowModulo=*/false));
+                                     /*tableRowModulo=*/
+                                     cast<RankedTensorType>(
+                                         op.getInput().getType())
+                                             .getRank() == 2));
     return success();
   }
 };

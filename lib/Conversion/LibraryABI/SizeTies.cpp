@@ -157,10 +157,13 @@ void tieOp(SizeTies &t, Operation *op) {
             t.tie(rhs, d, lhs, offset + d);
       })
       .Case([&](RopeOp r) {
-        // The tables [..., R] have input's leading dimensions, or a static 1.
+        // The tables [..., R] have input's leading dimensions, or a static 1
+        // (a 2-D input's [T, R]: any T dividing M, not tied).
         Value x = r.getInput();
         t.tieAll(r.getResult(), x);
         for (Value table : {r.getCos(), r.getSin()}) {
+          if (rankOf(x) == 2)
+            break;
           auto shape = cast<RankedTensorType>(table.getType()).getShape();
           for (int64_t d = 0; d + 1 < rankOf(x); ++d)
             if (shape[d] != 1)

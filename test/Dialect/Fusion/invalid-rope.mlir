@@ -57,3 +57,12 @@ func.func @rope_leading(%x: tensor<2x4x8xbf16>, %c: tensor<2x3x8xbf16>) -> tenso
   %y = fusion.rope %x, %c, %c {head_dim = 8 : i64} : tensor<2x4x8xbf16>, tensor<2x3x8xbf16> -> tensor<2x4x8xbf16>
   return %y : tensor<2x4x8xbf16>
 }
+
+// -----
+
+// A 2-D input's tables [T, R] serve its rows m mod T: T divides M.
+func.func @rope_table_rows(%x: tensor<12x8xbf16>, %c: tensor<5x8xbf16>) -> tensor<12x8xbf16> {
+  // expected-error @below {{'fusion.rope' op expected cos [T, R] whose rows T divide the input's rows (row m reads table row m mod T), but got T = 5 and [12, 8]}}
+  %y = fusion.rope %x, %c, %c {head_dim = 8 : i64} : tensor<12x8xbf16>, tensor<5x8xbf16> -> tensor<12x8xbf16>
+  return %y : tensor<12x8xbf16>
+}

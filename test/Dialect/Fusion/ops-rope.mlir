@@ -23,3 +23,11 @@ func.func @neox_partial(%x: tensor<4x?x2048xf32>, %c: tensor<1x?x32xf32>, %s: te
   %y = fusion.rope %x, %c, %s {head_dim = 128 : i64} : tensor<4x?x2048xf32>, tensor<1x?x32xf32> -> tensor<4x?x2048xf32>
   return %y : tensor<4x?x2048xf32>
 }
+
+// The tokens flattened, per-position tables [L, R] (row m reads m mod L).
+// CHECK-LABEL: func.func @positions
+// CHECK: fusion.rope %{{.*}}, %{{.*}}, %{{.*}} {head_dim = 128 : i64} : tensor<?x4096xbf16>, tensor<2048x128xbf16> -> tensor<?x4096xbf16>
+func.func @positions(%x: tensor<?x4096xbf16>, %c: tensor<2048x128xbf16>, %s: tensor<2048x128xbf16>) -> tensor<?x4096xbf16> {
+  %y = fusion.rope %x, %c, %s {head_dim = 128 : i64} : tensor<?x4096xbf16>, tensor<2048x128xbf16> -> tensor<?x4096xbf16>
+  return %y : tensor<?x4096xbf16>
+}

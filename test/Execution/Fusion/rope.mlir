@@ -8,6 +8,9 @@
 // RUN: fusion-runner %s -e hf_rope --compare=fusion_rope --atol=0 --rtol=0 | FileCheck %s
 // RUN: fusion-runner %s -e hf_rope_bf16 --compare=fusion_rope_bf16 --atol=0 --rtol=0 | FileCheck %s
 // RUN: fusion-runner %s -e hf_rope_batch --compare=fusion_rope_batch --atol=0 --rtol=0 | FileCheck %s
+// The same on the tokens flattened, [B x L, N], with per-position tables
+// [L, R] (row m reads table row m mod L):
+// RUN: fusion-runner %s -e hf_rope_batch --compare=fusion_rope_positions --atol=0 --rtol=0 | FileCheck %s
 // A rotation the other way differs:
 // RUN: not fusion-runner %s -e hf_rope --compare=hf_rope_inverse --atol=1e-3 --rtol=1e-3 | FileCheck %s --check-prefix=FAIL
 // CHECK: PASS
@@ -116,5 +119,14 @@ func.func @hf_rope_batch(%x: tensor<2x3x8xf32>, %cos: tensor<1x3x4xf32>, %sin: t
 }
 func.func @fusion_rope_batch(%x: tensor<2x3x8xf32>, %cos: tensor<1x3x4xf32>, %sin: tensor<1x3x4xf32>) -> tensor<2x3x8xf32> {
   %y = fusion.rope %x, %cos, %sin {head_dim = 4 : i64} : tensor<2x3x8xf32>, tensor<1x3x4xf32> -> tensor<2x3x8xf32>
+  return %y : tensor<2x3x8xf32>
+}
+
+func.func @fusion_rope_positions(%x: tensor<2x3x8xf32>, %cos: tensor<1x3x4xf32>, %sin: tensor<1x3x4xf32>) -> tensor<2x3x8xf32> {
+  %x2 = tensor.collapse_shape %x [[0, 1], [2]] : tensor<2x3x8xf32> into tensor<6x8xf32>
+  %c2 = tensor.collapse_shape %cos [[0, 1], [2]] : tensor<1x3x4xf32> into tensor<3x4xf32>
+  %s2 = tensor.collapse_shape %sin [[0, 1], [2]] : tensor<1x3x4xf32> into tensor<3x4xf32>
+  %y2 = fusion.rope %x2, %c2, %s2 {head_dim = 4 : i64} : tensor<6x8xf32>, tensor<3x4xf32> -> tensor<6x8xf32>
+  %y = tensor.expand_shape %y2 [[0, 1], [2]] output_shape [2, 3, 8] : tensor<6x8xf32> into tensor<2x3x8xf32>
   return %y : tensor<2x3x8xf32>
 }

@@ -273,8 +273,9 @@ FailureOr<Broadcast> classify(Value lhs, Value rhs, std::string &why) {
 
 namespace {
 /// fusion.rope: one element type (the tables are read in the input's
-/// vectors), tables whose leading dimensions are input's after leading 1s
-/// (the table row of input row r is r modulo the table's rows), and vectors
+/// vectors), tables whose leading dimensions are input's after leading 1s,
+/// or any rows for a 2-D input (the table row of input row r is r modulo
+/// the table's rows), and vectors
 /// that stay inside a head and a half of its rotary dimension (else
 /// elements).
 LogicalResult shapeRope(RowKernelSpec &s, RopeOp rope, std::string &why) {
@@ -294,8 +295,9 @@ LogicalResult shapeRope(RowKernelSpec &s, RopeOp rope, std::string &why) {
   }
   ArrayRef<int64_t> x = tensorType(rope.getInput()).getShape(),
                     t = table.getShape();
+  // (A 2-D input's [T, R] tables: any T, row r reads table row r mod T.)
   bool broadcasting = true;
-  for (size_t i = 0; i + 1 < x.size(); ++i) {
+  for (size_t i = 0; i + 1 < x.size() && x.size() != 2; ++i) {
     if (broadcasting && t[i] == 1 && x[i] != 1)
       continue;
     broadcasting = false;

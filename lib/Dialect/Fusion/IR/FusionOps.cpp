@@ -353,6 +353,17 @@ LogicalResult RopeOp::verify() {
     return emitOpError() << "expected a static, even rotary dimension (cos's "
                             "innermost) in [2, head_dim = "
                          << d << "], but got " << formatShape(c);
+  // [M, N] with [T, R]: row m reads table row m mod T (per-position
+  // tables [L, R] shared by the B sequences of M = B x L tokens).
+  if (x.size() == 2) {
+    if (!ShapedType::isDynamic(c[0]) &&
+        (c[0] <= 0 || (!ShapedType::isDynamic(x[0]) && x[0] % c[0] != 0)))
+      return emitOpError() << "expected cos [T, R] whose rows T divide the "
+                              "input's rows (row m reads table row m mod T), "
+                              "but got T = "
+                           << c[0] << " and " << formatShape(x);
+    return success();
+  }
   for (size_t i = 0; i + 1 < x.size(); ++i) {
     if (c[i] == 1 || sameDim(c[i], x[i]))
       continue;

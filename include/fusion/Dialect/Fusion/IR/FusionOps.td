@@ -154,8 +154,10 @@ def Fusion_RopeOp : Fusion_Op<"rope",
     Rotates each head of `input` ([..., H * D], the output of a q or k
     projection, heads of `head_dim` D side by side) by its token's angles:
     with `cos` and `sin` [..., R] (R even, R <= D; the leading dimensions
-    input's, or 1 where one table serves them all) and h = R / 2, for each
-    head and column j < R,
+    input's, or 1 where one table serves them all; for a 2-D input [M, N],
+    tables [T, R] whose T divides M, row m reading table row m mod T: a
+    table per position [L, R] serves the B sequences of M = B x L tokens)
+    and h = R / 2, for each head and column j < R,
 
         result[j] = input[j] * cos[j] - input[j + h] * sin[j]    (j < h)
         result[j] = input[j] * cos[j] + input[j - h] * sin[j]    (j >= h)
