@@ -229,7 +229,7 @@ def _gradients(entry: PartitionReport, sub, values, target: str, tools, load: bo
     from . import support
     from .emit import EmitError
     from .emit_grad import emit_training
-    if any(support.activation_kind(n) is not None for n in sub.graph.nodes):
+    if any(_trained_in_pytorch(n) for n in sub.graph.nodes):
         return _gradients_in_pieces(entry, sub, target, load)
     try:
         training = emit_training(sub, values, "sm_90a" if target == "cpu" else target)
@@ -254,15 +254,22 @@ def _gradients(entry: PartitionReport, sub, values, target: str, tools, load: bo
         return None
 
 
+def _trained_in_pytorch(node) -> bool:
+    """An op whose gradient the dialect cannot write (no op for it): an
+    activation, a rotary embedding (ops.rope)."""
+    from . import ops, support
+    return support.activation_kind(node) is not None or node.target is ops.rope
+
+
 def _gradients_in_pieces(entry: PartitionReport, sub, target: str, load: bool):
     """The training of a partition with activations (an MLP's act(fc1(x)),
-    the gated product act(gate(x)) * up(x)), whose backward the dialect
-    cannot write (it has no op for an activation's gradient): the
-    partition's graph partitioned again with its activations left to
-    PyTorch, so that each piece between them is a partition with its own
-    training programs and PyTorch's autograd computes the activations, and
-    the products they feed, between the pieces (the layer's training as
-    before activations were fused; inference keeps the one program). A
+    the gated product act(gate(x)) * up(x)) or rotary embeddings, whose
+    backward the dialect cannot write (it has no op for their gradients):
+    the partition's graph partitioned again with those left to PyTorch, so
+    that each piece between them is a partition with its own training
+    programs and PyTorch's autograd computes them, and the products they
+    feed, between the pieces (the layer's training as before they were
+    fused; inference keeps the one program). A
     training.PiecewiseGradients to call where `load`; where a piece's
     backward cannot be written or compiled, None: the partition's PyTorch
     ops then serve its gradients, and `entry` says why."""
@@ -274,7 +281,7 @@ def _gradients_in_pieces(entry: PartitionReport, sub, target: str, load: bool):
     from .training import PiecewiseGradients
     graph = copy.deepcopy(sub.graph)  # new nodes, their metadata (shapes, marks) kept
     for node in graph.nodes:
-        if support.activation_kind(node) is not None:
+        if _trained_in_pytorch(node):
             node.meta[support.TRAINED_IN_PYTORCH] = True
     pieces, explanation = _partition(fx.GraphModule(sub, graph), target, True, False, False,
                                      load=load, gradients=True, recognized=True)
@@ -297,7 +304,7 @@ def _gradients_in_pieces(entry: PartitionReport, sub, target: str, load: bool):
     count = f"{len(parts)} piece{'s' if len(parts) > 1 else ''}"
     entry.backward_in_pytorch.append(
         f"{left}: PyTorch's autograd, beside {count} with training programs of their own "
-        f"(the dialect has no op for an activation's gradient)")
+        f"(the dialect has no op for an activation's or a rotary embedding's gradient)")
     entry.backward_mlir = "\n".join(p.backward_mlir for p in parts)
     entry.gradient_libraries = [lib for p in parts for lib in [p.library] + p.gradient_libraries]
     return PiecewiseGradients(pieces) if load else None

@@ -195,7 +195,7 @@ class CompiledPartition(torch.nn.Module):
         prepare = fusion_runtime.library_signatures(library_path).get(
             program.name + "_prepare")
         if prepare is not None:
-            weights = [i for i, a in enumerate(program.inputs) if a.static]
+            weights = [i for i, a in enumerate(program.inputs) if a.static and not a.table]
             self._preparation = _WeightPreparation(
                 self._function(program.name + "_prepare"), weights,
                 _prepared_outputs(prepare), frozen=frozen_weights)

@@ -12,6 +12,7 @@ remarks (`explain`) point at the Python model.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -40,6 +41,9 @@ class TensorArg:
     # An activation viewed as [tokens, H, D] (shape [..., H, D]), inside a
     # partition only: a per-head norm's input and output (support.HEADS).
     heads: bool = False
+    # Static but computed per call, not a weight: a rotary embedding's
+    # tables per position ([1, L, R]).
+    table: bool = False
 
     @property
     def features(self) -> int:
@@ -103,9 +107,11 @@ def _tensor(node) -> torch.Tensor:
     return v
 
 
-def _weights(graph: fx.Graph) -> set:
-    """Nodes used as weights, norm parameters or broadcast vectors."""
+def _weights(graph: fx.Graph, tables: Optional[set] = None) -> set:
+    """Nodes used as weights, norm parameters or broadcast vectors, and
+    rotary tables per position (also added to `tables`)."""
     static = set()
+    tables = set() if tables is None else tables
     for node in graph.nodes:
         if node.target in (ops.linear, ops.matmul):
             static.update(a for a in node.args[1:3] if isinstance(a, fx.Node))
@@ -113,6 +119,13 @@ def _weights(graph: fx.Graph) -> set:
             static.update(a for a in node.args[1:3] if isinstance(a, fx.Node))
         elif node.target is ops.gdpa:  # [B, L, H, D] as they are
             static.update(a for a in node.args[:3] if isinstance(a, fx.Node))
+        elif node.target is ops.rope:
+            # Tables per position ([1, L, R]: one for every sequence) keep
+            # their shape; tables per token are activations like x.
+            x, cos, sin = node.args[:3]
+            if _tensor(cos).shape[:-1].numel() != _tensor(x).shape[:-1].numel():
+                static.update((cos, sin))
+                tables.update((cos, sin))
         elif node.target in BINARY:
             pair = binary_operands(node)
             if pair is not None and _tensor(pair[1]).dim() < _tensor(pair[0]).dim():
@@ -238,7 +251,8 @@ def write(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
         raise EmitError("partition inputs and values differ")
     for p, v in zip(placeholders, arg_values):
         p.meta["val"] = v
-    static = _weights(graph)
+    tables: set = set()
+    static = _weights(graph, tables)
     # A partition with attention (a gdpa, alone or in its block) keeps every
     # tensor's model shape: the heads views between [B, L, H, D] and
     # [B, L, H * D] become reshapes that fusion-fuse matches.
@@ -270,6 +284,7 @@ def write(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
     inputs: List[TensorArg] = []
     for i, p in enumerate(placeholders):
         arg = spec(p, p not in static and _tensor(p).dim() >= 2)
+        arg.table = p in tables
         inputs.append(arg)
         names[p], types[p] = f"%arg{i}", arg
         args.append(f"%arg{i}: {arg.mlir_type()}")
@@ -346,6 +361,30 @@ def write(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
             if statistics:
                 saved_stats[node] = {"mean": f"%mean{count}", "rstd": f"%rstd{count}"}
             op = "layer_norm"
+        elif node.target is ops.rope:
+            x, cos, sin, head_dim, interleaved = node.args
+            tables = []
+            for t in (cos, sin):
+                table, arg = operand(t), types[t]
+                if arg.static and len(arg.shape) > 2:
+                    # [..., L, R] per position: [T, R], read at row m mod T.
+                    rows = math.prod(arg.shape[:-1])
+                    flat = f"%v{count}"
+                    count += 1
+                    dims = ", ".join(str(i) for i in range(len(arg.shape) - 1))
+                    body.append((f"{flat} = tensor.collapse_shape {table} [[{dims}], "
+                                 f"[{len(arg.shape) - 1}]] : {ty(t)} into "
+                                 f"tensor<{rows}x{arg.shape[-1]}x{MLIR_DTYPES[arg.dtype]}>", loc))
+                    table = flat
+                    table_type = f"tensor<{rows}x{arg.shape[-1]}x{MLIR_DTYPES[arg.dtype]}>"
+                else:
+                    table_type = ty(t)
+                tables.append((table, table_type))
+            pairs = ", interleaved" if interleaved else ""
+            body.append((f"{result} = fusion.rope {operand(x)}, {tables[0][0]}, {tables[1][0]} "
+                         f"{{head_dim = {int(head_dim)} : i64{pairs}}} : {ty(x)}, "
+                         f"{tables[0][1]} -> {out.mlir_type()}", loc))
+            op = "rope"
         elif node.target is ops.gdpa:
             q, k, v, activation, scale = node.args
             body.append((f"{result} = fusion.gdpa {operand(q)}, {operand(k)}, {operand(v)} "
@@ -429,6 +468,6 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str,
     # An attention partition's inputs are all static (q, k and v too): none
     # is taken for a weight there.
     if mark_weights and not forward.attention:
-        forward.args = [text + " {fusion.weight}" if arg.static else text
+        forward.args = [text + " {fusion.weight}" if arg.static and not arg.table else text
                         for text, arg in zip(forward.args, forward.inputs)]
     return render(forward, target)

@@ -77,4 +77,27 @@ def gdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, activation: str,
     return out.to(q.dtype).contiguous()  # the kernel's layout (and the operator's fake one)
 
 
-FRONTEND_OPS = (rms_norm, layer_norm, linear, matmul, gdpa)
+def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, head_dim: int,
+         interleaved: bool) -> torch.Tensor:
+    """Each head of `head_dim` columns of x [..., H * D] rotated by its
+    token's angles: `fusion.rope`. cos and sin [..., R] have x's leading
+    dimensions or 1s (one table for every sequence), broadcast over the
+    heads; the first R columns of a head become Hugging Face's
+    `q * cos + rotate_half(q) * sin` (GPT-J's pairs with `interleaved`), the
+    rest pass through. In x's dtype, rounded as Hugging Face's
+    apply_rotary_pos_emb rounds."""
+    q = x.view(*x.shape[:-1], -1, head_dim)
+    c, s = cos.unsqueeze(-2), sin.unsqueeze(-2)
+    r = cos.shape[-1]
+    rot = q[..., :r]
+    if interleaved:
+        turned = torch.stack((-rot[..., 1::2], rot[..., ::2]), dim=-1).flatten(-2)
+    else:
+        turned = torch.cat((-rot[..., r // 2:], rot[..., :r // 2]), dim=-1)
+    y = rot * c + turned * s
+    if r < head_dim:
+        y = torch.cat((y, q[..., r:]), dim=-1)
+    return y.flatten(-2)
+
+
+FRONTEND_OPS = (rms_norm, layer_norm, linear, matmul, gdpa, rope)

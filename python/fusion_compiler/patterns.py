@@ -30,6 +30,12 @@ function of `ops.py`, and drops the nodes that are identities in inference
   (free; `aten.slice` in PyTorch, passed to the partition as its input), so
   that the gated product is the gated MLP's, one GEMM after fusion-fuse.
   With a bias the form stays as it is (the gated GEMM takes none).
+- Rotary embeddings: Hugging Face's `apply_rotary_pos_emb` of q or k,
+  `q * cos + rotate_half(q) * sin` with q = `x.view(B, L, H, D).transpose(1,
+  2)` and cos, sin [B or 1, L, D] unsqueezed over the heads (full rotary),
+  as `ops.rope` of the projection's output x [B, L, H x D], then the same
+  view and transpose (`fusion.rope`; fusion-fuse can take it into the
+  projection's GEMM).
 - Activations: `aten.silu`, `aten.gelu` (exact or tanh) and `aten.relu` stay
   the ATen ops they are (`support.activation_kind`; an MLP's act(fc1(x)),
   the gated MLP's act(gate(x)) * up(x)); GELU written out (GPT-2's gelu_new,
@@ -643,6 +649,109 @@ def _match_gdpa(graph: fx.Graph, act_node: fx.Node) -> bool:
     return True
 
 
+def _slices_last(node, of, start: int, stop: int) -> bool:
+    """Whether `node` is of[..., start:stop] (aten.slice of the last
+    dimension, step 1; an end past the dimension is its end)."""
+    if not _is_call(node, aten.slice.Tensor) or node.args[0] is not of or node.kwargs:
+        return False
+    shape = _shape(of)
+    if not shape:
+        return False
+    args = list(node.args[1:]) + [None] * (5 - len(node.args))
+    dim, begin, end, step = args[0] or 0, args[1] or 0, args[2], args[3] or 1
+    end = shape[-1] if end is None or end >= shape[-1] else end
+    return dim in (-1, len(shape) - 1) and step == 1 and (begin, end) == (start, stop)
+
+
+def _rotate_half(node, of) -> bool:
+    """Whether `node` is Hugging Face's rotate_half(of): cat((-of[..., h:],
+    of[..., :h]), -1) with h half of of's last dimension."""
+    if not (_is_call(node, aten.cat.default) and len(node.args[0]) == 2):
+        return False
+    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
+    shape = _shape(of)
+    if not shape or dim not in (-1, len(shape) - 1) or shape[-1] % 2:
+        return False
+    neg, low = node.args[0]
+    d = shape[-1]
+    return _is_call(neg, aten.neg.default) and _slices_last(neg.args[0], of, d // 2, d) \
+        and _slices_last(low, of, 0, d // 2)
+
+
+def _heads_first(node):
+    """(x, view) where `node` is transpose(view(x, [B, L, H, D]), 1, 2) of a
+    [B, L, H x D] x (a projection's output as attention takes it), else
+    None."""
+    if not (_is_call(node, aten.transpose.int) and sorted(node.args[1:3]) == [1, 2]):
+        return None
+    view = node.args[0]
+    if not _is_call(view, aten.view.default, aten.reshape.default, aten._unsafe_view.default):
+        return None
+    x = view.args[0]
+    xs, vs = _shape(x), _shape(view)
+    if not xs or not vs or len(xs) != 3 or len(vs) != 4 or xs[:2] != vs[:2] or \
+            vs[2] * vs[3] != xs[2]:
+        return None
+    return x, view
+
+
+def _unsqueezed_table(node, positions: int):
+    """The [B or 1, L, D] table t where `node` is t.unsqueeze(1) (broadcast
+    over the heads of a [B, H, L, D] q), else None."""
+    if not (_is_call(node, aten.unsqueeze.default) and node.args[1] == 1):
+        return None
+    table = node.args[0]
+    shape = _shape(table)
+    return table if shape and len(shape) == 3 and shape[1] == positions else None
+
+
+def _match_rope(graph: fx.Graph, add: fx.Node) -> bool:
+    """Hugging Face's apply_rotary_pos_emb of one of q, k (full rotary):
+    `q * cos + rotate_half(q) * sin`, q = transpose(view(x, [B, L, H, D]), 1,
+    2) and cos, sin [B or 1, L, D] unsqueezed over the heads, becomes
+    ops.rope of x [B, L, H x D] (so that it rides in the projection's
+    partition, and in its GEMM's epilogue with fusion-fuse rope-epilogue),
+    viewed and transposed as before."""
+    if not (_is_call(add, aten.add.Tensor) and len(add.args) == 2 and not add.kwargs):
+        return False
+    for first, second in (add.args, add.args[::-1]):
+        if not (_is_call(first, aten.mul.Tensor) and _is_call(second, aten.mul.Tensor)):
+            continue
+        for q, cos_u in (first.args, first.args[::-1]):
+            heads = _heads_first(q)
+            if heads is None:
+                continue
+            x, view = heads
+            positions, d = _shape(q)[2], _shape(q)[3]
+            cos = _unsqueezed_table(cos_u, positions)
+            for turned, sin_u in (second.args, second.args[::-1]):
+                sin = _unsqueezed_table(sin_u, positions)
+                if cos is None or sin is None or not _rotate_half(turned, q) or \
+                        _shape(cos) != _shape(sin) or _shape(cos)[-1] != d or \
+                        _shape(cos)[0] not in (1, _shape(x)[0]):
+                    continue
+                if len({_dtype(n) for n in (x, cos, sin, add)}) != 1:
+                    continue
+                neg, low = turned.args[0]
+                if any(_only_user(n) is None for n in (first, second, turned, neg, low,
+                                                         neg.args[0])):
+                    continue
+                with graph.inserting_before(add):
+                    rope = graph.call_function(ops.rope, (x, cos, sin, d, False))
+                    back = graph.call_function(aten.view.default, (rope, list(_shape(view))))
+                    heads_first = graph.call_function(aten.transpose.int, (back, 1, 2))
+                rope.meta["val"], back.meta["val"] = _val(x), _val(view)
+                heads_first.meta["val"] = _val(q)
+                for new in (rope, back, heads_first):
+                    if "stack_trace" in add.meta:
+                        new.meta["stack_trace"] = add.meta["stack_trace"]
+                add.replace_all_uses_with(heads_first)
+                _drop_dead(graph, [add, first, second, turned, neg, neg.args[0], low, q,
+                                   view, cos_u, sin_u])
+                return True
+    return False
+
+
 def _functional_adds(graph: fx.Graph) -> None:
     """`aten.add_(a, b)` (`mlp_output += attention_output`, Falcon's parallel
     residual) as `aten.add(a, b)` where a is an intermediate that nothing
@@ -738,6 +847,12 @@ def recognize(gm: fx.GraphModule) -> Dict[str, int]:
         if node.graph is graph and _is_call(node, aten.tanh.default, aten.erf.default) and \
                 _match_written_gelu(graph, node):
             found["gelu"] += 1
+    # Rotary embeddings (Hugging Face's apply_rotary_pos_emb) of a
+    # projection's output.
+    found["rope"] = 0
+    for node in list(graph.nodes):
+        if node.graph is graph and _match_rope(graph, node):
+            found["rope"] += 1
     _drop_checks_of_recognized(graph)
     graph.lint()
     gm.recompile()

@@ -364,6 +364,9 @@ def reason(node: fx.Node) -> Optional[str]:
         return None  # a heads view inside an attention block or of a per-head norm
     out = _tensor(node)
     name = getattr(node.target, "__name__", str(node.target))
+    if node.target is ops.rope and TRAINED_IN_PYTORCH in node.meta:
+        return (f"{name}: its gradient (no dialect op for it) is PyTorch's, between the "
+                f"partition's training pieces")
     if node.target in ops.FRONTEND_OPS:
         x = _tensor(node.args[0])
         tensors = [_tensor(a) for a in node.args[:3] if isinstance(a, fx.Node)]

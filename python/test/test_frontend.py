@@ -12,6 +12,7 @@ sets it to the build's bin/).
 import copy
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -683,10 +684,10 @@ class FrontEndTest(unittest.TestCase):
         compiled = fc.compile(m, (x,), target="cpu")
         report = compiled.explain()
         ops = [[op for op, _ in p.ops] for p in report.partitions]
-        # The input norm with q, k and v; o_proj, the residual, the second
-        # norm, the MLP (gate, silu, up, the product, down_proj) and the
-        # residual.
-        self.assertEqual(ops, [["rms_norm", "linear", "linear", "linear"],
+        # The input norm with q, k and v and the rotary embeddings of q and
+        # k; o_proj, the residual, the second norm, the MLP (gate, silu, up,
+        # the product, down_proj) and the residual.
+        self.assertEqual(ops, [["rms_norm", "linear", "linear", "linear", "rope", "rope"],
                                ["linear", "add", "rms_norm", "linear", "silu", "linear", "mul",
                                 "linear", "add"]])
         self.assertTrue(any("3 fusion.fused_matmul" in r for r in report.partitions[0].remarks))
@@ -706,11 +707,55 @@ class FrontEndTest(unittest.TestCase):
         left = " ".join(why for _, why, _ in report.left_in_pytorch)
         self.assertIn("scaled_dot_product_attention", left)
         self.assertNotIn("silu", left)
-        # The products left are RoPE's (by cos and sin), none of [2, 5, 128].
+        # No product of [2, 5, 128] is left, and none of RoPE's (by cos and
+        # sin): apply_rotary_pos_emb is fusion.rope.
         self.assertNotIn("[2, 5, 128]", left)
+        self.assertNotIn("rotate_half", " ".join(where for _, _, where in report.left_in_pytorch))
+        self.assertEqual(report.partitions[0].mlir.count("fusion.rope"), 2)
         with torch.no_grad():
             y = compiled(x)
         self.check_close(m, (x,), y)
+
+    def test_rotary_embedding(self):
+        """Hugging Face's apply_rotary_pos_emb of q and k (`q * cos +
+        rotate_half(q) * sin` on the [B, H, L, D] view) becomes fusion.rope
+        of the projections' [B, L, H x D] outputs, in their partition:
+        tables per position ([1, L, D], one for every sequence) as [L, D]
+        read at row m mod L, or per token ([B, L, D], explicit position ids)
+        as activations; with fusion-fuse rope-epilogue each rope rides in
+        its projection's GEMM (the input norm's Lazy Pre-Norm before it)."""
+        torch.manual_seed(0)
+        m = randomize_norms(DecoderBlock().bfloat16().eval())
+        x = torch.randn(2, 5, 64).bfloat16()
+        class PerSequence(torch.nn.Module):
+            """The rotary embedding of explicit position ids per sequence."""
+
+            def __init__(self, rope):
+                super().__init__()
+                self.inner = rope
+
+            def forward(self, x, pos):
+                return self.inner(x, pos.expand(x.shape[0], -1))
+
+        shared = m.rope
+        for positions in ("shared", "per sequence"):
+            with self.subTest(positions=positions):
+                m.rope = shared if positions == "shared" else PerSequence(shared)
+                compiled = fc.compile(m, (x,), target="cpu")
+                first = compiled.explain().partitions[0]
+                self.assertEqual([op for op, _ in first.ops].count("rope"), 2)
+                table = "tensor<5x16xbf16>" if positions == "shared" else "tensor<?x16xbf16>"
+                self.assertRegex(first.mlir, r"fusion.rope %\w+, %\w+, %\w+ \{head_dim = 16 : i64\}"
+                                 r" : tensor<\?x64xbf16>, " + re.escape(table))
+                folded = subprocess.run([fc.find_tools().fusion_opt, "-",
+                                         "-fusion-fuse=rope-epilogue=true"], input=first.mlir,
+                                        stdout=subprocess.PIPE, text=True, check=True).stdout
+                self.assertNotIn("fusion.rope", folded)
+                self.assertEqual(folded.count(" rope("), 2, folded)
+                with torch.no_grad():
+                    y = compiled(x)
+                self.check_close(m, (x,), y)
+        m.rope = shared
 
     def test_llama_residual_stream_builds_as_one_gemm(self):
         """For the H200: the decoder layer's down_proj and its residual add
