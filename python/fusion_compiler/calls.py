@@ -195,7 +195,7 @@ class CompiledPartition(torch.nn.Module):
         prepare = fusion_runtime.library_signatures(library_path).get(
             program.name + "_prepare")
         if prepare is not None:
-            weights = [i for i, a in enumerate(program.inputs) if a.static and not a.table]
+            weights = [i for i, a in enumerate(program.inputs) if a.static]
             self._preparation = _WeightPreparation(
                 self._function(program.name + "_prepare"), weights,
                 _prepared_outputs(prepare), frozen=frozen_weights)
@@ -226,6 +226,10 @@ class CompiledPartition(torch.nn.Module):
             if t.dim() < 2 or t.shape[-1] != spec.features:
                 raise ValueError(f"{self.program.name}: input {i}: expected [..., "
                                  f"{spec.features}], got {list(t.shape)}")
+        elif spec.table:
+            if t.dim() < 2 or t.shape[-1] != spec.features:
+                raise ValueError(f"{self.program.name}: input {i}: expected a table per "
+                                 f"position, [..., {spec.features}], got {list(t.shape)}")
         elif spec.per_row:
             if t.dim() != 1:
                 raise ValueError(f"{self.program.name}: input {i}: expected a statistic per "
@@ -323,8 +327,8 @@ class CompiledPartition(torch.nn.Module):
                 elif count != tokens:
                     raise ValueError(f"{prog.name}: input {i} has {count} tokens, "
                                      f"another {tokens}")
-        flat_shapes = tuple((-1, spec.features) if spec.activation else (-1,) if spec.per_row
-                            else None for spec in prog.inputs)
+        flat_shapes = tuple((-1, spec.features) if spec.activation or spec.table
+                            else (-1,) if spec.per_row else None for spec in prog.inputs)
         allocs = tuple(((tokens, o.features) if o.activation else (tokens,) if o.per_row
                         else tuple(o.shape), o.dtype) for o in prog.outputs)
         device = args[0].device if args else torch.device("cpu")

@@ -12,7 +12,6 @@ remarks (`explain`) point at the Python model.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -41,8 +40,9 @@ class TensorArg:
     # An activation viewed as [tokens, H, D] (shape [..., H, D]), inside a
     # partition only: a per-head norm's input and output (support.HEADS).
     heads: bool = False
-    # Static but computed per call, not a weight: a rotary embedding's
-    # tables per position ([1, L, R]).
+    # A rotary embedding's tables per position ([1, L, R], one for every
+    # sequence): passed as [positions, R], positions dynamic (rows m mod
+    # positions of the [tokens, features] activations); not a weight.
     table: bool = False
 
     @property
@@ -51,15 +51,17 @@ class TensorArg:
 
     @property
     def static(self) -> bool:
-        """Neither an activation nor a per-row statistic: the same shape
-        every call (a module's parameter, outside attention partitions)."""
-        return not self.activation and not self.per_row
+        """Neither an activation, a per-row statistic nor a table: the same
+        shape every call (a module's parameter, outside attention
+        partitions)."""
+        return not self.activation and not self.per_row and not self.table
 
     def mlir_type(self) -> str:
         if self.per_row:
             return "tensor<?xf32>"
         row = self.shape[-2:] if self.heads else self.shape[-1:]
-        dims = ["?", *map(str, row)] if self.activation else [str(d) for d in self.shape]
+        dims = ["?", *map(str, row)] if self.activation or self.table \
+            else [str(d) for d in self.shape]
         return f"tensor<{'x'.join(dims)}x{MLIR_DTYPES[self.dtype]}>"
 
 
@@ -362,28 +364,13 @@ def write(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
                 saved_stats[node] = {"mean": f"%mean{count}", "rstd": f"%rstd{count}"}
             op = "layer_norm"
         elif node.target is ops.rope:
+            # Tables per token ([tokens, R]) or per position ([positions,
+            # R], row m mod positions): 2-D either way.
             x, cos, sin, head_dim, interleaved = node.args
-            tables = []
-            for t in (cos, sin):
-                table, arg = operand(t), types[t]
-                if arg.static and len(arg.shape) > 2:
-                    # [..., L, R] per position: [T, R], read at row m mod T.
-                    rows = math.prod(arg.shape[:-1])
-                    flat = f"%v{count}"
-                    count += 1
-                    dims = ", ".join(str(i) for i in range(len(arg.shape) - 1))
-                    body.append((f"{flat} = tensor.collapse_shape {table} [[{dims}], "
-                                 f"[{len(arg.shape) - 1}]] : {ty(t)} into "
-                                 f"tensor<{rows}x{arg.shape[-1]}x{MLIR_DTYPES[arg.dtype]}>", loc))
-                    table = flat
-                    table_type = f"tensor<{rows}x{arg.shape[-1]}x{MLIR_DTYPES[arg.dtype]}>"
-                else:
-                    table_type = ty(t)
-                tables.append((table, table_type))
             pairs = ", interleaved" if interleaved else ""
-            body.append((f"{result} = fusion.rope {operand(x)}, {tables[0][0]}, {tables[1][0]} "
+            body.append((f"{result} = fusion.rope {operand(x)}, {operand(cos)}, {operand(sin)} "
                          f"{{head_dim = {int(head_dim)} : i64{pairs}}} : {ty(x)}, "
-                         f"{tables[0][1]} -> {out.mlir_type()}", loc))
+                         f"{ty(cos)} -> {out.mlir_type()}", loc))
             op = "rope"
         elif node.target is ops.gdpa:
             q, k, v, activation, scale = node.args
@@ -468,6 +455,6 @@ def emit(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor], target: str,
     # An attention partition's inputs are all static (q, k and v too): none
     # is taken for a weight there.
     if mark_weights and not forward.attention:
-        forward.args = [text + " {fusion.weight}" if arg.static and not arg.table else text
+        forward.args = [text + " {fusion.weight}" if arg.static else text
                         for text, arg in zip(forward.args, forward.inputs)]
     return render(forward, target)
