@@ -4,6 +4,8 @@
 #   PART=rope: fusion.rope's row kernel and the rope epilogue on the GPU
 #     (tests, memcheck), the q_rope layers timed (fused / unfused /
 #     torch.compile, bench_layers);
+#   PART=frontend: HF's LlamaDecoderLayer (2048) through the front end,
+#     its rope as a row kernel and in the projections' epilogue;
 #   PART=profile: where llama_mlp_h4096's gated GEMM loses to cuBLAS's two
 #     GEMMs (ncu: our kernels, torch.compile's, the gated GEMM's full
 #     section set), the LayerNorm training step at 2048 kernel by kernel.
@@ -32,12 +34,24 @@ all_kernel_times() {  # LABEL ARGS...: every kernel's device time (ncu, base clo
     sanitize_layer $A memcheck llama_q_rope_h1024 4097 /tmp/san_q_rope.txt
     sanitize_layer $A memcheck gptj_q_rope_h1024 100 /tmp/san_gptj_q_rope.txt
     sanitize_layer $A memcheck rope_gptj_h1024 4097 /tmp/san_rope_gptj.txt
-    sanitize_layer $A memcheck rope_neox_h1024 7 /tmp/san_rope_neox.txt
+    sanitize_layer $A memcheck llama_q_rope_pos2048_h1024 4097 /tmp/san_q_rope_pos.txt
     cat /tmp/san_*.txt | grep -m3 -A10 "Invalid\|Error" | head -30
     echo "== q_rope layers"
     timeout 240 python3 bench/bench_layers.py --artifacts $A --out "$OUT/layers_q_rope.json" \
       --commit "${C:-unknown}" --kinds llama_q_rope,neox_q_rope,gptj_q_rope --rounds 2 2>&1 | \
       grep -v Warning | tail -12
+  elif [ "$part" = frontend ]; then
+    # HF's LlamaDecoderLayer through the front end: its q / k rope as the row
+    # kernel (build/frontend-gpu) and in q_proj / k_proj's epilogue
+    # (build/frontend-gpu-rope, FUSION_COMPILE_FLAGS=--rope-epilogue), both
+    # prepared here by bench_frontend.py --prepare.
+    for dir in build/frontend-gpu build/frontend-gpu-rope; do
+      flags=""; [ "$dir" = build/frontend-gpu-rope ] && flags=--rope-epilogue
+      echo "== frontend $dir"
+      FUSION_COMPILE_FLAGS=$flags timeout 270 python3 bench/frontend/bench_frontend.py --dir $dir \
+        --only llama_decoder_layer --rounds 2 --commit "${C:-unknown}" \
+        --json "$OUT/frontend_$(basename $dir).json" 2>&1 | grep -v Warning | tail -8
+    done
   else
     all_kernel_times "ours llama_mlp_h4096" python3 bench/layers/profile_layer.py llama_mlp_h4096 3
     all_kernel_times "compiled llama_mlp_h4096" python3 bench/layers/profile_layer.py llama_mlp_h4096 3 --compiled
