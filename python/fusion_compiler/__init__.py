@@ -370,6 +370,7 @@ def _partition(gm, target: str, compile_now: bool, strict: bool, report: bool,
         patterns.recognize(gm)
         support.mark_attention_blocks(gm.graph)
         support.mark_head_norms(gm.graph)
+        patterns.recognize_ropes(gm)
     left = _left_in_pytorch(gm)
     # One partitioning per row count, so that a partition's activations
     # flatten alike (attention's [batch, heads, tokens, dim] tensors apart

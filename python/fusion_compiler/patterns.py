@@ -798,6 +798,23 @@ def _drop_checks_of_recognized(graph: fx.Graph) -> None:
             graph.erase_node(node)
 
 
+def recognize_ropes(gm: fx.GraphModule) -> int:
+    """Rewrites the rotary embeddings (Hugging Face's apply_rotary_pos_emb)
+    of projections' outputs into ops.rope; returns how many. Run after
+    support.mark_head_norms, which folds a per-head norm's output back to
+    [B, L, H x D] and views it per head again: Qwen3's rope after its q_norm
+    is then the same form as Llama's after q_proj."""
+    graph = gm.graph
+    found = 0
+    for node in list(graph.nodes):
+        if node.graph is graph and _match_rope(graph, node):
+            found += 1
+    _drop_checks_of_recognized(graph)
+    graph.lint()
+    gm.recompile()
+    return found
+
+
 def recognize(gm: fx.GraphModule) -> Dict[str, int]:
     """Rewrites `gm`'s graph in place; returns how many of each form it found."""
     graph = gm.graph
@@ -847,12 +864,6 @@ def recognize(gm: fx.GraphModule) -> Dict[str, int]:
         if node.graph is graph and _is_call(node, aten.tanh.default, aten.erf.default) and \
                 _match_written_gelu(graph, node):
             found["gelu"] += 1
-    # Rotary embeddings (Hugging Face's apply_rotary_pos_emb) of a
-    # projection's output.
-    found["rope"] = 0
-    for node in list(graph.nodes):
-        if node.graph is graph and _match_rope(graph, node):
-            found["rope"] += 1
     _drop_checks_of_recognized(graph)
     graph.lint()
     gm.recompile()

@@ -997,14 +997,20 @@ class FrontEndTest(unittest.TestCase):
     def test_qwen3_decoder_layer(self):
         """Hugging Face's Qwen3DecoderLayer: the input norm rides into q, k and
         v (Lazy Pre-Norm), q_norm and k_norm into the q and k GEMMs'
-        epilogues over their heads (norm_group_size), in one partition."""
+        epilogues over their heads (norm_group_size), and the rotary
+        embeddings after them, in one partition."""
         torch.manual_seed(0)
         m = randomize_norms(qwen3_block().bfloat16().eval())
         x = torch.randn(2, 5, 128).bfloat16()
         compiled = fc.compile(m, (x,), target="cpu")
         report = compiled.explain()
         first = report.partitions[0]
-        self.assertEqual(sorted(op for op, _ in first.ops), ["linear"] * 3 + ["rms_norm"] * 3)
+        self.assertEqual(sorted(op for op, _ in first.ops),
+                         ["linear"] * 3 + ["rms_norm"] * 3 + ["rope"] * 2)
+        # The rotary embeddings after q_norm and k_norm (folded back to
+        # [tokens, H x D]): fusion.rope of the norms' outputs.
+        self.assertRegex(first.mlir, r"(?s)fusion.rms_norm %v2 .*tensor.collapse_shape %v3 .*"
+                                     r"fusion.rope %v4,")
         self.assertEqual(sum("norm_group_size" in r for r in first.remarks), 2, first.remarks)
         self.assertTrue(any("3 fusion.fused_matmul" in r and "2 of them with the norm epilogue" in r
                             for r in first.remarks), first.remarks)
