@@ -141,6 +141,13 @@ struct GemmKernelSpec {
   /// sm_100a: the accumulator stages in tensor memory (none on sm_90a).
   GemmTensorMemory tmem;
 
+  /// The grouped tile order's row blocks per group (TileScheduler): a wave
+  /// of 132 CTAs then holds about 16 row blocks of A and 8 column blocks
+  /// of B, the fewest bytes for tiles of 128 x 256 (A's row block is half
+  /// of B's column block: 16 x 1 + 8 x 2 units against 1 x 1 + 132 x 2
+  /// row-major when N has 132 column blocks or more).
+  static constexpr int64_t kRasterGroupRows = 16;
+
   /// The output columns of a tile: tile_n, or half of it for the gated
   /// product (whose tile_n counts both weights' columns). Column blocks,
   /// blockCol and the stores step by it.
