@@ -13,7 +13,7 @@
 #
 # FLAGS: extra fusion-compile options for the fused libraries (not the
 # _unfused ones, which are --no-fuse), e.g. --regroup-backward; a program's
-# <name>.flags file (gen_layers.py) adds its own, e.g. --rope-epilogue. ARTIFACTS
+# <name>.flags file (gen_layers.py, a program's "flags") adds its own. ARTIFACTS
 # (default BUILD/gpu): the artifact folder whose layers/ receives the
 # libraries; another folder than BUILD/gpu also gets a copy of the runtime,
 # so that it can be carried and run on its own (FUSION_GPU_ARTIFACTS=it).

@@ -183,7 +183,7 @@ def main():
     # GEMM's epilogue; Llama's gate, up and product one GEMM).
     checks += [(f"{kind} fused", KINDS[kind], "--fusion-fuse") for kind in ("llama_mlp", "gpt2_mlp")]
     # The projections' rotary embedding in the GEMM's epilogue.
-    checks += [(f"{kind} fused", KINDS[kind], "--fusion-fuse=rope-epilogue=true")
+    checks += [(f"{kind} fused", KINDS[kind], "--fusion-fuse")
                for kind in ("llama_q_rope", "neox_q_rope", "gptj_q_rope", "llama_q_rope_pos")]
     for kind, make, fuse in checks:
         prog = make(a.h)

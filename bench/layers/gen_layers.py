@@ -46,7 +46,7 @@ Programs (H = 768, 1024, 2048, 4096; the row ops also at H = 1000 and 1001):
   rope_gptj_h{H}              GPT-J's pairs (2i, 2i + 1) over the first 64 columns of heads of 256
   llama_q_rope_h{H}           y = rope(q_proj(RMSNorm(x) with weight g)), heads of 128, cos, sin
                               [M, 128] per token: Llama's query before attention; its fused
-                              library is built with --rope-epilogue (the rope in the GEMM)
+                              library has the rope in the GEMM (fusion-compile's default)
   neox_q_rope_h{H}            y = rope(Linear(x, W, b)) over the first 32 of each head of 128
   gptj_q_rope_h{H}            y = rope(Linear(x, W)), GPT-J's pairs over the first 64 of 256
   llama_q_rope_pos2048_h1024  llama_q_rope with tables per position [2048, 128]: token m's
@@ -461,7 +461,7 @@ def q_rope(kind, h, positions=None):
     """A query projection and its rotary embedding ([M, h] bf16, tables
     [M, R] bf16 per token, or [positions, R] per position: token m's row
     m mod positions); the fused library folds the rope into the GEMM
-    (fusion-compile --rope-epilogue)."""
+    (fusion-compile's default)."""
     head, rot, pairs, norm, bias = {"llama_q_rope": (128, 128, False, True, False),
                                     "neox_q_rope": (128, 32, False, False, True),
                                     "gptj_q_rope": (256, 64, True, False, False)}[kind]
@@ -488,7 +488,6 @@ def q_rope(kind, h, positions=None):
     prog = program(name, kind, h, args, [("y", "bf16", ("M", h))], body,
                    eps=LLAMA_EPS if norm else None,
                    params={"head_dim": head, "rotary_dim": rot, "interleaved": pairs})
-    prog["flags"] = ["--rope-epilogue"]
     return prog
 
 

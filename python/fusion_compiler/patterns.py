@@ -710,7 +710,7 @@ def _match_rope(graph: fx.Graph, add: fx.Node) -> bool:
     `q * cos + rotate_half(q) * sin`, q = transpose(view(x, [B, L, H, D]), 1,
     2) and cos, sin [B or 1, L, D] unsqueezed over the heads, becomes
     ops.rope of x [B, L, H x D] (so that it rides in the projection's
-    partition, and in its GEMM's epilogue with fusion-fuse rope-epilogue),
+    partition, and in its GEMM's epilogue after fusion-fuse),
     viewed and transposed as before."""
     if not (_is_call(add, aten.add.Tensor) and len(add.args) == 2 and not add.kwargs):
         return False

@@ -722,9 +722,9 @@ class FrontEndTest(unittest.TestCase):
         of the projections' [B, L, H x D] outputs, in their partition:
         tables per position ([1, L, D], one for every sequence) as [?, D]
         read at row m mod L (one library for every sequence length), or per
-        token ([B, L, D], explicit position ids) as activations; with
-        fusion-fuse rope-epilogue each rope rides in its projection's GEMM
-        (the input norm's Lazy Pre-Norm before it)."""
+        token ([B, L, D], explicit position ids) as activations; fusion-fuse
+        puts each rope in its projection's GEMM (the input norm's Lazy
+        Pre-Norm before it)."""
         torch.manual_seed(0)
         m = randomize_norms(DecoderBlock().bfloat16().eval())
         x = torch.randn(2, 5, 64).bfloat16()
@@ -752,9 +752,7 @@ class FrontEndTest(unittest.TestCase):
                 table = "tensor<?x16xbf16>"
                 self.assertRegex(first.mlir, r"fusion.rope %\w+, %\w+, %\w+ \{head_dim = 16 : i64\}"
                                  r" : tensor<\?x64xbf16>, " + re.escape(table))
-                folded = subprocess.run([fc.find_tools().fusion_opt, "-",
-                                         "-fusion-fuse=rope-epilogue=true"], input=first.mlir,
-                                        stdout=subprocess.PIPE, text=True, check=True).stdout
+                folded = fused(first.mlir)
                 self.assertNotIn("fusion.rope", folded)
                 self.assertEqual(folded.count(" rope("), 2, folded)
                 with torch.no_grad():

@@ -101,8 +101,8 @@ def test_mlp_token_counts(name, m):
     run_and_check(name, "fused", m)
 
 
-# A projection's rotary embedding in its GEMM's epilogue (fusion-compile
-# --rope-epilogue; the unfused library runs a GEMM and the rope row kernel):
+# A projection's rotary embedding in its GEMM's epilogue (fusion-compile's
+# default; the unfused library runs a GEMM and the rope row kernel):
 # Llama's (RMSNorm's row scale, heads of 128, rotate-half: each thread holds
 # column groups 8 apart), GPT-NeoX's (bias, the first 32 of 128 rotated),
 # GPT-J's (interleaved pairs over the first 64 of 256), tables [M, R] with a

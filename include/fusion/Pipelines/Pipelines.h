@@ -47,16 +47,16 @@ struct FusionFuseOptions : public PassPipelineOptions<FusionFuseOptions> {
   PassOptions::Option<bool> ropeEpilogue{
       *this, "rope-epilogue",
       llvm::cl::desc("run fusion-rope-epilogue: fold a projection's rotary "
-                     "embedding into its GEMM (off until the sm_90a kernel "
-                     "has run on a GPU)"),
-      llvm::cl::init(false)};
+                     "embedding into its GEMM (where the target's kernel can "
+                     "rotate it)"),
+      llvm::cl::init(true)};
 };
 
 /// fusion-fuse: fusion-raise-linalg, fusion-form-norm-attention (rewriting
 /// unless norm-attention=false), fusion-regroup-backward (rewriting only with
 /// regroup-backward), fusion-epilogue-norm, fusion-lazy-prenorm,
 /// fusion-activation-epilogue (unless activation-epilogue=false),
-/// fusion-rope-epilogue (only with rope-epilogue=true), canonicalize and cse,
+/// fusion-rope-epilogue (unless rope-epilogue=false), canonicalize and cse,
 /// then fusion-outline-weight-prep.
 void buildFusionFusePipeline(OpPassManager &pm, const FusionFuseOptions &options);
 

@@ -1,5 +1,5 @@
 // REQUIRES: ptxas
-// The sm_90a GEMM kernel's rope epilogue (fusion-fuse rope-epilogue=true),
+// The sm_90a GEMM kernel's rope epilogue (fusion-fuse's fusion-rope-epilogue),
 // from programs written with the unfused ops:
 // - Llama's q_proj after its RMSNorm, then the rotary embedding (heads of
 //   128, rotate-half): one GEMM (Lazy Pre-Norm's row scale, then the rope);
@@ -9,9 +9,9 @@
 //   boxes).
 // Each tile holds whole heads; the rotated pairs are in the same thread.
 // Every kernel assembles without spilling.
-// RUN: fusion-opt %s "--fusion-fuse=rope-epilogue=true" "--fusion-plan-kernels=small-m=true decode-swap=true report=true" 2>&1 >/dev/null | FileCheck %s --check-prefix=PLAN
-// RUN: fusion-opt %s "--fusion-fuse=rope-epilogue=true" "--fusion-plan-kernels=small-m=true" --convert-fusion-to-gpu | FileCheck %s
-// RUN: fusion-opt %s "--fusion-fuse=rope-epilogue=true" "--fusion-to-gpu=format=isa small-m=true" > %t.isa.mlir
+// RUN: fusion-opt %s --fusion-fuse "--fusion-plan-kernels=small-m=true decode-swap=true report=true" 2>&1 >/dev/null | FileCheck %s --check-prefix=PLAN
+// RUN: fusion-opt %s --fusion-fuse "--fusion-plan-kernels=small-m=true" --convert-fusion-to-gpu | FileCheck %s
+// RUN: fusion-opt %s --fusion-fuse "--fusion-to-gpu=format=isa small-m=true" > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
 
 // Heads of 128: tiles of 256 (two heads), the small-M body's of 128 (one);

@@ -1,16 +1,16 @@
 // A projection's rotary embedding folded into its GEMM (fusion-rope-epilogue,
-// in fusion-fuse with rope-epilogue=true): each function runs on the CPU on
+// in fusion-fuse unless rope-epilogue=false): each function runs on the CPU on
 // the same random inputs before and after (the rotation of the f32
 // accumulator rounded once, where the unfused program rounds the GEMM's
 // output first: within a few bf16 ulps).
 // RUN: fusion-runner %s -e q_proj --after-passes='fusion-rope-epilogue' --atol=1e-5 --rtol=1e-5 | FileCheck %s
 // RUN: fusion-runner %s -e q_proj_bias_pairs --after-passes='fusion-rope-epilogue' --atol=1e-5 --rtol=1e-5 | FileCheck %s
-// RUN: fusion-runner %s -e llama_q --after-passes='fusion-fuse{rope-epilogue=true}' --atol=1e-4 --rtol=1e-4 | FileCheck %s
+// RUN: fusion-runner %s -e llama_q --after-passes='fusion-fuse' --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e q_proj_bf16_batch --after-passes='fusion-rope-epilogue' --atol=3e-2 --rtol=2e-2 | FileCheck %s
-// The rewrites happened: one GEMM each, no rope left; without the option
+// The rewrites happened: one GEMM each, no rope left; with rope-epilogue=false
 // fusion-fuse leaves the rope.
-// RUN: fusion-opt %s -fusion-fuse='rope-epilogue=true' | FileCheck %s --check-prefix=IR
-// RUN: fusion-opt %s -fusion-fuse | FileCheck %s --check-prefix=OFF
+// RUN: fusion-opt %s -fusion-fuse | FileCheck %s --check-prefix=IR
+// RUN: fusion-opt %s -fusion-fuse='rope-epilogue=false' | FileCheck %s --check-prefix=OFF
 // And a wrong rewrite would be caught: the tables swapped differ.
 // RUN: not fusion-runner %s -e q_proj --compare=q_proj_swapped --atol=1e-3 --rtol=1e-3 | FileCheck %s --check-prefix=FAIL
 // CHECK: PASS
