@@ -102,14 +102,13 @@ struct RopeLowering : OpRewritePattern<RopeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(RopeOp op,
                                 PatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, buildRope(rewriter, op.getLoc(), op.getInput(),
-                                     op.getCos(), op.getSin(), op.getHeadDim(),
-                                     op.getInterleaved(),
-                                     elementTypeOf(op.getResult()),
-                                     /*tableRowModulo=*/
-                                     cast<RankedTensorType>(
-                                         op.getInput().getType())
-                                             .getRank() == 2));
+    rewriter.replaceOp(
+        op,
+        buildRope(
+            rewriter, op.getLoc(), op.getInput(), op.getCos(), op.getSin(),
+            op.getHeadDim(), op.getInterleaved(), elementTypeOf(op.getResult()),
+            /*tableRowModulo=*/
+            cast<RankedTensorType>(op.getInput().getType()).getRank() == 2));
     return success();
   }
 };

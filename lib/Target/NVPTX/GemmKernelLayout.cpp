@@ -52,13 +52,14 @@ int64_t mlir::fusion::gemmMaxElementwiseTileN(const TargetInfo &target) {
                   target.tensorMemoryColumns / T::kTmemAccumulatorStages);
 }
 
-std::optional<int64_t>
-mlir::fusion::gemmRopeTileUnit(const TargetInfo &target, int64_t headDim,
-                               int64_t rotary, bool interleaved,
-                               std::string &whyNot) {
+std::optional<int64_t> mlir::fusion::gemmRopeTileUnit(const TargetInfo &target,
+                                                      int64_t headDim,
+                                                      int64_t rotary,
+                                                      bool interleaved,
+                                                      std::string &whyNot) {
   if (target.tensorMemoryColumns > 0) {
-    whyNot = ("the " + target.chip + " GEMM kernel has no rope epilogue yet")
-                 .str();
+    whyNot =
+        ("the " + target.chip + " GEMM kernel has no rope epilogue yet").str();
     return std::nullopt;
   }
   int64_t groupUnit = interleaved ? 8 : 16;

@@ -10,13 +10,14 @@
 // many column blocks, row-major made each wave of 132 CTAs read one or two
 // row blocks of A but up to 132 column blocks of B, the whole of a weight
 // that does not fit L2 once per wave (Llama's gate / up at 4096 x 11008:
-// 81% of DRAM bandwidth, the GEMM 12% behind cuBLAS's). With a cluster of clusterN CTAs along N (consecutive
-// blockIdx.x), the cluster takes one row block at a time and CTA `rank`
-// holds its columns [rank x tile_n, ...). With split-K (no cluster) the
-// work items are (split, tile) pairs, split-major: item w is tile
-// w mod numTiles of K range w / numTiles. With a cluster of clusterM CTAs
-// along M (a pair sharing B's tiles by multicast), the cluster walks
-// (row pair, column block) items row-major, and CTA `rankM` holds row
+// 81% of DRAM bandwidth, the GEMM 12% behind cuBLAS's). With a cluster of
+// clusterN CTAs along N (consecutive blockIdx.x), the cluster takes one row
+// block at a time and CTA `rank` holds its columns [rank x tile_n, ...). With
+// split-K (no cluster) the work items are (split, tile) pairs, split-major:
+// item w is tile w mod numTiles of K range w / numTiles. With a cluster of
+// clusterM CTAs along M (a pair sharing B's tiles by multicast), the cluster
+// walks (row pair, column block) items (row-major, or grouped by groupRows /
+// clusterM row pairs), and CTA `rankM` holds row
 // block clusterM x pair + rankM of each (past M for the last pair of an
 // odd count: its A loads zero-fill, its stores clip).
 //
@@ -82,25 +83,25 @@ public:
       auto [first, step] = clusterGrid(clusterM);
       Value pairs = arith::CeilDivUIOp::create(
           b, arith::CeilDivUIOp::create(b, m, kb.idx(tileM)), kb.idx(clusterM));
-      return kb.forLoop(
-          first, kb.mul(pairs, numTilesN), step, inits,
-          [&](Value item, ValueRange iters) {
-            Value pair, col;
-            if (groupRows / clusterM > 1) {
-              std::tie(pair, col) =
-                  rowAndColumn(kb, item, pairs, groupRows / clusterM);
-            } else {
-              pair = arith::DivUIOp::create(b, item, numTilesN);
-            }
-            Value rowBlock = kb.add(kb.mul(pair, kb.idx(clusterM)), rankM);
-            if (!col)
-              col = arith::RemUIOp::create(b, item, numTilesN);
-            // (The column's offset first: the order in which the kernels of
-            // the golden digests were built.)
-            Value blockCol = kb.mul(col, kb.idx(tileN));
-            Value blockRow = kb.mul(rowBlock, kb.idx(tileM));
-            return body(blockRow, blockCol, Value(), iters);
-          });
+      return kb.forLoop(first, kb.mul(pairs, numTilesN), step, inits,
+                        [&](Value item, ValueRange iters) {
+                          Value pair, col;
+                          if (groupRows / clusterM > 1) {
+                            std::tie(pair, col) = rowAndColumn(
+                                kb, item, pairs, groupRows / clusterM);
+                          } else {
+                            pair = arith::DivUIOp::create(b, item, numTilesN);
+                          }
+                          Value rowBlock =
+                              kb.add(kb.mul(pair, kb.idx(clusterM)), rankM);
+                          if (!col)
+                            col = arith::RemUIOp::create(b, item, numTilesN);
+                          // (The column's offset first: the order in which the
+                          // kernels of the golden digests were built.)
+                          Value blockCol = kb.mul(col, kb.idx(tileN));
+                          Value blockRow = kb.mul(rowBlock, kb.idx(tileM));
+                          return body(blockRow, blockCol, Value(), iters);
+                        });
     }
     if (clusterN > 1) {
       // Items: row blocks, CTA `rank` holding its columns.
@@ -238,15 +239,15 @@ public:
     Value perGroup = arith::MulIOp::create(b, c(group), cols);
     Value g = arith::DivUIOp::create(b, t32, perGroup);
     Value firstRow = arith::MulIOp::create(b, g, c(group));
-    Value inGroup = arith::SubIOp::create(
-        b, t32, arith::MulIOp::create(b, g, perGroup));
+    Value inGroup =
+        arith::SubIOp::create(b, t32, arith::MulIOp::create(b, g, perGroup));
     Value r = arith::MinUIOp::create(
         b, c(group), arith::SubIOp::create(b, narrow(rows), firstRow));
     auto wide = [&](Value v) -> Value {
       return arith::IndexCastUIOp::create(b, b.getIndexType(), v);
     };
-    return {wide(arith::AddIOp::create(
-                b, firstRow, arith::RemUIOp::create(b, inGroup, r))),
+    return {wide(arith::AddIOp::create(b, firstRow,
+                                       arith::RemUIOp::create(b, inGroup, r))),
             wide(arith::DivUIOp::create(b, inGroup, r))};
   }
 

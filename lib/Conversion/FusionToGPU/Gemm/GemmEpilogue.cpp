@@ -266,8 +266,8 @@ Value TileEpilogue::ropePair(int64_t h, int64_t j) {
   if (headCol >= r)
     return x;
   Value cos = e.arg(GemmArg::RopeCos), sin = e.arg(GemmArg::RopeSin);
-  Value tableRow = arith::RemUIOp::create(
-      b, rowClamped[h], memref::DimOp::create(b, cos, 0));
+  Value tableRow = arith::RemUIOp::create(b, rowClamped[h],
+                                          memref::DimOp::create(b, cos, 0));
   Value col = add(sub(colBase, blockCol), idx(headCol));
   Value c = e.loadPair(cos, ValueRange{tableRow, col}, s.ropeType);
   Value sn = e.loadPair(sin, ValueRange{tableRow, col}, s.ropeType);

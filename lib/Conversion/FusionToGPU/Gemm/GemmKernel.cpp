@@ -145,8 +145,8 @@ void GemmKernelEmitter::setUpOperands() {
   // The grouped tile order where tiles are independent (no row reduction:
   // a row through global memory needs its tiles in one wave; split-K and
   // decode splits keep their (range, tile) items).
-  if (!s.rowReduction() && !s.globalRows && s.clusterN == 1 &&
-      s.splitK == 1 && s.decodeSplits == 1 && !s.decodeSwap)
+  if (!s.rowReduction() && !s.globalRows && s.clusterN == 1 && s.splitK == 1 &&
+      s.decodeSplits == 1 && !s.decodeSwap)
     scheduler.groupRows = GemmKernelSpec::kRasterGroupRows;
   if (s.splitK > 1) {
     // K steps per range: ceil(numK / splitK) (at least 1), so that every one

@@ -1,4 +1,5 @@
-//===- RopeEpilogue.cpp - the fusion-rope-epilogue pass --------------------===//
+//===- RopeEpilogue.cpp - the fusion-rope-epilogue pass
+//--------------------===//
 //
 // fusion.rope of a GEMM's [M, N] result (its only use) becomes that GEMM's
 // rope epilogue: fusion.fused_matmul with rope(cos, sin), rope_head_dim and
@@ -49,11 +50,10 @@ std::string whyNot(RopeOp rope, const std::optional<TargetInfo> &target) {
   }
   std::string why;
   if (target &&
-      !gemmRopeTileUnit(*target, rope.getHeadDim(),
-                        cast<RankedTensorType>(rope.getCos().getType())
-                            .getShape()
-                            .back(),
-                        rope.getInterleaved(), why))
+      !gemmRopeTileUnit(
+          *target, rope.getHeadDim(),
+          cast<RankedTensorType>(rope.getCos().getType()).getShape().back(),
+          rope.getInterleaved(), why))
     return why;
   return "";
 }
