@@ -1,4 +1,4 @@
-//===- RopeEpilogue.cpp - the fusion-rope-epilogue pass --------------------===//
+//===- RopeEpilogue.cpp - the fusion-rope-epilogue pass -------------------===//
 //
 // fusion.rope of a GEMM's [M, N] result (its only use) becomes that GEMM's
 // rope epilogue: fusion.fused_matmul with rope(cos, sin), rope_head_dim and
