@@ -109,11 +109,21 @@ def _tensor(node) -> torch.Tensor:
     return v
 
 
-def _weights(graph: fx.Graph, tables: Optional[set] = None) -> set:
-    """Nodes used as weights, norm parameters or broadcast vectors, and
-    rotary tables per position (also added to `tables`)."""
+def _rope_tables(graph: fx.Graph) -> set:
+    """The rotary embeddings' tables per position ([1, L, R], one for every
+    sequence; tables per token are activations like x)."""
+    tables = set()
+    for node in graph.nodes:
+        if node.target is ops.rope:
+            x, cos, sin = node.args[:3]
+            if _tensor(cos).shape[:-1].numel() != _tensor(x).shape[:-1].numel():
+                tables.update((cos, sin))
+    return tables
+
+
+def _weights(graph: fx.Graph) -> set:
+    """Nodes used as weights, norm parameters or broadcast vectors."""
     static = set()
-    tables = set() if tables is None else tables
     for node in graph.nodes:
         if node.target in (ops.linear, ops.matmul):
             static.update(a for a in node.args[1:3] if isinstance(a, fx.Node))
@@ -121,13 +131,6 @@ def _weights(graph: fx.Graph, tables: Optional[set] = None) -> set:
             static.update(a for a in node.args[1:3] if isinstance(a, fx.Node))
         elif node.target is ops.gdpa:  # [B, L, H, D] as they are
             static.update(a for a in node.args[:3] if isinstance(a, fx.Node))
-        elif node.target is ops.rope:
-            # Tables per position ([1, L, R]: one for every sequence) keep
-            # their shape; tables per token are activations like x.
-            x, cos, sin = node.args[:3]
-            if _tensor(cos).shape[:-1].numel() != _tensor(x).shape[:-1].numel():
-                static.update((cos, sin))
-                tables.update((cos, sin))
         elif node.target in BINARY:
             pair = binary_operands(node)
             if pair is not None and _tensor(pair[1]).dim() < _tensor(pair[0]).dim():
@@ -253,8 +256,8 @@ def write(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
         raise EmitError("partition inputs and values differ")
     for p, v in zip(placeholders, arg_values):
         p.meta["val"] = v
-    tables: set = set()
-    static = _weights(graph, tables)
+    tables = _rope_tables(graph)
+    static = _weights(graph) | tables
     # A partition with attention (a gdpa, alone or in its block) keeps every
     # tensor's model shape: the heads views between [B, L, H, D] and
     # [B, L, H * D] become reshapes that fusion-fuse matches.

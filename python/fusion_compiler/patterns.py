@@ -394,6 +394,27 @@ def _arg(node: fx.Node, i: int, name: str, default):
     return node.args[i] if len(node.args) > i else node.kwargs.get(name, default)
 
 
+def _last_dim_slice(node, of) -> Optional[tuple]:
+    """(start, stop) where `node` is aten.slice of `of`'s last dimension with
+    step 1 (negative and past-the-end bounds made into [0, n]), else None."""
+    shape = _shape(of)
+    if not (_is_call(node, aten.slice.Tensor) and node.args[0] is of and shape and
+            isinstance(shape[-1], int)):
+        return None
+    rank, width = len(shape), shape[-1]
+    if _normalized_dim(_arg(node, 1, "dim", 0), rank) != rank - 1 or \
+            _arg(node, 4, "step", 1) != 1:
+        return None
+    start, stop = _arg(node, 2, "start", None), _arg(node, 3, "end", None)
+    start = 0 if start is None else start
+    stop = width if stop is None else stop
+    if not isinstance(start, int) or not isinstance(stop, int):
+        return None
+    start = max(start + width, 0) if start < 0 else min(start, width)
+    stop = max(stop + width, 0) if stop < 0 else min(stop, width)
+    return start, stop
+
+
 def _halves(value: fx.Node):
     """[(node, start, stop)]: the two nodes that take the halves of `value`'s
     last dimension, [0, n/2) and [n/2, n), and nothing else reads it:
@@ -425,21 +446,14 @@ def _halves(value: fx.Node):
             return None
         return [(u, u.args[1] * half, (u.args[1] + 1) * half)
                 for u in sorted(items, key=lambda u: u.args[1])]
-    if len(users) != 2 or not all(_is_call(u, aten.slice.Tensor) and u.args[0] is value
-                                  for u in users):
+    if len(users) != 2:
         return None
     found = []
     for u in users:
-        if _normalized_dim(_arg(u, 1, "dim", 0), rank) != rank - 1 or _arg(u, 4, "step", 1) != 1:
+        bounds = _last_dim_slice(u, value)
+        if bounds is None:
             return None
-        start, stop = _arg(u, 2, "start", None), _arg(u, 3, "end", None)
-        start = 0 if start is None else start
-        stop = width if stop is None else stop
-        if not isinstance(start, int) or not isinstance(stop, int):
-            return None
-        start = max(start + width, 0) if start < 0 else min(start, width)
-        stop = max(stop + width, 0) if stop < 0 else min(stop, width)
-        found.append((u, start, stop))
+        found.append((u, *bounds))
     found.sort(key=lambda f: f[1])
     if [(a, b) for _, a, b in found] != [(0, half), (half, width)]:
         return None
@@ -649,33 +663,18 @@ def _match_gdpa(graph: fx.Graph, act_node: fx.Node) -> bool:
     return True
 
 
-def _slices_last(node, of, start: int, stop: int) -> bool:
-    """Whether `node` is of[..., start:stop] (aten.slice of the last
-    dimension, step 1; an end past the dimension is its end)."""
-    if not _is_call(node, aten.slice.Tensor) or node.args[0] is not of or node.kwargs:
-        return False
-    shape = _shape(of)
-    if not shape:
-        return False
-    args = list(node.args[1:]) + [None] * (5 - len(node.args))
-    dim, begin, end, step = args[0] or 0, args[1] or 0, args[2], args[3] or 1
-    end = shape[-1] if end is None or end >= shape[-1] else end
-    return dim in (-1, len(shape) - 1) and step == 1 and (begin, end) == (start, stop)
-
-
 def _rotate_half(node, of) -> bool:
     """Whether `node` is Hugging Face's rotate_half(of): cat((-of[..., h:],
     of[..., :h]), -1) with h half of of's last dimension."""
-    if not (_is_call(node, aten.cat.default) and len(node.args[0]) == 2):
-        return False
-    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
     shape = _shape(of)
-    if not shape or dim not in (-1, len(shape) - 1) or shape[-1] % 2:
+    if not (_is_call(node, aten.cat.default) and len(node.args[0]) == 2 and shape and
+            _normalized_dim(_arg(node, 1, "dim", 0), len(shape)) == len(shape) - 1 and
+            shape[-1] % 2 == 0):
         return False
     neg, low = node.args[0]
     d = shape[-1]
-    return _is_call(neg, aten.neg.default) and _slices_last(neg.args[0], of, d // 2, d) \
-        and _slices_last(low, of, 0, d // 2)
+    return _is_call(neg, aten.neg.default) and \
+        _last_dim_slice(neg.args[0], of) == (d // 2, d) and _last_dim_slice(low, of) == (0, d // 2)
 
 
 def _heads_first(node):

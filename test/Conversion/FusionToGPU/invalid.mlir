@@ -553,7 +553,7 @@ func.func @activation_split_k(%a: tensor<4096x256xbf16>, %b: tensor<4096x256xbf1
 // The rope epilogue: sm_100a's kernel has none yet.
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 func.func @rope_sm100a(%x: tensor<?x64xbf16>, %w: tensor<128x64xbf16>, %c: tensor<?x64xbf16>) -> tensor<?x128xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: the rope epilogue has no sm_100a kernel yet (its epilogue warpgroup holds a row per thread); without the fold (fusion-fuse rope-epilogue=false) fusion.rope runs as a row kernel}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: the rope epilogue cannot rotate these heads: the sm_100a GEMM kernel has no rope epilogue yet (without the fold, fusion-fuse rope-epilogue=false, fusion.rope runs as a row kernel)}}
   %y = fusion.fused_matmul %x, %w rope(%c, %c : tensor<?x64xbf16>, tensor<?x64xbf16>) {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 128, tile_k = 64, stages = 6, cluster_n = 1, consumers = 1, smem_bytes = 230912>, rope_head_dim = 64 : i64, transpose_rhs}
       : tensor<?x64xbf16>, tensor<128x64xbf16> -> tensor<?x128xbf16>
   return %y : tensor<?x128xbf16>
@@ -565,7 +565,7 @@ func.func @rope_sm100a(%x: tensor<?x64xbf16>, %w: tensor<128x64xbf16>, %c: tenso
 // The rope epilogue: a tile of 192 columns cuts heads of 128.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @rope_cut_heads(%x: tensor<?x64xbf16>, %w: tensor<384x64xbf16>, %c: tensor<?x128xbf16>) -> tensor<?x384xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: the rope epilogue takes tiles of whole heads, but tile_n = 192 is not a multiple of rope_head_dim = 128 (re-run fusion-plan-kernels)}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: the rope epilogue takes tiles of whole heads in whole 64-column boxes, but tile_n = 192 is not a multiple of 128 (lcm(64, rope_head_dim = 128); re-run fusion-plan-kernels)}}
   %y = fusion.fused_matmul %x, %w rope(%c, %c : tensor<?x128xbf16>, tensor<?x128xbf16>) {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 192, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>, rope_head_dim = 128 : i64, transpose_rhs}
       : tensor<?x64xbf16>, tensor<384x64xbf16> -> tensor<?x384xbf16>
   return %y : tensor<?x384xbf16>
@@ -577,7 +577,7 @@ func.func @rope_cut_heads(%x: tensor<?x64xbf16>, %w: tensor<384x64xbf16>, %c: te
 // The rope epilogue: rotate-half partners 12 columns apart are not in whole 8-column groups.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @rope_rotary_24(%x: tensor<?x64xbf16>, %w: tensor<128x64xbf16>, %c: tensor<?x24xbf16>) -> tensor<?x128xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: the rope epilogue rotates whole 8-column groups of a thread's accumulator, so it expects a rotary dimension R that is a multiple of 16 (halves of a multiple of 8), but got R = 24}}
+  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_90a fused GEMM kernel: the rope epilogue cannot rotate these heads: the rotary dimension 24 is not a multiple of 16 (rotate-half partners in whole 8-column groups) (without the fold, fusion-fuse rope-epilogue=false, fusion.rope runs as a row kernel)}}
   %y = fusion.fused_matmul %x, %w rope(%c, %c : tensor<?x24xbf16>, tensor<?x24xbf16>) {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 128, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 230912>, rope_head_dim = 64 : i64, transpose_rhs}
       : tensor<?x64xbf16>, tensor<128x64xbf16> -> tensor<?x128xbf16>
   return %y : tensor<?x128xbf16>

@@ -83,25 +83,26 @@ public:
       auto [first, step] = clusterGrid(clusterM);
       Value pairs = arith::CeilDivUIOp::create(
           b, arith::CeilDivUIOp::create(b, m, kb.idx(tileM)), kb.idx(clusterM));
-      return kb.forLoop(first, kb.mul(pairs, numTilesN), step, inits,
-                        [&](Value item, ValueRange iters) {
-                          Value pair, col;
-                          if (groupRows / clusterM > 1) {
-                            std::tie(pair, col) = rowAndColumn(
-                                kb, item, pairs, groupRows / clusterM);
-                          } else {
-                            pair = arith::DivUIOp::create(b, item, numTilesN);
-                          }
-                          Value rowBlock =
-                              kb.add(kb.mul(pair, kb.idx(clusterM)), rankM);
-                          if (!col)
-                            col = arith::RemUIOp::create(b, item, numTilesN);
-                          // (The column's offset first: the order in which the
-                          // kernels of the golden digests were built.)
-                          Value blockCol = kb.mul(col, kb.idx(tileN));
-                          Value blockRow = kb.mul(rowBlock, kb.idx(tileM));
-                          return body(blockRow, blockCol, Value(), iters);
-                        });
+      int64_t groupPairs = groupRows / clusterM;
+      return kb.forLoop(
+          first, kb.mul(pairs, numTilesN), step, inits,
+          [&](Value item, ValueRange iters) {
+            if (groupPairs <= 1) {
+              Value pair = arith::DivUIOp::create(b, item, numTilesN);
+              Value rowBlock = kb.add(kb.mul(pair, kb.idx(clusterM)), rankM);
+              Value col = arith::RemUIOp::create(b, item, numTilesN);
+              // (The column's offset first: the order in which the kernels
+              // of the golden digests were built.)
+              Value blockCol = kb.mul(col, kb.idx(tileN));
+              Value blockRow = kb.mul(rowBlock, kb.idx(tileM));
+              return body(blockRow, blockCol, Value(), iters);
+            }
+            auto [pair, col] = rowAndColumn(kb, item, pairs, groupPairs);
+            Value rowBlock = kb.add(kb.mul(pair, kb.idx(clusterM)), rankM);
+            Value blockCol = kb.mul(col, kb.idx(tileN));
+            Value blockRow = kb.mul(rowBlock, kb.idx(tileM));
+            return body(blockRow, blockCol, Value(), iters);
+          });
     }
     if (clusterN > 1) {
       // Items: row blocks, CTA `rank` holding its columns.

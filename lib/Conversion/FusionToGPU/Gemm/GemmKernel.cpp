@@ -143,10 +143,11 @@ void GemmKernelEmitter::setUpOperands() {
     scheduler.rankM = rankM;
   }
   // The grouped tile order where tiles are independent (no row reduction:
-  // a row through global memory needs its tiles in one wave; split-K and
-  // decode splits keep their (range, tile) items).
-  if (!s.rowReduction() && !s.globalRows && s.clusterN == 1 && s.splitK == 1 &&
-      s.decodeSplits == 1 && !s.decodeSwap)
+  // a row through global memory needs its tiles in one wave). The
+  // scheduler keeps split-K's and decode splits' (range, tile) items and a
+  // cluster along N's row blocks as they are; the decode body's few tokens
+  // keep row-major.
+  if (!s.rowReduction() && !s.decodeSwap)
     scheduler.groupRows = GemmKernelSpec::kRasterGroupRows;
   if (s.splitK > 1) {
     // K steps per range: ceil(numK / splitK) (at least 1), so that every one

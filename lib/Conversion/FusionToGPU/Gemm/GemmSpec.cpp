@@ -110,11 +110,15 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
     return failure();
   }
   if (s.ropeType) {
-    if (target.mma == MmaKind::Tcgen05) {
-      why = "the rope epilogue has no " + target.chip.str() +
-            " kernel yet (its epilogue warpgroup holds a row per thread); "
-            "without the fold (fusion-fuse rope-epilogue=false) fusion.rope "
-            "runs as a row kernel";
+    // What the target's kernel can rotate: the rule fusion-rope-epilogue
+    // and fusion-plan-kernels apply (gemmRopeTileUnit).
+    std::string whyNot;
+    std::optional<int64_t> unit = gemmRopeTileUnit(
+        target, s.ropeHeadDim, s.ropeRotary, s.ropeInterleaved, whyNot);
+    if (!unit) {
+      why = "the rope epilogue cannot rotate these heads: " + whyNot +
+            " (without the fold, fusion-fuse rope-epilogue=false, "
+            "fusion.rope runs as a row kernel)";
       return failure();
     }
     if (s.decodeSwap || s.splitK > 1 || s.streamK || s.decodeSplits > 1 ||
@@ -125,22 +129,12 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
             "fusion-plan-kernels, which plans none of them for it)";
       return failure();
     }
-    if (s.outTileN() % s.ropeHeadDim != 0) {
-      why = "the rope epilogue takes tiles of whole heads, but tile_n = " +
-            std::to_string(s.outTileN()) +
-            " is not a multiple of rope_head_dim = " +
-            std::to_string(s.ropeHeadDim) + " (re-run fusion-plan-kernels)";
-      return failure();
-    }
-    int64_t unit = s.ropeInterleaved ? 8 : 16;
-    if (s.ropeRotary % unit != 0) {
-      why = "the rope epilogue rotates whole 8-column groups of a thread's "
-            "accumulator, so it expects a rotary dimension R that is a "
-            "multiple of " +
-            std::to_string(unit) +
-            (s.ropeInterleaved ? " (interleaved pairs)"
-                               : " (halves of a multiple of 8)") +
-            ", but got R = " + std::to_string(s.ropeRotary);
+    if (s.outTileN() % *unit != 0) {
+      why = "the rope epilogue takes tiles of whole heads in whole 64-column "
+            "boxes, but tile_n = " +
+            std::to_string(s.outTileN()) + " is not a multiple of " +
+            std::to_string(*unit) + " (lcm(64, rope_head_dim = " +
+            std::to_string(s.ropeHeadDim) + "); re-run fusion-plan-kernels)";
       return failure();
     }
   }
