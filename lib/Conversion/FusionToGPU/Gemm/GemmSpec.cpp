@@ -133,8 +133,9 @@ static LogicalResult checkHandled(const GemmKernelSpec &s, FusedMatmulOp op,
       why = "the rope epilogue takes tiles of whole heads in whole 64-column "
             "boxes, but tile_n = " +
             std::to_string(s.outTileN()) + " is not a multiple of " +
-            std::to_string(*unit) + " (lcm(64, rope_head_dim = " +
-            std::to_string(s.ropeHeadDim) + "); re-run fusion-plan-kernels)";
+            std::to_string(*unit) +
+            " (lcm(64, rope_head_dim = " + std::to_string(s.ropeHeadDim) +
+            "); re-run fusion-plan-kernels)";
       return failure();
     }
   }
