@@ -27,7 +27,7 @@ log=$OUT/log_$part.txt
     echo "== training steps"
     timeout 200 python3 -m pytest -q test/gpu/test_train_step_gpu.py 2>&1 | tail -4
     echo "== layers"
-    timeout 330 python3 -m pytest -q test/gpu/test_layers_gpu.py 2>&1 | tail -8
+    timeout 330 python3 -m pytest -q -rs test/gpu/test_layers_gpu.py 2>&1 | tail -8
     sanitize_layer $A memcheck linear_wgrad_h4160 4097 /tmp/san_wgrad.txt
     grep -m3 -A10 "Invalid\|Error" /tmp/san_wgrad.txt | head -20
     tail -2 /tmp/san_wgrad.txt
