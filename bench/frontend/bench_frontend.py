@@ -132,15 +132,21 @@ class Olmo2PostAttention(torch.nn.Module):
 
 class DecoderLayer(torch.nn.Module):
     """A LlamaDecoderLayer with its rotary embedding, as a model calls it
-    (causal attention through SDPA); transformers only."""
+    (causal attention through SDPA); or another family's layer, rotary
+    embedding and config (`family`); transformers only."""
 
-    def __init__(self, h, i, heads, kv_heads):
+    def __init__(self, h=None, i=None, heads=None, kv_heads=None, family=None):
         super().__init__()
-        cfg = LlamaConfig(hidden_size=h, intermediate_size=i, num_attention_heads=heads,
-                          num_key_value_heads=kv_heads, head_dim=h // heads, rms_norm_eps=1e-5)
+        if family is None:
+            cfg = LlamaConfig(hidden_size=h, intermediate_size=i, num_attention_heads=heads,
+                              num_key_value_heads=kv_heads, head_dim=h // heads,
+                              rms_norm_eps=1e-5)
+            layer, rope = LlamaDecoderLayer, LlamaRotaryEmbedding
+        else:
+            layer, rope, cfg = family
         cfg._attn_implementation = "sdpa"
-        self.layer = LlamaDecoderLayer(cfg, 0)
-        self.rope = LlamaRotaryEmbedding(cfg)
+        self.layer = layer(cfg, 0)
+        self.rope = rope(cfg)
 
     def forward(self, x):
         pos = torch.arange(x.shape[1], device=x.device).unsqueeze(0)
@@ -289,6 +295,28 @@ def cases():
     if SOURCE == "transformers":
         out.append(("llama_decoder_layer_h2048", lambda: DecoderLayer(2048, 5632, 32, 4),
                     2048, 1))
+        # Fused qkv projections with rotary embeddings: Pythia-1.4B's
+        # GPT-NeoX layer (heads of 128 side by side in query_key_value, a
+        # rope on 32 of each, LayerNorms, a parallel residual) and
+        # Phi-3-mini's (qkv_proj's q, k and v rows, heads of 96).
+        from transformers import GPTNeoXConfig
+        from transformers.models.gpt_neox.modeling_gpt_neox import (GPTNeoXLayer,
+                                                                    GPTNeoXRotaryEmbedding)
+        from transformers.models.phi3.modeling_phi3 import (Phi3Config, Phi3DecoderLayer,
+                                                            Phi3RotaryEmbedding)
+        neox = lambda: GPTNeoXConfig(hidden_size=2048, num_attention_heads=16,
+                                     intermediate_size=8192, rotary_pct=0.25,
+                                     use_parallel_residual=True, hidden_dropout=0.0,
+                                     attention_dropout=0.0)
+        out.append(("neox_decoder_layer_h2048",
+                    lambda: DecoderLayer(family=(GPTNeoXLayer, GPTNeoXRotaryEmbedding, neox())),
+                    2048, 1))
+        phi3 = lambda: Phi3Config(hidden_size=3072, intermediate_size=8192,
+                                  num_attention_heads=32, num_key_value_heads=32,
+                                  rms_norm_eps=1e-5)
+        out.append(("phi3_decoder_layer_h3072",
+                    lambda: DecoderLayer(family=(Phi3DecoderLayer, Phi3RotaryEmbedding, phi3())),
+                    3072, 1))
         # Phi-3-mini's MLP (hidden 3072, gate_up_proj of 2 x 8192 rows: the
         # front end cuts the weight into its halves, one gated GEMM) and
         # GPT-2 medium's (gelu_new in c_fc's epilogue).

@@ -415,39 +415,42 @@ def _last_dim_slice(node, of) -> Optional[tuple]:
     return start, stop
 
 
-def _halves(value: fx.Node):
-    """[(node, start, stop)]: the two nodes that take the halves of `value`'s
-    last dimension, [0, n/2) and [n/2, n), and nothing else reads it:
-    getitem 0 and 1 of a chunk(value, 2, -1), split(value, n/2, -1) or
-    split_with_sizes(value, [n/2, n/2], -1), or two slices along it; else None."""
+def _last_dim_pieces(value: fx.Node):
+    """[(node, start, stop)] in column order: the nodes that cut `value`'s
+    last dimension into pieces covering it once, nothing else reading it:
+    the getitems of a chunk, split or split_with_sizes along it (every piece
+    used), or slices along it; else None."""
     shape = _shape(value)
-    if not shape or not isinstance(shape[-1], int) or shape[-1] % 2:
+    if not shape or not isinstance(shape[-1], int):
         return None
     rank, width = len(shape), shape[-1]
-    half = width // 2
     users = _users(value)
-    if len(users) == 1 and users[0].args and users[0].args[0] is value:
+    if len(users) == 1 and users[0].args and users[0].args[0] is value and \
+            _is_call(users[0], aten.chunk.default, aten.split.Tensor,
+                     aten.split_with_sizes.default):
         cut = users[0]
-        if _is_call(cut, aten.chunk.default):
-            pieces, dim = _arg(cut, 1, "chunks", None) == 2, _arg(cut, 2, "dim", 0)
-        elif _is_call(cut, aten.split.Tensor):
-            pieces, dim = _arg(cut, 1, "split_size", None) == half, _arg(cut, 2, "dim", 0)
-        elif _is_call(cut, aten.split_with_sizes.default):
+        if _is_call(cut, aten.split_with_sizes.default):
             sizes = _arg(cut, 1, "split_sizes", None)
-            pieces = sizes is not None and list(sizes) == [half, half]
-            dim = _arg(cut, 2, "dim", 0)
+            sizes = list(sizes) if sizes is not None else None
         else:
-            return None
-        if not pieces or _normalized_dim(dim, rank) != rank - 1:
+            chunks = _arg(cut, 1, "chunks" if _is_call(cut, aten.chunk.default)
+                          else "split_size", None)
+            if not isinstance(chunks, int) or chunks <= 0:
+                return None
+            # chunk(n): pieces of ceil(width / n); split(size): pieces of size.
+            size = -(-width // chunks) if _is_call(cut, aten.chunk.default) else chunks
+            sizes = [min(size, width - at) for at in range(0, width, size)]
+        if not sizes or not all(isinstance(n, int) and n > 0 for n in sizes) or \
+                sum(sizes) != width or \
+                _normalized_dim(_arg(cut, 2, "dim", 0), rank) != rank - 1:
             return None
         items = _users(cut)
-        if len(items) != 2 or not all(u.target is operator.getitem for u in items) or \
-                sorted(u.args[1] for u in items) != [0, 1]:
+        if len(items) != len(sizes) or not all(u.target is operator.getitem for u in items) \
+                or sorted(u.args[1] for u in items) != list(range(len(sizes))):
             return None
-        return [(u, u.args[1] * half, (u.args[1] + 1) * half)
+        bounds = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
+        return [(u, bounds[u.args[1]], bounds[u.args[1] + 1])
                 for u in sorted(items, key=lambda u: u.args[1])]
-    if len(users) != 2:
-        return None
     found = []
     for u in users:
         bounds = _last_dim_slice(u, value)
@@ -455,9 +458,23 @@ def _halves(value: fx.Node):
             return None
         found.append((u, *bounds))
     found.sort(key=lambda f: f[1])
-    if [(a, b) for _, a, b in found] != [(0, half), (half, width)]:
+    if not found or found[0][1] != 0 or found[-1][2] != width or \
+            any(a[2] != b[1] for a, b in zip(found, found[1:])):
         return None
     return found
+
+
+def _halves(value: fx.Node):
+    """[(node, start, stop)]: the two nodes that take the halves of `value`'s
+    last dimension, [0, n/2) and [n/2, n), and nothing else reads it
+    (_last_dim_pieces: a chunk, split or split_with_sizes in two, or two
+    slices); else None."""
+    pieces = _last_dim_pieces(value)
+    width = (_shape(value) or (0,))[-1]
+    if pieces is None or [(a, b) for _, a, b in pieces] != [(0, width // 2),
+                                                          (width // 2, width)]:
+        return None
+    return pieces
 
 
 def _match_gate_up(graph: fx.Graph, gemm: fx.Node) -> bool:
@@ -499,7 +516,7 @@ def _match_gate_up(graph: fx.Graph, gemm: fx.Node) -> bool:
             rows = graph.call_function(aten.slice.Tensor, (w, 0, start, stop))
             rows.meta.update(trace)
             rows.meta["val"] = _val(w)[start:stop]
-            rows.meta[support.WEIGHT_ROWS] = (start, stop)
+            rows.meta[support.WEIGHT_ROWS] = (start, stop, "gate_up")
             new = graph.call_function(ops.linear, (x, rows, None))
             new.meta.update(kept)
             new.meta["val"] = ops.linear(_val(x), rows.meta["val"], None)
@@ -704,29 +721,62 @@ def _unsqueezed_table(node, positions: int):
     return table if shape and len(shape) == 3 and shape[1] == positions else None
 
 
+def _rotary_part(side):
+    """(q, R, cut) where `side`, a factor of a rope's `q * cos`, is q itself
+    (R = D, cut None) or its first R columns, cut = q[..., :R] (GPT-NeoX's,
+    Phi's partial rotary; an alias of q where R = D), q = transpose(view(x, [B, L, H, D]), 1, 2);
+    else None."""
+    if _heads_first(side) is not None:
+        return side, _shape(side)[-1], None
+    # q[..., :D] of Phi-3's full rotary, which export writes as an alias
+    # (its q[..., D:], empty, is still concatenated).
+    if _is_call(side, aten.alias.default) and _heads_first(side.args[0]) is not None:
+        return side.args[0], _shape(side)[-1], side
+    if _is_call(side, aten.slice.Tensor) and isinstance(side.args[0], fx.Node) and \
+            _heads_first(side.args[0]) is not None:
+        bounds = _last_dim_slice(side, side.args[0])
+        if bounds is not None and bounds[0] == 0 and 0 < bounds[1] < _shape(side.args[0])[-1]:
+            return side.args[0], bounds[1], side
+    return None
+
+
 def _match_rope(graph: fx.Graph, add: fx.Node) -> bool:
-    """Hugging Face's apply_rotary_pos_emb of one of q, k (full rotary):
+    """Hugging Face's apply_rotary_pos_emb of one of q, k:
     `q * cos + rotate_half(q) * sin`, q = transpose(view(x, [B, L, H, D]), 1,
     2) and cos, sin [B or 1, L, D] unsqueezed over the heads, becomes
     ops.rope of x [B, L, H x D] (so that it rides in the projection's
     partition, and in its GEMM's epilogue after fusion-fuse),
-    viewed and transposed as before."""
+    viewed and transposed as before. Partial rotary (GPT-NeoX, Phi): the
+    form on q[..., :R] with tables [B or 1, L, R], concatenated with
+    q[..., R:]."""
     if not (_is_call(add, aten.add.Tensor) and len(add.args) == 2 and not add.kwargs):
         return False
     for first, second in (add.args, add.args[::-1]):
         if not (_is_call(first, aten.mul.Tensor) and _is_call(second, aten.mul.Tensor)):
             continue
-        for q, cos_u in (first.args, first.args[::-1]):
-            heads = _heads_first(q)
-            if heads is None:
+        for side, cos_u in (first.args, first.args[::-1]):
+            part = _rotary_part(side)
+            if part is None:
                 continue
-            x, view = heads
+            q, r, cut = part
+            x, view = _heads_first(q)
             positions, d = _shape(q)[2], _shape(q)[3]
             cos = _unsqueezed_table(cos_u, positions)
+            root, rest = add, None
+            if cut is not None:  # cat([rotated, q[..., R:]], -1) of the whole head
+                root = _only_user(add)
+                if not (_is_call(root, aten.cat.default) and len(root.args[0]) == 2 and
+                        root.args[0][0] is add and
+                        _normalized_dim(_arg(root, 1, "dim", 0), 4) == 3):
+                    continue
+                rest = root.args[0][1]
+                if _last_dim_slice(rest, q) != (r, d) or _only_user(rest) is not root or \
+                        set(_users(q)) != {cut, rest}:
+                    continue
             for turned, sin_u in (second.args, second.args[::-1]):
                 sin = _unsqueezed_table(sin_u, positions)
-                if cos is None or sin is None or not _rotate_half(turned, q) or \
-                        _shape(cos) != _shape(sin) or _shape(cos)[-1] != d or \
+                if cos is None or sin is None or not _rotate_half(turned, side) or \
+                        _shape(cos) != _shape(sin) or _shape(cos)[-1] != r or \
                         _shape(cos)[0] not in (1, _shape(x)[0]):
                     continue
                 if len({_dtype(n) for n in (x, cos, sin, add)}) != 1:
@@ -735,7 +785,7 @@ def _match_rope(graph: fx.Graph, add: fx.Node) -> bool:
                 if any(_only_user(n) is None for n in (first, second, turned, neg, low,
                                                          neg.args[0])):
                     continue
-                with graph.inserting_before(add):
+                with graph.inserting_before(root):
                     rope = graph.call_function(ops.rope, (x, cos, sin, d, False))
                     back = graph.call_function(aten.view.default, (rope, list(_shape(view))))
                     heads_first = graph.call_function(aten.transpose.int, (back, 1, 2))
@@ -744,11 +794,151 @@ def _match_rope(graph: fx.Graph, add: fx.Node) -> bool:
                 for new in (rope, back, heads_first):
                     if "stack_trace" in add.meta:
                         new.meta["stack_trace"] = add.meta["stack_trace"]
-                add.replace_all_uses_with(heads_first)
-                _drop_dead(graph, [add, first, second, turned, neg, neg.args[0], low, q,
-                                   view, cos_u, sin_u])
+                root.replace_all_uses_with(heads_first)
+                _drop_dead(graph, [root, add, first, second, turned, neg, neg.args[0], low,
+                                   rest, cut, q, view, cos_u, sin_u])
                 return True
     return False
+
+
+def _feature_views(value: fx.Node):
+    """(views, end): the chain of views of `value` that keep its features
+    dimension (AOTAutograd's [tokens, N] back to [b, s, N]), each the only
+    reader of the one before, and the last value of the chain."""
+    from . import support
+    chain = []
+    while True:
+        view = _only_user(value)
+        if not (_is_call(view, *_FEATURE_VIEWS) and view.args[0] is value and
+                len(view.args) == 2 and not view.kwargs and support._keeps_features(view)):
+            return chain, value
+        chain.append(view)
+        value = view
+
+
+def _projection_parts(gemm: fx.Node):
+    """How a fused projection's [..., N] output is cut, where it is:
+    ("rows", views, pieces) with its features cut into pieces [start, stop)
+    (Phi-3's qkv_proj: q, k and v slices), or ("heads", views, pieces) with it
+    viewed [B, L, G, P], transposed to [B, G, L, P] and each group's P
+    columns cut alike (GPT-NeoX's query_key_value: per head q, k, v);
+    pieces from _last_dim_pieces, views the feature views before the cut
+    (with the "heads" form, the [B, L, G, P] view and the transpose last).
+    Else None."""
+    views, value = _feature_views(gemm)
+    pieces = _last_dim_pieces(value)
+    if pieces is not None and len(pieces) > 1:
+        return "rows", views, pieces
+    heads = _only_user(value)
+    shape = _shape(value)
+    if not (_is_call(heads, *_FEATURE_VIEWS) and heads.args[0] is value and shape and
+            len(shape) == 3):
+        return None
+    grouped = _shape(heads)
+    turned = _only_user(heads)
+    if not (grouped and len(grouped) == 4 and tuple(grouped[:2]) == shape[:2] and
+            _is_call(turned, aten.transpose.int) and sorted(turned.args[1:3]) == [1, 2]):
+        return None
+    pieces = _last_dim_pieces(turned)
+    if pieces is None or len(pieces) < 2:
+        return None
+    return "heads", views + [heads, turned], pieces
+
+
+def _feeds_rope(piece: fx.Node) -> bool:
+    """Whether `piece` (a fused projection's q or k, [B, H, L, D] or the
+    [B, L, H x D] it is viewed from) is read as apply_rotary_pos_emb reads
+    its q: multiplied by a table unsqueezed over the heads, whole or its
+    first columns."""
+    q = piece
+    if len(_shape(q) or ()) != 4:
+        view = _only_user(piece)
+        q = _only_user(view) if view is not None else None
+        if q is None or _heads_first(q) is None:
+            return False
+    positions = _shape(q)[2]
+    for user in _users(q):
+        sides = [user] + ([u for u in _users(user)]
+                          if _is_call(user, aten.slice.Tensor, aten.alias.default) else [])
+        for side in sides:
+            if _is_call(side, aten.mul.Tensor) and any(
+                    _unsqueezed_table(a, positions) is not None for a in side.args):
+                return True
+    return False
+
+
+def _split_projection(graph: fx.Graph, gemm: fx.Node) -> bool:
+    """A fused projection whose q and k take a rotary embedding
+    (_projection_parts, _feeds_rope) becomes one linear a piece over the
+    weight's rows of that piece, so that each rope can ride in its own
+    GEMM's epilogue (a rope covers every head of its input): Phi-3's
+    contiguous rows are a view of the weight (aten.slice, free); GPT-NeoX's
+    rows of each head's q, k or v part are gathered in PyTorch (view, slice,
+    reshape: a copy of the weight at every call, the partition's input).
+    The bias is cut alike; the views after the cut are repeated on each."""
+    from . import support
+    x, w, bias = gemm.args[:3]
+    if not isinstance(w, fx.Node) or len(_shape(w) or ()) != 2 or \
+            support.reason(gemm) is not None:
+        return False
+    parts = _projection_parts(gemm)
+    if parts is None or not any(_feeds_rope(piece) for piece, _, _ in parts[2]):
+        return False
+    form, views, pieces = parts
+    in_features = _shape(w)[1]
+    groups, group = _shape(views[-2])[2:] if form == "heads" else (1, None)
+    trace = {"stack_trace": gemm.meta["stack_trace"]} if "stack_trace" in gemm.meta else {}
+    kept = {k: v for k, v in gemm.meta.items() if k not in ("val", "tensor_meta")}
+
+    def weight_op(target, args, what):
+        node = graph.call_function(target, args)
+        node.meta.update(trace)
+        node.meta["val"] = target(*[_val(a) if isinstance(a, fx.Node) else a for a in args])
+        node.meta[support.WEIGHT_ROWS] = what
+        return node
+
+    with graph.inserting_before(gemm):
+        for piece, start, stop in pieces:
+            width = stop - start
+            if form == "rows":
+                what = (start, stop, "qkv")
+                rows = weight_op(aten.slice.Tensor, (w, 0, start, stop), what)
+                cut = weight_op(aten.slice.Tensor, (bias, 0, start, stop), what) \
+                    if bias is not None else None
+            else:
+                what = (start, stop, f"qkv (of each of its {groups} heads)")
+                grouped = weight_op(aten.view.default, (w, [groups, group, in_features]), what)
+                part = weight_op(aten.slice.Tensor, (grouped, 1, start, stop), what)
+                rows = weight_op(aten.reshape.default, (part, [groups * width, in_features]),
+                                 what)
+                cut = None
+                if bias is not None:
+                    grouped = weight_op(aten.view.default, (bias, [groups, group]), what)
+                    part = weight_op(aten.slice.Tensor, (grouped, 1, start, stop), what)
+                    cut = weight_op(aten.reshape.default, (part, [groups * width]), what)
+            new = graph.call_function(ops.linear, (x, rows, cut))
+            new.meta.update(kept)
+            new.meta["val"] = ops.linear(_val(x), _val(rows), _val(cut))
+            for view in views:
+                if _is_call(view, aten.transpose.int):
+                    args = (new, *view.args[1:])
+                    val = _val(new).transpose(*view.args[1:])
+                else:
+                    # The features: the piece's width (of each group, in
+                    # the heads' view; of every group before it).
+                    last = width * groups if form == "heads" and view is not views[-2] \
+                        else width
+                    shape = [*view.args[1][:-1], last]
+                    args, val = (new, shape), _val(new).reshape(shape)
+                out = graph.call_function(view.target, args)
+                out.meta.update({k: v for k, v in view.meta.items()
+                                 if k not in ("val", "tensor_meta")})
+                out.meta["val"] = val
+                new = out
+            piece.replace_all_uses_with(new)
+    cut_node = pieces[0][0].args[0] if pieces[0][0].target is operator.getitem else None
+    _drop_dead(graph, [p for p, _, _ in pieces] + [cut_node] + views[::-1] + [gemm])
+    return True
 
 
 def _functional_adds(graph: fx.Graph) -> None:
@@ -805,6 +995,9 @@ def recognize_ropes(gm: fx.GraphModule) -> int:
     is then the same form as Llama's after q_proj."""
     graph = gm.graph
     found = 0
+    for node in list(graph.nodes):
+        if node.graph is graph and _is_call(node, ops.linear):
+            _split_projection(graph, node)
     for node in list(graph.nodes):
         if node.graph is graph and _match_rope(graph, node):
             found += 1

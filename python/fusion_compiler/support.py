@@ -52,9 +52,12 @@ TRAINED_IN_PYTORCH = "fusion_trained_in_pytorch"
 
 
 # The rows [start, stop) of a fused gate_up weight (patterns._match_gate_up:
-# Phi-3's gate_up_proj as the gated MLP's two linears): aten.slice of the
-# parameter along its rows, a view that stays in PyTorch (free) and is the
-# partition's input.
+# Phi-3's gate_up_proj as the gated MLP's two linears, a fused qkv projection
+# whose q and k take a rope as one linear each): aten.slice of the parameter
+# along its rows, a view that stays in PyTorch (free) and is the partition's
+# input; or, where each head's q, k and v lie side by side (GPT-NeoX), the
+# view, slice and reshape that gather a part's rows. The value is (start,
+# stop, what is cut).
 WEIGHT_ROWS = "fusion_weight_rows"
 
 
@@ -422,6 +425,13 @@ def reason(node: fx.Node) -> Optional[str]:
                     f"input or weight, a gated MLP's act(gate) * up); PyTorch's kernel, or "
                     f"Inductor's fusion with its neighbours, serves it as well")
         return None
+    if WEIGHT_ROWS in node.meta:
+        start, stop, what = node.meta[WEIGHT_ROWS]
+        if "heads" in what:
+            return (f"{name}: rows [{start}, {stop}) {what[4:]} of a fused qkv weight, "
+                    f"gathered in PyTorch (a copy at every call) as the partition's input")
+        return (f"{name}: rows [{start}, {stop}) of a fused {what} weight, a view (free) "
+                f"that the partition takes as its input")
     if node.target in VIEWS:
         if UNFOLDED in node.meta:
             return f"{name}: the per-head norm's output unfolded into heads again (a view)"
@@ -433,10 +443,6 @@ def reason(node: fx.Node) -> Optional[str]:
         if not (isinstance(source, fx.Node) and is_compute(source) and reason(source) is None):
             return f"{name}: a view of a value computed outside"
         return None
-    if WEIGHT_ROWS in node.meta:
-        start, stop = node.meta[WEIGHT_ROWS]
-        return (f"{name}: rows [{start}, {stop}) of a fused gate_up weight, a view (free) "
-                f"that the partition takes as its input")
     return f"{name}: no dialect op for it"
 
 

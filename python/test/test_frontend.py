@@ -573,36 +573,97 @@ class FrontEndTest(unittest.TestCase):
 
     @unittest.skipIf(PHI3_MISSING, f"needs transformers with Phi-3: {PHI3_MISSING}")
     def test_phi3_decoder_layer(self):
-        """Hugging Face's Phi3DecoderLayer: the input norm with qkv_proj (its
-        slices q, k, v stay PyTorch's); o_proj, the residual, the second
-        norm, the MLP's gate_up_proj as two GEMMs over its weight's rows,
-        silu, the product, down_proj and the residual in one partition, the
-        gated product one GEMM after fusion-fuse."""
-        cfg = Phi3Config(hidden_size=64, intermediate_size=128, num_attention_heads=4,
-                         num_key_value_heads=2, rms_norm_eps=1e-5)
-        cfg._attn_implementation = "sdpa"
-        m = randomize_norms(DecoderBlock(Phi3DecoderLayer, Phi3RotaryEmbedding, cfg)
-                            .bfloat16().eval())
-        x = torch.randn(2, 5, 64).bfloat16()
-        compiled = fc.compile(m, (x,), target="cpu")
-        report = compiled.explain()
-        ops = [[op for op, _ in p.ops] for p in report.partitions]
-        self.assertEqual(ops, [["rms_norm", "linear"],
-                               ["linear", "add", "rms_norm", "linear", "linear", "silu", "mul",
-                                "linear", "add"]])
-        mlp = report.partitions[1]
-        self.assertTrue(mlp.compiled, mlp.why_not)
-        out = fused(mlp.mlir)
-        self.assertEqual(out.count(" up("), 1, out)
-        self.assertNotIn("fusion.activation %", out)
-        self.assertNotIn("fusion.mul", out)
-        left = " ".join(why for _, why, _ in report.left_in_pytorch)
-        self.assertNotIn("silu", left)
-        self.assertNotIn("chunk", left)
-        self.assertEqual(left.count("of a fused gate_up weight"), 2, left)
-        with torch.no_grad():
-            y = compiled(x)
-        self.check_close(m, (x,), y)
+        """Hugging Face's Phi3DecoderLayer: the input norm with qkv_proj cut
+        into q, k and v projections over its weight's rows (views), q's and
+        k's rope (full rotary: export's alias of q[..., :D] and the empty
+        q[..., D:] concatenated) as fusion.rope in their partition, each in
+        its GEMM's epilogue after fusion-fuse; o_proj, the residual, the
+        second norm, the MLP's gate_up_proj as two GEMMs over its weight's
+        rows, silu, the product, down_proj and the residual in one
+        partition, the gated product one GEMM after fusion-fuse. With
+        partial rotary (Phi-4-mini's 0.75 of each head; here half of
+        heads of 32, the sm_90a epilogue's multiple of 16) likewise."""
+        for hidden, factor in ((64, 1.0), (128, 0.5)):
+            with self.subTest(partial_rotary_factor=factor):
+                cfg = Phi3Config(hidden_size=hidden, intermediate_size=128, num_attention_heads=4,
+                                 num_key_value_heads=2, rms_norm_eps=1e-5,
+                                 partial_rotary_factor=factor)
+                cfg._attn_implementation = "sdpa"
+                torch.manual_seed(0)
+                m = randomize_norms(DecoderBlock(Phi3DecoderLayer, Phi3RotaryEmbedding, cfg)
+                                    .bfloat16().eval())
+                x = torch.randn(2, 5, hidden).bfloat16()
+                compiled = fc.compile(m, (x,), target="cpu")
+                report = compiled.explain()
+                ops = [[op for op, _ in p.ops] for p in report.partitions]
+                self.assertEqual(ops, [["rms_norm", "linear", "linear", "linear", "rope", "rope"],
+                                       ["linear", "add", "rms_norm", "linear", "linear", "silu",
+                                        "mul", "linear", "add"]])
+                first, mlp = report.partitions
+                self.assertTrue(first.compiled, first.why_not)
+                rotary = int(hidden // 4 * factor)
+                self.assertEqual(len(re.findall(rf"fusion.rope .*, tensor<\?x{rotary}xbf16> ->",
+                                                first.mlir)), 2, first.mlir)
+                folded = fused(first.mlir)
+                self.assertNotIn("fusion.rope", folded)
+                self.assertEqual(folded.count(" rope("), 2, folded)
+                self.assertTrue(mlp.compiled, mlp.why_not)
+                out = fused(mlp.mlir)
+                self.assertEqual(out.count(" up("), 1, out)
+                self.assertNotIn("fusion.activation %", out)
+                self.assertNotIn("fusion.mul", out)
+                left = " ".join(why for _, why, _ in report.left_in_pytorch)
+                self.assertNotIn("silu", left)
+                self.assertNotIn("chunk", left)
+                self.assertNotIn("neg", left)
+                self.assertEqual(left.count("of a fused gate_up weight"), 2, left)
+                self.assertEqual(left.count("of a fused qkv weight, a view"), 3, left)
+                with torch.no_grad():
+                    y = compiled(x)
+                self.check_close(m, (x,), y)
+
+    def test_gpt_neox_rotary_embedding(self):
+        """GPT-NeoX's attention (Pythia): query_key_value's output viewed
+        [B, L, H, 3D], transposed and chunked into each head's q, k and v,
+        q and k rotated on their first R = rotary_pct x D columns and
+        concatenated with the rest. The projection becomes three linears
+        over the rows of each head's part (gathered in PyTorch, with the
+        bias's), q's and k's ropes fusion.rope with [?, R] tables in the
+        input LayerNorm's partition, in their GEMMs' epilogues after
+        fusion-fuse (heads of 64: R = 16 and 64, multiples of 16 as the
+        sm_90a epilogue takes them); the layer's output matches float64."""
+        from transformers import GPTNeoXConfig
+        from transformers.models.gpt_neox.modeling_gpt_neox import (GPTNeoXLayer,
+                                                                    GPTNeoXRotaryEmbedding)
+        for pct in (0.25, 1.0):
+            with self.subTest(rotary_pct=pct):
+                cfg = GPTNeoXConfig(hidden_size=128, num_attention_heads=2,
+                                    intermediate_size=256, use_parallel_residual=True,
+                                    hidden_dropout=0.0, attention_dropout=0.0, rotary_pct=pct)
+                cfg._attn_implementation = "sdpa"
+                torch.manual_seed(0)
+                m = randomize_norms(DecoderBlock(GPTNeoXLayer, GPTNeoXRotaryEmbedding, cfg)
+                                    .bfloat16().eval())
+                x = torch.randn(2, 7, 128).bfloat16()
+                compiled = fc.compile(m, (x,), target="cpu")
+                report = compiled.explain()
+                first = report.partitions[0]
+                self.assertEqual([op for op, _ in first.ops],
+                                 ["layer_norm", "linear", "linear", "linear", "rope", "rope"])
+                self.assertTrue(first.compiled, first.why_not)
+                rotary = int(64 * pct)
+                self.assertRegex(first.mlir, r"fusion.rope %\w+, %\w+, %\w+ \{head_dim = 64 : "
+                                 r"i64\} : tensor<\?x128xbf16>, " +
+                                 re.escape(f"tensor<?x{rotary}xbf16>"))
+                folded = fused(first.mlir)
+                self.assertNotIn("fusion.rope", folded)
+                self.assertEqual(folded.count(" rope("), 2, folded)
+                left = " ".join(why for _, why, _ in report.left_in_pytorch)
+                self.assertNotIn("neg", left)
+                self.assertIn("(of each of its 2 heads) of a fused qkv weight, gathered", left)
+                with torch.no_grad():
+                    y = compiled(x)
+                self.check_close(m, (x,), y)
 
     def test_mlp_activation_epilogue(self):
         """An MLP's first layer and its activation: BERT's intermediate
