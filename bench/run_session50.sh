@@ -8,7 +8,12 @@
 #   PART=bench: the layers at 2048 / 4096, the training steps at 1024 / 2048
 #     and the weight gradients timed against session 48's;
 #   PART=ncu: the gated GEMM of llama_mlp_h4096 after the grouped order
-#     (its DRAM throughput and L2 hit rate against 81% / 38% row-major).
+#     (its DRAM throughput and L2 hit rate against 81% / 38% row-major);
+#   PART=issue14: issue 14's bars after the norms' cache hints: every
+#     standalone norm shape against torch.compile (build/ln-new/gpu, from
+#     bench/layers/run_norm_cache_hints.sh's header), the Llama and BERT
+#     layers at hidden 768 / 1024 (2048 / 4096: PART=bench), the host's
+#     time per call.
 # Writes $OUT/log_$PART.txt and JSON / ncu files beside it.
 #
 #   PART=verify C=<commit> OUT=$OUT bash bench/run_session50.sh
@@ -38,6 +43,14 @@ log=$OUT/log_$part.txt
       --hs 1024,2048 --rounds 2 2>&1 | grep -v Warning | tail -10
     timeout 100 python3 bench/bench_weight_grad.py --out "$OUT/weight_grad.json" \
       --commit "${C:-unknown}" --rounds 2 2>&1 | grep -v Warning | tail -10
+  elif [ "$part" = issue14 ]; then
+    timeout 280 python3 bench/bench_norms.py --artifacts build/ln-new/gpu --out "$OUT/norms.json" \
+      --commit "${C:-unknown}" 2>&1 | grep "^|"
+    timeout 150 python3 bench/bench_layers.py --artifacts $A --out "$OUT/layers_small.json" \
+      --commit "${C:-unknown}" --kinds llama_prenorm,bert_postnorm --only 'h(768|1024)$' \
+      --rounds 2 2>&1 | grep "^|"
+    timeout 100 python3 bench/call_overhead.py --artifacts $A --out "$OUT/call_overhead.json" \
+      --commit "${C:-unknown}" 2>&1 | grep "^|"
   else
     OUT=$OUT KERNEL='kernel3$' NCU_SET=full bash bench/ncu_source.sh layer:llama_mlp_h4096
   fi

@@ -42,15 +42,23 @@ func.func @ln(%x: tensor<?x4096xbf16>, %g: tensor<4096xbf16>, %b: tensor<4096xbf
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_inference_kernel0 {{.*}} args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : index)
 // CHECK: return
 // The kernels: no 4-byte store of a statistic (y is stored as v4.b32).
+// The weight and bias, which every row reads, are loaded with Inductor's
+// hints: kept in L1 and, under an evict_last policy, in L2 (4 vectors of
+// each per thread; x's loads have none).
 // LayerNorm's mean and centered sum of squares merge in one pass of xor
 // shuffles, a pair at each distance (a ragged row, ln_odd, takes two passes).
 // PTX-LABEL: .entry ln_inference_kernel0(
+// PTX: createpolicy.fractional.L2::evict_last.b64 [[POLICY:%rd[0-9]+]], 1.0;
+// PTX-COUNT-8: ld.global.L1::evict_last.L2::cache_hint.v4.b32 {{[^;]*}}, [[POLICY]];
+// PTX-NOT: ld.global.L1::evict_last
 // PTX: shfl.sync.bfly.b32 {{[^;]*}}, 16, 31
 // PTX-NOT: shfl.sync.bfly.b32 {{[^;]*}}, 8, 31
 // PTX: shfl.sync.bfly.b32 {{[^;]*}}, 16, 31
 // PTX-NOT: st.global.b32
 // PTX: ret;
 // PTX-LABEL: .entry rms_inference_kernel0(
+// PTX: createpolicy.fractional.L2::evict_last.b64 [[POLICY:%rd[0-9]+]], 1.0;
+// PTX-COUNT-4: ld.global.L1::evict_last.L2::cache_hint.v4.b32 {{[^;]*}}, [[POLICY]];
 // PTX-NOT: st.global.b32
 // PTX: ret;
 func.func @ln_inference(%x: tensor<?x1024xbf16>, %g: tensor<1024xbf16>, %b: tensor<1024xbf16>) -> tensor<?x1024xbf16> {

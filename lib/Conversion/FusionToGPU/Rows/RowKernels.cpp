@@ -98,6 +98,44 @@ private:
     vector::StoreOp::create(b, v, mem, ValueRange{at}, /*nontemporal=*/false,
                             llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
   }
+  /// An L2 policy that keeps the lines it covers (createpolicy, which has
+  /// no NVVM op).
+  Value keepPolicy() {
+    auto op = NVVM::InlinePtxOp::create(
+        b, TypeRange{b.getI64Type()}, ValueRange{}, ValueRange{},
+        b.getStringAttr("createpolicy.fractional.L2::evict_last.b64 $0, 1.0;"),
+        Value());
+    return op.getResult(0);
+  }
+  /// `load` of a norm's weight or bias, which every row reads again, with
+  /// the hints Inductor's norms give it: kept in L1 (L1::evict_last) and in
+  /// L2 (`policy`) while the rows stream past. ld.global with a cache hint
+  /// has no NVVM op; 16-byte vectors here (4- and 8-byte ones take load).
+  Value loadKept(Value mem, Value at, Value policy) {
+    Type elem = cast<MemRefType>(mem.getType()).getElementType();
+    int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
+    if (s.vec * elemBytes != 16)
+      return load(mem, at, s.vec);
+    Value base = arith::IndexCastOp::create(
+        b, b.getI64Type(), memref::ExtractAlignedPointerAsIndexOp::create(b, mem));
+    Value address = arith::AddIOp::create(
+        b, base,
+        arith::IndexCastOp::create(b, b.getI64Type(), mul(at, idx(elemBytes))));
+    Value pointer = LLVM::IntToPtrOp::create(
+        b, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
+    Type i32 = b.getI32Type();
+    auto op = NVVM::InlinePtxOp::create(
+        b, TypeRange{i32, i32, i32, i32}, ValueRange{pointer, policy}, ValueRange{},
+        b.getStringAttr("ld.global.L1::evict_last.L2::cache_hint.v4.b32 "
+                        "{$0, $1, $2, $3}, [$4], $5;"),
+        Value());
+    Value words = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(VectorType::get({4}, i32), b.getI32IntegerAttr(0)));
+    for (int64_t i = 0; i < 4; ++i)
+      words = vector::InsertOp::create(b, op.getResult(i), words, i);
+    Value v = vector::BitCastOp::create(b, VectorType::get({s.vec}, elem), words);
+    return elem.isF32() ? v : arith::ExtFOp::create(b, f32Vector(), v).getResult();
+  }
   /// `load` when `cond`, else zeros.
   Value loadIf(Value cond, Value mem, Value at) {
     auto ifOp = scf::IfOp::create(
@@ -401,6 +439,12 @@ void RowKernelEmitter::emitNormRows(Value input, Value output, Value weight,
   Value loadBase =
       mul(arith::MinUIOp::create(b, row, sub(rows, idx(1))), idx(s.n));
   SmallVector<Value> inRow, column, x, w, bv;
+  // The weight and bias: every row reads them (loadKept), where the rows
+  // are whole vectors.
+  Value policy = (weight || bias) && s.output && !ragged() ? keepPolicy() : Value();
+  auto param = [&](Value mem, Value ok, Value col) {
+    return policy ? loadKept(mem, col, policy) : loadIf(ok, mem, col);
+  };
   for (int64_t i = 0; i < s.vecsPerThread; ++i) {
     auto [col, ok] = rowVector(i);
     inRow.push_back(ok);
@@ -408,9 +452,9 @@ void RowKernelEmitter::emitNormRows(Value input, Value output, Value weight,
     x.push_back(ragged() ? loadIf(ok, input, add(loadBase, col))
                          : load(input, add(loadBase, col), s.vec));
     if (weight && s.output)
-      w.push_back(loadIf(ok, weight, col));
+      w.push_back(param(weight, ok, col));
     if (bias && s.output)
-      bv.push_back(loadIf(ok, bias, col));
+      bv.push_back(param(bias, ok, col));
   }
   Value nF = cstF32(static_cast<double>(s.n));
   // LayerNorm centers x (or, with `uncentered`, its output does: x rstd +
