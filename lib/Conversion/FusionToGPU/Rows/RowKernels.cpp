@@ -117,7 +117,8 @@ private:
     if (s.vec * elemBytes != 16)
       return load(mem, at, s.vec);
     Value base = arith::IndexCastOp::create(
-        b, b.getI64Type(), memref::ExtractAlignedPointerAsIndexOp::create(b, mem));
+        b, b.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(b, mem));
     Value address = arith::AddIOp::create(
         b, base,
         arith::IndexCastOp::create(b, b.getI64Type(), mul(at, idx(elemBytes))));
@@ -125,16 +126,20 @@ private:
         b, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
     Type i32 = b.getI32Type();
     auto op = NVVM::InlinePtxOp::create(
-        b, TypeRange{i32, i32, i32, i32}, ValueRange{pointer, policy}, ValueRange{},
+        b, TypeRange{i32, i32, i32, i32}, ValueRange{pointer, policy},
+        ValueRange{},
         b.getStringAttr("ld.global.L1::evict_last.L2::cache_hint.v4.b32 "
                         "{$0, $1, $2, $3}, [$4], $5;"),
         Value());
     Value words = arith::ConstantOp::create(
-        b, DenseElementsAttr::get(VectorType::get({4}, i32), b.getI32IntegerAttr(0)));
+        b, DenseElementsAttr::get(VectorType::get({4}, i32),
+                                  b.getI32IntegerAttr(0)));
     for (int64_t i = 0; i < 4; ++i)
       words = vector::InsertOp::create(b, op.getResult(i), words, i);
-    Value v = vector::BitCastOp::create(b, VectorType::get({s.vec}, elem), words);
-    return elem.isF32() ? v : arith::ExtFOp::create(b, f32Vector(), v).getResult();
+    Value v =
+        vector::BitCastOp::create(b, VectorType::get({s.vec}, elem), words);
+    return elem.isF32() ? v
+                        : arith::ExtFOp::create(b, f32Vector(), v).getResult();
   }
   /// `load` when `cond`, else zeros.
   Value loadIf(Value cond, Value mem, Value at) {
@@ -441,7 +446,8 @@ void RowKernelEmitter::emitNormRows(Value input, Value output, Value weight,
   SmallVector<Value> inRow, column, x, w, bv;
   // The weight and bias: every row reads them (loadKept), where the rows
   // are whole vectors.
-  Value policy = (weight || bias) && s.output && !ragged() ? keepPolicy() : Value();
+  Value policy =
+      (weight || bias) && s.output && !ragged() ? keepPolicy() : Value();
   auto param = [&](Value mem, Value ok, Value col) {
     return policy ? loadKept(mem, col, policy) : loadIf(ok, mem, col);
   };
