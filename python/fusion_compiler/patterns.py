@@ -740,6 +740,24 @@ def _rotary_part(side):
     return None
 
 
+def _whole_head(add, q, cut, r: int, d: int):
+    """(root, rest): the node that holds the rotated head, where `add` is
+    the rotation of `cut` = q[..., :R] (or of q itself, cut None): add
+    itself (rest None), or cat([add, q[..., R:]], -1) (rest, q's other
+    reader); else None."""
+    if cut is None:
+        return add, None
+    root = _only_user(add)
+    if not (_is_call(root, aten.cat.default) and len(root.args[0]) == 2 and
+            root.args[0][0] is add and _normalized_dim(_arg(root, 1, "dim", 0), 4) == 3):
+        return None
+    rest = root.args[0][1]
+    if _last_dim_slice(rest, q) != (r, d) or _only_user(rest) is not root or \
+            set(_users(q)) != {cut, rest}:
+        return None
+    return root, rest
+
+
 def _match_rope(graph: fx.Graph, add: fx.Node) -> bool:
     """Hugging Face's apply_rotary_pos_emb of one of q, k:
     `q * cos + rotate_half(q) * sin`, q = transpose(view(x, [B, L, H, D]), 1,
@@ -762,17 +780,10 @@ def _match_rope(graph: fx.Graph, add: fx.Node) -> bool:
             x, view = _heads_first(q)
             positions, d = _shape(q)[2], _shape(q)[3]
             cos = _unsqueezed_table(cos_u, positions)
-            root, rest = add, None
-            if cut is not None:  # cat([rotated, q[..., R:]], -1) of the whole head
-                root = _only_user(add)
-                if not (_is_call(root, aten.cat.default) and len(root.args[0]) == 2 and
-                        root.args[0][0] is add and
-                        _normalized_dim(_arg(root, 1, "dim", 0), 4) == 3):
-                    continue
-                rest = root.args[0][1]
-                if _last_dim_slice(rest, q) != (r, d) or _only_user(rest) is not root or \
-                        set(_users(q)) != {cut, rest}:
-                    continue
+            whole = _whole_head(add, q, cut, r, d)
+            if whole is None:
+                continue
+            root, rest = whole
             for turned, sin_u in (second.args, second.args[::-1]):
                 sin = _unsqueezed_table(sin_u, positions)
                 if cos is None or sin is None or not _rotate_half(turned, side) or \
@@ -797,6 +808,145 @@ def _match_rope(graph: fx.Graph, add: fx.Node) -> bool:
                 root.replace_all_uses_with(heads_first)
                 _drop_dead(graph, [root, add, first, second, turned, neg, neg.args[0], low,
                                    rest, cut, q, view, cos_u, sin_u])
+                return True
+    return False
+
+
+def _last_dim_every_other(node, of) -> Optional[int]:
+    """The start (0 or 1) where `node` is of[..., start::2] along the last
+    dimension, else None."""
+    shape = _shape(of)
+    if not (_is_call(node, aten.slice.Tensor) and node.args[0] is of and shape and
+            isinstance(shape[-1], int) and shape[-1] % 2 == 0):
+        return None
+    if _normalized_dim(_arg(node, 1, "dim", 0), len(shape)) != len(shape) - 1 or \
+            _arg(node, 4, "step", 1) != 2:
+        return None
+    start, stop = _arg(node, 2, "start", None), _arg(node, 3, "end", None)
+    start = 0 if start is None else start
+    if start not in (0, 1) or not (stop is None or (isinstance(stop, int) and
+                                                    stop >= shape[-1])):
+        return None
+    return start
+
+
+def _rotate_every_two(node, of) -> bool:
+    """Whether `node` is GPT-J's rotate_every_two(of): stack((-of[..., 1::2],
+    of[..., ::2]), -1).flatten(-2)."""
+    if not (_is_call(node, aten.flatten.using_ints) and _shape(node) == _shape(of)):
+        return False
+    stack = node.args[0]
+    rank = len(_shape(of) or ())
+    if not (_is_call(stack, aten.stack.default) and len(stack.args[0]) == 2 and
+            _normalized_dim(_arg(stack, 1, "dim", 0), rank + 1) == rank and
+            _normalized_dim(_arg(node, 1, "start_dim", 0), rank + 1) == rank - 1 and
+            _normalized_dim(_arg(node, 2, "end_dim", -1), rank + 1) == rank):
+        return False
+    neg, even = stack.args[0]
+    return _is_call(neg, aten.neg.default) and \
+        _last_dim_every_other(neg.args[0], of) == 1 and _last_dim_every_other(even, of) == 0
+
+
+def _pairs_table(node, positions: int):
+    """The [B or 1, L, R/2] table t where `node` is GPT-J's
+    repeat_interleave(t[:, :, None, :], 2, 3) (each angle for both columns
+    of its pair, broadcast over the heads of a [B, L, H, R] q), else None."""
+    if not (_is_call(node, aten.repeat_interleave.self_int) and
+            tuple(node.args[1:3]) == (2, 3) and not node.kwargs):
+        return None
+    unsqueezed = node.args[0]
+    if not (_is_call(unsqueezed, aten.unsqueeze.default) and unsqueezed.args[1] == 2):
+        return None
+    shape = _shape(unsqueezed.args[0])
+    return unsqueezed.args[0] if shape and len(shape) == 3 and shape[1] == positions else None
+
+
+def _repeated_pairs(graph: fx.Graph, table: fx.Node) -> fx.Node:
+    """repeat_interleave(table, 2, -1): GPT-J's [B or 1, L, R / 2] angles
+    as the [B or 1, L, R] table of fusion.rope's pairs, in PyTorch, made
+    once per table (q's and k's ropes read the same)."""
+    for user in table.users:
+        if _is_call(user, aten.repeat_interleave.self_int) and tuple(user.args[1:]) == (2, 2):
+            return user
+    with graph.inserting_after(table):
+        pairs = graph.call_function(aten.repeat_interleave.self_int, (table, 2, 2))
+    pairs.meta["val"] = torch.repeat_interleave(_val(table), 2, 2)
+    if "stack_trace" in table.meta:
+        pairs.meta["stack_trace"] = table.meta["stack_trace"]
+    return pairs
+
+
+def _heads_last(node):
+    """x where `node` is view(x, [B, L, H, D]) of a [B, L, H x D] x (GPT-J's
+    q before its heads' transpose), else None."""
+    if not _is_call(node, aten.view.default, aten.reshape.default, aten._unsafe_view.default):
+        return None
+    x = node.args[0]
+    xs, vs = _shape(x), _shape(node)
+    if not xs or not vs or len(xs) != 3 or len(vs) != 4 or xs[:2] != vs[:2] or \
+            vs[2] * vs[3] != xs[2]:
+        return None
+    return x
+
+
+def _match_rope_pairs(graph: fx.Graph, add: fx.Node) -> bool:
+    """GPT-J's apply_rotary_pos_emb: `q * cos + rotate_every_two(q) * sin` on
+    q = view(x, [B, L, H, D]) (or its first R columns, concatenated with the
+    rest), cos and sin [B or 1, L, R / 2] each repeated for both columns of
+    a pair, becomes ops.rope(x, ..., interleaved) of x [B, L, H x D] with
+    the repeated tables [B or 1, L, R] (computed in PyTorch), viewed as
+    before."""
+    if not (_is_call(add, aten.add.Tensor) and len(add.args) == 2 and not add.kwargs):
+        return False
+    for first, second in (add.args, add.args[::-1]):
+        if not (_is_call(first, aten.mul.Tensor) and _is_call(second, aten.mul.Tensor)):
+            continue
+        for side, cos_r in (first.args, first.args[::-1]):
+            q, cut = side, None
+            if _heads_last(side) is None and \
+                    _is_call(side, aten.slice.Tensor, aten.alias.default) and \
+                    isinstance(side.args[0], fx.Node):
+                q, cut = side.args[0], side  # q[..., :R]; q[..., :D] as an alias
+            x = _heads_last(q) if isinstance(q, fx.Node) else None
+            if x is None:
+                continue
+            d, positions = _shape(q)[3], _shape(q)[1]
+            r = d
+            if _is_call(cut, aten.slice.Tensor):
+                bounds = _last_dim_slice(cut, q)
+                if bounds is None or bounds[0] != 0 or not 0 < bounds[1] < d:
+                    continue
+                r = bounds[1]
+            whole = _whole_head(add, q, cut, r, d)
+            cos = _pairs_table(cos_r, positions)
+            if whole is None or cos is None:
+                continue
+            root, rest = whole
+            for turned, sin_r in (second.args, second.args[::-1]):
+                sin = _pairs_table(sin_r, positions)
+                if sin is None or not _rotate_every_two(turned, side) or \
+                        _shape(cos) != _shape(sin) or 2 * _shape(cos)[-1] != r or \
+                        _shape(cos)[0] not in (1, _shape(x)[0]):
+                    continue
+                if len({_dtype(n) for n in (x, cos, sin, add)}) != 1:
+                    continue
+                stack = turned.args[0]
+                neg, even = stack.args[0]
+                if any(_only_user(n) is None for n in (first, second, turned, stack, neg,
+                                                         even, neg.args[0])):
+                    continue
+                tables = [_repeated_pairs(graph, t) for t in (cos, sin)]
+                with graph.inserting_before(root):
+                    rope = graph.call_function(ops.rope, (x, *tables, d, True))
+                    back = graph.call_function(aten.view.default, (rope, list(_shape(q))))
+                rope.meta["val"], back.meta["val"] = _val(x), _val(q)
+                for new in (rope, back):
+                    if "stack_trace" in add.meta:
+                        new.meta["stack_trace"] = add.meta["stack_trace"]
+                root.replace_all_uses_with(back)
+                _drop_dead(graph, [root, add, first, second, turned, stack, neg, even,
+                                   neg.args[0], rest, cut, q, cos_r, sin_r, cos_r.args[0],
+                                   sin_r.args[0]])
                 return True
     return False
 
@@ -999,7 +1149,8 @@ def recognize_ropes(gm: fx.GraphModule) -> int:
         if node.graph is graph and _is_call(node, ops.linear):
             _split_projection(graph, node)
     for node in list(graph.nodes):
-        if node.graph is graph and _match_rope(graph, node):
+        if node.graph is graph and (_match_rope(graph, node) or
+                                    _match_rope_pairs(graph, node)):
             found += 1
     _drop_checks_of_recognized(graph)
     graph.lint()

@@ -665,6 +665,47 @@ class FrontEndTest(unittest.TestCase):
                     y = compiled(x)
                 self.check_close(m, (x,), y)
 
+    def test_gptj_rotary_embedding(self):
+        """GPT-J's attention: q_proj's output viewed [B, L, H, D] (heads
+        last), its first rotary_dim columns rotated in pairs
+        (`q * cos + rotate_every_two(q) * sin`, cos and sin [1, L, R / 2]
+        each repeated for both columns of a pair) and concatenated with the
+        rest, then transposed. q's and k's ropes become fusion.rope
+        {interleaved} in the input LayerNorm's partition, reading one pair of
+        [?, R] tables (the angles repeated once, in PyTorch), each in its
+        GEMM's epilogue after fusion-fuse; partial (16 of 64) and full
+        (export's alias of q[..., :D]); the layer's output matches float64."""
+        from transformers import GPTJConfig
+        from transformers.models.gptj.modeling_gptj import GPTJBlock, GPTJRotaryEmbedding
+        for rotary in (16, 64):
+            with self.subTest(rotary_dim=rotary):
+                cfg = GPTJConfig(n_embd=128, n_head=2, rotary_dim=rotary, n_inner=256,
+                                 resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+                cfg._attn_implementation = "sdpa"
+                torch.manual_seed(0)
+                m = randomize_norms(DecoderBlock(GPTJBlock, GPTJRotaryEmbedding, cfg)
+                                    .bfloat16().eval())
+                x = torch.randn(2, 7, 128).bfloat16()
+                compiled = fc.compile(m, (x,), target="cpu")
+                report = compiled.explain()
+                first = report.partitions[0]
+                self.assertTrue(first.compiled, first.why_not)
+                self.assertEqual([op for op, _ in first.ops].count("rope"), 2)
+                ropes = re.findall(r"fusion.rope %\w+, (%\w+), (%\w+) \{head_dim = 64 : i64, "
+                                   r"interleaved\} : tensor<\?x128xbf16>, " +
+                                   re.escape(f"tensor<?x{rotary}xbf16>"), first.mlir)
+                self.assertEqual(len(ropes), 2, first.mlir)
+                self.assertEqual(ropes[0], ropes[1])  # one pair of tables
+                folded = fused(first.mlir)
+                self.assertNotIn("fusion.rope", folded)
+                self.assertEqual(folded.count(" rope("), 2, folded)
+                left = " ".join(why for _, why, _ in report.left_in_pytorch)
+                self.assertNotIn("neg", left)
+                self.assertNotIn("stack", left)
+                with torch.no_grad():
+                    y = compiled(x)
+                self.check_close(m, (x,), y)
+
     def test_mlp_activation_epilogue(self):
         """An MLP's first layer and its activation: BERT's intermediate
         (dense, then exact gelu: aten.gelu), GPT-2's MLP (Conv1D's addmm of a

@@ -295,18 +295,24 @@ class FrontEndTrainingTest(unittest.TestCase):
         # (each head's rows gathered in PyTorch, with its bias), cut into
         # q, k and v linears whose ropes are fusion.rope in the input norm's
         # partition: the fused weight's gradient comes back through
-        # PyTorch's slices and gathers; the whole layer's gradients.
+        # PyTorch's slices and gathers; GPT-J's pairs (separate
+        # projections, heads last); the whole layer's gradients.
         from transformers import GPTNeoXConfig
         from transformers.models.gpt_neox.modeling_gpt_neox import (GPTNeoXLayer,
                                                                     GPTNeoXRotaryEmbedding)
+        from transformers import GPTJConfig
+        from transformers.models.gptj.modeling_gptj import GPTJBlock, GPTJRotaryEmbedding
         from test_frontend import Phi3Config, Phi3DecoderLayer, Phi3RotaryEmbedding
         phi3 = Phi3Config(hidden_size=64, intermediate_size=128, num_attention_heads=4,
                           num_key_value_heads=2, rms_norm_eps=1e-5)
         neox = GPTNeoXConfig(hidden_size=128, num_attention_heads=2, intermediate_size=256,
                              use_parallel_residual=True, hidden_dropout=0.0,
                              attention_dropout=0.0, rotary_pct=0.25)
+        gptj = GPTJConfig(n_embd=128, n_head=2, rotary_dim=16, n_inner=256, resid_pdrop=0.0,
+                          embd_pdrop=0.0, attn_pdrop=0.0)
         for name, layer, rope, cfg in (("phi3", Phi3DecoderLayer, Phi3RotaryEmbedding, phi3),
-                                       ("neox", GPTNeoXLayer, GPTNeoXRotaryEmbedding, neox)):
+                                       ("neox", GPTNeoXLayer, GPTNeoXRotaryEmbedding, neox),
+                                       ("gptj", GPTJBlock, GPTJRotaryEmbedding, gptj)):
             with self.subTest(name):
                 cfg._attn_implementation = "sdpa"
                 torch.manual_seed(0)
@@ -315,7 +321,7 @@ class FrontEndTrainingTest(unittest.TestCase):
                 compiled = self.check_gradients(m, (x,), partitions=2)
                 ops = [op for op, _ in compiled.explain().partitions[0].ops]
                 self.assertEqual(ops.count("rope"), 2, ops)
-                self.assertEqual(ops.count("linear"), 3, ops)
+                self.assertEqual(ops.count("linear"), 4 if name == "gptj" else 3, ops)
 
     def test_needs_input_grad(self):
         # A frozen weight and an input without gradients: the backward
