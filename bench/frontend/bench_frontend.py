@@ -318,14 +318,18 @@ def cases():
                     lambda: DecoderLayer(family=(Phi3DecoderLayer, Phi3RotaryEmbedding, phi3())),
                     3072, 1))
         # GPT-J 6B's layer: separate projections, heads of 256 with a rope on
-        # 64 of each in pairs (rotate_every_two), a parallel MLP.
+        # 64 of each in pairs (rotate_every_two), a parallel MLP. Only where
+        # transformers has GPTJRotaryEmbedding (5.x; older versions compute
+        # the angles inside the attention, which DecoderLayer cannot feed).
         from transformers import GPTJConfig
-        from transformers.models.gptj.modeling_gptj import GPTJBlock, GPTJRotaryEmbedding
-        gptj = lambda: GPTJConfig(n_embd=4096, n_head=16, rotary_dim=64, n_inner=16384,
-                                  resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
-        out.append(("gptj_decoder_layer_h4096",
-                    lambda: DecoderLayer(family=(GPTJBlock, GPTJRotaryEmbedding, gptj())),
-                    4096, 1))
+        from transformers.models.gptj import modeling_gptj
+        if hasattr(modeling_gptj, "GPTJRotaryEmbedding"):
+            gptj = lambda: GPTJConfig(n_embd=4096, n_head=16, rotary_dim=64, n_inner=16384,
+                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+            out.append(("gptj_decoder_layer_h4096",
+                        lambda: DecoderLayer(family=(modeling_gptj.GPTJBlock,
+                                                     modeling_gptj.GPTJRotaryEmbedding, gptj())),
+                        4096, 1))
         # Phi-3-mini's MLP (hidden 3072, gate_up_proj of 2 x 8192 rows: the
         # front end cuts the weight into its halves, one gated GEMM) and
         # GPT-2 medium's (gelu_new in c_fc's epilogue).
