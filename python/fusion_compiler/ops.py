@@ -12,6 +12,7 @@ back.
 
 from __future__ import annotations
 
+import weakref
 from typing import Optional
 
 import torch
@@ -101,3 +102,51 @@ def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, head_dim: int,
 
 
 FRONTEND_OPS = (rms_norm, layer_norm, linear, matmul, gdpa, rope)
+
+
+# head_rows' kept results: id(parameter) -> (a weak reference to it, its
+# version, its address, {the gather's arguments: the rows}); an entry goes
+# with its parameter (weakref.finalize), so a dropped model frees its rows.
+_KEPT_ROWS: dict = {}
+
+
+def head_rows(weight: torch.Tensor, groups: int, group: int, start: int,
+              stop: int) -> torch.Tensor:
+    """Rows [start, stop) of each of `groups` groups of `group` rows of
+    `weight` [groups x group, ...] (or entries of a bias), gathered into a
+    contiguous [groups x (stop - start), ...]: GPT-NeoX's q, k or v part of
+    each head of query_key_value, as the weight of a linear of its own
+    (patterns._split_projection). Not an op of the dialect: it runs in
+    PyTorch, in front of the partition.
+
+    Where no gradient is asked of the weight and no CUDA graph is being
+    captured (a capture records the gather, so that its replays see
+    in-place updates), the rows are kept and reused while the parameter is
+    the same tensor, unchanged (its version counter: an optimizer step or a
+    load_state_dict bumps it): an inference call then reads them instead of
+    copying the weight again."""
+    def gather():
+        parts = weight.reshape(groups, group, *weight.shape[1:])[:, start:stop]
+        return parts.reshape(groups * (stop - start), *weight.shape[1:])
+    keep = type(weight) in (torch.Tensor, torch.nn.Parameter) and \
+        not (torch.is_grad_enabled() and weight.requires_grad) and \
+        not (weight.is_cuda and torch.cuda.is_current_stream_capturing())
+    if not keep:
+        return gather()
+    key = (groups, group, start, stop)
+    kept = _KEPT_ROWS.get(id(weight))
+    if kept is None or kept[0]() is not weight:
+        weakref.finalize(weight, _KEPT_ROWS.pop, id(weight), None)
+        kept = None
+    if kept is None or kept[1] != weight._version or kept[2] != weight.data_ptr():
+        kept = (weakref.ref(weight), weight._version, weight.data_ptr(), {})
+        _KEPT_ROWS[id(weight)] = kept
+    if key in kept[3]:
+        return kept[3][key]
+    rows = gather()
+    kept[3][key] = rows
+    head_rows.gathers += 1
+    return rows
+
+
+head_rows.gathers = 0  # how many gathers ran (tests)

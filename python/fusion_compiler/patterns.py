@@ -1023,8 +1023,9 @@ def _split_projection(graph: fx.Graph, gemm: fx.Node) -> bool:
     weight's rows of that piece, so that each rope can ride in its own
     GEMM's epilogue (a rope covers every head of its input): Phi-3's
     contiguous rows are a view of the weight (aten.slice, free); GPT-NeoX's
-    rows of each head's q, k or v part are gathered in PyTorch (view, slice,
-    reshape: a copy of the weight at every call, the partition's input).
+    rows of each head's q, k or v part are gathered in PyTorch (ops.head_rows:
+    a copy of the weight, kept between inference calls while the weight is
+    unchanged; the partition's input).
     The bias is cut alike; the views after the cut are repeated on each."""
     from . import support
     x, w, bias = gemm.args[:3]
@@ -1057,15 +1058,9 @@ def _split_projection(graph: fx.Graph, gemm: fx.Node) -> bool:
                     if bias is not None else None
             else:
                 what = (start, stop, f"qkv (of each of its {groups} heads)")
-                grouped = weight_op(aten.view.default, (w, [groups, group, in_features]), what)
-                part = weight_op(aten.slice.Tensor, (grouped, 1, start, stop), what)
-                rows = weight_op(aten.reshape.default, (part, [groups * width, in_features]),
-                                 what)
-                cut = None
-                if bias is not None:
-                    grouped = weight_op(aten.view.default, (bias, [groups, group]), what)
-                    part = weight_op(aten.slice.Tensor, (grouped, 1, start, stop), what)
-                    cut = weight_op(aten.reshape.default, (part, [groups * width]), what)
+                rows = weight_op(ops.head_rows, (w, groups, group, start, stop), what)
+                cut = weight_op(ops.head_rows, (bias, groups, group, start, stop), what) \
+                    if bias is not None else None
             new = graph.call_function(ops.linear, (x, rows, cut))
             new.meta.update(kept)
             new.meta["val"] = ops.linear(_val(x), _val(rows), _val(cut))

@@ -628,7 +628,8 @@ class FrontEndTest(unittest.TestCase):
         q and k rotated on their first R = rotary_pct x D columns and
         concatenated with the rest. The projection becomes three linears
         over the rows of each head's part (gathered in PyTorch, with the
-        bias's), q's and k's ropes fusion.rope with [?, R] tables in the
+        bias's, and kept between inference calls while the weight is
+        unchanged), q's and k's ropes fusion.rope with [?, R] tables in the
         input LayerNorm's partition, in their GEMMs' epilogues after
         fusion-fuse (heads of 64: R = 16 and 64, multiples of 16 as the
         sm_90a epilogue takes them); the layer's output matches float64."""
@@ -661,8 +662,17 @@ class FrontEndTest(unittest.TestCase):
                 left = " ".join(why for _, why, _ in report.left_in_pytorch)
                 self.assertNotIn("neg", left)
                 self.assertIn("(of each of its 2 heads) of a fused qkv weight, gathered", left)
+                # The gathered rows are kept between inference calls while
+                # the weight is unchanged, gathered again after an in-place
+                # update (its three parts; the bias's stay).
                 with torch.no_grad():
                     y = compiled(x)
+                    gathers = fc.ops.head_rows.gathers
+                    self.assertTrue(torch.equal(compiled(x), y))
+                    self.assertEqual(fc.ops.head_rows.gathers, gathers)
+                    m.layer.attention.query_key_value.weight.mul_(1.25)
+                    y = compiled(x)
+                    self.assertEqual(fc.ops.head_rows.gathers, gathers + 3)
                 self.check_close(m, (x,), y)
 
     def test_gptj_rotary_embedding(self):
