@@ -701,14 +701,8 @@ def _heads_first(node):
     if not (_is_call(node, aten.transpose.int) and sorted(node.args[1:3]) == [1, 2]):
         return None
     view = node.args[0]
-    if not _is_call(view, aten.view.default, aten.reshape.default, aten._unsafe_view.default):
-        return None
-    x = view.args[0]
-    xs, vs = _shape(x), _shape(view)
-    if not xs or not vs or len(xs) != 3 or len(vs) != 4 or xs[:2] != vs[:2] or \
-            vs[2] * vs[3] != xs[2]:
-        return None
-    return x, view
+    x = _heads_last(view)
+    return (x, view) if x is not None else None
 
 
 def _unsqueezed_table(node, positions: int):
@@ -740,6 +734,18 @@ def _rotary_part(side):
     return None
 
 
+def _rope_products(add):
+    """(first, second, side, table) for each way `add` reads as the sum of
+    two products, first = side * table (a rope's `q * cos`, the other its
+    turned q times sin): both orders of the sum and of first's factors."""
+    if not (_is_call(add, aten.add.Tensor) and len(add.args) == 2 and not add.kwargs):
+        return
+    for first, second in (add.args, add.args[::-1]):
+        if _is_call(first, aten.mul.Tensor) and _is_call(second, aten.mul.Tensor):
+            for side, table in (first.args, first.args[::-1]):
+                yield first, second, side, table
+
+
 def _whole_head(add, q, cut, r: int, d: int):
     """(root, rest): the node that holds the rotated head, where `add` is
     the rotation of `cut` = q[..., :R] (or of q itself, cut None): add
@@ -767,48 +773,43 @@ def _match_rope(graph: fx.Graph, add: fx.Node) -> bool:
     viewed and transposed as before. Partial rotary (GPT-NeoX, Phi): the
     form on q[..., :R] with tables [B or 1, L, R], concatenated with
     q[..., R:]."""
-    if not (_is_call(add, aten.add.Tensor) and len(add.args) == 2 and not add.kwargs):
-        return False
-    for first, second in (add.args, add.args[::-1]):
-        if not (_is_call(first, aten.mul.Tensor) and _is_call(second, aten.mul.Tensor)):
+    for first, second, side, cos_u in _rope_products(add):
+        part = _rotary_part(side)
+        if part is None:
             continue
-        for side, cos_u in (first.args, first.args[::-1]):
-            part = _rotary_part(side)
-            if part is None:
+        q, r, cut = part
+        x, view = _heads_first(q)
+        positions, d = _shape(q)[2], _shape(q)[3]
+        cos = _unsqueezed_table(cos_u, positions)
+        whole = _whole_head(add, q, cut, r, d)
+        if whole is None:
+            continue
+        root, rest = whole
+        for turned, sin_u in (second.args, second.args[::-1]):
+            sin = _unsqueezed_table(sin_u, positions)
+            if cos is None or sin is None or not _rotate_half(turned, side) or \
+                    _shape(cos) != _shape(sin) or _shape(cos)[-1] != r or \
+                    _shape(cos)[0] not in (1, _shape(x)[0]):
                 continue
-            q, r, cut = part
-            x, view = _heads_first(q)
-            positions, d = _shape(q)[2], _shape(q)[3]
-            cos = _unsqueezed_table(cos_u, positions)
-            whole = _whole_head(add, q, cut, r, d)
-            if whole is None:
+            if len({_dtype(n) for n in (x, cos, sin, add)}) != 1:
                 continue
-            root, rest = whole
-            for turned, sin_u in (second.args, second.args[::-1]):
-                sin = _unsqueezed_table(sin_u, positions)
-                if cos is None or sin is None or not _rotate_half(turned, side) or \
-                        _shape(cos) != _shape(sin) or _shape(cos)[-1] != r or \
-                        _shape(cos)[0] not in (1, _shape(x)[0]):
-                    continue
-                if len({_dtype(n) for n in (x, cos, sin, add)}) != 1:
-                    continue
-                neg, low = turned.args[0]
-                if any(_only_user(n) is None for n in (first, second, turned, neg, low,
-                                                         neg.args[0])):
-                    continue
-                with graph.inserting_before(root):
-                    rope = graph.call_function(ops.rope, (x, cos, sin, d, False))
-                    back = graph.call_function(aten.view.default, (rope, list(_shape(view))))
-                    heads_first = graph.call_function(aten.transpose.int, (back, 1, 2))
-                rope.meta["val"], back.meta["val"] = _val(x), _val(view)
-                heads_first.meta["val"] = _val(q)
-                for new in (rope, back, heads_first):
-                    if "stack_trace" in add.meta:
-                        new.meta["stack_trace"] = add.meta["stack_trace"]
-                root.replace_all_uses_with(heads_first)
-                _drop_dead(graph, [root, add, first, second, turned, neg, neg.args[0], low,
-                                   rest, cut, q, view, cos_u, sin_u])
-                return True
+            neg, low = turned.args[0]
+            if any(_only_user(n) is None for n in (first, second, turned, neg, low,
+                                                 neg.args[0])):
+                continue
+            with graph.inserting_before(root):
+                rope = graph.call_function(ops.rope, (x, cos, sin, d, False))
+                back = graph.call_function(aten.view.default, (rope, list(_shape(view))))
+                heads_first = graph.call_function(aten.transpose.int, (back, 1, 2))
+            rope.meta["val"], back.meta["val"] = _val(x), _val(view)
+            heads_first.meta["val"] = _val(q)
+            for new in (rope, back, heads_first):
+                if "stack_trace" in add.meta:
+                    new.meta["stack_trace"] = add.meta["stack_trace"]
+            root.replace_all_uses_with(heads_first)
+            _drop_dead(graph, [root, add, first, second, turned, neg, neg.args[0], low,
+                               rest, cut, q, view, cos_u, sin_u])
+            return True
     return False
 
 
@@ -896,58 +897,53 @@ def _match_rope_pairs(graph: fx.Graph, add: fx.Node) -> bool:
     a pair, becomes ops.rope(x, ..., interleaved) of x [B, L, H x D] with
     the repeated tables [B or 1, L, R] (computed in PyTorch), viewed as
     before."""
-    if not (_is_call(add, aten.add.Tensor) and len(add.args) == 2 and not add.kwargs):
-        return False
-    for first, second in (add.args, add.args[::-1]):
-        if not (_is_call(first, aten.mul.Tensor) and _is_call(second, aten.mul.Tensor)):
+    for first, second, side, cos_r in _rope_products(add):
+        q, cut = side, None
+        if _heads_last(side) is None and \
+                _is_call(side, aten.slice.Tensor, aten.alias.default) and \
+                isinstance(side.args[0], fx.Node):
+            q, cut = side.args[0], side  # q[..., :R]; q[..., :D] as an alias
+        x = _heads_last(q) if isinstance(q, fx.Node) else None
+        if x is None:
             continue
-        for side, cos_r in (first.args, first.args[::-1]):
-            q, cut = side, None
-            if _heads_last(side) is None and \
-                    _is_call(side, aten.slice.Tensor, aten.alias.default) and \
-                    isinstance(side.args[0], fx.Node):
-                q, cut = side.args[0], side  # q[..., :R]; q[..., :D] as an alias
-            x = _heads_last(q) if isinstance(q, fx.Node) else None
-            if x is None:
+        d, positions = _shape(q)[3], _shape(q)[1]
+        r = d
+        if _is_call(cut, aten.slice.Tensor):
+            bounds = _last_dim_slice(cut, q)
+            if bounds is None or bounds[0] != 0 or not 0 < bounds[1] < d:
                 continue
-            d, positions = _shape(q)[3], _shape(q)[1]
-            r = d
-            if _is_call(cut, aten.slice.Tensor):
-                bounds = _last_dim_slice(cut, q)
-                if bounds is None or bounds[0] != 0 or not 0 < bounds[1] < d:
-                    continue
-                r = bounds[1]
-            whole = _whole_head(add, q, cut, r, d)
-            cos = _pairs_table(cos_r, positions)
-            if whole is None or cos is None:
+            r = bounds[1]
+        whole = _whole_head(add, q, cut, r, d)
+        cos = _pairs_table(cos_r, positions)
+        if whole is None or cos is None:
+            continue
+        root, rest = whole
+        for turned, sin_r in (second.args, second.args[::-1]):
+            sin = _pairs_table(sin_r, positions)
+            if sin is None or not _rotate_every_two(turned, side) or \
+                    _shape(cos) != _shape(sin) or 2 * _shape(cos)[-1] != r or \
+                    _shape(cos)[0] not in (1, _shape(x)[0]):
                 continue
-            root, rest = whole
-            for turned, sin_r in (second.args, second.args[::-1]):
-                sin = _pairs_table(sin_r, positions)
-                if sin is None or not _rotate_every_two(turned, side) or \
-                        _shape(cos) != _shape(sin) or 2 * _shape(cos)[-1] != r or \
-                        _shape(cos)[0] not in (1, _shape(x)[0]):
-                    continue
-                if len({_dtype(n) for n in (x, cos, sin, add)}) != 1:
-                    continue
-                stack = turned.args[0]
-                neg, even = stack.args[0]
-                if any(_only_user(n) is None for n in (first, second, turned, stack, neg,
-                                                         even, neg.args[0])):
-                    continue
-                tables = [_repeated_pairs(graph, t) for t in (cos, sin)]
-                with graph.inserting_before(root):
-                    rope = graph.call_function(ops.rope, (x, *tables, d, True))
-                    back = graph.call_function(aten.view.default, (rope, list(_shape(q))))
-                rope.meta["val"], back.meta["val"] = _val(x), _val(q)
-                for new in (rope, back):
-                    if "stack_trace" in add.meta:
-                        new.meta["stack_trace"] = add.meta["stack_trace"]
-                root.replace_all_uses_with(back)
-                _drop_dead(graph, [root, add, first, second, turned, stack, neg, even,
-                                   neg.args[0], rest, cut, q, cos_r, sin_r, cos_r.args[0],
-                                   sin_r.args[0]])
-                return True
+            if len({_dtype(n) for n in (x, cos, sin, add)}) != 1:
+                continue
+            stack = turned.args[0]
+            neg, even = stack.args[0]
+            if any(_only_user(n) is None for n in (first, second, turned, stack, neg,
+                                                 even, neg.args[0])):
+                continue
+            tables = [_repeated_pairs(graph, t) for t in (cos, sin)]
+            with graph.inserting_before(root):
+                rope = graph.call_function(ops.rope, (x, *tables, d, True))
+                back = graph.call_function(aten.view.default, (rope, list(_shape(q))))
+            rope.meta["val"], back.meta["val"] = _val(x), _val(q)
+            for new in (rope, back):
+                if "stack_trace" in add.meta:
+                    new.meta["stack_trace"] = add.meta["stack_trace"]
+            root.replace_all_uses_with(back)
+            _drop_dead(graph, [root, add, first, second, turned, stack, neg, even,
+                               neg.args[0], rest, cut, q, cos_r, sin_r, cos_r.args[0],
+                               sin_r.args[0]])
+            return True
     return False
 
 

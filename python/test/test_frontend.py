@@ -312,6 +312,13 @@ class FrontEndTest(unittest.TestCase):
         # outputs' scale for cases where PyTorch happens to round exactly).
         self.assertLessEqual(ours, 2 * theirs + 2 ** -7 * 4, f"ours {ours}, PyTorch {theirs}")
 
+    def check_ropes_in_epilogues(self, mlir):
+        """After fusion-fuse, a partition's two ropes (q's and k's) ride in
+        their GEMMs' epilogues: no fusion.rope is left."""
+        folded = fused(mlir)
+        self.assertNotIn("fusion.rope", folded)
+        self.assertEqual(folded.count(" rope("), 2, folded)
+
     def check_parallel_residual(self, m, x, parallel):
         """A parallel residual's layer (GPT-NeoX, Falcon): its two output
         projections and both adds in one partition (`parallel`: its ops),
@@ -604,9 +611,7 @@ class FrontEndTest(unittest.TestCase):
                 rotary = int(hidden // 4 * factor)
                 self.assertEqual(len(re.findall(rf"fusion.rope .*, tensor<\?x{rotary}xbf16> ->",
                                                 first.mlir)), 2, first.mlir)
-                folded = fused(first.mlir)
-                self.assertNotIn("fusion.rope", folded)
-                self.assertEqual(folded.count(" rope("), 2, folded)
+                self.check_ropes_in_epilogues(first.mlir)
                 self.assertTrue(mlp.compiled, mlp.why_not)
                 out = fused(mlp.mlir)
                 self.assertEqual(out.count(" up("), 1, out)
@@ -656,9 +661,7 @@ class FrontEndTest(unittest.TestCase):
                 self.assertRegex(first.mlir, r"fusion.rope %\w+, %\w+, %\w+ \{head_dim = 64 : "
                                  r"i64\} : tensor<\?x128xbf16>, " +
                                  re.escape(f"tensor<?x{rotary}xbf16>"))
-                folded = fused(first.mlir)
-                self.assertNotIn("fusion.rope", folded)
-                self.assertEqual(folded.count(" rope("), 2, folded)
+                self.check_ropes_in_epilogues(first.mlir)
                 left = " ".join(why for _, why, _ in report.left_in_pytorch)
                 self.assertNotIn("neg", left)
                 self.assertIn("(of each of its 2 heads) of a fused qkv weight, gathered", left)
@@ -706,9 +709,7 @@ class FrontEndTest(unittest.TestCase):
                                    re.escape(f"tensor<?x{rotary}xbf16>"), first.mlir)
                 self.assertEqual(len(ropes), 2, first.mlir)
                 self.assertEqual(ropes[0], ropes[1])  # one pair of tables
-                folded = fused(first.mlir)
-                self.assertNotIn("fusion.rope", folded)
-                self.assertEqual(folded.count(" rope("), 2, folded)
+                self.check_ropes_in_epilogues(first.mlir)
                 left = " ".join(why for _, why, _ in report.left_in_pytorch)
                 self.assertNotIn("neg", left)
                 self.assertNotIn("stack", left)
@@ -864,9 +865,7 @@ class FrontEndTest(unittest.TestCase):
                 table = "tensor<?x16xbf16>"
                 self.assertRegex(first.mlir, r"fusion.rope %\w+, %\w+, %\w+ \{head_dim = 16 : i64\}"
                                  r" : tensor<\?x64xbf16>, " + re.escape(table))
-                folded = fused(first.mlir)
-                self.assertNotIn("fusion.rope", folded)
-                self.assertEqual(folded.count(" rope("), 2, folded)
+                self.check_ropes_in_epilogues(first.mlir)
                 with torch.no_grad():
                     y = compiled(x)
                 self.check_close(m, (x,), y)
