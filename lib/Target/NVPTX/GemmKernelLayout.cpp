@@ -57,11 +57,6 @@ std::optional<int64_t> mlir::fusion::gemmRopeTileUnit(const TargetInfo &target,
                                                       int64_t rotary,
                                                       bool interleaved,
                                                       std::string &whyNot) {
-  if (target.tensorMemoryColumns > 0) {
-    whyNot =
-        ("the " + target.chip + " GEMM kernel has no rope epilogue yet").str();
-    return std::nullopt;
-  }
   int64_t groupUnit = interleaved ? 8 : 16;
   if (rotary % groupUnit != 0) {
     whyNot = "the rotary dimension " + std::to_string(rotary) +

@@ -550,18 +550,6 @@ func.func @activation_split_k(%a: tensor<4096x256xbf16>, %b: tensor<4096x256xbf1
 
 // -----
 
-// The rope epilogue: sm_100a's kernel has none yet.
-module attributes {fusion.target = #fusion.target<"sm_100a">} {
-func.func @rope_sm100a(%x: tensor<?x64xbf16>, %w: tensor<128x64xbf16>, %c: tensor<?x64xbf16>) -> tensor<?x128xbf16> {
-  // expected-error @below {{'fusion.fused_matmul' op cannot generate an sm_100a fused GEMM kernel: the rope epilogue cannot rotate these heads: the sm_100a GEMM kernel has no rope epilogue yet (without the fold, fusion-fuse rope-epilogue=false, fusion.rope runs as a row kernel)}}
-  %y = fusion.fused_matmul %x, %w rope(%c, %c : tensor<?x64xbf16>, tensor<?x64xbf16>) {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 128, tile_k = 64, stages = 6, cluster_n = 1, consumers = 1, smem_bytes = 230912>, rope_head_dim = 64 : i64, transpose_rhs}
-      : tensor<?x64xbf16>, tensor<128x64xbf16> -> tensor<?x128xbf16>
-  return %y : tensor<?x128xbf16>
-}
-}
-
-// -----
-
 // The rope epilogue: a tile of 192 columns cuts heads of 128.
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @rope_cut_heads(%x: tensor<?x64xbf16>, %w: tensor<384x64xbf16>, %c: tensor<?x128xbf16>) -> tensor<?x384xbf16> {

@@ -128,10 +128,11 @@ int64_t gemmMaxElementwiseTileN(const TargetInfo &target);
 /// The rope epilogue's unit of tile_n on `target` (tiles hold whole heads of
 /// `headDim` columns in whole 64-column boxes: lcm(tileNGranularity,
 /// headDim)), or nothing, with why, where the epilogue cannot rotate them:
-/// the accumulator in tensor memory (no such kernel yet), a unit wider than
-/// gemmMaxElementwiseTileN, or `rotary` columns that are not whole 8-column
-/// groups of a thread (a multiple of 16 for rotate-half, whose partners are
-/// rotary / 2 columns on; of 8 for interleaved pairs).
+/// a unit wider than gemmMaxElementwiseTileN, or `rotary` columns that are
+/// not whole 8-column groups (a multiple of 16 for rotate-half, whose
+/// partners are rotary / 2 columns on; of 8 for interleaved pairs). The
+/// same rule on sm_90a (a thread's accumulator groups) and sm_100a (a
+/// thread's row, partners read from tensor memory).
 std::optional<int64_t> gemmRopeTileUnit(const TargetInfo &target,
                                         int64_t headDim, int64_t rotary,
                                         bool interleaved, std::string &whyNot);

@@ -157,15 +157,16 @@ void TmemTileEpilogue::loadChunk(Value c, Value groups[], bool accumulator,
   }
 }
 
-void TmemTileEpilogue::applyPieces(Value groups[], Value c) {
+void TmemTileEpilogue::applyPiecesAt(Value groups[], Value first) {
   // (Groups a half load left out are null.)
   if (Value colSum = e.arg(GemmArg::ColSum))
     for (int64_t g = 0; g < kGroups; ++g)
       if (groups[g]) {
         // Operands into locals first (one op-creating argument per call:
         // the host compilers evaluate arguments in different orders).
-        Value sums = e.loadColumnGroup(colSum, ValueRange{groupColumn(c, g)},
-                                       s.colSumType);
+        Value column = add(first, idx(8 * g));
+        Value sums =
+            e.loadColumnGroup(colSum, ValueRange{column}, s.colSumType);
         Value negMeans = splat(negMean);
         groups[g] = math::FmaOp::create(b, negMeans, sums, groups[g]);
       }
@@ -173,8 +174,61 @@ void TmemTileEpilogue::applyPieces(Value groups[], Value c) {
     for (int64_t g = 0; g < kGroups; ++g)
       if (groups[g])
         groups[g] = arith::MulFOp::create(b, groups[g], splat(factor));
-  e.addColumnPieces(groups, chunkColumn(c), rowClamped,
+  e.addColumnPieces(groups, first, rowClamped,
                     /*withResidual=*/!s.gradEpilogue());
+}
+
+/// The rope epilogue (sm_90a's in GemmEpilogue.cpp, `ropePair`): each head
+/// of rope_head_dim columns (the tile holds whole heads, from a multiple of
+/// the head dim) rotates its first R columns by its token's row, m mod T,
+/// of the [T, R] tables. A thread holds its row: an interleaved pair (2i,
+/// 2i + 1) lies in one 8-column group; a rotate-half partner, R / 2 columns
+/// away, anywhere in the tile's stage, is read from tensor memory as its
+/// own 8-column group and given the same pieces (row_scale, col_bias, the
+/// residual) before it rotates the group:
+///   y_c = x_c cos_c - x_p sin_c   (head column c < R / 2, p = c + R / 2)
+///   y_p = x_p cos_p + x_c sin_p
+/// Every table index lies inside [T, R] (rows clamped into M, columns below
+/// R).
+Value TmemTileEpilogue::ropeGroup(Value x, int64_t c, int64_t g) {
+  int64_t d = s.ropeHeadDim, r = s.ropeRotary;
+  int64_t tileCol = kStoreChunkN * c + 8 * g, headCol = tileCol % d;
+  if (headCol >= r)
+    return x;
+  Value cos = e.arg(GemmArg::RopeCos), sin = e.arg(GemmArg::RopeSin);
+  Value tableRow =
+      arith::RemUIOp::create(b, rowClamped, memref::DimOp::create(b, cos, 0));
+  Value cs =
+      e.loadColumnGroup(cos, ValueRange{tableRow, idx(headCol)}, s.ropeType);
+  Value sn =
+      e.loadColumnGroup(sin, ValueRange{tableRow, idx(headCol)}, s.ropeType);
+  Value scaled = arith::MulFOp::create(b, x, cs);
+  if (s.ropeInterleaved) {
+    // (x0 c0 - x1 s0, x1 c1 + x0 s1, ...) = x c + swap(x) (-s0, s1, ...).
+    Value swapped =
+        vector::ShuffleOp::create(b, x, x, {1, 0, 3, 2, 5, 4, 7, 6});
+    SmallVector<float> pattern;
+    for (int64_t i = 0; i < 8; ++i)
+      pattern.push_back(i % 2 ? 1.0f : -1.0f);
+    Value signs = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(groupType(), ArrayRef<float>(pattern)));
+    Value signedSin = arith::MulFOp::create(b, sn, signs);
+    return math::FmaOp::create(b, swapped, signedSin, scaled);
+  }
+  bool first = headCol < r / 2;
+  int64_t partnerCol = first ? tileCol + r / 2 : tileCol - r / 2;
+  Value partner = e.tmem->loadColumns(e, acc, warp, partnerCol, 8);
+  e.tmem->waitLoads(e);
+  auto zeros = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(groupType(), b.getF32FloatAttr(0.0)));
+  Value one[kGroups] = {};
+  one[g] = arith::SelectOp::create(b, noSteps, zeros, partner);
+  Value partnerFirst = add(blockCol, idx(partnerCol - 8 * g));
+  applyPiecesAt(one, partnerFirst);
+  partner = one[g];
+  if (first)
+    partner = arith::NegFOp::create(b, partner);
+  return math::FmaOp::create(b, partner, sn, scaled);
 }
 
 void TmemTileEpilogue::storeBack(Value groups[], Value c, int64_t onlyHalf) {
@@ -255,9 +309,24 @@ void TmemTileEpilogue::elementwise() {
   int64_t outChunks = s.gated ? chunks / 2 : chunks;
   for (int64_t c = 0; c < outChunks; ++c) {
     Value groups[kGroups];
+    // The rope reads its partners from the stage: released after the last
+    // chunk's.
+    bool lastChunk = !s.gated && c == chunks - 1;
     loadChunk(idx(c), groups, /*accumulator=*/true, Value(),
-              /*lastAlways=*/!s.gated && c == chunks - 1);
+              /*lastAlways=*/lastChunk && !s.ropeType);
     applyPieces(groups, idx(c));
+    if (s.ropeType) {
+      // Each group rotated at its store: its tables and partner live only
+      // there.
+      GemmKernelEmitter::ChunkStore store =
+          e.beginChunkStore(idx(c), blockCol, tileCount);
+      for (int64_t g = 0; g < kGroups; ++g)
+        e.storeChunkGroup(store, g, ropeGroup(groups[g], c, g), row, inRow);
+      e.endChunkStore(store, blockRow);
+      if (lastChunk)
+        release();
+      continue;
+    }
     if (s.gated) {
       Value up[kGroups];
       loadChunk(idx(c + outChunks), up, /*accumulator=*/true, Value(),

@@ -51,7 +51,15 @@ private:
                  bool lastAlways = false, int64_t onlyHalf = -1);
   /// row_scale, then col_bias and the residual (not for a grad epilogue,
   /// which adds it to its result), on chunk c's groups.
-  void applyPieces(Value groups[], Value c);
+  void applyPieces(Value groups[], Value c) {
+    applyPiecesAt(groups, chunkColumn(c));
+  }
+  /// The same on groups whose group 0 is at column `first` (null groups
+  /// skipped).
+  void applyPiecesAt(Value groups[], Value first);
+  /// The rope epilogue on group g of chunk c, `x` (pieces applied): the
+  /// group as stored.
+  Value ropeGroup(Value x, int64_t c, int64_t g);
   /// Writes chunk c's groups back into the stage (tcgen05.st); `onlyHalf`
   /// as for loadChunk.
   void storeBack(Value groups[], Value c, int64_t onlyHalf = -1);

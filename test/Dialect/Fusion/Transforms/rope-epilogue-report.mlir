@@ -77,12 +77,20 @@ func.func @interleaved_24(%x: tensor<?x64xbf16>, %w: tensor<256x64xbf16>, %c: te
 
 // -----
 
-// sm_100a's GEMM kernel has no rope epilogue yet.
+// sm_100a's GEMM kernel rotates as sm_90a's does (the same rule), and
+// refuses what sm_90a's refuses: heads of 320 need tiles of 320, wider than
+// its widest (256).
 module attributes {fusion.target = #fusion.target<"sm_100a">} {
 func.func @blackwell(%x: tensor<?x64xbf16>, %w: tensor<256x64xbf16>, %c: tensor<?x128xbf16>) -> tensor<?x256xbf16> {
   %q = fusion.matmul %x, %w {transpose_rhs} : tensor<?x64xbf16>, tensor<256x64xbf16> -> tensor<?x256xbf16>
-  // expected-remark @below {{fusion.rope not folded into a GEMM epilogue: the sm_100a GEMM kernel has no rope epilogue yet}}
+  // expected-remark @below {{fusion.rope folded into the GEMM's epilogue (rope_head_dim 128)}}
   %r = fusion.rope %q, %c, %c {head_dim = 128 : i64} : tensor<?x256xbf16>, tensor<?x128xbf16> -> tensor<?x256xbf16>
   return %r : tensor<?x256xbf16>
+}
+func.func @blackwell_wide_heads(%x: tensor<?x64xbf16>, %w: tensor<640x64xbf16>, %c: tensor<?x128xbf16>) -> tensor<?x640xbf16> {
+  %q = fusion.matmul %x, %w {transpose_rhs} : tensor<?x64xbf16>, tensor<640x64xbf16> -> tensor<?x640xbf16>
+  // expected-remark @below {{fusion.rope not folded into a GEMM epilogue: a tile of whole heads of 320 columns in 64-column boxes is 320 wide, wider than the widest tile (256)}}
+  %r = fusion.rope %q, %c, %c {head_dim = 320 : i64} : tensor<?x640xbf16>, tensor<?x128xbf16> -> tensor<?x640xbf16>
+  return %r : tensor<?x640xbf16>
 }
 }
