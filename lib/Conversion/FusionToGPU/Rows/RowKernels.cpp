@@ -109,13 +109,17 @@ private:
   }
   /// `load` of a norm's weight or bias, which every row reads again, with
   /// the hints Inductor's norms give it: kept in L1 (L1::evict_last) and in
-  /// L2 (`policy`) while the rows stream past. ld.global with a cache hint
-  /// has no NVVM op; 16-byte vectors here (4- and 8-byte ones take load).
-  Value loadKept(Value mem, Value at, Value policy) {
+  /// L2 (`policy`, made by keepPolicy at the first such load, which
+  /// dominates the rest) while the rows stream past. ld.global with a cache
+  /// hint has no NVVM op; 16-byte vectors here (4- and 8-byte ones take
+  /// load).
+  Value loadKept(Value mem, Value at, Value &policy) {
     Type elem = cast<MemRefType>(mem.getType()).getElementType();
     int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
     if (s.vec * elemBytes != 16)
       return load(mem, at, s.vec);
+    if (!policy)
+      policy = keepPolicy();
     Value base = arith::IndexCastOp::create(
         b, b.getI64Type(),
         memref::ExtractAlignedPointerAsIndexOp::create(b, mem));
@@ -445,11 +449,10 @@ void RowKernelEmitter::emitNormRows(Value input, Value output, Value weight,
       mul(arith::MinUIOp::create(b, row, sub(rows, idx(1))), idx(s.n));
   SmallVector<Value> inRow, column, x, w, bv;
   // The weight and bias: every row reads them (loadKept), where the rows
-  // are whole vectors.
-  Value policy =
-      (weight || bias) && s.output && !ragged() ? keepPolicy() : Value();
+  // are whole vectors (their loads then unbranched, in this block).
+  Value policy;
   auto param = [&](Value mem, Value ok, Value col) {
-    return policy ? loadKept(mem, col, policy) : loadIf(ok, mem, col);
+    return ragged() ? loadIf(ok, mem, col) : loadKept(mem, col, policy);
   };
   for (int64_t i = 0; i < s.vecsPerThread; ++i) {
     auto [col, ok] = rowVector(i);
