@@ -184,8 +184,9 @@ void TmemTileEpilogue::applyPiecesAt(Value groups[], Value first) {
 /// of the [T, R] tables. A thread holds its row: an interleaved pair (2i,
 /// 2i + 1) lies in one 8-column group; a rotate-half partner, R / 2 columns
 /// away, anywhere in the tile's stage, is read from tensor memory as its
-/// own 8-column group and given the same pieces (row_scale, col_bias, the
-/// residual) before it rotates the group:
+/// own 8-column group and given the same pieces (row_scale, the LayerNorm
+/// prologue's correction, col_bias; a rope takes no residual) before it
+/// rotates the group:
 ///   y_c = x_c cos_c - x_p sin_c   (head column c < R / 2, p = c + R / 2)
 ///   y_p = x_p cos_p + x_c sin_p
 /// Every table index lies inside [T, R] (rows clamped into M, columns below
