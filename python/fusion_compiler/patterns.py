@@ -490,14 +490,7 @@ def _match_gate_up(graph: fx.Graph, gemm: fx.Node) -> bool:
     if bias is not None or not isinstance(w, fx.Node) or len(_shape(w) or ()) != 2 or \
             support.reason(gemm) is not None:
         return False
-    chain, value = [], gemm
-    while True:
-        view = _only_user(value)
-        if not (_is_call(view, *_FEATURE_VIEWS) and view.args[0] is value and
-                len(view.args) == 2 and not view.kwargs and support._keeps_features(view)):
-            break
-        chain.append(view)
-        value = view
+    chain, value = _feature_views(gemm)
     halves = _halves(value)
     if halves is None:
         return False
@@ -509,27 +502,59 @@ def _match_gate_up(graph: fx.Graph, gemm: fx.Node) -> bool:
     first, second = halves[0][0], halves[1][0]
     if not (gated(first, second) or gated(second, first)):
         return False
+    _linears_over_rows(graph, gemm, halves, chain, "gate_up",
+                       lambda view, width: width)
+    return True
+
+
+def _linears_over_rows(graph: fx.Graph, gemm: fx.Node, pieces, views, what: str,
+                       features, groups: Optional[tuple] = None) -> None:
+    """Replaces each piece (node, start, stop) of `gemm`'s cut output by a
+    linear over the weight's rows of that piece (and the bias's), with
+    `views` (those between the GEMM and the cut) repeated on it, view v's
+    features features(v, stop - start); then erases the cut, the views and
+    `gemm`. The rows are aten.slice of the parameter (a view, free) or,
+    with `groups` = (G, P), ops.head_rows: rows [start, stop) of each of G
+    groups of P (GPT-NeoX's heads). Either stays in PyTorch as the
+    partition's input (support.WEIGHT_ROWS: (start, stop, what, G))."""
+    from . import support
+    x, w, bias = gemm.args[:3]
     trace = {"stack_trace": gemm.meta["stack_trace"]} if "stack_trace" in gemm.meta else {}
     kept = {k: v for k, v in gemm.meta.items() if k not in ("val", "tensor_meta")}
+
+    def rows_of(t, start, stop):
+        if t is None:
+            return None
+        args = (t, 0, start, stop) if groups is None else (t, *groups, start, stop)
+        target = aten.slice.Tensor if groups is None else ops.head_rows
+        node = graph.call_function(target, args)
+        node.meta.update(trace)
+        node.meta["val"] = target(_val(t), *args[1:])
+        node.meta[support.WEIGHT_ROWS] = (start, stop, what, groups and groups[0])
+        return node
+
     with graph.inserting_before(gemm):
-        for half, start, stop in halves:
-            rows = graph.call_function(aten.slice.Tensor, (w, 0, start, stop))
-            rows.meta.update(trace)
-            rows.meta["val"] = _val(w)[start:stop]
-            rows.meta[support.WEIGHT_ROWS] = (start, stop, "gate_up")
-            new = graph.call_function(ops.linear, (x, rows, None))
+        for piece, start, stop in pieces:
+            rows, cut = rows_of(w, start, stop), rows_of(bias, start, stop)
+            new = graph.call_function(ops.linear, (x, rows, cut))
             new.meta.update(kept)
-            new.meta["val"] = ops.linear(_val(x), rows.meta["val"], None)
-            for view in chain:
-                shape = [*view.args[1][:-1], stop - start]
-                out = graph.call_function(view.target, (new, shape))
+            new.meta["val"] = ops.linear(_val(x), _val(rows), _val(cut))
+            for view in views:
+                if _is_call(view, aten.transpose.int):
+                    args = (new, *view.args[1:])
+                    val = _val(new).transpose(*view.args[1:])
+                else:
+                    shape = [*view.args[1][:-1], features(view, stop - start)]
+                    args, val = (new, shape), _val(new).reshape(shape)
+                out = graph.call_function(view.target, args)
                 out.meta.update({k: v for k, v in view.meta.items()
                                  if k not in ("val", "tensor_meta")})
-                out.meta["val"] = _val(new).reshape(shape)
+                out.meta["val"] = val
                 new = out
-            half.replace_all_uses_with(new)
-    _drop_dead(graph, [h for h, _, _ in halves] + [halves[0][0].args[0]] + chain[::-1] + [gemm])
-    return True
+            piece.replace_all_uses_with(new)
+    first = pieces[0][0]
+    cut_node = first.args[0] if first.target is operator.getitem else None
+    _drop_dead(graph, [p for p, _, _ in pieces] + [cut_node] + views[::-1] + [gemm])
 
 
 def _scalar_operand(node, target, value: float):
@@ -715,23 +740,25 @@ def _unsqueezed_table(node, positions: int):
     return table if shape and len(shape) == 3 and shape[1] == positions else None
 
 
-def _rotary_part(side):
+def _rotary_part(side, heads):
     """(q, R, cut) where `side`, a factor of a rope's `q * cos`, is q itself
     (R = D, cut None) or its first R columns, cut = q[..., :R] (GPT-NeoX's,
-    Phi's partial rotary; an alias of q where R = D), q = transpose(view(x, [B, L, H, D]), 1, 2);
-    else None."""
-    if _heads_first(side) is not None:
+    Phi's, GPT-J's partial rotary; export's alias of q where R = D, Phi-3's
+    full rotary, whose empty q[..., D:] is still concatenated), q a heads
+    view of a projection's output (`heads`: _heads_first, Hugging Face's
+    [B, H, L, D], or _heads_last, GPT-J's [B, L, H, D]); else None."""
+    if heads(side) is not None:
         return side, _shape(side)[-1], None
-    # q[..., :D] of Phi-3's full rotary, which export writes as an alias
-    # (its q[..., D:], empty, is still concatenated).
-    if _is_call(side, aten.alias.default) and _heads_first(side.args[0]) is not None:
-        return side.args[0], _shape(side)[-1], side
-    if _is_call(side, aten.slice.Tensor) and isinstance(side.args[0], fx.Node) and \
-            _heads_first(side.args[0]) is not None:
-        bounds = _last_dim_slice(side, side.args[0])
-        if bounds is not None and bounds[0] == 0 and 0 < bounds[1] < _shape(side.args[0])[-1]:
-            return side.args[0], bounds[1], side
-    return None
+    if not (_is_call(side, aten.slice.Tensor, aten.alias.default) and
+            isinstance(side.args[0], fx.Node) and heads(side.args[0]) is not None):
+        return None
+    q, d = side.args[0], _shape(side.args[0])[-1]
+    if _is_call(side, aten.alias.default):
+        return q, d, side
+    bounds = _last_dim_slice(side, q)
+    if bounds is None or bounds[0] != 0 or not 0 < bounds[1] < d:
+        return None
+    return q, bounds[1], side
 
 
 def _rope_products(add):
@@ -774,7 +801,7 @@ def _match_rope(graph: fx.Graph, add: fx.Node) -> bool:
     form on q[..., :R] with tables [B or 1, L, R], concatenated with
     q[..., R:]."""
     for first, second, side, cos_u in _rope_products(add):
-        part = _rotary_part(side)
+        part = _rotary_part(side, _heads_first)
         if part is None:
             continue
         q, r, cut = part
@@ -898,21 +925,12 @@ def _match_rope_pairs(graph: fx.Graph, add: fx.Node) -> bool:
     the repeated tables [B or 1, L, R] (computed in PyTorch), viewed as
     before."""
     for first, second, side, cos_r in _rope_products(add):
-        q, cut = side, None
-        if _heads_last(side) is None and \
-                _is_call(side, aten.slice.Tensor, aten.alias.default) and \
-                isinstance(side.args[0], fx.Node):
-            q, cut = side.args[0], side  # q[..., :R]; q[..., :D] as an alias
-        x = _heads_last(q) if isinstance(q, fx.Node) else None
-        if x is None:
+        part = _rotary_part(side, _heads_last)
+        if part is None:
             continue
+        q, r, cut = part
+        x = _heads_last(q)
         d, positions = _shape(q)[3], _shape(q)[1]
-        r = d
-        if _is_call(cut, aten.slice.Tensor):
-            bounds = _last_dim_slice(cut, q)
-            if bounds is None or bounds[0] != 0 or not 0 < bounds[1] < d:
-                continue
-            r = bounds[1]
         whole = _whole_head(add, q, cut, r, d)
         cos = _pairs_table(cos_r, positions)
         if whole is None or cos is None:
@@ -1024,7 +1042,7 @@ def _split_projection(graph: fx.Graph, gemm: fx.Node) -> bool:
     unchanged; the partition's input).
     The bias is cut alike; the views after the cut are repeated on each."""
     from . import support
-    x, w, bias = gemm.args[:3]
+    w = gemm.args[1]
     if not isinstance(w, fx.Node) or len(_shape(w) or ()) != 2 or \
             support.reason(gemm) is not None:
         return False
@@ -1032,53 +1050,16 @@ def _split_projection(graph: fx.Graph, gemm: fx.Node) -> bool:
     if parts is None or not any(_feeds_rope(piece) for piece, _, _ in parts[2]):
         return False
     form, views, pieces = parts
-    in_features = _shape(w)[1]
-    groups, group = _shape(views[-2])[2:] if form == "heads" else (1, None)
-    trace = {"stack_trace": gemm.meta["stack_trace"]} if "stack_trace" in gemm.meta else {}
-    kept = {k: v for k, v in gemm.meta.items() if k not in ("val", "tensor_meta")}
-
-    def weight_op(target, args, what):
-        node = graph.call_function(target, args)
-        node.meta.update(trace)
-        node.meta["val"] = target(*[_val(a) if isinstance(a, fx.Node) else a for a in args])
-        node.meta[support.WEIGHT_ROWS] = what
-        return node
-
-    with graph.inserting_before(gemm):
-        for piece, start, stop in pieces:
-            width = stop - start
-            if form == "rows":
-                what = (start, stop, "qkv")
-                rows = weight_op(aten.slice.Tensor, (w, 0, start, stop), what)
-                cut = weight_op(aten.slice.Tensor, (bias, 0, start, stop), what) \
-                    if bias is not None else None
-            else:
-                what = (start, stop, f"qkv (of each of its {groups} heads)")
-                rows = weight_op(ops.head_rows, (w, groups, group, start, stop), what)
-                cut = weight_op(ops.head_rows, (bias, groups, group, start, stop), what) \
-                    if bias is not None else None
-            new = graph.call_function(ops.linear, (x, rows, cut))
-            new.meta.update(kept)
-            new.meta["val"] = ops.linear(_val(x), _val(rows), _val(cut))
-            for view in views:
-                if _is_call(view, aten.transpose.int):
-                    args = (new, *view.args[1:])
-                    val = _val(new).transpose(*view.args[1:])
-                else:
-                    # The features: the piece's width (of each group, in
-                    # the heads' view; of every group before it).
-                    last = width * groups if form == "heads" and view is not views[-2] \
-                        else width
-                    shape = [*view.args[1][:-1], last]
-                    args, val = (new, shape), _val(new).reshape(shape)
-                out = graph.call_function(view.target, args)
-                out.meta.update({k: v for k, v in view.meta.items()
-                                 if k not in ("val", "tensor_meta")})
-                out.meta["val"] = val
-                new = out
-            piece.replace_all_uses_with(new)
-    cut_node = pieces[0][0].args[0] if pieces[0][0].target is operator.getitem else None
-    _drop_dead(graph, [p for p, _, _ in pieces] + [cut_node] + views[::-1] + [gemm])
+    if form == "rows":
+        _linears_over_rows(graph, gemm, pieces, views, "qkv", lambda view, width: width)
+        return True
+    heads = views[-2]  # [B, L, G, P], then the transpose
+    groups = tuple(_shape(heads)[2:])
+    # The features: the piece's width of each group in the heads' view, of
+    # every group before it.
+    _linears_over_rows(graph, gemm, pieces, views, "qkv",
+                       lambda view, width: width if view is heads else width * groups[0],
+                       groups)
     return True
 
 

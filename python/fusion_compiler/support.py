@@ -56,8 +56,9 @@ TRAINED_IN_PYTORCH = "fusion_trained_in_pytorch"
 # whose q and k take a rope as one linear each): aten.slice of the parameter
 # along its rows, a view that stays in PyTorch (free) and is the partition's
 # input; or, where each head's q, k and v lie side by side (GPT-NeoX), the
-# ops.head_rows that gathers a part's rows. The value is (start, stop, what
-# is cut).
+# ops.head_rows that gathers a part's rows. The value is (start, stop, the
+# weight's name, the number of heads gathered from or None):
+# patterns._linears_over_rows.
 WEIGHT_ROWS = "fusion_weight_rows"
 
 
@@ -426,11 +427,11 @@ def reason(node: fx.Node) -> Optional[str]:
                     f"Inductor's fusion with its neighbours, serves it as well")
         return None
     if WEIGHT_ROWS in node.meta:
-        start, stop, what = node.meta[WEIGHT_ROWS]
-        if "heads" in what:
-            return (f"{name}: rows [{start}, {stop}) {what[4:]} of a fused qkv weight, "
-                    f"gathered in PyTorch as the partition's input (kept between inference "
-                    f"calls while the weight is unchanged)")
+        start, stop, what, groups = node.meta[WEIGHT_ROWS]
+        if groups:
+            return (f"{name}: rows [{start}, {stop}) of each of the {groups} heads of a fused "
+                    f"{what} weight, gathered in PyTorch as the partition's input (kept "
+                    f"between inference calls while the weight is unchanged)")
         return (f"{name}: rows [{start}, {stop}) of a fused {what} weight, a view (free) "
                 f"that the partition takes as its input")
     if node.target in VIEWS:

@@ -82,6 +82,9 @@ public:
   // GemmTcgen05Epilogue.cpp: its epilogue warpgroup (a row per thread;
   // the grad epilogues in GemmTcgen05GradEpilogue.cpp).
   void tensorMemoryEpilogue(Value tmemBase);
+  /// 8 elements of `mem` at `indices` (the last a column, 16-byte
+  /// aligned) as f32; loadColumnGroup: zeros where that column is past N.
+  Value loadGroup(Value mem, ValueRange indices, Type elem);
   Value loadColumnGroup(Value mem, ValueRange indices, Type elem);
   void addColumnPieces(Value chunkValues[], Value chunkColumn,
                        Value rowClamped, bool withResidual = true);

@@ -190,7 +190,7 @@ void TmemTileEpilogue::applyPiecesAt(Value groups[], Value first) {
 ///   y_c = x_c cos_c - x_p sin_c   (head column c < R / 2, p = c + R / 2)
 ///   y_p = x_p cos_p + x_c sin_p
 /// Every table index lies inside [T, R] (rows clamped into M, columns below
-/// R).
+/// R), so the table loads are not guarded.
 Value TmemTileEpilogue::ropeGroup(Value x, int64_t c, int64_t g) {
   int64_t d = s.ropeHeadDim, r = s.ropeRotary;
   int64_t tileCol = kStoreChunkN * c + 8 * g, headCol = tileCol % d;
@@ -199,10 +199,8 @@ Value TmemTileEpilogue::ropeGroup(Value x, int64_t c, int64_t g) {
   Value cos = e.arg(GemmArg::RopeCos), sin = e.arg(GemmArg::RopeSin);
   Value tableRow =
       arith::RemUIOp::create(b, rowClamped, memref::DimOp::create(b, cos, 0));
-  Value cs =
-      e.loadColumnGroup(cos, ValueRange{tableRow, idx(headCol)}, s.ropeType);
-  Value sn =
-      e.loadColumnGroup(sin, ValueRange{tableRow, idx(headCol)}, s.ropeType);
+  Value cs = e.loadGroup(cos, ValueRange{tableRow, idx(headCol)}, s.ropeType);
+  Value sn = e.loadGroup(sin, ValueRange{tableRow, idx(headCol)}, s.ropeType);
   Value scaled = arith::MulFOp::create(b, x, cs);
   if (s.ropeInterleaved) {
     // (x0 c0 - x1 s0, x1 c1 + x0 s1, ...) = x c + swap(x) (-s0, s1, ...).
@@ -569,18 +567,21 @@ void GemmKernelEmitter::tensorMemoryEpilogue(Value tmemBase) {
 /// Eight columns of `mem` at `indices` (the last one the column) as
 /// vector<8xf32>; zeros past N (N is a multiple of 8: a group is all in or
 /// all out).
+Value GemmKernelEmitter::loadGroup(Value mem, ValueRange indices, Type elem) {
+  Value v = vector::LoadOp::create(b, VectorType::get({8}, elem), mem, indices,
+                                   /*nontemporal=*/false, llvm::MaybeAlign(16));
+  if (!elem.isF32())
+    v = arith::ExtFOp::create(b, VectorType::get({8}, b.getF32Type()), v);
+  return v;
+}
+
 Value GemmKernelEmitter::loadColumnGroup(Value mem, ValueRange indices,
                                          Type elem) {
   auto group = VectorType::get({8}, b.getF32Type());
   auto guarded = scf::IfOp::create(
       b, ult(indices.back(), n),
       [&](OpBuilder &, Location) {
-        Value v =
-            vector::LoadOp::create(b, VectorType::get({8}, elem), mem, indices,
-                                   /*nontemporal=*/false, llvm::MaybeAlign(16));
-        if (!elem.isF32())
-          v = arith::ExtFOp::create(b, group, v);
-        scf::YieldOp::create(b, v);
+        scf::YieldOp::create(b, loadGroup(mem, indices, elem));
       },
       [&](OpBuilder &, Location) {
         scf::YieldOp::create(

@@ -135,15 +135,10 @@ private:
         b.getStringAttr("ld.global.L1::evict_last.L2::cache_hint.v4.b32 "
                         "{$0, $1, $2, $3}, [$4], $5;"),
         Value());
-    Value words = arith::ConstantOp::create(
-        b, DenseElementsAttr::get(VectorType::get({4}, i32),
-                                  b.getI32IntegerAttr(0)));
-    for (int64_t i = 0; i < 4; ++i)
-      words = vector::InsertOp::create(b, op.getResult(i), words, i);
-    Value v =
-        vector::BitCastOp::create(b, VectorType::get({s.vec}, elem), words);
-    return elem.isF32() ? v
-                        : arith::ExtFOp::create(b, f32Vector(), v).getResult();
+    Value words = vector::FromElementsOp::create(b, VectorType::get({4}, i32),
+                                                 op.getResults());
+    return widen(
+        vector::BitCastOp::create(b, VectorType::get({s.vec}, elem), words));
   }
   /// `load` when `cond`, else zeros.
   Value loadIf(Value cond, Value mem, Value at) {
