@@ -95,6 +95,8 @@ void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
   plan.decodeSwap = options.decodeSwap;
   plan.gemmResiduals = options.gemmResiduals;
   plan.postResiduals = options.postResiduals;
+  plan.sideKernels = options.sideKernels;
+  plan.sideSms = options.sideSms;
   plan.maxEpilogueCluster = options.maxEpilogueCluster;
   pm.addPass(createFusionPlanKernelsPass(plan));
   pm.addPass(createConvertFusionToGPUPass());

@@ -48,6 +48,10 @@ bool isShutdownResult(CUresult result);
 /// CU_STREAM_LEGACY for a null stream set as the call stream.
 CUstream currentCallStream();
 
+/// Forgets the streams of the host function this thread last ran (a new call
+/// begins): the next mgpuStreamCreate makes the primary again.
+void resetCallStreams();
+
 } // namespace fusionrt
 
 #endif // FUSION_RUNTIME_CONTEXT_H

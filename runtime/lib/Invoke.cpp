@@ -94,6 +94,7 @@ int32_t fusionrtInvoke(const int64_t *packet) {
   const bool onCallStream = flags & FUSIONRT_INVOKE_CALL_STREAM;
   if (onCallStream)
     fusionrtSetCallStream(stream);
+  resetCallStreams();
   beginInvocation();
   kCallers[count](function, packet + FUSIONRT_INVOKE_HEADER_WORDS);
   endInvocation();

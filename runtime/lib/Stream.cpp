@@ -9,12 +9,26 @@
 // stream instead of a new one, and its final `gpu.wait` (synchronize, then
 // destroy) leaves that stream alone: the call is asynchronous on it.
 //
+// Side streams: a host function's first stream is its primary (the call
+// stream, or a new one). A `gpu.wait async` made while the primary is live
+// forks a side stream: a stream of this thread's pool that waits for the
+// work enqueued on the primary so far (an event). Synchronizing a side
+// stream joins it: the primary waits for the side's work (an event), the
+// host does not; destroying it returns it to the pool. So a kernel the
+// lowering puts on a side stream runs beside the primary's next kernels
+// (fusion-plan-kernels' side kernels: a norm gradient beside a weight
+// gradient's GEMM), asynchronously and under CUDA graph capture alike.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
 #include "Status.h"
 #include "fusion_runtime.h"
 #include "fusion_runtime_mgpu.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
 
 using namespace fusionrt;
 
@@ -27,7 +41,9 @@ struct CallStream {
 };
 thread_local CallStream callStream;
 
+
 } // namespace
+
 
 CUstream fusionrt::currentCallStream() {
   return callStream.active ? callStream.stream : nullptr;
@@ -46,11 +62,66 @@ void recordReleaseFailure(CUresult result, const char *entryPoint, const char *d
     recordIfFailed(result, entryPoint, driverCall);
 }
 
+/// The streams of the host function running on this thread, in creation
+/// order (the primary first), and the side streams it may reuse, with the
+/// context each was made in. Side streams are kept for the thread's life.
+struct ThreadStreams {
+  std::vector<CUstream> live;
+  std::vector<std::pair<CUcontext, CUstream>> idleSides, busySides;
+};
+thread_local ThreadStreams threadStreams;
+
+bool isLiveSide(void *stream) {
+  const std::vector<CUstream> &live = threadStreams.live;
+  return live.size() > 1 &&
+         std::find(live.begin() + 1, live.end(), static_cast<CUstream>(stream)) != live.end();
+}
+
+/// Makes `waiter` wait for the work enqueued on `source` so far.
+bool streamWaitsFor(CUstream waiter, CUstream source, const char *entryPoint) {
+  CUevent event = nullptr;
+  if (recordIfFailed(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), entryPoint,
+                     "cuEventCreate"))
+    return false;
+  bool ok = !recordIfFailed(cuEventRecord(event, source), entryPoint, "cuEventRecord") &&
+            !recordIfFailed(cuStreamWaitEvent(waiter, event, /*Flags=*/0), entryPoint,
+                            "cuStreamWaitEvent");
+  // Released once the wait is done; the wait stays enqueued.
+  recordReleaseFailure(cuEventDestroy(event), entryPoint, "cuEventDestroy");
+  return ok;
+}
+
+/// A side stream forked from the primary: one of the pool's in `context`, or
+/// a new one.
+void *forkSideStream() {
+  CUcontext context = nullptr;
+  if (!activateContextOrRecord("mgpuStreamCreate", &context))
+    return nullptr;
+  ThreadStreams &streams = threadStreams;
+  CUstream side = nullptr;
+  auto it = std::find_if(streams.idleSides.begin(), streams.idleSides.end(),
+                         [&](const auto &entry) { return entry.first == context; });
+  if (it != streams.idleSides.end()) {
+    side = it->second;
+    streams.idleSides.erase(it);
+  } else if (recordIfFailed(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING), "mgpuStreamCreate",
+                            "cuStreamCreate")) {
+    return nullptr;
+  }
+  streams.busySides.emplace_back(context, side);
+  streams.live.push_back(side);
+  streamWaitsFor(side, streams.live.front(), "mgpuStreamCreate");
+  return side;
+}
+
 } // namespace
+
+void fusionrt::resetCallStreams() { threadStreams.live.clear(); }
 
 extern "C" {
 
 fusionrtStatus fusionrtSetCallStream(void *stream) {
+  resetCallStreams();
   callStream.active = true;
   // NULL (PyTorch's default stream) as the explicit legacy handle: the same
   // stream, but not null, so that allocations stay stream-ordered from the
@@ -60,6 +131,7 @@ fusionrtStatus fusionrtSetCallStream(void *stream) {
 }
 
 fusionrtStatus fusionrtClearCallStream(void) {
+  resetCallStreams();
   callStream = CallStream();
   return FUSIONRT_SUCCESS;
 }
@@ -67,20 +139,39 @@ fusionrtStatus fusionrtClearCallStream(void) {
 void *mgpuStreamCreate(void) {
   if (hasPendingFailure())
     return nullptr;
+  // A second stream of the running host function: a side stream.
+  if (!threadStreams.live.empty())
+    return forkSideStream();
   // The caller's stream: its context is the caller's business (every entry
   // point that enqueues work activates the selected device's context).
-  if (callStream.active)
+  if (callStream.active) {
+    threadStreams.live.push_back(callStream.stream);
     return callStream.stream;
+  }
   if (!activateContextOrRecord("mgpuStreamCreate"))
     return nullptr;
   CUstream stream = nullptr;
   if (recordIfFailed(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "mgpuStreamCreate",
                      "cuStreamCreate"))
     return nullptr;
+  threadStreams.live.push_back(stream);
   return stream;
 }
 
 void mgpuStreamDestroy(void *stream) {
+  ThreadStreams &streams = threadStreams;
+  auto live = std::find(streams.live.begin(), streams.live.end(), static_cast<CUstream>(stream));
+  bool side = live != streams.live.end() && live != streams.live.begin();
+  if (live != streams.live.end())
+    streams.live.erase(live);
+  // A side stream goes back to the pool.
+  auto busy = std::find_if(streams.busySides.begin(), streams.busySides.end(),
+                           [&](const auto &entry) { return entry.second == stream; });
+  if (side && busy != streams.busySides.end()) {
+    streams.idleSides.push_back(*busy);
+    streams.busySides.erase(busy);
+    return;
+  }
   if (isCallStream(stream))
     return; // the caller's
   if (stream)
@@ -89,6 +180,13 @@ void mgpuStreamDestroy(void *stream) {
 }
 
 void mgpuStreamSynchronize(void *stream) {
+  // A side stream joins the primary: the host does not wait.
+  if (isLiveSide(stream)) {
+    if (!hasPendingFailure())
+      streamWaitsFor(threadStreams.live.front(), static_cast<CUstream>(stream),
+                     "mgpuStreamSynchronize");
+    return;
+  }
   // The caller's stream: the call stays asynchronous on it.
   if (isCallStream(stream))
     return;

@@ -121,6 +121,17 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
                      "GEMM's post_residual (off by default: slower than the "
                      "add kernel on an H100, session 46)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> sideKernels{
+      *this, "side-kernels",
+      llvm::cl::desc("fusion-plan-kernels' side-kernels: a norm gradient runs "
+                     "beside the GEMM before it on a side stream where that "
+                     "GEMM leaves SMs idle (on by default)"),
+      llvm::cl::init(true)};
+  PassOptions::Option<int64_t> sideSms{
+      *this, "side-sms",
+      llvm::cl::desc("fusion-plan-kernels' side-sms: the SMs a split-K GEMM "
+                     "leaves to its side kernel (-1: a quarter)"),
+      llvm::cl::init(-1)};
   PassOptions::Option<int64_t> maxEpilogueCluster{
       *this, "max-epilogue-cluster",
       llvm::cl::desc("fusion-plan-kernels' max-epilogue-cluster: the most CTAs "

@@ -38,6 +38,7 @@
 #include "fusion/Conversion/LibraryABI/LibraryABI.h"
 #include "fusion/Conversion/Passes.h"
 #include "fusion/Dialect/Fusion/IR/FusionOps.h"
+#include "fusion/Dialect/Fusion/Transforms/Transforms.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -314,6 +315,26 @@ LogicalResult FunctionLowering::run() {
   HostLowering lowering(b, chain, map, func->getParentOfType<ModuleOp>(),
                         kernels);
   SmallVector<Value> temporaries;
+  // Ops lowered with the GEMM before them: its side kernel and the host
+  // work between the two.
+  SmallPtrSet<Operation *, 4> besideGemm;
+  // Gives each result of `op` that its kernel writes a buffer: the caller's
+  // where it is returned, else a temporary (freed at the end).
+  auto allocateResults = [&](Operation &op, const KernelFamily &family) {
+    for (OpResult r : op.getResults()) {
+      if (map.contains(r) || !family.writesResult(&op, r.getResultNumber()))
+        continue;
+      auto type = memrefFor(r.getType());
+      SmallVector<Value> dynSizes;
+      for (auto [d, size] : llvm::enumerate(type.getShape()))
+        if (ShapedType::isDynamic(size))
+          dynSizes.push_back(
+              memref::DimOp::create(b, map.lookup(op.getOperand(0)), d));
+      Value buffer = chain.alloc(type, dynSizes);
+      temporaries.push_back(buffer);
+      map.map(r, buffer);
+    }
+  };
   unsigned index = 0;
   for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
     if (inPlace.contains(&op))
@@ -334,21 +355,36 @@ LogicalResult FunctionLowering::run() {
       chain.fill(buffer, arith::ConstantOp::create(b, *value));
       continue;
     }
+    if (besideGemm.contains(&op))
+      continue;
     const KernelFamily *family = familyOf(&op);
-    for (OpResult r : op.getResults()) {
-      if (map.contains(r) || !family->writesResult(&op, r.getResultNumber()))
-        continue;
-      auto type = memrefFor(r.getType());
-      SmallVector<Value> dynSizes;
-      for (auto [d, size] : llvm::enumerate(type.getShape()))
-        if (ShapedType::isDynamic(size))
-          dynSizes.push_back(memref::DimOp::create(b, map.lookup(op.getOperand(0)), d));
-      Value buffer = chain.alloc(type, dynSizes);
-      temporaries.push_back(buffer);
-      map.map(r, buffer);
-    }
+    allocateResults(op, *family);
     std::string name = (func.getName() + "_kernel" + Twine(index++)).str();
+    Operation *side = op.hasAttr(KernelConfigAttr::getSideKernelAttrName()) ? findSideKernel(&op)
+                                                      : nullptr;
+    if (!side) {
+      family->lower(lowering, &op, target, name);
+      continue;
+    }
+    // A side kernel (fusion-plan-kernels): the host work up to it and its
+    // buffers first, then the side stream forked before the GEMM's launch
+    // (so that it waits for nothing the GEMM does), the GEMM, the side
+    // kernel on the side stream, and the join.
+    for (Operation *host = op.getNextNode(); host != side;
+         host = host->getNextNode()) {
+      if (!inPlace.contains(host))
+        lowerHostOp(*host, b, map, chain);
+      besideGemm.insert(host);
+    }
+    besideGemm.insert(side);
+    const KernelFamily *sideFamily = familyOf(side);
+    allocateResults(*side, *sideFamily);
+    chain.fork();
     family->lower(lowering, &op, target, name);
+    chain.onSide();
+    sideFamily->lower(lowering, side, target,
+                      (func.getName() + "_kernel" + Twine(index++)).str());
+    chain.join();
   }
   for (Value t : temporaries)
     chain.free(t);

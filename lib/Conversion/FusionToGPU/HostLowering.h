@@ -24,6 +24,16 @@ namespace mlir::fusion {
 /// `gpu.wait` synchronizes and destroys the stream. Stream order keeps a
 /// buffer alive until the kernels before its dealloc are done; the runtime
 /// serves allocations on a stream from its caching pool.
+///
+/// A side kernel (fusion.side_kernel) runs on a second chain: fork() makes
+/// a `gpu.wait async` without dependencies, which the runtime answers, while
+/// the function's first stream is live, with a side stream waiting for the
+/// work enqueued so far (runtime/lib/Stream.cpp); onSide() builds on it;
+/// join() waits for it with `gpu.wait`, which the runtime turns into the
+/// main stream waiting for the side's work, the host not waiting. Between
+/// fork() and join(), the main chain's frees wait for the join: the side
+/// kernel may still read what they free, and the pool must not hand that
+/// memory to it again.
 class DeviceChain {
 public:
   explicit DeviceChain(ImplicitLocOpBuilder &b) : b(b) {
@@ -48,8 +58,36 @@ public:
                 .getAsyncToken();
   }
   void free(Value buffer) {
+    if (side && !building) {
+      deferredFrees.push_back(buffer);
+      return;
+    }
     token = gpu::DeallocOp::create(b, tokenType(), ValueRange{token}, buffer)
                 .getAsyncToken();
+  }
+  /// Opens a side stream after the work enqueued so far.
+  void fork() {
+    assert(!side && "one side stream at a time");
+    side = gpu::WaitOp::create(b, tokenType(), ValueRange{}).getAsyncToken();
+  }
+  /// Builds on the side stream until join().
+  void onSide() {
+    assert(side && !building && "fork() first");
+    mainToken = token;
+    token = side;
+    building = true;
+  }
+  /// The main chain continues after the side stream's work; then its frees
+  /// deferred since fork().
+  void join() {
+    assert(building && "onSide() first");
+    gpu::WaitOp::create(b, Type(), ValueRange{token});
+    token = mainToken;
+    side = Value();
+    building = false;
+    for (Value buffer : deferredFrees)
+      free(buffer);
+    deferredFrees.clear();
   }
   /// The token a launch depends on; `after` the one it yields.
   Value current() const { return token; }
@@ -61,6 +99,11 @@ private:
   Type tokenType() { return gpu::AsyncTokenType::get(b.getContext()); }
   ImplicitLocOpBuilder &b;
   Value token;
+  // The side stream's chain: its first token, whether launches go on it,
+  // and the main chain's token meanwhile.
+  Value side, mainToken;
+  bool building = false;
+  SmallVector<Value> deferredFrees;
 };
 
 /// The host function being built, as a kernel family's launch sees it.

@@ -121,6 +121,30 @@ extern "C" void hostTwoBody(MEMREF2_PARAMS(a), MEMREF2_PARAMS(b), MEMREF2_PARAMS
   mgpuStreamDestroy(stream);
 }
 
+/// A norm gradient beside a weight gradient (fusion-plan-kernels' side
+/// kernels): the side stream is created before the GEMM's launch (forked
+/// from the work before it), the rows kernel goes on it, and synchronizing
+/// it joins it to the primary before the next kernel. `sides` records the
+/// streams each call got.
+std::vector<void *> sides;
+extern "C" void hostSide(MEMREF2_PARAMS(a), MEMREF2_PARAMS(b), MEMREF2_PARAMS(c)) {
+  ++hostCalls;
+  MemRef2 a = MEMREF2(a), b = MEMREF2(b), c = MEMREF2(c);
+  void *stream = mgpuStreamCreate();
+  void *side = mgpuStreamCreate();
+  sides.push_back(stream);
+  sides.push_back(side);
+  launchGemm(stream, a, b, c);
+  void *function = mgpuModuleGetFunction(module, kRowsKernel);
+  void *params[] = {&a.aligned, &c.aligned};
+  mgpuLaunchKernel(function, 528, 1, 1, 256, 1, 1, 0, side, params, nullptr, 2);
+  mgpuStreamSynchronize(side);
+  mgpuStreamDestroy(side);
+  launchGemm(stream, c, b, a);
+  mgpuStreamSynchronize(stream);
+  mgpuStreamDestroy(stream);
+}
+
 /// The packet fusionrtInvoke takes for a host function of three bf16
 /// matrices of rows x 512, 512 x 512 and rows x 512, on `stream`.
 std::vector<int64_t> packet(void *function, int64_t flags = FUSIONRT_INVOKE_CALL_STREAM,
@@ -353,6 +377,44 @@ TEST(invoke_selects_the_device_and_clears_the_call_stream) {
             0);
   EXPECT_EQ(fake_driver::difference(before, fake_driver::calls()),
             std::string("cuCtxGetCurrent 2, cuLaunchKernel 1, cuStreamSynchronize 1"));
+}
+
+TEST(side_stream_forks_from_the_primary_and_joins_it) {
+  resetStatus();
+  sides.clear();
+  std::vector<int64_t> p = packet(reinterpret_cast<void *>(&hostSide));
+  auto before = fake_driver::calls();
+  EXPECT_EQ(fusionrtInvoke(p.data()), 0);
+  std::string first = fake_driver::difference(before, fake_driver::calls());
+  std::printf("  first call: %s\n", first.c_str());
+  // The primary is the caller's stream; the side stream is one of the
+  // runtime's own, created once.
+  EXPECT_TRUE(sides.size() == 2 && sides[0] == reinterpret_cast<void *>(uintptr_t(0x5000)) &&
+              sides[1] != sides[0] && sides[1] != nullptr);
+  EXPECT_CONTAINS(first, "cuStreamCreate 1");
+  // Repeated calls reuse it: a fork and a join are an event each (created,
+  // recorded, waited for, released), and the host never waits.
+  std::string steady = steadyStateCalls(p, 100);
+  std::printf("  100 more calls: %s\n", steady.c_str());
+  // (rows_kernel is cooperative since hostRows: cuLaunchKernelEx.)
+  EXPECT_EQ(steady, std::string("cuCtxGetCurrent 100, cuEventCreate 200, cuEventDestroy 200, "
+                                "cuEventRecord 200, cuLaunchKernel 200, cuLaunchKernelEx 100, "
+                                "cuStreamWaitEvent 200"));
+  EXPECT_TRUE(sides.size() == 204 && sides[203] == sides[1]);
+  // Without a call stream: the function's own primary, the same side stream,
+  // and the one host wait of the primary at the end.
+  before = fake_driver::calls();
+  EXPECT_EQ(fusionrtInvoke(packet(reinterpret_cast<void *>(&hostSide), 0).data()), 0);
+  std::string own = fake_driver::difference(before, fake_driver::calls());
+  std::printf("  without a call stream: %s\n", own.c_str());
+  EXPECT_CONTAINS(own, "cuStreamCreate 1, cuStreamDestroy 1, cuStreamSynchronize 1, "
+                       "cuStreamWaitEvent 2");
+  EXPECT_TRUE(sides.size() == 206 && sides[205] == sides[1] && sides[204] != sides[0]);
+  // A stream created after the function returned is a primary again.
+  void *stream = mgpuStreamCreate();
+  EXPECT_TRUE(stream != sides[1]);
+  mgpuStreamDestroy(stream);
+  EXPECT_EQ(fusionrtPeekStatus(), FUSIONRT_SUCCESS);
 }
 
 TEST(invoke_rejects_malformed_packets) {

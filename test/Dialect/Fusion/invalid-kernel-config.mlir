@@ -164,3 +164,28 @@ func.func @cluster_m_with_cluster_n(%a: tensor<256x512xbf16>, %b: tensor<512x102
   %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, cluster_n = 4, consumers = 2, smem_bytes = 226816, epilogue_warps = true, cluster_m = 2>} : tensor<256x512xbf16>, tensor<512x1024xbf16> -> tensor<256x1024xbf16>
   return %c : tensor<256x1024xbf16>
 }
+
+// -----
+
+// fusion.side_kernel marks a planned GEMM whose next kernel runs beside it.
+func.func @side_kernel_unplanned(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{expected 'fusion.side_kernel' as a unit attribute of a planned fusion.fused_matmul (one with a 'fusion.kernel'), but got unit on 'fusion.fused_matmul'}}
+  %c = fusion.fused_matmul %a, %b {fusion.side_kernel} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+
+// -----
+
+func.func @side_kernel_not_unit(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>) -> tensor<256x256xbf16> {
+  // expected-error @below {{expected 'fusion.side_kernel' as a unit attribute of a planned fusion.fused_matmul (one with a 'fusion.kernel'), but got 36 : i64 on 'fusion.fused_matmul'}}
+  %c = fusion.fused_matmul %a, %b {fusion.kernel = #fusion.kernel_config<tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1, consumers = 2, smem_bytes = 198144>, fusion.side_kernel = 36} : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+
+// -----
+
+func.func @side_kernel_on_a_norm(%x: tensor<8x32xbf16>) -> tensor<8x32xbf16> {
+  // expected-error @below {{expected 'fusion.side_kernel' as a unit attribute of a planned fusion.fused_matmul (one with a 'fusion.kernel'), but got unit on 'fusion.rms_norm'}}
+  %y, %r = fusion.rms_norm %x {epsilon = 1.0e-05 : f32, fusion.side_kernel} : tensor<8x32xbf16> -> tensor<8x32xbf16>, tensor<8xf32>
+  return %y : tensor<8x32xbf16>
+}

@@ -153,6 +153,16 @@ LogicalResult FusionDialect::verifyOperationAttribute(Operation *op,
     return verifyKernelConfigForTarget(
         op, cast<KernelConfigAttr>(attr.getValue()));
   }
+  if (attr.getName() == KernelConfigAttr::getSideKernelAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<FusedMatmulOp>(op) ||
+        !op->hasAttr(KernelConfigAttr::getAttrName()))
+      return op->emitError()
+             << "expected '" << attr.getName().getValue()
+             << "' as a unit attribute of a planned fusion.fused_matmul (one "
+                "with a 'fusion.kernel'), but got "
+             << attr.getValue() << " on '" << op->getName() << "'";
+    return success();
+  }
   if (attr.getName() == kPrepareFuncAttrName) {
     if (!isa<FlatSymbolRefAttr>(attr.getValue()))
       return op->emitError() << "expected '" << kPrepareFuncAttrName

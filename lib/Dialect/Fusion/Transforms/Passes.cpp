@@ -100,6 +100,13 @@ struct FusionPlanKernelsPass
           << lazyRowStats << "'";
       return signalPassFailure();
     }
+    if (sideSms < -1) {
+      getOperation().emitError()
+          << "fusion-plan-kernels: expected side-sms to be -1 (a quarter of "
+             "the target's SMs) or a count of at least 0, but got "
+          << static_cast<int64_t>(sideSms);
+      return signalPassFailure();
+    }
     if (maxEpilogueCluster < 0) {
       getOperation().emitError()
           << "fusion-plan-kernels: expected max-epilogue-cluster to be 0 (the "
@@ -119,7 +126,7 @@ struct FusionPlanKernelsPass
     if (failed(planKernels(getOperation(), lazyRowStats, splitK, report,
                            maxEpilogueCluster, rmsPrologue, streamK, smallM,
                            smallMSplit, decodeSwap, gemmResiduals, multicast,
-                           postResiduals)))
+                           postResiduals, sideKernels, sideSms)))
       signalPassFailure();
   }
 };

@@ -908,6 +908,56 @@ void foldRmsPrologues(ModuleOp module, bool report) {
     }
   }
 }
+/// The work units of `fused` planned as `config` (output tiles x split_k),
+/// where its output's shape is static; nothing otherwise.
+std::optional<int64_t> staticWorkUnits(FusedMatmulOp fused,
+                                       KernelConfigAttr config) {
+  auto type = cast<RankedTensorType>(fused.getOutput().getType());
+  if (!type.hasStaticShape() || type.getRank() != 2)
+    return std::nullopt;
+  int64_t tiles =
+      llvm::divideCeil(type.getDimSize(0), config.getTileM()) *
+      llvm::divideCeil(type.getDimSize(1),
+                       gemmOutputTileN(fused, config.getTileN()));
+  return tiles * config.getSplitK();
+}
+
+/// Pairs `fused` (planned as `config` for `target`; `position`: the op whose
+/// next kernel is asked for, the plain fusion.matmul it replaces or itself)
+/// with the kernel after it (findSideKernel) where its work units leave
+/// SMs idle and its launch is not cooperative: fusion.side_kernel, and a
+/// split-K GEMM replanned for `sideSms` fewer SMs (-1: a quarter), its
+/// fewer K ranges leaving those SMs to the side kernel.
+void planSideKernel(FusedMatmulOp fused, Operation *position,
+                    KernelConfigAttr &config, const TargetInfo &target,
+                    int64_t sideSms, bool splitK, bool streamK, bool multicast,
+                    bool report) {
+  Operation *side = findSideKernel(position);
+  std::optional<int64_t> units = staticWorkUnits(fused, config);
+  if (!side || !units || *units >= target.multiprocessors ||
+      config.getGlobalRows() || config.getStreamK())
+    return;
+  if (config.getSplitK() > 1) {
+    int64_t reserve = sideSms >= 0 ? sideSms : target.multiprocessors / 4;
+    TargetInfo shared = target;
+    shared.multiprocessors = std::max<int64_t>(1, target.multiprocessors - reserve);
+    std::string why;
+    FailureOr<KernelConfigAttr> replanned =
+        planFusedMatmul(fused, shared, why, splitK, streamK, /*maxTileN=*/0,
+                        /*maxStages=*/0, multicast);
+    if (succeeded(replanned)) {
+      config = *replanned;
+      units = staticWorkUnits(fused, config);
+    }
+  }
+  fused->setAttr(KernelConfigAttr::getSideKernelAttrName(), UnitAttr::get(fused.getContext()));
+  if (report)
+    fused.emitRemark() << "the next kernel (" << side->getName()
+                       << ") runs beside it on a side stream: " << *units
+                       << " work units leave it "
+                       << target.multiprocessors - *units << " of "
+                       << target.multiprocessors << " SMs";
+}
 } // namespace
 
 LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
@@ -916,7 +966,8 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
                                         bool rmsPrologue, bool streamK,
                                         bool smallM, bool smallMSplit,
                                         bool decodeSwap, bool gemmResiduals,
-                                        bool multicast, bool postResiduals) {
+                                        bool multicast, bool postResiduals,
+                                        bool sideKernels, int64_t sideSms) {
   foldAttentionResiduals(module);
   // After the residual fold: the Kunlun block's dh + dq1 is then the
   // gdpa_grad's residual(%dh), which the prologue takes as grad_residual.
@@ -1006,6 +1057,9 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
         }
         fused = scaled;
       }
+      if (sideKernels)
+        planSideKernel(fused, fused, *config, planTarget, sideSms, splitK,
+                       streamK, multicast, report);
       fused->setAttr(KernelConfigAttr::getAttrName(), *config);
       // Replanned: an earlier small-M plan goes with the main one.
       fused->removeAttr(KernelConfigAttr::getSmallMAttrName());
@@ -1035,6 +1089,9 @@ LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
       ok = false;
       continue;
     }
+    if (sideKernels)
+      planSideKernel(fused, matmul, *config, *target, sideSms, splitK, streamK,
+                     multicast, report);
     fused->setAttr(KernelConfigAttr::getAttrName(), *config);
     if (report)
       matmul.emitRemark() << "GEMM kernel on " << target->chip << ": " << *config;

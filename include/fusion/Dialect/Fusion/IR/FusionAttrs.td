@@ -175,6 +175,12 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
     does not re-derive them. They, `split_k`, `stream_k`, `decode_splits` and
     `cluster_m` are printed only when set.
 
+    A GEMM whose work units leave SMs idle may carry the unit attribute
+    `fusion.side_kernel`: the next kernel, a norm gradient that does not use
+    the GEMM's result (`findSideKernel`), runs beside it on a side stream,
+    forked before the GEMM's launch and joined after it; a split-K GEMM's
+    ranges are then planned for fewer SMs (fusion-plan-kernels side-sms).
+
     A GEMM planned for a dynamic token count may also carry
     `fusion.kernel_small_m`, a second configuration of the same op (tiles
     of 64 columns; `planSmallMFusedMatmul`): the generator builds both
@@ -220,6 +226,11 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
     /// decode-swap): tile_m tokens by tile_n features.
     static constexpr ::llvm::StringLiteral getDecodeAttrName() {
       return ::llvm::StringLiteral("fusion.kernel_decode");
+    }
+    /// The unit attribute of a GEMM whose next kernel runs beside it on a
+    /// side stream (fusion-plan-kernels side-kernels; findSideKernel).
+    static constexpr ::llvm::StringLiteral getSideKernelAttrName() {
+      return ::llvm::StringLiteral("fusion.side_kernel");
     }
   }];
 }

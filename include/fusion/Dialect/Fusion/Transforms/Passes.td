@@ -1053,7 +1053,14 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     Option<"postResiduals", "post-residuals", "bool", /*default=*/"false",
            "fold a fusion.add of a forward norm epilogue's output and a "
            "tensor of its type into the GEMM's post_residual (opt-in: "
-           "slower than the add kernel on an H100, session 46)">
+           "slower than the add kernel on an H100, session 46)">,
+    Option<"sideKernels", "side-kernels", "bool", /*default=*/"true",
+           "run a norm gradient beside the GEMM before it on a side stream "
+           "where that GEMM's work units leave SMs idle and the norm "
+           "gradient does not use its result (fusion.side_kernel)">,
+    Option<"sideSms", "side-sms", "int64_t", /*default=*/"-1",
+           "the SMs a split-K GEMM with a side kernel leaves to it, its K "
+           "ranges planned for the others (-1: a quarter of the target's)">
   ];
 }
 

@@ -15,6 +15,7 @@
 
 namespace mlir {
 class ModuleOp;
+class Operation;
 class RewritePatternSet;
 namespace fusion {
 class FusedMatmulOp;
@@ -227,13 +228,27 @@ std::optional<KernelConfigAttr> planDecodeFusedMatmul(FusedMatmulOp op,
 /// opt-in: slower than the add kernel on an H100, session 46).
 /// `multicast`: GEMMs may be planned for a pair of CTAs sharing B's tiles
 /// (cluster_m = 2; planFusedMatmul's allowMulticast).
+/// `sideKernels`: a GEMM whose work units (static tiles x split_k) leave SMs
+/// idle and whose next kernel may run beside it (findSideKernel) gets
+/// fusion.side_kernel (KernelConfigAttr::getSideKernelAttrName); a split-K one is planned for `sideSms` fewer SMs
+/// (-1: a quarter of the target's), which the side kernel takes.
 LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
                           bool splitK = false, bool report = false,
                           int64_t maxEpilogueCluster = 0,
                           bool rmsPrologue = false, bool streamK = false,
                           bool smallM = false, bool smallMSplit = false,
                           bool decodeSwap = false, bool gemmResiduals = true,
-                          bool multicast = false, bool postResiduals = false);
+                          bool multicast = false, bool postResiduals = false,
+                          bool sideKernels = false, int64_t sideSms = -1);
+
+/// The kernel that may run beside the GEMM `gemm` (fusion.matmul or
+/// fusion.fused_matmul) on a second stream: the next op of its block that
+/// launches a kernel (tensor.dim, reshapes and index constants between them
+/// are host work), if that is a norm gradient (fusion.rms_norm_grad,
+/// fusion.layer_norm_grad: memory-bound rows) that uses nothing `gemm`
+/// computes; null otherwise. A training step's weight gradient dW2 = dy^T n
+/// and the norm gradient of dn = dy W2 are such a pair.
+Operation *findSideKernel(Operation *gemm);
 
 /// The cost model's choice for a Lazy Pre-Norm GEMM of `columnTiles` output
 /// tiles per row: true to sum the rows in the kernel, false for a row

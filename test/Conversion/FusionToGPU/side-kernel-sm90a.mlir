@@ -1,0 +1,43 @@
+// RUN: fusion-opt %s --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s
+// RUN: fusion-opt %s --fusion-plan-kernels=side-kernels=false --convert-fusion-to-gpu | FileCheck %s --check-prefix=OFF
+// RUN: fusion-runner %s -e step --after-passes=fusion-plan-kernels --atol=2e-2 --rtol=2e-2 | FileCheck %s --check-prefix=CPU
+
+// A norm gradient beside the weight gradient before it (fusion.side_kernel):
+// the host function forks a side stream before the GEMM's launches (a
+// `gpu.wait async` of its own, which the runtime answers with a stream
+// waiting for the main chain's work so far), the GEMM and its split-K sum
+// stay on the main chain, the norm gradient's kernels, workspace and all go
+// on the side chain, whose `gpu.wait` joins it; the GEMM's workspace is
+// freed after the join (the pool must not give it to the side kernel while
+// the GEMM runs). Without side kernels, one chain. On the CPU the planned
+// program computes what the unplanned one does.
+
+// CHECK-LABEL: func.func @step
+// CHECK: %[[MAIN:.*]] = gpu.wait async
+// CHECK-NEXT: %[[SIDE:.*]] = gpu.wait async
+// CHECK: %[[WS:.*]], %[[WST:.*]] = gpu.alloc async [%[[MAIN]]]
+// CHECK: gpu.launch_func async [%[[WST]]] @fusion_kernels::@step_kernel0 blocks
+// CHECK: %[[SUM:.*]] = gpu.launch_func async [%{{.*}}] @fusion_kernels::@step_kernel0_splitk
+// CHECK: %{{.*}}, %[[PT:.*]] = gpu.alloc async [%[[SIDE]]]
+// CHECK: %[[NG:.*]] = gpu.launch_func async [%[[PT]]] @fusion_kernels::@step_kernel1 blocks
+// CHECK: %[[P:.*]] = gpu.launch_func async [%[[NG]]] @fusion_kernels::@step_kernel1_params
+// CHECK: %[[SF:.*]] = gpu.dealloc async [%[[P]]]
+// CHECK-NEXT: gpu.wait [%[[SF]]]
+// CHECK-NEXT: %[[F:.*]] = gpu.dealloc async [%[[SUM]]] %[[WS]]
+// CHECK-NEXT: gpu.wait [%[[F]]]
+// CHECK-NEXT: return
+// OFF-LABEL: func.func @step
+// OFF-COUNT-1: gpu.wait async
+// OFF-NOT: gpu.wait async
+// OFF: return
+// CPU: PASS
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @step(%dy: tensor<256x1024xbf16>, %n: tensor<256x1024xbf16>, %dn: tensor<256x1024xbf16>,
+                %h: tensor<256x1024xbf16>, %rstd: tensor<256xf32>, %g: tensor<1024xbf16>)
+    -> (tensor<1024x1024xbf16>, tensor<256x1024xbf16>, tensor<1024xf32>) {
+  %dw2 = fusion.matmul %dy, %n {transpose_lhs} : tensor<256x1024xbf16>, tensor<256x1024xbf16> -> tensor<1024x1024xbf16>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : tensor<1024xbf16>)
+      : tensor<256x1024xbf16>, tensor<256x1024xbf16>, tensor<256xf32> -> tensor<256x1024xbf16>, tensor<1024xf32>
+  return %dw2, %dh, %dg : tensor<1024x1024xbf16>, tensor<256x1024xbf16>, tensor<1024xf32>
+}
+}
