@@ -38,6 +38,12 @@ def main():
                    help="also record each kernel of our step and of the six cuBLAS GEMMs "
                         "(profiler records: grid, block, registers, median device time), "
                         "to see where the step's time over the ideal goes")
+    p.add_argument("--variants", default="",
+                   help="NAME=ARTIFACTS,...: the same programs from other artifact folders "
+                        "(other compiler options), timed as ours_NAME_ms in the same rounds")
+    p.add_argument("--timeline", action="store_true",
+                   help="also record one call's kernels with their start, duration and "
+                        "stream (a side kernel beside its GEMM shows as an overlap)")
     a = p.parse_args()
     import torch
 
@@ -49,6 +55,16 @@ def main():
     libs = lr.Libraries(art)
     rows = []
     hs = [int(h) for h in a.hs.split(",")]
+    variant_libs = [(spec.split("=", 1)[0], lr.Libraries(spec.split("=", 1)[1]))
+                    for spec in a.variants.split(",") if spec]
+    for _, vlibs in variant_libs:
+        vlibs.runtime = libs.runtime  # one runtime in the process
+
+    def variants(prog):
+        for vname, vlibs in variant_libs:
+            vfn = vlibs.function(prog, "fused")
+            if vfn is not None:
+                yield vname, vfn
     for norm, h in [(norm, h) for norm in a.norms.split(",") for h in hs]:
         prog = programs.get(f"train_step_{norm}_h{h}")
         if prog is None or libs.function(prog, "fused") is None:
@@ -82,6 +98,10 @@ def main():
 
         baselines = a.baselines.split(",")
         measurements = [("ours_ms", bu.bench_ms, lambda: fn(*inputs.values(), *outs.values()))]
+        for vname, vfn in variants(prog):
+            vouts = lr.make_outputs(prog, a.m)
+            measurements.append((f"ours_{vname}_ms", bu.bench_ms,
+                                 lambda vfn=vfn, vouts=vouts: vfn(*inputs.values(), *vouts.values())))
         if "eager" in baselines:
             measurements.append(("eager_ms", bu.bench_ms, module_step(False)))
         if "compile" in baselines:
@@ -101,13 +121,22 @@ def main():
                         f"{k['median_us']:.1f} us" for k in row[key]), flush=True)
                 except Exception as e:
                     row["errors"][key] = bu.error_text(e)
+        if a.timeline:
+            try:
+                row["ours_timeline"] = bu.kernel_timeline(
+                    lambda: fn(*inputs.values(), *outs.values()))
+                print(f"{prog['name']} timeline: " + "; ".join(
+                    f"{k['name'][-10:]} @{k['start_us']:.0f} +{k['dur_us']:.0f} s{k['stream']}"
+                    for k in row["ours_timeline"]), flush=True)
+            except Exception as e:
+                row["errors"]["ours_timeline"] = bu.error_text(e)
         if "ours_ms" in row:
             for k in ("compile_ms", "six_gemm_ms"):
                 if k in row:
                     row[k.replace("_ms", "_over_ours")] = row[k] / row["ours_ms"]
         rows.append(row)
         print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()
-               if k not in ("spread", "ours_kernels", "six_gemm_kernels")}, flush=True)
+               if k not in ("spread", "ours_kernels", "six_gemm_kernels", "ours_timeline")}, flush=True)
     bu.write_json(a.out, a, rows, TIMING, complete=True)
     print(bu.markdown_table([("norm", "norm", "{}"), ("H", "h", "{}"), ("ours ms", "ours_ms", "{:.3f}"),
                              ("eager ms", "eager_ms", "{:.3f}"),

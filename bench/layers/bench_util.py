@@ -79,6 +79,36 @@ def kernel_records(fn, calls=20):
     return list(kernels.values())
 
 
+def kernel_timeline(fn, calls=5):
+    """The kernels of the last of `calls` calls of fn, in start order: name,
+    start (us, from the call's first kernel), duration (us), and the stream.
+    Kernels on two streams that overlap show which ran beside which."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+            torch.cuda.synchronize()
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        path = f.name
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        trace = json.load(f)
+    os.unlink(path)
+    events = sorted((e for e in trace.get("traceEvents", []) if e.get("cat") == "kernel"),
+                    key=lambda e: e["ts"])
+    # The calls are synchronized apart: the last call's kernels follow the
+    # widest gap.
+    if not events:
+        return []
+    per_call = len(events) // calls
+    last = events[-per_call:] if per_call else events
+    t0 = last[0]["ts"]
+    return [dict(name=e["name"], start_us=round(e["ts"] - t0, 1), dur_us=round(e.get("dur", 0.0), 1),
+                 stream=e.get("args", {}).get("stream")) for e in last]
+
+
 def compile_fresh(fn):
     """torch.compile specialized to this case (bench_fused_matmul.compile_fresh:
     without the reset, later cases recompile dynamic or fall back to eager)."""

@@ -590,6 +590,29 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     ```
     (the row of 1536 columns: a cluster of 8 CTAs, 192 columns each).
 
+    Side kernels (`side-kernels`, on by default; session 51). A GEMM whose
+    work units (static output tiles x split_k) are fewer than the SMs, with
+    a norm gradient as the next kernel that does not read its result
+    (`findSideKernel`: a training step's weight gradient dW2 = dy^T n and
+    the norm gradient of dn = dy W2), gets the unit attribute
+    `fusion.side_kernel`; `convert-fusion-to-gpu` then launches the norm
+    gradient on a side stream beside it. A split-K one is planned for
+    `side-sms` fewer SMs (-1, the default: a quarter), so that its fewer K
+    ranges leave those SMs to the norm gradient:
+    ```mlir
+    %dw2 = fusion.matmul %dy, %n {transpose_lhs}
+        : tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<1024x1024xbf16>
+    %dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : tensor<1024xbf16>) ...
+    ```
+    becomes (96 work units on 132 SMs: 36 left to the norm gradient)
+    ```mlir
+    %dw2 = fusion.fused_matmul %dy, %n {fusion.kernel = #fusion.kernel_config<
+        tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1,
+        consumers = 2, smem_bytes = 198144, split_k = 3>, fusion.side_kernel,
+        transpose_lhs} ...
+    %dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : tensor<1024xbf16>) ...
+    ```
+
     Decode-sized calls (`small-m`, on by default; 42% less GEMM time at
     16 tokens, within 1% at 65536, bench/results/HISTORY.md session 40).
     A GEMM planned for a dynamic token count gets one plan for every M:
