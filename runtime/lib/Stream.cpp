@@ -41,9 +41,7 @@ struct CallStream {
 };
 thread_local CallStream callStream;
 
-
 } // namespace
-
 
 CUstream fusionrt::currentCallStream() {
   return callStream.active ? callStream.stream : nullptr;
@@ -74,7 +72,8 @@ thread_local ThreadStreams threadStreams;
 bool isLiveSide(void *stream) {
   const std::vector<CUstream> &live = threadStreams.live;
   return live.size() > 1 &&
-         std::find(live.begin() + 1, live.end(), static_cast<CUstream>(stream)) != live.end();
+         std::find(live.begin() + 1, live.end(),
+                   static_cast<CUstream>(stream)) != live.end();
 }
 
 /// Makes `waiter` wait for the work enqueued on `source` so far.
@@ -83,9 +82,10 @@ bool streamWaitsFor(CUstream waiter, CUstream source, const char *entryPoint) {
   if (recordIfFailed(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), entryPoint,
                      "cuEventCreate"))
     return false;
-  bool ok = !recordIfFailed(cuEventRecord(event, source), entryPoint, "cuEventRecord") &&
-            !recordIfFailed(cuStreamWaitEvent(waiter, event, /*Flags=*/0), entryPoint,
-                            "cuStreamWaitEvent");
+  bool ok = !recordIfFailed(cuEventRecord(event, source), entryPoint,
+                            "cuEventRecord") &&
+            !recordIfFailed(cuStreamWaitEvent(waiter, event, /*Flags=*/0),
+                            entryPoint, "cuStreamWaitEvent");
   // Released once the wait is done; the wait stays enqueued.
   recordReleaseFailure(cuEventDestroy(event), entryPoint, "cuEventDestroy");
   return ok;
@@ -99,13 +99,14 @@ void *forkSideStream() {
     return nullptr;
   ThreadStreams &streams = threadStreams;
   CUstream side = nullptr;
-  auto it = std::find_if(streams.idleSides.begin(), streams.idleSides.end(),
-                         [&](const auto &entry) { return entry.first == context; });
+  auto it =
+      std::find_if(streams.idleSides.begin(), streams.idleSides.end(),
+                   [&](const auto &entry) { return entry.first == context; });
   if (it != streams.idleSides.end()) {
     side = it->second;
     streams.idleSides.erase(it);
-  } else if (recordIfFailed(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING), "mgpuStreamCreate",
-                            "cuStreamCreate")) {
+  } else if (recordIfFailed(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING),
+                            "mgpuStreamCreate", "cuStreamCreate")) {
     return nullptr;
   }
   streams.busySides.emplace_back(context, side);
@@ -160,13 +161,15 @@ void *mgpuStreamCreate(void) {
 
 void mgpuStreamDestroy(void *stream) {
   ThreadStreams &streams = threadStreams;
-  auto live = std::find(streams.live.begin(), streams.live.end(), static_cast<CUstream>(stream));
+  auto live = std::find(streams.live.begin(), streams.live.end(),
+                        static_cast<CUstream>(stream));
   bool side = live != streams.live.end() && live != streams.live.begin();
   if (live != streams.live.end())
     streams.live.erase(live);
   // A side stream goes back to the pool.
-  auto busy = std::find_if(streams.busySides.begin(), streams.busySides.end(),
-                           [&](const auto &entry) { return entry.second == stream; });
+  auto busy =
+      std::find_if(streams.busySides.begin(), streams.busySides.end(),
+                   [&](const auto &entry) { return entry.second == stream; });
   if (side && busy != streams.busySides.end()) {
     streams.idleSides.push_back(*busy);
     streams.busySides.erase(busy);

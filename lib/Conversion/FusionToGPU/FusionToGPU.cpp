@@ -360,8 +360,9 @@ LogicalResult FunctionLowering::run() {
     const KernelFamily *family = familyOf(&op);
     allocateResults(op, *family);
     std::string name = (func.getName() + "_kernel" + Twine(index++)).str();
-    Operation *side = op.hasAttr(KernelConfigAttr::getSideKernelAttrName()) ? findSideKernel(&op)
-                                                      : nullptr;
+    Operation *side = op.hasAttr(KernelConfigAttr::getSideKernelAttrName())
+                          ? findSideKernel(&op)
+                          : nullptr;
     if (!side) {
       family->lower(lowering, &op, target, name);
       continue;

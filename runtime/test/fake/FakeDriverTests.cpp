@@ -127,7 +127,8 @@ extern "C" void hostTwoBody(MEMREF2_PARAMS(a), MEMREF2_PARAMS(b), MEMREF2_PARAMS
 /// it joins it to the primary before the next kernel. `sides` records the
 /// streams each call got.
 std::vector<void *> sides;
-extern "C" void hostSide(MEMREF2_PARAMS(a), MEMREF2_PARAMS(b), MEMREF2_PARAMS(c)) {
+extern "C" void hostSide(MEMREF2_PARAMS(a), MEMREF2_PARAMS(b),
+                         MEMREF2_PARAMS(c)) {
   ++hostCalls;
   MemRef2 a = MEMREF2(a), b = MEMREF2(b), c = MEMREF2(c);
   void *stream = mgpuStreamCreate();
@@ -389,7 +390,8 @@ TEST(side_stream_forks_from_the_primary_and_joins_it) {
   std::printf("  first call: %s\n", first.c_str());
   // The primary is the caller's stream; the side stream is one of the
   // runtime's own, created once.
-  EXPECT_TRUE(sides.size() == 2 && sides[0] == reinterpret_cast<void *>(uintptr_t(0x5000)) &&
+  EXPECT_TRUE(sides.size() == 2 &&
+              sides[0] == reinterpret_cast<void *>(uintptr_t(0x5000)) &&
               sides[1] != sides[0] && sides[1] != nullptr);
   EXPECT_CONTAINS(first, "cuStreamCreate 1");
   // Repeated calls reuse it: a fork and a join are an event each (created,
@@ -397,19 +399,24 @@ TEST(side_stream_forks_from_the_primary_and_joins_it) {
   std::string steady = steadyStateCalls(p, 100);
   std::printf("  100 more calls: %s\n", steady.c_str());
   // (rows_kernel is cooperative since hostRows: cuLaunchKernelEx.)
-  EXPECT_EQ(steady, std::string("cuCtxGetCurrent 100, cuEventCreate 200, cuEventDestroy 200, "
-                                "cuEventRecord 200, cuLaunchKernel 200, cuLaunchKernelEx 100, "
-                                "cuStreamWaitEvent 200"));
+  EXPECT_EQ(steady,
+            std::string(
+                "cuCtxGetCurrent 100, cuEventCreate 200, cuEventDestroy 200, "
+                "cuEventRecord 200, cuLaunchKernel 200, cuLaunchKernelEx 100, "
+                "cuStreamWaitEvent 200"));
   EXPECT_TRUE(sides.size() == 204 && sides[203] == sides[1]);
   // Without a call stream: the function's own primary, the same side stream,
   // and the one host wait of the primary at the end.
   before = fake_driver::calls();
-  EXPECT_EQ(fusionrtInvoke(packet(reinterpret_cast<void *>(&hostSide), 0).data()), 0);
+  EXPECT_EQ(
+      fusionrtInvoke(packet(reinterpret_cast<void *>(&hostSide), 0).data()), 0);
   std::string own = fake_driver::difference(before, fake_driver::calls());
   std::printf("  without a call stream: %s\n", own.c_str());
-  EXPECT_CONTAINS(own, "cuStreamCreate 1, cuStreamDestroy 1, cuStreamSynchronize 1, "
-                       "cuStreamWaitEvent 2");
-  EXPECT_TRUE(sides.size() == 206 && sides[205] == sides[1] && sides[204] != sides[0]);
+  EXPECT_CONTAINS(own,
+                  "cuStreamCreate 1, cuStreamDestroy 1, cuStreamSynchronize 1, "
+                  "cuStreamWaitEvent 2");
+  EXPECT_TRUE(sides.size() == 206 && sides[205] == sides[1] &&
+              sides[204] != sides[0]);
   // A stream created after the function returned is a primary again.
   void *stream = mgpuStreamCreate();
   EXPECT_TRUE(stream != sides[1]);

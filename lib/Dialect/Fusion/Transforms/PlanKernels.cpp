@@ -915,10 +915,9 @@ std::optional<int64_t> staticWorkUnits(FusedMatmulOp fused,
   auto type = cast<RankedTensorType>(fused.getOutput().getType());
   if (!type.hasStaticShape() || type.getRank() != 2)
     return std::nullopt;
-  int64_t tiles =
-      llvm::divideCeil(type.getDimSize(0), config.getTileM()) *
-      llvm::divideCeil(type.getDimSize(1),
-                       gemmOutputTileN(fused, config.getTileN()));
+  int64_t tiles = llvm::divideCeil(type.getDimSize(0), config.getTileM()) *
+                  llvm::divideCeil(type.getDimSize(1),
+                                   gemmOutputTileN(fused, config.getTileN()));
   return tiles * config.getSplitK();
 }
 
@@ -940,7 +939,8 @@ void planSideKernel(FusedMatmulOp fused, Operation *position,
   if (config.getSplitK() > 1) {
     int64_t reserve = sideSms >= 0 ? sideSms : target.multiprocessors / 4;
     TargetInfo shared = target;
-    shared.multiprocessors = std::max<int64_t>(1, target.multiprocessors - reserve);
+    shared.multiprocessors =
+        std::max<int64_t>(1, target.multiprocessors - reserve);
     std::string why;
     FailureOr<KernelConfigAttr> replanned =
         planFusedMatmul(fused, shared, why, splitK, streamK, /*maxTileN=*/0,
@@ -950,7 +950,8 @@ void planSideKernel(FusedMatmulOp fused, Operation *position,
       units = staticWorkUnits(fused, config);
     }
   }
-  fused->setAttr(KernelConfigAttr::getSideKernelAttrName(), UnitAttr::get(fused.getContext()));
+  fused->setAttr(KernelConfigAttr::getSideKernelAttrName(),
+                 UnitAttr::get(fused.getContext()));
   if (report)
     fused.emitRemark() << "the next kernel (" << side->getName()
                        << ") runs beside it on a side stream: " << *units
@@ -960,14 +961,11 @@ void planSideKernel(FusedMatmulOp fused, Operation *position,
 }
 } // namespace
 
-LogicalResult mlir::fusion::planKernels(ModuleOp module, StringRef lazyRowStats,
-                                        bool splitK, bool report,
-                                        int64_t maxEpilogueCluster,
-                                        bool rmsPrologue, bool streamK,
-                                        bool smallM, bool smallMSplit,
-                                        bool decodeSwap, bool gemmResiduals,
-                                        bool multicast, bool postResiduals,
-                                        bool sideKernels, int64_t sideSms) {
+LogicalResult mlir::fusion::planKernels(
+    ModuleOp module, StringRef lazyRowStats, bool splitK, bool report,
+    int64_t maxEpilogueCluster, bool rmsPrologue, bool streamK, bool smallM,
+    bool smallMSplit, bool decodeSwap, bool gemmResiduals, bool multicast,
+    bool postResiduals, bool sideKernels, int64_t sideSms) {
   foldAttentionResiduals(module);
   // After the residual fold: the Kunlun block's dh + dq1 is then the
   // gdpa_grad's residual(%dh), which the prologue takes as grad_residual.

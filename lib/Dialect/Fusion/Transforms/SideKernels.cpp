@@ -31,8 +31,7 @@ static bool isHostWork(Operation &op) {
 /// independent of it).
 static bool dependsOn(Value v, Operation *gemm) {
   Operation *def = v.getDefiningOp();
-  if (!def || def->getBlock() != gemm->getBlock() ||
-      def->isBeforeInBlock(gemm))
+  if (!def || def->getBlock() != gemm->getBlock() || def->isBeforeInBlock(gemm))
     return false;
   if (def == gemm)
     return true;

@@ -230,8 +230,9 @@ std::optional<KernelConfigAttr> planDecodeFusedMatmul(FusedMatmulOp op,
 /// (cluster_m = 2; planFusedMatmul's allowMulticast).
 /// `sideKernels`: a GEMM whose work units (static tiles x split_k) leave SMs
 /// idle and whose next kernel may run beside it (findSideKernel) gets
-/// fusion.side_kernel (KernelConfigAttr::getSideKernelAttrName); a split-K one is planned for `sideSms` fewer SMs
-/// (-1: a quarter of the target's), which the side kernel takes.
+/// fusion.side_kernel (KernelConfigAttr::getSideKernelAttrName); a split-K
+/// one is planned for `sideSms` fewer SMs (-1: a quarter of the target's),
+/// which the side kernel takes.
 LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
                           bool splitK = false, bool report = false,
                           int64_t maxEpilogueCluster = 0,
