@@ -44,15 +44,17 @@ def kernel_ms(fn, match="_kernel"):
     return _kernel_ms(fn, match=match)[0]
 
 
-def kernel_records(fn, calls=20):
-    """The kernel records of `calls` calls of fn: name, grid, block,
-    registers, shared memory, median duration (us)."""
+def _kernel_events(fn, calls, synchronize_each=False):
+    """The profiler's kernel events of `calls` calls of fn (after one
+    unprofiled call), in the order the trace lists them."""
     from torch.profiler import ProfilerActivity, profile
     fn()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
             fn()
+            if synchronize_each:
+                torch.cuda.synchronize()
         torch.cuda.synchronize()
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         path = f.name
@@ -60,10 +62,14 @@ def kernel_records(fn, calls=20):
     with open(path) as f:
         trace = json.load(f)
     os.unlink(path)
+    return [e for e in trace.get("traceEvents", []) if e.get("cat") == "kernel"]
+
+
+def kernel_records(fn, calls=20):
+    """The kernel records of `calls` calls of fn: name, grid, block,
+    registers, shared memory, median duration (us)."""
     kernels = {}
-    for e in trace.get("traceEvents", []):
-        if e.get("cat") != "kernel":
-            continue
+    for e in _kernel_events(fn, calls):
         args = e.get("args", {})
         k = kernels.setdefault(e["name"], dict(
             name=e["name"], grid=args.get("grid"), block=args.get("block"),
@@ -83,23 +89,7 @@ def kernel_timeline(fn, calls=5):
     """The kernels of the last of `calls` calls of fn, in start order: name,
     start (us, from the call's first kernel), duration (us), and the stream.
     Kernels on two streams that overlap show which ran beside which."""
-    from torch.profiler import ProfilerActivity, profile
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-            torch.cuda.synchronize()
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
-        path = f.name
-    prof.export_chrome_trace(path)
-    with open(path) as f:
-        trace = json.load(f)
-    os.unlink(path)
-    events = sorted((e for e in trace.get("traceEvents", []) if e.get("cat") == "kernel"),
-                    key=lambda e: e["ts"])
-    # The calls are synchronized apart: the last call's kernels follow the
-    # widest gap.
+    events = sorted(_kernel_events(fn, calls, synchronize_each=True), key=lambda e: e["ts"])
     if not events:
         return []
     per_call = len(events) // calls
