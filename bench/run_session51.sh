@@ -4,7 +4,8 @@
 # under ten minutes:
 #   PART=verify: the training steps with their norm gradients on a side
 #     stream beside the weight gradient (fusion.side_kernel): the float64
-#     tests, memcheck and racecheck on one step;
+#     tests, the front end's training (build/frontend-training-gpu, whose
+#     backward programs pair them too), memcheck on one step;
 #   PART=bench: the steps at 512 / 1024 / 2048 against torch.compile and
 #     six cuBLAS GEMMs, with the variants (no side kernels; side-sms 0 and
 #     66) in the same rounds, and one call's kernel timeline each.
@@ -23,11 +24,12 @@ variants=off=build/side-off/gpu,sms0=build/side-0/gpu,sms66=build/side-66/gpu
   nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
   if [ "$part" = verify ]; then
     echo "== training steps"
-    timeout 240 python3 -m pytest -q -rs test/gpu/test_train_step_gpu.py 2>&1 | tail -6
+    timeout 200 python3 -m pytest -q -x -rs test/gpu/test_train_step_gpu.py 2>&1 | tail -6
+    echo "== front-end training (side kernels in 5 backward programs)"
+    FUSION_FRONTEND_TRAINING_DIR=build/frontend-training-gpu timeout 170 \
+      python3 -m pytest -q -x -rs test/gpu/test_frontend_training_gpu.py 2>&1 | tail -6
     sanitize_layer $A memcheck train_step_rms_h1024 4097 /tmp/san_mem.txt
     grep -m3 -A10 "Invalid\|Error" /tmp/san_mem.txt | head -20
-    sanitize_layer $A racecheck train_step_ln_h1024 4097 /tmp/san_race.txt
-    grep -m3 -A10 "Hazard\|Error" /tmp/san_race.txt | head -20
   else
     timeout 520 python3 bench/bench_train_step.py --out "$OUT/train_step.json" --commit "${C:-unknown}" \
       --hs ${HS:-1024,2048,512} --norms rms,ln --rounds 2 --baselines compile,six_gemm \
