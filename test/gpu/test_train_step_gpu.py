@@ -88,3 +88,46 @@ def test_train_step(name, m):
     for param in ("dg", "dgamma", "dbeta"):
         if param in outs:
             assert torch.equal(outs[param], again[param]), f"{param} differs run to run"
+
+
+def check_against_float64(prog, inputs, outs, label):
+    norm, skip = lr.train_norm(prog), lr.train_skip(prog)
+    ref64 = lr.train_reference(inputs, prog["h"], prog["eps"], torch.float64, norm, skip)
+    ref16 = lr.train_reference(inputs, prog["h"], prog["eps"], torch.bfloat16, norm, skip)
+    for (out_name, got), want, theirs16 in zip(outs.items(), ref64, ref16):
+        assert not torch.isnan(got).any(), f"{label} {out_name}: NaN left"
+        ours, theirs = lr.rel_error(got, want), lr.rel_error(theirs16, want)
+        assert ours <= 2 * theirs + FLOOR, f"{label} {out_name}: {ours:.3e} > 2 x {theirs:.3e} + {FLOOR}"
+
+
+@pytest.mark.parametrize("name", ["train_step_rms_h1024", "train_step_ln_h2048"])
+def test_side_kernel_async_and_in_a_cuda_graph(name):
+    """The norm gradient runs on a side stream beside the weight gradient
+    (fusion.side_kernel): on a non-default PyTorch stream the call returns
+    before its work is done and its results are right once that stream is
+    synchronized; captured in a CUDA graph (the side stream's fork and join
+    too), the step replays on fresh inputs into NaN-poisoned outputs."""
+    m = 4097
+    prog, fn, inputs, outs = run(name, m)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for t in outs.values():
+            t.fill_(float("nan"))
+        fn(*inputs.values(), *outs.values())
+        busy = not side.query()
+    side.synchronize()
+    check_against_float64(prog, inputs, outs, f"{name} async")
+    print(f"{name}: busy after the call {busy}")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn(*inputs.values(), *outs.values())
+    for seed in (2, 3):
+        fresh = lr.make_train_case(prog["h"], m, seed * 7919 + m, lr.train_norm(prog))
+        for key, t in inputs.items():
+            t.copy_(fresh[key])
+        for t in outs.values():
+            t.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        check_against_float64(prog, inputs, outs, f"{name} graph replay {seed}")
