@@ -11,13 +11,15 @@
 //
 // Side streams: a host function's first stream is its primary (the call
 // stream, or a new one). A `gpu.wait async` made while the primary is live
-// forks a side stream: a stream of this thread's pool that waits for the
-// work enqueued on the primary so far (an event). Synchronizing a side
-// stream joins it: the primary waits for the side's work (an event), the
-// host does not; destroying it returns it to the pool. So a kernel the
-// lowering puts on a side stream runs beside the primary's next kernels
-// (fusion-plan-kernels' side kernels: a norm gradient beside a weight
-// gradient's GEMM), asynchronously and under CUDA graph capture alike.
+// forks a side stream: a stream of this thread's pool, of the greatest
+// priority, that waits for the work enqueued on the primary so far (an
+// event). Synchronizing a side stream joins it: the primary waits for the
+// side's work (an event), the host does not; destroying it returns it to
+// the pool. So the primary's next kernels run beside what the lowering puts
+// on a side stream (fusion-plan-kernels' side kernels: a weight gradient's
+// persistent GEMM there, whose CTAs the priority places first, and a norm
+// gradient on the primary in the SMs it leaves), asynchronously and under
+// CUDA graph capture alike.
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,9 +107,15 @@ void *forkSideStream() {
   if (it != streams.idleSides.end()) {
     side = it->second;
     streams.idleSides.erase(it);
-  } else if (recordIfFailed(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING),
-                            "mgpuStreamCreate", "cuStreamCreate")) {
-    return nullptr;
+  } else {
+    // The greatest priority: the lowering puts a persistent GEMM there, whose
+    // CTAs must be placed before those of the kernel beside it.
+    int least = 0, greatest = 0;
+    if (recordIfFailed(cuCtxGetStreamPriorityRange(&least, &greatest), "mgpuStreamCreate",
+                       "cuCtxGetStreamPriorityRange") ||
+        recordIfFailed(cuStreamCreateWithPriority(&side, CU_STREAM_NON_BLOCKING, greatest),
+                       "mgpuStreamCreate", "cuStreamCreateWithPriority"))
+      return nullptr;
   }
   streams.busySides.emplace_back(context, side);
   streams.live.push_back(side);

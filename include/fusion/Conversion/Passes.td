@@ -233,18 +233,19 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     one stream: `gpu.wait async`, then `gpu.alloc`/`gpu.memset` for
     intermediates and workspaces, each `gpu.launch_func`, `gpu.dealloc`,
     each taking the previous token, and one final `gpu.wait`. A GEMM
-    with `fusion.side_kernel` (fusion-plan-kernels) forks a second chain
-    before its launch, a `gpu.wait async` without dependencies (the runtime
-    answers it with a side stream waiting for the work enqueued so far),
-    on which the norm gradient after it runs, and joins it with a `gpu.wait`
-    before the next kernel; the main chain's deallocs in between follow the
-    join:
+    with `fusion.side_kernel` (fusion-plan-kernels) goes on a second chain,
+    forked after the work so far by a `gpu.wait async` without dependencies
+    (the runtime answers it with a side stream of the greatest priority,
+    which places the GEMM's CTAs first); the norm gradient after it runs on
+    the main chain in the SMs the GEMM leaves, and a `gpu.wait` of the side
+    chain joins it before the next kernel; the deallocs in between follow
+    the join:
     ```mlir
     %0 = gpu.wait async
-    %1 = gpu.wait async                         // the side stream
-    %2 = gpu.launch_func async [%0] @fusion_kernels::@f_kernel0 ...
-    %3 = gpu.launch_func async [%1] @fusion_kernels::@f_kernel1 ...
-    gpu.wait [%3]                               // joined
+    %1 = gpu.wait async                         // the side chain
+    %2 = gpu.launch_func async [%1] @fusion_kernels::@f_kernel0 ...  // GEMM
+    %3 = gpu.launch_func async [%0] @fusion_kernels::@f_kernel1 ...  // norm grad
+    gpu.wait [%2]                               // joined
     ```
     The kernels are emitted into a `gpu.module @fusion_kernels`.
     The module's `fusion.target` moves onto that `gpu.module` as

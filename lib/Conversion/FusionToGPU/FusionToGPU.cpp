@@ -368,9 +368,10 @@ LogicalResult FunctionLowering::run() {
       continue;
     }
     // A side kernel (fusion-plan-kernels): the host work up to it and its
-    // buffers first, then the side stream forked before the GEMM's launch
-    // (so that it waits for nothing the GEMM does), the GEMM, the side
-    // kernel on the side stream, and the join.
+    // buffers first, then a side chain forked after the work so far, the
+    // GEMM on it (the runtime gives side streams the greatest priority, so
+    // the GEMM's persistent CTAs are placed first), the side kernel on the
+    // main chain in the SMs the GEMM leaves, and the join.
     for (Operation *host = op.getNextNode(); host != side;
          host = host->getNextNode()) {
       if (!inPlace.contains(host))
@@ -381,8 +382,9 @@ LogicalResult FunctionLowering::run() {
     const KernelFamily *sideFamily = familyOf(side);
     allocateResults(*side, *sideFamily);
     chain.fork();
-    family->lower(lowering, &op, target, name);
     chain.onSide();
+    family->lower(lowering, &op, target, name);
+    chain.onMain();
     sideFamily->lower(lowering, side, target,
                       (func.getName() + "_kernel" + Twine(index++)).str());
     chain.join();

@@ -25,15 +25,18 @@ namespace mlir::fusion {
 /// buffer alive until the kernels before its dealloc are done; the runtime
 /// serves allocations on a stream from its caching pool.
 ///
-/// A side kernel (fusion.side_kernel) runs on a second chain: fork() makes
-/// a `gpu.wait async` without dependencies, which the runtime answers, while
-/// the function's first stream is live, with a side stream waiting for the
-/// work enqueued so far (runtime/lib/Stream.cpp); onSide() builds on it;
-/// join() waits for it with `gpu.wait`, which the runtime turns into the
-/// main stream waiting for the side's work, the host not waiting. Between
-/// fork() and join(), the main chain's frees wait for the join: the side
-/// kernel may still read what they free, and the pool must not hand that
-/// memory to it again.
+/// A GEMM with a side kernel (fusion.side_kernel) runs on a second chain:
+/// fork() makes a `gpu.wait async` without dependencies, which the runtime
+/// answers, while the function's first stream is live, with a side stream
+/// of the greatest priority waiting for the work enqueued so far
+/// (runtime/lib/Stream.cpp); onSide() builds the GEMM on it, so that its
+/// persistent CTAs are placed before the side kernel's, which onMain()
+/// builds on the main chain; join() waits for the side chain with
+/// `gpu.wait`, which the runtime turns into the main stream waiting for it,
+/// the host not waiting. Between fork() and join() every free waits for the
+/// join: a kernel on the other stream may still read what it frees, and the
+/// pool must not hand that memory out again (nor make one stream wait for
+/// the other's free).
 class DeviceChain {
 public:
   explicit DeviceChain(ImplicitLocOpBuilder &b) : b(b) {
@@ -58,33 +61,41 @@ public:
                 .getAsyncToken();
   }
   void free(Value buffer) {
-    if (side && !building) {
+    if (side) {
       deferredFrees.push_back(buffer);
       return;
     }
     token = gpu::DeallocOp::create(b, tokenType(), ValueRange{token}, buffer)
                 .getAsyncToken();
   }
-  /// Opens a side stream after the work enqueued so far.
+  /// Opens a side chain after the work enqueued so far.
   void fork() {
-    assert(!side && "one side stream at a time");
+    assert(!side && "one side chain at a time");
     side = gpu::WaitOp::create(b, tokenType(), ValueRange{}).getAsyncToken();
+    mainToken = token;
   }
-  /// Builds on the side stream until join().
+  /// Builds on the side chain until onMain() or join().
   void onSide() {
     assert(side && !building && "fork() first");
     mainToken = token;
     token = side;
     building = true;
   }
-  /// The main chain continues after the side stream's work; then its frees
+  /// Builds on the main chain again, the side chain left open.
+  void onMain() {
+    assert(building && "onSide() first");
+    side = token;
+    token = mainToken;
+    building = false;
+  }
+  /// The main chain continues after the side chain's work; then the frees
   /// deferred since fork().
   void join() {
-    assert(building && "onSide() first");
-    gpu::WaitOp::create(b, Type(), ValueRange{token});
-    token = mainToken;
+    if (building)
+      onMain();
+    assert(side && "fork() first");
+    gpu::WaitOp::create(b, Type(), ValueRange{side});
     side = Value();
-    building = false;
     for (Value buffer : deferredFrees)
       free(buffer);
     deferredFrees.clear();
@@ -99,8 +110,8 @@ private:
   Type tokenType() { return gpu::AsyncTokenType::get(b.getContext()); }
   ImplicitLocOpBuilder &b;
   Value token;
-  // The side stream's chain: its first token, whether launches go on it,
-  // and the main chain's token meanwhile.
+  // The side chain's token (its latest while the main chain is built),
+  // whether launches go on it, and the main chain's token meanwhile.
   Value side, mainToken;
   bool building = false;
   SmallVector<Value> deferredFrees;

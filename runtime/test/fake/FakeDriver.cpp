@@ -235,6 +235,17 @@ CUresult cuStreamCreate(CUstream *stream, unsigned int) {
   *stream = newHandle<CUstream>();
   return CUDA_SUCCESS;
 }
+CUresult cuStreamCreateWithPriority(CUstream *stream, unsigned int, int) {
+  COUNT();
+  *stream = newHandle<CUstream>();
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+  COUNT();
+  *least = 0;
+  *greatest = -5;
+  return CUDA_SUCCESS;
+}
 CUresult cuStreamDestroy(CUstream) { COUNT(); return CUDA_SUCCESS; }
 CUresult cuStreamSynchronize(CUstream) { COUNT(); return CUDA_SUCCESS; }
 CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned int) { COUNT(); return CUDA_SUCCESS; }

@@ -393,7 +393,8 @@ TEST(side_stream_forks_from_the_primary_and_joins_it) {
   EXPECT_TRUE(sides.size() == 2 &&
               sides[0] == reinterpret_cast<void *>(uintptr_t(0x5000)) &&
               sides[1] != sides[0] && sides[1] != nullptr);
-  EXPECT_CONTAINS(first, "cuStreamCreate 1");
+  EXPECT_CONTAINS(first, "cuCtxGetStreamPriorityRange 1, cuEventCreate 2");
+  EXPECT_CONTAINS(first, "cuStreamCreateWithPriority 1, cuStreamWaitEvent 2");
   // Repeated calls reuse it: a fork and a join are an event each (created,
   // recorded, waited for, released), and the host never waits.
   std::string steady = steadyStateCalls(p, 100);
@@ -415,6 +416,7 @@ TEST(side_stream_forks_from_the_primary_and_joins_it) {
   EXPECT_CONTAINS(own,
                   "cuStreamCreate 1, cuStreamDestroy 1, cuStreamSynchronize 1, "
                   "cuStreamWaitEvent 2");
+  EXPECT_TRUE(own.find("cuStreamCreateWithPriority") == std::string::npos);
   EXPECT_TRUE(sides.size() == 206 && sides[205] == sides[1] &&
               sides[204] != sides[0]);
   // A stream created after the function returned is a primary again.

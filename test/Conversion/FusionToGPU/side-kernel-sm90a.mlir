@@ -3,28 +3,29 @@
 // RUN: fusion-runner %s -e step --after-passes=fusion-plan-kernels --atol=2e-2 --rtol=2e-2 | FileCheck %s --check-prefix=CPU
 
 // A norm gradient beside the weight gradient before it (fusion.side_kernel):
-// the host function forks a side stream before the GEMM's launches (a
-// `gpu.wait async` of its own, which the runtime answers with a stream
-// waiting for the main chain's work so far), the GEMM and its split-K sum
-// stay on the main chain, the norm gradient's kernels, workspace and all go
-// on the side chain, whose `gpu.wait` joins it; the GEMM's workspace is
-// freed after the join (the pool must not give it to the side kernel while
-// the GEMM runs). Without side kernels, one chain. On the CPU the planned
-// program computes what the unplanned one does.
+// the host function forks a side chain after the work so far (a `gpu.wait
+// async` of its own, which the runtime answers with a stream of the greatest
+// priority waiting for the main stream's work so far), the GEMM and its
+// split-K sum go on it (their CTAs placed first), the norm gradient's
+// kernels on the main chain, whose `gpu.wait` of the side chain joins it;
+// every buffer freed in between is freed after the join (the pool must not
+// hand it to the other stream while a kernel there may read it). Without
+// side kernels, one chain. On the CPU the planned program computes what the
+// unplanned one does.
 
 // CHECK-LABEL: func.func @step
 // CHECK: %[[MAIN:.*]] = gpu.wait async
 // CHECK-NEXT: %[[SIDE:.*]] = gpu.wait async
-// CHECK: %[[WS:.*]], %[[WST:.*]] = gpu.alloc async [%[[MAIN]]]
+// CHECK: %[[WS:.*]], %[[WST:.*]] = gpu.alloc async [%[[SIDE]]]
 // CHECK: gpu.launch_func async [%[[WST]]] @fusion_kernels::@step_kernel0 blocks
 // CHECK: %[[SUM:.*]] = gpu.launch_func async [%{{.*}}] @fusion_kernels::@step_kernel0_splitk
-// CHECK: %{{.*}}, %[[PT:.*]] = gpu.alloc async [%[[SIDE]]]
+// CHECK: %[[PS:.*]], %[[PT:.*]] = gpu.alloc async [%[[MAIN]]]
 // CHECK: %[[NG:.*]] = gpu.launch_func async [%[[PT]]] @fusion_kernels::@step_kernel1 blocks
 // CHECK: %[[P:.*]] = gpu.launch_func async [%[[NG]]] @fusion_kernels::@step_kernel1_params
-// CHECK: %[[SF:.*]] = gpu.dealloc async [%[[P]]]
-// CHECK-NEXT: gpu.wait [%[[SF]]]
-// CHECK-NEXT: %[[F:.*]] = gpu.dealloc async [%[[SUM]]] %[[WS]]
-// CHECK-NEXT: gpu.wait [%[[F]]]
+// CHECK-NEXT: gpu.wait [%[[SUM]]]
+// CHECK-NEXT: %[[F1:.*]] = gpu.dealloc async [%[[P]]] %[[WS]]
+// CHECK-NEXT: %[[F2:.*]] = gpu.dealloc async [%[[F1]]] %[[PS]]
+// CHECK-NEXT: gpu.wait [%[[F2]]]
 // CHECK-NEXT: return
 // OFF-LABEL: func.func @step
 // OFF-COUNT-1: gpu.wait async

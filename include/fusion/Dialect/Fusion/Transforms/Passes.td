@@ -595,8 +595,9 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     a norm gradient as the next kernel that does not read its result
     (`findSideKernel`: a training step's weight gradient dW2 = dy^T n and
     the norm gradient of dn = dy W2), gets the unit attribute
-    `fusion.side_kernel`; `convert-fusion-to-gpu` then launches the norm
-    gradient on a side stream beside it. A split-K one is planned for
+    `fusion.side_kernel`; `convert-fusion-to-gpu` then launches the GEMM
+    on a side stream of the greatest priority and the norm gradient beside
+    it. A split-K one is planned for
     `side-sms` fewer SMs (-1, the default: a quarter), so that its fewer K
     ranges leave those SMs to the norm gradient:
     ```mlir
