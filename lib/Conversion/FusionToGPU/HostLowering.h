@@ -100,6 +100,9 @@ public:
       free(buffer);
     deferredFrees.clear();
   }
+  /// Whether a side chain is open (fork() without its join()): the kernels
+  /// built now run beside another.
+  bool forked() const { return static_cast<bool>(side); }
   /// The token a launch depends on; `after` the one it yields.
   Value current() const { return token; }
   void advance(Value after) { token = after; }

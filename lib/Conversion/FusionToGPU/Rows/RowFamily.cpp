@@ -128,11 +128,14 @@ void RowKernelFamily::lower(HostLowering &host, Operation *op,
   host.chain.advance(launch.getAsyncToken());
 }
 /// A norm gradient: the dx kernel on a persistent grid of
-/// G = min(ceil(rows / rowsPerBlock), multiprocessors x gradCTAsPerSM) CTAs
-/// (at least one; the target's SM count, not the device's, so that the
+/// G = min(ceil(rows / rowsPerBlock), multiprocessors x gradCTAsPerSM x W)
+/// CTAs (at least one; the target's SM count, not the device's, so that the
 /// partial rows and their sums do not depend on the device), writing one
 /// partial row per CTA of each parameter gradient into a pooled buffer, then
-/// the kernel that sums them.
+/// the kernel that sums them. W = 1, one wave; beside a GEMM (a side kernel:
+/// the chain is forked) W = kSideWaves, so that the few SMs the GEMM leaves
+/// take the rows in small pieces and what is left when it ends spreads over
+/// every SM (one wave's CTAs would each keep its whole share).
 void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
                                     const RowKernelSpec &spec,
                                     const TargetInfo &target,
@@ -145,8 +148,10 @@ void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
   auto tokenType = gpu::AsyncTokenType::get(b.getContext());
   Value rows = countOf(b, host.map.lookup(op->getOperand(1))).second;
   Value groups = arith::CeilDivUIOp::create(b, rows, idx(spec.rowsPerBlock));
+  constexpr int64_t kSideWaves = 4;
+  int64_t waves = host.chain.forked() ? kSideWaves : 1;
   Value blocks = arith::MinUIOp::create(
-      b, groups, idx(target.multiprocessors * spec.gradCTAsPerSM));
+      b, groups, idx(target.multiprocessors * spec.gradCTAsPerSM * waves));
   blocks = arith::MaxUIOp::create(b, blocks, idx(1));
 
   SmallVector<Value> operands{flat(op->getOperand(0)), flat(op->getOperand(1))};
