@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 51's device calls (carry build/gpu and build/side-{off,0,66}/gpu,
+# Session 51's device calls (carry build/gpu and build/side-{off,0}/gpu,
 # built by bench/layers/build_layers.sh: see HISTORY, session 51), each
 # under ten minutes:
 #   PART=verify: the training steps with their norm gradients on a side
@@ -7,8 +7,8 @@
 #     tests, the front end's training (build/frontend-training-gpu, whose
 #     backward programs pair them too), memcheck on one step;
 #   PART=bench: the steps at 512 / 1024 / 2048 against torch.compile and
-#     six cuBLAS GEMMs, with the variants (no side kernels; side-sms 0 and
-#     66) in the same rounds, and one call's kernel timeline each.
+#     six cuBLAS GEMMs, with the variants (no side kernels; side-sms 0) in
+#     the same rounds, and one call's kernel timeline each.
 # Writes $OUT/log_$PART.txt and JSON files beside it.
 #
 #   PART=verify C=<commit> OUT=$OUT bash bench/run_session51.sh
@@ -19,7 +19,7 @@ export FUSION_GPU_ARTIFACTS=$A
 . bench/layers/layer_checks.sh
 part=${PART:-verify}
 log=$OUT/log_$part.txt
-variants=off=build/side-off/gpu,sms0=build/side-0/gpu,sms66=build/side-66/gpu
+variants=off=build/side-off/gpu,sms0=build/side-0/gpu
 {
   nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
   if [ "$part" = verify ]; then
