@@ -134,6 +134,13 @@ FUSIONRT_EXPORT int32_t fusionrtMaxActiveClusters(const char *kernel, int32_t cl
                                                   int32_t blockThreads,
                                                   int32_t sharedMemoryBytes);
 
+/* Side streams (a GEMM and a kernel beside it). The next side stream this
+ * thread forks (mgpuStreamCreate while the host function's first stream is
+ * live) gets the greatest priority if `greatest` is nonzero, else the least;
+ * without a request, the greatest. Not part of MLIR's ABI:
+ * convert-fusion-to-gpu calls it before each side chain's `gpu.wait async`. */
+FUSIONRT_EXPORT void fusionrtNextSideStreamPriority(int32_t greatest);
+
 #ifdef __cplusplus
 }
 #endif

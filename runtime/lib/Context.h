@@ -52,6 +52,11 @@ CUstream currentCallStream();
 /// begins): the next mgpuStreamCreate makes the primary again.
 void resetCallStreams();
 
+/// Makes the side streams of the running host function wait for the work
+/// enqueued on `stream` so far (a tensor map uploaded there that a kernel on
+/// a side stream may read); records a failure for `entryPoint`.
+void orderSideStreamsAfter(CUstream stream, const char *entryPoint);
+
 } // namespace fusionrt
 
 #endif // FUSION_RUNTIME_CONTEXT_H

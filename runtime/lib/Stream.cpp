@@ -12,14 +12,16 @@
 // Side streams: a host function's first stream is its primary (the call
 // stream, or a new one). A `gpu.wait async` made while the primary is live
 // forks a side stream: a stream of this thread's pool, of the greatest
-// priority, that waits for the work enqueued on the primary so far (an
-// event). Synchronizing a side stream joins it: the primary waits for the
-// side's work (an event), the host does not; destroying it returns it to
-// the pool. So the primary's next kernels run beside what the lowering puts
-// on a side stream (fusion-plan-kernels' side kernels: a weight gradient's
-// persistent GEMM there, whose CTAs the priority places first, and a norm
-// gradient on the primary in the SMs it leaves), asynchronously and under
-// CUDA graph capture alike.
+// priority or the least (fusionrtNextSideStreamPriority), that waits for
+// the work enqueued on the primary so far (an event). Synchronizing a side
+// stream joins it: the primary waits for the side's work (an event), the
+// host does not; destroying it returns it to the pool. A tensor map
+// uploaded on the primary while side streams are live is waited for by them
+// too (a kernel there may read it). So kernels on side streams run beside
+// one another (fusion-plan-kernels' side kernels: a weight gradient's
+// persistent GEMM on one of the greatest priority, whose CTAs are placed
+// first, and a norm gradient on one of the least in the SMs it leaves),
+// asynchronously and under CUDA graph capture alike.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,9 +67,15 @@ void recordReleaseFailure(CUresult result, const char *entryPoint, const char *d
 /// The streams of the host function running on this thread, in creation
 /// order (the primary first), and the side streams it may reuse, with the
 /// context each was made in. Side streams are kept for the thread's life.
+struct SideStream {
+  CUcontext context;
+  bool greatest; // the greatest priority, else the least
+  CUstream stream;
+};
 struct ThreadStreams {
   std::vector<CUstream> live;
-  std::vector<std::pair<CUcontext, CUstream>> idleSides, busySides;
+  std::vector<SideStream> idleSides, busySides;
+  bool nextGreatest = true;
 };
 thread_local ThreadStreams threadStreams;
 
@@ -93,41 +101,54 @@ bool streamWaitsFor(CUstream waiter, CUstream source, const char *entryPoint) {
   return ok;
 }
 
-/// A side stream forked from the primary: one of the pool's in `context`, or
-/// a new one.
+/// A side stream forked from the primary: one of the pool's in `context` of
+/// the priority asked for (fusionrtNextSideStreamPriority), or a new one.
 void *forkSideStream() {
   CUcontext context = nullptr;
   if (!activateContextOrRecord("mgpuStreamCreate", &context))
     return nullptr;
   ThreadStreams &streams = threadStreams;
-  CUstream side = nullptr;
-  auto it =
-      std::find_if(streams.idleSides.begin(), streams.idleSides.end(),
-                   [&](const auto &entry) { return entry.first == context; });
+  bool greatest = streams.nextGreatest;
+  streams.nextGreatest = true;
+  auto it = std::find_if(streams.idleSides.begin(), streams.idleSides.end(),
+                         [&](const SideStream &entry) {
+                           return entry.context == context && entry.greatest == greatest;
+                         });
+  SideStream side{context, greatest, nullptr};
   if (it != streams.idleSides.end()) {
-    side = it->second;
+    side = *it;
     streams.idleSides.erase(it);
   } else {
-    // The greatest priority: the lowering puts a persistent GEMM there, whose
-    // CTAs must be placed before those of the kernel beside it.
-    int least = 0, greatest = 0;
-    if (recordIfFailed(cuCtxGetStreamPriorityRange(&least, &greatest), "mgpuStreamCreate",
+    int least = 0, most = 0;
+    if (recordIfFailed(cuCtxGetStreamPriorityRange(&least, &most), "mgpuStreamCreate",
                        "cuCtxGetStreamPriorityRange") ||
-        recordIfFailed(cuStreamCreateWithPriority(&side, CU_STREAM_NON_BLOCKING, greatest),
+        recordIfFailed(cuStreamCreateWithPriority(&side.stream, CU_STREAM_NON_BLOCKING,
+                                                  greatest ? most : least),
                        "mgpuStreamCreate", "cuStreamCreateWithPriority"))
       return nullptr;
   }
-  streams.busySides.emplace_back(context, side);
-  streams.live.push_back(side);
-  streamWaitsFor(side, streams.live.front(), "mgpuStreamCreate");
-  return side;
+  streams.busySides.push_back(side);
+  streams.live.push_back(side.stream);
+  streamWaitsFor(side.stream, streams.live.front(), "mgpuStreamCreate");
+  return side.stream;
 }
 
 } // namespace
 
 void fusionrt::resetCallStreams() { threadStreams.live.clear(); }
 
+void fusionrt::orderSideStreamsAfter(CUstream stream, const char *entryPoint) {
+  const std::vector<CUstream> &live = threadStreams.live;
+  for (size_t i = 1; i < live.size(); ++i)
+    if (live[i] != stream && !streamWaitsFor(live[i], stream, entryPoint))
+      return;
+}
+
 extern "C" {
+
+void fusionrtNextSideStreamPriority(int32_t greatest) {
+  threadStreams.nextGreatest = greatest != 0;
+}
 
 fusionrtStatus fusionrtSetCallStream(void *stream) {
   resetCallStreams();
@@ -175,9 +196,8 @@ void mgpuStreamDestroy(void *stream) {
   if (live != streams.live.end())
     streams.live.erase(live);
   // A side stream goes back to the pool.
-  auto busy =
-      std::find_if(streams.busySides.begin(), streams.busySides.end(),
-                   [&](const auto &entry) { return entry.second == stream; });
+  auto busy = std::find_if(streams.busySides.begin(), streams.busySides.end(),
+                           [&](const SideStream &entry) { return entry.stream == stream; });
   if (side && busy != streams.busySides.end()) {
     streams.idleSides.push_back(*busy);
     streams.busySides.erase(busy);

@@ -367,6 +367,9 @@ void *encodeToDevice(const char *entryPoint, const TensorMapRequest &request) {
   }
   if (recordIfFailed(result, entryPoint, failedCall))
     return nullptr;
+  // A kernel on a side stream may read it (a GEMM beside a norm gradient).
+  if (stream)
+    orderSideStreamsAfter(stream, entryPoint);
   // A copy made during capture runs only when the graph does: eager calls
   // must not find the slot.
   if (!capturing)

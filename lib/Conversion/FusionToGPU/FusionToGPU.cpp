@@ -67,6 +67,16 @@ func::FuncOp HostLowering::getRuntimeFunction(StringRef name,
   return f;
 }
 
+unsigned HostLowering::forkSideChain(bool greatestPriority) {
+  Type i32 = b.getI32Type();
+  func::FuncOp next = getRuntimeFunction("fusionrtNextSideStreamPriority",
+                                         b.getFunctionType({i32}, {}));
+  func::CallOp::create(b, next,
+                       ValueRange{arith::ConstantOp::create(
+                           b, b.getI32IntegerAttr(greatestPriority ? 1 : 0))});
+  return chain.fork();
+}
+
 Value HostLowering::getKernelName(StringRef kernel) {
   std::string symbol = ("__fusion_name_" + kernel).str();
   if (!module.lookupSymbol<LLVM::GlobalOp>(symbol)) {
@@ -368,10 +378,11 @@ LogicalResult FunctionLowering::run() {
       continue;
     }
     // A side kernel (fusion-plan-kernels): the host work up to it and its
-    // buffers first, then a side chain forked after the work so far, the
-    // GEMM on it (the runtime gives side streams the greatest priority, so
-    // the GEMM's persistent CTAs are placed first), the side kernel on the
-    // main chain in the SMs the GEMM leaves, and the join.
+    // buffers first, then two side chains forked after the work so far, the
+    // GEMM on one of the greatest priority and the side kernel on one of the
+    // least (both streams wait for the same event, and the GEMM's persistent
+    // CTAs are placed first, the side kernel's in the SMs it leaves), and
+    // the join.
     for (Operation *host = op.getNextNode(); host != side;
          host = host->getNextNode()) {
       if (!inPlace.contains(host))
@@ -381,13 +392,14 @@ LogicalResult FunctionLowering::run() {
     besideGemm.insert(side);
     const KernelFamily *sideFamily = familyOf(side);
     allocateResults(*side, *sideFamily);
-    chain.fork();
-    chain.onSide();
+    unsigned gemmChain = lowering.forkSideChain(/*greatestPriority=*/true);
+    unsigned sideChain = lowering.forkSideChain(/*greatestPriority=*/false);
+    chain.buildOn(gemmChain);
     family->lower(lowering, &op, target, name);
-    chain.onMain();
+    chain.buildOn(sideChain);
     sideFamily->lower(lowering, side, target,
                       (func.getName() + "_kernel" + Twine(index++)).str());
-    chain.join();
+    chain.joinAll();
   }
   for (Value t : temporaries)
     chain.free(t);

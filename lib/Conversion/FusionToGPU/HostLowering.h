@@ -25,98 +25,96 @@ namespace mlir::fusion {
 /// buffer alive until the kernels before its dealloc are done; the runtime
 /// serves allocations on a stream from its caching pool.
 ///
-/// A GEMM with a side kernel (fusion.side_kernel) runs on a second chain:
-/// fork() makes a `gpu.wait async` without dependencies, which the runtime
-/// answers, while the function's first stream is live, with a side stream
-/// of the greatest priority waiting for the work enqueued so far
-/// (runtime/lib/Stream.cpp); onSide() builds the GEMM on it, so that its
-/// persistent CTAs are placed before the side kernel's, which onMain()
-/// builds on the main chain; join() waits for the side chain with
-/// `gpu.wait`, which the runtime turns into the main stream waiting for it,
-/// the host not waiting. Between fork() and join() every free waits for the
-/// join: a kernel on the other stream may still read what it frees, and the
-/// pool must not hand that memory out again (nor make one stream wait for
-/// the other's free).
+/// A GEMM with a side kernel (fusion.side_kernel) and that kernel run on
+/// two side chains: fork() makes a `gpu.wait async` without dependencies,
+/// which the runtime answers, while the function's first stream is live,
+/// with a side stream waiting for the work enqueued so far
+/// (runtime/lib/Stream.cpp), of the greatest or the least priority as the
+/// call `fusionrtNextSideStreamPriority` before it asks. Both streams then
+/// wait for the same event, and the priority decides whose pending CTAs are
+/// placed first: the GEMM's (persistent, on the SMs it takes), then the side
+/// kernel's in the SMs it leaves. buildOn() picks the chain the next ops
+/// join; joinAll() makes the main chain wait for every side chain with
+/// `gpu.wait`, which the runtime turns into an event wait, the host not
+/// waiting. Between fork() and joinAll() every free waits for the join: a
+/// kernel on another stream may still read what it frees, and the pool must
+/// not hand that memory out again (nor make one stream wait for another's
+/// free).
 class DeviceChain {
 public:
   explicit DeviceChain(ImplicitLocOpBuilder &b) : b(b) {
-    token = gpu::WaitOp::create(b, tokenType(), ValueRange{}).getAsyncToken();
+    tokens.push_back(
+        gpu::WaitOp::create(b, tokenType(), ValueRange{}).getAsyncToken());
   }
 
   Value alloc(MemRefType type, ValueRange dynSizes) {
-    auto op = gpu::AllocOp::create(b, type, tokenType(), ValueRange{token},
+    auto op = gpu::AllocOp::create(b, type, tokenType(), ValueRange{current()},
                                    dynSizes, ValueRange{}, /*hostShared=*/false);
-    token = op.getAsyncToken();
+    advance(op.getAsyncToken());
     return op.getMemref();
   }
   /// Sets every element of `buffer` to `value` (a memset of its bits).
   void fill(Value buffer, Value value) {
-    token = gpu::MemsetOp::create(b, tokenType(), ValueRange{token}, buffer, value)
-                .getAsyncToken();
+    advance(gpu::MemsetOp::create(b, tokenType(), ValueRange{current()}, buffer,
+                                  value)
+                .getAsyncToken());
   }
   void zero(Value buffer, Value zero) { fill(buffer, zero); }
   /// Copies `src` into `dst` (same shape), device to device.
   void copy(Value dst, Value src) {
-    token = gpu::MemcpyOp::create(b, tokenType(), ValueRange{token}, dst, src)
-                .getAsyncToken();
+    advance(gpu::MemcpyOp::create(b, tokenType(), ValueRange{current()}, dst, src)
+                .getAsyncToken());
   }
   void free(Value buffer) {
-    if (side) {
+    if (forked()) {
       deferredFrees.push_back(buffer);
       return;
     }
-    token = gpu::DeallocOp::create(b, tokenType(), ValueRange{token}, buffer)
-                .getAsyncToken();
+    advance(gpu::DeallocOp::create(b, tokenType(), ValueRange{current()}, buffer)
+                .getAsyncToken());
   }
-  /// Opens a side chain after the work enqueued so far.
-  void fork() {
-    assert(!side && "one side chain at a time");
-    side = gpu::WaitOp::create(b, tokenType(), ValueRange{}).getAsyncToken();
-    mainToken = token;
+  /// Opens a side chain after the work enqueued so far; its index for
+  /// buildOn(). (The caller asks the runtime for its priority first.)
+  unsigned fork() {
+    tokens.push_back(
+        gpu::WaitOp::create(b, tokenType(), ValueRange{}).getAsyncToken());
+    return tokens.size() - 1;
   }
-  /// Builds on the side chain until onMain() or join().
-  void onSide() {
-    assert(side && !building && "fork() first");
-    mainToken = token;
-    token = side;
-    building = true;
+  /// Builds on chain `index` (0: the main chain) until the next buildOn().
+  void buildOn(unsigned index) {
+    assert(index < tokens.size() && "no such chain");
+    building = index;
   }
-  /// Builds on the main chain again, the side chain left open.
-  void onMain() {
-    assert(building && "onSide() first");
-    side = token;
-    token = mainToken;
-    building = false;
-  }
-  /// The main chain continues after the side chain's work; then the frees
-  /// deferred since fork().
-  void join() {
-    if (building)
-      onMain();
-    assert(side && "fork() first");
-    gpu::WaitOp::create(b, Type(), ValueRange{side});
-    side = Value();
+  /// The main chain continues after every side chain's work; then the frees
+  /// deferred since the first fork().
+  void joinAll() {
+    building = 0;
+    for (Value side : ArrayRef<Value>(tokens).drop_front())
+      gpu::WaitOp::create(b, Type(), ValueRange{side});
+    tokens.resize(1);
     for (Value buffer : deferredFrees)
       free(buffer);
     deferredFrees.clear();
   }
-  /// Whether a side chain is open (fork() without its join()): the kernels
+  /// Whether side chains are open (fork() without joinAll()): the kernels
   /// built now run beside another.
-  bool forked() const { return static_cast<bool>(side); }
+  bool forked() const { return tokens.size() > 1; }
   /// The token a launch depends on; `after` the one it yields.
-  Value current() const { return token; }
-  void advance(Value after) { token = after; }
+  Value current() const { return tokens[building]; }
+  void advance(Value after) { tokens[building] = after; }
   /// Waits for the whole chain (the host function returns when it is done).
-  void finish() { gpu::WaitOp::create(b, Type(), ValueRange{token}); }
+  void finish() {
+    assert(!forked() && "joinAll() first");
+    gpu::WaitOp::create(b, Type(), ValueRange{current()});
+  }
 
 private:
   Type tokenType() { return gpu::AsyncTokenType::get(b.getContext()); }
   ImplicitLocOpBuilder &b;
-  Value token;
-  // The side chain's token (its latest while the main chain is built),
-  // whether launches go on it, and the main chain's token meanwhile.
-  Value side, mainToken;
-  bool building = false;
+  // Each chain's latest token: the main chain's first, then the side
+  // chains'; the one the next ops join.
+  SmallVector<Value, 3> tokens;
+  unsigned building = 0;
   SmallVector<Value> deferredFrees;
 };
 
@@ -129,6 +127,9 @@ public:
 
   /// A runtime entry point, declared once per module.
   func::FuncOp getRuntimeFunction(StringRef name, FunctionType type);
+  /// Opens a side chain (DeviceChain::fork) whose stream the runtime gives
+  /// the greatest priority, or the least; its index.
+  unsigned forkSideChain(bool greatestPriority);
   /// The kernel's name as a NUL-terminated string global, for the runtime.
   Value getKernelName(StringRef kernel);
   /// The device memref of tensor `v`, with all dimensions dynamic, as the

@@ -121,26 +121,29 @@ extern "C" void hostTwoBody(MEMREF2_PARAMS(a), MEMREF2_PARAMS(b), MEMREF2_PARAMS
   mgpuStreamDestroy(stream);
 }
 
-/// A norm gradient beside a weight gradient (fusion-plan-kernels' side
-/// kernels): the side stream is created before the GEMM's launch (forked
-/// from the work before it), the rows kernel goes on it, and synchronizing
-/// it joins it to the primary before the next kernel. `sides` records the
+/// A weight gradient beside a norm gradient (fusion-plan-kernels' side
+/// kernels): two side streams forked from the work before them, the GEMM on
+/// one of the greatest priority, the rows kernel on one of the least, both
+/// joined to the primary before the next kernel. `sides` records the
 /// streams each call got.
 std::vector<void *> sides;
-extern "C" void hostSide(MEMREF2_PARAMS(a), MEMREF2_PARAMS(b),
-                         MEMREF2_PARAMS(c)) {
+extern "C" void hostSide(MEMREF2_PARAMS(a), MEMREF2_PARAMS(b), MEMREF2_PARAMS(c)) {
   ++hostCalls;
   MemRef2 a = MEMREF2(a), b = MEMREF2(b), c = MEMREF2(c);
   void *stream = mgpuStreamCreate();
-  void *side = mgpuStreamCreate();
-  sides.push_back(stream);
-  sides.push_back(side);
-  launchGemm(stream, a, b, c);
+  fusionrtNextSideStreamPriority(1);
+  void *gemmSide = mgpuStreamCreate();
+  fusionrtNextSideStreamPriority(0);
+  void *rowsSide = mgpuStreamCreate();
+  sides.insert(sides.end(), {stream, gemmSide, rowsSide});
+  launchGemm(gemmSide, a, b, c);
   void *function = mgpuModuleGetFunction(module, kRowsKernel);
   void *params[] = {&a.aligned, &c.aligned};
-  mgpuLaunchKernel(function, 528, 1, 1, 256, 1, 1, 0, side, params, nullptr, 2);
-  mgpuStreamSynchronize(side);
-  mgpuStreamDestroy(side);
+  mgpuLaunchKernel(function, 528, 1, 1, 256, 1, 1, 0, rowsSide, params, nullptr, 2);
+  for (void *side : {gemmSide, rowsSide}) {
+    mgpuStreamSynchronize(side);
+    mgpuStreamDestroy(side);
+  }
   launchGemm(stream, c, b, a);
   mgpuStreamSynchronize(stream);
   mgpuStreamDestroy(stream);
@@ -380,7 +383,7 @@ TEST(invoke_selects_the_device_and_clears_the_call_stream) {
             std::string("cuCtxGetCurrent 2, cuLaunchKernel 1, cuStreamSynchronize 1"));
 }
 
-TEST(side_stream_forks_from_the_primary_and_joins_it) {
+TEST(side_streams_fork_from_the_primary_and_join_it) {
   resetStatus();
   sides.clear();
   std::vector<int64_t> p = packet(reinterpret_cast<void *>(&hostSide));
@@ -388,41 +391,58 @@ TEST(side_stream_forks_from_the_primary_and_joins_it) {
   EXPECT_EQ(fusionrtInvoke(p.data()), 0);
   std::string first = fake_driver::difference(before, fake_driver::calls());
   std::printf("  first call: %s\n", first.c_str());
-  // The primary is the caller's stream; the side stream is one of the
-  // runtime's own, created once.
-  EXPECT_TRUE(sides.size() == 2 &&
-              sides[0] == reinterpret_cast<void *>(uintptr_t(0x5000)) &&
-              sides[1] != sides[0] && sides[1] != nullptr);
-  EXPECT_CONTAINS(first, "cuCtxGetStreamPriorityRange 1, cuEventCreate 2");
-  EXPECT_CONTAINS(first, "cuStreamCreateWithPriority 1, cuStreamWaitEvent 2");
-  // Repeated calls reuse it: a fork and a join are an event each (created,
+  // The primary is the caller's stream; the side streams are the runtime's
+  // own, created once each, one of the greatest priority and one of the
+  // least. The first call's new tensor maps, uploaded on the caller's
+  // stream, are waited for by both side streams.
+  EXPECT_TRUE(sides.size() == 3 && sides[0] == reinterpret_cast<void *>(uintptr_t(0x5000)) &&
+              sides[1] != sides[0] && sides[2] != sides[0] && sides[1] != sides[2] &&
+              sides[1] != nullptr && sides[2] != nullptr);
+  EXPECT_CONTAINS(first, "cuCtxGetStreamPriorityRange 2,");
+  EXPECT_CONTAINS(first, "cuStreamCreateWithPriority 2,");
+  // Repeated calls reuse them: a fork and a join are an event each (created,
   // recorded, waited for, released), and the host never waits.
   std::string steady = steadyStateCalls(p, 100);
   std::printf("  100 more calls: %s\n", steady.c_str());
   // (rows_kernel is cooperative since hostRows: cuLaunchKernelEx.)
-  EXPECT_EQ(steady,
-            std::string(
-                "cuCtxGetCurrent 100, cuEventCreate 200, cuEventDestroy 200, "
-                "cuEventRecord 200, cuLaunchKernel 200, cuLaunchKernelEx 100, "
-                "cuStreamWaitEvent 200"));
-  EXPECT_TRUE(sides.size() == 204 && sides[203] == sides[1]);
-  // Without a call stream: the function's own primary, the same side stream,
-  // and the one host wait of the primary at the end.
+  EXPECT_EQ(steady, std::string("cuCtxGetCurrent 100, cuEventCreate 400, cuEventDestroy 400, "
+                                "cuEventRecord 400, cuLaunchKernel 200, cuLaunchKernelEx 100, "
+                                "cuStreamWaitEvent 400"));
+  EXPECT_TRUE(sides.size() == 306 && sides[304] == sides[1] && sides[305] == sides[2]);
+  // Without a call stream: the function's own primary, the same side
+  // streams, and the one host wait of the primary at the end.
   before = fake_driver::calls();
-  EXPECT_EQ(
-      fusionrtInvoke(packet(reinterpret_cast<void *>(&hostSide), 0).data()), 0);
+  EXPECT_EQ(fusionrtInvoke(packet(reinterpret_cast<void *>(&hostSide), 0).data()), 0);
   std::string own = fake_driver::difference(before, fake_driver::calls());
   std::printf("  without a call stream: %s\n", own.c_str());
-  EXPECT_CONTAINS(own,
-                  "cuStreamCreate 1, cuStreamDestroy 1, cuStreamSynchronize 1, "
-                  "cuStreamWaitEvent 2");
+  EXPECT_CONTAINS(own, "cuStreamCreate 1, cuStreamDestroy 1, cuStreamSynchronize 1, "
+                       "cuStreamWaitEvent 4");
   EXPECT_TRUE(own.find("cuStreamCreateWithPriority") == std::string::npos);
-  EXPECT_TRUE(sides.size() == 206 && sides[205] == sides[1] &&
-              sides[204] != sides[0]);
+  EXPECT_TRUE(sides.size() == 309 && sides[307] == sides[1] && sides[308] == sides[2] &&
+              sides[306] != sides[0]);
   // A stream created after the function returned is a primary again.
   void *stream = mgpuStreamCreate();
-  EXPECT_TRUE(stream != sides[1]);
+  EXPECT_TRUE(stream != sides[1] && stream != sides[2]);
   mgpuStreamDestroy(stream);
+  EXPECT_EQ(fusionrtPeekStatus(), FUSIONRT_SUCCESS);
+}
+
+TEST(a_new_tensor_map_is_waited_for_by_the_side_streams) {
+  // A GEMM on a side stream reads a tensor map the runtime uploads on the
+  // caller's stream: with side streams live, each waits for the upload.
+  resetStatus();
+  std::vector<int64_t> p = packet(reinterpret_cast<void *>(&hostSide), FUSIONRT_INVOKE_CALL_STREAM,
+                                  0x5000, /*rows=*/4096);
+  auto before = fake_driver::calls();
+  EXPECT_EQ(fusionrtInvoke(p.data()), 0);
+  std::string fresh = fake_driver::difference(before, fake_driver::calls());
+  std::printf("  new shapes: %s\n", fresh.c_str());
+  // The side GEMM's two maps of 4096 rows are new (the weight's is not), and
+  // the primary's GEMM after the join reuses them: 4 events for the forks
+  // and joins, and 2 maps x 2 side streams.
+  EXPECT_CONTAINS(fresh, "cuEventCreate 8,");
+  EXPECT_CONTAINS(fresh, "cuMemcpyHtoDAsync 2,");
+  EXPECT_CONTAINS(fresh, "cuStreamWaitEvent 8");
   EXPECT_EQ(fusionrtPeekStatus(), FUSIONRT_SUCCESS);
 }
 
