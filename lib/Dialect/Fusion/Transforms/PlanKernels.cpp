@@ -54,6 +54,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -921,12 +922,41 @@ std::optional<int64_t> staticWorkUnits(FusedMatmulOp fused,
   return tiles * config.getSplitK();
 }
 
+/// The side kernels' cost model, per token (a weight gradient's K and a norm
+/// gradient's rows are both the token count, so it cancels), from session
+/// 51's H100 runs: a plain GEMM's rate per SM (dW2 at H 1024, 65536 tokens:
+/// 2.1 MFLOP a token on 128 CTAs in 190 us), the norm gradient's bandwidth
+/// alone (384 MB in 128-134 us) and per SM beside a GEMM (384 MB in 290 us
+/// on 36 SMs).
+constexpr double kGemmFlopsPerSM = 6.0e12, kRowBandwidth = 3.0e12,
+                 kRowBandwidthPerSM = 37e9;
+
+/// The time per token of `gemm` (output [rows, cols], K the tokens) on
+/// `units` CTAs and of the norm gradient `side` (3 row passes: dy and x
+/// read, dx written) on `sms` SMs.
+double gemmSecondsPerToken(RankedTensorType gemm, int64_t units) {
+  return 2.0 * gemm.getDimSize(0) * gemm.getDimSize(1) /
+         (kGemmFlopsPerSM * units);
+}
+double sideSecondsPerToken(Operation *side, int64_t sms) {
+  auto rows = cast<ShapedType>(side->getOperand(0).getType());
+  double bytes = 3.0 * rows.getDimSize(rows.getRank() - 1) *
+                 (rows.getElementTypeBitWidth() / 8);
+  return bytes / std::min(kRowBandwidth, kRowBandwidthPerSM * sms);
+}
+
 /// Pairs `fused` (planned as `config` for `target`; `position`: the op whose
 /// next kernel is asked for, the plain fusion.matmul it replaces or itself)
 /// with the kernel after it (findSideKernel) where its work units leave
-/// SMs idle and its launch is not cooperative: fusion.side_kernel, and a
-/// split-K GEMM replanned for `sideSms` fewer SMs (-1: a quarter), its
-/// fewer K ranges leaving those SMs to the side kernel.
+/// SMs idle, its launch is not cooperative, and the cost model expects the
+/// pair to take at most 7/8 of the two kernels one after the other:
+/// fusion.side_kernel, and a split-K GEMM replanned for `sideSms` fewer SMs
+/// (-1: a quarter), its fewer K ranges leaving those SMs to the side kernel.
+/// Beside it, the side kernel does a part of its rows on the SMs the GEMM
+/// leaves, and the rest on every SM once the GEMM ends. (On an H100: at
+/// H 1024, 36 SMs beside 96 CTAs, 15% less expected and 1-3% of the whole
+/// step measured; at 512 the GEMM is too short, at 2048 its 128 tiles leave
+/// 4 SMs: both measured slower paired.)
 void planSideKernel(FusedMatmulOp fused, Operation *position,
                     KernelConfigAttr &config, const TargetInfo &target,
                     int64_t sideSms, bool splitK, bool streamK, bool multicast,
@@ -934,30 +964,48 @@ void planSideKernel(FusedMatmulOp fused, Operation *position,
   Operation *side = findSideKernel(position);
   std::optional<int64_t> units = staticWorkUnits(fused, config);
   if (!side || !units || *units >= target.multiprocessors ||
-      config.getGlobalRows() || config.getStreamK())
+      config.getGlobalRows() || config.getStreamK() ||
+      ShapedType::isDynamic(
+          cast<ShapedType>(side->getOperand(0).getType()).getShape().back()))
     return;
+  auto output = cast<RankedTensorType>(fused.getOutput().getType());
+  int64_t sms = target.multiprocessors;
+  KernelConfigAttr paired = config;
+  std::optional<int64_t> pairedUnits = units;
   if (config.getSplitK() > 1) {
-    int64_t reserve = sideSms >= 0 ? sideSms : target.multiprocessors / 4;
+    int64_t reserve = sideSms >= 0 ? sideSms : sms / 4;
     TargetInfo shared = target;
-    shared.multiprocessors =
-        std::max<int64_t>(1, target.multiprocessors - reserve);
+    shared.multiprocessors = std::max<int64_t>(1, sms - reserve);
     std::string why;
     FailureOr<KernelConfigAttr> replanned =
         planFusedMatmul(fused, shared, why, splitK, streamK, /*maxTileN=*/0,
                         /*maxStages=*/0, multicast);
     if (succeeded(replanned)) {
-      config = *replanned;
-      units = staticWorkUnits(fused, config);
+      paired = *replanned;
+      pairedUnits = staticWorkUnits(fused, paired);
     }
   }
+  double alone = gemmSecondsPerToken(output, *units) +
+                 sideSecondsPerToken(side, sms);
+  double gemm = gemmSecondsPerToken(output, *pairedUnits);
+  double beside = sideSecondsPerToken(side, sms - *pairedUnits);
+  double together =
+      gemm + std::max(0.0, 1.0 - gemm / beside) * sideSecondsPerToken(side, sms);
+  bool pays = together <= 0.875 * alone;
+  if (report)
+    fused.emitRemark() << "the next kernel (" << side->getName() << ") "
+                       << (pays ? "runs beside it on a side stream: "
+                                : "stays after it: ")
+                       << *pairedUnits << " work units would leave it "
+                       << sms - *pairedUnits << " of " << sms
+                       << " SMs, expected "
+                       << llvm::formatv("{0:F2}", together / alone).str()
+                       << " of the two one after the other";
+  if (!pays)
+    return;
+  config = paired;
   fused->setAttr(KernelConfigAttr::getSideKernelAttrName(),
                  UnitAttr::get(fused.getContext()));
-  if (report)
-    fused.emitRemark() << "the next kernel (" << side->getName()
-                       << ") runs beside it on a side stream: " << *units
-                       << " work units leave it "
-                       << target.multiprocessors - *units << " of "
-                       << target.multiprocessors << " SMs";
 }
 } // namespace
 
