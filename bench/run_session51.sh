@@ -7,7 +7,7 @@
 #     tests, the front end's training (build/frontend-training-gpu, whose
 #     backward programs pair them too), memcheck on one step;
 #   PART=bench: the steps at 512 / 1024 / 2048 against torch.compile and
-#     six cuBLAS GEMMs, with the variants (no side kernels; side-sms 0) in
+#     six cuBLAS GEMMs, with the variant without side kernels in
 #     the same rounds, and one call's kernel timeline each.
 # Writes $OUT/log_$PART.txt and JSON files beside it.
 #
@@ -19,7 +19,7 @@ export FUSION_GPU_ARTIFACTS=$A
 . bench/layers/layer_checks.sh
 part=${PART:-verify}
 log=$OUT/log_$part.txt
-variants=off=build/side-off/gpu,sms0=build/side-0/gpu
+variants=off=build/side-off/gpu
 {
   nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
   if [ "$part" = verify ]; then

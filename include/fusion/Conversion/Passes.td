@@ -233,19 +233,24 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     one stream: `gpu.wait async`, then `gpu.alloc`/`gpu.memset` for
     intermediates and workspaces, each `gpu.launch_func`, `gpu.dealloc`,
     each taking the previous token, and one final `gpu.wait`. A GEMM
-    with `fusion.side_kernel` (fusion-plan-kernels) goes on a second chain,
-    forked after the work so far by a `gpu.wait async` without dependencies
-    (the runtime answers it with a side stream of the greatest priority,
-    which places the GEMM's CTAs first); the norm gradient after it runs on
-    the main chain in the SMs the GEMM leaves, and a `gpu.wait` of the side
-    chain joins it before the next kernel; the deallocs in between follow
-    the join:
+    with `fusion.side_kernel` (fusion-plan-kernels) and the norm gradient
+    after it go on two side chains, each forked from the work so far by a
+    call of `fusionrtNextSideStreamPriority` (the GEMM's: the greatest, the
+    norm gradient's: the least) and a `gpu.wait async` without
+    dependencies, which the runtime answers with a side stream of that
+    priority waiting for the main stream's work so far; a `gpu.wait` of each
+    joins them before the next kernel, and the deallocs in between follow
+    the joins:
     ```mlir
     %0 = gpu.wait async
-    %1 = gpu.wait async                         // the side chain
-    %2 = gpu.launch_func async [%1] @fusion_kernels::@f_kernel0 ...  // GEMM
-    %3 = gpu.launch_func async [%0] @fusion_kernels::@f_kernel1 ...  // norm grad
-    gpu.wait [%2]                               // joined
+    call @fusionrtNextSideStreamPriority(%c1_i32) : (i32) -> ()
+    %1 = gpu.wait async                                   // the GEMM's
+    call @fusionrtNextSideStreamPriority(%c0_i32) : (i32) -> ()
+    %2 = gpu.wait async                                   // the norm gradient's
+    %3 = gpu.launch_func async [%1] @fusion_kernels::@f_kernel0 ...
+    %4 = gpu.launch_func async [%2] @fusion_kernels::@f_kernel1 ...
+    gpu.wait [%3]
+    gpu.wait [%4]
     ```
     The kernels are emitted into a `gpu.module @fusion_kernels`.
     The module's `fusion.target` moves onto that `gpu.module` as

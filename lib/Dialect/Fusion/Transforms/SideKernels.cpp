@@ -2,11 +2,11 @@
 //
 // A GEMM whose work units leave SMs idle (a weight gradient's few output
 // tiles, split K ranges or not) can share the GPU with a memory-bound kernel
-// that does not depend on it: convert-fusion-to-gpu launches the GEMM on a
-// side stream of the greatest priority, forked after the work before it and
-// joined before the next kernel, and that kernel beside it, whose CTAs fill
-// the SMs the GEMM leaves (fusion-plan-kernels decides: fusion.side_kernel).
-// This file finds the pair; both passes ask it.
+// that does not depend on it: convert-fusion-to-gpu launches both on side
+// streams forked after the work before them and joined before the next
+// kernel, the GEMM's of the greatest priority, and the other kernel's CTAs
+// fill the SMs the GEMM leaves (fusion-plan-kernels decides, by a cost
+// model: fusion.side_kernel). This file finds the pair; both passes ask it.
 //
 //===----------------------------------------------------------------------===//
 

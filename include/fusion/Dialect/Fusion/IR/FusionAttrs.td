@@ -177,10 +177,10 @@ def Fusion_KernelConfigAttr : Fusion_Attr<"KernelConfig", "kernel_config"> {
 
     A GEMM whose work units leave SMs idle may carry the unit attribute
     `fusion.side_kernel`: the next kernel, a norm gradient that does not use
-    the GEMM's result (`findSideKernel`), runs beside it: the GEMM on a
-    side stream of the greatest priority, forked after the work before it
-    and joined before the next kernel; a split-K GEMM's ranges are then
-    planned for fewer SMs (fusion-plan-kernels side-sms).
+    the GEMM's result (`findSideKernel`), runs beside it, both on side
+    streams forked after the work before them (the GEMM's of the greatest
+    priority) and joined before the next kernel; a split-K GEMM's ranges
+    are then planned for fewer SMs (fusion-plan-kernels side-sms).
 
     A GEMM planned for a dynamic token count may also carry
     `fusion.kernel_small_m`, a second configuration of the same op (tiles

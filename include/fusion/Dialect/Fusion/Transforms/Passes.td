@@ -594,18 +594,23 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
     work units (static output tiles x split_k) are fewer than the SMs, with
     a norm gradient as the next kernel that does not read its result
     (`findSideKernel`: a training step's weight gradient dW2 = dy^T n and
-    the norm gradient of dn = dy W2), gets the unit attribute
-    `fusion.side_kernel`; `convert-fusion-to-gpu` then launches the GEMM
-    on a side stream of the greatest priority and the norm gradient beside
-    it. A split-K one is planned for
-    `side-sms` fewer SMs (-1, the default: a quarter), so that its fewer K
-    ranges leave those SMs to the norm gradient:
+    the norm gradient of dn = dy W2), is paired with it where the cost model
+    (per token: the GEMM at 6.0 TFLOP/s an SM, the norm gradient at 3.0
+    TB/s alone and 37 GB/s an SM beside it; H100 measurements) expects the
+    pair to take at most 7/8 of the two one after the other: the GEMM gets
+    the unit attribute `fusion.side_kernel`, and `convert-fusion-to-gpu`
+    runs both on side streams beside each other, the GEMM's of the greatest
+    priority. A split-K GEMM is planned for `side-sms` fewer SMs (-1, the
+    default: a quarter), so that its fewer K ranges leave those SMs to the
+    norm gradient. With `report`, a remark gives the decision and the
+    expected ratio. At H 1024 on 132 SMs:
     ```mlir
     %dw2 = fusion.matmul %dy, %n {transpose_lhs}
         : tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<1024x1024xbf16>
     %dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : tensor<1024xbf16>) ...
     ```
-    becomes (96 work units on 132 SMs: 36 left to the norm gradient)
+    becomes (96 work units: 36 SMs left to the norm gradient, expected 0.85
+    of the two one after the other)
     ```mlir
     %dw2 = fusion.fused_matmul %dy, %n {fusion.kernel = #fusion.kernel_config<
         tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster_n = 1,
@@ -613,6 +618,7 @@ def FusionPlanKernelsPass : Pass<"fusion-plan-kernels", "::mlir::ModuleOp"> {
         transpose_lhs} ...
     %dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : tensor<1024xbf16>) ...
     ```
+    At 512 (0.90) and 2048 (0.96: 128 tiles leave 4 SMs) nothing is paired.
 
     Decode-sized calls (`small-m`, on by default; 42% less GEMM time at
     16 tokens, within 1% at 65536, bench/results/HISTORY.md session 40).
