@@ -112,7 +112,8 @@ void *forkSideStream() {
   streams.nextGreatest = true;
   auto it = std::find_if(streams.idleSides.begin(), streams.idleSides.end(),
                          [&](const SideStream &entry) {
-                           return entry.context == context && entry.greatest == greatest;
+                           return entry.context == context &&
+                                  entry.greatest == greatest;
                          });
   SideStream side{context, greatest, nullptr};
   if (it != streams.idleSides.end()) {
@@ -120,9 +121,10 @@ void *forkSideStream() {
     streams.idleSides.erase(it);
   } else {
     int least = 0, most = 0;
-    if (recordIfFailed(cuCtxGetStreamPriorityRange(&least, &most), "mgpuStreamCreate",
-                       "cuCtxGetStreamPriorityRange") ||
-        recordIfFailed(cuStreamCreateWithPriority(&side.stream, CU_STREAM_NON_BLOCKING,
+    if (recordIfFailed(cuCtxGetStreamPriorityRange(&least, &most),
+                       "mgpuStreamCreate", "cuCtxGetStreamPriorityRange") ||
+        recordIfFailed(cuStreamCreateWithPriority(&side.stream,
+                                                  CU_STREAM_NON_BLOCKING,
                                                   greatest ? most : least),
                        "mgpuStreamCreate", "cuStreamCreateWithPriority"))
       return nullptr;
@@ -196,8 +198,9 @@ void mgpuStreamDestroy(void *stream) {
   if (live != streams.live.end())
     streams.live.erase(live);
   // A side stream goes back to the pool.
-  auto busy = std::find_if(streams.busySides.begin(), streams.busySides.end(),
-                           [&](const SideStream &entry) { return entry.stream == stream; });
+  auto busy = std::find_if(
+      streams.busySides.begin(), streams.busySides.end(),
+      [&](const SideStream &entry) { return entry.stream == stream; });
   if (side && busy != streams.busySides.end()) {
     streams.idleSides.push_back(*busy);
     streams.busySides.erase(busy);

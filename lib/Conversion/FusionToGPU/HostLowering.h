@@ -48,8 +48,9 @@ public:
   }
 
   Value alloc(MemRefType type, ValueRange dynSizes) {
-    auto op = gpu::AllocOp::create(b, type, tokenType(), ValueRange{current()},
-                                   dynSizes, ValueRange{}, /*hostShared=*/false);
+    auto op =
+        gpu::AllocOp::create(b, type, tokenType(), ValueRange{current()},
+                             dynSizes, ValueRange{}, /*hostShared=*/false);
     advance(op.getAsyncToken());
     return op.getMemref();
   }
@@ -62,16 +63,18 @@ public:
   void zero(Value buffer, Value zero) { fill(buffer, zero); }
   /// Copies `src` into `dst` (same shape), device to device.
   void copy(Value dst, Value src) {
-    advance(gpu::MemcpyOp::create(b, tokenType(), ValueRange{current()}, dst, src)
-                .getAsyncToken());
+    advance(
+        gpu::MemcpyOp::create(b, tokenType(), ValueRange{current()}, dst, src)
+            .getAsyncToken());
   }
   void free(Value buffer) {
     if (forked()) {
       deferredFrees.push_back(buffer);
       return;
     }
-    advance(gpu::DeallocOp::create(b, tokenType(), ValueRange{current()}, buffer)
-                .getAsyncToken());
+    advance(
+        gpu::DeallocOp::create(b, tokenType(), ValueRange{current()}, buffer)
+            .getAsyncToken());
   }
   /// Opens a side chain after the work enqueued so far; its index for
   /// buildOn(). (The caller asks the runtime for its priority first.)

@@ -127,7 +127,8 @@ extern "C" void hostTwoBody(MEMREF2_PARAMS(a), MEMREF2_PARAMS(b), MEMREF2_PARAMS
 /// joined to the primary before the next kernel. `sides` records the
 /// streams each call got.
 std::vector<void *> sides;
-extern "C" void hostSide(MEMREF2_PARAMS(a), MEMREF2_PARAMS(b), MEMREF2_PARAMS(c)) {
+extern "C" void hostSide(MEMREF2_PARAMS(a), MEMREF2_PARAMS(b),
+                         MEMREF2_PARAMS(c)) {
   ++hostCalls;
   MemRef2 a = MEMREF2(a), b = MEMREF2(b), c = MEMREF2(c);
   void *stream = mgpuStreamCreate();
@@ -139,7 +140,8 @@ extern "C" void hostSide(MEMREF2_PARAMS(a), MEMREF2_PARAMS(b), MEMREF2_PARAMS(c)
   launchGemm(gemmSide, a, b, c);
   void *function = mgpuModuleGetFunction(module, kRowsKernel);
   void *params[] = {&a.aligned, &c.aligned};
-  mgpuLaunchKernel(function, 528, 1, 1, 256, 1, 1, 0, rowsSide, params, nullptr, 2);
+  mgpuLaunchKernel(function, 528, 1, 1, 256, 1, 1, 0, rowsSide, params, nullptr,
+                   2);
   for (void *side : {gemmSide, rowsSide}) {
     mgpuStreamSynchronize(side);
     mgpuStreamDestroy(side);
@@ -395,9 +397,11 @@ TEST(side_streams_fork_from_the_primary_and_join_it) {
   // own, created once each, one of the greatest priority and one of the
   // least. The first call's new tensor maps, uploaded on the caller's
   // stream, are waited for by both side streams.
-  EXPECT_TRUE(sides.size() == 3 && sides[0] == reinterpret_cast<void *>(uintptr_t(0x5000)) &&
-              sides[1] != sides[0] && sides[2] != sides[0] && sides[1] != sides[2] &&
-              sides[1] != nullptr && sides[2] != nullptr);
+  EXPECT_TRUE(sides.size() == 3 &&
+              sides[0] == reinterpret_cast<void *>(uintptr_t(0x5000)) &&
+              sides[1] != sides[0] && sides[2] != sides[0] &&
+              sides[1] != sides[2] && sides[1] != nullptr &&
+              sides[2] != nullptr);
   EXPECT_CONTAINS(first, "cuCtxGetStreamPriorityRange 2,");
   EXPECT_CONTAINS(first, "cuStreamCreateWithPriority 2,");
   // Repeated calls reuse them: a fork and a join are an event each (created,
@@ -405,21 +409,26 @@ TEST(side_streams_fork_from_the_primary_and_join_it) {
   std::string steady = steadyStateCalls(p, 100);
   std::printf("  100 more calls: %s\n", steady.c_str());
   // (rows_kernel is cooperative since hostRows: cuLaunchKernelEx.)
-  EXPECT_EQ(steady, std::string("cuCtxGetCurrent 100, cuEventCreate 400, cuEventDestroy 400, "
-                                "cuEventRecord 400, cuLaunchKernel 200, cuLaunchKernelEx 100, "
-                                "cuStreamWaitEvent 400"));
-  EXPECT_TRUE(sides.size() == 306 && sides[304] == sides[1] && sides[305] == sides[2]);
+  EXPECT_EQ(steady,
+            std::string(
+                "cuCtxGetCurrent 100, cuEventCreate 400, cuEventDestroy 400, "
+                "cuEventRecord 400, cuLaunchKernel 200, cuLaunchKernelEx 100, "
+                "cuStreamWaitEvent 400"));
+  EXPECT_TRUE(sides.size() == 306 && sides[304] == sides[1] &&
+              sides[305] == sides[2]);
   // Without a call stream: the function's own primary, the same side
   // streams, and the one host wait of the primary at the end.
   before = fake_driver::calls();
-  EXPECT_EQ(fusionrtInvoke(packet(reinterpret_cast<void *>(&hostSide), 0).data()), 0);
+  EXPECT_EQ(
+      fusionrtInvoke(packet(reinterpret_cast<void *>(&hostSide), 0).data()), 0);
   std::string own = fake_driver::difference(before, fake_driver::calls());
   std::printf("  without a call stream: %s\n", own.c_str());
-  EXPECT_CONTAINS(own, "cuStreamCreate 1, cuStreamDestroy 1, cuStreamSynchronize 1, "
-                       "cuStreamWaitEvent 4");
+  EXPECT_CONTAINS(own,
+                  "cuStreamCreate 1, cuStreamDestroy 1, cuStreamSynchronize 1, "
+                  "cuStreamWaitEvent 4");
   EXPECT_TRUE(own.find("cuStreamCreateWithPriority") == std::string::npos);
-  EXPECT_TRUE(sides.size() == 309 && sides[307] == sides[1] && sides[308] == sides[2] &&
-              sides[306] != sides[0]);
+  EXPECT_TRUE(sides.size() == 309 && sides[307] == sides[1] &&
+              sides[308] == sides[2] && sides[306] != sides[0]);
   // A stream created after the function returned is a primary again.
   void *stream = mgpuStreamCreate();
   EXPECT_TRUE(stream != sides[1] && stream != sides[2]);
@@ -431,8 +440,9 @@ TEST(a_new_tensor_map_is_waited_for_by_the_side_streams) {
   // A GEMM on a side stream reads a tensor map the runtime uploads on the
   // caller's stream: with side streams live, each waits for the upload.
   resetStatus();
-  std::vector<int64_t> p = packet(reinterpret_cast<void *>(&hostSide), FUSIONRT_INVOKE_CALL_STREAM,
-                                  0x5000, /*rows=*/4096);
+  std::vector<int64_t> p =
+      packet(reinterpret_cast<void *>(&hostSide), FUSIONRT_INVOKE_CALL_STREAM,
+             0x5000, /*rows=*/4096);
   auto before = fake_driver::calls();
   EXPECT_EQ(fusionrtInvoke(p.data()), 0);
   std::string fresh = fake_driver::difference(before, fake_driver::calls());

@@ -985,12 +985,12 @@ void planSideKernel(FusedMatmulOp fused, Operation *position,
       pairedUnits = staticWorkUnits(fused, paired);
     }
   }
-  double alone = gemmSecondsPerToken(output, *units) +
-                 sideSecondsPerToken(side, sms);
+  double alone =
+      gemmSecondsPerToken(output, *units) + sideSecondsPerToken(side, sms);
   double gemm = gemmSecondsPerToken(output, *pairedUnits);
   double beside = sideSecondsPerToken(side, sms - *pairedUnits);
-  double together =
-      gemm + std::max(0.0, 1.0 - gemm / beside) * sideSecondsPerToken(side, sms);
+  double together = gemm + std::max(0.0, 1.0 - gemm / beside) *
+                               sideSecondsPerToken(side, sms);
   bool pays = together <= 0.875 * alone;
   if (report)
     fused.emitRemark() << "the next kernel (" << side->getName() << ") "
