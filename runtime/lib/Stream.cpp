@@ -64,14 +64,16 @@ void recordReleaseFailure(CUresult result, const char *entryPoint, const char *d
     recordIfFailed(result, entryPoint, driverCall);
 }
 
-/// The streams of the host function running on this thread, in creation
-/// order (the primary first), and the side streams it may reuse, with the
-/// context each was made in. Side streams are kept for the thread's life.
+/// A side stream of this thread's pool: its context and priority.
 struct SideStream {
   CUcontext context;
   bool greatest; // the greatest priority, else the least
   CUstream stream;
 };
+/// The streams of the host function running on this thread, in creation
+/// order (the primary first), the side streams it may reuse and those it
+/// uses, and the priority its next side stream gets. Side streams are kept
+/// for the thread's life.
 struct ThreadStreams {
   std::vector<CUstream> live;
   std::vector<SideStream> idleSides, busySides;
