@@ -144,16 +144,6 @@ private:
 };
 } // namespace
 
-/// Host-side ops a lowered function may hold beside the kernels' ops: shape
-/// arithmetic, and reshapes, which become views of the same buffer.
-static bool isHostOp(Operation &op) {
-  if (isa<tensor::DimOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
-    return true;
-  if (auto c = dyn_cast<arith::ConstantOp>(op))
-    return c.getType().isIndex();
-  return false;
-}
-
 /// The value of a splat tensor constant of 16- or 32-bit floats (the row of
 /// ones fusion-plan-kernels multiplies B by for a LayerNorm prologue's
 /// column sums), whose buffer is filled on the device by a memset of the
@@ -178,7 +168,7 @@ LogicalResult FunctionLowering::check() {
     return failure();
   description = std::move(*described);
   for (Operation &op : func.getBody().front()) {
-    if (isa<func::ReturnOp>(op) || isHostOp(op) || deviceFillValue(op))
+    if (isa<func::ReturnOp>(op) || isGpuHostOp(op) || deviceFillValue(op))
       continue;
     const KernelFamily *family = familyOf(&op);
     if (!family)
@@ -199,7 +189,7 @@ LogicalResult FunctionLowering::check() {
   return success();
 }
 
-/// Lowers a host-side op (isHostOp): index ops are cloned, tensor.dim reads
+/// Lowers a host-side op (isGpuHostOp): index ops are cloned, tensor.dim reads
 /// the buffer's size, a reshape is a view of its source's buffer, or a copy
 /// into the caller's buffer when the function returns it.
 static void lowerHostOp(Operation &op, ImplicitLocOpBuilder &b, IRMapping &map,
@@ -349,7 +339,7 @@ LogicalResult FunctionLowering::run() {
   for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
     if (inPlace.contains(&op))
       continue;
-    if (isHostOp(op)) {
+    if (isGpuHostOp(op)) {
       lowerHostOp(op, b, map, chain);
       continue;
     }

@@ -19,8 +19,7 @@
 using namespace mlir;
 using namespace mlir::fusion;
 
-/// Host work convert-fusion-to-gpu does without a kernel (its isHostOp).
-static bool isHostWork(Operation &op) {
+bool mlir::fusion::isGpuHostOp(Operation &op) {
   if (isa<tensor::DimOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
     return true;
   auto constant = dyn_cast<arith::ConstantOp>(op);
@@ -44,7 +43,7 @@ Operation *mlir::fusion::findSideKernel(Operation *gemm) {
   if (!isa<MatmulOp, FusedMatmulOp>(gemm))
     return nullptr;
   for (Operation *op = gemm->getNextNode(); op; op = op->getNextNode()) {
-    if (isHostWork(*op))
+    if (isGpuHostOp(*op))
       continue;
     if (!isa<RMSNormGradOp, LayerNormGradOp>(op))
       return nullptr;

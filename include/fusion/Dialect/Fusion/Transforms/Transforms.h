@@ -242,6 +242,11 @@ LogicalResult planKernels(ModuleOp module, StringRef lazyRowStats = "auto",
                           bool multicast = false, bool postResiduals = false,
                           bool sideKernels = false, int64_t sideSms = -1);
 
+/// Whether convert-fusion-to-gpu lowers `op` on the host, without a kernel:
+/// shape arithmetic (tensor.dim, index constants) and reshapes, which become
+/// views of the same buffer.
+bool isGpuHostOp(Operation &op);
+
 /// The kernel that may run beside the GEMM `gemm` (fusion.matmul or
 /// fusion.fused_matmul) on a second stream: the next op of its block that
 /// launches a kernel (tensor.dim, reshapes and index constants between them
