@@ -99,7 +99,9 @@ void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
   plan.sideSms = options.sideSms;
   plan.maxEpilogueCluster = options.maxEpilogueCluster;
   pm.addPass(createFusionPlanKernelsPass(plan));
-  pm.addPass(createConvertFusionToGPUPass());
+  ConvertFusionToGPUPassOptions lowering;
+  lowering.normGradStages = options.normGradStages;
+  pm.addPass(createConvertFusionToGPUPass(lowering));
   // The kernels' float arithmetic may contract into FMAs (nvcc's default).
   if (options.fpContract)
     pm.addNestedPass<gpu::GPUModuleOp>(createFusionContractFloatOpsPass());

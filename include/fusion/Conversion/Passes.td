@@ -259,7 +259,13 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     Lower further with `gpu-lower-to-nvvm-pipeline`.
 
     #### Options
-    None.
+    `norm-grad-stages` (default -1): the steps of rows a norm gradient's
+    kernel keeps in flight through shared memory (cp.async into a ring, S - 1
+    steps ahead of the one computed), at most this many where its CTAs
+    still fit the SM. -1: only a norm gradient beside a GEMM (a side
+    kernel, whose few SMs need the bytes in flight), at most 3; 0: none
+    (the rows' loads go to registers); N >= 2: every norm gradient, at most
+    N.
 
     #### Target requirements
     sm_90a (PTX 8.1 for `st.async`). What this generator does not handle yet
@@ -269,6 +275,12 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     targets without an MMA engine (sm_100a: "no MMA engine for sm_100a: the
     tcgen05 engine ... is not implemented yet").
   }];
+  let options = [
+    Option<"normGradStages", "norm-grad-stages", "int64_t", /*default=*/"-1",
+           "steps of rows a norm gradient keeps in flight through shared "
+           "memory (-1: side kernels only, 0: none, N >= 2: every one, at "
+           "most N)">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",

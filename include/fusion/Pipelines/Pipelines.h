@@ -132,6 +132,13 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
       llvm::cl::desc("fusion-plan-kernels' side-sms: the SMs a split-K GEMM "
                      "leaves to its side kernel (-1: a quarter)"),
       llvm::cl::init(-1)};
+  PassOptions::Option<int64_t> normGradStages{
+      *this, "norm-grad-stages",
+      llvm::cl::desc("convert-fusion-to-gpu's norm-grad-stages: the steps of "
+                     "rows a norm gradient keeps in flight through shared "
+                     "memory (-1: side kernels only, 0: none, N >= 2: every "
+                     "one, at most N)"),
+      llvm::cl::init(-1)};
   PassOptions::Option<int64_t> maxEpilogueCluster{
       *this, "max-epilogue-cluster",
       llvm::cl::desc("fusion-plan-kernels' max-epilogue-cluster: the most CTAs "

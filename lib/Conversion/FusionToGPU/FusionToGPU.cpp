@@ -426,11 +426,18 @@ static LogicalResult checkSymbols(ModuleOp module,
 namespace {
 struct ConvertFusionToGPUPass
     : fusion::impl::ConvertFusionToGPUPassBase<ConvertFusionToGPUPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<std::unique_ptr<KernelFamily>> families;
     families.push_back(createGemmKernelFamily());
-    families.push_back(createRowKernelFamily());
+    if (normGradStages < -1 || normGradStages == 1) {
+      module.emitError("convert-fusion-to-gpu: expected norm-grad-stages to be "
+                       "-1 (side kernels only), 0 (none) or at least 2, but got ")
+          << static_cast<int64_t>(normGradStages);
+      return signalPassFailure();
+    }
+    families.push_back(createRowKernelFamily(normGradStages));
     families.push_back(createAttentionKernelFamily());
     families.push_back(createAttentionGradKernelFamily());
     auto isKernelOp = [&](Operation &op) {

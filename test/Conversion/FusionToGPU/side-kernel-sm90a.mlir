@@ -1,6 +1,9 @@
 // RUN: fusion-opt %s --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s
 // RUN: fusion-opt %s --fusion-plan-kernels=side-kernels=false --convert-fusion-to-gpu | FileCheck %s --check-prefix=OFF
 // RUN: fusion-runner %s -e step --after-passes=fusion-plan-kernels --atol=2e-2 --rtol=2e-2 | FileCheck %s --check-prefix=CPU
+// RUN: fusion-opt %s --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s --check-prefix=STAGED
+// RUN: fusion-opt %s --fusion-plan-kernels --convert-fusion-to-gpu=norm-grad-stages=0 | FileCheck %s --check-prefix=UNSTAGED
+// RUN: not fusion-opt %s --fusion-plan-kernels --convert-fusion-to-gpu=norm-grad-stages=1 2>&1 | FileCheck %s --check-prefix=BAD
 
 // A norm gradient beside the weight gradient before it (fusion.side_kernel):
 // the host function forks two side chains after the work so far (each a
@@ -39,6 +42,27 @@
 // OFF-NOT: gpu.wait async
 // OFF: return
 // CPU: PASS
+
+// The norm gradient beside the GEMM stages its rows through shared memory
+// (norm-grad-stages, -1 by default: side kernels only): each thread copies
+// its rstd and its vectors of x and dy of a step into a ring of 3 steps
+// (cp.async, 16 bytes, L1 bypassed), steps 0 and 1 before the loop; each
+// step first issues the copies of the step 2 ahead (one group a step, empty
+// past the rows), then waits until at most 2 groups are pending (its own
+// landed) and reads its slot. norm-grad-stages=0: loads to registers.
+// STAGED-LABEL: gpu.func @step_kernel1(
+// STAGED-COUNT-2: nvgpu.device_async_create_group
+// STAGED: scf.for
+// STAGED: nvgpu.device_async_copy %arg2[%{{.*}}], %{{.*}}[%{{.*}}], 1 : memref<?xf32> to memref<768xf32, #gpu.address_space<workgroup>>
+// STAGED: nvgpu.device_async_copy %arg1[%{{.*}}], %{{.*}}[%{{.*}}], 8 {bypassL1} : memref<?xbf16> to memref<12288xbf16, #gpu.address_space<workgroup>>
+// STAGED: nvgpu.device_async_copy %arg0[%{{.*}}], %{{.*}}[%{{.*}}], 8 {bypassL1} : memref<?xbf16> to memref<12288xbf16, #gpu.address_space<workgroup>>
+// STAGED: %[[GROUP:.*]] = nvgpu.device_async_create_group
+// STAGED-NEXT: nvgpu.device_async_wait %[[GROUP]] {numGroups = 2 : i32}
+// STAGED: gpu.return
+// UNSTAGED-LABEL: gpu.func @step_kernel1(
+// UNSTAGED-NOT: nvgpu.device_async_copy
+// UNSTAGED: gpu.return
+// BAD: convert-fusion-to-gpu: expected norm-grad-stages to be -1 (side kernels only), 0 (none) or at least 2, but got 1
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @step(%dy: tensor<256x1024xbf16>, %n: tensor<256x1024xbf16>, %dn: tensor<256x1024xbf16>,
                 %h: tensor<256x1024xbf16>, %rstd: tensor<256xf32>, %g: tensor<1024xbf16>)

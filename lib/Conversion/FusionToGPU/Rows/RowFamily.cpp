@@ -26,6 +26,8 @@ using namespace mlir::fusion;
 namespace {
 class RowKernelFamily : public KernelFamily {
 public:
+  explicit RowKernelFamily(int64_t normGradStages)
+      : normGradStages(normGradStages) {}
   StringRef name() const override { return "row"; }
   bool matches(Operation *op) const override {
     return isa<RMSNormOp, LayerNormOp, RMSNormGradOp, LayerNormGradOp, AddOp,
@@ -45,9 +47,13 @@ public:
   }
 
 private:
-  void lowerNormGrad(HostLowering &host, Operation *op,
-                     const RowKernelSpec &spec, const TargetInfo &target,
-                     StringRef kernelName) const;
+  void lowerNormGrad(HostLowering &host, Operation *op, RowKernelSpec spec,
+                     const TargetInfo &target, StringRef kernelName) const;
+
+  /// The most steps a norm gradient stages through shared memory; -1:
+  /// kSideStages beside a GEMM, none alone.
+  int64_t normGradStages;
+  static constexpr int64_t kSideStages = 3;
 };
 
 /// The number of elements of device memref `mem`, and the product of its
@@ -137,7 +143,7 @@ void RowKernelFamily::lower(HostLowering &host, Operation *op,
 /// take the rows in small pieces and what is left when it ends spreads over
 /// every SM (one wave's CTAs would each keep its whole share).
 void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
-                                    const RowKernelSpec &spec,
+                                    RowKernelSpec spec,
                                     const TargetInfo &target,
                                     StringRef kernelName) const {
   ImplicitLocOpBuilder &b = host.b;
@@ -150,6 +156,10 @@ void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
   Value groups = arith::CeilDivUIOp::create(b, rows, idx(spec.rowsPerBlock));
   constexpr int64_t kSideWaves = 4;
   int64_t waves = host.chain.forked() ? kSideWaves : 1;
+  int64_t stages = normGradStages >= 0      ? normGradStages
+                   : host.chain.forked() ? kSideStages
+                                         : 0;
+  planNormGradStages(spec, target, stages);
   Value blocks = arith::MinUIOp::create(
       b, groups, idx(target.multiprocessors * spec.gradCTAsPerSM * waves));
   blocks = arith::MaxUIOp::create(b, blocks, idx(1));
@@ -218,6 +228,7 @@ void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
 }
 } // namespace
 
-std::unique_ptr<KernelFamily> mlir::fusion::createRowKernelFamily() {
-  return std::make_unique<RowKernelFamily>();
+std::unique_ptr<KernelFamily>
+mlir::fusion::createRowKernelFamily(int64_t normGradStages) {
+  return std::make_unique<RowKernelFamily>(normGradStages);
 }

@@ -174,6 +174,56 @@ private:
                                              int64_t firstArray = 0);
   /// The sum of `partial` over the thread group of a row.
   Value groupSum(Value partial, int64_t reduction);
+  /// Norm gradients with gradStages: the rows' ring in shared memory and
+  /// the copies of a step into it.
+  struct StagedRows {
+    int64_t stages = 0;
+    /// Per operand (x, dy, the residual; null when absent), flat:
+    /// [stage][vector of the step's rows][thread][perVector]; the
+    /// statistics (rstd, LayerNorm's mean): [stage][row][statistic][thread].
+    SmallVector<Value, 3> rings;
+    Value stats, steps;
+    int64_t perVector = 0, stepElements = 0, stepStats = 0;
+    /// The thread's own offsets in a step's vectors and statistics.
+    Value threadVector, threadStat;
+    /// The copies of step `step` into `slot`.
+    std::function<void(const StagedRows &, Value, Value)> issue;
+  };
+  using RowOfStep = std::function<std::pair<Value, Value>(Value, int64_t)>;
+  using DyValidOf = std::function<Value(Value, int64_t)>;
+  /// With gradStages S: the ring, and the copies of steps 0 .. S - 2 issued
+  /// (one cp.async group each, empty past `steps`); else nothing staged.
+  StagedRows stageRows(Value steps, RowOfStep rowOfStep, DyValidOf dyValidOf,
+                       ArrayRef<Value> readColumn, ArrayRef<Value> operands,
+                       ArrayRef<Value> statistics);
+  /// At the top of step `step`, whose slot is `slot` (step mod S): the
+  /// copies of step + S - 1 issued (into the slot step - 1 was read from),
+  /// then a wait for step's own; returns `slot`.
+  Value enterStep(const StagedRows &staged, Value step, Value slot);
+  /// The thread's element of statistic k of row r, and its first of
+  /// vector v, in the step in `slot`.
+  Value statIndex(const StagedRows &staged, Value slot, int64_t r, int64_t k) {
+    int64_t threads = s.blockThreads();
+    return add(add(mul(slot, idx(staged.stepStats)), staged.threadStat),
+               idx((r * s.gradStagedStats() + k) * threads));
+  }
+  Value vectorIndex(const StagedRows &staged, Value slot, int64_t v) {
+    int64_t threads = s.blockThreads();
+    return add(add(mul(slot, idx(staged.stepElements)), staged.threadVector),
+               idx(v * threads * staged.perVector));
+  }
+  /// Statistic k of row r of the step in `slot`; vector v of operand k.
+  Value stagedStat(const StagedRows &staged, Value slot, int64_t r, int64_t k) {
+    return memref::LoadOp::create(b, staged.stats,
+                                  ValueRange{statIndex(staged, slot, r, k)});
+  }
+  Value stagedVector(const StagedRows &staged, Value slot, int64_t k, int64_t v) {
+    Type elem = cast<MemRefType>(staged.rings[k].getType()).getElementType();
+    auto vecType = VectorType::get({staged.perVector}, elem);
+    return vector::LoadOp::create(b, vecType, staged.rings[k],
+                                  ValueRange{vectorIndex(staged, slot, v)},
+                                  /*nontemporal=*/false, llvm::MaybeAlign(16));
+  }
   /// The mean of a row and the sum of its squared deviations from it, from
   /// the thread's vectors `x` (every thread of the group holding as many
   /// columns): Chan's pairwise merge of (mean, M2), one pass of shuffles.
@@ -349,6 +399,96 @@ std::pair<Value, Value> RowKernelEmitter::groupMoments(ArrayRef<Value> x) {
   Value rowM2 = arith::AddFOp::create(
       b, m2Sum, arith::MulFOp::create(b, spread, cstF32(n)));
   return {rowMean, rowM2};
+}
+
+RowKernelEmitter::StagedRows RowKernelEmitter::stageRows(
+    Value steps, RowOfStep rowOfStep, DyValidOf dyValidOf,
+    ArrayRef<Value> readColumn, ArrayRef<Value> operands,
+    ArrayRef<Value> statistics) {
+  StagedRows staged;
+  staged.stages = s.gradStages;
+  if (!staged.stages)
+    return staged;
+  int64_t stages = staged.stages, rowsPerStep = s.gradRowsPerStep,
+          vectors = rowsPerStep * s.vecsPerThread, threads = s.blockThreads();
+  staged.steps = steps;
+  // Flat views, indexed by the thread's own offset (set here, outside the
+  // loop) plus the slot's: a step's vectors are 16 bytes x threads apart.
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  int64_t offset = s.gradRingOffset();
+  for (Value mem : operands) {
+    if (!mem) {
+      staged.rings.push_back(Value());
+      continue;
+    }
+    Type elem = cast<MemRefType>(mem.getType()).getElementType();
+    staged.perVector = 16 * 8 / elem.getIntOrFloatBitWidth();
+    staged.stepElements = vectors * threads * staged.perVector;
+    staged.rings.push_back(
+        smemView(idx(offset), {stages * staged.stepElements}, elem));
+    offset += stages * vectors * threads * 16;
+  }
+  staged.threadVector = mul(tid, idx(staged.perVector));
+  staged.stepStats = rowsPerStep * s.gradStagedStats() * threads;
+  staged.stats =
+      smemView(idx(offset), {stages * staged.stepStats}, b.getF32Type());
+  staged.threadStat = tid;
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
+  SmallVector<Value> columns(readColumn), mems(operands),
+      statMems(statistics);
+  staged.issue = [=, this](const StagedRows &st, Value step, Value slot) {
+    for (int64_t r = 0; r < rowsPerStep; ++r) {
+      auto [rowIndex, valid] = rowOfStep(step, r);
+      for (auto [k, mem] : llvm::enumerate(statMems))
+        if (mem)
+          nvgpu::DeviceAsyncCopyOp::create(
+              b, tokenType, st.stats, ValueRange{statIndex(st, slot, r, k)},
+              mem, ValueRange{rowIndex}, b.getIndexAttr(1), Value(),
+              UnitAttr());
+      Value base = mul(rowIndex, idx(s.n));
+      for (int64_t i = 0; i < s.vecsPerThread; ++i) {
+        Value at = add(base, columns[i]);
+        Value ringAt = vectorIndex(st, slot, r * s.vecsPerThread + i);
+        for (auto [k, mem] : llvm::enumerate(mems)) {
+          if (!mem)
+            continue;
+          // dy past the row, or of a row past the group's: zero-filled.
+          Value elements;
+          if (k == 1)
+            if (Value dyValid = dyValidOf(valid, i))
+              elements = arith::SelectOp::create(
+                  b, dyValid, idx(st.perVector), idx(0));
+          nvgpu::DeviceAsyncCopyOp::create(
+              b, tokenType, st.rings[k], ValueRange{ringAt}, mem,
+              ValueRange{at}, b.getIndexAttr(st.perVector), elements,
+              b.getUnitAttr());
+        }
+      }
+    }
+  };
+  for (int64_t p = 0; p + 1 < stages; ++p) {
+    ifThen(ult(idx(p), steps), [&] { staged.issue(staged, idx(p), idx(p)); });
+    nvgpu::DeviceAsyncCreateGroupOp::create(b, tokenType, ValueRange{});
+  }
+  return staged;
+}
+
+Value RowKernelEmitter::enterStep(const StagedRows &staged, Value step,
+                                  Value slot) {
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
+  int64_t stages = staged.stages;
+  // Step + S - 1 goes where step - 1 was read.
+  Value previous = arith::SelectOp::create(b, eq(slot, 0), idx(stages - 1),
+                                           sub(slot, idx(1)));
+  Value ahead = add(step, idx(stages - 1));
+  ifThen(ult(ahead, staged.steps),
+         [&] { staged.issue(staged, ahead, previous); });
+  Value group =
+      nvgpu::DeviceAsyncCreateGroupOp::create(b, tokenType, ValueRange{});
+  // Groups committed: S - 1 before the loop and one a step, so step's own
+  // is complete once at most S - 1 are pending.
+  nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(stages - 1));
+  return slot;
 }
 
 SmallVector<Value> RowKernelEmitter::gradGroupSums(ArrayRef<Value> partials,
@@ -576,41 +716,76 @@ void RowKernelEmitter::emitNormGrad() {
   int64_t rowsPerStep = s.gradRowsPerStep;
   Value lastRow = sub(rows, idx(1));
   Value steps = arith::CeilDivUIOp::create(b, count, idx(rowsPerStep));
+  // Row r of step `index`: its index among the group's rows, the row (a
+  // row past the group's rows, in its last step, is the last row), and
+  // whether it exists (null: always, the step's first).
+  auto rowOfStep = [&](Value step, int64_t r) {
+    Value index = add(mul(step, idx(rowsPerStep)), idx(r));
+    Value rowIndex = add(unit, mul(index, units));
+    if (r == 0)
+      return std::make_pair(rowIndex, Value());
+    return std::make_pair(arith::MinUIOp::create(b, rowIndex, lastRow).getResult(),
+                          ult(index, count));
+  };
+  // dy of vector i of a row is zero where the vector is past the row or the
+  // row past the group's rows (null: never).
+  auto dyValidOf = [&](Value rowValid, int64_t i) {
+    Value dyValid = inRow[i];
+    if (rowValid)
+      dyValid = dyValid ? both(dyValid, rowValid) : rowValid;
+    return dyValid;
+  };
+  StagedRows staged = stageRows(steps, rowOfStep, dyValidOf, readColumn,
+                                {xMem, dyMem, residualMem}, {rstdMem, meanMem});
   SmallVector<Value> inits(params * s.vecsPerThread, zeros());
+  // Staged: the step's slot in the ring rides along (the last iter_arg).
+  int64_t accumulators = inits.size();
+  if (staged.stages)
+    inits.push_back(idx(0));
   ValueRange sums = forLoop(
-      idx(0), steps, idx(1), inits, [&](Value step, ValueRange acc) {
+      idx(0), steps, idx(1), inits, [&](Value step, ValueRange iters) {
+        ValueRange acc = iters.take_front(accumulators);
         // The step's rows: unit + (step rowsPerStep + r) units. The first
         // exists; a later one may not (the group's last step), and then
         // reads the last row with dy zeroed and stores nothing.
         struct Row {
+          int64_t index = 0;
           Value valid, base, rstd, mean;
           SmallVector<Value> at, dy, x, residual;
         };
         SmallVector<Row, 2> rowsOfStep(rowsPerStep);
-        Value firstIndex = mul(step, idx(rowsPerStep));
+        Value slot =
+            staged.stages ? enterStep(staged, step, iters.back()) : Value();
         // The rows' loads, all issued before the group sums: the
         // statistics, then per vector x, dy and the residual (16-bit values
         // kept packed until used; the weight is read where it is used, an
         // L1 hit, so that it holds no registers across the sums or across
-        // the loop).
+        // the loop). Staged: from the ring, where they landed steps ago.
         for (auto [r, row] : llvm::enumerate(rowsOfStep)) {
-          Value index = add(firstIndex, idx(r));
-          Value rowIndex = add(unit, mul(index, units));
-          if (r > 0) {
-            row.valid = ult(index, count);
-            rowIndex = arith::MinUIOp::create(b, rowIndex, lastRow);
-          }
+          auto [rowIndex, valid] = rowOfStep(step, r);
+          row.index = r;
+          row.valid = valid;
           row.base = mul(rowIndex, idx(s.n));
-          row.rstd = memref::LoadOp::create(b, rstdMem, ValueRange{rowIndex});
+          row.rstd = slot ? stagedStat(staged, slot, r, 0)
+                          : memref::LoadOp::create(b, rstdMem, ValueRange{rowIndex})
+                                .getResult();
           if (layerNorm)
-            row.mean = memref::LoadOp::create(b, meanMem, ValueRange{rowIndex});
+            row.mean = slot ? stagedStat(staged, slot, r, 1)
+                            : memref::LoadOp::create(b, meanMem,
+                                                     ValueRange{rowIndex})
+                                  .getResult();
           for (int64_t i = 0; i < s.vecsPerThread; ++i) {
-            Value dyValid = inRow[i];
-            if (row.valid)
-              dyValid = dyValid ? both(dyValid, row.valid) : row.valid;
             row.at.push_back(add(row.base, readColumn[i]));
+            int64_t v = r * s.vecsPerThread + i;
+            if (slot) {
+              row.x.push_back(stagedVector(staged, slot, 0, v));
+              row.dy.push_back(stagedVector(staged, slot, 1, v));
+              if (residualMem)
+                row.residual.push_back(stagedVector(staged, slot, 2, v));
+              continue;
+            }
             row.x.push_back(loadPacked(Value(), xMem, row.at[i]));
-            row.dy.push_back(loadPacked(dyValid, dyMem, row.at[i]));
+            row.dy.push_back(loadPacked(dyValidOf(row.valid, i), dyMem, row.at[i]));
             if (residualMem)
               row.residual.push_back(
                   loadPacked(Value(), residualMem, row.at[i]));
@@ -620,12 +795,20 @@ void RowKernelEmitter::emitNormGrad() {
         // the group sums (`again`: a second widening that LLVM does not merge
         // with the first, so that the packed values are what lives across
         // the sums).
+        // Staged, the second widening reads the ring again instead (the
+        // packed values then hold no registers across the sums).
         auto widenVector = [&](const Row &row, int64_t i, bool again) {
           auto widenOne = [&](Value v) {
             return again ? widenAgain(v) : widen(v);
           };
-          Value dyF = widenOne(row.dy[i]);
-          Value centered = widenOne(row.x[i]);
+          Value dy = row.dy[i], x = row.x[i];
+          if (slot && again) {
+            int64_t v = row.index * s.vecsPerThread + i;
+            dy = stagedVector(staged, slot, 1, v);
+            x = stagedVector(staged, slot, 0, v);
+          }
+          Value dyF = widenOne(dy);
+          Value centered = widenOne(x);
           if (layerNorm)
             centered = arith::SubFOp::create(b, centered, splat(row.mean));
           Value g = dyF;
@@ -697,8 +880,12 @@ void RowKernelEmitter::emitNormGrad() {
             }
           }
         }
+        if (slot)
+          nextAcc.push_back(arith::SelectOp::create(
+              b, eq(slot, staged.stages - 1), idx(0), add(slot, idx(1))));
         return nextAcc;
       });
+  sums = sums.take_front(accumulators);
   if (!params)
     return;
   // Partial row `block` of each parameter gradient ([params][gridDim.x][n]):

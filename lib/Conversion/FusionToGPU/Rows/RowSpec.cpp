@@ -406,3 +406,31 @@ FailureOr<RowKernelSpec> mlir::fusion::getRowKernelSpec(Operation *op,
     return failure();
   return s;
 }
+
+void mlir::fusion::planNormGradStages(RowKernelSpec &spec,
+                                      const TargetInfo &target,
+                                      int64_t maxStages) {
+  spec.gradStages = 0;
+  if (!spec.isNormGrad())
+    return;
+  auto vectorBytes = [&](Type elem) {
+    return spec.vec * elem.getIntOrFloatBitWidth() / 8;
+  };
+  if (vectorBytes(spec.elem) != 16 ||
+      (spec.residualElem && vectorBytes(spec.residualElem) != 16))
+    return;
+  // The CTAs the registers allow on an SM stay: each with its ring.
+  auto fits = [&](int64_t stages) {
+    RowKernelSpec staged = spec;
+    staged.gradStages = stages;
+    return staged.sharedMemoryBytes() <= target.smemPerBlockOptin &&
+           spec.gradCTAsPerSM * (staged.sharedMemoryBytes() +
+                                 target.smemReservedPerBlock) <=
+               target.smemPerSM;
+  };
+  for (int64_t stages = maxStages; stages >= 2; --stages)
+    if (fits(stages)) {
+      spec.gradStages = stages;
+      return;
+    }
+}

@@ -96,6 +96,11 @@ struct RowKernelSpec {
   // of the dx kernel (.maxnreg) and the CTAs of its persistent grid on each
   // SM that it allows.
   int64_t gradRowsPerStep = 1, gradMaxRegisters = 0, gradCTAsPerSM = 1;
+  /// Norm gradients: 0, the rows' loads go to registers; S >= 2, they go
+  /// through a ring of S steps in shared memory by cp.async (16-byte
+  /// vectors, no registers held while in flight), S - 1 steps ahead of the
+  /// step being computed (planNormGradStages).
+  int64_t gradStages = 0;
   // Element-wise: vectors per thread (coalesced, blockThreads apart).
   static constexpr int64_t kVectorsPerThread = 4;
   // The parameter-gradient reduction kernel's shape: columns per CTA, warps
@@ -131,7 +136,7 @@ struct RowKernelSpec {
   /// are summed in.
   int64_t sharedMemoryBytes() const {
     if (isNormGrad()) {
-      int64_t bytes = gradExchangeBytes() + gradCombineBytes();
+      int64_t bytes = gradRingOffset() + gradRingBytes();
       return bytes ? bytes + 16 : 0;
     }
     if (!isNorm() || threadsPerRow <= 32)
@@ -144,11 +149,36 @@ struct RowKernelSpec {
   int64_t gradCombineBytes() const {
     return rowsPerBlock > 1 ? paramGrads() * n * 4 : 0;
   }
+  /// The staged rows' ring (gradStages): [operand][step][vector of the
+  /// thread's rows][thread] 16-byte vectors (operands x, dy and the
+  /// residual), then [step][row of the step][statistic][thread] f32 (rstd,
+  /// and LayerNorm's mean); each thread copies and reads only its own.
+  int64_t gradStagedOperands() const { return residualElem ? 3 : 2; }
+  int64_t gradStagedStats() const { return isLayerNorm() ? 2 : 1; }
+  int64_t gradStepVectorBytes() const {
+    return gradStagedOperands() * gradRowsPerStep * vecsPerThread *
+           blockThreads() * 16;
+  }
+  int64_t gradStepBytes() const {
+    return gradStepVectorBytes() +
+           gradRowsPerStep * gradStagedStats() * blockThreads() * 4;
+  }
+  int64_t gradRingOffset() const {
+    return llvm::alignTo(gradExchangeBytes() + gradCombineBytes(), 16);
+  }
+  int64_t gradRingBytes() const { return gradStages * gradStepBytes(); }
 };
 
 /// The spec of a row kernel for `op` (fusion.rms_norm, layer_norm, their
 /// grads, add, mul or activation), or failure with why not in `why`.
 FailureOr<RowKernelSpec> getRowKernelSpec(Operation *op, std::string &why);
+
+/// Stages a norm gradient's rows through shared memory (gradStages): the
+/// most steps, at most `maxStages`, that keep its gradCTAsPerSM CTAs on an
+/// SM of `target`, at least 2; none where its vectors of dy, x and the
+/// residual are not 16 bytes (cp.async's widest) or 2 do not fit.
+void planNormGradStages(RowKernelSpec &spec, const TargetInfo &target,
+                        int64_t maxStages);
 
 /// Builds the kernel `name` in `module`. Arguments, all device memrefs viewed
 /// flat (memref<?xT>), then the row count (index):
