@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Session 52's device calls (carry build/gpu/layers, the runtime and the
+# variant folders build/v-{s0,noside,s3}/gpu, built by
+# bench/layers/build_layers.sh: see HISTORY, session 52), each under ten
+# minutes:
+#   PART=verify: the training steps, whose norm gradient beside the weight
+#     gradient now stages its rows through shared memory (cp.async), and
+#     every standalone norm gradient staged (build/v-s3/gpu,
+#     --norm-grad-stages 3) against float64; the front end's training;
+#     memcheck and racecheck on staged kernels;
+#   PART=bench: the steps (HS, default 1024,768) against torch.compile and
+#     six cuBLAS GEMMs, with the variants in the same rounds: s0 (side
+#     kernels unstaged, session 51's), noside (no side kernels), s3 (every
+#     norm gradient staged), and one call's kernel timeline each.
+# Writes $OUT/log_$PART.txt and JSON files beside it.
+#
+#   PART=verify C=<commit> OUT=$OUT bash bench/run_session52.sh
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+A=build/gpu
+export FUSION_GPU_ARTIFACTS=$A
+. bench/layers/layer_checks.sh
+part=${PART:-verify}
+log=$OUT/log_$part.txt
+variants=s0=build/v-s0/gpu,noside=build/v-noside/gpu,s3=build/v-s3/gpu
+{
+  nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
+  if [ "$part" = verify ]; then
+    echo "== training steps (side kernels staged)"
+    timeout 170 python3 -m pytest -q -x -rs test/gpu/test_train_step_gpu.py 2>&1 | tail -4
+    echo "== standalone norm gradients, all staged (v-s3)"
+    FUSION_GPU_ARTIFACTS=build/v-s3/gpu timeout 120 python3 -m pytest -q -x -rs \
+      test/gpu/test_norm_grads_gpu.py 2>&1 | tail -4
+    echo "== training steps, every norm gradient staged (v-s3)"
+    FUSION_GPU_ARTIFACTS=build/v-s3/gpu timeout 100 python3 -m pytest -q -x -rs \
+      test/gpu/test_train_step_gpu.py 2>&1 | tail -4
+    echo "== front-end training"
+    FUSION_FRONTEND_TRAINING_DIR=build/frontend-training-gpu timeout 150 \
+      python3 -m pytest -q -x -rs test/gpu/test_frontend_training_gpu.py 2>&1 | tail -4
+    sanitize_layer $A memcheck train_step_rms_h1024 4097 /tmp/san_mem.txt
+    grep -m3 -A10 "Invalid\|Error" /tmp/san_mem.txt | head -20
+    sanitize_layer build/v-s3/gpu racecheck layer_norm_grad_h1000 4097 /tmp/san_race.txt
+    grep -m3 -A10 "Invalid\|Error\|hazard" /tmp/san_race.txt | head -20
+    sanitize_layer build/v-s3/gpu memcheck rms_norm_grad_h1024 7 /tmp/san_mem2.txt
+    grep -m3 -A10 "Invalid\|Error" /tmp/san_mem2.txt | head -20
+  else
+    timeout 540 python3 bench/bench_train_step.py --out "$OUT/train_step.json" --commit "${C:-unknown}" \
+      --hs ${HS:-1024,768} --norms rms,ln --rounds 2 --baselines compile,six_gemm \
+      --variants "$variants" --timeline 2>&1 | grep -v Warning | tail -40
+  fi
+} >> "$log" 2>&1
+ls -la "$OUT"
