@@ -11,7 +11,13 @@
 #   PART=bench: the steps (HS, default 1024,768) against torch.compile and
 #     six cuBLAS GEMMs, with the variants in the same rounds: s0 (side
 #     kernels unstaged, session 51's), noside (no side kernels), s3 (every
-#     norm gradient staged), and one call's kernel timeline each.
+#     norm gradient staged), and one call's kernel timeline each;
+#   PART=spans: bench/layers/step_spans.py (the steps' kernels, and the side
+#     pair's span, from the profiler, the folders interleaved) at 1024 and
+#     768 for the default and the variants s0, noside, w2 and w2s0 (two
+#     waves of the side norm gradient's CTAs instead of four, staged and
+#     not: a build of a modified compiler, see HISTORY), then issue 17's
+#     attention (bench_attention.py --only forward --only block_grad).
 # Writes $OUT/log_$PART.txt and JSON files beside it.
 #
 #   PART=verify C=<commit> OUT=$OUT bash bench/run_session52.sh
@@ -43,6 +49,16 @@ variants=s0=build/v-s0/gpu,noside=build/v-noside/gpu,s3=build/v-s3/gpu
     grep -m3 -A10 "Invalid\|Error\|hazard" /tmp/san_race.txt | head -20
     sanitize_layer build/v-s3/gpu memcheck rms_norm_grad_h1024 7 /tmp/san_mem2.txt
     grep -m3 -A10 "Invalid\|Error" /tmp/san_mem2.txt | head -20
+  elif [ "$part" = spans ]; then
+    echo "== training steps of v-g (staged, g kept from the first pass)"
+    FUSION_GPU_ARTIFACTS=build/v-g/gpu timeout 60 python3 -m pytest -q -x -rs \
+      test/gpu/test_train_step_gpu.py 2>&1 | tail -2
+    timeout 240 python3 bench/layers/step_spans.py --out "$OUT/spans.json" --commit "${C:-unknown}" \
+      --programs train_step_rms_h1024,train_step_ln_h1024,train_step_rms_h768,train_step_ln_h768 \
+      --variants s0=build/v-s0/gpu,noside=build/v-noside/gpu,w2=build/v-w2/gpu,g=build/v-g/gpu \
+      --rounds 3 --calls 10 2>&1 | grep -v Warn | tail -8
+    timeout 300 python3 bench/bench_attention.py --out "$OUT/attention.json" --commit "${C:-unknown}" \
+      --rounds 2 --only forward --only block_grad 2>&1 | grep -v Warn | tail -16
   else
     timeout 540 python3 bench/bench_train_step.py --out "$OUT/train_step.json" --commit "${C:-unknown}" \
       --hs ${HS:-1024,768} --norms rms,ln --rounds 2 --baselines compile,six_gemm \

@@ -259,13 +259,15 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     Lower further with `gpu-lower-to-nvvm-pipeline`.
 
     #### Options
-    `norm-grad-stages` (default -1): the steps of rows a norm gradient's
+    `norm-grad-stages` (default 0): the steps of rows a norm gradient's
     kernel keeps in flight through shared memory (cp.async into a ring, S - 1
     steps ahead of the one computed), at most this many where its CTAs
-    still fit the SM. -1: only a norm gradient beside a GEMM (a side
-    kernel, whose few SMs need the bytes in flight), at most 3; 0: none
-    (the rows' loads go to registers); N >= 2: every norm gradient, at most
-    N.
+    still fit the SM. 0: none (the rows' loads go to registers); -1: only a
+    norm gradient beside a GEMM (a side kernel), at most 3; N >= 2: every
+    norm gradient, at most N. Off by default: on an H100 the staged kernel
+    beside the weight gradient ran 7-14% slower at H 1024 (its loop has
+    more instructions, and there it is bound by issue, not by bytes in
+    flight; HISTORY.md, session 52).
 
     #### Target requirements
     sm_90a (PTX 8.1 for `st.async`). What this generator does not handle yet
@@ -276,9 +278,9 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     tcgen05 engine ... is not implemented yet").
   }];
   let options = [
-    Option<"normGradStages", "norm-grad-stages", "int64_t", /*default=*/"-1",
+    Option<"normGradStages", "norm-grad-stages", "int64_t", /*default=*/"0",
            "steps of rows a norm gradient keeps in flight through shared "
-           "memory (-1: side kernels only, 0: none, N >= 2: every one, at "
+           "memory (0: none, -1: side kernels only, N >= 2: every one, at "
            "most N)">
   ];
   let dependentDialects = [

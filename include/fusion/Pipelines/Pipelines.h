@@ -136,9 +136,9 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
       *this, "norm-grad-stages",
       llvm::cl::desc("convert-fusion-to-gpu's norm-grad-stages: the steps of "
                      "rows a norm gradient keeps in flight through shared "
-                     "memory (-1: side kernels only, 0: none, N >= 2: every "
-                     "one, at most N)"),
-      llvm::cl::init(-1)};
+                     "memory (0, the default: none; -1: side kernels only; "
+                     "N >= 2: every one, at most N)"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> maxEpilogueCluster{
       *this, "max-epilogue-cluster",
       llvm::cl::desc("fusion-plan-kernels' max-epilogue-cluster: the most CTAs "

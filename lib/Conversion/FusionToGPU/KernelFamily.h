@@ -47,8 +47,8 @@ public:
 /// The families, in the order the pass tries them.
 std::unique_ptr<KernelFamily> createGemmKernelFamily();
 /// Standalone norms and element-wise ops (Rows/).
-/// normGradStages: convert-fusion-to-gpu's norm-grad-stages (-1: the norm
-/// gradients beside a GEMM stage their rows, 0: none, N: all, at most N).
+/// normGradStages: convert-fusion-to-gpu's norm-grad-stages (0: no norm
+/// gradient stages its rows; -1: those beside a GEMM; N: all, at most N).
 std::unique_ptr<KernelFamily> createRowKernelFamily(int64_t normGradStages);
 /// fusion.gdpa with short keys and values (Attention/).
 std::unique_ptr<KernelFamily> createAttentionKernelFamily();

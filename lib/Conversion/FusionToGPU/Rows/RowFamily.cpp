@@ -50,8 +50,8 @@ private:
   void lowerNormGrad(HostLowering &host, Operation *op, RowKernelSpec spec,
                      const TargetInfo &target, StringRef kernelName) const;
 
-  /// The most steps a norm gradient stages through shared memory; -1:
-  /// kSideStages beside a GEMM, none alone.
+  /// The most steps a norm gradient stages through shared memory (0, the
+  /// default: none); -1: kSideStages beside a GEMM, none alone.
   int64_t normGradStages;
   static constexpr int64_t kSideStages = 3;
 };

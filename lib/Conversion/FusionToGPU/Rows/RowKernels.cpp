@@ -796,7 +796,12 @@ void RowKernelEmitter::emitNormGrad() {
         // with the first, so that the packed values are what lives across
         // the sums).
         // Staged, the second widening reads the ring again instead (the
-        // packed values then hold no registers across the sums).
+        // packed values then hold no registers across the sums), and g
+        // (dy times the weight) of the first stays in its registers where
+        // the thread holds at most two vectors a step: no second read and
+        // widening of the weight (three vectors' g spill under the cap).
+        SmallVector<Value> firstG;
+        bool keepG = slot && weight && s.vecsPerThread * s.gradRowsPerStep <= 2;
         auto widenVector = [&](const Row &row, int64_t i, bool again) {
           auto widenOne = [&](Value v) {
             return again ? widenAgain(v) : widen(v);
@@ -812,10 +817,14 @@ void RowKernelEmitter::emitNormGrad() {
           if (layerNorm)
             centered = arith::SubFOp::create(b, centered, splat(row.mean));
           Value g = dyF;
-          if (weight) {
+          if (keepG && again) {
+            g = firstG[row.index * s.vecsPerThread + i];
+          } else if (weight) {
             Value w = loadPacked(Value(), weight, readColumn[i]);
             g = arith::MulFOp::create(b, dyF, widen(w));
           }
+          if (keepG && !again)
+            firstG.push_back(g);
           return std::make_tuple(dyF, g, centered);
         };
         // Per row, the thread's sums of g (x - mean) and of g (LayerNorm),
