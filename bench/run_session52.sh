@@ -17,7 +17,13 @@
 #     768 for the default and the variants s0, noside, w2 and w2s0 (two
 #     waves of the side norm gradient's CTAs instead of four, staged and
 #     not: a build of a modified compiler, see HISTORY), then issue 17's
-#     attention (bench_attention.py --only forward --only block_grad).
+#     attention (bench_attention.py --only forward --only block_grad);
+#   PART=final: the parameter sums on 8 columns a CTA (every norm
+#     gradient's, the grad epilogues' and the attention backward's): the
+#     training steps, the standalone norm gradients, the attention backward
+#     and the front end's training against float64, memcheck; step_spans
+#     against s0 (the previous sums); the front end's training steps timed
+#     as the user sees them (bench/frontend/bench_frontend_training.py).
 # Writes $OUT/log_$PART.txt and JSON files beside it.
 #
 #   PART=verify C=<commit> OUT=$OUT bash bench/run_session52.sh
@@ -49,6 +55,25 @@ variants=s0=build/v-s0/gpu,noside=build/v-noside/gpu,s3=build/v-s3/gpu
     grep -m3 -A10 "Invalid\|Error\|hazard" /tmp/san_race.txt | head -20
     sanitize_layer build/v-s3/gpu memcheck rms_norm_grad_h1024 7 /tmp/san_mem2.txt
     grep -m3 -A10 "Invalid\|Error" /tmp/san_mem2.txt | head -20
+  elif [ "$part" = final ]; then
+    echo "== training steps"
+    timeout 100 python3 -m pytest -q -x -rs test/gpu/test_train_step_gpu.py 2>&1 | tail -2
+    echo "== standalone norm gradients"
+    timeout 80 python3 -m pytest -q -x -rs test/gpu/test_norm_grads_gpu.py 2>&1 | tail -2
+    echo "== attention backward (the RMSNorm weight's sums)"
+    timeout 120 python3 -m pytest -q -x -rs test/gpu/test_attention_grad_gpu.py \
+      test/gpu/test_attention_block_grad_gpu.py 2>&1 | tail -2
+    echo "== front-end training"
+    FUSION_FRONTEND_TRAINING_DIR=build/frontend-training-gpu timeout 100 \
+      python3 -m pytest -q -x -rs test/gpu/test_frontend_training_gpu.py 2>&1 | tail -2
+    sanitize_layer $A memcheck rms_norm_grad_h1024 4097 /tmp/san_mem.txt
+    grep -m3 -A10 "Invalid\|Error" /tmp/san_mem.txt | head -20
+    timeout 120 python3 bench/layers/step_spans.py --out "$OUT/spans.json" --commit "${C:-unknown}" \
+      --programs train_step_rms_h1024,train_step_ln_h1024,train_step_rms_h768,train_step_rms_h2048 \
+      --variants s0=build/v-s0/gpu,noside=build/v-noside/gpu --rounds 3 --calls 10 2>&1 | grep -v Warn | tail -5
+    FUSION_FRONTEND_TRAINING_DIR=build/frontend-training-gpu timeout 150 \
+      python3 bench/frontend/bench_frontend_training.py --json "$OUT/frontend_training.json" \
+      --commit "${C:-unknown}" --rounds 2 2>&1 | grep -v Warn | tail -14
   elif [ "$part" = spans ]; then
     echo "== training steps of v-g (staged, g kept from the first pass)"
     FUSION_GPU_ARTIFACTS=build/v-g/gpu timeout 60 python3 -m pytest -q -x -rs \

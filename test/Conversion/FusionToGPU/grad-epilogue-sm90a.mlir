@@ -53,14 +53,14 @@
 // CHECK: %[[COUNT:.*]] = arith.muli %[[UNITS]], %c512 : index
 // CHECK: %[[P:.*]], %{{.*}} = gpu.alloc async [%{{.*}}] (%[[COUNT]]) : memref<?xf32>
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_weight_kernel0 clusters in (%c2, %c1, %c1) blocks in (%[[GRID]], %c1, %c1) {{.*}}%[[P]] : memref<?xf32>
-// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_weight_kernel0_params blocks in (%c16, %c1, %c1) threads in (%c512, %c1, %c1) {{.*}}args(%[[P]] : memref<?xf32>, %{{.*}} : memref<?xf32>, %[[UNITS]] : index)
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_weight_kernel0_params blocks in (%c64, %c1, %c1) threads in (%c512, %c1, %c1) {{.*}}args(%[[P]] : memref<?xf32>, %{{.*}} : memref<?xf32>, %[[UNITS]] : index)
 // CHECK: gpu.dealloc async [%{{.*}}] %[[P]] : memref<?xf32>
 
 // LayerNorm with weight, bias gradient and a residual, N = 1024: a cluster
 // of 4 CTAs, two exchange rounds; dgamma and dbeta.
 // CHECK-LABEL: func.func @ln_cluster
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_cluster_kernel0 clusters in (%c4, %c1, %c1)
-// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_cluster_kernel0_params blocks in (%c32, %c2, %c1)
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_cluster_kernel0_params blocks in (%c128, %c2, %c1)
 
 // f32 dx: the consumers' form.
 // CHECK-LABEL: func.func @rms_f32

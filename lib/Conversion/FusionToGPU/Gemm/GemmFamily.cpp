@@ -260,9 +260,7 @@ void GemmKernelFamily::reduceParamGrads(HostLowering &host, FusedMatmulOp op,
       b, reduce, {idx(columnBlocks), idx(rows.paramGrads()), idx(1)},
       {idx(32 * RowKernelSpec::kReduceWarps), idx(1), idx(1)},
       arith::ConstantOp::create(
-          b, b.getI32IntegerAttr(RowKernelSpec::kReduceWarps *
-                                     RowKernelSpec::kReduceColumns * 4 +
-                                 16)),
+          b, b.getI32IntegerAttr(RowKernelSpec::kReduceSharedBytes)),
       operands, gpu::AsyncTokenType::get(b.getContext()),
       ValueRange{host.chain.current()});
   host.chain.advance(sum.getAsyncToken());

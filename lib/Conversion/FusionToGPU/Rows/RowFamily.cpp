@@ -221,7 +221,7 @@ void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
   auto sum = gpu::LaunchFuncOp::create(
       b, reduce, {idx(columnBlocks), idx(spec.paramGrads()), idx(1)},
       {idx(32 * RowKernelSpec::kReduceWarps), idx(1), idx(1)},
-      smem(RowKernelSpec::kReduceWarps * RowKernelSpec::kReduceColumns * 4 + 16),
+      smem(RowKernelSpec::kReduceSharedBytes),
       reduceOperands, tokenType, ValueRange{host.chain.current()});
   host.chain.advance(sum.getAsyncToken());
   host.chain.free(partials);

@@ -947,7 +947,9 @@ void RowKernelEmitter::emitNormGrad() {
 void RowKernelEmitter::emitParamGradReduce() {
   constexpr int64_t kCols = RowKernelSpec::kReduceColumns,
                     kWarps = RowKernelSpec::kReduceWarps,
-                    kUnroll = RowKernelSpec::kReduceUnroll;
+                    kUnroll = RowKernelSpec::kReduceUnroll,
+                    kRowLanes = RowKernelSpec::kReduceRowLanes,
+                    kThreads = kWarps * 32;
   static_assert((kUnroll & (kUnroll - 1)) == 0,
                 "the accumulators are added pairwise");
   Value partials = args[0];
@@ -957,20 +959,23 @@ void RowKernelEmitter::emitParamGradReduce() {
   Value units = args[outs.size() + 1];
   initSharedMemory(16);
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  Value warp = div(tid, 32), lane32 = rem(tid, 32);
+  // Thread t: column t mod kCols of the CTA's, and its partial rows
+  // t / kCols, t / kCols + kThreads / kCols, ... (a warp reads kRowLanes
+  // rows' kCols columns at once).
+  Value lane = rem(tid, kCols), first = div(tid, kCols);
   Value col = add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kCols)),
-                  lane32);
+                  lane);
   Value param = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   Value colValid = ult(col, idx(s.n));
   Value base = mul(param, mul(units, idx(s.n)));
-  // Warp w sums partial rows w, w + kWarps, ... into kUnroll accumulators
-  // (row w + kWarps (kUnroll q + a) into accumulator a), in order.
+  constexpr int64_t kRows = kThreads / kCols;
+  // Row first + kRows (kUnroll q + a) goes into accumulator a, in order.
   SmallVector<Value> inits(kUnroll, cstF32(0.0));
   ValueRange acc = forLoop(
-      warp, units, idx(kWarps * kUnroll), inits, [&](Value r, ValueRange acc) {
+      first, units, idx(kRows * kUnroll), inits, [&](Value r, ValueRange acc) {
         SmallVector<Value> next;
         for (int64_t a = 0; a < kUnroll; ++a) {
-          Value pr = add(r, idx(a * kWarps));
+          Value pr = add(r, idx(a * kRows));
           Value ok = both(ult(pr, units), colValid);
           auto ifOp = scf::IfOp::create(
               b, ok,
@@ -995,14 +1000,17 @@ void RowKernelEmitter::emitParamGradReduce() {
     level = std::move(pairs);
   }
   Value sum = level.front();
-  Value slots = smemView(idx(0), {kWarps, kCols}, b.getF32Type());
-  memref::StoreOp::create(b, sum, slots, ValueRange{warp, lane32});
+  static_assert(kRows * kCols * 4 + 16 == RowKernelSpec::kReduceSharedBytes,
+                "one slot per thread");
+  Value slots = smemView(idx(0), {kRows, kCols}, b.getF32Type());
+  memref::StoreOp::create(b, sum, slots, ValueRange{first, lane});
   gpu::BarrierOp::create(b);
-  ifThen(both(eq(warp, 0), colValid), [&] {
+  // The first kCols threads add the kRows sums of their column in order.
+  ifThen(both(eq(first, 0), colValid), [&] {
     Value total = cstF32(0.0);
-    for (int64_t w = 0; w < kWarps; ++w)
+    for (int64_t w = 0; w < kRows; ++w)
       total = arith::AddFOp::create(
-          b, total, memref::LoadOp::create(b, slots, ValueRange{idx(w), lane32}));
+          b, total, memref::LoadOp::create(b, slots, ValueRange{idx(w), lane}));
     if (outs.size() == 1) {
       memref::StoreOp::create(b, total, outs[0], ValueRange{col});
       return;

@@ -103,10 +103,16 @@ struct RowKernelSpec {
   int64_t gradStages = 0;
   // Element-wise: vectors per thread (coalesced, blockThreads apart).
   static constexpr int64_t kVectorsPerThread = 4;
-  // The parameter-gradient reduction kernel's shape: columns per CTA, warps
-  // splitting the partial rows, loads in flight per thread.
-  static constexpr int64_t kReduceColumns = 32, kReduceWarps = 16,
+  // The parameter-gradient reduction kernel's shape: columns per CTA (a
+  // warp reads kReduceRowLanes partial rows of them at once, 32 bytes of
+  // each), warps splitting the partial rows, loads in flight per thread.
+  // Eight columns a CTA put 128 CTAs on a row of 1024 (32 columns: 32 CTAs,
+  // 12 us for the 2112 partial rows of a side kernel on an H100).
+  static constexpr int64_t kReduceColumns = 8, kReduceWarps = 16,
                            kReduceUnroll = 8;
+  static constexpr int64_t kReduceRowLanes = 32 / kReduceColumns;
+  /// Its dynamic shared memory: one sum per thread, and the alignment pad.
+  static constexpr int64_t kReduceSharedBytes = kReduceWarps * 32 * 4 + 16;
 
   bool isNorm() const {
     return kind == RowOpKind::RMSNorm || kind == RowOpKind::LayerNorm ||
@@ -196,9 +202,9 @@ gpu::GPUFuncOp buildRowKernel(OpBuilder &builder, Location loc,
 
 /// Builds the kernel `name` that sums a norm gradient's partial rows:
 /// arguments partials, dweight and/or dbias ([n] f32), units (index, the
-/// partial rows); CTA (x, y) sums columns [32 x, 32 x + 32) of parameter y,
-/// each of its kReduceWarps warps every kReduceWarps-th partial row in order
-/// (kReduceUnroll accumulators), then the warps' sums in order.
+/// partial rows); CTA (x, y) sums columns [8 x, 8 x + 8) of parameter y,
+/// lane l of warp w the partial rows 4 w + l / 8 + 64 k in order
+/// (kReduceUnroll accumulators), then the threads' sums in order.
 gpu::GPUFuncOp buildParamGradReduceKernel(OpBuilder &builder, Location loc,
                                           gpu::GPUModuleOp module,
                                           StringRef name,
