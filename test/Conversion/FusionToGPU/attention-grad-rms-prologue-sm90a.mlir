@@ -25,7 +25,7 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK: %[[CLUSTERS:.*]] = call @fusionrtMaxActiveClusters(%{{.*}}, %c2_i32, %c384_i32, %c231680_i32)
 // CHECK: %[[PARTIALS:[^,]*]], %{{.*}} = gpu.alloc async
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@kunlun_h2_kernel0 clusters in (%c2, %c1, %c1) blocks in (%{{.*}}, %c1, %c1) threads in (%c384, %c1, %c1) {{ *}}dynamic_shared_memory_size %c231680_i32 args({{.*}}, %c2 : index, %{{.*}} : memref<?xbf16>, %{{.*}} : memref<?xf32>, %{{.*}} : !llvm.ptr, %{{.*}} : memref<?xbf16>, %[[PARTIALS]] : memref<?xf32>)
-// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@kunlun_h2_kernel0_params blocks in (%c8, %c1, %c1) threads in (%c512, %c1, %c1) {{.*}} args(%[[PARTIALS]] : memref<?xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : index)
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@kunlun_h2_kernel0_params blocks in (%c32, %c1, %c1) threads in (%c512, %c1, %c1) {{.*}} args(%[[PARTIALS]] : memref<?xf32>, %{{.*}} : memref<?xf32>, %{{.*}} : index)
 // CHECK: gpu.dealloc async
 // PTXAS-DAG: ptxas ok: kunlun_h2_kernel0 registers=168 spills={{[0-9]|[0-9][0-9]|1[0-9][0-9]|2[0-4][0-9]}}{{$}}
 // PTXAS-DAG: ptxas ok: kunlun_h2_kernel0_params

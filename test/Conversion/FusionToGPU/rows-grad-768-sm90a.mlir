@@ -27,7 +27,7 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK: %[[CAPPED:.*]] = arith.minui %{{.*}}, %c396
 // CHECK: %[[G:.*]] = arith.maxui %[[CAPPED]], %c1
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_grad_768_kernel0 blocks in (%[[G]], %c1, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c3088_i32
-// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_grad_768_kernel0_params blocks in (%c24, %c1, %c1)
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@rms_grad_768_kernel0_params blocks in (%c96, %c1, %c1)
 func.func @rms_grad_768(%dy: tensor<?x768xbf16>, %x: tensor<?x768xbf16>, %rstd: tensor<?xf32>, %w: tensor<768xbf16>) -> (tensor<?x768xbf16>, tensor<768xf32>) {
   %dx, %dw = fusion.rms_norm_grad %dy, %x, %rstd weight(%w : tensor<768xbf16>)
       : tensor<?x768xbf16>, tensor<?x768xbf16>, tensor<?xf32> -> tensor<?x768xbf16>, tensor<768xf32>
@@ -39,7 +39,7 @@ func.func @rms_grad_768(%dy: tensor<?x768xbf16>, %x: tensor<?x768xbf16>, %rstd: 
 // CHECK: %[[CAPPED:.*]] = arith.minui %{{.*}}, %c264
 // CHECK: %[[G:.*]] = arith.maxui %[[CAPPED]], %c1
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_grad_768_kernel0 blocks in (%[[G]], %c1, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c6160_i32
-// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_grad_768_kernel0_params blocks in (%c24, %c2, %c1)
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_grad_768_kernel0_params blocks in (%c96, %c2, %c1)
 func.func @ln_grad_768(%dy: tensor<?x768xbf16>, %x: tensor<?x768xbf16>, %mean: tensor<?xf32>, %rstd: tensor<?xf32>, %w: tensor<768xbf16>) -> (tensor<?x768xbf16>, tensor<768xf32>, tensor<768xf32>) {
   %dx, %dw, %db = fusion.layer_norm_grad %dy, %x, %mean, %rstd weight(%w : tensor<768xbf16>) {with_bias_grad}
       : tensor<?x768xbf16>, tensor<?x768xbf16>, tensor<?xf32>, tensor<?xf32> -> tensor<?x768xbf16>, tensor<768xf32>, tensor<768xf32>

@@ -3,7 +3,7 @@
 // sized from its register cap (132 SMs x the CTAs per SM that the cap
 // allows), whose CTAs sum their row groups' parameter-gradient columns in
 // shared memory and write one partial row each into a pool buffer, then the
-// kernel that sums the partial rows (CTA (x, y): 32 columns of parameter y),
+// kernel that sums the partial rows (CTA (x, y): 8 columns of parameter y),
 // and the buffer is freed after it; without parameter gradients only the dx
 // kernel runs.
 // RUN: fusion-opt %s --fusion-plan-kernels --convert-fusion-to-gpu --canonicalize --cse | FileCheck %s
@@ -35,7 +35,7 @@ module attributes {fusion.target = #fusion.target<"sm_90a">} {
 // CHECK: %[[COUNT:.*]] = arith.muli %[[G]], %c1024
 // CHECK: %[[P:.*]], %[[T0:.*]] = gpu.alloc async [%{{.*}}] (%[[COUNT]]) : memref<?xf32>
 // CHECK: %[[T1:.*]] = gpu.launch_func async [%[[T0]]] @fusion_kernels::@rms_grad_kernel0 blocks in (%[[G]], %c1, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c4368_i32 args({{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xf32>, {{.*}} : memref<?xbf16>, {{.*}} : memref<?xbf16>, %[[P]] : memref<?xf32>, {{.*}} : index)
-// CHECK: %[[T2:.*]] = gpu.launch_func async [%[[T1]]] @fusion_kernels::@rms_grad_kernel0_params blocks in (%c32, %c1, %c1) threads in (%c512, %c1, %c1) dynamic_shared_memory_size %c2064_i32 args(%[[P]] : memref<?xf32>, {{.*}} : memref<?xf32>, %[[G]] : index)
+// CHECK: %[[T2:.*]] = gpu.launch_func async [%[[T1]]] @fusion_kernels::@rms_grad_kernel0_params blocks in (%c128, %c1, %c1) threads in (%c512, %c1, %c1) dynamic_shared_memory_size %c2064_i32 args(%[[P]] : memref<?xf32>, {{.*}} : memref<?xf32>, %[[G]] : index)
 // CHECK: gpu.dealloc async [%[[T2]]] %[[P]] : memref<?xf32>
 func.func @rms_grad(%dy: tensor<?x1024xbf16>, %x: tensor<?x1024xbf16>, %rstd: tensor<?xf32>, %w: tensor<1024xbf16>) -> (tensor<?x1024xbf16>, tensor<1024xf32>) {
   %dx, %dw = fusion.rms_norm_grad %dy, %x, %rstd weight(%w : tensor<1024xbf16>)
@@ -54,7 +54,7 @@ func.func @rms_grad(%dy: tensor<?x1024xbf16>, %x: tensor<?x1024xbf16>, %rstd: te
 // CHECK: %[[COUNT:.*]] = arith.muli %[[G]], %c8192
 // CHECK: %[[P:.*]], %{{.*}} = gpu.alloc async [%{{.*}}] (%[[COUNT]]) : memref<?xf32>
 // CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_grad_kernel0 blocks in (%[[G]], %c1, %c1) threads in (%c512, %c1, %c1) dynamic_shared_memory_size %c528_i32
-// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_grad_kernel0_params blocks in (%c128, %c2, %c1) threads in (%c512, %c1, %c1) dynamic_shared_memory_size %c2064_i32 args(%[[P]] : memref<?xf32>, {{.*}} : memref<?xf32>, {{.*}} : memref<?xf32>, %[[G]] : index)
+// CHECK: gpu.launch_func async [%{{.*}}] @fusion_kernels::@ln_grad_kernel0_params blocks in (%c512, %c2, %c1) threads in (%c512, %c1, %c1) dynamic_shared_memory_size %c2064_i32 args(%[[P]] : memref<?xf32>, {{.*}} : memref<?xf32>, {{.*}} : memref<?xf32>, %[[G]] : index)
 // CHECK: gpu.dealloc async
 func.func @ln_grad(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %mean: tensor<?xf32>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<4096xf32>, tensor<4096xf32>) {
   %dx, %dw, %db = fusion.layer_norm_grad %dy, %x, %mean, %rstd weight(%w : tensor<4096xbf16>) {with_bias_grad}
@@ -81,7 +81,7 @@ func.func @rms_grad_plain(%dy: tensor<?x768xbf16>, %x: tensor<?x768xbf16>, %rstd
 // parameter.
 // CHECK-LABEL: func.func @ln_grad_odd(
 // CHECK: gpu.launch_func async {{.*}}@ln_grad_odd_kernel0 {{.*}} threads in (%c1024, %c1, %c1)
-// CHECK: gpu.launch_func async {{.*}}@ln_grad_odd_kernel0_params blocks in (%c32, %c1, %c1)
+// CHECK: gpu.launch_func async {{.*}}@ln_grad_odd_kernel0_params blocks in (%c126, %c1, %c1)
 func.func @ln_grad_odd(%dy: tensor<2x?x1001xf32>, %x: tensor<2x?x1001xf32>, %mean: tensor<2x?xf32>, %rstd: tensor<2x?xf32>) -> (tensor<2x?x1001xf32>, tensor<1001xf32>) {
   %dx, %db = fusion.layer_norm_grad %dy, %x, %mean, %rstd {with_bias_grad}
       : tensor<2x?x1001xf32>, tensor<2x?x1001xf32>, tensor<2x?xf32>, tensor<2x?xf32> -> tensor<2x?x1001xf32>, tensor<1001xf32>
