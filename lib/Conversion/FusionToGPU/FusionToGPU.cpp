@@ -432,8 +432,9 @@ struct ConvertFusionToGPUPass
     SmallVector<std::unique_ptr<KernelFamily>> families;
     families.push_back(createGemmKernelFamily());
     if (normGradStages < -1 || normGradStages == 1) {
-      module.emitError("convert-fusion-to-gpu: expected norm-grad-stages to be "
-                       "-1 (side kernels only), 0 (none) or at least 2, but got ")
+      module.emitError(
+          "convert-fusion-to-gpu: expected norm-grad-stages to be "
+          "-1 (side kernels only), 0 (none) or at least 2, but got ")
           << static_cast<int64_t>(normGradStages);
       return signalPassFailure();
     }

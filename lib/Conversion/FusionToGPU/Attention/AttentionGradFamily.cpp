@@ -232,9 +232,8 @@ private:
     auto sumLaunch = gpu::LaunchFuncOp::create(
         b, reduce, {idx(columnBlocks), idx(1), idx(1)},
         {idx(32 * RowKernelSpec::kReduceWarps), idx(1), idx(1)},
-        i32Const(RowKernelSpec::kReduceSharedBytes),
-        reduceOperands, gpu::AsyncTokenType::get(ctx),
-        ValueRange{host.chain.current()});
+        i32Const(RowKernelSpec::kReduceSharedBytes), reduceOperands,
+        gpu::AsyncTokenType::get(ctx), ValueRange{host.chain.current()});
     host.chain.advance(sumLaunch.getAsyncToken());
     host.chain.free(partials);
   }

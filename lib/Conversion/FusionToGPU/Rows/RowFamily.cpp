@@ -156,7 +156,7 @@ void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
   Value groups = arith::CeilDivUIOp::create(b, rows, idx(spec.rowsPerBlock));
   constexpr int64_t kSideWaves = 4;
   int64_t waves = host.chain.forked() ? kSideWaves : 1;
-  int64_t stages = normGradStages >= 0      ? normGradStages
+  int64_t stages = normGradStages >= 0   ? normGradStages
                    : host.chain.forked() ? kSideStages
                                          : 0;
   planNormGradStages(spec, target, stages);
@@ -221,8 +221,8 @@ void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
   auto sum = gpu::LaunchFuncOp::create(
       b, reduce, {idx(columnBlocks), idx(spec.paramGrads()), idx(1)},
       {idx(32 * RowKernelSpec::kReduceWarps), idx(1), idx(1)},
-      smem(RowKernelSpec::kReduceSharedBytes),
-      reduceOperands, tokenType, ValueRange{host.chain.current()});
+      smem(RowKernelSpec::kReduceSharedBytes), reduceOperands, tokenType,
+      ValueRange{host.chain.current()});
   host.chain.advance(sum.getAsyncToken());
   host.chain.free(partials);
 }

@@ -217,7 +217,8 @@ private:
     return memref::LoadOp::create(b, staged.stats,
                                   ValueRange{statIndex(staged, slot, r, k)});
   }
-  Value stagedVector(const StagedRows &staged, Value slot, int64_t k, int64_t v) {
+  Value stagedVector(const StagedRows &staged, Value slot, int64_t k,
+                     int64_t v) {
     Type elem = cast<MemRefType>(staged.rings[k].getType()).getElementType();
     auto vecType = VectorType::get({staged.perVector}, elem);
     return vector::LoadOp::create(b, vecType, staged.rings[k],
@@ -401,10 +402,11 @@ std::pair<Value, Value> RowKernelEmitter::groupMoments(ArrayRef<Value> x) {
   return {rowMean, rowM2};
 }
 
-RowKernelEmitter::StagedRows RowKernelEmitter::stageRows(
-    Value steps, RowOfStep rowOfStep, DyValidOf dyValidOf,
-    ArrayRef<Value> readColumn, ArrayRef<Value> operands,
-    ArrayRef<Value> statistics) {
+RowKernelEmitter::StagedRows
+RowKernelEmitter::stageRows(Value steps, RowOfStep rowOfStep,
+                            DyValidOf dyValidOf, ArrayRef<Value> readColumn,
+                            ArrayRef<Value> operands,
+                            ArrayRef<Value> statistics) {
   StagedRows staged;
   staged.stages = s.gradStages;
   if (!staged.stages)
@@ -434,8 +436,7 @@ RowKernelEmitter::StagedRows RowKernelEmitter::stageRows(
       smemView(idx(offset), {stages * staged.stepStats}, b.getF32Type());
   staged.threadStat = tid;
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
-  SmallVector<Value> columns(readColumn), mems(operands),
-      statMems(statistics);
+  SmallVector<Value> columns(readColumn), mems(operands), statMems(statistics);
   staged.issue = [=, this](const StagedRows &st, Value step, Value slot) {
     for (int64_t r = 0; r < rowsPerStep; ++r) {
       auto [rowIndex, valid] = rowOfStep(step, r);
@@ -456,8 +457,8 @@ RowKernelEmitter::StagedRows RowKernelEmitter::stageRows(
           Value elements;
           if (k == 1)
             if (Value dyValid = dyValidOf(valid, i))
-              elements = arith::SelectOp::create(
-                  b, dyValid, idx(st.perVector), idx(0));
+              elements = arith::SelectOp::create(b, dyValid, idx(st.perVector),
+                                                 idx(0));
           nvgpu::DeviceAsyncCopyOp::create(
               b, tokenType, st.rings[k], ValueRange{ringAt}, mem,
               ValueRange{at}, b.getIndexAttr(st.perVector), elements,
@@ -724,8 +725,9 @@ void RowKernelEmitter::emitNormGrad() {
     Value rowIndex = add(unit, mul(index, units));
     if (r == 0)
       return std::make_pair(rowIndex, Value());
-    return std::make_pair(arith::MinUIOp::create(b, rowIndex, lastRow).getResult(),
-                          ult(index, count));
+    return std::make_pair(
+        arith::MinUIOp::create(b, rowIndex, lastRow).getResult(),
+        ult(index, count));
   };
   // dy of vector i of a row is zero where the vector is past the row or the
   // row past the group's rows (null: never).
@@ -742,8 +744,8 @@ void RowKernelEmitter::emitNormGrad() {
   int64_t accumulators = inits.size();
   if (staged.stages)
     inits.push_back(idx(0));
-  ValueRange sums = forLoop(
-      idx(0), steps, idx(1), inits, [&](Value step, ValueRange iters) {
+  ValueRange sums =
+      forLoop(idx(0), steps, idx(1), inits, [&](Value step, ValueRange iters) {
         ValueRange acc = iters.take_front(accumulators);
         // The step's rows: unit + (step rowsPerStep + r) units. The first
         // exists; a later one may not (the group's last step), and then
@@ -766,14 +768,15 @@ void RowKernelEmitter::emitNormGrad() {
           row.index = r;
           row.valid = valid;
           row.base = mul(rowIndex, idx(s.n));
-          row.rstd = slot ? stagedStat(staged, slot, r, 0)
-                          : memref::LoadOp::create(b, rstdMem, ValueRange{rowIndex})
-                                .getResult();
+          row.rstd =
+              slot ? stagedStat(staged, slot, r, 0)
+                   : memref::LoadOp::create(b, rstdMem, ValueRange{rowIndex})
+                         .getResult();
           if (layerNorm)
-            row.mean = slot ? stagedStat(staged, slot, r, 1)
-                            : memref::LoadOp::create(b, meanMem,
-                                                     ValueRange{rowIndex})
-                                  .getResult();
+            row.mean =
+                slot ? stagedStat(staged, slot, r, 1)
+                     : memref::LoadOp::create(b, meanMem, ValueRange{rowIndex})
+                           .getResult();
           for (int64_t i = 0; i < s.vecsPerThread; ++i) {
             row.at.push_back(add(row.base, readColumn[i]));
             int64_t v = r * s.vecsPerThread + i;
@@ -785,7 +788,8 @@ void RowKernelEmitter::emitNormGrad() {
               continue;
             }
             row.x.push_back(loadPacked(Value(), xMem, row.at[i]));
-            row.dy.push_back(loadPacked(dyValidOf(row.valid, i), dyMem, row.at[i]));
+            row.dy.push_back(
+                loadPacked(dyValidOf(row.valid, i), dyMem, row.at[i]));
             if (residualMem)
               row.residual.push_back(
                   loadPacked(Value(), residualMem, row.at[i]));
@@ -963,8 +967,8 @@ void RowKernelEmitter::emitParamGradReduce() {
   // t / kCols, t / kCols + kThreads / kCols, ... (a warp reads kRowLanes
   // rows' kCols columns at once).
   Value lane = rem(tid, kCols), first = div(tid, kCols);
-  Value col = add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kCols)),
-                  lane);
+  Value col =
+      add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), idx(kCols)), lane);
   Value param = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   Value colValid = ult(col, idx(s.n));
   Value base = mul(param, mul(units, idx(s.n)));

@@ -424,8 +424,8 @@ void mlir::fusion::planNormGradStages(RowKernelSpec &spec,
     RowKernelSpec staged = spec;
     staged.gradStages = stages;
     return staged.sharedMemoryBytes() <= target.smemPerBlockOptin &&
-           spec.gradCTAsPerSM * (staged.sharedMemoryBytes() +
-                                 target.smemReservedPerBlock) <=
+           spec.gradCTAsPerSM *
+                   (staged.sharedMemoryBytes() + target.smemReservedPerBlock) <=
                target.smemPerSM;
   };
   for (int64_t stages = maxStages; stages >= 2; --stages)
