@@ -725,9 +725,11 @@ void RowKernelEmitter::emitNormGrad() {
     Value rowIndex = add(unit, mul(index, units));
     if (r == 0)
       return std::make_pair(rowIndex, Value());
-    return std::make_pair(
-        arith::MinUIOp::create(b, rowIndex, lastRow).getResult(),
-        ult(index, count));
+    // Built in this order (a function's arguments are evaluated in no fixed
+    // order, and the IR must not depend on the host compiler).
+    Value valid = ult(index, count);
+    Value clamped = arith::MinUIOp::create(b, rowIndex, lastRow);
+    return std::make_pair(clamped, valid);
   };
   // dy of vector i of a row is zero where the vector is past the row or the
   // row past the group's rows (null: never).
