@@ -224,18 +224,10 @@ private:
     sum.elem = spec.elemType;
     sum.n = width;
     sum.weightGrad = true;
-    gpu::GPUFuncOp reduce = buildParamGradReduceKernel(
-        b, b.getLoc(), host.kernels, (kernelName + "_params").str(), sum);
     Value rows = arith::MulIOp::create(b, clusters, idx(Spec::kPrologueWarps));
-    SmallVector<Value> reduceOperands{partials, host.flatMemref(op.getRmsWeightGrad()), rows};
-    int64_t columnBlocks = llvm::divideCeil(width, RowKernelSpec::kReduceColumns);
-    auto sumLaunch = gpu::LaunchFuncOp::create(
-        b, reduce, {idx(columnBlocks), idx(1), idx(1)},
-        {idx(32 * RowKernelSpec::kReduceWarps), idx(1), idx(1)},
-        i32Const(RowKernelSpec::kReduceSharedBytes), reduceOperands,
-        gpu::AsyncTokenType::get(ctx), ValueRange{host.chain.current()});
-    host.chain.advance(sumLaunch.getAsyncToken());
-    host.chain.free(partials);
+    sumParamGradPartials(
+        host, kernelName, sum,
+        {partials, host.flatMemref(op.getRmsWeightGrad()), rows});
   }
 };
 

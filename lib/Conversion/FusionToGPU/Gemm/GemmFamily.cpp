@@ -239,8 +239,6 @@ void GemmKernelFamily::reduceParamGrads(HostLowering &host, FusedMatmulOp op,
                                         const GemmKernelSpec &spec,
                                         StringRef kernelName, Value partials,
                                         Value units) const {
-  ImplicitLocOpBuilder &b = host.b;
-  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
   RowKernelSpec rows;
   rows.kind = spec.epilogue == EpilogueKind::layer_norm_grad
                   ? RowOpKind::LayerNormGrad
@@ -249,22 +247,11 @@ void GemmKernelFamily::reduceParamGrads(HostLowering &host, FusedMatmulOp op,
   rows.n = cast<RankedTensorType>(op.getOutput().getType()).getDimSize(1);
   rows.weightGrad = spec.weightGrad;
   rows.biasGrad = spec.biasGrad;
-  gpu::GPUFuncOp reduce = buildParamGradReduceKernel(
-      b, b.getLoc(), host.kernels, (kernelName + "_params").str(), rows);
   SmallVector<Value> operands{partials};
   for (Value grad : op.getExtras())
     operands.push_back(host.dynamicMemref(grad));
   operands.push_back(units);
-  int64_t columnBlocks = llvm::divideCeil(rows.n, RowKernelSpec::kReduceColumns);
-  auto sum = gpu::LaunchFuncOp::create(
-      b, reduce, {idx(columnBlocks), idx(rows.paramGrads()), idx(1)},
-      {idx(32 * RowKernelSpec::kReduceWarps), idx(1), idx(1)},
-      arith::ConstantOp::create(
-          b, b.getI32IntegerAttr(RowKernelSpec::kReduceSharedBytes)),
-      operands, gpu::AsyncTokenType::get(b.getContext()),
-      ValueRange{host.chain.current()});
-  host.chain.advance(sum.getAsyncToken());
-  host.chain.free(partials);
+  sumParamGradPartials(host, kernelName, rows, operands);
 }
 
 void GemmKernelFamily::lower(HostLowering &host, Operation *operation,

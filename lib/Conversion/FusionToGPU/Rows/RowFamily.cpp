@@ -210,23 +210,34 @@ void RowKernelFamily::lowerNormGrad(HostLowering &host, Operation *op,
   if (!partials)
     return;
 
-  gpu::GPUFuncOp reduce = buildParamGradReduceKernel(
-      b, b.getLoc(), host.kernels, (kernelName + "_params").str(), spec);
   SmallVector<Value> reduceOperands{partials};
   for (Value grad : {weightGrad, biasGrad})
     if (grad)
       reduceOperands.push_back(flat(grad));
   reduceOperands.push_back(blocks);
+  sumParamGradPartials(host, kernelName, spec, reduceOperands);
+}
+} // namespace
+
+void mlir::fusion::sumParamGradPartials(HostLowering &host,
+                                        StringRef kernelName,
+                                        const RowKernelSpec &spec,
+                                        ValueRange operands) {
+  ImplicitLocOpBuilder &b = host.b;
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
+  gpu::GPUFuncOp reduce = buildParamGradReduceKernel(
+      b, b.getLoc(), host.kernels, (kernelName + "_params").str(), spec);
   int64_t columnBlocks = llvm::divideCeil(spec.n, RowKernelSpec::kReduceColumns);
   auto sum = gpu::LaunchFuncOp::create(
       b, reduce, {idx(columnBlocks), idx(spec.paramGrads()), idx(1)},
       {idx(32 * RowKernelSpec::kReduceWarps), idx(1), idx(1)},
-      smem(RowKernelSpec::kReduceSharedBytes), reduceOperands, tokenType,
+      arith::ConstantOp::create(
+          b, b.getI32IntegerAttr(RowKernelSpec::kReduceSharedBytes)),
+      operands, gpu::AsyncTokenType::get(b.getContext()),
       ValueRange{host.chain.current()});
   host.chain.advance(sum.getAsyncToken());
-  host.chain.free(partials);
+  host.chain.free(operands.front());
 }
-} // namespace
 
 std::unique_ptr<KernelFamily>
 mlir::fusion::createRowKernelFamily(int64_t normGradStages) {

@@ -954,7 +954,6 @@ void RowKernelEmitter::emitParamGradReduce() {
   constexpr int64_t kCols = RowKernelSpec::kReduceColumns,
                     kWarps = RowKernelSpec::kReduceWarps,
                     kUnroll = RowKernelSpec::kReduceUnroll,
-                    kRowLanes = RowKernelSpec::kReduceRowLanes,
                     kThreads = kWarps * 32;
   static_assert((kUnroll & (kUnroll - 1)) == 0,
                 "the accumulators are added pairwise");
@@ -966,7 +965,7 @@ void RowKernelEmitter::emitParamGradReduce() {
   initSharedMemory(16);
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   // Thread t: column t mod kCols of the CTA's, and its partial rows
-  // t / kCols, t / kCols + kThreads / kCols, ... (a warp reads kRowLanes
+  // t / kCols, t / kCols + kThreads / kCols, ... (a warp reads 32 / kCols
   // rows' kCols columns at once).
   Value lane = rem(tid, kCols), first = div(tid, kCols);
   Value col =

@@ -44,6 +44,8 @@
 
 namespace mlir::fusion {
 
+class HostLowering;
+
 enum class RowOpKind {
   RMSNorm,
   LayerNorm,
@@ -104,13 +106,12 @@ struct RowKernelSpec {
   // Element-wise: vectors per thread (coalesced, blockThreads apart).
   static constexpr int64_t kVectorsPerThread = 4;
   // The parameter-gradient reduction kernel's shape: columns per CTA (a
-  // warp reads kReduceRowLanes partial rows of them at once, 32 bytes of
+  // warp reads 32 / kReduceColumns partial rows of them at once, 32 bytes of
   // each), warps splitting the partial rows, loads in flight per thread.
   // Eight columns a CTA put 128 CTAs on a row of 1024 (32 columns: 32 CTAs,
   // 12 us for the 2112 partial rows of a side kernel on an H100).
   static constexpr int64_t kReduceColumns = 8, kReduceWarps = 16,
                            kReduceUnroll = 8;
-  static constexpr int64_t kReduceRowLanes = 32 / kReduceColumns;
   /// Its dynamic shared memory: one sum per thread, and the alignment pad.
   static constexpr int64_t kReduceSharedBytes = kReduceWarps * 32 * 4 + 16;
 
@@ -209,6 +210,16 @@ gpu::GPUFuncOp buildParamGradReduceKernel(OpBuilder &builder, Location loc,
                                           gpu::GPUModuleOp module,
                                           StringRef name,
                                           const RowKernelSpec &spec);
+
+/// Sums the partial rows of a norm gradient's parameter gradients (`spec`:
+/// their count, N and types): builds `<kernelName>_params`
+/// (buildParamGradReduceKernel), launches it on the host function's chain
+/// after the work so far, one CTA per kReduceColumns columns of each
+/// gradient, and frees the partial rows (`operands`: the partials, the
+/// gradients, the partial rows' count). The row family, the grad epilogues
+/// and the attention backward share it.
+void sumParamGradPartials(HostLowering &host, StringRef kernelName,
+                          const RowKernelSpec &spec, ValueRange operands);
 
 } // namespace mlir::fusion
 
