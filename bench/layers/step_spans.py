@@ -11,7 +11,10 @@ and parameter sums (kernel3*, kernel4*), from the first start to the last
 end, whether they ran beside each other or one after the other; `norm_grad`,
 the norm gradient's dx kernel alone (kernel4); and each kernel's duration
 (k_<n>, kernel<n>). Medians over the calls of all rounds, with the
-interquartile range.
+interquartile range. A program that is not a training step (a layer of
+gen_layers.py: bert_postnorm_h1024, ...) gets its own random inputs and
+the same per-kernel records (span and k_<n>; side and norm_grad are for
+the steps).
 
     FUSION_GPU_ARTIFACTS=build/gpu python3 bench/layers/step_spans.py \\
         --out spans.json --variants s0=build/v-s0/gpu --programs train_step_rms_h1024
@@ -68,8 +71,12 @@ def main():
         if prog is None:
             print(f"{name}: not built, skipped", flush=True)
             continue
-        norm = "ln" if "_ln_" in name else "rms"
-        inputs = lr.make_train_case(prog["h"], a.m, 11, norm)
+        if name.startswith("train_step"):
+            norm = "ln" if "_ln_" in name else "rms"
+            inputs = lr.make_train_case(prog["h"], a.m, 11, norm)
+        else:
+            # Any other layer (a post-norm's kernels A/B): its own inputs.
+            inputs = lr.make_inputs(prog, a.m, torch.Generator(device="cuda").manual_seed(11))
         calls = {}
         for fname, libs in folders:
             fn = libs.function(prog, "fused")

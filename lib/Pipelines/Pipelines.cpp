@@ -101,6 +101,7 @@ void mlir::fusion::buildFusionToGPUPipeline(OpPassManager &pm,
   pm.addPass(createFusionPlanKernelsPass(plan));
   ConvertFusionToGPUPassOptions lowering;
   lowering.normGradStages = options.normGradStages;
+  lowering.l2PrefetchA = options.l2PrefetchA;
   pm.addPass(createConvertFusionToGPUPass(lowering));
   // The kernels' float arithmetic may contract into FMAs (nvcc's default).
   if (options.fpContract)

@@ -269,6 +269,20 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     more instructions, and there it is bound by issue, not by bytes in
     flight; HISTORY.md, session 52).
 
+    `l2-prefetch-a` (default false): in a forward norm epilogue run by
+    epilogue warps (a cluster's row block or rows through global memory,
+    whose whole-tile staging leaves the A/B ring 3 stages), the producer
+    prefetches its share of the next tile's A boxes into L2 as each tile
+    starts (`nvvm.cp.async.bulk.tensor.prefetch` through A's tensor map, a
+    tile ahead), so that the ring's loads of A hit L2:
+    ```mlir
+    scf.if %next_row_inside_m {
+      scf.for %k = %rank to %num_k step %cluster_n {   // this CTA's share
+        nvvm.cp.async.bulk.tensor.prefetch %tma_a, box[%k0, %next_row] : !llvm.ptr
+      }
+    }
+    ```
+
     #### Target requirements
     sm_90a (PTX 8.1 for `st.async`). What this generator does not handle yet
     is refused with a diagnostic naming it: grad epilogues, the LayerNorm
@@ -281,7 +295,10 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     Option<"normGradStages", "norm-grad-stages", "int64_t", /*default=*/"0",
            "steps of rows a norm gradient keeps in flight through shared "
            "memory (0: none, -1: side kernels only, N >= 2: every one, at "
-           "most N)">
+           "most N)">,
+    Option<"l2PrefetchA", "l2-prefetch-a", "bool", /*default=*/"false",
+           "forward norm epilogues in epilogue warps: the producer prefetches "
+           "the next tile's A into L2 as each tile starts">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -139,6 +139,12 @@ struct FusionToGPUOptions : public PassPipelineOptions<FusionToGPUOptions> {
                      "memory (0, the default: none; -1: side kernels only; "
                      "N >= 2: every one, at most N)"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> l2PrefetchA{
+      *this, "l2-prefetch-a",
+      llvm::cl::desc("convert-fusion-to-gpu's l2-prefetch-a: a forward norm "
+                     "epilogue in epilogue warps prefetches the next tile's A "
+                     "into L2 as each tile starts"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> maxEpilogueCluster{
       *this, "max-epilogue-cluster",
       llvm::cl::desc("fusion-plan-kernels' max-epilogue-cluster: the most CTAs "

@@ -430,7 +430,7 @@ struct ConvertFusionToGPUPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<std::unique_ptr<KernelFamily>> families;
-    families.push_back(createGemmKernelFamily());
+    families.push_back(createGemmKernelFamily(l2PrefetchA));
     if (normGradStages < -1 || normGradStages == 1) {
       module.emitError(
           "convert-fusion-to-gpu: expected norm-grad-stages to be "

@@ -45,7 +45,9 @@ public:
 };
 
 /// The families, in the order the pass tries them.
-std::unique_ptr<KernelFamily> createGemmKernelFamily();
+/// prefetchNextA: convert-fusion-to-gpu's l2-prefetch-a (the forward norm
+/// epilogues' producers prefetch the next tile's A into L2).
+std::unique_ptr<KernelFamily> createGemmKernelFamily(bool prefetchNextA);
 /// Standalone norms and element-wise ops (Rows/).
 /// normGradStages: convert-fusion-to-gpu's norm-grad-stages (0: no norm
 /// gradient stages its rows; -1: those beside a GEMM; N: all, at most N).

@@ -33,6 +33,13 @@
 // CHECK-DAG: ptxas ok: ln_full_2048_kernel0 registers=168 spills=0
 // CHECK-DAG: ptxas ok: rms_2048_kernel0 registers=168 spills=0
 // CHECK-NOT: FAILED
+// With l2-prefetch-a the epilogue-warp kernels (16-bit outputs: every
+// kernel here but the three f32 outputs' register epilogues) prefetch the next tile's A boxes into L2 through A's tensor
+// map, and still assemble without spills; by default they do not.
+// RUN: fusion-opt %s --fusion-to-gpu='format=isa l2-prefetch-a=true' > %t.prefetch.isa.mlir
+// RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.prefetch.isa.mlir | FileCheck %s
+// RUN: grep -o 'cp.async.bulk.prefetch.tensor.2d.L2.global.tile' %t.prefetch.isa.mlir | count 10
+// RUN: not grep -q 'cp.async.bulk.prefetch.tensor' %t.isa.mlir
 // PTX-DAG: atom.global.add.u32
 // PTX-DAG: fence.acq_rel.gpu
 // PTX-DAG: bar.warp.sync

@@ -134,6 +134,8 @@ MmaShape mmaShapeOf(const GemmKernelSpec &s) {
 
 class GemmKernelFamily : public KernelFamily {
 public:
+  explicit GemmKernelFamily(bool prefetchNextA)
+      : prefetchNextA(prefetchNextA) {}
   StringRef name() const override { return "fused GEMM"; }
   bool matches(Operation *op) const override { return isa<FusedMatmulOp>(op); }
 
@@ -233,6 +235,8 @@ private:
   void reduceParamGrads(HostLowering &host, FusedMatmulOp op,
                         const GemmKernelSpec &spec, StringRef kernelName,
                         Value partials, Value units) const;
+
+  bool prefetchNextA;
 };
 
 void GemmKernelFamily::reduceParamGrads(HostLowering &host, FusedMatmulOp op,
@@ -262,6 +266,11 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   MLIRContext *ctx = b.getContext();
   std::string why;
   GemmKernelSpec spec = *getGemmKernelSpec(op, target, why);
+  // The 3-stage ring beside the epilogue warps' whole-tile staging: the
+  // next tile's A into L2 ahead of the ring (sm_90a's producer).
+  spec.prefetchNextA = prefetchNextA && target.mma != MmaKind::Tcgen05 &&
+                       spec.normEpilogue() && spec.epilogueWarps &&
+                       !spec.transposeA && spec.splitK == 1 && !spec.streamK;
   // A small-M configuration (sm_90a; check() accepted it): one kernel with
   // both bodies, the host choosing one per call from M.
   std::optional<GemmKernelSpec> small, decode;
@@ -691,6 +700,7 @@ GemmKernelFamily::launchShape(HostLowering &host, const GemmKernelSpec &spec,
 
 } // namespace
 
-std::unique_ptr<KernelFamily> mlir::fusion::createGemmKernelFamily() {
-  return std::make_unique<GemmKernelFamily>();
+std::unique_ptr<KernelFamily>
+mlir::fusion::createGemmKernelFamily(bool prefetchNextA) {
+  return std::make_unique<GemmKernelFamily>(prefetchNextA);
 }

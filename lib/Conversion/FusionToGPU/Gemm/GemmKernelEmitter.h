@@ -114,6 +114,7 @@ public:
   void prefetchResidual(Value residual, Value blockRow, Value blockCol,
                         Type elem = Type());
   void prefetchRows(Value stat, Value blockRow);
+  void prefetchNextA(Value blockRow, Value blockCol);
   void issueLoad(Value kTile, Value stage, Value blockRow, Value blockCol);
   /// rowDot: the tile's norm_input [tile_m, tile_n] into ring slot `stage`
   /// (tile_n / 64 boxes of [tile_m, 64], laid out as the output staging).

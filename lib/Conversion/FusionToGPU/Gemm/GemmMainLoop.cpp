@@ -156,6 +156,8 @@ void GemmKernelEmitter::producer() {
       prefetchResidual(postResidual, blockRow, blockCol, s.postResidualType);
     if (normInput)
       prefetchResidual(normInput, blockRow, blockCol, s.normInputType);
+    if (s.prefetchNextA)
+      prefetchNextA(blockRow, blockCol);
     if (prefetchStats) {
       // The tile's saved statistics (tile_m f32 each, contiguous).
       for (GemmArg stat : {GemmArg::StatMean, GemmArg::StatRstd})
@@ -323,6 +325,50 @@ void GemmKernelEmitter::prefetchResidual(Value residual, Value blockRow,
     NVVM::CpAsyncBulkPrefetchOp::create(
         b, LLVM::IntToPtrOp::create(b, global, address), bytes, Value());
     return SmallVector<Value>{};
+  });
+}
+
+/// prefetchNextA: this CTA's share of the A boxes of the row block its
+/// next tile reads, prefetched into L2 (`cp.async.bulk.prefetch.tensor`
+/// through A's tensor map) as the current tile starts, a tile (about 10 us)
+/// before the ring loads them. The CTAs that will share that row block
+/// split its K boxes: a cluster's CTA `rank` takes the boxes k = rank (mod
+/// cluster_n) of the cluster's next row block (this one plus the grid's
+/// clusters); through global memory, tiles go row-major one per CTA, and
+/// the CTA whose next tile (this one plus the grid) is column c of its row
+/// block takes k = c (mod the row's tiles). Without it every CTA's load of
+/// an A box waits on DRAM (the first request of the row block misses, the
+/// others wait on the same fill), longer than the 3-stage ring beside the
+/// epilogue's whole-tile staging covers. A row block past M prefetches
+/// nothing.
+void GemmKernelEmitter::prefetchNextA(Value blockRow, Value blockCol) {
+  Value grid = gpu::GridDimOp::create(b, gpu::Dimension::x);
+  Value nextRow, share, shares;
+  if (s.clusterN > 1) {
+    nextRow = add(blockRow, mul(div(grid, s.clusterN), idx(s.tileM)));
+    share = rank;
+    shares = idx(s.clusterN);
+  } else {
+    Value tile = add(mul(div(blockRow, s.tileM), numTilesN),
+                     div(blockCol, s.outTileN()));
+    Value next = add(tile, grid);
+    nextRow = mul(arith::DivUIOp::create(b, next, numTilesN), idx(s.tileM));
+    share = arith::RemUIOp::create(b, next, numTilesN);
+    shares = numTilesN;
+  }
+  Value map = UnrealizedConversionCastOp::create(
+                  b, LLVM::LLVMPointerType::get(ctx), tmaA)
+                  .getResult(0);
+  auto i32 = [&](Value v) -> Value {
+    return arith::IndexCastOp::create(b, b.getI32Type(), v);
+  };
+  ifThen(ult(nextRow, m), [&] {
+    forLoop(share, numK, shares, ValueRange{}, [&](Value kk, ValueRange) {
+      NVVM::CpAsyncBulkTensorPrefetchOp::create(
+          b, map, ValueRange{i32(mul(kk, idx(s.tileK))), i32(nextRow)},
+          ValueRange{}, NVVM::TMALoadMode::TILE, Value());
+      return SmallVector<Value>{};
+    });
   });
 }
 

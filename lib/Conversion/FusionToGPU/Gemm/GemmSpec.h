@@ -136,6 +136,12 @@ struct GemmKernelSpec {
   /// groups, the statistics are [M, N / normGroupSize] (flat), the norm's
   /// parameters [normGroupSize].
   int64_t normGroupSize = 0;
+  /// Forward norm epilogues in epilogue warps (a cluster's row block, or
+  /// rows through global memory; A K-major, no split): the producer
+  /// prefetches its share of the next tile's A into L2 as each tile starts
+  /// (convert-fusion-to-gpu's l2-prefetch-a), so that the 3-stage ring's
+  /// loads of A hit L2 instead of waiting on DRAM.
+  bool prefetchNextA = false;
   /// Where the buffers live in shared memory.
   GemmSmemLayout layout;
   /// sm_100a: the accumulator stages in tensor memory (none on sm_90a).

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Session 53's device call (carry build/v-base and build/v-pf, built here by
+#   ARTIFACTS=build/v-base/gpu bench/layers/build_layers.sh build REGEX
+#   ARTIFACTS=build/v-pf/gpu bench/layers/build_layers.sh build REGEX --l2-prefetch-a
+# with the runtime's symlinks replaced by copies; see HISTORY, session 53):
+# the forward norm epilogue's producer prefetching the next tile's A into
+# L2 (l2-prefetch-a), under ten minutes:
+#   1. bench/layers/step_spans.py, v-base against v-pf in interleaved
+#      rounds: the training steps' kernels (kernel0 is the forward GEMM with
+#      the norm in its epilogue) and the post-norm layers' (BERT, a cluster
+#      of 4 at 1024);
+#   2. v-pf against float64: the training steps, the post-norm layers;
+#      memcheck on a training step of 4097 tokens.
+# Writes $OUT/log.txt and $OUT/spans.json.
+#
+#   C=<commit> OUT=$OUT bash bench/run_session53.sh
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/layers/layer_checks.sh
+log=$OUT/log.txt
+{
+  nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
+  echo "== spans: v-base against v-pf"
+  FUSION_GPU_ARTIFACTS=build/v-base/gpu timeout 170 python3 bench/layers/step_spans.py \
+    --out "$OUT/spans.json" --commit "${C:-unknown}" \
+    --programs train_step_rms_h1024,train_step_ln_h1024,bert_postnorm_h1024,bert_postnorm_addbias_h1024,train_step_rms_h2048,train_step_rms_h768 \
+    --variants pf=build/v-pf/gpu --rounds 3 --calls 10 2>&1 | grep -v Warn | tail -8
+  echo "== training steps (v-pf)"
+  FUSION_GPU_ARTIFACTS=build/v-pf/gpu timeout 130 python3 -m pytest -q -x -rs \
+    test/gpu/test_train_step_gpu.py 2>&1 | tail -3
+  echo "== post-norm layers (v-pf)"
+  FUSION_GPU_ARTIFACTS=build/v-pf/gpu timeout 80 python3 -m pytest -q -x -rs \
+    test/gpu/test_layers_gpu.py -k "bert_postnorm or olmo2" 2>&1 | tail -3
+  sanitize_layer build/v-pf/gpu memcheck train_step_rms_h1024 4097 /tmp/san_mem.txt
+  grep -m3 -A10 "Invalid\|Error" /tmp/san_mem.txt | head -20
+} >> "$log" 2>&1
+ls -la "$OUT"
