@@ -270,7 +270,8 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   // next tile's A into L2 ahead of the ring (sm_90a's producer).
   spec.prefetchNextA = prefetchNextA && target.mma != MmaKind::Tcgen05 &&
                        spec.normEpilogue() && spec.epilogueWarps &&
-                       !spec.transposeA && spec.splitK == 1 && !spec.streamK;
+                       spec.clusterM == 1 && !spec.transposeA &&
+                       spec.splitK == 1 && !spec.streamK;
   // A small-M configuration (sm_90a; check() accepted it): one kernel with
   // both bodies, the host choosing one per call from M.
   std::optional<GemmKernelSpec> small, decode;
