@@ -80,7 +80,12 @@ func.func @ln_grad_res_odd(%dy: tensor<?x1001xbf16>, %x: tensor<?x1001xbf16>, %m
 // CHECK: vector.load %[[KRES]][%[[AT1]]] {alignment = 16 : i64}
 // CHECK: gpu.shuffle xor
 // CHECK: %[[D0:.*]] = math.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<8xf32>
-// CHECK-NEXT: %[[R0:.*]] = arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
+// The residual's bf16 pairs widen by one byte permute an element (the
+// low half, bytes {0, 0, b0, b1}: selector 0x1044 = 4164; the high half
+// 0x3244 = 12868).
+// CHECK-NEXT: vector.bitcast %{{.*}} : vector<8xbf16> to vector<4xi32>
+// CHECK-COUNT-4: nvvm.prmt <default> %c4164_i32, %{{.*}}, %c0_i32 : i32
+// CHECK: %[[R0:.*]] = vector.from_elements %{{.*}} : vector<8xf32>
 // CHECK-NEXT: %[[S0:.*]] = arith.addf %[[D0]], %[[R0]] : vector<8xf32>
 // CHECK-NEXT: %[[B0:.*]] = arith.truncf %[[S0]] : vector<8xf32> to vector<8xbf16>
 // CHECK-NEXT: vector.store %[[B0]], %[[KDX]][%[[AT0]]]

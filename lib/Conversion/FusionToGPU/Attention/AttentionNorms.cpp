@@ -155,9 +155,7 @@ void AttentionKernelEmitter::normConsumer() {
   // [64, D], whose values are not used).
   std::unique_ptr<AccumulatorView> layout =
       valueEngine->view(*this, valueEngine->initAccumulator(*this), tid);
-  auto widen = [&](Value pair) -> Value {
-    return arith::ExtFOp::create(b, f32x2, pair);
-  };
+  auto widen = [&](Value pair) -> Value { return widenToF32(pair); };
   auto splat = [&](Value x) -> Value {
     return vector::BroadcastOp::create(b, f32x2, x);
   };

@@ -169,6 +169,43 @@ public:
     return arith::XOrIOp::create(
         b, parity, arith::ConstantOp::create(b, b.getBoolAttr(true)));
   }
+  /// A vector of 16-bit floats (or f32, returned as it is) in f32. bf16
+  /// pairs widen by one integer op per element, the low half shifted up and
+  /// the high half masked in place, where arith.extf's cvt.f32.bf16 costs a
+  /// byte permute and a shift for a pair's high half (ptxas 13); the same
+  /// values, exactly. Other types and odd lengths: arith.extf.
+  Value widenToF32(Value v) {
+    auto type = cast<VectorType>(v.getType());
+    Type elem = type.getElementType();
+    if (elem.isF32())
+      return v;
+    int64_t count = type.getNumElements();
+    auto f32s = VectorType::get({count}, b.getF32Type());
+    if (!elem.isBF16() || count % 2 != 0 || type.getRank() != 1)
+      return arith::ExtFOp::create(b, f32s, v);
+    int64_t pairs = count / 2;
+    auto wordsType = VectorType::get({pairs}, b.getI32Type());
+    auto halfType = VectorType::get({pairs}, b.getF32Type());
+    auto splat = [&](uint32_t c) -> Value {
+      return arith::ConstantOp::create(
+          b, DenseElementsAttr::get(
+                 wordsType, b.getI32IntegerAttr(static_cast<int32_t>(c))));
+    };
+    Value words = vector::BitCastOp::create(b, wordsType, v);
+    Value low = vector::BitCastOp::create(
+        b, halfType, arith::ShLIOp::create(b, words, splat(16)));
+    Value high = vector::BitCastOp::create(
+        b, halfType, arith::AndIOp::create(b, words, splat(0xffff0000u)));
+    if (pairs == 1)
+      return vector::ShuffleOp::create(b, low, high, ArrayRef<int64_t>{0, 1});
+    SmallVector<int64_t> interleave;
+    for (int64_t j = 0; j < pairs; ++j) {
+      interleave.push_back(j);
+      interleave.push_back(pairs + j);
+    }
+    return vector::ShuffleOp::create(b, low, high, interleave);
+  }
+
   /// 1 / sqrt(x). math.rsqrt lowers to libdevice's __nv_rsqrtf, which the
   /// NVVM serializer links from the CUDA toolkit ($CUDA_HOME, or ptxas on
   /// PATH); fusion-compile and the lit configuration point it there.
