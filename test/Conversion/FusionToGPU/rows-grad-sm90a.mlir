@@ -9,6 +9,19 @@
 // RUN: fusion-opt %s --fusion-plan-kernels --convert-fusion-to-gpu --canonicalize --cse | FileCheck %s
 // RUN: fusion-opt %s --fusion-plan-kernels --fusion-to-gpu=format=isa > %t.isa.mlir
 // RUN: %python %S/Inputs/ptxas_check.py %ptxas < %t.isa.mlir | FileCheck %s --check-prefix=PTXAS
+// The bf16 widenings take one instruction an element: a byte permute for
+// the sums (the low half's bytes to {0, 0, b0, b1}, the high half's to
+// {0, 0, b2, b3}), a shift and a mask for dx; no cvt.f32.bf16 (a permute and
+// a shift for a pair's high half).
+// RUN: %python %S/Inputs/ptx_text.py < %t.isa.mlir | FileCheck %s --check-prefix=WIDEN
+// WIDEN-LABEL: .entry rms_grad_kernel0(
+// WIDEN-NOT: cvt.f32.bf16
+// WIDEN-DAG: prmt.b32 {{.*}}, 0, 0x1044U;
+// WIDEN-DAG: prmt.b32 {{.*}}, 0, 0x3244U;
+// WIDEN-DAG: shl.b32 {{.*}}, 16;
+// WIDEN-DAG: and.b32 {{.*}}, -65536;
+// WIDEN-NOT: cvt.f32.bf16
+// WIDEN-LABEL: .entry rms_grad_kernel0_params(
 // REQUIRES: ptxas
 
 // Every kernel assembles without spills.
