@@ -13,8 +13,8 @@
 #   build/v-new/gpu  the training steps and post-norm layers (default options),
 #   build/v-pf/gpu   the same with --l2-prefetch-a,
 #   build/v-attn/gpu/attention  the Kunlun blocks (lib<name>.so) beside
-#                    build/gpu/attention's (lib<name>_base.so, copied as
-#                    they are: build them from session 52's compiler),
+#                    session 52's (lib<name>_base.so: copied from
+#                    build/gpu/attention in session 53 and kept since),
 # each with a copy of the runtime. build/v-base/gpu (the same programs from
 # session 52's compiler, fc36f4f) was built in session 53 and is kept.
 # Carry build/v-base, build/v-new, build/v-pf, build/v-attn; then on the
@@ -39,15 +39,18 @@ if [ "${1:-}" = --prepare ]; then
       [ -L "$f" ] && cp --remove-destination "$(readlink -f "$f")" "$f"
     done
   }
-  rm -rf "$build/v-new" "$build/v-pf" "$build/v-attn"
+  # The blocks' _base libraries (session 52's kernels) are kept where an
+  # earlier --prepare copied them: build/gpu/attention may hold newer ones.
+  rm -rf "$build/v-new" "$build/v-pf"
   ARTIFACTS=$build/v-new/gpu bash bench/layers/build_layers.sh "$build" "$steps" || exit 1
   ARTIFACTS=$build/v-pf/gpu bash bench/layers/build_layers.sh "$build" "$steps" --l2-prefetch-a || exit 1
   rm -f "$build"/v-{new,pf}/gpu/layers/*_unfused.so
   mkdir -p "$build/v-attn/gpu/attention"
-  cp -P "$build"/lib/libfusion_runtime.so* "$build/v-attn/gpu/"
+  cp -P --remove-destination "$build"/lib/libfusion_runtime.so* "$build/v-attn/gpu/"
   python3 bench/attention/gen_attention.py "$build/v-attn/gpu" > /dev/null || exit 1
   for name in block_kunlun_h2 block_kunlun_h4; do
-    cp "$build/gpu/attention/lib$name.so" "$build/v-attn/gpu/attention/lib${name}_base.so" || exit 1
+    base=$build/v-attn/gpu/attention/lib${name}_base.so
+    [ -f "$base" ] || cp "$build/gpu/attention/lib$name.so" "$base" || exit 1
     "$build/bin/fusion-compile" "$build/v-attn/gpu/attention/$name.mlir" \
       -o "$build/v-attn/gpu/attention/lib$name.so" || exit 1
   done
