@@ -169,12 +169,21 @@ public:
     return arith::XOrIOp::create(
         b, parity, arith::ConstantOp::create(b, b.getBoolAttr(true)));
   }
+  /// How widenToF32 moves a bf16's bits into the high half of its f32: a
+  /// shift (the pair's low half) and a mask (its high half) of the 32-bit
+  /// pair, or one byte permute each (nvvm.prmt, bytes {0, 0, b0, b1} and
+  /// {0, 0, b2, b3}). Both take one instruction an element; LLVM does not
+  /// merge one form with the other, so a kernel that widens the same packed
+  /// value twice keeps the packed value, not the f32 one, alive between the
+  /// two uses.
+  enum class Bf16Widening { ShiftMask, BytePermute };
+
   /// A vector of 16-bit floats (or f32, returned as it is) in f32. bf16
-  /// pairs widen by one integer op per element, the low half shifted up and
-  /// the high half masked in place, where arith.extf's cvt.f32.bf16 costs a
-  /// byte permute and a shift for a pair's high half (ptxas 13); the same
-  /// values, exactly. Other types and odd lengths: arith.extf.
-  Value widenToF32(Value v) {
+  /// pairs widen by one integer op an element (`form`), where arith.extf's
+  /// cvt.f32.bf16 costs a byte permute and a shift for a pair's high half
+  /// (ptxas 13); the same values, exactly. Other types and odd lengths:
+  /// arith.extf.
+  Value widenToF32(Value v, Bf16Widening form = Bf16Widening::ShiftMask) {
     auto type = cast<VectorType>(v.getType());
     Type elem = type.getElementType();
     if (elem.isF32())
@@ -185,19 +194,30 @@ public:
       return arith::ExtFOp::create(b, f32s, v);
     int64_t pairs = count / 2;
     auto wordsType = VectorType::get({pairs}, b.getI32Type());
+    Value words = vector::BitCastOp::create(b, wordsType, v);
+    if (form == Bf16Widening::BytePermute) {
+      SmallVector<Value> halves;
+      for (int64_t j = 0; j < pairs; ++j) {
+        Value word = vector::ExtractOp::create(b, words, j);
+        for (int64_t selector : {0x1044, 0x3244})
+          halves.push_back(arith::BitcastOp::create(
+              b, b.getF32Type(),
+              NVVM::PermuteOp::create(b, b.getI32Type(), word, i32(0),
+                                      i32(selector),
+                                      NVVM::PermuteMode::DEFAULT)));
+      }
+      return vector::FromElementsOp::create(b, f32s, halves);
+    }
     auto halfType = VectorType::get({pairs}, b.getF32Type());
     auto splat = [&](uint32_t c) -> Value {
       return arith::ConstantOp::create(
           b, DenseElementsAttr::get(
                  wordsType, b.getI32IntegerAttr(static_cast<int32_t>(c))));
     };
-    Value words = vector::BitCastOp::create(b, wordsType, v);
     Value low = vector::BitCastOp::create(
         b, halfType, arith::ShLIOp::create(b, words, splat(16)));
     Value high = vector::BitCastOp::create(
         b, halfType, arith::AndIOp::create(b, words, splat(0xffff0000u)));
-    if (pairs == 1)
-      return vector::ShuffleOp::create(b, low, high, ArrayRef<int64_t>{0, 1});
     SmallVector<int64_t> interleave;
     for (int64_t j = 0; j < pairs; ++j) {
       interleave.push_back(j);

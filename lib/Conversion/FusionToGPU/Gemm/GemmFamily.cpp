@@ -267,11 +267,12 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   std::string why;
   GemmKernelSpec spec = *getGemmKernelSpec(op, target, why);
   // The 3-stage ring beside the epilogue warps' whole-tile staging: the
-  // next tile's A into L2 ahead of the ring (sm_90a's producer).
+  // next tile's A into L2 ahead of the ring (sm_90a's producer; A K-major;
+  // the kernel configuration's verifier keeps split-K, stream-K and CTA
+  // pairs away from epilogue warps).
   spec.prefetchNextA = prefetchNextA && target.mma != MmaKind::Tcgen05 &&
                        spec.normEpilogue() && spec.epilogueWarps &&
-                       spec.clusterM == 1 && !spec.transposeA &&
-                       spec.splitK == 1 && !spec.streamK;
+                       !spec.transposeA;
   // A small-M configuration (sm_90a; check() accepted it): one kernel with
   // both bodies, the host choosing one per call from M.
   std::optional<GemmKernelSpec> small, decode;

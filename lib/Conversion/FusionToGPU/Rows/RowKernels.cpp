@@ -248,42 +248,19 @@ private:
         b, DenseElementsAttr::get(type, b.getFloatAttr(elem, 0.0)));
     return arith::SelectOp::create(b, inRow, v, zero);
   }
-  /// A packed vector in f32. bf16 pairs: each half moved into the high 16
-  /// bits of its f32 by one byte permute (nvvm.prmt; arith.extf's
-  /// cvt.f32.bf16 takes a permute and a shift for a pair's high half). A
-  /// norm gradient that stages its rows (gradStages, experimental) keeps
-  /// arith.extf: with the permutes ptxas spilled 12-24 bytes of three of
-  /// its kernels.
+  /// A packed vector in f32: bf16 pairs by byte permutes, and again
+  /// (widenAgain) by a shift and a mask, two forms LLVM does not merge, so
+  /// that the packed value, not the f32 one, lives between the two uses
+  /// (KernelBuilder::Bf16Widening). A norm gradient that stages its rows
+  /// (gradStages, experimental) keeps arith.extf for the first: with the
+  /// permutes ptxas spilled 12-24 bytes of three of its kernels.
   Value widen(Value v) {
-    auto type = cast<VectorType>(v.getType());
-    if (type.getElementType().isF32())
-      return v;
-    if (!type.getElementType().isBF16() || s.vec % 2 != 0 || s.gradStages > 0)
+    if (s.gradStages > 0 &&
+        !cast<VectorType>(v.getType()).getElementType().isF32())
       return arith::ExtFOp::create(b, f32Vector(), v);
-    auto wordsType = VectorType::get({s.vec / 2}, b.getI32Type());
-    Value words = vector::BitCastOp::create(b, wordsType, v);
-    SmallVector<Value> halves;
-    for (int64_t j = 0; j < s.vec / 2; ++j) {
-      Value word = vector::ExtractOp::create(b, words, j);
-      // Bytes {0, 0, b0, b1} (the low half), then {0, 0, b2, b3}.
-      for (int32_t selector : {0x1044, 0x3244})
-        halves.push_back(arith::BitcastOp::create(
-            b, b.getF32Type(),
-            NVVM::PermuteOp::create(b, b.getI32Type(), word, i32(0),
-                                    i32(selector),
-                                    NVVM::PermuteMode::DEFAULT)));
-    }
-    return vector::FromElementsOp::create(b, f32Vector(), halves);
+    return widenToF32(v, Bf16Widening::BytePermute);
   }
-  /// The same as widen, built differently: bf16 pairs by a shift and a mask
-  /// of their 32-bit word (widenToF32), which LLVM does not merge with
-  /// widen's permutes (so the packed value, not the f32 one, lives between
-  /// the two uses).
-  Value widenAgain(Value v) {
-    if (s.vec % 2 != 0)
-      return widen(v);
-    return widenToF32(v);
-  }
+  Value widenAgain(Value v) { return widenToF32(v); }
   /// Shared memory for the group sums, and the thread's row group in the CTA
   /// (rowInBlock) and place in it (lane).
   void setUpGroup() {
