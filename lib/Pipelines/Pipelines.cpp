@@ -11,9 +11,12 @@
 //      (only with regroup-backward: the grad epilogues run on the GPU but
 //      the regrouped step measured slower than the standalone norm
 //      gradients, bench/results/HISTORY.md);
-//   4. epilogue norms (the norm disappears with the GEMM producing its input);
-//   5. Lazy Pre-Norm for the remaining pre-norms (no producing GEMM);
-//   6. an MLP's activation (and gated product) into its first GEMM.
+//   4. a training step's RMSNorm weight into the
+//      layers after it (the norm is then weightless and its input read by
+//      it alone: the epilogue norm writes x_hat only);
+//   5. epilogue norms (the norm disappears with the GEMM producing its input);
+//   6. Lazy Pre-Norm for the remaining pre-norms (no producing GEMM);
+//   7. an MLP's activation (and gated product) into its first GEMM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,6 +68,8 @@ void mlir::fusion::buildFusionFusePipeline(OpPassManager &pm,
   // rows through global memory are still refused.
   pm.addPass(createFusionRegroupBackwardPass(
       {report, options.regroupBackward, options.regroupRowDot}));
+  if (options.foldNormWeight)
+    pm.addPass(createFusionFoldNormWeightPass({report}));
   pm.addPass(createFusionEpilogueNormPass({report}));
   pm.addPass(createFusionLazyPrenormPass({options.lazyLayerNorm, report}));
   // After Lazy Pre-Norm: a gated MLP's two GEMMs then carry their pre-norm

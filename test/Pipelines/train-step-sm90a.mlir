@@ -1,16 +1,22 @@
 // A whole training step written with the dialect's unfused ops (Linear ->
 // RMSNorm with its weight -> Linear, forward and backward given dy, the
-// weights as nn.Linear stores them) lowers whole to the GPU: two forward
-// GEMMs, the first with the norm in its epilogue, also storing h for the
-// backward (save_norm_input) and rstd, two dgrad GEMMs, two weight
-// gradients dy^T x (transpose_lhs) and the norm's gradient (dx kernel, then
-// the dg reduction): eight launches (nine with the standalone norm before
-// save_norm_input), nothing refused. On the CPU the step computes the same
-// before and after fusion-fuse and fusion-plan-kernels.
+// weights as nn.Linear stores them) lowers whole to the GPU: the norm's
+// weight folded into the next layer (fusion-fold-norm-weight: W2 diag(g), a
+// row kernel), two forward GEMMs, the first with the weightless norm in its
+// epilogue writing x_hat and rstd (the backward reads x_hat), two dgrad
+// GEMMs, two weight gradients dy^T x (transpose_lhs; dW2's scaled by g)
+// and the norm's gradient (dx kernel, then the dg reduction): nine
+// launches, nothing refused. On the CPU the step computes the same before
+// and after fusion-fuse and fusion-plan-kernels, within bf16 roundings: the
+// fold rounds x_hat to bf16 before dg's 64-row sums (as PyTorch's
+// LlamaRMSNorm does; the unfused program keeps it f32): dg differs by up to
+// 0.18 (measured), hence atol 0.25 (the f32 form agrees to 1e-4:
+// test/Execution/Transforms/fold-norm-weight.mlir).
 // RUN: fusion-opt %s --fusion-fuse --fusion-plan-kernels --convert-fusion-to-gpu | FileCheck %s
-// RUN: fusion-runner %s -e train_step --after-passes=fusion-fuse,fusion-plan-kernels --atol=5e-2 --rtol=5e-2 | FileCheck %s --check-prefix=CPU
+// RUN: fusion-runner %s -e train_step --after-passes=fusion-fuse,fusion-plan-kernels --atol=0.25 --rtol=5e-2 | FileCheck %s --check-prefix=CPU
+// RUN: fusion-runner %s -e train_step --after-passes='fusion-fuse{fold-norm-weight=false},fusion-plan-kernels' --atol=5e-2 --rtol=5e-2 | FileCheck %s --check-prefix=CPU
 // CHECK-LABEL: func.func @train_step
-// CHECK-COUNT-8: gpu.launch_func
+// CHECK-COUNT-9: gpu.launch_func
 // CHECK-NOT: gpu.launch_func
 // CHECK: return
 // CPU: PASS

@@ -269,7 +269,8 @@ def ConvertFusionToGPUPass : Pass<"convert-fusion-to-gpu", "::mlir::ModuleOp"> {
     more instructions, and there it is bound by issue, not by bytes in
     flight; HISTORY.md, session 52).
 
-    `l2-prefetch-a` (default false): in a forward norm epilogue run by
+    `l2-prefetch-a` (default false; measured 3-4% slower on an H100 in
+    session 54, kept for experiments): in a forward norm epilogue run by
     epilogue warps (a cluster's row block or rows through global memory,
     whose whole-tile staging leaves the A/B ring 3 stages), the producer
     prefetches its share of the next tile's A boxes into L2 as each tile

@@ -71,6 +71,8 @@ Value buildFusedAccumulator(TensorMath &m, FusedMatmulOp op, Value rhs = {}) {
   }
   if (op.getEpilogue() == EpilogueKind::row_scale)
     acc = m.mulTensors(acc, op.getRowScale(), Bcast::Row);
+  if (op.getColScale())
+    acc = m.mulTensors(acc, op.getColScale(), Bcast::Col);
   if (op.getColBias() && !isUp)
     acc = m.addTensors(acc, op.getColBias(), f32, Bcast::Col);
   return acc;

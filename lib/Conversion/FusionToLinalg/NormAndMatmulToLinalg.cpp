@@ -118,7 +118,7 @@ struct RMSNormGradLowering : OpRewritePattern<RMSNormGradOp> {
     NormGradResult r =
         buildRMSNormGrad(m, op.getGrad(), op.getInput(), op.getRstd(),
                          op.getWeight(), elementTypeOf(op.getInputGrad()),
-                         /*normalized=*/false, op.getResidual());
+                         op.getNormalizedInput(), op.getResidual());
     SmallVector<Value> results = {r.inputGrad};
     if (r.weightGrad)
       results.push_back(r.weightGrad);

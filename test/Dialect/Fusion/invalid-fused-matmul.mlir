@@ -803,7 +803,7 @@ func.func @fused_up_layer_norm_prologue(%a: tensor<64x32xbf16>, %b: tensor<32x16
 // rope: both tables or neither (the generic form can give one).
 func.func @fused_rope_one_table(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %c: tensor<64x8xbf16>) {
   // expected-error @below {{expected both rope tables (cos and sin) or neither}}
-  %y = "fusion.fused_matmul"(%a, %b, %c) <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, rope_head_dim = 8 : i64}>
+  %y = "fusion.fused_matmul"(%a, %b, %c) <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, rope_head_dim = 8 : i64}>
       : (tensor<64x32xbf16>, tensor<32x16xbf16>, tensor<64x8xbf16>) -> tensor<64x16xbf16>
   return
 }
@@ -902,5 +902,37 @@ func.func @fused_rope_table_rows(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>,
   %y = fusion.fused_matmul %a, %b rope(%c, %c : tensor<48x8xbf16>, tensor<48x8xbf16>)
       {rope_head_dim = 8 : i64}
       : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+// col_scale scales the plain GEMM's columns: not a norm epilogue's.
+func.func @fused_col_scale_norm_epilogue(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %g: tensor<16xbf16>) {
+  // expected-error @below {{unexpected col_scale operand with epilogue rms_norm (only the none and row_scale epilogues scale columns)}}
+  %y = fusion.fused_matmul %a, %b col_scale(%g : tensor<16xbf16>)
+      {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+// col_scale scales acc, which an activation would not output as it is.
+func.func @fused_col_scale_activation(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %g: tensor<16xbf16>) {
+  // expected-error @below {{unexpected col_scale operand with an activation (the scale applies to acc, which then is the output)}}
+  %y = fusion.fused_matmul %a, %b col_scale(%g : tensor<16xbf16>)
+      {activation = #fusion.activation<silu>}
+      : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
+  return
+}
+
+// -----
+
+// The col_scale is [N].
+func.func @fused_col_scale_shape(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %g: tensor<32xf32>) {
+  // expected-error @below {{expected col_scale of shape [16] ([N]), but got [32]}}
+  %y = fusion.fused_matmul %a, %b col_scale(%g : tensor<32xf32>)
+      : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
   return
 }

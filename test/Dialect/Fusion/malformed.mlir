@@ -95,7 +95,7 @@ func.func @f() {
 //--- generic-segments.mlir
 // Generic form whose operandSegmentSizes do not add up to the operands.
 func.func @f(%a: tensor<4x8xf32>) {
-  %y = "fusion.fused_matmul"(%a, %a) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>}>
+  %y = "fusion.fused_matmul"(%a, %a) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>}>
       : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x4xf32>
   return
 }

@@ -305,3 +305,14 @@ func.func @fused_norm_groups(%a: tensor<?x32xbf16>, %b: tensor<256x32xbf16>, %w:
       : tensor<?x32xbf16>, tensor<256x32xbf16> -> tensor<?x256xbf16>, tensor<?x4xf32>, tensor<?x4xf32>
   return %y, %m, %r : tensor<?x256xbf16>, tensor<?x4xf32>, tensor<?x4xf32>
 }
+
+// A weight gradient with its columns scaled (col_scale): dy^T x_hat diag(g).
+// CHECK-LABEL: func.func @fused_weight_grad_col_scale
+func.func @fused_weight_grad_col_scale(%dy: tensor<?x128xbf16>, %xh: tensor<?x256xbf16>,
+    %g: tensor<256xbf16>) -> tensor<128x256xbf16> {
+  // CHECK: fusion.fused_matmul %{{.*}}, %{{.*}} col_scale(%{{.*}} : tensor<256xbf16>) {transpose_lhs}
+  // CHECK-SAME: : tensor<?x128xbf16>, tensor<?x256xbf16> -> tensor<128x256xbf16>
+  %dw = fusion.fused_matmul %dy, %xh col_scale(%g : tensor<256xbf16>) {transpose_lhs}
+      : tensor<?x128xbf16>, tensor<?x256xbf16> -> tensor<128x256xbf16>
+  return %dw : tensor<128x256xbf16>
+}

@@ -229,3 +229,13 @@ func.func @layer_norm_grad_residual(%dy: tensor<8x32xbf16>, %x: tensor<8x32xbf16
   // CHECK: return %[[DX]], %[[PG]]#0, %[[PG]]#1
   return %dx, %dw, %db : tensor<8x32xbf16>, tensor<32xf32>, tensor<32xf32>
 }
+
+// rms_norm_grad reading x_hat (normalized_input) instead of x.
+// CHECK-LABEL: func.func @rms_norm_grad_normalized_input
+func.func @rms_norm_grad_normalized_input(%dy: tensor<?x512xbf16>, %xh: tensor<?x512xbf16>,
+    %rstd: tensor<?xf32>, %w: tensor<512xbf16>) -> (tensor<?x512xbf16>, tensor<512xf32>) {
+  // CHECK: fusion.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} weight(%{{.*}} : tensor<512xbf16>) {normalized_input}
+  %dx, %dw = fusion.rms_norm_grad %dy, %xh, %rstd weight(%w : tensor<512xbf16>) {normalized_input}
+      : tensor<?x512xbf16>, tensor<?x512xbf16>, tensor<?xf32> -> tensor<?x512xbf16>, tensor<512xf32>
+  return %dx, %dw : tensor<?x512xbf16>, tensor<512xf32>
+}

@@ -1,18 +1,19 @@
 // REQUIRES: ptxas, fusion-runtime
 // Test fusion-compile --regroup-backward on a training step written with
 // the dialect's unfused ops (Linear -> RMSNorm with its weight -> Linear):
-// by default the norm's gradient stays a standalone kernel (ten launches:
-// two forward GEMMs, the first with the norm in its epilogue storing h too
-// (save_norm_input), two dgrad GEMMs, two weight gradients split along the
-// tokens with their two sum kernels, the norm gradient's dx and dg
-// kernels); with the flag it rides in the dgrad GEMM's epilogue (nine: its
-// dg partial rows are summed by <kernel>_params).
+// by default the norm's gradient stays a standalone kernel (eleven launches:
+// W2 diag(g) (fusion-fold-norm-weight), two forward GEMMs, the first with
+// the norm in its epilogue writing x_hat, two dgrad GEMMs, two weight
+// gradients split along the tokens with their two sum kernels, the norm
+// gradient's dx and dg kernels); with the flag it rides in the dgrad GEMM's
+// epilogue (nine: regrouping runs first and takes the gradient, so nothing
+// is folded; its dg partial rows are summed by <kernel>_params).
 // Both libraries build.
 // RUN: fusion-compile %s -o %t.so --keep-temps %t.default && FileCheck %s --check-prefix=DEFAULT < %t.default/host.mlir
 // RUN: fusion-compile %s -o %t-regroup.so --regroup-backward --keep-temps %t.regroup && FileCheck %s --check-prefix=REGROUP < %t.regroup/host.mlir
 // RUN: llvm-nm -D --defined-only %t.so | FileCheck %s --check-prefix=NM
 // RUN: llvm-nm -D --defined-only %t-regroup.so | FileCheck %s --check-prefix=NM
-// DEFAULT-COUNT-10: gpu.launch_func
+// DEFAULT-COUNT-11: gpu.launch_func
 // DEFAULT-NOT: gpu.launch_func
 // REGROUP-COUNT-9: gpu.launch_func
 // REGROUP-NOT: gpu.launch_func

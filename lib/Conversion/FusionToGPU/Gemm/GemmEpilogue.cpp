@@ -183,6 +183,7 @@ Value TileEpilogue::loadColSelect(Value mem, int64_t j, Type elem) {
 /// used at once for both.
 void TileEpilogue::loadRows() {
   Value rowScale = e.arg(GemmArg::RowScale), colBias = e.arg(GemmArg::ColBias),
+        colScale = e.arg(GemmArg::ColScale),
         residual = e.arg(GemmArg::Residual);
   // A grad epilogue adds the residual (the skip connection's gradient) to
   // its result (normGrad), not to the incoming gradient.
@@ -226,6 +227,8 @@ void TileEpilogue::loadRows() {
   Value colSum = e.arg(GemmArg::ColSum);
   for (int64_t j = 0; j < groups; ++j) {
     Value cs = colSum ? loadColSelect(colSum, j, s.colSumType) : Value();
+    Value csc =
+        colScale ? loadCol(colScale, Value(), j, s.colScaleType) : Value();
     Value cb = !colBias || chunkedResidual() ? Value()
                : colSum ? loadColSelect(colBias, j, s.colBiasType)
                         : loadCol(colBias, Value(), j, s.colBiasType);
@@ -235,6 +238,8 @@ void TileEpilogue::loadRows() {
         x = math::FmaOp::create(b, splat(negMean[h]), cs, x);
       if (factor[h])
         x = arith::MulFOp::create(b, x, splat(factor[h]));
+      if (csc)
+        x = arith::MulFOp::create(b, x, csc);
       if (cb)
         x = arith::AddFOp::create(b, x, cb);
       if (s.stagedResidual)
@@ -1056,8 +1061,8 @@ void GemmKernelEmitter::decodeEpilogue(Value acc, Value blockRow,
     return v.getType().isF32() ? v : arith::ExtFOp::create(b, f32, v);
   };
   Value out = arg(GemmArg::Output), rowScale = arg(GemmArg::RowScale),
-        colBias = arg(GemmArg::ColBias), residual = arg(GemmArg::Residual),
-        weight = arg(GemmArg::NormWeight);
+        colBias = arg(GemmArg::ColBias), colScale = arg(GemmArg::ColScale),
+        residual = arg(GemmArg::Residual), weight = arg(GemmArg::NormWeight);
   bool headNorm = s.normEpilogue();
   std::unique_ptr<AccumulatorView> view = engine->view(*this, acc, tid);
   int64_t rowsPerThread = view->rowsPerThread(), groups = view->columnGroups();
@@ -1066,7 +1071,7 @@ void GemmKernelEmitter::decodeEpilogue(Value acc, Value blockRow,
   Value row0 = add(mul(c, idx(engine->groupRows())),
                    engine->firstRow(*this, idx(0), tid));
   Value lastToken = sub(m, idx(1)), lastFeature = sub(n, idx(1));
-  SmallVector<Value> feature, featureIn, featureAt, bias, scaleOf;
+  SmallVector<Value> feature, featureIn, featureAt, bias, colScales, scaleOf;
   for (int64_t h = 0; h < rowsPerThread; ++h) {
     Value inTile = add(row0, idx(view->rowOffset(h)));
     feature.push_back(add(blockCol, inTile));
@@ -1075,6 +1080,9 @@ void GemmKernelEmitter::decodeEpilogue(Value acc, Value blockRow,
     bias.push_back(colBias ? toF32(memref::LoadOp::create(
                                  b, colBias, ValueRange{featureAt[h]}))
                            : Value());
+    colScales.push_back(colScale ? toF32(memref::LoadOp::create(
+                                       b, colScale, ValueRange{featureAt[h]}))
+                                 : Value());
     // The norm's weight of the feature's place in its head (heads of
     // tile_n features).
     scaleOf.push_back(
@@ -1101,6 +1109,8 @@ void GemmKernelEmitter::decodeEpilogue(Value acc, Value blockRow,
                                             ArrayRef<int64_t>{e});
         if (scale)
           x = arith::MulFOp::create(b, x, scale);
+        if (colScales[h])
+          x = arith::MulFOp::create(b, x, colScales[h]);
         if (bias[h])
           x = arith::AddFOp::create(b, x, bias[h]);
         if (residual)

@@ -35,16 +35,17 @@ using namespace mlir::fusion;
 namespace {
 
 /// Split-K's second kernel: out[i] = sum over ranges r < splits of
-/// partials[r x count + i], in order, rounded once to the output type; 256
-/// threads per CTA, 4 consecutive elements per thread (count, M x N, is a
-/// multiple of 8: N is). Arguments: partials (f32, flat), out (flat),
-/// count, splits.
+/// partials[r x count + i], in order, times col_scale[i mod N] where the op
+/// has one, rounded once to the output type; 256 threads per CTA, 4
+/// consecutive elements per thread (count, M x N, is a multiple of 8: N
+/// is, so a thread's 4 elements share a row). Arguments: partials (f32,
+/// flat), out (flat), count, splits, and with a col_scale that vector and N.
 class SplitKSumEmitter : public KernelBuilder {
 public:
   static constexpr int64_t kThreads = 256, kVector = 4;
   using KernelBuilder::KernelBuilder;
 
-  void emit(ValueRange args, Type outType) {
+  void emit(ValueRange args, Type outType, Type scaleType) {
     Value partials = args[0], out = args[1], count = args[2], splits = args[3];
     auto f32x4 = VectorType::get({kVector}, b.getF32Type());
     Value at = mul(add(mul(gpu::BlockIdOp::create(b, gpu::Dimension::x),
@@ -62,6 +63,16 @@ public:
                             return SmallVector<Value>{
                                 arith::AddFOp::create(b, acc[0], v)};
                           })[0];
+      if (scaleType) {
+        Value scale = vector::LoadOp::create(
+            b, VectorType::get({kVector}, scaleType), args[4],
+            ValueRange{arith::RemUIOp::create(b, at, args[5])},
+            /*nontemporal=*/false,
+            llvm::MaybeAlign(kVector * scaleType.getIntOrFloatBitWidth() / 8));
+        if (!scaleType.isF32())
+          scale = arith::ExtFOp::create(b, f32x4, scale);
+        sum = arith::MulFOp::create(b, sum, scale);
+      }
       if (!outType.isF32())
         sum = arith::TruncFOp::create(b, VectorType::get({kVector}, outType), sum);
       vector::StoreOp::create(b, sum, out, ValueRange{at}, /*nontemporal=*/false,
@@ -72,16 +83,18 @@ public:
 
 gpu::GPUFuncOp buildSplitKSumKernel(ImplicitLocOpBuilder &host,
                                     gpu::GPUModuleOp module, StringRef name,
-                                    Type outType) {
+                                    Type outType, Type scaleType) {
   OpBuilder builder(host.getContext());
   auto flat = [&](Type e) { return MemRefType::get({ShapedType::kDynamic}, e); };
   Type index = builder.getIndexType();
-  gpu::GPUFuncOp func = createKernelFunc(
-      builder, host.getLoc(), module, name,
-      {flat(builder.getF32Type()), flat(outType), index, index},
-      SplitKSumEmitter::kThreads);
+  SmallVector<Type> args = {flat(builder.getF32Type()), flat(outType), index,
+                            index};
+  if (scaleType)
+    args.append({flat(scaleType), index});
+  gpu::GPUFuncOp func = createKernelFunc(builder, host.getLoc(), module, name,
+                                         args, SplitKSumEmitter::kThreads);
   ImplicitLocOpBuilder b(host.getLoc(), builder);
-  SplitKSumEmitter(b).emit(func.getArguments(), outType);
+  SplitKSumEmitter(b).emit(func.getArguments(), outType, scaleType);
   gpu::ReturnOp::create(b);
   return func;
 }
@@ -367,6 +380,8 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   optional(GemmArg::PostResidual, op.getPostResidual());
   optional(GemmArg::RowScale, op.getRowScale());
   optional(GemmArg::ColBias, op.getColBias());
+  if (spec.splitK == 1) // (split-K: the sum kernel scales, below)
+    optional(GemmArg::ColScale, op.getColScale());
   optional(GemmArg::RopeCos, op.getRopeCos());
   optional(GemmArg::RopeSin, op.getRopeSin());
   optional(GemmArg::ColSum, op.getColSum());
@@ -598,8 +613,14 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
         b, mem, ArrayRef<ReassociationIndices>{ReassociationIndices{0, 1}});
   };
   Value count = arith::MulIOp::create(b, m, n);
-  gpu::GPUFuncOp sumKernel = buildSplitKSumKernel(
-      b, host.kernels, (kernelName + "_splitk").str(), spec.finalType);
+  gpu::GPUFuncOp sumKernel =
+      buildSplitKSumKernel(b, host.kernels, (kernelName + "_splitk").str(),
+                           spec.finalType, spec.colScaleType);
+  SmallVector<Value> sumArgs = {flat(partialSums),
+                                flat(host.dynamicMemref(op.getOutput())), count,
+                                splits};
+  if (Value colScale = op.getColScale())
+    sumArgs.append({host.dynamicMemref(colScale), n});
   Value grid = arith::MaxUIOp::create(
       b,
       arith::CeilDivUIOp::create(
@@ -608,9 +629,7 @@ void GemmKernelFamily::lower(HostLowering &host, Operation *operation,
   auto sum = gpu::LaunchFuncOp::create(
       b, sumKernel, {grid, idx(1), idx(1)},
       {idx(SplitKSumEmitter::kThreads), idx(1), idx(1)},
-      arith::ConstantOp::create(b, b.getI32IntegerAttr(0)),
-      ValueRange{flat(partialSums), flat(host.dynamicMemref(op.getOutput())), count,
-                 splits},
+      arith::ConstantOp::create(b, b.getI32IntegerAttr(0)), sumArgs,
       gpu::AsyncTokenType::get(ctx), ValueRange{host.chain.current()});
   host.chain.advance(sum.getAsyncToken());
   host.chain.free(partialSums);

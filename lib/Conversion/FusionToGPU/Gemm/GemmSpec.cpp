@@ -399,6 +399,7 @@ mlir::fusion::getGemmKernelSpec(FusedMatmulOp op, const TargetInfo &target,
   s.gated = static_cast<bool>(op.getUp());
   s.rowScaleType = elemOf(op.getRowScale());
   s.colBiasType = elemOf(op.getColBias());
+  s.colScaleType = elemOf(op.getColScale());
   if (Value cos = op.getRopeCos()) {
     s.ropeType = elemOf(cos);
     s.ropeHeadDim = *op.getRopeHeadDim();
@@ -513,6 +514,7 @@ GemmKernelAbi::GemmKernelAbi(const GemmKernelSpec &spec) : spec(spec) {
   take(GemmArg::PostResidual, bool(s.postResidualType));
   take(GemmArg::RowScale, bool(s.rowScaleType));
   take(GemmArg::ColBias, bool(s.colBiasType));
+  take(GemmArg::ColScale, s.colScaleType && s.splitK == 1);
   take(GemmArg::RopeCos, bool(s.ropeType));
   take(GemmArg::RopeSin, bool(s.ropeType));
   take(GemmArg::ColSum, bool(s.colSumType));
@@ -587,6 +589,9 @@ SmallVector<Type> GemmKernelAbi::types(MLIRContext *ctx) const {
       break;
     case GemmArg::ColBias:
       types.push_back(dyn1(s.colBiasType));
+      break;
+    case GemmArg::ColScale:
+      types.push_back(dyn1(s.colScaleType));
       break;
     case GemmArg::ColSum:
       types.push_back(dyn1(s.colSumType));

@@ -82,8 +82,9 @@ struct GemmKernelSpec {
   EpilogueKind epilogue;
   double prologueEpsilon = 0, epsilon = 0;
   /// Optional operands, in kernel-argument order (null when absent).
-  Type residualType, rowScaleType, colBiasType, colSumType, normWeightType,
-      normBiasType, normInputType, rowDotType, rowDotShiftType, rowDotSumType;
+  Type residualType, rowScaleType, colBiasType, colScaleType, colSumType,
+      normWeightType, normBiasType, normInputType, rowDotType, rowDotShiftType,
+      rowDotSumType;
   /// Forward norms: post_residual's, added to the norm's output.
   Type postResidualType;
   /// The rope epilogue (rope(cos, sin)): the tables' element type (null:
@@ -257,6 +258,7 @@ enum class GemmArg {
   PostResidual,   ///< forward norms: memref<?x?xT>, added after the norm
   RowScale,       ///< memref<?xT>
   ColBias,        ///< memref<?xT>
+  ColScale,       ///< memref<?xT> (not with split-K: the sum kernel scales)
   RopeCos,        ///< rope: memref<?x?xT>, [T, R]
   RopeSin,        ///< rope: memref<?x?xT>, [T, R]
   ColSum,         ///< LayerNorm prologue: memref<?xf32>, colsum(B)

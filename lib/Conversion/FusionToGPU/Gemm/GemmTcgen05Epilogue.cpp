@@ -596,12 +596,16 @@ Value GemmKernelEmitter::loadColumnGroup(Value mem, ValueRange indices,
 /// `rowClamped`.
 void GemmKernelEmitter::addColumnPieces(Value rowValues[], Value chunkColumn,
                                         Value rowClamped, bool withResidual) {
-  Value colBias = arg(GemmArg::ColBias);
+  Value colBias = arg(GemmArg::ColBias), colScale = arg(GemmArg::ColScale);
   Value residual = withResidual ? arg(GemmArg::Residual) : Value();
   for (int64_t g = 0; g < kGroups; ++g) {
     if (!rowValues[g])
       continue;
     Value col = add(chunkColumn, idx(8 * g));
+    if (colScale)
+      rowValues[g] = arith::MulFOp::create(
+          b, rowValues[g],
+          loadColumnGroup(colScale, ValueRange{col}, s.colScaleType));
     if (colBias)
       rowValues[g] = arith::AddFOp::create(
           b, rowValues[g],

@@ -799,7 +799,7 @@ void RowKernelEmitter::emitNormGrad() {
           }
           Value dyF = widenOne(dy);
           Value centered = widenOne(x);
-          if (layerNorm)
+          if (layerNorm && !s.normalizedInput)
             centered = arith::SubFOp::create(b, centered, splat(row.mean));
           Value g = dyF;
           if (keepG && again) {
@@ -835,9 +835,15 @@ void RowKernelEmitter::emitNormGrad() {
           // dx = rstd (g - x_hat c2 - c1) with x_hat = (x - mean) rstd,
           // c2 = sum(g x_hat) / N = rstd sum(g (x - mean)) / N and
           // c1 = sum(g) / N: dx = rstd g + (k2 x_hat + k1), k2 = -rstd c2,
-          // k1 = -rstd c1 (RMSNorm: dx = rstd g + k2 x_hat).
+          // k1 = -rstd c1 (RMSNorm: dx = rstd g + k2 x_hat). With a
+          // normalized input the row holds x_hat itself: c2 = sum(g x_hat) / N.
           Value c2 = arith::DivFOp::create(
-              b, arith::MulFOp::create(b, total[r * perRow], row.rstd), nF);
+              b,
+              s.normalizedInput
+                  ? total[r * perRow]
+                  : arith::MulFOp::create(b, total[r * perRow], row.rstd)
+                        .getResult(),
+              nF);
           Value k2 =
               arith::NegFOp::create(b, arith::MulFOp::create(b, row.rstd, c2));
           Value rstdV = splat(row.rstd), k2V = splat(k2), k1V;
@@ -848,7 +854,10 @@ void RowKernelEmitter::emitNormGrad() {
           }
           for (int64_t i = 0; i < s.vecsPerThread; ++i) {
             auto [dyF, g, centered] = widenVector(row, i, /*again=*/true);
-            Value xHat = arith::MulFOp::create(b, centered, rstdV);
+            Value xHat =
+                s.normalizedInput
+                    ? centered
+                    : arith::MulFOp::create(b, centered, rstdV).getResult();
             Value shift =
                 k1V ? math::FmaOp::create(b, k2V, xHat, k1V).getResult()
                     : arith::MulFOp::create(b, k2V, xHat).getResult();

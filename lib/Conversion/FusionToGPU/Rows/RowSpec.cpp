@@ -360,6 +360,8 @@ FailureOr<RowKernelSpec> mlir::fusion::getRowKernelSpec(Operation *op,
             s.residualElem = elementOf(grad.getResidual());
             if constexpr (std::is_same_v<decltype(grad), LayerNormGradOp>)
               s.biasGrad = grad.getWithBiasGrad();
+            else
+              s.normalizedInput = grad.getNormalizedInput();
             // dy, x and dx share one element type (one vector width).
             for (auto [name, v] :
                  {std::pair<StringRef, Value>{"the input", grad.getInput()},

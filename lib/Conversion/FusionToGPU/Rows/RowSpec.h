@@ -82,6 +82,8 @@ struct RowKernelSpec {
   bool output = true;
   /// Norm gradients: dweight (a weight is given) and dbias are results.
   bool weightGrad = false, biasGrad = false;
+  /// Norm gradients: the input is x_hat (`normalized_input`), not x.
+  bool normalizedInput = false;
   Broadcast broadcast = Broadcast::Same;
   /// fusion.activation: the function applied to each element.
   Activation activation = Activation::identity;

@@ -842,6 +842,18 @@ LogicalResult FusedMatmulOp::verify() {
       return emitOpError("unexpected up with prologue layer_norm (its "
                          "correction, mean x colsum(B), is of rhs alone)");
   }
+  if (getColScale()) {
+    if (epi != EpilogueKind::none && epi != EpilogueKind::row_scale)
+      return emitOpError() << "unexpected col_scale operand with epilogue "
+                           << epiName
+                           << " (only the none and row_scale epilogues scale "
+                              "columns)";
+    if (getActivation() || getRopeCos())
+      return emitOpError() << "unexpected col_scale operand with "
+                           << (getActivation() ? "an activation" : "rope")
+                           << " (the scale applies to acc, which then is the "
+                              "output)";
+  }
   // rope: fusion.rope of the output, by tables [T, R] of row m mod T.
   Value ropeCos = getRopeCos(), ropeSin = getRopeSin();
   if (static_cast<bool>(ropeCos) != static_cast<bool>(ropeSin))
@@ -1001,6 +1013,7 @@ LogicalResult FusedMatmulOp::verify() {
       failed(checkMN("post_residual", getPostResidual(), true, true)) ||
       failed(checkMN("row_scale", getRowScale(), true, false)) ||
       failed(checkMN("col_bias", getColBias(), false, true)) ||
+      failed(checkMN("col_scale", getColScale(), false, true)) ||
       failed(checkMN("col_sum", getColSum(), false, true)) ||
       failed(checkMN("norm_input", getNormInput(), true, true)) ||
       failed(checkMN("mean", getMean(), true, false)) ||

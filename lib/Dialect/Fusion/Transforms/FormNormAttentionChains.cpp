@@ -318,6 +318,11 @@ LogicalResult matchRMSNormGrad(Forward &f, Backward &b, std::string &why) {
           "fusion.rms_norm_grad result expanded by a tensor.expand_shape";
     return failure();
   }
+  if (b.rmsGrad.getNormalizedInput()) {
+    why = "the fusion.rms_norm_grad reads x_hat (normalized_input), not the "
+          "norm's input h";
+    return failure();
+  }
   if (failed(checkHeadsReshape(b.dhExpand.getReassociationIndices(),
                                tensorType(dh), qType,
                                "tensor.expand_shape after the "

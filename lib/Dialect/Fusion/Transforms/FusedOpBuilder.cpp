@@ -28,6 +28,7 @@ FusedMatmulSpec mlir::fusion::fusedMatmulSpec(FusedMatmulOp op) {
   spec.residual = op.getResidual();
   spec.rowScale = op.getRowScale();
   spec.colBias = op.getColBias();
+  spec.colScale = op.getColScale();
   spec.colSum = op.getColSum();
   spec.normWeight = op.getNormWeight();
   spec.normBias = op.getNormBias();
@@ -69,8 +70,8 @@ FusedMatmulOp mlir::fusion::buildFusedMatmul(OpBuilder &b, Location loc,
   auto unit = [&](bool v) -> UnitAttr { return v ? b.getUnitAttr() : UnitAttr(); };
   return FusedMatmulOp::create(
       b, loc, s.outputType, s.saveNormInput ? s.outputType : Type(),
-      s.extraTypes, s.lhs, s.rhs, s.residual, s.rowScale, s.colBias, s.colSum,
-      s.normWeight, s.normBias, s.normInput, s.mean, s.rstd, s.rowDot,
+      s.extraTypes, s.lhs, s.rhs, s.residual, s.rowScale, s.colBias, s.colScale,
+      s.colSum, s.normWeight, s.normBias, s.normInput, s.mean, s.rstd, s.rowDot,
       s.rowDotShift, s.rowDotSum, s.postResidual, s.up, s.ropeCos, s.ropeSin,
       PrologueKindAttr::get(b.getContext(), s.prologue),
       EpilogueKindAttr::get(b.getContext(), s.epilogue),

@@ -18,7 +18,8 @@ namespace mlir::fusion {
 struct FusedMatmulSpec {
   Value lhs, rhs;
   bool transposeLhs = false, transposeRhs = false;
-  Value residual, rowScale, colBias, colSum, normWeight, normBias, normInput, mean, rstd;
+  Value residual, rowScale, colBias, colScale, colSum, normWeight, normBias,
+      normInput, mean, rstd;
   /// Grad epilogues: their row sums as row dots with the next layer's output
   /// (rowDot [M, K]), less rowDotShift [K]; LayerNorm's sum of a as the row
   /// dot with rowDotSum [K].

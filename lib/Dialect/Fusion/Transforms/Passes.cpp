@@ -13,6 +13,7 @@
 namespace mlir::fusion {
 #define GEN_PASS_DEF_FUSIONACTIVATIONEPILOGUEPASS
 #define GEN_PASS_DEF_FUSIONEPILOGUENORMPASS
+#define GEN_PASS_DEF_FUSIONFOLDNORMWEIGHTPASS
 #define GEN_PASS_DEF_FUSIONFORMNORMATTENTIONPASS
 #define GEN_PASS_DEF_FUSIONLAZYPRENORMPASS
 #define GEN_PASS_DEF_FUSIONOUTLINEWEIGHTPREPPASS
@@ -47,6 +48,14 @@ struct FusionActivationEpiloguePass
   using Base::Base;
   void runOnOperation() override {
     applyActivationEpilogue(getOperation(), report);
+  }
+};
+
+struct FusionFoldNormWeightPass
+    : fusion::impl::FusionFoldNormWeightPassBase<FusionFoldNormWeightPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    applyFoldNormWeight(getOperation(), report);
   }
 };
 

@@ -784,6 +784,10 @@ LogicalResult matchRmsPrologue(GDPAGradOp grad, DominanceInfo &dom,
     why = "the rms_norm_grad adds a residual";
     return failure();
   }
+  if (f.norm.getNormalizedInput()) {
+    why = "the rms_norm_grad reads x_hat (normalized_input)";
+    return failure();
+  }
   if (!dx.hasOneUse()) {
     why = "the rms_norm_grad's input gradient has other uses than the "
           "tensor.expand_shape";

@@ -267,6 +267,11 @@ def Fusion_RMSNormGradOp : Fusion_Op<"rms_norm_grad",
 
     `dweight` (f32, shape [N]) is a result exactly when `weight` is given.
 
+    With `normalized_input`, `input` holds the forward's normalized value
+    `x_hat` (the unweighted `rms_norm` output) instead of `x`, and is used as
+    `x_hat` directly; `rstd` still scales dx. A training step that saves
+    x_hat instead of the norm's input (`fusion-fold-norm-weight`) reads it so.
+
     `residual` (optional, the shape of `dx`, any float element type) is the
     gradient reaching the norm's input through the residual branch of a
     block, `x + f(norm(x))`: `dx` is then the input's whole gradient. It
@@ -291,7 +296,8 @@ def Fusion_RMSNormGradOp : Fusion_Op<"rms_norm_grad",
   let arguments = (ins Fusion_FloatTensor:$grad, Fusion_FloatTensor:$input,
                        Fusion_F32Tensor:$rstd,
                        Optional<Fusion_FloatTensor>:$weight,
-                       Optional<Fusion_FloatTensor>:$residual);
+                       Optional<Fusion_FloatTensor>:$residual,
+                       UnitAttr:$normalized_input);
   let results = (outs Fusion_FloatTensor:$input_grad,
                       Optional<Fusion_F32Tensor>:$weight_grad);
   let assemblyFormat = [{
@@ -559,6 +565,7 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
                              r_i = 1/sqrt(mean_k (A[i,k] - m_i)^2 + prologue_epsilon)
                              acc = r * (acc - m colsum(B))
         epilogue row_scale:  acc = row_scale * acc               (row_scale [M])
+        acc = acc * col_scale                                    (col_scale [N])
         acc += col_bias                                          (col_bias [N])
 
     so the prologues compute `norm(A) @ B` without an affine transform (a
@@ -578,6 +585,11 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     | `layer_norm`      | layer_norm(acc + residual, norm_weight, norm_bias, epsilon) | mean, rstd [M] with `save_stats` |
     | `rms_norm_grad`   | rms_norm_grad(acc, norm_input, rstd, norm_weight) + residual | dweight [N] with `norm_weight` |
     | `layer_norm_grad` | layer_norm_grad(acc, norm_input, mean, rstd, norm_weight) + residual | dweight with `norm_weight`, then dbias with `with_bias_grad` |
+
+    `col_scale` (epilogues `none` and `row_scale`, without an activation or
+    a rope) scales each output column: a training step whose norm weight g
+    was folded into the next layer (`fusion-fold-norm-weight`) gets that
+    layer's weight gradient as `dW = (dy^T x_hat) diag(g)`, one rounding.
 
     With `activation` (epilogues `none` and `row_scale`, no residual) the
     output is `act(acc)`, the activation of an MLP's first layer (GPT-2's
@@ -740,6 +752,7 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     Optional<Fusion_FloatTensor>:$residual,
     Optional<Fusion_F32Tensor>:$row_scale,
     Optional<Fusion_FloatTensor>:$col_bias,
+    Optional<Fusion_FloatTensor>:$col_scale,
     Optional<Fusion_F32Tensor>:$col_sum,
     Optional<Fusion_FloatTensor>:$norm_weight,
     Optional<Fusion_FloatTensor>:$norm_bias,
@@ -775,6 +788,7 @@ def Fusion_FusedMatmulOp : Fusion_Op<"fused_matmul",
     (`residual` `(` $residual^ `:` type($residual) `)`)?
     (`row_scale` `(` $row_scale^ `:` type($row_scale) `)`)?
     (`col_bias` `(` $col_bias^ `:` type($col_bias) `)`)?
+    (`col_scale` `(` $col_scale^ `:` type($col_scale) `)`)?
     (`col_sum` `(` $col_sum^ `:` type($col_sum) `)`)?
     (`norm_weight` `(` $norm_weight^ `:` type($norm_weight) `)`)?
     (`norm_bias` `(` $norm_bias^ `:` type($norm_bias) `)`)?

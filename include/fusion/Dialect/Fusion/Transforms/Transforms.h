@@ -292,6 +292,12 @@ void applyRopeEpilogue(ModuleOp module, bool report);
 /// `fusion.target`.
 void applyEpilogueNorm(ModuleOp module, bool report);
 
+/// Norm weight fold (fusion-fold-norm-weight): a training step's RMSNorm
+/// weight g into the layers n W^T after it (W diag(g)) and their weight
+/// gradients (col_scale g), its gradient reading x_hat. With `report`, a
+/// remark on every fusion.rms_norm.
+void applyFoldNormWeight(ModuleOp module, bool report);
+
 /// Backward regrouping (fusion-regroup-backward): a weightless norm fed by a
 /// matmul and its *_grad fed by a dgrad matmul both become GEMM epilogues.
 /// Without `apply`, only the remarks (a norm that would be regrouped says

@@ -1,0 +1,110 @@
+// RUN: fusion-opt %s -split-input-file "-fusion-fold-norm-weight=report=true" -verify-diagnostics | FileCheck %s
+
+// fusion-fold-norm-weight's decisions, one remark on each training step's
+// RMSNorm (a weight, and a gradient reading its input); none on other norms
+// (-verify-diagnostics fails on an unexpected remark). The folds are checked
+// by execution in test/Execution/Transforms/fold-norm-weight.mlir.
+
+// A Llama pre-norm's training step (dynamic tokens): folded.
+// CHECK-LABEL: func.func @step
+// CHECK: %[[XH:.*]], %[[R:.*]] = fusion.rms_norm %arg0 {epsilon
+// CHECK: %[[WG:.*]] = fusion.mul %arg2, %arg1 : tensor<512x256xbf16>, tensor<256xbf16>
+// CHECK: fusion.matmul %[[XH]], %[[WG]] {transpose_rhs}
+// CHECK: fusion.fused_matmul %arg3, %[[XH]] col_scale(%arg1 : tensor<256xbf16>) {transpose_lhs}
+// CHECK: fusion.rms_norm_grad %arg4, %[[XH]], %[[R]] weight(%arg1 : tensor<256xbf16>) {normalized_input}
+func.func @step(%h: tensor<?x256xbf16>, %g: tensor<256xbf16>, %w: tensor<512x256xbf16>, %dy: tensor<?x512xbf16>, %dn: tensor<?x256xbf16>)
+    -> (tensor<?x512xbf16>, tensor<512x256xbf16>, tensor<?x256xbf16>, tensor<256xf32>) {
+  // expected-remark @below {{fusion.rms_norm weight folded into 1 linear layer(s) and 1 weight gradient(s); the gradient reads x_hat}}
+  %n, %r = fusion.rms_norm %h weight(%g : tensor<256xbf16>) {epsilon = 1.0e-05 : f32} : tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?xf32>
+  %y = fusion.matmul %n, %w {transpose_rhs} : tensor<?x256xbf16>, tensor<512x256xbf16> -> tensor<?x512xbf16>
+  %dw = fusion.matmul %dy, %n {transpose_lhs} : tensor<?x512xbf16>, tensor<?x256xbf16> -> tensor<512x256xbf16>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %r weight(%g : tensor<256xbf16>) : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?xf32> -> tensor<?x256xbf16>, tensor<256xf32>
+  return %y, %dw, %dh, %dg : tensor<?x512xbf16>, tensor<512x256xbf16>, tensor<?x256xbf16>, tensor<256xf32>
+}
+
+// -----
+
+// A weightless norm: nothing to fold, no remark.
+// CHECK-LABEL: func.func @no_weight
+// CHECK: fusion.rms_norm %arg0 {epsilon
+func.func @no_weight(%h: tensor<?x256xbf16>, %w: tensor<512x256xbf16>, %dn: tensor<?x256xbf16>) -> (tensor<?x512xbf16>, tensor<?x256xbf16>) {
+  %n, %r = fusion.rms_norm %h {epsilon = 1.0e-05 : f32} : tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?xf32>
+  %y = fusion.matmul %n, %w {transpose_rhs} : tensor<?x256xbf16>, tensor<512x256xbf16> -> tensor<?x512xbf16>
+  %dh = fusion.rms_norm_grad %dn, %h, %r : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?xf32> -> tensor<?x256xbf16>
+  return %y, %dh : tensor<?x512xbf16>, tensor<?x256xbf16>
+}
+
+// -----
+
+// Rows of a 3-D tensor: the layers read 2-D rows.
+func.func @rows_3d(%h: tensor<2x?x256xbf16>, %g: tensor<256xbf16>, %dn: tensor<2x?x256xbf16>) -> (tensor<2x?x256xbf16>, tensor<2x?x256xbf16>, tensor<256xf32>) {
+  // expected-remark @below {{fusion.rms_norm weight not folded: its rows are not 2-D (the linear layers read [M, N])}}
+  %n, %r = fusion.rms_norm %h weight(%g : tensor<256xbf16>) {epsilon = 1.0e-05 : f32} : tensor<2x?x256xbf16> -> tensor<2x?x256xbf16>, tensor<2x?xf32>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %r weight(%g : tensor<256xbf16>) : tensor<2x?x256xbf16>, tensor<2x?x256xbf16>, tensor<2x?xf32> -> tensor<2x?x256xbf16>, tensor<256xf32>
+  return %n, %dh, %dg : tensor<2x?x256xbf16>, tensor<2x?x256xbf16>, tensor<256xf32>
+}
+
+// -----
+
+// The norm's input is also returned: the step keeps h anyway.
+// CHECK-LABEL: func.func @input_returned
+// CHECK: fusion.rms_norm %arg0 weight
+func.func @input_returned(%h: tensor<?x256xbf16>, %g: tensor<256xbf16>, %w: tensor<512x256xbf16>, %dn: tensor<?x256xbf16>)
+    -> (tensor<?x512xbf16>, tensor<?x256xbf16>, tensor<256xf32>, tensor<?x256xbf16>) {
+  // expected-remark @below {{fusion.rms_norm weight not folded: its input has a reader other than the norm and its gradient (the step would save it anyway)}}
+  %n, %r = fusion.rms_norm %h weight(%g : tensor<256xbf16>) {epsilon = 1.0e-05 : f32} : tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?xf32>
+  %y = fusion.matmul %n, %w {transpose_rhs} : tensor<?x256xbf16>, tensor<512x256xbf16> -> tensor<?x512xbf16>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %r weight(%g : tensor<256xbf16>) : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?xf32> -> tensor<?x256xbf16>, tensor<256xf32>
+  return %y, %dh, %dg, %h : tensor<?x512xbf16>, tensor<?x256xbf16>, tensor<256xf32>, tensor<?x256xbf16>
+}
+
+// -----
+
+// Inference (no gradient): the weight stays in the norm, where the epilogue
+// norm or Lazy Pre-Norm applies it for free; no remark.
+// CHECK-LABEL: func.func @inference
+// CHECK: fusion.rms_norm %arg0 weight
+func.func @inference(%h: tensor<?x256xbf16>, %g: tensor<256xbf16>, %w: tensor<512x256xbf16>) -> tensor<?x512xbf16> {
+  %n = fusion.rms_norm %h weight(%g : tensor<256xbf16>) {epsilon = 1.0e-05 : f32} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %y = fusion.matmul %n, %w {transpose_rhs} : tensor<?x256xbf16>, tensor<512x256xbf16> -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}
+
+// -----
+
+// The norm's output is also returned (or read by anything but a layer and
+// its weight gradient): n itself is needed.
+func.func @output_returned(%h: tensor<?x256xbf16>, %g: tensor<256xbf16>, %w: tensor<512x256xbf16>, %dn: tensor<?x256xbf16>)
+    -> (tensor<?x512xbf16>, tensor<?x256xbf16>, tensor<256xf32>, tensor<?x256xbf16>) {
+  // expected-remark @below {{fusion.rms_norm weight not folded: its output has a reader other than linear layers n W^T and their weight gradients dy^T n: func.return}}
+  %n, %r = fusion.rms_norm %h weight(%g : tensor<256xbf16>) {epsilon = 1.0e-05 : f32} : tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?xf32>
+  %y = fusion.matmul %n, %w {transpose_rhs} : tensor<?x256xbf16>, tensor<512x256xbf16> -> tensor<?x512xbf16>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %r weight(%g : tensor<256xbf16>) : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?xf32> -> tensor<?x256xbf16>, tensor<256xf32>
+  return %y, %dh, %dg, %n : tensor<?x512xbf16>, tensor<?x256xbf16>, tensor<256xf32>, tensor<?x256xbf16>
+}
+
+// -----
+
+// Only a weight gradient reads the output: no layer to fold the weight into.
+func.func @no_layer(%h: tensor<?x256xbf16>, %g: tensor<256xbf16>, %dy: tensor<?x512xbf16>, %dn: tensor<?x256xbf16>)
+    -> (tensor<512x256xbf16>, tensor<?x256xbf16>, tensor<256xf32>) {
+  // expected-remark @below {{fusion.rms_norm weight not folded: its output feeds no linear layer n W^T}}
+  %n, %r = fusion.rms_norm %h weight(%g : tensor<256xbf16>) {epsilon = 1.0e-05 : f32} : tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?xf32>
+  %dw = fusion.matmul %dy, %n {transpose_lhs} : tensor<?x512xbf16>, tensor<?x256xbf16> -> tensor<512x256xbf16>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %r weight(%g : tensor<256xbf16>) : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?xf32> -> tensor<?x256xbf16>, tensor<256xf32>
+  return %dw, %dh, %dg : tensor<512x256xbf16>, tensor<?x256xbf16>, tensor<256xf32>
+}
+
+// -----
+
+// A gated MLP's gate and up projections, 2 x 3.5 N outputs: W diag(g) would
+// read and write 7 N^2 weights a call.
+func.func @wide_layers(%h: tensor<?x256xbf16>, %g: tensor<256xbf16>, %wg: tensor<896x256xbf16>, %wu: tensor<896x256xbf16>, %dn: tensor<?x256xbf16>)
+    -> (tensor<?x896xbf16>, tensor<?x896xbf16>, tensor<?x256xbf16>, tensor<256xf32>) {
+  // expected-remark @below {{fusion.rms_norm weight not folded: its layers' weights are not static [out, N] with at most 2 N outputs in all (W diag(g), computed on every call, would cost about what the fold saves)}}
+  %n, %r = fusion.rms_norm %h weight(%g : tensor<256xbf16>) {epsilon = 1.0e-05 : f32} : tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?xf32>
+  %a = fusion.matmul %n, %wg {transpose_rhs} : tensor<?x256xbf16>, tensor<896x256xbf16> -> tensor<?x896xbf16>
+  %b = fusion.matmul %n, %wu {transpose_rhs} : tensor<?x256xbf16>, tensor<896x256xbf16> -> tensor<?x896xbf16>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %r weight(%g : tensor<256xbf16>) : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?xf32> -> tensor<?x256xbf16>, tensor<256xf32>
+  return %a, %b, %dh, %dg : tensor<?x896xbf16>, tensor<?x896xbf16>, tensor<?x256xbf16>, tensor<256xf32>
+}

@@ -1,0 +1,32 @@
+// REQUIRES: ptxas, fusion-runtime
+// Test fusion-compile's fold of a training step's RMSNorm weight (on by
+// default; --no-fold-norm-weight leaves it out) on the step as users write
+// it (Linear -> RMSNorm with its weight -> Linear): folded, the first GEMM's
+// norm epilogue writes x_hat and rstd only (no save_norm_input: h is not
+// kept), W2 diag(g) is one row kernel more (eleven launches), and the
+// weight gradient of W2 reads x_hat with g as its column scale, which its
+// split-K sum kernel applies; unfolded, the epilogue also stores h (ten
+// launches). Both libraries build and export the step.
+// RUN: fusion-compile %s -o %t.so --keep-temps %t.fold && FileCheck %s --check-prefix=FOLD < %t.fold/host.mlir
+// RUN: fusion-compile %s -o %t-no.so --no-fold-norm-weight --keep-temps %t.no && FileCheck %s --check-prefix=NOFOLD < %t.no/host.mlir
+// RUN: llvm-nm -D --defined-only %t.so | FileCheck %s --check-prefix=NM
+// RUN: llvm-nm -D --defined-only %t-no.so | FileCheck %s --check-prefix=NM
+// FOLD-COUNT-11: gpu.launch_func
+// FOLD-NOT: gpu.launch_func
+// NOFOLD-COUNT-10: gpu.launch_func
+// NOFOLD-NOT: gpu.launch_func
+// NM: T step
+module attributes {fusion.target = #fusion.target<"sm_90a">} {
+func.func @step(%x: tensor<?x256xbf16>, %w1: tensor<256x256xbf16>, %g: tensor<256xbf16>, %w2: tensor<256x256xbf16>, %dy: tensor<?x256xbf16>)
+    -> (tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<256x256xbf16>, tensor<256xf32>, tensor<256x256xbf16>) {
+  %h = fusion.matmul %x, %w1 {transpose_rhs} : tensor<?x256xbf16>, tensor<256x256xbf16> -> tensor<?x256xbf16>
+  %n, %rstd = fusion.rms_norm %h weight(%g : tensor<256xbf16>) {epsilon = 1.0e-05 : f32} : tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?xf32>
+  %y = fusion.matmul %n, %w2 {transpose_rhs} : tensor<?x256xbf16>, tensor<256x256xbf16> -> tensor<?x256xbf16>
+  %dn = fusion.matmul %dy, %w2 : tensor<?x256xbf16>, tensor<256x256xbf16> -> tensor<?x256xbf16>
+  %dw2 = fusion.matmul %dy, %n {transpose_lhs} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<256x256xbf16>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %rstd weight(%g : tensor<256xbf16>) : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?xf32> -> tensor<?x256xbf16>, tensor<256xf32>
+  %dx = fusion.matmul %dh, %w1 : tensor<?x256xbf16>, tensor<256x256xbf16> -> tensor<?x256xbf16>
+  %dw1 = fusion.matmul %dh, %x {transpose_lhs} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<256x256xbf16>
+  return %y, %dx, %dw1, %dg, %dw2 : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<256x256xbf16>, tensor<256xf32>, tensor<256x256xbf16>
+}
+}
