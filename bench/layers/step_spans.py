@@ -7,9 +7,11 @@ variants differ by a few percent of the step (the call's rounds spread by
 Per call (synchronized, so no call overlaps the next): `span`, from the
 first kernel's start to the last one's end (the launches' gaps included);
 `side`, the weight gradient dW2 and the norm gradient with their split-K
-and parameter sums (kernel3*, kernel4*), from the first start to the last
-end, whether they ran beside each other or one after the other; `norm_grad`,
-the norm gradient's dx kernel alone (kernel4); and each kernel's duration
+and parameter sums (kernel<n-1>*, kernel<n>*, the norm gradient being the
+kernel with parameter sums, kernel<n>_params), from the first start to the
+last end, whether they ran beside each other or one after the other;
+`norm_grad`, the norm gradient's dx kernel alone (kernel<n>); and each
+kernel's duration
 (k_<n>, kernel<n>). Medians over the calls of all rounds, with the
 interquartile range. A program that is not a training step (a layer of
 gen_layers.py: bert_postnorm_h1024, ...) gets its own random inputs and
@@ -33,8 +35,14 @@ def spans(events):
     """span, side and norm_grad (us) of one call's kernel events."""
     def end(e):
         return e["ts"] + e.get("dur", 0.0)
-    side = [e for e in events if "_kernel3" in e["name"] or "_kernel4" in e["name"]]
-    dx = [e for e in events if e["name"].endswith("_kernel4")]
+    def index(e):  # kernel<n>[_splitk|_params] -> n
+        return int(e["name"].split("_kernel", 1)[-1].split("_")[0])
+    # The norm gradient: the kernel with parameter sums (kernel<n>_params);
+    # the weight gradient beside it comes right before it in program order.
+    params = [index(e) for e in events if e["name"].endswith("_params")]
+    n = params[0] if params else None
+    side = [e for e in events if n is not None and index(e) in (n - 1, n)]
+    dx = [e for e in events if n is not None and e["name"].endswith(f"_kernel{n}")]
     result = dict(span=max(map(end, events)) - min(e["ts"] for e in events),
                   side=max(map(end, side)) - min(e["ts"] for e in side) if side else None,
                   norm_grad=dx[0].get("dur") if dx else None)
