@@ -78,6 +78,11 @@ FailureOr<Fold> match(RMSNormOp norm, std::string &why) {
           "(the step would save it anyway)";
     return failure();
   }
+  if (n.getType() != h.getType()) {
+    why = "its output's type differs from its input's (the gradient would "
+          "read x_hat where it read h)";
+    return failure();
+  }
   if (cast<RankedTensorType>(n.getType()).getRank() != 2) {
     why = "its rows are not 2-D (the linear layers read [M, N])";
     return failure();

@@ -108,3 +108,16 @@ func.func @wide_layers(%h: tensor<?x256xbf16>, %g: tensor<256xbf16>, %wg: tensor
   %dh, %dg = fusion.rms_norm_grad %dn, %h, %r weight(%g : tensor<256xbf16>) : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?xf32> -> tensor<?x256xbf16>, tensor<256xf32>
   return %a, %b, %dh, %dg : tensor<?x896xbf16>, tensor<?x896xbf16>, tensor<?x256xbf16>, tensor<256xf32>
 }
+
+// -----
+
+// An f32 output of bf16 rows: x_hat would reach the gradient in f32, where
+// it read h in bf16.
+func.func @output_type(%h: tensor<?x256xbf16>, %g: tensor<256xbf16>, %w: tensor<512x256xf32>, %dn: tensor<?x256xbf16>)
+    -> (tensor<?x512xf32>, tensor<?x256xbf16>, tensor<256xf32>) {
+  // expected-remark @below {{fusion.rms_norm weight not folded: its output's type differs from its input's (the gradient would read x_hat where it read h)}}
+  %n, %r = fusion.rms_norm %h weight(%g : tensor<256xbf16>) {epsilon = 1.0e-05 : f32} : tensor<?x256xbf16> -> tensor<?x256xf32>, tensor<?xf32>
+  %y = fusion.matmul %n, %w {transpose_rhs} : tensor<?x256xf32>, tensor<512x256xf32> -> tensor<?x512xf32>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %r weight(%g : tensor<256xbf16>) : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?xf32> -> tensor<?x256xbf16>, tensor<256xf32>
+  return %y, %dh, %dg : tensor<?x512xf32>, tensor<?x256xbf16>, tensor<256xf32>
+}

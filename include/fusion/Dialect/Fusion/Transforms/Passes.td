@@ -1218,7 +1218,8 @@ def FusionFoldNormWeightPass
     ```
 
     #### Input invariants
-    - The norm is a `fusion.rms_norm` with a weight and 2-D rows.
+    - The norm is a `fusion.rms_norm` with a weight, 2-D rows, and an
+      output of its input's type (the gradient reads x_hat where it read h).
     - Its input is read only by it and by `fusion.rms_norm_grad` ops that
       take its input, its rstd and its weight (at least one).
     - Its output is read only by `fusion.matmul` layers `n W^T` (n as lhs,
