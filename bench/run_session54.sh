@@ -10,13 +10,18 @@
 #      4097 tokens;
 #   3. bench/layers/step_spans.py, --no-fold-norm-weight against the default,
 #      at 2048 and 4096 (session 54's run at 2048 drifted by 3-5% between
-#      folders) and 1024, 5 interleaved rounds.
+#      folders) and 1024, 5 interleaved rounds;
+#   4. where build/v-attn was carried too (session 53's --prepare), the
+#      Kunlun blocks' forward against torch.compile (bench/attention/
+#      ab_block.py): on an H200, issue 17's forward bar (H 2 ran at 0.200 ms
+#      on an H100 in session 54).
 # Here, first (about 2 minutes): `bash bench/run_session54.sh --prepare`
 # builds build/v-fold2/gpu (the training steps, default options) and
 # build/v-nofold/gpu (RMSNorm steps at 1024-4096, --no-fold-norm-weight).
-# Carry build/v-fold2 and build/v-nofold; then on the device:
+# Carry build/v-fold2 and build/v-nofold (and build/v-attn for 4); then on
+# the device:
 #   C=<commit> OUT=$OUT bash bench/run_session54.sh
-# Writes $OUT/log.txt and $OUT/spans_fold_big.json.
+# Writes $OUT/log.txt, $OUT/spans_fold_big.json (and $OUT/ab_block.json).
 set -uo pipefail
 if [ "${1:-}" = --prepare ]; then
   build=${BUILD:-build}
@@ -53,6 +58,12 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
     --out "$OUT/spans_fold_big.json" --commit "${C:-unknown}" \
     --programs ${SPANS:-train_step_rms_h2048,train_step_rms_h4096,train_step_rms_h1024} \
     --variants fold=build/v-fold2/gpu --rounds ${ROUNDS:-5} --calls 10 2>&1 | grep -v Warn | tail -4
+  if [ -d build/v-attn/gpu/attention ]; then
+    echo "== the Kunlun blocks' forward (and session 52's, _base)"
+    FUSION_GPU_ARTIFACTS=build/v-attn/gpu timeout ${AB_S:-120} python3 bench/attention/ab_block.py \
+      --variants ,_base --rounds 3 --out "$OUT/ab_block.json" --commit "${C:-unknown}" 2>&1 \
+      | grep -v Warn | tail -4
+  fi
   nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader
 } > "$OUT/log.txt" 2>&1
 cat "$OUT/log.txt"
