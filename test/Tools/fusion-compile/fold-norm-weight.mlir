@@ -11,11 +11,27 @@
 // RUN: fusion-compile %s -o %t-no.so --no-fold-norm-weight --keep-temps %t.no && FileCheck %s --check-prefix=NOFOLD < %t.no/host.mlir
 // RUN: llvm-nm -D --defined-only %t.so | FileCheck %s --check-prefix=NM
 // RUN: llvm-nm -D --defined-only %t-no.so | FileCheck %s --check-prefix=NM
+// RUN: FileCheck %s --check-prefix=FOLD-ARGS < %t.fold/host.mlir
+// RUN: FileCheck %s --check-prefix=NOFOLD-ARGS < %t.no/host.mlir
 // FOLD-COUNT-11: gpu.launch_func
 // FOLD-NOT: gpu.launch_func
 // NOFOLD-COUNT-10: gpu.launch_func
 // NOFOLD-NOT: gpu.launch_func
 // NM: T step
+// The launches' arguments (the function's: x %arg0-6, w1 %arg7-13, g
+// %arg14-18, w2 %arg19-25, memref descriptors). Folded: the first GEMM does
+// not read g (its norm is weightless); the row kernel after it multiplies
+// w2 by g; the weight gradient's split-K sum reads g and N last.
+// FOLD-ARGS: @fusion_kernels::@step_kernel0 clusters in {{.*}} args(
+// FOLD-ARGS-NOT: %arg14
+// FOLD-ARGS-SAME: ){{$}}
+// FOLD-ARGS: @fusion_kernels::@step_kernel1 blocks in {{.*}} args(%arg19 : !llvm.ptr, %arg20 : !llvm.ptr, {{.*}}, %arg14 : !llvm.ptr, %arg15 : !llvm.ptr,
+// FOLD-ARGS: @fusion_kernels::@step_kernel4_splitk {{.*}}, %arg14 : !llvm.ptr, %arg15 : !llvm.ptr, %arg16 : i64, %arg17 : i64, %arg18 : i64, %{{[0-9]+}} : i64){{$}}
+// Unfolded: the first GEMM's norm epilogue reads g; the split-K sum takes
+// no scale (its arguments end with the count and the ranges).
+// NOFOLD-ARGS: @fusion_kernels::@step_kernel0 clusters in {{.*}}, %arg14 : !llvm.ptr, %arg15 : !llvm.ptr, %arg16 : i64, %arg17 : i64, %arg18 : i64,
+// NOFOLD-ARGS: @fusion_kernels::@step_kernel1 clusters in
+// NOFOLD-ARGS: @fusion_kernels::@step_kernel3_splitk {{.*}} : !llvm.ptr, %{{[0-9]+}} : i64, %{{[0-9]+}} : i64, %{{[0-9]+}} : i64, %{{[0-9]+}} : i64, %{{[0-9]+}} : i64){{$}}
 module attributes {fusion.target = #fusion.target<"sm_90a">} {
 func.func @step(%x: tensor<?x256xbf16>, %w1: tensor<256x256xbf16>, %g: tensor<256xbf16>, %w2: tensor<256x256xbf16>, %dy: tensor<?x256xbf16>)
     -> (tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<256x256xbf16>, tensor<256xf32>, tensor<256x256xbf16>) {
