@@ -21,6 +21,12 @@ using namespace mlir;
 using namespace mlir::fusion;
 using llvm::StringRef;
 
+/// A character of an MLIR bare identifier after its first (letters,
+/// digits, `_`, `$`, `.`): op keywords, attribute names, type alias names.
+static bool isBareIdChar(char c) {
+  return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.';
+}
+
 /// The text inside the balanced parentheses opening at `open`, or "".
 static StringRef group(StringRef text, size_t open) {
   if (open >= text.size() || text[open] != '(')
@@ -167,8 +173,7 @@ checkOp(StringRef text, size_t pos, StringRef op, StringRef keyword) {
       return std::nullopt;
     } else if (depth == 0 && (llvm::isAlpha(c) || c == '_')) {
       size_t start = s.pos;
-      while (!s.atEnd() && (llvm::isAlnum(s.peek()) || s.peek() == '_' ||
-                            s.peek() == '.' || s.peek() == '$'))
+      while (!s.atEnd() && isBareIdChar(s.peek()))
         ++s.pos;
       StringRef word = text.slice(start, s.pos);
       if (word != keyword)
@@ -273,10 +278,6 @@ static std::optional<UpstreamParserHazard> checkFromElements(StringRef text) {
   return std::nullopt;
 }
 
-static bool isIdentifierChar(char c) {
-  return llvm::isAlnum(c) || c == '_' || c == '.' || c == '$' || c == '-';
-}
-
 /// A dense array attribute of index elements, `array<index>` or
 /// `array<index: 1, 2>` (also through a type alias `!t = index`, and with
 /// white space or comments inside): libMLIR 22's parser takes index for an
@@ -317,7 +318,7 @@ static std::optional<UpstreamParserHazard> checkIndexArrays(StringRef text) {
       continue;
     }
     if (!text.substr(s.pos).starts_with("array") ||
-        (s.pos > 0 && isIdentifierChar(text[s.pos - 1]))) {
+        (s.pos > 0 && isBareIdChar(text[s.pos - 1]))) {
       ++s.pos;
       continue;
     }
@@ -334,12 +335,12 @@ static std::optional<UpstreamParserHazard> checkIndexArrays(StringRef text) {
       length = 5;
     } else if (rest.starts_with("!")) {
       size_t end = 1;
-      while (end < rest.size() && isIdentifierChar(rest[end]))
+      while (end < rest.size() && isBareIdChar(rest[end]))
         ++end;
       if (indexAliases.contains(rest.slice(1, end)))
         length = end;
     }
-    if (length && (length == rest.size() || !isIdentifierChar(rest[length])))
+    if (length && (length == rest.size() || !isBareIdChar(rest[length])))
       return UpstreamParserHazard{
           elementType,
           "a dense array of index elements (array<index: ...>) is refused "

@@ -1,5 +1,4 @@
-//===- UpstreamParserGuard.h - inputs libMLIR's parsers crash on -*- C++
-//-*-===//
+//===- UpstreamParserGuard.h - inputs libMLIR crashes on --------*- C++ -*-===//
 //
 // libMLIR 22.1.8's custom parsers of linalg.broadcast and linalg.transpose
 // report a malformed `dimensions = [...]` / `permutation = [...]` list and

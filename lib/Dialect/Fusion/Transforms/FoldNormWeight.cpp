@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FusedOpBuilder.h"
+#include "WeightProducts.h"
 
 #include "fusion/Dialect/Fusion/Transforms/Transforms.h"
 
@@ -137,9 +138,12 @@ void rewrite(IRRewriter &rewriter, RMSNormOp norm, const Fold &f) {
       /*weight=*/Value(), norm.getEpsilonAttr());
   Value xHat = xHatNorm.getOutput();
   for (MatmulOp layer : f.layers) {
-    // W [out, in] diag(g): g scales W's columns, broadcast over its rows.
+    // W [out, in] diag(g), as Lazy Pre-Norm folds its weight (a constant
+    // where W and g are, else a fusion.mul).
     rewriter.setInsertionPoint(layer);
-    Value scaled = MulOp::create(rewriter, layer.getLoc(), layer.getRhs(), g);
+    Value scaled = foldWeightIntoB(rewriter, layer.getLoc(), layer.getRhs(), g,
+                                   /*transposed=*/true)
+                       .first;
     rewriter.replaceOpWithNewOp<MatmulOp>(
         layer, layer.getResult().getType(), xHat, scaled, layer.getBias(),
         /*transpose_lhs=*/false, /*transpose_rhs=*/true);

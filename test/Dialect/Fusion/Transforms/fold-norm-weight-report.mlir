@@ -121,3 +121,21 @@ func.func @output_type(%h: tensor<?x256xbf16>, %g: tensor<256xbf16>, %w: tensor<
   %dh, %dg = fusion.rms_norm_grad %dn, %h, %r weight(%g : tensor<256xbf16>) : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?xf32> -> tensor<?x256xbf16>, tensor<256xf32>
   return %y, %dh, %dg : tensor<?x512xf32>, tensor<?x256xbf16>, tensor<256xf32>
 }
+
+// -----
+
+// Constant weights (a model compiled with its parameters inlined): W diag(g)
+// is computed at compile time, as Lazy Pre-Norm folds its weight.
+// CHECK-LABEL: func.func @constant_weights
+// CHECK-DAG: %[[WG:.*]] = arith.constant dense<{{\[}}[2.000000e+00, 1.500000e+00], [4.000000e+00, 6.000000e+00]]> : tensor<2x2xf32>
+// CHECK-NOT: fusion.mul
+// CHECK: fusion.matmul %{{.*}}, %[[WG]] {transpose_rhs}
+func.func @constant_weights(%h: tensor<?x2xf32>, %dn: tensor<?x2xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>, tensor<2xf32>) {
+  %g = arith.constant dense<[2.0, 3.0]> : tensor<2xf32>
+  %w = arith.constant dense<[[1.0, 0.5], [2.0, 2.0]]> : tensor<2x2xf32>
+  // expected-remark @below {{fusion.rms_norm weight folded into 1 linear layer(s) and 0 weight gradient(s); the gradient reads x_hat}}
+  %n, %r = fusion.rms_norm %h weight(%g : tensor<2xf32>) {epsilon = 1.0e-05 : f32} : tensor<?x2xf32> -> tensor<?x2xf32>, tensor<?xf32>
+  %y = fusion.matmul %n, %w {transpose_rhs} : tensor<?x2xf32>, tensor<2x2xf32> -> tensor<?x2xf32>
+  %dh, %dg = fusion.rms_norm_grad %dn, %h, %r weight(%g : tensor<2xf32>) : tensor<?x2xf32>, tensor<?x2xf32>, tensor<?xf32> -> tensor<?x2xf32>, tensor<2xf32>
+  return %y, %dh, %dg : tensor<?x2xf32>, tensor<?x2xf32>, tensor<2xf32>
+}
