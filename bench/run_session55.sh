@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Session 55's device calls: issue 16's and issue 17's bars measured as the
+# user sees them (the whole call against torch.compile, in the same rounds),
+# with session 54's RMSNorm weight fold (on by default) in every training
+# step, and the fold's follow-up A/B.
+#
+# Here, first (about 4 minutes): `bash bench/run_session55.sh --prepare`
+# builds, with this checkout's compiler,
+#   build/v-fold2/gpu  every training step (default options),
+#   build/v-nofold/gpu the RMSNorm steps at 1024-4096, --no-fold-norm-weight,
+#   build/v-gr/gpu     the same, --max-epilogue-cluster 1 (the folded forward
+#                      norm's rows through global memory on 132 SMs at 1024
+#                      instead of a cluster of 4 on 120),
+#   build/v-attn/gpu   the Kunlun blocks (forward, training step, backward)
+#                      and the standalone gdpa,
+# each with a copy of the runtime. Carry all four; then on the device:
+#   C=<commit> OUT=$OUT bash bench/run_session55.sh step   (issue 16, < 10 min)
+#     1. test/gpu/test_train_step_gpu.py on v-fold2 against float64;
+#     2. memcheck on the folded train_step_rms_h256 (one CTA, split-K sum
+#        with the column scale) and _h4096 (rows through global memory) at
+#        4097 tokens;
+#     3. bench/bench_train_step.py: RMSNorm and LayerNorm steps at
+#        512-4096 against torch.compile and the six cuBLAS GEMMs
+#        (v-nofold as a variant where built), 3 interleaved rounds.
+#   C=<commit> OUT=$OUT bash bench/run_session55.sh attn   (issue 17 + A/B, < 10 min)
+#     4. bench/bench_attention.py --only forward --only block_grad: the
+#        Kunlun blocks' forward, training step and backward against
+#        torch.compile;
+#     5. bench/layers/step_spans.py: v-nofold against v-fold2 (and v-gr) at
+#        1024, 2048 and 4096, profiler spans, 5 interleaved rounds.
+# Writes $OUT/log_<phase>.txt and JSON beside it.
+set -uo pipefail
+if [ "${1:-}" = --prepare ]; then
+  build=${BUILD:-build}
+  copy_runtime() {  # real files, not links: the carried folder runs alone
+    for f in "$1"/libfusion_runtime.so*; do
+      [ -L "$f" ] && cp --remove-destination "$(readlink -f "$f")" "$f"
+    done
+  }
+  rm -rf "$build"/v-{fold2,nofold,gr,attn}
+  ARTIFACTS=$build/v-fold2/gpu bash bench/layers/build_layers.sh "$build" \
+    '^(train_step_(rms|ln)_h(768|1000|1024|2048|256|512|4096)|train_step_res_.*)$' || exit 1
+  ARTIFACTS=$build/v-nofold/gpu bash bench/layers/build_layers.sh "$build" \
+    '^train_step_rms_h(1024|2048|4096)$' --no-fold-norm-weight || exit 1
+  ARTIFACTS=$build/v-gr/gpu bash bench/layers/build_layers.sh "$build" \
+    '^train_step_rms_h(1024|2048|4096)$' --max-epilogue-cluster 1 || exit 1
+  att=$build/v-attn/gpu/attention
+  mkdir -p "$att"
+  cp -P --remove-destination "$build"/lib/libfusion_runtime.so* "$build/v-attn/gpu/"
+  python3 bench/attention/gen_attention.py "$build/v-attn/gpu" > /dev/null || exit 1
+  for name in block_kunlun_h2 block_kunlun_h4 kunlun_train_h2 kunlun_train_h4 \
+      kunlun_backward_h2 kunlun_backward_h4 gdpa_kunlun_h2 gdpa_kunlun_h4; do
+    "$build/bin/fusion-compile" "$att/$name.mlir" -o "$att/lib$name.so" || exit 1
+  done
+  for d in v-fold2 v-nofold v-gr v-attn; do
+    copy_runtime "$build/$d/gpu"
+    rm -f "$build/$d"/gpu/layers/*_unfused.so
+  done
+  du -sh "$build"/v-{fold2,nofold,gr,attn}
+  exit 0
+fi
+phase=${1:-step}
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. bench/layers/layer_checks.sh
+log=$OUT/log_$phase.txt
+{
+  nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv,noheader
+  if [ "$phase" = step ]; then
+    echo "== training steps (default: RMSNorm folded)"
+    FUSION_GPU_ARTIFACTS=build/v-fold2/gpu timeout ${STEPS_S:-150} python3 -m pytest -q -rs \
+      test/gpu/test_train_step_gpu.py 2>&1 | tail -3
+    for p in train_step_rms_h256 train_step_rms_h4096; do
+      sanitize_layer build/v-fold2/gpu memcheck $p 4097 /tmp/san_$p.txt
+      tail -n1 /tmp/san_$p.txt
+    done
+    for norm in rms ln; do
+      echo "== bench_train_step $norm"
+      FUSION_GPU_ARTIFACTS=build/v-fold2/gpu timeout ${BENCH_S:-200} python3 bench/bench_train_step.py \
+        --out "$OUT/train_step_$norm.json" --commit "${C:-unknown}" --norms $norm \
+        --hs ${HS:-512,1024,2048,4096} --baselines compile,six_gemm \
+        --variants nofold=build/v-nofold/gpu --rounds ${ROUNDS:-3} 2>&1 | grep -v Warn | tail -5
+    done
+  else
+    echo "== the Kunlun blocks against torch.compile"
+    FUSION_GPU_ARTIFACTS=build/v-attn/gpu timeout ${ATT_S:-300} python3 bench/bench_attention.py \
+      --only forward --only block_grad --rounds 3 --out "$OUT/attention.json" \
+      --commit "${C:-unknown}" 2>&1 | grep -v Warn | tail -12
+    echo "== spans: --no-fold-norm-weight against the default"
+    FUSION_GPU_ARTIFACTS=build/v-nofold/gpu timeout ${SPANS_S:-200} python3 bench/layers/step_spans.py \
+      --out "$OUT/spans_fold.json" --commit "${C:-unknown}" \
+      --programs ${SPANS:-train_step_rms_h1024,train_step_rms_h2048,train_step_rms_h4096} \
+      --variants fold=build/v-fold2/gpu,gr=build/v-gr/gpu --rounds ${SROUNDS:-5} --calls 10 2>&1 \
+      | grep -v Warn | tail -4
+  fi
+  nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader
+} > "$log" 2>&1
+cat "$log"
