@@ -13,9 +13,14 @@
 #                      instead of a cluster of 4 on 120),
 #   build/v-attn/gpu   the Kunlun blocks (forward, training step, backward)
 #                      and the standalone gdpa,
-# each with a copy of the runtime. Carry all four; then on the device:
+#   build/frontend-training-gpu  the front end's libraries of fc1 ->
+#                      LlamaRMSNorm -> fc2 (issue 16's step as a module) and
+#                      Llama's pre-norm,
+# each with a copy of the runtime. Carry all five; then on the device:
 #   C=<commit> OUT=$OUT bash bench/run_session55.sh step   (issue 16, < 10 min)
-#     1. test/gpu/test_train_step_gpu.py on v-fold2 against float64;
+#     1. test/gpu/test_train_step_gpu.py on v-fold2 against float64; the
+#        front end's two modules against float64 and timed against
+#        torch.compile (bench/frontend/bench_frontend_training.py);
 #     2. memcheck on the folded train_step_rms_h256 (one CTA, split-K sum
 #        with the column scale) and _h4096 (rows through global memory) at
 #        4097 tokens;
@@ -52,11 +57,15 @@ if [ "${1:-}" = --prepare ]; then
       kunlun_backward_h2 kunlun_backward_h4 gdpa_kunlun_h2 gdpa_kunlun_h4; do
     "$build/bin/fusion-compile" "$att/$name.mlir" -o "$att/lib$name.so" || exit 1
   done
+  rm -rf "$build/frontend-training-gpu"
+  FUSION_TOOLS_DIR=$build/bin ${PYTHON:-.venv/bin/python3} test/gpu/test_frontend_training_gpu.py \
+    --prepare "$build/frontend-training-gpu" --only '^(linear_norm_linear|llama_prenorm)$' \
+    > /dev/null || exit 1
   for d in v-fold2 v-nofold v-gr v-attn; do
     copy_runtime "$build/$d/gpu"
     rm -f "$build/$d"/gpu/layers/*_unfused.so
   done
-  du -sh "$build"/v-{fold2,nofold,gr,attn}
+  du -sh "$build"/v-{fold2,nofold,gr,attn} "$build/frontend-training-gpu"
   exit 0
 fi
 phase=${1:-step}
@@ -73,6 +82,14 @@ log=$OUT/log_$phase.txt
       sanitize_layer build/v-fold2/gpu memcheck $p 4097 /tmp/san_$p.txt
       tail -n1 /tmp/san_$p.txt
     done
+    if [ -d build/frontend-training-gpu ]; then
+      echo "== the front end: fc1 -> LlamaRMSNorm -> fc2 (the weight folded) and Llama's pre-norm"
+      FUSION_FRONTEND_TRAINING_DIR=build/frontend-training-gpu timeout ${FE_S:-120} python3 -m pytest \
+        -q -rs test/gpu/test_frontend_training_gpu.py -k "linear_norm_linear or llama_prenorm" 2>&1 | tail -3
+      FUSION_FRONTEND_TRAINING_DIR=build/frontend-training-gpu timeout ${FEB_S:-120} python3 \
+        bench/frontend/bench_frontend_training.py --only '^(linear_norm_linear|llama_prenorm)$' \
+        --json "$OUT/frontend_training.json" --commit "${C:-unknown}" 2>&1 | grep -v Warn | tail -4
+    fi
     for norm in rms ln; do
       echo "== bench_train_step $norm"
       FUSION_GPU_ARTIFACTS=build/v-fold2/gpu timeout ${BENCH_S:-200} python3 bench/bench_train_step.py \

@@ -35,6 +35,7 @@ def main():
     p.add_argument("--json", default="bench_frontend_training.json")
     p.add_argument("--commit", default="unknown")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--only", help="the cases whose name matches this regex")
     a = p.parse_args()
     import torch
     import bench_util as bu
@@ -42,6 +43,9 @@ def main():
     fc = t.fc
     rows = []
     cases = list(t.CASES) + ["norm_attention_block"]
+    if a.only:
+        import re
+        cases = [c for c in cases if re.search(a.only, c)]
     for name in cases:
         if name == "norm_attention_block":
             # The FlashNormAttention block at Kunlun's B 768, L_q 512, 2 heads of

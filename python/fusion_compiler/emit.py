@@ -15,7 +15,7 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import torch
 import torch.fx as fx
@@ -242,14 +242,21 @@ class Forward:
     single: bool
     attention: bool
     statistics: Dict[fx.Node, Dict[str, str]] = field(default_factory=dict)
+    # RMSNorms written without their weight (x_hat), the weight moved into
+    # the linear layers reading them (emit_grad.foldable_norms).
+    folded: FrozenSet[fx.Node] = frozenset()
 
 
 def write(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
-          statistics: bool = False) -> Forward:
+          statistics: bool = False, fold: FrozenSet[fx.Node] = frozenset()) -> Forward:
     """Partition `sub`, whose placeholders take values like `arg_values`
     (the parent's metadata), in the dialect's ops. statistics=True makes
     every norm also compute its saved statistics (rstd; LayerNorm's mean
-    and rstd), for the backward."""
+    and rstd), for the backward. The RMSNorms in `fold` are written as
+    x_hat, without their weight g, and each linear layer reading one as
+    x_hat (W diag(g))^T (`fusion.mul W, g`): the same values up to bf16
+    roundings, and a training forward that saves x_hat alone where it saved
+    the norm's input and output (emit_grad.foldable_norms)."""
     graph = sub.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(arg_values):
@@ -341,12 +348,19 @@ def write(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
             x, w, b = node.args
             bias = f" bias({operand(b)} : {ty(b)})" if b is not None else ""
             attrs = " {transpose_rhs}" if node.target is ops.linear else ""
-            body.append((f"{result} = fusion.matmul {operand(x)}, {operand(w)}{bias}{attrs} : "
+            weight = operand(w)
+            if x in fold:  # W diag(g): the folded norm's weight
+                weight = f"%wg{count}"
+                g = x.args[1]
+                body.append((f"{weight} = fusion.mul {operand(w)}, {operand(g)} : {ty(w)}, "
+                             f"{ty(g)}", loc))
+            body.append((f"{result} = fusion.matmul {operand(x)}, {weight}{bias}{attrs} : "
                         f"{ty(x)}, {ty(w)} -> {out.mlir_type()}", loc))
             op = "linear" if node.target is ops.linear else "matmul"
         elif node.target is ops.rms_norm:
             x, w, eps = node.args[:3]
-            weight = f" weight({operand(w)} : {ty(w)})" if w is not None else ""
+            weight = f" weight({operand(w)} : {ty(w)})" if w is not None and node not in fold \
+                else ""
             results, stat = result, ""
             if statistics:
                 results, stat = f"{result}, %rstd{count}", f", {_statistics_type(types[x])}"
@@ -413,7 +427,7 @@ def write(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
         outputs.append(TensorArg(types[v].dtype, tuple(int(d) for d in _tensor(v).shape),
                                  types[v].activation))
     return Forward(placeholders, inputs, args, body, listed, names, types, values, outputs,
-                   single, attention, saved_stats)
+                   single, attention, saved_stats, frozenset(fold))
 
 
 def render(forward: Forward, target: str,

@@ -234,8 +234,13 @@ class _Writer:
             vector = TensorArg(torch.float32, (types[x].features,), False)
             results = f"{dx}, {dw}" if w is not None else dx
             more = f", {vector.mlir_type()}" if w is not None else ""
-            self.body.append((f"{results} = fusion.rms_norm_grad {g}, {self.value(x)}, "
-                              f"{self.read((node, 'rstd'))}{weight} : {self.ty(node)}, "
+            # A folded norm's forward value is x_hat, which its gradient
+            # reads instead of the input (the forward saves x_hat alone).
+            folded = node in self.fwd.folded
+            source = self.value(node) if folded else self.value(x)
+            attr = " {normalized_input}" if folded else ""
+            self.body.append((f"{results} = fusion.rms_norm_grad {g}, {source}, "
+                              f"{self.read((node, 'rstd'))}{weight}{attr} : {self.ty(node)}, "
                               f"{self.ty(x)}, {stat} -> {self.ty(x)}{more}", loc))
             self.ops.append("rms_norm_grad")
             self.contribute(x, dx, types[x])
@@ -283,6 +288,14 @@ class _Writer:
             self.body.append((f"{dw} = fusion.matmul {lhs}, {rhs} {{transpose_lhs}} : "
                               f"{lhs_ty}, {rhs_ty} -> {self.ty(w)}", loc))
             self.ops.append("matmul")
+            if x in self.fwd.folded:
+                # The layer read x_hat (W diag(g))^T: dW = (dy^T x_hat) diag(g)
+                # (fusion-fold-norm-weight makes it the GEMM's col_scale).
+                scaled, gw = self.new(), x.args[1]
+                self.body.append((f"{scaled} = fusion.mul {dw}, {self.value(gw)} : "
+                                  f"{self.ty(w)}, {self.ty(gw)}", loc))
+                self.ops.append("mul")
+                dw = scaled
             self.contribute(w, dw, types[w])
         if b is not None:
             self.column_sum(b, g, types[node], f"the gradient of {node.name}'s bias")
@@ -386,11 +399,66 @@ def emit_backward(fwd: Forward, needs: Sequence[bool], target: str) -> Backward:
     return writer.finish(target)
 
 
+# The most outputs the linear layers after a folded norm may have in all, per
+# input feature (fusion-fold-norm-weight's kMaxOutputsPerInput: W diag(g) is
+# computed on every call).
+MAX_FOLD_OUTPUTS_PER_INPUT = 2
+
+
+def foldable_norms(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor]) -> frozenset:
+    """The RMSNorms of `sub` whose weight g a training forward moves into the
+    linear layers after them (fusion-fold-norm-weight's rewrite, which the
+    compiler cannot make on a forward and backward written apart):
+
+        y  = n W^T = x_hat (W diag(g))^T
+        dW = dy^T n = (dy^T x_hat) diag(g)
+        dh = rms_norm_grad(dn, x_hat, rstd, g) {normalized_input}
+
+    so that the forward saves x_hat alone where it saved the norm's input h
+    and output n (and a norm in a GEMM's epilogue stores one [M, N] tensor
+    instead of two). Taken where that is so: g is a parameter, h is computed
+    by the partition and read by the norm alone, n is read only by linear
+    layers (nn.Linear's [out, in] weight, a parameter) with at most 2 N
+    outputs in all, neither is a partition output, and n has h's dtype."""
+    graph = sub.graph
+    if any(n.target is ops.gdpa for n in graph.nodes):
+        return frozenset()
+    output = next(n for n in graph.nodes if n.op == "output")
+    returned = set(output.all_input_nodes)
+    values = dict(zip([n for n in graph.nodes if n.op == "placeholder"], arg_values))
+    fold = set()
+    for node in graph.nodes:
+        if node.op != "call_function" or node.target is not ops.rms_norm:
+            continue
+        h, g = node.args[:2]
+        if not isinstance(g, fx.Node) or g.op != "placeholder" or g not in values:
+            continue
+        if not isinstance(h, fx.Node) or h.op != "call_function" or h in returned or \
+                list(h.users) != [node] or node in returned:
+            continue
+        hv, nv = h.meta.get("val"), node.meta.get("val")
+        if hv is None or nv is None or hv.dtype != nv.dtype or values[g].dim() != 1:
+            continue
+        layers = list(node.users)
+        if not layers or any(u.target is not ops.linear or u.args[0] is not node or
+                             not isinstance(u.args[1], fx.Node) or
+                             u.args[1].op != "placeholder" or u.args[1] is node
+                             for u in layers):
+            continue
+        if any(values[u.args[1]].dim() != 2 for u in layers):
+            continue
+        outputs = sum(int(values[u.args[1]].shape[0]) for u in layers)
+        if outputs > MAX_FOLD_OUTPUTS_PER_INPUT * int(values[g].shape[0]):
+            continue
+        fold.add(node)
+    return frozenset(fold)
+
+
 def emit_training(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
                   target: str) -> Training:
     """The training forward of partition `sub` (see the module's docstring)
     and its backward for every input."""
-    fwd = write(sub, arg_values, statistics=True)
+    fwd = write(sub, arg_values, statistics=True, fold=foldable_norms(sub, arg_values))
     full = emit_backward(fwd, [True] * len(fwd.placeholders), target)
     sources: Dict[Key, Source] = {}
     extras: List[Tuple[str, TensorArg]] = []
@@ -412,6 +480,7 @@ def emit_training(sub: fx.GraphModule, arg_values: Sequence[torch.Tensor],
                 extras.append((name, arg))
             sources[key] = ("extra", [n for n, _ in extras].index(name))
     saved = list(dict.fromkeys(sources.values()))
-    saves = [f"{node.name}" if kind == "value" else f"{node.name}'s {kind}"
-             for node, kind in sources]
+    saves = [(f"{node.name}'s x_hat (its weight folded into the next layer)"
+              if node in fwd.folded else f"{node.name}") if kind == "value"
+             else f"{node.name}'s {kind}" for node, kind in sources]
     return Training(render(fwd, target, extras), saves, sources, saved, fwd, full, target)

@@ -281,6 +281,48 @@ class FrontEndTrainingTest(unittest.TestCase):
         self.assertEqual([op for op, _ in part.ops], ["linear", "rms_norm", "add"])
         self.assertIn("fusion.rms_norm_grad", part.backward_ops)
 
+    def test_linear_norm_linear_folds_the_norm_weight(self):
+        # Issue 16's training step as a module: fc1 -> LlamaRMSNorm (weight) ->
+        # fc2. The training forward moves the norm's weight g into fc2
+        # (x_hat (W2 diag(g))^T) and saves x_hat alone, not the norm's input
+        # and output; the backward scales dW2 by g and reads x_hat in the
+        # norm's gradient ({normalized_input}).
+        from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
+        class Step(torch.nn.Module):
+            def __init__(self, out=96, residual=False):
+                super().__init__()
+                self.fc1 = torch.nn.Linear(48, 64, bias=False)
+                self.norm = LlamaRMSNorm(64, eps=1e-5)
+                self.fc2 = torch.nn.Linear(64, out, bias=False)
+                self.residual = residual
+
+            def forward(self, x):
+                h = self.fc1(x)
+                y = self.fc2(self.norm(h))
+                return y + h if self.residual else y
+
+        for dtype in (torch.float32, torch.bfloat16):
+            with self.subTest(dtype=dtype):
+                m = randomize_norms(Step().to(dtype))
+                compiled = self.check_gradients(m, (torch.randn(2, 37, 48).to(dtype),))
+                part = compiled.explain().partitions[0]
+                self.assertEqual(len(part.backward_saves), 6, part.backward_saves)
+                self.assertTrue(any("x_hat" in s for s in part.backward_saves),
+                                part.backward_saves)
+                self.assertIn("{normalized_input}", part.backward_mlir)
+                self.assertEqual(part.backward_ops,
+                                 ["fusion.matmul", "fusion.mul", "fusion.rms_norm_grad"])
+        # Not folded: fc2 wider than 2 N (W diag(g) on every call would cost
+        # what the fold saves), the norm's input read again.
+        for m in (Step(out=160), Step(out=64, residual=True)):
+            with self.subTest(folded=False):
+                m = randomize_norms(m.bfloat16())
+                compiled = self.check_gradients(m, (torch.randn(2, 37, 48).bfloat16(),))
+                part = compiled.explain().partitions[0]
+                self.assertNotIn("{normalized_input}", part.backward_mlir)
+                self.assertFalse(any("x_hat" in s for s in part.backward_saves))
+
     def test_llama_decoder_layer(self):
         # Several partitions, a norm's output read by three linears (their
         # gradients summed by fusion.add), residuals, and attention between

@@ -153,7 +153,23 @@ class BertPostNorm(torch.nn.Module):
         return self.LayerNorm(self.dense(hidden_states) + input_tensor)
 
 
+class LinearNormLinear(torch.nn.Module):
+    """Issue 16's training step as a module: fc1 -> LlamaRMSNorm (its
+    weight) -> fc2, no biases. Its training forward moves the norm's weight
+    into fc2 and saves x_hat alone (emit_grad.foldable_norms)."""
+
+    def __init__(self, h=H):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(h, h, bias=False)
+        self.norm = LlamaRMSNorm(h, eps=1e-5)
+        self.fc2 = torch.nn.Linear(h, h, bias=False)
+
+    def forward(self, x):
+        return self.fc2(self.norm(self.fc1(x)))
+
+
 CASES = {"llama_prenorm": (lambda: PreNorm(lambda h: LlamaRMSNorm(h, eps=1e-5)), 1),
+         "linear_norm_linear": (LinearNormLinear, 1),
          "t5_prenorm": (lambda: PreNorm(T5LayerNorm), 1),
          "gemma_prenorm": (lambda: PreNorm(GemmaRMSNorm), 1),
          "fp32_layernorm": (lambda: PreNorm(Float32LayerNorm), 1),

@@ -9,13 +9,18 @@
 // 0.0625) carry as a few hundredths, hence atol 0.5 as for the epilogue
 // norm's bf16 steps (epilogue-norm-save-input.mlir). The negative case
 // checks that the comparison sees a lost weight: the fold of a step whose
-// weight gradient also skips the scale.
+// weight gradient also skips the scale. The front end's backward (written
+// apart from the forward that saved x_hat) scales its weight gradients by g
+// itself: the pass makes that fusion.mul the GEMM's col_scale (one rounding
+// where there were two; in f32 the same up to reassociation).
 // RUN: fusion-runner %s -e train_step_rms --after-passes=fusion-fold-norm-weight --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e two_layers --after-passes=fusion-fold-norm-weight --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e train_step_rms_bf16 --after-passes=fusion-fold-norm-weight --atol=0.5 --rtol=5e-2 | FileCheck %s
+// RUN: fusion-runner %s -e front_end_weight_grads --after-passes=fusion-fold-norm-weight --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e train_step_rms_bf16 --after-passes='fusion-fuse{fold-norm-weight=true}' --atol=0.5 --rtol=5e-2 | FileCheck %s
 // RUN: not fusion-runner %s -e train_step_rms --compare=train_step_rms_unscaled_dw --atol=1e-4 --rtol=1e-4 | FileCheck %s --check-prefix=FAIL
 // RUN: fusion-opt %s -fusion-fold-norm-weight | FileCheck %s --check-prefix=IR
+// RUN: fusion-opt %s -fusion-fold-norm-weight | FileCheck %s --check-prefix=COLS
 // RUN: fusion-opt %s --fusion-fuse=fold-norm-weight=true | FileCheck %s --check-prefix=FUSED
 // CHECK: PASS
 // FAIL: FAIL
@@ -26,6 +31,11 @@
 // IR: fusion.matmul %[[XH]], %[[WG]] {transpose_rhs}
 // IR: fusion.fused_matmul %[[DY]], %[[XH]] col_scale(%[[G]] : tensor<256xf32>) {transpose_lhs}
 // IR: fusion.rms_norm_grad %{{.*}}, %[[XH]], %[[R]] weight(%[[G]] : tensor<256xf32>) {normalized_input}
+// COLS-LABEL: func.func @front_end_weight_grads(
+// COLS: fusion.fused_matmul %arg0, %arg1 col_scale(%arg2 : tensor<256xf32>) {transpose_lhs}
+// COLS: fusion.fused_matmul %arg1, %arg3 col_scale(%arg4 : tensor<128xf32>) {transpose_rhs}
+// COLS-NOT: fusion.mul
+// COLS: return
 // FUSED-LABEL: func.func @train_step_rms_bf16(
 // FUSED: %[[XH:.*]], %[[R:.*]] = fusion.fused_matmul
 // FUSED-SAME: epilogue = #fusion.epilogue<rms_norm>
@@ -92,5 +102,17 @@ func.func @train_step_rms_bf16(%x: tensor<32x64xbf16>, %w1: tensor<1024x64xbf16>
   %dx = fusion.matmul %dh, %w1 : tensor<32x1024xbf16>, tensor<1024x64xbf16> -> tensor<32x64xbf16>
   %dw1 = fusion.matmul %dh, %x {transpose_lhs} : tensor<32x1024xbf16>, tensor<32x64xbf16> -> tensor<1024x64xbf16>
   return %y, %dx, %dw1, %dg, %dw2 : tensor<32x128xbf16>, tensor<32x64xbf16>, tensor<1024x64xbf16>, tensor<1024xf32>, tensor<128x1024xbf16>
+}
+
+// The front end's weight gradient dW = (dy^T x_hat) g, and a forward layer
+// whose output is scaled by a vector over its columns: both become their
+// GEMM's col_scale.
+func.func @front_end_weight_grads(%dy: tensor<32x128xf32>, %xh: tensor<32x256xf32>, %g: tensor<256xf32>, %w: tensor<128x256xf32>, %v: tensor<128xf32>)
+    -> (tensor<128x256xf32>, tensor<32x128xf32>) {
+  %gw = fusion.matmul %dy, %xh {transpose_lhs} : tensor<32x128xf32>, tensor<32x256xf32> -> tensor<128x256xf32>
+  %dw = fusion.mul %gw, %g : tensor<128x256xf32>, tensor<256xf32>
+  %p = fusion.matmul %xh, %w {transpose_rhs} : tensor<32x256xf32>, tensor<128x256xf32> -> tensor<32x128xf32>
+  %q = fusion.mul %p, %v : tensor<32x128xf32>, tensor<128xf32>
+  return %dw, %q : tensor<128x256xf32>, tensor<32x128xf32>
 }
 }

@@ -15,6 +15,11 @@
 // then writes x_hat and rstd: one [M, N] tensor where it wrote two (h for the
 // gradient, n for the next layer).
 //
+// A backward written apart from its forward (the Python front end's: the
+// forward saved x_hat, the backward scales dy^T x_hat by g itself) has the
+// weight gradient as `fusion.mul (dy^T x_hat), g`; the pass makes such a
+// product of a GEMM and a vector over its columns that GEMM's col_scale.
+//
 //===----------------------------------------------------------------------===//
 
 #include "FusedOpBuilder.h"
@@ -163,6 +168,69 @@ void rewrite(IRRewriter &rewriter, RMSNormOp norm, const Fold &f) {
     });
   rewriter.replaceOp(norm, xHatNorm->getResults());
 }
+/// The GEMM whose output `mul` scales by a vector over its columns
+/// (`fusion.mul C, v`, C = A op(B) [M, N] and v [N] of C's element type),
+/// or why not ("" where `mul` is no such product).
+FailureOr<FusedMatmulSpec> columnScaleBase(MulOp mul, std::string &why) {
+  auto outType = cast<RankedTensorType>(mul.getType());
+  auto vecType = dyn_cast<RankedTensorType>(mul.getRhs().getType());
+  Value c = mul.getLhs();
+  if (outType.getRank() != 2 || !vecType || vecType.getRank() != 1 ||
+      vecType.getShape()[0] != outType.getShape()[1] ||
+      ShapedType::isDynamic(vecType.getShape()[0]) ||
+      vecType.getElementType() != outType.getElementType())
+    return failure();
+  FusedMatmulSpec spec;
+  if (auto matmul = c.getDefiningOp<MatmulOp>()) {
+    spec = plainMatmulSpec(matmul);
+  } else if (auto fused = c.getDefiningOp<FusedMatmulOp>()) {
+    spec = fusedMatmulSpec(fused);
+    if (fused.getEpilogue() != EpilogueKind::none &&
+        fused.getEpilogue() != EpilogueKind::row_scale)
+      why = ("the GEMM has the epilogue " +
+             stringifyEpilogueKind(fused.getEpilogue()))
+                .str();
+    else if (spec.residual || spec.activation || spec.ropeHeadDim ||
+             spec.colScale)
+      why = "the GEMM adds a residual, an activation, a rope or a column "
+            "scale of its own";
+    else if (spec.prologue != PrologueKind::none)
+      why = "the GEMM normalizes its rows in a prologue (Lazy Pre-Norm)";
+  } else {
+    return failure();
+  }
+  if (why.empty() && spec.colBias)
+    why = "the GEMM adds a bias (the scale would apply to it too)";
+  else if (why.empty() && !c.hasOneUse())
+    why = "the GEMM's output has other readers";
+  if (!why.empty())
+    return failure();
+  return spec;
+}
+
+/// `fusion.mul (A op(B)), v` -> the GEMM with col_scale(v) (one rounding
+/// where there were two).
+void foldColumnScales(ModuleOp module, IRRewriter &rewriter, bool report) {
+  SmallVector<MulOp> muls;
+  module.walk([&](MulOp mul) { muls.push_back(mul); });
+  for (MulOp mul : muls) {
+    std::string why;
+    FailureOr<FusedMatmulSpec> spec = columnScaleBase(mul, why);
+    if (failed(spec)) {
+      if (!why.empty())
+        fusion::remark(report, mul,
+                       "column scale not fused into its GEMM: " + why);
+      continue;
+    }
+    Operation *gemm = mul.getLhs().getDefiningOp();
+    spec->colScale = mul.getRhs();
+    rewriter.setInsertionPoint(mul);
+    FusedMatmulOp fused = buildFusedMatmul(rewriter, mul.getLoc(), *spec);
+    fusion::remark(report, mul, "column scale fused into its GEMM (col_scale)");
+    rewriter.replaceOp(mul, fused.getOutput());
+    rewriter.eraseOp(gemm);
+  }
+}
 } // namespace
 
 void mlir::fusion::applyFoldNormWeight(ModuleOp module, bool report) {
@@ -183,4 +251,5 @@ void mlir::fusion::applyFoldNormWeight(ModuleOp module, bool report) {
                " weight gradient(s); the gradient reads x_hat");
     rewrite(rewriter, norm, *fold);
   }
+  foldColumnScales(module, rewriter, report);
 }

@@ -139,3 +139,70 @@ func.func @constant_weights(%h: tensor<?x2xf32>, %dn: tensor<?x2xf32>) -> (tenso
   %dh, %dg = fusion.rms_norm_grad %dn, %h, %r weight(%g : tensor<2xf32>) : tensor<?x2xf32>, tensor<?x2xf32>, tensor<?xf32> -> tensor<?x2xf32>, tensor<2xf32>
   return %y, %dh, %dg : tensor<?x2xf32>, tensor<?x2xf32>, tensor<2xf32>
 }
+
+// -----
+
+// The front end's backward (its forward saved x_hat): the weight gradient
+// scaled by g after the GEMM becomes the GEMM's col_scale.
+// CHECK-LABEL: func.func @column_scale
+// CHECK: %[[DW:.*]] = fusion.fused_matmul %arg0, %arg1 col_scale(%arg2 : tensor<256xbf16>) {transpose_lhs}
+// CHECK-NOT: fusion.mul
+// CHECK: return %[[DW]]
+func.func @column_scale(%dy: tensor<?x512xbf16>, %xh: tensor<?x256xbf16>, %g: tensor<256xbf16>) -> tensor<512x256xbf16> {
+  %gw = fusion.matmul %dy, %xh {transpose_lhs} : tensor<?x512xbf16>, tensor<?x256xbf16> -> tensor<512x256xbf16>
+  // expected-remark @below {{fusion.mul column scale fused into its GEMM (col_scale)}}
+  %dw = fusion.mul %gw, %g : tensor<512x256xbf16>, tensor<256xbf16>
+  return %dw : tensor<512x256xbf16>
+}
+
+// -----
+
+// A GEMM with a bias: (acc + b) v is not acc v + b, the scale stays.
+// CHECK-LABEL: func.func @column_scale_bias
+// CHECK: fusion.matmul
+// CHECK: fusion.mul
+func.func @column_scale_bias(%x: tensor<?x256xbf16>, %w: tensor<512x256xbf16>, %b: tensor<512xbf16>, %v: tensor<512xbf16>) -> tensor<?x512xbf16> {
+  %y = fusion.matmul %x, %w bias(%b : tensor<512xbf16>) {transpose_rhs} : tensor<?x256xbf16>, tensor<512x256xbf16> -> tensor<?x512xbf16>
+  // expected-remark @below {{fusion.mul column scale not fused into its GEMM: the GEMM adds a bias (the scale would apply to it too)}}
+  %s = fusion.mul %y, %v : tensor<?x512xbf16>, tensor<512xbf16>
+  return %s : tensor<?x512xbf16>
+}
+
+// -----
+
+// The GEMM's output read again: the scale stays.
+// CHECK-LABEL: func.func @column_scale_other_reader
+// CHECK: fusion.matmul
+// CHECK: fusion.mul
+func.func @column_scale_other_reader(%x: tensor<?x256xbf16>, %w: tensor<512x256xbf16>, %v: tensor<512xbf16>) -> (tensor<?x512xbf16>, tensor<?x512xbf16>) {
+  %y = fusion.matmul %x, %w {transpose_rhs} : tensor<?x256xbf16>, tensor<512x256xbf16> -> tensor<?x512xbf16>
+  // expected-remark @below {{fusion.mul column scale not fused into its GEMM: the GEMM's output has other readers}}
+  %s = fusion.mul %y, %v : tensor<?x512xbf16>, tensor<512xbf16>
+  return %s, %y : tensor<?x512xbf16>, tensor<?x512xbf16>
+}
+
+// -----
+
+// A GEMM with a norm epilogue: not an element-wise output to scale.
+// CHECK-LABEL: func.func @column_scale_epilogue
+// CHECK: fusion.fused_matmul
+// CHECK: fusion.mul
+func.func @column_scale_epilogue(%x: tensor<?x256xbf16>, %w: tensor<256x512xbf16>, %v: tensor<512xbf16>) -> tensor<?x512xbf16> {
+  %y = fusion.fused_matmul %x, %w {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32} : tensor<?x256xbf16>, tensor<256x512xbf16> -> tensor<?x512xbf16>
+  // expected-remark @below {{fusion.mul column scale not fused into its GEMM: the GEMM has the epilogue rms_norm}}
+  %s = fusion.mul %y, %v : tensor<?x512xbf16>, tensor<512xbf16>
+  return %s : tensor<?x512xbf16>
+}
+
+// -----
+
+// A row scale ([M, 1]) or a same-shape product: not a column scale, no remark.
+// CHECK-LABEL: func.func @not_column_scale
+// CHECK-COUNT-2: fusion.mul
+func.func @not_column_scale(%x: tensor<64x256xbf16>, %w: tensor<512x256xbf16>, %r: tensor<64x1xbf16>, %z: tensor<64x512xbf16>) -> (tensor<64x512xbf16>, tensor<64x512xbf16>) {
+  %y = fusion.matmul %x, %w {transpose_rhs} : tensor<64x256xbf16>, tensor<512x256xbf16> -> tensor<64x512xbf16>
+  %a = fusion.mul %y, %r : tensor<64x512xbf16>, tensor<64x1xbf16>
+  %y2 = fusion.matmul %x, %w {transpose_rhs} : tensor<64x256xbf16>, tensor<512x256xbf16> -> tensor<64x512xbf16>
+  %b = fusion.mul %y2, %z : tensor<64x512xbf16>
+  return %a, %b : tensor<64x512xbf16>, tensor<64x512xbf16>
+}

@@ -1217,6 +1217,17 @@ def FusionFoldNormWeightPass
         {normalized_input} : ...
     ```
 
+    A backward written apart from its forward (the Python front end's,
+    whose training forward already saved x_hat and computes W diag(g))
+    scales the weight gradient itself, `fusion.mul (dy^T x_hat), g`: the pass
+    makes any product of a GEMM's output and a vector over its columns that
+    GEMM's `col_scale` (one rounding where there were two):
+    ```mlir
+    %gw = fusion.matmul %dy, %xh {transpose_lhs} : ...
+    %dw2 = fusion.mul %gw, %g : tensor<1024x1024xbf16>, tensor<1024xbf16>
+    ```
+    becomes `%dw2 = fusion.fused_matmul %dy, %xh col_scale(%g : ...) {transpose_lhs}`.
+
     #### Input invariants
     - The norm is a `fusion.rms_norm` with a weight, 2-D rows, and an
       output of its input's type (the gradient reads x_hat where it read h).
@@ -1233,12 +1244,17 @@ def FusionFoldNormWeightPass
 
     #### Output IR
     As above; a norm left alone keeps its weight (a remark says why under
-    `report`). LayerNorm (whose bias would add a rank-one term to dW) is
+    `report`). A column scale is fused where its GEMM (a `fusion.matmul`,
+    or a `fusion.fused_matmul` with epilogue `none` or `row_scale` and no
+    prologue) has no bias, residual, activation, rope or column scale and
+    no other reader,
+    and the vector is [N] of the output's element type. LayerNorm (whose bias would add a rank-one term to dW) is
     not folded.
 
     #### Options
     - `report`: emit a remark per training step's fusion.rms_norm (one with
-      a weight whose input a gradient reads): folded, or why not.
+      a weight whose input a gradient reads): folded, or why not; and per
+      column scale of a GEMM's output: fused, or why not.
     `fusion-fuse` runs it after backward regrouping and before the epilogue
     norms (`fold-norm-weight=false`, `fusion-compile --no-fold-norm-weight`,
     leaves it out). On an H100 (session 54) the training step's forward GEMM
