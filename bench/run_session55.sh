@@ -33,6 +33,10 @@
 #        torch.compile;
 #     5. bench/layers/step_spans.py: v-nofold against v-fold2 (and v-gr) at
 #        1024, 2048 and 4096, profiler spans, 5 interleaved rounds.
+#   C=<commit> OUT=$OUT bash bench/run_session55.sh auto   (< 10 min)
+#     one call, whichever card comes: on an H200 3 (RMSNorm), 4 and the
+#     RMSNorm steps' tests; on another card 1, 2 and 5 (3 rounds); then the
+#     front end's two modules (tests and timing).
 # Writes $OUT/log_<phase>.txt and JSON beside it.
 set -uo pipefail
 if [ "${1:-}" = --prepare ]; then
@@ -74,7 +78,41 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 log=$OUT/log_$phase.txt
 {
   nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv,noheader
-  if [ "$phase" = step ]; then
+  if [ "$phase" = auto ]; then
+    # One call, whichever card comes: on an H200 the issues' bars first
+    # (the steps and the blocks against torch.compile), then correctness;
+    # on another card correctness first, then the A/B spans.
+    gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+    if [[ $gpu == *H200* ]]; then
+      FUSION_GPU_ARTIFACTS=build/v-fold2/gpu timeout ${BENCH_S:-230} python3 bench/bench_train_step.py \
+        --out "$OUT/train_step_rms.json" --commit "${C:-unknown}" --norms rms \
+        --hs 512,1024,2048,4096 --baselines compile,six_gemm \
+        --variants nofold=build/v-nofold/gpu --rounds 3 2>&1 | grep -v Warn | tail -5
+      FUSION_GPU_ARTIFACTS=build/v-attn/gpu timeout ${ATT_S:-200} python3 bench/bench_attention.py \
+        --only forward --only block_grad --rounds 3 --out "$OUT/attention.json" \
+        --commit "${C:-unknown}" 2>&1 | grep -v Warn | tail -12
+      FUSION_GPU_ARTIFACTS=build/v-fold2/gpu timeout ${STEPS_S:-100} python3 -m pytest -q -rs -x \
+        test/gpu/test_train_step_gpu.py -k rms 2>&1 | tail -3
+    else
+      FUSION_GPU_ARTIFACTS=build/v-fold2/gpu timeout ${STEPS_S:-150} python3 -m pytest -q -rs \
+        test/gpu/test_train_step_gpu.py 2>&1 | tail -3
+      for p in train_step_rms_h256 train_step_rms_h4096; do
+        sanitize_layer build/v-fold2/gpu memcheck $p 4097 /tmp/san_$p.txt
+        tail -n1 /tmp/san_$p.txt
+      done
+      FUSION_GPU_ARTIFACTS=build/v-nofold/gpu timeout ${SPANS_S:-150} python3 bench/layers/step_spans.py \
+        --out "$OUT/spans_fold.json" --commit "${C:-unknown}" \
+        --programs ${SPANS:-train_step_rms_h1024,train_step_rms_h2048,train_step_rms_h4096} \
+        --variants fold=build/v-fold2/gpu,gr=build/v-gr/gpu --rounds ${SROUNDS:-3} --calls 10 2>&1 \
+        | grep -v Warn | tail -4
+    fi
+    echo "== the front end: fc1 -> LlamaRMSNorm -> fc2 (the weight folded) and Llama's pre-norm"
+    FUSION_FRONTEND_TRAINING_DIR=build/frontend-training-gpu timeout ${FE_S:-60} python3 -m pytest \
+      -q -rs test/gpu/test_frontend_training_gpu.py -k "linear_norm_linear or llama_prenorm" 2>&1 | tail -3
+    FUSION_FRONTEND_TRAINING_DIR=build/frontend-training-gpu timeout ${FEB_S:-90} python3 \
+      bench/frontend/bench_frontend_training.py --only '^(linear_norm_linear|llama_prenorm)$' \
+      --json "$OUT/frontend_training.json" --commit "${C:-unknown}" 2>&1 | grep -v Warn | tail -4
+  elif [ "$phase" = step ]; then
     echo "== training steps (default: RMSNorm folded)"
     FUSION_GPU_ARTIFACTS=build/v-fold2/gpu timeout ${STEPS_S:-150} python3 -m pytest -q -rs \
       test/gpu/test_train_step_gpu.py 2>&1 | tail -3
