@@ -86,7 +86,7 @@ log=$OUT/log_$phase.txt
     if [[ $gpu == *H200* ]]; then
       FUSION_GPU_ARTIFACTS=build/v-fold2/gpu timeout ${BENCH_S:-230} python3 bench/bench_train_step.py \
         --out "$OUT/train_step_rms.json" --commit "${C:-unknown}" --norms rms \
-        --hs 512,1024,2048,4096 --baselines compile,six_gemm \
+        --hs ${HS:-1024,2048,4096} --baselines compile,six_gemm \
         --variants nofold=build/v-nofold/gpu --rounds 3 2>&1 | grep -v Warn | tail -5
       FUSION_GPU_ARTIFACTS=build/v-attn/gpu timeout ${ATT_S:-200} python3 bench/bench_attention.py \
         --only forward --only block_grad --rounds 3 --out "$OUT/attention.json" \
