@@ -12,7 +12,23 @@
 // RUN: llvm-nm -D --defined-only %t.so | FileCheck %s --check-prefix=NM
 // RUN: llvm-nm -D --defined-only %t-no.so | FileCheck %s --check-prefix=NM
 // RUN: FileCheck %s --check-prefix=FOLD-ARGS < %t.fold/host.mlir
+// RUN: fusion-opt %s --fusion-fuse | FileCheck %s --check-prefix=FUSED
+// RUN: fusion-opt %s --fusion-fuse=fold-norm-weight=false | FileCheck %s --check-prefix=UNFOLDED
 // RUN: FileCheck %s --check-prefix=NOFOLD-ARGS < %t.no/host.mlir
+// What fusion-fuse makes of the step (what the launches below come from).
+// Folded: the first GEMM's weightless norm epilogue returns x_hat and rstd
+// only; W2 diag(g); the weight gradient of W2 reads x_hat with g as its
+// column scale; the norm gradient reads x_hat.
+// FUSED: %[[XH:.*]], %[[R:.*]] = fusion.fused_matmul %arg0, %arg1 {epilogue = #fusion.epilogue<rms_norm>
+// FUSED-NOT: save_norm_input
+// FUSED-SAME: -> tensor<?x256xbf16>, tensor<?xf32>
+// FUSED: fusion.mul %arg3, %arg2 : tensor<256x256xbf16>, tensor<256xbf16>
+// FUSED: fusion.fused_matmul %arg4, %[[XH]] col_scale(%arg2 : tensor<256xbf16>) {transpose_lhs}
+// FUSED: fusion.rms_norm_grad %{{.*}}, %[[XH]], %[[R]] weight(%arg2 : tensor<256xbf16>) {normalized_input}
+// Unfolded: the epilogue applies g and also stores h, which the gradient reads.
+// UNFOLDED: %{{.*}}, %[[H:.*]], %[[R:.*]] = fusion.fused_matmul %arg0, %arg1 norm_weight(%arg2 : tensor<256xbf16>) {{{.*}}save_norm_input
+// UNFOLDED-NOT: col_scale
+// UNFOLDED: fusion.rms_norm_grad %{{.*}}, %[[H]], %[[R]] weight(%arg2 : tensor<256xbf16>) :
 // FOLD-COUNT-11: gpu.launch_func
 // FOLD-NOT: gpu.launch_func
 // NOFOLD-COUNT-10: gpu.launch_func
