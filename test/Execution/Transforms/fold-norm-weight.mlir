@@ -17,6 +17,7 @@
 // RUN: fusion-runner %s -e two_layers --after-passes=fusion-fold-norm-weight --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e train_step_rms_bf16 --after-passes=fusion-fold-norm-weight --atol=0.5 --rtol=5e-2 | FileCheck %s
 // RUN: fusion-runner %s -e front_end_weight_grads --after-passes=fusion-fold-norm-weight --atol=1e-4 --rtol=1e-4 | FileCheck %s
+// RUN: fusion-runner %s -e scaled_activation --after-passes=fusion-fuse --atol=1e-4 --rtol=1e-4 | FileCheck %s
 // RUN: fusion-runner %s -e train_step_rms_bf16 --after-passes='fusion-fuse{fold-norm-weight=true}' --atol=0.5 --rtol=5e-2 | FileCheck %s
 // RUN: not fusion-runner %s -e train_step_rms --compare=train_step_rms_unscaled_dw --atol=1e-4 --rtol=1e-4 | FileCheck %s --check-prefix=FAIL
 // RUN: fusion-opt %s -fusion-fold-norm-weight | FileCheck %s --check-prefix=IR
@@ -114,5 +115,15 @@ func.func @front_end_weight_grads(%dy: tensor<32x128xf32>, %xh: tensor<32x256xf3
   %p = fusion.matmul %xh, %w {transpose_rhs} : tensor<32x256xf32>, tensor<128x256xf32> -> tensor<32x128xf32>
   %q = fusion.mul %p, %v : tensor<32x128xf32>, tensor<128xf32>
   return %dw, %q : tensor<128x256xf32>, tensor<32x128xf32>
+}
+
+// A column scale and then an activation: the scale becomes the GEMM's
+// col_scale and the activation stays an op of its own (the fused op takes
+// no activation beside a column scale).
+func.func @scaled_activation(%x: tensor<32x64xf32>, %w: tensor<128x64xf32>, %v: tensor<128xf32>) -> tensor<32x128xf32> {
+  %y = fusion.matmul %x, %w {transpose_rhs} : tensor<32x64xf32>, tensor<128x64xf32> -> tensor<32x128xf32>
+  %s = fusion.mul %y, %v : tensor<32x128xf32>, tensor<128xf32>
+  %a = fusion.activation %s {activation = #fusion.activation<silu>} : tensor<32x128xf32>
+  return %a : tensor<32x128xf32>
 }
 }

@@ -34,19 +34,9 @@ FailureOr<FusedMatmulSpec> activationBase(Value result, std::string &why) {
     why = "its input is not produced by a fusion.matmul or fusion.fused_matmul";
     return failure();
   }
-  if (fused.getEpilogue() != EpilogueKind::none &&
-      fused.getEpilogue() != EpilogueKind::row_scale) {
-    why = ("the producing GEMM already has the epilogue " +
-           stringifyEpilogueKind(fused.getEpilogue()))
-              .str();
+  why = whyNoElementwiseEpilogue(fused);
+  if (!why.empty())
     return failure();
-  }
-  if (fused.getResidual() || fused.getActivation()) {
-    why = fused.getResidual() ? "the producing GEMM adds a residual"
-                              : "the producing GEMM already applies an "
-                                "activation";
-    return failure();
-  }
   return fusedMatmulSpec(fused);
 }
 

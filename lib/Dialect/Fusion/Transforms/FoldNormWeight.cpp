@@ -185,16 +185,8 @@ FailureOr<FusedMatmulSpec> columnScaleBase(MulOp mul, std::string &why) {
     spec = plainMatmulSpec(matmul);
   } else if (auto fused = c.getDefiningOp<FusedMatmulOp>()) {
     spec = fusedMatmulSpec(fused);
-    if (fused.getEpilogue() != EpilogueKind::none &&
-        fused.getEpilogue() != EpilogueKind::row_scale)
-      why = ("the GEMM has the epilogue " +
-             stringifyEpilogueKind(fused.getEpilogue()))
-                .str();
-    else if (spec.residual || spec.activation || spec.ropeHeadDim ||
-             spec.colScale)
-      why = "the GEMM adds a residual, an activation, a rope or a column "
-            "scale of its own";
-    else if (spec.prologue != PrologueKind::none)
+    why = whyNoElementwiseEpilogue(fused);
+    if (why.empty() && spec.prologue != PrologueKind::none)
       why = "the GEMM normalizes its rows in a prologue (Lazy Pre-Norm)";
   } else {
     return failure();

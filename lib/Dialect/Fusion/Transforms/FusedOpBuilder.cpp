@@ -19,6 +19,22 @@ FusedMatmulSpec mlir::fusion::plainMatmulSpec(MatmulOp matmul) {
   return spec;
 }
 
+std::string mlir::fusion::whyNoElementwiseEpilogue(FusedMatmulOp op) {
+  EpilogueKind epi = op.getEpilogue();
+  if (epi != EpilogueKind::none && epi != EpilogueKind::row_scale)
+    return ("the GEMM has the " + stringifyEpilogueKind(epi) + " epilogue")
+        .str();
+  if (op.getResidual())
+    return "the GEMM adds a residual";
+  if (op.getActivation() || op.getUp())
+    return "the GEMM already applies an activation";
+  if (op.getRopeCos())
+    return "the GEMM already applies a rope";
+  if (op.getColScale())
+    return "the GEMM already scales its columns";
+  return "";
+}
+
 FusedMatmulSpec mlir::fusion::fusedMatmulSpec(FusedMatmulOp op) {
   FusedMatmulSpec spec;
   spec.lhs = op.getLhs();

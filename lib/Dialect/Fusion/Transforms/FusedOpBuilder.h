@@ -56,6 +56,12 @@ FusedMatmulSpec plainMatmulSpec(MatmulOp matmul);
 /// one with a change keeps the rest.
 FusedMatmulSpec fusedMatmulSpec(FusedMatmulOp op);
 
+/// Why another element-wise piece of the output (an activation, a rope, a
+/// column scale) cannot be added to `op`'s epilogue, or "": the epilogue is
+/// `none` or `row_scale` and adds no residual, activation, gated product,
+/// rope or column scale yet (the verifier allows none of them together).
+std::string whyNoElementwiseEpilogue(FusedMatmulOp op);
+
 /// Creates the fused_matmul `spec` describes (the caller checks legality;
 /// the op verifier runs when the pass finishes).
 FusedMatmulOp buildFusedMatmul(OpBuilder &b, Location loc,

@@ -37,13 +37,9 @@ std::string whyNot(RopeOp rope, const std::optional<TargetInfo> &target) {
   if (cast<RankedTensorType>(input.getType()).getRank() != 2)
     return "the GEMM's result is not 2-D";
   if (auto fused = dyn_cast<FusedMatmulOp>(producer)) {
-    EpilogueKind epi = fused.getEpilogue();
-    if (epi != EpilogueKind::none && epi != EpilogueKind::row_scale)
-      return ("the GEMM has the " + stringifyEpilogueKind(epi) + " epilogue")
-          .str();
-    if (fused.getResidual() || fused.getActivation() || fused.getUp() ||
-        fused.getRopeCos())
-      return "the GEMM already has a residual, an activation or a rope";
+    std::string why = whyNoElementwiseEpilogue(fused);
+    if (!why.empty())
+      return why;
     if (input != fused.getOutput())
       return "the input is not the GEMM's output";
   }

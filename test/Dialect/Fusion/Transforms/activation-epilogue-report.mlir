@@ -48,11 +48,24 @@ func.func @shared(%x: tensor<8x64xbf16>, %w: tensor<64x96xbf16>) -> (tensor<8x96
 
 // -----
 
+// The GEMM already scales its columns (fusion-fold-norm-weight's col_scale:
+// the verifier takes no activation beside it).
+// CHECK-LABEL: func.func @after_column_scale
+// CHECK: fusion.activation
+func.func @after_column_scale(%x: tensor<8x64xbf16>, %w: tensor<64x96xbf16>, %v: tensor<96xbf16>) -> tensor<8x96xbf16> {
+  %h = fusion.fused_matmul %x, %w col_scale(%v : tensor<96xbf16>) : tensor<8x64xbf16>, tensor<64x96xbf16> -> tensor<8x96xbf16>
+  // expected-remark @below {{fusion.activation not fused into a GEMM epilogue: the GEMM already scales its columns}}
+  %a = fusion.activation %h {activation = #fusion.activation<silu>} : tensor<8x96xbf16>
+  return %a : tensor<8x96xbf16>
+}
+
+// -----
+
 // The GEMM already normalizes its output.
 func.func @after_norm(%x: tensor<8x64xbf16>, %w: tensor<64x96xbf16>) -> tensor<8x96xbf16> {
   %h = fusion.fused_matmul %x, %w {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32}
       : tensor<8x64xbf16>, tensor<64x96xbf16> -> tensor<8x96xbf16>
-  // expected-remark @below {{fusion.activation not fused into a GEMM epilogue: the producing GEMM already has the epilogue rms_norm}}
+  // expected-remark @below {{fusion.activation not fused into a GEMM epilogue: the GEMM has the rms_norm epilogue}}
   %a = fusion.activation %h {activation = #fusion.activation<silu>} : tensor<8x96xbf16>
   return %a : tensor<8x96xbf16>
 }

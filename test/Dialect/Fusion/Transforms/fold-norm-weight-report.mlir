@@ -189,7 +189,7 @@ func.func @column_scale_other_reader(%x: tensor<?x256xbf16>, %w: tensor<512x256x
 // CHECK: fusion.mul
 func.func @column_scale_epilogue(%x: tensor<?x256xbf16>, %w: tensor<256x512xbf16>, %v: tensor<512xbf16>) -> tensor<?x512xbf16> {
   %y = fusion.fused_matmul %x, %w {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-05 : f32} : tensor<?x256xbf16>, tensor<256x512xbf16> -> tensor<?x512xbf16>
-  // expected-remark @below {{fusion.mul column scale not fused into its GEMM: the GEMM has the epilogue rms_norm}}
+  // expected-remark @below {{fusion.mul column scale not fused into its GEMM: the GEMM has the rms_norm epilogue}}
   %s = fusion.mul %y, %v : tensor<?x512xbf16>, tensor<512xbf16>
   return %s : tensor<?x512xbf16>
 }

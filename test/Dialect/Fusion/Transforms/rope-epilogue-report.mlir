@@ -36,6 +36,19 @@ func.func @not_a_gemm(%q: tensor<?x256xbf16>, %c: tensor<?x128xbf16>) -> tensor<
 
 // -----
 
+// A GEMM that scales its columns (the verifier takes no rope beside it).
+// CHECK-LABEL: func.func @after_column_scale
+// CHECK: fusion.rope
+func.func @after_column_scale(%x: tensor<?x64xbf16>, %w: tensor<256x64xbf16>, %v: tensor<256xbf16>, %c: tensor<?x128xbf16>) -> tensor<?x256xbf16> {
+  %q = fusion.fused_matmul %x, %w col_scale(%v : tensor<256xbf16>) {transpose_rhs}
+      : tensor<?x64xbf16>, tensor<256x64xbf16> -> tensor<?x256xbf16>
+  // expected-remark @below {{fusion.rope not folded into a GEMM epilogue: the GEMM already scales its columns}}
+  %r = fusion.rope %q, %c, %c {head_dim = 128 : i64} : tensor<?x256xbf16>, tensor<?x128xbf16> -> tensor<?x256xbf16>
+  return %r : tensor<?x256xbf16>
+}
+
+// -----
+
 // A GEMM with a norm epilogue (its output normalized first).
 func.func @after_norm(%x: tensor<?x64xbf16>, %w: tensor<256x64xbf16>, %g: tensor<256xbf16>, %c: tensor<?x128xbf16>) -> tensor<?x256xbf16> {
   %q = fusion.fused_matmul %x, %w norm_weight(%g : tensor<256xbf16>) {epilogue = #fusion.epilogue<rms_norm>, epsilon = 1.0e-06 : f32, transpose_rhs}
