@@ -76,77 +76,78 @@ phase=${1:-step}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 . bench/layers/layer_checks.sh
 log=$OUT/log_$phase.txt
+# The pieces; each phase runs a list of them (time limits in seconds from
+# the variables named, defaults per phase below).
+step_tests() {  # $1: the limit, then pytest's extra arguments
+  local limit=$1; shift
+  echo "== training steps (default: RMSNorm folded)"
+  FUSION_GPU_ARTIFACTS=build/v-fold2/gpu timeout "$limit" python3 -m pytest -q -rs "$@" \
+    test/gpu/test_train_step_gpu.py 2>&1 | tail -3
+}
+memchecks() {
+  for p in train_step_rms_h256 train_step_rms_h4096; do
+    sanitize_layer build/v-fold2/gpu memcheck $p 4097 /tmp/san_$p.txt
+    tail -n1 /tmp/san_$p.txt
+  done
+}
+bench_steps() {  # $1: the limit, $2: the norms (rms / ln), $3: the widths
+  for norm in ${2//,/ }; do
+    echo "== bench_train_step $norm"
+    FUSION_GPU_ARTIFACTS=build/v-fold2/gpu timeout "$1" python3 bench/bench_train_step.py \
+      --out "$OUT/train_step_$norm.json" --commit "${C:-unknown}" --norms $norm --hs "$3" \
+      --baselines compile,six_gemm --variants nofold=build/v-nofold/gpu --rounds ${ROUNDS:-3} \
+      2>&1 | grep -v Warn | tail -5
+  done
+}
+attention() {  # $1: the limit
+  echo "== the Kunlun blocks against torch.compile"
+  FUSION_GPU_ARTIFACTS=build/v-attn/gpu timeout "$1" python3 bench/bench_attention.py \
+    --only forward --only block_grad --rounds 3 --out "$OUT/attention.json" \
+    --commit "${C:-unknown}" 2>&1 | grep -v Warn | tail -12
+}
+spans() {  # $1: the limit, $2: the rounds
+  echo "== spans: --no-fold-norm-weight against the default and the global-memory rows"
+  FUSION_GPU_ARTIFACTS=build/v-nofold/gpu timeout "$1" python3 bench/layers/step_spans.py \
+    --out "$OUT/spans_fold.json" --commit "${C:-unknown}" \
+    --programs ${SPANS:-train_step_rms_h1024,train_step_rms_h2048,train_step_rms_h4096} \
+    --variants fold=build/v-fold2/gpu,gr=build/v-gr/gpu --rounds "$2" --calls 10 2>&1 \
+    | grep -v Warn | tail -4
+}
+front_end() {  # $1, $2: the limits of the tests and of the timing
+  [ -d build/frontend-training-gpu ] || return 0
+  echo "== the front end: fc1 -> LlamaRMSNorm -> fc2 (the weight folded) and Llama's pre-norm"
+  FUSION_FRONTEND_TRAINING_DIR=build/frontend-training-gpu timeout "$1" python3 -m pytest \
+    -q -rs test/gpu/test_frontend_training_gpu.py -k "linear_norm_linear or llama_prenorm" 2>&1 | tail -3
+  FUSION_FRONTEND_TRAINING_DIR=build/frontend-training-gpu timeout "$2" python3 \
+    bench/frontend/bench_frontend_training.py --only '^(linear_norm_linear|llama_prenorm)$' \
+    --json "$OUT/frontend_training.json" --commit "${C:-unknown}" 2>&1 | grep -v Warn | tail -4
+}
 {
   nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv,noheader
-  if [ "$phase" = auto ]; then
-    # One call, whichever card comes: on an H200 the issues' bars first
-    # (the steps and the blocks against torch.compile), then correctness;
-    # on another card correctness first, then the A/B spans.
-    gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-    if [[ $gpu == *H200* ]]; then
-      FUSION_GPU_ARTIFACTS=build/v-fold2/gpu timeout ${BENCH_S:-230} python3 bench/bench_train_step.py \
-        --out "$OUT/train_step_rms.json" --commit "${C:-unknown}" --norms rms \
-        --hs ${HS:-1024,2048,4096} --baselines compile,six_gemm \
-        --variants nofold=build/v-nofold/gpu --rounds 3 2>&1 | grep -v Warn | tail -5
-      FUSION_GPU_ARTIFACTS=build/v-attn/gpu timeout ${ATT_S:-200} python3 bench/bench_attention.py \
-        --only forward --only block_grad --rounds 3 --out "$OUT/attention.json" \
-        --commit "${C:-unknown}" 2>&1 | grep -v Warn | tail -12
-      FUSION_GPU_ARTIFACTS=build/v-fold2/gpu timeout ${STEPS_S:-100} python3 -m pytest -q -rs -x \
-        test/gpu/test_train_step_gpu.py -k rms 2>&1 | tail -3
-    else
-      FUSION_GPU_ARTIFACTS=build/v-fold2/gpu timeout ${STEPS_S:-150} python3 -m pytest -q -rs \
-        test/gpu/test_train_step_gpu.py 2>&1 | tail -3
-      for p in train_step_rms_h256 train_step_rms_h4096; do
-        sanitize_layer build/v-fold2/gpu memcheck $p 4097 /tmp/san_$p.txt
-        tail -n1 /tmp/san_$p.txt
-      done
-      FUSION_GPU_ARTIFACTS=build/v-nofold/gpu timeout ${SPANS_S:-150} python3 bench/layers/step_spans.py \
-        --out "$OUT/spans_fold.json" --commit "${C:-unknown}" \
-        --programs ${SPANS:-train_step_rms_h1024,train_step_rms_h2048,train_step_rms_h4096} \
-        --variants fold=build/v-fold2/gpu,gr=build/v-gr/gpu --rounds ${SROUNDS:-3} --calls 10 2>&1 \
-        | grep -v Warn | tail -4
-    fi
-    echo "== the front end: fc1 -> LlamaRMSNorm -> fc2 (the weight folded) and Llama's pre-norm"
-    FUSION_FRONTEND_TRAINING_DIR=build/frontend-training-gpu timeout ${FE_S:-60} python3 -m pytest \
-      -q -rs test/gpu/test_frontend_training_gpu.py -k "linear_norm_linear or llama_prenorm" 2>&1 | tail -3
-    FUSION_FRONTEND_TRAINING_DIR=build/frontend-training-gpu timeout ${FEB_S:-90} python3 \
-      bench/frontend/bench_frontend_training.py --only '^(linear_norm_linear|llama_prenorm)$' \
-      --json "$OUT/frontend_training.json" --commit "${C:-unknown}" 2>&1 | grep -v Warn | tail -4
-  elif [ "$phase" = step ]; then
-    echo "== training steps (default: RMSNorm folded)"
-    FUSION_GPU_ARTIFACTS=build/v-fold2/gpu timeout ${STEPS_S:-150} python3 -m pytest -q -rs \
-      test/gpu/test_train_step_gpu.py 2>&1 | tail -3
-    for p in train_step_rms_h256 train_step_rms_h4096; do
-      sanitize_layer build/v-fold2/gpu memcheck $p 4097 /tmp/san_$p.txt
-      tail -n1 /tmp/san_$p.txt
-    done
-    if [ -d build/frontend-training-gpu ]; then
-      echo "== the front end: fc1 -> LlamaRMSNorm -> fc2 (the weight folded) and Llama's pre-norm"
-      FUSION_FRONTEND_TRAINING_DIR=build/frontend-training-gpu timeout ${FE_S:-120} python3 -m pytest \
-        -q -rs test/gpu/test_frontend_training_gpu.py -k "linear_norm_linear or llama_prenorm" 2>&1 | tail -3
-      FUSION_FRONTEND_TRAINING_DIR=build/frontend-training-gpu timeout ${FEB_S:-120} python3 \
-        bench/frontend/bench_frontend_training.py --only '^(linear_norm_linear|llama_prenorm)$' \
-        --json "$OUT/frontend_training.json" --commit "${C:-unknown}" 2>&1 | grep -v Warn | tail -4
-    fi
-    for norm in rms ln; do
-      echo "== bench_train_step $norm"
-      FUSION_GPU_ARTIFACTS=build/v-fold2/gpu timeout ${BENCH_S:-200} python3 bench/bench_train_step.py \
-        --out "$OUT/train_step_$norm.json" --commit "${C:-unknown}" --norms $norm \
-        --hs ${HS:-512,1024,2048,4096} --baselines compile,six_gemm \
-        --variants nofold=build/v-nofold/gpu --rounds ${ROUNDS:-3} 2>&1 | grep -v Warn | tail -5
-    done
-  else
-    echo "== the Kunlun blocks against torch.compile"
-    FUSION_GPU_ARTIFACTS=build/v-attn/gpu timeout ${ATT_S:-300} python3 bench/bench_attention.py \
-      --only forward --only block_grad --rounds 3 --out "$OUT/attention.json" \
-      --commit "${C:-unknown}" 2>&1 | grep -v Warn | tail -12
-    echo "== spans: --no-fold-norm-weight against the default"
-    FUSION_GPU_ARTIFACTS=build/v-nofold/gpu timeout ${SPANS_S:-200} python3 bench/layers/step_spans.py \
-      --out "$OUT/spans_fold.json" --commit "${C:-unknown}" \
-      --programs ${SPANS:-train_step_rms_h1024,train_step_rms_h2048,train_step_rms_h4096} \
-      --variants fold=build/v-fold2/gpu,gr=build/v-gr/gpu --rounds ${SROUNDS:-5} --calls 10 2>&1 \
-      | grep -v Warn | tail -4
-  fi
+  case $phase in
+    auto)
+      # One call, whichever card comes: on an H200 the issues' bars first
+      # (the steps and the blocks against torch.compile), then correctness;
+      # on another card correctness first, then the A/B spans.
+      if [[ $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) == *H200* ]]; then
+        bench_steps ${BENCH_S:-230} rms ${HS:-1024,2048,4096}
+        attention ${ATT_S:-200}
+        step_tests ${STEPS_S:-100} -x -k rms
+      else
+        step_tests ${STEPS_S:-150}
+        memchecks
+        spans ${SPANS_S:-150} ${SROUNDS:-3}
+      fi
+      front_end ${FE_S:-60} ${FEB_S:-90} ;;
+    step)
+      step_tests ${STEPS_S:-150}
+      memchecks
+      front_end ${FE_S:-120} ${FEB_S:-120}
+      bench_steps ${BENCH_S:-200} rms,ln ${HS:-512,1024,2048,4096} ;;
+    *)
+      attention ${ATT_S:-300}
+      spans ${SPANS_S:-200} ${SROUNDS:-5} ;;
+  esac
   nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader
 } > "$log" 2>&1
 cat "$log"
