@@ -290,11 +290,11 @@ class FrontEndTrainingTest(unittest.TestCase):
         from transformers.models.llama.modeling_llama import LlamaRMSNorm
 
         class Step(torch.nn.Module):
-            def __init__(self, out=96, residual=False):
+            def __init__(self, out=96, residual=False, bias=False):
                 super().__init__()
-                self.fc1 = torch.nn.Linear(48, 64, bias=False)
+                self.fc1 = torch.nn.Linear(48, 64, bias=bias)
                 self.norm = LlamaRMSNorm(64, eps=1e-5)
-                self.fc2 = torch.nn.Linear(64, out, bias=False)
+                self.fc2 = torch.nn.Linear(64, out, bias=bias)
                 self.residual = residual
 
             def forward(self, x):
@@ -313,6 +313,13 @@ class FrontEndTrainingTest(unittest.TestCase):
                 self.assertIn("{normalized_input}", part.backward_mlir)
                 self.assertEqual(part.backward_ops,
                                  ["fusion.matmul", "fusion.mul", "fusion.rms_norm_grad"])
+        # With the linears' biases (fc2's stays its bias: y = x_hat (W2 diag(g))^T
+        # + b2; the biases' gradients are PyTorch's column sums).
+        m = randomize_norms(Step(bias=True).bfloat16())
+        compiled = self.check_gradients(m, (torch.randn(2, 37, 48).bfloat16(),))
+        part = compiled.explain().partitions[0]
+        self.assertIn("{normalized_input}", part.backward_mlir)
+        self.assertTrue(any("x_hat" in s for s in part.backward_saves), part.backward_saves)
         # Not folded: fc2 wider than 2 N (W diag(g) on every call would cost
         # what the fold saves), the norm's input read again.
         for m in (Step(out=160), Step(out=64, residual=True)):
